@@ -1,0 +1,260 @@
+"""Plain data shared by every stage: lower -> analyse -> diagnose -> plan fix -> rewrite.
+
+Everything here is a frozen dataclass that round-trips through JSON (``to_dict`` /
+``from_dict``), so a report written by ``offload-fixer run --report`` can be read back by
+``offload-fixer fix`` in another process, and the static check and the dynamic analysis
+speak the same language.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Iterable, Literal
+
+Severity = Literal["error", "warning", "info"]
+Target = Literal["tpu", "gpu", "gpu-legacy"]
+TARGETS: tuple[str, ...] = ("tpu", "gpu", "gpu-legacy")
+OriginKind = Literal["move_to_host", "host_argument", "offload_policy", "host_compute"]
+Strategy = Literal["device", "host", "auto"]
+Safety = Literal["safe", "unsafe", "display-only"]
+
+
+@dataclass(frozen=True)
+class Span:
+    """A range of user source, 1-based lines and columns (columns as MLIR/Python report them)."""
+
+    path: str
+    line: int
+    col: int = 1
+    end_line: int | None = None
+    end_col: int | None = None
+    function: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One instruction on the path from the origin to the output, as XLA's walk visits it."""
+
+    op: str
+    role: str
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a value became host memory: a move to host, a host argument, an offload policy."""
+
+    kind: OriginKind
+    memory_kind: str
+    span: Span | None = None
+    detail: str = ""
+    key: str = ""
+    """Stable identity within one report; diagnostics sharing it share one root cause."""
+
+
+@dataclass(frozen=True)
+class FixOption:
+    """A remedy in words; the planner turns the chosen one into a codemod target."""
+
+    strategy: Literal["device", "host"]
+    title: str
+    description: str
+    safety: Safety = "safe"
+
+
+@dataclass(frozen=True)
+class FunctionRef:
+    """The jitted Python function a module was lowered from."""
+
+    name: str
+    path: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    severity: Severity
+    target: str
+    message: str
+    explanation: str
+    output_index: int | None = None
+    output_path: str | None = None
+    """Pytree path of the output relative to the returned value, in JAX keystr form: ``[0]['mu']``."""
+    origin: Origin | None = None
+    trace: tuple[Step, ...] = ()
+    span: Span | None = None
+    """Where an editor should underline: the origin for OFL1200, the offending op otherwise."""
+    return_span: Span | None = None
+    fixes: tuple[FixOption, ...] = ()
+    function: FunctionRef | None = None
+    related_outputs: tuple[str, ...] = ()
+    """Pytree paths of the other outputs the same origin reaches (one root cause, many outputs)."""
+    source: Literal["dynamic", "static"] = "dynamic"
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_jsonable(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Diagnostic":
+        return _from_jsonable(cls, data)
+
+    @property
+    def location(self) -> Span | None:
+        return self.span or (self.origin.span if self.origin else None) or self.return_span
+
+
+@dataclass(frozen=True)
+class Report:
+    diagnostics: tuple[Diagnostic, ...]
+    target: str
+    jax_version: str
+    module_name: str | None = None
+    function: FunctionRef | None = None
+    outputs: tuple[OutputInfo, ...] = ()
+
+    @property
+    def errors(self) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if d.severity == "error")
+
+    def by_code(self, code: str) -> tuple[Diagnostic, ...]:
+        return tuple(d for d in self.diagnostics if d.code == code)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_jsonable(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Report":
+        return _from_jsonable(cls, data)
+
+
+@dataclass(frozen=True)
+class OutputInfo:
+    """What the analysis decided for one flat output of the entry function."""
+
+    index: int
+    path: str
+    memory_kind: str
+    verdict: Literal["device", "host", "streamed", "layout-updated", "error"]
+
+
+def merge_reports(reports: Iterable[Report], target: str, jax_version: str) -> Report:
+    diagnostics = tuple(d for r in reports for d in r.diagnostics)
+    return Report(diagnostics=diagnostics, target=target, jax_version=jax_version)
+
+
+# ---------------------------------------------------------------------------------------
+# Pytree paths
+PathKey = tuple[Literal["index", "key", "attr"], Any]
+
+
+def parse_output_path(path: str) -> tuple[PathKey, ...]:
+    """Split ``[0]['mu'].count`` into ``(("index", 0), ("key", "mu"), ("attr", "count"))``.
+
+    Accepts JAX's ``jax.result_info`` spellings too (``result[0]``, ``result``, ``""``).
+    """
+    text = path[len("result"):] if path.startswith("result") else path
+    keys: list[PathKey] = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "[":
+            close = _matching_bracket(text, i)
+            inner = text[i + 1 : close]
+            if inner[:1] in ("'", '"'):
+                keys.append(("key", inner[1:-1]))
+            else:
+                try:
+                    keys.append(("index", int(inner)))
+                except ValueError:
+                    keys.append(("key", inner))
+            i = close + 1
+        elif ch == ".":
+            j = i + 1
+            while j < len(text) and text[j] not in ".[":
+                j += 1
+            keys.append(("attr", text[i + 1 : j]))
+            i = j
+        else:
+            raise ValueError(f"not a pytree path: {path!r}")
+    return tuple(keys)
+
+
+def format_output_path(keys: Iterable[PathKey]) -> str:
+    parts = []
+    for kind, value in keys:
+        if kind == "index":
+            parts.append(f"[{value}]")
+        elif kind == "key":
+            parts.append(f"[{value!r}]")
+        else:
+            parts.append(f".{value}")
+    return "".join(parts)
+
+
+def _matching_bracket(text: str, start: int) -> int:
+    quote = None
+    for j in range(start + 1, len(text)):
+        ch = text[j]
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in ("'", '"'):
+            quote = ch
+        elif ch == "]":
+            return j
+    raise ValueError(f"unbalanced brackets in pytree path: {text!r}")
+
+
+# ---------------------------------------------------------------------------------------
+# JSON round-trip for the frozen dataclasses above
+def _to_jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value):
+        return {f.name: _to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (tuple, list)):
+        return [_to_jsonable(v) for v in value]
+    return value
+
+
+def _from_jsonable(cls: type, data: dict[str, Any]) -> Any:
+    kwargs = {}
+    hints = {f.name: f for f in dataclasses.fields(cls)}
+    for name, value in data.items():
+        if name not in hints:
+            continue
+        kwargs[name] = _decode_field(cls, name, value)
+    return cls(**kwargs)
+
+
+_FIELD_TYPES: dict[tuple[str, str], tuple[type, bool]] = {}
+
+
+def _decode_field(cls: type, name: str, value: Any) -> Any:
+    kind = _FIELD_TYPES.get((cls.__name__, name))
+    if kind is None or value is None:
+        return tuple(value) if isinstance(value, list) else value
+    nested, many = kind
+    if many:
+        return tuple(_from_jsonable(nested, v) for v in value)
+    return _from_jsonable(nested, value)
+
+
+_FIELD_TYPES.update(
+    {
+        ("Step", "span"): (Span, False),
+        ("Origin", "span"): (Span, False),
+        ("Diagnostic", "origin"): (Origin, False),
+        ("Diagnostic", "trace"): (Step, True),
+        ("Diagnostic", "span"): (Span, False),
+        ("Diagnostic", "return_span"): (Span, False),
+        ("Diagnostic", "fixes"): (FixOption, True),
+        ("Diagnostic", "function"): (FunctionRef, False),
+        ("Report", "diagnostics"): (Diagnostic, True),
+        ("Report", "function"): (FunctionRef, False),
+        ("Report", "outputs"): (OutputInfo, True),
+    }
+)
