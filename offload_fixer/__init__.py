@@ -1,0 +1,28 @@
+"""offload-fixer: predict and fix JAX host-offload outputs that XLA rejects (error 1200).
+
+Imports are lazy so that ``offload-fixer check`` and the language server start fast.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from offload_fixer.model import Diagnostic, FunctionRef, Origin, Report, Span, Step
+
+__version__ = "0.1.0"
+__all__ = ["analyze", "check", "Diagnostic", "FunctionRef", "Origin", "Report", "Span", "Step", "__version__"]
+
+
+def analyze(source: Any, target: str = "tpu", **kwargs: Any) -> Report:
+    """See :func:`offload_fixer.analysis.analyze`."""
+    from offload_fixer.analysis import analyze as _analyze
+
+    return _analyze(source, target, **kwargs)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "check":
+        from offload_fixer.api import check
+
+        return check
+    raise AttributeError(name)

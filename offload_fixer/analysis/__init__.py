@@ -1,0 +1,44 @@
+"""The XLA model: replay the host offloader over StableHLO and report what it would do."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from offload_fixer.analysis.diagnose import Diagnoser
+from offload_fixer.analysis.offloader import HostOffloadWalk
+from offload_fixer.ir.module import ModuleReadError, load
+from offload_fixer.model import TARGETS, FunctionRef, Report
+
+__all__ = ["analyze", "ModuleReadError"]
+
+
+def analyze(
+    source: Any,
+    target: str = "tpu",
+    *,
+    function: FunctionRef | None = None,
+    host_compute_offload: bool = True,
+) -> Report:
+    """Predict XLA's host-offloader verdicts for a lowered module.
+
+    ``source``: a ``jax.stages.Lowered`` (lower it for ``tpu``/``cuda``: CPU lowering drops
+    memory moves), an MLIR module, StableHLO text or bytecode. ``target``: ``tpu`` and
+    ``gpu-legacy`` fail on a host value reaching a device output (error 1200); ``gpu`` (newest
+    XLA) returns it in host memory instead, reported as a warning. ``host_compute_offload=False``
+    models ``--xla_disable_automatic_host_compute_offload``.
+    """
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
+    from offload_fixer import jax_compat
+
+    view = load(source)
+    walk = HostOffloadWalk(view).run()
+    diagnoser = Diagnoser(view, target, function, host_compute_offload)
+    return Report(
+        diagnostics=tuple(diagnoser.diagnostics(walk)),
+        target=target,
+        jax_version=jax_compat.installed_version(),
+        module_name=view.name,
+        function=diagnoser.function,
+        outputs=diagnoser.outputs(walk),
+    )

@@ -1,0 +1,447 @@
+"""XLA's host-offloader walk, replayed over StableHLO.
+
+This mirrors ``xla/hlo/transforms/host_offloader.cc`` and ``xla/service/host_offload_utils.cc``:
+
+* seeds: host-memory entry arguments first (input streaming), then every move to host in
+  program order (a move already reached by an earlier walk is not a seed again);
+* from a move to host, the *starting instructions* are its first users that are not
+  bitcast-like (a dynamic-update-slice always starts one);
+* the walk is breadth-first over (value, tuple index): moves to device end a path, slices
+  end it only when every downstream path reaches a move to device, pure memory ops keep the
+  value on host, anything else becomes host compute and the walk goes on through it;
+* reaching ``@main``'s return compares the output's memory kind: host means "output
+  streamed", anything else is error 1200.
+
+It knows nothing of Python source: findings carry MLIR operations, and
+:mod:`offload_fixer.analysis.diagnose` turns them into user-facing diagnostics.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Iterator, NamedTuple
+
+from jaxlib.mlir import ir
+
+from offload_fixer.ir import module as irm
+
+# HLO opcodes that ``IsValidDuringPureMemoryOffload`` accepts, as the StableHLO ops they come from.
+PURE_MEMORY_OPS = frozenset(
+    {
+        "stablehlo.get_tuple_element",
+        "stablehlo.tuple",
+        "func.call",
+        "stablehlo.while",
+        "stablehlo.case",
+        "stablehlo.if",
+        "stablehlo.optimization_barrier",
+        "stablehlo.custom_call",
+        "sdy.sharding_constraint",
+        "sdy.reshard",
+        "sdy.manual_computation",
+        "stablehlo.bitcast",
+    }
+)
+# Ops ``GetPredecessors`` handles without requiring a single operand.
+MULTI_OPERAND_SAFE = frozenset(
+    {
+        "stablehlo.get_tuple_element",
+        "stablehlo.tuple",
+        "func.call",
+        "stablehlo.dynamic_slice",
+        "stablehlo.dynamic_update_slice",
+        "stablehlo.while",
+        "stablehlo.pad",
+        "stablehlo.optimization_barrier",
+    }
+)
+SLICES = frozenset({"stablehlo.slice", "stablehlo.dynamic_slice"})
+# What newer XLA lets stand between a slice and its move to device.
+BETWEEN_SLICE_AND_MOVE = frozenset(
+    {
+        "stablehlo.get_tuple_element",
+        "stablehlo.tuple",
+        "stablehlo.optimization_barrier",
+        "stablehlo.while",
+        "func.call",
+        "sdy.sharding_constraint",
+    }
+)
+REGION_RESULT_OWNERS = frozenset({"stablehlo.case", "stablehlo.if", "sdy.manual_computation"})
+
+
+class Node(NamedTuple):
+    """One (instruction, shape index) of the walk.
+
+    ``kind``: ``op`` (all results of an instruction), ``res`` (result ``index`` of a structural
+    op), ``arg`` (block argument ``index``: a parameter), ``root`` (``@main`` output ``index``).
+    """
+
+    kind: str
+    owner: object
+    index: int | None
+    path: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Seed:
+    kind: str  # "host_argument" | "move_to_host"
+    memory_kind: str
+    op: ir.Operation | None = None
+    arg_index: int | None = None
+
+
+@dataclass
+class Reach:
+    """A host value from ``seed`` reaching output ``output``, with the path it took."""
+
+    seed: Seed
+    output: int
+    streamed: bool
+    path: list[Node]
+    starting: Node
+
+
+@dataclass
+class Failure:
+    """A verdict other than error 1200 (dynamic-update-slice base, while condition, crash)."""
+
+    code: str
+    seed: Seed
+    op: ir.Operation
+    message: str
+
+
+@dataclass
+class WalkResult:
+    reaches: list[Reach] = field(default_factory=list)
+    host_compute: dict[Seed, list[ir.Operation]] = field(default_factory=dict)
+    host_slices: dict[Seed, list[ir.Operation]] = field(default_factory=dict)
+    failures: list[Failure] = field(default_factory=list)
+    seeds: list[Seed] = field(default_factory=list)
+
+
+class HostOffloadWalk:
+    def __init__(self, view: irm.ModuleView) -> None:
+        self.view = view
+        self.main_block = view.entry_block
+        self.single_result = len(view.results) == 1
+
+    # -- the pass -----------------------------------------------------------------------
+    def run(self) -> WalkResult:
+        result = WalkResult()
+        for arg in self.view.args:
+            if arg.memory_kind in irm.HOST_KINDS:
+                seed = Seed("host_argument", arg.memory_kind, arg_index=arg.index)
+                result.seeds.append(seed)
+                self._walk(seed, Node("arg", self.main_block, arg.index), result, insert_copy_before=False)
+        visited_moves: set[ir.Operation] = set()
+        for op in self.view.placements:
+            if not irm.is_move_to_host(op) or op in visited_moves:
+                continue
+            seed = Seed("move_to_host", irm.placement(op) or "pinned_host", op=op)
+            result.seeds.append(seed)
+            for start in self._starting_nodes(op):
+                self._walk(seed, start, result, insert_copy_before=True, visited_moves=visited_moves)
+            visited_moves.add(op)
+        return result
+
+    def _starting_nodes(self, move: ir.Operation) -> list[Node]:
+        starts: list[Node] = []
+        queue = deque(self.successors(Node("op", move, None)))
+        seen: set[Node] = set()
+        while queue:
+            node = queue.popleft()
+            if node in seen:
+                continue
+            seen.add(node)
+            op = node.owner if node.kind == "op" else None
+            if op is not None and op.name != "stablehlo.dynamic_update_slice" and _is_bitcast_like(op):
+                queue.extend(self.successors(node))
+            else:
+                starts.append(node)
+        return starts
+
+    def _walk(
+        self,
+        seed: Seed,
+        start: Node,
+        result: WalkResult,
+        insert_copy_before: bool,
+        visited_moves: set[ir.Operation] | None = None,
+    ) -> None:
+        parents: dict[Node, Node | None] = {start: None}
+        queue = deque([start])
+        dynamic_update_slices: list[ir.Operation] = []
+        reached_error = False
+        while queue:
+            node = queue.popleft()
+            if node.kind == "root":
+                output = self.view.results[node.index]
+                streamed = output.memory_kind in irm.HOST_KINDS
+                reached_error |= not streamed
+                result.reaches.append(Reach(seed, node.index, streamed, _path_to(node, parents), start))
+                continue
+            if node.kind == "op":
+                op = node.owner
+                if irm.is_move_to_device(op):
+                    continue
+                if irm.is_move_to_host(op):
+                    if visited_moves is not None:
+                        visited_moves.add(op)
+                elif op.name == "stablehlo.dynamic_update_slice":
+                    if node == start:
+                        dynamic_update_slices.append(op)
+                elif op.name in PURE_MEMORY_OPS or _is_bitcast_like(op):
+                    pass
+                elif op.name in SLICES and self._slice_leads_to_move_to_device(node):
+                    continue
+                else:
+                    if op.name in SLICES:
+                        result.host_slices.setdefault(seed, []).append(op)
+                    else:
+                        result.host_compute.setdefault(seed, []).append(op)
+            for succ in self.successors(node):
+                if succ not in parents:
+                    parents[succ] = node
+                    queue.append(succ)
+        if reached_error:
+            return
+        for dus in dynamic_update_slices:
+            failure = self._check_buffer_comes_from_broadcast(seed, dus)
+            if failure:
+                result.failures.append(failure)
+                return
+        if insert_copy_before and start.kind == "op" and start.owner.name not in MULTI_OPERAND_SAFE:
+            op = start.owner
+            operands = len(op.operands)
+            if operands != 1 and not self._is_capture(seed, op):
+                result.failures.append(
+                    Failure(
+                        "OFL1203",
+                        seed,
+                        op,
+                        f"Expecting instruction {hlo_name(op)} to have 1 operand, but it has {operands}.",
+                    )
+                )
+
+    # -- graph steps ----------------------------------------------------------------------
+    def successors(self, node: Node) -> Iterator[Node]:
+        for value, path in self._values(node):
+            for use in value.uses:
+                yield from self._successors_through(use.owner, use.operand_number, path)
+
+    def _values(self, node: Node) -> Iterator[tuple[ir.Value, tuple[int, ...]]]:
+        if node.kind == "op":
+            for value in node.owner.results:
+                yield value, node.path
+        elif node.kind == "res":
+            yield node.owner.results[node.index], node.path
+        elif node.kind == "arg":
+            yield node.owner.arguments[node.index], node.path
+
+    def _successors_through(self, user: ir.Operation, k: int, path: tuple[int, ...]) -> Iterator[Node]:
+        name = user.name
+        if name == "func.return":
+            func = user.parent
+            if func == self.view.main:
+                yield Node("root", None, k, path)
+            else:
+                for call in self.view.call_sites.get(irm._symbol_name(func), ()):
+                    yield Node("res", call, k, path)
+        elif name in ("stablehlo.return", "sdy.return", "mhlo.return"):
+            parent = user.parent
+            if parent.name == "stablehlo.while":
+                if _terminator(parent.regions[1].blocks[0]) == user:
+                    yield Node("res", parent, k, path)
+            elif parent.name in REGION_RESULT_OWNERS:
+                yield Node("res", parent, k, path)
+            else:
+                yield Node("op", parent, None, path)
+        elif name == "func.call":
+            callee = self.view.functions.get(irm.callee_name(user))
+            if callee is not None:
+                yield Node("arg", callee.regions[0].blocks[0], k, path)
+        elif name == "stablehlo.while":
+            yield Node("arg", user.regions[1].blocks[0], k, path)
+            yield Node("arg", user.regions[0].blocks[0], k, path)
+        elif name == "sdy.manual_computation":
+            yield Node("arg", user.regions[0].blocks[0], k, path)
+        elif name == "stablehlo.optimization_barrier":
+            yield Node("res", user, k, path)
+        elif name == "stablehlo.tuple":
+            yield Node("res", user, 0, (k,) + path)
+        elif name == "stablehlo.get_tuple_element":
+            if path and path[0] == irm.tuple_index(user):
+                yield Node("res", user, 0, path[1:])
+        elif name == "stablehlo.custom_call" and not (
+            _is_copy_like_custom_call(user) or irm.is_move_to_host(user) or irm.is_move_to_device(user)
+        ):
+            for index in irm.aliased_results(user, k):
+                yield Node("res", user, index, path)
+        else:
+            yield Node("op", user, None, path)
+
+    def _slice_leads_to_move_to_device(self, node: Node) -> bool:
+        queue = deque(self.successors(node))
+        seen: set[Node] = set()
+        while queue:
+            succ = queue.popleft()
+            if succ in seen:
+                continue
+            seen.add(succ)
+            if succ.kind == "root":
+                return False
+            op = succ.owner if succ.kind in ("op", "res") else None
+            if op is not None and irm.is_move_to_device(op):
+                continue
+            if op is not None and not (_is_bitcast_like(op) or op.name in BETWEEN_SLICE_AND_MOVE):
+                return False
+            queue.extend(self.successors(succ))
+        return True
+
+    def _check_buffer_comes_from_broadcast(self, seed: Seed, dus: ir.Operation) -> Failure | None:
+        """``CreateAllocateBufferForDynamicUpdateSlice``: walk up from the buffer to a broadcast."""
+        queue: deque[tuple[ir.Value, tuple[int, ...]]] = deque([(dus.operands[0], ())])
+        seen: set[tuple[object, int, tuple[int, ...]]] = set()
+        found = False
+        while queue:
+            value, path = queue.popleft()
+            owner = value.owner
+            key = (owner, _value_number(value), path)
+            if key in seen:
+                continue
+            seen.add(key)
+            if isinstance(owner, ir.Operation) and owner.name in ("stablehlo.broadcast_in_dim", "stablehlo.broadcast"):
+                found = True
+                continue
+            predecessors, failure = self._predecessors(seed, value, path)
+            if failure:
+                return failure
+            queue.extend(predecessors)
+        if found:
+            return None
+        return Failure(
+            "OFL1202", seed, dus, f"DynamicUpdateSlice \"{hlo_name(dus)}\"'s first operand is not the result of a broadcast."
+        )
+
+    def _predecessors(
+        self, seed: Seed, value: ir.Value, path: tuple[int, ...]
+    ) -> tuple[list[tuple[ir.Value, tuple[int, ...]]], Failure | None]:
+        owner = value.owner
+        if isinstance(owner, ir.Block):
+            number = ir.BlockArgument(value).arg_number
+            parent = owner.owner
+            if parent.name == "func.func":
+                calls = self.view.call_sites.get(irm._symbol_name(parent), ())
+                return [(call.operands[number], path) for call in calls], None
+            if parent.name == "stablehlo.while":
+                failure = self._check_while_condition(seed, parent, number)
+                return [(parent.operands[number], path)], failure
+            if parent.name == "sdy.manual_computation":
+                return [(parent.operands[number], path)], None
+            return [], None
+        op = owner
+        number = ir.OpResult(value).result_number
+        name = op.name
+        if name == "stablehlo.get_tuple_element":
+            return [(op.operands[0], (irm.tuple_index(op),) + path)], None
+        if name == "stablehlo.tuple" and path:
+            return [(op.operands[path[0]], path[1:])], None
+        if name == "func.call":
+            callee = self.view.functions.get(irm.callee_name(op))
+            return ([(_terminator(callee.regions[0].blocks[0]).operands[number], path)] if callee else []), None
+        if name == "stablehlo.while":
+            return [(_terminator(op.regions[1].blocks[0]).operands[number], path)], None
+        if name == "stablehlo.optimization_barrier":
+            return [(op.operands[number], path)], None
+        if name in ("stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice", "stablehlo.pad"):
+            return [(op.operands[0], path)], None
+        if len(op.operands) == 1:
+            return [(op.operands[0], path)], None
+        return [], Failure(
+            "OFL1203",
+            seed,
+            op,
+            f"Expecting instruction {hlo_name(op)} to have 1 operand, but it has {len(op.operands)}.",
+        )
+
+    def _check_while_condition(self, seed: Seed, loop: ir.Operation, number: int) -> Failure | None:
+        """A host buffer carried by a loop may only be moved around, never computed on, in its condition."""
+        queue = deque([Node("arg", loop.regions[0].blocks[0], number)])
+        seen: set[Node] = set()
+        while queue:
+            node = queue.popleft()
+            if node in seen:
+                continue
+            seen.add(node)
+            for succ in self.successors(node):
+                op = succ.owner if succ.kind in ("op", "res") else None
+                if op is not None and op.name not in PURE_MEMORY_OPS and not _is_bitcast_like(op):
+                    return Failure(
+                        "OFL1205",
+                        seed,
+                        op,
+                        "Tensor which is moved to host is used by an invalid instruction "
+                        f"(\"{hlo_name(op)}\") during while condition body.",
+                    )
+                queue.append(succ)
+        return None
+
+    def _is_capture(self, seed: Seed, op: ir.Operation) -> bool:
+        """A branch op using an outer value reads it through the conditional's operand tuple in HLO."""
+        if seed.op is None:
+            return False
+        return op.parent != seed.op.parent
+
+
+def _is_bitcast_like(op: ir.Operation) -> bool:
+    if op.name in ("stablehlo.reshape", "stablehlo.broadcast_in_dim"):
+        return irm.is_bitcast_reshape(op)
+    return op.name in ("stablehlo.bitcast", "sdy.sharding_constraint", "sdy.reshard") or _is_copy_like_custom_call(op)
+
+
+def _is_copy_like_custom_call(op: ir.Operation) -> bool:
+    """Sharding annotations become copies (or vanish) before the host offloader runs."""
+    return irm.custom_call_target(op) in irm.SHARDING_TARGETS
+
+
+def _terminator(block: ir.Block) -> ir.Operation:
+    ops = block.operations
+    return ops[len(ops) - 1].operation
+
+
+def _value_number(value: ir.Value) -> int:
+    if isinstance(value.owner, ir.Block):
+        return ir.BlockArgument(value).arg_number
+    return ir.OpResult(value).result_number
+
+
+def _path_to(node: Node, parents: dict[Node, Node | None]) -> list[Node]:
+    path = []
+    current: Node | None = node
+    while current is not None:
+        path.append(current)
+        current = parents[current]
+    return list(reversed(path))
+
+
+HLO_OPCODES = {
+    "stablehlo.broadcast_in_dim": "broadcast",
+    "stablehlo.dot_general": "dot",
+    "stablehlo.custom_call": "custom-call",
+    "stablehlo.case": "conditional",
+    "stablehlo.if": "conditional",
+    "stablehlo.optimization_barrier": "opt-barrier",
+    "func.call": "call",
+    "func.return": "tuple",
+    "stablehlo.exponential": "exponential",
+}
+
+
+def hlo_name(op: ir.Operation) -> str:
+    """The opcode XLA would print for the instruction this op becomes (without its ``.N``)."""
+    if op.name in HLO_OPCODES:
+        return HLO_OPCODES[op.name]
+    return op.name.split(".", 1)[-1].replace("_", "-")

@@ -1,0 +1,268 @@
+"""Read a StableHLO module with jaxlib's MLIR bindings and index what the host-offloader walk needs.
+
+One pass over the module finds the functions, the call sites of each private function, the
+``annotate_device_placement`` custom calls (moves to host and to device) and the entry
+function's argument and result attributes. The walk itself follows ``Value.uses`` lazily, so
+the cost of an analysis is one scan plus the host paths, not a copy of the whole graph.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
+
+from offload_fixer.ir.locations import OpLocation, decode
+
+PLACEMENT_ATTR = "_xla_buffer_placement"
+HOST_KINDS = frozenset({"pinned_host", "unpinned_host"})
+DEVICE_KIND = "device"
+ANNOTATION_TARGETS = frozenset({"annotate_device_placement"})
+MOVE_TO_HOST_TARGET = "MoveToHost"
+MOVE_TO_DEVICE_TARGET = "MoveToDevice"
+SHARDING_TARGETS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"})
+
+
+class ModuleReadError(ValueError):
+    """The input is not a StableHLO module the bindings can read."""
+
+
+@dataclass(frozen=True)
+class EntryValue:
+    """An argument or result of ``@main`` and the attributes XLA's entry layout comes from."""
+
+    index: int
+    memory_kind: str
+    info: str
+    """``jax.result_info`` / ``jax.arg_info``, or the argument's location name."""
+    element_bits: int | None
+
+
+class ModuleView:
+    """The module plus the indexes the walk uses. Operations and blocks hash by identity."""
+
+    def __init__(self, module: ir.Module) -> None:
+        self.module = module
+        self.name = _module_name(module)
+        self.functions: dict[str, ir.Operation] = {}
+        self.call_sites: dict[str, list[ir.Operation]] = {}
+        self.placements: list[ir.Operation] = []
+        self.op_count = 0
+        for op in module.body.operations:
+            op = op.operation
+            if op.name == "func.func":
+                self.functions[_symbol_name(op)] = op
+        if "main" not in self.functions:
+            raise ModuleReadError("the module has no @main function")
+        self.main = self.functions["main"]
+        self._location_cache: dict[ir.Operation, OpLocation] = {}
+        self._index(self.main, set())
+        self.args = tuple(self._entry_values("arg_attrs", self.entry_block.arguments, "jax.arg_info"))
+        self.results = tuple(self._entry_values("res_attrs", _result_types(self.main), "jax.result_info"))
+
+    @property
+    def entry_block(self) -> ir.Block:
+        return self.main.regions[0].blocks[0]
+
+    def _index(self, func: ir.Operation, seen: set[str]) -> None:
+        """Program order, callees where they are called: the order XLA processes moves in."""
+        seen.add(_symbol_name(func))
+        for op in walk_operations(func):
+            self.op_count += 1
+            name = op.name
+            if name == "stablehlo.custom_call":
+                if placement(op) is not None or custom_call_target(op) in (MOVE_TO_HOST_TARGET, MOVE_TO_DEVICE_TARGET):
+                    self.placements.append(op)
+            elif name == "func.call":
+                callee = callee_name(op)
+                self.call_sites.setdefault(callee, []).append(op)
+                if callee in self.functions and callee not in seen:
+                    self._index(self.functions[callee], seen)
+
+    def _entry_values(self, attr: str, values: Any, info_key: str) -> Iterator[EntryValue]:
+        attrs = self.main.attributes[attr] if attr in self.main.attributes else None
+        for index, value in enumerate(values):
+            entry = attrs[index] if attrs is not None and index < len(attrs) else None
+            kind = _dict_string(entry, "mhlo.memory_kind") or DEVICE_KIND
+            info = _dict_string(entry, info_key)
+            if info is None and isinstance(value, ir.Value):
+                info = decode(value.location).name if hasattr(value, "location") else None
+            yield EntryValue(index, kind, info or "", _element_bits(value.type if isinstance(value, ir.Value) else value))
+
+    def location(self, op: ir.Operation) -> OpLocation:
+        cached = self._location_cache.get(op)
+        if cached is None:
+            cached = self._location_cache[op] = decode(op.location)
+        return cached
+
+    def parent_function(self, op: ir.Operation) -> ir.Operation:
+        parent = op.parent
+        while parent.name != "func.func":
+            parent = parent.parent
+        return parent
+
+
+def load(source: Any, context: ir.Context | None = None) -> ModuleView:
+    """Accept a ``jax.stages.Lowered``, an ``ir.Module``, StableHLO text or bytecode."""
+    if hasattr(source, "compiler_ir"):
+        return ModuleView(source.compiler_ir("stablehlo"))
+    if isinstance(source, ir.Module):
+        return ModuleView(source)
+    if isinstance(source, ir.Operation) and source.name == "builtin.module":
+        return ModuleView(ir.Module.parse(source.get_asm(enable_debug_info=True), context=source.context))
+    if isinstance(source, (str, bytes, bytearray)):
+        ctx = context or make_context()
+        try:
+            module = ir.Module.parse(bytes(source) if not isinstance(source, str) else source, context=ctx)
+        except Exception as exc:  # MLIRError's text carries the diagnostics
+            raise ModuleReadError(f"cannot parse the StableHLO module: {exc}") from exc
+        return ModuleView(module)
+    raise ModuleReadError(
+        f"expected a jax Lowered, an MLIR module, StableHLO text or bytecode, got {type(source).__name__}"
+    )
+
+
+def make_context() -> ir.Context:
+    """An MLIR context with every dialect JAX emits (StableHLO, CHLO, SDY, func...) registered."""
+    from jax._src.interpreters import mlir as jax_mlir
+
+    return jax_mlir.make_ir_context()
+
+
+# ---------------------------------------------------------------------------------------
+# Small readers over operations
+def walk_operations(root: ir.Operation) -> Iterator[ir.Operation]:
+    """Every operation nested in ``root``'s regions, in program order (pre-order)."""
+    for region in root.regions:
+        for block in region.blocks:
+            for op in block.operations:
+                op = op.operation
+                yield op
+                if len(op.regions):
+                    yield from walk_operations(op)
+
+
+def placement(op: ir.Operation) -> str | None:
+    """The memory a JAX ``annotate_device_placement`` moves its operand to, else ``None``."""
+    if custom_call_target(op) not in ANNOTATION_TARGETS:
+        return None
+    attrs = op.attributes
+    if "mhlo.frontend_attributes" not in attrs:
+        return None
+    return _dict_string(attrs["mhlo.frontend_attributes"], PLACEMENT_ATTR)
+
+
+def is_move_to_host(op: ir.Operation) -> bool:
+    return placement(op) in HOST_KINDS or custom_call_target(op) == MOVE_TO_HOST_TARGET
+
+
+def is_move_to_device(op: ir.Operation) -> bool:
+    return placement(op) == DEVICE_KIND or custom_call_target(op) == MOVE_TO_DEVICE_TARGET
+
+
+def custom_call_target(op: ir.Operation) -> str | None:
+    if op.name != "stablehlo.custom_call" or "call_target_name" not in op.attributes:
+        return None
+    return ir.StringAttr(op.attributes["call_target_name"]).value
+
+
+def aliased_results(op: ir.Operation, operand_index: int) -> list[int]:
+    """Result indices a custom call's ``output_operand_aliases`` ties to this operand."""
+    if "output_operand_aliases" not in op.attributes:
+        return []
+    out = []
+    for attr in ir.ArrayAttr(op.attributes["output_operand_aliases"]):
+        alias = stablehlo.OutputOperandAlias(attr)
+        if alias.operand_index == operand_index:
+            indices = list(alias.output_tuple_indices)
+            out.append(indices[0] if indices else 0)
+    return out
+
+
+def callee_name(op: ir.Operation) -> str:
+    return ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+
+
+def tuple_index(op: ir.Operation) -> int:
+    return ir.IntegerAttr(op.attributes["index"]).value
+
+
+def frontend_attribute(op: ir.Operation, key: str) -> str | None:
+    if "mhlo.frontend_attributes" not in op.attributes:
+        return None
+    return _dict_string(op.attributes["mhlo.frontend_attributes"], key)
+
+
+def is_bitcast_reshape(op: ir.Operation) -> bool:
+    """A reshape (or a broadcast that only adds unit dimensions) keeps the bytes in place;
+    XLA's simplifier turns both into bitcasts before the host offloader runs."""
+    if op.name not in ("stablehlo.reshape", "stablehlo.broadcast_in_dim"):
+        return False
+    before = _shape(op.operands[0].type)
+    after = _shape(op.results[0].type)
+    if before is None or after is None:
+        return False
+    return [d for d in before if d != 1] == [d for d in after if d != 1]
+
+
+def same_rank(op: ir.Operation) -> bool:
+    before = _shape(op.operands[0].type)
+    after = _shape(op.results[0].type)
+    return before is not None and after is not None and len(before) == len(after)
+
+
+def _shape(type_: ir.Type) -> list[int] | None:
+    try:
+        return list(ir.RankedTensorType(type_).shape)
+    except (ValueError, TypeError):
+        return None
+
+
+def _element_bits(type_: ir.Type) -> int | None:
+    """Bit width of a tensor's elements; sub-byte types get explicitly customised layouts."""
+    try:
+        element = ir.RankedTensorType(type_).element_type
+    except (ValueError, TypeError):
+        return None
+    for kind in (ir.IntegerType, getattr(ir, "FloatType", None)):
+        if kind is None:
+            continue
+        try:
+            width = getattr(kind(element), "width", None)
+        except (ValueError, TypeError):
+            continue
+        return int(width) if width is not None else None
+    return None
+
+
+def _result_types(func: ir.Operation) -> list[ir.Type]:
+    return list(ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value).results)
+
+
+def _symbol_name(op: ir.Operation) -> str:
+    return ir.StringAttr(op.attributes["sym_name"]).value
+
+
+def _module_name(module: ir.Module) -> str | None:
+    attrs = module.operation.attributes
+    return ir.StringAttr(attrs["sym_name"]).value if "sym_name" in attrs else None
+
+
+def _dict_string(attr: Any, key: str) -> str | None:
+    if attr is None:
+        return None
+    d = ir.DictAttr(attr)
+    if key not in d:
+        return None
+    value = d[key]
+    return ir.StringAttr(value).value if isinstance(value, ir.StringAttr) or _is_string(value) else str(value)
+
+
+def _is_string(attr: Any) -> bool:
+    try:
+        ir.StringAttr(attr)
+    except (ValueError, TypeError):
+        return False
+    return True

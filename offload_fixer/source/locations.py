@@ -1,0 +1,48 @@
+"""Turn a decoded MLIR location into the span of the user's own code."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+
+from offload_fixer.ir.locations import Frame, OpLocation
+from offload_fixer.model import Span
+
+
+@lru_cache(maxsize=1)
+def _library_roots() -> tuple[str, ...]:
+    """Frames inside these packages are JAX's, not the user's."""
+    roots = []
+    for name in ("jax", "jaxlib", "flax", "optax", "offload_fixer"):
+        try:
+            module = __import__(name)
+        except ImportError:
+            continue
+        roots.append(os.path.dirname(os.path.abspath(module.__file__)) + os.sep)
+    return tuple(roots)
+
+
+def is_user_frame(frame: Frame) -> bool:
+    if frame.path.startswith("<") or not frame.path:
+        return False
+    return not os.path.abspath(frame.path).startswith(_library_roots())
+
+
+def user_span(location: OpLocation) -> Span | None:
+    """The innermost frame in user code: the line the user wrote, not JAX's internals."""
+    for frame in location.frames:
+        if is_user_frame(frame):
+            return Span(
+                path=frame.path,
+                line=frame.line,
+                col=frame.col,
+                end_line=frame.end_line,
+                end_col=frame.end_col,
+                function=frame.function,
+            )
+    return None
+
+
+def output_path(result_info: str) -> str:
+    """``jax.result_info`` (``result[0]['mu']``, ``result``, ``""``) -> keystr ``[0]['mu']``."""
+    return result_info[len("result"):] if result_info.startswith("result") else result_info
