@@ -167,3 +167,36 @@ def host_memory_on_this_backend() -> bool:
     except Exception:  # pragma: no cover - very old backends
         return False
     return "pinned_host" in kinds
+
+
+def memory_move_target(memory_kind: str) -> Any:
+    """What ``jax.device_put(x, target)`` takes inside ``jit`` to move ``x`` to ``memory_kind``.
+
+    A single-device sharding with that memory kind when the local backend has such memory;
+    otherwise ``TransferToMemoryKind`` (0.4.15 - 0.7.0), which still lowers the move for an
+    accelerator (JAX's CPU build before 0.5 has only ``unpinned_host`` memory).
+    """
+    import jax
+
+    device = jax.devices()[0]
+    if memory_kind in {m.kind for m in device.addressable_memories()}:
+        return jax.sharding.SingleDeviceSharding(device, memory_kind=memory_kind)
+    if spelling().transfer_to_memory_kind:
+        from jax._src.sharding_impls import TransferToMemoryKind
+
+        return TransferToMemoryKind(memory_kind)
+    raise UnsupportedJaxVersion(
+        f"jax {installed_version()} on {device.platform} has no {memory_kind!r} memory and no "
+        "TransferToMemoryKind to move a value there inside jit"
+    )
+
+
+def shard_map_function() -> Callable[..., Any]:
+    """``jax.shard_map`` (0.6.1+), or ``jax.experimental.shard_map.shard_map`` before it."""
+    import jax
+
+    if hasattr(jax, "shard_map"):
+        return jax.shard_map
+    from jax.experimental.shard_map import shard_map
+
+    return shard_map

@@ -126,7 +126,9 @@ class HostOffloadWalk:
     def __init__(self, view: irm.ModuleView) -> None:
         self.view = view
         self.main_block = view.entry_block
-        self.single_result = len(view.results) == 1
+        self.allocated_buffers: set[ir.Operation] = set()
+        """Dynamic-update-slices already known to write into host memory (XLA's
+        ``dynamic_update_slices_already_allocated_``): their buffer needs no broadcast check."""
 
     # -- the pass -----------------------------------------------------------------------
     def run(self) -> WalkResult:
@@ -193,7 +195,9 @@ class HostOffloadWalk:
                 elif op.name == "stablehlo.dynamic_update_slice":
                     if node == start:
                         dynamic_update_slices.append(op)
-                elif op.name in PURE_MEMORY_OPS or _is_bitcast_like(op):
+                    else:
+                        self.allocated_buffers.add(op)
+                elif op.name in PURE_MEMORY_OPS or _is_bitcast_like(op) or _is_host_computation(op):
                     pass
                 elif op.name in SLICES and self._slice_leads_to_move_to_device(node):
                     continue
@@ -213,7 +217,12 @@ class HostOffloadWalk:
             if failure:
                 result.failures.append(failure)
                 return
-        if insert_copy_before and start.kind == "op" and start.owner.name not in MULTI_OPERAND_SAFE:
+        if (
+            insert_copy_before
+            and start.kind == "op"
+            and start.owner.name not in MULTI_OPERAND_SAFE
+            and not _is_host_computation(start.owner)
+        ):
             op = start.owner
             operands = len(op.operands)
             if operands != 1 and not self._is_capture(seed, op):
@@ -303,6 +312,8 @@ class HostOffloadWalk:
 
     def _check_buffer_comes_from_broadcast(self, seed: Seed, dus: ir.Operation) -> Failure | None:
         """``CreateAllocateBufferForDynamicUpdateSlice``: walk up from the buffer to a broadcast."""
+        if dus in self.allocated_buffers:
+            return None
         queue: deque[tuple[ir.Value, tuple[int, ...]]] = deque([(dus.operands[0], ())])
         seen: set[tuple[object, int, tuple[int, ...]]] = set()
         found = False
@@ -316,6 +327,8 @@ class HostOffloadWalk:
             if isinstance(owner, ir.Operation) and owner.name in ("stablehlo.broadcast_in_dim", "stablehlo.broadcast"):
                 found = True
                 continue
+            if isinstance(owner, ir.Operation) and owner.name == "stablehlo.dynamic_update_slice":
+                self.allocated_buffers.add(owner)
             predecessors, failure = self._predecessors(seed, value, path)
             if failure:
                 return failure
@@ -400,6 +413,12 @@ def _is_bitcast_like(op: ir.Operation) -> bool:
     if op.name in ("stablehlo.reshape", "stablehlo.broadcast_in_dim"):
         return irm.is_bitcast_reshape(op)
     return op.name in ("stablehlo.bitcast", "sdy.sharding_constraint", "sdy.reshard") or _is_copy_like_custom_call(op)
+
+
+def _is_host_computation(op: ir.Operation) -> bool:
+    """Ops JAX marked ``_xla_compute_type="host"`` (``compute_on``): XLA wraps each in an async
+    call to a host computation before offloading, so they are host calls, not device compute."""
+    return irm.frontend_attribute(op, "_xla_compute_type") == "host"
 
 
 def _is_copy_like_custom_call(op: ir.Operation) -> bool:

@@ -1,0 +1,217 @@
+"""What both fix commands share: command-line flags, finding the function, the jit
+options, derived shardings and recording what was (or could not be) done."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Callable
+
+import libcst as cst
+from libcst.codemod import CodemodCommand, CodemodContext
+from libcst.metadata import PositionProvider
+
+from codemods import sharding_exprs as sx
+from codemods.source_facts import FunctionInfo, JitSite, Scope, SourceFacts
+from codemods.targets import Edit, FixTarget, SpellingOptions
+
+Rewrite = Callable[[cst.CSTNode], cst.CSTNode]
+_POSITIONAL_OPTIONS = {"in_shardings": 1, "out_shardings": 2}
+
+
+class FixCommand(CodemodCommand):
+    """Base of the two fixes. Build it with a :class:`FixTarget` (``target=``) or, from
+    ``python -m libcst.tool codemod``, with the flags of :meth:`add_args`."""
+
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, context: CodemodContext, target: FixTarget | None = None, **flags: object) -> None:
+        super().__init__(context)
+        self.target = target if target is not None else _target_from_flags(flags)
+        self.edits: list[Edit] = []
+        self.problems: list[str] = []
+        self.satisfied: list[str] = []
+        """Outputs that needed nothing: already fixed (what makes a second run a no-op)."""
+        self.rewrites: dict[cst.CSTNode, Rewrite] = {}
+
+    @staticmethod
+    def add_args(arg_parser: argparse.ArgumentParser) -> None:
+        arg_parser.add_argument("--function-name", help="name of the jitted function")
+        arg_parser.add_argument("--function-line", type=int, help="a line of its def or decorators")
+        arg_parser.add_argument("--inner-line", type=int, help="a line inside the function")
+        arg_parser.add_argument("--output-path", action="append", default=None,
+                                help="pytree path of an offending output ('' whole result, \"[0]['mu']\"); repeatable")
+        arg_parser.add_argument("--return-line", type=int, action="append", default=None,
+                                help="edit only the return starting on this line; repeatable")
+        arg_parser.add_argument("--parameter", help="the host argument, for --placement entry")
+        arg_parser.add_argument("--parameter-index", type=int)
+        arg_parser.add_argument("--origin-line", type=int, help="line of the move to host")
+        arg_parser.add_argument("--origin-col", type=int)
+        arg_parser.add_argument("--spelling-api", choices=["memory_space", "sharding"], default="memory_space",
+                                help="memory_space: jax.memory.Space.Device (JAX >= 0.7.1); sharding: memory_kind= (0.4.25-0.7.0)")
+        arg_parser.add_argument("--device-kind", default="device")
+        arg_parser.add_argument("--host-kind", default="pinned_host")
+
+    # ------------------------------------------------------------------ running
+    def transform_module_impl(self, tree: cst.Module) -> cst.Module:
+        self.facts = SourceFacts.collect(tree, self.metadata[PositionProvider])
+        t = self.target
+        function = self.facts.find_function(t.function_name, t.function_line, t.inner_line)
+        if function is None:
+            self.report_problem(f"function {t.function_name or '?'} (line {t.function_line or t.inner_line}) not found")
+            return tree
+        self.plan(function)
+        if not self.rewrites:
+            return tree
+        return tree.visit(_Rewriter(self.rewrites))
+
+    def plan(self, function: FunctionInfo) -> None:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ recording
+    def report_problem(self, message: str) -> None:
+        self.problems.append(message)
+        self.warn(message)
+
+    def record(self, node: cst.CSTNode, description: str, reasons: list[str]) -> None:
+        safety = "unsafe" if reasons else "safe"
+        self.edits.append(Edit(self.facts.line(node), description, safety, "; ".join(reasons)))
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.facts.module.code_for_node(node)
+
+    # ------------------------------------------------------------------ names
+    @property
+    def spelling(self) -> SpellingOptions:
+        return self.target.spelling
+
+    def jax_module(self) -> str:
+        """The module's name for ``jax``; schedules ``import jax`` when it has none."""
+        name = self.facts.aliases.jax_module()
+        if name is None:
+            self.add_needed_import("jax")
+            name = "jax"
+        return name
+
+    def device_put_callee(self) -> str:
+        return self.facts.aliases.imported_from_jax("device_put") or f"{self.jax_module()}.device_put"
+
+    def parse(self, text: str) -> cst.BaseExpression:
+        return cst.parse_expression(text, config=self.facts.module.config_for_parsing)
+
+    def single_device_sharding(self, kind: str) -> cst.BaseExpression:
+        jax = self.jax_module()
+        q = self.facts.quote
+        return self.parse(f"{jax}.sharding.SingleDeviceSharding({jax}.devices()[0], memory_kind={q}{kind}{q})")
+
+    # ------------------------------------------------------------------ jit options
+    def option(self, site: JitSite, name: str) -> cst.Arg | None:
+        """The ``in_shardings``/``out_shardings`` argument of a jit site, keyword or positional."""
+        if site.options is None:
+            return None
+        found = sx.keyword(site.options, name)
+        if found is not None or site.kind != "call":
+            return found
+        index = _POSITIONAL_OPTIONS[name]
+        args = site.options.args
+        if len(args) > index and all(a.keyword is None and not a.star for a in args[: index + 1]):
+            return args[index]
+        return None
+
+    def origin_destination(self, function: FunctionInfo) -> tuple[cst.BaseExpression, Scope] | None:
+        """The destination of the move to host the target's origin points at."""
+        t = self.target
+        if t.origin_line is None:
+            return None
+        found = self.facts.device_put_at(t.origin_line, t.origin_col, function)
+        if found is None:
+            return None
+        call, scope = found
+        destination = sx.device_put_destination(call)
+        return (destination, scope) if destination is not None else None
+
+    def host_in_sharding(self, function: FunctionInfo) -> tuple[cst.BaseExpression, JitSite] | None:
+        """The ``in_shardings`` entry of the host argument: the target's parameter when it is
+        known, else the one entry that spells out a host memory kind."""
+        for site in self.facts.jit_sites(function):
+            arg = self.option(site, "in_shardings")
+            if arg is None:
+                continue
+            value = self._through_name(arg.value, site.scope)
+            if not isinstance(value, (cst.Tuple, cst.List)):
+                return (arg.value, site) if not sx.is_none(arg.value) else None
+            entries = [e.value for e in value.elements if isinstance(e, cst.Element)]
+            index = self._argument_index(function, site)
+            if index is not None and index < len(entries) and not sx.is_none(entries[index]):
+                return entries[index], site
+            hosts = [e for e in entries if self._spells_host(e, site.scope)]
+            if len(hosts) == 1:
+                return hosts[0], site
+        return None
+
+    def _argument_index(self, function: FunctionInfo, site: JitSite) -> int | None:
+        t = self.target
+        params = list(function.positional_params)
+        if site.kind == "call" and function.class_name is not None and params:
+            params = params[1:]  # jax.jit(self.method): bound, so no self
+        static = self._static_argnums(site)
+        kept = [p for i, p in enumerate(params) if i not in static]
+        if t.parameter in kept:
+            return kept.index(t.parameter)
+        if t.parameter is None and t.parameter_index is not None:
+            return t.parameter_index
+        return None
+
+    def _static_argnums(self, site: JitSite) -> set[int]:
+        arg = sx.keyword(site.options, "static_argnums") if site.options is not None else None
+        if arg is None:
+            return set()
+        values = arg.value.elements if isinstance(arg.value, (cst.Tuple, cst.List)) else [arg.value]
+        numbers = set()
+        for value in values:
+            number = value.value if isinstance(value, cst.Element) else value
+            if isinstance(number, cst.Integer):
+                numbers.add(int(number.evaluated_value))
+        return numbers
+
+    def _through_name(self, expr: cst.BaseExpression, scope: Scope) -> cst.BaseExpression:
+        if isinstance(expr, cst.Name):
+            found = self.facts.scope_chain_binding(expr.value, scope)
+            if found is not None and found[0].value is not None:
+                return found[0].value
+        return expr
+
+    def _spells_host(self, expr: cst.BaseExpression, scope: Scope) -> bool:
+        return sx.memory_kind_literal(self._through_name(expr, scope)) in sx.HOST_KINDS
+
+
+class _Rewriter(cst.CSTTransformer):
+    """Applies rewrites keyed by original node; nested rewrites see the inner result."""
+
+    def __init__(self, rewrites: dict[cst.CSTNode, Rewrite]) -> None:
+        super().__init__()
+        self.rewrites = rewrites
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[override]
+        rewrite = self.rewrites.get(original_node)
+        return rewrite(updated_node) if rewrite is not None else updated_node
+
+
+def _target_from_flags(flags: dict[str, object]) -> FixTarget:
+    paths = flags.get("output_path") or [""]
+    return FixTarget(
+        function_name=flags.get("function_name"),  # type: ignore[arg-type]
+        function_line=flags.get("function_line"),  # type: ignore[arg-type]
+        inner_line=flags.get("inner_line"),  # type: ignore[arg-type]
+        output_paths=tuple(paths),  # type: ignore[arg-type]
+        placement=flags.get("placement") or "return",  # type: ignore[arg-type]
+        return_lines=tuple(flags.get("return_line") or ()),  # type: ignore[arg-type]
+        parameter=flags.get("parameter"),  # type: ignore[arg-type]
+        parameter_index=flags.get("parameter_index"),  # type: ignore[arg-type]
+        origin_line=flags.get("origin_line"),  # type: ignore[arg-type]
+        origin_col=flags.get("origin_col"),  # type: ignore[arg-type]
+        spelling=SpellingOptions(
+            api=flags.get("spelling_api") or "memory_space",  # type: ignore[arg-type]
+            device_kind=str(flags.get("device_kind") or "device"),
+            host_kind=str(flags.get("host_kind") or "pinned_host"),
+        ),
+    )

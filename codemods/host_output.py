@@ -1,0 +1,279 @@
+"""Codemod: declare an offending output as host memory in its jit's ``out_shardings``.
+
+Every jit site of the function is edited: ``@jax.jit`` (becomes
+``@partial(jax.jit, out_shardings=...)``), ``@partial(jax.jit, ...)``,
+``@functools.partial(jax.jit, ...)``, ``@jax.jit(...)``, ``g = jax.jit(f, ...)``,
+``jax.jit(f, ...)(x)`` and ``partial(jax.jit, ...)(f)``, methods included.
+
+* ``out_shardings`` absent: a pytree prefix shaped like the returned value is added, with
+  ``None`` (unspecified: what an absent ``out_shardings`` means in every JAX version) for
+  every other output and an explicit host sharding for the offending ones;
+* an existing leaf: ``NamedSharding(...)``/``SingleDeviceSharding(...)`` get ``memory_kind=``
+  added or replaced, ``s.with_memory_kind(k)`` gets its literal replaced, any other
+  expression ``e`` becomes ``e.with_memory_kind("pinned_host")``;
+* a leaf that covers a subtree holding the output (a prefix) is expanded into that subtree's
+  shape, repeating the leaf for the siblings;
+* ``None`` at the output, or no ``out_shardings``: the host sharding comes from, in order, the
+  move to host's own sharding, the host argument's ``in_shardings`` entry (both safe), another
+  output's sharding re-kinded, an input's sharding re-kinded, the inline call's argument
+  ``x.sharding`` re-kinded, ``SingleDeviceSharding(jax.devices()[0], ...)`` (unsafe: single
+  device). Only names in scope at the jit site are used.
+
+    python -m libcst.tool codemod host_output.HostOutputCommand train.py \\
+        --function-line 12 --output-path "[1]" --origin-line 15 --no-format
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods import sharding_exprs as sx
+from codemods.fix_command import FixCommand
+from codemods.move_to_device import SINGLE_DEVICE_REASON
+from codemods.pytree_source import build_like, child_at, drop_covered, locate, returned_values
+from codemods.source_facts import FunctionInfo, JitSite
+from codemods.targets import PathKey, format_path, parse_path
+
+Keys = tuple[PathKey, ...]
+
+
+class HostOutputCommand(FixCommand):
+    DESCRIPTION = "Declare host outputs as pinned_host memory in jax.jit's out_shardings (XLA error 1200)."
+
+    def plan(self, function: FunctionInfo) -> None:
+        sites = self.facts.jit_sites(function)
+        if not sites:
+            self.report_problem(
+                f"no jax.jit site for {function.name} in this file (it may be jitted elsewhere): "
+                "out_shardings cannot be edited here"
+            )
+            return
+        paths = drop_covered([parse_path(p) for p in self.target.output_paths])
+        for site in sites:
+            self._fix_site(function, site, paths)
+
+    def _fix_site(self, function: FunctionInfo, site: JitSite, paths: list[Keys]) -> None:
+        existing = self.option(site, "out_shardings")
+        if existing is not None:
+            self._edit_existing(function, site, existing.value, paths)
+        elif site.options is not None and any(a.star == "**" for a in site.options.args):
+            self.report_problem(f"the jit at line {site.line} takes options from **kwargs; cannot tell its out_shardings")
+        else:
+            self._add(function, site, paths)
+
+    # ------------------------------------------------------------------ no out_shardings yet
+    def _add(self, function: FunctionInfo, site: JitSite, paths: list[Keys]) -> None:
+        host = self.host_sharding(function, site, None)
+        if host is None:
+            return
+        host_expr, reasons = host
+        value = self._shaped_like_returns(function, (), paths, self.code(host_expr), "None", site)
+        if value is None:
+            return
+        if site.kind == "bare_decorator":
+            partial = self._partial_callee()
+            jit_code = self.code(site.node)
+            self.rewrites[site.node] = lambda updated: self.parse(f"{partial}({jit_code}, out_shardings={value})")
+        else:
+            assert site.options is not None
+            new_arg = cst.Arg(
+                keyword=cst.Name("out_shardings"),
+                value=self.parse(value),
+                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+            )
+            self.rewrites[site.options] = lambda updated: sx.append_arg(updated, new_arg)
+        self.record(site.node, f"declare {self._labels(paths)} as {self.spelling.host_kind} memory at the jit "
+                               f"on line {site.line}: out_shardings={value}", reasons)
+
+    # ------------------------------------------------------------------ editing out_shardings
+    def _edit_existing(self, function: FunctionInfo, site: JitSite, root: cst.BaseExpression, paths: list[Keys]) -> None:
+        reasons: list[str] = []
+        if isinstance(root, cst.Name) and not sx.is_none(root):
+            found = self.facts.scope_chain_binding(root.value, site.scope)
+            if found is not None and isinstance(found[0].value, (cst.Tuple, cst.List, cst.Dict)):
+                if self.facts.references(root.value) > 2:
+                    reasons.append(f"`{root.value}` is used elsewhere too, and those uses change with it")
+                root = found[0].value
+        groups: dict[cst.BaseExpression, list[tuple[Keys, Keys]]] = {}
+        for keys in paths:
+            leaf, depth = _descend(root, keys)
+            if leaf is None:
+                self.report_problem(f"out_shardings at line {site.line} does not match the output structure at {format_path(keys)}")
+                continue
+            groups.setdefault(leaf, []).append((keys[:depth], keys[depth:]))
+        for leaf, items in groups.items():
+            prefix = items[0][0]
+            rests = [rest for _, rest in items]
+            if any(not rest for rest in rests):
+                self._rewrite_leaf(function, site, leaf, prefix, reasons)
+            else:
+                self._expand_leaf(function, site, leaf, prefix, rests, reasons)
+
+    def _rewrite_leaf(self, function: FunctionInfo, site: JitSite, leaf: cst.BaseExpression,
+                      prefix: Keys, reasons: list[str]) -> None:
+        label = _label(prefix)
+        if self._spells_host(leaf, site.scope):
+            self.satisfied.append(f"{label} is already declared host memory at the jit on line {site.line}")
+            return
+        if isinstance(leaf, (cst.Tuple, cst.List, cst.Dict)):
+            for key in _literal_keys(leaf):
+                child = child_at(leaf, key)
+                assert child is not None
+                self._rewrite_leaf(function, site, child, (*prefix, key), reasons)
+            return
+        if sx.is_none(leaf):
+            host = self.host_sharding(function, site, leaf)
+            if host is None:
+                return
+            new, extra = host
+        else:
+            new, extra = sx.with_memory_kind(leaf, self.spelling.host_kind, self.facts.quote), []
+            if new is None:
+                self.report_problem(f"out_shardings for {label} is `{self.code(leaf)}`, which cannot carry a memory kind")
+                return
+        self.rewrites[leaf] = lambda updated: new
+        self.record(leaf, f"declare {label} as {self.spelling.host_kind} memory at the jit on line {site.line}: "
+                          f"`{self.code(leaf)}` -> `{self.code(new)}`", [*reasons, *extra])
+
+    def _expand_leaf(self, function: FunctionInfo, site: JitSite, leaf: cst.BaseExpression,
+                     prefix: Keys, rests: list[Keys], reasons: list[str]) -> None:
+        """One sharding (or None) covers a subtree holding the outputs: spell the subtree out."""
+        if sx.is_none(leaf):
+            host = self.host_sharding(function, site, leaf)
+            if host is None:
+                return
+            target_text, extra, sibling = self.code(host[0]), host[1], "None"
+        else:
+            new = sx.with_memory_kind(leaf, self.spelling.host_kind, self.facts.quote)
+            if new is None:
+                self.report_problem(f"out_shardings for {_label(prefix)} is `{self.code(leaf)}`, which cannot carry a memory kind")
+                return
+            target_text, extra, sibling = self.code(new), [], self.code(leaf)
+        value = self._shaped_like_returns(function, prefix, rests, target_text, sibling, site)
+        if value is None:
+            return
+        self.rewrites[leaf] = lambda updated: self.parse(value)
+        full = [(*prefix, *rest) for rest in rests]
+        self.record(leaf, f"declare {self._labels(full)} as {self.spelling.host_kind} memory at the jit on line "
+                          f"{site.line}: `{self.code(leaf)}` -> `{value}`", [*reasons, *extra])
+
+    def _shaped_like_returns(self, function: FunctionInfo, prefix: Keys, rests: list[Keys],
+                             target_text: str, other_text: str, site: JitSite) -> str | None:
+        if rests == [()]:
+            return target_text
+        texts = set()
+        for _, value in returned_values(function, self.target.return_lines):
+            located = locate(self.facts, function.scope, value, prefix)
+            built = None if located.rest else build_like(
+                self.facts, function.scope, located.node, rests, target_text, other_text
+            )
+            texts.add(built)
+        if len(texts) != 1 or None in texts:
+            self.report_problem(
+                f"the returns of {function.name} do not show one structure around "
+                f"{self._labels([(*prefix, *r) for r in rests])}, which out_shardings at line {site.line} must mirror"
+            )
+            return None
+        return texts.pop()
+
+    # ------------------------------------------------------------------ the host sharding
+    def host_sharding(self, function: FunctionInfo, site: JitSite,
+                      at: cst.BaseExpression | None) -> tuple[cst.BaseExpression, list[str]] | None:
+        """An explicit host sharding usable at ``site``, and why it is unsafe if it is."""
+        kind, quote = self.spelling.host_kind, self.facts.quote
+        exact = []
+        origin = self.origin_destination(function)
+        if origin is not None:
+            exact.append(origin[0])
+        host_input = self.host_in_sharding(function)
+        if host_input is not None:
+            exact.append(host_input[0])
+        for source in exact:
+            if sx.is_memory_space(source) or sx.is_transfer_to_memory_kind(source):
+                continue
+            if self.facts.visible(source, site.scope, site.line):
+                copy = source.deep_clone()
+                literal = sx.memory_kind_literal(source)
+                return (copy if literal in (None, kind) else sx.with_memory_kind(copy, kind, quote)), []  # type: ignore[return-value]
+        for source, why in self._related_shardings(site, at):
+            if self.facts.visible(source, site.scope, site.line):
+                derived = sx.with_memory_kind(source.deep_clone(), kind, quote)
+                if derived is not None:
+                    return derived, [why]
+        return self.single_device_sharding(kind), [SINGLE_DEVICE_REASON]
+
+    def _related_shardings(self, site: JitSite, at: cst.BaseExpression | None):
+        """Shardings of other outputs, then of inputs, then of the inline call's argument."""
+        out = self.option(site, "out_shardings")
+        for leaf in _leaves(out.value) if out is not None else []:
+            if leaf is not at and not sx.is_none(leaf) and not sx.is_memory_space(leaf):
+                yield leaf, f"built from another output's sharding `{self.code(leaf)}`: its partition spec may not fit this output"
+        ins = self.option(site, "in_shardings")
+        for leaf in _leaves(ins.value) if ins is not None else []:
+            if not sx.is_none(leaf) and not sx.is_memory_space(leaf):
+                yield leaf, f"built from an input's sharding `{self.code(leaf)}`: its partition spec may not fit this output"
+        outer = self.facts.inline_calls.get(site.options) if site.options is not None else None
+        if outer is not None and outer.args and outer.args[0].keyword is None and not outer.args[0].star:
+            argument = outer.args[0].value
+            if isinstance(argument, (cst.Name, cst.Attribute)):
+                yield (cst.Attribute(value=argument, attr=cst.Name("sharding")),
+                       f"built from the argument's `{self.code(argument)}.sharding`: it must be a jax.Array "
+                       "or ShapeDtypeStruct, and its partition spec may not fit this output")
+
+    def _partial_callee(self) -> str:
+        aliases = self.facts.aliases
+        if aliases.partial:
+            return aliases.partial[0]
+        if aliases.functools_modules:
+            return f"{aliases.functools_modules[0]}.partial"
+        self.add_needed_import("functools", "partial")
+        return "partial"
+
+    def _labels(self, paths: list[Keys]) -> str:
+        return ", ".join(_label(p) for p in paths)
+
+
+def _label(keys: Keys) -> str:
+    return f"output {format_path(keys)}" if keys else "the result"
+
+
+def _descend(root: cst.BaseExpression, keys: Keys) -> tuple[cst.BaseExpression | None, int]:
+    """The out_shardings node for ``keys`` (or the leaf covering it) and how many keys it
+    used; None when a literal container has no entry for the key."""
+    node = root
+    for depth, key in enumerate(keys):
+        if not _is_container(node):
+            return node, depth
+        child = child_at(node, key)
+        if child is None:
+            return None, depth
+        node = child
+    return node, len(keys)
+
+
+def _is_container(node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.Tuple, cst.List, cst.Dict)):
+        return True
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "dict"
+
+
+def _literal_keys(node: cst.BaseExpression) -> list[PathKey]:
+    if isinstance(node, (cst.Tuple, cst.List)):
+        return [("index", i) for i in range(len(node.elements))]
+    keys: list[PathKey] = []
+    for element in node.elements:  # type: ignore[attr-defined]
+        if isinstance(element, cst.DictElement):
+            value = element.key.evaluated_value if isinstance(element.key, (cst.SimpleString, cst.Integer)) else None
+            if isinstance(value, int):
+                keys.append(("index", value))
+            elif isinstance(value, str):
+                keys.append(("key", value))
+    return keys
+
+
+def _leaves(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        return [leaf for e in expr.elements for leaf in _leaves(e.value)]
+    if isinstance(expr, cst.Dict):
+        return [leaf for e in expr.elements if isinstance(e, cst.DictElement) for leaf in _leaves(e.value)]
+    return [expr]

@@ -1,0 +1,98 @@
+"""Plain targets for the codemods: line numbers, pytree paths and spelling choices.
+
+Nothing here knows about MLIR or imports JAX: the planner in ``offload_fixer.fixes`` turns a
+diagnostic into a :class:`FixTarget`, and ``python -m libcst.tool codemod`` builds the same
+target from command-line flags.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import Literal
+
+PathKey = tuple[Literal["index", "key", "attr"], object]
+Placement = Literal["return", "entry", "after_origin", "out_shardings"]
+SpellingApi = Literal["memory_space", "sharding"]
+
+
+@dataclass(frozen=True)
+class SpellingOptions:
+    """How the target JAX version spells a move to device and a host memory kind.
+
+    ``memory_space``: ``jax.device_put(x, jax.memory.Space.Device)`` (JAX >= 0.7.1);
+    ``sharding``: a concrete sharding with ``memory_kind=device_kind`` (0.4.25 - 0.7.0).
+    """
+
+    api: SpellingApi = "memory_space"
+    device_kind: str = "device"
+    host_kind: str = "pinned_host"
+    none_leaf_inherits_host: bool = True
+
+
+@dataclass(frozen=True)
+class FixTarget:
+    """Where one fix goes: a function (by a line of its ``def``/decorators, or a line
+    inside it, and its name), the outputs (pytree paths relative to the returned value)
+    and, depending on ``placement``, the returns, the parameter or the origin line."""
+
+    function_name: str | None = None
+    function_line: int | None = None
+    inner_line: int | None = None
+    output_paths: tuple[str, ...] = ("",)
+    placement: Placement = "return"
+    return_lines: tuple[int, ...] = ()
+    """Edit only the returns starting on these lines; empty means every return."""
+    parameter: str | None = None
+    parameter_index: int | None = None
+    origin_line: int | None = None
+    origin_col: int | None = None
+    spelling: SpellingOptions = field(default_factory=SpellingOptions)
+
+    def lines(self) -> dict[str, object]:
+        """The line-number fields, so an editor of the file can map them to new lines."""
+        return {
+            "function_line": self.function_line,
+            "inner_line": self.inner_line,
+            "return_lines": self.return_lines,
+            "origin_line": self.origin_line,
+        }
+
+
+@dataclass(frozen=True)
+class Edit:
+    line: int
+    description: str
+    safety: Literal["safe", "unsafe"]
+    reason: str = ""
+    """Why an unsafe edit is unsafe."""
+
+
+def parse_path(path: str) -> tuple[PathKey, ...]:
+    """``"[0]['mu'].count"`` -> ``(("index", 0), ("key", "mu"), ("attr", "count"))``.
+
+    Read as a Python subscript/attribute chain, so quoting follows Python (and JAX's keystr).
+    """
+    text = path[len("result"):] if path.startswith("result") else path
+    if not text:
+        return ()
+    try:
+        node = ast.parse("_" + text, mode="eval").body
+    except SyntaxError as exc:
+        raise ValueError(f"not a pytree path: {path!r}") from exc
+    keys: list[PathKey] = []
+    while not (isinstance(node, ast.Name) and node.id == "_"):
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+            value = node.slice.value
+            keys.append(("index", value) if isinstance(value, int) else ("key", value))
+            node = node.value
+        elif isinstance(node, ast.Attribute):
+            keys.append(("attr", node.attr))
+            node = node.value
+        else:
+            raise ValueError(f"not a pytree path: {path!r}")
+    return tuple(reversed(keys))
+
+
+def format_path(keys: tuple[PathKey, ...]) -> str:
+    return "".join(f".{v}" if k == "attr" else f"[{v!r}]" for k, v in keys)

@@ -1,0 +1,104 @@
+"""Python API: ``offload_fixer.check(fn, *args)`` lowers one function for an accelerator and
+reports what XLA's host offloader would do with it, on any machine (CPU included)."""
+
+from __future__ import annotations
+
+import ast
+import functools
+import inspect
+import os
+from typing import Any, Callable
+
+from offload_fixer.model import FunctionRef, Report
+
+__all__ = ["check", "function_ref", "is_jitted"]
+
+
+def check(fn: Callable[..., Any], *args: Any, target: str = "tpu", **kwargs: Any) -> Report:
+    """Analyse ``fn(*args, **kwargs)`` as it would compile for ``target`` (tpu, gpu, gpu-legacy).
+
+    ``fn`` is a plain function or a ``jax.jit``-wrapped one; a jitted function keeps its own
+    ``in_shardings``, ``out_shardings``, ``donate_argnums`` and static arguments. Arguments
+    may be arrays, NumPy arrays or ``jax.ShapeDtypeStruct``s (with shardings): nothing runs,
+    the function is only traced and lowered. The keyword ``target`` is taken by ``check``;
+    a function with its own ``target`` parameter receives it positionally.
+    """
+    from offload_fixer import jax_compat
+    from offload_fixer.analysis import analyze
+    from offload_fixer.model import TARGETS
+
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
+    lowered = jax_compat.lower_for_platform(fn, args, kwargs, jax_compat.lowering_platform(target))
+    return analyze(lowered, target=target, function=function_ref(fn))
+
+
+def is_jitted(fn: Any) -> bool:
+    """A ``jax.jit`` result (or anything standing in for one): it traces by itself."""
+    return callable(fn) and callable(getattr(fn, "trace", None)) and callable(getattr(fn, "lower", None))
+
+
+def function_ref(fn: Any) -> FunctionRef | None:
+    """Where the Python function behind ``fn`` is defined (through jit, ``functools.wraps``
+    and ``functools.partial``), so fixes can find its ``def``; ``None`` when it has no source."""
+    target = _python_function(fn)
+    code = getattr(target, "__code__", None)
+    if code is None:
+        name = getattr(fn, "__name__", None) or type(fn).__name__
+        return FunctionRef(name=name)
+    name = getattr(target, "__name__", code.co_name)
+    path = code.co_filename
+    if path.startswith("<") or not path:
+        return FunctionRef(name=name)
+    path = os.path.abspath(path)
+    return FunctionRef(name=name, path=path, line=_def_line(path, code.co_firstlineno, code.co_name))
+
+
+def _python_function(fn: Any) -> Any:
+    seen: set[int] = set()
+    while id(fn) not in seen:
+        seen.add(id(fn))
+        if isinstance(fn, functools.partial):
+            fn = fn.func
+            continue
+        wrapped = getattr(fn, "__wrapped__", None)
+        if wrapped is not None:
+            fn = wrapped
+            continue
+        if inspect.ismethod(fn):
+            fn = fn.__func__
+            continue
+        if not hasattr(fn, "__code__") and callable(getattr(type(fn), "__call__", None)) and not inspect.isroutine(fn):
+            call = getattr(type(fn), "__call__")
+            if hasattr(call, "__code__"):
+                return call
+        break
+    return fn
+
+
+def _def_line(path: str, first_line: int, name: str) -> int:
+    """``co_firstlineno`` is the first decorator's line; fixes want the ``def`` line itself."""
+    for node in _function_nodes(path, _mtime(path)):
+        decorators = getattr(node, "decorator_list", [])
+        start = decorators[0].lineno if decorators else node.lineno
+        if start == first_line and getattr(node, "name", "<lambda>") == name:
+            return node.lineno
+    return first_line
+
+
+def _mtime(path: str) -> float:
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return 0.0
+
+
+@functools.lru_cache(maxsize=64)
+def _function_nodes(path: str, mtime: float) -> tuple[ast.AST, ...]:
+    try:
+        with open(path, "rb") as handle:
+            tree = ast.parse(handle.read(), filename=path)
+    except (OSError, SyntaxError, ValueError):
+        return ()
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+    return tuple(node for node in ast.walk(tree) if isinstance(node, kinds))

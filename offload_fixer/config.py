@@ -1,0 +1,293 @@
+"""``[tool.offload-fixer]`` in ``pyproject.toml``, resolved like ruff's configuration.
+
+Each checked file takes its settings from the nearest ``pyproject.toml`` above it that has an
+``[tool.offload-fixer]`` table (nearest wins; tables are not merged), so a monorepo can give
+each package its own target. Command-line flags override the file. Exclusion globs are
+relative to the directory of the file that declared them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import fnmatch
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+from offload_fixer.jax_compat import UnsupportedJaxVersion, parse_version
+from offload_fixer.model import TARGETS, Diagnostic
+
+TABLE = "offload-fixer"
+STRATEGIES = ("device", "host", "auto")
+FORMATS = ("text", "json", "sarif", "github")
+DEFAULT_EXCLUDE: tuple[str, ...] = (
+    ".bzr",
+    ".direnv",
+    ".eggs",
+    ".git",
+    ".hg",
+    ".mypy_cache",
+    ".nox",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".svn",
+    ".tox",
+    ".venv",
+    "__pycache__",
+    "__pypackages__",
+    "_build",
+    "build",
+    "dist",
+    "node_modules",
+    "site-packages",
+    "venv",
+)
+
+
+class ConfigError(ValueError):
+    """A configuration file or value that cannot be used; the message names file and key."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    target: str = "tpu"
+    strategy: str = "auto"
+    select: tuple[str, ...] | None = None
+    """Codes or code prefixes to report; ``None`` reports every rule."""
+    ignore: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = DEFAULT_EXCLUDE
+    extend_exclude: tuple[str, ...] = ()
+    jax_version: str | None = None
+    """The JAX the checked code is written for; ``None`` means the installed one."""
+    format: str = "text"
+    jobs: int = 0
+    """Worker processes; 0 picks one per core."""
+    root: Path | None = None
+    """Directory exclusion globs are relative to: the config file's, or the working directory."""
+    config_path: Path | None = None
+
+    def with_overrides(self, **overrides: Any) -> Settings:
+        """Apply command-line values; ``None`` means "not given" and keeps the file's value."""
+        given = {key: value for key, value in overrides.items() if value is not None}
+        raw = {_KEY_FOR_FIELD[key]: value for key, value in given.items() if key in _KEY_FOR_FIELD}
+        unknown = set(given) - set(_KEY_FOR_FIELD)
+        if unknown:
+            raise TypeError(f"not a setting: {', '.join(sorted(unknown))}")
+        return dataclasses.replace(self, **_validate(raw, source="command line"))
+
+    def is_selected(self, code: str) -> bool:
+        return _is_selected(code, self.select, self.ignore)
+
+    def is_excluded(self, path: str | os.PathLike[str]) -> bool:
+        return is_excluded(path, (*self.exclude, *self.extend_exclude), self.root or Path.cwd())
+
+
+_FIELD_FOR_KEY = {
+    "target": "target",
+    "strategy": "strategy",
+    "select": "select",
+    "ignore": "ignore",
+    "exclude": "exclude",
+    "extend-exclude": "extend_exclude",
+    "jax-version": "jax_version",
+    "format": "format",
+    "jobs": "jobs",
+}
+_KEY_FOR_FIELD = {field: key for key, field in _FIELD_FOR_KEY.items()}
+
+
+# ---------------------------------------------------------------------------------------
+# Finding and reading configuration files
+def find_config(start: str | os.PathLike[str]) -> Path | None:
+    """The nearest ``pyproject.toml`` at or above ``start`` with a ``[tool.offload-fixer]`` table."""
+    path = Path(start).resolve()
+    directory = path if path.is_dir() else path.parent
+    for candidate_dir in (directory, *directory.parents):
+        candidate = candidate_dir / "pyproject.toml"
+        if candidate.is_file() and _read_table(candidate) is not None:
+            return candidate
+    return None
+
+
+def load_settings(config_path: str | os.PathLike[str]) -> Settings:
+    """Settings declared in one ``pyproject.toml`` (defaults where it says nothing)."""
+    path = Path(config_path).resolve()
+    table = _read_table(path)
+    if table is None:
+        raise ConfigError(f"{path}: no [tool.{TABLE}] table")
+    unknown = [key for key in table if key not in _FIELD_FOR_KEY]
+    if unknown:
+        key = unknown[0]
+        close = difflib.get_close_matches(key, list(_FIELD_FOR_KEY), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(_FIELD_FOR_KEY)}"
+        raise ConfigError(f"{path}: unknown key {key!r} in [tool.{TABLE}]{hint}")
+    values = _validate(table, source=str(path))
+    return Settings(root=path.parent, config_path=path, **values)
+
+
+class SettingsResolver:
+    """Settings for each checked path, from its nearest configuration; caches per directory."""
+
+    def __init__(self, overrides: dict[str, Any] | None = None, config: str | os.PathLike[str] | None = None):
+        self._overrides = overrides or {}
+        self._fixed = load_settings(config) if config is not None else None
+        self._by_config: dict[Path | None, Settings] = {}
+        self._config_for_dir: dict[Path, Path | None] = {}
+
+    def settings_for(self, path: str | os.PathLike[str]) -> Settings:
+        """``config`` given to the constructor applies everywhere, as ruff's ``--config`` does."""
+        if self._fixed is not None:
+            return self._settled(self._fixed.config_path, lambda: self._fixed)
+        resolved = Path(path).resolve()
+        directory = resolved if resolved.is_dir() else resolved.parent
+        if directory not in self._config_for_dir:
+            self._config_for_dir[directory] = find_config(directory)
+        config_path = self._config_for_dir[directory]
+        return self._settled(
+            config_path, lambda: load_settings(config_path) if config_path else Settings(root=Path.cwd())
+        )
+
+    def _settled(self, key: Path | None, load: Any) -> Settings:
+        if key not in self._by_config:
+            self._by_config[key] = load().with_overrides(**self._overrides)
+        return self._by_config[key]
+
+
+def _read_table(path: Path) -> dict[str, Any] | None:
+    try:
+        with path.open("rb") as handle:
+            document = tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc}") from exc
+    tool = document.get("tool", {})
+    if not isinstance(tool, dict):
+        return None
+    if TABLE not in tool and "offload_fixer" in tool:
+        raise ConfigError(f"{path}: the table is spelled [tool.{TABLE}], not [tool.offload_fixer]")
+    table = tool.get(TABLE)
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.{TABLE}] must be a table")
+    return table
+
+
+# ---------------------------------------------------------------------------------------
+# Validation
+_T = TypeVar("_T")
+
+
+def _validate(raw: dict[str, Any], source: str) -> dict[str, Any]:
+    """Check values by their file key, returning dataclass field values."""
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        where = f"{source}: {key}"
+        if key in ("target", "strategy", "format"):
+            choices = {"target": TARGETS, "strategy": STRATEGIES, "format": FORMATS}[key]
+            out[_FIELD_FOR_KEY[key]] = _choice(value, choices, where)
+        elif key in ("select", "ignore"):
+            out[key] = tuple(_selector(code, where) for code in _strings(value, where))
+        elif key in ("exclude", "extend-exclude"):
+            out[_FIELD_FOR_KEY[key]] = tuple(_strings(value, where))
+        elif key == "jax-version":
+            if not isinstance(value, str):
+                raise ConfigError(f'{where}: expected a version string such as "0.4.35", got {value!r}')
+            try:
+                parse_version(value)
+            except UnsupportedJaxVersion as exc:
+                raise ConfigError(f"{where}: {exc}") from exc
+            out["jax_version"] = value
+        elif key == "jobs":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigError(f"{where}: expected a whole number >= 0 (0 = one per core), got {value!r}")
+            out["jobs"] = value
+        else:
+            raise ConfigError(f"{where}: unknown setting")
+    return out
+
+
+def _choice(value: Any, choices: Sequence[_T], where: str) -> _T:
+    if value not in choices:
+        raise ConfigError(f"{where}: expected one of {', '.join(map(repr, choices))}, got {value!r}")
+    return value
+
+
+def _strings(value: Any, where: str) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: expected a list of strings, got {value!r}")
+    return list(value)
+
+
+def _selector(text: str, where: str) -> str:
+    """A code (``OFL1200``), a prefix of codes (``OFL120``), or ``ALL``."""
+    from offload_fixer.rules import all_rules
+
+    selector = text.strip().upper()
+    codes = [rule.code for rule in all_rules()]
+    if selector == "ALL" or any(code.startswith(selector) for code in codes):
+        return selector
+    close = difflib.get_close_matches(selector, codes, n=1)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise ConfigError(f"{where}: {text!r} selects no rule (codes are {codes[0]}..{codes[-1]}){hint}")
+
+
+# ---------------------------------------------------------------------------------------
+# Selecting codes and excluding paths
+def _is_selected(code: str, select: Sequence[str] | None, ignore: Sequence[str]) -> bool:
+    """Ruff's rule: the most specific matching selector wins; on a tie, ``ignore`` wins."""
+
+    def specificity(selectors: Iterable[str]) -> int:
+        best = -1
+        for selector in selectors:
+            if selector == "ALL":
+                best = max(best, 0)
+            elif code.startswith(selector):
+                best = max(best, len(selector))
+        return best
+
+    selected = 0 if select is None else specificity(select)
+    return selected >= 0 and selected > specificity(ignore)
+
+
+def select_codes(
+    diagnostics: Iterable[Diagnostic], select: Sequence[str] | None = None, ignore: Sequence[str] = ()
+) -> list[Diagnostic]:
+    """Keep the diagnostics whose code ``select`` (``None`` = all) picks and ``ignore`` does not."""
+    select = None if select is None else [s.upper() for s in select]
+    ignore = [s.upper() for s in ignore]
+    return [d for d in diagnostics if _is_selected(d.code, select, ignore)]
+
+
+def is_excluded(path: str | os.PathLike[str], patterns: Sequence[str], root: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` or any directory above it (up to ``root``) matches an exclusion glob.
+
+    As in ruff: a pattern without ``/`` (``build``, ``*_pb2.py``) matches a file or directory
+    name anywhere; a pattern with ``/`` (``src/gen/*.py``) matches the path relative to
+    ``root``.
+    """
+    absolute = Path(path).resolve()
+    try:
+        relative = absolute.relative_to(Path(root).resolve())
+    except ValueError:
+        relative = absolute
+    parts = relative.parts
+    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+    for pattern in patterns:
+        pattern = pattern.rstrip("/")
+        if "/" in pattern:
+            pattern = pattern.removeprefix("./")
+            if any(fnmatch.fnmatchcase(prefix, pattern) for prefix in prefixes):
+                return True
+        elif any(fnmatch.fnmatchcase(part, pattern) for part in parts):
+            return True
+    return False

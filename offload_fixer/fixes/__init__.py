@@ -1,0 +1,39 @@
+"""Fixes for host values that reach device outputs (OFL1200): plan, then apply.
+
+    plans = plan_fixes(report, strategy="auto")        # Diagnostic -> FixPlan
+    results = apply_plans(plans, write=False)          # per file: old/new text, diff
+
+The edits themselves are libcst codemods in the top-level ``codemods`` package; the rules
+for choosing a strategy, the safety labels and how shardings are derived are in README.md.
+"""
+
+from offload_fixer.fixes.apply import FileResult, apply_plans, unified_diff
+from offload_fixer.fixes.errors import (
+    FixError,
+    FixNotConvergedError,
+    FixVerificationError,
+    ReadOnlySourceError,
+    SourceChangedError,
+    SourceEncodingError,
+    SourceReadError,
+    SourceSyntaxError,
+)
+from offload_fixer.fixes.planner import FIXABLE_CODES, FixPlan, choose_strategy, plan_fixes
+
+__all__ = [
+    "FIXABLE_CODES",
+    "FileResult",
+    "FixError",
+    "FixNotConvergedError",
+    "FixPlan",
+    "FixVerificationError",
+    "ReadOnlySourceError",
+    "SourceChangedError",
+    "SourceEncodingError",
+    "SourceReadError",
+    "SourceSyntaxError",
+    "apply_plans",
+    "choose_strategy",
+    "plan_fixes",
+    "unified_diff",
+]

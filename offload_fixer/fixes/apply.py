@@ -1,0 +1,260 @@
+"""Apply fix plans to files: new text, a unified diff, and (when asked) an atomic write.
+
+Per file: refuse it if its content changed since the analysis (sha256), decode it with its
+own encoding, run every plan's codemod until a pass changes nothing (capped), check that the
+result parses and compiles, and only then write it through a temporary file in the same
+directory renamed over the original (permissions kept). libcst works on the bytes, so the
+encoding cookie, a BOM, CRLF line ends and a missing final newline survive. A file that
+fails gets a :class:`FileResult` with ``error`` set and the other files still go through.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import io
+import os
+import re
+import stat
+import tempfile
+import tokenize
+from dataclasses import dataclass, replace
+from typing import Iterable, Sequence
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+
+from codemods.targets import FixTarget
+from offload_fixer.fixes.errors import (
+    FixError,
+    FixNotConvergedError,
+    FixVerificationError,
+    ReadOnlySourceError,
+    SourceChangedError,
+    SourceEncodingError,
+    SourceReadError,
+    SourceSyntaxError,
+)
+from offload_fixer.fixes.planner import COMMANDS, FixPlan
+
+MAX_PASSES = 4
+"""Passes over one file before giving up; a correct fix settles in two (fix, then no-op)."""
+
+
+@dataclass(frozen=True)
+class FileResult:
+    path: str
+    old_text: str
+    new_text: str
+    diff: str
+    applied: tuple[FixPlan, ...] = ()
+    skipped: tuple[tuple[FixPlan, str], ...] = ()
+    """Plans not applied, with why (display-only, or unsafe without ``unsafe=True``)."""
+    written: bool = False
+    error: FixError | None = None
+    passes: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return self.new_text != self.old_text
+
+    def raise_for_error(self) -> None:
+        if self.error is not None:
+            raise self.error
+
+
+def apply_plans(plans: Iterable[FixPlan], write: bool, *, unsafe: bool = False,
+                max_passes: int = MAX_PASSES) -> list[FileResult]:
+    """Apply ``plans`` file by file; write the files only if ``write``.
+
+    Safe plans are applied; unsafe ones only with ``unsafe=True``; display-only ones never.
+    """
+    by_path: dict[str, list[FixPlan]] = {}
+    for plan in plans:
+        by_path.setdefault(plan.path, []).append(plan)
+    return [_apply_file(path, file_plans, write, unsafe, max_passes) for path, file_plans in by_path.items()]
+
+
+def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_passes: int) -> FileResult:
+    chosen: list[FixPlan] = []
+    skipped: list[tuple[FixPlan, str]] = []
+    for plan in plans:
+        if plan.safety == "display-only":
+            skipped.append((plan, "display-only: " + ("; ".join(plan.problems) or "no edit can be made")))
+        elif plan.safety == "unsafe" and not unsafe:
+            skipped.append((plan, "unsafe (apply with unsafe=True): " + "; ".join(plan.unsafe_reasons)))
+        else:
+            chosen.append(plan)
+    try:
+        data = _read(path)
+        _check_fresh(path, data, plans)
+        old_text = _decode(path, data)
+        module = _parse(path, data)
+        if not chosen:
+            return FileResult(path, old_text, old_text, "", skipped=tuple(skipped))
+        fixed, passes = fix_to_fixpoint(path, module, [(p.command, p.target) for p in chosen], max_passes)
+        new_data = fixed.bytes
+        new_text = _decode(path, new_data)
+        written = False
+        if new_data != data:
+            verify(path, new_data)
+            if write:
+                write_atomically(path, data, new_data)
+                written = True
+        return FileResult(path, old_text, new_text, unified_diff(path, old_text, new_text), tuple(chosen),
+                          tuple(skipped), written, None, passes)
+    except FixError as error:
+        return FileResult(path, "", "", "", (), tuple(skipped) + tuple((p, str(error)) for p in chosen), False, error)
+
+
+def fix_to_fixpoint(path: str, module: cst.Module, jobs: Sequence[tuple[str, FixTarget]],
+                    max_passes: int = MAX_PASSES) -> tuple[cst.Module, int]:
+    """Run each (command name, target) until a whole pass leaves the module unchanged;
+    returns the module and the number of passes (2 when the fixes apply and then hold).
+
+    Targets carry line numbers of the analysed text; before each run they are moved to where
+    those lines are now (earlier edits may have added lines above them).
+    """
+    original = split_lines(module.code)
+    current = module
+    for passes in range(1, max_passes + 1):
+        before = current.code
+        for command, target in jobs:
+            moved = remap_target(target, LineMap(original, split_lines(current.code)))
+            codemod = COMMANDS[command](CodemodContext(filename=path), target=moved)
+            current = codemod.transform_module(current)
+        if current.code == before:
+            return current, passes
+    raise FixNotConvergedError(path, f"the fixes still changed the file after {max_passes} passes; nothing was written")
+
+
+# ---------------------------------------------------------------------------------------
+# Line numbers across edits
+class LineMap:
+    """Maps 1-based lines of an old text to the lines they became in a new text."""
+
+    def __init__(self, old: Sequence[str], new: Sequence[str]) -> None:
+        self._opcodes = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
+
+    def __call__(self, line: int | None) -> int | None:
+        if line is None:
+            return None
+        index = line - 1
+        for tag, i1, i2, j1, j2 in self._opcodes:
+            if i1 <= index < i2:
+                if tag == "equal":
+                    return j1 + (index - i1) + 1
+                return j1 + min(index - i1, max(j2 - j1 - 1, 0)) + 1
+        return line
+
+
+def remap_target(target: FixTarget, lines: LineMap) -> FixTarget:
+    return replace(
+        target,
+        function_line=lines(target.function_line),
+        inner_line=lines(target.inner_line),
+        origin_line=lines(target.origin_line),
+        return_lines=tuple(lines(line) for line in target.return_lines),  # type: ignore[misc]
+    )
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their ends, split on ``\\n`` only (what Python and diff count as lines)."""
+    return re.findall(r"[^\n]*\n|[^\n]+$", text)
+
+
+# ---------------------------------------------------------------------------------------
+# Reading, checking, writing
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise SourceReadError(path, f"cannot read: {exc.strerror or exc}") from exc
+
+
+def sha256_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _check_fresh(path: str, data: bytes, plans: Iterable[FixPlan]) -> None:
+    digest = sha256_of(data)
+    if any(p.source_sha256 and p.source_sha256 != digest for p in plans):
+        raise SourceChangedError(path, "changed since it was analysed; analyse it again before fixing")
+
+
+def _decode(path: str, data: bytes) -> str:
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        return data.decode(encoding)
+    except SyntaxError as exc:
+        raise SourceEncodingError(path, f"bad encoding declaration: {exc}") from exc
+    except LookupError as exc:
+        raise SourceEncodingError(path, f"unknown encoding: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise SourceEncodingError(
+            path, f"line {line}: byte {data[exc.start]:#04x} is not valid {exc.encoding} "
+                  "(declare the file's encoding with a coding comment)") from exc
+
+
+def _parse(path: str, data: bytes) -> cst.Module:
+    try:
+        return cst.parse_module(data)
+    except cst.ParserSyntaxError as exc:
+        raise SourceSyntaxError(path, f"does not parse: {exc.message}", exc.raw_line, exc.raw_column + 1) from exc
+
+
+def verify(path: str, data: bytes) -> None:
+    """The rewritten bytes must parse again (libcst) and compile (CPython)."""
+    try:
+        cst.parse_module(data)
+        compile(data, path, "exec", dont_inherit=True)
+    except (cst.ParserSyntaxError, SyntaxError, ValueError) as exc:
+        raise FixVerificationError(path, f"the fixed file would not compile ({exc}); left unchanged") from exc
+
+
+def write_atomically(path: str, expected: bytes, data: bytes) -> None:
+    """Replace the file (a symlink's target) with ``data`` in one rename, keeping its mode.
+
+    A file without write permission is refused even where the rename would succeed
+    (as root, or with a writable directory): read-only is the user's choice.
+    """
+    real = os.path.realpath(path)
+    try:
+        mode = os.stat(real).st_mode
+    except OSError as exc:
+        raise SourceReadError(path, f"cannot stat: {exc.strerror or exc}") from exc
+    if not mode & stat.S_IWUSR or not os.access(real, os.W_OK):
+        raise ReadOnlySourceError(path, "is read-only; nothing was written")
+    if _read(real) != expected:
+        raise SourceChangedError(path, "changed while it was being fixed; nothing was written")
+    directory, name = os.path.split(real)
+    try:
+        handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".offload-fixer", dir=directory)
+    except OSError as exc:
+        raise ReadOnlySourceError(path, f"cannot create a file next to it ({exc.strerror or exc}); nothing was written") from exc
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, stat.S_IMODE(mode))
+        os.replace(temporary, real)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def unified_diff(path: str, old: str, new: str) -> str:
+    """A ``git apply``-able diff, with the "No newline at end of file" marker where needed."""
+    shown = os.path.relpath(path) if os.path.isabs(path) else path
+    if shown.startswith(".."):
+        shown = path.lstrip("/")
+    out = []
+    for line in difflib.unified_diff(split_lines(old), split_lines(new), f"a/{shown}", f"b/{shown}"):
+        out.append(line)
+        if not line.endswith("\n"):
+            out.append("\n\\ No newline at end of file\n")
+    return "".join(out)

@@ -1,0 +1,324 @@
+"""The language server: static diagnostics as you type, quick fixes and a fix-all action.
+
+Nothing here executes user code: diagnostics come from the static check, edits from the
+same codemods as ``offload-fixer fix``, run on the editor's in-memory text. Every published
+diagnostic carries its fixes in ``data`` (ruff's design), so a code-action request is
+answered from that data; edits are computed only when the client resolves an action.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from lsprotocol import types
+from pygls.capabilities import get_capability
+from pygls.lsp.server import LanguageServer
+from pygls.uris import to_fs_path
+
+from offload_fixer import __version__
+from offload_fixer.lsp import engine
+from offload_fixer.lsp.settings import ClientOptions, SettingsStore
+from offload_fixer.lsp.text_edits import LineIndex, minimal_edits
+from offload_fixer.model import Diagnostic, Span
+
+log = logging.getLogger(__name__)
+
+NAME = "offload-fixer"
+FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.{NAME}"
+_SEVERITY = {
+    "error": types.DiagnosticSeverity.Error,
+    "warning": types.DiagnosticSeverity.Warning,
+    "info": types.DiagnosticSeverity.Information,
+}
+
+
+@dataclass
+class DocumentState:
+    """What the server knows about one open document beyond its text."""
+
+    pending: asyncio.Task | None = None
+    analysed_version: int | None = None
+    analysis: engine.Analysis | None = None
+    published: list[types.Diagnostic] = field(default_factory=list)
+
+
+class OffloadFixerServer(LanguageServer):
+    def __init__(self) -> None:
+        super().__init__(NAME, __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        self.documents: dict[str, DocumentState] = {}
+        self.settings = SettingsStore()
+        self.analysis_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="offload-fixer-analysis")
+        """One worker: analyses run one at a time, so a stale one never competes with the latest."""
+
+    # ------------------------------------------------------------------ capabilities
+    @property
+    def encoding(self) -> str:
+        return str(self.workspace.position_encoding or types.PositionEncodingKind.Utf16)
+
+    def supports_resolve(self, prop: str) -> bool:
+        properties = get_capability(self.client_capabilities, "text_document.code_action.resolve_support.properties", [])
+        return prop in (properties or [])
+
+    def supports_document_changes(self) -> bool:
+        return bool(get_capability(self.client_capabilities, "workspace.workspace_edit.document_changes", False))
+
+    # ------------------------------------------------------------------ analysis
+    def schedule(self, uri: str, delay: float) -> None:
+        """(Re)start the analysis of ``uri`` after ``delay`` seconds; a newer change cancels it."""
+        state = self.documents.setdefault(uri, DocumentState())
+        if state.pending is not None and not state.pending.done():
+            state.pending.cancel()
+        state.pending = asyncio.get_running_loop().create_task(self._analyse_later(uri, delay))
+
+    async def _analyse_later(self, uri: str, delay: float) -> None:
+        if delay > 0:
+            await asyncio.sleep(delay)
+        document = self.workspace.get_text_document(uri)
+        version, text, path = document.version, document.source, _path_of(uri)
+        settings = self.settings.for_path(path, self.workspace.root_path)
+        loop = asyncio.get_running_loop()
+        analysis = await loop.run_in_executor(self.analysis_pool, engine.analyse, text, path, settings)
+        state = self.documents.get(uri)
+        current = self.workspace.text_documents.get(uri)
+        if state is None or current is None or current.version != version or current.source != text:
+            return  # the document changed while we analysed: its own analysis is on the way
+        state.analysed_version = version
+        state.analysis = analysis
+        state.published = [self.to_lsp(d, fixes, uri, path, text, version) for d, fixes in analysis.items()]
+        self.text_document_publish_diagnostics(
+            types.PublishDiagnosticsParams(uri=uri, diagnostics=state.published, version=version)
+        )
+
+    def reanalyse_all(self) -> None:
+        for uri in list(self.documents):
+            if uri in self.workspace.text_documents:
+                self.schedule(uri, 0)
+
+    # ------------------------------------------------------------------ conversion
+    def to_lsp(
+        self,
+        diagnostic: Diagnostic,
+        fixes: tuple[engine.FixChoice, ...],
+        uri: str,
+        path: str,
+        text: str,
+        version: int | None,
+    ) -> types.Diagnostic:
+        index = LineIndex.of(text)
+        span = engine.primary_span(diagnostic)
+        preferred = next((f for f in fixes if f.preferred), None)
+        return types.Diagnostic(
+            range=self.span_range(span, index),
+            message=diagnostic.message,
+            severity=_SEVERITY.get(diagnostic.severity, types.DiagnosticSeverity.Warning),
+            code=diagnostic.code,
+            source=NAME,
+            related_information=self.related(diagnostic, uri, path, index) or None,
+            data={
+                "code": diagnostic.code,
+                "title": engine.rule_title(diagnostic.code),
+                "version": version,
+                "applicability": preferred.safety if preferred else "none",
+                "fixes": [f.to_data() for f in fixes],
+            },
+        )
+
+    def span_range(self, span: Span | None, index: LineIndex) -> types.Range:
+        """A model span (1-based lines, 1-based code-point columns) as an LSP range."""
+        if span is None:
+            start = types.Position(0, 0)
+            return types.Range(start, start)
+        line = max(span.line - 1, 0)
+        start = index.position_at_column(line, span.col - 1, self.encoding)
+        if span.end_line is not None and span.end_col is not None:
+            end = index.position_at_column(max(span.end_line - 1, 0), span.end_col - 1, self.encoding)
+        else:
+            end = index.position_at_column(line, len(index.line_text(line)), self.encoding)
+        if (end.line, end.character) < (start.line, start.character):
+            end = start
+        return types.Range(start, end)
+
+    def related(self, diagnostic: Diagnostic, uri: str, path: str, index: LineIndex) -> list[types.DiagnosticRelatedInformation]:
+        """Links to the move to host, each step of the trace and the output it reaches."""
+        found = []
+
+        def add(span: Span | None, message: str) -> None:
+            if span is None:
+                return
+            same_file = engine.same_path(span.path, path)
+            target_uri = uri if same_file else engine.uri_of(span.path)
+            range_ = self.span_range(span, index) if same_file else _plain_range(span)
+            found.append(types.DiagnosticRelatedInformation(types.Location(target_uri, range_), message))
+
+        origin = diagnostic.origin
+        if origin is not None:
+            add(origin.span, engine.origin_words(origin))
+        for step in diagnostic.trace:
+            add(step.span, f"then {step.op} ({step.role})")
+        if diagnostic.return_span is not None:
+            add(diagnostic.return_span, engine.output_words(diagnostic))
+        return found
+
+    # ------------------------------------------------------------------ code actions
+    def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
+        uri = params.text_document.uri
+        document = self.workspace.text_documents.get(uri)
+        if document is None:
+            return []
+        only = params.context.only
+        actions: list[types.CodeAction] = []
+        if _wanted(types.CodeActionKind.QuickFix, only):
+            for diagnostic in params.context.diagnostics:
+                actions.extend(self.quick_fixes(diagnostic, uri, document.version))
+        if _wanted(FIX_ALL_KIND, only) and self.offers_fix_all(uri, document.version, only):
+            action = types.CodeAction(
+                title="offload-fixer: fix all safe fixes",
+                kind=FIX_ALL_KIND,
+                data={"uri": uri, "version": document.version, "fix_all": True},
+            )
+            actions.append(action if self.supports_resolve("edit") else self.resolve(action))
+        return actions
+
+    def quick_fixes(self, diagnostic: types.Diagnostic, uri: str, version: int | None) -> list[types.CodeAction]:
+        data = diagnostic.data
+        if diagnostic.source != NAME or not isinstance(data, dict) or data.get("version") != version:
+            return []  # not ours, or published for an older text: its ranges no longer hold
+        actions = []
+        for fix in data.get("fixes", []):
+            action = types.CodeAction(
+                title=fix["title"],
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=[diagnostic],
+                is_preferred=bool(fix.get("preferred")),
+                data={"uri": uri, "version": version, "fix": fix},
+            )
+            actions.append(action if self.supports_resolve("edit") else self.resolve(action))
+        return actions
+
+    def offers_fix_all(self, uri: str, version: int | None, only: list[str] | None) -> bool:
+        """Always when the client asks for fix-all by kind (format-on-save); otherwise only
+        when the current analysis has a safe fix to apply."""
+        if only and any(FIX_ALL_KIND.startswith(kind) and kind != "" for kind in only):
+            return True
+        state = self.documents.get(uri)
+        if state is None or state.analysed_version != version or state.analysis is None:
+            return False
+        return any(f.safety == "safe" for _, fixes in state.analysis.items() for f in fixes)
+
+    def resolve(self, action: types.CodeAction) -> types.CodeAction:
+        """Fill in ``action.edit``; leave it empty when the document moved on since the action
+        was offered (a stale version must never rewrite newer text)."""
+        data = action.data if isinstance(action.data, dict) else {}
+        uri = data.get("uri")
+        document = self.workspace.text_documents.get(uri) if uri else None
+        if document is None or document.version != data.get("version"):
+            return action
+        path = _path_of(uri)
+        settings = self.settings.for_path(path, self.workspace.root_path)
+        if data.get("fix_all"):
+            new_text = engine.fix_all(document.source, path, settings)
+        elif "fix" in data:
+            new_text = engine.apply_fix(document.source, path, data["fix"], settings)
+        else:
+            return action
+        if new_text is None or new_text == document.source:
+            return action
+        edits = minimal_edits(document.source, new_text, self.encoding)
+        action.edit = self.workspace_edit(uri, document.version, edits)
+        return action
+
+    def workspace_edit(self, uri: str, version: int | None, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
+        if self.supports_document_changes():
+            identifier = types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version)
+            return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(identifier, edits)])
+        return types.WorkspaceEdit(changes={uri: edits})
+
+
+def _wanted(kind: str, only: list[str] | None) -> bool:
+    """LSP kinds are hierarchical: ``source`` asks for ``source.fixAll.offload-fixer`` too."""
+    if not only:
+        return kind != FIX_ALL_KIND or True
+    return any(kind == k or kind.startswith(f"{k}.") for k in only)
+
+
+def _plain_range(span: Span) -> types.Range:
+    """A range in a file we do not hold: code-point columns are the best we can do."""
+    start = types.Position(max(span.line - 1, 0), max(span.col - 1, 0))
+    end_line = span.end_line if span.end_line is not None else span.line
+    end_col = span.end_col if span.end_col is not None else span.col
+    return types.Range(start, types.Position(max(end_line - 1, 0), max(end_col - 1, 0)))
+
+
+def _path_of(uri: str) -> str:
+    return to_fs_path(uri) or uri
+
+
+# ---------------------------------------------------------------------------------------
+# Wiring
+def build_server() -> OffloadFixerServer:
+    server = OffloadFixerServer()
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: OffloadFixerServer, params: types.InitializeParams) -> None:
+        ls.settings.set_client(ClientOptions.parse(params.initialization_options))
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: OffloadFixerServer, params: types.InitializedParams) -> None:
+        if await ls.settings.pull(ls):
+            ls.reanalyse_all()
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: OffloadFixerServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, 0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: OffloadFixerServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, ls.settings.debounce_s)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: OffloadFixerServer, params: types.DidSaveTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if uri.endswith("/pyproject.toml"):
+            ls.settings.forget_files()
+            ls.reanalyse_all()
+        elif uri in ls.workspace.text_documents:
+            ls.schedule(uri, 0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: OffloadFixerServer, params: types.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        state = ls.documents.pop(uri, None)
+        if state is not None and state.pending is not None:
+            state.pending.cancel()
+        ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    async def did_change_configuration(ls: OffloadFixerServer, params: types.DidChangeConfigurationParams) -> None:
+        if ls.settings.set_client_section(params.settings) or await ls.settings.pull(ls):
+            ls.reanalyse_all()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(ls: OffloadFixerServer, params: types.DidChangeWatchedFilesParams) -> None:
+        if any(change.uri.endswith("/pyproject.toml") for change in params.changes):
+            ls.settings.forget_files()
+            ls.reanalyse_all()
+
+    @server.feature(
+        types.TEXT_DOCUMENT_CODE_ACTION,
+        types.CodeActionOptions(
+            code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.SourceFixAll, FIX_ALL_KIND],
+            resolve_provider=True,
+        ),
+    )
+    def code_action(ls: OffloadFixerServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        return ls.code_actions(params)
+
+    @server.feature(types.CODE_ACTION_RESOLVE)
+    def code_action_resolve(ls: OffloadFixerServer, action: types.CodeAction) -> types.CodeAction:
+        return ls.resolve(action)
+
+    return server

@@ -1,0 +1,135 @@
+"""Settings for each document: ``[tool.offload-fixer]`` in the nearest ``pyproject.toml``
+(exactly as the CLI reads it), overridden by what the editor sends (initializationOptions,
+``workspace/didChangeConfiguration`` or a ``workspace/configuration`` pull).
+
+Editor keys are camelCase: ``target``, ``strategy``, ``jaxVersion``, ``select``, ``ignore``,
+and ``debounceMs`` (how long to wait after a change before analysing).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.capabilities import get_capability
+
+from offload_fixer.config import ConfigError, Settings, SettingsResolver
+
+log = logging.getLogger(__name__)
+
+SECTION = "offload-fixer"
+_SECTION_SPELLINGS = (SECTION, "offloadFixer", "offload_fixer")
+DEFAULT_DEBOUNCE_MS = 25
+_KEYS = {"target": "target", "strategy": "strategy", "jaxVersion": "jax_version", "select": "select", "ignore": "ignore"}
+_ALIASES = {"jax-version": "jaxVersion", "jax_version": "jaxVersion", "debounce-ms": "debounceMs", "debounce_ms": "debounceMs"}
+
+
+@dataclass(frozen=True)
+class ClientOptions:
+    """What the editor asked for; ``None`` leaves the file's (or the default) value."""
+
+    target: str | None = None
+    strategy: str | None = None
+    jax_version: str | None = None
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] | None = None
+    debounce_ms: int | None = None
+
+    @classmethod
+    def parse(cls, raw: Any) -> "ClientOptions":
+        """Accept ``{"target": ...}`` or ``{"offload-fixer": {"target": ...}}``; ignore the rest."""
+        if not isinstance(raw, dict):
+            return cls()
+        for name in _SECTION_SPELLINGS:
+            if isinstance(raw.get(name), dict):
+                raw = raw[name]
+                break
+        raw = {_ALIASES.get(key, key): value for key, value in raw.items()}
+        values: dict[str, Any] = {}
+        for key, field_name in _KEYS.items():
+            value = raw.get(key)
+            if value is None or value == "":
+                continue
+            if field_name in ("select", "ignore"):
+                value = tuple([value] if isinstance(value, str) else value)
+            values[field_name] = value
+        debounce = raw.get("debounceMs")
+        if isinstance(debounce, (int, float)) and not isinstance(debounce, bool) and debounce >= 0:
+            values["debounce_ms"] = int(debounce)
+        return cls(**values)
+
+    def overrides(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "strategy": self.strategy,
+            "jax_version": self.jax_version,
+            "select": self.select,
+            "ignore": self.ignore,
+        }
+
+
+class SettingsStore:
+    """The editor's options plus a resolver of ``pyproject.toml`` files, rebuilt when either changes."""
+
+    def __init__(self) -> None:
+        self.client = ClientOptions()
+        self._resolver: SettingsResolver | None = None
+        self.errors: list[str] = []
+        """Configuration problems not yet shown to the user."""
+
+    @property
+    def debounce_s(self) -> float:
+        ms = self.client.debounce_ms if self.client.debounce_ms is not None else DEFAULT_DEBOUNCE_MS
+        return ms / 1000
+
+    def set_client(self, options: ClientOptions) -> bool:
+        changed = options != self.client
+        self.client = options
+        self._resolver = None
+        return changed
+
+    def set_client_section(self, raw: Any) -> bool:
+        """Settings pushed by ``didChangeConfiguration``; False when they hold nothing of ours
+        (then the client expects us to pull them)."""
+        if not isinstance(raw, dict) or not any(isinstance(raw.get(name), dict) for name in _SECTION_SPELLINGS):
+            return False
+        self.set_client(ClientOptions.parse(raw))
+        return True
+
+    async def pull(self, server: Any) -> bool:
+        """Ask the client for our section (``workspace/configuration``) when it can answer."""
+        if not get_capability(server.client_capabilities, "workspace.configuration", False):
+            return False
+        try:
+            answer = await server.workspace_configuration_async(
+                types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
+            )
+        except Exception as exc:  # a client that fails the request leaves our settings as they are
+            log.warning("workspace/configuration failed: %s", exc)
+            return False
+        if not answer or not isinstance(answer[0], dict):
+            return False
+        return self.set_client(ClientOptions.parse(answer[0]))
+
+    def forget_files(self) -> None:
+        """A ``pyproject.toml`` changed: read the files again on next use."""
+        self._resolver = None
+
+    def for_path(self, path: str, root: str | None) -> Settings:
+        """Settings for one document; a broken configuration falls back to the defaults plus
+        the editor's options, and the error is queued for the user."""
+        if self._resolver is None:
+            self._resolver = SettingsResolver(overrides=self.client.overrides())
+        target = path if Path(path).is_absolute() else (root or str(Path.cwd()))
+        try:
+            return self._resolver.settings_for(target)
+        except (ConfigError, TypeError) as exc:
+            self.errors.append(str(exc))
+            try:
+                return Settings(root=Path(root) if root else None).with_overrides(**self.client.overrides())
+            except (ConfigError, TypeError) as inner:
+                self.errors.append(str(inner))
+                return Settings(root=Path(root) if root else None)

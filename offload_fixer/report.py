@@ -1,0 +1,588 @@
+"""Output formats the CLI prints and CI reads: ``text``, ``json``, ``sarif``, ``github``.
+
+Every formatter takes the same inputs -- diagnostics, files that could not be checked, unused
+suppressions -- so ``--format`` only changes the spelling. Paths are shown relative to
+``root`` (the working directory by default), because GitHub de-duplicates alerts by rule id,
+path and a line fingerprint: those must not change between machines.
+"""
+
+from __future__ import annotations
+
+import bisect
+import dataclasses
+import difflib
+import hashlib
+import json
+import os
+import urllib.parse
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from offload_fixer.model import Diagnostic, Report, Span
+from offload_fixer.rules import Rule, all_rules, render_rule
+from offload_fixer.suppression import UnusedSuppression
+
+TOOL_NAME = "offload-fixer"
+INFORMATION_URI = "https://pypi.org/project/offload-fixer/"
+SARIF_VERSION = "2.1.0"
+SARIF_SCHEMA_URI = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
+SRCROOT = "%SRCROOT%"
+FORMATS = ("text", "json", "sarif", "github")
+
+
+@dataclass(frozen=True)
+class FileError:
+    """A file the check could not read or parse; it counts towards exit status 2."""
+
+    path: str
+    line: int
+    col: int
+    message: str
+
+
+@dataclass(frozen=True)
+class SourceChange:
+    """One file's text before and after a fix, for SARIF's ``fixes[]``."""
+
+    path: str
+    before: str
+    after: str
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """Replace ``[start, end)`` of the old text (1-based lines and columns) with ``text``."""
+
+    start_line: int
+    start_col: int
+    end_line: int
+    end_col: int
+    text: str
+
+
+def render(
+    fmt: str,
+    diagnostics: Iterable[Diagnostic],
+    file_errors: Iterable[FileError] = (),
+    unused_suppressions: Iterable[UnusedSuppression] = (),
+    *,
+    root: str | os.PathLike[str] | None = None,
+    color: bool = False,
+    target: str | None = None,
+    jax_version: str | None = None,
+    sources: Mapping[str, str] | None = None,
+    fixes: Mapping[Diagnostic, Sequence[SourceChange]] | None = None,
+) -> str:
+    """The whole output for ``--format fmt``, ending with a newline unless it is empty."""
+    diagnostics = list(diagnostics)
+    file_errors = list(file_errors)
+    unused = list(unused_suppressions)
+    if fmt == "text":
+        return format_text(diagnostics, file_errors, unused, root=root, color=color)
+    if fmt == "json":
+        document = format_json(diagnostics, file_errors, unused, target=target, jax_version=jax_version)
+        return json.dumps(document, indent=2) + "\n"
+    if fmt == "sarif":
+        document = format_sarif(
+            diagnostics,
+            file_errors,
+            unused,
+            root=root,
+            target=target,
+            jax_version=jax_version,
+            sources=sources,
+            fixes=fixes,
+        )
+        return json.dumps(document, indent=2) + "\n"
+    if fmt == "github":
+        return format_github(diagnostics, file_errors, unused, root=root)
+    raise ValueError(f"unknown output format {fmt!r}; choose one of {', '.join(FORMATS)}")
+
+
+# ---------------------------------------------------------------------------------------
+# Shared helpers
+def primary_span(diagnostic: Diagnostic) -> Span | None:
+    """Where a diagnostic is reported; falls back to the ``def`` line of the jitted function."""
+    span = diagnostic.location
+    if span is None and diagnostic.function and diagnostic.function.path:
+        span = Span(diagnostic.function.path, diagnostic.function.line or 1)
+    return span
+
+
+def display_path(path: str, root: str | os.PathLike[str] | None = None) -> str:
+    """``path`` relative to ``root`` with ``/`` separators, or absolute when outside it."""
+    relative = _relative(path, root)
+    return relative if relative is not None else os.path.abspath(path)
+
+
+def _relative(path: str, root: str | os.PathLike[str] | None) -> str | None:
+    base = os.path.abspath(root if root is not None else os.getcwd())
+    try:
+        return Path(os.path.abspath(path)).relative_to(base).as_posix()
+    except ValueError:
+        return None
+
+
+def _sort_key(diagnostic: Diagnostic) -> tuple:
+    span = primary_span(diagnostic)
+    where = (span.path, span.line, span.col) if span else ("", 0, 0)
+    return (*where, diagnostic.code, diagnostic.output_path or "")
+
+
+def _output_words(diagnostic: Diagnostic) -> str | None:
+    if diagnostic.output_path is None and diagnostic.output_index is None:
+        return None
+    path = diagnostic.output_path if diagnostic.output_path else "the whole result"
+    flat = f" (flat output {diagnostic.output_index})" if diagnostic.output_index is not None else ""
+    return f"{path}{flat}"
+
+
+def _origin_words(diagnostic: Diagnostic) -> str | None:
+    origin = diagnostic.origin
+    if origin is None:
+        return None
+    words = f"{origin.kind.replace('_', ' ')} ({origin.memory_kind})"
+    return f"{words}: {origin.detail}" if origin.detail else words
+
+
+def text_replacements(before: str, after: str) -> list[Replacement]:
+    """The smallest line-aligned edits that turn ``before`` into ``after``, trimmed to the
+    characters that differ, in positions of ``before``."""
+    old_lines = before.splitlines(keepends=True)
+    new_lines = after.splitlines(keepends=True)
+    starts = [0]
+    for line in old_lines:
+        starts.append(starts[-1] + len(line))
+
+    def position(offset: int) -> tuple[int, int]:
+        index = bisect.bisect_right(starts, offset) - 1
+        if index >= len(old_lines) and old_lines and not old_lines[-1].endswith(("\n", "\r")):
+            index = len(old_lines) - 1
+        return index + 1, offset - starts[index] + 1
+
+    edits = []
+    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        old_block = "".join(old_lines[i1:i2])
+        new_block = "".join(new_lines[j1:j2])
+        prefix = len(os.path.commonprefix([old_block, new_block]))
+        room = min(len(old_block), len(new_block)) - prefix
+        suffix = len(os.path.commonprefix([old_block[::-1], new_block[::-1]])[:room])
+        start = starts[i1] + prefix
+        end = starts[i2] - suffix
+        edits.append(
+            Replacement(*position(start), *position(end), new_block[prefix : len(new_block) - suffix])
+        )
+    return edits
+
+
+# ---------------------------------------------------------------------------------------
+# text
+_STYLE = {"bold": "1", "red": "31", "yellow": "33", "cyan": "36", "green": "32", "dim": "2"}
+_SEVERITY_COLOR = {"error": "red", "warning": "yellow", "info": "cyan"}
+
+
+def format_text(
+    diagnostics: Sequence[Diagnostic],
+    file_errors: Sequence[FileError] = (),
+    unused_suppressions: Sequence[UnusedSuppression] = (),
+    *,
+    root: str | os.PathLike[str] | None = None,
+    color: bool = False,
+) -> str:
+    """ruff-like lines, each diagnostic followed by its trace: origin, steps, output, fixes."""
+
+    def paint(text: str, *styles: str) -> str:
+        if not color:
+            return text
+        return "\x1b[" + ";".join(_STYLE[s] for s in styles) + "m" + text + "\x1b[0m"
+
+    def where(span: Span | None) -> str:
+        if span is None:
+            return "<unknown>"
+        return f"{display_path(span.path, root)}:{span.line}:{span.col}"
+
+    out: list[str] = []
+    for error in sorted(file_errors, key=lambda e: (e.path, e.line, e.col)):
+        head = paint(f"{display_path(error.path, root)}:{error.line}:{error.col}:", "bold")
+        out.append(f"{head} {paint('error', 'red', 'bold')}: {error.message}")
+    for d in sorted(diagnostics, key=_sort_key):
+        span = primary_span(d)
+        head = paint(f"{where(span)}:", "bold")
+        severity = paint(f"[{d.severity}]", _SEVERITY_COLOR.get(d.severity, "bold"))
+        out.append(
+            f"{head} {paint(d.code, _SEVERITY_COLOR.get(d.severity, 'bold'), 'bold')} {severity} {d.message}"
+        )
+        origin = _origin_words(d)
+        if origin:
+            at = f" at {where(d.origin.span)}" if d.origin and d.origin.span else ""
+            out.append(f"  origin: {origin}{at}")
+        for number, step in enumerate(d.trace, 1):
+            at = f" at {where(step.span)}" if step.span else ""
+            out.append(f"  {number:>2}. {step.op} ({step.role}){at}")
+        output = _output_words(d)
+        if output:
+            returned = f", returned at {where(d.return_span)}" if d.return_span else ""
+            out.append(f"  output: {output}{returned}")
+        if d.related_outputs:
+            out.append(f"  also reaches: {', '.join(p or 'the whole result' for p in d.related_outputs)}")
+        for fix in d.fixes:
+            label = paint(f"fix ({fix.safety})", "green" if fix.safety == "safe" else "dim")
+            out.append(f"  {label}: {fix.title}")
+    for unused in unused_suppressions:
+        head = paint(f"{display_path(unused.path, root)}:{unused.line}:{unused.col}:", "bold")
+        out.append(f"{head} {paint('warning', 'yellow')}: {unused.message}")
+    summary = _summary(diagnostics, file_errors)
+    if summary:
+        out.append(summary)
+    return "\n".join(out) + ("\n" if out else "")
+
+
+def _summary(diagnostics: Sequence[Diagnostic], file_errors: Sequence[FileError]) -> str:
+    counts = {severity: 0 for severity in ("error", "warning", "info")}
+    for d in diagnostics:
+        counts[d.severity] = counts.get(d.severity, 0) + 1
+    parts = [
+        f"{n} {name}{'s' if n != 1 else ''}"
+        for name, n in (("error", counts["error"]), ("warning", counts["warning"]), ("note", counts["info"]))
+        if n
+    ]
+    if file_errors:
+        parts.append(f"{len(file_errors)} file{'s' if len(file_errors) != 1 else ''} not checked")
+    if not parts:
+        return ""
+    total = len(diagnostics)
+    return f"Found {total} problem{'s' if total != 1 else ''} ({', '.join(parts)})."
+
+
+# ---------------------------------------------------------------------------------------
+# json
+def format_json(
+    diagnostics: Sequence[Diagnostic],
+    file_errors: Sequence[FileError] = (),
+    unused_suppressions: Sequence[UnusedSuppression] = (),
+    *,
+    target: str | None = None,
+    jax_version: str | None = None,
+) -> dict[str, Any]:
+    """A :class:`Report` document (``Report.from_dict`` reads it back) plus what was not checked."""
+    report = Report(
+        diagnostics=tuple(sorted(diagnostics, key=_sort_key)),
+        target=target or _common_target(diagnostics),
+        jax_version=jax_version or _installed_jax(),
+    )
+    document = report.to_dict()
+    document["tool"] = {"name": TOOL_NAME, "version": _tool_version()}
+    document["file_errors"] = [dataclasses.asdict(e) for e in file_errors]
+    document["unused_suppressions"] = [
+        {"path": u.path, "line": u.line, "col": u.col, "codes": list(u.codes), "message": u.message}
+        for u in unused_suppressions
+    ]
+    return document
+
+
+# ---------------------------------------------------------------------------------------
+# sarif
+_SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+
+
+def format_sarif(
+    diagnostics: Sequence[Diagnostic],
+    file_errors: Sequence[FileError] = (),
+    unused_suppressions: Sequence[UnusedSuppression] = (),
+    *,
+    root: str | os.PathLike[str] | None = None,
+    target: str | None = None,
+    jax_version: str | None = None,
+    sources: Mapping[str, str] | None = None,
+    fixes: Mapping[Diagnostic, Sequence[SourceChange]] | None = None,
+) -> dict[str, Any]:
+    """A SARIF 2.1.0 log with one run; files that could not be checked become notifications."""
+    target = target or _common_target(diagnostics)
+    rules = all_rules()
+    index = {rule.code: i for i, rule in enumerate(rules)}
+    base = Path(root) if root is not None else Path.cwd()
+    lines = _LineCache(sources or {})
+    seen: dict[tuple[str, str, str], int] = {}
+    results = []
+    for d in sorted(diagnostics, key=_sort_key):
+        result: dict[str, Any] = {
+            "ruleId": d.code,
+            "level": _SARIF_LEVEL.get(d.severity, "warning"),
+            "message": {"text": _sarif_message(d)},
+        }
+        if d.code in index:
+            result["ruleIndex"] = index[d.code]
+        span = primary_span(d)
+        if span is not None:
+            result["locations"] = [{"physicalLocation": _physical(span, base)}]
+            related = _related(d, base)
+            if related:
+                result["relatedLocations"] = related
+            flow = _code_flow(d, base)
+            if flow:
+                result["codeFlows"] = [flow]
+            line_text = lines.line(span.path, span.line)
+            digest = hashlib.sha256(f"{d.code}\0{' '.join(line_text.split())}".encode()).hexdigest()[:16]
+            occurrence = seen.get((d.code, span.path, digest), 0) + 1
+            seen[(d.code, span.path, digest)] = occurrence
+            result["partialFingerprints"] = {"primaryLocationLineHash": f"{digest}:{occurrence}"}
+        properties = {"target": d.target, "source": d.source}
+        if d.output_path is not None:
+            properties["outputPath"] = d.output_path
+        if d.output_index is not None:
+            properties["outputIndex"] = d.output_index
+        if d.related_outputs:
+            properties["relatedOutputs"] = list(d.related_outputs)
+        result["properties"] = properties
+        changes = (fixes or {}).get(d)
+        if changes:
+            result["fixes"] = [_sarif_fix(change, base) for change in changes]
+        results.append(result)
+
+    notifications = [
+        _notification("error", e.message, Span(e.path, e.line, e.col), base, "file-error")
+        for e in file_errors
+    ] + [
+        _notification("warning", u.message, Span(u.path, u.line, u.col), base, "unused-suppression")
+        for u in unused_suppressions
+    ]
+    run: dict[str, Any] = {
+        "tool": {
+            "driver": {
+                "name": TOOL_NAME,
+                "version": _tool_version(),
+                "informationUri": INFORMATION_URI,
+                "rules": [_sarif_rule(rule, target, jax_version) for rule in rules],
+            }
+        },
+        "invocations": [
+            {"executionSuccessful": not file_errors, "toolExecutionNotifications": notifications}
+        ],
+        "originalUriBaseIds": {SRCROOT: {"uri": Path(os.path.abspath(base)).as_uri() + "/"}},
+        "columnKind": "unicodeCodePoints",
+        "results": results,
+        "properties": {"target": target, "jaxVersion": jax_version or _installed_jax()},
+    }
+    return {"$schema": SARIF_SCHEMA_URI, "version": SARIF_VERSION, "runs": [run]}
+
+
+def _sarif_rule(rule: Rule, target: str, jax_version: str | None) -> dict[str, Any]:
+    page = render_rule(rule.code, jax_version)
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": f"{rule.what_it_does} {rule.why_bad}"},
+        "help": {"text": page, "markdown": page},
+        "defaultConfiguration": {"level": _SARIF_LEVEL[rule.severity(target)]},
+        "properties": {"tags": ["jax", "host-offload"]},
+    }
+
+
+def _sarif_message(d: Diagnostic) -> str:
+    parts = [d.message if d.message.endswith(".") else f"{d.message}."]
+    output = _output_words(d)
+    if output:
+        parts.append(f"Output: {output}.")
+    origin = _origin_words(d)
+    if origin:
+        parts.append(f"Origin: {origin}.")
+    return " ".join(parts)
+
+
+def _artifact(path: str, base: Path) -> dict[str, Any]:
+    """Repository-relative URIs (GitHub matches alerts by them); absolute outside the root."""
+    relative = _relative(path, base)
+    if relative is None:
+        return {"uri": Path(os.path.abspath(path)).as_uri()}
+    return {"uri": urllib.parse.quote(relative), "uriBaseId": SRCROOT}
+
+
+def _region(span: Span) -> dict[str, int]:
+    region = {"startLine": max(span.line, 1), "startColumn": max(span.col, 1)}
+    end_line = max(span.end_line or region["startLine"], region["startLine"])
+    if span.end_line is not None:
+        region["endLine"] = end_line
+    if span.end_col is not None:
+        floor = region["startColumn"] if end_line == region["startLine"] else 1
+        region["endColumn"] = max(span.end_col, floor)
+    return region
+
+
+def _physical(span: Span, base: Path) -> dict[str, Any]:
+    return {"artifactLocation": _artifact(span.path, base), "region": _region(span)}
+
+
+def _trail(d: Diagnostic) -> list[tuple[Span, str]]:
+    """The located points of a diagnostic's story, in order: origin, each step, the return."""
+    trail = []
+    if d.origin and d.origin.span:
+        trail.append((d.origin.span, f"Host memory starts here: {_origin_words(d)}"))
+    for number, step in enumerate(d.trace, 1):
+        if step.span:
+            trail.append((step.span, f"Step {number}: {step.op} ({step.role})"))
+    if d.return_span:
+        trail.append((d.return_span, f"Returned here as output {_output_words(d) or ''}".rstrip()))
+    return trail
+
+
+def _related(d: Diagnostic, base: Path) -> list[dict[str, Any]]:
+    return [
+        {"id": number, "physicalLocation": _physical(span, base), "message": {"text": text}}
+        for number, (span, text) in enumerate(_trail(d), 1)
+    ]
+
+
+def _code_flow(d: Diagnostic, base: Path) -> dict[str, Any] | None:
+    trail = _trail(d)
+    if len(trail) < 2:
+        return None
+    locations = [
+        {"location": {"physicalLocation": _physical(span, base), "message": {"text": text}}}
+        for span, text in trail
+    ]
+    return {"threadFlows": [{"locations": locations}]}
+
+
+def _sarif_fix(change: SourceChange, base: Path) -> dict[str, Any]:
+    replacements = []
+    for edit in text_replacements(change.before, change.after):
+        deleted = {
+            "startLine": edit.start_line,
+            "startColumn": edit.start_col,
+            "endLine": edit.end_line,
+            "endColumn": edit.end_col,
+        }
+        replacement: dict[str, Any] = {"deletedRegion": deleted}
+        if edit.text:
+            replacement["insertedContent"] = {"text": edit.text}
+        replacements.append(replacement)
+    fix: dict[str, Any] = {
+        "artifactChanges": [{"artifactLocation": _artifact(change.path, base), "replacements": replacements}]
+    }
+    if change.description:
+        fix["description"] = {"text": change.description}
+    return fix
+
+
+def _notification(level: str, message: str, span: Span, base: Path, kind: str) -> dict[str, Any]:
+    return {
+        "level": level,
+        "message": {"text": message},
+        "locations": [{"physicalLocation": _physical(span, base)}],
+        "descriptor": {"id": kind},
+    }
+
+
+class _LineCache:
+    """Source lines for fingerprints: from ``sources`` when given, else read once from disk."""
+
+    def __init__(self, sources: Mapping[str, str]):
+        self._texts = {os.path.abspath(path): text.splitlines() for path, text in sources.items()}
+
+    def line(self, path: str, number: int) -> str:
+        key = os.path.abspath(path)
+        if key not in self._texts:
+            try:
+                self._texts[key] = Path(key).read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                self._texts[key] = []
+        lines = self._texts[key]
+        return lines[number - 1] if 0 < number <= len(lines) else ""
+
+
+# ---------------------------------------------------------------------------------------
+# github
+_GITHUB_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
+
+
+def escape_data(text: str) -> str:
+    """GitHub workflow-command escaping for the message part."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """GitHub workflow-command escaping for ``key=value`` properties (adds ``:`` and ``,``)."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _github_command(level: str, span: Span, title: str, message: str, root) -> str:
+    properties = [("file", display_path(span.path, root)), ("line", str(span.line)), ("col", str(span.col))]
+    if span.end_line is not None:
+        properties.append(("endLine", str(span.end_line)))
+    if span.end_col is not None:
+        properties.append(("endColumn", str(span.end_col)))
+    properties.append(("title", title))
+    joined = ",".join(f"{key}={escape_property(value)}" for key, value in properties)
+    return f"::{level} {joined}::{escape_data(message)}"
+
+
+def format_github(
+    diagnostics: Sequence[Diagnostic],
+    file_errors: Sequence[FileError] = (),
+    unused_suppressions: Sequence[UnusedSuppression] = (),
+    *,
+    root: str | os.PathLike[str] | None = None,
+) -> str:
+    """GitHub Actions annotations, one workflow command per line."""
+    out = []
+    for error in file_errors:
+        out.append(
+            _github_command(
+                "error", Span(error.path, error.line, error.col), "offload-fixer", error.message, root
+            )
+        )
+    for d in sorted(diagnostics, key=_sort_key):
+        span = primary_span(d)
+        lines = [f"{d.code} {d.message}"]
+        output = _output_words(d)
+        if output:
+            lines.append(f"output: {output}")
+        origin = _origin_words(d)
+        if origin:
+            lines.append(f"origin: {origin}")
+        lines += [f"fix ({fix.safety}): {fix.title}" for fix in d.fixes]
+        level = _GITHUB_LEVEL.get(d.severity, "warning")
+        if span is None:
+            out.append(f"::{level} title={escape_property(d.code)}::{escape_data(chr(10).join(lines))}")
+        else:
+            out.append(_github_command(level, span, d.code, "\n".join(lines), root))
+    for unused in unused_suppressions:
+        out.append(
+            _github_command(
+                "warning", Span(unused.path, unused.line, unused.col), "offload-fixer", unused.message, root
+            )
+        )
+    return "\n".join(out) + ("\n" if out else "")
+
+
+# ---------------------------------------------------------------------------------------
+def _common_target(diagnostics: Sequence[Diagnostic]) -> str:
+    targets = {d.target for d in diagnostics}
+    return targets.pop() if len(targets) == 1 else "tpu"
+
+
+def _installed_jax() -> str:
+    from offload_fixer.jax_compat import UnsupportedJaxVersion, installed_version
+
+    try:
+        return installed_version()
+    except UnsupportedJaxVersion:
+        return "unknown"
+
+
+def _tool_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(TOOL_NAME)
+    except PackageNotFoundError:
+        return "0+unknown"

@@ -1,0 +1,651 @@
+"""One :class:`Rule` per diagnostic code: what it finds, why XLA objects, how to fix it.
+
+The CLI's ``rules`` page, SARIF's ``driver.rules[]`` and the language server's hover text all
+read from here, so the explanation a user sees is the same everywhere. Each rule carries an
+invalid and a valid example (Fixit style). The examples are real programs for the JAX version
+they are rendered for (spellings come from :mod:`offload_fixer.jax_compat`), and each defines
+``f`` (a jitted function) and ``args`` (arguments to trace it with) so tests can lower them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import string
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from offload_fixer.jax_compat import Regime, Spelling, spelling
+from offload_fixer.model import TARGETS, Safety, Severity
+
+
+@dataclass(frozen=True)
+class TargetBehaviour:
+    """What XLA does on one target when the rule's pattern reaches it."""
+
+    severity: Severity
+    outcome: str
+    message: str | None
+    """XLA's message, with ``NAME``, ``N`` and ``OPCODE`` standing for an instruction's name,
+    a count and an opcode; ``None`` when XLA says nothing."""
+
+
+@dataclass(frozen=True)
+class FixDoc:
+    """A remedy as the rules page documents it; the planner decides per diagnostic."""
+
+    title: str
+    safety: Safety
+    why: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    name: str
+    summary: str
+    what_it_does: str
+    why_bad: str
+    targets: Mapping[str, TargetBehaviour]
+    fixes: tuple[FixDoc, ...]
+    applies_to: str
+    """Which JAX versions can produce the pattern, in words."""
+    invalid: Callable[[Spelling], str]
+    valid: Callable[[Spelling], str]
+    references: tuple[str, ...] = ()
+
+    def severity(self, target: str) -> Severity:
+        return self.targets[target].severity
+
+    def invalid_example(self, jax_version: str | None = None) -> str:
+        return self.invalid(spelling(jax_version))
+
+    def valid_example(self, jax_version: str | None = None) -> str:
+        return self.valid(spelling(jax_version))
+
+
+class UnknownRule(KeyError):
+    """A code or rule name that no rule has."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+# ---------------------------------------------------------------------------------------
+# Example programs. Bodies use $HOST / $DEVICE (targets of a move inside jit),
+# $HOST_SHARDING / $DEVICE_SHARDING (shardings for in_shardings/out_shardings) and
+# $UNPINNED; the preamble defines whatever the chosen spelling of those needs.
+def _render_example(sp: Spelling, body: str) -> str:
+    typed = sp.regime is Regime.TYPED
+    if typed:
+        words = {
+            "HOST": "jax.memory.Space.Host",
+            "DEVICE": "jax.memory.Space.Device",
+            "HOST_SHARDING": "host_sharding",
+            "DEVICE_SHARDING": f'host_sharding.with_memory_kind("{sp.device_kind}")',
+        }
+    else:
+        words = {"HOST": "host", "DEVICE": "device", "HOST_SHARDING": "host", "DEVICE_SHARDING": "device"}
+    words["UNPINNED"] = "unpinned"
+    template = string.Template(body)
+    used = {name for name in words if f"${name}" in body or f"${{{name}}}" in body}
+    needs_sharding_import = bool(used & {"HOST_SHARDING", "DEVICE_SHARDING", "UNPINNED"}) or (
+        not typed and bool(used & {"HOST", "DEVICE"})
+    )
+    imports = ["import jax", "import jax.numpy as jnp"]
+    if "lax." in body:
+        imports.append("from jax import lax")
+    if needs_sharding_import:
+        imports.append("from jax.sharding import SingleDeviceSharding")
+    definitions = []
+    first_device = "jax.devices()[0]"
+    if typed and used & {"HOST_SHARDING", "DEVICE_SHARDING"}:
+        definitions.append(
+            f'host_sharding = SingleDeviceSharding({first_device}, memory_kind="{sp.host_kind}")'
+        )
+    if not typed and used & {"HOST", "DEVICE", "HOST_SHARDING", "DEVICE_SHARDING"}:
+        definitions.append(f'host = SingleDeviceSharding({first_device}, memory_kind="{sp.host_kind}")')
+        if used & {"DEVICE", "DEVICE_SHARDING"}:
+            definitions.append(f'device = host.with_memory_kind("{sp.device_kind}")')
+    if "UNPINNED" in used:
+        definitions.append(f'unpinned = SingleDeviceSharding({first_device}, memory_kind="unpinned_host")')
+    blocks = ["\n".join(imports)] + (["\n".join(definitions)] if definitions else [])
+    return "\n\n".join(blocks) + "\n\n\n" + template.substitute(words).strip("\n") + "\n"
+
+
+def _example(body: str) -> Callable[[Spelling], str]:
+    return lambda sp: _render_example(sp, body)
+
+
+def _by_regime(typed: str, older: str) -> Callable[[Spelling], str]:
+    return lambda sp: _render_example(sp, typed if sp.regime is Regime.TYPED else older)
+
+
+_OFL1200_INVALID_TYPED = """
+def update(params, grads, momentum):
+    momentum = 0.9 * momentum + grads
+    params = params - 0.1 * momentum  # `params` was passed in host memory
+    return params, jax.device_put(momentum, $HOST)
+
+
+# Compiled ahead of time from shapes, as large training loops do: `params` is typed as
+# device memory but arrives in host memory, and the update returns it as a device output.
+f = jax.jit(update, in_shardings=($HOST_SHARDING, None, None))
+args = (jax.ShapeDtypeStruct((8,), jnp.float32),) * 3
+"""
+
+_OFL1200_VALID_TYPED = """
+def update(params, grads, momentum):
+    momentum = 0.9 * momentum + grads
+    params = params - 0.1 * momentum
+    return params, jax.device_put(momentum, $HOST)
+
+
+# Every output names its memory kind, so XLA copies `params` back to device memory.
+f = jax.jit(
+    update,
+    in_shardings=($HOST_SHARDING, None, None),
+    out_shardings=($DEVICE_SHARDING, $HOST_SHARDING),
+)
+args = (jax.ShapeDtypeStruct((8,), jnp.float32),) * 3
+"""
+
+_OFL1200_INVALID_OLDER = """
+@jax.jit
+def f(x):
+    saved = jax.device_put(x * 2, $HOST)  # offloaded to host memory
+    return saved + 1  # computed in host memory, returned as a device output
+
+
+args = (jnp.ones(8),)
+"""
+
+_OFL1200_VALID_OLDER = """
+@jax.jit
+def f(x):
+    saved = jax.device_put(x * 2, $HOST)
+    return jax.device_put(saved, $DEVICE) + 1  # back on device before anything else
+
+
+args = (jnp.ones(8),)
+"""
+
+_OFL1201_INVALID = """
+@jax.jit
+def f(x):
+    offloaded = jax.device_put(x, $HOST)
+    y = jnp.sin(offloaded)  # runs on the host CPU, on data in host memory
+    return jax.device_put(y, $DEVICE)
+
+
+args = (jnp.ones(8),)
+"""
+
+_OFL1201_VALID = """
+@jax.jit
+def f(x):
+    offloaded = jax.device_put(x, $HOST)
+    return jnp.sin(jax.device_put(offloaded, $DEVICE))
+
+
+args = (jnp.ones(8),)
+"""
+
+_OFL1202_INVALID = """
+@jax.jit
+def f(history, rows):
+    history = jax.device_put(history, $HOST)  # an argument, not a fresh buffer
+
+    def write_row(i, history):
+        row = jax.device_put(rows[i] * 2, $HOST)
+        return lax.dynamic_update_slice(history, row[None], (i, 0))
+
+    return lax.fori_loop(0, rows.shape[0], write_row, history)
+
+
+args = (jnp.zeros((4, 8)), jnp.ones((4, 8)))
+"""
+
+_OFL1202_VALID = """
+@jax.jit
+def f(rows):
+    def write_row(carry, row):
+        return carry, jax.device_put(row * 2, $HOST)
+
+    # scan allocates the stacked output itself, so XLA can place it in host memory.
+    _, history = lax.scan(write_row, None, rows)
+    return history
+
+
+args = (jnp.ones((4, 8)),)
+"""
+
+_OFL1203_INVALID = """
+def product(x, y):
+    # The first user of both moves is a two-operand multiply.
+    return jax.device_put(x, $HOST) * jax.device_put(y, $HOST)
+
+
+f = jax.jit(product, out_shardings=$HOST_SHARDING)
+args = (jnp.ones(8), jnp.ones(8))
+"""
+
+_OFL1203_VALID = """
+def product(x, y):
+    return jax.device_put(x * y, $HOST)  # compute on device, then offload the result
+
+
+f = jax.jit(product, out_shardings=$HOST_SHARDING)
+args = (jnp.ones(8), jnp.ones(8))
+"""
+
+_OFL1204_INVALID = """
+@jax.jit
+def f(x):
+    # JAX types "unpinned_host" as device memory; XLA still moves the value to host.
+    return jax.device_put(x * 2, $UNPINNED)
+
+
+args = (jnp.ones(8),)
+"""
+
+_OFL1204_VALID = """
+@jax.jit
+def f(x):
+    return jax.device_put(x * 2, $HOST)
+
+
+args = (jnp.ones(8),)
+"""
+
+_OFL1205_INVALID = """
+@jax.jit
+def f(rows):
+    history = jax.device_put(jnp.zeros_like(rows), $HOST)
+
+    def keep_going(state):
+        i, history = state
+        return (i < rows.shape[0]) & (jnp.sum(history) < 1e6)  # reads the offloaded buffer
+
+    def write_row(state):
+        i, history = state
+        row = jax.device_put(rows[i] * 2, $HOST)
+        return i + 1, lax.dynamic_update_slice(history, row[None], (i, 0))
+
+    return lax.while_loop(keep_going, write_row, (0, history))[1]
+
+
+args = (jnp.ones((4, 8)),)
+"""
+
+_OFL1205_VALID = """
+@jax.jit
+def f(rows):
+    history = jax.device_put(jnp.zeros_like(rows), $HOST)
+
+    def keep_going(state):
+        i, total, history = state
+        return (i < rows.shape[0]) & (total < 1e6)  # the running total stays on device
+
+    def write_row(state):
+        i, total, history = state
+        row = rows[i] * 2
+        written = lax.dynamic_update_slice(history, jax.device_put(row, $HOST)[None], (i, 0))
+        return i + 1, total + jnp.sum(row), written
+
+    return lax.while_loop(keep_going, write_row, (0, 0.0, history))[2]
+
+
+args = (jnp.ones((4, 8)),)
+"""
+
+_OFL1206_INVALID = """
+def first_half(x):
+    offloaded = jax.device_put(x, $HOST)
+    return offloaded[:4]  # sliced in host memory, never moved back
+
+
+f = jax.jit(first_half, out_shardings=$HOST_SHARDING)
+args = (jnp.ones(8),)
+"""
+
+_OFL1206_VALID = """
+@jax.jit
+def f(x):
+    offloaded = jax.device_put(x, $HOST)
+    return jax.device_put(offloaded[:4], $DEVICE)  # only the slice is copied to device
+
+
+args = (jnp.ones(8),)
+"""
+
+# ---------------------------------------------------------------------------------------
+_MSG_1200 = (
+    "INVALID_ARGUMENT: Tensor which is moved to host (starting from NAME) is returned from the "
+    "entry computation but the layout for this output is not set to host memory."
+)
+_MSG_1201 = (
+    'Found an instruction ("NAME") which does device compute in host memory space. '
+    "Converting into host compute."
+)
+_MSG_1202 = 'DynamicUpdateSlice "NAME"\'s first operand is not the result of a broadcast.'
+_MSG_1203 = "Expecting instruction NAME to have 1 operand, but it has N."
+_MSG_1205 = (
+    'Tensor which is moved to host is used by an invalid instruction ("NAME") during while condition body.'
+)
+_MSG_1206 = (
+    "Encountered OPCODE on tensor which is in host memory. NAME does not move the tensor back "
+    "to device. NAME will be converted into host compute."
+)
+
+
+def _same_everywhere(severity: Severity, outcome: str, message: str | None) -> dict[str, TargetBehaviour]:
+    return {target: TargetBehaviour(severity, outcome, message) for target in TARGETS}
+
+
+_RULES: tuple[Rule, ...] = (
+    Rule(
+        code="OFL1200",
+        name="host-value-device-output",
+        summary="A value in host memory reaches an output whose memory kind is device",
+        what_it_does=(
+            "Follows every value that lives in host memory -- moved there with `device_put`, "
+            "passed in through a host `in_shardings`, offloaded by a remat policy, or produced "
+            "by host compute -- through the lowered program, the way XLA's host offloader "
+            "walks it, and reports each output of the jitted function that such a value "
+            "reaches while the output's memory kind is device."
+        ),
+        why_bad=(
+            "XLA's host offloader walks from every move to host until the value is moved back "
+            "to device, cut off by a slice that feeds a move to device, or returned. A value "
+            "returned from host memory must be an output whose layout is host memory; "
+            "otherwise the program does not compile. Which outputs JAX marks as host memory "
+            "depends on the version: before 0.4.29 only `out_shardings` does; up to 0.7.0 a "
+            "small propagation pass loses the kind through any compute, indexing, `cond`, "
+            "`while` or nested `jit`; from 0.7.1 memory kinds are types, but arguments given a "
+            "host `in_shardings` and traced from shapes are still typed as device memory."
+        ),
+        targets={
+            "tpu": TargetBehaviour("error", "compilation fails (error 1200)", _MSG_1200),
+            "gpu": TargetBehaviour(
+                "warning",
+                "the newest XLA switches the output's layout to host memory and compiles "
+                "('output streamed (layout updated)'): the array comes back in host memory, "
+                "where the caller expects device memory; outputs with a customised layout "
+                "still fail with error 1200",
+                None,
+            ),
+            "gpu-legacy": TargetBehaviour("error", "compilation fails (error 1200)", _MSG_1200),
+        },
+        fixes=(
+            FixDoc(
+                "Move the value back to device before it is returned",
+                "safe",
+                "The output keeps the memory kind its callers already receive and the values "
+                "are unchanged; the copy back to device is what XLA would need anyway. Not "
+                "offered where JAX >= 0.7.1 types the value as device memory already (a host "
+                "`in_shardings` traced from shapes): there the move is elided.",
+            ),
+            FixDoc(
+                "Declare the output as host memory in `out_shardings`",
+                "unsafe",
+                "Callers then receive that output in host memory: code that computes on it "
+                "outside the jitted function becomes slow or needs its own move to device. An "
+                "explicit `out_shardings` also has to name a sharding for every output leaf.",
+            ),
+            FixDoc(
+                "Pass committed arrays, or give every output an explicit memory kind, when "
+                "compiling ahead of time with a host `in_shardings`",
+                "display-only",
+                "Which arguments should live in host memory is a design decision the tool "
+                "cannot infer from the function alone.",
+            ),
+        ),
+        applies_to="Every JAX version; which programs trigger it differs by version (see above)",
+        invalid=_by_regime(_OFL1200_INVALID_TYPED, _OFL1200_INVALID_OLDER),
+        valid=_by_regime(_OFL1200_VALID_TYPED, _OFL1200_VALID_OLDER),
+        references=(
+            "https://openxla.org/xla/errors/error_1200",
+            "https://github.com/openxla/xla/pull/40519",
+        ),
+    ),
+    Rule(
+        code="OFL1201",
+        name="device-compute-on-host",
+        summary="Device compute on a value that lives in host memory",
+        what_it_does=(
+            "Reports arithmetic, reshapes, reductions and other compute whose operand is a "
+            "value in host memory that has not been moved back to device."
+        ),
+        why_bad=(
+            "XLA cannot run device kernels on host memory. It marks each such instruction as "
+            "host compute, so it runs on the host CPU, usually far slower than on the "
+            "accelerator, and the result stays in host memory. This is almost always a missing "
+            "move back to device."
+        ),
+        targets={
+            "tpu": TargetBehaviour(
+                "warning", "XLA converts the instruction into host compute without a message", None
+            ),
+            "gpu": TargetBehaviour(
+                "warning", "XLA logs a warning and converts it into host compute", _MSG_1201
+            ),
+            "gpu-legacy": TargetBehaviour(
+                "warning",
+                "XLA logs a warning and converts it into host compute (XLA from mid-2024 "
+                'rejected all host compute: \'... is used by an instruction ("NAME") which is '
+                "not acceptable during pure memory offload.')",
+                _MSG_1201,
+            ),
+        },
+        fixes=(
+            FixDoc(
+                "Move the operand back to device before the compute",
+                "safe",
+                "Values are unchanged and the compute runs on the accelerator; only where the "
+                "operand lives changes.",
+            ),
+            FixDoc(
+                'Mark the compute as intended host compute with `compute_on("device_host")`',
+                "display-only",
+                "Only the author knows whether running this on the host CPU is intended.",
+            ),
+        ),
+        applies_to="Every JAX version",
+        invalid=_example(_OFL1201_INVALID),
+        valid=_example(_OFL1201_VALID),
+    ),
+    Rule(
+        code="OFL1202",
+        name="host-update-slice-without-broadcast",
+        summary="A loop writes host memory into a buffer that is not a fresh broadcast",
+        what_it_does=(
+            "Reports a dynamic-update-slice whose update was moved to host (the pattern "
+            "`scan` uses to stream its stacked outputs to host memory) when the buffer it "
+            "writes into does not trace back to a broadcast such as `jnp.zeros`."
+        ),
+        why_bad=(
+            "XLA streams such updates by allocating the whole buffer in host memory in place "
+            "of the broadcast that created it. A buffer that comes from an argument or from "
+            "compute has no broadcast to replace, and compilation fails."
+        ),
+        targets=_same_everywhere("error", "compilation fails", _MSG_1202),
+        fixes=(
+            FixDoc(
+                "Build the streamed output with `lax.scan`'s stacked outputs, or start from a "
+                "fresh `jnp.zeros` buffer",
+                "display-only",
+                "Replacing the buffer changes what the untouched rows contain; the author has "
+                "to decide where existing contents come from.",
+            ),
+        ),
+        applies_to="Every JAX version",
+        invalid=_example(_OFL1202_INVALID),
+        valid=_example(_OFL1202_VALID),
+    ),
+    Rule(
+        code="OFL1203",
+        name="multi-operand-offload-start",
+        summary="A value moved to host is first used by an instruction with several operands",
+        what_it_does=(
+            "Reports a move to host whose first real user (past bitcasts, copies and "
+            "reshapes) is a compute instruction with more than one operand -- an add, "
+            "multiply, select, scatter or reduce -- when the rest of the walk succeeds."
+        ),
+        why_bad=(
+            "XLA inserts one copy to host in front of that instruction and assumes it has a "
+            "single operand. With more it fails a check and the whole process aborts, losing "
+            "any error message the program would otherwise have printed (openxla/xla#34565)."
+        ),
+        targets=_same_everywhere("error", "the compiler aborts on a failed check", _MSG_1203),
+        fixes=(
+            FixDoc(
+                "Compute on device first and move the result to host",
+                "display-only",
+                "The expression has to be reordered around the move; that changes which "
+                "values occupy device memory at the peak, which the author should decide.",
+            ),
+        ),
+        applies_to="Every JAX version",
+        invalid=_example(_OFL1203_INVALID),
+        valid=_example(_OFL1203_VALID),
+        references=("https://github.com/openxla/xla/issues/34565",),
+    ),
+    Rule(
+        code="OFL1204",
+        name="unpinned-host-memory",
+        summary='"unpinned_host" is typed as device memory by JAX but moved to host by XLA',
+        what_it_does=(
+            'Reports moves to `"unpinned_host"` and offload policies with `offload_dst="unpinned_host"`.'
+        ),
+        why_bad=(
+            "JAX treats `unpinned_host` as device memory when it decides output memory kinds, "
+            "while XLA treats the annotation as a move to host. A returned value therefore "
+            "reaches a device output (error 1200 where that applies), and a remat policy "
+            "that offloads to `unpinned_host` silently offloads nothing."
+        ),
+        targets={
+            "tpu": TargetBehaviour(
+                "error", "compilation fails (error 1200) when the value is returned", _MSG_1200
+            ),
+            "gpu": TargetBehaviour(
+                "warning", "the output silently comes back in host memory when the value is returned", None
+            ),
+            "gpu-legacy": TargetBehaviour(
+                "error", "compilation fails (error 1200) when the value is returned", _MSG_1200
+            ),
+        },
+        fixes=(
+            FixDoc(
+                'Use "pinned_host"',
+                "safe",
+                "It states the same intent (host memory) in the kind JAX types as host memory, "
+                "so JAX and XLA agree; values are unchanged.",
+            ),
+        ),
+        applies_to=(
+            'JAX 0.4.25 - 0.4.28 and >= 0.7.1 (0.4.29 - 0.7.0 propagate "unpinned_host" to '
+            'outputs; before 0.4.25 "unpinned_host" was the name of host memory)'
+        ),
+        invalid=_example(_OFL1204_INVALID),
+        valid=_example(_OFL1204_VALID),
+    ),
+    Rule(
+        code="OFL1205",
+        name="host-buffer-in-while-condition",
+        summary="A while condition computes on a buffer that streams to host memory",
+        what_it_does=(
+            "Reports a loop that writes moved-to-host values into a carried buffer (the "
+            "`scan` streaming pattern) when the loop's condition reads that buffer with "
+            "anything but pure memory operations."
+        ),
+        why_bad=(
+            "XLA places the streamed buffer in host memory for the whole loop, condition "
+            "included, and accepts only memory operations on it there; any compute in the "
+            "condition fails compilation."
+        ),
+        targets=_same_everywhere("error", "compilation fails", _MSG_1205),
+        fixes=(
+            FixDoc(
+                "Decide the loop condition from a value kept on device",
+                "display-only",
+                "The condition has to be rewritten in terms of other state; only the author knows which.",
+            ),
+        ),
+        applies_to="Every JAX version",
+        invalid=_example(_OFL1205_INVALID),
+        valid=_example(_OFL1205_VALID),
+    ),
+    Rule(
+        code="OFL1206",
+        name="host-slice-not-moved-to-device",
+        summary="A slice of a host value is not moved to device",
+        what_it_does=(
+            "Reports a slice or dynamic slice of a value in host memory whose result is not "
+            "moved straight to device."
+        ),
+        why_bad=(
+            "A slice that feeds only a move to device becomes a cheap copy of just that "
+            "slice. Anything else makes XLA convert the slice into host compute, which runs "
+            "on the host CPU."
+        ),
+        targets=_same_everywhere(
+            "warning", "XLA logs a warning and converts the slice into host compute", _MSG_1206
+        ),
+        fixes=(
+            FixDoc(
+                "Move the slice to device right after taking it",
+                "safe",
+                "Values are unchanged; only the slice is copied to device, which is what the "
+                "compute after it needs anyway.",
+            ),
+        ),
+        applies_to="Every JAX version",
+        invalid=_example(_OFL1206_INVALID),
+        valid=_example(_OFL1206_VALID),
+    ),
+)
+
+_BY_CODE = {rule.code: rule for rule in _RULES}
+_BY_NAME = {rule.name: rule for rule in _RULES}
+
+
+def all_rules() -> tuple[Rule, ...]:
+    """Every rule in code order (the order SARIF's ``rules[]`` indexes)."""
+    return _RULES
+
+
+def get_rule(code_or_name: str) -> Rule:
+    """Look a rule up by code (``OFL1200``, any case) or by name (``host-value-device-output``)."""
+    key = code_or_name.strip()
+    rule = _BY_CODE.get(key.upper()) or _BY_NAME.get(key.lower())
+    if rule is None:
+        close = difflib.get_close_matches(key, [*_BY_CODE, *_BY_NAME], n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; known codes: {', '.join(_BY_CODE)}"
+        raise UnknownRule(f"no rule {code_or_name!r}{hint}")
+    return rule
+
+
+def render_rule(code: str, jax_version: str | None = None) -> str:
+    """The text page ``offload-fixer rules CODE`` prints (markdown that reads as plain text)."""
+    rule = get_rule(code)
+    sp = spelling(jax_version)
+    levels = ", ".join(f"{rule.severity(t)} on {t}" for t in TARGETS)
+    out = [f"# {rule.code} {rule.name}", "", f"{rule.summary} ({levels}).", ""]
+    out += ["## What it does", "", rule.what_it_does, ""]
+    out += ["## Why is this bad?", "", rule.why_bad, ""]
+    for target in TARGETS:
+        behaviour = rule.targets[target]
+        out.append(f"- `{target}` ({behaviour.severity}): {behaviour.outcome}.")
+        if behaviour.message:
+            out.append(f"  XLA: `{behaviour.message}`")
+    out.append("")
+    out += ["## Applies to", "", f"{rule.applies_to}.", ""]
+    out += [f"## Example (JAX {sp.version})", "", "```python", rule.invalid(sp).rstrip("\n"), "```", ""]
+    out += ["Use instead:", "", "```python", rule.valid(sp).rstrip("\n"), "```", ""]
+    out += ["## Fixes", ""]
+    for fix in rule.fixes:
+        out.append(f"- {fix.title} ({fix.safety}): {fix.why}")
+    out.append("")
+    if rule.references:
+        out += ["## References", ""] + [f"- {ref}" for ref in rule.references] + [""]
+    return "\n".join(out)

@@ -1,0 +1,606 @@
+"""``offload-fixer run``: run a user's program unchanged and check every jit compilation it makes.
+
+The program runs in this process on the local backend (CPU is enough) with ``sys.argv`` set and
+``__name__ == "__main__"``. Before it is imported, ``jax.jit`` is replaced by a function that
+returns the real jitted object inside a thin stand-in. The stand-in delegates everything to
+the real object; on a call, ``.lower(...)`` or ``.trace(...)`` it computes the abstract
+signature of the arguments (shapes, dtypes, weak types, shardings, static values) and, the
+first time a (function, jit options, signature) triple is seen, lowers the same function for
+the accelerator with ``jitted.trace(...).lower(lowering_platforms=(platform,))`` and runs the
+analysis. JAX caches the trace, so the user's function is not traced twice. The check runs
+after the user's own operation: a failure in the tool never changes what the program does,
+and is recorded as a tool warning.
+
+What cannot be intercepted:
+
+* jit objects created before the patch: modules imported by ``sitecustomize``/``.pth`` files,
+  or by whatever imported ``offload_fixer`` first, and JAX's own internal jits (skipped on
+  purpose: eager ``jnp`` operations are not the user's compilations);
+* ``jax.jit`` reached through ``jax._src`` modules that bound it at their import time, and
+  ``jax.experimental.pjit.pjit``;
+* ``jax.pmap`` and ``xmap``, and functions compiled only through ``jax.export``;
+* jitted functions called inside another trace: they are part of the outer compilation,
+  which is checked as a whole;
+* ``isinstance`` checks against JAX's jitted-function type see the stand-in instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import hashlib
+import importlib.util
+import json
+import os
+import runpy
+import sys
+import threading
+import traceback
+import types
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+from offload_fixer.model import TARGETS, Diagnostic, Report, Span
+
+EXIT_CLEAN = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+EXIT_PROGRAM_FAILED = 3
+
+REPORT_FILE_VERSION = 1
+
+
+@dataclass
+class RunResult:
+    target: str
+    reports: list[Report] = field(default_factory=list)
+    """One per distinct (function, diagnostics); identical findings from recompilations merge."""
+    program_exit_code: int = 0
+    program_exception: str | None = None
+    """The program's own traceback (or ``SystemExit`` message), as Python would print it."""
+    tool_warnings: list[str] = field(default_factory=list)
+    checked: int = 0
+    """Distinct compilations lowered and analysed."""
+    intercepted: int = 0
+    """Calls, ``.lower`` and ``.trace`` of jitted functions that went through the stand-in."""
+    sources: dict[str, str] = field(default_factory=dict)
+    """sha256 of every source file the reports point at, taken when it was analysed."""
+
+    @property
+    def diagnostics(self) -> list[Diagnostic]:
+        return [d for report in self.reports for d in report.diagnostics]
+
+    @property
+    def exit_code(self) -> int:
+        """The CLI's policy: a failed program first (its analysis may be incomplete), then errors."""
+        if self.program_exit_code != 0:
+            return EXIT_PROGRAM_FAILED
+        if any(d.severity == "error" for d in self.diagnostics):
+            return EXIT_FINDINGS
+        return EXIT_CLEAN
+
+
+# ---------------------------------------------------------------------------------------
+# Checking compilations
+class CompilationChecker:
+    """Lowers each distinct compilation once for the target and collects the reports."""
+
+    def __init__(self, target: str):
+        from offload_fixer import jax_compat
+
+        if target not in TARGETS:
+            raise ValueError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
+        self.target = target
+        self.platform = jax_compat.lowering_platform(target)
+        self.active = True
+        self.result = RunResult(target=target)
+        self._seen: set[Any] = set()
+        self._report_keys: set[Any] = set()
+        self._lock = threading.RLock()
+
+    def count_call(self) -> None:
+        with self._lock:
+            self.result.intercepted += 1
+
+    def claim(self, key: Any) -> bool:
+        """True the first time ``key`` is seen: the caller checks that compilation."""
+        with self._lock:
+            if key in self._seen:
+                return False
+            self._seen.add(key)
+            return True
+
+    def check(self, jitted: Any, fun: Any, args: tuple, kwargs: dict, quiet: bool = False) -> None:
+        """Analyse one compilation; ``quiet`` drops tool failures (the user's own call failed
+        too, and its traceback already says why)."""
+        from offload_fixer import jax_compat
+        from offload_fixer.analysis import analyze
+        from offload_fixer.api import function_ref
+
+        with self._lock:
+            try:
+                lowered = jax_compat.lower_for_platform(jitted, args, kwargs, self.platform)
+                report = analyze(lowered, target=self.target, function=function_ref(fun))
+            except Exception as exc:
+                if not quiet:
+                    self.warn(f"could not check {_describe(fun)} for {self.target}: {_one_line(exc)}")
+                return
+            self.result.checked += 1
+            self._add(report)
+
+    def warn(self, message: str) -> None:
+        with self._lock:
+            if message not in self.result.tool_warnings:
+                self.result.tool_warnings.append(message)
+
+    def _add(self, report: Report) -> None:
+        key: Any = (report.function, report.diagnostics)
+        try:
+            hash(key)
+        except TypeError:
+            key = json.dumps(report.to_dict(), sort_keys=True, default=str)
+        if key in self._report_keys:
+            return
+        self._report_keys.add(key)
+        self.result.reports.append(report)
+        for path in report_paths(report):
+            if path not in self.result.sources:
+                digest = sha256_of(path)
+                if digest is not None:
+                    self.result.sources[path] = digest
+
+
+class CheckedJit:
+    """Stands in for a ``jax.jit`` result: same behaviour, plus a check per new signature."""
+
+    def __init__(self, real: Any, fun: Any, options: Any, static: tuple[tuple[int, ...], tuple[str, ...]], checker: CompilationChecker):
+        vars(self).update(
+            _real=real,
+            _fun=fun,
+            _options=options,
+            _static_nums=static[0],
+            _static_names=static[1],
+            _checker=checker,
+        )
+        for name in ("__name__", "__qualname__", "__doc__", "__module__"):
+            value = getattr(real, name, None)
+            if value is not None:
+                vars(self)[name] = value
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._intercept(self._real, args, kwargs)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Any:
+        return self._intercept(self._real.lower, args, kwargs)
+
+    def trace(self, *args: Any, **kwargs: Any) -> Any:
+        return self._intercept(self._real.trace, args, kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(vars(self)["_real"], name)
+
+    def __get__(self, instance: Any, owner: Any = None) -> Any:
+        return self if instance is None else types.MethodType(self, instance)
+
+    def __repr__(self) -> str:
+        return repr(self._real)
+
+    def _intercept(self, operation: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+        checker = self._checker
+        if not checker.active or not _outside_any_trace():
+            return operation(*args, **kwargs)
+        checker.count_call()
+        key = self._signature(args, kwargs)
+        try:
+            result = operation(*args, **kwargs)
+        except Exception:
+            if key is not None and checker.claim(key):
+                checker.check(self._real, self._fun, args, kwargs, quiet=True)
+            raise
+        if key is not None and checker.claim(key):
+            checker.check(self._real, self._fun, args, kwargs)
+        return result
+
+    def _signature(self, args: tuple, kwargs: dict) -> Any:
+        """What makes a compilation distinct; ``None`` inside a trace (tracer arguments)."""
+        import jax
+
+        try:
+            static_positions = {i if i >= 0 else i + len(args) for i in self._static_nums}
+            static = tuple((i, _hashable(args[i])) for i in sorted(static_positions) if 0 <= i < len(args))
+            static += tuple((k, _hashable(kwargs[k])) for k in sorted(kwargs) if k in self._static_names)
+            dynamic_args = [a for i, a in enumerate(args) if i not in static_positions]
+            dynamic_kwargs = {k: v for k, v in kwargs.items() if k not in self._static_names}
+            leaves, treedef = jax.tree_util.tree_flatten((dynamic_args, dynamic_kwargs))
+            leaf_keys = tuple(_leaf_signature(leaf) for leaf in leaves)
+        except _TracerArgument:
+            return None
+        except Exception as exc:  # an argument the tool does not understand: JAX will say more
+            self._checker.warn(f"could not compute the signature of a call to {_describe(self._fun)}: {_one_line(exc)}")
+            return None
+        return (_hashable(self._fun), self._options, treedef, leaf_keys, static)
+
+
+class _TracerArgument(Exception):
+    """A tracer argument: the call is part of an enclosing trace, not a compilation."""
+
+
+def _leaf_signature(leaf: Any) -> Any:
+    import jax
+    import numpy as np
+    from jax._src.core import Tracer
+
+    kind = type(leaf)
+    if kind in (bool, int, float, complex):
+        return kind
+    if isinstance(leaf, Tracer):
+        raise _TracerArgument
+    if isinstance(leaf, jax.Array):
+        return ("array", leaf.shape, leaf.dtype, leaf.weak_type, leaf.sharding if leaf.committed else None)
+    if isinstance(leaf, jax.ShapeDtypeStruct):
+        return ("abstract", leaf.shape, leaf.dtype, leaf.weak_type, _hashable(leaf.sharding))
+    if isinstance(leaf, (np.ndarray, np.generic)):
+        return ("numpy", leaf.shape, leaf.dtype)
+    return ("other", kind)
+
+
+def _outside_any_trace() -> bool:
+    from jax._src import core
+
+    return core.trace_state_clean()
+
+
+def _hashable(value: Any) -> Any:
+    try:
+        hash(value)
+    except TypeError:
+        return ("unhashable", id(value), type(value).__name__)
+    return value
+
+
+def _freeze_options(args: tuple, kwargs: dict) -> Any:
+    """jit options (shardings pytrees, static/donated argnums...) as a hashable key."""
+    import jax
+
+    frozen = []
+    for name, value in [(i, v) for i, v in enumerate(args)] + sorted(kwargs.items(), key=lambda kv: str(kv[0])):
+        leaves, treedef = jax.tree_util.tree_flatten(value)
+        frozen.append((name, treedef, tuple(_hashable(leaf) for leaf in leaves)))
+    return tuple(frozen)
+
+
+def _static_arguments(fun: Any, options: dict) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """Static positions and names, each inferred from the other as ``jax.jit`` does."""
+    import inspect
+
+    nums = _as_tuple(options.get("static_argnums"))
+    names = tuple(str(n) for n in _as_tuple(options.get("static_argnames")))
+    try:
+        parameters = list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return nums, names
+    positional = [
+        p for p in parameters if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    ]
+    nums += tuple(i for i, p in enumerate(positional) if p.name in names and i not in nums)
+    for i in nums:
+        if -len(positional) <= i < len(positional) and positional[i].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD:
+            names += (positional[i].name,)
+    return nums, names
+
+
+def _as_tuple(value: Any) -> tuple:
+    if value is None:
+        return ()
+    if isinstance(value, (int, str)):
+        return (value,)
+    return tuple(value)
+
+
+@functools.lru_cache(maxsize=1)
+def _jax_roots() -> tuple[str, ...]:
+    import jax
+    import jaxlib
+
+    return tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (jax, jaxlib))
+
+
+def _is_jax_internal(fun: Any) -> bool:
+    from offload_fixer.api import _python_function
+
+    code = getattr(_python_function(fun), "__code__", None)
+    return code is not None and os.path.abspath(code.co_filename).startswith(_jax_roots())
+
+
+def _called_from_jax() -> bool:
+    """JAX calling the public ``jax.jit`` on its own behalf (two frames up: past ``jit``)."""
+    return os.path.abspath(sys._getframe(2).f_code.co_filename).startswith(_jax_roots())
+
+
+def _checked_jit(real_jit: Callable[..., Any], checker: CompilationChecker) -> Callable[..., Any]:
+    from offload_fixer.api import is_jitted
+
+    @functools.wraps(real_jit)
+    def jit(*args: Any, **kwargs: Any) -> Any:
+        result = real_jit(*args, **kwargs)
+        if _called_from_jax():
+            return result
+        if not is_jitted(result):
+            if not callable(result):
+                return result
+
+            @functools.wraps(result)
+            def decorate(fun: Any) -> Any:  # ``jax.jit(static_argnums=...)`` used as a decorator
+                inner = result(fun)
+                return inner if isinstance(inner, CheckedJit) else wrap(inner, fun, (), kwargs)
+
+            return decorate
+        fun = args[0] if args else kwargs.get("fun")
+        options = {k: v for k, v in kwargs.items() if k != "fun"}
+        return wrap(result, fun, args[1:], options)
+
+    def wrap(real: Any, fun: Any, positional: tuple, options: dict) -> Any:
+        if not checker.active or _is_jax_internal(fun):
+            return real
+        return CheckedJit(real, fun, _freeze_options(positional, options), _static_arguments(fun, options), checker)
+
+    return jit
+
+
+@contextmanager
+def intercept_jit(checker: CompilationChecker) -> Iterator[CompilationChecker]:
+    """Route ``jax.jit`` (and ``from jax import jit`` done inside the block) through ``checker``.
+
+    Only the public name is replaced: JAX's own modules keep the real ``jit`` (``jax.eval_shape``
+    jits the user's function internally, and that is not a compilation).
+    """
+    import jax
+
+    real_jit = jax.jit
+    jax.jit = _checked_jit(real_jit, checker)
+    try:
+        yield checker
+    finally:
+        checker.active = False
+        jax.jit = real_jit
+
+
+# ---------------------------------------------------------------------------------------
+# Running the program
+class UsageError(Exception):
+    """The program to run cannot be found: the CLI exits 2."""
+
+
+def run_program(program: str, argv: Sequence[str] = (), target: str = "tpu", is_module: bool = False) -> RunResult:
+    """Run ``program`` (a script path, or a module name with ``is_module``) as ``__main__`` and
+    check each distinct jit compilation it triggers for ``target``."""
+    from offload_fixer import jax_compat
+
+    jax_compat.check_runtime_supported()
+    if is_module:
+        if importlib.util.find_spec(program) is None:
+            raise UsageError(f"no module named {program!r}")
+    elif not os.path.isfile(program):
+        raise UsageError(f"no such file: {program}")
+    import jax  # noqa: F401  (jax's own jits are created before the patch, on purpose)
+
+    checker = CompilationChecker(target)
+    result = checker.result
+    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    try:
+        with intercept_jit(checker):
+            if is_module:
+                sys.argv = [program, *argv]
+                if os.getcwd() not in sys.path and "" not in sys.path:
+                    sys.path.insert(0, os.getcwd())
+                runpy.run_module(program, run_name="__main__", alter_sys=True)
+            else:
+                path = os.path.abspath(program)
+                sys.argv = [program, *argv]
+                sys.path.insert(0, os.path.dirname(path))
+                runpy.run_path(path, run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code
+        if code is None or isinstance(code, int):
+            result.program_exit_code = code or 0
+        else:
+            result.program_exit_code = 1
+            result.program_exception = str(code)
+    except BaseException as exc:  # the user's uncaught exception, KeyboardInterrupt included
+        result.program_exit_code = 1
+        result.program_exception = format_user_traceback(exc)
+    finally:
+        sys.argv, sys.path[:] = saved_argv, saved_path
+    return result
+
+
+_TOOL_FILES = (os.path.abspath(__file__), os.path.abspath(runpy.__file__), "<frozen runpy>")
+
+
+def format_user_traceback(exc: BaseException) -> str:
+    """The traceback Python would print, without this runner's and runpy's frames."""
+    formatted = traceback.TracebackException(type(exc), exc, exc.__traceback__)
+    for part in _chain(formatted):
+        kept = [frame for frame in part.stack if frame.filename not in _TOOL_FILES and os.path.abspath(frame.filename) not in _TOOL_FILES]
+        part.stack = traceback.StackSummary.from_list(kept)
+    return "".join(formatted.format())
+
+
+def _chain(formatted: traceback.TracebackException) -> Iterator[traceback.TracebackException]:
+    seen: set[int] = set()
+    pending = [formatted]
+    while pending:
+        part = pending.pop()
+        if id(part) in seen:
+            continue
+        seen.add(id(part))
+        yield part
+        pending.extend(p for p in (part.__cause__, part.__context__) if p is not None)
+        pending.extend(getattr(part, "exceptions", None) or ())
+
+
+# ---------------------------------------------------------------------------------------
+# Report files (``--report FILE``), read back by the fix step
+@dataclass(frozen=True)
+class ReportFile:
+    target: str
+    jax_version: str
+    reports: tuple[Report, ...]
+    sources: dict[str, str]
+
+    def stale_sources(self) -> list[str]:
+        """Files changed (or gone) since they were analysed: fixes must not touch them."""
+        return [path for path, digest in self.sources.items() if sha256_of(path) != digest]
+
+
+def write_report_file(path: str, reports: Iterable[Report], target: str, sources: dict[str, str] | None = None) -> None:
+    """Write the reports as JSON, atomically; ``sources`` defaults to hashing the files now."""
+    from offload_fixer import jax_compat
+
+    reports = list(reports)
+    if sources is None:
+        sources = {}
+        for report in reports:
+            for source in report_paths(report):
+                digest = sha256_of(source)
+                if digest is not None:
+                    sources.setdefault(source, digest)
+    data = {
+        "version": REPORT_FILE_VERSION,
+        "target": target,
+        "jax_version": jax_compat.installed_version(),
+        "reports": [report.to_dict() for report in reports],
+        "sources": dict(sorted(sources.items())),
+    }
+    temporary = f"{path}.tmp{os.getpid()}"
+    with open(temporary, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=1)
+        handle.write("\n")
+    os.replace(temporary, path)
+
+
+def read_report_file(path: str) -> ReportFile:
+    with open(path, encoding="utf-8") as handle:
+        data = json.load(handle)
+    if not isinstance(data, dict) or data.get("version") != REPORT_FILE_VERSION:
+        found = data.get("version") if isinstance(data, dict) else None
+        raise ValueError(f"{path}: not an offload-fixer report of version {REPORT_FILE_VERSION} (found {found!r})")
+    return ReportFile(
+        target=data["target"],
+        jax_version=data["jax_version"],
+        reports=tuple(Report.from_dict(r) for r in data["reports"]),
+        sources=dict(data.get("sources", {})),
+    )
+
+
+def report_paths(report: Report) -> list[str]:
+    """Every source file a report points at: the function, origins, spans, trace steps."""
+    spans: list[Span | None] = []
+    paths = [report.function.path] if report.function and report.function.path else []
+    for d in report.diagnostics:
+        if d.function and d.function.path:
+            paths.append(d.function.path)
+        spans += [d.span, d.return_span, d.origin.span if d.origin else None]
+        spans += [step.span for step in d.trace]
+    paths += [s.path for s in spans if s is not None]
+    return list(dict.fromkeys(p for p in paths if p and not p.startswith("<")))
+
+
+def sha256_of(path: str) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return None
+
+
+# ---------------------------------------------------------------------------------------
+# Text output and the command-line entry point the CLI wraps
+def diagnostic_location(diagnostic: Diagnostic) -> Span | None:
+    """Where to point: the diagnostic's span, else the jitted function's ``def`` (host
+    arguments have no span of their own)."""
+    location = diagnostic.location
+    if location is None and diagnostic.function and diagnostic.function.path:
+        location = Span(diagnostic.function.path, diagnostic.function.line or 1, 1)
+    return location
+
+
+def format_diagnostic(diagnostic: Diagnostic) -> str:
+    """``path:line:col: CODE message`` and the path of the value through the program."""
+    location = diagnostic_location(diagnostic)
+    head = f"{_display_path(location.path)}:{location.line}:{location.col}" if location else "<unknown>"
+    lines = [f"{head}: {diagnostic.code} {diagnostic.message}"]
+    if diagnostic.function:
+        lines.append(f"    in jit({diagnostic.function.name}), severity {diagnostic.severity} for {diagnostic.target}")
+    if diagnostic.output_path is not None:
+        also = f" (also reaches {', '.join(p or '(the whole result)' for p in diagnostic.related_outputs)})" if diagnostic.related_outputs else ""
+        lines.append(f"    output: {diagnostic.output_path or '(the whole result)'}{also}")
+    if diagnostic.origin:
+        lines.append(f"    origin: {diagnostic.origin.detail}")
+    for step in diagnostic.trace:
+        where = f" at {_display_path(step.span.path)}:{step.span.line}:{step.span.col}" if step.span else ""
+        lines.append(f"    -> {step.op} ({step.role}){where}")
+    return "\n".join(lines)
+
+
+def _display_path(path: str) -> str:
+    relative = os.path.relpath(path) if os.path.isabs(path) else path
+    return path if relative.startswith("..") else relative
+
+
+def _describe(fun: Any) -> str:
+    return f"jit({getattr(fun, '__name__', type(fun).__name__)})"
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """``[--target T] [--report FILE] [-m] PROGRAM [ARGS...]``: run, print findings, exit
+    0 clean / 1 errors found / 2 usage or tool error / 3 the program itself failed."""
+    parser = argparse.ArgumentParser(prog="offload-fixer run", description=main.__doc__)
+    parser.add_argument("--target", choices=TARGETS, default="tpu")
+    parser.add_argument("--report", metavar="FILE", help="write the findings as JSON for `offload-fixer fix`")
+    parser.add_argument("-m", dest="is_module", action="store_true", help="PROGRAM is a module name")
+    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="PROGRAM [ARGS...]")
+    options = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
+    if not options.command:
+        parser.error("the program to run is missing")
+    program, *program_args = options.command
+    from offload_fixer.jax_compat import UnsupportedJaxVersion
+
+    try:
+        result = run_program(program, program_args, target=options.target, is_module=options.is_module)
+    except (UsageError, UnsupportedJaxVersion) as exc:
+        print(f"offload-fixer: error: {exc}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE) from None
+    sys.stdout.flush()
+    if result.program_exception:
+        sys.stderr.write(result.program_exception.rstrip("\n") + "\n")
+    for warning in result.tool_warnings:
+        print(f"offload-fixer: warning: {warning}", file=sys.stderr)
+    sys.stderr.flush()
+    for diagnostic in result.diagnostics:
+        print(format_diagnostic(diagnostic))
+    print(_summary(result))
+    if options.report:
+        write_report_file(options.report, result.reports, result.target, result.sources)
+    sys.stdout.flush()
+    raise SystemExit(result.exit_code)
+
+
+def _summary(result: RunResult) -> str:
+    counts: dict[str, int] = {}
+    for d in result.diagnostics:
+        counts[d.severity] = counts.get(d.severity, 0) + 1
+    found = ", ".join(f"{n} {severity}{'s' if n != 1 else ''}" for severity, n in sorted(counts.items())) or "no findings"
+    text = (
+        f"offload-fixer: checked {result.checked} distinct compilation{'s' if result.checked != 1 else ''} "
+        f"({result.intercepted} jit call{'s' if result.intercepted != 1 else ''} intercepted) for {result.target}: {found}"
+    )
+    if result.program_exit_code != 0:
+        text += f"; the program failed (exit code {result.program_exit_code}), so later compilations were not checked"
+    return text

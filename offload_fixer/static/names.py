@@ -1,0 +1,128 @@
+"""Qualified names of the JAX APIs the static check models.
+
+Names are canonical dotted paths (``jax.numpy.sum``); the interpreter resolves a local spelling
+(``jnp.sum`` after ``import jax.numpy as jnp``) to one of these through the file's imports.
+Everything not listed is unknown to the check, which then stays silent about values that flow
+through it.
+"""
+
+from __future__ import annotations
+
+JIT = frozenset({"jax.jit", "jax.pjit", "jax.experimental.pjit.pjit"})
+PARTIAL = frozenset({"functools.partial"})
+DEVICE_PUT = frozenset({"jax.device_put"})
+SHARDING_CLASSES = frozenset(
+    {
+        "jax.sharding.NamedSharding",
+        "jax.NamedSharding",
+        "jax.sharding.SingleDeviceSharding",
+        "jax.sharding.PositionalSharding",
+        "jax.sharding.GSPMDSharding",
+    }
+)
+SPACE_HOST = frozenset({"jax.memory.Space.Host"})
+SPACE_DEVICE = frozenset({"jax.memory.Space.Device"})
+DEVICE_LISTS = frozenset({"jax.devices", "jax.local_devices"})
+VMAP = frozenset({"jax.vmap"})
+SHARD_MAP = frozenset({"jax.shard_map", "jax.experimental.shard_map.shard_map"})
+CHECKPOINT = frozenset({"jax.checkpoint", "jax.remat", "jax.ad_checkpoint.checkpoint"})
+CUSTOM_JVP = frozenset({"jax.custom_jvp"})
+COMPUTE_ON = frozenset({"jax.experimental.compute_on.compute_on"})
+STATICMETHOD = "builtins.staticmethod"
+
+LAX_SCAN = "jax.lax.scan"
+LAX_MAP = "jax.lax.map"
+LAX_FORI = "jax.lax.fori_loop"
+LAX_WHILE = "jax.lax.while_loop"
+LAX_COND = "jax.lax.cond"
+LAX_SWITCH = "jax.lax.switch"
+
+PYTREE_PRESERVING = {
+    # op -> name shown in the trace; these keep the pytree structure and every leaf's data.
+    "jax.lax.stop_gradient": "stop_gradient",
+    "jax.lax.optimization_barrier": "optimization_barrier",
+    "jax.lax.with_sharding_constraint": "with_sharding_constraint",
+    "jax.experimental.pjit.with_sharding_constraint": "with_sharding_constraint",
+}
+COPIES = frozenset({"jax.numpy.copy", "jax.numpy.array", "jax.numpy.asarray"})
+"""Copies keep a value where it is; JAX 0.4.29-0.7.0 propagates a kind through ``copy`` only
+for some of these, so a copied host output is left undecided in that regime."""
+
+
+def is_transfer_to_memory_kind(qualname: str) -> bool:
+    """``TransferToMemoryKind`` lives in private modules that moved between releases."""
+    return qualname.startswith("jax.") and qualname.endswith(".TransferToMemoryKind")
+
+
+_JNP_COMPUTE = """
+abs absolute negative positive sign exp exp2 expm1 log log1p log2 log10 sqrt cbrt square
+reciprocal sin cos tan arcsin arccos arctan sinh cosh tanh arcsinh arccosh arctanh asin acos
+atan asinh acosh atanh floor ceil trunc rint round around fix real imag conj conjugate angle
+isnan isinf isfinite logical_not invert bitwise_not bitwise_invert signbit deg2rad rad2deg
+degrees radians sinc i0 nan_to_num add subtract multiply divide true_divide floor_divide power
+pow mod remainder fmod maximum minimum fmax fmin arctan2 atan2 hypot logaddexp logaddexp2 equal
+not_equal less less_equal greater greater_equal logical_and logical_or logical_xor bitwise_and
+bitwise_or bitwise_xor left_shift right_shift bitwise_left_shift bitwise_right_shift copysign
+nextafter heaviside ldexp gcd lcm float_power reshape ravel transpose permute_dims swapaxes
+moveaxis squeeze expand_dims broadcast_to flip fliplr flipud rot90 roll tile repeat concatenate
+concat stack hstack vstack dstack column_stack pad take take_along_axis select clip
+matrix_transpose diagonal diag trace tril triu outer inner dot vdot vecdot matmul tensordot
+einsum kron cross cumsum cumprod cumulative_sum cumulative_prod diff sort argsort sum prod mean
+std var max min amax amin argmax argmin any all median nanmean nansum nanmax nanmin nanprod
+nanstd nanvar interp searchsorted polyval convolve correlate isclose astype float16 float32
+float64 bfloat16 int8 int16 int32 int64 uint8 uint16 uint32 uint64 bool_ complex64 complex128
+"""
+_LAX_COMPUTE = """
+add sub mul div rem pow max min neg abs exp exp2 log log1p expm1 sqrt rsqrt cbrt tanh logistic
+sin cos tan sign floor ceil round is_finite square integer_pow erf erfc erf_inv lgamma digamma
+convert_element_type bitcast_convert_type reduce_precision reshape transpose broadcast_in_dim
+broadcast squeeze expand_dims slice slice_in_dim dynamic_slice dynamic_slice_in_dim
+dynamic_update_slice dynamic_update_slice_in_dim dynamic_index_in_dim index_in_dim
+dynamic_update_index_in_dim concatenate pad select select_n dot dot_general
+conv_general_dilated reduce_sum reduce_max reduce_min reduce_prod reduce_and reduce_or cumsum
+cumprod cummax cummin cumlogsumexp clamp gather scatter scatter_add scatter_mul scatter_min
+scatter_max rev collapse eq ne lt le gt ge bitwise_and bitwise_or bitwise_xor bitwise_not
+shift_left shift_right_logical shift_right_arithmetic psum pmean pmax pmin all_gather ppermute
+psum_scatter all_to_all
+"""
+_NN_COMPUTE = """
+relu relu6 gelu silu swish sigmoid log_sigmoid softmax log_softmax softplus soft_sign elu celu
+selu glu leaky_relu hard_tanh hard_sigmoid hard_silu hard_swish one_hot standardize logsumexp
+mish squareplus sparse_plus sparse_sigmoid tanh dot_product_attention
+"""
+_SPECIAL_COMPUTE = """
+erf erfc erfinv expit logit gammaln digamma xlogy xlog1py ndtr ndtri log_ndtr entr
+"""
+
+COMPUTE_FUNCTIONS = frozenset(
+    [f"jax.numpy.{n}" for n in _JNP_COMPUTE.split()]
+    + [f"jax.lax.{n}" for n in _LAX_COMPUTE.split()]
+    + [f"jax.nn.{n}" for n in _NN_COMPUTE.split()]
+    + [f"jax.numpy.fft.{n}" for n in "fft ifft rfft irfft fft2 ifft2 fftn ifftn rfftn irfftn".split()]
+    + [f"jax.numpy.linalg.{n}" for n in "norm inv det solve matrix_power cholesky pinv".split()]
+    + [f"jax.scipy.special.{n}" for n in _SPECIAL_COMPUTE.split()]
+)
+"""Functions with one array result whose data comes from their array arguments: a host
+argument makes the result host compute.  Shape-only functions (``zeros_like``) and functions
+with several results (``jnp.split``, ``linalg.eigh``) are deliberately absent."""
+
+MULTI_RESULT_WHEN = {
+    # function -> keyword that turns its single result into a tuple
+    "jax.numpy.average": "returned",
+    "jax.nn.logsumexp": "return_sign",
+}
+SINGLE_POSITIONAL_ONLY = frozenset({"jax.numpy.where"})
+"""``jnp.where(c)`` returns a tuple of index arrays; only the 3-argument form is modelled."""
+
+ARRAY_METHODS = frozenset(
+    """reshape astype transpose sum mean max min prod squeeze ravel flatten swapaxes clip round
+    conj conjugate cumsum cumprod argmax argmin std var dot any all repeat take view""".split()
+)
+ARRAY_ATTRIBUTES = frozenset({"T", "mT", "real", "imag"})
+AT_METHODS = frozenset({"set", "add", "subtract", "multiply", "mul", "divide", "min", "max", "power", "get", "apply"})
+MUTATING_METHODS = frozenset(
+    {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "sort", "reverse"}
+)
+
+HOST_KINDS = frozenset({"pinned_host", "unpinned_host"})
+DEVICE_KINDS = frozenset({"device", "tpu_hbm"})

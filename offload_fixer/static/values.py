@@ -1,0 +1,258 @@
+"""Abstract values the static interpreter computes for Python expressions in jitted code.
+
+The lattice is deliberately small: a value is either known (an array on device, an array on
+host with the story of how it got there, a pytree literal, a sharding, a function) or
+``UNKNOWN``. Only host arrays produce diagnostics, and any operation the check does not model
+turns its result into ``UNKNOWN``, which keeps the check silent instead of guessing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Callable
+
+
+class _Unknown:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNKNOWN"
+
+
+UNKNOWN: Any = _Unknown()
+
+
+@dataclass(frozen=True)
+class NoneValue:
+    """Python ``None``: an empty pytree, no output."""
+
+
+NONE = NoneValue()
+
+
+@dataclass(frozen=True)
+class Const:
+    """A Python literal. Numbers and booleans become device constants when traced."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class DeviceArray:
+    """Data in device memory. ``single`` is False when the structure is unknown (a pytree argument)."""
+
+    single: bool
+
+
+DEVICE_LEAF = DeviceArray(single=True)
+DEVICE_TREE = DeviceArray(single=False)
+
+
+@dataclass(frozen=True)
+class HostOrigin:
+    """Where a value became host memory: a ``device_put`` to host or a host ``in_shardings`` leaf."""
+
+    kind: str
+    """``move_to_host`` or ``host_argument``, as in :class:`offload_fixer.model.Origin`."""
+    memory_kind: str
+    node: Any
+    """The libcst node to underline: the ``device_put`` call or the ``in_shardings`` leaf."""
+    detail: str
+
+
+@dataclass(frozen=True)
+class TraceStep:
+    op: str
+    role: str
+    node: Any
+
+
+@dataclass(frozen=True)
+class HostArray:
+    """Data in host memory, with the categories of operations applied since it got there.
+
+    Categories (what matters to the regime rules): ``compute`` (elementwise, reshape, index,
+    nested jit, cond, ...), ``carry`` (passed unchanged through a loop carry), ``copy``,
+    ``noop_put`` (``device_put`` that does not move it), ``cond_mixed`` (a cond whose other
+    branch is device).
+    """
+
+    origin: HostOrigin
+    steps: frozenset = frozenset()
+    trace: tuple = ()
+    single: bool = True
+
+    def after(self, category: str, op: str, node: Any) -> "HostArray":
+        trace = self.trace if len(self.trace) >= 16 else self.trace + (TraceStep(op, category, node),)
+        return replace(self, steps=self.steps | {category}, trace=trace)
+
+
+@dataclass(frozen=True)
+class Seq:
+    """A tuple or list literal: a pytree node with integer keys."""
+
+    items: tuple
+    is_list: bool = False
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """A dict literal with constant keys, in insertion order."""
+
+    items: tuple  # ((key, value), ...)
+
+    def get(self, key: Any) -> Any:
+        for k, v in self.items:
+            if k == key:
+                return v
+        return None
+
+
+@dataclass(frozen=True)
+class ShardingSpec:
+    """A sharding or memory-space object; ``memory_kind`` None means none was declared."""
+
+    memory_kind: str | None
+
+
+@dataclass(frozen=True)
+class DeviceList:
+    """``jax.devices()``."""
+
+
+@dataclass(frozen=True)
+class DeviceRef:
+    """``jax.devices()[i]``: putting a value there does not move it between memories."""
+
+
+@dataclass(frozen=True)
+class Ref:
+    """An object outside the file, named by its canonical qualified name (``jax.numpy.sum``)."""
+
+    qualname: str
+
+
+@dataclass(frozen=True, eq=False)
+class Function:
+    """A ``def`` or ``lambda`` in the analysed file, with the scope it closes over."""
+
+    node: Any
+    scope: Any
+    wrapper: str | None = None
+    """``custom_jvp`` when decorated so: its body is traced inside a custom-derivative call."""
+
+
+@dataclass(frozen=True, eq=False)
+class Bound:
+    """``functools.partial(f, *args, **kwargs)`` over a function of the file."""
+
+    fn: Any
+    args: tuple
+    kwargs: tuple  # ((name, value), ...)
+
+
+@dataclass(frozen=True, eq=False)
+class JitOptions:
+    """The keyword arguments of a ``jax.jit`` call, kept as nodes with the scope of each."""
+
+    keywords: tuple = ()  # ((name, expression node, scope), ...)
+
+    def get(self, *names: str) -> tuple | None:
+        """``(node, scope)`` of the last keyword among ``names``, or None."""
+        found = None
+        for name, node, scope in self.keywords:
+            if name in names:
+                found = (node, scope)
+        return found
+
+    def merged(self, other: "JitOptions") -> "JitOptions":
+        return JitOptions(self.keywords + other.keywords)
+
+
+@dataclass(frozen=True, eq=False)
+class Jitted:
+    target: Any
+    options: JitOptions
+    site: Any
+    """The node that made the jit: the decorator or the ``jax.jit(...)`` call."""
+
+
+@dataclass(frozen=True, eq=False)
+class JitFactory:
+    """``functools.partial(jax.jit, ...)`` or ``jax.jit(**kwargs)``: applied to a function, jits it."""
+
+    options: JitOptions
+
+
+@dataclass(frozen=True, eq=False)
+class Transform:
+    """``jax.vmap(f)``, ``shard_map(f, ...)``, ``jax.checkpoint(f)``: calls trace ``f``."""
+
+    kind: str
+    fn: Any
+
+
+@dataclass(frozen=True, eq=False)
+class TransformFactory:
+    """``functools.partial(shard_map, ...)`` used as a decorator."""
+
+    kind: str
+
+
+@dataclass(frozen=True)
+class AtIndexer:
+    """``x.at``."""
+
+    base: Any
+
+
+@dataclass(frozen=True)
+class AtIndexed:
+    """``x.at[i]``; its methods (``set``, ``add``...) compute on ``base`` and ``operands``."""
+
+    base: Any
+    operands: tuple
+
+
+def map_leaves(value: Any, fn: Callable[[Any], Any]) -> Any:
+    """Apply ``fn`` to every array leaf (host, device, unknown) of a pytree literal."""
+    if isinstance(value, Seq):
+        return Seq(tuple(map_leaves(v, fn) for v in value.items), value.is_list)
+    if isinstance(value, Mapping):
+        return Mapping(tuple((k, map_leaves(v, fn)) for k, v in value.items))
+    if value is NONE:
+        return value
+    return fn(value)
+
+
+def leaves(value: Any):
+    """Array-like leaves of a pytree literal, in no particular order."""
+    if isinstance(value, Seq):
+        for v in value.items:
+            yield from leaves(v)
+    elif isinstance(value, Mapping):
+        for _, v in value.items:
+            yield from leaves(v)
+    elif value is not NONE:
+        yield value
+
+
+def join(a: Any, b: Any) -> Any:
+    """The value a name holds after two Python-level paths meet (``if``/loops)."""
+    if a is b or a == b:
+        return a
+    if isinstance(a, Seq) and isinstance(b, Seq) and len(a.items) == len(b.items) and a.is_list == b.is_list:
+        return Seq(tuple(join(x, y) for x, y in zip(a.items, b.items)), a.is_list)
+    if isinstance(a, Mapping) and isinstance(b, Mapping) and [k for k, _ in a.items] == [k for k, _ in b.items]:
+        return Mapping(tuple((k, join(x, y)) for (k, x), (_, y) in zip(a.items, b.items)))
+    if isinstance(a, DeviceArray) and isinstance(b, DeviceArray):
+        return DEVICE_TREE
+    return UNKNOWN
+
+
+def with_single(value: Any) -> bool:
+    """Whether a leaf is known to be exactly one array."""
+    if isinstance(value, (DeviceArray, HostArray)):
+        return value.single
+    return isinstance(value, Const)
+

@@ -1,0 +1,24 @@
+"""Row: a host value then ``device_put(x, jax.devices()[0])`` or ``device_put(x)`` -> E / E / ok;
+neither moves the value back to device (from 0.7.1 it stays typed host)."""
+
+import jax
+
+from catalogue import OK, Case, E, to_host, vector
+
+ROW = {"LEGACY": E, "PROPAGATION": E, "TYPED": OK}
+
+
+def put_on_device_object(x):
+    h = jax.device_put(x, to_host())  # origin
+    return jax.device_put(h, jax.devices()[0])
+
+
+def put_without_target(x):
+    h = jax.device_put(x, to_host())  # origin
+    return jax.device_put(h)
+
+
+CASES = [
+    Case("device_put_to_device_object_is_not_a_move", put_on_device_object, vector, ROW, ""),
+    Case("device_put_without_target_is_not_a_move", put_without_target, vector, ROW, ""),
+]

@@ -1,0 +1,17 @@
+// Not an XLA test: the well-formed counterpart of BasicDusDsDusAnnotationOnWrongSide.
+// The move to host still follows the dynamic-update-slice, but the annotation keeps its
+// operand's shape (as JAX always emits it). Following host_offloader.cc, the dynamic-slice is
+// the starting instruction and leads only to a MoveToDevice, so the path ends there and the
+// pass succeeds: misplacing the annotation is not itself an error.
+module @jit_dus_annotation_after_update attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<1x8x8xf32>, %arg1: tensor<i32>) -> (tensor<1x8x8xf32> {jax.result_info = "result", mhlo.memory_kind = "device"}) {
+    %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+    %c = stablehlo.constant dense<0> : tensor<i32>
+    %0 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<2x8x8xf32>
+    %1 = stablehlo.dynamic_update_slice %0, %arg0, %arg1, %c, %c : (tensor<2x8x8xf32>, tensor<1x8x8xf32>, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<2x8x8xf32>
+    %2 = stablehlo.custom_call @annotate_device_placement(%1) {backend_config = "", has_side_effect = true, mhlo.frontend_attributes = {_xla_buffer_placement = "pinned_host"}} : (tensor<2x8x8xf32>) -> tensor<2x8x8xf32>
+    %3 = stablehlo.dynamic_slice %2, %arg1, %c, %c, sizes = [1, 8, 8] : (tensor<2x8x8xf32>, tensor<i32>, tensor<i32>, tensor<i32>) -> tensor<1x8x8xf32>
+    %4 = stablehlo.custom_call @annotate_device_placement(%3) {backend_config = "", has_side_effect = true, mhlo.frontend_attributes = {_xla_buffer_placement = "device"}} : (tensor<1x8x8xf32>) -> tensor<1x8x8xf32>
+    return %4 : tensor<1x8x8xf32>
+  }
+}

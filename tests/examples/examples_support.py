@@ -1,0 +1,45 @@
+"""Shared knowledge about ``examples/``: where they are, which JAX they need, how to load them."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+
+from offload_fixer import jax_compat
+
+EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLE_PATHS = sorted(EXAMPLES_DIR.glob("*.py"))
+EXAMPLE_NAMES = [path.stem for path in EXAMPLE_PATHS]
+
+NEWEST_JAX_NEEDED = (0, 10, 0)
+"""The examples use ``jax.memory.Space`` (0.10) and ``pinned_host`` arrays on CPU (0.5+)."""
+
+
+def jax_runs_examples() -> bool:
+    return jax_compat.parse_version(jax_compat.installed_version()) >= NEWEST_JAX_NEEDED
+
+
+SKIP_REASON = "the examples target JAX >= 0.10 (0.4.35's CPU backend has no pinned_host memory)"
+
+
+def expected_path(name: str) -> Path:
+    return EXAMPLES_DIR / f"{name}.expected.json"
+
+
+def load_expected(name: str) -> list[dict]:
+    return json.loads(expected_path(name).read_text())
+
+
+def import_example(name: str) -> ModuleType:
+    """Import an example as a module (not as ``__main__``), the way a tool would load it."""
+    spec = importlib.util.spec_from_file_location(f"offload_example_{name}", EXAMPLES_DIR / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def is_jitted(obj: object) -> bool:
+    return callable(obj) and hasattr(obj, "lower") and hasattr(obj, "trace")

@@ -1,0 +1,67 @@
+"""Jitted functions that XLA rejects with error 1200 on TPU, lowered for TPU and compiled on
+this machine's CPU backend so that XLA writes a real ``--xla_dump_to`` dump of them.
+
+Run as a script with ``XLA_FLAGS=--xla_dump_to=DIR`` (and ``JAX_DUMP_IR_TO``); the CPU
+compiler never raises error 1200, so every module compiles and is dumped. Which functions
+are errors depends on how the installed JAX assigns output memory kinds, so the set is
+chosen by regime. Each returning line carries a ``# returns: NAME`` marker for the tests.
+"""
+
+import jax
+import jax.numpy as jnp
+
+from offload_fixer import jax_compat
+
+
+def typed_scenarios():
+    """JAX >= 0.7.1: outputs follow memory types, so only the known gaps fail."""
+    from jax.sharding import NamedSharding, SingleDeviceSharding
+    from jax.sharding import PartitionSpec as P
+
+    device = jax.devices()[0]
+    host = NamedSharding(jax.sharding.Mesh([device], ("d",)), P(), memory_kind="pinned_host")
+    unpinned = SingleDeviceSharding(device, memory_kind="unpinned_host")
+
+    def stream_param(x):
+        return x * 2, x + 1  # returns: stream_param
+
+    def unpinned_pair(x):
+        return x + 1, jax.device_put(x * 2, unpinned)  # returns: unpinned_pair
+
+    def unpinned_single(x):
+        return jax.device_put(x * 2, unpinned)  # returns: unpinned_single
+
+    return [
+        jax.jit(stream_param, in_shardings=host),
+        jax.jit(unpinned_pair),
+        jax.jit(unpinned_single),
+    ]
+
+
+def propagation_scenarios():
+    """JAX 0.4.29 - 0.7.0: host kinds survive device_put/scan/copy only."""
+    from jax._src.sharding_impls import TransferToMemoryKind
+
+    host = TransferToMemoryKind("pinned_host")
+
+    def offload_then_scale(x):
+        y = jax.device_put(x * 2, host)
+        return x + 1, y * 3  # returns: offload_then_scale
+
+    def carry_host(x):
+        h = jax.device_put(x, host)
+        carried, _ = jax.lax.scan(lambda c, _: (c, None), h, None, length=3)
+        return carried  # returns: carry_host
+
+    return [jax.jit(offload_then_scale), jax.jit(carry_host)]
+
+
+def main() -> None:
+    typed = jax_compat.regime() is jax_compat.Regime.TYPED
+    spec = jax.ShapeDtypeStruct((8,), jnp.float32)
+    for jitted in typed_scenarios() if typed else propagation_scenarios():
+        jitted.trace(spec).lower(lowering_platforms=("tpu",)).compile()
+
+
+if __name__ == "__main__":
+    main()

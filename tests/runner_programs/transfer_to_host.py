@@ -1,0 +1,20 @@
+"""Offloading with TransferToMemoryKind (JAX 0.4.15 - 0.7.0), compiled ahead of time.
+
+The value moved to host goes through ``jnp.tanh``, which loses the memory kind before JAX 0.7.1:
+the output is declared device memory, error 1200 on TPU.
+"""
+
+import jax
+import jax.numpy as jnp
+from jax._src.sharding_impls import TransferToMemoryKind
+
+
+@jax.jit
+def offload_then_tanh(x):
+    on_host = jax.device_put(x, TransferToMemoryKind("pinned_host"))  # expect: OFL1200
+    return jnp.tanh(on_host)
+
+
+if __name__ == "__main__":
+    compiled = offload_then_tanh.lower(jax.ShapeDtypeStruct((8,), jnp.float32)).compile()
+    print("result", compiled(jnp.ones(8)).sum())

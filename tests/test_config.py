@@ -1,0 +1,183 @@
+"""``[tool.offload-fixer]``: discovery, cascading, validation, selection and exclusion."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from offload_fixer.config import (
+    DEFAULT_EXCLUDE,
+    ConfigError,
+    Settings,
+    SettingsResolver,
+    find_config,
+    is_excluded,
+    load_settings,
+    select_codes,
+)
+from offload_fixer.model import Diagnostic
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def _diagnostic(code: str) -> Diagnostic:
+    return Diagnostic(code=code, severity="error", target="tpu", message="m", explanation="e")
+
+
+def test_defaults():
+    settings = Settings()
+    assert (settings.target, settings.strategy, settings.format, settings.jobs) == ("tpu", "auto", "text", 0)
+    assert settings.select is None and settings.ignore == ()
+    assert ".venv" in settings.exclude and settings.jax_version is None
+
+
+def test_reads_every_key(tmp_path):
+    config = _write(
+        tmp_path / "pyproject.toml",
+        """
+[project]
+name = "demo"
+
+[tool.offload-fixer]
+target = "gpu"
+strategy = "host"
+select = ["OFL120"]
+ignore = ["ofl1206"]
+exclude = ["generated"]
+extend-exclude = ["legacy/*.py"]
+jax-version = "0.4.35"
+format = "sarif"
+jobs = 4
+""",
+    )
+    settings = load_settings(config)
+    assert settings.target == "gpu" and settings.strategy == "host"
+    assert settings.select == ("OFL120",) and settings.ignore == ("OFL1206",)
+    assert settings.exclude == ("generated",) and settings.extend_exclude == ("legacy/*.py",)
+    assert settings.jax_version == "0.4.35" and settings.format == "sarif" and settings.jobs == 4
+    assert settings.root == tmp_path.resolve() and settings.config_path == config.resolve()
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ('jax_version = "0.4.35"', "unknown key 'jax_version'.*did you mean 'jax-version'"),
+        ('colour = "always"', "unknown key 'colour'.*known keys"),
+        ('target = "cpu"', "target: expected one of 'tpu', 'gpu', 'gpu-legacy', got 'cpu'"),
+        ('strategy = "both"', "strategy: expected one of"),
+        ('format = "xml"', "format: expected one of"),
+        ('select = ["E501"]', "select: 'E501' selects no rule"),
+        ('ignore = "OFL1299"', "ignore: 'OFL1299' selects no rule.*did you mean"),
+        ("exclude = [1, 2]", "exclude: expected a list of strings"),
+        ('jax-version = "latest"', "jax-version: not a JAX version"),
+        ('jax-version = "0.3.25"', "jax-version: JAX 0.3.25 predates memory kinds"),
+        ("jobs = -1", "jobs: expected a whole number"),
+        ("jobs = true", "jobs: expected a whole number"),
+    ],
+)
+def test_bad_values_name_the_file_and_key(tmp_path, body, message):
+    config = _write(tmp_path / "pyproject.toml", f"[tool.offload-fixer]\n{body}\n")
+    with pytest.raises(ConfigError, match=message) as caught:
+        load_settings(config)
+    assert str(config.resolve()) in str(caught.value)
+
+
+def test_broken_toml_and_misspelt_table(tmp_path):
+    _write(tmp_path / "a" / "pyproject.toml", "[tool.offload-fixer\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        find_config(tmp_path / "a")
+    _write(tmp_path / "b" / "pyproject.toml", '[tool.offload_fixer]\ntarget = "gpu"\n')
+    with pytest.raises(ConfigError, match=r"spelled \[tool.offload-fixer\]"):
+        find_config(tmp_path / "b")
+
+
+def test_nearest_table_wins_and_tables_without_ours_are_skipped(tmp_path):
+    _write(tmp_path / "pyproject.toml", '[tool.offload-fixer]\ntarget = "gpu"\nselect = ["OFL1200"]\n')
+    _write(tmp_path / "pkg" / "pyproject.toml", '[tool.offload-fixer]\ntarget = "gpu-legacy"\n')
+    _write(tmp_path / "pkg" / "sub" / "pyproject.toml", "[tool.ruff]\nline-length = 100\n")
+    source = _write(tmp_path / "pkg" / "sub" / "mod.py", "x = 1\n")
+    other = _write(tmp_path / "other" / "mod.py", "x = 1\n")
+
+    assert find_config(source) == (tmp_path / "pkg" / "pyproject.toml").resolve()
+    resolver = SettingsResolver()
+    inner = resolver.settings_for(source)
+    assert inner.target == "gpu-legacy"
+    assert inner.select is None, "nearest table wins whole: no inheritance from the outer table"
+    outer = resolver.settings_for(other)
+    assert outer.target == "gpu" and outer.select == ("OFL1200",)
+    assert resolver.settings_for(tmp_path / "pkg" / "sub") is inner
+
+
+def test_no_config_gives_defaults(tmp_path):
+    source = _write(tmp_path / "mod.py", "x = 1\n")
+    if find_config(tmp_path) is not None:
+        pytest.skip("a directory above the temporary directory declares [tool.offload-fixer]")
+    settings = SettingsResolver().settings_for(source)
+    assert settings == Settings(root=Path.cwd())
+
+
+def test_command_line_overrides_the_file(tmp_path):
+    config = _write(tmp_path / "pyproject.toml", '[tool.offload-fixer]\ntarget = "gpu"\njobs = 2\n')
+    resolver = SettingsResolver(overrides={"target": "tpu", "jobs": None, "ignore": ["OFL1201"]})
+    settings = resolver.settings_for(config.parent / "x.py")
+    assert settings.target == "tpu" and settings.jobs == 2 and settings.ignore == ("OFL1201",)
+    with pytest.raises(ConfigError, match="command line: target"):
+        Settings().with_overrides(target="cuda")
+    with pytest.raises(TypeError, match="not a setting: colour"):
+        Settings().with_overrides(colour="always")
+
+
+def test_explicit_config_applies_everywhere(tmp_path):
+    config = _write(tmp_path / "conf" / "pyproject.toml", '[tool.offload-fixer]\ntarget = "gpu"\n')
+    _write(tmp_path / "proj" / "pyproject.toml", '[tool.offload-fixer]\ntarget = "tpu"\n')
+    resolver = SettingsResolver(config=config)
+    assert resolver.settings_for(tmp_path / "proj" / "a.py").target == "gpu"
+
+
+@pytest.mark.parametrize(
+    "select, ignore, kept",
+    [
+        (None, (), ["OFL1200", "OFL1201", "OFL1206"]),
+        (["OFL1200"], (), ["OFL1200"]),
+        (["OFL12"], ["OFL1201"], ["OFL1200", "OFL1206"]),
+        (["ALL"], ["OFL120"], []),
+        (["OFL1201"], ["OFL120"], ["OFL1201"]),  # the more specific select wins
+        (["OFL1201"], ["OFL1201"], []),  # a tie goes to ignore
+        (["ofl1206"], (), ["OFL1206"]),
+    ],
+)
+def test_select_codes(select, ignore, kept):
+    diagnostics = [_diagnostic(code) for code in ("OFL1200", "OFL1201", "OFL1206")]
+    assert [d.code for d in select_codes(diagnostics, select, ignore)] == kept
+
+
+def test_settings_is_selected_matches_select_codes():
+    settings = Settings(select=("OFL120",), ignore=("OFL1203",))
+    assert settings.is_selected("OFL1202") and not settings.is_selected("OFL1203")
+
+
+def test_exclusion_globs(tmp_path):
+    root = tmp_path
+    assert is_excluded(root / ".venv" / "lib" / "x.py", DEFAULT_EXCLUDE, root)
+    assert is_excluded(root / "pkg" / "build" / "x.py", DEFAULT_EXCLUDE, root)
+    assert not is_excluded(root / "pkg" / "builder.py", DEFAULT_EXCLUDE, root)
+    assert is_excluded(root / "src" / "model_pb2.py", ["*_pb2.py"], root)
+    assert is_excluded(root / "src" / "gen" / "a.py", ["src/gen"], root)
+    assert is_excluded(root / "src" / "gen" / "a.py", ["./src/gen/"], root)
+    assert not is_excluded(root / "lib" / "src" / "gen" / "a.py", ["src/gen"], root)
+    assert is_excluded(root / "legacy" / "old.py", ["legacy/*.py"], root)
+
+
+def test_settings_exclusion_uses_the_config_directory(tmp_path):
+    config = _write(
+        tmp_path / "pkg" / "pyproject.toml", '[tool.offload-fixer]\nextend-exclude = ["gen/*.py"]\n'
+    )
+    settings = load_settings(config)
+    assert settings.is_excluded(tmp_path / "pkg" / "gen" / "a.py")
+    assert settings.is_excluded(tmp_path / "pkg" / "__pycache__" / "a.py")
+    assert not settings.is_excluded(tmp_path / "gen" / "a.py")

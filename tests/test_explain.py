@@ -1,0 +1,467 @@
+"""``offload-fixer explain``: reading XLA's host-offload messages, and tying them to a dump.
+
+The dumps are real: ``explain_fixtures/offload_scenarios.py`` lowers functions for TPU and
+compiles them on the CPU backend with ``XLA_FLAGS=--xla_dump_to`` (the CPU compiler never
+raises error 1200, so it writes every module). The error texts are the messages XLA prints,
+embedded in tracebacks, naming instructions read from those dumps.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from string import Template
+
+import pytest
+
+from offload_fixer import jax_compat
+from offload_fixer.explain import (
+    LoadedModule,
+    TraceStep,
+    explain,
+    find_dumped_modules,
+    parse_error_log,
+    traceback_frames,
+)
+
+FIXTURES = Path(__file__).parent / "explain_fixtures"
+SCENARIOS = FIXTURES / "offload_scenarios.py"
+TYPED = jax_compat.regime() is jax_compat.Regime.TYPED
+typed_only = pytest.mark.skipif(
+    not TYPED,
+    reason="these scenarios fail only where memory kinds are types (jax >= 0.7.1)",
+)
+propagation_only = pytest.mark.skipif(
+    TYPED,
+    reason="these scenarios fail only under propagated memory kinds (jax < 0.7.1)",
+)
+
+
+def render(name: str, **values: str) -> str:
+    return Template((FIXTURES / name).read_text()).substitute(values)
+
+
+# ---------------------------------------------------------------------------------------
+# Reading the messages
+def test_old_format_in_a_chained_traceback_is_read_once():
+    errors = parse_error_log(render("old_format.log", instruction="tuple.64"))
+
+    assert len(errors) == 1
+    error = errors[0]
+    assert (error.kind, error.code, error.instruction, error.custom_call) == (
+        "output-not-host",
+        1200,
+        "tuple.64",
+        False,
+    )
+    assert error.status == "INVALID_ARGUMENT"
+    assert error.error_name is None and error.url is None
+    assert error.line == 21
+    assert error.diagnostic_code == "OFL1200"
+    assert error.message.startswith(
+        "INVALID_ARGUMENT: Tensor which is moved to host (starting from tuple.64)"
+    )
+
+
+def test_new_format_reads_the_code_line_and_the_link():
+    text = render("new_format.log", reference="starting from square.790")
+    [error] = parse_error_log(text)
+
+    assert (error.code, error.error_name) == (
+        1200,
+        "CompileTimeHostOffloadOutputLocationMismatch",
+    )
+    assert error.instruction == "square.790" and not error.custom_call
+    assert error.url == "https://openxla.org/xla/errors/error_1200"
+    assert error.line == 9
+    assert error.message.startswith(
+        "INVALID_ARGUMENT: E1200: CompileTimeHostOffloadOutputLocationMismatch: Tensor"
+    )
+    assert error.message.endswith("for more details.")
+
+
+def test_custom_call_form_names_the_move_itself():
+    [error] = parse_error_log(
+        render("new_format.log", reference='custom call "device_put.3"')
+    )
+
+    assert error.instruction == "device_put.3"
+    assert error.custom_call
+
+
+def test_instruction_trace_is_attached_to_the_error_after_it():
+    errors = parse_error_log((FIXTURES / "vmodule_trace.log").read_text())
+
+    [error] = [e for e in errors if e.kind == "output-not-host"]
+    assert error.trace == (TraceStep("mul.3", ()), TraceStep("tuple.1", (1,)))
+    assert error.trace_output_index == 1
+    [warning] = [e for e in errors if e.severity == "warning"]
+    assert (warning.kind, warning.instruction, warning.diagnostic_code) == (
+        "device-compute-on-host",
+        "mul.3",
+        "OFL1201",
+    )
+
+
+def test_sibling_messages_each_get_their_kind_and_code():
+    errors = parse_error_log((FIXTURES / "siblings.log").read_text())
+
+    found = {(e.kind, e.instruction, e.diagnostic_code, e.severity) for e in errors}
+    assert found == {
+        ("dus-not-broadcast", "dynamic-update-slice.17", "OFL1202", "error"),
+        ("while-condition", "compare.20", "OFL1205", "error"),
+        ("pure-memory-offload", "add.5", "OFL1201", "error"),
+        ("host-compute-disabled", None, "OFL1201", "error"),
+        ("device-compute-on-host", "sine.4", "OFL1201", "warning"),
+        ("slice-on-host", "dynamic-slice.9", "OFL1206", "warning"),
+        ("multi-operand-crash", "add.7", "OFL1203", "crash"),
+    }
+    assert [e.line for e in errors] == sorted(e.line for e in errors)
+
+
+def test_a_log_without_offload_messages_explains_nothing():
+    explanation = explain(
+        "Traceback (most recent call last):\nValueError: shapes do not match\n"
+    )
+
+    assert explanation.errors == () and not explanation.has_errors
+    assert "No XLA host-offload message" in explanation.text
+
+
+def test_traceback_frames_give_the_failing_call_and_the_script():
+    text = render("old_format.log", instruction="tuple.64")
+    frames = traceback_frames(text)
+
+    assert (
+        frames[0].path == "/home/researcher/project/train.py"
+        and frames[0].function == "<module>"
+    )
+    explanation = explain(text)
+    assert (
+        "The failing call: /home/researcher/project/train.py:81 (in main)."
+        in explanation.text
+    )
+    assert (
+        "offload-fixer run --target tpu /home/researcher/project/train.py"
+        in explanation.text
+    )
+
+
+def test_without_a_dump_the_message_is_explained_with_next_steps():
+    explanation = explain(
+        render("new_format.log", reference='custom call "device_put.3"'), target="gpu"
+    )
+
+    text = explanation.text
+    assert explanation.matches == () and explanation.reports == ()
+    assert '"device_put.3" is the move to host itself' in text
+    assert "offload-fixer run --target gpu /home/researcher/project/train.py" in text
+    assert "XLA_FLAGS=--xla_dump_to=" in text
+    assert "TF_CPP_VMODULE=host_offloader=1" in text
+    expected_fix = (
+        "jax.device_put(x, jax.memory.Space.Device)"
+        if TYPED
+        else 'jax.device_put(x, sharding.with_memory_kind("device"))'
+    )
+    assert expected_fix in text
+
+
+def test_unknown_target_is_refused():
+    with pytest.raises(ValueError, match="unknown target"):
+        explain("", target="cpu")
+
+
+def test_missing_dump_directory_is_an_error(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        explain(render("old_format.log", instruction="tuple.64"), tmp_path / "absent")
+
+
+# ---------------------------------------------------------------------------------------
+# Real dumps
+@pytest.fixture(scope="session")
+def full_dump(tmp_path_factory) -> Path:
+    """XLA's text and proto HLO, its module.mlir copies, and JAX's StableHLO dump."""
+    root = tmp_path_factory.mktemp("xla_dump")
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = (
+        f"--xla_dump_to={root} --xla_dump_hlo_as_text --xla_dump_hlo_as_proto"
+    )
+    env["JAX_DUMP_IR_TO"] = str(root / "jax")
+    env["JAX_PLATFORMS"] = "cpu"
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(Path(__file__).parent.parent), env.get("PYTHONPATH", "")]
+    )
+    subprocess.run(
+        [sys.executable, str(SCENARIOS)],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    return root
+
+
+def copy_dump(source: Path, target: Path, keep) -> Path:
+    """Copy the files ``keep`` accepts, at any depth."""
+    shutil.copytree(
+        source,
+        target,
+        ignore=lambda d, names: [n for n in names if not keep(Path(d) / n)],
+    )
+    return target
+
+
+@pytest.fixture
+def text_dump(full_dump, tmp_path) -> Path:
+    return copy_dump(
+        full_dump,
+        tmp_path / "text",
+        lambda p: p.name.endswith("before_optimizations.txt"),
+    )
+
+
+@pytest.fixture
+def proto_dump(full_dump, tmp_path) -> Path:
+    return copy_dump(
+        full_dump,
+        tmp_path / "proto",
+        lambda p: p.name.endswith("before_optimizations.hlo.pb"),
+    )
+
+
+def hlo_text(dump: Path, function: str) -> str:
+    [path] = dump.glob(f"module_*.jit_{function}.before_optimizations.txt")
+    return path.read_text()
+
+
+def parameter_name(hlo: str) -> str:
+    return re.search(r"%?([\w.\-]+) = \S+ parameter\(0\)", hlo).group(1)
+
+
+def root_name(hlo: str) -> str:
+    entry = hlo[hlo.index("ENTRY") :]
+    return re.search(r"ROOT %?([\w.\-]+) = ", entry).group(1)
+
+
+def first_user_of_move_to_host(hlo: str) -> str:
+    """XLA's starting instruction: the first user of the ``annotate_device_placement`` call."""
+    move = re.search(
+        r"%?([\w.\-]+) = [^\n]*custom_call_target=\"annotate_device_placement\"", hlo
+    ).group(1)
+    return re.search(
+        r"%?([\w.\-]+) = [^\n=]*\([^\n]*%?" + re.escape(move) + r"[,)]", hlo
+    ).group(1)
+
+
+def returns_line(function: str) -> int:
+    for number, line in enumerate(SCENARIOS.read_text().splitlines(), 1):
+        if line.endswith(f"# returns: {function}"):
+            return number
+    raise AssertionError(function)
+
+
+def test_dump_modules_pair_xla_and_jax_files(full_dump):
+    modules = {m.name: m for m in find_dumped_modules(full_dump)}
+    names = (
+        {"jit_stream_param", "jit_unpinned_pair", "jit_unpinned_single"}
+        if TYPED
+        else {"jit_offload_then_scale", "jit_carry_host"}
+    )
+
+    assert names <= set(modules)
+    for name in names:
+        module = modules[name]
+        assert module.hlo_text and module.hlo_proto and module.jax_mlir
+        assert module.jax_mlir.endswith(f"_{name}_compile.mlir")
+        assert (
+            module.compiled
+        )  # the CPU compiler finished: after_optimizations files exist
+    assert [m.number for m in modules.values() if m.number is not None] == sorted(
+        m.number for m in modules.values() if m.number is not None
+    )
+
+
+@propagation_only
+@pytest.mark.parametrize("dump_kind", ["text_dump", "proto_dump", "full_dump"])
+def test_old_format_error_maps_to_output_and_source(dump_kind, request):
+    dump = request.getfixturevalue(dump_kind)
+    starting = first_user_of_move_to_host(
+        hlo_text(request.getfixturevalue("full_dump"), "offload_then_scale")
+    )
+    log = render("old_format.log", instruction=starting)
+
+    explanation = explain(log, dump)
+
+    [match] = explanation.matches
+    assert match.module.name == "jit_offload_then_scale"
+    assert match.located_by == "instruction"
+    assert match.output_indices == (1,)
+    [slot] = match.outputs
+    assert slot.memory_kind == "device"
+    assert slot.span.line == returns_line("offload_then_scale")
+    assert slot.path == ("[1]" if dump_kind == "full_dump" else None)
+    [diagnostic] = match.diagnostics
+    assert (diagnostic.code, diagnostic.output_index) == ("OFL1200", 1)
+    assert diagnostic.origin.kind == "move_to_host"
+    assert diagnostic.origin.span.line == returns_line("offload_then_scale") - 1
+    assert explanation.reports == (match.report,)
+    assert f"following {starting} to the outputs" in explanation.text
+    assert f"computed at {slot.span.path}:{slot.span.line}" in explanation.text
+
+
+@propagation_only
+def test_a_name_the_dump_cannot_place_falls_back_to_the_analysis(full_dump):
+    """The carry's move feeds a tuple that HLO import folds into the while: the analysis decides."""
+    starting = first_user_of_move_to_host(hlo_text(full_dump, "carry_host"))
+    explanation = explain(render("old_format.log", instruction=starting), full_dump)
+
+    [match] = explanation.matches
+    assert match.module.name == "jit_carry_host"
+    assert match.located_by == "analysis"
+    assert match.output_indices == (0,)
+    assert match.diagnostics[0].origin.span.line == returns_line("carry_host") - 2
+
+
+@typed_only
+@pytest.mark.parametrize("dump_kind", ["text_dump", "proto_dump", "full_dump"])
+def test_new_format_root_tuple_maps_to_the_host_output(dump_kind, request):
+    full = request.getfixturevalue("full_dump")
+    tmp_path = request.getfixturevalue("tmp_path")
+    # The root tuple has the same name in stream_param's module: leave that one out here.
+    dump = copy_dump(
+        request.getfixturevalue(dump_kind),
+        tmp_path / "pair",
+        lambda p: "stream_param" not in p.name,
+    )
+    log = render(
+        "new_format.log",
+        reference=f"starting from {root_name(hlo_text(full, 'unpinned_pair'))}",
+    )
+
+    explanation = explain(log, dump)
+
+    [match] = explanation.matches
+    assert match.module.name == "jit_unpinned_pair"
+    assert (match.located_by, match.output_indices) == ("instruction", (1,))
+    assert match.outputs[0].span.line == returns_line("unpinned_pair")
+    assert match.diagnostics[0].code == "OFL1200"
+    assert {d.code for d in match.report.diagnostics} >= {"OFL1200", "OFL1204"}
+
+
+@typed_only
+@pytest.mark.parametrize("dump_kind", ["text_dump", "proto_dump"])
+def test_custom_call_root_maps_to_the_single_output(dump_kind, request):
+    dump = request.getfixturevalue(dump_kind)
+    move = root_name(hlo_text(request.getfixturevalue("full_dump"), "unpinned_single"))
+    explanation = explain(
+        render("new_format.log", reference=f'custom call "{move}"'), dump
+    )
+
+    [match] = explanation.matches
+    assert match.module.name == "jit_unpinned_single"
+    assert match.output_indices == (0,)
+    assert match.diagnostics[0].origin.span.line == returns_line("unpinned_single")
+
+
+@typed_only
+def test_streamed_parameter_reaches_both_outputs(full_dump):
+    name = parameter_name(hlo_text(full_dump, "stream_param"))
+    explanation = explain(
+        render("new_format.log", reference=f"starting from {name}"), full_dump
+    )
+
+    [match] = explanation.matches
+    assert match.module.name == "jit_stream_param"
+    assert match.output_indices == (0, 1)
+    assert [slot.path for slot in match.outputs] == ["[0]", "[1]"]
+    assert len(match.diagnostics) == 1 and len(match.other_diagnostics) == 1
+    assert {
+        match.diagnostics[0].output_index,
+        match.other_diagnostics[0].output_index,
+    } == {0, 1}
+    assert match.diagnostics[0].origin.kind == "host_argument"
+    assert "XLA stops at the first; the same problem also reaches" in explanation.text
+
+
+def test_the_module_that_did_not_finish_compiling_is_preferred(full_dump, tmp_path):
+    """A TPU run that failed leaves only ``before_optimizations`` files for that module."""
+    failing = (
+        "jit_stream_param" if TYPED else "jit_offload_then_scale"
+    )  # the older module
+    dump = copy_dump(
+        full_dump,
+        tmp_path / "failed",
+        lambda p: not (failing in p.name and "after_optimizations" in p.name),
+    )
+    # A name both modules define: the root tuple, or the parameter.
+    instruction = (
+        "tuple.1"
+        if TYPED
+        else parameter_name(hlo_text(full_dump, "offload_then_scale"))
+    )
+    names_it = [
+        m
+        for m in find_dumped_modules(dump)
+        if m.hlo_text and LoadedModule(m).mentions(instruction)
+    ]
+    assert len(names_it) == 2
+
+    explanation = explain(render("old_format.log", instruction=instruction), dump)
+
+    [match] = explanation.matches
+    assert match.module.name == failing
+    assert not match.module.compiled
+
+
+def test_trace_output_index_wins_over_the_name(full_dump):
+    function = "unpinned_pair" if TYPED else "offload_then_scale"
+    log = (
+        "I0000 host_offloader.cc:331] Instruction trace leading to error:\n"
+        "I0000 host_offloader.cc:333] {Instr: renamed.99, ShapeIndex: {}}\n"
+        "I0000 host_offloader.cc:333] {Instr: tuple.77, ShapeIndex: {1}}\n"
+        + render("new_format.log", reference="starting from renamed.99")
+    )
+    explanation = explain(log, full_dump)
+
+    [match] = explanation.matches
+    assert match.module.name == f"jit_{function}"
+    assert (match.located_by, match.output_indices) == ("trace", (1,))
+    assert match.diagnostics[0].output_index == 1
+
+
+def test_jax_ir_dump_alone_is_enough(full_dump, tmp_path):
+    dump = copy_dump(
+        full_dump,
+        tmp_path / "jax_only",
+        lambda p: p.name == "jax" or p.parent.name == "jax",
+    )
+    function = "unpinned_pair" if TYPED else "offload_then_scale"
+    [module] = [m for m in find_dumped_modules(dump) if m.name == f"jit_{function}"]
+    assert module.number is None and module.hlo_text is None
+    hlo = hlo_text(full_dump, function)
+    # Converting the StableHLO with jaxlib gives the names XLA's own conversion gave.
+    name = root_name(hlo) if TYPED else first_user_of_move_to_host(hlo)
+
+    explanation = explain(render("old_format.log", instruction=name), dump)
+
+    [match] = [m for m in explanation.matches if m.module.name == f"jit_{function}"]
+    assert (match.source_kind, match.located_by, match.output_indices) == (
+        "jax-ir",
+        "instruction",
+        (1,),
+    )
+    assert match.outputs[0].path == "[1]"
+
+
+def test_an_empty_dump_directory_is_reported(tmp_path):
+    explanation = explain(render("old_format.log", instruction="tuple.64"), tmp_path)
+
+    assert explanation.matches == ()
+    assert any("holds no XLA or JAX module dump" in note for note in explanation.notes)
+    assert (
+        "The dump did not contain the module this error came from." in explanation.text
+    )

@@ -1,0 +1,53 @@
+import json
+
+import pytest
+
+from offload_fixer.model import (
+    Diagnostic,
+    FixOption,
+    FunctionRef,
+    Origin,
+    OutputInfo,
+    Report,
+    Span,
+    Step,
+    format_output_path,
+    parse_output_path,
+)
+
+
+@pytest.mark.parametrize(
+    "text, keys",
+    [
+        ("", ()),
+        ("result", ()),
+        ("result[0]", (("index", 0),)),
+        ("[1]['mu']", (("index", 1), ("key", "mu"))),
+        ("['a]b'][2].count", (("key", "a]b"), ("index", 2), ("attr", "count"))),
+    ],
+)
+def test_output_paths_parse_and_format(text, keys):
+    assert parse_output_path(text) == keys
+    assert parse_output_path(format_output_path(keys)) == keys
+
+
+def test_report_round_trips_through_json():
+    span = Span("train.py", 12, 9, 12, 40, "step")
+    diagnostic = Diagnostic(
+        code="OFL1200",
+        severity="error",
+        target="tpu",
+        message="m",
+        explanation="e",
+        output_index=1,
+        output_path="[1]['mu']",
+        origin=Origin("move_to_host", "pinned_host", span, "device_put", "k"),
+        trace=(Step("stablehlo.custom_call", "move to host", span), Step("output [1]", "output")),
+        span=span,
+        fixes=(FixOption("device", "t", "d"),),
+        function=FunctionRef("step", "train.py", 10),
+        related_outputs=("[2]",),
+    )
+    report = Report((diagnostic,), "tpu", "0.10.2", "jit_step", FunctionRef("step"), (OutputInfo(1, "[1]", "device", "error"),))
+    assert Report.from_dict(json.loads(json.dumps(report.to_dict()))) == report
+    assert report.errors == (diagnostic,)

@@ -1,0 +1,146 @@
+"""The rules' pages and examples: every example is a real program for the JAX it targets."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from offload_fixer import jax_compat
+from offload_fixer.model import TARGETS
+from offload_fixer.rules import UnknownRule, all_rules, get_rule, render_rule
+
+CODES = [f"OFL{n}" for n in range(1200, 1207)]
+# One version per regime and per change of memory-kind names.
+VERSIONS = ["0.4.20", "0.4.26", "0.4.35", "0.6.2", "0.7.1", "0.10.2"]
+
+
+def test_one_rule_per_contract_code_in_order():
+    assert [rule.code for rule in all_rules()] == CODES
+    names = [rule.name for rule in all_rules()]
+    assert len(set(names)) == len(names)
+    assert all(name == name.lower() and " " not in name and "_" not in name for name in names)
+
+
+def test_every_rule_documents_every_target_and_fix_safety():
+    for rule in all_rules():
+        assert set(rule.targets) == set(TARGETS)
+        assert rule.fixes, rule.code
+        assert all(fix.safety in ("safe", "unsafe", "display-only") and fix.why for fix in rule.fixes)
+
+
+def test_ofl1200_severity_follows_the_target():
+    rule = get_rule("OFL1200")
+    assert [rule.severity(t) for t in ("tpu", "gpu", "gpu-legacy")] == ["error", "warning", "error"]
+    assert "is returned from the entry computation" in rule.targets["tpu"].message
+    assert rule.targets["gpu"].message is None
+
+
+def test_lookup_by_code_or_name_and_suggestions():
+    assert get_rule("ofl1201").code == "OFL1201"
+    assert get_rule("host-value-device-output").code == "OFL1200"
+    with pytest.raises(UnknownRule, match="did you mean host-value-device-output"):
+        get_rule("host-value-devise-output")
+    with pytest.raises(UnknownRule, match="no rule 'OFL1299'"):
+        get_rule("OFL1299")
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("code", CODES)
+def test_examples_are_python_for_every_version(code, version):
+    rule = get_rule(code)
+    invalid = rule.invalid_example(version)
+    valid = rule.valid_example(version)
+    assert invalid != valid
+    for source in (invalid, valid):
+        tree = ast.parse(source)
+        compile(tree, f"<{code} {version}>", "exec")
+        assigned = {
+            t.id
+            for node in tree.body
+            if isinstance(node, ast.Assign)
+            for t in node.targets
+            if isinstance(t, ast.Name)
+        }
+        defined = assigned | {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+        assert {"f", "args"} <= defined
+
+
+def test_examples_spell_moves_for_the_version():
+    rule = get_rule("OFL1201")
+    assert "jax.memory.Space.Device" in rule.valid_example("0.10.2")
+    older = rule.valid_example("0.6.2")
+    assert "jax.memory" not in older and 'with_memory_kind("device")' in older
+    oldest = rule.valid_example("0.4.20")
+    assert 'memory_kind="unpinned_host"' in oldest and 'with_memory_kind("tpu_hbm")' in oldest
+
+
+def test_render_rule_page():
+    page = render_rule("OFL1200", jax_version="0.10.2")
+    assert page.startswith("# OFL1200 host-value-device-output")
+    for heading in ("## What it does", "## Why is this bad?", "## Example (JAX 0.10.2)", "## Fixes"):
+        assert heading in page
+    assert "(safe)" in page and "(unsafe)" in page and "(display-only)" in page
+    assert get_rule("OFL1200").invalid_example("0.10.2").strip() in page
+
+
+# ---------------------------------------------------------------------------------------
+# Lowering the examples with the installed JAX
+def _lower(source: str, name: str):
+    namespace: dict = {}
+    exec(compile(source, name, "exec"), namespace)
+    return jax_compat.lower_for_platform(namespace["f"], namespace["args"], {}, "tpu")
+
+
+def _operations(operation):
+    yield operation
+    for region in operation.regions:
+        for block in region.blocks:
+            for child in block.operations:
+                yield from _operations(child.operation)
+
+
+def _placements(lowered) -> list[str]:
+    """``_xla_buffer_placement`` of every ``annotate_device_placement`` in the module."""
+    from jax._src.lib.mlir import ir
+
+    module = lowered.compiler_ir("stablehlo")
+    found = []
+    for op in _operations(module.operation):
+        if op.name != "stablehlo.custom_call":
+            continue
+        if ir.StringAttr(op.attributes["call_target_name"]).value != "annotate_device_placement":
+            continue
+        attributes = ir.DictAttr(op.attributes["mhlo.frontend_attributes"])
+        found.append(ir.StringAttr(attributes["_xla_buffer_placement"]).value)
+    return found
+
+
+needs_host_memory = pytest.mark.skipif(
+    not jax_compat.host_memory_on_this_backend(),
+    reason="the examples build pinned_host shardings, which this JAX's CPU backend lacks",
+)
+
+
+@needs_host_memory
+def test_ofl1200_invalid_example_lowers_with_a_move_to_host():
+    lowered = _lower(get_rule("OFL1200").invalid_example(), "<OFL1200 invalid>")
+    assert "pinned_host" in _placements(lowered)
+
+
+@needs_host_memory
+@pytest.mark.parametrize("version", [None, "0.6.2"])
+@pytest.mark.parametrize("code", CODES)
+def test_examples_lower_for_tpu(code, version):
+    """The installed JAX's examples, and the 0.4.29-0.7.0 spelling (whose APIs newer JAX keeps)."""
+    rule = get_rule(code)
+    for kind, source in (("invalid", rule.invalid_example(version)), ("valid", rule.valid_example(version))):
+        placements = _placements(_lower(source, f"<{code} {kind}>"))
+        assert placements, f"{code} {kind} example moves nothing"
+
+
+@needs_host_memory
+def test_ofl1204_example_moves_to_unpinned_host_and_its_fix_does_not():
+    rule = get_rule("OFL1204")
+    assert _placements(_lower(rule.invalid_example(), "<OFL1204 invalid>")) == ["unpinned_host"]
+    assert _placements(_lower(rule.valid_example(), "<OFL1204 valid>")) == ["pinned_host"]

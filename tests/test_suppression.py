@@ -1,0 +1,228 @@
+"""``# offload-fixer: ignore[...]``: parsing, attachment to statements, unused directives."""
+
+from __future__ import annotations
+
+import textwrap
+
+from offload_fixer.model import Diagnostic, FunctionRef, Origin, Span
+from offload_fixer.suppression import filter_suppressed, find_suppressions
+
+PATH = "train.py"
+
+
+def _diagnostic(code="OFL1200", origin_line=None, return_line=None, span_line=None, def_line=None, path=PATH):
+    return Diagnostic(
+        code=code,
+        severity="error",
+        target="tpu",
+        message="m",
+        explanation="e",
+        origin=Origin("move_to_host", "pinned_host", Span(path, origin_line, 5)) if origin_line else None,
+        return_span=Span(path, return_line, 5) if return_line else None,
+        span=Span(path, span_line, 5) if span_line else None,
+        function=FunctionRef("f", path, def_line) if def_line else None,
+    )
+
+
+def _source(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def _run(text, *diagnostics, enabled=None):
+    return filter_suppressed(diagnostics, {PATH: _source(text)}, enabled=enabled)
+
+
+def test_parses_bare_single_and_multiple_codes():
+    source = _source(
+        """
+        a = 1  # offload-fixer: ignore
+        b = 2  # offload-fixer: ignore[OFL1200]
+        c = 3  # noqa: E501  # offload-fixer: ignore[ofl1200, OFL1201]
+        d = "# offload-fixer: ignore"  # a string is not a comment
+        """
+    )
+    found = find_suppressions(PATH, source)
+    assert [(s.line, s.codes) for s in found] == [(1, ()), (2, ("OFL1200",)), (3, ("OFL1200", "OFL1201"))]
+    assert found[0].col == 8 and not found[0].standalone
+
+
+def test_comment_on_the_move_line_suppresses_matching_code_only():
+    text = """
+    def f(x):
+        y = jax.device_put(x, host)  # offload-fixer: ignore[OFL1200]
+        return y + 1
+    """
+    hit = _diagnostic("OFL1200", origin_line=2, return_line=3)
+    other = _diagnostic("OFL1201", span_line=2)
+    kept, suppressed, unused = _run(text, hit, other)
+    assert suppressed == [hit] and kept == [other] and unused == []
+
+
+def test_comment_on_the_return_line():
+    text = """
+    def f(x):
+        y = jax.device_put(x, host)
+        return y + 1  # offload-fixer: ignore
+    """
+    diagnostic = _diagnostic(origin_line=2, return_line=3)
+    assert _run(text, diagnostic)[1] == [diagnostic]
+
+
+def test_any_line_of_a_multi_line_statement():
+    text = """
+    def f(x):
+        y = jax.device_put(
+            x,
+            host,  # offload-fixer: ignore[OFL1200]
+        )
+        z = y + 1
+        return z
+    """
+    inside = _diagnostic(origin_line=2)
+    outside = _diagnostic(return_line=7)
+    kept, suppressed, _ = _run(text, inside, outside)
+    assert suppressed == [inside] and kept == [outside]
+
+
+def test_diagnostic_spanning_lines_meets_a_comment_on_its_last_line():
+    text = """
+    y = jax.device_put(
+        x, host)  # offload-fixer: ignore
+    """
+    diagnostic = Diagnostic(
+        code="OFL1200",
+        severity="error",
+        target="tpu",
+        message="m",
+        explanation="e",
+        span=Span(PATH, 1, 5, end_line=2, end_col=17),
+    )
+    assert _run(text, diagnostic)[1] == [diagnostic]
+
+
+def test_decorator_line_covers_the_whole_function():
+    text = """
+    import jax
+
+    @functools.partial(  # offload-fixer: ignore[OFL1200]
+        jax.jit, donate_argnums=0)
+    def f(x):
+        y = jax.device_put(x, host)
+        return y + 1
+
+
+    def g(x):
+        return jax.device_put(x, host) + 1
+    """
+    in_f = _diagnostic(origin_line=6, return_line=7)
+    in_f_no_spans = _diagnostic(def_line=5)
+    in_g = _diagnostic(origin_line=11, return_line=11)
+    kept, suppressed, unused = _run(text, in_f, in_f_no_spans, in_g)
+    assert suppressed == [in_f, in_f_no_spans] and kept == [in_g] and unused == []
+
+
+def test_def_line_covers_the_whole_function_but_other_headers_only_themselves():
+    text = """
+    def f(x):  # offload-fixer: ignore[OFL1201]
+        with compute_on("device_host"):  # offload-fixer: ignore[OFL1200]
+            y = x * 2
+        return y
+    """
+    body = _diagnostic("OFL1201", span_line=3)
+    header = _diagnostic("OFL1200", origin_line=2)
+    below_header = _diagnostic("OFL1200", origin_line=3)
+    kept, suppressed, _ = _run(text, body, header, below_header)
+    assert suppressed == [body, header] and kept == [below_header]
+
+
+def test_standalone_comment_covers_the_next_statement_only():
+    text = """
+    def f(x):
+        # offload-fixer: ignore[OFL1200]
+        # (the offloaded copy is returned on purpose)
+        y = jax.device_put(x, host)
+        z = jax.device_put(x, host)
+
+        # offload-fixer: ignore[OFL1201]
+
+        w = jnp.sin(z)
+        return y, z, w
+    """
+    next_statement = _diagnostic(origin_line=4)
+    later = _diagnostic(origin_line=5)
+    after_blank_line = _diagnostic("OFL1201", span_line=9)
+    kept, suppressed, unused = _run(text, next_statement, later, after_blank_line)
+    assert suppressed == [next_statement] and kept == [later, after_blank_line]
+    assert [(u.line, u.codes) for u in unused] == [(7, ("OFL1201",))]
+
+
+def test_standalone_comment_above_a_decorator_covers_the_function():
+    text = """
+    # offload-fixer: ignore
+    @jax.jit
+    def f(x):
+        return jax.device_put(x, host) + 1
+    """
+    diagnostic = _diagnostic(origin_line=4)
+    assert _run(text, diagnostic)[1] == [diagnostic]
+
+
+def test_unused_and_unknown_codes_are_reported():
+    text = """
+    a = 1  # offload-fixer: ignore
+    b = jax.device_put(x, host)  # offload-fixer: ignore[OFL1200, OFL1201, OFL9999]
+    """
+    diagnostic = _diagnostic(origin_line=2)
+    _, suppressed, unused = _run(text, diagnostic)
+    assert suppressed == [diagnostic]
+    assert [(u.line, u.codes, u.reason) for u in unused] == [
+        (1, (), "unused"),
+        (2, ("OFL9999",), "unknown"),
+        (2, ("OFL1201",), "unused"),
+    ]
+    assert unused[2].message == "unused offload-fixer suppression: OFL1201"
+
+
+def test_codes_that_were_not_checked_are_not_called_unused():
+    text = "b = 1  # offload-fixer: ignore[OFL1201]\n"
+    assert _run(text, enabled={"OFL1200"})[2] == []
+    assert len(_run(text, enabled={"OFL1201"})[2]) == 1
+
+
+def test_files_without_diagnostics_report_every_directive_unused(tmp_path):
+    sources = {"a.py": "x = 1  # offload-fixer: ignore[OFL1200]\n", "b.py": "y = 2\n"}
+    kept, suppressed, unused = filter_suppressed([], sources)
+    assert (kept, suppressed) == ([], [])
+    assert [(u.path, u.line) for u in unused] == [("a.py", 1)]
+
+
+def test_paths_are_compared_after_normalising(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    diagnostic = _diagnostic(origin_line=1, path=str(tmp_path / "pkg" / "m.py"))
+    sources = {"pkg/m.py": "y = jax.device_put(x, host)  # offload-fixer: ignore\n"}
+    assert filter_suppressed([diagnostic], sources)[1] == [diagnostic]
+
+
+def test_file_that_does_not_parse_still_honours_same_line_directives():
+    text = """
+    def f(x:
+        y = jax.device_put(x, host)  # offload-fixer: ignore
+    """
+    same_line = _diagnostic(origin_line=2)
+    other_line = _diagnostic(origin_line=1)
+    kept, suppressed, _ = _run(text, same_line, other_line)
+    assert suppressed == [same_line] and kept == [other_line]
+
+
+def test_match_and_one_line_compound_statements():
+    text = """
+    match mode:  # offload-fixer: ignore[OFL1201]
+        case "host":
+            y = jnp.sin(h)
+    if offload: y = jax.device_put(x, host)  # offload-fixer: ignore[OFL1200]
+    """
+    header = _diagnostic("OFL1201", span_line=1)
+    case_body = _diagnostic("OFL1201", span_line=3)
+    one_line = _diagnostic("OFL1200", origin_line=4)
+    kept, suppressed, _ = _run(text, header, case_body, one_line)
+    assert suppressed == [header, one_line] and kept == [case_body]
