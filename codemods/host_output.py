@@ -161,20 +161,24 @@ class HostOutputCommand(FixCommand):
                              target_text: str, other_text: str, site: JitSite) -> str | None:
         if rests == [()]:
             return target_text
-        texts = set()
+        texts: list[str | None] = []
+        shapes: set[str | None] = set()  # dict keys sorted: returns may list them in any order
         for _, value in returned_values(function, self.target.return_lines):
             located = locate(self.facts, function.scope, value, prefix)
-            built = None if located.rest else build_like(
-                self.facts, function.scope, located.node, rests, target_text, other_text
-            )
-            texts.add(built)
-        if len(texts) != 1 or None in texts:
+            if located.rest:
+                texts.append(None)
+                shapes.add(None)
+                continue
+            args = (self.facts, function.scope, located.node, rests, target_text, other_text)
+            texts.append(build_like(*args))
+            shapes.add(build_like(*args, sort_keys=True))
+        if len(shapes) != 1 or None in shapes:
             self.report_problem(
                 f"the returns of {function.name} do not show one structure around "
                 f"{self._labels([(*prefix, *r) for r in rests])}, which out_shardings at line {site.line} must mirror"
             )
             return None
-        return texts.pop()
+        return texts[0]
 
     # ------------------------------------------------------------------ the host sharding
     def host_sharding(self, function: FunctionInfo, site: JitSite,
@@ -184,14 +188,14 @@ class HostOutputCommand(FixCommand):
         exact = []
         origin = self.origin_destination(function)
         if origin is not None:
-            exact.append(origin[0])
+            exact.append(origin)
         host_input = self.host_in_sharding(function)
         if host_input is not None:
-            exact.append(host_input[0])
-        for source in exact:
+            exact.append((host_input[0], host_input[1].scope))
+        for source, written_in in exact:
             if sx.is_memory_space(source) or sx.is_transfer_to_memory_kind(source):
                 continue
-            if self.facts.visible(source, site.scope, site.line):
+            if self.facts.portable(source, written_in, site.scope, site.line):
                 copy = source.deep_clone()
                 literal = sx.memory_kind_literal(source)
                 return (copy if literal in (None, kind) else sx.with_memory_kind(copy, kind, quote)), []  # type: ignore[return-value]

@@ -146,12 +146,12 @@ class MoveToDeviceCommand(FixCommand):
         sources = []
         origin = self.origin_destination(function)
         if origin is not None:
-            sources.append(origin[0])
+            sources.append(origin)
         host_input = self.host_in_sharding(function)
         if host_input is not None:
-            sources.append(host_input[0])
-        for source in sources:
-            if sx.is_memory_space(source) or not self.facts.visible(source, scope, line):
+            sources.append((host_input[0], host_input[1].scope))
+        for source, written_in in sources:
+            if sx.is_memory_space(source) or not self.facts.portable(source, written_in, scope, line):
                 continue
             derived = sx.with_memory_kind(source.deep_clone(), kind, quote)
             if derived is not None:

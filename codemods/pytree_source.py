@@ -8,7 +8,7 @@ one ``name = value`` assignment. Anything else is opaque: the path stops there.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
 import libcst as cst
 
@@ -59,17 +59,20 @@ def locate(facts: SourceFacts, scope: Scope, expr: cst.BaseExpression, keys: Seq
     rest = tuple(keys)
     through = False
     seen: set[int] = set()
+    name_stop: Located | None = None
+    """Where the path stood before following the last name: used if that led nowhere."""
     while rest:
         child = child_at(expr, rest[0])
         if child is not None:
-            expr, rest = child, rest[1:]
+            expr, rest, name_stop = child, rest[1:], None
             continue
         value = follow_name(facts, scope, expr)
         if value is None or id(value) in seen:
             break
         seen.add(id(value))
+        name_stop = name_stop or Located(expr, rest, through)
         expr, through = value, True
-    return Located(expr, rest, through)
+    return name_stop if rest and name_stop is not None else Located(expr, rest, through)
 
 
 def build_like(
@@ -79,10 +82,12 @@ def build_like(
     targets: Sequence[tuple[PathKey, ...]],
     target_text: str,
     other_text: str,
+    sort_keys: bool = False,
 ) -> str | None:
     """Source text of a pytree prefix shaped like ``expr`` along the target paths, with
     ``target_text`` at each target and ``other_text`` for every other subtree; None when a
-    target path enters something whose structure the source does not show."""
+    target path enters something whose structure the source does not show. ``sort_keys``
+    orders dict entries by key, as pytrees compare them."""
     if any(not t for t in targets):
         return target_text
     if not targets:
@@ -99,10 +104,11 @@ def build_like(
         return [t[1:] for t in targets if t[0] == key]
 
     def part(child: cst.BaseExpression, key: PathKey) -> str | None:
-        return build_like(facts, scope, child, sub(key), target_text, other_text)
+        return build_like(facts, scope, child, sub(key), target_text, other_text, sort_keys)
 
     used: set[PathKey] = set()
     pieces: list[str] = []
+    order: list[str] = []
     if isinstance(expr, (cst.Tuple, cst.List)):
         if any(isinstance(e, cst.StarredElement) for e in expr.elements):
             return None
@@ -121,12 +127,16 @@ def build_like(
         for element in expr.elements:
             if not isinstance(element, cst.DictElement) or _key_value(element.key) is None:
                 return None
-            key = ("index", _key_value(element.key)) if isinstance(_key_value(element.key), int) else ("key", _key_value(element.key))
+            value = _key_value(element.key)
+            key = ("index", value) if isinstance(value, int) else ("key", value)
             used.add(key)
             text = part(element.value, key)
             if text is None:
                 return None
             pieces.append(f"{facts.module.code_for_node(element.key)}: {text}")
+            order.append(repr(value))
+        if sort_keys:
+            pieces = [piece for _, piece in sorted(zip(order, pieces))]
         body = "{" + ", ".join(pieces) + "}"
     elif isinstance(expr, cst.Call) and _is_plain_call(expr) and isinstance(expr.func, cst.Name) and expr.func.value == "dict":
         for arg in expr.args:
@@ -137,6 +147,8 @@ def build_like(
             if text is None:
                 return None
             pieces.append(f"{arg.keyword.value}={text}")
+        if sort_keys:
+            pieces.sort()
         body = "dict(" + ", ".join(pieces) + ")"
     else:
         return None
@@ -168,12 +180,11 @@ def parenthesized_if_tuple(expr: cst.BaseExpression) -> cst.BaseExpression:
 
 def _key_value(key: cst.BaseExpression) -> str | int | None:
     if isinstance(key, cst.Integer):
-        return int(key.value)
+        value = key.evaluated_value
+        return value if isinstance(value, int) else None
     return string_value(key)
 
 
 def _is_plain_call(call: cst.Call) -> bool:
     return all(arg.keyword is not None and not arg.star for arg in call.args)
 
-
-ExprBuilder = Callable[[cst.BaseExpression], cst.BaseExpression]

@@ -268,6 +268,14 @@ class SourceFacts:
                 return False
         return True
 
+    def portable(self, expr: cst.BaseExpression, written_in: Scope, scope: Scope, line: int) -> bool:
+        """Whether ``expr``, written in ``written_in``, means the same thing when evaluated in
+        ``scope`` at ``line``: every name visible there and bound by the same scope."""
+        names = _free_names(expr)
+        if names is None or not self.visible(expr, scope, line):
+            return False
+        return all(_binding_scope(name, written_in) is _binding_scope(name, scope) for name in names)
+
     def _name_visible(self, name: str, scope: Scope, line: int) -> bool:
         at_import_time = scope.kind != "function"
         current: Scope | None = scope
@@ -299,6 +307,15 @@ class SourceFacts:
     def references(self, name: str) -> int:
         """How many times ``name`` is read or bound as a plain name anywhere in the module."""
         return sum(1 for node in _iter_names(self.module) if node.value == name)
+
+
+def _binding_scope(name: str, scope: Scope) -> Scope | None:
+    current: Scope | None = scope
+    while current is not None:
+        if (current is scope or current.kind != "class") and name in current.bindings:
+            return current
+        current = current.parent
+    return None
 
 
 def _refers_to(expr: cst.BaseExpression, function: FunctionInfo) -> bool:

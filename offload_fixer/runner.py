@@ -16,8 +16,8 @@ What cannot be intercepted:
 * jit objects created before the patch: modules imported by ``sitecustomize``/``.pth`` files,
   or by whatever imported ``offload_fixer`` first, and JAX's own internal jits (skipped on
   purpose: eager ``jnp`` operations are not the user's compilations);
-* ``jax.jit`` reached through ``jax._src`` modules that bound it at their import time, and
-  ``jax.experimental.pjit.pjit``;
+* ``jax._src.api.jit`` and whatever JAX jits on the user's behalf (``jax.eval_shape`` jits the
+  user's function internally, and that is not a compilation), and ``jax.experimental.pjit.pjit``;
 * ``jax.pmap`` and ``xmap``, and functions compiled only through ``jax.export``;
 * jitted functions called inside another trace: they are part of the outer compilation,
   which is checked as a whole;
@@ -87,6 +87,9 @@ class CompilationChecker:
     """Lowers each distinct compilation once for the target and collects the reports."""
 
     def __init__(self, target: str):
+        import jax
+        from jax._src.core import trace_state_clean
+
         from offload_fixer import jax_compat
 
         if target not in TARGETS:
@@ -95,17 +98,20 @@ class CompilationChecker:
         self.platform = jax_compat.lowering_platform(target)
         self.active = True
         self.result = RunResult(target=target)
+        self.leaf_signature = LeafSignatures()
+        self.tree_flatten = jax.tree_util.tree_flatten
+        self.outside_any_trace = trace_state_clean
         self._seen: set[Any] = set()
         self._report_keys: set[Any] = set()
         self._lock = threading.RLock()
 
-    def count_call(self) -> None:
+    def observe(self, key: Any) -> bool:
+        """Count one intercepted operation; True the first time its ``key`` is seen (the
+        caller then checks that compilation). ``None``: a call inside a trace, not counted."""
+        if key is None:
+            return False
         with self._lock:
             self.result.intercepted += 1
-
-    def claim(self, key: Any) -> bool:
-        """True the first time ``key`` is seen: the caller checks that compilation."""
-        with self._lock:
             if key in self._seen:
                 return False
             self._seen.add(key)
@@ -161,6 +167,7 @@ class CheckedJit:
             _options=options,
             _static_nums=static[0],
             _static_names=static[1],
+            _fun_key=_hashable(fun),
             _checker=checker,
         )
         for name in ("__name__", "__qualname__", "__doc__", "__module__"):
@@ -178,7 +185,10 @@ class CheckedJit:
         return self._intercept(self._real.trace, args, kwargs)
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(vars(self)["_real"], name)
+        real = vars(self).get("_real")
+        if real is None:
+            raise AttributeError(name)
+        return getattr(real, name)
 
     def __get__(self, instance: Any, owner: Any = None) -> Any:
         return self if instance is None else types.MethodType(self, instance)
@@ -188,67 +198,91 @@ class CheckedJit:
 
     def _intercept(self, operation: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         checker = self._checker
-        if not checker.active or not _outside_any_trace():
+        if not checker.active or not checker.outside_any_trace():
             return operation(*args, **kwargs)
-        checker.count_call()
         key = self._signature(args, kwargs)
         try:
             result = operation(*args, **kwargs)
         except Exception:
-            if key is not None and checker.claim(key):
+            if checker.observe(key):
                 checker.check(self._real, self._fun, args, kwargs, quiet=True)
             raise
-        if key is not None and checker.claim(key):
+        if checker.observe(key):
             checker.check(self._real, self._fun, args, kwargs)
         return result
 
     def _signature(self, args: tuple, kwargs: dict) -> Any:
         """What makes a compilation distinct; ``None`` inside a trace (tracer arguments)."""
-        import jax
-
+        checker = self._checker
+        static: tuple = ()
         try:
-            static_positions = {i if i >= 0 else i + len(args) for i in self._static_nums}
-            static = tuple((i, _hashable(args[i])) for i in sorted(static_positions) if 0 <= i < len(args))
-            static += tuple((k, _hashable(kwargs[k])) for k in sorted(kwargs) if k in self._static_names)
-            dynamic_args = [a for i, a in enumerate(args) if i not in static_positions]
-            dynamic_kwargs = {k: v for k, v in kwargs.items() if k not in self._static_names}
-            leaves, treedef = jax.tree_util.tree_flatten((dynamic_args, dynamic_kwargs))
-            leaf_keys = tuple(_leaf_signature(leaf) for leaf in leaves)
+            if self._static_nums or self._static_names:
+                positions = {i if i >= 0 else i + len(args) for i in self._static_nums}
+                static = tuple((i, _hashable(args[i])) for i in sorted(positions) if 0 <= i < len(args))
+                static += tuple((k, _hashable(kwargs[k])) for k in sorted(kwargs) if k in self._static_names)
+                args = tuple(a for i, a in enumerate(args) if i not in positions)
+                kwargs = {k: v for k, v in kwargs.items() if k not in self._static_names}
+            leaves, treedef = checker.tree_flatten((args, kwargs))
+            leaf_keys = tuple(map(checker.leaf_signature, leaves))
         except _TracerArgument:
             return None
         except Exception as exc:  # an argument the tool does not understand: JAX will say more
-            self._checker.warn(f"could not compute the signature of a call to {_describe(self._fun)}: {_one_line(exc)}")
+            checker.warn(f"could not compute the signature of a call to {_describe(self._fun)}: {_one_line(exc)}")
             return None
-        return (_hashable(self._fun), self._options, treedef, leaf_keys, static)
+        return (self._fun_key, self._options, treedef, leaf_keys, static)
 
 
 class _TracerArgument(Exception):
     """A tracer argument: the call is part of an enclosing trace, not a compilation."""
 
 
-def _leaf_signature(leaf: Any) -> Any:
-    import jax
-    import numpy as np
-    from jax._src.core import Tracer
+class LeafSignatures:
+    """The abstract signature of one argument leaf, as jit's cache distinguishes it.
 
-    kind = type(leaf)
-    if kind in (bool, int, float, complex):
-        return kind
-    if isinstance(leaf, Tracer):
-        raise _TracerArgument
-    if isinstance(leaf, jax.Array):
-        return ("array", leaf.shape, leaf.dtype, leaf.weak_type, leaf.sharding if leaf.committed else None)
-    if isinstance(leaf, jax.ShapeDtypeStruct):
-        return ("abstract", leaf.shape, leaf.dtype, leaf.weak_type, _hashable(leaf.sharding))
-    if isinstance(leaf, (np.ndarray, np.generic)):
-        return ("numpy", leaf.shape, leaf.dtype)
-    return ("other", kind)
+    How to read a type is decided once per type: ``isinstance(x, jax.Array)`` is an ABC check,
+    too slow to repeat on every call of a jitted function.
+    """
+
+    def __init__(self) -> None:
+        import jax
+        import numpy as np
+        from jax._src.core import Tracer
+
+        self._classes = (
+            (Tracer, _tracer_signature),
+            (jax.Array, _array_signature),
+            (jax.ShapeDtypeStruct, _abstract_signature),
+            ((np.ndarray, np.generic), _numpy_signature),
+        )
+        self._by_type: dict[type, Callable[[Any], Any]] = {t: type for t in (bool, int, float, complex)}
+
+    def __call__(self, leaf: Any) -> Any:
+        kind = type(leaf)
+        reader = self._by_type.get(kind)
+        if reader is None:
+            reader = next((r for classes, r in self._classes if issubclass(kind, classes)), _other_signature)
+            self._by_type[kind] = reader
+        return reader(leaf)
 
 
-def _outside_any_trace() -> bool:
-    from jax._src import core
+def _tracer_signature(leaf: Any) -> Any:
+    raise _TracerArgument
 
-    return core.trace_state_clean()
+
+def _array_signature(leaf: Any) -> Any:
+    return ("array", leaf.shape, leaf.dtype, leaf.weak_type, leaf.sharding if leaf.committed else None)
+
+
+def _abstract_signature(leaf: Any) -> Any:
+    return ("abstract", leaf.shape, leaf.dtype, leaf.weak_type, _hashable(leaf.sharding))
+
+
+def _numpy_signature(leaf: Any) -> Any:
+    return ("numpy", leaf.shape, leaf.dtype)
+
+
+def _other_signature(leaf: Any) -> Any:
+    return ("other", type(leaf))
 
 
 def _hashable(value: Any) -> Any:
@@ -586,9 +620,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     for diagnostic in result.diagnostics:
         print(format_diagnostic(diagnostic))
     print(_summary(result))
-    if options.report:
-        write_report_file(options.report, result.reports, result.target, result.sources)
     sys.stdout.flush()
+    if options.report:
+        try:
+            write_report_file(options.report, result.reports, result.target, result.sources)
+        except OSError as exc:
+            print(f"offload-fixer: error: cannot write the report: {exc}", file=sys.stderr)
+            raise SystemExit(EXIT_USAGE) from None
     raise SystemExit(result.exit_code)
 
 

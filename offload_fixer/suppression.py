@@ -9,9 +9,10 @@ the code it is attached to:
   header;
 * a comment alone on its line covers the statement right below it.
 
-Comments are found with ``tokenize`` (cheap); statement extents need libcst positions,
-which cost about three times a parse, so they are computed only for files that have both a
-directive and a diagnostic.
+Comments are found with ``tokenize`` (cheap). Statement extents need libcst positions,
+which cost about three times a parse, so they are computed only for a file where a
+diagnostic is left that one of its directives could cover once statements are known; a
+directive on the diagnostic's own line never needs them.
 """
 
 from __future__ import annotations
@@ -107,7 +108,9 @@ def filter_suppressed(
     for path, source in sources.items():
         found = find_suppressions(path, source)
         if found:
-            by_file[_key(path)] = [(suppression, (suppression.line, suppression.line)) for suppression in found]
+            by_file[_key(path)] = [
+                (suppression, (suppression.line, suppression.line)) for suppression in found
+            ]
     kept, suppressed, used = _match(diagnostics, by_file)
     widen = {
         _key(span.path)

@@ -20,7 +20,6 @@ import pytest
 
 from offload_fixer import jax_compat
 from offload_fixer.explain import (
-    LoadedModule,
     TraceStep,
     explain,
     find_dumped_modules,
@@ -195,13 +194,14 @@ def full_dump(tmp_path_factory) -> Path:
     env["PYTHONPATH"] = os.pathsep.join(
         [str(Path(__file__).parent.parent), env.get("PYTHONPATH", "")]
     )
-    subprocess.run(
+    result = subprocess.run(
         [sys.executable, str(SCENARIOS)],
         env=env,
-        check=True,
         capture_output=True,
+        text=True,
         timeout=300,
     )
+    assert result.returncode == 0, result.stderr[-4000:]
     return root
 
 
@@ -239,6 +239,7 @@ def hlo_text(dump: Path, function: str) -> str:
 
 
 def parameter_name(hlo: str) -> str:
+    hlo = hlo[hlo.index("ENTRY") :]
     return re.search(r"%?([\w.\-]+) = \S+ parameter\(0\)", hlo).group(1)
 
 
@@ -247,11 +248,14 @@ def root_name(hlo: str) -> str:
     return re.search(r"ROOT %?([\w.\-]+) = ", entry).group(1)
 
 
+def move_to_host_name(hlo: str) -> str:
+    pattern = r"%?([\w.\-]+) = [^\n]*custom_call_target=\"annotate_device_placement\""
+    return re.search(pattern, hlo).group(1)
+
+
 def first_user_of_move_to_host(hlo: str) -> str:
     """XLA's starting instruction: the first user of the ``annotate_device_placement`` call."""
-    move = re.search(
-        r"%?([\w.\-]+) = [^\n]*custom_call_target=\"annotate_device_placement\"", hlo
-    ).group(1)
+    move = move_to_host_name(hlo)
     return re.search(
         r"%?([\w.\-]+) = [^\n=]*\([^\n]*%?" + re.escape(move) + r"[,)]", hlo
     ).group(1)
@@ -269,7 +273,7 @@ def test_dump_modules_pair_xla_and_jax_files(full_dump):
     names = (
         {"jit_stream_param", "jit_unpinned_pair", "jit_unpinned_single"}
         if TYPED
-        else {"jit_offload_then_scale", "jit_carry_host"}
+        else {"jit_move_then_scale", "jit_carry_host"}
     )
 
     assert names <= set(modules)
@@ -277,9 +281,7 @@ def test_dump_modules_pair_xla_and_jax_files(full_dump):
         module = modules[name]
         assert module.hlo_text and module.hlo_proto and module.jax_mlir
         assert module.jax_mlir.endswith(f"_{name}_compile.mlir")
-        assert (
-            module.compiled
-        )  # the CPU compiler finished: after_optimizations files exist
+        assert module.compiled, "the CPU compiler finished: after_optimizations exist"
     assert [m.number for m in modules.values() if m.number is not None] == sorted(
         m.number for m in modules.values() if m.number is not None
     )
@@ -290,24 +292,24 @@ def test_dump_modules_pair_xla_and_jax_files(full_dump):
 def test_old_format_error_maps_to_output_and_source(dump_kind, request):
     dump = request.getfixturevalue(dump_kind)
     starting = first_user_of_move_to_host(
-        hlo_text(request.getfixturevalue("full_dump"), "offload_then_scale")
+        hlo_text(request.getfixturevalue("full_dump"), "move_then_scale")
     )
     log = render("old_format.log", instruction=starting)
 
     explanation = explain(log, dump)
 
     [match] = explanation.matches
-    assert match.module.name == "jit_offload_then_scale"
+    assert match.module.name == "jit_move_then_scale"
     assert match.located_by == "instruction"
     assert match.output_indices == (1,)
     [slot] = match.outputs
     assert slot.memory_kind == "device"
-    assert slot.span.line == returns_line("offload_then_scale")
+    assert slot.span.line == returns_line("move_then_scale")
     assert slot.path == ("[1]" if dump_kind == "full_dump" else None)
     [diagnostic] = match.diagnostics
     assert (diagnostic.code, diagnostic.output_index) == ("OFL1200", 1)
     assert diagnostic.origin.kind == "move_to_host"
-    assert diagnostic.origin.span.line == returns_line("offload_then_scale") - 1
+    assert diagnostic.origin.span.line == returns_line("move_then_scale") - 1
     assert explanation.reports == (match.report,)
     assert f"following {starting} to the outputs" in explanation.text
     assert f"computed at {slot.span.path}:{slot.span.line}" in explanation.text
@@ -329,23 +331,22 @@ def test_a_name_the_dump_cannot_place_falls_back_to_the_analysis(full_dump):
 @typed_only
 @pytest.mark.parametrize("dump_kind", ["text_dump", "proto_dump", "full_dump"])
 def test_new_format_root_tuple_maps_to_the_host_output(dump_kind, request):
-    full = request.getfixturevalue("full_dump")
-    tmp_path = request.getfixturevalue("tmp_path")
-    # The root tuple has the same name in stream_param's module: leave that one out here.
-    dump = copy_dump(
-        request.getfixturevalue(dump_kind),
-        tmp_path / "pair",
-        lambda p: "stream_param" not in p.name,
-    )
-    log = render(
-        "new_format.log",
-        reference=f"starting from {root_name(hlo_text(full, 'unpinned_pair'))}",
-    )
+    dump = request.getfixturevalue(dump_kind)
+    name = root_name(hlo_text(request.getfixturevalue("full_dump"), "unpinned_pair"))
+    log = render("new_format.log", reference=f"starting from {name}")
 
     explanation = explain(log, dump)
 
     [match] = explanation.matches
     assert match.module.name == "jit_unpinned_pair"
+    # Output 2 is declared pinned_host: read from JAX's attributes or from S(5) in XLA's layout.
+    assert match.entry_outputs[2].memory_kind == "pinned_host"
+    assert not [d for d in match.report.diagnostics if d.output_index == 2]
+    # stream_param's root tuple has the same name, but no host value goes into it there.
+    assert name == root_name(
+        hlo_text(request.getfixturevalue("full_dump"), "stream_param")
+    )
+    assert explanation.notes == ()
     assert (match.located_by, match.output_indices) == ("instruction", (1,))
     assert match.outputs[0].span.line == returns_line("unpinned_pair")
     assert match.diagnostics[0].code == "OFL1200"
@@ -388,37 +389,34 @@ def test_streamed_parameter_reaches_both_outputs(full_dump):
 
 
 def test_the_module_that_did_not_finish_compiling_is_preferred(full_dump, tmp_path):
-    """A TPU run that failed leaves only ``before_optimizations`` files for that module."""
-    failing = (
-        "jit_stream_param" if TYPED else "jit_offload_then_scale"
-    )  # the older module
+    """A TPU run that failed leaves only ``before_optimizations`` files for that module; here
+    the later module would fit the message as well."""
+    failing = "unpinned_pair" if TYPED else "move_then_scale"
+    later = "unpinned_single" if TYPED else "carry_host"
     dump = copy_dump(
         full_dump,
         tmp_path / "failed",
         lambda p: not (failing in p.name and "after_optimizations" in p.name),
     )
-    # A name both modules define: the root tuple, or the parameter.
-    instruction = (
-        "tuple.1"
-        if TYPED
-        else parameter_name(hlo_text(full_dump, "offload_then_scale"))
-    )
-    names_it = [
-        m
-        for m in find_dumped_modules(dump)
-        if m.hlo_text and LoadedModule(m).mentions(instruction)
-    ]
-    assert len(names_it) == 2
+    if TYPED:  # both modules name their move to host alike, and both return it
+        name = move_to_host_name(hlo_text(full_dump, failing))
+        assert name == move_to_host_name(hlo_text(full_dump, later))
+        log = render("new_format.log", reference=f'custom call "{name}"')
+    else:  # both name their parameter alike, and both fail
+        name = parameter_name(hlo_text(full_dump, failing))
+        assert name == parameter_name(hlo_text(full_dump, later))
+        log = render("old_format.log", instruction=name)
 
-    explanation = explain(render("old_format.log", instruction=instruction), dump)
+    explanation = explain(log, dump)
 
     [match] = explanation.matches
-    assert match.module.name == failing
+    assert match.module.name == f"jit_{failing}"
     assert not match.module.compiled
+    assert explanation.notes == ()
 
 
 def test_trace_output_index_wins_over_the_name(full_dump):
-    function = "unpinned_pair" if TYPED else "offload_then_scale"
+    function = "unpinned_pair" if TYPED else "move_then_scale"
     log = (
         "I0000 host_offloader.cc:331] Instruction trace leading to error:\n"
         "I0000 host_offloader.cc:333] {Instr: renamed.99, ShapeIndex: {}}\n"
@@ -433,24 +431,35 @@ def test_trace_output_index_wins_over_the_name(full_dump):
     assert match.diagnostics[0].output_index == 1
 
 
-def test_jax_ir_dump_alone_is_enough(full_dump, tmp_path):
-    dump = copy_dump(
-        full_dump,
-        tmp_path / "jax_only",
-        lambda p: p.name == "jax" or p.parent.name == "jax",
+@pytest.mark.parametrize("kept", ["jax", "module.mlir"])
+def test_stablehlo_dump_alone_is_enough(kept, full_dump, tmp_path):
+    """JAX's ``JAX_DUMP_IR_TO`` files, or the ``module.mlir`` copies newer XLA writes."""
+    if kept == "module.mlir" and not list(full_dump.glob("module_*/module.mlir")):
+        pytest.skip("this XLA does not write module_NNNN.NAME/module.mlir")
+    in_kept = (
+        (lambda p: "jax" in p.parts[-2:])
+        if kept == "jax"
+        else (
+            lambda p: (
+                p.is_dir() and p.name.startswith("module_") or p.name == "module.mlir"
+            )
+        )
     )
-    function = "unpinned_pair" if TYPED else "offload_then_scale"
+    dump = copy_dump(full_dump, tmp_path / "stablehlo_only", in_kept)
+    function = "unpinned_pair" if TYPED else "move_then_scale"
     [module] = [m for m in find_dumped_modules(dump) if m.name == f"jit_{function}"]
-    assert module.number is None and module.hlo_text is None
+    assert module.hlo_text is None and module.hlo_proto is None
     hlo = hlo_text(full_dump, function)
     # Converting the StableHLO with jaxlib gives the names XLA's own conversion gave.
     name = root_name(hlo) if TYPED else first_user_of_move_to_host(hlo)
 
     explanation = explain(render("old_format.log", instruction=name), dump)
 
-    [match] = [m for m in explanation.matches if m.module.name == f"jit_{function}"]
+    [match] = explanation.matches
+    assert match.module.name == f"jit_{function}"
+    expected_kind = "jax-ir" if kept == "jax" else "xla-mlir"
     assert (match.source_kind, match.located_by, match.output_indices) == (
-        "jax-ir",
+        expected_kind,
         "instruction",
         (1,),
     )

@@ -3,6 +3,7 @@ compilation checked for TPU; expected findings are marked in the programs as ``#
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import os
@@ -35,9 +36,13 @@ from offload_fixer.runner import (
 REPO = Path(__file__).resolve().parents[1]
 PROGRAMS = REPO / "tests" / "runner_programs"
 DRIVER = "from offload_fixer.runner import main; main()"
-DIAGNOSTIC_LINE = re.compile(r"^(?P<path>\S.*?):(?P<line>\d+):(?P<col>\d+): (?P<code>OFL\d{4}) (?P<message>.*)$")
-SUMMARY = re.compile(r"checked (?P<checked>\d+) distinct compilations? \((?P<intercepted>\d+) jit calls? intercepted\)")
-EXPECT = re.compile(r"#\s*expect:\s*(?P<code>OFL\d{4})(?:\s+(?P<output>\S+))?")
+DIAGNOSTIC_LINE = re.compile(
+    r"^(?P<path>\S.*?):(?P<line>\d+):(?P<col>\d+): (?P<code>OFL\d{4}) (?P<message>.*)$"
+)
+SUMMARY = re.compile(
+    r"checked (?P<checked>\d+) distinct compilations? \((?P<intercepted>\d+) jit calls? intercepted\)"
+)
+EXPECT = re.compile(r"#\s*expect:\s*(?P<code>OFL\d{4})\s+(?P<output>\S+)")
 
 needs_pinned_host = pytest.mark.skipif(
     not jax_compat.host_memory_on_this_backend(),
@@ -50,9 +55,19 @@ needs_transfer_to_memory_kind = pytest.mark.skipif(
 
 
 def run_cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join(
+            filter(None, [str(REPO), os.environ.get("PYTHONPATH")])
+        ),
+    )
     return subprocess.run(
-        [sys.executable, "-c", DRIVER, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-c", DRIVER, *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
 
 
@@ -67,21 +82,26 @@ def printed_findings(stdout: str) -> list[dict]:
             finding["line"] = int(finding["line"])
             findings.append(finding)
         elif findings and line.startswith("    output: "):
-            findings[-1]["output"] = line[len("    output: "):].split(" (also reaches")[0]
+            shown = line[len("    output: ") :].split(" (also reaches")[0]
+            findings[-1]["output"] = "" if shown == "(the whole result)" else shown
     return findings
 
 
-def marked_expectations(program: Path) -> set[tuple[int, str, str | None]]:
+def marked_expectations(program: Path) -> set[tuple[int, str, str]]:
     expectations = set()
     for number, text in enumerate(program.read_text().splitlines(), start=1):
         match = EXPECT.search(text)
         if match:
-            expectations.add((number, match["code"], match["output"]))
+            expectations.add((number, match["code"], match["output"].strip('"')))
     return expectations
 
 
 def line_of(program: Path, text: str) -> int:
-    return next(n for n, line in enumerate(program.read_text().splitlines(), start=1) if text in line)
+    return next(
+        n
+        for n, line in enumerate(program.read_text().splitlines(), start=1)
+        if text in line
+    )
 
 
 def summary(stdout: str) -> tuple[int, int]:
@@ -91,15 +111,15 @@ def summary(stdout: str) -> tuple[int, int]:
 
 
 def assert_marked_findings(program: Path, stdout: str, code: str = "OFL1200") -> None:
-    expected = {(line, c, output) for line, c, output in marked_expectations(program) if c == code}
-    found = {
-        (f["line"], f["code"], f.get("output") if any(o for _, _, o in expected) else None)
-        for f in printed_findings(stdout)
-        if f["code"] == code
+    """The printed ``code`` findings are exactly the lines marked ``# expect: CODE OUTPUT``."""
+    expected = {
+        (line, output) for line, c, output in marked_expectations(program) if c == code
     }
-    normalised = {(line, c, output if output != "(the whole result)" else None) for line, c, output in found}
-    assert expected and normalised == expected, stdout
-    assert all(f["path"] == str(program) for f in printed_findings(stdout) if f["code"] == code)
+    printed = [f for f in printed_findings(stdout) if f["code"] == code]
+    assert expected and {(f["line"], f.get("output")) for f in printed} == expected, (
+        stdout
+    )
+    assert {f["path"] for f in printed} == {str(program)}
 
 
 # ---------------------------------------------------------------------------------------
@@ -110,7 +130,7 @@ def test_each_distinct_compilation_is_checked_once() -> None:
     proc = run_cli(str(program), "5")
     assert proc.returncode == EXIT_FINDINGS, proc.stderr
     assert "done 5" in proc.stdout
-    # offloaded_sin at two shapes, add_one through a fresh jax.jit each step, scale_by with two
+    # sin_on_host at two shapes, add_one through a fresh jax.jit each step, scale_by with two
     # static values, raise_to with a static keyword: 6 compilations out of 5 * 4 + 2 calls.
     assert summary(proc.stdout) == (6, 22)
     assert_marked_findings(program, proc.stdout)
@@ -134,10 +154,11 @@ def test_crashing_program_shows_its_own_traceback_and_a_distinct_exit_code() -> 
     assert "total 6.0" in proc.stdout
     crash_line = line_of(program, "# expect-crash")
     assert f'File "{program}", line {crash_line}, in main' in proc.stderr
-    assert proc.stderr.rstrip().splitlines()[-1].startswith("For simplicity") or "TypeError: dot_general" in proc.stderr
     assert "TypeError: dot_general requires contracting dimensions" in proc.stderr
     assert "runner.py" not in proc.stderr and "runpy" not in proc.stderr
-    assert "offload-fixer: warning" not in proc.stderr  # the failed trace is the user's, not the tool's
+    assert (
+        "offload-fixer: warning" not in proc.stderr
+    )  # the failed trace is the user's, not the tool's
     assert summary(proc.stdout) == (1, 2)
     assert "the program failed (exit code 1)" in proc.stdout
 
@@ -155,7 +176,10 @@ def test_program_without_jit_checks_nothing() -> None:
     proc = run_cli(str(PROGRAMS / "no_jit.py"))
     assert proc.returncode == EXIT_CLEAN, proc.stderr
     assert "total 45.0" in proc.stdout
-    assert summary(proc.stdout) == (0, 0)  # eager jnp uses JAX's own jits, which are not the user's
+    assert summary(proc.stdout) == (
+        0,
+        0,
+    )  # eager jnp uses JAX's own jits, which are not the user's
 
 
 @pytest.mark.slow
@@ -173,7 +197,10 @@ def test_ahead_of_time_lowering_on_shape_dtype_structs(tmp_path: Path) -> None:
     proc = run_cli("--report", str(report_path), str(program))
     assert proc.returncode == EXIT_FINDINGS, proc.stderr
     assert "loss" in proc.stdout
-    assert summary(proc.stdout) == (1, 1)  # .lower is checked; .eval_shape is not a compilation
+    assert summary(proc.stdout) == (
+        1,
+        1,
+    )  # .lower is checked; .eval_shape is not a compilation
     assert_marked_findings(program, proc.stdout)
     saved = read_report_file(str(report_path))
     errors = [d for r in saved.reports for d in r.diagnostics if d.code == "OFL1200"]
@@ -199,7 +226,10 @@ def test_tool_failure_is_a_warning_not_a_crash() -> None:
     proc = run_cli(str(PROGRAMS / "cpu_only.py"))
     assert proc.returncode == EXIT_CLEAN
     assert "eigenvalues [1.0, 2.0, 3.0]" in proc.stdout and "trace 6.0" in proc.stdout
-    assert "offload-fixer: warning: could not check jit(eigenvalues) for tpu: NotImplementedError" in proc.stderr
+    assert (
+        "offload-fixer: warning: could not check jit(eigenvalues) for tpu: NotImplementedError"
+        in proc.stderr
+    )
     assert summary(proc.stdout) == (1, 2)
 
 
@@ -212,13 +242,19 @@ def test_report_file_records_sources_for_the_fix_step(tmp_path: Path) -> None:
     proc = run_cli("--report", str(report_path), str(program), "2")
     assert proc.returncode == EXIT_FINDINGS, proc.stderr
     data = json.loads(report_path.read_text())
-    assert data["version"] == 1 and data["target"] == "tpu" and data["jax_version"] == jax.__version__
+    assert (
+        data["version"] == 1
+        and data["target"] == "tpu"
+        and data["jax_version"] == jax.__version__
+    )
     assert data["sources"] == {str(program): sha256_of(str(program))}
     saved = read_report_file(str(report_path))
     error = next(d for r in saved.reports for d in r.diagnostics if d.code == "OFL1200")
+    assert error.origin.kind == "move_to_host"
     assert error.function.path == str(program)
-    assert error.function.line == line_of(program, "def offloaded_sin")
+    assert error.function.line == line_of(program, "def sin_on_host")
     assert error.origin.span.line == line_of(program, "# expect: OFL1200")
+    assert error.origin.span.path == str(program)
     assert error.output_path == ""
     assert saved.stale_sources() == []
     program.write_text(program.read_text() + "\n# edited after the run\n")
@@ -227,7 +263,13 @@ def test_report_file_records_sources_for_the_fix_step(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "args", [[], ["does_not_exist.py"], ["-m", "no_such_module_anywhere"], ["--target", "cpu", "x.py"]]
+    "args",
+    [
+        [],
+        ["does_not_exist.py"],
+        ["-m", "no_such_module_anywhere"],
+        ["--target", "cpu", "x.py"],
+    ],
 )
 def test_usage_errors_exit_2(args: list[str]) -> None:
     proc = run_cli(*args)
@@ -237,7 +279,11 @@ def test_usage_errors_exit_2(args: list[str]) -> None:
 
 def test_report_file_of_another_version_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "report.json"
-    path.write_text(json.dumps({"version": 2, "target": "tpu", "jax_version": "0.10.2", "reports": []}))
+    path.write_text(
+        json.dumps(
+            {"version": 2, "target": "tpu", "jax_version": "0.10.2", "reports": []}
+        )
+    )
     with pytest.raises(ValueError, match="version 1"):
         read_report_file(str(path))
 
@@ -263,9 +309,13 @@ def test_stand_in_behaves_like_the_jitted_function() -> None:
         assert checker.result.checked == 0
         np.testing.assert_allclose(jitted(x, 2), 2 * np.ones(4))
         jitted(x, 2)
-        jitted(np.ones(4, np.float32) * 3, 2)  # NumPy, not a jax.Array: a different compilation
+        jitted(
+            np.ones(4, np.float32) * 3, 2
+        )  # NumPy, not a jax.Array: a different compilation
         assert (checker.result.checked, checker.result.intercepted) == (2, 3)
-        assert jitted.lower(jax.ShapeDtypeStruct((4,), jnp.float32), 5).compile()(x).shape == (4,)
+        assert jitted.lower(jax.ShapeDtypeStruct((4,), jnp.float32), 5).compile()(
+            x
+        ).shape == (4,)
         assert checker.result.checked == 3
     assert jax.jit is real_jit
     jitted(x, 7)  # after the run: delegates only
@@ -277,7 +327,7 @@ def test_stand_in_binds_methods_and_skips_calls_inside_a_trace() -> None:
     with intercept_jit(checker):
 
         class Model:
-            @jax.jit
+            @functools.partial(jax.jit, static_argnums=0)
             def apply(self, x):
                 return x + 1
 
@@ -289,16 +339,14 @@ def test_stand_in_binds_methods_and_skips_calls_inside_a_trace() -> None:
         def inner(x):
             return x - 1
 
-        model = Model()
-        jax.tree_util.register_pytree_node(Model, lambda m: ((), None), lambda _, __: model)
-        assert float(model.apply(jnp.float32(1))) == 2.0
+        assert float(Model().apply(jnp.float32(1))) == 2.0
         assert float(outer(jnp.float32(3))) == 4.0
     # model.apply and outer; inner runs inside outer's trace, part of outer's compilation
     assert (checker.result.checked, checker.result.intercepted) == (2, 2)
 
 
 def test_decorator_form_of_jit_goes_through_the_stand_in() -> None:
-    if "fun" not in inspect.signature(jax.jit).parameters or inspect.signature(jax.jit).parameters["fun"].default is inspect.Parameter.empty:
+    if inspect.signature(jax.jit).parameters["fun"].default is inspect.Parameter.empty:
         pytest.skip(f"jax {jax.__version__} has no jax.jit(**options) decorator form")
     checker = CompilationChecker("tpu")
     with intercept_jit(checker):
@@ -317,8 +365,13 @@ def test_exit_code_policy() -> None:
     error = Diagnostic("OFL1200", "error", "tpu", "m", "e")
     warning = Diagnostic("OFL1201", "warning", "tpu", "m", "e")
     with_error = Report(diagnostics=(error,), target="tpu", jax_version=jax.__version__)
-    with_warning = Report(diagnostics=(warning,), target="tpu", jax_version=jax.__version__)
+    with_warning = Report(
+        diagnostics=(warning,), target="tpu", jax_version=jax.__version__
+    )
     assert RunResult("tpu").exit_code == EXIT_CLEAN
     assert RunResult("tpu", reports=[with_warning]).exit_code == EXIT_CLEAN
     assert RunResult("tpu", reports=[with_error]).exit_code == EXIT_FINDINGS
-    assert RunResult("tpu", reports=[with_error], program_exit_code=1).exit_code == EXIT_PROGRAM_FAILED
+    assert (
+        RunResult("tpu", reports=[with_error], program_exit_code=1).exit_code
+        == EXIT_PROGRAM_FAILED
+    )

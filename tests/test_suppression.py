@@ -189,7 +189,7 @@ def test_codes_that_were_not_checked_are_not_called_unused():
     assert len(_run(text, enabled={"OFL1201"})[2]) == 1
 
 
-def test_files_without_diagnostics_report_every_directive_unused(tmp_path):
+def test_files_without_diagnostics_report_every_directive_unused():
     sources = {"a.py": "x = 1  # offload-fixer: ignore[OFL1200]\n", "b.py": "y = 2\n"}
     kept, suppressed, unused = filter_suppressed([], sources)
     assert (kept, suppressed) == ([], [])
@@ -226,3 +226,19 @@ def test_match_and_one_line_compound_statements():
     one_line = _diagnostic("OFL1200", origin_line=4)
     kept, suppressed, _ = _run(text, header, case_body, one_line)
     assert suppressed == [header, one_line] and kept == [case_body]
+
+
+def test_a_directive_on_the_diagnostics_own_line_gets_the_credit():
+    text = """
+    y = jax.device_put(  # offload-fixer: ignore
+        x,
+        host)  # offload-fixer: ignore[OFL1200]
+    z = jnp.sin(y)
+    """
+    on_line_three = _diagnostic(origin_line=3)
+    elsewhere_in_statement = _diagnostic("OFL1201", span_line=2)
+    kept, suppressed, unused = _run(text, on_line_three, elsewhere_in_statement)
+    assert suppressed == [on_line_three, elsewhere_in_statement] and kept == []
+    assert unused == []
+    kept, suppressed, unused = _run(text, on_line_three)
+    assert [(u.line, u.codes) for u in unused] == [(1, ())]

@@ -6,8 +6,9 @@ from jaxlib.mlir import ir
 
 from offload_fixer.analysis.offloader import Failure, Node, Reach, Seed, WalkResult, hlo_name
 from offload_fixer.ir import module as irm
+from offload_fixer.rules import get_rule
 from offload_fixer.model import Diagnostic, FixOption, FunctionRef, Origin, OutputInfo, Span, Step
-from offload_fixer.source.locations import output_path, user_span
+from offload_fixer.source.locations import output_path, user_span, written_as_move
 
 ERROR_TARGETS = ("tpu", "gpu-legacy")
 
@@ -50,7 +51,7 @@ class Diagnoser:
                 others = tuple(self._output_path(r.output) for r in reaches if r.output != reach.output)
                 out.append(self._host_output(reach, tuple(dict.fromkeys(others))))
             if seed.memory_kind == "unpinned_host" and seed.op is not None:
-                out.append(self._unpinned(seed))
+                out.append(self._unpinned(seed, returned=bool(reaches)))
             if walk.host_compute.get(seed):
                 out.append(self._host_compute(seed, walk.host_compute[seed]))
             for op in walk.host_slices.get(seed, ()):
@@ -128,7 +129,7 @@ class Diagnoser:
                 f"Found an instruction (\"{hlo_name(first)}\") which does device compute in host memory "
                 "space. Converting into host compute. This is likely to have a very slow execution time."
             )
-            severity = "warning" if self.target != "tpu" else "info"
+            severity = _severity("OFL1201", self.target)
         else:
             message = "Automatic host compute offloading is disabled."
             severity = "error"
@@ -155,7 +156,7 @@ class Diagnoser:
         name = hlo_name(op)
         return Diagnostic(
             code="OFL1206",
-            severity="warning",
+            severity=_severity("OFL1206", self.target),
             target=self.target,
             message=(
                 f"Encountered {name} on tensor which is in host memory. {name} does not move the tensor "
@@ -172,11 +173,12 @@ class Diagnoser:
             function=self.function,
         )
 
-    def _unpinned(self, seed: Seed) -> Diagnostic:
+    def _unpinned(self, seed: Seed, returned: bool) -> Diagnostic:
+        """An error where the value is returned (the rule's severity), a warning otherwise."""
         origin = self._origin(seed)
         return Diagnostic(
             code="OFL1204",
-            severity="warning",
+            severity=_severity("OFL1204", self.target) if returned else "warning",
             target=self.target,
             message="Value moved to 'unpinned_host': JAX types it as device memory while XLA moves it to host.",
             explanation=(
@@ -213,7 +215,7 @@ class Diagnoser:
         }
         return Diagnostic(
             code=failure.code,
-            severity="error",
+            severity=_severity(failure.code, self.target),
             target=self.target,
             message=failure.message,
             explanation=explanations[failure.code],
@@ -285,7 +287,7 @@ class Diagnoser:
         op = seed.op
         location = self.view.location(op)
         span = user_span(location)
-        kind = "offload_policy" if _from_offload_policy(location.name) else "move_to_host"
+        kind = "offload_policy" if _from_offload_policy(location.name, span) else "move_to_host"
         what = location.primitive or "device_put"
         return Origin(
             kind=kind,
@@ -304,6 +306,11 @@ class Diagnoser:
         return output_path(self.view.results[index].info)
 
 
+def _severity(code: str, target: str) -> str:
+    """One table of severities, shared with the rule pages (``offload-fixer rules``)."""
+    return get_rule(code).severity(target)
+
+
 def _origin_phrase(origin: Origin) -> str:
     return {
         "host_argument": "A host-memory argument",
@@ -313,8 +320,12 @@ def _origin_phrase(origin: Origin) -> str:
     }[origin.kind]
 
 
-def _from_offload_policy(name: str | None) -> bool:
-    return bool(name) and any(tag in name for tag in ("checkpoint", "remat", "offload"))
+def _from_offload_policy(name: str | None, span: Span | None) -> bool:
+    """A remat policy's moves sit under a transformation (``jvp()``, ``remat``) and point at a
+    line that spells no move; a ``device_put`` the user wrote points at itself."""
+    if span is not None:
+        return not written_as_move(span)
+    return bool(name) and any(tag in name for tag in ("checkpoint", "remat", "jvp("))
 
 
 def _function_from_module(view: irm.ModuleView) -> FunctionRef | None:

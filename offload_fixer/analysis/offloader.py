@@ -197,7 +197,9 @@ class HostOffloadWalk:
                         dynamic_update_slices.append(op)
                     else:
                         self.allocated_buffers.add(op)
-                elif op.name in PURE_MEMORY_OPS or _is_bitcast_like(op) or _is_host_computation(op):
+                elif _is_host_computation(op):
+                    continue
+                elif op.name in PURE_MEMORY_OPS or _is_bitcast_like(op):
                     pass
                 elif op.name in SLICES and self._slice_leads_to_move_to_device(node):
                     continue
@@ -239,7 +241,7 @@ class HostOffloadWalk:
     def successors(self, node: Node) -> Iterator[Node]:
         for value, path in self._values(node):
             for use in value.uses:
-                yield from self._successors_through(use.owner, use.operand_number, path)
+                yield from self._successors_through(use.owner.operation, use.operand_number, path)
 
     def _values(self, node: Node) -> Iterator[tuple[ir.Value, tuple[int, ...]]]:
         if node.kind == "op":
@@ -319,7 +321,7 @@ class HostOffloadWalk:
         found = False
         while queue:
             value, path = queue.popleft()
-            owner = value.owner
+            owner = _owner(value)
             key = (owner, _value_number(value), path)
             if key in seen:
                 continue
@@ -342,10 +344,10 @@ class HostOffloadWalk:
     def _predecessors(
         self, seed: Seed, value: ir.Value, path: tuple[int, ...]
     ) -> tuple[list[tuple[ir.Value, tuple[int, ...]]], Failure | None]:
-        owner = value.owner
+        owner = _owner(value)
         if isinstance(owner, ir.Block):
             number = ir.BlockArgument(value).arg_number
-            parent = owner.owner
+            parent = owner.owner.operation
             if parent.name == "func.func":
                 calls = self.view.call_sites.get(irm._symbol_name(parent), ())
                 return [(call.operands[number], path) for call in calls], None
@@ -416,8 +418,9 @@ def _is_bitcast_like(op: ir.Operation) -> bool:
 
 
 def _is_host_computation(op: ir.Operation) -> bool:
-    """Ops JAX marked ``_xla_compute_type="host"`` (``compute_on``): XLA wraps each in an async
-    call to a host computation before offloading, so they are host calls, not device compute."""
+    """Ops JAX marked ``_xla_compute_type="host"`` (``compute_on``): XLA wraps them in an async
+    host call whose body is an opaque, non-aliasing custom call, so the walk stops there (its
+    results are device memory) and they are neither device compute nor a crash."""
     return irm.frontend_attribute(op, "_xla_compute_type") == "host"
 
 
@@ -429,6 +432,12 @@ def _is_copy_like_custom_call(op: ir.Operation) -> bool:
 def _terminator(block: ir.Block) -> ir.Operation:
     ops = block.operations
     return ops[len(ops) - 1].operation
+
+
+def _owner(value: ir.Value) -> ir.Operation | ir.Block:
+    """The defining operation (jaxlib >= 0.5 hands back an OpView) or block."""
+    owner = value.owner
+    return owner if isinstance(owner, ir.Block) else owner.operation
 
 
 def _value_number(value: ir.Value) -> int:

@@ -28,6 +28,7 @@ from jaxlib.mlir import ir
 
 from offload_fixer.ir.locations import decode
 from offload_fixer.ir.module import (
+    HOST_KINDS,
     SHARDING_TARGETS,
     custom_call_target,
     is_move_to_device,
@@ -198,7 +199,10 @@ class LoadedModule:
 
     def __init__(self, dumped: DumpedModule) -> None:
         self.dumped = dumped
-        self._context = make_context()
+
+    @cached_property
+    def _context(self) -> ir.Context:
+        return make_context()
 
     # -- what the analysis reads -------------------------------------------------------
     @cached_property
@@ -325,18 +329,29 @@ class LoadedModule:
         ]
         return params, results
 
-    def outputs_fed_by(self, instruction: str) -> tuple[int, ...] | None:
-        """Flat outputs the named instruction's value reaches without a move back to device.
+    def outputs_fed_by(
+        self, instruction: str, custom_call: bool = False
+    ) -> tuple[int, ...] | None:
+        """Flat outputs the named instruction's host value reaches without a move back to device.
 
-        ``None`` when the name cannot be placed (it is not in this module, or it lives in a
-        computation the entry calls); the caller then relies on the analysis alone.
+        ``()`` when the name cannot be where XLA's walk starts here (no operand of it is in
+        host memory: some other module's instruction of the same name was meant). ``None``
+        when the name cannot be placed (absent, or inside a computation the entry calls);
+        the caller then relies on the analysis alone.
         """
         module = self._names_module
         main = _function(module, "main")
-        starts = _starting_values(module, main, instruction)
+        starts = _starting_values(
+            module, main, instruction, self.host_arguments, custom_call
+        )
         if starts is None:
             if self._is_flattened_root_tuple(instruction):
-                return tuple(_host_positions(_returned_values(main)))
+                returned = _returned_values(main)
+                return tuple(
+                    i
+                    for i, v in enumerate(returned)
+                    if _is_host_value(v, self.host_arguments)
+                )
             return None
         tuple_return = _returns_one_tuple(main)
         outputs: set[int] = set()
@@ -356,6 +371,19 @@ class LoadedModule:
                 )
         return tuple(sorted(outputs))
 
+    @cached_property
+    def host_arguments(self) -> frozenset[int]:
+        """Entry parameters in host memory: streamed in, so they start a walk of their own."""
+        module = ir.Module.parse(self.stablehlo, context=self._context)
+        main = _function(module, "main")
+        if "arg_attrs" not in main.attributes:
+            return frozenset()
+        kinds = [
+            _string_entry(ir.DictAttr(a), "mhlo.memory_kind")
+            for a in ir.ArrayAttr(main.attributes["arg_attrs"])
+        ]
+        return frozenset(i for i, kind in enumerate(kinds) if kind in HOST_KINDS)
+
     def _is_flattened_root_tuple(self, instruction: str) -> bool:
         """jaxlib >= 0.5 turns the root tuple into the return's operands; its name is then
         only in the HLO, whose instructions those bindings expose."""
@@ -371,10 +399,16 @@ class LoadedModule:
 # ---------------------------------------------------------------------------------------
 # The forward walk over the names-only module
 def _starting_values(
-    module: ir.Module, main: ir.Operation, instruction: str
+    module: ir.Module,
+    main: ir.Operation,
+    instruction: str,
+    host_arguments: frozenset[int],
+    custom_call: bool,
 ) -> list[tuple[ir.Value, tuple[int, ...]]] | None:
-    """Where XLA's walk starts for this name: an op's results (a tuple: the positions a move
-    to host feeds), or an entry parameter. ``None`` if no op or parameter has the name."""
+    """Where XLA's walk starts for this name: a user of a host value (for a tuple, the
+    positions host values fill), the move itself for the custom-call form, or a host
+    parameter. ``[]`` if the named op or parameter cannot start a walk; ``None`` if no op or
+    parameter has the name."""
     for func in _functions(module):
         for op in walk_operations(func):
             if decode(op.location).name != instruction:
@@ -384,18 +418,28 @@ def _starting_values(
             top = _top_level(op, main)
             if top != op:
                 return [(result, ()) for result in top.results]
+            if custom_call:
+                return (
+                    [(result, ()) for result in op.results]
+                    if is_move_to_host(op)
+                    else []
+                )
+            host = [
+                i
+                for i, v in enumerate(op.operands)
+                if _is_host_value(v, host_arguments)
+            ]
             if op.name == "stablehlo.tuple":
-                return [
-                    (op.result, (position,))
-                    for position in _host_positions(list(op.operands))
-                ]
-            return [(result, ()) for result in op.results]
+                return [(op.result, (position,)) for position in host]
+            return [(result, ()) for result in op.results] if host else []
     for argument in main.regions[0].blocks[0].arguments:
         if (
             hasattr(argument, "location")
             and decode(argument.location).name == instruction
         ):
-            return [(argument, ())]
+            return (
+                [(argument, ())] if _argument_number(argument) in host_arguments else []
+            )
     return None
 
 
@@ -440,17 +484,13 @@ def _successors(
     return [(result, path) for result in user.results]
 
 
-def _host_positions(values: list[ir.Value]) -> list[int]:
-    """Positions fed by a move to host (through bitcast-like ops); all of them if none is."""
-    positions = [i for i, value in enumerate(values) if _comes_from_move_to_host(value)]
-    return positions or list(range(len(values)))
-
-
-def _comes_from_move_to_host(value: ir.Value) -> bool:
+def _is_host_value(value: ir.Value, host_arguments: frozenset[int]) -> bool:
+    """A move to host's result or a host parameter, seen through bitcast-like ops and
+    sharding annotations (the ops XLA skips before the starting instruction)."""
     while True:
         owner = value.owner
         if isinstance(owner, ir.Block):
-            return False
+            return _argument_number(value) in host_arguments
         op = owner.operation
         if is_move_to_host(op):
             return True
@@ -460,11 +500,15 @@ def _comes_from_move_to_host(value: ir.Value) -> bool:
             "mhlo.copy",
             "stablehlo.copy",
         )
-        if not (passthrough or custom_call_target(op) in SHARDING_TARGETS) or not len(
-            op.operands
+        if not len(op.operands) or not (
+            passthrough or custom_call_target(op) in SHARDING_TARGETS
         ):
             return False
         value = op.operands[0]
+
+
+def _argument_number(value: ir.Value) -> int:
+    return ir.BlockArgument(value).arg_number
 
 
 def _top_level(op: ir.Operation, main: ir.Operation) -> ir.Operation:

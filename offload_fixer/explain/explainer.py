@@ -9,6 +9,7 @@ fixes are the same as ``offload-fixer run`` gives.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import textwrap
 from dataclasses import dataclass, field
@@ -81,6 +82,10 @@ class Explanation:
     def has_errors(self) -> bool:
         return any(error.severity != "warning" for error in self.errors)
 
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``--format json``: errors, matches (with their reports), text."""
+        return dataclasses.asdict(self)
+
 
 def explain(
     log_text: str, dump_dir: str | os.PathLike[str] | None = None, target: str = "tpu"
@@ -124,16 +129,14 @@ class _DumpSession:
         self.modules = modules
         self.target = target
         self.notes = notes
-        self._loaded: dict[str, LoadedModule | None] = {}
+        self._loaded: dict[str, LoadedModule] = {}
         self._reports: dict[str, Report | None] = {}
 
     def candidates(self, error: XlaError) -> list[LoadedModule]:
         """Modules defining the named instruction first; a module XLA did not finish
         compiling before one it did; later compilations before earlier ones."""
         order = sorted(self.modules, key=_preference)
-        loaded = [
-            module for module in (self.load(m) for m in order) if module is not None
-        ]
+        loaded = [self.load(m) for m in order]
         if error.instruction is None:
             return loaded
         naming = [
@@ -141,7 +144,7 @@ class _DumpSession:
         ]
         return naming + [module for module in loaded if module not in naming]
 
-    def load(self, dumped: DumpedModule) -> LoadedModule | None:
+    def load(self, dumped: DumpedModule) -> LoadedModule:
         if dumped.label not in self._loaded:
             self._loaded[dumped.label] = LoadedModule(dumped)
         return self._loaded[dumped.label]
@@ -182,10 +185,12 @@ class _DumpSession:
             ]
             if error.kind != OUTPUT_NOT_HOST:
                 chosen, others = same_code, []
-            elif indices:
-                chosen = [d for d in same_code if d.output_index in indices]
-                others = [d for d in same_code if d not in chosen]
-                chosen, others = chosen[:1], chosen[1:] + others
+            elif located_by != "analysis":
+                at_outputs = [d for d in same_code if d.output_index in indices]
+                chosen, others = (
+                    at_outputs[:1],
+                    [d for d in same_code if d not in at_outputs[:1]],
+                )
             else:
                 chosen, others = same_code[:1], same_code[1:]
                 indices = tuple(
@@ -217,7 +222,9 @@ class _DumpSession:
         others = [
             m.dumped.label
             for m in self.candidates(error)
-            if m.dumped != match.module and self._mentions(m, error.instruction)
+            if m.dumped != match.module
+            and self._mentions(m, error.instruction)
+            and self._indices(m, error, named=True) != ((), "instruction")
         ]
         if others:
             self.notes.append(
@@ -228,21 +235,22 @@ class _DumpSession:
     def _indices(
         self, module: LoadedModule, error: XlaError, named: bool
     ) -> tuple[tuple[int, ...], LocatedBy]:
+        """The outputs the message points at in this module. An empty tuple located by the
+        instruction means the name cannot start XLA's walk here: another module is meant."""
         if error.kind != OUTPUT_NOT_HOST:
             return (), "analysis"
         if error.trace_output_index is not None:
             return (error.trace_output_index,), "trace"
         if named and error.instruction is not None:
             try:
-                fed = module.outputs_fed_by(error.instruction)
+                fed = module.outputs_fed_by(error.instruction, error.custom_call)
             except DumpReadError as exc:
                 self.notes.append(f"{module.dumped.label}: {exc}")
                 fed = None
-            if fed:
-                device = tuple(
+            if fed is not None:
+                return tuple(
                     i for i in fed if _slot(module.outputs, i).memory_kind == "device"
-                )
-                return device or fed, "instruction"
+                ), "instruction"
         return (), "analysis"
 
 
@@ -402,12 +410,10 @@ def _render_match(match: ErrorMatch, target: str) -> list[str]:
         "hlo-text": "the before_optimizations HLO",
         "hlo-proto": "the before_optimizations HLO proto",
     }[match.source_kind]
-    lines = [f"    In the dump: {match.module.label} (read from {source}).", ""]
+    lines = [f"    In the dump: {match.module.label} (read from {source})."]
     for slot in match.outputs:
         where = f", computed at {_span_text(slot.span)}" if slot.span else ""
-        lines.append(
-            f"    Output {_output_name(slot)} (memory kind {slot.memory_kind}){where}."
-        )
+        lines.append(f"    Output {_output_name(slot, with_kind=True)}{where}.")
     if match.outputs:
         how = {
             "trace": "XLA's trace",
@@ -498,10 +504,13 @@ def _next_steps(
     return lines
 
 
-def _output_name(slot: OutputSlot) -> str:
-    if slot.path is None:
-        return f"#{slot.index}"
-    return f"{slot.path or '(the whole result)'} (flat output {slot.index})"
+def _output_name(slot: OutputSlot, with_kind: bool = False) -> str:
+    """``[1]['mu'] (flat output 3)``; ``#3`` when the module has no pytree paths."""
+    name = f"#{slot.index}" if slot.path is None else slot.path or "(the whole result)"
+    details = [] if slot.path is None else [f"flat output {slot.index}"]
+    if with_kind:
+        details.append(f"memory kind {slot.memory_kind}")
+    return f"{name} ({', '.join(details)})" if details else name
 
 
 def _span_text(span: Any) -> str:

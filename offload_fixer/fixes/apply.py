@@ -11,13 +11,10 @@ fails gets a :class:`FileResult` with ``error`` set and the other files still go
 from __future__ import annotations
 
 import difflib
-import hashlib
-import io
 import os
 import re
 import stat
 import tempfile
-import tokenize
 from dataclasses import dataclass, replace
 from typing import Iterable, Sequence
 
@@ -31,11 +28,10 @@ from offload_fixer.fixes.errors import (
     FixVerificationError,
     ReadOnlySourceError,
     SourceChangedError,
-    SourceEncodingError,
     SourceReadError,
-    SourceSyntaxError,
 )
 from offload_fixer.fixes.planner import COMMANDS, FixPlan
+from offload_fixer.fixes.source_io import check_fresh, decode_source, parse_source, read_source
 
 MAX_PASSES = 4
 """Passes over one file before giving up; a correct fix settles in two (fix, then no-op)."""
@@ -86,15 +82,15 @@ def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_
         else:
             chosen.append(plan)
     try:
-        data = _read(path)
-        _check_fresh(path, data, plans)
-        old_text = _decode(path, data)
-        module = _parse(path, data)
+        data = read_source(path)
+        check_fresh(path, data, plans)
+        old_text = decode_source(path, data)
+        module = parse_source(path, data)
         if not chosen:
             return FileResult(path, old_text, old_text, "", skipped=tuple(skipped))
         fixed, passes = fix_to_fixpoint(path, module, [(p.command, p.target) for p in chosen], max_passes)
         new_data = fixed.bytes
-        new_text = _decode(path, new_data)
+        new_text = decode_source(path, new_data)
         written = False
         if new_data != data:
             verify(path, new_data)
@@ -164,47 +160,7 @@ def split_lines(text: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------
-# Reading, checking, writing
-def _read(path: str) -> bytes:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError as exc:
-        raise SourceReadError(path, f"cannot read: {exc.strerror or exc}") from exc
-
-
-def sha256_of(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def _check_fresh(path: str, data: bytes, plans: Iterable[FixPlan]) -> None:
-    digest = sha256_of(data)
-    if any(p.source_sha256 and p.source_sha256 != digest for p in plans):
-        raise SourceChangedError(path, "changed since it was analysed; analyse it again before fixing")
-
-
-def _decode(path: str, data: bytes) -> str:
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return data.decode(encoding)
-    except SyntaxError as exc:
-        raise SourceEncodingError(path, f"bad encoding declaration: {exc}") from exc
-    except LookupError as exc:
-        raise SourceEncodingError(path, f"unknown encoding: {exc}") from exc
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise SourceEncodingError(
-            path, f"line {line}: byte {data[exc.start]:#04x} is not valid {exc.encoding} "
-                  "(declare the file's encoding with a coding comment)") from exc
-
-
-def _parse(path: str, data: bytes) -> cst.Module:
-    try:
-        return cst.parse_module(data)
-    except cst.ParserSyntaxError as exc:
-        raise SourceSyntaxError(path, f"does not parse: {exc.message}", exc.raw_line, exc.raw_column + 1) from exc
-
-
+# Checking and writing
 def verify(path: str, data: bytes) -> None:
     """The rewritten bytes must parse again (libcst) and compile (CPython)."""
     try:
@@ -227,7 +183,7 @@ def write_atomically(path: str, expected: bytes, data: bytes) -> None:
         raise SourceReadError(path, f"cannot stat: {exc.strerror or exc}") from exc
     if not mode & stat.S_IWUSR or not os.access(real, os.W_OK):
         raise ReadOnlySourceError(path, "is read-only; nothing was written")
-    if _read(real) != expected:
+    if read_source(real) != expected:
         raise SourceChangedError(path, "changed while it was being fixed; nothing was written")
     directory, name = os.path.split(real)
     try:

@@ -10,7 +10,6 @@ the strategy rule and the safety labels.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 from dataclasses import dataclass, field, replace
@@ -26,6 +25,8 @@ from codemods.move_to_device import MoveToDeviceCommand
 from codemods.source_facts import FunctionInfo, SourceFacts
 from codemods.targets import Edit, FixTarget, SpellingOptions
 from offload_fixer import jax_compat
+from offload_fixer.fixes.errors import FixError
+from offload_fixer.fixes.source_io import decode_source, parse_source, read_source, sha256_of
 from offload_fixer.model import Diagnostic, Origin, Report, Safety, Span
 
 FIXABLE_CODES = ("OFL1200",)
@@ -356,15 +357,8 @@ class _Sources:
     @staticmethod
     def _load(path: str) -> _Source:
         try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except OSError as exc:
-            return _Source(path, error=f"cannot read {path}: {exc.strerror or exc}")
-        sha = hashlib.sha256(data).hexdigest()
-        try:
-            module = cst.parse_module(data)
-        except cst.ParserSyntaxError as exc:
-            return _Source(path, sha, error=f"{path}:{exc.raw_line}:{exc.raw_column + 1}: does not parse: {exc.message}")
-        except (SyntaxError, UnicodeDecodeError) as exc:
-            return _Source(path, sha, error=f"{path}: cannot decode: {exc}")
-        return _Source(path, sha, module)
+            data = read_source(path)
+            decode_source(path, data)
+            return _Source(path, sha256_of(data), parse_source(path, data))
+        except FixError as exc:
+            return _Source(path, error=str(exc))

@@ -23,6 +23,7 @@ from offload_fixer import __version__
 from offload_fixer.lsp import engine
 from offload_fixer.lsp.settings import ClientOptions, SettingsStore
 from offload_fixer.lsp.text_edits import LineIndex, minimal_edits
+from offload_fixer.config import Settings
 from offload_fixer.model import Diagnostic, Span
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ class OffloadFixerServer(LanguageServer):
         super().__init__(NAME, __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
         self.documents: dict[str, DocumentState] = {}
         self.settings = SettingsStore()
+        self.shown_errors: set[str] = set()
         self.analysis_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="offload-fixer-analysis")
         """One worker: analyses run one at a time, so a stale one never competes with the latest."""
 
@@ -77,9 +79,11 @@ class OffloadFixerServer(LanguageServer):
     async def _analyse_later(self, uri: str, delay: float) -> None:
         if delay > 0:
             await asyncio.sleep(delay)
-        document = self.workspace.get_text_document(uri)
+        document = self.workspace.text_documents.get(uri)
+        if document is None:
+            return
         version, text, path = document.version, document.source, _path_of(uri)
-        settings = self.settings.for_path(path, self.workspace.root_path)
+        settings = self.settings_for(path)
         loop = asyncio.get_running_loop()
         analysis = await loop.run_in_executor(self.analysis_pool, engine.analyse, text, path, settings)
         state = self.documents.get(uri)
@@ -88,10 +92,21 @@ class OffloadFixerServer(LanguageServer):
             return  # the document changed while we analysed: its own analysis is on the way
         state.analysed_version = version
         state.analysis = analysis
-        state.published = [self.to_lsp(d, fixes, uri, path, text, version) for d, fixes in analysis.items()]
+        index = LineIndex.of(text)
+        state.published = [self.to_lsp(d, fixes, uri, path, index, version) for d, fixes in analysis.items()]
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=state.published, version=version)
         )
+
+    def settings_for(self, path: str) -> Settings:
+        """Settings for a document; a broken configuration is shown to the user once."""
+        settings = self.settings.for_path(path, self.workspace.root_path)
+        for message in self.settings.errors:
+            if message not in self.shown_errors:
+                self.shown_errors.add(message)
+                self.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"offload-fixer: {message}"))
+        self.settings.errors.clear()
+        return settings
 
     def reanalyse_all(self) -> None:
         for uri in list(self.documents):
@@ -105,17 +120,18 @@ class OffloadFixerServer(LanguageServer):
         fixes: tuple[engine.FixChoice, ...],
         uri: str,
         path: str,
-        text: str,
+        index: LineIndex,
         version: int | None,
     ) -> types.Diagnostic:
-        index = LineIndex.of(text)
         span = engine.primary_span(diagnostic)
         preferred = next((f for f in fixes if f.preferred), None)
+        url = engine.rule_url(diagnostic.code)
         return types.Diagnostic(
             range=self.span_range(span, index),
             message=diagnostic.message,
             severity=_SEVERITY.get(diagnostic.severity, types.DiagnosticSeverity.Warning),
             code=diagnostic.code,
+            code_description=types.CodeDescription(href=url) if url else None,
             source=NAME,
             related_information=self.related(diagnostic, uri, path, index) or None,
             data={
@@ -124,6 +140,7 @@ class OffloadFixerServer(LanguageServer):
                 "version": version,
                 "applicability": preferred.safety if preferred else "none",
                 "fixes": [f.to_data() for f in fixes],
+                "diagnostic": diagnostic.to_dict() if fixes else None,
             },
         )
 
@@ -164,7 +181,7 @@ class OffloadFixerServer(LanguageServer):
         return found
 
     # ------------------------------------------------------------------ code actions
-    def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
+    async def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
         uri = params.text_document.uri
         document = self.workspace.text_documents.get(uri)
         if document is None:
@@ -175,41 +192,44 @@ class OffloadFixerServer(LanguageServer):
             for diagnostic in params.context.diagnostics:
                 actions.extend(self.quick_fixes(diagnostic, uri, document.version))
         if _wanted(FIX_ALL_KIND, only) and self.offers_fix_all(uri, document.version, only):
-            action = types.CodeAction(
-                title="offload-fixer: fix all safe fixes",
-                kind=FIX_ALL_KIND,
-                data={"uri": uri, "version": document.version, "fix_all": True},
+            actions.append(
+                types.CodeAction(
+                    title="offload-fixer: Fix all safe fixes",
+                    kind=FIX_ALL_KIND,
+                    data={"uri": uri, "version": document.version, "fix_all": True},
+                )
             )
-            actions.append(action if self.supports_resolve("edit") else self.resolve(action))
-        return actions
+        if self.supports_resolve("edit"):
+            return actions
+        return [await self.resolve(action) for action in actions]
 
     def quick_fixes(self, diagnostic: types.Diagnostic, uri: str, version: int | None) -> list[types.CodeAction]:
+        """One action per fix in the diagnostic's ``data``: nothing is analysed again."""
         data = diagnostic.data
         if diagnostic.source != NAME or not isinstance(data, dict) or data.get("version") != version:
             return []  # not ours, or published for an older text: its ranges no longer hold
-        actions = []
-        for fix in data.get("fixes", []):
-            action = types.CodeAction(
+        return [
+            types.CodeAction(
                 title=fix["title"],
                 kind=types.CodeActionKind.QuickFix,
                 diagnostics=[diagnostic],
                 is_preferred=bool(fix.get("preferred")),
-                data={"uri": uri, "version": version, "fix": fix},
+                data={"uri": uri, "version": version, "strategy": fix["strategy"], "diagnostic": data["diagnostic"]},
             )
-            actions.append(action if self.supports_resolve("edit") else self.resolve(action))
-        return actions
+            for fix in data.get("fixes", [])
+        ]
 
     def offers_fix_all(self, uri: str, version: int | None, only: list[str] | None) -> bool:
-        """Always when the client asks for fix-all by kind (format-on-save); otherwise only
-        when the current analysis has a safe fix to apply."""
-        if only and any(FIX_ALL_KIND.startswith(kind) and kind != "" for kind in only):
+        """Always when the client asks for fix-all by kind (fix on save); otherwise only when
+        the current analysis has a safe fix to apply."""
+        if only:
             return True
         state = self.documents.get(uri)
         if state is None or state.analysed_version != version or state.analysis is None:
             return False
         return any(f.safety == "safe" for _, fixes in state.analysis.items() for f in fixes)
 
-    def resolve(self, action: types.CodeAction) -> types.CodeAction:
+    async def resolve(self, action: types.CodeAction) -> types.CodeAction:
         """Fill in ``action.edit``; leave it empty when the document moved on since the action
         was offered (a stale version must never rewrite newer text)."""
         data = action.data if isinstance(action.data, dict) else {}
@@ -217,18 +237,22 @@ class OffloadFixerServer(LanguageServer):
         document = self.workspace.text_documents.get(uri) if uri else None
         if document is None or document.version != data.get("version"):
             return action
-        path = _path_of(uri)
-        settings = self.settings.for_path(path, self.workspace.root_path)
+        version, text, path = document.version, document.source, _path_of(uri)
+        settings = self.settings_for(path)
+        loop = asyncio.get_running_loop()
         if data.get("fix_all"):
-            new_text = engine.fix_all(document.source, path, settings)
-        elif "fix" in data:
-            new_text = engine.apply_fix(document.source, path, data["fix"], settings)
+            new_text = await loop.run_in_executor(self.analysis_pool, engine.fix_all, text, path, settings)
+        elif data.get("diagnostic"):
+            diagnostic = Diagnostic.from_dict(data["diagnostic"])
+            new_text = await loop.run_in_executor(
+                self.analysis_pool, engine.apply_fix, text, path, diagnostic, data.get("strategy"), settings
+            )
         else:
             return action
-        if new_text is None or new_text == document.source:
+        current = self.workspace.text_documents.get(uri)
+        if new_text is None or new_text == text or current is None or current.version != version:
             return action
-        edits = minimal_edits(document.source, new_text, self.encoding)
-        action.edit = self.workspace_edit(uri, document.version, edits)
+        action.edit = self.workspace_edit(uri, version, minimal_edits(text, new_text, self.encoding))
         return action
 
     def workspace_edit(self, uri: str, version: int | None, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
@@ -241,7 +265,7 @@ class OffloadFixerServer(LanguageServer):
 def _wanted(kind: str, only: list[str] | None) -> bool:
     """LSP kinds are hierarchical: ``source`` asks for ``source.fixAll.offload-fixer`` too."""
     if not only:
-        return kind != FIX_ALL_KIND or True
+        return True
     return any(kind == k or kind.startswith(f"{k}.") for k in only)
 
 
@@ -314,11 +338,11 @@ def build_server() -> OffloadFixerServer:
             resolve_provider=True,
         ),
     )
-    def code_action(ls: OffloadFixerServer, params: types.CodeActionParams) -> list[types.CodeAction]:
-        return ls.code_actions(params)
+    async def code_action(ls: OffloadFixerServer, params: types.CodeActionParams) -> list[types.CodeAction]:
+        return await ls.code_actions(params)
 
     @server.feature(types.CODE_ACTION_RESOLVE)
-    def code_action_resolve(ls: OffloadFixerServer, action: types.CodeAction) -> types.CodeAction:
-        return ls.resolve(action)
+    async def code_action_resolve(ls: OffloadFixerServer, action: types.CodeAction) -> types.CodeAction:
+        return await ls.resolve(action)
 
     return server

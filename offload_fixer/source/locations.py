@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import linecache
 import os
 from functools import lru_cache
 
@@ -46,3 +47,13 @@ def user_span(location: OpLocation) -> Span | None:
 def output_path(result_info: str) -> str:
     """``jax.result_info`` (``result[0]['mu']``, ``result``, ``""``) -> keystr ``[0]['mu']``."""
     return result_info[len("result"):] if result_info.startswith("result") else result_info
+
+
+MOVE_SPELLINGS = ("device_put", "Space.Host", "memory_kind", "TransferToMemoryKind", "pinned_host")
+
+
+def written_as_move(span: Span) -> bool:
+    """Whether the user's line spells a move (a remat policy's moves point at the ``vjp``/``grad``
+    line instead, which is how its residual offloads are told apart from explicit ones)."""
+    line = linecache.getline(span.path, span.line)
+    return not line or any(word in line for word in MOVE_SPELLINGS)

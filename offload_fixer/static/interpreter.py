@@ -319,7 +319,7 @@ class Interpreter:
         if tree is NONE:
             return DEVICE_TREE
         if isinstance(tree, ShardingLeaf):
-            kind = _memory_kind(tree.value)
+            kind = memory_kind_of(tree.value)
             if kind in names.HOST_KINDS:
                 origin = HostOrigin("host_argument", kind, tree.node,
                                     f"in_shardings puts argument `{name}` in {kind} memory")
@@ -920,7 +920,7 @@ class Interpreter:
                     sorted(map(repr, (k for k, _ in x.items))) == sorted(map(repr, (k for k, _ in target.items))):
                 return Mapping(tuple((k, self._put(v, target.get(k), node)) for k, v in x.items))
             return UNKNOWN
-        kind = _memory_kind(target)
+        kind = memory_kind_of(target)
         if kind in names.HOST_KINDS:
             origin = HostOrigin("move_to_host", kind, node, f"jax.device_put to {kind} memory")
             return map_leaves(x, lambda leaf: HostArray(origin, single=with_single(leaf)))
@@ -1040,7 +1040,7 @@ _DISPATCH = {
 }
 
 
-def _memory_kind(value: Any) -> str | None:
+def memory_kind_of(value: Any) -> str | None:
     """The memory a ``device_put`` target or sharding names: a kind, ``nokind``, ``device_ref``."""
     if isinstance(value, ShardingLeaf):
         value = value.value

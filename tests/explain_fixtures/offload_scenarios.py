@@ -19,14 +19,22 @@ def typed_scenarios():
     from jax.sharding import PartitionSpec as P
 
     device = jax.devices()[0]
-    host = NamedSharding(jax.sharding.Mesh([device], ("d",)), P(), memory_kind="pinned_host")
+    host = NamedSharding(
+        jax.sharding.Mesh([device], ("d",)), P(), memory_kind="pinned_host"
+    )
     unpinned = SingleDeviceSharding(device, memory_kind="unpinned_host")
+    pinned = SingleDeviceSharding(device, memory_kind="pinned_host")
 
     def stream_param(x):
         return x * 2, x + 1  # returns: stream_param
 
     def unpinned_pair(x):
-        return x + 1, jax.device_put(x * 2, unpinned)  # returns: unpinned_pair
+        """Output 1 is the error; output 2 is a host output done right (``S(5)`` in XLA's layout)."""
+        return (
+            x + 1,
+            jax.device_put(x * 2, unpinned),
+            jax.device_put(x * 3, pinned),
+        )  # returns: unpinned_pair
 
     def unpinned_single(x):
         return jax.device_put(x * 2, unpinned)  # returns: unpinned_single
@@ -44,16 +52,16 @@ def propagation_scenarios():
 
     host = TransferToMemoryKind("pinned_host")
 
-    def offload_then_scale(x):
+    def move_then_scale(x):
         y = jax.device_put(x * 2, host)
-        return x + 1, y * 3  # returns: offload_then_scale
+        return x + 1, y * 3  # returns: move_then_scale
 
     def carry_host(x):
         h = jax.device_put(x, host)
         carried, _ = jax.lax.scan(lambda c, _: (c, None), h, None, length=3)
         return carried  # returns: carry_host
 
-    return [jax.jit(offload_then_scale), jax.jit(carry_host)]
+    return [jax.jit(move_then_scale), jax.jit(carry_host)]
 
 
 def main() -> None:

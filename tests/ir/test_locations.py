@@ -3,14 +3,14 @@
 import jax
 import jax.numpy as jnp
 import pytest
-from jax.sharding import SingleDeviceSharding
 
+from offload_fixer import jax_compat
 from offload_fixer.ir.locations import Frame, decode, parse_location_text
 from offload_fixer.ir.module import load
 
 
 def _lowered_ops():
-    host = SingleDeviceSharding(jax.devices()[0], memory_kind="unpinned_host")
+    host = jax_compat.memory_move_target("pinned_host")
 
     def offload(x):
         return jax.device_put(x, host) + 1.0

@@ -1,6 +1,6 @@
 """Compiles the same functions over and over: each distinct compilation is checked once.
 
-``offloaded_sin`` moves a value to host and computes on it: the output, declared device
+``sin_on_host`` moves a value to host and computes on it: the output, declared device
 memory, is error 1200 on TPU. The move is spelled so that it runs on any CPU backend.
 """
 
@@ -22,8 +22,8 @@ except ImportError:  # JAX 0.7.1+: JAX types unpinned_host as device memory, XLA
 
 
 @jax.jit
-def offloaded_sin(x):
-    on_host = jax.device_put(x, TO_HOST)  # expect: OFL1200
+def sin_on_host(x):
+    on_host = jax.device_put(x, TO_HOST)  # expect: OFL1200 ""
     return jnp.sin(on_host)
 
 
@@ -46,12 +46,12 @@ def raise_to(x, power):
 def main(steps):
     x = np.ones(8, np.float32)
     for _ in range(steps):
-        offloaded_sin(x)  # the same signature each time
+        sin_on_host(x)  # the same signature each time
         jax.jit(add_one)(jnp.ones(4))  # a new jit object around the same function each time
         scale_by(x, 3)
         raise_to(x, power=2)
     scale_by(x, 4)  # a new static value: a new compilation
-    offloaded_sin(np.ones(16, np.float32))  # a new shape: checked, the same finding
+    sin_on_host(np.ones(16, np.float32))  # a new shape: checked, the same finding
     print("done", steps)
 
 

@@ -10,11 +10,11 @@ from jax._src.sharding_impls import TransferToMemoryKind
 
 
 @jax.jit
-def offload_then_tanh(x):
-    on_host = jax.device_put(x, TransferToMemoryKind("pinned_host"))  # expect: OFL1200
+def tanh_on_host(x):
+    on_host = jax.device_put(x, TransferToMemoryKind("pinned_host"))  # expect: OFL1200 ""
     return jnp.tanh(on_host)
 
 
 if __name__ == "__main__":
-    compiled = offload_then_tanh.lower(jax.ShapeDtypeStruct((8,), jnp.float32)).compile()
+    compiled = tanh_on_host.lower(jax.ShapeDtypeStruct((8,), jnp.float32)).compile()
     print("result", compiled(jnp.ones(8)).sum())

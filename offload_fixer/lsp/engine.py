@@ -1,0 +1,213 @@
+"""The language server's link to the rest of offload-fixer: check a text, describe its fixes,
+compute the fixed text. Plain data in and out, no LSP types, so it runs in a worker thread.
+
+Everything works on the editor's in-memory text, never on the file on disk: the static
+check takes text, and fixes run the planner and the codemods (``fix_to_fixpoint``, the same
+passes as ``offload-fixer fix``) on a module parsed from that text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from offload_fixer.config import Settings, select_codes
+from offload_fixer.model import Diagnostic, Origin, Span
+
+_CACHE_SIZE = 16
+
+
+@dataclass(frozen=True)
+class FixChoice:
+    """One quick fix offered for a diagnostic, as published in its ``data``."""
+
+    strategy: str
+    title: str
+    safety: str
+    preferred: bool
+
+    def to_data(self) -> dict[str, Any]:
+        return {"strategy": self.strategy, "title": self.title, "safety": self.safety, "preferred": self.preferred}
+
+
+@dataclass(frozen=True)
+class Analysis:
+    """What one text produced: diagnostics with their fix choices; ``parse_error`` when the
+    text is not Python (then there are no diagnostics: stale ones must disappear)."""
+
+    diagnostics: tuple[Diagnostic, ...] = ()
+    fixes: tuple[tuple[FixChoice, ...], ...] = ()
+    parse_error: str | None = None
+
+    def items(self) -> Iterator[tuple[Diagnostic, tuple[FixChoice, ...]]]:
+        return zip(self.diagnostics, self.fixes)
+
+
+_cache: "OrderedDict[tuple[Any, ...], Analysis]" = OrderedDict()
+
+
+def analyse(text: str, path: str, settings: Settings) -> Analysis:
+    """Static check, code selection and suppression comments, as ``offload-fixer check`` does;
+    cached by text and settings, so saving an analysed text costs nothing."""
+    key = (hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), path, _settings_key(settings))
+    if key in _cache:
+        _cache.move_to_end(key)
+        return _cache[key]
+    result = _analyse(text, path, settings)
+    _cache[key] = result
+    if len(_cache) > _CACHE_SIZE:
+        _cache.popitem(last=False)
+    return result
+
+
+def _analyse(text: str, path: str, settings: Settings) -> Analysis:
+    from offload_fixer.static import check_source
+    from offload_fixer.suppression import filter_suppressed
+
+    if settings.is_excluded(path) if os.path.isabs(path) else False:
+        return Analysis()
+    result = check_source(text, path, target=settings.target, jax_version=settings.jax_version)
+    if result.parse_error is not None:
+        return Analysis(parse_error=str(result.parse_error))
+    selected = select_codes(result.diagnostics, settings.select, settings.ignore)
+    kept, _, _ = filter_suppressed(selected, {path: text})
+    return Analysis(tuple(kept), tuple(fix_choices(d, settings) for d in kept))
+
+
+def fix_choices(diagnostic: Diagnostic, settings: Settings) -> tuple[FixChoice, ...]:
+    """The fixes the planner can make for this diagnostic, one per strategy, with the one the
+    configured strategy picks marked preferred. Cheap: no codemod runs here."""
+    from offload_fixer import jax_compat
+    from offload_fixer.fixes import FIXABLE_CODES, choose_strategy
+
+    if diagnostic.code not in FIXABLE_CODES:
+        return ()
+    spelling = jax_compat.spelling(settings.jax_version)
+    chosen, _ = choose_strategy(diagnostic.origin, settings.strategy, spelling)
+    choices = []
+    for option in diagnostic.fixes:
+        if option.safety == "display-only" or any(c.strategy == option.strategy for c in choices):
+            continue
+        if choose_strategy(diagnostic.origin, option.strategy, spelling)[0] != option.strategy:
+            continue  # the planner overrides this strategy here (JAX >= 0.7.1 host in_shardings gap)
+        choices.append(FixChoice(option.strategy, _fix_title(option.strategy, option.safety), option.safety,
+                                 option.strategy == chosen))
+    return tuple(choices)
+
+
+def _fix_title(strategy: str, safety: str) -> str:
+    words = "Move back to device" if strategy == "device" else "Declare host output"
+    return f"offload-fixer: {words}" + (" (unsafe)" if safety == "unsafe" else "")
+
+
+def apply_fix(text: str, path: str, diagnostic: Diagnostic, strategy: str, settings: Settings) -> str | None:
+    """The text after one quick fix (safe or not: the user picked it); ``None`` when the
+    planner finds no edit it can make."""
+    plans = [p for p in plan_on_text([diagnostic], text, path, strategy, settings) if p.strategy == strategy]
+    return _apply(text, path, [p for p in plans if p.safety != "display-only"])
+
+
+def fix_all(text: str, path: str, settings: Settings) -> str | None:
+    """The text after every safe fix, as ``offload-fixer fix`` would write it."""
+    analysis = analyse(text, path, settings)
+    if analysis.parse_error is not None or not analysis.diagnostics:
+        return None
+    plans = plan_on_text(analysis.diagnostics, text, path, settings.strategy, settings)
+    return _apply(text, path, [p for p in plans if p.safety == "safe"])
+
+
+def plan_on_text(diagnostics, text: str, path: str, strategy: str, settings: Settings) -> list:
+    """``plan_fixes`` against the editor's text instead of the file on disk.
+
+    ``plan_fixes`` reads each file itself; until it accepts texts, this runs its grouping and
+    per-group planning with the document's text served in place of the file.
+    """
+    import libcst as cst
+
+    from offload_fixer import jax_compat
+    from offload_fixer.fixes import planner
+
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError:
+        return []
+    sources = planner._Sources()
+    sources._cache[path] = planner._Source(path, None, module)
+    spelling = jax_compat.spelling(settings.jax_version)
+    groups: dict = {}
+    for diagnostic in diagnostics:
+        if diagnostic.code in planner.FIXABLE_CODES:
+            groups.setdefault(planner._group_key(diagnostic), []).append(diagnostic)
+    return [planner._plan_group(group, strategy, spelling, sources) for group in groups.values()]
+
+
+def _apply(text: str, path: str, plans: list) -> str | None:
+    import libcst as cst
+
+    from offload_fixer.fixes import FixError
+    from offload_fixer.fixes.apply import fix_to_fixpoint, verify
+
+    if not plans:
+        return None
+    try:
+        module = cst.parse_module(text)
+        fixed, _ = fix_to_fixpoint(path, module, [(p.command, p.target) for p in plans])
+        verify(path, fixed.code.encode("utf-8", "surrogatepass"))
+    except (cst.ParserSyntaxError, FixError):
+        return None
+    return fixed.code
+
+
+# ---------------------------------------------------------------------------------------
+# Words and paths for the editor
+def primary_span(diagnostic: Diagnostic) -> Span | None:
+    from offload_fixer.report import primary_span as report_span
+
+    return report_span(diagnostic)
+
+
+def rule_title(code: str) -> str:
+    from offload_fixer.rules import UnknownRule, get_rule
+
+    try:
+        return get_rule(code).summary
+    except UnknownRule:
+        return code
+
+
+def rule_url(code: str) -> str | None:
+    from offload_fixer.rules import UnknownRule, get_rule
+
+    try:
+        references = get_rule(code).references
+    except UnknownRule:
+        return None
+    return references[0] if references else None
+
+
+def origin_words(origin: Origin) -> str:
+    return origin.detail or f"value moved to {origin.memory_kind} here"
+
+
+def output_words(diagnostic: Diagnostic) -> str:
+    where = f"output {diagnostic.output_path}" if diagnostic.output_path else "the result"
+    return f"returned here as {where}, whose memory kind is device"
+
+
+def same_path(a: str | None, b: str | None) -> bool:
+    if a is None or b is None:
+        return False
+    return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
+
+
+def uri_of(path: str) -> str:
+    return Path(os.path.abspath(path)).as_uri()
+
+
+def _settings_key(settings: Settings) -> tuple[Any, ...]:
+    return (settings.target, settings.strategy, settings.jax_version, settings.select, settings.ignore,
+            settings.exclude, settings.extend_exclude, settings.root)

@@ -1,0 +1,156 @@
+"""Entry points of the static check: one source text, or files and directories."""
+
+from __future__ import annotations
+
+import ast
+import concurrent.futures
+import io
+import tokenize
+from dataclasses import dataclass
+from typing import Iterable, Iterator, Sequence
+
+from offload_fixer import jax_compat
+from offload_fixer.model import TARGETS, Diagnostic
+
+from .files import python_files
+from .prefilter import may_hold_host_move, references_jit
+
+
+@dataclass(frozen=True)
+class ParseError:
+    """A file the check could not read as Python: 1-based line and column."""
+
+    path: str
+    line: int
+    col: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}:{self.col}: {self.message}"
+
+
+@dataclass(frozen=True)
+class StaticResult:
+    path: str
+    diagnostics: tuple[Diagnostic, ...] = ()
+    parse_error: ParseError | None = None
+    analysed: bool = False
+    """False when the prefilter showed the file cannot hold a host move the check models."""
+
+
+def check_source(source: str | bytes, path: str = "<string>", target: str = "tpu",
+                 jax_version: str | None = None) -> StaticResult:
+    """Check one file's text without importing or running it.
+
+    ``jax_version`` picks the rules of that JAX release (default: the installed one);
+    ``target`` is ``tpu``, ``gpu`` or ``gpu-legacy`` and sets the severity.
+    """
+    spelling = _spelling(target, jax_version)
+    return _check(source, path, target, spelling)
+
+
+def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | None = None,
+                jobs: int = 1, excludes: Sequence[str] = ()) -> Iterator[StaticResult]:
+    """Check files and directories (walked, honouring ``.gitignore`` and ``excludes``, which
+    are gitignore-style patterns relative to each directory given). Yields one result per
+    ``.py`` file, in walk order; ``jobs`` > 1 analyses files in that many processes."""
+    spelling = _spelling(target, jax_version)
+    pending: list = []
+    for path in python_files(paths, excludes):
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError as exc:
+            pending.append(StaticResult(path, parse_error=ParseError(path, 1, 1, f"cannot read file: {exc}")))
+            continue
+        if may_hold_host_move(data):
+            pending.append((data, path))
+        else:
+            pending.append(StaticResult(path))
+    candidates = [item for item in pending if isinstance(item, tuple)]
+    if jobs <= 1 or len(candidates) < 2:
+        for item in pending:
+            yield _check(*item, target, spelling) if isinstance(item, tuple) else item
+        return
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = {id(item): pool.submit(_check, *item, target, spelling) for item in candidates}
+        for item in pending:
+            yield futures[id(item)].result() if isinstance(item, tuple) else item
+
+
+def _spelling(target: str, jax_version: str | None) -> jax_compat.Spelling:
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
+    return jax_compat.spelling(jax_version)
+
+
+def _check(source: str | bytes, path: str, target: str, spelling: jax_compat.Spelling) -> StaticResult:
+    if not may_hold_host_move(source):
+        return StaticResult(path)
+    text = source
+    if isinstance(source, bytes):
+        text, error = _decode(source, path)
+        if error is not None:
+            return StaticResult(path, parse_error=error, analysed=True)
+    try:
+        syntax_error = None
+        if not references_jit(ast.parse(text)):
+            return StaticResult(path, analysed=True)
+    except (SyntaxError, ValueError) as exc:
+        # libcst may still parse syntax newer than this interpreter's; if not, CPython's
+        # message and position are the ones users know.
+        syntax_error = exc
+
+    import libcst as cst
+
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        if isinstance(syntax_error, SyntaxError):
+            error = ParseError(path, syntax_error.lineno or 1, syntax_error.offset or 1, syntax_error.msg)
+        else:
+            error = ParseError(path, exc.raw_line, exc.raw_column + 1, exc.message)
+        return StaticResult(path, parse_error=error, analysed=True)
+    return StaticResult(path, tuple(_analyse(module, text, path, target, spelling)), analysed=True)
+
+
+def _analyse(module, text: str, path: str, target: str, spelling: jax_compat.Spelling) -> list[Diagnostic]:
+    from .interpreter import Interpreter
+    from .rules import diagnostics, findings
+
+    interpreter = Interpreter(module, text)
+    found = []
+    try:
+        sites = interpreter.jit_sites()
+    except RecursionError:
+        return []
+    for jitted in sites:
+        try:
+            site = interpreter.analyse(jitted)
+        except RecursionError:
+            continue
+        if site is not None:
+            found.extend(findings(site, spelling))
+    if not found:
+        return []
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    # Positions cost about three parses; only files with findings pay for them.
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    return diagnostics(found, positions, path, target, spelling)
+
+
+def _decode(data: bytes, path: str) -> tuple[str, ParseError | None]:
+    """Decode like Python does (BOM, PEP 263 cookie, else UTF-8), reporting where it fails."""
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        return "", ParseError(path, exc.lineno or 1, 1, str(exc.msg if hasattr(exc, "msg") else exc))
+    try:
+        return data.decode(encoding), None
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        return "", ParseError(path, line, col, f"not valid {encoding}: {exc.reason} (byte 0x{data[exc.start]:02x})")
+    except LookupError:
+        return "", ParseError(path, 1, 1, f"unknown encoding {encoding!r}")

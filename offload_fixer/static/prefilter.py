@@ -1,0 +1,66 @@
+"""Cheap tests that rule a file out before libcst parses it (parsing is the dominant cost).
+
+1. Text: the check can only report a host value that the file itself spells, and every
+   spelling it models contains ``_host`` (``"pinned_host"``, ``"unpinned_host"``,
+   ``TransferToMemoryKind("pinned_host")``) or ``Space`` (``jax.memory.Space.Host`` through any
+   alias of ``jax.memory`` or ``Space``); a report also needs a jit site, so ``jit``.
+2. Structure: stdlib ``ast`` (about ten times faster than libcst) checks that some name in the
+   file resolves, through its imports, to ``jax.jit``/``pjit``. JAX's own sources mention
+   memory kinds often but jit only through private modules, so they stop here.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .names import JIT
+
+_JIT_MARKER = "jit"
+_HOST_MARKERS = ("_host", "Space")
+
+
+def may_hold_host_move(text: str | bytes) -> bool:
+    if isinstance(text, bytes):
+        return _JIT_MARKER.encode() in text and any(m.encode() in text for m in _HOST_MARKERS)
+    return _JIT_MARKER in text and any(m in text for m in _HOST_MARKERS)
+
+
+def references_jit(tree: ast.Module) -> bool:
+    """False when nothing in the module can name ``jax.jit``/``pjit``.
+
+    Over-approximates the interpreter's own resolution (no shadowing, every import counts),
+    so a module ruled out here has no jit site the interpreter would find.
+    """
+    aliases: dict[str, set[str]] = {}
+    attributes: list[ast.Attribute] = []
+    loaded: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    aliases.setdefault(alias.asname, set()).add(alias.name)
+                else:
+                    head = alias.name.split(".")[0]
+                    aliases.setdefault(head, set()).add(head)
+        elif isinstance(node, ast.ImportFrom):
+            if node.module and not node.level:
+                for alias in node.names:
+                    aliases.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+        elif isinstance(node, ast.Attribute) and node.attr in ("jit", "pjit"):
+            attributes.append(node)
+        elif isinstance(node, ast.Name):
+            loaded.add(node.id)
+    if any(q in JIT for name in loaded for q in aliases.get(name, ())):
+        return True
+    return any(q in JIT for node in attributes for q in _resolve(node, aliases))
+
+
+def _resolve(node: ast.AST, aliases: dict[str, set[str]]) -> set[str]:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return set()
+    suffix = "".join(f".{p}" for p in reversed(parts))
+    return {f"{base}{suffix}" for base in aliases.get(node.id, ())}

@@ -1,0 +1,192 @@
+"""Applying plans: bytes kept outside the edits, atomic writes, refusals with distinct errors."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from offload_fixer.fixes import (
+    FixNotConvergedError,
+    FixVerificationError,
+    ReadOnlySourceError,
+    SourceChangedError,
+    SourceEncodingError,
+    SourceSyntaxError,
+    apply_plans,
+    plan_fixes,
+)
+from offload_fixer.fixes.apply import LineMap, fix_to_fixpoint, remap_target, split_lines, verify
+from offload_fixer.model import Diagnostic, FunctionRef, Origin, Span
+
+NEW_JAX = "0.10.2"
+
+SOURCE = (
+    "import jax\n"
+    "from jax.sharding import NamedSharding, PartitionSpec as P\n"
+    "\n"
+    "mesh = jax.make_mesh((1,), ('x',))\n"
+    "host = NamedSharding(mesh, P(), memory_kind='pinned_host')\n"
+    "\n"
+    "\n"
+    "@jax.jit\n"
+    "def step(x):\n"
+    "    # keep a host copy\n"
+    "    h = jax.device_put(x, host)\n"
+    "    return x,   h  # spacing and comment kept\n"
+)
+FIXED_RETURN = "    return x,   jax.device_put(h, jax.memory.Space.Device)  # spacing and comment kept\n"
+
+
+def diagnostic(path: Path, output: str = "[1]", function_line: int = 8) -> Diagnostic:
+    origin = Origin("move_to_host", "pinned_host", Span(str(path), 11, 9), key="move:11")
+    return Diagnostic("OFL1200", "error", "tpu", "m", "e", output_path=output, origin=origin,
+                      function=FunctionRef("step", str(path), function_line))
+
+
+def device_plans(path: Path, **kwargs: object):
+    return plan_fixes([diagnostic(path, **kwargs)], strategy="device", jax_version=NEW_JAX)  # type: ignore[arg-type]
+
+
+def test_preview_leaves_the_file_alone_and_diffs_only_the_edit(tmp_path: Path) -> None:
+    path = tmp_path / "step.py"
+    path.write_text(SOURCE)
+    (result,) = apply_plans(device_plans(path), write=False)
+    assert result.error is None and not result.written and result.passes == 2
+    assert path.read_text() == SOURCE
+    assert result.new_text == SOURCE.replace("    return x,   h  # spacing and comment kept\n", FIXED_RETURN)
+    body = [line for line in result.diff.splitlines(keepends=True)[2:] if line[0] in "+-"]
+    assert body == ["-    return x,   h  # spacing and comment kept\n", "+" + FIXED_RETURN]
+
+
+def test_write_replaces_atomically_and_keeps_the_mode(tmp_path: Path) -> None:
+    path = tmp_path / "step.py"
+    path.write_text(SOURCE)
+    os.chmod(path, 0o640)
+    (result,) = apply_plans(device_plans(path), write=True)
+    assert result.written
+    assert path.read_text() == result.new_text
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step.py"]  # no temporary left behind
+
+
+def test_write_through_a_symlink_edits_its_target(tmp_path: Path) -> None:
+    real = tmp_path / "real.py"
+    real.write_text(SOURCE)
+    link = tmp_path / "link.py"
+    link.symlink_to(real)
+    (result,) = apply_plans(device_plans(link), write=True)
+    assert result.written and link.is_symlink()
+    assert FIXED_RETURN in real.read_text()
+
+
+@pytest.mark.parametrize(
+    "encode",
+    [
+        pytest.param(lambda text: text.replace("\n", "\r\n").encode(), id="crlf"),
+        pytest.param(lambda text: text.rstrip("\n").encode(), id="no-final-newline"),
+        pytest.param(lambda text: b"\xef\xbb\xbf" + text.encode(), id="bom"),
+        pytest.param(
+            lambda text: ("# -*- coding: latin-1 -*-\n" + text.replace("keep a host copy", "garde une copie à l'hôte"))
+            .encode("latin-1"),
+            id="latin-1-cookie",
+        ),
+    ],
+)
+def test_bytes_outside_the_edit_are_kept(tmp_path: Path, encode) -> None:
+    path = tmp_path / "step.py"
+    original = encode(SOURCE)
+    path.write_bytes(original)
+    first_line = 9 if original.startswith(b"#") else 8
+    (result,) = apply_plans(device_plans(path, function_line=first_line), write=True)
+    assert result.error is None and result.written
+    old_return = encode("    return x,   h  # spacing and comment kept\n").removeprefix(b"\xef\xbb\xbf")
+    new_return = encode(FIXED_RETURN).removeprefix(b"\xef\xbb\xbf")
+    if original.startswith(b"# -*-"):
+        header = b"# -*- coding: latin-1 -*-\n"
+        old_return, new_return = old_return.removeprefix(header), new_return.removeprefix(header)
+    if not original.endswith(b"\n"):
+        old_return, new_return = old_return.rstrip(b"\r\n"), new_return.rstrip(b"\r\n")
+    assert path.read_bytes() == original.replace(old_return, new_return)
+    if not original.endswith(b"\n"):
+        assert result.diff.endswith("\n\\ No newline at end of file\n")
+
+
+def test_second_application_changes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "step.py"
+    path.write_text(SOURCE)
+    (plan,) = plan_fixes([diagnostic(path)], jax_version=NEW_JAX)  # host: adds an import line
+    (result,) = apply_plans([plan], write=True)
+    moved = remap_target(plan.target, LineMap(split_lines(SOURCE), split_lines(result.new_text)))
+    again, passes = fix_to_fixpoint(str(path), cst.parse_module(path.read_bytes()), [(plan.command, moved)])
+    assert passes == 1 and again.code == result.new_text
+
+
+def test_changed_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "step.py"
+    path.write_text(SOURCE)
+    plans = device_plans(path)
+    path.write_text(SOURCE + "\n# edited after the analysis\n")
+    (result,) = apply_plans(plans, write=True)
+    assert isinstance(result.error, SourceChangedError)
+    assert path.read_text().endswith("# edited after the analysis\n")
+    with pytest.raises(SourceChangedError):
+        result.raise_for_error()
+
+
+def test_read_only_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "step.py"
+    path.write_text(SOURCE)
+    os.chmod(path, 0o444)
+    (result,) = apply_plans(device_plans(path), write=True)
+    assert isinstance(result.error, ReadOnlySourceError)
+    assert path.read_text() == SOURCE
+    (preview,) = apply_plans(device_plans(path), write=False)
+    assert preview.error is None and preview.changed
+
+
+def test_undecodable_and_unparsable_files_fail_alone(tmp_path: Path) -> None:
+    good = tmp_path / "good.py"
+    good.write_text(SOURCE)
+    plans = device_plans(good)
+    latin = tmp_path / "latin.py"
+    latin.write_bytes(SOURCE.replace("keep a host copy", "h\xf4te").encode("latin-1"))
+    broken = tmp_path / "broken.py"
+    broken.write_text(SOURCE.replace("def step(x):", "def step(x:"))
+    plans += device_plans(latin) + device_plans(broken)
+    results = {Path(r.path).name: r for r in apply_plans(plans, write=True)}
+    assert results["good.py"].written
+    assert isinstance(results["latin.py"].error, SourceEncodingError)
+    assert "line 10" in str(results["latin.py"].error)
+    error = results["broken.py"].error
+    assert isinstance(error, SourceSyntaxError) and error.line == 9
+
+
+def test_unsafe_plans_need_consent(tmp_path: Path) -> None:
+    path = tmp_path / "step.py"
+    path.write_text(SOURCE.replace("    return x,   h", "    return x,   helper(h)"))
+    (plan,) = device_plans(path, output="[1][0]")  # inside a call result: moves all of it
+    assert plan.safety == "unsafe"
+    (skipped,) = apply_plans([plan], write=True)
+    assert not skipped.changed and skipped.skipped[0][1].startswith("unsafe")
+    (applied,) = apply_plans([plan], write=True, unsafe=True)
+    assert "jax.device_put(helper(h), jax.memory.Space.Device)" in path.read_text()
+    assert applied.written
+
+
+def test_not_converging_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "step.py"
+    path.write_text(SOURCE)
+    (result,) = apply_plans(device_plans(path), write=True, max_passes=1)
+    assert isinstance(result.error, FixNotConvergedError)
+    assert path.read_text() == SOURCE
+
+
+def test_result_that_does_not_compile_is_refused() -> None:
+    with pytest.raises(FixVerificationError):
+        verify("bad.py", b"def f():\n    return (\n")
+    with pytest.raises(FixVerificationError):  # parses, but CPython rejects it
+        verify("bad.py", b"def f():\n    nonlocal x\n")

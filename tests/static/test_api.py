@@ -1,0 +1,161 @@
+"""The public API: Diagnostic fields the fix planner consumes, targets, unreadable files, paths."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from offload_fixer.model import Diagnostic
+from offload_fixer.static import ParseError, StaticResult, check_paths, check_source
+
+from .helpers import LEGACY, PROPAGATION, TYPED, diagnostics
+
+SOURCE = textwrap.dedent('''\
+    import jax
+    from functools import partial
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    host = NamedSharding(jax.make_mesh((1,), ("x",)), P(), memory_kind="pinned_host")
+
+
+    @partial(jax.jit, donate_argnums=0)
+    def step(params, x):
+        moved = jax.device_put(params, host)
+        return x, {"mu": moved * 2, "nu": moved}
+''')
+
+
+def test_diagnostic_locates_function_origin_output_and_return():
+    (d,) = check_source(SOURCE, "train.py", jax_version=PROPAGATION).diagnostics
+    assert d.code == "OFL1200" and d.severity == "error" and d.target == "tpu" and d.source == "static"
+    assert (d.function.name, d.function.path, d.function.line) == ("step", "train.py", 9)  # the `def`
+    assert d.origin.kind == "move_to_host" and d.origin.memory_kind == "pinned_host"
+    assert (d.origin.span.line, d.origin.span.col, d.origin.span.end_line, d.origin.span.end_col) == (10, 13, 10, 41)
+    assert d.span == d.origin.span
+    assert d.output_path == "[1]['mu']"
+    assert (d.return_span.line, d.return_span.col, d.return_span.end_col) == (11, 12, 45)
+    assert [(s.op, s.role) for s in d.trace] == [
+        ("device_put", "move to host"), ("multiply", "host compute"), ("return", "output")]
+    assert d.trace[1].span.line == 11
+    assert "0.4.29-0.7.0" in d.explanation and "`multiply`" in d.explanation
+
+
+def test_related_outputs_share_one_origin():
+    found = check_source(SOURCE, "train.py", jax_version=LEGACY).diagnostics
+    assert sorted(d.output_path for d in found) == ["[1]['mu']", "[1]['nu']"]
+    by_path = {d.output_path: d for d in found}
+    assert by_path["[1]['mu']"].related_outputs == ("[1]['nu']",)
+    assert by_path["[1]['mu']"].origin.key == by_path["[1]['nu']"].origin.key == "train.py:10:13"
+
+
+def test_diagnostics_round_trip_through_json():
+    for d in check_source(SOURCE, "train.py", jax_version=LEGACY).diagnostics:
+        assert Diagnostic.from_dict(d.to_dict()) == d
+
+
+@pytest.mark.parametrize("target, severity", [("tpu", "error"), ("gpu-legacy", "error"), ("gpu", "warning")])
+def test_severity_follows_the_target(target, severity):
+    (d,) = check_source(SOURCE, "train.py", target=target, jax_version=PROPAGATION).diagnostics
+    assert (d.target, d.severity) == (target, severity)
+    assert ("without an error" in d.explanation) == (target == "gpu")
+
+
+def test_unknown_target_or_version_is_refused():
+    with pytest.raises(ValueError, match="unknown target"):
+        check_source(SOURCE, "train.py", target="cpu")
+    with pytest.raises(ValueError, match="not a JAX version"):
+        check_source(SOURCE, "train.py", jax_version="latest")
+
+
+def test_fix_options_are_spelled_for_the_version():
+    (d,) = diagnostics("@jax.jit\ndef f(x):\n    return jax.device_put(x, host) * 2\n", version=PROPAGATION)
+    assert [f.strategy for f in d.fixes] == ["device", "host"]
+    assert "with_memory_kind('device')" in d.fixes[0].description
+    assert "memory_kind='pinned_host'" in d.fixes[1].description
+    assert d.fixes[1].safety == "unsafe"
+
+    (d,) = diagnostics("@partial(jax.jit, in_shardings=host)\ndef f(x):\n    return x * 2\n", version=TYPED)
+    assert d.origin.kind == "host_argument"
+    assert "argument `x`" in d.origin.detail
+    assert [f.strategy for f in d.fixes] == ["host", "device"]  # device_put may be elided here
+    assert "jax.memory.Space.Device" in d.fixes[1].description
+
+
+def test_host_argument_origin_points_at_the_in_shardings_leaf():
+    (d,) = diagnostics("@partial(jax.jit, in_shardings=(None, host))\ndef f(a, b):\n    return b + a\n",
+                       version=LEGACY)
+    assert d.origin.kind == "host_argument"
+    line = "@partial(jax.jit, in_shardings=(None, host))"
+    assert d.origin.span.col == line.index("host") + 1
+
+
+def test_unparsable_file_is_reported_with_line_and_column():
+    source = "import jax\nhost = 'pinned_host'\n@jax.jit\ndef f(x):\n    return (x +\n"
+    result = check_source(source, "broken.py")
+    assert result.diagnostics == ()
+    assert isinstance(result.parse_error, ParseError)
+    assert result.parse_error.path == "broken.py"
+    assert result.parse_error.line >= 5 and result.parse_error.col >= 1
+    assert result.parse_error.message
+
+
+def test_non_utf8_file_is_reported_and_a_coding_cookie_is_honoured():
+    body = "import jax\n# caf\xe9\nhost = 'pinned_host'\nf = jax.jit(g)\n"
+    result = check_source(body.encode("latin-1"), "latin.py")
+    assert result.parse_error is not None
+    assert (result.parse_error.line, result.parse_error.col) == (2, 6)
+    assert "utf-8" in result.parse_error.message
+
+    declared = ("# -*- coding: latin-1 -*-\n" + SOURCE.replace("# ", "") + "# caf\xe9\n").encode("latin-1")
+    result = check_source(declared, "latin.py", jax_version=LEGACY)
+    assert result.parse_error is None and len(result.diagnostics) == 2
+
+
+def test_bytes_with_a_bom_are_checked():
+    result = check_source(b"\xef\xbb\xbf" + SOURCE.encode(), "bom.py", jax_version=LEGACY)
+    assert result.parse_error is None and len(result.diagnostics) == 2
+
+
+def test_files_that_cannot_hold_a_host_move_are_not_parsed():
+    result = check_source("this is not python (", "other.py")
+    assert result == StaticResult("other.py")  # no markers: skipped, not analysed
+
+
+def test_check_paths_walks_directories(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "train.py").write_text(SOURCE)
+    (tmp_path / "pkg" / "plain.py").write_text("x = 1\n")
+    (tmp_path / "pkg" / "broken.py").write_text("import jax\nhost = 'pinned_host'\n@jax.jit\ndef f(:\n")
+    (tmp_path / "pkg" / "notes.txt").write_text(SOURCE)
+    (tmp_path / "generated").mkdir()
+    (tmp_path / "generated" / "gen.py").write_text(SOURCE)
+    (tmp_path / ".venv").mkdir()
+    (tmp_path / ".venv" / "lib.py").write_text(SOURCE)
+    (tmp_path / "skip_me.py").write_text(SOURCE)
+    (tmp_path / ".gitignore").write_text("generated/\n")
+
+    results = list(check_paths([str(tmp_path)], jax_version=LEGACY, excludes=["skip_*.py"]))
+    by_name = {r.path[len(str(tmp_path)) + 1:]: r for r in results}
+    assert sorted(by_name) == ["pkg/broken.py", "pkg/plain.py", "pkg/train.py"]
+    assert len(by_name["pkg/train.py"].diagnostics) == 2
+    assert (by_name["pkg/broken.py"].parse_error.line, by_name["pkg/broken.py"].parse_error.col) == (4, 7)
+    assert not by_name["pkg/plain.py"].analysed
+
+    explicit = list(check_paths([str(tmp_path / "generated" / "gen.py")], jax_version=LEGACY))
+    assert len(explicit[0].diagnostics) == 2
+
+
+def test_parallel_check_gives_the_same_results(tmp_path):
+    for i in range(4):
+        (tmp_path / f"m{i}.py").write_text(SOURCE.replace("def step", f"def step{i}"))
+    (tmp_path / "bad.py").write_text("import jax\nhost = 'pinned_host'\n@jax.jit\ndef f(:\n")
+    serial = list(check_paths([str(tmp_path)], jax_version=LEGACY))
+    parallel = list(check_paths([str(tmp_path)], jax_version=LEGACY, jobs=2))
+    assert serial == parallel
+    assert sum(len(r.diagnostics) for r in parallel) == 8
+
+
+def test_unreadable_path_is_reported(tmp_path):
+    (result,) = check_paths([str(tmp_path / "missing.py")])
+    assert result.parse_error is not None and "cannot read" in result.parse_error.message
