@@ -12,7 +12,8 @@ from libcst.metadata import PositionProvider
 
 from codemods import sharding_exprs as sx
 from codemods.source_facts import FunctionInfo, JitSite, Scope, SourceFacts
-from codemods.targets import Edit, FixTarget, SpellingOptions
+from codemods.pytree_source import child_at
+from codemods.targets import Edit, FixTarget, SpellingOptions, parse_path
 
 Rewrite = Callable[[cst.CSTNode], cst.CSTNode]
 _POSITIONAL_OPTIONS = {"in_shardings": 1, "out_shardings": 2}
@@ -44,6 +45,7 @@ class FixCommand(CodemodCommand):
                                 help="edit only the return starting on this line; repeatable")
         arg_parser.add_argument("--parameter", help="the host argument, for --placement entry")
         arg_parser.add_argument("--parameter-index", type=int)
+        arg_parser.add_argument("--parameter-path", default="", help="pytree path of the host leaf inside the parameter")
         arg_parser.add_argument("--origin-line", type=int, help="line of the move to host")
         arg_parser.add_argument("--origin-col", type=int)
         arg_parser.add_argument("--spelling-api", choices=["memory_space", "sharding"], default="memory_space",
@@ -130,23 +132,42 @@ class FixCommand(CodemodCommand):
         return (destination, scope) if destination is not None else None
 
     def host_in_sharding(self, function: FunctionInfo) -> tuple[cst.BaseExpression, JitSite] | None:
-        """The ``in_shardings`` entry of the host argument: the target's parameter when it is
-        known, else the one entry that spells out a host memory kind."""
+        """The ``in_shardings`` entry of the host argument (down to ``parameter_path`` inside
+        it, through names bound once to literals): the target's parameter when it is known,
+        else the one entry that spells out a host memory kind."""
         for site in self.facts.jit_sites(function):
             arg = self.option(site, "in_shardings")
             if arg is None:
                 continue
             value = self._through_name(arg.value, site.scope)
             if not isinstance(value, (cst.Tuple, cst.List)):
-                return (arg.value, site) if not sx.is_none(arg.value) else None
-            entries = [e.value for e in value.elements if isinstance(e, cst.Element)]
-            index = self._argument_index(function, site)
-            if index is not None and index < len(entries) and not sx.is_none(entries[index]):
-                return entries[index], site
-            hosts = [e for e in entries if self._spells_host(e, site.scope)]
-            if len(hosts) == 1:
-                return hosts[0], site
+                entry: cst.BaseExpression | None = arg.value
+            else:
+                entries = [e.value for e in value.elements if isinstance(e, cst.Element)]
+                index = self._argument_index(function, site)
+                hosts = [e for e in entries if self._spells_host(e, site.scope)]
+                if index is not None and index < len(entries):
+                    entry = entries[index]
+                else:
+                    entry = hosts[0] if len(hosts) == 1 else None
+            if entry is not None:
+                entry = self._leaf_for(entry, parse_path(self.target.parameter_path), site.scope)
+            if entry is not None and not sx.is_none(entry):
+                return entry, site
         return None
+
+    def _leaf_for(self, entry: cst.BaseExpression, keys: tuple, scope: Scope) -> cst.BaseExpression | None:
+        """The sharding that covers ``keys`` inside an ``in_shardings`` entry; None when the
+        path ends on a container (several shardings)."""
+        for key in keys:
+            container = self._through_name(entry, scope)
+            if not isinstance(container, (cst.Tuple, cst.List, cst.Dict)):
+                return entry
+            child = child_at(container, key)
+            if child is None:
+                return None
+            entry = child
+        return None if isinstance(self._through_name(entry, scope), (cst.Tuple, cst.List, cst.Dict)) else entry
 
     def _argument_index(self, function: FunctionInfo, site: JitSite) -> int | None:
         t = self.target
@@ -207,6 +228,7 @@ def _target_from_flags(flags: dict[str, object]) -> FixTarget:
         return_lines=tuple(flags.get("return_line") or ()),  # type: ignore[arg-type]
         parameter=flags.get("parameter"),  # type: ignore[arg-type]
         parameter_index=flags.get("parameter_index"),  # type: ignore[arg-type]
+        parameter_path=str(flags.get("parameter_path") or ""),
         origin_line=flags.get("origin_line"),  # type: ignore[arg-type]
         origin_col=flags.get("origin_col"),  # type: ignore[arg-type]
         spelling=SpellingOptions(

@@ -45,6 +45,9 @@ class FixTarget:
     """Edit only the returns starting on these lines; empty means every return."""
     parameter: str | None = None
     parameter_index: int | None = None
+    parameter_path: str = ""
+    """Pytree path of the host leaf inside the parameter (``"['mu']['w']"``), to find its
+    ``in_shardings`` entry."""
     origin_line: int | None = None
     origin_col: int | None = None
     spelling: SpellingOptions = field(default_factory=SpellingOptions)

@@ -7,14 +7,17 @@ import ast
 import functools
 import inspect
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from offload_fixer.model import FunctionRef, Report
 
 __all__ = ["check", "function_ref", "is_jitted"]
 
 
-def check(fn: Callable[..., Any], *args: Any, target: str = "tpu", **kwargs: Any) -> Report:
+def check(
+    fn: Callable[..., Any], *args: Any, target: str = "tpu", **kwargs: Any
+) -> Report:
     """Analyse ``fn(*args, **kwargs)`` as it would compile for ``target`` (tpu, gpu, gpu-legacy).
 
     ``fn`` is a plain function or a ``jax.jit``-wrapped one; a jitted function keeps its own
@@ -28,14 +31,22 @@ def check(fn: Callable[..., Any], *args: Any, target: str = "tpu", **kwargs: Any
     from offload_fixer.model import TARGETS
 
     if target not in TARGETS:
-        raise ValueError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
-    lowered = jax_compat.lower_for_platform(fn, args, kwargs, jax_compat.lowering_platform(target))
+        raise ValueError(
+            f"unknown target {target!r}; expected one of {', '.join(TARGETS)}"
+        )
+    lowered = jax_compat.lower_for_platform(
+        fn, args, kwargs, jax_compat.lowering_platform(target)
+    )
     return analyze(lowered, target=target, function=function_ref(fn))
 
 
 def is_jitted(fn: Any) -> bool:
     """A ``jax.jit`` result (or anything standing in for one): it traces by itself."""
-    return callable(fn) and callable(getattr(fn, "trace", None)) and callable(getattr(fn, "lower", None))
+    return (
+        callable(fn)
+        and callable(getattr(fn, "trace", None))
+        and callable(getattr(fn, "lower", None))
+    )
 
 
 def function_ref(fn: Any) -> FunctionRef | None:
@@ -51,7 +62,9 @@ def function_ref(fn: Any) -> FunctionRef | None:
     if path.startswith("<") or not path:
         return FunctionRef(name=name)
     path = os.path.abspath(path)
-    return FunctionRef(name=name, path=path, line=_def_line(path, code.co_firstlineno, code.co_name))
+    return FunctionRef(
+        name=name, path=path, line=_def_line(path, code.co_firstlineno, code.co_name)
+    )
 
 
 def _python_function(fn: Any) -> Any:
@@ -68,8 +81,10 @@ def _python_function(fn: Any) -> Any:
         if inspect.ismethod(fn):
             fn = fn.__func__
             continue
-        if not hasattr(fn, "__code__") and callable(getattr(type(fn), "__call__", None)) and not inspect.isroutine(fn):
-            call = getattr(type(fn), "__call__")
+        if not hasattr(fn, "__code__") and not inspect.isroutine(fn):
+            call = (
+                type(fn).__call__ if callable(fn) else None
+            )  # an instance of a class with __call__
             if hasattr(call, "__code__"):
                 return call
         break

@@ -223,13 +223,13 @@ def check(paths, target, fmt, select, ignore, exit_zero, quiet, verbose, config,
     from offload_fixer.static import check_paths
 
     paths = paths or (".",)
-    resolver, settings = _settings(config, paths[0], target=target, strategy=strategy, format=fmt, jobs=jobs,
-                                   jax_version=jax_version, select=_codes(select), ignore=_codes(ignore))
     try:
-        if settings.jax_version:
-            jax_compat.parse_version(settings.jax_version)
+        if jax_version:
+            jax_compat.parse_version(jax_version)
     except jax_compat.UnsupportedJaxVersion as exc:
         _fail(ExitCode.UNSUPPORTED_JAX, str(exc))
+    _resolver, settings = _settings(config, paths[0], target=target, strategy=strategy, format=fmt, jobs=jobs,
+                                   jax_version=jax_version, select=_codes(select), ignore=_codes(ignore))
     excludes = list(settings.exclude) + list(exclude)
     outcome = Outcome()
     progress = not quiet and sys.stderr.isatty()

@@ -37,9 +37,10 @@ import sys
 import threading
 import traceback
 import types
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from typing import Any
 
 from offload_fixer.model import TARGETS, Diagnostic, Report, Span
 
@@ -93,7 +94,9 @@ class CompilationChecker:
         from offload_fixer import jax_compat
 
         if target not in TARGETS:
-            raise ValueError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
+            raise ValueError(
+                f"unknown target {target!r}; expected one of {', '.join(TARGETS)}"
+            )
         self.target = target
         self.platform = jax_compat.lowering_platform(target)
         self.active = True
@@ -117,7 +120,9 @@ class CompilationChecker:
             self._seen.add(key)
             return True
 
-    def check(self, jitted: Any, fun: Any, args: tuple, kwargs: dict, quiet: bool = False) -> None:
+    def check(
+        self, jitted: Any, fun: Any, args: tuple, kwargs: dict, quiet: bool = False
+    ) -> None:
         """Analyse one compilation; ``quiet`` drops tool failures (the user's own call failed
         too, and its traceback already says why)."""
         from offload_fixer import jax_compat
@@ -126,11 +131,17 @@ class CompilationChecker:
 
         with self._lock:
             try:
-                lowered = jax_compat.lower_for_platform(jitted, args, kwargs, self.platform)
-                report = analyze(lowered, target=self.target, function=function_ref(fun))
-            except Exception as exc:
+                lowered = jax_compat.lower_for_platform(
+                    jitted, args, kwargs, self.platform
+                )
+                report = analyze(
+                    lowered, target=self.target, function=function_ref(fun)
+                )
+            except Exception as exc:  # noqa: BLE001 - the tool must never break the program
                 if not quiet:
-                    self.warn(f"could not check {_describe(fun)} for {self.target}: {_one_line(exc)}")
+                    self.warn(
+                        f"could not check {_describe(fun)} for {self.target}: {_one_line(exc)}"
+                    )
                 return
             self.result.checked += 1
             self._add(report)
@@ -160,7 +171,14 @@ class CompilationChecker:
 class CheckedJit:
     """Stands in for a ``jax.jit`` result: same behaviour, plus a check per new signature."""
 
-    def __init__(self, real: Any, fun: Any, options: Any, static: tuple[tuple[int, ...], tuple[str, ...]], checker: CompilationChecker):
+    def __init__(
+        self,
+        real: Any,
+        fun: Any,
+        options: Any,
+        static: tuple[tuple[int, ...], tuple[str, ...]],
+        checker: CompilationChecker,
+    ):
         vars(self).update(
             _real=real,
             _fun=fun,
@@ -196,7 +214,9 @@ class CheckedJit:
     def __repr__(self) -> str:
         return repr(self._real)
 
-    def _intercept(self, operation: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    def _intercept(
+        self, operation: Callable[..., Any], args: tuple, kwargs: dict
+    ) -> Any:
         checker = self._checker
         if not checker.active or not checker.outside_any_trace():
             return operation(*args, **kwargs)
@@ -218,16 +238,28 @@ class CheckedJit:
         try:
             if self._static_nums or self._static_names:
                 positions = {i if i >= 0 else i + len(args) for i in self._static_nums}
-                static = tuple((i, _hashable(args[i])) for i in sorted(positions) if 0 <= i < len(args))
-                static += tuple((k, _hashable(kwargs[k])) for k in sorted(kwargs) if k in self._static_names)
+                static = tuple(
+                    (i, _hashable(args[i]))
+                    for i in sorted(positions)
+                    if 0 <= i < len(args)
+                )
+                static += tuple(
+                    (k, _hashable(kwargs[k]))
+                    for k in sorted(kwargs)
+                    if k in self._static_names
+                )
                 args = tuple(a for i, a in enumerate(args) if i not in positions)
-                kwargs = {k: v for k, v in kwargs.items() if k not in self._static_names}
+                kwargs = {
+                    k: v for k, v in kwargs.items() if k not in self._static_names
+                }
             leaves, treedef = checker.tree_flatten((args, kwargs))
             leaf_keys = tuple(map(checker.leaf_signature, leaves))
         except _TracerArgument:
             return None
-        except Exception as exc:  # an argument the tool does not understand: JAX will say more
-            checker.warn(f"could not compute the signature of a call to {_describe(self._fun)}: {_one_line(exc)}")
+        except Exception as exc:  # noqa: BLE001 - an argument the tool does not understand: JAX will say more
+            checker.warn(
+                f"could not compute the signature of a call to {_describe(self._fun)}: {_one_line(exc)}"
+            )
             return None
         return (self._fun_key, self._options, treedef, leaf_keys, static)
 
@@ -254,13 +286,18 @@ class LeafSignatures:
             (jax.ShapeDtypeStruct, _abstract_signature),
             ((np.ndarray, np.generic), _numpy_signature),
         )
-        self._by_type: dict[type, Callable[[Any], Any]] = {t: type for t in (bool, int, float, complex)}
+        self._by_type: dict[type, Callable[[Any], Any]] = {
+            t: type for t in (bool, int, float, complex)
+        }
 
     def __call__(self, leaf: Any) -> Any:
         kind = type(leaf)
         reader = self._by_type.get(kind)
         if reader is None:
-            reader = next((r for classes, r in self._classes if issubclass(kind, classes)), _other_signature)
+            reader = next(
+                (r for classes, r in self._classes if issubclass(kind, classes)),
+                _other_signature,
+            )
             self._by_type[kind] = reader
         return reader(leaf)
 
@@ -270,11 +307,23 @@ def _tracer_signature(leaf: Any) -> Any:
 
 
 def _array_signature(leaf: Any) -> Any:
-    return ("array", leaf.shape, leaf.dtype, leaf.weak_type, leaf.sharding if leaf.committed else None)
+    return (
+        "array",
+        leaf.shape,
+        leaf.dtype,
+        leaf.weak_type,
+        leaf.sharding if leaf.committed else None,
+    )
 
 
 def _abstract_signature(leaf: Any) -> Any:
-    return ("abstract", leaf.shape, leaf.dtype, leaf.weak_type, _hashable(leaf.sharding))
+    return (
+        "abstract",
+        leaf.shape,
+        leaf.dtype,
+        leaf.weak_type,
+        _hashable(leaf.sharding),
+    )
 
 
 def _numpy_signature(leaf: Any) -> Any:
@@ -298,13 +347,17 @@ def _freeze_options(args: tuple, kwargs: dict) -> Any:
     import jax
 
     frozen = []
-    for name, value in [(i, v) for i, v in enumerate(args)] + sorted(kwargs.items(), key=lambda kv: str(kv[0])):
+    for name, value in [(i, v) for i, v in enumerate(args)] + sorted(
+        kwargs.items(), key=lambda kv: str(kv[0])
+    ):
         leaves, treedef = jax.tree_util.tree_flatten(value)
         frozen.append((name, treedef, tuple(_hashable(leaf) for leaf in leaves)))
     return tuple(frozen)
 
 
-def _static_arguments(fun: Any, options: dict) -> tuple[tuple[int, ...], tuple[str, ...]]:
+def _static_arguments(
+    fun: Any, options: dict
+) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """Static positions and names, each inferred from the other as ``jax.jit`` does."""
     import inspect
 
@@ -315,11 +368,19 @@ def _static_arguments(fun: Any, options: dict) -> tuple[tuple[int, ...], tuple[s
     except (TypeError, ValueError):
         return nums, names
     positional = [
-        p for p in parameters if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        p
+        for p in parameters
+        if p.kind
+        in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     ]
-    nums += tuple(i for i, p in enumerate(positional) if p.name in names and i not in nums)
+    nums += tuple(
+        i for i, p in enumerate(positional) if p.name in names and i not in nums
+    )
     for i in nums:
-        if -len(positional) <= i < len(positional) and positional[i].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD:
+        if (
+            -len(positional) <= i < len(positional)
+            and positional[i].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+        ):
             names += (positional[i].name,)
     return nums, names
 
@@ -337,14 +398,18 @@ def _jax_roots() -> tuple[str, ...]:
     import jax
     import jaxlib
 
-    return tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (jax, jaxlib))
+    return tuple(
+        os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (jax, jaxlib)
+    )
 
 
 def _is_jax_internal(fun: Any) -> bool:
     from offload_fixer.api import _python_function
 
     code = getattr(_python_function(fun), "__code__", None)
-    return code is not None and os.path.abspath(code.co_filename).startswith(_jax_roots())
+    return code is not None and os.path.abspath(code.co_filename).startswith(
+        _jax_roots()
+    )
 
 
 def _called_from_jax() -> bool:
@@ -352,7 +417,9 @@ def _called_from_jax() -> bool:
     return os.path.abspath(sys._getframe(2).f_code.co_filename).startswith(_jax_roots())
 
 
-def _checked_jit(real_jit: Callable[..., Any], checker: CompilationChecker) -> Callable[..., Any]:
+def _checked_jit(
+    real_jit: Callable[..., Any], checker: CompilationChecker
+) -> Callable[..., Any]:
     from offload_fixer.api import is_jitted
 
     @functools.wraps(real_jit)
@@ -365,9 +432,15 @@ def _checked_jit(real_jit: Callable[..., Any], checker: CompilationChecker) -> C
                 return result
 
             @functools.wraps(result)
-            def decorate(fun: Any) -> Any:  # ``jax.jit(static_argnums=...)`` used as a decorator
+            def decorate(
+                fun: Any,
+            ) -> Any:  # ``jax.jit(static_argnums=...)`` used as a decorator
                 inner = result(fun)
-                return inner if isinstance(inner, CheckedJit) else wrap(inner, fun, (), kwargs)
+                return (
+                    inner
+                    if isinstance(inner, CheckedJit)
+                    else wrap(inner, fun, (), kwargs)
+                )
 
             return decorate
         fun = args[0] if args else kwargs.get("fun")
@@ -377,7 +450,13 @@ def _checked_jit(real_jit: Callable[..., Any], checker: CompilationChecker) -> C
     def wrap(real: Any, fun: Any, positional: tuple, options: dict) -> Any:
         if not checker.active or _is_jax_internal(fun):
             return real
-        return CheckedJit(real, fun, _freeze_options(positional, options), _static_arguments(fun, options), checker)
+        return CheckedJit(
+            real,
+            fun,
+            _freeze_options(positional, options),
+            _static_arguments(fun, options),
+            checker,
+        )
 
     return jit
 
@@ -406,7 +485,9 @@ class UsageError(Exception):
     """The program to run cannot be found: the CLI exits 2."""
 
 
-def run_program(program: str, argv: Sequence[str] = (), target: str = "tpu", is_module: bool = False) -> RunResult:
+def run_program(
+    program: str, argv: Sequence[str] = (), target: str = "tpu", is_module: bool = False
+) -> RunResult:
     """Run ``program`` (a script path, or a module name with ``is_module``) as ``__main__`` and
     check each distinct jit compilation it triggers for ``target``."""
     from offload_fixer import jax_compat
@@ -441,7 +522,7 @@ def run_program(program: str, argv: Sequence[str] = (), target: str = "tpu", is_
         else:
             result.program_exit_code = 1
             result.program_exception = str(code)
-    except BaseException as exc:  # the user's uncaught exception, KeyboardInterrupt included
+    except BaseException as exc:  # noqa: BLE001 - the user's uncaught exception, KeyboardInterrupt included
         result.program_exit_code = 1
         result.program_exception = format_user_traceback(exc)
     finally:
@@ -449,19 +530,30 @@ def run_program(program: str, argv: Sequence[str] = (), target: str = "tpu", is_
     return result
 
 
-_TOOL_FILES = (os.path.abspath(__file__), os.path.abspath(runpy.__file__), "<frozen runpy>")
+_TOOL_FILES = (
+    os.path.abspath(__file__),
+    os.path.abspath(runpy.__file__),
+    "<frozen runpy>",
+)
 
 
 def format_user_traceback(exc: BaseException) -> str:
     """The traceback Python would print, without this runner's and runpy's frames."""
     formatted = traceback.TracebackException(type(exc), exc, exc.__traceback__)
     for part in _chain(formatted):
-        kept = [frame for frame in part.stack if frame.filename not in _TOOL_FILES and os.path.abspath(frame.filename) not in _TOOL_FILES]
+        kept = [
+            frame
+            for frame in part.stack
+            if frame.filename not in _TOOL_FILES
+            and os.path.abspath(frame.filename) not in _TOOL_FILES
+        ]
         part.stack = traceback.StackSummary.from_list(kept)
     return "".join(formatted.format())
 
 
-def _chain(formatted: traceback.TracebackException) -> Iterator[traceback.TracebackException]:
+def _chain(
+    formatted: traceback.TracebackException,
+) -> Iterator[traceback.TracebackException]:
     seen: set[int] = set()
     pending = [formatted]
     while pending:
@@ -485,10 +577,17 @@ class ReportFile:
 
     def stale_sources(self) -> list[str]:
         """Files changed (or gone) since they were analysed: fixes must not touch them."""
-        return [path for path, digest in self.sources.items() if sha256_of(path) != digest]
+        return [
+            path for path, digest in self.sources.items() if sha256_of(path) != digest
+        ]
 
 
-def write_report_file(path: str, reports: Iterable[Report], target: str, sources: dict[str, str] | None = None) -> None:
+def write_report_file(
+    path: str,
+    reports: Iterable[Report],
+    target: str,
+    sources: dict[str, str] | None = None,
+) -> None:
     """Write the reports as JSON, atomically; ``sources`` defaults to hashing the files now."""
     from offload_fixer import jax_compat
 
@@ -519,7 +618,9 @@ def read_report_file(path: str) -> ReportFile:
         data = json.load(handle)
     if not isinstance(data, dict) or data.get("version") != REPORT_FILE_VERSION:
         found = data.get("version") if isinstance(data, dict) else None
-        raise ValueError(f"{path}: not an offload-fixer report of version {REPORT_FILE_VERSION} (found {found!r})")
+        raise ValueError(
+            f"{path}: not an offload-fixer report of version {REPORT_FILE_VERSION} (found {found!r})"
+        )
     return ReportFile(
         target=data["target"],
         jax_version=data["jax_version"],
@@ -563,17 +664,33 @@ def diagnostic_location(diagnostic: Diagnostic) -> Span | None:
 def format_diagnostic(diagnostic: Diagnostic) -> str:
     """``path:line:col: CODE message`` and the path of the value through the program."""
     location = diagnostic_location(diagnostic)
-    head = f"{_display_path(location.path)}:{location.line}:{location.col}" if location else "<unknown>"
+    head = (
+        f"{_display_path(location.path)}:{location.line}:{location.col}"
+        if location
+        else "<unknown>"
+    )
     lines = [f"{head}: {diagnostic.code} {diagnostic.message}"]
     if diagnostic.function:
-        lines.append(f"    in jit({diagnostic.function.name}), severity {diagnostic.severity} for {diagnostic.target}")
+        lines.append(
+            f"    in jit({diagnostic.function.name}), severity {diagnostic.severity} for {diagnostic.target}"
+        )
     if diagnostic.output_path is not None:
-        also = f" (also reaches {', '.join(p or '(the whole result)' for p in diagnostic.related_outputs)})" if diagnostic.related_outputs else ""
-        lines.append(f"    output: {diagnostic.output_path or '(the whole result)'}{also}")
+        also = (
+            f" (also reaches {', '.join(p or '(the whole result)' for p in diagnostic.related_outputs)})"
+            if diagnostic.related_outputs
+            else ""
+        )
+        lines.append(
+            f"    output: {diagnostic.output_path or '(the whole result)'}{also}"
+        )
     if diagnostic.origin:
         lines.append(f"    origin: {diagnostic.origin.detail}")
     for step in diagnostic.trace:
-        where = f" at {_display_path(step.span.path)}:{step.span.line}:{step.span.col}" if step.span else ""
+        where = (
+            f" at {_display_path(step.span.path)}:{step.span.line}:{step.span.col}"
+            if step.span
+            else ""
+        )
         lines.append(f"    -> {step.op} ({step.role}){where}")
     return "\n".join(lines)
 
@@ -597,9 +714,17 @@ def main(argv: Sequence[str] | None = None) -> None:
     0 clean / 1 errors found / 2 usage or tool error / 3 the program itself failed."""
     parser = argparse.ArgumentParser(prog="offload-fixer run", description=main.__doc__)
     parser.add_argument("--target", choices=TARGETS, default="tpu")
-    parser.add_argument("--report", metavar="FILE", help="write the findings as JSON for `offload-fixer fix`")
-    parser.add_argument("-m", dest="is_module", action="store_true", help="PROGRAM is a module name")
-    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="PROGRAM [ARGS...]")
+    parser.add_argument(
+        "--report",
+        metavar="FILE",
+        help="write the findings as JSON for `offload-fixer fix`",
+    )
+    parser.add_argument(
+        "-m", dest="is_module", action="store_true", help="PROGRAM is a module name"
+    )
+    parser.add_argument(
+        "command", nargs=argparse.REMAINDER, metavar="PROGRAM [ARGS...]"
+    )
     options = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
     if not options.command:
         parser.error("the program to run is missing")
@@ -607,7 +732,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     from offload_fixer.jax_compat import UnsupportedJaxVersion
 
     try:
-        result = run_program(program, program_args, target=options.target, is_module=options.is_module)
+        result = run_program(
+            program, program_args, target=options.target, is_module=options.is_module
+        )
     except (UsageError, UnsupportedJaxVersion) as exc:
         print(f"offload-fixer: error: {exc}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE) from None
@@ -623,9 +750,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     sys.stdout.flush()
     if options.report:
         try:
-            write_report_file(options.report, result.reports, result.target, result.sources)
+            write_report_file(
+                options.report, result.reports, result.target, result.sources
+            )
         except OSError as exc:
-            print(f"offload-fixer: error: cannot write the report: {exc}", file=sys.stderr)
+            print(
+                f"offload-fixer: error: cannot write the report: {exc}", file=sys.stderr
+            )
             raise SystemExit(EXIT_USAGE) from None
     raise SystemExit(result.exit_code)
 
@@ -634,7 +765,13 @@ def _summary(result: RunResult) -> str:
     counts: dict[str, int] = {}
     for d in result.diagnostics:
         counts[d.severity] = counts.get(d.severity, 0) + 1
-    found = ", ".join(f"{n} {severity}{'s' if n != 1 else ''}" for severity, n in sorted(counts.items())) or "no findings"
+    found = (
+        ", ".join(
+            f"{n} {severity}{'s' if n != 1 else ''}"
+            for severity, n in sorted(counts.items())
+        )
+        or "no findings"
+    )
     text = (
         f"offload-fixer: checked {result.checked} distinct compilation{'s' if result.checked != 1 else ''} "
         f"({result.intercepted} jit call{'s' if result.intercepted != 1 else ''} intercepted) for {result.target}: {found}"

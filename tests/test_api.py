@@ -77,11 +77,6 @@ def test_plain_function_with_a_move_to_host() -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analysis bug: a device_put in a function whose name contains 'offload' is classified "
-    "as an offload policy (diagnose._from_offload_policy matches the location name 'jit(offload_x)/...')",
-)
 def test_move_in_a_function_named_offload_is_a_move_to_host() -> None:
     def offload_activations(x):
         return jnp.sin(jax.device_put(x, TO_HOST))
@@ -189,7 +184,7 @@ def test_unknown_target_is_refused() -> None:
 
 
 def test_function_ref_of_a_lambda_and_a_builtin() -> None:
-    square = lambda x: x * x  # noqa: E731
+    square = lambda x: x * x
     ref = function_ref(jax.jit(square))
     assert (ref.name, ref.path, ref.line) == (
         "<lambda>",

@@ -63,6 +63,7 @@ def run_cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     )
     return subprocess.run(
         [sys.executable, "-c", DRIVER, *args],
+        check=False,
         cwd=cwd,
         env=env,
         capture_output=True,

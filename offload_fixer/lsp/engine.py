@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from offload_fixer.config import Settings, select_codes
 from offload_fixer.model import Diagnostic, Origin, Span
@@ -47,7 +48,7 @@ class Analysis:
         return zip(self.diagnostics, self.fixes)
 
 
-_cache: "OrderedDict[tuple[Any, ...], Analysis]" = OrderedDict()
+_cache: OrderedDict[tuple[Any, ...], Analysis] = OrderedDict()
 
 
 def analyse(text: str, path: str, settings: Settings) -> Analysis:
@@ -94,14 +95,15 @@ def fix_choices(diagnostic: Diagnostic, settings: Settings) -> tuple[FixChoice, 
             continue
         if choose_strategy(diagnostic.origin, option.strategy, spelling)[0] != option.strategy:
             continue  # the planner overrides this strategy here (JAX >= 0.7.1 host in_shardings gap)
-        choices.append(FixChoice(option.strategy, _fix_title(option.strategy, option.safety), option.safety,
+        choices.append(FixChoice(option.strategy, _fix_title(option.strategy), option.safety,
                                  option.strategy == chosen))
     return tuple(choices)
 
 
-def _fix_title(strategy: str, safety: str) -> str:
-    words = "Move back to device" if strategy == "device" else "Declare host output"
-    return f"offload-fixer: {words}" + (" (unsafe)" if safety == "unsafe" else "")
+def _fix_title(strategy: str) -> str:
+    if strategy == "device":
+        return "offload-fixer: Move back to device before returning"
+    return "offload-fixer: Declare the output as host memory (out_shardings)"
 
 
 def apply_fix(text: str, path: str, diagnostic: Diagnostic, strategy: str, settings: Settings) -> str | None:

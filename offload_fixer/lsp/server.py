@@ -12,7 +12,6 @@ import asyncio
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 from lsprotocol import types
 from pygls.capabilities import get_capability
@@ -20,10 +19,10 @@ from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
 from offload_fixer import __version__
+from offload_fixer.config import Settings
 from offload_fixer.lsp import engine
 from offload_fixer.lsp.settings import ClientOptions, SettingsStore
 from offload_fixer.lsp.text_edits import LineIndex, minimal_edits
-from offload_fixer.config import Settings
 from offload_fixer.model import Diagnostic, Span
 
 log = logging.getLogger(__name__)
@@ -174,10 +173,12 @@ class OffloadFixerServer(LanguageServer):
         origin = diagnostic.origin
         if origin is not None:
             add(origin.span, engine.origin_words(origin))
+        shown = {origin.span if origin else None, diagnostic.return_span}
         for step in diagnostic.trace:
-            add(step.span, f"then {step.op} ({step.role})")
-        if diagnostic.return_span is not None:
-            add(diagnostic.return_span, engine.output_words(diagnostic))
+            if step.span not in shown:
+                shown.add(step.span)
+                add(step.span, f"then {step.op} ({step.role})")
+        add(diagnostic.return_span, engine.output_words(diagnostic))
         return found
 
     # ------------------------------------------------------------------ code actions

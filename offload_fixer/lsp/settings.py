@@ -15,6 +15,7 @@ from typing import Any
 
 from lsprotocol import types
 from pygls.capabilities import get_capability
+from pygls.exceptions import JsonRpcException
 
 from offload_fixer.config import ConfigError, Settings, SettingsResolver
 
@@ -39,7 +40,7 @@ class ClientOptions:
     debounce_ms: int | None = None
 
     @classmethod
-    def parse(cls, raw: Any) -> "ClientOptions":
+    def parse(cls, raw: Any) -> ClientOptions:
         """Accept ``{"target": ...}`` or ``{"offload-fixer": {"target": ...}}``; ignore the rest."""
         if not isinstance(raw, dict):
             return cls()
@@ -107,7 +108,7 @@ class SettingsStore:
             answer = await server.workspace_configuration_async(
                 types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)])
             )
-        except Exception as exc:  # a client that fails the request leaves our settings as they are
+        except (JsonRpcException, RuntimeError) as exc:  # a failed request leaves our settings as they are
             log.warning("workspace/configuration failed: %s", exc)
             return False
         if not answer or not isinstance(answer[0], dict):

@@ -59,7 +59,7 @@ class LineIndex:
     starts: tuple[int, ...]
 
     @classmethod
-    def of(cls, text: str) -> "LineIndex":
+    def of(cls, text: str) -> LineIndex:
         return cls(text, (0, *(m.end() for m in _LINE_END.finditer(text))))
 
     def line_text(self, line: int) -> str:

@@ -1,9 +1,12 @@
 """Cheap tests that rule a file out before libcst parses it (parsing is the dominant cost).
 
 1. Text: the check can only report a host value that the file itself spells, and every
-   spelling it models contains ``_host`` (``"pinned_host"``, ``"unpinned_host"``,
-   ``TransferToMemoryKind("pinned_host")``) or ``Space`` (``jax.memory.Space.Host`` through any
-   alias of ``jax.memory`` or ``Space``); a report also needs a jit site, so ``jit``.
+   spelling it models contains ``pinned_host`` (which ``unpinned_host`` contains too, in a
+   string, a ``memory_kind`` variable or ``TransferToMemoryKind``) or ``.Host``
+   (``jax.memory.Space.Host`` through any alias of ``jax.memory`` or ``Space``); a report also
+   needs a jit site, so ``jit``. Broader words (``device_put``, ``memory_kind``, ``offload``)
+   would let through files where nothing can be decided: a sharding whose kind is not
+   spelled in the file is unknown to the check.
 2. Structure: stdlib ``ast`` (about ten times faster than libcst) checks that some name in the
    file resolves, through its imports, to ``jax.jit``/``pjit``. JAX's own sources mention
    memory kinds often but jit only through private modules, so they stop here.
@@ -16,7 +19,7 @@ import ast
 from .names import JIT
 
 _JIT_MARKER = "jit"
-_HOST_MARKERS = ("_host", "Space")
+_HOST_MARKERS = ("pinned_host", ".Host")
 
 
 def may_hold_host_move(text: str | bytes) -> bool:

@@ -5,6 +5,8 @@ Run as a script with ``XLA_FLAGS=--xla_dump_to=DIR`` (and ``JAX_DUMP_IR_TO``); t
 compiler never raises error 1200, so every module compiles and is dumped. Which functions
 are errors depends on how the installed JAX assigns output memory kinds, so the set is
 chosen by regime. Each returning line carries a ``# returns: NAME`` marker for the tests.
+The first function is compiled a second time for a new shape, as a retrace would: a later
+module with the same instruction names.
 """
 
 import jax
@@ -29,19 +31,16 @@ def typed_scenarios():
         return x * 2, x + 1  # returns: stream_param
 
     def unpinned_pair(x):
-        """Output 1 is the error; output 2 is a host output done right (``S(5)`` in XLA's layout)."""
-        return (
-            x + 1,
-            jax.device_put(x * 2, unpinned),
-            jax.device_put(x * 3, pinned),
-        )  # returns: unpinned_pair
+        """Output 1 is the error; output 2 is a host output done right (``S(5)``)."""
+        wrong, right = jax.device_put(x * 2, unpinned), jax.device_put(x * 3, pinned)
+        return x + 1, wrong, right  # returns: unpinned_pair
 
     def unpinned_single(x):
         return jax.device_put(x * 2, unpinned)  # returns: unpinned_single
 
     return [
-        jax.jit(stream_param, in_shardings=host),
         jax.jit(unpinned_pair),
+        jax.jit(stream_param, in_shardings=host),
         jax.jit(unpinned_single),
     ]
 
@@ -66,9 +65,15 @@ def propagation_scenarios():
 
 def main() -> None:
     typed = jax_compat.regime() is jax_compat.Regime.TYPED
-    spec = jax.ShapeDtypeStruct((8,), jnp.float32)
-    for jitted in typed_scenarios() if typed else propagation_scenarios():
-        jitted.trace(spec).lower(lowering_platforms=("tpu",)).compile()
+    scenarios = typed_scenarios() if typed else propagation_scenarios()
+    for jitted in scenarios:
+        compile_for_tpu(jitted, 8)
+    compile_for_tpu(scenarios[0], 16)
+
+
+def compile_for_tpu(jitted, size: int) -> None:
+    spec = jax.ShapeDtypeStruct((size,), jnp.float32)
+    jitted.trace(spec).lower(lowering_platforms=("tpu",)).compile()
 
 
 if __name__ == "__main__":

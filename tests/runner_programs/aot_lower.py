@@ -21,7 +21,12 @@ def loss_fn(params, x):
     return jnp.mean((x @ params["w"] + params["b"]) ** 2)
 
 
-@functools.partial(jax.jit, in_shardings=(ON_HOST, ON_DEVICE), out_shardings=(ON_HOST, None), donate_argnums=0)
+@functools.partial(
+    jax.jit,
+    in_shardings=(ON_HOST, ON_DEVICE),
+    out_shardings=(ON_HOST, None),
+    donate_argnums=0,
+)
 def train_step(params, x):  # expect: OFL1200 [1]
     loss, grads = jax.value_and_grad(loss_fn)(params, x)
     params = jax.tree.map(lambda p, g: p - 0.1 * g, params, grads)
@@ -37,7 +42,9 @@ def main():
     train_step.eval_shape(*abstract)  # shapes only: nothing is compiled
     compiled = train_step.lower(*abstract).compile()
     params = jax.device_put(init_params(), ON_HOST)
-    params, loss = compiled(params, jax.device_put(np.ones((8, 4), np.float32), ON_DEVICE))
+    params, loss = compiled(
+        params, jax.device_put(np.ones((8, 4), np.float32), ON_DEVICE)
+    )
     print("loss", float(loss))
 
 

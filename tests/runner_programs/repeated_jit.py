@@ -13,11 +13,13 @@ import numpy as np
 from jax import jit
 from jax.sharding import SingleDeviceSharding
 
-try:  # JAX 0.4.15 - 0.7.0: the result of jnp.sin loses the memory kind
+# JAX 0.4.15 - 0.7.0: the result of jnp.sin loses the memory kind. JAX 0.7.1+: JAX types
+# unpinned_host as device memory while XLA moves the value to host.
+try:
     from jax._src.sharding_impls import TransferToMemoryKind
 
     TO_HOST = TransferToMemoryKind("pinned_host")
-except ImportError:  # JAX 0.7.1+: JAX types unpinned_host as device memory, XLA moves it to host
+except ImportError:
     TO_HOST = SingleDeviceSharding(jax.devices()[0], memory_kind="unpinned_host")
 
 
@@ -47,7 +49,8 @@ def main(steps):
     x = np.ones(8, np.float32)
     for _ in range(steps):
         sin_on_host(x)  # the same signature each time
-        jax.jit(add_one)(jnp.ones(4))  # a new jit object around the same function each time
+        # a new jit object around the same function each time
+        jax.jit(add_one)(jnp.ones(4))
         scale_by(x, 3)
         raise_to(x, power=2)
     scale_by(x, 4)  # a new static value: a new compilation

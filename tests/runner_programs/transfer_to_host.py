@@ -8,10 +8,12 @@ import jax
 import jax.numpy as jnp
 from jax._src.sharding_impls import TransferToMemoryKind
 
+TO_HOST = TransferToMemoryKind("pinned_host")
+
 
 @jax.jit
 def tanh_on_host(x):
-    on_host = jax.device_put(x, TransferToMemoryKind("pinned_host"))  # expect: OFL1200 ""
+    on_host = jax.device_put(x, TO_HOST)  # expect: OFL1200 ""
     return jnp.tanh(on_host)
 
 

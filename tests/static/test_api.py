@@ -94,10 +94,13 @@ def test_unparsable_file_is_reported_with_line_and_column():
     source = "import jax\nhost = 'pinned_host'\n@jax.jit\ndef f(x):\n    return (x +\n"
     result = check_source(source, "broken.py")
     assert result.diagnostics == ()
-    assert isinstance(result.parse_error, ParseError)
-    assert result.parse_error.path == "broken.py"
-    assert result.parse_error.line >= 5 and result.parse_error.col >= 1
-    assert result.parse_error.message
+    assert result.parse_error == ParseError("broken.py", 5, 12, "'(' was never closed")
+
+
+def test_syntax_newer_than_this_python_is_still_checked():
+    source = SOURCE + "\ntype Params = dict[str, jax.Array]\n"  # Python 3.12 syntax
+    result = check_source(source, "new.py", jax_version=LEGACY)
+    assert result.parse_error is None and len(result.diagnostics) == 2
 
 
 def test_non_utf8_file_is_reported_and_a_coding_cookie_is_honoured():

@@ -1,0 +1,111 @@
+"""Lower a real program for TPU, analyse it, plan and apply the fix to a copy, then lower the
+fixed copy again: no OFL1200 is left, and on CPU it computes the same values.
+
+Each program triggers error 1200 in the JAX regimes named with it; under other JAX versions
+the case is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import sys
+import textwrap
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+
+from offload_fixer import jax_compat  # noqa: E402
+from offload_fixer.api import check  # noqa: E402
+from offload_fixer.fixes import apply_plans, plan_fixes  # noqa: E402
+
+STREAMED_PARAMS = """\
+import jax
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+mesh = jax.make_mesh((1,), ("x",))
+host = NamedSharding(mesh, P(), memory_kind="pinned_host")
+device = NamedSharding(mesh, P())
+
+
+def scale(params, x):
+    return params * 2, x + 1
+
+
+entry = jax.jit(scale, in_shardings=(host, device))
+"""
+
+OFFLOADED_THEN_COMPUTED = """\
+import jax
+from jax._src.sharding_impls import TransferToMemoryKind
+
+
+@jax.jit
+def entry(x):
+    h = jax.device_put(x, TransferToMemoryKind("pinned_host"))
+    return x + 1, h * 2
+"""
+
+_names = itertools.count()
+
+
+def load(path: Path) -> ModuleType:
+    name = f"_offload_fixer_e2e_{next(_names)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def errors(module: ModuleType, *args: object):
+    return check(module.entry, *args, target="tpu").by_code("OFL1200")
+
+
+def fix_round_trip(tmp_path: Path, source: str, strategy: str, abstract_args, concrete_args):
+    path = tmp_path / "program.py"
+    path.write_text(textwrap.dedent(source))
+    original = load(path)
+    found = errors(original, *abstract_args)
+    assert found, "the program must trigger OFL1200 before the fix"
+    plans = plan_fixes(found, strategy=strategy)
+    (result,) = apply_plans(plans, write=True, unsafe=True)
+    assert result.error is None and result.written, result
+    expected = [np.asarray(v) for v in original.entry(*concrete_args)]
+    fixed = load(path)
+    assert errors(fixed, *abstract_args) == ()
+    got = [np.asarray(v) for v in fixed.entry(*concrete_args)]
+    for want, have in zip(expected, got, strict=True):
+        np.testing.assert_allclose(have, want)
+    return plans, result
+
+
+def test_streamed_parameter(tmp_path: Path) -> None:
+    if not jax_compat.host_memory_on_this_backend():
+        pytest.skip("this JAX's CPU backend cannot build a pinned_host sharding")
+    abstract = (jax.ShapeDtypeStruct((8,), np.float32), jax.ShapeDtypeStruct((8,), np.float32))
+    concrete = (np.arange(8, dtype=np.float32), np.ones(8, np.float32))
+    plans, result = fix_round_trip(tmp_path, STREAMED_PARAMS, "auto", abstract, concrete)
+    (plan,) = plans
+    if jax_compat.regime() is jax_compat.Regime.TYPED:
+        assert plan.strategy == "host"
+        assert "out_shardings=(host, None)" in result.new_text
+    else:
+        assert (plan.strategy, plan.target.placement) == ("device", "entry")
+        assert 'params = jax.device_put(params, host.with_memory_kind("device"))' in result.new_text
+
+
+def test_offloaded_value_computed_on_host(tmp_path: Path) -> None:
+    if jax_compat.regime() is not jax_compat.Regime.PROPAGATION or not jax_compat.spelling().transfer_to_memory_kind:
+        pytest.skip("error 1200 from host compute on an offloaded value needs JAX 0.4.29 - 0.7.0")
+    abstract = (jax.ShapeDtypeStruct((8,), np.float32),)
+    concrete = (np.arange(8, dtype=np.float32),)
+    plans, result = fix_round_trip(tmp_path, OFFLOADED_THEN_COMPUTED, "device", abstract, concrete)
+    (plan,) = plans
+    assert plan.target.placement == "after_origin"
+    assert 'h = jax.device_put(h, TransferToMemoryKind("device"))' in result.new_text

@@ -1,0 +1,68 @@
+"""Walking directories: .gitignore files, user excludes, directories every tool skips."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from offload_fixer.static.files import SimpleIgnore, ignore_spec, python_files
+
+
+def _tree(root, paths):
+    for path in paths:
+        full = root / path
+        full.parent.mkdir(parents=True, exist_ok=True)
+        full.write_text("x = 1\n")
+
+
+def _relative(root, files):
+    return [os.path.relpath(f, root).replace(os.sep, "/") for f in files]
+
+
+def test_gitignore_files_apply_below_their_directory(tmp_path):
+    _tree(tmp_path, ["a.py", "gen/b.py", "src/c.py", "src/d_pb2.py", "src/out/e.py", "src/keep_pb2.py",
+                     "node_modules/f.py", "__pycache__/g.py", "src/h.txt"])
+    (tmp_path / ".gitignore").write_text("# generated\ngen/\n")
+    (tmp_path / "src" / ".gitignore").write_text("*_pb2.py\n!keep_pb2.py\n/out\n")
+    assert _relative(tmp_path, python_files([str(tmp_path)])) == ["a.py", "src/c.py", "src/keep_pb2.py"]
+
+
+def test_excludes_are_patterns_relative_to_each_directory(tmp_path):
+    _tree(tmp_path, ["a.py", "tests/test_a.py", "pkg/tests/test_b.py", "pkg/c.py"])
+    files = python_files([str(tmp_path)], excludes=["tests/"])
+    assert _relative(tmp_path, files) == ["a.py", "pkg/c.py"]
+    files = python_files([str(tmp_path)], excludes=["/tests"])
+    assert _relative(tmp_path, files) == ["a.py", "pkg/c.py", "pkg/tests/test_b.py"]
+
+
+def test_explicit_files_are_always_checked(tmp_path):
+    _tree(tmp_path, [".venv/x.py"])
+    explicit = str(tmp_path / ".venv" / "x.py")
+    assert list(python_files([explicit], excludes=["*.py"])) == [explicit]
+
+
+@pytest.mark.parametrize(
+    "pattern, path, ignored",
+    [
+        ("build/", "build/", True),
+        ("build/", "build/x.py", True),
+        ("build/", "src/build/x.py", True),
+        ("build/", "build", False),
+        ("*.log", "deep/a.log", True),
+        ("/top.py", "top.py", True),
+        ("/top.py", "sub/top.py", False),
+        ("a/**/b.py", "a/x/y/b.py", True),
+        ("docs/*.py", "docs/conf.py", True),
+        ("docs/*.py", "src/docs/conf.py", False),
+    ],
+)
+def test_simple_reader_agrees_with_gitignore_semantics(pattern, path, ignored):
+    assert SimpleIgnore([pattern]).match_file(path) is ignored
+    assert ignore_spec([pattern]).match_file(path) is ignored
+
+
+def test_negation_re_includes_a_file():
+    lines = ["*.py", "!keep.py"]
+    for spec in (SimpleIgnore(lines), ignore_spec(lines)):
+        assert spec.match_file("drop.py") and not spec.match_file("keep.py")

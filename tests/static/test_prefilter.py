@@ -1,0 +1,45 @@
+"""The prefilter only rules out files in which the check could not report anything."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from offload_fixer.static.prefilter import may_hold_host_move, references_jit
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("import jax\nf = jax.jit(g)\ns = NamedSharding(m, p, memory_kind='pinned_host')", True),
+        ("from jax.memory import Space as S\n@jax.jit\ndef f(x): return jax.device_put(x, S.Host)", True),
+        ("@jax.jit\ndef f(x): return jax.device_put(x, unpinned)  # 'unpinned_host'", True),
+        ("@jax.jit\ndef f(x): return jax.device_put(x, is_host)", False),
+        ("@jax.jit\ndef f(x): return jax.device_put(x, s)", False),  # no host spelling
+        ("s = NamedSharding(m, p, memory_kind='pinned_host')", False),  # no jit
+        ("", False),
+    ],
+)
+def test_text_markers(text, expected):
+    assert may_hold_host_move(text) is expected
+    assert may_hold_host_move(text.encode()) is expected
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("import jax\njax.jit(f)", True),
+        ("import jax as J\n@J.jit\ndef f(): pass", True),
+        ("from jax import jit as compile_it\ncompile_it(f)", True),
+        ("from functools import partial\nimport jax\npartial(jax.jit, static_argnums=0)", True),
+        ("from jax.experimental.pjit import pjit\npjit(f)", True),
+        ("def build():\n    import jax\n    return jax.jit(f)", True),
+        # JAX's own modules reach jit through private paths the check never treats as jit sites
+        ("from jax._src import api\napi.jit(f)", False),
+        ("from jax._src.api import jit\njit(f)", False),
+        ("jit = 1\nx.jit(f)", False),
+    ],
+)
+def test_jit_references(text, expected):
+    assert references_jit(ast.parse(text)) is expected
