@@ -82,19 +82,19 @@ def test_exit_zero_and_ignore(broken: Path):
 
 def test_diff_writes_nothing_and_exits_one(broken: Path):
     before = broken.read_bytes()
-    result = invoke("check", "--diff", str(broken))
+    result = invoke("check", "--diff", "--strategy", "host", str(broken))
     assert result.exit_code == ExitCode.FINDINGS
     assert "+++ " in result.output and "out_shardings" in result.output
     assert broken.read_bytes() == before
 
 
 def test_fix_is_idempotent_and_keeps_comments(broken: Path):
-    first = invoke("check", "--fix", str(broken))
+    first = invoke("check", "--fix", "--strategy", "host", str(broken))
     fixed = broken.read_text()
     assert fixed != BROKEN and "# keep this comment" in fixed
     compile(fixed, str(broken), "exec")
     assert first.exit_code == ExitCode.CLEAN, first.output
-    second = invoke("check", "--fix", str(broken))
+    second = invoke("check", "--fix", "--strategy", "host", str(broken))
     assert broken.read_text() == fixed
     assert second.exit_code == ExitCode.CLEAN
 

@@ -71,7 +71,8 @@ class Diagnoser:
         for value in self.view.results:
             default = "host" if value.memory_kind in irm.HOST_KINDS else "device"
             infos.append(
-                OutputInfo(value.index, output_path(value.info), value.memory_kind, verdicts.get(value.index, default))
+                OutputInfo(value.index, self._output_path(value.index), value.memory_kind,
+                           verdicts.get(value.index, default))
             )
         return tuple(infos)
 
@@ -303,7 +304,11 @@ class Diagnoser:
         return user_span(self.view.location(op))
 
     def _output_path(self, index: int) -> str:
-        return output_path(self.view.results[index].info)
+        """Modules rebuilt from HLO dumps carry no ``jax.result_info``: fall back to the flat index."""
+        info = self.view.results[index].info
+        if not info and len(self.view.results) > 1:
+            return f"[{index}]"
+        return output_path(info)
 
 
 def _severity(code: str, target: str) -> str:

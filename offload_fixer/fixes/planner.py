@@ -56,6 +56,11 @@ TYPED_GAP_RATIONALE = (
     "or uncommitted value as device memory and drops a same-space device_put, so only declaring the "
     "output as host memory fixes it (or give in_shardings a device sharding)"
 )
+TYPED_GAP_DEVICE_NOTE = (
+    "the host-output fix was not possible, so the argument is moved to device instead; JAX >= 0.7.1 "
+    "types it as device memory, and a version that drops a same-space device_put would leave the "
+    "error in place: check the function again after applying"
+)
 NONE_LEAF_NOTE = (
     "JAX {version} (< 0.4.29): a None out_shardings leaf never inherits host memory, so the host "
     "output gets an explicit sharding; the other outputs keep None, which means what it meant before"
@@ -122,16 +127,16 @@ def plan_fixes(
 def choose_strategy(origin: Origin | None, requested: str, spelling: jax_compat.Spelling) -> tuple[str, str]:
     """(strategy, why). The ``in_shardings`` gap of JAX >= 0.7.1 always takes the host fix."""
     kind = origin.kind if origin is not None else None
-    if kind == "host_argument" and spelling.regime is jax_compat.Regime.TYPED:
+    if _typed_gap(origin, spelling):
         return "host", TYPED_GAP_RATIONALE
     if requested != "auto":
         return requested, f"strategy {requested} was requested"
     return RATIONALE.get(kind, RATIONALE[None])
 
 
-def _attempts(strategy: str, requested: str, origin: Origin | None, diagnostics: Sequence[Diagnostic],
-              spelling: jax_compat.Spelling) -> list[tuple[str, str]]:
-    """(strategy, placement) to try in order: where the fix belongs first, then fallbacks."""
+def _attempts(strategy: str, requested: str, origin: Origin | None, diagnostics: Sequence[Diagnostic]) -> list[tuple[str, str]]:
+    """(strategy, placement) to try in order: where the fix belongs first, then fallbacks
+    (``auto``, or a device request the JAX >= 0.7.1 gap turned into host)."""
     kind = origin.kind if origin is not None else None
     device: list[tuple[str, str]] = []
     if kind == "host_argument":
@@ -140,10 +145,13 @@ def _attempts(strategy: str, requested: str, origin: Origin | None, diagnostics:
         device.append(("device", "after_origin"))
     device.append(("device", "return"))
     host = [("host", "out_shardings")]
-    typed_gap = kind == "host_argument" and spelling.regime is jax_compat.Regime.TYPED
     if strategy == "host":
-        return host if requested != "auto" or typed_gap else host + device
-    return device if requested != "auto" else device + host
+        return host if requested == "host" else host + device
+    return device if requested == "device" else device + host
+
+
+def _typed_gap(origin: Origin | None, spelling: jax_compat.Spelling) -> bool:
+    return origin is not None and origin.kind == "host_argument" and spelling.regime is jax_compat.Regime.TYPED
 
 
 def _has_host_compute(diagnostics: Sequence[Diagnostic]) -> bool:
@@ -173,7 +181,7 @@ def _plan_group(group: list[Diagnostic], requested: str, spelling: jax_compat.Sp
                        title=_title(strategy, "return" if strategy == "device" else "out_shardings", target),
                        problems=(problem,), **base)
     problems: list[str] = []
-    for attempt_strategy, placement in _attempts(strategy, requested, origin, group, spelling):
+    for attempt_strategy, placement in _attempts(strategy, requested, origin, group):
         attempt = replace(target, placement=placement)
         command = _command(attempt_strategy)
         run = source.dry_run(command, attempt)
@@ -181,9 +189,11 @@ def _plan_group(group: list[Diagnostic], requested: str, spelling: jax_compat.Sp
             safety: Safety = "unsafe" if any(e.safety == "unsafe" for e in run.edits) else "safe"
             why = rationale if attempt_strategy == strategy else (
                 f"{rationale}; that fix is not possible here ({'; '.join(problems)}), so the other one is used")
+            extra = (TYPED_GAP_DEVICE_NOTE,) if attempt_strategy == "device" and _typed_gap(origin, spelling) else ()
             return FixPlan(strategy=attempt_strategy, command=command, target=attempt, safety=safety,  # type: ignore[arg-type]
                            title=_title(attempt_strategy, placement, attempt), edits=tuple(run.edits),
-                           problems=tuple(run.problems), **{**base, "rationale": why})
+                           problems=tuple(run.problems),
+                           **{**base, "rationale": why, "notes": base["notes"] + extra})
         problems.extend(run.problems)
     return FixPlan(strategy=strategy, command=_command(strategy), target=target, safety="display-only",  # type: ignore[arg-type]
                    title=_title(strategy, "return" if strategy == "device" else "out_shardings", target),
@@ -216,7 +226,7 @@ def _target(group: list[Diagnostic], path: str | None, output_paths: tuple[str, 
     if first.origin is not None and first.origin.kind == "host_argument" and source is not None:
         parameter = source.host_parameter(target, first.origin)
         if parameter is not None:
-            target = replace(target, parameter=parameter)
+            target = replace(target, parameter=parameter[0], parameter_path=parameter[1])
     return target
 
 
@@ -258,8 +268,14 @@ def _origin_key(d: Diagnostic) -> str:
 
 
 def _group_key(d: Diagnostic) -> tuple[Any, ...]:
+    """By origin; the leaves of one streamed argument (one origin each) are one root cause."""
     function = (d.function.name, d.function.line) if d.function else None
-    return (_source_path(d), function, _origin_key(d))
+    origin = _origin_key(d)
+    if d.origin is not None and d.origin.kind == "host_argument":
+        named = _NAMED_ARGUMENT.match(d.origin.detail)
+        if named and named.group(1) != "argument":
+            origin = f"argument:{named.group(1)}"
+    return (_source_path(d), function, origin)
 
 
 def _output_paths(group: Sequence[Diagnostic]) -> tuple[str, ...]:
@@ -281,7 +297,9 @@ def _in_file(span: Span | None, path: str | None) -> Span | None:
 
 
 _ARGUMENT_INDEX = re.compile(r"\b(?:argument|arg|parameter|param)\s*#?\s*(\d+)\b", re.IGNORECASE)
-_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+_ARGUMENT_LABEL = re.compile(r"([A-Za-z_]\w*)((?:\[[^\]]*\]|\.[A-Za-z_]\w*)*)")
+"""``params['mu'].count``: a parameter name and the pytree path after it (JAX's arg label)."""
+_NAMED_ARGUMENT = re.compile(r"argument ([A-Za-z_]\w*)")
 
 
 # ---------------------------------------------------------------------------------------
@@ -314,14 +332,15 @@ class _Source:
             self._facts = SourceFacts.collect(wrapper.module, wrapper.resolve(PositionProvider))
         return self._facts
 
-    def host_parameter(self, target: FixTarget, origin: Origin) -> str | None:
-        """The parameter a host-argument origin names: by its span inside the signature, else
-        a parameter name or ``argument N`` in its detail."""
+    def host_parameter(self, target: FixTarget, origin: Origin) -> tuple[str, str] | None:
+        """(parameter, pytree path inside it) a host-argument origin names: by its span inside
+        the signature, else ``argument NAME['key']...`` or ``argument N`` in its detail."""
         facts = self.facts()
         function = facts.find_function(target.function_name, target.function_line, target.inner_line)
         if function is None:
             return None
         params = _parameters(function)
+        names = [name for name, _ in params]
         span = origin.span
         if span is not None and _same_file(span.path, self.path):
             for name, node in params:
@@ -329,14 +348,13 @@ class _Source:
                 if where.start.line <= span.line <= where.end.line and (
                     where.start.line != span.line or where.start.column < span.col <= where.end.column + 1
                 ):
-                    return name
-        names = [name for name, _ in params]
-        for token in _IDENTIFIER.findall(origin.detail):
-            if token in names:
-                return token
+                    return name, ""
+        for match in _ARGUMENT_LABEL.finditer(origin.detail):
+            if match.group(1) in names:
+                return match.group(1), match.group(2)
         match = _ARGUMENT_INDEX.search(origin.detail)
         if match and int(match.group(1)) < len(function.positional_params):
-            return function.positional_params[int(match.group(1))]
+            return function.positional_params[int(match.group(1))], ""
         return None
 
 

@@ -69,7 +69,7 @@ def ignore_spec(lines: Sequence[str]):
 
 def python_files(paths: Iterable[str], excludes: Sequence[str] = ()) -> Iterator[str]:
     """Files to check, in a stable order: given files as they are, directories walked."""
-    for path in paths:
+    for path in map(os.fspath, paths):
         if os.path.isdir(path):
             root_rules = [(path, ignore_spec(list(excludes)))] if excludes else []
             yield from _walk(path, root_rules)

@@ -109,3 +109,40 @@ def test_offloaded_value_computed_on_host(tmp_path: Path) -> None:
     (plan,) = plans
     assert plan.target.placement == "after_origin"
     assert 'h = jax.device_put(h, TransferToMemoryKind("device"))' in result.new_text
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _example_inputs(module: ModuleType):
+    abstract = module.abstract_inputs()
+    if hasattr(module, "init_opt_state"):
+        params = jax.device_put(module.init_params(), module.PARAM_SHARDINGS)
+        opt_state = jax.device_put(module.init_opt_state(module.init_params()), module.OPT_SHARDINGS)
+        concrete = (params, opt_state, jax.device_put(module.make_batch(0), module.BATCH_SHARDINGS))
+    else:
+        concrete = (jax.device_put(module.init_params(), module.ON_HOST),
+                    jax.device_put(module.make_batch(0), module.ON_DEVICE))
+    return abstract, concrete
+
+
+@pytest.mark.parametrize("name", ["param_streaming_broken", "optimizer_offload_broken"])
+def test_broken_examples(tmp_path: Path, name: str) -> None:
+    if jax_compat.parse_version(jax_compat.installed_version()) < (0, 10, 0):
+        pytest.skip("the examples target JAX >= 0.10")
+    path = tmp_path / f"{name}.py"
+    path.write_bytes((EXAMPLES / f"{name}.py").read_bytes())
+    original = load(path)
+    abstract, concrete = _example_inputs(original)
+    found = check(original.train_step, *abstract, target="tpu").by_code("OFL1200")
+    assert found
+    plans = plan_fixes(found)
+    results = apply_plans(plans, write=True, unsafe=True)
+    assert all(r.error is None for r in results) and any(r.written for r in results)
+    fixed = load(path)
+    assert check(fixed.train_step, *abstract, target="tpu").by_code("OFL1200") == ()
+    want = jax.tree.leaves(original.train_step.lower(*abstract).compile()(*concrete))
+    _, concrete = _example_inputs(fixed)  # the step donates its inputs: fresh ones
+    have = jax.tree.leaves(fixed.train_step.lower(*abstract).compile()(*concrete))
+    for a, b in zip(want, have, strict=True):
+        np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=1e-6)

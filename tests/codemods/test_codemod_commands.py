@@ -1,0 +1,146 @@
+"""The codemod commands on their own: pytree paths, what they refuse and why, aliases, and
+``python -m libcst.tool codemod`` with the repository's ``.libcst.codemod.yaml``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.codemod import CodemodContext
+
+from codemods.host_output import HostOutputCommand
+from codemods.move_to_device import MoveToDeviceCommand
+from codemods.targets import FixTarget, format_path, parse_path
+from offload_fixer.model import format_output_path, parse_output_path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run(command: type, source: str, **target: object) -> tuple[str, MoveToDeviceCommand | HostOutputCommand]:
+    codemod = command(CodemodContext(), target=FixTarget(**target))  # type: ignore[arg-type]
+    module = codemod.transform_module(cst.parse_module(textwrap.dedent(source)))
+    return module.code, codemod
+
+
+@pytest.mark.parametrize("path", ["", "[0]", "['mu']", "[1]['mu'].count", "result[2][0]", '["a b"]'])
+def test_paths_read_like_the_data_model(path: str) -> None:
+    assert parse_path(path) == parse_output_path(path)
+    assert format_path(parse_path(path)) == format_output_path(parse_output_path(path))
+
+
+def test_bad_path_is_rejected() -> None:
+    with pytest.raises(ValueError, match="not a pytree path"):
+        parse_path("[0")
+
+
+def test_missing_function_is_a_problem_not_an_edit() -> None:
+    code, codemod = run(MoveToDeviceCommand, "def f(x):\n    return x\n", function_name="g")
+    assert code == "def f(x):\n    return x\n"
+    assert codemod.problems == ["function g (line None) not found"]
+    assert codemod.context.warnings == codemod.problems
+
+
+def test_options_from_kwargs_are_not_guessed() -> None:
+    source = """\
+        import jax
+
+        def f(x, s):
+            return x, jax.device_put(x, s)
+
+        g = jax.jit(f, **OPTIONS)
+        """
+    code, codemod = run(HostOutputCommand, source, function_name="f", output_paths=("[1]",))
+    assert not codemod.edits
+    assert "**kwargs" in codemod.problems[0]
+
+
+def test_out_shardings_that_does_not_match_the_output_is_reported() -> None:
+    source = """\
+        from functools import partial
+        import jax
+
+        @partial(jax.jit, out_shardings=(None, None))
+        def f(x, s):
+            return x, x, jax.device_put(x, s)
+        """
+    _, codemod = run(HostOutputCommand, source, function_name="f", output_paths=("[2]",))
+    assert "does not match the output structure" in codemod.problems[0]
+
+
+def test_partial_applied_to_the_function_and_aliases_are_reused() -> None:
+    source = """\
+        from functools import partial as bind
+        import jax.numpy
+        from jax.sharding import NamedSharding
+
+        HOST = NamedSharding(MESH, SPEC, memory_kind="pinned_host")
+
+        def f(x):
+            return x, jax.device_put(x, HOST)
+
+        g = bind(jax.jit, donate_argnums=0)(f)
+        """
+    code, codemod = run(HostOutputCommand, source, function_name="f", output_paths=("[1]",), origin_line=8)
+    assert "g = bind(jax.jit, donate_argnums=0, out_shardings=(None, HOST))(f)\n" in code
+    assert codemod.edits[0].safety == "safe"
+
+
+def test_move_to_device_reuses_from_import_and_adds_jax() -> None:
+    source = """\
+        from jax import device_put as put, jit
+
+        @jit
+        def f(x, s):
+            return put(x, s)
+        """
+    code, _ = run(MoveToDeviceCommand, source, function_line=3)
+    assert code.startswith("from jax import device_put as put, jit\nimport jax\n")
+    assert "    return put(put(x, s), jax.memory.Space.Device)\n" in code
+
+
+def test_bare_tuple_is_parenthesised_when_wrapped_whole() -> None:
+    code, codemod = run(MoveToDeviceCommand, "import jax\n\ndef f(x, h):\n    return x, h\n", function_line=3)
+    assert "    return jax.device_put((x, h), jax.memory.Space.Device)\n" in code
+    compile(code, "f.py", "exec")
+
+
+def test_return_without_value_is_not_an_output() -> None:
+    _, codemod = run(MoveToDeviceCommand, "def f(x):\n    return\n", function_line=1)
+    assert codemod.problems == ["f has no return with a value to move to device"]
+
+
+LIBCST_SOURCE = """\
+import jax
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+host = NamedSharding(jax.make_mesh((1,), ("x",)), P(), memory_kind="pinned_host")
+
+
+@jax.jit
+def f(x):
+    h = jax.device_put(x, host)
+    return x, h
+"""
+
+
+@pytest.mark.parametrize(
+    ("spelling", "flags", "expected"),
+    [
+        ("move_to_device.MoveToDeviceCommand", ["--output-path", "[1]"],
+         "    return x, jax.device_put(h, jax.memory.Space.Device)\n"),
+        ("-x codemods.host_output.HostOutputCommand", ["--output-path", "[1]", "--origin-line", "9"],
+         "@partial(jax.jit, out_shardings=(None, host))\n"),
+    ],
+)
+def test_libcst_tool_runs_the_commands(tmp_path: Path, spelling: str, flags: list[str], expected: str) -> None:
+    target = tmp_path / "program.py"
+    target.write_text(LIBCST_SOURCE)
+    command = [sys.executable, "-m", "libcst.tool", "codemod", *spelling.split(), str(target),
+               "--function-line", "7", "--no-format", "--hide-progress", *flags]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert expected in target.read_text()

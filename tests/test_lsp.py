@@ -1,0 +1,398 @@
+"""The language server end to end: pytest-lsp starts ``python -m offload_fixer.lsp`` and talks
+to it over stdio like an editor would. Edits the server sends are applied with pygls'
+own document model, not with the server's code, so a wrong position shows up as wrong text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pygls.protocol import default_converter
+from pygls.workspace import TextDocument
+from pygls.workspace.position_codec import PositionCodec
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
+
+from offload_fixer.lsp.text_edits import LineIndex, minimal_edits, split_lines
+
+pytestmark = pytest.mark.asyncio(loop_scope="function")
+
+FIXTURES = Path(__file__).parent / "lsp_fixtures"
+REPO = Path(__file__).resolve().parents[1]
+SERVER = [sys.executable, "-m", "offload_fixer.lsp"]
+WAIT_S = 120
+"""Only a guard against a hung server; nothing asserts how fast anything is."""
+
+
+def recording_client() -> LanguageClient:
+    """pytest-lsp's client, also keeping every publishDiagnostics in order (``published``)."""
+    client = LanguageClient(converter_factory=default_converter)
+    client.published = []
+
+    def publish(client: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
+        client.diagnostics[params.uri] = params.diagnostics
+        client.published.append(params)
+
+    register_lsp_features(client, {**DEFAULT_CLIENT_FEATURES, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: publish})
+    return client
+
+
+CONFIG = ClientServerConfig(
+    server_command=SERVER,
+    client_factory=recording_client,
+    server_env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))},
+)
+
+
+async def start(client: LanguageClient, capabilities: types.ClientCapabilities, root: Path, **options) -> None:
+    await client.initialize_session(
+        types.InitializeParams(capabilities=capabilities, root_uri=root.as_uri(), initialization_options=options or None)
+    )
+
+
+@pytest_lsp.fixture(config=CONFIG)
+async def vscode(lsp_client: LanguageClient, tmp_path: Path):
+    """A VS Code-like client: resolves code actions lazily, takes versioned documentChanges."""
+    await start(lsp_client, client_capabilities("visual-studio-code"), tmp_path)
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=CONFIG)
+async def client(lsp_client: LanguageClient):
+    """A client each test initialises itself (capabilities, options)."""
+    yield
+    await lsp_client.shutdown_session()
+
+
+# ---------------------------------------------------------------------------------------
+# Helpers that act like an editor
+class Editor:
+    def __init__(self, client: LanguageClient, path: Path, encoding: str = "utf-16") -> None:
+        self.client = client
+        self.path = path
+        self.uri = path.as_uri()
+        self.text = path.read_text(encoding="utf-8")
+        self.version = 1
+        self.encoding = encoding
+
+    def open(self) -> None:
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=self.uri, language_id="python", version=self.version, text=self.text))
+        )
+
+    def change(self, text: str) -> None:
+        self.version += 1
+        self.text = text
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(version=self.version, uri=self.uri),
+                [types.TextDocumentContentChangeWholeDocument(text)],
+            )
+        )
+
+    async def diagnostics(self, version: int | None = None) -> list[types.Diagnostic]:
+        """The diagnostics published for ``version`` (default: the current one)."""
+        version = self.version if version is None else version
+        published = await wait_for(lambda: self.published(version))
+        return list(published.diagnostics)
+
+    def published(self, version: int) -> types.PublishDiagnosticsParams | None:
+        for params in self.client.published:
+            if params.uri == self.uri and params.version == version:
+                return params
+        return None
+
+    async def actions(self, diagnostics: list[types.Diagnostic], only: list[str] | None = None) -> list[types.CodeAction]:
+        whole = types.Range(types.Position(0, 0), types.Position(len(split_lines(self.text)), 0))
+        target = diagnostics[0].range if diagnostics else whole
+        return await self.client.text_document_code_action_async(
+            types.CodeActionParams(
+                types.TextDocumentIdentifier(self.uri), target, types.CodeActionContext(diagnostics=diagnostics, only=only)
+            )
+        ) or []
+
+    async def resolved(self, action: types.CodeAction) -> types.CodeAction:
+        return action if action.edit is not None else await self.client.code_action_resolve_async(action)
+
+    def edited(self, edit: types.WorkspaceEdit) -> str:
+        """The text after applying ``edit`` the way a client does (pygls' document model)."""
+        if edit.document_changes is not None:
+            (change,) = edit.document_changes
+            assert change.text_document.uri == self.uri
+            assert change.text_document.version == self.version
+            edits = change.edits
+        else:
+            edits = edit.changes[self.uri]
+        document = TextDocument(self.uri, self.text, position_codec=PositionCodec(self.encoding))
+        for text_edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
+            document.apply_change(types.TextDocumentContentChangePartial(range=text_edit.range, text=text_edit.new_text))
+        return document.source
+
+
+async def wait_for(probe):
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + WAIT_S
+    while (found := probe()) is None:
+        if loop.time() > deadline:
+            raise AssertionError("the server did not answer")
+        await asyncio.sleep(0.02)
+    return found
+
+
+def copy_fixture(name: str, directory: Path) -> Path:
+    target = directory / name
+    shutil.copyfile(FIXTURES / name, target)
+    return target
+
+
+def quick_fixes(actions: list[types.CodeAction]) -> dict[str, types.CodeAction]:
+    return {a.data["strategy"]: a for a in actions if a.kind == types.CodeActionKind.QuickFix}
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(split_lines(text)) if needle in line)
+
+
+# ---------------------------------------------------------------------------------------
+# Diagnostics
+async def test_host_in_shardings_is_reported_with_related_locations(vscode: LanguageClient, tmp_path):
+    editor = Editor(vscode, copy_fixture("in_shardings_host.py", tmp_path))
+    editor.open()
+    (diagnostic,) = await editor.diagnostics()
+
+    assert diagnostic.code == "OFL1200"
+    assert diagnostic.source == "offload-fixer"
+    assert diagnostic.severity == types.DiagnosticSeverity.Error
+    line = line_of(editor.text, "in_shardings=host")
+    start = split_lines(editor.text)[line].index("host)")
+    assert diagnostic.range == types.Range(types.Position(line, start), types.Position(line, start + len("host")))
+    related = {(r.location.range.start.line, r.message) for r in diagnostic.related_information}
+    returned = line_of(editor.text, "return x * 2")
+    assert any(where == returned and "returned" in message for where, message in related)
+    assert all(r.location.uri == editor.uri for r in diagnostic.related_information)
+    assert diagnostic.data["code"] == "OFL1200"
+    assert diagnostic.data["version"] == editor.version
+    assert {"title", "applicability", "fixes"} <= set(diagnostic.data)
+
+
+async def test_target_gpu_reports_a_warning(client: LanguageClient, tmp_path):
+    await start(client, client_capabilities("neovim"), tmp_path, target="gpu")
+    editor = Editor(client, copy_fixture("in_shardings_host.py", tmp_path))
+    editor.open()
+    (diagnostic,) = await editor.diagnostics()
+    assert diagnostic.severity == types.DiagnosticSeverity.Warning
+
+
+async def test_a_file_that_does_not_parse_clears_diagnostics_and_says_nothing_else(
+    vscode: LanguageClient, tmp_path
+):
+    editor = Editor(vscode, copy_fixture("in_shardings_host.py", tmp_path))
+    editor.open()
+    assert await editor.diagnostics()
+
+    editor.change(editor.text.replace("def scale(x):", "def scale(x:"))
+    assert await editor.diagnostics() == []
+    assert vscode.messages == []
+    assert not [m for m in vscode.log_messages if m.type == types.MessageType.Error]
+
+
+# ---------------------------------------------------------------------------------------
+# Quick fixes
+async def test_declaring_the_host_output_clears_the_diagnostic(vscode: LanguageClient, tmp_path):
+    """JAX >= 0.7.1 types a host in_shardings argument as device memory, so moving it to
+    device is a no-op there: the only fix offered declares the output host memory."""
+    editor = Editor(vscode, copy_fixture("in_shardings_host.py", tmp_path))
+    editor.open()
+    diagnostics = await editor.diagnostics()
+
+    fixes = quick_fixes(await editor.actions(diagnostics))
+    assert set(fixes) == {"host"}
+    assert fixes["host"].is_preferred
+    assert fixes["host"].edit is None  # computed on codeAction/resolve
+
+    resolved = await editor.resolved(fixes["host"])
+    fixed = editor.edited(resolved.edit)
+    assert "out_shardings=host" in fixed
+    editor.change(fixed)
+    assert await editor.diagnostics() == []
+
+
+@pytest.mark.parametrize("strategy", ["device", "host"])
+async def test_either_quick_fix_clears_the_diagnostic(client: LanguageClient, tmp_path, strategy):
+    """Under JAX 0.6.2 (set by initializationOptions) computing on an offloaded value loses
+    its memory kind: both fixes apply, and the one ``auto`` picks is preferred."""
+    await start(client, client_capabilities("visual-studio-code"), tmp_path, jaxVersion="0.6.2")
+    editor = Editor(client, copy_fixture("offload_then_compute.py", tmp_path))
+    editor.open()
+    diagnostics = await editor.diagnostics()
+    assert [d.code for d in diagnostics] == ["OFL1200"]
+
+    fixes = quick_fixes(await editor.actions(diagnostics))
+    assert set(fixes) == {"device", "host"}
+    assert fixes["host"].is_preferred and not fixes["device"].is_preferred  # a deliberate offload stays on host
+    resolved = await editor.resolved(fixes[strategy])
+    editor.change(editor.edited(resolved.edit))
+    assert await editor.diagnostics() == []
+
+
+async def test_clients_without_resolve_or_document_changes_get_plain_edits(client: LanguageClient, tmp_path):
+    await start(client, types.ClientCapabilities(), tmp_path)
+    editor = Editor(client, copy_fixture("in_shardings_host.py", tmp_path))
+    editor.open()
+    diagnostics = await editor.diagnostics()
+
+    (action,) = quick_fixes(await editor.actions(diagnostics)).values()
+    assert action.edit is not None and action.edit.document_changes is None
+    editor.change(editor.edited(action.edit))
+    assert await editor.diagnostics() == []
+
+
+async def test_a_stale_document_version_gets_no_edits(vscode: LanguageClient, tmp_path):
+    editor = Editor(vscode, copy_fixture("in_shardings_host.py", tmp_path))
+    editor.open()
+    diagnostics = await editor.diagnostics()
+    offered = quick_fixes(await editor.actions(diagnostics))["host"]
+
+    editor.change("# a comment the user typed meanwhile\n" + editor.text)
+    resolved = await vscode.code_action_resolve_async(offered)
+    assert resolved.edit is None
+    assert quick_fixes(await editor.actions(diagnostics)) == {}  # the old diagnostics no longer hold
+
+
+# ---------------------------------------------------------------------------------------
+# Fix all
+async def test_fix_all_matches_the_cli(vscode: LanguageClient, tmp_path):
+    editor = Editor(vscode, copy_fixture("several_problems.py", tmp_path))
+    editor.open()
+    assert len(await editor.diagnostics()) >= 2
+
+    (action,) = await editor.actions([], only=[types.CodeActionKind.SourceFixAll])
+    assert action.kind == "source.fixAll.offload-fixer" and action.edit is None
+    resolved = await editor.resolved(action)
+    lsp_text = editor.edited(resolved.edit)
+
+    (tmp_path / "cli").mkdir()
+    cli_copy = copy_fixture("several_problems.py", tmp_path / "cli")
+    subprocess.run(
+        [sys.executable, "-m", "offload_fixer.cli", "check", "--fix", "--exit-zero", "-q", str(cli_copy)],
+        cwd=tmp_path, env=CONFIG.server_env, check=True, capture_output=True, timeout=WAIT_S,
+    )
+    assert lsp_text == cli_copy.read_text(encoding="utf-8")
+    assert lsp_text != editor.text
+
+
+# ---------------------------------------------------------------------------------------
+# Debouncing and stale analyses
+@pytest.mark.parametrize("debounce_ms", [None, 0])
+async def test_quick_changes_publish_only_the_latest_version(client: LanguageClient, tmp_path, debounce_ms):
+    """Two changes in a row: the first one's analysis is cancelled while it waits (debounce)
+    or, with no debounce, finishes after the second change arrived and is dropped."""
+    options = {} if debounce_ms is None else {"debounceMs": debounce_ms}
+    await start(client, client_capabilities("visual-studio-code"), tmp_path, **options)
+    clean = "import jax\n\n\ndef f(x):\n    return x\n"
+    broken = (FIXTURES / "in_shardings_host.py").read_text(encoding="utf-8")
+    path = tmp_path / "edited.py"
+    path.write_text(clean, encoding="utf-8")
+    editor = Editor(client, path)
+    editor.open()
+    assert await editor.diagnostics() == []
+
+    editor.change(broken + "\n" * 2000)  # slow to analyse, and has a finding
+    editor.change("\n\n" + broken)
+    (diagnostic,) = await editor.diagnostics(3)
+    assert diagnostic.range.start.line == line_of(editor.text, "in_shardings=host")
+    assert editor.published(2) is None
+
+
+# ---------------------------------------------------------------------------------------
+# Configuration
+async def test_configuration_from_pyproject_and_from_the_editor(client: LanguageClient, tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.offload-fixer]\njax-version = "0.6.2"\n', encoding="utf-8")
+    await start(client, client_capabilities("visual-studio-code"), tmp_path)
+    editor = Editor(client, copy_fixture("offload_then_compute.py", tmp_path))
+    editor.open()
+    assert [d.code for d in await editor.diagnostics()] == ["OFL1200"]  # a 0.6.2-only error
+
+    published = len(client.published)
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings={"offload-fixer": {"jaxVersion": "0.10.2"}})
+    )
+    await wait_for(lambda: len(client.published) > published or None)
+    assert client.published[-1].diagnostics == []  # memory kinds are types from 0.7.1
+
+
+# ---------------------------------------------------------------------------------------
+# Positions
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])
+async def test_positions_use_the_negotiated_encoding(client: LanguageClient, tmp_path, encoding):
+    capabilities = types.ClientCapabilities(
+        general=types.GeneralClientCapabilities(position_encodings=[encoding]),
+        workspace=types.WorkspaceClientCapabilities(workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=True)),
+    )
+    await start(client, capabilities, tmp_path)
+    text = (FIXTURES / "in_shardings_host.py").read_text(encoding="utf-8").replace("scale_on_host =", "échelle_𝔥ôte =")
+    path = tmp_path / "accents.py"
+    path.write_text(text, encoding="utf-8")
+    editor = Editor(client, path, encoding)
+    editor.open()
+    (diagnostic,) = await editor.diagnostics()
+
+    line = line_of(text, "in_shardings=host")
+    prefix = split_lines(text)[line][: split_lines(text)[line].index("host)")]
+    units = {"utf-8": len(prefix.encode("utf-8")), "utf-16": len(prefix.encode("utf-16-le")) // 2, "utf-32": len(prefix)}
+    assert diagnostic.range.start == types.Position(line, units[encoding])
+
+    (action,) = quick_fixes(await editor.actions([diagnostic])).values()
+    fixed = editor.edited(action.edit)
+    assert fixed == text.replace("in_shardings=host)", "in_shardings=host, out_shardings=host)")
+
+
+# ---------------------------------------------------------------------------------------
+# Minimal edits, against pygls' document model as the oracle
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])
+def test_minimal_edits_rebuild_the_new_text(encoding):
+    pieces = ["a", "b", "\n", "é", "😋", " ", "x = 1\n", "\t"]
+    rng = random.Random(encoding)
+    for _ in range(300):
+        old = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 24)))
+        new = list(old)
+        for _ in range(rng.randint(1, 4)):
+            index = rng.randint(0, len(new))
+            if new and rng.random() < 0.5:
+                del new[min(index, len(new) - 1)]
+            else:
+                new.insert(index, rng.choice(pieces))
+        new_text = "".join(new)
+        document = TextDocument("file:///t.py", old, position_codec=PositionCodec(encoding))
+        for edit in reversed(minimal_edits(old, new_text, encoding)):
+            document.apply_change(types.TextDocumentContentChangePartial(range=edit.range, text=edit.new_text))
+        assert document.source == new_text
+
+
+def test_minimal_edits_touch_only_what_changed_and_keep_crlf():
+    old = "import jax\r\n\r\nf = jax.jit(g, in_shardings=host)\r\n"
+    new = "import jax\r\n\r\nf = jax.jit(g, in_shardings=host, out_shardings=host)\r\n"
+    (edit,) = minimal_edits(old, new, "utf-16")
+    assert edit.new_text == ", out_shardings=host"
+    assert edit.range.start == edit.range.end == types.Position(2, len("f = jax.jit(g, in_shardings=host"))
+
+    # A line end changed from CRLF to LF: the edit never splits the CRLF pair.
+    (edit,) = minimal_edits("a\r\nb", "a\nb", "utf-16")
+    assert (edit.range.start, edit.range.end, edit.new_text) == (types.Position(0, 1), types.Position(1, 0), "\n")
+
+
+def test_lines_end_only_where_lsp_says():
+    """Form feeds and U+2028 are not line ends for LSP, though ``str.splitlines`` thinks so."""
+    text = "a\x0cb\u2028c\rd\r\ne\nf"
+    assert split_lines(text) == ["a\x0cb\u2028c\r", "d\r\n", "e\n", "f"]
+    assert LineIndex.of(text).position(text.index("f"), "utf-16") == types.Position(3, 0)
