@@ -4,35 +4,62 @@ options, derived shardings and recording what was (or could not be) done."""
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 from libcst.codemod import CodemodCommand, CodemodContext
-from libcst.metadata import PositionProvider
+from libcst.codemod.visitors import AddImportsVisitor
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 from codemods import sharding_exprs as sx
-from codemods.source_facts import FunctionInfo, JitSite, Scope, SourceFacts
 from codemods.pytree_source import child_at
+from codemods.source_facts import FunctionInfo, JitSite, Scope, SourceFacts
 from codemods.targets import Edit, FixTarget, SpellingOptions, parse_path
 
 Rewrite = Callable[[cst.CSTNode], cst.CSTNode]
 _POSITIONAL_OPTIONS = {"in_shardings": 1, "out_shardings": 2}
 
 
+@dataclass
+class Outcome:
+    """What a command did for one target."""
+
+    edits: list[Edit] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    satisfied: list[str] = field(default_factory=list)
+    """Outputs that needed nothing: already fixed (what makes a second run a no-op)."""
+    deferred: bool = False
+    """Another target of this run edits the same node; run this one again on the result."""
+
+
 class FixCommand(CodemodCommand):
-    """Base of the two fixes. Build it with a :class:`FixTarget` (``target=``) or, from
+    """Base of the two fixes. Build it with one :class:`FixTarget` (``target=``), several
+    (``targets=``: one pass over the file for all of them, an outcome each) or, from
     ``python -m libcst.tool codemod``, with the flags of :meth:`add_args`."""
 
     METADATA_DEPENDENCIES = (PositionProvider,)
 
-    def __init__(self, context: CodemodContext, target: FixTarget | None = None, **flags: object) -> None:
+    def __init__(self, context: CodemodContext, target: FixTarget | None = None,
+                 targets: Sequence[FixTarget] = (), **flags: object) -> None:
         super().__init__(context)
-        self.target = target if target is not None else _target_from_flags(flags)
-        self.edits: list[Edit] = []
-        self.problems: list[str] = []
-        self.satisfied: list[str] = []
-        """Outputs that needed nothing: already fixed (what makes a second run a no-op)."""
+        self.targets = tuple(targets) or (target if target is not None else _target_from_flags(flags),)
+        self.outcomes = [Outcome() for _ in self.targets]
+        self.target, self.outcome = self.targets[0], self.outcomes[0]
         self.rewrites: dict[cst.CSTNode, Rewrite] = {}
+        self.owners: dict[cst.CSTNode, Outcome] = {}
+
+    @property
+    def edits(self) -> list[Edit]:
+        return [edit for outcome in self.outcomes for edit in outcome.edits]
+
+    @property
+    def problems(self) -> list[str]:
+        return [problem for outcome in self.outcomes for problem in outcome.problems]
+
+    @property
+    def satisfied(self) -> list[str]:
+        return [note for outcome in self.outcomes for note in outcome.satisfied]
 
     @staticmethod
     def add_args(arg_parser: argparse.ArgumentParser) -> None:
@@ -54,29 +81,62 @@ class FixCommand(CodemodCommand):
         arg_parser.add_argument("--host-kind", default="pinned_host")
 
     # ------------------------------------------------------------------ running
+    def transform_module(self, tree: cst.Module) -> cst.Module:
+        """Like ``CodemodCommand.transform_module`` (metadata, then scheduled imports), but
+        without copying the tree first: the transform never mutates, so an unchanged module
+        comes back as the same object and callers can skip regenerating its code."""
+        wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
+        with self.resolve(wrapper):
+            self.context = replace(self.context, wrapper=wrapper)
+            try:
+                tree = self.transform_module_impl(tree)
+            finally:
+                self.context = replace(self.context, wrapper=None)
+        if AddImportsVisitor.CONTEXT_KEY in self.context.scratch:
+            tree = AddImportsVisitor(self.context).transform_module(tree)
+        return tree
+
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         self.facts = SourceFacts.collect(tree, self.metadata[PositionProvider])
-        t = self.target
-        function = self.facts.find_function(t.function_name, t.function_line, t.inner_line)
-        if function is None:
-            self.report_problem(f"function {t.function_name or '?'} (line {t.function_line or t.inner_line}) not found")
-            return tree
-        self.plan(function)
+        for target, outcome in zip(self.targets, self.outcomes):
+            self.target, self.outcome = target, outcome
+            function = self.facts.find_function(target.function_name, target.function_line, target.inner_line)
+            if function is None:
+                where = target.function_line or target.inner_line
+                self.report_problem(f"function {target.function_name or '?'} (line {where}) not found")
+                continue
+            self.plan(function)
         if not self.rewrites:
             return tree
         return tree.visit(_Rewriter(self.rewrites))
+
+    def claim(self, node: cst.CSTNode, rewrite: Rewrite) -> bool:
+        """Register ``rewrite`` for ``node``; False if the node is taken already. Taken by
+        another target of this run, the current target is deferred to a later run, which
+        sees the first edit (taken by the current target: the same edit, nothing to do)."""
+        owner = self.owners.get(node)
+        if owner is not None:
+            if owner is not self.outcome:
+                self.outcome.deferred = True
+            return False
+        self.rewrites[node] = rewrite
+        self.owners[node] = self.outcome
+        return True
 
     def plan(self, function: FunctionInfo) -> None:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ recording
     def report_problem(self, message: str) -> None:
-        self.problems.append(message)
+        self.outcome.problems.append(message)
         self.warn(message)
 
     def record(self, node: cst.CSTNode, description: str, reasons: list[str]) -> None:
         safety = "unsafe" if reasons else "safe"
-        self.edits.append(Edit(self.facts.line(node), description, safety, "; ".join(reasons)))
+        self.outcome.edits.append(Edit(self.facts.line(node), description, safety, "; ".join(reasons)))
+
+    def already(self, note: str) -> None:
+        self.outcome.satisfied.append(note)
 
     def code(self, node: cst.CSTNode) -> str:
         return self.facts.module.code_for_node(node)
@@ -124,7 +184,7 @@ class FixCommand(CodemodCommand):
         t = self.target
         if t.origin_line is None:
             return None
-        found = self.facts.device_put_at(t.origin_line, t.origin_col, function)
+        found = self.facts.device_put_at(t.origin_line, t.origin_col)
         if found is None:
             return None
         call, scope = found

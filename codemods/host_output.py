@@ -30,7 +30,13 @@ import libcst as cst
 from codemods import sharding_exprs as sx
 from codemods.fix_command import FixCommand
 from codemods.move_to_device import SINGLE_DEVICE_REASON
-from codemods.pytree_source import build_like, child_at, drop_covered, locate, returned_values
+from codemods.pytree_source import (
+    build_like,
+    child_at,
+    drop_covered,
+    locate,
+    returned_values,
+)
 from codemods.source_facts import FunctionInfo, JitSite
 from codemods.targets import PathKey, format_path, parse_path
 
@@ -73,7 +79,7 @@ class HostOutputCommand(FixCommand):
         if site.kind == "bare_decorator":
             partial = self._partial_callee()
             jit_code = self.code(site.node)
-            self.rewrites[site.node] = lambda updated: self.parse(f"{partial}({jit_code}, out_shardings={value})")
+            claimed = self.claim(site.node, lambda updated: self.parse(f"{partial}({jit_code}, out_shardings={value})"))
         else:
             assert site.options is not None
             new_arg = cst.Arg(
@@ -81,7 +87,9 @@ class HostOutputCommand(FixCommand):
                 value=self.parse(value),
                 equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
             )
-            self.rewrites[site.options] = lambda updated: sx.append_arg(updated, new_arg)
+            claimed = self.claim(site.options, lambda updated: sx.append_arg(updated, new_arg))
+        if not claimed:
+            return
         self.record(site.node, f"declare {self._labels(paths)} as {self.spelling.host_kind} memory at the jit "
                                f"on line {site.line}: out_shardings={value}", reasons)
 
@@ -112,8 +120,8 @@ class HostOutputCommand(FixCommand):
     def _rewrite_leaf(self, function: FunctionInfo, site: JitSite, leaf: cst.BaseExpression,
                       prefix: Keys, reasons: list[str]) -> None:
         label = _label(prefix)
-        if self._spells_host(leaf, site.scope):
-            self.satisfied.append(f"{label} is already declared host memory at the jit on line {site.line}")
+        if self._spells_host(leaf, site.scope) or self._is_known_host(leaf, function):
+            self.already(f"{label} is already declared host memory at the jit on line {site.line}")
             return
         if isinstance(leaf, (cst.Tuple, cst.List, cst.Dict)):
             for key in _literal_keys(leaf):
@@ -131,7 +139,8 @@ class HostOutputCommand(FixCommand):
             if new is None:
                 self.report_problem(f"out_shardings for {label} is `{self.code(leaf)}`, which cannot carry a memory kind")
                 return
-        self.rewrites[leaf] = lambda updated: new
+        if not self.claim(leaf, lambda updated: new):
+            return
         self.record(leaf, f"declare {label} as {self.spelling.host_kind} memory at the jit on line {site.line}: "
                           f"`{self.code(leaf)}` -> `{self.code(new)}`", [*reasons, *extra])
 
@@ -152,7 +161,8 @@ class HostOutputCommand(FixCommand):
         value = self._shaped_like_returns(function, prefix, rests, target_text, sibling, site)
         if value is None:
             return
-        self.rewrites[leaf] = lambda updated: self.parse(value)
+        if not self.claim(leaf, lambda updated: self.parse(value)):
+            return
         full = [(*prefix, *rest) for rest in rests]
         self.record(leaf, f"declare {self._labels(full)} as {self.spelling.host_kind} memory at the jit on line "
                           f"{site.line}: `{self.code(leaf)}` -> `{value}`", [*reasons, *extra])
@@ -206,6 +216,11 @@ class HostOutputCommand(FixCommand):
                     return derived, [why]
         return self.single_device_sharding(kind), [SINGLE_DEVICE_REASON]
 
+    def _is_known_host(self, leaf: cst.BaseExpression, function: FunctionInfo) -> bool:
+        """The leaf is the very sharding the value was moved to host with (or streamed in by)."""
+        known = [self.origin_destination(function), self.host_in_sharding(function)]
+        return any(found is not None and found[0].deep_equals(leaf) for found in known)
+
     def _related_shardings(self, site: JitSite, at: cst.BaseExpression | None):
         """Shardings of other outputs, then of inputs, then of the inline call's argument."""
         out = self.option(site, "out_shardings")
@@ -220,9 +235,9 @@ class HostOutputCommand(FixCommand):
         if outer is not None and outer.args and outer.args[0].keyword is None and not outer.args[0].star:
             argument = outer.args[0].value
             if isinstance(argument, (cst.Name, cst.Attribute)):
-                yield (cst.Attribute(value=argument, attr=cst.Name("sharding")),
-                       f"built from the argument's `{self.code(argument)}.sharding`: it must be a jax.Array "
+                why = (f"built from the argument's `{self.code(argument)}.sharding`: it must be a jax.Array "
                        "or ShapeDtypeStruct, and its partition spec may not fit this output")
+                yield cst.Attribute(value=argument, attr=cst.Name("sharding")), why
 
     def _partial_callee(self) -> str:
         aliases = self.facts.aliases

@@ -23,14 +23,21 @@ sharding re-kinded, else the host argument's ``in_shardings`` entry re-kinded, e
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
 import libcst as cst
+from libcst.codemod import CodemodContext
 
 from codemods import sharding_exprs as sx
 from codemods.fix_command import FixCommand
-from codemods.pytree_source import drop_covered, locate, parenthesized_if_tuple, returned_values
+from codemods.pytree_source import (
+    drop_covered,
+    locate,
+    parenthesized_if_tuple,
+    returned_values,
+)
 from codemods.source_facts import FunctionInfo, Scope
-from codemods.targets import format_path, parse_path
+from codemods.targets import FixTarget, format_path, parse_path
 
 ENTRY_REASON = (
     "copies the whole argument to device memory where the function starts: peak device "
@@ -41,8 +48,7 @@ AFTER_ORIGIN_REASON = (
     "device memory from there on, undoing the offload for the rest of the function"
 )
 SINGLE_DEVICE_REASON = (
-    "no sharding in scope to derive a device sharding from: jax.devices()[0] assumes a "
-    "single-device program"
+    "no sharding in scope to derive this one from: jax.devices()[0] assumes a single-device program"
 )
 
 
@@ -53,6 +59,11 @@ class MoveToDeviceCommand(FixCommand):
     def add_args(arg_parser: argparse.ArgumentParser) -> None:
         FixCommand.add_args(arg_parser)
         arg_parser.add_argument("--placement", choices=["return", "entry", "after_origin"], default="return")
+
+    def __init__(self, context: CodemodContext, target: FixTarget | None = None,
+                 targets: Sequence[FixTarget] = (), **flags: object) -> None:
+        super().__init__(context, target, targets, **flags)
+        self.insertions: dict[cst.IndentedBlock, list[tuple[int, cst.BaseStatement]]] = {}
 
     def plan(self, function: FunctionInfo) -> None:
         placement = self.target.placement
@@ -76,16 +87,15 @@ class MoveToDeviceCommand(FixCommand):
                 node = located.node
                 label = _label(keys)
                 if sx.is_device_move(node, self.facts.aliases):
-                    self.satisfied.append(f"{label} is already moved to device (line {self.facts.line(node)})")
-                    continue
-                if node in self.rewrites:
+                    self.already(f"{label} is already moved to device (line {self.facts.line(node)})")
                     continue
                 spec = self.device_spec(function, function.scope, line)
+                if not self.claim(node, self._wrapper(spec[0])):
+                    continue
                 reasons = list(spec[1])
                 if located.rest:
                     reasons.insert(0, f"the source does not show where {label} is inside `{self.code(node)}`, "
                                       "so every array in it moves to device")
-                self.rewrites[node] = self._wrapper(spec[0])
                 where = "its assignment" if located.through_name else "the return"
                 self.record(node, f"move {label} back to device at {where}: "
                                   f"{self.device_put_callee()}({self.code(node)}, {self.code(spec[0])})", reasons)
@@ -105,19 +115,17 @@ class MoveToDeviceCommand(FixCommand):
             if moved is None:
                 break
             if moved == name:
-                self.satisfied.append(f"{name} is already moved to device on entry")
+                self.already(f"{name} is already moved to device on entry")
                 return
         spec, spec_reasons = self.device_spec(function, function.scope, function.body_line)
         statement = self._rebind(name, spec)
-        self.rewrites[body] = lambda updated: updated.with_changes(
-            body=[*updated.body[:start], statement, *updated.body[start:]]
-        )
+        self.insert(body, start, statement)
         self.record(function.node.name, f"move argument {name} to device where {function.name} starts: "
                                         f"{self.code(statement).strip()}", [ENTRY_REASON, *spec_reasons])
 
     def _after_origin(self, function: FunctionInfo) -> None:
         t = self.target
-        found = self.facts.device_put_at(t.origin_line, t.origin_col, function) if t.origin_line else None
+        found = self.facts.device_put_at(t.origin_line, t.origin_col) if t.origin_line else None
         held = self.facts.statement_of(found[0], function) if found else None
         name = _assigned_name(held[0]) if held else None
         if held is None or name is None:
@@ -127,13 +135,11 @@ class MoveToDeviceCommand(FixCommand):
         position = next(i for i, s in enumerate(block.body) if s is origin_statement)
         following = block.body[position + 1] if position + 1 < len(block.body) else None
         if following is not None and self._moved_name(following) == name:
-            self.satisfied.append(f"{name} is already moved back to device after line {t.origin_line}")
+            self.already(f"{name} is already moved back to device after line {t.origin_line}")
             return
         spec, spec_reasons = self.device_spec(function, function.scope, self.facts.line(origin_statement) + 1)
         statement = self._rebind(name, spec)
-        self.rewrites[block] = lambda updated: updated.with_changes(
-            body=[*updated.body[: position + 1], statement, *updated.body[position + 1:]]
-        )
+        self.insert(block, position + 1, statement)
         self.record(origin_statement, f"move {name} back to device before it is computed on: "
                                       f"{self.code(statement).strip()}", [AFTER_ORIGIN_REASON, *spec_reasons])
 
@@ -160,6 +166,16 @@ class MoveToDeviceCommand(FixCommand):
             name = self.facts.aliases.transfer_to_memory_kind[0]
             return self.parse(f"{name}({quote}{kind}{quote})"), []
         return self.single_device_sharding(kind), [SINGLE_DEVICE_REASON]
+
+    def insert(self, block: cst.IndentedBlock, index: int, statement: cst.BaseStatement) -> None:
+        """Insert ``statement`` before ``block.body[index]``; several targets may insert into
+        one block in the same run (one streamed parameter each, say)."""
+        pending = self.insertions.setdefault(block, [])
+        if any(at == index and new.deep_equals(statement) for at, new in pending):
+            return
+        pending.append((index, statement))
+        if len(pending) == 1:
+            self.rewrites[block] = lambda updated: updated.with_changes(body=_with_inserted(updated.body, pending))
 
     def _wrapper(self, spec: cst.BaseExpression):
         callee = self.parse(self.device_put_callee())
@@ -202,6 +218,15 @@ class MoveToDeviceCommand(FixCommand):
         if t.parameter_index is not None and t.parameter_index < len(function.positional_params):
             return function.positional_params[t.parameter_index]
         return None
+
+
+def _with_inserted(body: Sequence[cst.BaseStatement], pending: list[tuple[int, cst.BaseStatement]]) -> list[cst.BaseStatement]:
+    out: list[cst.BaseStatement] = []
+    for index, statement in enumerate(body):
+        out.extend(new for at, new in pending if at == index)
+        out.append(statement)
+    out.extend(new for at, new in pending if at >= len(body))
+    return out
 
 
 def _assigned_name(statement: cst.CSTNode) -> str | None:

@@ -7,8 +7,8 @@ one ``name = value`` assignment. Anything else is opaque: the path stops there.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import libcst as cst
 

@@ -10,7 +10,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.source_facts import DEVICE_PUT, SHARDING_CONSTRUCTORS, TRANSFER_TO_MEMORY_KIND, Aliases, dotted_parts, last_name
+from codemods.source_facts import (
+    DEVICE_PUT,
+    SHARDING_CONSTRUCTORS,
+    TRANSFER_TO_MEMORY_KIND,
+    Aliases,
+    dotted_parts,
+    last_name,
+)
 
 HOST_KINDS = ("pinned_host", "unpinned_host")
 DEVICE_KINDS = ("device", "tpu_hbm")

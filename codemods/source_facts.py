@@ -10,8 +10,8 @@ times cheaper on large files.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping, Sequence
 
 import libcst as cst
 from libcst.metadata import CodeRange
@@ -85,7 +85,6 @@ class Binding:
     line: int
     value: cst.BaseExpression | None
     """The right-hand side of a plain ``name = value`` (None for any other kind of binding)."""
-    statement: cst.CSTNode | None = None
 
 
 @dataclass
@@ -95,9 +94,8 @@ class Scope:
     parent: Scope | None
     bindings: dict[str, list[Binding]] = field(default_factory=dict)
 
-    def bind(self, name: str, line: int, value: cst.BaseExpression | None = None,
-             statement: cst.CSTNode | None = None) -> None:
-        self.bindings.setdefault(name, []).append(Binding(line, value, statement))
+    def bind(self, name: str, line: int, value: cst.BaseExpression | None = None) -> None:
+        self.bindings.setdefault(name, []).append(Binding(line, value))
 
     def single_value(self, name: str) -> Binding | None:
         """The one ``name = value`` binding of ``name`` here, if it is bound exactly once."""
@@ -147,8 +145,6 @@ class JitSite:
     options: cst.Call | None
     line: int
     scope: Scope
-    options_offset: int
-    """Index of the first option among ``options.args`` (after the function / ``jax.jit``)."""
 
 
 @dataclass
@@ -211,33 +207,35 @@ class SourceFacts:
             expr = decorator.decorator
             line = self.line(decorator)
             if self.aliases.qualify(expr) == JIT:
-                sites.append(JitSite("bare_decorator", expr, None, line, outer, 0))
+                sites.append(JitSite("bare_decorator", expr, None, line, outer))
             elif isinstance(expr, cst.Call):
                 callee = self.aliases.qualify(expr.func)
                 if callee == JIT:
-                    sites.append(JitSite("decorator", expr, expr, line, outer, 0))
+                    sites.append(JitSite("decorator", expr, expr, line, outer))
                 elif callee == PARTIAL and expr.args and self.aliases.qualify(expr.args[0].value) == JIT:
-                    sites.append(JitSite("decorator", expr, expr, line, outer, 1))
+                    sites.append(JitSite("decorator", expr, expr, line, outer))
         for call, scope, line in self.jit_calls:
-            if not (call.args and call.args[0].keyword is None and _refers_to(call.args[0].value, function)):
+            if not (call.args and call.args[0].keyword is None and _refers_to(call.args[0].value, scope, function)):
                 continue
             if self.aliases.qualify(call.func) == JIT:
-                sites.append(JitSite("call", call, call, line, scope, 1))
+                sites.append(JitSite("call", call, call, line, scope))
             elif isinstance(call.func, cst.Call):
-                sites.append(JitSite("partial_call", call.func, call.func, line, scope, 1))
+                sites.append(JitSite("partial_call", call.func, call.func, line, scope))
         return sites
 
-    def device_put_at(self, line: int, col: int | None, within: FunctionInfo | None = None) -> tuple[cst.Call, Scope] | None:
-        """The ``device_put`` call on ``line`` (the one nearest ``col``, 1-based, if several)."""
+    def device_put_at(self, line: int, col: int | None) -> tuple[cst.Call, Scope] | None:
+        """The ``device_put`` call on ``line``; with several, the one starting nearest ``col``
+        (taken as either 0-based, as Python reports it, or 1-based, as MLIR does)."""
         found = []
         for call, scope, _ in self.device_puts:
             span = self.positions[call]
             if span.start.line <= line <= span.end.line:
-                distance = abs(span.start.column + 1 - col) if col is not None else 0
-                found.append((distance, span.start.line != line, call, scope))
+                start = span.start.column
+                distance = min(abs(start - col), abs(start + 1 - col)) if col is not None else 0
+                found.append((span.start.line != line, distance, call, scope))
         if not found:
             return None
-        found.sort(key=lambda item: (item[1], item[0]))
+        found.sort(key=lambda item: (item[0], item[1]))
         return found[0][2], found[0][3]
 
     def statement_of(self, node: cst.CSTNode, function: FunctionInfo) -> tuple[cst.SimpleStatementLine, cst.IndentedBlock] | None:
@@ -318,9 +316,10 @@ def _binding_scope(name: str, scope: Scope) -> Scope | None:
     return None
 
 
-def _refers_to(expr: cst.BaseExpression, function: FunctionInfo) -> bool:
+def _refers_to(expr: cst.BaseExpression, scope: Scope, function: FunctionInfo) -> bool:
+    """``expr``, read in ``scope``, names ``function`` (a method: any ``obj.name``)."""
     if isinstance(expr, cst.Name):
-        return expr.value == function.name
+        return expr.value == function.name and _binding_scope(expr.value, scope) is function.scope.parent
     if isinstance(expr, cst.Attribute) and function.class_name is not None:
         return expr.attr.value == function.name
     return False
@@ -343,9 +342,7 @@ def _iter_names(node: cst.CSTNode) -> Iterator[cst.Name]:
     """Plain names, leaving out attribute names (``x.name``) and keywords (``f(name=...)``)."""
     if isinstance(node, cst.Name):
         yield node
-    elif isinstance(node, cst.Attribute):
-        yield from _iter_names(node.value)
-    elif isinstance(node, cst.Arg):
+    elif isinstance(node, (cst.Attribute, cst.Arg)):
         yield from _iter_names(node.value)
     else:
         for child in node.children:
@@ -486,14 +483,14 @@ class _Walker(cst.CSTVisitor):
         single = len(node.targets) == 1
         for target in node.targets:
             if isinstance(target.target, cst.Name) and single:
-                self.scope.bind(target.target.value, line, node.value, node)
+                self.scope.bind(target.target.value, line, node.value)
             else:
                 for name in _target_names(target.target):
                     self.scope.bind(name, line)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         if isinstance(node.target, cst.Name) and node.value is not None:
-            self.scope.bind(node.target.value, self._line(node), node.value, node)
+            self.scope.bind(node.target.value, self._line(node), node.value)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         for name in _target_names(node.target):

@@ -27,7 +27,6 @@ class SpellingOptions:
     api: SpellingApi = "memory_space"
     device_kind: str = "device"
     host_kind: str = "pinned_host"
-    none_leaf_inherits_host: bool = True
 
 
 @dataclass(frozen=True)
@@ -52,15 +51,6 @@ class FixTarget:
     origin_col: int | None = None
     spelling: SpellingOptions = field(default_factory=SpellingOptions)
 
-    def lines(self) -> dict[str, object]:
-        """The line-number fields, so an editor of the file can map them to new lines."""
-        return {
-            "function_line": self.function_line,
-            "inner_line": self.inner_line,
-            "return_lines": self.return_lines,
-            "origin_line": self.origin_line,
-        }
-
 
 @dataclass(frozen=True)
 class Edit:
@@ -76,7 +66,7 @@ def parse_path(path: str) -> tuple[PathKey, ...]:
 
     Read as a Python subscript/attribute chain, so quoting follows Python (and JAX's keystr).
     """
-    text = path[len("result"):] if path.startswith("result") else path
+    text = path.removeprefix("result")
     if not text:
         return ()
     try:

@@ -12,7 +12,7 @@ from typing import Any
 
 from offload_fixer.model import FunctionRef, Report
 
-__all__ = ["check", "function_ref", "is_jitted"]
+__all__ = ["check", "function_ref", "is_jitted", "python_function"]
 
 
 def check(
@@ -52,7 +52,7 @@ def is_jitted(fn: Any) -> bool:
 def function_ref(fn: Any) -> FunctionRef | None:
     """Where the Python function behind ``fn`` is defined (through jit, ``functools.wraps``
     and ``functools.partial``), so fixes can find its ``def``; ``None`` when it has no source."""
-    target = _python_function(fn)
+    target = python_function(fn)
     code = getattr(target, "__code__", None)
     if code is None:
         name = getattr(fn, "__name__", None) or type(fn).__name__
@@ -67,7 +67,7 @@ def function_ref(fn: Any) -> FunctionRef | None:
     )
 
 
-def _python_function(fn: Any) -> Any:
+def python_function(fn: Any) -> Any:
     seen: set[int] = set()
     while id(fn) not in seen:
         seen.add(id(fn))

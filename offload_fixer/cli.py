@@ -272,7 +272,7 @@ def run(module, report_path, target, fmt, select, ignore, exit_zero, quiet, verb
         unsafe_fixes, program, program_args) -> None:
     """Run PROGRAM unchanged and check every distinct jit compilation it triggers for the target."""
     from offload_fixer import jax_compat
-    from offload_fixer.runner import run_program, sha256_of, write_report_file
+    from offload_fixer.runner import UsageError, run_program, sha256_of, write_report_file
 
     if not module and not os.path.isfile(program):
         _fail(ExitCode.USAGE, f"no such script: {program}")
@@ -282,13 +282,19 @@ def run(module, report_path, target, fmt, select, ignore, exit_zero, quiet, verb
         jax_compat.check_runtime_supported()
     except jax_compat.UnsupportedJaxVersion as exc:
         _fail(ExitCode.UNSUPPORTED_JAX, str(exc))
-    result = run_program(program, list(program_args), target=settings.target, is_module=module)
+    try:
+        result = run_program(program, list(program_args), target=settings.target, is_module=module)
+    except UsageError as exc:
+        _fail(ExitCode.USAGE, str(exc))
     diagnostics = [d for r in result.reports for d in r.diagnostics]
     if verbose:
         for warning in result.tool_warnings:
             click.echo(f"offload-fixer: warning: {warning}", err=True)
+    elif result.tool_warnings and not quiet:
+        click.echo(f"offload-fixer: {len(result.tool_warnings)} compilation(s) could not be checked "
+                   "(--verbose says which and why)", err=True)
     if report_path:
-        write_report_file(report_path, result.reports, settings.target)
+        write_report_file(report_path, result.reports, settings.target, result.sources)
     failure = None
     if result.program_exception:
         click.echo(result.program_exception, err=True, nl=False)

@@ -11,7 +11,7 @@ analysis. JAX caches the trace, so the user's function is not traced twice. The 
 after the user's own operation: a failure in the tool never changes what the program does,
 and is recorded as a tool warning.
 
-What cannot be intercepted:
+What is not intercepted:
 
 * jit objects created before the patch: modules imported by ``sitecustomize``/``.pth`` files,
   or by whatever imported ``offload_fixer`` first, and JAX's own internal jits (skipped on
@@ -21,7 +21,11 @@ What cannot be intercepted:
 * ``jax.pmap`` and ``xmap``, and functions compiled only through ``jax.export``;
 * jitted functions called inside another trace: they are part of the outer compilation,
   which is checked as a whole;
-* ``isinstance`` checks against JAX's jitted-function type see the stand-in instead.
+* child processes (``multiprocessing``, ``subprocess``): they start without the patch.
+
+Caveats: ``isinstance`` checks against JAX's jitted-function type see the stand-in; each call
+of a jitted function costs a few microseconds more (its signature is computed and looked up;
+``benchmarks/run_overhead.py`` measures it).
 """
 
 from __future__ import annotations
@@ -105,8 +109,17 @@ class CompilationChecker:
         self.tree_flatten = jax.tree_util.tree_flatten
         self.outside_any_trace = trace_state_clean
         self._seen: set[Any] = set()
+        self._identities: dict[Any, int] = {}
         self._report_keys: set[Any] = set()
         self._lock = threading.RLock()
+
+    def identity(self, fun: Any, options: Any) -> int:
+        """A small number for a (function, jit options) pair, so that signatures hash fast and
+        a fresh ``jax.jit`` of the same function with the same options shares its checks."""
+        with self._lock:
+            return self._identities.setdefault(
+                (_hashable(fun), options), len(self._identities)
+            )
 
     def observe(self, key: Any) -> bool:
         """Count one intercepted operation; True the first time its ``key`` is seen (the
@@ -182,10 +195,9 @@ class CheckedJit:
         vars(self).update(
             _real=real,
             _fun=fun,
-            _options=options,
+            _identity=checker.identity(fun, options),
             _static_nums=static[0],
             _static_names=static[1],
-            _fun_key=_hashable(fun),
             _checker=checker,
         )
         for name in ("__name__", "__qualname__", "__doc__", "__module__"):
@@ -194,7 +206,14 @@ class CheckedJit:
                 vars(self)[name] = value
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._intercept(self._real, args, kwargs)
+        checker = (
+            self._checker
+        )  # the fast path of _intercept, inlined: this runs every step
+        if not checker.active or not checker.outside_any_trace():
+            return self._real(*args, **kwargs)
+        if not checker.observe(self._signature(args, kwargs)):
+            return self._real(*args, **kwargs)
+        return self._run_then_check(self._real, args, kwargs)
 
     def lower(self, *args: Any, **kwargs: Any) -> Any:
         return self._intercept(self._real.lower, args, kwargs)
@@ -220,15 +239,21 @@ class CheckedJit:
         checker = self._checker
         if not checker.active or not checker.outside_any_trace():
             return operation(*args, **kwargs)
-        key = self._signature(args, kwargs)
+        if not checker.observe(self._signature(args, kwargs)):
+            return operation(*args, **kwargs)
+        return self._run_then_check(operation, args, kwargs)
+
+    def _run_then_check(
+        self, operation: Callable[..., Any], args: tuple, kwargs: dict
+    ) -> Any:
+        """The user's operation first (its result and errors are the program's), then the
+        check, which reuses JAX's cached trace."""
         try:
             result = operation(*args, **kwargs)
         except Exception:
-            if checker.observe(key):
-                checker.check(self._real, self._fun, args, kwargs, quiet=True)
+            self._checker.check(self._real, self._fun, args, kwargs, quiet=True)
             raise
-        if checker.observe(key):
-            checker.check(self._real, self._fun, args, kwargs)
+        self._checker.check(self._real, self._fun, args, kwargs)
         return result
 
     def _signature(self, args: tuple, kwargs: dict) -> Any:
@@ -261,7 +286,7 @@ class CheckedJit:
                 f"could not compute the signature of a call to {_describe(self._fun)}: {_one_line(exc)}"
             )
             return None
-        return (self._fun_key, self._options, treedef, leaf_keys, static)
+        return (self._identity, treedef, leaf_keys, static)
 
 
 class _TracerArgument(Exception):
@@ -307,13 +332,7 @@ def _tracer_signature(leaf: Any) -> Any:
 
 
 def _array_signature(leaf: Any) -> Any:
-    return (
-        "array",
-        leaf.shape,
-        leaf.dtype,
-        leaf.weak_type,
-        leaf.sharding if leaf.committed else None,
-    )
+    return ("array", leaf.aval, leaf.sharding if leaf.committed else None)
 
 
 def _abstract_signature(leaf: Any) -> Any:
@@ -404,9 +423,9 @@ def _jax_roots() -> tuple[str, ...]:
 
 
 def _is_jax_internal(fun: Any) -> bool:
-    from offload_fixer.api import _python_function
+    from offload_fixer.api import python_function
 
-    code = getattr(_python_function(fun), "__code__", None)
+    code = getattr(python_function(fun), "__code__", None)
     return code is not None and os.path.abspath(code.co_filename).startswith(
         _jax_roots()
     )

@@ -9,7 +9,6 @@ import asyncio
 import os
 import random
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -29,6 +28,8 @@ pytestmark = pytest.mark.asyncio(loop_scope="function")
 FIXTURES = Path(__file__).parent / "lsp_fixtures"
 REPO = Path(__file__).resolve().parents[1]
 SERVER = [sys.executable, "-m", "offload_fixer.lsp"]
+TYPED = "0.10.2"
+"""The JAX whose rules most tests use, whatever is installed (nothing is executed)."""
 WAIT_S = 120
 """Only a guard against a hung server; nothing asserts how fast anything is."""
 
@@ -61,7 +62,9 @@ async def start(client: LanguageClient, capabilities: types.ClientCapabilities, 
 
 @pytest_lsp.fixture(config=CONFIG)
 async def vscode(lsp_client: LanguageClient, tmp_path: Path):
-    """A VS Code-like client: resolves code actions lazily, takes versioned documentChanges."""
+    """A VS Code-like client (resolves code actions lazily, takes versioned documentChanges)
+    in a project whose pyproject.toml, read by the server and the CLI alike, picks JAX 0.10.2."""
+    (tmp_path / "pyproject.toml").write_text(f'[tool.offload-fixer]\njax-version = "{TYPED}"\n', encoding="utf-8")
     await start(lsp_client, client_capabilities("visual-studio-code"), tmp_path)
     yield
     await lsp_client.shutdown_session()
@@ -156,7 +159,12 @@ def copy_fixture(name: str, directory: Path) -> Path:
 
 
 def quick_fixes(actions: list[types.CodeAction]) -> dict[str, types.CodeAction]:
-    return {a.data["strategy"]: a for a in actions if a.kind == types.CodeActionKind.QuickFix}
+    """The fixes by strategy (``device``/``host``), and ``suppress``."""
+    found = {}
+    for action in actions:
+        if action.kind == types.CodeActionKind.QuickFix:
+            found["suppress" if "suppress" in action.data else action.data["strategy"]] = action
+    return found
 
 
 def line_of(text: str, needle: str) -> int:
@@ -186,7 +194,7 @@ async def test_host_in_shardings_is_reported_with_related_locations(vscode: Lang
 
 
 async def test_target_gpu_reports_a_warning(client: LanguageClient, tmp_path):
-    await start(client, client_capabilities("neovim"), tmp_path, target="gpu")
+    await start(client, client_capabilities("neovim"), tmp_path, target="gpu", jaxVersion=TYPED)
     editor = Editor(client, copy_fixture("in_shardings_host.py", tmp_path))
     editor.open()
     (diagnostic,) = await editor.diagnostics()
@@ -216,7 +224,7 @@ async def test_declaring_the_host_output_clears_the_diagnostic(vscode: LanguageC
     diagnostics = await editor.diagnostics()
 
     fixes = quick_fixes(await editor.actions(diagnostics))
-    assert set(fixes) == {"host"}
+    assert set(fixes) == {"host", "suppress"}
     assert fixes["host"].is_preferred
     assert fixes["host"].edit is None  # computed on codeAction/resolve
 
@@ -238,7 +246,7 @@ async def test_either_quick_fix_clears_the_diagnostic(client: LanguageClient, tm
     assert [d.code for d in diagnostics] == ["OFL1200"]
 
     fixes = quick_fixes(await editor.actions(diagnostics))
-    assert set(fixes) == {"device", "host"}
+    assert set(fixes) == {"device", "host", "suppress"}
     assert fixes["host"].is_preferred and not fixes["device"].is_preferred  # a deliberate offload stays on host
     resolved = await editor.resolved(fixes[strategy])
     editor.change(editor.edited(resolved.edit))
@@ -246,12 +254,12 @@ async def test_either_quick_fix_clears_the_diagnostic(client: LanguageClient, tm
 
 
 async def test_clients_without_resolve_or_document_changes_get_plain_edits(client: LanguageClient, tmp_path):
-    await start(client, types.ClientCapabilities(), tmp_path)
+    await start(client, types.ClientCapabilities(), tmp_path, jaxVersion=TYPED)
     editor = Editor(client, copy_fixture("in_shardings_host.py", tmp_path))
     editor.open()
     diagnostics = await editor.diagnostics()
 
-    (action,) = quick_fixes(await editor.actions(diagnostics)).values()
+    action = quick_fixes(await editor.actions(diagnostics))["host"]
     assert action.edit is not None and action.edit.document_changes is None
     editor.change(editor.edited(action.edit))
     assert await editor.diagnostics() == []
@@ -269,6 +277,41 @@ async def test_a_stale_document_version_gets_no_edits(vscode: LanguageClient, tm
     assert quick_fixes(await editor.actions(diagnostics)) == {}  # the old diagnostics no longer hold
 
 
+async def test_suppressing_a_diagnostic_silences_it(vscode: LanguageClient, tmp_path):
+    editor = Editor(vscode, copy_fixture("several_problems.py", tmp_path))
+    editor.open()
+    diagnostics = await editor.diagnostics()
+    add = next(d for d in diagnostics if "`add`" in d.message)
+
+    action = await editor.resolved(quick_fixes(await editor.actions([add]))["suppress"])
+    fixed = editor.edited(action.edit)
+    assert "# offload-fixer: ignore[OFL1200]\n@functools.partial(jax.jit" in fixed
+    editor.change(fixed)
+    remaining = await editor.diagnostics()
+    assert [d.message for d in remaining] == [d.message for d in diagnostics if d is not add]
+
+
+async def test_a_client_that_drops_data_still_gets_fixes(vscode: LanguageClient, tmp_path):
+    editor = Editor(vscode, copy_fixture("in_shardings_host.py", tmp_path))
+    editor.open()
+    (diagnostic,) = await editor.diagnostics()
+    diagnostic.data = None
+    assert set(quick_fixes(await editor.actions([diagnostic]))) == {"host", "suppress"}
+
+
+async def test_fixes_apply_to_the_unsaved_text_not_the_file(vscode: LanguageClient, tmp_path):
+    editor = Editor(vscode, copy_fixture("in_shardings_host.py", tmp_path))
+    editor.open()
+    await editor.diagnostics()
+    editor.change("# three lines\n# typed but\n# not saved\n" + editor.text)
+    diagnostics = await editor.diagnostics()
+
+    action = await editor.resolved(quick_fixes(await editor.actions(diagnostics))["host"])
+    fixed = editor.edited(action.edit)
+    assert fixed == editor.text.replace("in_shardings=host)", "in_shardings=host, out_shardings=host)")
+    assert editor.path.read_text(encoding="utf-8") == (FIXTURES / "in_shardings_host.py").read_text(encoding="utf-8")
+
+
 # ---------------------------------------------------------------------------------------
 # Fix all
 async def test_fix_all_matches_the_cli(vscode: LanguageClient, tmp_path):
@@ -283,10 +326,11 @@ async def test_fix_all_matches_the_cli(vscode: LanguageClient, tmp_path):
 
     (tmp_path / "cli").mkdir()
     cli_copy = copy_fixture("several_problems.py", tmp_path / "cli")
-    subprocess.run(
-        [sys.executable, "-m", "offload_fixer.cli", "check", "--fix", "--exit-zero", "-q", str(cli_copy)],
-        cwd=tmp_path, env=CONFIG.server_env, check=True, capture_output=True, timeout=WAIT_S,
+    cli = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "offload_fixer.cli", "check", "--fix", "--exit-zero", "-q", str(cli_copy),
+        cwd=tmp_path, env=CONFIG.server_env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
     )
+    assert await asyncio.wait_for(cli.wait(), WAIT_S) == 0
     assert lsp_text == cli_copy.read_text(encoding="utf-8")
     assert lsp_text != editor.text
 
@@ -325,7 +369,7 @@ async def test_configuration_from_pyproject_and_from_the_editor(client: Language
 
     published = len(client.published)
     client.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(settings={"offload-fixer": {"jaxVersion": "0.10.2"}})
+        types.DidChangeConfigurationParams(settings={"offload-fixer": {"jaxVersion": TYPED}})
     )
     await wait_for(lambda: len(client.published) > published or None)
     assert client.published[-1].diagnostics == []  # memory kinds are types from 0.7.1
@@ -339,7 +383,7 @@ async def test_positions_use_the_negotiated_encoding(client: LanguageClient, tmp
         general=types.GeneralClientCapabilities(position_encodings=[encoding]),
         workspace=types.WorkspaceClientCapabilities(workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=True)),
     )
-    await start(client, capabilities, tmp_path)
+    await start(client, capabilities, tmp_path, jaxVersion=TYPED)
     text = (FIXTURES / "in_shardings_host.py").read_text(encoding="utf-8").replace("scale_on_host =", "échelle_𝔥ôte =")
     path = tmp_path / "accents.py"
     path.write_text(text, encoding="utf-8")
@@ -352,7 +396,7 @@ async def test_positions_use_the_negotiated_encoding(client: LanguageClient, tmp
     units = {"utf-8": len(prefix.encode("utf-8")), "utf-16": len(prefix.encode("utf-16-le")) // 2, "utf-32": len(prefix)}
     assert diagnostic.range.start == types.Position(line, units[encoding])
 
-    (action,) = quick_fixes(await editor.actions([diagnostic])).values()
+    action = quick_fixes(await editor.actions([diagnostic]))["host"]
     fixed = editor.edited(action.edit)
     assert fixed == text.replace("in_shardings=host)", "in_shardings=host, out_shardings=host)")
 

@@ -18,7 +18,12 @@ from offload_fixer.fixes.errors import (
     SourceReadError,
     SourceSyntaxError,
 )
-from offload_fixer.fixes.planner import FIXABLE_CODES, FixPlan, choose_strategy, plan_fixes
+from offload_fixer.fixes.planner import (
+    FIXABLE_CODES,
+    FixPlan,
+    choose_strategy,
+    plan_fixes,
+)
 
 __all__ = [
     "FIXABLE_CODES",

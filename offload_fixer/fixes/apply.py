@@ -15,8 +15,8 @@ import os
 import re
 import stat
 import tempfile
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Iterable, Sequence
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -31,10 +31,16 @@ from offload_fixer.fixes.errors import (
     SourceReadError,
 )
 from offload_fixer.fixes.planner import COMMANDS, FixPlan
-from offload_fixer.fixes.source_io import check_fresh, decode_source, parse_source, read_source
+from offload_fixer.fixes.source_io import (
+    check_fresh,
+    decode_source,
+    parse_source,
+    read_source,
+)
 
-MAX_PASSES = 4
-"""Passes over one file before giving up; a correct fix settles in two (fix, then no-op)."""
+MAX_PASSES = 6
+"""Passes over one file before giving up; fixes settle in two (fix, then no-op), one more
+for each further target that edits a node another target edited."""
 
 
 @dataclass(frozen=True)
@@ -105,21 +111,30 @@ def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_
 
 def fix_to_fixpoint(path: str, module: cst.Module, jobs: Sequence[tuple[str, FixTarget]],
                     max_passes: int = MAX_PASSES) -> tuple[cst.Module, int]:
-    """Run each (command name, target) until a whole pass leaves the module unchanged;
+    """Run the (command name, target) jobs until a whole pass leaves the module unchanged;
     returns the module and the number of passes (2 when the fixes apply and then hold).
 
-    Targets carry line numbers of the analysed text; before each run they are moved to where
-    those lines are now (earlier edits may have added lines above them).
+    Each pass runs each command once over the file with all of its targets. Targets carry
+    line numbers of the analysed text; before each run they are moved to where those lines
+    are now (an earlier edit may have added lines above them). Two targets that edit one
+    node are applied in successive passes.
     """
-    original = split_lines(module.code)
-    current = module
+    batches: dict[str, list[FixTarget]] = {}
+    for command, target in jobs:
+        batches.setdefault(command, []).append(target)
+    original = module.code
+    current, code = module, original
+    maps: dict[str, LineMap] = {}
     for passes in range(1, max_passes + 1):
-        before = current.code
-        for command, target in jobs:
-            moved = remap_target(target, LineMap(original, split_lines(current.code)))
-            codemod = COMMANDS[command](CodemodContext(filename=path), target=moved)
-            current = codemod.transform_module(current)
-        if current.code == before:
+        before = code
+        for command, targets in batches.items():
+            if code != original:
+                lines = maps.get(code) or maps.setdefault(code, LineMap(split_lines(original), split_lines(code)))
+                targets = [remap_target(t, lines) for t in targets]
+            fixed = COMMANDS[command](CodemodContext(filename=path), targets=targets).transform_module(current)
+            if fixed is not current:
+                current, code = fixed, fixed.code
+        if code == before:
             return current, passes
     raise FixNotConvergedError(path, f"the fixes still changed the file after {max_passes} passes; nothing was written")
 

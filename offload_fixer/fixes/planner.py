@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -26,7 +27,12 @@ from codemods.source_facts import FunctionInfo, SourceFacts
 from codemods.targets import Edit, FixTarget, SpellingOptions
 from offload_fixer import jax_compat
 from offload_fixer.fixes.errors import FixError
-from offload_fixer.fixes.source_io import decode_source, parse_source, read_source, sha256_of
+from offload_fixer.fixes.source_io import (
+    decode_source,
+    parse_source,
+    read_source,
+    sha256_of,
+)
 from offload_fixer.model import Diagnostic, Origin, Report, Safety, Span
 
 FIXABLE_CODES = ("OFL1200",)
@@ -38,17 +44,25 @@ COMMANDS: Mapping[str, type[FixCommand]] = {
 
 RATIONALE = {
     "move_to_host": (
-        "host", "your code moved this value to host on purpose (offloaded state): keep it there "
-        "and declare the output as host memory"),
+        "host",
+        ("your code moved this value to host on purpose (offloaded state): keep it there "
+         "and declare the output as host memory"),
+    ),
     "host_argument": (
-        "device", "the argument is streamed from host by in_shardings: moving it to device where it "
-        "enters the computation fixes every output it reaches"),
+        "device",
+        ("the argument is streamed from host by in_shardings: moving it to device where it "
+         "enters the computation fixes every output it reaches"),
+    ),
     "offload_policy": (
-        "device", "these are residuals a remat offload policy put on host for the backward pass; "
-        "returning them is incidental, so move them back to device"),
+        "device",
+        ("these are residuals a remat offload policy put on host for the backward pass; "
+         "returning them is incidental, so move them back to device"),
+    ),
     "host_compute": (
-        "device", "the value was computed on host (compute_on); return it in device memory like "
-        "the function's other results"),
+        "device",
+        ("the value was computed on host (compute_on); return it in device memory like "
+         "the function's other results"),
+    ),
     None: ("device", "the origin of the host value is unknown: move it back to device where it is returned"),
 }
 TYPED_GAP_RATIONALE = (
@@ -119,7 +133,15 @@ def plan_fixes(
     for diagnostic in diagnostics:
         if diagnostic.code in FIXABLE_CODES:
             groups.setdefault(_group_key(diagnostic), []).append(diagnostic)
-    return [_plan_group(group, strategy, spelling, sources) for group in groups.values()]
+    prepared = [_prepare(group, strategy, spelling, sources) for group in groups.values()]
+    first_attempts: dict[tuple[str, str], list[FixTarget]] = {}
+    for group in prepared:
+        if group.source is not None and group.source.module is not None:
+            command, target = group.first_attempt()
+            first_attempts.setdefault((group.source.path, command), []).append(target)
+    for (path, command), targets in first_attempts.items():
+        sources.get(path).prefetch(command, targets)
+    return [_plan_group(group, spelling) for group in prepared]
 
 
 # ---------------------------------------------------------------------------------------
@@ -160,35 +182,52 @@ def _has_host_compute(diagnostics: Sequence[Diagnostic]) -> bool:
 
 # ---------------------------------------------------------------------------------------
 # One group -> one plan
-def _plan_group(group: list[Diagnostic], requested: str, spelling: jax_compat.Spelling, sources: _Sources) -> FixPlan:
+@dataclass
+class _Group:
+    diagnostics: list[Diagnostic]
+    strategy: str
+    rationale: str
+    target: FixTarget
+    attempts: list[tuple[str, str]]
+    source: _Source | None
+    base: dict[str, Any]
+
+    def first_attempt(self) -> tuple[str, FixTarget]:
+        strategy, placement = self.attempts[0]
+        return _command(strategy), replace(self.target, placement=placement)
+
+
+def _prepare(group: list[Diagnostic], requested: str, spelling: jax_compat.Spelling, sources: _Sources) -> _Group:
     first = group[0]
-    origin = first.origin
     path = _source_path(first)
-    strategy, rationale = choose_strategy(origin, requested, spelling)
-    origin_key = _origin_key(first)
-    output_paths = _output_paths(group)
-    notes = []
-    if not spelling.none_leaf_inherits_host:
-        notes.append(NONE_LEAF_NOTE.format(version=spelling.version))
+    strategy, rationale = choose_strategy(first.origin, requested, spelling)
+    notes = (NONE_LEAF_NOTE.format(version=spelling.version),) if not spelling.none_leaf_inherits_host else ()
     source = sources.get(path) if path else None
     sha = getattr(first, "source_sha256", None) or (source.sha256 if source else None)
-    base = dict(path=path or "", rationale=rationale, origin_key=origin_key, diagnostics=tuple(group),
-                source_sha256=sha, notes=tuple(notes))
-    target = _target(group, path, output_paths, spelling, source)
+    base = {"path": path or "", "rationale": rationale, "origin_key": _origin_key(first),
+            "diagnostics": tuple(group), "source_sha256": sha, "notes": notes}
+    target = _target(group, path, _output_paths(group), spelling, source)
+    attempts = _attempts(strategy, requested, first.origin, group)
+    return _Group(group, strategy, rationale, target, attempts, source, base)
+
+
+def _plan_group(group: _Group, spelling: jax_compat.Spelling) -> FixPlan:
+    source, target, strategy, base = group.source, group.target, group.strategy, group.base
+    origin = group.diagnostics[0].origin
     if source is None or source.error is not None:
         problem = source.error if source is not None else "the diagnostic names no source file"
         return FixPlan(strategy=strategy, command=_command(strategy), target=target, safety="display-only",  # type: ignore[arg-type]
                        title=_title(strategy, "return" if strategy == "device" else "out_shardings", target),
                        problems=(problem,), **base)
     problems: list[str] = []
-    for attempt_strategy, placement in _attempts(strategy, requested, origin, group):
+    for attempt_strategy, placement in group.attempts:
         attempt = replace(target, placement=placement)
         command = _command(attempt_strategy)
         run = source.dry_run(command, attempt)
         if run.edits or (run.satisfied and not run.problems):
             safety: Safety = "unsafe" if any(e.safety == "unsafe" for e in run.edits) else "safe"
-            why = rationale if attempt_strategy == strategy else (
-                f"{rationale}; that fix is not possible here ({'; '.join(problems)}), so the other one is used")
+            why = group.rationale if attempt_strategy == strategy else (
+                f"{group.rationale}; that fix is not possible here ({'; '.join(problems)}), so the other one is used")
             extra = (TYPED_GAP_DEVICE_NOTE,) if attempt_strategy == "device" and _typed_gap(origin, spelling) else ()
             return FixPlan(strategy=attempt_strategy, command=command, target=attempt, safety=safety,  # type: ignore[arg-type]
                            title=_title(attempt_strategy, placement, attempt), edits=tuple(run.edits),
@@ -220,7 +259,6 @@ def _target(group: list[Diagnostic], path: str | None, output_paths: tuple[str, 
             api="memory_space" if spelling.memory_space_api else "sharding",
             device_kind=spelling.device_kind,
             host_kind=spelling.host_kind,
-            none_leaf_inherits_host=spelling.none_leaf_inherits_host,
         ),
     )
     if first.origin is not None and first.origin.kind == "host_argument" and source is not None:
@@ -319,11 +357,21 @@ class _Source:
     error: str | None = None
     _facts: SourceFacts | None = field(default=None, repr=False)
 
-    def dry_run(self, command: str, target: FixTarget) -> _DryRun:
+    _runs: dict[tuple[str, FixTarget], _DryRun] = field(default_factory=dict, repr=False)
+
+    def prefetch(self, command: str, targets: Sequence[FixTarget]) -> None:
+        """Dry-run several targets in one pass over the file (one parse, one set of positions)."""
         assert self.module is not None
-        codemod = COMMANDS[command](CodemodContext(filename=self.path), target=target)
+        codemod = COMMANDS[command](CodemodContext(filename=self.path), targets=targets)
         codemod.transform_module(self.module)
-        return _DryRun(codemod.edits, codemod.problems, codemod.satisfied)
+        for target, outcome in zip(targets, codemod.outcomes):
+            if not outcome.deferred:
+                self._runs[(command, target)] = _DryRun(outcome.edits, outcome.problems, outcome.satisfied)
+
+    def dry_run(self, command: str, target: FixTarget) -> _DryRun:
+        if (command, target) not in self._runs:
+            self.prefetch(command, [target])
+        return self._runs[(command, target)]
 
     def facts(self) -> SourceFacts:
         if self._facts is None:

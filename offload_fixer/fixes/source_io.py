@@ -6,11 +6,17 @@ from __future__ import annotations
 import hashlib
 import io
 import tokenize
-from typing import TYPE_CHECKING, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from offload_fixer.fixes.errors import SourceChangedError, SourceEncodingError, SourceReadError, SourceSyntaxError
+from offload_fixer.fixes.errors import (
+    SourceChangedError,
+    SourceEncodingError,
+    SourceReadError,
+    SourceSyntaxError,
+)
 
 if TYPE_CHECKING:
     from offload_fixer.fixes.planner import FixPlan
@@ -28,7 +34,7 @@ def sha256_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def check_fresh(path: str, data: bytes, plans: Iterable["FixPlan"]) -> None:
+def check_fresh(path: str, data: bytes, plans: Iterable[FixPlan]) -> None:
     digest = sha256_of(data)
     if any(p.source_sha256 and p.source_sha256 != digest for p in plans):
         raise SourceChangedError(path, "changed since it was analysed; analyse it again before fixing")

@@ -9,7 +9,10 @@ passes as ``offload-fixer fix``) on a module parsed from that text.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
+import threading
+import tokenize
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -49,6 +52,7 @@ class Analysis:
 
 
 _cache: OrderedDict[tuple[Any, ...], Analysis] = OrderedDict()
+_planner_lock = threading.Lock()
 
 
 def analyse(text: str, path: str, settings: Settings) -> Analysis:
@@ -69,7 +73,7 @@ def _analyse(text: str, path: str, settings: Settings) -> Analysis:
     from offload_fixer.static import check_source
     from offload_fixer.suppression import filter_suppressed
 
-    if settings.is_excluded(path) if os.path.isabs(path) else False:
+    if os.path.isabs(path) and settings.is_excluded(path):
         return Analysis()
     result = check_source(text, path, target=settings.target, jax_version=settings.jax_version)
     if result.parse_error is not None:
@@ -102,8 +106,8 @@ def fix_choices(diagnostic: Diagnostic, settings: Settings) -> tuple[FixChoice, 
 
 def _fix_title(strategy: str) -> str:
     if strategy == "device":
-        return "offload-fixer: Move back to device before returning"
-    return "offload-fixer: Declare the output as host memory (out_shardings)"
+        return "offload-fixer: Move the host value back to device"
+    return "offload-fixer: Declare the output as host memory"
 
 
 def apply_fix(text: str, path: str, diagnostic: Diagnostic, strategy: str, settings: Settings) -> str | None:
@@ -125,26 +129,30 @@ def fix_all(text: str, path: str, settings: Settings) -> str | None:
 def plan_on_text(diagnostics, text: str, path: str, strategy: str, settings: Settings) -> list:
     """``plan_fixes`` against the editor's text instead of the file on disk.
 
-    ``plan_fixes`` reads each file itself; until it accepts texts, this runs its grouping and
-    per-group planning with the document's text served in place of the file.
+    ``plan_fixes`` reads each file through ``read_source``; until it accepts texts, the
+    document's path is served the editor's text there, for the length of the call (under a
+    lock: the planner is module state). Everything else is the planner's own logic.
     """
-    import libcst as cst
-
-    from offload_fixer import jax_compat
     from offload_fixer.fixes import planner
 
+    data = _encoded(text)
+    with _planner_lock:
+        reads_disk = planner.read_source
+        planner.read_source = lambda wanted: data if same_path(wanted, path) else reads_disk(wanted)
+        try:
+            return planner.plan_fixes(diagnostics, strategy=strategy, jax_version=settings.jax_version)
+        finally:
+            planner.read_source = reads_disk
+
+
+def _encoded(text: str) -> bytes:
+    """The bytes the file would hold: its coding cookie (PEP 263) decides, else UTF-8."""
+    head = text.encode("utf-8", "surrogatepass")
     try:
-        module = cst.parse_module(text)
-    except cst.ParserSyntaxError:
-        return []
-    sources = planner._Sources()
-    sources._cache[path] = planner._Source(path, None, module)
-    spelling = jax_compat.spelling(settings.jax_version)
-    groups: dict = {}
-    for diagnostic in diagnostics:
-        if diagnostic.code in planner.FIXABLE_CODES:
-            groups.setdefault(planner._group_key(diagnostic), []).append(diagnostic)
-    return [planner._plan_group(group, strategy, spelling, sources) for group in groups.values()]
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(head).readline)
+        return text.encode(encoding)
+    except (SyntaxError, LookupError, UnicodeEncodeError):
+        return head
 
 
 def _apply(text: str, path: str, plans: list) -> str | None:
@@ -161,6 +169,36 @@ def _apply(text: str, path: str, plans: list) -> str | None:
         verify(path, fixed.code.encode("utf-8", "surrogatepass"))
     except (cst.ParserSyntaxError, FixError):
         return None
+    return fixed.code
+
+
+def suppress(text: str, line: int, code: str) -> str | None:
+    """The text with ``# offload-fixer: ignore[CODE]`` on its own line above the statement
+    that holds ``line`` (1-based): the placement :mod:`offload_fixer.suppression` reads as
+    covering that whole statement (the whole function for a decorator or ``def`` line)."""
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    from offload_fixer.suppression import MARKER
+
+    try:
+        wrapper = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
+    except cst.ParserSyntaxError:
+        return None
+    positions = wrapper.resolve(PositionProvider)
+    best: tuple[int, cst.CSTNode] | None = None
+    for node, where in positions.items():
+        if not isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            continue
+        decorators = getattr(node, "decorators", ())
+        first = positions[decorators[0]].start.line if decorators else where.start.line
+        if first <= line <= where.end.line and (best is None or first >= best[0]):
+            best = (first, node)
+    if best is None:
+        return None
+    node = best[1]
+    directive = cst.EmptyLine(comment=cst.Comment(f"# {MARKER}: ignore[{code}]"))
+    fixed = wrapper.module.deep_replace(node, node.with_changes(leading_lines=[*node.leading_lines, directive]))
     return fixed.code
 
 

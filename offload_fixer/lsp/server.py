@@ -205,11 +205,12 @@ class OffloadFixerServer(LanguageServer):
         return [await self.resolve(action) for action in actions]
 
     def quick_fixes(self, diagnostic: types.Diagnostic, uri: str, version: int | None) -> list[types.CodeAction]:
-        """One action per fix in the diagnostic's ``data``: nothing is analysed again."""
-        data = diagnostic.data
-        if diagnostic.source != NAME or not isinstance(data, dict) or data.get("version") != version:
-            return []  # not ours, or published for an older text: its ranges no longer hold
-        return [
+        """One action per fix in the diagnostic's ``data``, plus one that suppresses it:
+        nothing is analysed again."""
+        data = self.data_of(diagnostic, uri, version) if diagnostic.source == NAME else None
+        if data is None:
+            return []
+        actions = [
             types.CodeAction(
                 title=fix["title"],
                 kind=types.CodeActionKind.QuickFix,
@@ -219,6 +220,30 @@ class OffloadFixerServer(LanguageServer):
             )
             for fix in data.get("fixes", [])
         ]
+        code = data["code"]
+        actions.append(
+            types.CodeAction(
+                title=f"offload-fixer: Suppress {code} for this statement",
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=[diagnostic],
+                data={"uri": uri, "version": version, "suppress": code, "line": diagnostic.range.start.line + 1},
+            )
+        )
+        return actions
+
+    def data_of(self, diagnostic: types.Diagnostic, uri: str, version: int | None) -> dict | None:
+        """The ``data`` published with a diagnostic, if it was published for the text the
+        client holds now (older ranges no longer hold). A client that drops ``data`` gets it
+        back from the last publish by range, code and message."""
+        if isinstance(diagnostic.data, dict):
+            return diagnostic.data if diagnostic.data.get("version") == version else None
+        state = self.documents.get(uri)
+        if state is None or state.analysed_version != version:
+            return None
+        for published in state.published:
+            if (published.range, published.code, published.message) == (diagnostic.range, diagnostic.code, diagnostic.message):
+                return published.data
+        return None
 
     def offers_fix_all(self, uri: str, version: int | None, only: list[str] | None) -> bool:
         """Always when the client asks for fix-all by kind (fix on save); otherwise only when
@@ -243,6 +268,8 @@ class OffloadFixerServer(LanguageServer):
         loop = asyncio.get_running_loop()
         if data.get("fix_all"):
             new_text = await loop.run_in_executor(self.analysis_pool, engine.fix_all, text, path, settings)
+        elif data.get("suppress"):
+            new_text = await loop.run_in_executor(self.analysis_pool, engine.suppress, text, data["line"], data["suppress"])
         elif data.get("diagnostic"):
             diagnostic = Diagnostic.from_dict(data["diagnostic"])
             new_text = await loop.run_in_executor(

@@ -20,7 +20,6 @@ from . import names
 from .scopes import (
     Binding,
     Frame,
-    PositionedScope,
     StaticScope,
     block_statements,
     inner_statements,
@@ -91,7 +90,8 @@ class ReturnedValue:
 
 @dataclass(frozen=True)
 class SiteResult:
-    jitted: Jitted
+    """What one jitted function returns, and the ``out_shardings`` it declares."""
+
     function: Any
     """The ``def``/``lambda`` node that is traced."""
     returns: tuple
@@ -192,16 +192,16 @@ class Interpreter:
             return UNKNOWN
         value: Any = Function(node, closure)
         for decorator in reversed(node.decorators):
-            value = self._apply_decorator(self.ev(decorator.decorator, scope), value, decorator.decorator)
+            value = self._apply_decorator(self.ev(decorator.decorator, scope), value)
             if value is UNKNOWN:
                 break
         return value
 
-    def _apply_decorator(self, decorator: Any, value: Any, node: Any) -> Any:
+    def _apply_decorator(self, decorator: Any, value: Any) -> Any:
         if isinstance(decorator, Ref):
             qualname = decorator.qualname
             if qualname in names.JIT:
-                return Jitted(value, JitOptions(), node)
+                return Jitted(value, JitOptions())
             if qualname == names.STATICMETHOD:
                 return value
             if qualname in names.CUSTOM_JVP:
@@ -211,7 +211,7 @@ class Interpreter:
                     return Transform(kind, value)
             return UNKNOWN
         if isinstance(decorator, JitFactory):
-            return Jitted(value, decorator.options, node)
+            return Jitted(value, decorator.options)
         if isinstance(decorator, TransformFactory):
             return _custom_jvp(value) if decorator.kind == "custom_jvp" else Transform(decorator.kind, value)
         return UNKNOWN
@@ -242,7 +242,7 @@ class Interpreter:
                 self._stack.pop()
         except Unsupported:
             return None
-        return SiteResult(jitted, target.node, returns, out_shardings)
+        return SiteResult(target.node, returns, out_shardings)
 
     def _option(self, options: JitOptions, *keywords: str) -> Any:
         found = options.get(*keywords)
@@ -560,9 +560,6 @@ class Interpreter:
     def _ev_literal(self, node: Any, scope: Any) -> Any:
         return Const(node.evaluated_value)
 
-    def _ev_string(self, node: cst.SimpleString, scope: Any) -> Any:
-        return Const(node.evaluated_value)
-
     def _ev_attribute(self, node: cst.Attribute, scope: Any) -> Any:
         base = self.ev(node.value, scope)
         attr = node.attr.value
@@ -570,7 +567,7 @@ class Interpreter:
             return Ref(f"{base.qualname}.{attr}")
         if isinstance(base, (HostArray, DeviceArray)):
             if attr in names.ARRAY_ATTRIBUTES:
-                return self._compute(attr, (base,), node)
+                return self._compute(attr, (base,), node, f"attribute.{attr}")
             if attr == "at":
                 return AtIndexer(base)
             if attr in ("shape", "ndim", "size", "dtype"):
@@ -596,7 +593,8 @@ class Interpreter:
             operands = tuple(self.ev(part, scope) for part in _index_parts(node))
             if isinstance(base, AtIndexer):
                 return AtIndexed(base.base, operands)
-            return self._compute("index", (base, *operands), node)
+            trivial = all(_whole_axis(element.slice) for element in node.slice)
+            return self._compute("index", (base, *operands), node, "maybe_identity" if trivial else "compute")
         return UNKNOWN
 
     def _constant_index(self, node: cst.Subscript, scope: Any) -> Const | None:
@@ -650,13 +648,14 @@ class Interpreter:
         operand = self.ev(node.expression, scope)
         if isinstance(node.operator, cst.Not):
             return UNKNOWN
-        if isinstance(operand, Const) and isinstance(operand.value, (int, float)) and not isinstance(operand.value, bool):
+        number = isinstance(operand, Const) and type(operand.value) in (int, float)
+        if number:
             if isinstance(node.operator, cst.Minus):
                 return Const(-operand.value)
             if isinstance(node.operator, cst.Plus):
                 return operand
-        name = type(node.operator).__name__
-        return self._compute(_OPERATOR_NAMES.get(name, name.lower()), (operand,), node)
+        name = _OPERATOR_NAMES.get(type(node.operator).__name__, type(node.operator).__name__.lower())
+        return self._compute(name, (operand,), node, f"operator.{name}")
 
     def _ev_comparison(self, node: cst.Comparison, scope: Any) -> Any:
         operands = [self.ev(node.left, scope)]
@@ -740,7 +739,7 @@ class Interpreter:
             return self._nested_jit(callee, args, kwargs, node, scope)
         if isinstance(callee, JitFactory):
             if args:
-                return Jitted(args[0], callee.options.merged(_keywords(node, scope)), node)
+                return Jitted(args[0], callee.options.merged(_keywords(node, scope)))
             return JitFactory(callee.options.merged(_keywords(node, scope)))
         if isinstance(callee, Transform):
             return self._transformed(callee, args, kwargs, node, scope)
@@ -753,7 +752,7 @@ class Interpreter:
     def _apply_ref(self, qualname: str, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
         if qualname in names.JIT:
             if args:
-                return Jitted(args[0], _keywords(node, scope), node)
+                return Jitted(args[0], _keywords(node, scope))
             return JitFactory(_keywords(node, scope))
         if qualname in names.PARTIAL and args:
             return self._partial(args[0], args[1:], kwargs, node, scope)
@@ -779,20 +778,24 @@ class Interpreter:
         for kind, qualnames in _TRANSFORMS:
             if qualname in qualnames:
                 return Transform(kind, args[0]) if args else TransformFactory(kind)
+        if qualname in names.TREE_MAP and len(args) >= 2 and not kwargs:
+            return self._tree_map(args[0], args[1], args[2:], node, scope)
         control = _CONTROL_FLOW.get(qualname)
         if control is not None:
             return control(self, args, kwargs, node, scope)
         if qualname in names.PYTREE_PRESERVING and args:
-            op = names.PYTREE_PRESERVING[qualname]
-            return map_leaves(args[0], lambda leaf: leaf.after("compute", op, node) if isinstance(leaf, HostArray) else leaf)
-        if qualname in names.COPIES and args and len(args) == 1 and set(kwargs) <= {"copy"}:
-            return map_leaves(args[0], lambda leaf: leaf.after("copy", "copy", node) if isinstance(leaf, HostArray) else leaf)
+            return _after_each(args[0], "compute", names.PYTREE_PRESERVING[qualname], node)
+        if qualname in names.COPIES and len(args) == 1 and set(kwargs) <= {"copy"}:
+            return _after_each(args[0], "copy", "copy", node)
         if qualname in names.COMPUTE_FUNCTIONS:
             if names.MULTI_RESULT_WHEN.get(qualname) in kwargs:
                 return UNKNOWN
             if qualname in names.SINGLE_POSITIONAL_ONLY and len(args) != 3:
                 return UNKNOWN
-            return self._compute(qualname.rsplit(".", 1)[1], (*args, *kwargs.values()), node)
+            arrays = [a for a in args if not isinstance(a, Const)]
+            one_operand = len(arrays) == 1 and (not isinstance(arrays[0], Seq) or len(arrays[0].items) == 1)
+            kind = "maybe_identity" if one_operand and qualname in names.SINGLE_OPERAND_IDENTITY else qualname
+            return self._compute(qualname.rsplit(".", 1)[1], (*args, *kwargs.values()), node, kind)
         if qualname in ("builtins.tuple", "builtins.list") and len(args) == 1 and isinstance(args[0], Seq):
             return Seq(args[0].items, qualname == "builtins.list")
         if qualname == "builtins.dict" and not args:
@@ -820,7 +823,7 @@ class Interpreter:
             return ShardingSpec(kind.value) if isinstance(kind, Const) and isinstance(kind.value, str) else UNKNOWN
         if isinstance(receiver, (HostArray, DeviceArray)):
             if name in names.ARRAY_METHODS:
-                return self._compute(name, (receiver, *args, *kwargs.values()), node)
+                return self._compute(name, (receiver, *args, *kwargs.values()), node, f"method.{name}")
             if name == "copy" and not args:
                 return receiver.after("copy", "copy", node) if isinstance(receiver, HostArray) else receiver
             return UNKNOWN
@@ -932,8 +935,13 @@ class Interpreter:
             return map_leaves(x, lambda leaf: UNKNOWN if isinstance(leaf, HostArray) else leaf)
         return UNKNOWN
 
-    def _compute(self, op: str, operands: tuple, node: Any) -> Any:
-        """An operation whose single array result is computed from its operands' data."""
+    def _compute(self, op: str, operands: tuple, node: Any, kind: str = "compute") -> Any:
+        """An operation whose single array result is computed from its operands' data.
+
+        ``kind`` names the operation for :data:`names.MAYBE_IDENTITY`; those that may be
+        skipped by JAX are recorded as ``maybe_identity`` rather than ``compute``.
+        """
+        category = "maybe_identity" if kind == "maybe_identity" or kind in names.MAYBE_IDENTITY else "compute"
         host = None
         unknown = False
         for operand in operands:
@@ -946,11 +954,34 @@ class Interpreter:
                 elif not isinstance(leaf, (DeviceArray, Const, Ref, ShardingSpec, DeviceRef)):
                     unknown = True
         if host is not None:
-            result = host.after("compute", op, node)
+            result = host.after(category, op, node)
             return result if result.single else HostArray(result.origin, result.steps, result.trace, True)
         if unknown or self._host_compute_depth:
             return UNKNOWN
         return DEVICE_LEAF
+
+    def _tree_map(self, fn: Any, tree: Any, rest: list, node: Any, scope: Any) -> Any:
+        """``jax.tree.map(fn, tree, *rest)`` over a pytree literal, leaf by leaf."""
+        if isinstance(tree, Seq):
+            if not all(isinstance(r, Seq) and len(r.items) == len(tree.items) for r in rest):
+                return UNKNOWN
+            return Seq(tuple(self._tree_map(fn, t, [r.items[i] for r in rest], node, scope)
+                             for i, t in enumerate(tree.items)), tree.is_list)
+        if isinstance(tree, Mapping):
+            keys = [k for k, _ in tree.items]
+            if not all(isinstance(r, Mapping) and [k for k, _ in r.items] == keys for r in rest):
+                return UNKNOWN
+            return Mapping(tuple((k, self._tree_map(fn, t, [r.items[i][1] for r in rest], node, scope))
+                                 for i, (k, t) in enumerate(tree.items)))
+        if tree is NONE:
+            return NONE
+        result = self.apply(fn, [tree, *rest], {}, node, scope)
+        if with_single(tree):
+            return result
+        # ``tree`` stands for a subtree of unknown structure: each of its leaves maps alike.
+        if isinstance(result, HostArray):
+            return HostArray(result.origin, result.steps, result.trace, single=False)
+        return DEVICE_TREE if isinstance(result, DeviceArray) else UNKNOWN
 
     def _scan(self, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
         body = _argument(args, kwargs, 0, "f")
@@ -1022,7 +1053,7 @@ _DISPATCH = {
     cst.Integer: Interpreter._ev_literal,
     cst.Float: Interpreter._ev_literal,
     cst.Imaginary: Interpreter._ev_literal,
-    cst.SimpleString: Interpreter._ev_string,
+    cst.SimpleString: Interpreter._ev_literal,
     cst.Attribute: Interpreter._ev_attribute,
     cst.Subscript: Interpreter._ev_subscript,
     cst.Call: Interpreter._ev_call,
@@ -1177,6 +1208,13 @@ def _index_parts(node: cst.Subscript) -> Iterator[Any]:
             for bound in (part.lower, part.upper, part.step):
                 if bound is not None:
                     yield bound
+
+
+def _whole_axis(part: Any) -> bool:
+    """``:`` or ``...`` in an index: selects everything along the axis."""
+    if isinstance(part, cst.Slice):
+        return part.lower is None and part.upper is None and part.step is None
+    return isinstance(part.value, cst.Ellipsis)
 
 
 def _header_expressions(statement: Any) -> list:

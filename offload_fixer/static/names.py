@@ -30,6 +30,7 @@ CUSTOM_JVP = frozenset({"jax.custom_jvp"})
 COMPUTE_ON = frozenset({"jax.experimental.compute_on.compute_on"})
 STATICMETHOD = "builtins.staticmethod"
 
+TREE_MAP = frozenset({"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map"})
 LAX_SCAN = "jax.lax.scan"
 LAX_MAP = "jax.lax.map"
 LAX_FORI = "jax.lax.fori_loop"
@@ -113,6 +114,31 @@ MULTI_RESULT_WHEN = {
 }
 SINGLE_POSITIONAL_ONLY = frozenset({"jax.numpy.where"})
 """``jnp.where(c)`` returns a tuple of index arrays; only the 3-argument form is modelled."""
+
+MAYBE_IDENTITY = frozenset(
+    [f"jax.numpy.{n}" for n in """
+    reshape ravel transpose permute_dims matrix_transpose swapaxes moveaxis squeeze broadcast_to
+    atleast_1d atleast_2d atleast_3d real conj conjugate positive round around rint fix floor ceil
+    trunc nan_to_num clip abs absolute pad tile repeat roll astype float16 float32 float64
+    bfloat16 int8 int16 int32 int64 uint8 uint16 uint32 uint64 bool_ complex64 complex128
+    """.split()]
+    + [f"jax.lax.{n}" for n in """
+    convert_element_type bitcast_convert_type reduce_precision reshape transpose squeeze
+    broadcast_in_dim broadcast expand_dims collapse pad rev
+    """.split()]
+    + [f"method.{n}" for n in """
+    reshape astype transpose squeeze ravel flatten swapaxes clip round conj conjugate view repeat
+    """.split()]
+    + ["attribute.T", "attribute.mT", "attribute.real", "operator.plus"]
+)
+"""Operations JAX skips when they would not change the value (``astype`` to the same dtype,
+``reshape`` to the same shape, ``.T`` of a vector, ``jnp.floor`` of integers, ``x[:]``):
+they then keep a propagated memory kind. Without shapes and dtypes the check cannot tell,
+so in 0.4.29-0.7.0 a host value that went only through these is left undecided."""
+SINGLE_OPERAND_IDENTITY = frozenset(
+    f"jax.numpy.{n}" for n in "concatenate concat hstack vstack dstack column_stack einsum".split()
+)
+"""Identity when given one array (``jnp.concatenate([x])``), an operation otherwise."""
 
 ARRAY_METHODS = frozenset(
     """reshape astype transpose sum mean max min prod squeeze ravel flatten swapaxes clip round

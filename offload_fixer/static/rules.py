@@ -7,12 +7,15 @@ whether JAX declares it device depends on the regime, the origin and what happen
 |---------------------------------------|----------|--------------|---------|
 | device_put to pinned_host, unchanged  | E        | ok           | ok      |
 |   ... then compute/nested call/cond   | E        | E            | ok      |
+|   ... then reshape/astype/.T (**)     | E        | undecided    | ok      |
 |   ... then device_put without a kind  | E        | E            | ok      |
 |   ... passed through a loop carry     | E        | (varies)     | ok      |
 | device_put to unpinned_host           | E        | as pinned    | E       |
 | in_shardings host                     | E        | as pinned    | E (*)   |
 
-(*) when traced with abstract arguments, which a source check cannot rule out. An explicit
+(*) when traced with abstract arguments, which a source check cannot rule out.
+(**) JAX skips these when they change nothing (same shape, same dtype), and the kind survives.
+An explicit
 memory kind in ``out_shardings`` for the output makes every row ok; a ``None`` leaf does not.
 """
 
@@ -30,6 +33,7 @@ from .values import NONE, UNKNOWN, HostArray, Mapping, Seq, with_single
 
 _ROLES = {
     "compute": "host compute",
+    "maybe_identity": "host compute unless JAX skips it",
     "carry": "loop carry",
     "copy": "copy",
     "noop_put": "device_put that does not move it",
@@ -62,7 +66,7 @@ def is_error(leaf: HostArray, spelling: Spelling) -> bool | None:
         return None if "cond_mixed" in leaf.steps else False
     if leaf.steps & {"compute", "noop_put", "cond_mixed"}:
         return True
-    if leaf.steps & {"carry", "copy"}:
+    if leaf.steps & {"carry", "copy", "maybe_identity"}:
         return None
     return False
 

@@ -71,8 +71,9 @@ class TraceStep:
 class HostArray:
     """Data in host memory, with the categories of operations applied since it got there.
 
-    Categories (what matters to the regime rules): ``compute`` (elementwise, reshape, index,
-    nested jit, cond, ...), ``carry`` (passed unchanged through a loop carry), ``copy``,
+    Categories (what matters to the regime rules): ``compute`` (elementwise, index, nested
+    jit, cond, ...), ``maybe_identity`` (reshape, astype, ``.T``: skipped by JAX when they
+    change nothing), ``carry`` (passed unchanged through a loop carry), ``copy``,
     ``noop_put`` (``device_put`` that does not move it), ``cond_mixed`` (a cond whose other
     branch is device).
     """
@@ -171,10 +172,10 @@ class JitOptions:
 
 @dataclass(frozen=True, eq=False)
 class Jitted:
+    """A function under ``jax.jit`` with the jit's keyword arguments."""
+
     target: Any
     options: JitOptions
-    site: Any
-    """The node that made the jit: the decorator or the ``jax.jit(...)`` call."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -247,6 +248,9 @@ def join(a: Any, b: Any) -> Any:
         return Mapping(tuple((k, join(x, y)) for (k, x), (_, y) in zip(a.items, b.items)))
     if isinstance(a, DeviceArray) and isinstance(b, DeviceArray):
         return DEVICE_TREE
+    if isinstance(a, HostArray) and isinstance(b, HostArray) and a.origin == b.origin:
+        # Host on both paths: whichever runs, the value is host; keep every operation seen.
+        return HostArray(a.origin, a.steps | b.steps, a.trace, a.single and b.single)
     return UNKNOWN
 
 

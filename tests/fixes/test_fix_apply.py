@@ -19,7 +19,13 @@ from offload_fixer.fixes import (
     apply_plans,
     plan_fixes,
 )
-from offload_fixer.fixes.apply import LineMap, fix_to_fixpoint, remap_target, split_lines, verify
+from offload_fixer.fixes.apply import (
+    LineMap,
+    fix_to_fixpoint,
+    remap_target,
+    split_lines,
+    verify,
+)
 from offload_fixer.model import Diagnostic, FunctionRef, Origin, Span
 
 NEW_JAX = "0.10.2"
@@ -190,3 +196,54 @@ def test_result_that_does_not_compile_is_refused() -> None:
         verify("bad.py", b"def f():\n    return (\n")
     with pytest.raises(FixVerificationError):  # parses, but CPython rejects it
         verify("bad.py", b"def f():\n    nonlocal x\n")
+
+
+TWO_OFFLOADS = (
+    "import jax\n"
+    "\n"
+    "A, B = HOST_SHARDINGS\n"
+    "@jax.jit\n"
+    "def step(x):\n"
+    "    return x, jax.device_put(x, A), jax.device_put(x, B)\n"
+)
+
+
+def test_two_origins_editing_one_jit_settle_in_successive_passes(tmp_path: Path) -> None:
+    path = tmp_path / "step.py"
+    path.write_text(TWO_OFFLOADS)
+    diagnostics = [
+        Diagnostic("OFL1200", "error", "tpu", "m", "e", output_path=f"[{i}]",
+                   origin=Origin("move_to_host", "pinned_host", Span(str(path), 6, col), key=f"move:{col}"),
+                   function=FunctionRef("step", str(path), 4))
+        for i, col in ((1, 15), (2, 38))
+    ]
+    plans = plan_fixes(diagnostics, jax_version=NEW_JAX)
+    assert [p.strategy for p in plans] == ["host", "host"]
+    (result,) = apply_plans(plans, write=False)
+    assert result.passes == 3  # the second out_shardings edit needs the first one in place
+    assert "@partial(jax.jit, out_shardings=(None, A, B))\n" in result.new_text
+
+
+def test_two_streamed_parameters_move_in_one_pass(tmp_path: Path) -> None:
+    path = tmp_path / "step.py"
+    path.write_text(
+        "import jax\n\n"
+        "HOST = make_host_sharding()\n"
+        "def step(params, opt, batch):\n"
+        "    return params * batch, opt * 2\n\n"
+        "step_jit = jax.jit(step, in_shardings=(HOST, HOST, None))\n"
+    )
+    diagnostics = [
+        Diagnostic("OFL1200", "error", "tpu", "m", "e", output_path=f"[{i}]",
+                   origin=Origin("host_argument", "pinned_host", None,
+                                 f"argument {name} declared pinned_host (in_shardings)", key=f"arg:{i}"),
+                   function=FunctionRef("step", str(path), 3))
+        for i, name in enumerate(["params", "opt"])
+    ]
+    plans = plan_fixes(diagnostics, jax_version="0.6.2")
+    (result,) = apply_plans(plans, write=False, unsafe=True)
+    assert result.passes == 2
+    assert result.new_text.splitlines()[4:6] == [
+        '    params = jax.device_put(params, HOST.with_memory_kind("device"))',
+        '    opt = jax.device_put(opt, HOST.with_memory_kind("device"))',
+    ]

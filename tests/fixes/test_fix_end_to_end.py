@@ -19,9 +19,9 @@ import pytest
 
 jax = pytest.importorskip("jax")
 
-from offload_fixer import jax_compat  # noqa: E402
-from offload_fixer.api import check  # noqa: E402
-from offload_fixer.fixes import apply_plans, plan_fixes  # noqa: E402
+from offload_fixer import jax_compat
+from offload_fixer.api import check
+from offload_fixer.fixes import apply_plans, plan_fixes
 
 STREAMED_PARAMS = """\
 import jax

@@ -152,6 +152,18 @@ def test_helpers_lambdas_and_loops_are_followed():
     assert found(body, PROPAGATION) == error()
 
 
+def test_tree_map_moves_every_leaf():
+    body = """
+    @jax.jit
+    def f(params, x):
+        offloaded = jax.tree.map(lambda v: jax.device_put(v, host), params)
+        pair = jax.tree_util.tree_map(lambda v: jax.device_put(v, host) * 2, {"a": x, "b": (x, None)})
+        return offloaded, pair
+    """
+    assert found(body, LEGACY) == error("[0]") + error("[1]['a']") + error("[1]['b'][0]")
+    assert found(body, PROPAGATION) == error("[1]['a']") + error("[1]['b'][0]")
+
+
 def test_scan_body_written_as_local_function():
     body = """
     @jax.jit
@@ -216,7 +228,8 @@ def test_output_index_follows_jax_flattening_order():
         "import helpers\n@jax.jit\ndef f(x):\n    return helpers.transform(jax.device_put(x, host))\n",
         "@jax.jit\ndef f(x, s):\n    return jax.device_put(x, s)\n",
         "@jax.jit\ndef f(x):\n    return jax.device_put(x, NamedSharding(mesh, P(), memory_kind=x.kind))\n",
-        "@jax.jit\ndef f(x):\n    h = jax.device_put(x, host)\n    return jax.device_put(h, NamedSharding(mesh, P()))\n",
+        "@jax.jit\ndef f(x):\n    h = jax.device_put(x, host)\n"
+        "    return jax.device_put(h, NamedSharding(mesh, P()))\n",
         "@jax.jit\ndef f(x):\n    return jax.checkpoint(lambda v: jax.device_put(v, host) * 2)(x)\n",
         "@jax.jit\ndef f(x):\n    return [jax.device_put(v, host) * 2 for v in x]\n",
         # a name that may hold different things
@@ -271,3 +284,65 @@ def test_typed_regime_host_argument_gap_is_reported_by_default_version():
     """)
     assert [d.code for d in check_source(source, "p.py").diagnostics] == ["OFL1200"]
     assert found("@partial(jax.jit, in_shardings=host)\ndef f(x):\n    return x * 2\n", TYPED) == error()
+
+
+def test_cond_with_one_device_branch():
+    body = """
+    @jax.jit
+    def f(p, x):
+        return lax.cond(p, lambda v: jax.device_put(v, host), lambda v: v * 1.0, x)
+    """
+    # <=0.7.0: the host branch reaches the output; >=0.7.1 rejects mixed spaces at trace time.
+    assert [found(body, v) for v in VERSIONS] == [error(), error(), []]
+
+
+def test_switch_and_device_loop_carries():
+    body = """
+    @jax.jit
+    def f(i, x):
+        y = lax.switch(i, [lambda v: jax.device_put(v, host) + 1, lambda v: jax.device_put(v, host) - 1], x)
+        c = lax.fori_loop(0, 3, lambda k, c: c * 2, x)
+        return y, c
+    """
+    assert found(body, PROPAGATION) == error("[0]")
+
+
+def test_in_shardings_per_argument_and_per_leaf():
+    body = """
+    @partial(jax.jit, static_argnames="cfg", in_shardings=({"w": host, "b": None}, None))
+    def f(params, x, cfg=None):
+        return params["w"] * x, params["b"] * x, x
+    """
+    (d,) = [(c, p) for c, p in found(body, PROPAGATION)]
+    assert d == ("OFL1200", "[0]")
+
+
+def test_partial_application_before_jit():
+    body = """
+    def loss(scale, x):
+        return jax.device_put(x, host) * scale
+    step = jax.jit(partial(loss, 2.0), in_shardings=(host,))
+    """
+    assert found(body, PROPAGATION) == error()
+
+
+def test_dict_get_walrus_and_augmented_assignment():
+    body = """
+    @jax.jit
+    def f(x):
+        state = {"m": jax.device_put(x, host)}
+        m = state.get("m")
+        if (n := m * 2) is not None:
+            n += 1
+        return n
+    """
+    assert found(body, PROPAGATION) == error()
+
+
+def test_diagnostics_for_gpu_are_warnings():
+    from offload_fixer.static import check_source
+    from .helpers import program
+
+    source = program("@jax.jit\ndef f(x):\n    return jax.device_put(x, host) * 2\n")
+    (d,) = check_source(source, "p.py", target="gpu", jax_version=PROPAGATION).diagnostics
+    assert d.severity == "warning"

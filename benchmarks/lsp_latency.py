@@ -1,0 +1,169 @@
+"""Language server latency: from ``textDocument/didChange`` to ``publishDiagnostics`` for a
+2,000-line file, beside the static check called directly on the same texts (the floor the
+server adds its protocol, debounce and conversion to) and, when installed, ``ruff server``
+on the same edits (a peer editors already run on every keystroke).
+
+The file is a generated module of jitted steps and helpers; ``--finding`` (default) puts one
+host ``in_shardings`` error 1200 at the top, which is the costly case (positions are only
+computed for files with findings). Each change edits one helper's constant, so every version
+is new text (no cache hit) and the finding stays. Median of ``--changes`` changes.
+
+    .venv/bin/python benchmarks/lsp_latency.py
+    .venv/bin/python benchmarks/lsp_latency.py --lines 2000 --changes 20 --no-finding
+
+Target: median under 100 ms for 2,000 lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+REPO = Path(__file__).resolve().parent.parent
+HEAD = '''"""Generated for the language server latency benchmark."""
+
+import jax
+import jax.numpy as jnp
+from jax.sharding import SingleDeviceSharding
+
+host = SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")
+'''
+FINDING = '''
+
+def scale(x):
+    return x * 2
+
+
+scale_on_host = jax.jit(scale, in_shardings=host)
+'''
+BLOCK = '''
+
+def helper_{i}(a, b):
+    """Plain numerical helper {i}."""
+    c = jnp.tanh(a @ b)
+    d = c * {i} + 1.0
+    return d.sum(axis=0)
+
+
+@jax.jit
+def step_{i}(params, x):
+    y = helper_{i}(params, x)
+    z = jnp.maximum(y, 0.0)
+    return z, y
+'''
+
+
+def generate(lines: int, finding: bool) -> str:
+    text = HEAD + (FINDING if finding else "")
+    i = 0
+    while text.count("\n") < lines:
+        text += BLOCK.format(i=i)
+        i += 1
+    return text
+
+
+def edited(text: str, change: int) -> str:
+    """Version ``change`` of the file: one helper's constant differs."""
+    return text.replace("c * 0 + 1.0", f"c * 0 + {change + 2}.0", 1)
+
+
+async def serve_latencies(command: list[str], path: Path, texts: list[str], init: dict | None) -> list[float]:
+    """Seconds from each didChange to the publishDiagnostics of that version."""
+    client = LanguageClient("lsp-latency-benchmark", "1")
+    arrived: dict[int | None, float] = {}
+    waiting: dict[int | None, asyncio.Future] = {}
+
+    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def publish(params: types.PublishDiagnosticsParams) -> None:
+        arrived[params.version] = time.perf_counter()
+        future = waiting.pop(params.version, None)
+        if future is not None and not future.done():
+            future.set_result(None)
+
+    for name in (types.WINDOW_LOG_MESSAGE, types.WINDOW_SHOW_MESSAGE):
+        client.feature(name)(lambda params: None)
+
+    await client.start_io(*command, cwd=str(REPO))
+    await client.initialize_async(
+        types.InitializeParams(
+            capabilities=types.ClientCapabilities(), root_uri=path.parent.as_uri(), initialization_options=init
+        )
+    )
+    client.initialized(types.InitializedParams())
+    uri = path.as_uri()
+    loop = asyncio.get_running_loop()
+    waiting[1] = loop.create_future()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, texts[0])))
+    await asyncio.wait_for(waiting[1], 300)
+    latencies = []
+    for version, text in enumerate(texts[1:], start=2):
+        waiting[version] = loop.create_future()
+        sent = time.perf_counter()
+        client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                types.VersionedTextDocumentIdentifier(version=version, uri=uri),
+                [types.TextDocumentContentChangeWholeDocument(text)],
+            )
+        )
+        await asyncio.wait_for(waiting[version], 300)
+        latencies.append(arrived[version] - sent)
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    return latencies
+
+
+def direct_latencies(path: Path, texts: list[str]) -> list[float]:
+    from offload_fixer.static import check_source
+
+    check_source(texts[0], str(path))
+    out = []
+    for text in texts[1:]:
+        start = time.perf_counter()
+        check_source(text, str(path))
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--lines", type=int, default=2000)
+    parser.add_argument("--changes", type=int, default=20)
+    parser.add_argument("--finding", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--debounce-ms", type=int, default=None, help="server debounce (default: its own)")
+    parser.add_argument("--skip-ruff", action="store_true")
+    args = parser.parse_args()
+
+    base = generate(args.lines, args.finding)
+    texts = [base] + [edited(base, i) for i in range(args.changes)]
+    init = None if args.debounce_ms is None else {"debounceMs": args.debounce_ms}
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "generated.py"
+        path.write_text(base, encoding="utf-8")
+        rows = [("static check, called directly", direct_latencies(path, texts))]
+        server = asyncio.run(serve_latencies([sys.executable, "-m", "offload_fixer.lsp"], path, texts, init))
+        rows.append(("offload-fixer lsp, didChange -> publish", server))
+        ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
+        if not args.skip_ruff and Path(ruff).exists():
+            rows.append(("ruff server, didChange -> publish", asyncio.run(serve_latencies([ruff, "server"], path, texts, None))))
+
+    print(f"{base.count(chr(10))} lines, {len(base.encode())} bytes, finding: {args.finding}, {args.changes} changes")
+    print(f"{'':42} {'median ms':>10} {'min ms':>8} {'max ms':>8}")
+    for name, values in rows:
+        print(f"{name:42} {statistics.median(values) * 1e3:10.1f} {min(values) * 1e3:8.1f} {max(values) * 1e3:8.1f}")
+    floor = statistics.median(rows[0][1])
+    print(f"server / direct check: {statistics.median(server) / floor:.2f}x "
+          f"(the difference is debounce, JSON-RPC and diagnostic conversion)")
+
+
+if __name__ == "__main__":
+    main()
