@@ -37,14 +37,14 @@ from jax.sharding import SingleDeviceSharding
 
 host = SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")
 '''
-FINDING = '''
+FINDING = """
 
 def scale(x):
     return x * 2
 
 
 scale_on_host = jax.jit(scale, in_shardings=host)
-'''
+"""
 BLOCK = '''
 
 def helper_{i}(a, b):
@@ -154,15 +154,19 @@ def main() -> None:
         rows.append(("offload-fixer lsp, didChange -> publish", server))
         ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
         if not args.skip_ruff and Path(ruff).exists():
-            rows.append(("ruff server, didChange -> publish", asyncio.run(serve_latencies([ruff, "server"], path, texts, None))))
+            rows.append(
+                ("ruff server, didChange -> publish", asyncio.run(serve_latencies([ruff, "server"], path, texts, None)))
+            )
 
     print(f"{base.count(chr(10))} lines, {len(base.encode())} bytes, finding: {args.finding}, {args.changes} changes")
     print(f"{'':42} {'median ms':>10} {'min ms':>8} {'max ms':>8}")
     for name, values in rows:
         print(f"{name:42} {statistics.median(values) * 1e3:10.1f} {min(values) * 1e3:8.1f} {max(values) * 1e3:8.1f}")
     floor = statistics.median(rows[0][1])
-    print(f"server / direct check: {statistics.median(server) / floor:.2f}x "
-          f"(the difference is debounce, JSON-RPC and diagnostic conversion)")
+    print(
+        f"server / direct check: {statistics.median(server) / floor:.2f}x "
+        f"(the difference is debounce, JSON-RPC and diagnostic conversion)"
+    )
 
 
 if __name__ == "__main__":

@@ -210,9 +210,8 @@ class SourceFacts:
                 sites.append(JitSite("bare_decorator", expr, None, line, outer))
             elif isinstance(expr, cst.Call):
                 callee = self.aliases.qualify(expr.func)
-                if callee == JIT:
-                    sites.append(JitSite("decorator", expr, expr, line, outer))
-                elif callee == PARTIAL and expr.args and self.aliases.qualify(expr.args[0].value) == JIT:
+                partial_of_jit = callee == PARTIAL and expr.args and self.aliases.qualify(expr.args[0].value) == JIT
+                if callee == JIT or partial_of_jit:
                     sites.append(JitSite("decorator", expr, expr, line, outer))
         for call, scope, line in self.jit_calls:
             if not (call.args and call.args[0].keyword is None and _refers_to(call.args[0].value, scope, function)):

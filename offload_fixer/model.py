@@ -54,6 +54,11 @@ class Origin:
     detail: str = ""
     key: str = ""
     """Stable identity within one report; diagnostics sharing it share one root cause."""
+    argument: str | None = None
+    """For ``host_argument``: the argument's label, parameter name then pytree path inside it,
+    as JAX writes it (``opt_state['mu']['b']``); the fix planner finds the parameter by it."""
+    argument_index: int | None = None
+    """For ``host_argument``: the flat index of the argument among ``@main``'s parameters."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +100,8 @@ class Diagnostic:
     related_outputs: tuple[str, ...] = ()
     """Pytree paths of the other outputs the same origin reaches (one root cause, many outputs)."""
     source: Literal["dynamic", "static"] = "dynamic"
+    source_sha256: str | None = None
+    """Hash of the function's source file when it was analysed: a fix refuses a file that changed."""
 
     def to_dict(self) -> dict[str, Any]:
         return _to_jsonable(self)

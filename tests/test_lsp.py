@@ -23,8 +23,6 @@ from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 from offload_fixer.lsp.text_edits import LineIndex, minimal_edits, split_lines
 
-pytestmark = pytest.mark.asyncio(loop_scope="function")
-
 FIXTURES = Path(__file__).parent / "lsp_fixtures"
 REPO = Path(__file__).resolve().parents[1]
 SERVER = [sys.executable, "-m", "offload_fixer.lsp"]
@@ -35,15 +33,25 @@ WAIT_S = 120
 
 
 def recording_client() -> LanguageClient:
-    """pytest-lsp's client, also keeping every publishDiagnostics in order (``published``)."""
+    """pytest-lsp's client, also keeping every publishDiagnostics in order (``published``)
+    and the capabilities the server registers (``registrations``), as editors accept them."""
     client = LanguageClient(converter_factory=default_converter)
     client.published = []
+    client.registrations = []
 
     def publish(client: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
         client.diagnostics[params.uri] = params.diagnostics
         client.published.append(params)
 
-    register_lsp_features(client, {**DEFAULT_CLIENT_FEATURES, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: publish})
+    def register(client: LanguageClient, params: types.RegistrationParams) -> None:
+        client.registrations.extend(params.registrations)
+
+    features = {
+        **DEFAULT_CLIENT_FEATURES,
+        types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: publish,
+        types.CLIENT_REGISTER_CAPABILITY: register,
+    }
+    register_lsp_features(client, features)
     return client
 
 
@@ -56,7 +64,9 @@ CONFIG = ClientServerConfig(
 
 async def start(client: LanguageClient, capabilities: types.ClientCapabilities, root: Path, **options) -> None:
     await client.initialize_session(
-        types.InitializeParams(capabilities=capabilities, root_uri=root.as_uri(), initialization_options=options or None)
+        types.InitializeParams(
+            capabilities=capabilities, root_uri=root.as_uri(), initialization_options=options or None
+        )
     )
 
 
@@ -90,7 +100,9 @@ class Editor:
 
     def open(self) -> None:
         self.client.text_document_did_open(
-            types.DidOpenTextDocumentParams(types.TextDocumentItem(uri=self.uri, language_id="python", version=self.version, text=self.text))
+            types.DidOpenTextDocumentParams(
+                types.TextDocumentItem(uri=self.uri, language_id="python", version=self.version, text=self.text)
+            )
         )
 
     def change(self, text: str) -> None:
@@ -115,14 +127,21 @@ class Editor:
                 return params
         return None
 
-    async def actions(self, diagnostics: list[types.Diagnostic], only: list[str] | None = None) -> list[types.CodeAction]:
+    async def actions(
+        self, diagnostics: list[types.Diagnostic], only: list[str] | None = None
+    ) -> list[types.CodeAction]:
         whole = types.Range(types.Position(0, 0), types.Position(len(split_lines(self.text)), 0))
         target = diagnostics[0].range if diagnostics else whole
-        return await self.client.text_document_code_action_async(
-            types.CodeActionParams(
-                types.TextDocumentIdentifier(self.uri), target, types.CodeActionContext(diagnostics=diagnostics, only=only)
+        return (
+            await self.client.text_document_code_action_async(
+                types.CodeActionParams(
+                    types.TextDocumentIdentifier(self.uri),
+                    target,
+                    types.CodeActionContext(diagnostics=diagnostics, only=only),
+                )
             )
-        ) or []
+            or []
+        )
 
     async def resolved(self, action: types.CodeAction) -> types.CodeAction:
         return action if action.edit is not None else await self.client.code_action_resolve_async(action)
@@ -138,7 +157,9 @@ class Editor:
             edits = edit.changes[self.uri]
         document = TextDocument(self.uri, self.text, position_codec=PositionCodec(self.encoding))
         for text_edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True):
-            document.apply_change(types.TextDocumentContentChangePartial(range=text_edit.range, text=text_edit.new_text))
+            document.apply_change(
+                types.TextDocumentContentChangePartial(range=text_edit.range, text=text_edit.new_text)
+            )
         return document.source
 
 
@@ -173,6 +194,7 @@ def line_of(text: str, needle: str) -> int:
 
 # ---------------------------------------------------------------------------------------
 # Diagnostics
+@pytest.mark.asyncio
 async def test_host_in_shardings_is_reported_with_related_locations(vscode: LanguageClient, tmp_path):
     editor = Editor(vscode, copy_fixture("in_shardings_host.py", tmp_path))
     editor.open()
@@ -193,6 +215,7 @@ async def test_host_in_shardings_is_reported_with_related_locations(vscode: Lang
     assert {"title", "applicability", "fixes"} <= set(diagnostic.data)
 
 
+@pytest.mark.asyncio
 async def test_target_gpu_reports_a_warning(client: LanguageClient, tmp_path):
     await start(client, client_capabilities("neovim"), tmp_path, target="gpu", jaxVersion=TYPED)
     editor = Editor(client, copy_fixture("in_shardings_host.py", tmp_path))
@@ -201,9 +224,8 @@ async def test_target_gpu_reports_a_warning(client: LanguageClient, tmp_path):
     assert diagnostic.severity == types.DiagnosticSeverity.Warning
 
 
-async def test_a_file_that_does_not_parse_clears_diagnostics_and_says_nothing_else(
-    vscode: LanguageClient, tmp_path
-):
+@pytest.mark.asyncio
+async def test_a_file_that_does_not_parse_clears_diagnostics_and_says_nothing_else(vscode: LanguageClient, tmp_path):
     editor = Editor(vscode, copy_fixture("in_shardings_host.py", tmp_path))
     editor.open()
     assert await editor.diagnostics()
@@ -214,8 +236,28 @@ async def test_a_file_that_does_not_parse_clears_diagnostics_and_says_nothing_el
     assert not [m for m in vscode.log_messages if m.type == types.MessageType.Error]
 
 
+@pytest.mark.asyncio
+async def test_saving_publishes_again_and_nothing_is_executed(vscode: LanguageClient, tmp_path):
+    executed = tmp_path / "executed"
+    source = (FIXTURES / "in_shardings_host.py").read_text(encoding="utf-8")
+    path = tmp_path / "side_effect.py"
+    path.write_text(f"open({str(executed)!r}, 'w').close()\n" + source, encoding="utf-8")
+    editor = Editor(vscode, path)
+    editor.open()
+    assert await editor.diagnostics()
+
+    seen = len(vscode.published)
+    vscode.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(editor.uri)))
+    republished = await wait_for(lambda: vscode.published[-1] if len(vscode.published) > seen else None)
+    assert republished.version == editor.version and republished.diagnostics
+    (fix_all,) = await editor.actions([], only=[types.CodeActionKind.SourceFixAll])
+    assert (await editor.resolved(fix_all)).edit is not None
+    assert not executed.exists()
+
+
 # ---------------------------------------------------------------------------------------
 # Quick fixes
+@pytest.mark.asyncio
 async def test_declaring_the_host_output_clears_the_diagnostic(vscode: LanguageClient, tmp_path):
     """JAX >= 0.7.1 types a host in_shardings argument as device memory, so moving it to
     device is a no-op there: the only fix offered declares the output host memory."""
@@ -236,6 +278,7 @@ async def test_declaring_the_host_output_clears_the_diagnostic(vscode: LanguageC
 
 
 @pytest.mark.parametrize("strategy", ["device", "host"])
+@pytest.mark.asyncio
 async def test_either_quick_fix_clears_the_diagnostic(client: LanguageClient, tmp_path, strategy):
     """Under JAX 0.6.2 (set by initializationOptions) computing on an offloaded value loses
     its memory kind: both fixes apply, and the one ``auto`` picks is preferred."""
@@ -253,6 +296,7 @@ async def test_either_quick_fix_clears_the_diagnostic(client: LanguageClient, tm
     assert await editor.diagnostics() == []
 
 
+@pytest.mark.asyncio
 async def test_clients_without_resolve_or_document_changes_get_plain_edits(client: LanguageClient, tmp_path):
     await start(client, types.ClientCapabilities(), tmp_path, jaxVersion=TYPED)
     editor = Editor(client, copy_fixture("in_shardings_host.py", tmp_path))
@@ -265,6 +309,7 @@ async def test_clients_without_resolve_or_document_changes_get_plain_edits(clien
     assert await editor.diagnostics() == []
 
 
+@pytest.mark.asyncio
 async def test_a_stale_document_version_gets_no_edits(vscode: LanguageClient, tmp_path):
     editor = Editor(vscode, copy_fixture("in_shardings_host.py", tmp_path))
     editor.open()
@@ -277,6 +322,7 @@ async def test_a_stale_document_version_gets_no_edits(vscode: LanguageClient, tm
     assert quick_fixes(await editor.actions(diagnostics)) == {}  # the old diagnostics no longer hold
 
 
+@pytest.mark.asyncio
 async def test_suppressing_a_diagnostic_silences_it(vscode: LanguageClient, tmp_path):
     editor = Editor(vscode, copy_fixture("several_problems.py", tmp_path))
     editor.open()
@@ -291,6 +337,7 @@ async def test_suppressing_a_diagnostic_silences_it(vscode: LanguageClient, tmp_
     assert [d.message for d in remaining] == [d.message for d in diagnostics if d is not add]
 
 
+@pytest.mark.asyncio
 async def test_a_client_that_drops_data_still_gets_fixes(vscode: LanguageClient, tmp_path):
     editor = Editor(vscode, copy_fixture("in_shardings_host.py", tmp_path))
     editor.open()
@@ -299,21 +346,28 @@ async def test_a_client_that_drops_data_still_gets_fixes(vscode: LanguageClient,
     assert set(quick_fixes(await editor.actions([diagnostic]))) == {"host", "suppress"}
 
 
+@pytest.mark.asyncio
 async def test_fixes_apply_to_the_unsaved_text_not_the_file(vscode: LanguageClient, tmp_path):
-    editor = Editor(vscode, copy_fixture("in_shardings_host.py", tmp_path))
+    complete = (FIXTURES / "in_shardings_host.py").read_text(encoding="utf-8")
+    jit_line = "scale_on_host = jax.jit(scale, in_shardings=host)\n"
+    path = tmp_path / "unsaved.py"
+    path.write_text(complete.replace(jit_line, ""), encoding="utf-8")
+    editor = Editor(vscode, path)
     editor.open()
-    await editor.diagnostics()
-    editor.change("# three lines\n# typed but\n# not saved\n" + editor.text)
+    assert await editor.diagnostics() == []
+    editor.change(complete)  # the jit site exists only in the editor
     diagnostics = await editor.diagnostics()
 
     action = await editor.resolved(quick_fixes(await editor.actions(diagnostics))["host"])
-    fixed = editor.edited(action.edit)
-    assert fixed == editor.text.replace("in_shardings=host)", "in_shardings=host, out_shardings=host)")
-    assert editor.path.read_text(encoding="utf-8") == (FIXTURES / "in_shardings_host.py").read_text(encoding="utf-8")
+    assert editor.edited(action.edit) == complete.replace(
+        jit_line, jit_line.replace("host)", "host, out_shardings=host)")
+    )
+    assert jit_line not in path.read_text(encoding="utf-8")
 
 
 # ---------------------------------------------------------------------------------------
 # Fix all
+@pytest.mark.asyncio
 async def test_fix_all_matches_the_cli(vscode: LanguageClient, tmp_path):
     editor = Editor(vscode, copy_fixture("several_problems.py", tmp_path))
     editor.open()
@@ -327,8 +381,18 @@ async def test_fix_all_matches_the_cli(vscode: LanguageClient, tmp_path):
     (tmp_path / "cli").mkdir()
     cli_copy = copy_fixture("several_problems.py", tmp_path / "cli")
     cli = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "offload_fixer.cli", "check", "--fix", "--exit-zero", "-q", str(cli_copy),
-        cwd=tmp_path, env=CONFIG.server_env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        sys.executable,
+        "-m",
+        "offload_fixer.cli",
+        "check",
+        "--fix",
+        "--exit-zero",
+        "-q",
+        str(cli_copy),
+        cwd=tmp_path,
+        env=CONFIG.server_env,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
     )
     assert await asyncio.wait_for(cli.wait(), WAIT_S) == 0
     assert lsp_text == cli_copy.read_text(encoding="utf-8")
@@ -338,6 +402,7 @@ async def test_fix_all_matches_the_cli(vscode: LanguageClient, tmp_path):
 # ---------------------------------------------------------------------------------------
 # Debouncing and stale analyses
 @pytest.mark.parametrize("debounce_ms", [None, 0])
+@pytest.mark.asyncio
 async def test_quick_changes_publish_only_the_latest_version(client: LanguageClient, tmp_path, debounce_ms):
     """Two changes in a row: the first one's analysis is cancelled while it waits (debounce)
     or, with no debounce, finishes after the second change arrived and is dropped."""
@@ -360,28 +425,51 @@ async def test_quick_changes_publish_only_the_latest_version(client: LanguageCli
 
 # ---------------------------------------------------------------------------------------
 # Configuration
+@pytest.mark.asyncio
 async def test_configuration_from_pyproject_and_from_the_editor(client: LanguageClient, tmp_path):
-    (tmp_path / "pyproject.toml").write_text('[tool.offload-fixer]\njax-version = "0.6.2"\n', encoding="utf-8")
+    """The pattern is an error for JAX 0.6.2 only: which JAX the server checks for shows."""
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.offload-fixer]\njax-version = "0.6.2"\n', encoding="utf-8")
     await start(client, client_capabilities("visual-studio-code"), tmp_path)
     editor = Editor(client, copy_fixture("offload_then_compute.py", tmp_path))
     editor.open()
-    assert [d.code for d in await editor.diagnostics()] == ["OFL1200"]  # a 0.6.2-only error
+    assert [d.code for d in await editor.diagnostics()] == ["OFL1200"]
 
-    published = len(client.published)
-    client.workspace_did_change_configuration(
-        types.DidChangeConfigurationParams(settings={"offload-fixer": {"jaxVersion": TYPED}})
+    async def next_publish(notify) -> list[types.Diagnostic]:
+        seen = len(client.published)
+        notify()
+        return list(
+            (await wait_for(lambda: client.published[-1] if len(client.published) > seen else None)).diagnostics
+        )
+
+    (watcher,) = await wait_for(lambda: client.registrations or None)
+    assert watcher.register_options["watchers"] == [{"globPattern": "**/pyproject.toml"}]
+    pyproject.write_text(f'[tool.offload-fixer]\njax-version = "{TYPED}"\n', encoding="utf-8")
+    changed = types.FileEvent(uri=pyproject.as_uri(), type=types.FileChangeType.Changed)
+    assert (
+        await next_publish(
+            lambda: client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[changed]))
+        )
+        == []
     )
-    await wait_for(lambda: len(client.published) > published or None)
-    assert client.published[-1].diagnostics == []  # memory kinds are types from 0.7.1
+
+    settings = {"offload-fixer": {"jaxVersion": "0.6.2"}}  # the editor's setting wins over the file
+    diagnostics = await next_publish(
+        lambda: client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=settings))
+    )
+    assert [d.code for d in diagnostics] == ["OFL1200"]
 
 
 # ---------------------------------------------------------------------------------------
 # Positions
 @pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])
+@pytest.mark.asyncio
 async def test_positions_use_the_negotiated_encoding(client: LanguageClient, tmp_path, encoding):
     capabilities = types.ClientCapabilities(
         general=types.GeneralClientCapabilities(position_encodings=[encoding]),
-        workspace=types.WorkspaceClientCapabilities(workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=True)),
+        workspace=types.WorkspaceClientCapabilities(
+            workspace_edit=types.WorkspaceEditClientCapabilities(document_changes=True)
+        ),
     )
     await start(client, capabilities, tmp_path, jaxVersion=TYPED)
     text = (FIXTURES / "in_shardings_host.py").read_text(encoding="utf-8").replace("scale_on_host =", "échelle_𝔥ôte =")
@@ -393,7 +481,11 @@ async def test_positions_use_the_negotiated_encoding(client: LanguageClient, tmp
 
     line = line_of(text, "in_shardings=host")
     prefix = split_lines(text)[line][: split_lines(text)[line].index("host)")]
-    units = {"utf-8": len(prefix.encode("utf-8")), "utf-16": len(prefix.encode("utf-16-le")) // 2, "utf-32": len(prefix)}
+    units = {
+        "utf-8": len(prefix.encode("utf-8")),
+        "utf-16": len(prefix.encode("utf-16-le")) // 2,
+        "utf-32": len(prefix),
+    }
     assert diagnostic.range.start == types.Position(line, units[encoding])
 
     action = quick_fixes(await editor.actions([diagnostic]))["host"]

@@ -284,6 +284,8 @@ class Diagnoser:
                 span=None,
                 detail=f"argument {label} declared {seed.memory_kind} (in_shardings)",
                 key=f"arg:{seed.arg_index}",
+                argument=arg.info or None,
+                argument_index=seed.arg_index,
             )
         op = seed.op
         location = self.view.location(op)

@@ -87,9 +87,11 @@ def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_
             skipped.append((plan, "unsafe (apply with unsafe=True): " + "; ".join(plan.unsafe_reasons)))
         else:
             chosen.append(plan)
+    if not path:  # diagnostics that name no file: nothing to read, only reasons to show
+        return FileResult(path, "", "", "", skipped=tuple(skipped))
     try:
         data = read_source(path)
-        check_fresh(path, data, plans)
+        check_fresh(path, data, chosen)
         old_text = decode_source(path, data)
         module = parse_source(path, data)
         if not chosen:

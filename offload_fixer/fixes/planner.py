@@ -11,7 +11,6 @@ the strategy rule and the safety labels.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -113,12 +112,15 @@ def plan_fixes(
     diagnostics: Report | Iterable[Diagnostic] | Mapping[str, Any],
     strategy: str = "auto",
     jax_version: str | None = None,
+    *,
+    texts: Mapping[str, bytes] | None = None,
 ) -> list[FixPlan]:
     """Plans for the OFL1200 diagnostics of a report (object or its JSON dict) or a list.
 
     ``strategy``: ``device`` (move back to device), ``host`` (declare host outputs) or
     ``auto`` (per origin; see the package README). ``jax_version`` picks the spelling;
-    default: the report's version, else the installed one.
+    default: the report's version, else the installed one. ``texts``: file contents to
+    plan against instead of the files on disk (an editor's unsaved buffer), by path.
     """
     if strategy not in ("auto", "device", "host"):
         raise ValueError(f"unknown strategy {strategy!r}; expected auto, device or host")
@@ -128,7 +130,7 @@ def plan_fixes(
         jax_version = jax_version or diagnostics.jax_version or None
         diagnostics = diagnostics.diagnostics
     spelling = jax_compat.spelling(jax_version)
-    sources = _Sources()
+    sources = _Sources(texts or {})
     groups: dict[tuple[Any, ...], list[Diagnostic]] = {}
     for diagnostic in diagnostics:
         if diagnostic.code in FIXABLE_CODES:
@@ -309,10 +311,8 @@ def _group_key(d: Diagnostic) -> tuple[Any, ...]:
     """By origin; the leaves of one streamed argument (one origin each) are one root cause."""
     function = (d.function.name, d.function.line) if d.function else None
     origin = _origin_key(d)
-    if d.origin is not None and d.origin.kind == "host_argument":
-        named = _NAMED_ARGUMENT.match(d.origin.detail)
-        if named and named.group(1) != "argument":
-            origin = f"argument:{named.group(1)}"
+    if d.origin is not None and d.origin.kind == "host_argument" and d.origin.argument:
+        origin = f"argument:{_split_argument(d.origin.argument)[0]}"
     return (_source_path(d), function, origin)
 
 
@@ -334,10 +334,12 @@ def _in_file(span: Span | None, path: str | None) -> Span | None:
     return span if span is not None and _same_file(span.path, path) else None
 
 
-_ARGUMENT_INDEX = re.compile(r"\b(?:argument|arg|parameter|param)\s*#?\s*(\d+)\b", re.IGNORECASE)
-_ARGUMENT_LABEL = re.compile(r"([A-Za-z_]\w*)((?:\[[^\]]*\]|\.[A-Za-z_]\w*)*)")
-"""``params['mu'].count``: a parameter name and the pytree path after it (JAX's arg label)."""
-_NAMED_ARGUMENT = re.compile(r"argument ([A-Za-z_]\w*)")
+def _split_argument(label: str) -> tuple[str, str]:
+    """``params['mu'].count`` -> (``params``, ``['mu'].count``): JAX's argument label."""
+    end = 0
+    while end < len(label) and (label[end].isalnum() or label[end] == "_"):
+        end += 1
+    return label[:end], label[end:]
 
 
 # ---------------------------------------------------------------------------------------
@@ -382,7 +384,8 @@ class _Source:
 
     def host_parameter(self, target: FixTarget, origin: Origin) -> tuple[str, str] | None:
         """(parameter, pytree path inside it) a host-argument origin names: by its span inside
-        the signature, else ``argument NAME['key']...`` or ``argument N`` in its detail."""
+        the signature, else by its label (``NAME['key']...``), else by its flat index when every
+        parameter is a single array."""
         facts = self.facts()
         function = facts.find_function(target.function_name, target.function_line, target.inner_line)
         if function is None:
@@ -397,12 +400,13 @@ class _Source:
                     where.start.line != span.line or where.start.column < span.col <= where.end.column + 1
                 ):
                     return name, ""
-        for match in _ARGUMENT_LABEL.finditer(origin.detail):
-            if match.group(1) in names:
-                return match.group(1), match.group(2)
-        match = _ARGUMENT_INDEX.search(origin.detail)
-        if match and int(match.group(1)) < len(function.positional_params):
-            return function.positional_params[int(match.group(1))], ""
+        if origin.argument:
+            name, path = _split_argument(origin.argument)
+            if name in names:
+                return name, path
+        index = origin.argument_index
+        if index is not None and len(names) == len(function.positional_params) > index:
+            return function.positional_params[index], ""
         return None
 
 
@@ -412,7 +416,8 @@ def _parameters(function: FunctionInfo) -> list[tuple[str, cst.Param]]:
 
 
 class _Sources:
-    def __init__(self) -> None:
+    def __init__(self, texts: Mapping[str, bytes]) -> None:
+        self._texts = {os.path.abspath(path): data for path, data in texts.items()}
         self._cache: dict[str, _Source] = {}
 
     def get(self, path: str) -> _Source:
@@ -420,10 +425,11 @@ class _Sources:
             self._cache[path] = self._load(path)
         return self._cache[path]
 
-    @staticmethod
-    def _load(path: str) -> _Source:
+    def _load(self, path: str) -> _Source:
         try:
-            data = read_source(path)
+            data = self._texts.get(os.path.abspath(path))
+            if data is None:
+                data = read_source(path)
             decode_source(path, data)
             return _Source(path, sha256_of(data), parse_source(path, data))
         except FixError as exc:

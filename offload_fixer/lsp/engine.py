@@ -14,13 +14,16 @@ import os
 import threading
 import tokenize
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from offload_fixer.config import Settings, select_codes
 from offload_fixer.model import Diagnostic, Origin, Span
+
+if TYPE_CHECKING:
+    from offload_fixer.fixes import FixPlan
 
 _CACHE_SIZE = 16
 
@@ -99,8 +102,9 @@ def fix_choices(diagnostic: Diagnostic, settings: Settings) -> tuple[FixChoice, 
             continue
         if choose_strategy(diagnostic.origin, option.strategy, spelling)[0] != option.strategy:
             continue  # the planner overrides this strategy here (JAX >= 0.7.1 host in_shardings gap)
-        choices.append(FixChoice(option.strategy, _fix_title(option.strategy), option.safety,
-                                 option.strategy == chosen))
+        choices.append(
+            FixChoice(option.strategy, _fix_title(option.strategy), option.safety, option.strategy == chosen)
+        )
     return tuple(choices)
 
 
@@ -118,7 +122,7 @@ def apply_fix(text: str, path: str, diagnostic: Diagnostic, strategy: str, setti
 
 
 def fix_all(text: str, path: str, settings: Settings) -> str | None:
-    """The text after every safe fix, as ``offload-fixer fix`` would write it."""
+    """The text after every safe fix, as ``offload-fixer check --fix`` writes the file."""
     analysis = analyse(text, path, settings)
     if analysis.parse_error is not None or not analysis.diagnostics:
         return None
@@ -126,7 +130,9 @@ def fix_all(text: str, path: str, settings: Settings) -> str | None:
     return _apply(text, path, [p for p in plans if p.safety == "safe"])
 
 
-def plan_on_text(diagnostics, text: str, path: str, strategy: str, settings: Settings) -> list:
+def plan_on_text(
+    diagnostics: Sequence[Diagnostic], text: str, path: str, strategy: str, settings: Settings
+) -> list[FixPlan]:
     """``plan_fixes`` against the editor's text instead of the file on disk.
 
     ``plan_fixes`` reads each file through ``read_source``; until it accepts texts, the
@@ -155,24 +161,34 @@ def _encoded(text: str) -> bytes:
         return head
 
 
-def _apply(text: str, path: str, plans: list) -> str | None:
+def _apply(text: str, path: str, plans: list[FixPlan]) -> str | None:
     import libcst as cst
 
     from offload_fixer.fixes import FixError
-    from offload_fixer.fixes.apply import fix_to_fixpoint, verify
+    from offload_fixer.fixes.apply import fix_to_fixpoint
 
     if not plans:
         return None
     try:
-        module = cst.parse_module(text)
-        fixed, _ = fix_to_fixpoint(path, module, [(p.command, p.target) for p in plans])
-        verify(path, fixed.code.encode("utf-8", "surrogatepass"))
+        fixed, _ = fix_to_fixpoint(path, cst.parse_module(text), [(p.command, p.target) for p in plans])
     except (cst.ParserSyntaxError, FixError):
         return None
-    return fixed.code
+    return _verified(path, fixed.code)
 
 
-def suppress(text: str, line: int, code: str) -> str | None:
+def _verified(path: str, text: str) -> str | None:
+    """``text`` if it parses and compiles (the fixer's own check), else ``None``."""
+    from offload_fixer.fixes import FixError
+    from offload_fixer.fixes.apply import verify
+
+    try:
+        verify(path, _encoded(text))
+    except FixError:
+        return None
+    return text
+
+
+def suppress(text: str, path: str, line: int, code: str) -> str | None:
     """The text with ``# offload-fixer: ignore[CODE]`` on its own line above the statement
     that holds ``line`` (1-based): the placement :mod:`offload_fixer.suppression` reads as
     covering that whole statement (the whole function for a decorator or ``def`` line)."""
@@ -199,7 +215,7 @@ def suppress(text: str, line: int, code: str) -> str | None:
     node = best[1]
     directive = cst.EmptyLine(comment=cst.Comment(f"# {MARKER}: ignore[{code}]"))
     fixed = wrapper.module.deep_replace(node, node.with_changes(leading_lines=[*node.leading_lines, directive]))
-    return fixed.code
+    return _verified(path, fixed.code)
 
 
 # ---------------------------------------------------------------------------------------
@@ -249,5 +265,13 @@ def uri_of(path: str) -> str:
 
 
 def _settings_key(settings: Settings) -> tuple[Any, ...]:
-    return (settings.target, settings.strategy, settings.jax_version, settings.select, settings.ignore,
-            settings.exclude, settings.extend_exclude, settings.root)
+    return (
+        settings.target,
+        settings.strategy,
+        settings.jax_version,
+        settings.select,
+        settings.ignore,
+        settings.exclude,
+        settings.extend_exclude,
+        settings.root,
+    )

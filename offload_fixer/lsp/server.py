@@ -9,12 +9,14 @@ answered from that data; edits are computed only when the client resolves an act
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from lsprotocol import types
 from pygls.capabilities import get_capability
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
@@ -52,6 +54,7 @@ class OffloadFixerServer(LanguageServer):
         self.documents: dict[str, DocumentState] = {}
         self.settings = SettingsStore()
         self.shown_errors: set[str] = set()
+        self.heap_frozen = False
         self.analysis_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="offload-fixer-analysis")
         """One worker: analyses run one at a time, so a stale one never competes with the latest."""
 
@@ -61,7 +64,9 @@ class OffloadFixerServer(LanguageServer):
         return str(self.workspace.position_encoding or types.PositionEncodingKind.Utf16)
 
     def supports_resolve(self, prop: str) -> bool:
-        properties = get_capability(self.client_capabilities, "text_document.code_action.resolve_support.properties", [])
+        properties = get_capability(
+            self.client_capabilities, "text_document.code_action.resolve_support.properties", []
+        )
         return prop in (properties or [])
 
     def supports_document_changes(self) -> bool:
@@ -84,7 +89,12 @@ class OffloadFixerServer(LanguageServer):
         version, text, path = document.version, document.source, _path_of(uri)
         settings = self.settings_for(path)
         loop = asyncio.get_running_loop()
-        analysis = await loop.run_in_executor(self.analysis_pool, engine.analyse, text, path, settings)
+        try:
+            analysis = await loop.run_in_executor(self.analysis_pool, engine.analyse, text, path, settings)
+        except Exception as exc:  # a checker bug must not take the server down
+            log.exception("analysis of %s failed", uri)
+            self.window_log_message(types.LogMessageParams(types.MessageType.Error, f"offload-fixer: {uri}: {exc!r}"))
+            return
         state = self.documents.get(uri)
         current = self.workspace.text_documents.get(uri)
         if state is None or current is None or current.version != version or current.source != text:
@@ -96,6 +106,9 @@ class OffloadFixerServer(LanguageServer):
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=state.published, version=version)
         )
+        if not self.heap_frozen:
+            self.heap_frozen = True
+            _freeze_heap()
 
     def settings_for(self, path: str) -> Settings:
         """Settings for a document; a broken configuration is shown to the user once."""
@@ -106,6 +119,23 @@ class OffloadFixerServer(LanguageServer):
                 self.window_show_message(types.ShowMessageParams(types.MessageType.Error, f"offload-fixer: {message}"))
         self.settings.errors.clear()
         return settings
+
+    async def watch_configuration_files(self) -> None:
+        """Ask the client to report ``pyproject.toml`` changes, where it can watch files."""
+        if not get_capability(
+            self.client_capabilities, "workspace.did_change_watched_files.dynamic_registration", False
+        ):
+            return
+        options = types.DidChangeWatchedFilesRegistrationOptions(
+            watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml")]
+        )
+        registration = types.Registration(
+            id=f"{NAME}-pyproject", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=options
+        )
+        try:
+            await self.client_register_capability_async(types.RegistrationParams(registrations=[registration]))
+        except (JsonRpcException, RuntimeError) as exc:
+            log.warning("the client did not register the pyproject.toml watcher: %s", exc)
 
     def reanalyse_all(self) -> None:
         for uri in list(self.documents):
@@ -158,7 +188,9 @@ class OffloadFixerServer(LanguageServer):
             end = start
         return types.Range(start, end)
 
-    def related(self, diagnostic: Diagnostic, uri: str, path: str, index: LineIndex) -> list[types.DiagnosticRelatedInformation]:
+    def related(
+        self, diagnostic: Diagnostic, uri: str, path: str, index: LineIndex
+    ) -> list[types.DiagnosticRelatedInformation]:
         """Links to the move to host, each step of the trace and the output it reaches."""
         found = []
 
@@ -241,7 +273,11 @@ class OffloadFixerServer(LanguageServer):
         if state is None or state.analysed_version != version:
             return None
         for published in state.published:
-            if (published.range, published.code, published.message) == (diagnostic.range, diagnostic.code, diagnostic.message):
+            if (published.range, published.code, published.message) == (
+                diagnostic.range,
+                diagnostic.code,
+                diagnostic.message,
+            ):
                 return published.data
         return None
 
@@ -269,7 +305,9 @@ class OffloadFixerServer(LanguageServer):
         if data.get("fix_all"):
             new_text = await loop.run_in_executor(self.analysis_pool, engine.fix_all, text, path, settings)
         elif data.get("suppress"):
-            new_text = await loop.run_in_executor(self.analysis_pool, engine.suppress, text, data["line"], data["suppress"])
+            new_text = await loop.run_in_executor(
+                self.analysis_pool, engine.suppress, text, path, data["line"], data["suppress"]
+            )
         elif data.get("diagnostic"):
             diagnostic = Diagnostic.from_dict(data["diagnostic"])
             new_text = await loop.run_in_executor(
@@ -305,6 +343,16 @@ def _plain_range(span: Span) -> types.Range:
     return types.Range(start, types.Position(max(end_line - 1, 0), max(end_col - 1, 0)))
 
 
+def _freeze_heap() -> None:
+    """Once the first analysis has imported everything: move what is alive now (modules,
+    pygls, libcst's grammar) out of the collector's sight and collect less often. An analysis
+    allocates hundreds of thousands of short-lived nodes, and full collections that re-scan
+    the long-lived heap cost about 40% of a check of a 2,000-line file otherwise."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
+
+
 def _path_of(uri: str) -> str:
     return to_fs_path(uri) or uri
 
@@ -320,6 +368,7 @@ def build_server() -> OffloadFixerServer:
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: OffloadFixerServer, params: types.InitializedParams) -> None:
+        await ls.watch_configuration_files()
         if await ls.settings.pull(ls):
             ls.reanalyse_all()
 

@@ -24,8 +24,19 @@ log = logging.getLogger(__name__)
 SECTION = "offload-fixer"
 _SECTION_SPELLINGS = (SECTION, "offloadFixer", "offload_fixer")
 DEFAULT_DEBOUNCE_MS = 25
-_KEYS = {"target": "target", "strategy": "strategy", "jaxVersion": "jax_version", "select": "select", "ignore": "ignore"}
-_ALIASES = {"jax-version": "jaxVersion", "jax_version": "jaxVersion", "debounce-ms": "debounceMs", "debounce_ms": "debounceMs"}
+_KEYS = {
+    "target": "target",
+    "strategy": "strategy",
+    "jaxVersion": "jax_version",
+    "select": "select",
+    "ignore": "ignore",
+}
+_ALIASES = {
+    "jax-version": "jaxVersion",
+    "jax_version": "jaxVersion",
+    "debounce-ms": "debounceMs",
+    "debounce_ms": "debounceMs",
+}
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,7 @@ from .values import (
     join,
     leaves,
     map_leaves,
-    with_single,
+    is_single_array,
 )
 
 MAX_CALL_DEPTH = 8
@@ -926,9 +926,9 @@ class Interpreter:
         kind = memory_kind_of(target)
         if kind in names.HOST_KINDS:
             origin = HostOrigin("move_to_host", kind, node, f"jax.device_put to {kind} memory")
-            return map_leaves(x, lambda leaf: HostArray(origin, single=with_single(leaf)))
+            return map_leaves(x, lambda leaf: HostArray(origin, single=is_single_array(leaf)))
         if kind in names.DEVICE_KINDS:
-            return map_leaves(x, lambda leaf: DeviceArray(single=with_single(leaf)))
+            return map_leaves(x, lambda leaf: DeviceArray(single=is_single_array(leaf)))
         if kind == "device_ref":
             return _after_each(x, "noop_put", "device_put", node)
         if kind == "nokind":
@@ -976,7 +976,7 @@ class Interpreter:
         if tree is NONE:
             return NONE
         result = self.apply(fn, [tree, *rest], {}, node, scope)
-        if with_single(tree):
+        if is_single_array(tree):
             return result
         # ``tree`` stands for a subtree of unknown structure: each of its leaves maps alike.
         if isinstance(result, HostArray):
@@ -1165,7 +1165,7 @@ def _merge_branches(values: list, node: Any) -> Any:
         return UNKNOWN
     hosts = [v for v in values if isinstance(v, HostArray)]
     if not hosts:
-        return DeviceArray(single=all(with_single(v) for v in values))
+        return DeviceArray(single=all(is_single_array(v) for v in values))
     if len({(h.origin.kind, h.origin.memory_kind) for h in hosts}) > 1:
         return UNKNOWN
     merged = hosts[0]

@@ -24,12 +24,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import libcst as cst
+
 from offload_fixer.jax_compat import Regime, Spelling
 from offload_fixer.model import Diagnostic, FixOption, FunctionRef, Origin, Span, Step, format_output_path
 
 from . import names
 from .interpreter import ReturnedValue, SiteResult, memory_kind_of
-from .values import NONE, UNKNOWN, HostArray, Mapping, Seq, with_single
+from .values import NONE, UNKNOWN, HostArray, Mapping, Seq, is_single_array
 
 _ROLES = {
     "compute": "host compute",
@@ -98,7 +100,7 @@ def output_leaves(value: Any) -> list[tuple]:
                 walk(item, keys + (("key", key),))
         elif v is not NONE:
             out.append((keys, v, counter[0]))
-            counter[0] = counter[0] + 1 if counter[0] is not None and with_single(v) else None
+            counter[0] = counter[0] + 1 if counter[0] is not None and is_single_array(v) else None
 
     walk(value, ())
     return out
@@ -139,13 +141,7 @@ def _subtree_declaration(tree: Any) -> str:
 # Diagnostics
 def diagnostics(found: list[Finding], positions: Any, path: str, target: str, spelling: Spelling) -> list[Diagnostic]:
     """Turn findings into Diagnostics; ``positions`` maps libcst nodes to code ranges."""
-    function_names = {id(f.site.function): _function_name(f.site.function) for f in found}
-
-    def span(node: Any, function: str | None) -> Span:
-        code_range = positions[node]
-        return Span(path, code_range.start.line, code_range.start.column + 1,
-                    code_range.end.line, code_range.end.column + 1, function)
-
+    span = _Spans(positions, path)
     related: dict[tuple, list[str]] = {}
     for f in found:
         related.setdefault((id(f.returned), id(f.leaf.origin)), []).append(format_output_path(f.keys))
@@ -153,18 +149,40 @@ def diagnostics(found: list[Finding], positions: Any, path: str, target: str, sp
     seen = set()
     result = []
     for f in found:
-        name = function_names[id(f.site.function)]
         output_path = format_output_path(f.keys)
-        origin_span = span(f.leaf.origin.node, name)
-        return_span = span(f.returned.node, name)
+        origin_span = span(f.leaf.origin.node)
+        return_span = span(f.returned.node)
         identity = (origin_span, return_span, output_path)
         if identity in seen:
             continue
         seen.add(identity)
-        function = FunctionRef(name, path, positions[f.site.function].start.line)
-        result.append(_diagnostic(f, function, output_path, origin_span, return_span, span, target, spelling,
-                                  tuple(p for p in related[(id(f.returned), id(f.leaf.origin))] if p != output_path)))
+        function = FunctionRef(_function_name(f.site.function), path, positions[f.site.function].start.line)
+        others = tuple(p for p in related[(id(f.returned), id(f.leaf.origin))] if p != output_path)
+        result.append(_diagnostic(f, function, output_path, origin_span, return_span, span, target, spelling, others))
     return result
+
+
+class _Spans:
+    """1-based spans of libcst nodes (end column exclusive, as SARIF's), each naming the
+    innermost ``def`` that contains it."""
+
+    def __init__(self, positions: Any, path: str) -> None:
+        self.positions = positions
+        self.path = path
+        self.functions = [(_bounds(r), node.name.value) for node, r in positions.items()
+                          if isinstance(node, cst.FunctionDef)]
+
+    def __call__(self, node: Any) -> Span:
+        code_range = self.positions[node]
+        start, end = _bounds(code_range)
+        containing = [(bounds, name) for bounds, name in self.functions if bounds[0] <= start and end <= bounds[1]]
+        function = max(containing)[1] if containing else None
+        return Span(self.path, code_range.start.line, code_range.start.column + 1,
+                    code_range.end.line, code_range.end.column + 1, function)
+
+
+def _bounds(code_range: Any) -> tuple:
+    return (code_range.start.line, code_range.start.column), (code_range.end.line, code_range.end.column)
 
 
 def _diagnostic(f: Finding, function: FunctionRef, output_path: str, origin_span: Span, return_span: Span,
@@ -176,7 +194,7 @@ def _diagnostic(f: Finding, function: FunctionRef, output_path: str, origin_span
                     detail=leaf.origin.detail, key=f"{origin_span.path}:{origin_span.line}:{origin_span.col}")
     first = Step("device_put" if leaf.origin.kind == "move_to_host" else "in_shardings",
                  "move to host" if leaf.origin.kind == "move_to_host" else "host argument", origin_span)
-    steps = (first,) + tuple(Step(s.op, _ROLES.get(s.role, s.role), span(s.node, function.name)) for s in leaf.trace)
+    steps = (first,) + tuple(Step(s.op, _ROLES.get(s.role, s.role), span(s.node)) for s in leaf.trace)
     steps += (Step("return", "output", return_span),)
     label = f"result{output_path}"
     message = (f"{leaf.origin.memory_kind} value reaches output `{label}` of `{function.name}`, "

@@ -254,7 +254,7 @@ def join(a: Any, b: Any) -> Any:
     return UNKNOWN
 
 
-def with_single(value: Any) -> bool:
+def is_single_array(value: Any) -> bool:
     """Whether a leaf is known to be exactly one array."""
     if isinstance(value, (DeviceArray, HostArray)):
         return value.single

@@ -144,3 +144,11 @@ def test_libcst_tool_runs_the_commands(tmp_path: Path, spelling: str, flags: lis
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     assert expected in target.read_text()
+
+
+def test_codemods_import_neither_jax_nor_mlir() -> None:
+    probe = ("import sys, codemods.host_output, codemods.move_to_device; "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib', 'offload_fixer')))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          check=True)
+    assert done.stdout.strip() == "[]"

@@ -163,8 +163,9 @@ CASES = {
         (
             ho(function_line=11, output_paths=("[1]['mu']",), origin_line=13),
             ho(function_line=18, output_paths=("['h']",), origin_line=20),
+            ho(function_line=26, output_paths=("[1]",), origin_line=28),
         ),
-        ("safe", "safe"),
+        ("safe", "safe", "safe"),
     ),
     "ho_method": Case(
         "ho_method",

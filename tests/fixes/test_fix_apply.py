@@ -236,7 +236,8 @@ def test_two_streamed_parameters_move_in_one_pass(tmp_path: Path) -> None:
     diagnostics = [
         Diagnostic("OFL1200", "error", "tpu", "m", "e", output_path=f"[{i}]",
                    origin=Origin("host_argument", "pinned_host", None,
-                                 f"argument {name} declared pinned_host (in_shardings)", key=f"arg:{i}"),
+                                 f"argument {name} declared pinned_host (in_shardings)", key=f"arg:{i}",
+                                 argument=name, argument_index=i),
                    function=FunctionRef("step", str(path), 3))
         for i, name in enumerate(["params", "opt"])
     ]
@@ -247,3 +248,14 @@ def test_two_streamed_parameters_move_in_one_pass(tmp_path: Path) -> None:
         '    params = jax.device_put(params, HOST.with_memory_kind("device"))',
         '    opt = jax.device_put(opt, HOST.with_memory_kind("device"))',
     ]
+
+
+def test_added_lines_follow_the_files_line_ends(tmp_path: Path) -> None:
+    path = tmp_path / "step.py"
+    path.write_bytes(SOURCE.replace("\n", "\r\n").encode())
+    (plan,) = plan_fixes([diagnostic(path)], jax_version=NEW_JAX)  # host: an import and a decorator
+    apply_plans([plan], write=True)
+    data = path.read_bytes()
+    assert b"from functools import partial\r\n" in data
+    assert b"@partial(jax.jit, out_shardings=(None, host))\r\n" in data
+    assert data.count(b"\n") == data.count(b"\r\n")

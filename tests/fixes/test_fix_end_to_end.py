@@ -126,8 +126,16 @@ def _example_inputs(module: ModuleType):
     return abstract, concrete
 
 
-@pytest.mark.parametrize("name", ["param_streaming_broken", "optimizer_offload_broken"])
-def test_broken_examples(tmp_path: Path, name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "strategy", "edit"),
+    [
+        # The JAX >= 0.7.1 gap takes the host fix where the output's structure is visible...
+        ("param_streaming_broken", "host", "    out_shardings=(ON_HOST, ON_HOST),\n"),
+        # ... and moves the streamed argument to device where it is not (params come from a call).
+        ("optimizer_offload_broken", "device", "    opt_state = jax.device_put(opt_state, jax.memory.Space.Device)\n"),
+    ],
+)
+def test_broken_examples(tmp_path: Path, name: str, strategy: str, edit: str) -> None:
     if jax_compat.parse_version(jax_compat.installed_version()) < (0, 10, 0):
         pytest.skip("the examples target JAX >= 0.10")
     path = tmp_path / f"{name}.py"
@@ -137,8 +145,10 @@ def test_broken_examples(tmp_path: Path, name: str) -> None:
     found = check(original.train_step, *abstract, target="tpu").by_code("OFL1200")
     assert found
     plans = plan_fixes(found)
+    assert {p.strategy for p in plans} == {strategy}
     results = apply_plans(plans, write=True, unsafe=True)
     assert all(r.error is None for r in results) and any(r.written for r in results)
+    assert edit in path.read_text()
     fixed = load(path)
     assert check(fixed.train_step, *abstract, target="tpu").by_code("OFL1200") == ()
     want = jax.tree.leaves(original.train_step.lower(*abstract).compile()(*concrete))

@@ -5,6 +5,7 @@ Diagnostics are built directly (they are plain data), against small source files
 
 from __future__ import annotations
 
+import hashlib
 import textwrap
 from pathlib import Path
 
@@ -89,10 +90,11 @@ def moved(path: str, line: int = 10, col: int = 9) -> Origin:
     )
 
 
-def streamed(
-    detail: str = "argument params declared pinned_host (in_shardings)",
-) -> Origin:
-    return Origin("host_argument", "pinned_host", None, detail, key="arg:0")
+def streamed(argument: str | None = "params", index: int = 0) -> Origin:
+    """A host-argument origin as the analysis writes it: JAX's argument label and flat index."""
+    label = argument if argument is not None else f"argument {index}"
+    return Origin("host_argument", "pinned_host", None, f"argument {label} declared pinned_host (in_shardings)",
+                  key=f"arg:{index}", argument=argument, argument_index=index)
 
 
 @pytest.mark.parametrize(
@@ -224,7 +226,7 @@ def test_streamed_parameter_moves_to_device_at_entry_before_0_7_1(
 
 def test_parameter_from_argument_index(tmp_path: Path) -> None:
     path = write(tmp_path, "streamed.py", STREAMED)
-    origin = streamed("argument 1 declared pinned_host (in_shardings)")
+    origin = streamed(None, 1)
     (plan,) = plan_fixes(
         [ofl1200(path, "[1]", origin, "train_step", 9)], jax_version=OLD_JAX
     )
@@ -316,3 +318,30 @@ def test_missing_source_is_display_only(tmp_path: Path) -> None:
 def test_unknown_strategy_is_rejected() -> None:
     with pytest.raises(ValueError, match="unknown strategy"):
         plan_fixes([], strategy="sideways")
+
+
+def test_function_found_from_the_origin_line_alone(tmp_path: Path) -> None:
+    path = write(tmp_path, "offload.py", OFFLOAD)
+    diagnostic = ofl1200(path, "[1]", moved(path), trace=())
+    anonymous = Diagnostic(**{**diagnostic.__dict__, "function": None})
+    (plan,) = plan_fixes([anonymous], jax_version=NEW_JAX)
+    assert plan.target.function_line is None and plan.target.inner_line == 10
+    assert plan.strategy == "host" and plan.safety == "safe"
+
+
+def test_streamed_leaves_of_one_argument_are_one_plan(tmp_path: Path) -> None:
+    path = write(tmp_path, "streamed.py", STREAMED)
+    leaves = [streamed(f"params['{k}']", i) for i, k in enumerate("ab")]
+    plans = plan_fixes([ofl1200(path, "[0]", o, "train_step", 9) for o in leaves], jax_version=OLD_JAX)
+    (plan,) = plans
+    assert (plan.target.parameter, plan.target.parameter_path) == ("params", "['a']")
+    assert len(plan.diagnostics) == 2
+
+
+def test_plans_against_an_unsaved_text(tmp_path: Path) -> None:
+    path = write(tmp_path, "offload.py", OFFLOAD)
+    unsaved = OFFLOAD.replace("    return x * 2, h\n", "    return x * 3, h\n")
+    (plan,) = plan_fixes([ofl1200(path, "[1]", moved(path))], strategy="device", jax_version=NEW_JAX,
+                         texts={path: unsaved.encode()})
+    assert plan.source_sha256 == hashlib.sha256(unsaved.encode()).hexdigest()
+    assert [e.description for e in plan.edits][-1].endswith("jax.device_put(h, jax.memory.Space.Device)")

@@ -162,3 +162,23 @@ def test_parallel_check_gives_the_same_results(tmp_path):
 def test_unreadable_path_is_reported(tmp_path):
     (result,) = check_paths([str(tmp_path / "missing.py")])
     assert result.parse_error is not None and "cannot read" in result.parse_error.message
+
+
+def test_spans_name_the_function_that_contains_them():
+    source = SOURCE + textwrap.dedent('''
+
+        def offload(v):
+            return jax.device_put(v, host)
+
+
+        @partial(jax.jit, in_shardings=(host,))
+        def outer(x):
+            return offload(x) * 2, x + 1
+    ''')
+    found = check_source(source, "train.py", jax_version=LEGACY).diagnostics
+    by_path = {(d.function.name, d.output_path): d for d in found}
+    moved = by_path[("outer", "[0]")]
+    assert moved.origin.span.function == "offload"
+    assert moved.return_span.function == "outer"
+    argument = by_path[("outer", "[1]")]
+    assert argument.origin.kind == "host_argument" and argument.origin.span.function is None
