@@ -129,8 +129,11 @@ def test_in_shardings_host_with_shape_dtype_structs() -> None:
     mesh = Mesh(jax.devices(), ("data",))
     on_host = NamedSharding(mesh, PartitionSpec(), memory_kind="pinned_host")
     jitted = jax.jit(double, in_shardings=(on_host,), donate_argnums=0)
+    jit_line = inspect.currentframe().f_lineno - 1
     (error,) = host_errors(check(jitted, jax.ShapeDtypeStruct((8,), jnp.float32)))
-    assert error.origin.kind == "host_argument" and error.origin.span is None
+    # the origin is where the user declared the argument host memory: the in_shardings= keyword
+    assert error.origin.kind == "host_argument"
+    assert (error.origin.span.path, error.origin.span.line) == (__file__, jit_line)
     assert error.output_path == ""
     assert error.function == offload_fixer.FunctionRef(
         "double", __file__, def_line(double)

@@ -460,6 +460,20 @@ async def test_configuration_from_pyproject_and_from_the_editor(client: Language
     assert [d.code for d in diagnostics] == ["OFL1200"]
 
 
+@pytest.mark.asyncio
+async def test_a_broken_configuration_is_shown_once_and_defaults_apply(client: LanguageClient, tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.offload-fixer]\ntarget = "cpu"\n', encoding="utf-8")
+    await start(client, client_capabilities("visual-studio-code"), tmp_path, jaxVersion=TYPED)
+    editor = Editor(client, copy_fixture("in_shardings_host.py", tmp_path))
+    editor.open()
+    assert [d.code for d in await editor.diagnostics()] == ["OFL1200"]
+    editor.change(editor.text + "\n")
+    await editor.diagnostics()
+
+    (message,) = client.messages
+    assert message.type == types.MessageType.Error and "target" in message.message
+
+
 # ---------------------------------------------------------------------------------------
 # Positions
 @pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])

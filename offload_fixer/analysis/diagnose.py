@@ -8,6 +8,7 @@ from offload_fixer.analysis.offloader import Failure, Node, Reach, Seed, WalkRes
 from offload_fixer.ir import module as irm
 from offload_fixer.rules import get_rule
 from offload_fixer.model import Diagnostic, FixOption, FunctionRef, Origin, OutputInfo, Span, Step
+from offload_fixer.source.jit_sites import in_shardings_span
 from offload_fixer.source.locations import output_path, user_span, written_as_move
 
 ERROR_TARGETS = ("tpu", "gpu-legacy")
@@ -281,7 +282,7 @@ class Diagnoser:
             return Origin(
                 kind="host_argument",
                 memory_kind=seed.memory_kind,
-                span=None,
+                span=in_shardings_span(self.function) if self.function else None,
                 detail=f"argument {label} declared {seed.memory_kind} (in_shardings)",
                 key=f"arg:{seed.arg_index}",
                 argument=arg.info or None,
@@ -336,13 +337,14 @@ def _from_offload_policy(name: str | None, span: Span | None) -> bool:
 
 
 def _function_from_module(view: irm.ModuleView) -> FunctionRef | None:
+    """``jit_step`` -> ``step``, with the file of the first op traced inside it."""
     name = view.name or ""
     if name.startswith("jit_"):
         name = name[len("jit_"):]
     if not name:
         return None
-    for op in view.placements:
+    for op in irm.walk_operations(view.main):
         span = user_span(view.location(op))
-        if span and span.function == name:
+        if span and span.function and span.function.rsplit(".", 1)[-1] == name:
             return FunctionRef(name=name, path=span.path)
     return FunctionRef(name=name)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import concurrent.futures
+import hashlib
 import io
 import tokenize
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ class ParseError:
 
 @dataclass(frozen=True)
 class StaticResult:
+    """The check of one file: its diagnostics, or why it could not be read."""
+
     path: str
     diagnostics: tuple[Diagnostic, ...] = ()
     parse_error: ParseError | None = None
@@ -111,10 +114,12 @@ def _check(source: str | bytes, path: str, target: str, spelling: jax_compat.Spe
         else:
             error = ParseError(path, exc.raw_line, exc.raw_column + 1, exc.message)
         return StaticResult(path, parse_error=error, analysed=True)
-    return StaticResult(path, tuple(_analyse(module, text, path, target, spelling)), analysed=True)
+    digest = hashlib.sha256(source if isinstance(source, bytes) else source.encode("utf-8")).hexdigest()
+    return StaticResult(path, tuple(_analyse(module, text, path, target, spelling, digest)), analysed=True)
 
 
-def _analyse(module, text: str, path: str, target: str, spelling: jax_compat.Spelling) -> list[Diagnostic]:
+def _analyse(module, text: str, path: str, target: str, spelling: jax_compat.Spelling,
+             source_sha256: str | None = None) -> list[Diagnostic]:
     from .interpreter import Interpreter
     from .rules import diagnostics, findings
 
@@ -137,7 +142,7 @@ def _analyse(module, text: str, path: str, target: str, spelling: jax_compat.Spe
 
     # Positions cost about three parses; only files with findings pay for them.
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    return diagnostics(found, positions, path, target, spelling)
+    return diagnostics(found, positions, path, target, spelling, source_sha256)
 
 
 def _decode(data: bytes, path: str) -> tuple[str, ParseError | None]:
@@ -145,12 +150,10 @@ def _decode(data: bytes, path: str) -> tuple[str, ParseError | None]:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        return "", ParseError(path, exc.lineno or 1, 1, str(exc.msg if hasattr(exc, "msg") else exc))
+        return "", ParseError(path, exc.lineno or 1, 1, exc.msg)
     try:
         return data.decode(encoding), None
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         return "", ParseError(path, line, col, f"not valid {encoding}: {exc.reason} (byte 0x{data[exc.start]:02x})")
-    except LookupError:
-        return "", ParseError(path, 1, 1, f"unknown encoding {encoding!r}")

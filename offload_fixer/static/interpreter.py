@@ -16,6 +16,8 @@ from typing import Any, Iterator
 
 import libcst as cst
 
+from offload_fixer.model import format_output_path
+
 from . import names
 from .scopes import (
     Binding,
@@ -50,10 +52,10 @@ from .values import (
     ShardingSpec,
     Transform,
     TransformFactory,
+    is_single_array,
     join,
     leaves,
     map_leaves,
-    is_single_array,
 )
 
 MAX_CALL_DEPTH = 8
@@ -251,25 +253,28 @@ class Interpreter:
     def _site_arguments(self, node: Any, options: JitOptions, bound_args: tuple, bound_kwargs: dict) -> dict:
         """Abstract arguments of a traced function: device, host per ``in_shardings``, or unknown."""
         params = node.params
-        positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+        positional_params = [*params.posonly_params, *params.params]
+        positional = [p.name.value for p in positional_params]
         env: dict[str, Any] = {}
         static = self._static_arguments(options, positional)
         found = options.get("in_shardings", "in_axis_resources")
         in_tree = NONE if found is None else self._sharding_tree(*found)
         dynamic = [
-            name for i, name in enumerate(positional)
-            if i >= len(bound_args) and name not in bound_kwargs and static is not None
-            and i not in static and name not in static
+            param for i, param in enumerate(positional_params)
+            if i >= len(bound_args) and param.name.value not in bound_kwargs and static is not None
+            and i not in static and param.name.value not in static
         ]
+        required = sum(1 for param in dynamic if param.default is None)
         for i, name in enumerate(positional):
+            param = positional_params[i]
             if i < len(bound_args):
                 env[name] = bound_args[i]
             elif name in bound_kwargs:
                 env[name] = bound_kwargs[name]
-            elif name not in dynamic:
+            elif param not in dynamic:
                 env[name] = UNKNOWN
             else:
-                env[name] = self._argument(in_tree, dynamic.index(name), len(dynamic), name)
+                env[name] = self._traced_argument(in_tree, dynamic.index(param), required, len(dynamic), param)
         for p in params.kwonly_params:
             name = p.name.value
             env[name] = bound_kwargs.get(name, UNKNOWN if static is None or name in static else DEVICE_TREE)
@@ -300,29 +305,35 @@ class Interpreter:
                     static.add(positional.index(entry))
         return static
 
-    def _argument(self, in_tree: Any, position: int, count: int, name: str) -> Any:
+    def _traced_argument(self, in_tree: Any, position: int, required: int, count: int, param: cst.Param) -> Any:
+        """One positional parameter: ``in_shardings`` covers the arguments actually passed, so
+        a parameter with a default that it does not clearly cover may be a Python constant."""
         if in_tree is NONE:
             return DEVICE_TREE
         if isinstance(in_tree, Seq):
-            if len(in_tree.items) != count:
+            if not required <= len(in_tree.items) <= count or position >= len(in_tree.items):
                 return UNKNOWN
             in_tree = in_tree.items[position]
-        elif isinstance(in_tree, Mapping):
+        elif isinstance(in_tree, Mapping) or param.default is not None:
             return UNKNOWN
-        return self._argument_from_shardings(in_tree, name)
+        return self._argument_from_shardings(in_tree, param.name, ())
 
-    def _argument_from_shardings(self, tree: Any, name: str) -> Any:
+    def _argument_from_shardings(self, tree: Any, name: cst.Name, keys: tuple) -> Any:
+        """The argument's abstract value, following its ``in_shardings`` prefix tree."""
         if isinstance(tree, Seq):
-            return Seq(tuple(self._argument_from_shardings(t, name) for t in tree.items), tree.is_list)
+            return Seq(tuple(self._argument_from_shardings(t, name, keys + (("index", i),))
+                             for i, t in enumerate(tree.items)), tree.is_list)
         if isinstance(tree, Mapping):
-            return Mapping(tuple((k, self._argument_from_shardings(t, name)) for k, t in tree.items))
+            return Mapping(tuple((k, self._argument_from_shardings(t, name, keys + (("key", k),)))
+                                 for k, t in tree.items))
         if tree is NONE:
             return DEVICE_TREE
         if isinstance(tree, ShardingLeaf):
             kind = memory_kind_of(tree.value)
             if kind in names.HOST_KINDS:
-                origin = HostOrigin("host_argument", kind, tree.node,
-                                    f"in_shardings puts argument `{name}` in {kind} memory")
+                label = name.value + format_output_path(keys)
+                origin = HostOrigin("host_argument", kind, name, f"argument {label} declared {kind} (in_shardings)",
+                                    argument=label, declared_at=tree.node)
                 return HostArray(origin, single=False)
             if kind in names.DEVICE_KINDS or kind == "nokind":
                 return DEVICE_TREE
@@ -984,9 +995,9 @@ class Interpreter:
         return DEVICE_TREE if isinstance(result, DeviceArray) else UNKNOWN
 
     def _scan(self, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
-        body = _argument(args, kwargs, 0, "f")
-        init = _argument(args, kwargs, 1, "init")
-        xs = _argument(args, kwargs, 2, "xs", NONE)
+        body = _call_argument(args, kwargs, 0, "f")
+        init = _call_argument(args, kwargs, 1, "init")
+        xs = _call_argument(args, kwargs, 2, "xs", NONE)
         if body is _ABSENT or init is _ABSENT:
             return UNKNOWN
         carry = _enter_carry(init, node)
@@ -996,23 +1007,23 @@ class Interpreter:
         return Seq((_carry_result(carry, out.items[0]), map_leaves(out.items[1], _stacked)))
 
     def _map(self, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
-        body = _argument(args, kwargs, 0, "f")
-        xs = _argument(args, kwargs, 1, "xs")
+        body = _call_argument(args, kwargs, 0, "f")
+        xs = _call_argument(args, kwargs, 1, "xs")
         if body is _ABSENT or xs is _ABSENT:
             return UNKNOWN
         return map_leaves(self.apply(body, [map_leaves(xs, _slice)], {}, node, scope), _stacked)
 
     def _while_loop(self, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
-        body = _argument(args, kwargs, 1, "body_fun")
-        init = _argument(args, kwargs, 2, "init_val")
+        body = _call_argument(args, kwargs, 1, "body_fun")
+        init = _call_argument(args, kwargs, 2, "init_val")
         if body is _ABSENT or init is _ABSENT:
             return UNKNOWN
         carry = _enter_carry(init, node)
         return _carry_result(carry, self.apply(body, [carry], {}, node, scope))
 
     def _fori_loop(self, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
-        body = _argument(args, kwargs, 2, "body_fun")
-        init = _argument(args, kwargs, 3, "init_val")
+        body = _call_argument(args, kwargs, 2, "body_fun")
+        init = _call_argument(args, kwargs, 3, "init_val")
         if body is _ABSENT or init is _ABSENT:
             return UNKNOWN
         carry = _enter_carry(init, node)
@@ -1106,7 +1117,7 @@ def _keywords(node: Any, scope: Any) -> JitOptions:
     return JitOptions(tuple((arg.keyword.value, arg.value, scope) for arg in node.args if arg.keyword is not None))
 
 
-def _argument(args: list, kwargs: dict, position: int, keyword: str, default: Any = _ABSENT) -> Any:
+def _call_argument(args: list, kwargs: dict, position: int, keyword: str, default: Any = _ABSENT) -> Any:
     if len(args) > position:
         return args[position]
     return kwargs.get(keyword, default)

@@ -15,8 +15,8 @@ whether JAX declares it device depends on the regime, the origin and what happen
 
 (*) when traced with abstract arguments, which a source check cannot rule out.
 (**) JAX skips these when they change nothing (same shape, same dtype), and the kind survives.
-An explicit
-memory kind in ``out_shardings`` for the output makes every row ok; a ``None`` leaf does not.
+An explicit memory kind in ``out_shardings`` for the output makes every row ok; a ``None``
+leaf does not.
 """
 
 from __future__ import annotations
@@ -28,14 +28,15 @@ import libcst as cst
 
 from offload_fixer.jax_compat import Regime, Spelling
 from offload_fixer.model import Diagnostic, FixOption, FunctionRef, Origin, Span, Step, format_output_path
+from offload_fixer.rules import get_rule
 
 from . import names
 from .interpreter import ReturnedValue, SiteResult, memory_kind_of
-from .values import NONE, UNKNOWN, HostArray, Mapping, Seq, is_single_array
+from .values import NONE, UNKNOWN, HostArray, HostOrigin, Mapping, Seq, is_single_array
 
 _ROLES = {
     "compute": "host compute",
-    "maybe_identity": "host compute unless JAX skips it",
+    "maybe_identity": "host compute",
     "carry": "loop carry",
     "copy": "copy",
     "noop_put": "device_put that does not move it",
@@ -139,8 +140,13 @@ def _subtree_declaration(tree: Any) -> str:
 
 # ---------------------------------------------------------------------------------------
 # Diagnostics
-def diagnostics(found: list[Finding], positions: Any, path: str, target: str, spelling: Spelling) -> list[Diagnostic]:
-    """Turn findings into Diagnostics; ``positions`` maps libcst nodes to code ranges."""
+def diagnostics(found: list[Finding], positions: Any, path: str, target: str, spelling: Spelling,
+                source_sha256: str | None = None) -> list[Diagnostic]:
+    """Turn findings into Diagnostics, as the dynamic analysis words them: one OFL1200 per
+    offending output, and one OFL1204 per ``unpinned_host`` move that reaches an output.
+
+    ``positions`` maps libcst nodes to code ranges.
+    """
     span = _Spans(positions, path)
     related: dict[tuple, list[str]] = {}
     for f in found:
@@ -150,15 +156,18 @@ def diagnostics(found: list[Finding], positions: Any, path: str, target: str, sp
     result = []
     for f in found:
         output_path = format_output_path(f.keys)
-        origin_span = span(f.leaf.origin.node)
+        origin = _origin(f.leaf.origin, span)
         return_span = span(f.returned.node)
-        identity = (origin_span, return_span, output_path)
-        if identity in seen:
-            continue
-        seen.add(identity)
+        if (origin.key, return_span, output_path) in seen:
+            continue  # one function jitted at several sites, or a pytree reached twice
+        seen.add((origin.key, return_span, output_path))
         function = FunctionRef(_function_name(f.site.function), path, positions[f.site.function].start.line)
         others = tuple(p for p in related[(id(f.returned), id(f.leaf.origin))] if p != output_path)
-        result.append(_diagnostic(f, function, output_path, origin_span, return_span, span, target, spelling, others))
+        result.append(_host_output(f, function, origin, output_path, return_span, span, target, spelling,
+                                   others, source_sha256))
+        if _is_unpinned_trap(f.leaf.origin, spelling) and (origin.key, "OFL1204") not in seen:
+            seen.add((origin.key, "OFL1204"))
+            result.append(_unpinned(origin, function, target, source_sha256))
     return result
 
 
@@ -185,36 +194,69 @@ def _bounds(code_range: Any) -> tuple:
     return (code_range.start.line, code_range.start.column), (code_range.end.line, code_range.end.column)
 
 
-def _diagnostic(f: Finding, function: FunctionRef, output_path: str, origin_span: Span, return_span: Span,
-                span: Any, target: str, spelling: Spelling, related: tuple) -> Diagnostic:
+def _origin(host: HostOrigin, span: _Spans) -> Origin:
+    """A move to host is located at its ``device_put``; a host argument at its parameter in the
+    signature, where the fix planner looks for it, with JAX's label for the leaf."""
+    where = span(host.node)
+    return Origin(kind=host.kind, memory_kind=host.memory_kind, span=where, detail=host.detail,
+                  key=f"{where.path}:{where.line}:{where.col}" + (f":{host.argument}" if host.argument else ""),
+                  argument=host.argument)
+
+
+def _is_unpinned_trap(origin: HostOrigin, spelling: Spelling) -> bool:
+    """``unpinned_host`` named host memory before 0.4.25; after, JAX and XLA disagree on it."""
+    return origin.kind == "move_to_host" and origin.memory_kind == "unpinned_host" \
+        and spelling.host_kind != "unpinned_host"
+
+
+def _host_output(f: Finding, function: FunctionRef, origin: Origin, output_path: str, return_span: Span,
+                 span: _Spans, target: str, spelling: Spelling, related: tuple,
+                 source_sha256: str | None) -> Diagnostic:
     leaf = f.leaf
-    code = "OFL1204" if leaf.origin.memory_kind == "unpinned_host" and spelling.host_kind != "unpinned_host" \
-        else "OFL1200"
-    origin = Origin(kind=leaf.origin.kind, memory_kind=leaf.origin.memory_kind, span=origin_span,
-                    detail=leaf.origin.detail, key=f"{origin_span.path}:{origin_span.line}:{origin_span.col}")
-    first = Step("device_put" if leaf.origin.kind == "move_to_host" else "in_shardings",
-                 "move to host" if leaf.origin.kind == "move_to_host" else "host argument", origin_span)
+    if leaf.origin.kind == "move_to_host":
+        first = Step("device_put", "move to host", origin.span)
+    else:
+        first = Step("in_shardings", "host argument", span(leaf.origin.declared_at))
     steps = (first,) + tuple(Step(s.op, _ROLES.get(s.role, s.role), span(s.node)) for s in leaf.trace)
     steps += (Step("return", "output", return_span),)
-    label = f"result{output_path}"
-    message = (f"{leaf.origin.memory_kind} value reaches output `{label}` of `{function.name}`, "
-               f"whose memory kind is device (XLA error 1200)")
+    shown = output_path or "(the whole result)"
     return Diagnostic(
-        code=code,
-        severity="warning" if target == "gpu" else "error",
+        code="OFL1200",
+        severity=get_rule("OFL1200").severity(target),
         target=target,
-        message=message,
+        message=(f"Output {shown} of `{function.name}` receives a value in {leaf.origin.memory_kind} memory "
+                 "but is declared device memory (XLA error 1200)"),
         explanation=_explanation(leaf, spelling, target),
         output_index=f.index,
         output_path=output_path,
         origin=origin,
         trace=steps,
-        span=origin_span,
+        span=origin.span,
         return_span=return_span,
         fixes=fix_options(leaf, spelling),
         function=function,
         related_outputs=related,
         source="static",
+        source_sha256=source_sha256,
+    )
+
+
+def _unpinned(origin: Origin, function: FunctionRef, target: str, source_sha256: str | None) -> Diagnostic:
+    rule = get_rule("OFL1204")
+    (use_pinned,) = rule.fixes
+    return Diagnostic(
+        code="OFL1204",
+        severity=rule.severity(target),
+        target=target,
+        message="Value moved to 'unpinned_host': JAX types it as device memory while XLA moves it to host.",
+        explanation=rule.why_bad,
+        origin=origin,
+        span=origin.span,
+        fixes=(FixOption("host", use_pinned.title, "Replace 'unpinned_host' with 'pinned_host'.",
+                         use_pinned.safety),),
+        function=function,
+        source="static",
+        source_sha256=source_sha256,
     )
 
 
@@ -229,21 +271,20 @@ def _explanation(leaf: HostArray, spelling: Spelling, target: str) -> str:
                 f"copy; {', '.join(f'`{op}`' for op in lost)} lose the host kind, so the output is declared "
                 "device memory while XLA keeps the value on host.")
     elif leaf.origin.kind == "host_argument":
-        text = (f"{leaf.origin.detail}, but when the function is traced with abstract (ShapeDtypeStruct), "
-                f"NumPy or uncommitted arguments JAX {version} types it as device memory; XLA streams it from "
-                "host and finds it returned through a device output. A source check cannot see the call "
-                "site, so this is reported.")
+        text = (f"The {leaf.origin.detail}, but when the function is traced with abstract "
+                f"(ShapeDtypeStruct), NumPy or uncommitted arguments JAX {version} types it as device "
+                "memory; XLA streams it from host and finds it returned through a device output. A source "
+                "check cannot see the call site, so this is reported.")
     else:
         text = (f"JAX {version} types `unpinned_host` as device memory, but XLA treats the annotation as a "
                 "move to host, so the value is on host and its output is declared device.")
-    if target == "gpu":
-        text += (" On GPU the newest XLA instead returns this output in host memory (layout updated) "
-                 "without an error; older XLA fails.")
-    return text
+    outcome = get_rule("OFL1200").targets[target].outcome
+    return f"{text} On {target}: {outcome}."
 
 
 def fix_options(leaf: HostArray, spelling: Spelling) -> tuple[FixOption, ...]:
-    """The two remedies of jax-versions.md, spelled for the regime."""
+    """The two remedies of the OFL1200 rule page, spelled for the JAX version."""
+    move_doc, host_doc = get_rule("OFL1200").fixes[:2]
     if spelling.memory_space_api:
         move = "`jax.device_put(x, jax.memory.Space.Device)`"
     else:
@@ -251,19 +292,18 @@ def fix_options(leaf: HostArray, spelling: Spelling) -> tuple[FixOption, ...]:
                 f"code already uses (or `TransferToMemoryKind({spelling.device_kind!r})` where the file "
                 "imports it)")
     device = FixOption(
-        "device",
-        "Move the value back to device memory before returning it",
+        "device", move_doc.title,
         f"Return {move} instead of the host value. `jax.device_put(x, jax.devices()[0])`, "
         "`jax.device_put(x)` and `jnp.copy(x)` do not move it.",
+        move_doc.safety,
     )
     host = FixOption(
-        "host",
-        "Declare the output as host memory",
+        "host", host_doc.title,
         f"Give this output an out_shardings leaf with memory_kind={spelling.host_kind!r} "
         f"(`NamedSharding(mesh, spec, memory_kind={spelling.host_kind!r})` or "
         f"`s.with_memory_kind({spelling.host_kind!r})`); never `jax.memory.Space.Host`, which "
         "out_shardings rejects. Callers then receive this output in host memory.",
-        safety="unsafe",
+        host_doc.safety,
     )
     typed_argument = spelling.regime is Regime.TYPED and leaf.origin.kind == "host_argument"
     # In the >=0.7.1 abstract-argument gap the value is typed device and a same-space

@@ -56,8 +56,12 @@ class HostOrigin:
     """``move_to_host`` or ``host_argument``, as in :class:`offload_fixer.model.Origin`."""
     memory_kind: str
     node: Any
-    """The libcst node to underline: the ``device_put`` call or the ``in_shardings`` leaf."""
+    """The libcst node to underline: the ``device_put`` call, or the parameter's name."""
     detail: str
+    argument: str | None = None
+    """For ``host_argument``: the label JAX gives the argument leaf (``params['w']``)."""
+    declared_at: Any = None
+    """For ``host_argument``: the ``in_shardings`` element that puts it on host."""
 
 
 @dataclass(frozen=True)

@@ -74,8 +74,6 @@ def test_every_jitted_function_has_arguments():
 # Where the analysis and the recorded expectation disagree today (reported to the lead; see
 # examples/README.md). Strict: once the analysis changes, the marker has to go.
 DISAGREEMENTS = {
-    "optimizer_offload_broken": "host_argument origins carry no source line (expected: the in_shardings= line)",
-    "param_streaming_broken": "host_argument origins carry no source line (expected: the in_shardings= line)",
 }
 
 

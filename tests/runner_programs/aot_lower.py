@@ -23,11 +23,11 @@ def loss_fn(params, x):
 
 @functools.partial(
     jax.jit,
-    in_shardings=(ON_HOST, ON_DEVICE),
+    in_shardings=(ON_HOST, ON_DEVICE),  # expect: OFL1200 [1]
     out_shardings=(ON_HOST, None),
     donate_argnums=0,
 )
-def train_step(params, x):  # expect: OFL1200 [1]
+def train_step(params, x):
     loss, grads = jax.value_and_grad(loss_fn)(params, x)
     params = jax.tree.map(lambda p, g: p - 0.1 * g, params, grads)
     return params, loss

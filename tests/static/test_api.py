@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import textwrap
 
 import pytest
@@ -58,7 +59,7 @@ def test_diagnostics_round_trip_through_json():
 def test_severity_follows_the_target(target, severity):
     (d,) = check_source(SOURCE, "train.py", target=target, jax_version=PROPAGATION).diagnostics
     assert (d.target, d.severity) == (target, severity)
-    assert ("without an error" in d.explanation) == (target == "gpu")
+    assert ("layout to host memory" in d.explanation) == (target == "gpu")
 
 
 def test_unknown_target_or_version_is_refused():
@@ -77,17 +78,26 @@ def test_fix_options_are_spelled_for_the_version():
 
     (d,) = diagnostics("@partial(jax.jit, in_shardings=host)\ndef f(x):\n    return x * 2\n", version=TYPED)
     assert d.origin.kind == "host_argument"
-    assert "argument `x`" in d.origin.detail
+    assert (d.origin.detail, d.origin.argument) == ("argument x declared pinned_host (in_shardings)", "x")
     assert [f.strategy for f in d.fixes] == ["host", "device"]  # device_put may be elided here
     assert "jax.memory.Space.Device" in d.fixes[1].description
 
 
-def test_host_argument_origin_points_at_the_in_shardings_leaf():
+def test_host_argument_origin_is_the_parameter_and_its_in_shardings_leaf():
     (d,) = diagnostics("@partial(jax.jit, in_shardings=(None, host))\ndef f(a, b):\n    return b + a\n",
                        version=LEGACY)
-    assert d.origin.kind == "host_argument"
-    line = "@partial(jax.jit, in_shardings=(None, host))"
-    assert d.origin.span.col == line.index("host") + 1
+    assert d.origin.kind == "host_argument" and d.origin.argument == "b"
+    assert (d.origin.span.col, d.origin.span.end_col) == (len("def f(a, ") + 1, len("def f(a, b") + 1)
+    assert d.trace[0].op == "in_shardings"
+    assert d.trace[0].span.col == "@partial(jax.jit, in_shardings=(None, host))".index("host") + 1
+    assert d.trace[0].span.line == d.origin.span.line - 1
+
+
+def test_host_argument_leaves_are_labelled_as_jax_does():
+    (d,) = diagnostics("@partial(jax.jit, in_shardings=({'mu': host, 'nu': None},))\n"
+                       "def f(opt):\n    return opt['mu'] * 2\n", version=PROPAGATION)
+    assert d.origin.argument == "opt['mu']"
+    assert d.origin.key.endswith(":opt['mu']")
 
 
 def test_unparsable_file_is_reported_with_line_and_column():
@@ -113,6 +123,11 @@ def test_non_utf8_file_is_reported_and_a_coding_cookie_is_honoured():
     declared = ("# -*- coding: latin-1 -*-\n" + SOURCE.replace("# ", "") + "# caf\xe9\n").encode("latin-1")
     result = check_source(declared, "latin.py", jax_version=LEGACY)
     assert result.parse_error is None and len(result.diagnostics) == 2
+
+
+def test_unknown_encoding_cookie_is_reported():
+    result = check_source(b"# -*- coding: klingon -*-\nimport jax\nf = jax.jit(g)  # pinned_host\n", "k.py")
+    assert result.parse_error == ParseError("k.py", 1, 1, "unknown encoding: klingon")
 
 
 def test_bytes_with_a_bom_are_checked():
@@ -181,4 +196,25 @@ def test_spans_name_the_function_that_contains_them():
     assert moved.origin.span.function == "offload"
     assert moved.return_span.function == "outer"
     argument = by_path[("outer", "[1]")]
-    assert argument.origin.kind == "host_argument" and argument.origin.span.function is None
+    assert argument.origin.kind == "host_argument" and argument.origin.span.function == "outer"
+    assert argument.trace[0].span.function is None  # the decorator, outside any function
+
+
+def test_unpinned_host_gets_the_companion_diagnostic_of_the_dynamic_analysis():
+    found = diagnostics("@jax.jit\ndef f(x):\n    u = jax.device_put(x, unpinned)\n    return u, u * 2\n",
+                        version=TYPED, target="gpu")
+    assert sorted((d.code, d.output_path) for d in found) == [
+        ("OFL1200", "[0]"), ("OFL1200", "[1]"), ("OFL1204", None)]
+    (companion,) = [d for d in found if d.code == "OFL1204"]
+    assert companion.severity == "warning" and companion.origin.memory_kind == "unpinned_host"
+    assert [(f.strategy, f.safety) for f in companion.fixes] == [("host", "safe")]
+    assert companion.origin.key == found[0].origin.key
+
+
+def test_source_hash_lets_a_fix_refuse_a_changed_file(tmp_path):
+    data = SOURCE.encode()
+    for d in check_source(data, "train.py", jax_version=LEGACY).diagnostics:
+        assert d.source_sha256 == hashlib.sha256(data).hexdigest()
+    (tmp_path / "train.py").write_bytes(data)
+    (result,) = check_paths([str(tmp_path)], jax_version=LEGACY)
+    assert {d.source_sha256 for d in result.diagnostics} == {hashlib.sha256(data).hexdigest()}

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from .helpers import LEGACY, PROPAGATION, TYPED, VERSIONS, found
+from offload_fixer.static import check_source
+
+from .helpers import LEGACY, PROPAGATION, TYPED, VERSIONS, found, program
 
 
 def error(path: str = "", code: str = "OFL1200") -> list:
@@ -190,9 +192,6 @@ def test_conditional_python_branches_each_return():
 
 
 def test_output_index_follows_jax_flattening_order():
-    from offload_fixer.static import check_source
-    from .helpers import program
-
     source = program("""
     @jax.jit
     def f(x):
@@ -274,9 +273,6 @@ def test_programs_without_any_host_memory_produce_nothing():
 
 
 def test_typed_regime_host_argument_gap_is_reported_by_default_version():
-    from offload_fixer.static import check_source
-    from .helpers import program
-
     source = program("""
     @partial(jax.jit, in_shardings=host)
     def f(x):
@@ -317,6 +313,19 @@ def test_in_shardings_per_argument_and_per_leaf():
     assert d == ("OFL1200", "[0]")
 
 
+def test_in_shardings_cover_the_arguments_passed_not_defaults():
+    body = """
+    @partial(jax.jit, in_shardings=host)
+    def f(x, scale=2.0):
+        return x * 2, scale * 2
+
+    @partial(jax.jit, in_shardings=(None,))
+    def g(x, y=None):
+        return x, jax.device_put(y, host) * 2
+    """
+    assert found(body, PROPAGATION) == error("[0]") + error("[1]")
+
+
 def test_partial_application_before_jit():
     body = """
     def loss(scale, x):
@@ -340,9 +349,6 @@ def test_dict_get_walrus_and_augmented_assignment():
 
 
 def test_diagnostics_for_gpu_are_warnings():
-    from offload_fixer.static import check_source
-    from .helpers import program
-
     source = program("@jax.jit\ndef f(x):\n    return jax.device_put(x, host) * 2\n")
     (d,) = check_source(source, "p.py", target="gpu", jax_version=PROPAGATION).diagnostics
     assert d.severity == "warning"

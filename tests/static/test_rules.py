@@ -256,12 +256,14 @@ def test_host_input_moved_to_device_before_compute(move):
 
 
 def test_device_put_to_unpinned_host_returned():
+    # As the dynamic analysis does: OFL1200 for the output, OFL1204 for the move itself.
     body = """
     @jax.jit
     def f(x):
         return jax.device_put(x, unpinned)
     """
-    assert verdicts(body) == (error(code="OFL1204"), OK, error(code="OFL1204"))
+    both = error() + [("OFL1204", None)]
+    assert verdicts(body) == (both, OK, both)
 
 
 @pytest.mark.parametrize("put", ["jax.device_put(h, jax.devices()[0])", "jax.device_put(h)"])

@@ -1,0 +1,60 @@
+"""Where a jitted function's options are written: the span a host-argument origin points at.
+
+A module knows an argument arrived in host memory but not where the user said so; that is the
+``in_shardings=`` of the function's jit site (decorator, ``jax.jit(f, ...)`` call or
+``partial``), found with the same libcst source facts the fixes use.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from codemods.source_facts import SourceFacts
+from offload_fixer.model import FunctionRef, Span
+
+
+def in_shardings_span(function: FunctionRef) -> Span | None:
+    """The ``in_shardings=`` argument of ``function``'s jit site, else the jit site itself."""
+    if not function.path:
+        return None
+    facts = _facts(function.path, _mtime(function.path))
+    if facts is None:
+        return None
+    info = facts.find_function(function.name, function.line, None)
+    if info is None:
+        return None
+    for site in facts.jit_sites(info):
+        node: cst.CSTNode = site.node
+        if site.options is not None:
+            for arg in site.options.args:
+                if arg.keyword is not None and arg.keyword.value == "in_shardings":
+                    node = arg
+                    break
+        where = facts.positions[node]
+        return Span(function.path, where.start.line, where.start.column + 1, where.end.line, where.end.column + 1,
+                    function.name)
+    return None
+
+
+def _mtime(path: str) -> float:
+    import os
+
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return -1.0
+
+
+@lru_cache(maxsize=64)
+def _facts(path: str, _mtime: float) -> SourceFacts | None:
+    """Parsed once per file version: a run checks many functions of the same file."""
+    try:
+        with open(path, "rb") as fh:
+            module = cst.parse_module(fh.read())
+    except (OSError, cst.ParserSyntaxError):
+        return None
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    return SourceFacts.collect(wrapper.module, wrapper.resolve(PositionProvider))
