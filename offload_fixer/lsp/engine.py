@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import threading
 import tokenize
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -55,7 +54,6 @@ class Analysis:
 
 
 _cache: OrderedDict[tuple[Any, ...], Analysis] = OrderedDict()
-_planner_lock = threading.Lock()
 
 
 def analyse(text: str, path: str, settings: Settings) -> Analysis:
@@ -133,22 +131,11 @@ def fix_all(text: str, path: str, settings: Settings) -> str | None:
 def plan_on_text(
     diagnostics: Sequence[Diagnostic], text: str, path: str, strategy: str, settings: Settings
 ) -> list[FixPlan]:
-    """``plan_fixes`` against the editor's text instead of the file on disk.
+    """``plan_fixes`` against the editor's text instead of the file on disk."""
+    from offload_fixer.fixes import plan_fixes
 
-    ``plan_fixes`` reads each file through ``read_source``; until it accepts texts, the
-    document's path is served the editor's text there, for the length of the call (under a
-    lock: the planner is module state). Everything else is the planner's own logic.
-    """
-    from offload_fixer.fixes import planner
-
-    data = _encoded(text)
-    with _planner_lock:
-        reads_disk = planner.read_source
-        planner.read_source = lambda wanted: data if same_path(wanted, path) else reads_disk(wanted)
-        try:
-            return planner.plan_fixes(diagnostics, strategy=strategy, jax_version=settings.jax_version)
-        finally:
-            planner.read_source = reads_disk
+    return plan_fixes(diagnostics, strategy=strategy, jax_version=settings.jax_version,
+                      texts={path: _encoded(text)})
 
 
 def _encoded(text: str) -> bytes:
