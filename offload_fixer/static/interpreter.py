@@ -259,6 +259,7 @@ class Interpreter:
         static = self._static_arguments(options, positional)
         found = options.get("in_shardings", "in_axis_resources")
         in_tree = NONE if found is None else self._sharding_tree(*found)
+        written = options.argument("in_shardings", "in_axis_resources")
         dynamic = [
             param for i, param in enumerate(positional_params)
             if i >= len(bound_args) and param.name.value not in bound_kwargs and static is not None
@@ -274,7 +275,8 @@ class Interpreter:
             elif param not in dynamic:
                 env[name] = UNKNOWN
             else:
-                env[name] = self._traced_argument(in_tree, dynamic.index(param), required, len(dynamic), param)
+                env[name] = self._traced_argument(in_tree, dynamic.index(param), required, len(dynamic), param,
+                                                  written)
         for p in params.kwonly_params:
             name = p.name.value
             env[name] = bound_kwargs.get(name, UNKNOWN if static is None or name in static else DEVICE_TREE)
@@ -305,7 +307,8 @@ class Interpreter:
                     static.add(positional.index(entry))
         return static
 
-    def _traced_argument(self, in_tree: Any, position: int, required: int, count: int, param: cst.Param) -> Any:
+    def _traced_argument(self, in_tree: Any, position: int, required: int, count: int, param: cst.Param,
+                         written: Any) -> Any:
         """One positional parameter: ``in_shardings`` covers the arguments actually passed, so
         a parameter with a default that it does not clearly cover may be a Python constant."""
         if in_tree is NONE:
@@ -316,23 +319,23 @@ class Interpreter:
             in_tree = in_tree.items[position]
         elif isinstance(in_tree, Mapping) or param.default is not None:
             return UNKNOWN
-        return self._argument_from_shardings(in_tree, param.name, ())
+        return self._argument_from_shardings(in_tree, param.name.value, (), written)
 
-    def _argument_from_shardings(self, tree: Any, name: cst.Name, keys: tuple) -> Any:
+    def _argument_from_shardings(self, tree: Any, name: str, keys: tuple, written: Any) -> Any:
         """The argument's abstract value, following its ``in_shardings`` prefix tree."""
         if isinstance(tree, Seq):
-            return Seq(tuple(self._argument_from_shardings(t, name, keys + (("index", i),))
+            return Seq(tuple(self._argument_from_shardings(t, name, keys + (("index", i),), written)
                              for i, t in enumerate(tree.items)), tree.is_list)
         if isinstance(tree, Mapping):
-            return Mapping(tuple((k, self._argument_from_shardings(t, name, keys + (("key", k),)))
+            return Mapping(tuple((k, self._argument_from_shardings(t, name, keys + (("key", k),), written))
                                  for k, t in tree.items))
         if tree is NONE:
             return DEVICE_TREE
         if isinstance(tree, ShardingLeaf):
             kind = memory_kind_of(tree.value)
             if kind in names.HOST_KINDS:
-                label = name.value + format_output_path(keys)
-                origin = HostOrigin("host_argument", kind, name, f"argument {label} declared {kind} (in_shardings)",
+                label = name + format_output_path(keys)
+                origin = HostOrigin("host_argument", kind, written, f"argument {label} declared {kind} (in_shardings)",
                                     argument=label, declared_at=tree.node)
                 return HostArray(origin, single=False)
             if kind in names.DEVICE_KINDS or kind == "nokind":
@@ -763,7 +766,7 @@ class Interpreter:
     def _apply_ref(self, qualname: str, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
         if qualname in names.JIT:
             if args:
-                return Jitted(args[0], _keywords(node, scope))
+                return Jitted(args[0], _keywords(node, scope, _JIT_POSITIONAL))
             return JitFactory(_keywords(node, scope))
         if qualname in names.PARTIAL and args:
             return self._partial(args[0], args[1:], kwargs, node, scope)
@@ -1113,8 +1116,18 @@ def _attach(value: Any, node: Any) -> Any:
     return ShardingLeaf(value, node)
 
 
-def _keywords(node: Any, scope: Any) -> JitOptions:
-    return JitOptions(tuple((arg.keyword.value, arg.value, scope) for arg in node.args if arg.keyword is not None))
+_JIT_POSITIONAL = ("fun", "in_shardings", "out_shardings")
+
+
+def _keywords(node: Any, scope: Any, positional: tuple = ()) -> JitOptions:
+    """Options of a call, by keyword, and by position for the names in ``positional``."""
+    options = []
+    for index, arg in enumerate(node.args):
+        if arg.keyword is not None:
+            options.append((arg.keyword.value, arg.value, scope, arg))
+        elif not arg.star and 0 < index < len(positional):
+            options.append((positional[index], arg.value, scope, arg))
+    return JitOptions(tuple(options))
 
 
 def _call_argument(args: list, kwargs: dict, position: int, keyword: str, default: Any = _ABSENT) -> Any:

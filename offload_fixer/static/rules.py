@@ -21,7 +21,7 @@ leaf does not.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import libcst as cst
@@ -156,12 +156,12 @@ def diagnostics(found: list[Finding], positions: Any, path: str, target: str, sp
     result = []
     for f in found:
         output_path = format_output_path(f.keys)
-        origin = _origin(f.leaf.origin, span)
+        function = FunctionRef(_function_name(f.site.function), path, positions[f.site.function].start.line)
+        origin = _origin(f.leaf.origin, span, function.name)
         return_span = span(f.returned.node)
         if (origin.key, return_span, output_path) in seen:
             continue  # one function jitted at several sites, or a pytree reached twice
         seen.add((origin.key, return_span, output_path))
-        function = FunctionRef(_function_name(f.site.function), path, positions[f.site.function].start.line)
         others = tuple(p for p in related[(id(f.returned), id(f.leaf.origin))] if p != output_path)
         result.append(_host_output(f, function, origin, output_path, return_span, span, target, spelling,
                                    others, source_sha256))
@@ -194,10 +194,13 @@ def _bounds(code_range: Any) -> tuple:
     return (code_range.start.line, code_range.start.column), (code_range.end.line, code_range.end.column)
 
 
-def _origin(host: HostOrigin, span: _Spans) -> Origin:
-    """A move to host is located at its ``device_put``; a host argument at its parameter in the
-    signature, where the fix planner looks for it, with JAX's label for the leaf."""
+def _origin(host: HostOrigin, span: _Spans, function: str) -> Origin:
+    """A move to host is located at its ``device_put``; a host argument, as the dynamic
+    analysis does, at the jit site's ``in_shardings=`` in the name of the jitted function,
+    with JAX's label for the leaf (by which the fix planner finds the parameter)."""
     where = span(host.node)
+    if host.kind == "host_argument":
+        where = replace(where, function=function)
     return Origin(kind=host.kind, memory_kind=host.memory_kind, span=where, detail=host.detail,
                   key=f"{where.path}:{where.line}:{where.col}" + (f":{host.argument}" if host.argument else ""),
                   argument=host.argument)

@@ -56,7 +56,8 @@ class HostOrigin:
     """``move_to_host`` or ``host_argument``, as in :class:`offload_fixer.model.Origin`."""
     memory_kind: str
     node: Any
-    """The libcst node to underline: the ``device_put`` call, or the parameter's name."""
+    """The libcst node to underline: the ``device_put`` call, or the ``in_shardings=`` argument
+    of the jit site (where the dynamic analysis points a host argument too)."""
     detail: str
     argument: str | None = None
     """For ``host_argument``: the label JAX gives the argument leaf (``params['w']``)."""
@@ -158,16 +159,24 @@ class Bound:
 
 @dataclass(frozen=True, eq=False)
 class JitOptions:
-    """The keyword arguments of a ``jax.jit`` call, kept as nodes with the scope of each."""
+    """The options of a ``jax.jit`` call, kept as nodes with the scope of each."""
 
-    keywords: tuple = ()  # ((name, expression node, scope), ...)
+    keywords: tuple = ()  # ((name, value node, scope, argument node), ...)
 
     def get(self, *names: str) -> tuple | None:
-        """``(node, scope)`` of the last keyword among ``names``, or None."""
+        """``(value node, scope)`` of the last option among ``names``, or None."""
         found = None
-        for name, node, scope in self.keywords:
+        for name, node, scope, _ in self.keywords:
             if name in names:
                 found = (node, scope)
+        return found
+
+    def argument(self, *names: str) -> Any:
+        """The whole argument (``in_shardings=...``) as written, for spans."""
+        found = None
+        for name, _, _, argument in self.keywords:
+            if name in names:
+                found = argument
         return found
 
     def merged(self, other: "JitOptions") -> "JitOptions":

@@ -83,14 +83,22 @@ def test_fix_options_are_spelled_for_the_version():
     assert "jax.memory.Space.Device" in d.fixes[1].description
 
 
-def test_host_argument_origin_is_the_parameter_and_its_in_shardings_leaf():
+def test_host_argument_origin_is_the_in_shardings_argument_and_its_leaf():
     (d,) = diagnostics("@partial(jax.jit, in_shardings=(None, host))\ndef f(a, b):\n    return b + a\n",
                        version=LEGACY)
+    decorator = "@partial(jax.jit, in_shardings=(None, host))"
     assert d.origin.kind == "host_argument" and d.origin.argument == "b"
-    assert (d.origin.span.col, d.origin.span.end_col) == (len("def f(a, ") + 1, len("def f(a, b") + 1)
+    # Where the dynamic analysis points too: the jit site's ``in_shardings=``, named after ``f``.
+    assert (d.origin.span.col, d.origin.span.end_col) == (decorator.index("in_") + 1, len(decorator))
+    assert d.origin.span.function == "f" and d.span == d.origin.span
     assert d.trace[0].op == "in_shardings"
-    assert d.trace[0].span.col == "@partial(jax.jit, in_shardings=(None, host))".index("host") + 1
-    assert d.trace[0].span.line == d.origin.span.line - 1
+    assert d.trace[0].span.col == decorator.index("host") + 1  # the leaf that says host
+    assert d.function.line == d.origin.span.line + 1
+
+
+def test_in_shardings_given_by_position():
+    (d,) = diagnostics("def f(a, b):\n    return b + a\ng = jax.jit(f, (None, host))\n", version=LEGACY)
+    assert d.origin.argument == "b" and d.origin.span.line == d.function.line + 2
 
 
 def test_host_argument_leaves_are_labelled_as_jax_does():
