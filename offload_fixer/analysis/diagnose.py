@@ -13,20 +13,10 @@ from offload_fixer.source.locations import output_path, user_span, written_as_mo
 
 ERROR_TARGETS = ("tpu", "gpu-legacy")
 
-FIX_DEVICE = FixOption(
-    "device",
-    "Move the value back to device before it is returned",
-    "Insert a move to device memory where the value enters the computation or at the return, "
-    "so the output stays in device memory as declared.",
-    "safe",
-)
-FIX_HOST = FixOption(
-    "host",
-    "Declare the output as host memory",
-    "Give this output's `out_shardings` leaf `memory_kind=\"pinned_host\"`: the result is then "
-    "returned in host memory, which changes where callers receive it.",
-    "unsafe",
-)
+def _fix(code: str, strategy: str, index: int = 0) -> FixOption:
+    """A remedy as the rule page documents it (title, why, safety): one text for every way in."""
+    doc = get_rule(code).fixes[index]
+    return FixOption(strategy, doc.title, doc.why, doc.safety)
 
 
 class Diagnoser:
@@ -117,7 +107,7 @@ class Diagnoser:
             origin=origin,
             trace=tuple(self._step(node) for node in reach.path),
             span=origin.span,
-            fixes=(FIX_DEVICE, FIX_HOST),
+            fixes=(_fix("OFL1200", "device"), _fix("OFL1200", "host", 1)),
             function=self.function,
             related_outputs=related,
         )
@@ -149,7 +139,7 @@ class Diagnoser:
             origin=origin,
             trace=tuple(Step(op.name, "host compute", self._span(op)) for op in ops),
             span=self._span(first) or origin.span,
-            fixes=(FIX_DEVICE,),
+            fixes=(_fix("OFL1201", "device"),),
             function=self.function,
         )
 
@@ -171,7 +161,7 @@ class Diagnoser:
             origin=origin,
             trace=(Step(op.name, "host compute", self._span(op)),),
             span=self._span(op) or origin.span,
-            fixes=(FIX_DEVICE,),
+            fixes=(_fix("OFL1206", "device"),),
             function=self.function,
         )
 
@@ -191,9 +181,7 @@ class Diagnoser:
             ),
             origin=origin,
             span=origin.span,
-            fixes=(
-                FixOption("host", "Use memory_kind=\"pinned_host\"", "Replace 'unpinned_host' with 'pinned_host'.", "safe"),
-            ),
+            fixes=(_fix("OFL1204", "host"),),
             function=self.function,
         )
 
@@ -224,7 +212,7 @@ class Diagnoser:
             origin=origin,
             trace=(Step(failure.op.name, "failure", self._span(failure.op)),),
             span=self._span(failure.op) or origin.span,
-            fixes=(FIX_DEVICE,),
+            fixes=(_fix(failure.code, "device"),),
             function=self.function,
         )
 
