@@ -9,7 +9,7 @@ from offload_fixer.ir import module as irm
 from offload_fixer.rules import get_rule
 from offload_fixer.model import Diagnostic, FixOption, FunctionRef, Origin, OutputInfo, Span, Step
 from offload_fixer.source.jit_sites import in_shardings_span
-from offload_fixer.source.locations import output_path, user_span, written_as_move
+from offload_fixer.source.locations import frame_path, output_path, user_span, written_as_move
 
 ERROR_TARGETS = ("tpu", "gpu-legacy")
 
@@ -332,7 +332,7 @@ def _function_from_module(view: irm.ModuleView) -> FunctionRef | None:
     if not name:
         return None
     for op in irm.walk_operations(view.main):
-        span = user_span(view.location(op))
-        if span and span.function and span.function.rsplit(".", 1)[-1] == name:
-            return FunctionRef(name=name, path=span.path)
+        path = frame_path(view.location(op), name)
+        if path:
+            return FunctionRef(name=name, path=path)
     return FunctionRef(name=name)

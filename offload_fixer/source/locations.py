@@ -44,6 +44,15 @@ def user_span(location: OpLocation) -> Span | None:
     return None
 
 
+def frame_path(location: OpLocation, function: str) -> str | None:
+    """The file of the user frame running ``function`` (by its last qualified-name part),
+    wherever it is on the op's call stack: a jitted step's ops often sit in helpers it calls."""
+    for frame in location.frames:
+        if frame.function and frame.function.rsplit(".", 1)[-1] == function and is_user_frame(frame):
+            return frame.path
+    return None
+
+
 def output_path(result_info: str) -> str:
     """``jax.result_info`` (``result[0]['mu']``, ``result``, ``""``) -> keystr ``[0]['mu']``."""
     return result_info[len("result"):] if result_info.startswith("result") else result_info
