@@ -1,0 +1,102 @@
+"""How far the static check agrees with the dynamic analysis: a confusion matrix.
+
+Each program is run under ``offload-fixer run`` (the dynamic analysis: the judge) and checked
+statically from its source. A unit is one (file, jitted function, output path) that either side
+reports with OFL1200, plus every jitted function neither side reports (true negatives, counted
+per function). Only functions the program actually compiled are compared (the dynamic analysis
+cannot judge the others), and a static finding on a subtree (``[1]``) matches dynamic findings
+on its leaves (``[1]['w']``). The static check must have no false positives on programs the
+dynamic analysis passes; misses are expected where a value flows through something the static
+rules do not model.
+
+    .venv/bin/python scripts/static_vs_dynamic.py                 # examples/ and test programs
+    .venv/bin/python scripts/static_vs_dynamic.py path/to/prog.py  # any programs that run
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_PROGRAMS = sorted(
+    [*ROOT.glob("examples/*.py"), *ROOT.glob("tests/runner_programs/*.py"), *ROOT.glob("tests/lsp_fixtures/*.py")]
+)
+
+
+@dataclass
+class Matrix:
+    true_positive: set = field(default_factory=set)
+    false_positive: set = field(default_factory=set)
+    false_negative: set = field(default_factory=set)
+    true_negative: set = field(default_factory=set)
+    not_run: list = field(default_factory=list)
+
+
+def _units(diagnostics) -> set[tuple[str, str, str]]:
+    return {
+        (os.path.realpath(d.function.path or ""), d.function.name.rsplit(".", 1)[-1], d.output_path or "")
+        for d in diagnostics
+        if d.code == "OFL1200" and d.function is not None
+    }
+
+
+def _covers(static_path: str, dynamic_path: str) -> bool:
+    return dynamic_path.startswith(static_path)
+
+
+def compare(programs: list[Path]) -> Matrix:
+    from offload_fixer.runner import run_program
+    from offload_fixer.static import check_source
+
+    matrix = Matrix()
+    for program in programs:
+        path = os.path.realpath(program)
+        result = run_program(str(program), [], target="tpu")
+        if result.program_exit_code != 0:
+            matrix.not_run.append((str(program), "the program failed"))
+            continue
+        checked = {
+            report.function.name.rsplit(".", 1)[-1]
+            for report in result.reports
+            if report.function and os.path.realpath(report.function.path or "") == path
+        }
+        dynamic = {u for u in _units(result.diagnostics) if u[0] == path}
+        static = {
+            u for u in _units(check_source(program.read_bytes(), path).diagnostics) if u[0] == path and u[1] in checked
+        }
+        for unit in dynamic:
+            found = any(s[1] == unit[1] and _covers(s[2], unit[2]) for s in static)
+            (matrix.true_positive if found else matrix.false_negative).add(unit)
+        for unit in static:
+            if not any(d[1] == unit[1] and _covers(unit[2], d[2]) for d in dynamic):
+                matrix.false_positive.add(unit)
+        flagged = {name for _, name, _ in dynamic | static}
+        matrix.true_negative |= {(path, name, "*") for name in checked - flagged}
+    return matrix
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("programs", nargs="*", type=Path, default=DEFAULT_PROGRAMS)
+    args = parser.parse_args()
+    matrix = compare(args.programs)
+    print(f"{len(args.programs)} programs")
+    print("units: (function, output) with OFL1200; true negatives: clean compiled functions")
+    print(f"{'':>16} {'dynamic: E':>11} {'dynamic: ok':>12}")
+    print(f"{'static: E':>16} {len(matrix.true_positive):>11} {len(matrix.false_positive):>12}")
+    print(f"{'static: ok':>16} {len(matrix.false_negative):>11} {len(matrix.true_negative):>12}")
+    for title, units in (("static false positives", matrix.false_positive), ("static misses", matrix.false_negative)):
+        for path, function, output in sorted(units):
+            print(f"{title}: {os.path.relpath(path, ROOT)} {function} {output or '(result)'}")
+    for program, why in matrix.not_run:
+        print(f"not compared: {program}: {why}")
+    return 1 if matrix.false_positive else 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    sys.exit(main())
