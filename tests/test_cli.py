@@ -199,3 +199,13 @@ def test_suppressed_diagnostics_are_neither_reported_nor_fixed(tmp_path: Path):
     assert invoke("check", str(path)).exit_code == ExitCode.CLEAN
     assert invoke("check", "--fix", "--strategy", "host", str(path)).exit_code == ExitCode.CLEAN
     assert path.read_text() == source
+
+
+def test_explain_reads_a_log_from_stdin_and_says_what_to_run():
+    log = (ROOT / "tests/explain_fixtures/new_format.log").read_text()
+    log = log.replace("${reference}", "starting from tuple.64")
+    result = CliRunner().invoke(main, ["explain"], input=log)
+    assert result.exit_code == ExitCode.FINDINGS
+    assert "tuple.64" in result.output and "offload-fixer run" in result.output
+    nothing = CliRunner().invoke(main, ["explain"], input="all good\n")
+    assert nothing.exit_code == ExitCode.INPUT_ERROR
