@@ -105,7 +105,7 @@ class Diagnoser:
             output_index=reach.output,
             output_path=path,
             origin=origin,
-            trace=tuple(self._step(node) for node in reach.path),
+            trace=self._trace(reach),
             span=origin.span,
             fixes=(_fix("OFL1200", "device"), _fix("OFL1200", "host", 1)),
             function=self.function,
@@ -244,6 +244,13 @@ class Diagnoser:
                 return f"Arg_{node.index}"
             return "parameter"
         return hlo_name(node.owner)
+
+    def _trace(self, reach: Reach) -> tuple[Step, ...]:
+        """The walk's path, from the move to host (the walk itself starts at its first user)."""
+        steps = [self._step(node) for node in reach.path]
+        if reach.seed.op is not None:
+            steps.insert(0, self._step(Node("op", reach.seed.op, None)))
+        return tuple(steps)
 
     def _step(self, node: Node) -> Step:
         if node.kind == "root":

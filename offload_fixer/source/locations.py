@@ -30,15 +30,19 @@ def is_user_frame(frame: Frame) -> bool:
 
 
 def user_span(location: OpLocation) -> Span | None:
-    """The innermost frame in user code: the line the user wrote, not JAX's internals."""
+    """The innermost frame in user code: the line the user wrote, not JAX's internals.
+
+    JAX records Python's 0-based column offsets in MLIR locations; spans are 1-based like every
+    other position the tool prints (and like the static check's), hence the ``+ 1``.
+    """
     for frame in location.frames:
         if is_user_frame(frame):
             return Span(
                 path=frame.path,
                 line=frame.line,
-                col=frame.col,
+                col=frame.col + 1,
                 end_line=frame.end_line,
-                end_col=frame.end_col,
+                end_col=frame.end_col + 1 if frame.end_col is not None else None,
                 function=frame.function,
             )
     return None

@@ -8,13 +8,16 @@ import hashlib
 import io
 import tokenize
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
 
 from offload_fixer import jax_compat
 from offload_fixer.model import TARGETS, Diagnostic
 
 from .files import python_files
 from .prefilter import may_hold_host_move, references_jit
+
+if TYPE_CHECKING:
+    from .source import ParsedSource, SourceCache
 
 
 @dataclass(frozen=True)
@@ -42,14 +45,16 @@ class StaticResult:
 
 
 def check_source(source: str | bytes, path: str = "<string>", target: str = "tpu",
-                 jax_version: str | None = None) -> StaticResult:
+                 jax_version: str | None = None, cache: SourceCache | None = None) -> StaticResult:
     """Check one file's text without importing or running it.
 
     ``jax_version`` picks the rules of that JAX release (default: the installed one);
-    ``target`` is ``tpu``, ``gpu`` or ``gpu-legacy`` and sets the severity.
+    ``target`` is ``tpu``, ``gpu`` or ``gpu-legacy`` and sets the severity. An editor passes
+    the same :class:`SourceCache` for every version of a document, so that only the
+    statements a change touched are parsed again; the result is the same without it.
     """
     spelling = _spelling(target, jax_version)
-    return _check(source, path, target, spelling)
+    return _check(source, path, target, spelling, cache)
 
 
 def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | None = None,
@@ -87,7 +92,8 @@ def _spelling(target: str, jax_version: str | None) -> jax_compat.Spelling:
     return jax_compat.spelling(jax_version)
 
 
-def _check(source: str | bytes, path: str, target: str, spelling: jax_compat.Spelling) -> StaticResult:
+def _check(source: str | bytes, path: str, target: str, spelling: jax_compat.Spelling,
+           cache: SourceCache | None = None) -> StaticResult:
     if not may_hold_host_move(source):
         return StaticResult(path)
     text = source
@@ -95,19 +101,23 @@ def _check(source: str | bytes, path: str, target: str, spelling: jax_compat.Spe
         text, error = _decode(source, path)
         if error is not None:
             return StaticResult(path, parse_error=error, analysed=True)
+    syntax_error = None
+    tree = None
     try:
-        syntax_error = None
-        if not references_jit(ast.parse(text)):
-            return StaticResult(path, analysed=True)
+        tree = ast.parse(text)
     except (SyntaxError, ValueError) as exc:
         # libcst may still parse syntax newer than this interpreter's; if not, CPython's
         # message and position are the ones users know.
         syntax_error = exc
+    if tree is not None and not references_jit(tree):
+        return StaticResult(path, analysed=True)
 
     import libcst as cst
 
+    from .source import parse_source
+
     try:
-        module = cst.parse_module(text)
+        parsed = parse_source(text, tree, cache)
     except cst.ParserSyntaxError as exc:
         if isinstance(syntax_error, SyntaxError):
             error = ParseError(path, syntax_error.lineno or 1, syntax_error.offset or 1, syntax_error.msg)
@@ -115,15 +125,19 @@ def _check(source: str | bytes, path: str, target: str, spelling: jax_compat.Spe
             error = ParseError(path, exc.raw_line, exc.raw_column + 1, exc.message)
         return StaticResult(path, parse_error=error, analysed=True)
     digest = hashlib.sha256(source if isinstance(source, bytes) else source.encode("utf-8")).hexdigest()
-    return StaticResult(path, tuple(_analyse(module, text, path, target, spelling, digest)), analysed=True)
+    return StaticResult(path, tuple(_analyse(parsed, text, path, target, spelling, digest)), analysed=True)
 
 
-def _analyse(module, text: str, path: str, target: str, spelling: jax_compat.Spelling,
+def _analyse(parsed: ParsedSource | object, text: str, path: str, target: str, spelling: jax_compat.Spelling,
              source_sha256: str | None = None) -> list[Diagnostic]:
+    """Diagnostics of a parsed text (a :class:`ParsedSource`, or a ``cst.Module``)."""
     from .interpreter import Interpreter
     from .rules import diagnostics, findings
+    from .source import ParsedSource
 
-    interpreter = Interpreter(module, text)
+    if not isinstance(parsed, ParsedSource):
+        parsed = ParsedSource(parsed)
+    interpreter = Interpreter(parsed.module, text)
     found = []
     try:
         sites = interpreter.jit_sites()
@@ -138,11 +152,8 @@ def _analyse(module, text: str, path: str, target: str, spelling: jax_compat.Spe
             found.extend(findings(site, spelling))
     if not found:
         return []
-    from libcst.metadata import MetadataWrapper, PositionProvider
-
-    # Positions cost about three parses; only files with findings pay for them.
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    return diagnostics(found, positions, path, target, spelling, source_sha256)
+    # Positions cost about three parses: only the statements that findings name pay for them.
+    return diagnostics(found, parsed, path, target, spelling, source_sha256)
 
 
 def _decode(data: bytes, path: str) -> tuple[str, ParseError | None]:

@@ -9,6 +9,7 @@ never imports or runs the analysed code. Whatever it does not model yields ``UNK
 
 from __future__ import annotations
 
+import ast
 import functools
 import re
 from dataclasses import dataclass
@@ -572,7 +573,7 @@ class Interpreter:
         return scope.lookup(value)
 
     def _ev_literal(self, node: Any, scope: Any) -> Any:
-        return Const(node.evaluated_value)
+        return Const(_literal_value(node.value))
 
     def _ev_attribute(self, node: cst.Attribute, scope: Any) -> Any:
         base = self.ev(node.value, scope)
@@ -1273,19 +1274,39 @@ def _calls_in(node: Any) -> Iterator[cst.Call]:
     """Every call in an expression or simple statement, outside nested scopes.
 
     A hand-written walk: libcst's generic ``children`` is about ten times slower, and this
-    runs over every statement of every file that passes the prefilter.
+    runs over every statement of every file that passes the prefilter. Children are told
+    apart by exact type (:data:`_SAME_SCOPE_NODE`): ``isinstance`` against libcst's abstract
+    classes goes through ``ABCMeta`` and cost more than half of the walk.
     """
     stack = [node]
     while stack:
         current = stack.pop()
-        if isinstance(current, cst.Call):
+        if type(current) is cst.Call:
             yield current
         for name in _fields(type(current)):
             child = getattr(current, name)
-            if isinstance(child, cst.CSTNode):
-                if not isinstance(child, _NEW_SCOPES):
-                    stack.append(child)
-            elif isinstance(child, (tuple, list)):
+            kind = type(child)
+            if kind is tuple or kind is list:
                 for item in child:
-                    if isinstance(item, cst.CSTNode) and not isinstance(item, _NEW_SCOPES):
+                    if _SAME_SCOPE_NODE[type(item)]:
                         stack.append(item)
+            elif _SAME_SCOPE_NODE[kind]:
+                stack.append(child)
+
+
+class _SameScopeNode(dict):
+    """type -> whether it is a libcst node that does not open a scope, filled on first use."""
+
+    def __missing__(self, kind: type) -> bool:
+        found = self[kind] = issubclass(kind, cst.CSTNode) and not issubclass(kind, _NEW_SCOPES)
+        return found
+
+
+_SAME_SCOPE_NODE = _SameScopeNode()
+
+
+@functools.lru_cache(maxsize=4096)
+def _literal_value(text: str) -> Any:
+    """``evaluated_value`` of a number or string literal (``ast.literal_eval`` of its text,
+    which compiles it: literals repeat, so the values are kept)."""
+    return ast.literal_eval(text)

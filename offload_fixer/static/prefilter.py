@@ -32,30 +32,54 @@ def references_jit(tree: ast.Module) -> bool:
     """False when nothing in the module can name ``jax.jit``/``pjit``.
 
     Over-approximates the interpreter's own resolution (no shadowing, every import counts),
-    so a module ruled out here has no jit site the interpreter would find.
+    so a module ruled out here has no jit site the interpreter would find. Imports nearly
+    always open the file, so a use resolved through the top-level ones ends the walk early:
+    more imports could only add meanings to a name.
     """
     aliases: dict[str, set[str]] = {}
+    for statement in tree.body:
+        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+            _add_aliases(statement, aliases)
+    jit_names = {name for name, qualnames in aliases.items() if qualnames & JIT}
     attributes: list[ast.Attribute] = []
     loaded: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    aliases.setdefault(alias.asname, set()).add(alias.name)
-                else:
-                    head = alias.name.split(".")[0]
-                    aliases.setdefault(head, set()).add(head)
-        elif isinstance(node, ast.ImportFrom):
-            if node.module and not node.level:
-                for alias in node.names:
-                    aliases.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
-        elif isinstance(node, ast.Attribute) and node.attr in ("jit", "pjit"):
-            attributes.append(node)
-        elif isinstance(node, ast.Name):
+    stack: list = [tree]
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is ast.Name:
+            if node.id in jit_names:
+                return True
             loaded.add(node.id)
+            continue
+        if kind is ast.Attribute and node.attr in ("jit", "pjit"):
+            if any(q in JIT for q in _resolve(node, aliases)):
+                return True
+            attributes.append(node)
+        elif kind is ast.Import or kind is ast.ImportFrom:
+            _add_aliases(node, aliases)
+        for field in node._fields:
+            child = getattr(node, field)
+            if type(child) is list:
+                stack.extend(item for item in reversed(child) if isinstance(item, ast.AST))
+            elif isinstance(child, ast.AST):
+                stack.append(child)
     if any(q in JIT for name in loaded for q in aliases.get(name, ())):
         return True
     return any(q in JIT for node in attributes for q in _resolve(node, aliases))
+
+
+def _add_aliases(node: ast.Import | ast.ImportFrom, aliases: dict[str, set[str]]) -> None:
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname:
+                aliases.setdefault(alias.asname, set()).add(alias.name)
+            else:
+                head = alias.name.split(".")[0]
+                aliases.setdefault(head, set()).add(head)
+    elif node.module and not node.level:
+        for alias in node.names:
+            aliases.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
 
 
 def _resolve(node: ast.AST, aliases: dict[str, set[str]]) -> set[str]:

@@ -24,14 +24,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-import libcst as cst
-
 from offload_fixer.jax_compat import Regime, Spelling
 from offload_fixer.model import Diagnostic, FixOption, FunctionRef, Origin, Span, Step, format_output_path
 from offload_fixer.rules import get_rule
 
 from . import names
 from .interpreter import ReturnedValue, SiteResult, memory_kind_of
+from .source import ParsedSource
 from .values import NONE, UNKNOWN, HostArray, HostOrigin, Mapping, Seq, is_single_array
 
 _ROLES = {
@@ -140,14 +139,14 @@ def _subtree_declaration(tree: Any) -> str:
 
 # ---------------------------------------------------------------------------------------
 # Diagnostics
-def diagnostics(found: list[Finding], positions: Any, path: str, target: str, spelling: Spelling,
+def diagnostics(found: list[Finding], source: ParsedSource, path: str, target: str, spelling: Spelling,
                 source_sha256: str | None = None) -> list[Diagnostic]:
     """Turn findings into Diagnostics, as the dynamic analysis words them: one OFL1200 per
     offending output, and one OFL1204 per ``unpinned_host`` move that reaches an output.
 
-    ``positions`` maps libcst nodes to code ranges.
+    ``source`` gives the code ranges of the findings' nodes.
     """
-    span = _Spans(positions, path)
+    span = _Spans(source, path)
     related: dict[tuple, list[str]] = {}
     for f in found:
         related.setdefault((id(f.returned), id(f.leaf.origin)), []).append(format_output_path(f.keys))
@@ -156,7 +155,7 @@ def diagnostics(found: list[Finding], positions: Any, path: str, target: str, sp
     result = []
     for f in found:
         output_path = format_output_path(f.keys)
-        function = FunctionRef(_function_name(f.site.function), path, positions[f.site.function].start.line)
+        function = FunctionRef(_function_name(f.site.function), path, source.code_range(f.site.function).start.line)
         origin = _origin(f.leaf.origin, span, function.name)
         return_span = span(f.returned.node)
         if (origin.key, return_span, output_path) in seen:
@@ -175,16 +174,15 @@ class _Spans:
     """1-based spans of libcst nodes (end column exclusive, as SARIF's), each naming the
     innermost ``def`` that contains it."""
 
-    def __init__(self, positions: Any, path: str) -> None:
-        self.positions = positions
+    def __init__(self, source: ParsedSource, path: str) -> None:
+        self.source = source
         self.path = path
-        self.functions = [(_bounds(r), node.name.value) for node, r in positions.items()
-                          if isinstance(node, cst.FunctionDef)]
 
     def __call__(self, node: Any) -> Span:
-        code_range = self.positions[node]
+        code_range = self.source.code_range(node)
         start, end = _bounds(code_range)
-        containing = [(bounds, name) for bounds, name in self.functions if bounds[0] <= start and end <= bounds[1]]
+        functions = ((_bounds(r), name) for r, name in self.source.functions_around(node))
+        containing = [(bounds, name) for bounds, name in functions if bounds[0] <= start and end <= bounds[1]]
         function = max(containing)[1] if containing else None
         return Span(self.path, code_range.start.line, code_range.start.column + 1,
                     code_range.end.line, code_range.end.column + 1, function)
