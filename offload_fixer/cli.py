@@ -144,7 +144,7 @@ def _sources_for(diagnostics: Iterable[Diagnostic], known: dict[str, str]) -> di
 def _apply_fixes(diagnostics: Sequence[Diagnostic], strategy: str, write: bool, unsafe: bool,
                  jax_version: str | None, expected_sha256: dict[str, str] | None = None) -> tuple[bool, ExitCode | None]:
     """Plan and apply; returns (changes pending or written, failure exit code if any)."""
-    from offload_fixer.fixes import FixError, apply_plans, plan_fixes
+    from offload_fixer.fixes import apply_plans, plan_fixes
 
     plans = plan_fixes(list(diagnostics), strategy=strategy, jax_version=jax_version)
     if expected_sha256:
@@ -186,17 +186,6 @@ def _colour_diff(diff: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", message="%(prog)s %(version)s", prog_name="offload-fixer")
-def main() -> None:
-    """Predict and fix JAX host-offload outputs that XLA rejects with error 1200."""
-
-
-@main.result_callback()
-def _after(*_args: Any, **_kwargs: Any) -> None:
-    """Commands exit explicitly with their code."""
-
-
 def _version_callback(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
     if not value or ctx.resilient_parsing:
         return
@@ -210,12 +199,16 @@ def _version_callback(ctx: click.Context, _param: click.Parameter, value: bool) 
     ctx.exit(0)
 
 
-# Replace click's plain version option with one that reports the JAX regime too.
-main.params = [p for p in main.params if p.name != "version"]
-main.params.append(
-    click.Option(["--version"], is_flag=True, expose_value=False, is_eager=True, callback=_version_callback,
-                 help="Show offload-fixer's version and the JAX version and regime in use.")
-)
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_version_callback,
+              help="Show offload-fixer's version and the JAX version and regime in use.")
+def main() -> None:
+    """Predict and fix JAX host-offload outputs that XLA rejects with error 1200.
+
+    Every command exits 0 when clean, 1 on findings (or pending --diff changes), 2 on usage
+    errors, 3 when the program under `run` failed, 4 on unreadable input, 5 when a fix is
+    refused, 6 for a JAX version offload-fixer does not model.
+    """
 
 
 @main.command()

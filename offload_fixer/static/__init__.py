@@ -9,9 +9,14 @@ silent: a missed finding is preferred to a false one.
     result = check_source(text, "train.py", target="tpu", jax_version="0.6.2")
     for result in check_paths(["src/"], jobs=4): ...
 
+An editor keeps a :class:`SourceCache` per open document and passes it to every check of
+that document (``check_source(text, path, cache=cache)``): only the top-level statements a
+change touched are parsed again.
+
 libcst is imported only when a file passes the prefilter, so start-up stays small.
 """
 
 from .api import ParseError, StaticResult, check_paths, check_source
+from .source import SourceCache
 
-__all__ = ["ParseError", "StaticResult", "check_paths", "check_source"]
+__all__ = ["ParseError", "SourceCache", "StaticResult", "check_paths", "check_source"]

@@ -124,11 +124,12 @@ class Chunk:
 
 class SourceCache:
     """Parsed chunks of the texts seen lately, by chunk text: keep one per open document so
-    that a new version of it re-parses only its changed chunks. Holds at least the chunks of
-    the latest text, and up to ``max_chunks`` (least recently used go first)."""
+    that a new version of it re-parses only its changed chunks. Holds the chunks of the
+    latest text and up to ``spare`` others (older versions of edited statements: an undo
+    finds them), least recently used going first."""
 
-    def __init__(self, max_chunks: int = 4096) -> None:
-        self.max_chunks = max_chunks
+    def __init__(self, spare: int = 1024) -> None:
+        self.spare = spare
         self._chunks: OrderedDict[tuple, Chunk] = OrderedDict()
         self.parsed = 0
         """How many chunks were parsed (not found here), for tests and benchmarks."""
@@ -146,9 +147,8 @@ class SourceCache:
             self._chunks[key] = found
         return found
 
-    def trim(self, keep: int) -> None:
-        limit = max(self.max_chunks, keep)
-        while len(self._chunks) > limit:
+    def trim(self, in_use: int) -> None:
+        while len(self._chunks) > in_use + self.spare:
             self._chunks.popitem(last=False)
 
     def __len__(self) -> int:
