@@ -209,3 +209,23 @@ def test_explain_reads_a_log_from_stdin_and_says_what_to_run():
     assert "tuple.64" in result.output and "offload-fixer run" in result.output
     nothing = CliRunner().invoke(main, ["explain"], input="all good\n")
     assert nothing.exit_code == ExitCode.INPUT_ERROR
+
+
+@pytest.mark.skipif(shutil.which("offload-fixer", path=os.path.dirname(sys.executable)) is None,
+                    reason="the entry point is not installed in this environment")
+@pytest.mark.parametrize(
+    "options, code, expect",
+    [
+        (["--format", "github"], ExitCode.FINDINGS, "::error file="),
+        (["--diff", "--strategy", "host"], ExitCode.FINDINGS, "+++ "),
+        (["--select", "OFL1201"], ExitCode.CLEAN, ""),
+        (["--jax-version", "0.3.0"], ExitCode.UNSUPPORTED_JAX, "0.3.0"),
+    ],
+)
+def test_check_through_the_installed_entry_point(broken: Path, options, code, expect):
+    exe = shutil.which("offload-fixer", path=os.path.dirname(sys.executable))
+    before = broken.read_bytes()
+    proc = subprocess.run([exe, "check", *options, str(broken)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == code, proc.stderr
+    assert expect in proc.stdout + proc.stderr
+    assert broken.read_bytes() == before

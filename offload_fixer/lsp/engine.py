@@ -23,6 +23,7 @@ from offload_fixer.model import Diagnostic, Origin, Span
 
 if TYPE_CHECKING:
     from offload_fixer.fixes import FixPlan
+    from offload_fixer.static import SourceCache
 
 _CACHE_SIZE = 16
 
@@ -54,6 +55,8 @@ class Analysis:
 
 
 _cache: OrderedDict[tuple[Any, ...], Analysis] = OrderedDict()
+_sources: OrderedDict[str, SourceCache] = OrderedDict()
+"""Per document: its parsed top-level statements, so that a change re-parses only its own."""
 
 
 def analyse(text: str, path: str, settings: Settings) -> Analysis:
@@ -76,12 +79,31 @@ def _analyse(text: str, path: str, settings: Settings) -> Analysis:
 
     if os.path.isabs(path) and settings.is_excluded(path):
         return Analysis()
-    result = check_source(text, path, target=settings.target, jax_version=settings.jax_version)
+    result = check_source(text, path, target=settings.target, jax_version=settings.jax_version,
+                          cache=_source_cache(path))
     if result.parse_error is not None:
         return Analysis(parse_error=str(result.parse_error))
     selected = select_codes(result.diagnostics, settings.select, settings.ignore)
     kept, _, _ = filter_suppressed(selected, {path: text})
     return Analysis(tuple(kept), tuple(fix_choices(d, settings) for d in kept))
+
+
+def _source_cache(path: str) -> SourceCache:
+    from offload_fixer.static import SourceCache
+
+    cache = _sources.get(path)
+    if cache is None:
+        cache = _sources[path] = SourceCache()
+        if len(_sources) > _CACHE_SIZE:
+            _sources.popitem(last=False)
+    else:
+        _sources.move_to_end(path)
+    return cache
+
+
+def forget(path: str) -> None:
+    """Drop what is kept for a document the editor closed."""
+    _sources.pop(path, None)
 
 
 def fix_choices(diagnostic: Diagnostic, settings: Settings) -> tuple[FixChoice, ...]:

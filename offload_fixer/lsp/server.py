@@ -395,6 +395,7 @@ def build_server() -> OffloadFixerServer:
         state = ls.documents.pop(uri, None)
         if state is not None and state.pending is not None:
             state.pending.cancel()
+        ls.analysis_pool.submit(engine.forget, _path_of(uri))  # after any analysis still running
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
