@@ -3,7 +3,9 @@ compute the fixed text. Plain data in and out, no LSP types, so it runs in a wor
 
 Everything works on the editor's in-memory text, never on the file on disk: the static
 check takes text, and fixes run the planner and the codemods (``fix_to_fixpoint``, the same
-passes as ``offload-fixer fix``) on a module parsed from that text.
+passes as ``offload-fixer fix``) on a module parsed from that text. Each document keeps a
+:class:`offload_fixer.static.SourceCache`, so a change re-parses only the top-level statement
+it touched.
 """
 
 from __future__ import annotations

@@ -16,16 +16,7 @@ change touched are parsed again.
 libcst is imported only when a file passes the prefilter, so start-up stays small.
 """
 
-from typing import Any
-
 from .api import ParseError, StaticResult, check_paths, check_source
+from .outline import SourceCache
 
 __all__ = ["ParseError", "SourceCache", "StaticResult", "check_paths", "check_source"]
-
-
-def __getattr__(name: str) -> Any:
-    if name == "SourceCache":  # without importing libcst with the package
-        from .source import SourceCache
-
-        return SourceCache
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

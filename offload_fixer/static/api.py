@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
-import ast
 import concurrent.futures
 import hashlib
 import io
 import tokenize
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from offload_fixer import jax_compat
 from offload_fixer.model import TARGETS, Diagnostic
 
 from .files import python_files
+from .outline import SourceCache, outline
 from .prefilter import may_hold_host_move, references_jit
 
 if TYPE_CHECKING:
-    from .source import ParsedSource, SourceCache
+    import libcst
+
+    from .source import ParsedSource
 
 
 @dataclass(frozen=True)
@@ -102,14 +105,14 @@ def _check(source: str | bytes, path: str, target: str, spelling: jax_compat.Spe
         if error is not None:
             return StaticResult(path, parse_error=error, analysed=True)
     syntax_error = None
-    tree = None
+    found = None
     try:
-        tree = ast.parse(text)
+        found = outline(text, cache)
     except (SyntaxError, ValueError) as exc:
         # libcst may still parse syntax newer than this interpreter's; if not, CPython's
         # message and position are the ones users know.
         syntax_error = exc
-    if tree is not None and not references_jit(tree):
+    if found is not None and not references_jit(found.tree):
         return StaticResult(path, analysed=True)
 
     import libcst as cst
@@ -117,7 +120,7 @@ def _check(source: str | bytes, path: str, target: str, spelling: jax_compat.Spe
     from .source import parse_source
 
     try:
-        parsed = parse_source(text, tree, cache)
+        parsed = parse_source(text, found, cache)
     except cst.ParserSyntaxError as exc:
         if isinstance(syntax_error, SyntaxError):
             error = ParseError(path, syntax_error.lineno or 1, syntax_error.offset or 1, syntax_error.msg)
@@ -128,16 +131,16 @@ def _check(source: str | bytes, path: str, target: str, spelling: jax_compat.Spe
     return StaticResult(path, tuple(_analyse(parsed, text, path, target, spelling, digest)), analysed=True)
 
 
-def _analyse(parsed: ParsedSource | object, text: str, path: str, target: str, spelling: jax_compat.Spelling,
+def _analyse(parsed: ParsedSource | libcst.Module, text: str, path: str, target: str, spelling: jax_compat.Spelling,
              source_sha256: str | None = None) -> list[Diagnostic]:
-    """Diagnostics of a parsed text (a :class:`ParsedSource`, or a ``cst.Module``)."""
+    """Diagnostics of a parsed text (a module parsed whole is located statement by statement)."""
     from .interpreter import Interpreter
     from .rules import diagnostics, findings
     from .source import ParsedSource
 
     if not isinstance(parsed, ParsedSource):
         parsed = ParsedSource(parsed)
-    interpreter = Interpreter(parsed.module, text)
+    interpreter = Interpreter(parsed.module, text, parsed.memos())
     found = []
     try:
         sites = interpreter.jit_sites()

@@ -12,8 +12,9 @@ from __future__ import annotations
 import ast
 import functools
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import libcst as cst
 
@@ -22,6 +23,7 @@ from offload_fixer.model import format_output_path
 from . import names
 from .scopes import (
     Binding,
+    BindingCollector,
     Frame,
     StaticScope,
     block_statements,
@@ -103,22 +105,33 @@ class SiteResult:
 
 
 class Interpreter:
-    def __init__(self, module: cst.Module, text: str) -> None:
+    def __init__(self, module: cst.Module, text: str, memos: Sequence[dict] | None = None) -> None:
+        """``memos``: one dict per top-level statement that outlives this interpreter (a cached
+        chunk's, :meth:`ParsedSource.memos`), where what the statement's syntax alone tells (the
+        calls in each simple statement, the names each function binds) is kept for the next
+        check of the document."""
         mutated_globals = frozenset(
             name.strip() for match in _GLOBAL_STATEMENT.findall(text) for name in match.split(",")
         )
         self.module_scope = StaticScope(self, list(module.body), None, unknown=mutated_globals)
         self.module = module
+        self._memos = memos
+        self._memo: dict = {}
+        """The memo of the top-level statement being searched for jit sites."""
         self._stack: list[Any] = []
         self._budget = MAX_EVALUATIONS
         self._host_compute_depth = 0
         self._function_scopes: dict[Any, StaticScope] = {}
+        self._collectors: dict[Any, BindingCollector] = {}
         self._locals: dict[Any, frozenset] = {}
 
     # ------------------------------------------------------------------ jit sites
     def jit_sites(self) -> list[Jitted]:
         sites: dict[Any, Jitted] = {}
-        self._discover(list(self.module.body), self.module_scope, self.module_scope, sites)
+        for index, statement in enumerate(self.module.body):
+            if self._memos is not None:
+                self._memo = self._memos[index]
+            self._discover_statement(statement, self.module_scope, self.module_scope, index, sites)
         return list(sites.values())
 
     def _discover(self, statements: list, scope: StaticScope, closure: StaticScope, sites: dict) -> None:
@@ -145,11 +158,11 @@ class Interpreter:
             class_scope = StaticScope(self, body, scope, is_class=True)
             self._discover(body, class_scope, closure, sites)
         elif isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-            for call in _calls_in(statement):
+            for call in self._calls(statement):
                 self._discover_call(call, here, sites)
         else:
             for header in _header_expressions(statement):
-                for call in _calls_in(header):
+                for call in self._calls(header):
                     self._discover_call(call, here, sites)
             for inner in inner_statements(statement):
                 self._discover_statement(inner, scope, closure, index, sites)
@@ -169,11 +182,23 @@ class Interpreter:
         except Unsupported:
             return
 
+    def _calls(self, node: Any) -> tuple[cst.Call, ...]:
+        key = ("calls", node)
+        calls = self._memo.get(key)
+        if calls is None:
+            calls = self._memo[key] = tuple(_calls_in(node))
+        return calls
+
     def function_scope(self, node: cst.FunctionDef, parent: StaticScope) -> StaticScope:
         scope = self._function_scopes.get(node)
         if scope is None:
+            key = ("bindings", node)
+            collector = self._memo.get(key)
+            if collector is None:
+                collector = self._memo[key] = BindingCollector().collect(block_statements(node.body))
+            self._collectors[node] = collector
             scope = StaticScope(self, block_statements(node.body), parent,
-                                params=parameter_names(node.params))
+                                params=parameter_names(node.params), collector=collector)
             self._function_scopes[node] = scope
         return scope
 
@@ -362,7 +387,11 @@ class Interpreter:
         if cached is None:
             names_here = set(parameter_names(node.params))
             if isinstance(node, cst.FunctionDef):
-                names_here.update(_bound_names(block_statements(node.body)))
+                collector = self._collectors.get(node)
+                if collector is None:
+                    collector = BindingCollector().collect(block_statements(node.body))
+                names_here.update(collector.bindings)
+                names_here.update(collector.declared)
             cached = frozenset(names_here)
             self._locals[node] = cached
         return cached

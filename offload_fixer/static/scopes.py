@@ -185,8 +185,11 @@ class StaticScope:
     holds once the scope has run (for closures and globals) or at a given statement."""
 
     def __init__(self, interpreter: Any, statements: list, parent: "StaticScope | None",
-                 params: list[str] = (), unknown: frozenset = frozenset(), is_class: bool = False) -> None:
-        collector = BindingCollector().collect(statements)
+                 params: list[str] = (), unknown: frozenset = frozenset(), is_class: bool = False,
+                 collector: BindingCollector | None = None) -> None:
+        """``collector``: the bindings of ``statements`` when already collected (it is not changed)."""
+        if collector is None:
+            collector = BindingCollector().collect(statements)
         self.interpreter = interpreter
         self.bindings = collector.bindings
         self.parent = parent

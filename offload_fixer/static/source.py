@@ -1,37 +1,33 @@
-"""Parsing by top-level statement, so that an editor re-parses only what a change touched.
+"""libcst trees of a text assembled from its chunks (see :mod:`.outline`), and the positions of
+their nodes, resolved per chunk.
 
-libcst parses a 2,000-line file in about 90 ms and resolves its positions in about 250 ms, and
-the language server checks the file again after every change, which touches one statement.
-So the text is cut into chunks, one per top-level statement (with the blank and comment lines
-above it; the first chunk also holds the file's header), each chunk is parsed on its own and
-kept in a :class:`SourceCache` by its text, and the chunks' statements are assembled into one
-``cst.Module`` for the interpreter. Positions are resolved per chunk, and only for the chunks
-that hold a node a diagnostic names.
+libcst parses a 2,000-line file in about 90 ms and resolves its positions in about 250 ms; the
+language server checks a file again after every change, which touches one statement. So each
+chunk is parsed alone (and kept in a :class:`SourceCache` by its text), the chunks' statements
+are assembled into one ``cst.Module`` for the interpreter, and positions are resolved only for
+the chunks that hold a node a diagnostic names, then moved down by the chunk's first line.
 
-A chunk parses as it does inside the file: a top-level statement starts at column 0 of a line
-with no bracket, string or block open (stdlib ``ast``, which the prefilter has run already,
-gives the lines). The assembled module prints back the text byte for byte and every node has
-the position a whole-file parse gives it. One thing differs from a whole-file parse: comment
-lines indented under the end of a block belong to the next statement's ``leading_lines``
-instead of the block's ``footer`` (libcst decides that by looking past the block, which a chunk
-cannot); no position and nothing the check reads depends on it.
+The assembled module prints back the text byte for byte, and every node has the position a
+whole-file parse gives it (tests/static/test_source.py). One thing differs from a whole-file
+parse: comment lines indented under the end of a block belong to the next statement's
+``leading_lines`` instead of the block's ``footer`` (libcst decides that by looking past the
+block, which a chunk cannot); no position and nothing the check reads depends on it.
 
-When the text cannot be cut exactly (``ast`` rejects it, or a chunk does not parse alone), the
-whole text is parsed as before, and its statements are located by their printed lengths.
+When the text cannot be cut exactly (``ast`` rejects it, a backslash joins two statements, or
+a chunk does not parse alone), the whole text is parsed, and its statements are located by
+their printed lengths.
 """
 
 from __future__ import annotations
 
-import ast
-import re
-from collections import OrderedDict
-from typing import Any, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
 
-_NEWLINE = re.compile(r"\r\n?|\n")
-"""Line ends as both ``ast`` (universal newlines) and libcst count them."""
+from .outline import NEWLINE, Outline, SourceCache
+
 _DEFAULT_INDENT = " " * 4
 _DEFAULT_NEWLINE = "\n"
 _LAYOUT_FIELDS = frozenset({
@@ -58,14 +54,16 @@ class Chunk:
         """An indented block here leaves ``indent=None`` for ``default_indent``."""
         self.own_newline = own_newline
         """A line end here leaves ``Newline(None)`` for ``default_newline``."""
+        self.memo: dict = {}
+        """What the interpreter read from the statement's syntax alone (``Interpreter(memos=)``)."""
         self._positions: dict | None = None
         self._node_ids: frozenset | None = None
         self._functions: list | None = None
         self._variants: dict[tuple, Chunk] = {}
 
     @classmethod
-    def parse(cls, text: str, starts_file: bool) -> "Chunk | None":
-        """The chunk's one statement; None when the text is not exactly one statement."""
+    def parse(cls, text: str, starts_file: bool) -> Chunk | None:
+        """The chunk parsed alone; None when it is not exactly one statement of Python."""
         try:
             module = cst.parse_module(text)
         except cst.ParserSyntaxError:
@@ -79,9 +77,9 @@ class Chunk:
             header = ()
         return cls((statement,), tuple(header), tuple(module.footer), module.has_trailing_newline,
                    module.default_indent, module.default_newline, _first_block(statement) is not None,
-                   _NEWLINE.search(text) is not None)
+                   NEWLINE.search(text) is not None)
 
-    def laid_out(self, indent: str, newline: str) -> "Chunk":
+    def laid_out(self, indent: str, newline: str) -> Chunk:
         """This chunk for a file whose default indentation or line end differs from its own:
         the same tree with those spelled out, so it prints the same inside that file."""
         indent_differs = self.own_indent and self.default_indent != indent
@@ -122,47 +120,20 @@ class Chunk:
         return self._functions
 
 
-class SourceCache:
-    """Parsed chunks of the texts seen lately, by chunk text: keep one per open document so
-    that a new version of it re-parses only its changed chunks. Holds the chunks of the
-    latest text and up to ``spare`` others (older versions of edited statements: an undo
-    finds them), least recently used going first."""
-
-    def __init__(self, spare: int = 1024) -> None:
-        self.spare = spare
-        self._chunks: OrderedDict[tuple, Chunk] = OrderedDict()
-        self.parsed = 0
-        """How many chunks were parsed (not found here), for tests and benchmarks."""
-
-    def chunk(self, text: str, starts_file: bool, occurrence: int) -> Chunk | None:
-        # ``occurrence`` tells apart equal chunks of one file: a node must not be in a module twice.
-        key = (text, starts_file, occurrence)
-        found = self._chunks.get(key)
-        if found is not None:
-            self._chunks.move_to_end(key)
-            return found
-        found = Chunk.parse(text, starts_file)
-        self.parsed += 1
-        if found is not None:
-            self._chunks[key] = found
-        return found
-
-    def trim(self, in_use: int) -> None:
-        while len(self._chunks) > in_use + self.spare:
-            self._chunks.popitem(last=False)
-
-    def __len__(self) -> int:
-        return len(self._chunks)
-
-
 class ParsedSource:
     """A module assembled from chunks, and the positions of its nodes, resolved on demand."""
 
     def __init__(self, module: cst.Module, pieces: Sequence[tuple[int, Chunk]] | None = None) -> None:
         self.module = module
+        self._kept = pieces is not None
         self._pieces = None if pieces is None else list(pieces)
         self._piece_of_statement: dict[int, int] | None = None
         self._last_piece = 0
+
+    def memos(self) -> list[dict] | None:
+        """The memo of each top-level statement's chunk, or None for a module parsed whole (whose
+        statements are not kept beyond this check)."""
+        return [chunk.memo for _, chunk in self.pieces] if self._kept else None
 
     @property
     def pieces(self) -> list[tuple[int, Chunk]]:
@@ -173,6 +144,8 @@ class ParsedSource:
         return self._pieces
 
     def code_range(self, node: Any) -> CodeRange:
+        """Where a node is in the text; for any node but whitespace, punctuation, operators and
+        comment lines."""
         offset, chunk = self.pieces[self._piece_index(node)]
         return _shifted(chunk.positions()[node], offset)
 
@@ -186,25 +159,27 @@ class ParsedSource:
         if self._piece_of_statement is None:
             self._piece_of_statement = {id(chunk.statements[0]): i for i, (_, chunk) in enumerate(self.pieces)}
         index = self._piece_of_statement.get(id(node))
-        if index is not None and self.pieces[index][1].statements[0] is node:
-            return index
-        # Nodes a diagnostic names sit close together: start where the last one was found.
+        if index is None or self.pieces[index][1].statements[0] is not node:
+            index = self._search(node)
+        self._last_piece = index
+        return index
+
+    def _search(self, node: Any) -> int:
+        # The nodes of one finding sit close together: look around the last one first.
         count = len(self.pieces)
-        for step in range(count):
-            index = (self._last_piece + step) % count
-            if self.pieces[index][1].holds(node):
-                self._last_piece = index
+        for step in range(2 * count):
+            index = self._last_piece + (step + 1) // 2 * (1 if step % 2 else -1)
+            if 0 <= index < count and self.pieces[index][1].holds(node):
                 return index
-        raise LookupError(f"{type(node).__name__} node is not in this module")
+        raise LookupError(f"{type(node).__name__} node is not in this module (or only in its layout)")
 
 
-def parse_source(text: str, tree: ast.Module | None, cache: SourceCache | None = None) -> ParsedSource:
-    """Parse ``text`` (whose ``ast`` is ``tree``, or None when ``ast`` rejected it) chunk by
+def parse_source(text: str, found: Outline | None, cache: SourceCache | None = None) -> ParsedSource:
+    """Parse ``text`` (whose outline is ``found``, or None when ``ast`` rejected it) chunk by
     chunk through ``cache`` (a private one when None); raises ``cst.ParserSyntaxError`` as
     ``cst.parse_module`` does."""
-    spans = _chunk_spans(text, tree) if tree is not None else None
-    if spans is not None:
-        assembled = _assemble(text, spans, cache if cache is not None else SourceCache(0))
+    if found is not None and found.spans is not None:
+        assembled = _assemble(text, found.spans, cache if cache is not None else SourceCache(0))
         if assembled is not None:
             return assembled
     return ParsedSource(cst.parse_module(text))
@@ -218,38 +193,8 @@ def _statement_pieces(module: cst.Module) -> list[tuple[int, Chunk]]:
         chunk = Chunk((statement,), header, (), True, module.default_indent, module.default_newline, False, False)
         pieces.append((line, chunk))
         code = "".join(module.code_for_node(node) for node in (*header, statement))
-        line += len(_NEWLINE.findall(code))
+        line += len(NEWLINE.findall(code))
     return pieces
-
-
-def _chunk_spans(text: str, tree: ast.Module) -> list[tuple[int, int]] | None:
-    """Character spans of the chunks: each ends after the last line of its statement(s) (those
-    sharing a line stay together) and the last one at the end of the text."""
-    if not tree.body:
-        return None
-    line_starts = [0]
-    line_starts.extend(match.end() for match in _NEWLINE.finditer(text))
-    groups: list[list[int]] = []
-    for statement in tree.body:
-        decorators = getattr(statement, "decorator_list", ())
-        first = min(statement.lineno, *(d.lineno for d in decorators)) if decorators else statement.lineno
-        if groups and first <= groups[-1][1]:
-            groups[-1][1] = max(groups[-1][1], statement.end_lineno)
-        else:
-            groups.append([first, statement.end_lineno])
-    spans = []
-    start = 0
-    for first, last in groups:
-        if last > len(line_starts):
-            return None
-        opening = line_starts[first - 1]
-        if opening < len(text) and text[opening] in " \t\f":
-            return None  # the lines do not match ast's: a statement starts at column 0
-        end = line_starts[last] if last < len(line_starts) else len(text)
-        spans.append((start, end))
-        start = end
-    spans[-1] = (spans[-1][0], len(text))
-    return spans
 
 
 def _assemble(text: str, spans: list[tuple[int, int]], cache: SourceCache) -> ParsedSource | None:
@@ -266,7 +211,7 @@ def _assemble(text: str, spans: list[tuple[int, int]], cache: SourceCache) -> Pa
     cache.trim(len(parsed))
     # The file's defaults are libcst's: its first indented block, its first line end.
     indent = next((c.default_indent for c in parsed if c.own_indent), _DEFAULT_INDENT)
-    first_newline = _NEWLINE.search(text)
+    first_newline = NEWLINE.search(text)
     newline = first_newline.group() if first_newline else _DEFAULT_NEWLINE
     parsed = [chunk.laid_out(indent, newline) for chunk in parsed]
     module = cst.Module(
@@ -281,7 +226,7 @@ def _assemble(text: str, spans: list[tuple[int, int]], cache: SourceCache) -> Pa
     line = 0
     for (start, end), chunk in zip(spans, parsed):
         pieces.append((line, chunk))
-        line += len(_NEWLINE.findall(text, start, end))
+        line += len(NEWLINE.findall(text, start, end))
     return ParsedSource(module, pieces)
 
 

@@ -1,0 +1,203 @@
+"""Where the top-level statements of a text are, found with stdlib ``ast`` (about ten
+times faster than libcst), and the cache an editor keeps per document.
+
+The text is cut into chunks, one per top-level statement with the blank and comment lines
+above it (statements sharing a line stay together; the first chunk also holds the file's
+header, the last one its trailing lines). A chunk boundary is a line start with no bracket,
+string or continuation open and the next code at column 0, so a chunk parses alone as it
+does in the file, and what precedes a boundary cannot change how the text after it parses:
+:mod:`.source` parses the chunks with libcst one by one, and :class:`SourceCache` keeps them
+by text, so that a new version of a document re-parses only the chunks a change touched.
+The outline itself is computed again only around the change, from the previous version's.
+
+No libcst here: the prefilter runs on the outline before any file needs libcst.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import re
+from collections import OrderedDict
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .source import Chunk
+
+NEWLINE = re.compile(r"\r\n?|\n")
+"""Line ends as both ``ast`` (universal newlines) and libcst count them."""
+
+
+class SourceCache:
+    """Parsed chunks of the texts seen lately, by chunk text: keep one per open document so
+    that a new version of it re-parses only its changed chunks. Holds the chunks of the
+    latest text and up to ``spare`` others (older versions of edited statements: an undo
+    finds them), least recently used going first."""
+
+    def __init__(self, spare: int = 1024) -> None:
+        self.spare = spare
+        self._chunks: OrderedDict[tuple, Chunk] = OrderedDict()
+        self.outline: Outline | None = None
+        """The latest text's, which the next version's is computed from."""
+        self.parsed = 0
+        """How many chunks were parsed (not found here), for tests and benchmarks."""
+
+    def chunk(self, text: str, starts_file: bool, occurrence: int) -> Chunk | None:
+        # ``occurrence`` tells apart equal chunks of one file: a node must not be in a module twice.
+        key = (text, starts_file, occurrence)
+        found = self._chunks.get(key)
+        if found is not None:
+            self._chunks.move_to_end(key)
+            return found
+        from .source import Chunk
+
+        found = Chunk.parse(text, starts_file)
+        self.parsed += 1
+        if found is not None:
+            self._chunks[key] = found
+        return found
+
+    def trim(self, in_use: int) -> None:
+        while len(self._chunks) > in_use + self.spare:
+            self._chunks.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._chunks)
+
+
+class Outline:
+    """Where a text's top-level statements are: their ``ast`` nodes, grouped by chunk, and
+    the chunks' character spans (None when they cannot be cut exactly)."""
+
+    def __init__(self, text: str, groups: list[list[ast.stmt]], spans: list[tuple[int, int]] | None) -> None:
+        self.text = text
+        self.groups = groups
+        self.spans = spans
+
+    @property
+    def tree(self) -> ast.Module:
+        """The statements as one ``ast`` module (their line numbers are not the file's)."""
+        return ast.Module(body=[statement for group in self.groups for statement in group], type_ignores=[])
+
+
+def outline(text: str, cache: SourceCache | None = None) -> Outline:
+    """The outline of ``text``; raises ``SyntaxError``/``ValueError`` as ``ast.parse`` does.
+
+    With a cache that saw an earlier version of the document, only the chunks around what
+    changed are parsed with ``ast`` again (:func:`_outline_after`).
+    """
+    if cache is not None and cache.outline is not None and "barry_as_FLUFL" not in text:
+        found = _outline_after(cache.outline, text)
+        if found is not None:
+            cache.outline = found
+            return found
+    tree = ast.parse(text)
+    cut = _cut(text, tree)
+    if cut is None:
+        return Outline(text, [list(tree.body)], None)
+    groups, spans = cut
+    found = Outline(text, groups, [*spans[:-1], (spans[-1][0], len(text))])
+    if cache is not None:
+        cache.outline = found
+    return found
+
+
+def _outline_after(previous: Outline, text: str) -> Outline | None:
+    """The outline of ``text`` from an earlier version's: the chunks before and after the
+    change are kept, the ones it touches (and their neighbours) are parsed alone.
+
+    Exact because a chunk boundary is a line start with no bracket, string or continuation
+    open and the next code at column 0: what comes before it cannot change how the text
+    after it parses, and a region that parses alone between two boundaries parses the same
+    in the file. A region whose last statement is followed by lines (which belong to the
+    next chunk) takes in that chunk too; anything else unusual parses the whole text.
+    """
+    old = previous.text
+    spans = previous.spans
+    same_start = _common_prefix(old, text)
+    same_end = _common_suffix(old, text, min(len(old), len(text)) - same_start)
+    starts = [start for start, _ in spans]
+    # From the chunk before the change: a line typed at the end of a function is at the start
+    # of the next chunk's text, and parses only with the function.
+    first = bisect.bisect_right(starts, max(same_start - 1, 0)) - 1
+    last = bisect.bisect_right(starts, min(len(old) - same_end, len(old) - 1)) - 1
+    shift = len(text) - len(old)
+    for until in (last, last + 1):
+        if until >= len(spans):
+            return None
+        begin, end = spans[first][0], spans[until][1] + shift
+        region = text[begin:end]
+        try:
+            tree = ast.parse(region)
+        except (SyntaxError, ValueError):
+            return None
+        cut = _cut(region, tree)
+        if cut is None:
+            return None
+        groups, region_spans = cut
+        if region_spans[-1][1] == len(region) or until == len(spans) - 1:
+            region_spans[-1] = (region_spans[-1][0], len(region))
+            return Outline(
+                text,
+                [*previous.groups[:first], *groups, *previous.groups[until + 1:]],
+                [*spans[:first], *((begin + a, begin + b) for a, b in region_spans),
+                 *((a + shift, b + shift) for a, b in spans[until + 1:])],
+            )
+    return None
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """Length of the longest common prefix (a binary search of string comparisons, in C)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _common_suffix(a: str, b: str, limit: int) -> int:
+    low, high = 0, limit
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[len(a) - middle:] == b[len(b) - middle:]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _cut(text: str, tree: ast.Module) -> tuple[list[list[ast.stmt]], list[tuple[int, int]]] | None:
+    """The statements by chunk, and the chunks' character spans: the first starts the text,
+    each ends after the last line of its statements (those sharing a line stay together)."""
+    if not tree.body:
+        return None
+    line_starts = [0]
+    line_starts.extend(match.end() for match in NEWLINE.finditer(text))
+    groups: list[list[ast.stmt]] = []
+    lines: list[list[int]] = []
+    for statement in tree.body:
+        decorators = getattr(statement, "decorator_list", ())
+        first = min(statement.lineno, *(d.lineno for d in decorators)) if decorators else statement.lineno
+        if lines and first <= lines[-1][1]:
+            lines[-1][1] = max(lines[-1][1], statement.end_lineno)
+            groups[-1].append(statement)
+        else:
+            lines.append([first, statement.end_lineno])
+            groups.append([statement])
+    spans = []
+    start = 0
+    for first, last in lines:
+        if last > len(line_starts):
+            return None
+        opening = line_starts[first - 1]
+        if opening < len(text) and text[opening] in " \t\f":
+            return None  # the lines do not match ast's: a statement starts at column 0
+        end = line_starts[last] if last < len(line_starts) else len(text)
+        if end < len(text) and text[end - (3 if text.startswith("\r\n", end - 2) else 2)] == "\\":
+            return None  # a backslash joins the next line: no boundary here
+        spans.append((start, end))
+        start = end
+    return groups, spans

@@ -1,0 +1,317 @@
+"""Parsing by top-level statement: the assembled module is the file, every node sits where a
+whole-file parse puts it, and a check through a :class:`SourceCache` cuts the text as ``ast``
+of the whole text does and reports exactly what a check without one and a whole-file parse
+report, before and after edits (which move the cached chunks)."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import random
+import textwrap
+from pathlib import Path
+
+import libcst as cst
+import pytest
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from offload_fixer import jax_compat
+from offload_fixer.static import SourceCache, check_source
+from offload_fixer.static.interpreter import Interpreter
+from offload_fixer.static.outline import outline
+from offload_fixer.static.prefilter import may_hold_host_move
+from offload_fixer.static.rules import diagnostics, findings
+from offload_fixer.static.source import ParsedSource, parse_source
+
+from .helpers import LEGACY, program
+
+ROOT = Path(__file__).resolve().parents[2]
+FILES = sorted(
+    [*(ROOT / "tests" / "lsp_fixtures").glob("*.py"), *(ROOT / "examples").glob("*.py"),
+     *(ROOT / "tests" / "analysis" / "catalogue").glob("*.py")],
+    key=str,
+)
+
+LAYOUTS = {
+    "indented comments after blocks": (
+        "def f():\n    x = 1\n    # c1\n# c2\n\n    # c3\n\ndef g():\n    pass\n        # deeper\n"
+        "    # same\n\n# final\n"
+    ),
+    "decorators and comments between them": "@a\n# between\n@b(\n  1)\ndef f(): pass\n@c\nclass K: x = 1\n",
+    "statements sharing lines": "x = 1; y = 2\nz = (1,\n 2); w = 3\nif x: pass\n",
+    "backslash continuation": "x = 1 + \\\n  2\ny = 3\n",
+    "header only": "# a\n\n# b\n",
+    "header then statements": "\n\n# c\n\nimport x\n\n\n# d\nimport y\n",
+    "no trailing newline": "x = 1\ndef f():\n    return 1\n    # c",
+    "blank lines with spaces": "x = 1\n   \n\t\ny = 2\n  ",
+    "string holding code at column 0": 's = """\ndef fake():\n    pass\n"""\ndef real():\n    return 1\n',
+    "indent set by a later block": "if x: pass\nelse:\n  y = 1\ndef f():\n    return 2\n",
+    "indentation differing per function": "def f():\n  x = 1\n\ndef g():\n    y = 2\n    if y:\n        z = 3\n",
+    "tabs": "x = 1\nclass A:\n\tdef f(self):\n\t\treturn 1\n\t# tab\ndef g():\n    return 2\n",
+    "crlf": "import x\r\n\r\ndef f():\r\n    return 1\r\n# end\r\n",
+    "mixed line ends": "import x\r\ndef f():\n    return 1\r\n\ny = 2\n",
+    "mixed line ends, crlf later": "import x\ndef f():\r\n    return 1\r\ny = 2",
+    "form feeds": "x = 1\n\x0c\ndef f():\n    return 1\n\x0c# c\ny = 2\n",
+    "equal chunks": "x = 1\nx = 1\ndef f():\n    return 1\n\n\ndef f():\n    return 1\n",
+    "match": "match x:\n  case 1:\n      pass\ndef f():\n    return 1\n",
+}
+
+
+def jit_programs_in_static_tests() -> list[str]:
+    """The programs the other static tests check: their string constants that mention jit,
+    with the shared header where they rely on it."""
+    found: dict[str, None] = {}
+    for path in sorted((ROOT / "tests" / "static").glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and "jit" in node.value:
+                body = textwrap.dedent(node.value)
+                for text in (body, program(body)):
+                    try:
+                        ast.parse(text)
+                    except SyntaxError:
+                        continue
+                    if may_hold_host_move(text):
+                        found[text] = None
+    return list(found)
+
+
+def benchmark_module() -> str:
+    spec = importlib.util.spec_from_file_location("lsp_latency", ROOT / "benchmarks" / "lsp_latency.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.generate(2000, True)
+
+
+PROGRAMS = jit_programs_in_static_tests()
+
+
+LAYOUT_NODES = (
+    cst.EmptyLine, cst.BaseParenthesizableWhitespace, cst.TrailingWhitespace, cst.Newline, cst.Comment,
+    cst.Comma, cst.Dot, cst.Colon, cst.AssignEqual, cst.Semicolon, cst.LeftParen, cst.RightParen,
+    cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.BaseBinaryOp,
+    cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp, cst.Asynchronous,
+)
+"""Layout, which diagnostics never name; blank and comment lines may also change owner (a
+block's footer or the next statement)."""
+
+
+def node_layout(module: cst.Module, positions) -> list[tuple[str, object]]:
+    """``(node type, code range)`` of every node but layout, in text order."""
+    out: list[tuple[str, object]] = []
+
+    class Collect(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, LAYOUT_NODES):
+                return False
+            if not isinstance(node, cst.Module):
+                out.append((type(node).__name__, positions(node)))
+            return True
+
+    module.visit(Collect())
+    return out
+
+
+def parsed(text: str, cache: SourceCache | None = None) -> ParsedSource:
+    try:
+        found = outline(text)
+    except SyntaxError:
+        found = None
+    return parse_source(text, found, cache)
+
+
+@pytest.mark.parametrize("name", [*LAYOUTS, *(path.name for path in FILES), "benchmark"])
+def test_chunks_assemble_the_file_and_keep_every_position(name):
+    text = LAYOUTS.get(name) or (benchmark_module() if name == "benchmark" else
+                                 next(p for p in FILES if p.name == name).read_text(encoding="utf-8"))
+    whole = cst.parse_module(text)
+    chunked = parsed(text)
+    assert len(chunked.pieces) == len(whole.body)
+    assert chunked.module.code == whole.code == text
+    assert (chunked.module.default_indent, chunked.module.default_newline, chunked.module.has_trailing_newline) == \
+        (whole.default_indent, whole.default_newline, whole.has_trailing_newline)
+    whole_positions = MetadataWrapper(whole, unsafe_skip_copy=True).resolve(PositionProvider)
+    expected = node_layout(whole, whole_positions.__getitem__)
+    assert node_layout(chunked.module, chunked.code_range) == expected
+    assert len(expected) > 0 or not whole.body
+
+
+def test_a_module_parsed_whole_is_located_statement_by_statement():
+    text = LAYOUTS["indented comments after blocks"] + LAYOUTS["statements sharing lines"]
+    whole = cst.parse_module(text)
+    positions = MetadataWrapper(whole, unsafe_skip_copy=True).resolve(PositionProvider)
+    assert node_layout(whole, ParsedSource(whole).code_range) == node_layout(whole, positions.__getitem__)
+
+
+def test_text_ast_cannot_cut_is_parsed_whole():
+    text = "def f():\n    return 1\n"
+    assert len(parse_source(text, None).pieces) == 1
+    with pytest.raises(cst.ParserSyntaxError):
+        parse_source("def f(:\n", None)
+
+
+def test_a_change_inside_one_function_parses_one_chunk():
+    text = benchmark_module()
+    cache = SourceCache()
+    check_source(text, "generated.py", cache=cache)
+    first, groups = cache.parsed, cache.outline.groups
+    edited = text.replace("c * 3 + 1.0", "c * 3 + 7.0", 1)
+    assert edited != text
+    check_source(edited, "generated.py", cache=cache)
+    assert cache.parsed == first + 1
+    edited_chunk = next(i for i, (a, b) in enumerate(cache.outline.spans) if a <= edited.index("7.0") < b)
+    assert [i for i, (a, b) in enumerate(zip(groups, cache.outline.groups)) if a is not b] == [edited_chunk]
+    check_source(text, "generated.py", cache=cache)  # undo: the old chunk is still there
+    assert cache.parsed == first + 1
+
+
+def test_equal_statements_stay_distinct_nodes():
+    body = "@jax.jit\ndef f(x):\n    return jax.device_put(x, host) * 2\n"
+    text = program("\n\n" + body + "\n\n" + body)  # two chunks of the same text
+    module = parsed(text, SourceCache()).module
+    assert module.body[-1] is not module.body[-2] and module.body[-1].deep_equals(module.body[-2])
+    cached = check_source(text, "prog.py", jax_version=LEGACY, cache=SourceCache())
+    assert cached == check_source(text, "prog.py", jax_version=LEGACY)
+    assert len({d.return_span.line for d in cached.diagnostics}) == 2
+
+
+def test_cache_keeps_the_latest_text_and_a_bounded_rest():
+    cache = SourceCache(spare=2)
+    text = "import jax\n" + "".join(f"x{i} = {i}\n" for i in range(10))
+    parsed(text, cache)
+    assert len(cache) == 11
+    for i in range(5):
+        parsed(text.replace("x0 = 0", f"x0 = {i + 100}"), cache)
+    assert len(cache) == 11 + 2
+
+
+def edits(text: str, rng: random.Random, count: int) -> list[str]:
+    """One-line edits: a changed number, a line added or removed (which moves every chunk
+    below it), a comment, an indented line, a line break in the middle of a statement."""
+    lines = text.splitlines(keepends=True)
+    out = []
+    for _ in range(count):
+        index = rng.randrange(len(lines))
+        line = lines[index]
+        kind = rng.choice(["number", "insert", "delete", "comment", "indent", "top", "split"])
+        changed = list(lines)
+        if kind == "number" and any(ch.isdigit() for ch in line):
+            digit = next(i for i, ch in enumerate(line) if ch.isdigit())
+            changed[index] = line[:digit] + "7" + line[digit + 1:]
+        elif kind == "insert":
+            changed.insert(index, "\n")
+        elif kind == "delete":
+            del changed[index]
+        elif kind == "comment":
+            changed.insert(index, "    # note\n" if line.startswith(" ") else "# note\n")
+        elif kind == "indent":
+            changed[index] = "    " + line
+        elif kind == "top":
+            changed.insert(0, "import os\n")
+        else:
+            cut = len(line) // 2
+            changed[index] = line[:cut] + "\n" + line[cut:]
+        out.append("".join(changed))
+    return out
+
+
+class WholeModulePositions:
+    """Positions as the check computed them before chunks: the whole module at once."""
+
+    def __init__(self, module: cst.Module) -> None:
+        self.positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+    def code_range(self, node):
+        return self.positions[node]
+
+    def functions_around(self, node):
+        return [(r, n.name.value) for n, r in self.positions.items() if isinstance(n, cst.FunctionDef)]
+
+
+def whole_file_diagnostics(text: str) -> tuple:
+    """The diagnostics of one whole-file parse with whole-module positions."""
+    module = cst.parse_module(text)
+    spelling = jax_compat.spelling(LEGACY)
+    interpreter = Interpreter(module, text)
+    found = []
+    for jitted in interpreter.jit_sites():
+        site = interpreter.analyse(jitted)
+        if site is not None:
+            found.extend(findings(site, spelling))
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    return tuple(diagnostics(found, WholeModulePositions(module), "prog.py", "tpu", spelling, digest)) if found else ()
+
+
+def outline_or_error(text: str, cache: SourceCache | None = None):
+    try:
+        found = outline(text, cache)
+    except (SyntaxError, ValueError) as exc:
+        return type(exc), str(exc)
+    return found.spans, ast.dump(found.tree)
+
+
+def assert_same_with_and_without_cache(text: str, rng: random.Random, count: int) -> None:
+    """Through one cache, the text, edited versions of it and the text again are cut into
+    the same chunks and check the same as without a cache, and report what a whole-file
+    parse reports."""
+    cache, outlines = SourceCache(), SourceCache()
+    for version in [text, *edits(text, rng, count), text]:
+        assert outline_or_error(version, outlines) == outline_or_error(version), version
+        result = check_source(version, "prog.py", jax_version=LEGACY, cache=cache)
+        assert result == check_source(version, "prog.py", jax_version=LEGACY), version
+        if result.parse_error is None:
+            try:
+                expected = whole_file_diagnostics(version)
+            except cst.ParserSyntaxError:  # ruled out by the prefilter before any parse
+                expected = ()
+            assert result.diagnostics == expected, version
+
+
+@pytest.mark.parametrize("index", range(len(PROGRAMS)))
+def test_static_test_programs_check_the_same_through_a_cache(index):
+    assert_same_with_and_without_cache(PROGRAMS[index], random.Random(index), 4)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_fixture_files_check_the_same_through_a_cache(path):
+    text = path.read_text(encoding="utf-8")
+    assert_same_with_and_without_cache(text, random.Random(path.name), 8)
+
+
+def test_benchmark_module_checks_the_same_through_a_cache():
+    text = benchmark_module()
+    result = check_source(text, "prog.py", jax_version=LEGACY)
+    assert result.diagnostics  # the host in_shardings finding
+    assert_same_with_and_without_cache(text, random.Random(0), 2)
+
+
+@pytest.mark.parametrize("name", LAYOUTS)
+def test_layouts_check_the_same_through_a_cache(name):
+    text = program("@jax.jit\ndef f(x):\n    return jax.device_put(x, host) * 2\n") + LAYOUTS[name]
+    assert_same_with_and_without_cache(text, random.Random(name), 4)
+
+
+def test_functions_of_one_statement_keep_their_own_names():
+    """What a cached chunk keeps for the interpreter is per function, not per statement: here
+    ``a`` binds ``helper`` but ``b`` calls the module's."""
+    text = program('''
+        def helper(x):
+            return jax.device_put(x, host) * 2
+
+
+        class Steps:
+            @staticmethod
+            def a(x):
+                helper = None
+                return x
+
+            @staticmethod
+            @jax.jit
+            def b(x):
+                return helper(x)
+    ''')
+    cache = SourceCache()
+    for _ in range(2):  # the second check reads what the first kept
+        result = check_source(text, "prog.py", jax_version=LEGACY, cache=cache)
+        assert result.diagnostics == whole_file_diagnostics(text)
+        assert [d.function.name for d in result.diagnostics] == ["b"]
