@@ -484,7 +484,7 @@ class _Walker(cst.CSTVisitor):
             if isinstance(target.target, cst.Name) and single:
                 self.scope.bind(target.target.value, line, node.value)
             else:
-                for name in _target_names(target.target):
+                for name in target_names(target.target):
                     self.scope.bind(name, line)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
@@ -492,16 +492,16 @@ class _Walker(cst.CSTVisitor):
             self.scope.bind(node.target.value, self._line(node), node.value)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        for name in _target_names(node.target):
+        for name in target_names(node.target):
             self.scope.bind(name, self._line(node))
 
     def visit_For(self, node: cst.For) -> None:
-        for name in _target_names(node.target):
+        for name in target_names(node.target):
             self.scope.bind(name, self._line(node))
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         if node.asname is not None:
-            for name in _target_names(node.asname.name):
+            for name in target_names(node.asname.name):
                 self.scope.bind(name, self._line(node))
 
     def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
@@ -509,7 +509,7 @@ class _Walker(cst.CSTVisitor):
             self.scope.bind(node.name.name.value, self._line(node))
 
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        for name in _target_names(node.target):
+        for name in target_names(node.target):
             self.scope.bind(name, self._line(node))
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
@@ -540,14 +540,15 @@ class _Walker(cst.CSTVisitor):
                     self.jit_calls.append((call, scope, line))
 
 
-def _target_names(target: cst.BaseExpression) -> list[str]:
+def target_names(target: cst.BaseExpression) -> list[str]:
+    """The names an assignment target binds (through tuples, lists and starred targets)."""
     if isinstance(target, cst.Name):
         return [target.value]
     if isinstance(target, (cst.Tuple, cst.List)):
         names: list[str] = []
         for element in target.elements:
-            names.extend(_target_names(element.value))
+            names.extend(target_names(element.value))
         return names
     if isinstance(target, cst.StarredElement):
-        return _target_names(target.value)
+        return target_names(target.value)
     return []

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Iterator, NamedTuple
+from typing import Callable, Iterable, Iterator, NamedTuple
 
 from jaxlib.mlir import ir
 
@@ -150,20 +150,27 @@ class HostOffloadWalk:
         return result
 
     def _starting_nodes(self, move: ir.Operation) -> list[Node]:
-        starts: list[Node] = []
-        queue = deque(self.successors(Node("op", move, None)))
+        """``GetStartingInstructions``: the first users past bitcast-like ops (a DUS always starts)."""
+
+        def passes_through(node: Node) -> bool:
+            op = _op(node)
+            return op is not None and op.name != "stablehlo.dynamic_update_slice" and _is_bitcast_like(op)
+
+        first_users = self.successors(Node("op", move, None))
+        return [node for node in self._breadth_first(first_users, passes_through) if not passes_through(node)]
+
+    def _breadth_first(self, starts: Iterable[Node], expand: Callable[[Node], bool]) -> Iterator[Node]:
+        """Each node reachable from ``starts`` once, following users only from nodes ``expand`` accepts."""
+        queue = deque(starts)
         seen: set[Node] = set()
         while queue:
             node = queue.popleft()
             if node in seen:
                 continue
             seen.add(node)
-            op = node.owner if node.kind == "op" else None
-            if op is not None and op.name != "stablehlo.dynamic_update_slice" and _is_bitcast_like(op):
+            yield node
+            if expand(node):
                 queue.extend(self.successors(node))
-            else:
-                starts.append(node)
-        return starts
 
     def _walk(
         self,
@@ -295,21 +302,18 @@ class HostOffloadWalk:
             yield Node("op", user, None, path)
 
     def _slice_leads_to_move_to_device(self, node: Node) -> bool:
-        queue = deque(self.successors(node))
-        seen: set[Node] = set()
-        while queue:
-            succ = queue.popleft()
-            if succ in seen:
-                continue
-            seen.add(succ)
+        """``SliceLeadsToMoveToDeviceCustomCall``: every path from the slice ends at a move to device."""
+
+        def keeps_going(succ: Node) -> bool:
+            op = _op(succ)
+            return succ.kind != "root" and not (op is not None and irm.is_move_to_device(op))
+
+        for succ in self._breadth_first(self.successors(node), keeps_going):
             if succ.kind == "root":
                 return False
-            op = succ.owner if succ.kind in ("op", "res") else None
-            if op is not None and irm.is_move_to_device(op):
-                continue
-            if op is not None and not (_is_bitcast_like(op) or op.name in BETWEEN_SLICE_AND_MOVE):
+            op = _op(succ)
+            if op is not None and not (irm.is_move_to_device(op) or _is_bitcast_like(op) or op.name in BETWEEN_SLICE_AND_MOVE):
                 return False
-            queue.extend(self.successors(succ))
         return True
 
     def _check_buffer_comes_from_broadcast(self, seed: Seed, dus: ir.Operation) -> Failure | None:
@@ -384,24 +388,17 @@ class HostOffloadWalk:
 
     def _check_while_condition(self, seed: Seed, loop: ir.Operation, number: int) -> Failure | None:
         """A host buffer carried by a loop may only be moved around, never computed on, in its condition."""
-        queue = deque([Node("arg", loop.regions[0].blocks[0], number)])
-        seen: set[Node] = set()
-        while queue:
-            node = queue.popleft()
-            if node in seen:
-                continue
-            seen.add(node)
-            for succ in self.successors(node):
-                op = succ.owner if succ.kind in ("op", "res") else None
-                if op is not None and op.name not in PURE_MEMORY_OPS and not _is_bitcast_like(op):
-                    return Failure(
-                        "OFL1205",
-                        seed,
-                        op,
-                        "Tensor which is moved to host is used by an invalid instruction "
-                        f"(\"{hlo_name(op)}\") during while condition body.",
-                    )
-                queue.append(succ)
+        condition_argument = Node("arg", loop.regions[0].blocks[0], number)
+        for node in self._breadth_first([condition_argument], lambda _: True):
+            op = _op(node)
+            if op is not None and op.name not in PURE_MEMORY_OPS and not _is_bitcast_like(op):
+                return Failure(
+                    "OFL1205",
+                    seed,
+                    op,
+                    "Tensor which is moved to host is used by an invalid instruction "
+                    f"(\"{hlo_name(op)}\") during while condition body.",
+                )
         return None
 
     def _is_capture(self, seed: Seed, op: ir.Operation) -> bool:
@@ -409,6 +406,11 @@ class HostOffloadWalk:
         if seed.op is None:
             return False
         return op.parent != seed.op.parent
+
+
+def _op(node: Node) -> ir.Operation | None:
+    """The instruction a node stands for (parameters and the entry root have none)."""
+    return node.owner if node.kind in ("op", "res") else None
 
 
 def _is_bitcast_like(op: ir.Operation) -> bool:

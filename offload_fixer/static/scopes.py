@@ -15,6 +15,8 @@ from typing import Any
 
 import libcst as cst
 
+from codemods.source_facts import target_names
+
 from .values import UNKNOWN, Ref
 
 _BUILTIN_NAMES = frozenset(vars(builtins))
@@ -37,19 +39,6 @@ def block_statements(block: Any) -> list:
     if isinstance(block, cst.IndentedBlock):
         return list(block.body)
     return [block]
-
-
-def target_names(target: Any) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        names: list[str] = []
-        for element in target.elements:
-            names.extend(target_names(element.value))
-        return names
-    if isinstance(target, cst.StarredElement):
-        return target_names(target.value)
-    return []
 
 
 def dotted_name(node: Any) -> str | None:
