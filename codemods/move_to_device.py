@@ -39,9 +39,9 @@ from codemods.pytree_source import (
 from codemods.source_facts import FunctionInfo, Scope
 from codemods.targets import FixTarget, format_path, parse_path
 
-ENTRY_REASON = (
-    "copies the whole argument to device memory where the function starts: peak device "
-    "memory grows by its size, which streaming it from host avoided"
+ENTRY_NOTE = (
+    "the argument is on device for the whole function, as its device outputs and the compute "
+    "on it require; the slow host compute XLA would otherwise insert goes away"
 )
 AFTER_ORIGIN_REASON = (
     "copies the offloaded value back to device right after it was moved to host: it occupies "
@@ -120,8 +120,8 @@ class MoveToDeviceCommand(FixCommand):
         spec, spec_reasons = self.device_spec(function, function.scope, function.body_line)
         statement = self._rebind(name, spec)
         self.insert(body, start, statement)
-        self.record(function.node.name, f"move argument {name} to device where {function.name} starts: "
-                                        f"{self.code(statement).strip()}", [ENTRY_REASON, *spec_reasons])
+        self.record(function.node.name, f"move argument {name} to device where {function.name} starts "
+                                        f"({ENTRY_NOTE}): {self.code(statement).strip()}", spec_reasons)
 
     def _after_origin(self, function: FunctionInfo) -> None:
         t = self.target
