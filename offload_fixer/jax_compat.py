@@ -150,12 +150,6 @@ def lowering_platform(target: str) -> str:
     return "tpu" if target == "tpu" else "cuda"
 
 
-def module_text(lowered: Any) -> str:
-    """StableHLO text with locations, whatever the installed ``Lowered.as_text`` accepts."""
-    module = lowered.compiler_ir("stablehlo")
-    return module.operation.get_asm(enable_debug_info=True)
-
-
 def host_memory_on_this_backend() -> bool:
     """Whether the local backend can hold ``pinned_host`` arrays (JAX's CPU build before
     0.5 offers only ``unpinned_host``, so user programs that build ``pinned_host``

@@ -13,10 +13,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Literal
 
 Severity = Literal["error", "warning", "info"]
-Target = Literal["tpu", "gpu", "gpu-legacy"]
 TARGETS: tuple[str, ...] = ("tpu", "gpu", "gpu-legacy")
 OriginKind = Literal["move_to_host", "host_argument", "offload_policy", "host_compute"]
-Strategy = Literal["device", "host", "auto"]
 Safety = Literal["safe", "unsafe", "display-only"]
 
 
@@ -147,11 +145,6 @@ class OutputInfo:
     path: str
     memory_kind: str
     verdict: Literal["device", "host", "streamed", "layout-updated", "error"]
-
-
-def merge_reports(reports: Iterable[Report], target: str, jax_version: str) -> Report:
-    diagnostics = tuple(d for r in reports for d in r.diagnostics)
-    return Report(diagnostics=diagnostics, target=target, jax_version=jax_version)
 
 
 # ---------------------------------------------------------------------------------------

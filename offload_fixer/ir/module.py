@@ -97,12 +97,6 @@ class ModuleView:
             cached = self._location_cache[op] = decode(op.location)
         return cached
 
-    def parent_function(self, op: ir.Operation) -> ir.Operation:
-        parent = op.parent
-        while parent.name != "func.func":
-            parent = parent.parent
-        return parent
-
 
 def load(source: Any, context: ir.Context | None = None) -> ModuleView:
     """Accept a ``jax.stages.Lowered``, an ``ir.Module``, StableHLO text or bytecode."""
@@ -205,12 +199,6 @@ def is_bitcast_reshape(op: ir.Operation) -> bool:
     if before is None or after is None:
         return False
     return [d for d in before if d != 1] == [d for d in after if d != 1]
-
-
-def same_rank(op: ir.Operation) -> bool:
-    before = _shape(op.operands[0].type)
-    after = _shape(op.results[0].type)
-    return before is not None and after is not None and len(before) == len(after)
 
 
 def _shape(type_: ir.Type) -> list[int] | None:

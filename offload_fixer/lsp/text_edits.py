@@ -107,27 +107,6 @@ def minimal_edits(old: str, new: str, encoding: str) -> list[types.TextEdit]:
     return edits
 
 
-def apply_edits(text: str, edits: list[types.TextEdit], encoding: str) -> str:
-    """Apply non-overlapping edits the way a client does (all ranges refer to ``text``)."""
-    index = LineIndex.of(text)
-
-    def offset(position: types.Position) -> int:
-        if position.line >= len(index.starts):
-            return len(text)
-        column = column_from_units(index.line_text(position.line), position.character, encoding)
-        return index.starts[position.line] + column
-
-    pieces = []
-    cursor = 0
-    for edit in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character)):
-        start, end = offset(edit.range.start), offset(edit.range.end)
-        pieces.append(text[cursor:start])
-        pieces.append(edit.new_text)
-        cursor = end
-    pieces.append(text[cursor:])
-    return "".join(pieces)
-
-
 def _cumulative(lines: list[str]) -> list[int]:
     starts = [0]
     for line in lines:
