@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 PathKey = tuple[Literal["index", "key", "attr"], object]
-Placement = Literal["return", "entry", "after_origin", "out_shardings"]
+Placement = Literal["return", "entry", "after_origin", "out_shardings", "pin_memory"]
 SpellingApi = Literal["memory_space", "sharding"]
 
 

@@ -22,6 +22,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from codemods.fix_command import FixCommand
 from codemods.host_output import HostOutputCommand
 from codemods.move_to_device import MoveToDeviceCommand
+from codemods.pin_host_memory import PinHostMemoryCommand
 from codemods.source_facts import FunctionInfo, SourceFacts
 from codemods.targets import Edit, FixTarget, SpellingOptions
 from offload_fixer import jax_compat
@@ -39,6 +40,7 @@ HOST_COMPUTE_ROLE = "host compute"
 COMMANDS: Mapping[str, type[FixCommand]] = {
     "move_to_device": MoveToDeviceCommand,
     "host_output": HostOutputCommand,
+    "pin_host_memory": PinHostMemoryCommand,
 }
 
 RATIONALE = {
@@ -86,7 +88,7 @@ class FixPlan:
 
     path: str
     strategy: Literal["device", "host"]
-    command: Literal["move_to_device", "host_output"]
+    command: Literal["move_to_device", "host_output", "pin_host_memory"]
     target: FixTarget
     safety: Safety
     title: str
@@ -158,9 +160,12 @@ def choose_strategy(origin: Origin | None, requested: str, spelling: jax_compat.
     return RATIONALE.get(kind, RATIONALE[None])
 
 
-def _attempts(strategy: str, requested: str, origin: Origin | None, diagnostics: Sequence[Diagnostic]) -> list[tuple[str, str]]:
+def _attempts(strategy: str, requested: str, origin: Origin | None, diagnostics: Sequence[Diagnostic],
+              spelling: jax_compat.Spelling) -> list[tuple[str, str]]:
     """(strategy, placement) to try in order: where the fix belongs first, then fallbacks
-    (``auto``, or a device request the JAX >= 0.7.1 gap turned into host)."""
+    (``auto``, or a device request the JAX >= 0.7.1 gap turned into host). A value moved to
+    ``unpinned_host`` is kept on host by spelling ``pinned_host`` at the move (from 0.4.29 the
+    output's memory kind follows it), before any ``out_shardings`` edit."""
     kind = origin.kind if origin is not None else None
     device: list[tuple[str, str]] = []
     if kind == "host_argument":
@@ -169,9 +174,16 @@ def _attempts(strategy: str, requested: str, origin: Origin | None, diagnostics:
         device.append(("device", "after_origin"))
     device.append(("device", "return"))
     host = [("host", "out_shardings")]
+    if _unpinned_move(origin) and spelling.regime is not jax_compat.Regime.LEGACY:
+        host.insert(0, ("host", "pin_memory"))
     if strategy == "host":
         return host if requested == "host" else host + device
     return device if requested == "device" else device + host
+
+
+def _unpinned_move(origin: Origin | None) -> bool:
+    return (origin is not None and origin.kind == "move_to_host" and origin.memory_kind == "unpinned_host"
+            and origin.span is not None)
 
 
 def _typed_gap(origin: Origin | None, spelling: jax_compat.Spelling) -> bool:
@@ -196,7 +208,7 @@ class _Group:
 
     def first_attempt(self) -> tuple[str, FixTarget]:
         strategy, placement = self.attempts[0]
-        return _command(strategy), replace(self.target, placement=placement)
+        return _command(strategy, placement), replace(self.target, placement=placement)
 
 
 def _prepare(group: list[Diagnostic], requested: str, spelling: jax_compat.Spelling, sources: _Sources) -> _Group:
@@ -209,7 +221,7 @@ def _prepare(group: list[Diagnostic], requested: str, spelling: jax_compat.Spell
     base = {"path": path or "", "rationale": rationale, "origin_key": _origin_key(first),
             "diagnostics": tuple(group), "source_sha256": sha, "notes": notes}
     target = _target(group, path, _output_paths(group), spelling, source)
-    attempts = _attempts(strategy, requested, first.origin, group)
+    attempts = _attempts(strategy, requested, first.origin, group, spelling)
     return _Group(group, strategy, rationale, target, attempts, source, base)
 
 
@@ -224,7 +236,7 @@ def _plan_group(group: _Group, spelling: jax_compat.Spelling) -> FixPlan:
     problems: list[str] = []
     for attempt_strategy, placement in group.attempts:
         attempt = replace(target, placement=placement)
-        command = _command(attempt_strategy)
+        command = _command(attempt_strategy, placement)
         run = source.dry_run(command, attempt)
         if run.edits or (run.satisfied and not run.problems):
             safety: Safety = "unsafe" if any(e.safety == "unsafe" for e in run.edits) else "safe"
@@ -270,12 +282,16 @@ def _target(group: list[Diagnostic], path: str | None, output_paths: tuple[str, 
     return target
 
 
-def _command(strategy: str) -> str:
+def _command(strategy: str, placement: str | None = None) -> str:
+    if placement == "pin_memory":
+        return "pin_host_memory"
     return "host_output" if strategy == "host" else "move_to_device"
 
 
 def _title(strategy: str, placement: str, target: FixTarget) -> str:
     outputs = ", ".join(f"output {p}" if p else "the result" for p in target.output_paths)
+    if placement == "pin_memory":
+        return f"Move to pinned_host instead of unpinned_host (line {target.origin_line}), so {outputs} stay host memory"
     if strategy == "host":
         return f"Declare {outputs} as {target.spelling.host_kind} memory in out_shardings"
     if placement == "entry":

@@ -41,7 +41,22 @@ def ho(**kwargs: object) -> tuple[str, FixTarget]:
     return "host_output", FixTarget(**kwargs)  # type: ignore[arg-type]
 
 
+def pin(**kwargs: object) -> tuple[str, FixTarget]:
+    return "pin_host_memory", FixTarget(placement="pin_memory", **kwargs)  # type: ignore[arg-type]
+
+
 CASES = {
+    # unpinned_host spelled pinned_host at the move: in the call, through a name (shared:
+    # unsafe), through with_memory_kind
+    "pin_memory": Case(
+        "pin_memory",
+        (
+            pin(function_line=8, origin_line=9, origin_col=12),
+            pin(function_line=14, origin_line=15, origin_col=12),
+            pin(function_line=19, origin_line=21, origin_col=12),
+        ),
+        ("safe", "unsafe", "safe"),
+    ),
     # move to device: return shapes
     "md_return_name": Case(
         "md_return_name",

@@ -345,3 +345,32 @@ def test_plans_against_an_unsaved_text(tmp_path: Path) -> None:
                          texts={path: unsaved.encode()})
     assert plan.source_sha256 == hashlib.sha256(unsaved.encode()).hexdigest()
     assert [e.description for e in plan.edits][-1].endswith("jax.device_put(h, jax.memory.Space.Device)")
+
+
+UNPINNED = """\
+import jax
+from jax.sharding import SingleDeviceSharding
+
+STASH = SingleDeviceSharding(jax.devices()[0], memory_kind="unpinned_host")
+
+
+@jax.jit
+def step(x):
+    saved = jax.device_put(x, STASH)
+    return saved, x + 1
+"""
+
+
+@pytest.mark.parametrize(
+    ("version", "command"),
+    [(NEW_JAX, "pin_host_memory"), (OLD_JAX, "pin_host_memory"), (LEGACY_JAX, "host_output")],
+)
+def test_unpinned_move_is_kept_on_host_by_spelling_pinned_host(tmp_path: Path, version: str, command: str) -> None:
+    path = write(tmp_path, "unpinned.py", UNPINNED)
+    origin = Origin("move_to_host", "unpinned_host", Span(path, 9, 13), key="move:9")
+    (plan,) = plan_fixes([ofl1200(path, "[0]", origin, "step", 8)], jax_version=version)
+    # before 0.4.29 an output's memory kind never follows the value: out_shardings must say it
+    assert (plan.strategy, plan.command, plan.safety) == ("host", command, "safe")
+    if command == "pin_host_memory":
+        (result,) = apply_plans([plan], write=False)
+        assert '+STASH = SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")\n' in result.diff

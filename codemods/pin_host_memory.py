@@ -1,0 +1,92 @@
+"""Spell ``"pinned_host"`` where a move to host says ``"unpinned_host"`` (the OFL1204 trap).
+
+JAX >= 0.7.1 types an ``unpinned_host`` move as device memory while XLA moves the value to
+host, so a returned value fails with error 1200; with ``"pinned_host"`` the value is typed host
+and the output follows it (JAX 0.4.29 - 0.7.0 propagate it too). The command finds the
+``device_put`` at ``--origin-line`` and replaces the ``"unpinned_host"`` literal in its
+destination: written in the call, or in the one assignment of the name the call uses (unsafe
+when that name is used anywhere else too, since every use changes).
+
+    python -m libcst.tool codemod --no-format pin_host_memory.PinHostMemoryCommand train.py --origin-line 12
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods.fix_command import FixCommand
+from codemods.source_facts import FunctionInfo
+
+UNPINNED = "unpinned_host"
+PINNED = "pinned_host"
+SHARED_REASON = "the sharding variable is used elsewhere too: every use moves to pinned_host memory"
+
+
+class PinHostMemoryCommand(FixCommand):
+    DESCRIPTION = "Use memory_kind='pinned_host' where a move to host says 'unpinned_host' (XLA error 1200)."
+
+    def plan(self, function: FunctionInfo) -> None:
+        target = self.target
+        if target.origin_line is None:
+            self.report_problem("no move to host given (--origin-line)")
+            return
+        found = self.facts.device_put_at(target.origin_line, target.origin_col)
+        if found is None:
+            self.report_problem(f"no device_put on line {target.origin_line}")
+            return
+        call, scope = found
+        destination = _destination(call)
+        if destination is None:
+            self.report_problem(f"the device_put on line {target.origin_line} names no destination")
+            return
+        reasons: list[str] = []
+        literals = _kind_literals(destination)
+        if not literals and isinstance(destination, cst.Name):
+            bound = self.facts.scope_chain_binding(destination.value, scope)
+            if bound is not None and bound[0].value is not None:
+                literals = _kind_literals(bound[0].value)
+                if self.facts.references(destination.value) > 2:  # the assignment and this use
+                    reasons.append(SHARED_REASON)
+        unpinned = [node for node in literals if node.evaluated_value == UNPINNED]
+        if not unpinned:
+            if any(node.evaluated_value == PINNED for node in literals):
+                self.already(f"the move on line {target.origin_line} is pinned_host already")
+            else:
+                self.report_problem(f"the destination of the move on line {target.origin_line} spells no memory kind")
+            return
+        for node in unpinned:
+            if self.claim(node, _respelled):
+                self.record(node, f"memory kind 'unpinned_host' -> 'pinned_host' for the move on line "
+                                  f"{target.origin_line}", reasons)
+
+
+def _destination(call: cst.Call) -> cst.BaseExpression | None:
+    """``device_put(x, dst)`` / ``device_put(x, device=dst)``."""
+    for index, arg in enumerate(call.args):
+        if arg.keyword is not None and arg.keyword.value in ("device", "dst"):
+            return arg.value
+        if arg.keyword is None and index == 1:
+            return arg.value
+    return None
+
+
+def _kind_literals(expr: cst.BaseExpression) -> list[cst.SimpleString]:
+    """Memory-kind strings in a sharding expression: ``memory_kind=`` arguments and
+    ``with_memory_kind(...)`` arguments."""
+    found: list[cst.SimpleString] = []
+
+    class Visitor(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            is_with = isinstance(node.func, cst.Attribute) and node.func.attr.value == "with_memory_kind"
+            for arg in node.args:
+                keyword = arg.keyword.value if arg.keyword is not None else None
+                if (keyword == "memory_kind" or (is_with and keyword is None)) and isinstance(arg.value, cst.SimpleString):
+                    found.append(arg.value)
+
+    expr.visit(Visitor())
+    return found
+
+
+def _respelled(node: cst.CSTNode) -> cst.CSTNode:
+    assert isinstance(node, cst.SimpleString)
+    return node.with_changes(value=node.value.replace(UNPINNED, PINNED))
