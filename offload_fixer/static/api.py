@@ -138,14 +138,17 @@ def _analyse(parsed: ParsedSource | libcst.Module, text: str, path: str, target:
     from .rules import diagnostics, findings
     from .source import ParsedSource
 
+    from .policies import unpinned_policies
+
     if not isinstance(parsed, ParsedSource):
         parsed = ParsedSource(parsed)
+    policies = unpinned_policies(parsed, text, path, target, source_sha256)
     interpreter = Interpreter(parsed.module, text, parsed.memos())
     found = []
     try:
         sites = interpreter.jit_sites()
     except RecursionError:
-        return []
+        return policies
     for jitted in sites:
         try:
             site = interpreter.analyse(jitted)
@@ -154,9 +157,9 @@ def _analyse(parsed: ParsedSource | libcst.Module, text: str, path: str, target:
         if site is not None:
             found.extend(findings(site, spelling))
     if not found:
-        return []
+        return policies
     # Positions cost about three parses: only the statements that findings name pay for them.
-    return diagnostics(found, parsed, path, target, spelling, source_sha256)
+    return diagnostics(found, parsed, path, target, spelling, source_sha256) + policies
 
 
 def _decode(data: bytes, path: str) -> tuple[str, ParseError | None]:

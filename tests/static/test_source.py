@@ -21,6 +21,7 @@ from offload_fixer.static import SourceCache, check_source
 from offload_fixer.static.interpreter import Interpreter
 from offload_fixer.static.outline import outline
 from offload_fixer.static.prefilter import may_hold_host_move
+from offload_fixer.static.policies import unpinned_policies
 from offload_fixer.static.rules import diagnostics, findings
 from offload_fixer.static.source import ParsedSource, parse_source
 
@@ -219,6 +220,7 @@ class WholeModulePositions:
     """Positions as the check computed them before chunks: the whole module at once."""
 
     def __init__(self, module: cst.Module) -> None:
+        self.module = module
         self.positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
 
     def code_range(self, node):
@@ -239,7 +241,9 @@ def whole_file_diagnostics(text: str) -> tuple:
         if site is not None:
             found.extend(findings(site, spelling))
     digest = hashlib.sha256(text.encode()).hexdigest()
-    return tuple(diagnostics(found, WholeModulePositions(module), "prog.py", "tpu", spelling, digest)) if found else ()
+    located = WholeModulePositions(module)
+    policies = tuple(unpinned_policies(located, text, "prog.py", "tpu", digest))
+    return (tuple(diagnostics(found, located, "prog.py", "tpu", spelling, digest)) if found else ()) + policies
 
 
 def outline_or_error(text: str, cache: SourceCache | None = None):

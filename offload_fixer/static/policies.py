@@ -1,0 +1,75 @@
+"""Offload policies that offload nothing: ``offload_dst="unpinned_host"`` (the OFL1204 trap).
+
+A remat policy built with ``save_and_offload_only_these_names(..., offload_dst="unpinned_host")``,
+``offload_dot_with_no_batch_dims(..., "unpinned_host")`` or ``Offloadable(dst="unpinned_host")``
+leaves no move in the lowered module (JAX treats the destination as device memory), so only
+the source shows it: the residuals stay on device and the memory saving silently vanishes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+
+from offload_fixer.model import Diagnostic, FixOption, Span
+from offload_fixer.rules import get_rule
+
+from .source import ParsedSource
+
+UNPINNED = "unpinned_host"
+DESTINATION_KEYWORDS = ("offload_dst", "dst")
+POSITIONAL_DESTINATION = {"offload_dot_with_no_batch_dims": 1, "Offloadable": 1}
+"""Policies whose destination is a positional argument, and its index."""
+
+
+def unpinned_policies(parsed: ParsedSource, text: str, path: str, target: str,
+                      source_sha256: str | None) -> list[Diagnostic]:
+    if UNPINNED not in text:  # the common case costs one substring search
+        return []
+    found: list[cst.SimpleString] = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            positional = POSITIONAL_DESTINATION.get(_last_name(node.func))
+            for index, arg in enumerate(node.args):
+                named = arg.keyword is not None and arg.keyword.value in DESTINATION_KEYWORDS
+                if (named or (arg.keyword is None and index == positional)) and _is_unpinned(arg.value):
+                    found.append(arg.value)
+
+    parsed.module.visit(Finder())
+    rule = get_rule("OFL1204")
+    (use_pinned,) = rule.fixes
+    out = []
+    for literal in found:
+        where = parsed.code_range(literal)
+        span = Span(path, where.start.line, where.start.column + 1, where.end.line, where.end.column + 1)
+        out.append(Diagnostic(
+            code="OFL1204",
+            severity="warning",
+            target=target,
+            message="Offload destination 'unpinned_host' offloads nothing: JAX treats it as device memory.",
+            explanation=(
+                "An offload policy (or Offloadable) whose destination is 'unpinned_host' lowers to no "
+                "move at all, so the residuals it should offload stay in device memory and the "
+                "saving it was written for silently disappears. Use 'pinned_host'."
+            ),
+            span=span,
+            fixes=(FixOption("host", use_pinned.title, "Replace 'unpinned_host' with 'pinned_host'.",
+                             use_pinned.safety),),
+            source="static",
+            source_sha256=source_sha256,
+        ))
+    return out
+
+
+def _is_unpinned(value: Any) -> bool:
+    return isinstance(value, cst.SimpleString) and value.evaluated_value == UNPINNED
+
+
+def _last_name(func: cst.BaseExpression) -> str | None:
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    if isinstance(func, cst.Name):
+        return func.value
+    return None

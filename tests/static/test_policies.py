@@ -1,0 +1,44 @@
+"""Offload policies whose destination is 'unpinned_host' offload nothing (OFL1204, source only)."""
+
+import textwrap
+
+import pytest
+
+from offload_fixer.static import check_source
+
+TEMPLATE = textwrap.dedent(
+    """\
+    import jax
+    from jax.ad_checkpoint import Offloadable
+
+    POLICY = {policy}
+
+
+    @jax.jit
+    def loss(x):
+        return jax.checkpoint(lambda y: y * 2, policy=POLICY)(x).sum()
+    """
+)
+
+
+@pytest.mark.parametrize(
+    "policy",
+    [
+        'jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=[], '
+        'names_which_can_be_offloaded=["h"], offload_src="device", offload_dst="unpinned_host")',
+        'jax.checkpoint_policies.offload_dot_with_no_batch_dims("device", "unpinned_host")',
+        'lambda prim, *_, **__: Offloadable(src="device", dst="unpinned_host")',
+    ],
+)
+def test_unpinned_destination_is_reported_where_it_is_written(policy):
+    source = TEMPLATE.format(policy=policy)
+    (diagnostic,) = [d for d in check_source(source, "policy.py").diagnostics if d.code == "OFL1204"]
+    assert diagnostic.severity == "warning"
+    line = source.splitlines()[diagnostic.span.line - 1]
+    start = diagnostic.span.col - 1
+    assert line[start:start + len('"unpinned_host"')] == '"unpinned_host"'
+
+
+def test_pinned_destination_is_fine():
+    policy = 'jax.checkpoint_policies.offload_dot_with_no_batch_dims("device", "pinned_host")'
+    assert not check_source(TEMPLATE.format(policy=policy), "policy.py").diagnostics
