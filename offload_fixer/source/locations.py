@@ -24,7 +24,12 @@ def _library_roots() -> tuple[str, ...]:
 
 
 def is_user_frame(frame: Frame) -> bool:
-    if frame.path.startswith("<") or not frame.path:
+    """JAX labels the frames it records with their function; an unlabelled position outside a
+    ``.py`` file is MLIR's own (``"-":5:11`` for a module parsed from text without locations).
+    Modules rebuilt from HLO dumps keep unlabelled ``.py`` positions from the metadata."""
+    if not frame.path or frame.path.startswith("<"):
+        return False
+    if frame.function is None and not frame.path.endswith(".py"):
         return False
     return not os.path.abspath(frame.path).startswith(_library_roots())
 
