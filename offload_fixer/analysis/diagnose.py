@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from jaxlib.mlir import ir
 
 from offload_fixer.analysis.offloader import Failure, Node, Reach, Seed, WalkResult, hlo_name
@@ -49,7 +51,7 @@ class Diagnoser:
                 out.append(self._host_slice(seed, op))
         for failure in walk.failures:
             out.append(self._failure(failure))
-        return out
+        return _merge_same_place(out)
 
     def outputs(self, walk: WalkResult) -> tuple[OutputInfo, ...]:
         verdicts: dict[int, str] = {}
@@ -307,6 +309,32 @@ class Diagnoser:
         if not info and len(self.view.results) > 1:
             return f"[{index}]"
         return output_path(info)
+
+
+MERGED_CODES = ("OFL1201", "OFL1203", "OFL1206")
+
+
+def _merge_same_place(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """One computation reached by several host values (the leaves of one streamed pytree, say)
+    is one problem at one place: keep the first diagnostic and name the other origins in it.
+    OFL1200 stays one per output, since each output is fixed on its own."""
+    merged: dict[tuple, int] = {}
+    others: dict[int, list[str]] = {}
+    out: list[Diagnostic] = []
+    for diagnostic in diagnostics:
+        key = (diagnostic.code, diagnostic.span, diagnostic.message)
+        if diagnostic.code in MERGED_CODES and diagnostic.span is not None and key in merged:
+            others.setdefault(merged[key], []).append(diagnostic.origin.detail if diagnostic.origin else "another host value")
+            continue
+        merged[key] = len(out)
+        out.append(diagnostic)
+    for index, details in others.items():
+        first = out[index]
+        out[index] = replace(
+            first,
+            explanation=f"{first.explanation} The same computation is also reached by: {'; '.join(details)}.",
+        )
+    return out
 
 
 def _severity(code: str, target: str) -> str:
