@@ -367,7 +367,11 @@ def _function_from_module(view: irm.ModuleView) -> FunctionRef | None:
     if not name:
         return None
     for op in irm.walk_operations(view.main):
-        path = frame_path(view.location(op), name)
-        if path:
-            return FunctionRef(name=name, path=path)
+        location = view.location(op)
+        if user_span(location) is None:
+            continue
+        # Every op traced inside the function has its frame on the stack: the first op with
+        # user frames decides, so a module of a library function costs one op, not a scan.
+        path = frame_path(location, name)
+        return FunctionRef(name=name, path=path) if path else FunctionRef(name=name)
     return FunctionRef(name=name)
