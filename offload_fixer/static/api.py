@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import concurrent.futures
+import multiprocessing
 import hashlib
 import io
 import tokenize
@@ -83,7 +84,10 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
         for item in pending:
             yield _check(*item, target, spelling) if isinstance(item, tuple) else item
         return
-    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
+    # forkserver: workers fork from a clean server, never from a caller that has JAX's threads
+    # running (an LSP, a test run, `offload-fixer run`), which fork would risk deadlocking.
+    context = multiprocessing.get_context("forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
         futures = {id(item): pool.submit(_check, *item, target, spelling) for item in candidates}
         for item in pending:
             yield futures[id(item)].result() if isinstance(item, tuple) else item
