@@ -65,8 +65,6 @@ class Outcome:
 
     diagnostics: list[Diagnostic] = field(default_factory=list)
     file_errors: list[Any] = field(default_factory=list)
-    unused_suppressions: list[Any] = field(default_factory=list)
-    sources: dict[str, str] = field(default_factory=dict)
 
 
 def _settings(config: str | None, start: str, **overrides: Any):
@@ -86,19 +84,16 @@ def _fail(code: ExitCode, message: str) -> None:
 
 def _emit(outcome: Outcome, settings, fmt: str, quiet: bool, verbose: bool, exit_zero: bool,
           extra_failure: ExitCode | None = None, pending_diff: bool = False) -> None:
-    from offload_fixer.config import select_codes
     from offload_fixer.report import render
-    from offload_fixer.suppression import filter_suppressed
 
-    diagnostics = select_codes(outcome.diagnostics, settings.select, settings.ignore)
-    kept, _suppressed, unused = filter_suppressed(diagnostics, _sources_for(diagnostics, outcome.sources))
+    kept, unused = _reportable(outcome.diagnostics, settings)
     if not verbose and fmt == "text":
         kept = [d for d in kept if d.severity != "info"]
     text = render(
         fmt,
         kept,
         outcome.file_errors,
-        list(outcome.unused_suppressions) + list(unused),
+        unused,
         root=os.getcwd(),
         color=fmt == "text" and sys.stdout.isatty(),
         target=settings.target,
@@ -117,19 +112,20 @@ def _emit(outcome: Outcome, settings, fmt: str, quiet: bool, verbose: bool, exit
     sys.exit(int(ExitCode.CLEAN))
 
 
-def _reportable(diagnostics: Sequence[Diagnostic], settings, sources: dict[str, str]) -> list[Diagnostic]:
-    """Selected and not suppressed: what is reported is exactly what gets fixed."""
+def _reportable(diagnostics: Sequence[Diagnostic], settings) -> tuple[list[Diagnostic], list[Any]]:
+    """(selected and not suppressed, unused suppressions): what is reported is exactly what
+    gets fixed."""
     from offload_fixer.config import select_codes
     from offload_fixer.suppression import filter_suppressed
 
     selected = select_codes(diagnostics, settings.select, settings.ignore)
-    kept, _suppressed, _unused = filter_suppressed(selected, _sources_for(selected, sources))
-    return list(kept)
+    kept, _suppressed, unused = filter_suppressed(selected, _sources_for(selected))
+    return list(kept), list(unused)
 
 
-def _sources_for(diagnostics: Iterable[Diagnostic], known: dict[str, str]) -> dict[str, str]:
+def _sources_for(diagnostics: Iterable[Diagnostic]) -> dict[str, str]:
     """Source text of every file a diagnostic points into (suppression comments live there)."""
-    sources = dict(known)
+    sources: dict[str, str] = {}
     for d in diagnostics:
         for span in (d.span, d.origin.span if d.origin else None, d.return_span):
             if span and span.path not in sources and os.path.isfile(span.path):
@@ -248,7 +244,7 @@ def check(paths, target, fmt, select, ignore, exit_zero, quiet, verbose, config,
     pending = False
     failure = None
     if (fix or diff) and outcome.diagnostics:
-        chosen = _reportable(outcome.diagnostics, settings, outcome.sources)
+        chosen, _unused = _reportable(outcome.diagnostics, settings)
         pending, failure = _apply_fixes(chosen, settings.strategy, write=fix and not diff, unsafe=unsafe_fixes,
                                         jax_version=settings.jax_version)
         if fix and not diff:
@@ -273,7 +269,7 @@ def run(module, report_path, target, fmt, select, ignore, exit_zero, quiet, verb
         unsafe_fixes, program, program_args) -> None:
     """Run PROGRAM unchanged and check every distinct jit compilation it triggers for the target."""
     from offload_fixer import jax_compat
-    from offload_fixer.runner import UsageError, run_program, sha256_of, write_report_file
+    from offload_fixer.runner import UsageError, run_program, write_report_file
 
     if not module and not os.path.isfile(program):
         _fail(ExitCode.USAGE, f"no such script: {program}")
@@ -304,11 +300,10 @@ def run(module, report_path, target, fmt, select, ignore, exit_zero, quiet, verb
         failure = ExitCode.PROGRAM_FAILED
     pending = False
     if (fix or diff) and diagnostics:
-        diagnostics = _reportable(diagnostics, settings, {})
-        sources = {p: sha256_of(p) for p in {d.function.path for d in diagnostics if d.function and d.function.path}}
-        pending, fix_failure = _apply_fixes(diagnostics, settings.strategy, write=fix and not diff,
-                                            unsafe=unsafe_fixes, jax_version=None,
-                                            expected_sha256={k: v for k, v in sources.items() if v})
+        # the hashes the runner took when it analysed each file: a file edited since is refused
+        pending, fix_failure = _apply_fixes(_reportable(diagnostics, settings)[0], settings.strategy,
+                                            write=fix and not diff, unsafe=unsafe_fixes, jax_version=None,
+                                            expected_sha256=result.sources)
         failure = failure or fix_failure
     if not quiet:
         click.echo(f"offload-fixer: checked {result.checked} distinct compilation(s) for {settings.target}", err=True)

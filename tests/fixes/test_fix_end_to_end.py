@@ -146,7 +146,7 @@ def test_broken_examples(tmp_path: Path, name: str, strategy: str, edit: str) ->
     assert found
     plans = plan_fixes(found)
     assert {p.strategy for p in plans} == {strategy}
-    results = apply_plans(plans, write=True, unsafe=True)
+    results = apply_plans(plans, write=True)  # safe fixes only, as `--fix` applies them
     assert all(r.error is None for r in results) and any(r.written for r in results)
     assert edit in path.read_text()
     fixed = load(path)
