@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from jaxlib.mlir import ir
 
-from offload_fixer.analysis.offloader import Failure, Node, Reach, Seed, WalkResult, hlo_name
+from offload_fixer.analysis.offloader import Failure, Node, Reach, Seed, WalkResult, hlo_name, op_role
 from offload_fixer.ir import module as irm
 from offload_fixer.rules import get_rule
 from offload_fixer.model import Diagnostic, FixOption, FunctionRef, Origin, OutputInfo, Span, Step
@@ -227,7 +227,7 @@ class Diagnoser:
 
     def _xla_1200_message(self, reach: Reach) -> str:
         start = reach.starting
-        if start.kind == "root" and self.view.results and len(self.view.results) == 1 and reach.seed.op is not None:
+        if start.kind == "root" and len(self.view.results) == 1 and reach.seed.op is not None:
             return (
                 f"Tensor which is moved to host (custom call \"{hlo_name(reach.seed.op)}\") is returned from "
                 "the entry computation but the layout for this output is not set to host memory."
@@ -262,14 +262,7 @@ class Diagnoser:
             role = "host argument" if node.owner == self.view.entry_block else "parameter"
             return Step(f"{parent.name} argument {node.index}", role, None)
         op = node.owner
-        if irm.is_move_to_host(op):
-            role = "move to host"
-        elif node.kind == "res" or op.name in ("func.call", "stablehlo.while", "stablehlo.tuple"):
-            role = "memory op"
-        elif op.name.startswith("sdy.") or op.name == "stablehlo.reshape":
-            role = "memory op"
-        else:
-            role = "host compute"
+        role = "memory op" if node.kind == "res" else op_role(op)
         return Step(op.name, role, self._span(op))
 
     def _origin(self, seed: Seed) -> Origin:

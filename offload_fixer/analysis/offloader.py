@@ -408,6 +408,19 @@ class HostOffloadWalk:
         return op.parent != seed.op.parent
 
 
+def op_role(op: ir.Operation) -> str:
+    """What the walk makes of an instruction on a host path, in the words a trace shows."""
+    if irm.is_move_to_host(op):
+        return "move to host"
+    if irm.is_move_to_device(op):
+        return "move to device"
+    if _is_host_computation(op):
+        return "host computation"
+    if op.name == "stablehlo.dynamic_update_slice" or op.name in PURE_MEMORY_OPS or _is_bitcast_like(op):
+        return "memory op"
+    return "host compute"
+
+
 def _op(node: Node) -> ir.Operation | None:
     """The instruction a node stands for (parameters and the entry root have none)."""
     return node.owner if node.kind in ("op", "res") else None
