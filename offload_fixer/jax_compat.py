@@ -20,6 +20,10 @@ from typing import Any, Callable, Sequence
 OLDEST_SUPPORTED = (0, 4, 35)
 """Oldest JAX the dynamic analysis runs under; static rules and spellings reach further back."""
 
+NEWEST_MODELLED = (0, 12)
+"""Newest JAX release line (every 0.12.x) whose rules and spellings are modelled. Asking for
+the rules of a newer one is refused; an installed newer JAX is checked with these rules."""
+
 
 class UnsupportedJaxVersion(ValueError):
     """A JAX version string that cannot be parsed, or one outside what the tool models."""
@@ -54,6 +58,19 @@ def parse_version(text: str) -> tuple[int, int, int]:
     return major, minor, patch
 
 
+def check_modelled(text: str) -> tuple[int, int, int]:
+    """:func:`parse_version`, refusing a version newer than :data:`NEWEST_MODELLED`: for a
+    version the user asks the rules of (``--jax-version``, the ``jax-version`` setting)."""
+    v = parse_version(text)
+    if v[:2] > NEWEST_MODELLED:
+        newest = ".".join(map(str, NEWEST_MODELLED))
+        raise UnsupportedJaxVersion(
+            f"JAX {text.strip()} is newer than {newest}, the newest version offload-fixer models; "
+            f"ask for the rules of {newest} or older"
+        )
+    return v
+
+
 @functools.lru_cache(maxsize=None)
 def installed_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
@@ -65,12 +82,25 @@ def installed_version() -> str:
 
 
 def regime(version: str | None = None) -> Regime:
-    v = parse_version(version or installed_version())
+    return _regime_of(check_modelled(version) if version else parse_version(installed_version()))
+
+
+def _regime_of(v: tuple[int, int, int]) -> Regime:
     if v <= (0, 4, 28):
         return Regime.LEGACY
     if v <= (0, 7, 0):
         return Regime.PROPAGATION
     return Regime.TYPED
+
+
+class HostCompute(enum.Enum):
+    """The two shapes of ``jax.experimental.compute_on.compute_on``."""
+
+    CONTEXT = 'with compute_on("device_host"):'
+    """A context manager (and decorator) taking the compute type: 0.4.29 - 0.11.0."""
+    FUNCTION = 'compute_on(f, compute_type="device_host", out_memory_spaces=jax.memory.Space.Host)'
+    """A function wrapper that also takes the outputs' memory spaces: 0.11.1 on (it was
+    ``compute_on2`` from 0.10.1 to 0.11.0, beside the context manager)."""
 
 
 @dataclass(frozen=True)
@@ -89,20 +119,23 @@ class Spelling:
     """``jax._src.sharding_impls.TransferToMemoryKind`` exists (0.4.15 - 0.7.0)."""
     none_leaf_inherits_host: bool
     """An ``out_shardings`` leaf of ``None`` keeps a host memory kind (>= 0.4.29)."""
+    host_compute: HostCompute | None
+    """How ``jax.experimental.compute_on.compute_on`` runs code on the host CPU (none before 0.4.29)."""
 
 
 def spelling(version: str | None = None) -> Spelling:
     text = version or installed_version()
-    v = parse_version(text)
+    v = check_modelled(text) if version else parse_version(text)
     old_names = v < (0, 4, 25)
     return Spelling(
         version=text,
-        regime=regime(text),
+        regime=_regime_of(v),
         device_kind="tpu_hbm" if old_names else "device",
         host_kind="unpinned_host" if old_names else "pinned_host",
         memory_space_api=v >= (0, 7, 1),
         transfer_to_memory_kind=(0, 4, 15) <= v <= (0, 7, 0),
         none_leaf_inherits_host=v >= (0, 4, 29),
+        host_compute=None if v < (0, 4, 29) else HostCompute.CONTEXT if v < (0, 11, 1) else HostCompute.FUNCTION,
     )
 
 
@@ -183,6 +216,22 @@ def memory_move_target(memory_kind: str) -> Any:
         f"jax {installed_version()} on {device.platform} has no {memory_kind!r} memory and no "
         "TransferToMemoryKind to move a value there inside jit"
     )
+
+
+def compute_on_host(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` run by the host CPU inside ``jit``, its results in host memory, spelled the way
+    the installed JAX spells it (:class:`HostCompute`): the context manager used as a
+    decorator up to 0.11.0, the function wrapper with ``out_memory_spaces`` from 0.11.1.
+    Both lower to the same host call (``_xla_compute_type = "host"``) with host results."""
+    import jax
+    from jax.experimental.compute_on import compute_on
+
+    form = spelling().host_compute
+    if form is HostCompute.FUNCTION:
+        return compute_on(fn, compute_type="device_host", out_memory_spaces=jax.memory.Space.Host)
+    if form is HostCompute.CONTEXT:
+        return compute_on("device_host")(fn)
+    raise UnsupportedJaxVersion(f"jax {installed_version()} has no compute_on")  # pragma: no cover
 
 
 def shard_map_function() -> Callable[..., Any]:
