@@ -74,7 +74,7 @@ def _settings(config: str | None, start: str, **overrides: Any):
         resolver = SettingsResolver(overrides={k: v for k, v in overrides.items() if v is not None}, config=config)
         return resolver, resolver.settings_for(start)
     except ConfigError as exc:
-        _fail(ExitCode.USAGE, str(exc))
+        _fail(exc.exit_code, str(exc))
 
 
 def _fail(code: ExitCode, message: str) -> None:
@@ -224,7 +224,7 @@ def check(paths, target, fmt, select, ignore, exit_zero, quiet, verbose, config,
     paths = paths or (".",)
     try:
         if jax_version:
-            jax_compat.parse_version(jax_version)
+            jax_compat.check_modelled(jax_version)
     except jax_compat.UnsupportedJaxVersion as exc:
         _fail(ExitCode.UNSUPPORTED_JAX, str(exc))
     _resolver, settings = _settings(config, paths[0], target=target, strategy=strategy, format=fmt, jobs=jobs,
@@ -368,6 +368,7 @@ def lsp() -> None:
 @click.option("--jax-version", default=None, help="Write the examples for this JAX version.")
 def rules(code, jax_version) -> None:
     """List the diagnostic codes, or print the page for CODE."""
+    from offload_fixer.jax_compat import UnsupportedJaxVersion
     from offload_fixer.rules import UnknownRule, all_rules, render_rule
 
     if code is None:
@@ -378,6 +379,8 @@ def rules(code, jax_version) -> None:
         click.echo(render_rule(code, jax_version=jax_version))
     except UnknownRule as exc:
         _fail(ExitCode.USAGE, str(exc.args[0] if exc.args else exc))
+    except UnsupportedJaxVersion as exc:
+        _fail(ExitCode.UNSUPPORTED_JAX, str(exc))
 
 
 if __name__ == "__main__":  # pragma: no cover

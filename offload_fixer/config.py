@@ -22,7 +22,8 @@ try:
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-from offload_fixer.jax_compat import UnsupportedJaxVersion, parse_version
+from offload_fixer.exit_codes import ExitCode
+from offload_fixer.jax_compat import UnsupportedJaxVersion, check_modelled
 from offload_fixer.model import TARGETS, Diagnostic
 
 TABLE = "offload-fixer"
@@ -54,6 +55,14 @@ DEFAULT_EXCLUDE: tuple[str, ...] = (
 
 class ConfigError(ValueError):
     """A configuration file or value that cannot be used; the message names file and key."""
+
+    exit_code = ExitCode.USAGE
+
+
+class UnsupportedJaxVersionSetting(ConfigError):
+    """A ``jax-version`` setting that is no version offload-fixer models (as ``--jax-version``)."""
+
+    exit_code = ExitCode.UNSUPPORTED_JAX
 
 
 @dataclass(frozen=True)
@@ -201,9 +210,9 @@ def _validate(raw: dict[str, Any], source: str) -> dict[str, Any]:
             if not isinstance(value, str):
                 raise ConfigError(f'{where}: expected a version string such as "0.4.35", got {value!r}')
             try:
-                parse_version(value)
+                check_modelled(value)
             except UnsupportedJaxVersion as exc:
-                raise ConfigError(f"{where}: {exc}") from exc
+                raise UnsupportedJaxVersionSetting(f"{where}: {exc}") from exc
             out["jax_version"] = value
         elif key == "jobs":
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
