@@ -124,6 +124,24 @@ def test_unknown_jax_version_has_its_own_exit_code(broken: Path):
     assert invoke("check", "--jax-version", "banana", str(broken)).exit_code == ExitCode.UNSUPPORTED_JAX
 
 
+@pytest.mark.parametrize("version", ["0.11", "0.12.0.1"])
+def test_the_newest_jax_lines_are_checked_with_their_rules(broken: Path, version: str):
+    result = invoke("check", "--jax-version", version, str(broken))
+    assert result.exit_code == ExitCode.FINDINGS, result.output
+    assert "OFL1200" in result.output
+
+
+def test_a_jax_newer_than_modelled_is_refused_naming_the_newest(broken: Path, tmp_path: Path):
+    newest = "the newest version offload-fixer models"
+    flag = invoke("check", "--jax-version", "99.0", str(broken))
+    assert flag.exit_code == ExitCode.UNSUPPORTED_JAX and f"JAX 99.0 is newer than 0.12, {newest}" in flag.output
+    (tmp_path / "pyproject.toml").write_text('[tool.offload-fixer]\njax-version = "0.13.0"\n')
+    setting = invoke("check", str(broken))
+    assert setting.exit_code == ExitCode.UNSUPPORTED_JAX and f"JAX 0.13.0 is newer than 0.12, {newest}" in setting.output
+    page = invoke("rules", "OFL1200", "--jax-version", "0.13")
+    assert page.exit_code == ExitCode.UNSUPPORTED_JAX and "newer than 0.12" in page.output
+
+
 @pytest.mark.parametrize("fmt", ["json", "sarif", "github"])
 def test_machine_formats(broken: Path, fmt: str):
     result = invoke("check", "--format", fmt, str(broken))

@@ -76,6 +76,7 @@ jobs = 4
         ("exclude = [1, 2]", "exclude: expected a list of strings"),
         ('jax-version = "latest"', "jax-version: not a JAX version"),
         ('jax-version = "0.3.25"', "jax-version: JAX 0.3.25 predates memory kinds"),
+        ('jax-version = "0.13"', "jax-version: JAX 0.13 is newer than 0.12, the newest version"),
         ("jobs = -1", "jobs: expected a whole number"),
         ("jobs = true", "jobs: expected a whole number"),
     ],

@@ -12,7 +12,7 @@ from offload_fixer.rules import UnknownRule, all_rules, get_rule, render_rule
 
 CODES = [f"OFL{n}" for n in range(1200, 1207)]
 # One version per regime and per change of memory-kind names.
-VERSIONS = ["0.4.20", "0.4.26", "0.4.35", "0.6.2", "0.7.1", "0.10.2"]
+VERSIONS = ["0.4.20", "0.4.26", "0.4.35", "0.6.2", "0.7.1", "0.10.2", "0.11.1", "0.12.0.1"]
 
 
 def test_one_rule_per_contract_code_in_order():
