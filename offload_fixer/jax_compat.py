@@ -7,7 +7,8 @@ Three regimes decide how JAX assigns memory kinds to outputs (see ``shared/spec/
   ``scan`` and ``copy``; anything else loses the kind.
 * ``TYPED`` (>= 0.7.1): memory space is part of the type; outputs follow types.
 
-Everything else in the package asks this module instead of comparing versions itself.
+Modelled up to the 0.12 line (:data:`NEWEST_MODELLED`). Everything else in the package asks
+this module instead of comparing versions itself.
 """
 
 from __future__ import annotations
