@@ -268,6 +268,16 @@ def parse_stablehlo(text: str) -> Any:
     return ir.Module.parse(text, context=jax_mlir.make_ir_context())
 
 
+FIRST_JAXLIB_COMPILING_MLIR_MODULES = (0, 8, 0)
+"""``Client.compile`` takes an MLIR module from jaxlib 0.8; before, serialized bytes or text."""
+
+
+def _jaxlib_version() -> tuple[int, int, int]:
+    from importlib.metadata import version
+
+    return parse_version(version("jaxlib"))
+
+
 def compile_stablehlo(module: Any, devices: Sequence[Any], num_replicas: int, num_partitions: int) -> Any:
     """Run the full XLA pipeline of ``devices``' compiler over ``module`` (no execution).
 
@@ -276,8 +286,11 @@ def compile_stablehlo(module: Any, devices: Sequence[Any], num_replicas: int, nu
     """
     import numpy as np
     from jax._src import compiler
+    from jax._src.interpreters import mlir as jax_mlir
     from jax._src.lib import xla_client
 
+    if _jaxlib_version() < FIRST_JAXLIB_COMPILING_MLIR_MODULES:
+        module = jax_mlir.module_to_bytecode(module)  # bytecode keeps the locations
     client = devices[0].client
     assignment = np.array([d.id for d in devices[: num_replicas * num_partitions]]).reshape(num_replicas, num_partitions)
     options = compiler.get_compile_options(
