@@ -89,8 +89,8 @@ failed=""
 summary=()
 for name in $ENVS; do
   dir=$(env_dir "$name")
-  jax=$("$dir/bin/python" -c 'import importlib.metadata as m; print(m.version("jax"))')
-  python=$("$dir/bin/python" -c 'import platform; print(platform.python_version())')
+  jax=$("$dir/bin/python" -c 'import importlib.metadata as m; print(m.version("jax"))' || echo "?")
+  python=$("$dir/bin/python" -c 'import platform; print(platform.python_version())' || echo "?")
   echo "== jax $jax, python $python ($dir)"
   env_start=$SECONDS
   status=0
