@@ -18,7 +18,7 @@ __all__ = ["check", "function_ref", "is_jitted", "python_function"]
 def check(
     fn: Callable[..., Any], *args: Any, target: str = "tpu", **kwargs: Any
 ) -> Report:
-    """Analyse ``fn(*args, **kwargs)`` as it would compile for ``target`` (tpu, gpu, gpu-legacy).
+    """Analyse ``fn(*args, **kwargs)`` as it would compile for ``target`` (tpu or gpu).
 
     ``fn`` is a plain function or a ``jax.jit``-wrapped one; a jitted function keeps its own
     ``in_shardings``, ``out_shardings``, ``donate_argnums`` and static arguments. Arguments
@@ -28,12 +28,9 @@ def check(
     """
     from offload_fixer import jax_compat
     from offload_fixer.analysis import analyze
-    from offload_fixer.model import TARGETS
+    from offload_fixer.model import normalize_target
 
-    if target not in TARGETS:
-        raise ValueError(
-            f"unknown target {target!r}; expected one of {', '.join(TARGETS)}"
-        )
+    target = normalize_target(target)
     lowered = jax_compat.lower_for_platform(
         fn, args, kwargs, jax_compat.lowering_platform(target)
     )

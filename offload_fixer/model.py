@@ -13,7 +13,33 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Literal
 
 Severity = Literal["error", "warning", "info"]
-TARGETS: tuple[str, ...] = ("tpu", "gpu", "gpu-legacy")
+
+# Memory kinds as JAX spells them. JAX calls both host kinds "host"; XLA's host offloader
+# moves values to memory space S(5) for either annotation, but only ``pinned_host`` parameters
+# and outputs are S(5) (``unpinned_host`` is S(6) on TPU and not host memory to the walk).
+PINNED_HOST = "pinned_host"
+UNPINNED_HOST = "unpinned_host"
+DEVICE = "device"
+HOST_KINDS: frozenset[str] = frozenset({PINNED_HOST, UNPINNED_HOST})
+"""Memory kinds JAX treats as host memory (a move there is a move to host)."""
+HOST_MEMORY_SPACE_KINDS: frozenset[str] = frozenset({PINNED_HOST})
+"""Memory kinds of parameters and outputs that XLA's entry layout puts in host memory (S(5))."""
+TARGETS: tuple[str, ...] = ("tpu", "gpu")
+DEPRECATED_TARGETS: dict[str, str] = {"gpu-legacy": "gpu"}
+"""Targets of earlier releases: ``gpu-legacy`` modelled an XLA:GPU that failed like TPU, which
+every released XLA:GPU does, so it is ``gpu`` now."""
+TARGET_CHOICES: tuple[str, ...] = TARGETS + tuple(DEPRECATED_TARGETS)
+"""What a command line or a configuration accepts (deprecated names still work)."""
+
+
+def normalize_target(target: str) -> str:
+    """``target`` as the analysis knows it; raises ``ValueError`` for an unknown one."""
+    target = DEPRECATED_TARGETS.get(target, target)
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
+    return target
+
+
 OriginKind = Literal["move_to_host", "host_argument", "offload_policy", "host_compute"]
 Safety = Literal["safe", "unsafe", "display-only"]
 
@@ -146,7 +172,9 @@ class OutputInfo:
     index: int
     path: str
     memory_kind: str
-    verdict: Literal["device", "host", "streamed", "layout-updated", "error"]
+    verdict: Literal["device", "host", "streamed", "repaired", "error"]
+    """``streamed``: a host value reaches this host output; ``repaired``: the output is a move to
+    host that XLA turns into a copy (the whole single output); ``error``: error 1200."""
 
 
 @dataclass(frozen=True)

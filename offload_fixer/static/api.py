@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from offload_fixer import jax_compat
-from offload_fixer.model import TARGETS, Diagnostic
+from offload_fixer.model import Diagnostic, normalize_target
 
 from .files import python_files
 from .outline import SourceCache, outline
@@ -53,11 +53,12 @@ def check_source(source: str | bytes, path: str = "<string>", target: str = "tpu
     """Check one file's text without importing or running it.
 
     ``jax_version`` picks the rules of that JAX release (default: the installed one);
-    ``target`` is ``tpu``, ``gpu`` or ``gpu-legacy`` and sets the severity. An editor passes
+    ``target`` is ``tpu`` or ``gpu`` and sets the severity. An editor passes
     the same :class:`SourceCache` for every version of a document, so that only the
     statements a change touched are parsed again; the result is the same without it.
     """
-    spelling = _spelling(target, jax_version)
+    target = normalize_target(target)
+    spelling = jax_compat.spelling(jax_version)
     return _check(source, path, target, spelling, cache)
 
 
@@ -66,7 +67,8 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
     """Check files and directories (walked, honouring ``.gitignore`` and ``excludes``, which
     are gitignore-style patterns relative to each directory given). Yields one result per
     ``.py`` file, in walk order; ``jobs`` > 1 analyses files in that many processes."""
-    spelling = _spelling(target, jax_version)
+    target = normalize_target(target)
+    spelling = jax_compat.spelling(jax_version)
     pending: list = []
     for path in python_files(paths, excludes):
         try:
@@ -91,12 +93,6 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
         futures = {id(item): pool.submit(_check, *item, target, spelling) for item in candidates}
         for item in pending:
             yield futures[id(item)].result() if isinstance(item, tuple) else item
-
-
-def _spelling(target: str, jax_version: str | None) -> jax_compat.Spelling:
-    if target not in TARGETS:
-        raise ValueError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
-    return jax_compat.spelling(jax_version)
 
 
 def _check(source: str | bytes, path: str, target: str, spelling: jax_compat.Spelling,
