@@ -175,6 +175,9 @@ class OutputInfo:
     verdict: Literal["device", "host", "streamed", "repaired", "error"]
     """``streamed``: a host value reaches this host output; ``repaired``: the output is a move to
     host that XLA turns into a copy (the whole single output); ``error``: error 1200."""
+    compiled_memory_kind: str | None = None
+    """The memory kind the compiled executable returns this output in, where it differs from
+    what the module declares on some target (``unpinned_host`` outputs, repaired moves)."""
 
 
 @dataclass(frozen=True)

@@ -86,11 +86,28 @@ class Diagnoser:
         infos = []
         for value in self.view.results:
             default = "host" if value.in_host_memory_space else "device"
+            verdict = verdicts.get(value.index, default)
             infos.append(
-                OutputInfo(value.index, self._output_path(value.index), value.memory_kind,
-                           verdicts.get(value.index, default))
+                OutputInfo(value.index, self._output_path(value.index), value.memory_kind, verdict,
+                           self._compiled_kind(value.index, value.memory_kind, verdict))
             )
         return tuple(infos)
+
+    def _compiled_kind(self, index: int, declared: str, verdict: str) -> str:
+        """Where the compiled executable returns an output. libtpu repairs a root move with a
+        copy back to device; XLA:GPU keeps it on host, compiles ``unpinned_host`` outputs as
+        pinned host memory, and returns a host output that no host value reaches (a slice
+        copied out of host memory, a host computation's result) in device memory, unless the
+        output reuses a donated host argument's buffer."""
+        if verdict == "repaired":
+            return "device" if self.target == "tpu" else "pinned_host"
+        if self.target == "gpu":
+            if declared == "unpinned_host":
+                return "pinned_host"
+            donor = self.view.aliased_outputs.get(index)
+            if verdict == "host" and (donor is None or not self.view.args[donor].in_host_memory_space):
+                return "device"
+        return declared
 
     # -- one diagnostic per finding ---------------------------------------------------------
     def _host_output(self, reach: Reach, related: tuple[str, ...]) -> Diagnostic:

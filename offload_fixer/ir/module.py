@@ -66,6 +66,13 @@ class ModuleView:
         self._index(self.main, set())
         self.args = tuple(self._entry_values("arg_attrs", self.entry_block.arguments, "jax.arg_info"))
         self.results = tuple(self._entry_values("res_attrs", _result_types(self.main), "jax.result_info"))
+        self.aliased_outputs: dict[int, int] = {}
+        """Output index -> the donated argument whose buffer it reuses (``tf.aliasing_output``)."""
+        attrs = self.main.attributes["arg_attrs"] if "arg_attrs" in self.main.attributes else None
+        for index in range(len(self.args)):
+            entry = attrs[index] if attrs is not None and index < len(attrs) else None
+            if entry is not None and "tf.aliasing_output" in ir.DictAttr(entry):
+                self.aliased_outputs[ir.IntegerAttr(ir.DictAttr(entry)["tf.aliasing_output"]).value] = index
 
     @property
     def entry_block(self) -> ir.Block:

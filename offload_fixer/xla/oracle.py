@@ -215,11 +215,14 @@ def _verdict(target: str, compiler: str, answer: dict[str, Any]) -> XlaVerdict:
     error_id = None
     if first is not None and first.code is not None and first.error_name:
         error_id = f"E{first.code}"
+    code = first.diagnostic_code if first else None
+    if first is None and outcome in ("rejected", "aborted"):
+        code = _backend_code(message)
     return XlaVerdict(
         target=target,
         compiler=compiler,
         outcome=outcome,
-        code=first.diagnostic_code if first else None,
+        code=code,
         error=error_id,
         message=message,
         instruction=first.instruction if first else None,
@@ -229,6 +232,16 @@ def _verdict(target: str, compiler: str, answer: dict[str, Any]) -> XlaVerdict:
         host_compute=tuple(w.instruction for w in warnings if w.diagnostic_code == "OFL1201" and w.instruction),
         host_slices=tuple(w.instruction for w in warnings if w.diagnostic_code == "OFL1206" and w.instruction),
     )
+
+
+def _backend_code(message: str) -> str | None:
+    """The code of a backend failure the rules know (``OFL1207``...), from XLA's text."""
+    from offload_fixer.xla_messages import BACKEND_MESSAGES
+
+    for known in BACKEND_MESSAGES:
+        if known.pattern().search(message):
+            return known.code
+    return None
 
 
 _ORACLES: dict[str, Oracle] = {}
