@@ -1,0 +1,135 @@
+"""``%load_ext offload_fixer`` in a real kernel (nbclient + ipykernel), as a notebook runs it:
+the finding shows under the cell that compiled, ``%offload_fix`` hands Jupyter the fixed cell
+(a ``set_next_input`` payload, applied here as Jupyter applies it), and running that cell
+and the call again shows nothing."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+import sys
+import textwrap
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+from offload_fixer import jax_compat
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not jax_compat.host_memory_on_this_backend(),
+                       reason="this JAX's CPU build has no pinned_host memory for the cells to use"),
+]
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "momentum_offload_notebook.ipynb"
+STEP_CELL, TRAIN_CELL = 7, 9
+"""Positions (0-based) of the step's and the training loop's cells in the example."""
+SETUP = "import jax\nimport numpy as np\nfrom jax.sharding import SingleDeviceSharding\n" \
+        'host = SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")'
+SCALE = "def scale(x):\n    return x * 2"
+JIT = "scale_on_host = jax.jit(scale, in_shardings=host)"
+CALL = "print(scale_on_host(np.arange(4, dtype=np.float32)))"
+
+
+class Kernel:
+    """A notebook executed cell by cell in one ipykernel, keeping each execute_reply."""
+
+    def __init__(self, notebook: nbformat.NotebookNode) -> None:
+        self.notebook = notebook
+        self.replies: dict[int, dict] = {}
+        self.client = NotebookClient(self.notebook, kernel_name="python3", timeout=300,
+                                     on_cell_executed=self._executed)
+
+    @classmethod
+    def of(cls, cells: list[str]) -> Kernel:
+        return cls(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells]))
+
+    def _executed(self, cell, cell_index, execute_reply):
+        self.replies[cell_index] = execute_reply
+
+    def run(self, index: int) -> str:
+        cell = self.notebook.cells[index]
+        self.client.execute_cell(cell, index)
+        return "".join(_text(output) for output in cell.outputs)
+
+    def append(self, source: str) -> int:
+        self.notebook.cells.append(nbformat.v4.new_code_cell(source))
+        return len(self.notebook.cells) - 1
+
+    def apply_payloads(self, index: int) -> None:
+        """What Jupyter does with a ``set_next_input`` payload whose ``replace`` is true: the
+        text replaces the cell that ran."""
+        for payload in self.replies[index]["content"].get("payload", []):
+            if payload["source"] == "set_next_input" and payload.get("replace"):
+                self.notebook.cells[index].source = payload["text"]
+
+
+def _text(output) -> str:
+    if output.output_type == "stream":
+        return output.text
+    if output.output_type == "error":
+        return "\n".join(output.traceback)
+    return output.get("data", {}).get("text/plain", "")
+
+
+def _example() -> nbformat.NotebookNode:
+    return nbformat.read(EXAMPLE, as_version=4)
+
+
+def _run_all(kernel: Kernel) -> dict[int, str]:
+    return {i: kernel.run(i) for i, cell in enumerate(kernel.notebook.cells) if cell.cell_type == "code"}
+
+
+def test_example_finding_under_its_cell_then_fix_and_rerun_leaves_none():
+    kernel = Kernel(_example())
+    with kernel.client.setup_kernel():
+        outputs = _run_all(kernel)
+        assert outputs[1] == "offload-fixer: checking new jit compilations for tpu\n"
+        shown = outputs[TRAIN_CELL]
+        assert "step  29  loss 0.2538" in shown and "velocity lives in: pinned_host" in shown
+        # the training cell (In [6]) compiled; the error is in the step's cell, In [5]
+        assert "In [5]:10:5: OFL1200 [error]" in shown
+        assert "--- a/In [5]\n+++ b/In [5]\n" in shown
+        assert '+    opt_state = jax.device_put(opt_state, jax.memory.Space.Device)' in shown
+
+        wrong = kernel.append("%offload_fix 3")
+        assert "does not edit In [3]; it edits In [5]" in kernel.run(wrong)
+        fix = kernel.append("%offload_fix")
+        assert "this cell now holds In [5] with the fix" in kernel.run(fix)
+        kernel.apply_payloads(fix)
+        fixed = kernel.notebook.cells[fix].source
+        assert fixed == kernel.notebook.cells[STEP_CELL].source.replace(
+            "    loss, grads =", "    opt_state = jax.device_put(opt_state, jax.memory.Space.Device)\n    loss, grads =")
+        assert kernel.run(fix) == ""
+        again = kernel.run(kernel.append(kernel.notebook.cells[TRAIN_CELL].source))
+        assert again == "".join(line for line in shown.splitlines(keepends=True) if line.startswith(("step", "velocity")))
+
+
+def test_the_extension_never_changes_what_the_cells_compute():
+    without = _example()
+    without.cells[1].source = "# offload-fixer not loaded"
+    plain = Kernel(without)
+    with plain.client.setup_kernel():
+        expected = _run_all(plain)[TRAIN_CELL]
+    checked = Kernel(_example())
+    with checked.client.setup_kernel():
+        found = _run_all(checked)[TRAIN_CELL]
+    assert found.startswith(expected) and "OFL1200" in found[len(expected):]
+
+
+def test_ipython_input_cells_of_a_terminal_shell_map_back_too():
+    """IPython itself (not ipykernel) names cells ``<ipython-input-N-hash>``."""
+    script = textwrap.dedent(f"""
+        from IPython.core.interactiveshell import InteractiveShell
+        shell = InteractiveShell.instance()
+        for cell in {["%load_ext offload_fixer", SETUP, SCALE, JIT, CALL, "%offload_fix"]!r}:
+            shell.run_cell(cell, store_history=True)
+        print("NEXT INPUT:", shell.rl_next_input)
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert result.returncode == 0, result.stderr
+    assert "In [3]:2:12: OFL1201" in result.stdout
+    assert "NEXT INPUT: " + JIT.replace("=host)", "=host, out_shardings=host)") in result.stdout
