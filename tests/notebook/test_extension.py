@@ -17,6 +17,8 @@ from nbclient import NotebookClient
 
 from offload_fixer import jax_compat
 
+from ..readme_transcripts import transcript
+
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not jax_compat.host_memory_on_this_backend(),
@@ -67,11 +69,14 @@ class Kernel:
 
 
 def _text(output) -> str:
+    """An output as a console shows it, one after the other, each ending its line."""
     if output.output_type == "stream":
-        return output.text
-    if output.output_type == "error":
-        return "\n".join(output.traceback)
-    return output.get("data", {}).get("text/plain", "")
+        text = output.text
+    elif output.output_type == "error":
+        text = "\n".join(output.traceback)
+    else:
+        text = output.get("data", {}).get("text/plain", "")
+    return text if not text or text.endswith("\n") else text + "\n"
 
 
 def _example() -> nbformat.NotebookNode:
@@ -88,6 +93,7 @@ def test_example_finding_under_its_cell_then_fix_and_rerun_leaves_none():
         outputs = _run_all(kernel)
         assert outputs[1] == "offload-fixer: checking new jit compilations for tpu\n"
         shown = outputs[TRAIN_CELL]
+        assert shown == transcript(f"kernel examples/{EXAMPLE.name}").output  # the README's transcript
         assert "step  29  loss 0.2538" in shown and "velocity lives in: pinned_host" in shown
         # the training cell (In [6]) compiled; the error is in the step's cell, In [5]
         assert "In [5]:10:5: OFL1200 [error]" in shown
