@@ -257,8 +257,8 @@ class OffloadFixerExtension:
 def _compilation_checker(factory: Any, settings: ExtensionSettings) -> Any:
     """The runner's checker for these settings: the one place ``run``'s options reach it."""
     if settings.confirm:
-        raise UsageError("--confirm needs the real-compiler oracle, which this version of offload-fixer "
-                         "does not include")
+        raise UsageError("--confirm (each finding compiled with the real compiler) is not available in the "
+                         "kernel extension yet")
     return factory(settings.target)
 
 
