@@ -99,17 +99,7 @@ class OffloadFixerExtension:
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
-        from offload_fixer import jax_compat
-        from offload_fixer.runner import CompilationChecker, intercept_jit
-
-        try:
-            jax_compat.check_runtime_supported()
-        except jax_compat.UnsupportedJaxVersion as exc:
-            raise UsageError(str(exc)) from exc
-        self._checker = _compilation_checker(CompilationChecker, self.settings)
-        self._stack = ExitStack()
-        self._stack.enter_context(intercept_jit(self._checker))
-        self._seen_reports = self._seen_warnings = 0
+        self._activate(self.settings)
 
     def stop(self) -> None:
         if self._stack is not None:
@@ -117,12 +107,28 @@ class OffloadFixerExtension:
             self._stack = None
 
     def reconfigure(self, settings: ExtensionSettings) -> None:
-        """New settings; a new target checks every compilation again, under the new checker."""
-        restart = settings.target != self.settings.target or settings.confirm != self.settings.confirm
-        self.settings = settings
-        if restart:
-            self.stop()
-            self.start()
+        """New settings; a new target checks every compilation again, under a new checker.
+        Settings that cannot be used change nothing."""
+        if settings.target != self.settings.target or settings.confirm != self.settings.confirm:
+            self._activate(settings)
+        else:
+            self.settings = settings
+
+    def _activate(self, settings: ExtensionSettings) -> None:
+        """Check compilations under ``settings`` from now on; raises before anything changes."""
+        from offload_fixer import jax_compat
+        from offload_fixer.runner import CompilationChecker, intercept_jit
+
+        try:
+            jax_compat.check_runtime_supported()
+        except jax_compat.UnsupportedJaxVersion as exc:
+            raise UsageError(str(exc)) from exc
+        checker = _compilation_checker(CompilationChecker, settings)
+        self.stop()  # the interception patches jax.jit: never twice at once
+        self._stack = ExitStack()
+        self._stack.enter_context(intercept_jit(checker))
+        self._checker, self.settings = checker, settings
+        self._seen_reports = self._seen_warnings = 0
 
     # ------------------------------------------------------------------ events
     def after_cell(self, result: Any) -> None:
@@ -140,7 +146,12 @@ class OffloadFixerExtension:
             self.latest = findings
         from IPython.display import display
 
-        display(self.view(findings))
+        try:
+            view = self.view(findings)
+        except Exception as exc:  # noqa: BLE001 - the tool must never break the user's cell
+            view = FindingsView("", [f"offload-fixer: could not show what it found: {type(exc).__name__}: {exc}"],
+                                (), (), False)
+        display(view)
 
     def _reportable(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
         """Selected codes, less what a suppression comment in the cell silences."""

@@ -126,16 +126,29 @@ def test_the_extension_never_changes_what_the_cells_compute():
 
 
 def test_ipython_input_cells_of_a_terminal_shell_map_back_too():
-    """IPython itself (not ipykernel) names cells ``<ipython-input-N-hash>``."""
+    """IPython itself (not ipykernel) names cells ``<ipython-input-N-hash>``; the magics refuse
+    bad options with a one-line message, and unloading gives ``jax.jit`` back."""
     script = textwrap.dedent(f"""
+        import jax
         from IPython.core.interactiveshell import InteractiveShell
+        real_jit = jax.jit
         shell = InteractiveShell.instance()
         for cell in {["%load_ext offload_fixer", SETUP, SCALE, JIT, CALL, "%offload_fix"]!r}:
             shell.run_cell(cell, store_history=True)
         print("NEXT INPUT:", shell.rl_next_input)
+        for line in ["--target nope", "--confirm", "--target gpu --ignore OFL1201"]:
+            shell.run_cell("%offload_fixer " + line, store_history=True)
+        shell.run_cell("%unload_ext offload_fixer", store_history=True)
+        print("RESTORED:", jax.jit is real_jit)
     """)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
                             env={**os.environ, "JAX_PLATFORMS": "cpu"})
     assert result.returncode == 0, result.stderr
-    assert "In [3]:2:12: OFL1201" in result.stdout
-    assert "NEXT INPUT: " + JIT.replace("=host)", "=host, out_shardings=host)") in result.stdout
+    output = result.stdout + result.stderr
+    assert "In [3]:2:12: OFL1201" in output
+    assert "NEXT INPUT: " + JIT.replace("=host)", "=host, out_shardings=host)") in output
+    assert "UsageError: %offload_fixer: argument --target: invalid choice: 'nope'" in output
+    assert "--confirm (each finding compiled with the real compiler) is not available" in output
+    assert "checking new jit compilations for gpu (strategy auto)" in output
+    assert "RESTORED: True" in output
+    assert "Traceback" not in output
