@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -165,16 +166,20 @@ def _read(path: str, text: str):
         import nbformat
     except ImportError as exc:
         raise NotebookError(INSTALL_HINT) from exc
-    try:
-        notebook = nbformat.reads(text, as_version=nbformat.NO_CONVERT)
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise NotebookError(f"not a Jupyter notebook: {_first_line(exc)}") from exc
-    if notebook.get("nbformat", 0) < 4:
-        raise NotebookError(f"nbformat {notebook.get('nbformat')} notebooks are not supported (4 and newer are)")
-    try:
-        nbformat.validate(notebook)
-    except nbformat.ValidationError as exc:
-        raise NotebookError(f"not a valid notebook: {_first_line(exc)}") from exc
+    with warnings.catch_warnings():
+        # nbformat warns about what it would normalise (cells without ids); the file is never
+        # written from its objects, so what Jupyter opens is read as it is.
+        warnings.simplefilter("ignore")
+        try:
+            notebook = nbformat.reads(text, as_version=nbformat.NO_CONVERT)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise NotebookError(f"not a Jupyter notebook: {_first_line(exc)}") from exc
+        if notebook.get("nbformat", 0) < 4:
+            raise NotebookError(f"nbformat {notebook.get('nbformat')} notebooks are not supported (4 and newer are)")
+        try:
+            nbformat.validate(notebook)
+        except nbformat.ValidationError as exc:
+            raise NotebookError(f"not a valid notebook: {_first_line(exc)}") from exc
     return notebook
 
 

@@ -135,3 +135,19 @@ def test_a_file_that_is_not_a_notebook_is_an_input_error(tmp_path, monkeypatch):
     result = check("bad.ipynb")
     assert result.exit_code == ExitCode.INPUT_ERROR
     assert "bad.ipynb:1:1: error: not a Jupyter notebook" in result.output
+
+
+def test_a_notebook_written_by_another_tool_is_fixed_in_its_own_layout(tmp_path, monkeypatch):
+    """nbformat 4.4 without cell ids, two-space indentation, one string per source."""
+    monkeypatch.chdir(tmp_path)
+    cells = [{"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [], "source": source}
+             for source in (IMPORTS, HOST, SCALE, JIT_SITE)]
+    text = json.dumps({"metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 4,
+                       "cells": cells}, indent=2) + "\n"
+    path = tmp_path / "other.ipynb"
+    path.write_text(text)
+    result = check("--fix", "--jax-version", TYPED, "other.ipynb")
+    assert result.exit_code == ExitCode.CLEAN, result.output
+    assert "Warning" not in result.output
+    fixed = JIT_SITE.replace("=host)", "=host, out_shardings=host)")
+    assert path.read_text() == text.replace(json.dumps(JIT_SITE), json.dumps(fixed))

@@ -6,6 +6,7 @@ and the call again shows nothing."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 from pathlib import Path
 import sys
@@ -33,6 +34,7 @@ SETUP = "import jax\nimport numpy as np\nfrom jax.sharding import SingleDeviceSh
 SCALE = "def scale(x):\n    return x * 2"
 JIT = "scale_on_host = jax.jit(scale, in_shardings=host)"
 CALL = "print(scale_on_host(np.arange(4, dtype=np.float32)))"
+TYPED_JAX = jax_compat.regime() is jax_compat.Regime.TYPED
 
 
 class Kernel:
@@ -93,12 +95,13 @@ def test_example_finding_under_its_cell_then_fix_and_rerun_leaves_none():
         outputs = _run_all(kernel)
         assert outputs[1] == "offload-fixer: checking new jit compilations for tpu\n"
         shown = outputs[TRAIN_CELL]
-        assert shown == transcript(f"kernel examples/{EXAMPLE.name}").output  # the README's transcript
+        if TYPED_JAX:  # the README shows the pinned JAX's output
+            assert shown == transcript(f"kernel examples/{EXAMPLE.name}").output
         assert "step  29  loss 0.2538" in shown and "velocity lives in: pinned_host" in shown
         # the training cell (In [6]) compiled; the error is in the step's cell, In [5]
         assert "In [5]:10:5: OFL1200 [error]" in shown
         assert "--- a/In [5]\n+++ b/In [5]\n" in shown
-        assert '+    opt_state = jax.device_put(opt_state, jax.memory.Space.Device)' in shown
+        (moved,) = re.findall(r"^\+(    opt_state = jax\.device_put\(opt_state, .+\))$", shown, re.MULTILINE)
 
         wrong = kernel.append("%offload_fix 3")
         assert "does not edit In [3]; it edits In [5]" in kernel.run(wrong)
@@ -106,8 +109,7 @@ def test_example_finding_under_its_cell_then_fix_and_rerun_leaves_none():
         assert "this cell now holds In [5] with the fix" in kernel.run(fix)
         kernel.apply_payloads(fix)
         fixed = kernel.notebook.cells[fix].source
-        assert fixed == kernel.notebook.cells[STEP_CELL].source.replace(
-            "    loss, grads =", "    opt_state = jax.device_put(opt_state, jax.memory.Space.Device)\n    loss, grads =")
+        assert fixed == kernel.notebook.cells[STEP_CELL].source.replace("    loss, grads =", f"{moved}\n    loss, grads =")
         assert kernel.run(fix) == ""
         again = kernel.run(kernel.append(kernel.notebook.cells[TRAIN_CELL].source))
         assert again == "".join(line for line in shown.splitlines(keepends=True) if line.startswith(("step", "velocity")))
@@ -146,7 +148,10 @@ def test_ipython_input_cells_of_a_terminal_shell_map_back_too():
     assert result.returncode == 0, result.stderr
     output = result.stdout + result.stderr
     assert "In [3]:2:12: OFL1201" in output
-    assert "NEXT INPUT: " + JIT.replace("=host)", "=host, out_shardings=host)") in output
+    if TYPED_JAX:  # JAX >= 0.7.1 types the argument as device memory: only a host output fixes it
+        assert "NEXT INPUT: " + JIT.replace("=host)", "=host, out_shardings=host)") in output
+    else:
+        assert "NEXT INPUT: def scale(x):\n    x = jax.device_put(x, " in output
     assert "UsageError: %offload_fixer: argument --target: invalid choice: 'nope'" in output
     assert "--confirm (each finding compiled with the real compiler) is not available" in output
     assert "checking new jit compilations for gpu (strategy auto)" in output
