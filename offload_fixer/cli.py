@@ -124,15 +124,17 @@ def _reportable(diagnostics: Sequence[Diagnostic], settings) -> tuple[list[Diagn
 
 
 def _sources_for(diagnostics: Iterable[Diagnostic]) -> dict[str, str]:
-    """Source text of every file a diagnostic points into (suppression comments live there)."""
+    """Source text of every file a diagnostic points into (suppression comments live there;
+    a notebook's is its code cells as one program, whose lines the diagnostics count)."""
+    from offload_fixer.notebook import NotebookError, read_program_bytes
+
     sources: dict[str, str] = {}
     for d in diagnostics:
         for span in (d.span, d.origin.span if d.origin else None, d.return_span):
             if span and span.path not in sources and os.path.isfile(span.path):
                 try:
-                    with open(span.path, encoding="utf-8") as fh:
-                        sources[span.path] = fh.read()
-                except (OSError, UnicodeDecodeError):
+                    sources[span.path] = read_program_bytes(span.path).decode("utf-8")
+                except (OSError, UnicodeDecodeError, NotebookError):
                     continue
     return sources
 

@@ -54,9 +54,19 @@ class Span:
     end_line: int | None = None
     end_col: int | None = None
     function: str | None = None
+    cell: int | None = None
+    """In a notebook shown to the user: the 1-based position of the cell that ``line`` counts
+    in. None elsewhere, and inside the tool, where a notebook's lines are its program's
+    (the concatenation of its code cells, ``offload_fixer.notebook``)."""
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}:{self.col}"
+        return position_text(self.path, self.line, self.col, self.cell)
+
+
+def position_text(path: str, line: int, col: int, cell: int | None = None) -> str:
+    """``path:line:col``, or ``nb.ipynb:cell 3:12:5`` in a notebook's cell."""
+    where = f"{path}:cell {cell}" if cell is not None else path
+    return f"{where}:{line}:{col}"
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,8 @@ class FunctionRef:
     name: str
     path: str | None = None
     line: int | None = None
+    cell: int | None = None
+    """The notebook cell ``line`` counts in, as :attr:`Span.cell`."""
 
 
 @dataclass(frozen=True)

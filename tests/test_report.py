@@ -118,7 +118,7 @@ def test_json_reads_back_as_a_report(project):
     report = Report.from_dict(document)
     assert report.diagnostics == (diagnostic,)
     assert (report.target, report.jax_version) == ("tpu", "0.4.35")
-    assert document["file_errors"] == [{"path": path, "line": 1, "col": 1, "message": "boom"}]
+    assert document["file_errors"] == [{"path": path, "line": 1, "col": 1, "message": "boom", "cell": None}]
     assert document["tool"]["name"] == "offload-fixer"
 
 

@@ -66,16 +66,21 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
                 jobs: int = 1, excludes: Sequence[str] = ()) -> Iterator[StaticResult]:
     """Check files and directories (walked, honouring ``.gitignore`` and ``excludes``, which
     are gitignore-style patterns relative to each directory given). Yields one result per
-    ``.py`` file, in walk order; ``jobs`` > 1 analyses files in that many processes."""
+    ``.py`` file (and ``.ipynb`` notebook where nbformat is installed), in walk order;
+    ``jobs`` > 1 analyses files in that many processes."""
+    from offload_fixer.notebook import NotebookError, read_program_bytes
+
     target = normalize_target(target)
     spelling = jax_compat.spelling(jax_version)
     pending: list = []
     for path in python_files(paths, excludes):
         try:
-            with open(path, "rb") as handle:
-                data = handle.read()
+            data = read_program_bytes(path)
         except OSError as exc:
             pending.append(StaticResult(path, parse_error=ParseError(path, 1, 1, f"cannot read file: {exc}")))
+            continue
+        except NotebookError as exc:
+            pending.append(StaticResult(path, parse_error=ParseError(path, 1, 1, str(exc))))
             continue
         if may_hold_host_move(data):
             pending.append((data, path))
