@@ -235,10 +235,13 @@ def compile_stablehlo(module: Any, devices: Sequence[Any], num_replicas: int, nu
         num_partitions=num_partitions,
         device_assignment=assignment,
     )
-    chosen = devices[: num_replicas * num_partitions]
-    if hasattr(xla_client, "DeviceList"):
-        return client.compile(module, executable_devices=xla_client.DeviceList(tuple(chosen)), compile_options=options)
-    return client.compile(module, compile_options=options)  # pragma: no cover - jaxlib < 0.4.36
+    chosen = xla_client.DeviceList(tuple(devices[: num_replicas * num_partitions]))
+    try:
+        return client.compile(module, executable_devices=chosen, compile_options=options)
+    except TypeError:  # jaxlib < 0.7 takes the module as serialized bytecode only
+        from jax._src.interpreters import mlir as jax_mlir
+
+        return client.compile(jax_mlir.module_to_bytecode(module), executable_devices=chosen, compile_options=options)
 
 
 def output_memory_kinds(executable: Any) -> list[str]:
@@ -259,6 +262,39 @@ def compiler_requirements(target: str, version: str | None = None) -> list[str] 
     if target == "tpu":
         return [f"jax[tpu]=={text}"] if v >= FIRST_JAX_WITH_PYPI_LIBTPU else None
     return [f"jax-cuda12-plugin=={text}", f"jax-cuda12-pjrt=={text}"]
+
+
+@dataclass(frozen=True)
+class HloInstruction:
+    computation: str
+    name: str
+    opcode: str
+    text: str
+    """The instruction as HLO text prints it (attributes included)."""
+    entry: bool
+    root: bool
+
+
+def hlo_instructions(text: str) -> list[HloInstruction]:
+    """Every instruction of the HLO translation of StableHLO ``text``, computation by
+    computation in print order. Read from the printed HLO, which every jaxlib has (the
+    ``HloModule.computations()`` API appeared only in jaxlib 0.7)."""
+    import re
+
+    module = stablehlo_to_hlo(text)
+    header = re.compile(r"^(ENTRY )?%?([\w.\-]+) \(")
+    line_re = re.compile(r"^\s+(ROOT )?%?([\w.\-]+) = (?:\([^=]*?\)|\S+) ([\w\-]+)\(")
+    out: list[HloInstruction] = []
+    computation, entry = "", False
+    for line in module.to_string().splitlines():
+        found = header.match(line)
+        if found:
+            computation, entry = found.group(2), bool(found.group(1))
+            continue
+        found = line_re.match(line)
+        if found:
+            out.append(HloInstruction(computation, found.group(2), found.group(3), line.strip(), entry, bool(found.group(1))))
+    return out
 
 
 def stablehlo_to_hlo(text: str) -> Any:
