@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -21,9 +22,11 @@ import libcst as cst
 from offload_fixer.model import format_output_path
 
 from . import names
+from .project import Project, is_modeled
 from .scopes import (
     Binding,
     BindingCollector,
+    ForeignScope,
     Frame,
     StaticScope,
     block_statements,
@@ -43,6 +46,7 @@ from .values import (
     DeviceArray,
     DeviceList,
     DeviceRef,
+    Differentiated,
     Function,
     HostArray,
     HostOrigin,
@@ -50,6 +54,7 @@ from .values import (
     JitOptions,
     Jitted,
     Mapping,
+    ProjectModule,
     Ref,
     Seq,
     ShardingSpec,
@@ -57,6 +62,7 @@ from .values import (
     TransformFactory,
     is_single_array,
     join,
+    join_branches,
     leaves,
     map_leaves,
 )
@@ -105,15 +111,22 @@ class SiteResult:
 
 
 class Interpreter:
-    def __init__(self, module: cst.Module, text: str, memos: Sequence[dict] | None = None) -> None:
+    def __init__(self, module: cst.Module, text: str, memos: Sequence[dict] | None = None,
+                 project: Project | None = None, path: str | None = None) -> None:
         """``memos``: one dict per top-level statement that outlives this interpreter (a cached
         chunk's, :meth:`ParsedSource.memos`), where what the statement's syntax alone tells (the
         calls in each simple statement, the names each function binds) is kept for the next
-        check of the document."""
+        check of the document. ``project`` resolves the imports of ``path`` to the other
+        modules of the project (without it, imported names stay names)."""
         mutated_globals = frozenset(
             name.strip() for match in _GLOBAL_STATEMENT.findall(text) for name in match.split(",")
         )
-        self.module_scope = StaticScope(self, list(module.body), None, unknown=mutated_globals)
+        self.path = None if path is None else os.path.abspath(path)
+        self.project = project
+        self.module_scope = StaticScope(self, list(module.body), None, unknown=mutated_globals,
+                                        module_path=self.path)
+        self.foreign: dict[str, ForeignScope | None] = {}
+        """Modules of the project read so far, by absolute path."""
         self.module = module
         self._memos = memos
         self._memo: dict = {}
@@ -206,7 +219,7 @@ class Interpreter:
         """The value a binding gives its name (called lazily by :class:`StaticScope`)."""
         try:
             if binding.kind == "import":
-                return Ref(binding.qualname)
+                return self.imported(binding.qualname, scope.module_path)
             if binding.kind == "assign":
                 return self.ev(binding.node, scope.at(binding.index))
             if binding.kind == "def":
@@ -214,6 +227,50 @@ class Interpreter:
         except Unsupported:
             return UNKNOWN
         return UNKNOWN
+
+    # ------------------------------------------------------------------ other modules
+    def imported(self, qualname: str, importer: str | None) -> Any:
+        """What an import binds: a module of the project (or a name it defines), else a
+        name the check knows by its qualified name. ``..pkg.name`` is relative."""
+        level = len(qualname) - len(qualname.lstrip("."))
+        if not level and (self.project is None or importer is None or is_modeled(qualname)):
+            return Ref(qualname)
+        if self.project is None or importer is None:
+            return UNKNOWN
+        parts = [p for p in qualname[level:].split(".") if p]
+        if level:
+            base = self.project.relative_base(importer, level)
+            if base is None:
+                return UNKNOWN
+            value: Any = ProjectModule(self.project.package_at(base))
+        else:
+            head = self.project.module_path(parts[:1], self.project.search_roots(importer))
+            if head is None:
+                return Ref(qualname)
+            value, parts = ProjectModule(head), parts[1:]
+        for part in parts:
+            value = self.module_attribute(value, part)
+        return value
+
+    def module_attribute(self, module: Any, name: str) -> Any:
+        """``module.name``: what the module binds, else its submodule ``name``."""
+        if not isinstance(module, ProjectModule):
+            return UNKNOWN
+        if module.path == self.path:
+            return self.module_scope.lookup(name)
+        scope = self.foreign_scope(module.path)
+        if scope is not None and scope.binds(name):
+            return scope.lookup(name)
+        submodule = self.project.submodule(module.path, name)
+        if submodule is not None:
+            return ProjectModule(submodule)
+        return UNKNOWN
+
+    def foreign_scope(self, path: str) -> ForeignScope | None:
+        if path not in self.foreign:
+            facts = self.project.facts(path) if os.path.isfile(path) else None
+            self.foreign[path] = None if facts is None else ForeignScope(self, facts)
+        return self.foreign[path]
 
     def decorate(self, node: cst.FunctionDef, scope: Any, closure: Any) -> Any:
         if node.asynchronous is not None:
@@ -362,7 +419,7 @@ class Interpreter:
             if kind in names.HOST_KINDS:
                 label = name + format_output_path(keys)
                 origin = HostOrigin("host_argument", kind, written, f"argument {label} declared {kind} (in_shardings)",
-                                    argument=label, declared_at=tree.node)
+                                    argument=label, declared_at=tree.node, condition=_condition_of(tree.value))
                 return HostArray(origin, single=False)
             if kind in names.DEVICE_KINDS or kind == "nokind":
                 return DEVICE_TREE
@@ -428,27 +485,50 @@ class Interpreter:
         return False
 
     def _exec_if(self, statement: cst.If, frame: Frame, returns: list) -> bool:
-        self.ev(statement.test, frame)
+        """A test the check can decide (a constant flag) runs one branch. Otherwise both run
+        and their environments meet; a test on a configuration flag (not on the arrays)
+        keeps a value that is host on one branch only, with that branch recorded."""
+        test = self.ev(statement.test, frame)
+        decided = _truth(test)
+        if decided is True:
+            return self.exec_block(block_statements(statement.body), frame, returns)
+        if decided is False:
+            return self._exec_else(statement, frame, returns)
+        flag = _condition_key(statement.test) if self._is_flag(statement.test, test, frame) else None
         before = dict(frame.env)
+        frame.env = _masked(before, flag, True)
         body_leaves = self.exec_block(block_statements(statement.body), frame, returns)
-        after_body = frame.env
-        frame.env = dict(before)
-        if isinstance(statement.orelse, cst.If):
-            else_leaves = self._exec_if(statement.orelse, frame, returns)
-        elif statement.orelse is not None:
-            else_leaves = self.exec_block(block_statements(statement.orelse.body), frame, returns)
-        else:
-            else_leaves = False
-        after_else = frame.env
+        after_body = _unmasked(frame.env, before)
+        frame.env = _masked(before, flag, False)
+        else_leaves = self._exec_else(statement, frame, returns)
+        after_else = _unmasked(frame.env, before)
         if body_leaves and else_leaves:
             return True
         if body_leaves:
             frame.env = after_else
         elif not else_leaves:
-            frame.env = _join_env(after_body, after_else)
+            frame.env = _join_env(after_body, after_else, statement.test if flag is not None else None)
         else:
             frame.env = after_body
         return False
+
+    def _exec_else(self, statement: cst.If, frame: Frame, returns: list) -> bool:
+        if isinstance(statement.orelse, cst.If):
+            return self._exec_if(statement.orelse, frame, returns)
+        if statement.orelse is not None:
+            return self.exec_block(block_statements(statement.orelse.body), frame, returns)
+        return False
+
+    def _is_flag(self, node: Any, test: Any, scope: Any) -> bool:
+        """Whether an ``if`` test is a configuration flag: it names no array (a test on the
+        values themselves, such as their memory kind, is correlated with what they hold)."""
+        if any(isinstance(leaf, (HostArray, DeviceArray)) for leaf in leaves(test)):
+            return False
+        for name in _names_in(node):
+            value = scope.lookup(name)
+            if any(isinstance(leaf, (HostArray, DeviceArray, AtIndexer, AtIndexed)) for leaf in leaves(value)):
+                return False
+        return True
 
     def _exec_loop(self, statement: Any, frame: Frame, returns: list) -> None:
         """Python loops unroll at trace time: run the body twice from the joined state and keep
@@ -509,7 +589,7 @@ class Interpreter:
         elif isinstance(small, (cst.Raise, cst.Break, cst.Continue)):
             return True
         elif isinstance(small, (cst.Import, cst.ImportFrom)):
-            scope = StaticScope(self, [cst.SimpleStatementLine(body=[small])], None)
+            scope = StaticScope(self, [cst.SimpleStatementLine(body=[small])], None, module_path=frame.module_path)
             for name in scope.bindings:
                 frame.env[name] = scope.lookup(name)
         elif isinstance(small, cst.Del):
@@ -609,6 +689,8 @@ class Interpreter:
         attr = node.attr.value
         if isinstance(base, Ref):
             return Ref(f"{base.qualname}.{attr}")
+        if isinstance(base, ProjectModule):
+            return self.module_attribute(base, attr)
         if isinstance(base, (HostArray, DeviceArray)):
             if attr in names.ARRAY_ATTRIBUTES:
                 return self._compute(attr, (base,), node, f"attribute.{attr}")
@@ -616,6 +698,8 @@ class Interpreter:
                 return AtIndexer(base)
             if attr in ("shape", "ndim", "size", "dtype"):
                 return _STATIC
+            if not base.single and attr not in names.ARRAY_PROPERTIES:
+                return base  # a pytree node's field (``state.params``): a subtree in the same memory
         return UNKNOWN
 
     def _ev_subscript(self, node: cst.Subscript, scope: Any) -> Any:
@@ -633,6 +717,10 @@ class Interpreter:
                     and -len(base.items) <= key.value < len(base.items):
                 return base.items[key.value]
             return UNKNOWN
+        if isinstance(base, (HostArray, DeviceArray)) and not base.single:
+            key = self._constant_index(node, scope)
+            if key is not None and isinstance(key.value, str):
+                return base  # a subtree of a pytree whose leaves are all in one memory
         if isinstance(base, (HostArray, DeviceArray, AtIndexer)):
             operands = tuple(self.ev(part, scope) for part in _index_parts(node))
             if isinstance(base, AtIndexer):
@@ -710,8 +798,14 @@ class Interpreter:
         return self._compute("compare", tuple(operands), node)
 
     def _ev_if_exp(self, node: cst.IfExp, scope: Any) -> Any:
-        self.ev(node.test, scope)
-        return join(self.ev(node.body, scope), self.ev(node.orelse, scope))
+        test = self.ev(node.test, scope)
+        decided = _truth(test)
+        if decided is not None:
+            return self.ev(node.body if decided else node.orelse, scope)
+        body, orelse = self.ev(node.body, scope), self.ev(node.orelse, scope)
+        if self._is_flag(node.test, test, scope) and not _conditional(body) and not _conditional(orelse):
+            return join_branches(body, orelse, node.test)
+        return join(body, orelse)
 
     def _ev_lambda(self, node: cst.Lambda, scope: Any) -> Any:
         return Function(node, scope)
@@ -733,7 +827,12 @@ class Interpreter:
         receiver = None
         if isinstance(func, cst.Attribute):
             receiver = self.ev(func.value, scope)
-            callee = Ref(f"{receiver.qualname}.{func.attr.value}") if isinstance(receiver, Ref) else None
+            if isinstance(receiver, Ref):
+                callee = Ref(f"{receiver.qualname}.{func.attr.value}")
+            elif isinstance(receiver, ProjectModule):
+                callee = self.module_attribute(receiver, func.attr.value)
+            else:
+                callee = None
         else:
             callee = self.ev(func, scope)
         arguments = self._arguments(node, scope)
@@ -787,6 +886,8 @@ class Interpreter:
             return JitFactory(callee.options.merged(_keywords(node, scope)))
         if isinstance(callee, Transform):
             return self._transformed(callee, args, kwargs, node, scope)
+        if isinstance(callee, Differentiated):
+            return self._differentiated(callee, args, kwargs, node, scope)
         if isinstance(callee, TransformFactory) and args:
             if callee.kind == "custom_jvp":
                 return _custom_jvp(args[0])
@@ -822,6 +923,8 @@ class Interpreter:
         for kind, qualnames in _TRANSFORMS:
             if qualname in qualnames:
                 return Transform(kind, args[0]) if args else TransformFactory(kind)
+        if (qualname in names.GRAD or qualname in names.VALUE_AND_GRAD) and args:
+            return _differentiation(qualname in names.VALUE_AND_GRAD, args, kwargs)
         if qualname in names.TREE_MAP and len(args) >= 2 and not kwargs:
             return self._tree_map(args[0], args[1], args[2:], node, scope)
         control = _CONTROL_FLOW.get(qualname)
@@ -956,6 +1059,27 @@ class Interpreter:
             return map_leaves(result, lambda leaf: UNKNOWN if isinstance(leaf, HostArray) else leaf)
         return result
 
+    def _differentiated(self, grad: Differentiated, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
+        """The value is ``f`` traced on the arguments; a gradient is device memory when every
+        input is (the cotangent of a move to host is a move back), else unknown."""
+        value = self.apply(grad.fn, args, kwargs, node, scope)
+        aux = UNKNOWN
+        if grad.has_aux:
+            if isinstance(value, Seq) and len(value.items) == 2:
+                value, aux = value.items
+            else:
+                value = UNKNOWN
+        positions = grad.argnums if isinstance(grad.argnums, tuple) else (grad.argnums,)
+        if not all(-len(args) <= i < len(args) for i in positions):
+            return UNKNOWN
+        on_device = all(isinstance(leaf, (DeviceArray, Const)) for a in (*args, *kwargs.values()) for leaf in leaves(a))
+        grads = [map_leaves(args[i], lambda leaf: DeviceArray(is_single_array(leaf)) if on_device else UNKNOWN)
+                 for i in positions]
+        gradient = grads[0] if not isinstance(grad.argnums, tuple) else Seq(tuple(grads))
+        if grad.has_aux:
+            return Seq((Seq((value, aux)), gradient)) if grad.with_value else Seq((gradient, aux))
+        return Seq((value, gradient)) if grad.with_value else gradient
+
     # ------------------------------------------------------------------ JAX semantics
     def _put(self, x: Any, target: Any, node: Any) -> Any:
         if target is _ABSENT or target is NONE:
@@ -969,7 +1093,8 @@ class Interpreter:
             return UNKNOWN
         kind = memory_kind_of(target)
         if kind in names.HOST_KINDS:
-            origin = HostOrigin("move_to_host", kind, node, f"jax.device_put to {kind} memory")
+            origin = HostOrigin("move_to_host", kind, node, f"jax.device_put to {kind} memory",
+                                condition=_condition_of(target))
             return map_leaves(x, lambda leaf: HostArray(origin, single=is_single_array(leaf)))
         if kind in names.DEVICE_KINDS:
             return map_leaves(x, lambda leaf: DeviceArray(single=is_single_array(leaf)))
@@ -1021,6 +1146,9 @@ class Interpreter:
             return NONE
         result = self.apply(fn, [tree, *rest], {}, node, scope)
         if is_single_array(tree):
+            return result
+        if isinstance(result, ShardingSpec) and result.memory_kind is not None:
+            # Every leaf of a sharding tree mapped to the same memory kind: one prefix leaf.
             return result
         # ``tree`` stands for a subtree of unknown structure: each of its leaves maps alike.
         if isinstance(result, HostArray):
@@ -1136,6 +1264,10 @@ def memory_kind_of(value: Any) -> str | None:
     return None
 
 
+def _condition_of(target: Any) -> Any:
+    return target.condition if isinstance(target, ShardingSpec) else None
+
+
 def _attach(value: Any, node: Any) -> Any:
     if isinstance(value, Seq):
         return Seq(tuple(_attach(v, node) for v in value.items), value.is_list)
@@ -1168,6 +1300,23 @@ def _call_argument(args: list, kwargs: dict, position: int, keyword: str, defaul
 
 def _after_each(value: Any, category: str, op: str, node: Any) -> Any:
     return map_leaves(value, lambda leaf: leaf.after(category, op, node) if isinstance(leaf, HostArray) else leaf)
+
+
+def _differentiation(with_value: bool, args: list, kwargs: dict) -> Any:
+    """``jax.grad``/``value_and_grad`` with the ``argnums`` and ``has_aux`` it can read."""
+    if len(args) > 1 or set(kwargs) - {"argnums", "has_aux"}:
+        return UNKNOWN
+    argnums = kwargs.get("argnums", Const(0))
+    has_aux = kwargs.get("has_aux", Const(False))
+    if not isinstance(has_aux, Const) or not isinstance(has_aux.value, bool):
+        return UNKNOWN
+    if isinstance(argnums, Seq) and all(isinstance(i, Const) and type(i.value) is int for i in argnums.items):
+        positions: Any = tuple(i.value for i in argnums.items)
+    elif isinstance(argnums, Const) and type(argnums.value) is int:
+        positions = argnums.value
+    else:
+        return UNKNOWN
+    return Differentiated(with_value, args[0], positions, has_aux.value)
 
 
 def _custom_jvp(value: Any) -> Any:
@@ -1228,18 +1377,121 @@ def _merge_branches(values: list, node: Any) -> Any:
     return merged.after("compute" if len(hosts) == len(values) else "cond_mixed", "cond", node)
 
 
-def _join_env(a: dict, b: dict) -> dict:
+def _join_env(a: dict, b: dict, test: Any = None) -> dict:
+    """Environments after two paths meet; ``test``: the flag ``if`` they come from (``a`` is
+    the branch taken when it is true)."""
     joined = {}
     for name in a.keys() | b.keys():
         if name in a and name in b:
-            joined[name] = join(a[name], b[name])
+            joined[name] = join(a[name], b[name]) if test is None else join_branches(a[name], b[name], test)
         else:
             joined[name] = UNKNOWN
     return joined
 
 
+def _truth(value: Any) -> bool | None:
+    """The truth of an ``if`` test when the check knows it (a Python constant or literal)."""
+    if isinstance(value, Const) and value is not _STATIC:
+        return bool(value.value)
+    if value is NONE:
+        return False
+    if isinstance(value, (Seq, Mapping)):
+        return bool(value.items)
+    return None
+
+
+def _condition_key(test: Any) -> tuple[str, bool]:
+    """A flag test as text and polarity, ``not`` stripped: two tests with the same key are the
+    same flag."""
+    holds = True
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, holds = test.expression, not holds
+    return _EMPTY_MODULE.code_for_node(test), holds
+
+
+def _conditional(value: Any) -> bool:
+    for leaf in leaves(value):
+        if isinstance(leaf, HostArray) and leaf.origin.condition is not None:
+            return True
+        if isinstance(leaf, ShardingSpec) and leaf.condition is not None:
+            return True
+    return False
+
+
+def _masked(env: dict, flag: tuple[str, bool] | None, branch: bool) -> dict:
+    """The environment a branch of an undecided ``if`` starts from: a value host only on
+    another branch is unknown there (the two tests may be correlated), unless this is the
+    same flag on the side where the value is host."""
+    masked = dict(env)
+    for name, value in env.items():
+        if not _conditional(value):
+            continue
+        if flag is not None and _same_side(value, flag, branch):
+            continue
+        masked[name] = _Masked(name)
+    return masked
+
+
+def _same_side(value: Any, flag: tuple[str, bool], branch: bool) -> bool:
+    text, holds = flag
+    for leaf in leaves(value):
+        condition = leaf.origin.condition if isinstance(leaf, HostArray) else getattr(leaf, "condition", None)
+        if condition is None:
+            continue
+        leaf_text, leaf_holds = _condition_key(condition.test)
+        if leaf_text != text or leaf_holds != (condition.holds == (holds == branch)):
+            return False
+    return True
+
+
+def _unmasked(env: dict, before: dict) -> dict:
+    """A branch's environment with the values it did not assign as they were before it."""
+    restored = dict(env)
+    for name, value in env.items():
+        if isinstance(value, _Masked) and value.name == name:
+            restored[name] = before[name]
+    return restored
+
+
+class _Masked:
+    """Unknown inside a branch: the value of ``name`` before it, host only on another branch."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"UNKNOWN(masked {self.name})"
+
+
+_EMPTY_MODULE = cst.Module(body=())
+
+
+def _names_in(node: Any) -> Iterator[str]:
+    """Names read in an expression (not attribute names), outside nested scopes."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if type(current) is cst.Name:
+            yield current.value
+            continue
+        if type(current) is cst.Attribute:
+            stack.append(current.value)
+            continue
+        for name in _fields(type(current)):
+            child = getattr(current, name)
+            if type(child) in (tuple, list):
+                stack.extend(item for item in child if _SAME_SCOPE_NODE[type(item)])
+            elif _SAME_SCOPE_NODE[type(child)]:
+                stack.append(child)
+
+
 def _may_mutate(callee: Any) -> bool:
-    """Calls that might change a dict or list passed to them (anything but modelled JAX APIs)."""
+    """Calls that might change a dict or list passed to them (anything but modelled JAX APIs;
+    a transformed function receives a pytree rebuilt from tracers, never the caller's)."""
+    if isinstance(callee, (Differentiated, Jitted, Transform)):
+        return False
     if isinstance(callee, Ref):
         qualname = callee.qualname
         return not (qualname.startswith("jax.") or qualname in names.PARTIAL or qualname.startswith("builtins."))

@@ -29,6 +29,8 @@ CHECKPOINT = frozenset({"jax.checkpoint", "jax.remat", "jax.ad_checkpoint.checkp
 CUSTOM_JVP = frozenset({"jax.custom_jvp"})
 COMPUTE_ON = frozenset({"jax.experimental.compute_on.compute_on"})
 STATICMETHOD = "builtins.staticmethod"
+GRAD = frozenset({"jax.grad"})
+VALUE_AND_GRAD = frozenset({"jax.value_and_grad"})
 
 TREE_MAP = frozenset({"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map"})
 LAX_SCAN = "jax.lax.scan"
@@ -145,6 +147,12 @@ ARRAY_METHODS = frozenset(
     conj conjugate cumsum cumprod argmax argmin std var dot any all repeat take view""".split()
 )
 ARRAY_ATTRIBUTES = frozenset({"T", "mT", "real", "imag"})
+ARRAY_PROPERTIES = frozenset(
+    """shape ndim size dtype at sharding aval itemsize nbytes device devices committed weak_type
+    format layout addressable_shards global_shards is_fully_addressable is_fully_replicated""".split()
+)
+"""Attributes of an array that are not pytree children: an attribute of an argument that is a
+pytree of arrays (``state.params``) is one of its subtrees unless it is one of these."""
 AT_METHODS = frozenset({"set", "add", "subtract", "multiply", "mul", "divide", "min", "max", "power", "get", "apply"})
 MUTATING_METHODS = frozenset(
     {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "sort", "reverse"}
