@@ -494,7 +494,7 @@ class Interpreter:
             return self.exec_block(block_statements(statement.body), frame, returns)
         if decided is False:
             return self._exec_else(statement, frame, returns)
-        flag = _condition_key(statement.test) if self._is_flag(statement.test, test, frame) else None
+        flag = condition_key(statement.test) if self._is_flag(statement.test, test, frame) else None
         before = dict(frame.env)
         frame.env = _masked(before, flag, True)
         body_leaves = self.exec_block(block_statements(statement.body), frame, returns)
@@ -1400,7 +1400,7 @@ def _truth(value: Any) -> bool | None:
     return None
 
 
-def _condition_key(test: Any) -> tuple[str, bool]:
+def condition_key(test: Any) -> tuple[str, bool]:
     """A flag test as text and polarity, ``not`` stripped: two tests with the same key are the
     same flag."""
     holds = True
@@ -1438,7 +1438,7 @@ def _same_side(value: Any, flag: tuple[str, bool], branch: bool) -> bool:
         condition = leaf.origin.condition if isinstance(leaf, HostArray) else getattr(leaf, "condition", None)
         if condition is None:
             continue
-        leaf_text, leaf_holds = _condition_key(condition.test)
+        leaf_text, leaf_holds = condition_key(condition.test)
         if leaf_text != text or leaf_holds != (condition.holds == (holds == branch)):
             return False
     return True

@@ -25,14 +25,12 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any
 
-import libcst as cst
-
 from offload_fixer.jax_compat import Regime, Spelling
 from offload_fixer.model import Diagnostic, FixOption, FunctionRef, Origin, Span, Step, format_output_path
 from offload_fixer.rules import get_rule
 
 from . import names
-from .interpreter import ReturnedValue, SiteResult, memory_kind_of
+from .interpreter import ReturnedValue, SiteResult, condition_key, memory_kind_of
 from .source import Sources
 from .values import NONE, UNKNOWN, HostArray, HostOrigin, Mapping, Seq, is_single_array
 
@@ -230,8 +228,8 @@ def _host_output(f: Finding, function: FunctionRef, origin: Origin, output_path:
     explanation = _explanation(leaf, spelling, target)
     condition = leaf.origin.condition
     if condition is not None:
-        test, where = _CODE.code_for_node(condition.test), span(condition.test)
-        branch = f"`{test}` is {'true' if condition.holds else 'false'}"
+        (test, positive), where = condition_key(condition.test), span(condition.test)
+        branch = f"`{test}` is {'true' if condition.holds == positive else 'false'}"
         message += f" when {branch} ({_display(where.path)}:{where.line})"
         explanation = (f"The value is host memory only on the branch taken when {branch} (the `if` at "
                        f"{_display(where.path)}:{where.line}); the check cannot tell how the program is "
@@ -325,9 +323,6 @@ def fix_options(leaf: HostArray, spelling: Spelling) -> tuple[FixOption, ...]:
     # In the >=0.7.1 abstract-argument gap the value is typed device and a same-space
     # device_put may be elided, so declaring the output host comes first there.
     return (host, device) if typed_argument else (device, host)
-
-
-_CODE = cst.Module(body=())
 
 
 def _display(path: str) -> str:
