@@ -71,6 +71,8 @@ class RunResult:
     """Calls, ``.lower`` and ``.trace`` of jitted functions that went through the stand-in."""
     sources: dict[str, str] = field(default_factory=dict)
     """sha256 of every source file the reports point at, taken when it was analysed."""
+    texts: dict[str, str] = field(default_factory=dict)
+    """Those files' text as it was hashed: the report keeps the lines its findings name."""
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -176,9 +178,10 @@ class CompilationChecker:
         self.result.reports.append(report)
         for path in report_paths(report):
             if path not in self.result.sources:
-                digest = sha256_of(path)
-                if digest is not None:
-                    self.result.sources[path] = digest
+                data = _read_bytes(path)
+                if data is not None:
+                    self.result.sources[path] = hashlib.sha256(data).hexdigest()
+                    self.result.texts[path] = data.decode("utf-8", "replace")
 
 
 class CheckedJit:
@@ -593,6 +596,9 @@ class ReportFile:
     jax_version: str
     reports: tuple[Report, ...]
     sources: dict[str, str]
+    lines: dict[str, dict[int, tuple[str, str, str]]] = field(default_factory=dict)
+    """Per source file, each line a finding names with its neighbours (before, the line,
+    after) as analysed: the editor finds the line again after edits elsewhere."""
 
     def stale_sources(self) -> list[str]:
         """Files changed (or gone) since they were analysed: fixes must not touch them."""
@@ -606,24 +612,28 @@ def write_report_file(
     reports: Iterable[Report],
     target: str,
     sources: dict[str, str] | None = None,
+    texts: dict[str, str] | None = None,
 ) -> None:
-    """Write the reports as JSON, atomically; ``sources`` defaults to hashing the files now."""
+    """Write the reports as JSON, atomically; ``sources`` defaults to hashing the files now,
+    ``texts`` (the files as hashed) to reading them now."""
     from offload_fixer import jax_compat
 
     reports = list(reports)
     if sources is None:
-        sources = {}
+        sources, texts = {}, {}
         for report in reports:
             for source in report_paths(report):
-                digest = sha256_of(source)
-                if digest is not None:
-                    sources.setdefault(source, digest)
+                data = _read_bytes(source)
+                if data is not None and source not in sources:
+                    sources[source] = hashlib.sha256(data).hexdigest()
+                    texts[source] = data.decode("utf-8", "replace")
     data = {
         "version": REPORT_FILE_VERSION,
         "target": target,
         "jax_version": jax_compat.installed_version(),
         "reports": [report.to_dict() for report in reports],
         "sources": dict(sorted(sources.items())),
+        "lines": _named_lines(reports, texts or {}),
     }
     temporary = f"{path}.tmp{os.getpid()}"
     with open(temporary, "w", encoding="utf-8") as handle:
@@ -645,7 +655,37 @@ def read_report_file(path: str) -> ReportFile:
         jax_version=data["jax_version"],
         reports=tuple(Report.from_dict(r) for r in data["reports"]),
         sources=dict(data.get("sources", {})),
+        lines={source: {int(line): tuple(context) for line, context in lines.items()}
+               for source, lines in data.get("lines", {}).items()},
     )
+
+
+def _named_lines(reports: Sequence[Report], texts: dict[str, str]) -> dict[str, dict[str, list[str]]]:
+    """The lines the reports' spans name, with one neighbour on each side, per file."""
+    named: dict[str, dict[str, list[str]]] = {}
+    split = {source: text.splitlines() for source, text in texts.items()}
+    for report in reports:
+        for d in report.diagnostics:
+            places = [(s.path, s.line) for s in (d.span, d.return_span, d.origin.span if d.origin else None,
+                                                 *(step.span for step in d.trace)) if s is not None]
+            if d.function is not None and d.function.path and d.function.line:
+                places.append((d.function.path, d.function.line))
+            for source, number in places:
+                lines = split.get(source)
+                if not lines or not 1 <= number <= len(lines):
+                    continue
+                at = number - 1
+                context = [lines[at - 1] if at > 0 else "", lines[at], lines[at + 1] if at + 1 < len(lines) else ""]
+                named.setdefault(source, {})[str(number)] = context
+    return {source: dict(sorted(lines.items(), key=lambda kv: int(kv[0]))) for source, lines in sorted(named.items())}
+
+
+def _read_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
 
 
 def report_paths(report: Report) -> list[str]:
@@ -662,11 +702,8 @@ def report_paths(report: Report) -> list[str]:
 
 
 def sha256_of(path: str) -> str | None:
-    try:
-        with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest()
-    except OSError:
-        return None
+    data = _read_bytes(path)
+    return None if data is None else hashlib.sha256(data).hexdigest()
 
 
 # ---------------------------------------------------------------------------------------
@@ -770,7 +807,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if options.report:
         try:
             write_report_file(
-                options.report, result.reports, result.target, result.sources
+                options.report, result.reports, result.target, result.sources, result.texts
             )
         except OSError as exc:
             print(
