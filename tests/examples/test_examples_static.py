@@ -13,6 +13,7 @@ from examples_support import EXAMPLES_DIR
 
 COMMAND = str(Path(sys.executable).parent / "offload-fixer")
 
+
 @pytest.mark.parametrize(
     "name, needle, outputs",
     [
@@ -25,7 +26,6 @@ def test_check_finds_both_broken_quick_start_examples(name, needle, outputs):
     done = subprocess.run([COMMAND, "check", "--jax-version", "0.10.2", "--format", "json", str(path)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stderr
-
     found = [d for d in json.loads(done.stdout)["diagnostics"] if d["code"] == "OFL1200"]
     line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if needle in text)
     assert sorted(d["output_path"] for d in found) == outputs
