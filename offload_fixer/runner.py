@@ -11,11 +11,18 @@ analysis. JAX caches the trace, so the user's function is not traced twice. The 
 after the user's own operation: a failure in the tool never changes what the program does,
 and is recorded as a tool warning.
 
+Eager operations are checked too: an eager ``x * 2`` or ``x.reshape(-1)`` compiles one of
+JAX's own jits (``jnp.multiply``'s, or a jit of the primitive through
+``dispatch.apply_primitive``). Each such compilation that takes or returns an array in host
+memory (other than the device's default memory) is lowered for the target and analysed like
+a user's jit, and reported at the user's line (``jax_compat.observe_compilations`` hooks
+JAX's Python dispatch for this). On TPU such an operation is host compute at best, and
+error 1200 where JAX declares its result device memory.
+
 What is not intercepted:
 
 * jit objects created before the patch: modules imported by ``sitecustomize``/``.pth`` files,
-  or by whatever imported ``offload_fixer`` first, and JAX's own internal jits (skipped on
-  purpose: eager ``jnp`` operations are not the user's compilations);
+  or by whatever imported ``offload_fixer`` first;
 * ``jax._src.api.jit`` and whatever JAX jits on the user's behalf (``jax.eval_shape`` jits the
   user's function internally, and that is not a compilation), and ``jax.experimental.pjit.pjit``;
 * ``jax.pmap`` and ``xmap``, and functions compiled only through ``jax.export``;
@@ -160,6 +167,38 @@ class CompilationChecker:
                 return
             self.result.checked += 1
             self._add(report)
+
+    def check_eager(self, fun: Any, args_flat: Sequence[Any], out_flat: Sequence[Any],
+                    lower: Callable[[str], Any]) -> None:
+        """One of JAX's own jits (an eager ``jnp``/``lax`` operation) that took or returned an
+        array in host memory: analysed like a user's jit, reported at the user's line."""
+        from offload_fixer import jax_compat
+        from offload_fixer.analysis import analyze
+        from offload_fixer.model import FunctionRef
+
+        if not self.active or not self.outside_any_trace() or not _is_jax_internal(fun):
+            return
+        kinds = [jax_compat.host_memory_kind(v) for v in (*args_flat, *out_flat)]
+        if not any(kinds):
+            return
+        where = _user_frame()
+        try:
+            signature = (id(getattr(fun, "__code__", fun)), tuple(_leaf_key(v) for v in args_flat), where)
+            hash(signature)
+        except TypeError:
+            signature = None
+        if not self.observe(signature):
+            return
+        name = getattr(fun, "__name__", type(fun).__name__)
+        function = FunctionRef(f"{name} (eager)", where[0] if where else None, where[1] if where else None)
+        with self._lock:
+            try:
+                report = analyze(lower(self.platform), target=self.target, function=function)
+            except Exception as exc:  # noqa: BLE001 - the tool must never break the program
+                self.warn(f"could not check the eager {name} for {self.target}: {_one_line(exc)}")
+                return
+            self.result.checked += 1
+            self._add(_at_user_line(report, where))
 
     def warn(self, message: str) -> None:
         with self._lock:
@@ -328,6 +367,45 @@ class LeafSignatures:
             )
             self._by_type[kind] = reader
         return reader(leaf)
+
+
+def _leaf_key(value: Any) -> Any:
+    aval = getattr(value, "aval", None)
+    return (type(value), aval, getattr(value, "sharding", None)) if aval is not None else (type(value), value)
+
+
+def _user_frame() -> tuple[str, int, int] | None:
+    """``(path, line, column)`` of the innermost frame of the user's program on the stack."""
+    frame = sys._getframe(1)
+    ours = (os.path.dirname(os.path.abspath(__file__)) + os.sep, *_jax_roots())
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not path.startswith(ours) and path not in _TOOL_FILES and not frame.f_code.co_filename.startswith("<"):
+            column = 1
+            positions = getattr(frame.f_code, "co_positions", None)
+            if positions is not None:
+                found = list(positions())[frame.f_lasti // 2] if frame.f_lasti >= 0 else None
+                if found and found[2] is not None:
+                    column = found[2] + 1
+            return path, frame.f_lineno, column
+        frame = frame.f_back
+    return None
+
+
+def _at_user_line(report: Report, where: tuple[str, int, int] | None) -> Report:
+    """An eager operation's findings point where the user wrote it (its trace has no frame
+    of the user's own otherwise)."""
+    import dataclasses
+
+    if where is None:
+        return report
+    span = Span(where[0], where[1], where[2])
+    diagnostics = tuple(
+        d if d.location is not None and d.location.path == where[0]
+        else dataclasses.replace(d, span=span)
+        for d in report.diagnostics
+    )
+    return dataclasses.replace(report, diagnostics=diagnostics)
 
 
 def _tracer_signature(leaf: Any) -> Any:
@@ -526,7 +604,9 @@ def run_program(
     result = checker.result
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     try:
-        with intercept_jit(checker):
+        with intercept_jit(checker), jax_compat.observe_compilations(checker.check_eager) as observed:
+            if not observed:
+                checker.warn(f"eager operations are not checked under jax {jax_compat.installed_version()}")
             if is_module:
                 sys.argv = [program, *argv]
                 if os.getcwd() not in sys.path and "" not in sys.path:
