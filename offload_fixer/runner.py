@@ -594,7 +594,7 @@ def run_program(
 
     jax_compat.check_runtime_supported()
     if is_module:
-        if importlib.util.find_spec(program) is None:
+        if _find_module(program) is None:
             raise UsageError(f"no module named {program!r}")
     elif not os.path.isfile(program):
         raise UsageError(f"no such file: {program}")
@@ -630,6 +630,21 @@ def run_program(
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
     return result
+
+
+def _find_module(name: str) -> Any:
+    """``python -m`` finds a module from the current directory: so does ``run -m``, dotted
+    names included (``find_spec`` imports the parents, which must be found there too)."""
+    added = os.getcwd() not in sys.path and "" not in sys.path
+    if added:
+        sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.util.find_spec(name)
+    except ImportError:
+        return None
+    finally:
+        if added:
+            sys.path.remove(os.getcwd())
 
 
 _TOOL_FILES = (
