@@ -15,6 +15,7 @@ from __future__ import annotations
 import enum
 import functools
 import threading
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -213,10 +214,10 @@ def observe_compilations(observer: InternalCompilation) -> Iterator[bool]:
     compiled like any other. Yields False where this JAX's dispatch is not one this module
     knows (nothing is observed then).
 
-    The hook is the Python function each cache miss calls: ``pjit._run_python_pjit`` from JAX
-    0.5 (it receives the inferred parameters, from which ``stages.Traced`` is rebuilt as
-    ``jit(...).trace`` does), ``pjit._python_pjit_helper`` in 0.4.35 (re-traced through
-    ``_make_jit_wrapper``).
+    The hook is the Python function each cache miss calls: ``pjit._run_python_pjit`` in recent
+    JAX (0.10, 0.12: it receives the inferred parameters, from which ``stages.Traced`` is
+    rebuilt as ``jit(...).trace`` does), ``pjit._python_pjit_helper`` before (0.4.35, 0.6.2:
+    re-traced through ``jit_trace`` or ``_make_jit_wrapper``).
     """
     import inspect
 
@@ -260,7 +261,11 @@ def observe_compilations(observer: InternalCompilation) -> Iterator[bool]:
             result = legacy(fun, jit_info, *args, **kwargs)
 
             def lower(platform: str) -> Any:
-                traced = pjit._make_jit_wrapper(fun, jit_info).trace(*args, **kwargs)
+                if hasattr(pjit, "jit_trace"):  # 0.5 - 0.6: takes what a jitted function holds
+                    wrapper = types.SimpleNamespace(_fun=fun, _jit_info=jit_info)
+                    traced = pjit.jit_trace(wrapper, *args, **kwargs)
+                else:
+                    traced = pjit._make_jit_wrapper(fun, jit_info).trace(*args, **kwargs)
                 return traced.lower(lowering_platforms=(platform,))
 
             notify(fun, result[3], result[1], lower)

@@ -14,7 +14,7 @@ import functools
 import os
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import libcst as cst
@@ -43,6 +43,7 @@ from .values import (
     AtIndexer,
     Bound,
     Const,
+    DataclassType,
     DeviceArray,
     DeviceList,
     DeviceRef,
@@ -50,6 +51,7 @@ from .values import (
     Function,
     HostArray,
     HostOrigin,
+    Instance,
     JitFactory,
     JitOptions,
     Jitted,
@@ -224,6 +226,8 @@ class Interpreter:
                 return self.ev(binding.node, scope.at(binding.index))
             if binding.kind == "def":
                 return self.decorate(binding.node, scope.at(binding.index), scope.closure)
+            if binding.kind == "class":
+                return self._class_value(binding.node, scope.at(binding.index), scope)
         except Unsupported:
             return UNKNOWN
         return UNKNOWN
@@ -281,6 +285,40 @@ class Interpreter:
             if value is UNKNOWN:
                 break
         return value
+
+    def _class_value(self, node: cst.ClassDef, scope: Any, closure: StaticScope) -> Any:
+        """A ``@dataclass`` (a configuration object): its fields and their defaults, so that
+        ``Config().offload`` is the default the program runs with. Any other class is unknown."""
+        decorators = [self.ev(d.decorator, scope) for d in node.decorators]
+        if len(decorators) != 1:
+            return UNKNOWN
+        (decorator,) = decorators
+        if isinstance(decorator, Ref) and decorator.qualname in names.DATACLASS:
+            pass
+        elif not (isinstance(node.decorators[0].decorator, cst.Call) and _is_dataclass_call(node.decorators[0].decorator,
+                                                                                            scope, self)):
+            return UNKNOWN
+        body = block_statements(node.body)
+        class_scope = StaticScope(self, body, closure, is_class=True)
+        fields = []
+        for index, statement in enumerate(body):
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                    default = UNKNOWN if small.value is None else self._field_default(small.value, class_scope.at(index))
+                    fields.append((small.target.value, default))
+        return DataclassType(tuple(fields))
+
+    def _field_default(self, node: Any, scope: Any) -> Any:
+        if isinstance(node, cst.Call):
+            callee = self.ev(node.func, scope)
+            if isinstance(callee, Ref) and callee.qualname in names.DATACLASS_FIELD:
+                for arg in node.args:
+                    if arg.keyword is not None and arg.keyword.value == "default":
+                        return self.ev(arg.value, scope)
+                return UNKNOWN
+        return self.ev(node, scope)
 
     def _apply_decorator(self, decorator: Any, value: Any) -> Any:
         if isinstance(decorator, Ref):
@@ -545,9 +583,11 @@ class Interpreter:
 
     def _loop_pass(self, statement: Any, body: list, frame: Frame, returns: list) -> None:
         if isinstance(statement, cst.For):
-            self.ev(statement.iter, frame)
+            iterated = self.ev(statement.iter, frame)
             for name in target_names(statement.target):
                 frame.env[name] = UNKNOWN
+            if isinstance(statement.target, cst.Name):
+                frame.env[statement.target.value] = _element(iterated)
         else:
             self.ev(statement.test, frame)
         self.exec_block(body, frame, returns)
@@ -691,6 +731,9 @@ class Interpreter:
             return Ref(f"{base.qualname}.{attr}")
         if isinstance(base, ProjectModule):
             return self.module_attribute(base, attr)
+        if isinstance(base, Instance):
+            found = base.get(attr)
+            return UNKNOWN if found is None else found
         if isinstance(base, (HostArray, DeviceArray)):
             if attr in names.ARRAY_ATTRIBUTES:
                 return self._compute(attr, (base,), node, f"attribute.{attr}")
@@ -888,6 +931,8 @@ class Interpreter:
             return self._transformed(callee, args, kwargs, node, scope)
         if isinstance(callee, Differentiated):
             return self._differentiated(callee, args, kwargs, node, scope)
+        if isinstance(callee, DataclassType):
+            return _instantiate(callee.fields, args, kwargs)
         if isinstance(callee, TransformFactory) and args:
             if callee.kind == "custom_jvp":
                 return _custom_jvp(args[0])
@@ -923,6 +968,8 @@ class Interpreter:
         for kind, qualnames in _TRANSFORMS:
             if qualname in qualnames:
                 return Transform(kind, args[0]) if args else TransformFactory(kind)
+        if qualname in names.DATACLASS_REPLACE and len(args) == 1 and isinstance(args[0], Instance):
+            return _instantiate(args[0].fields, [], kwargs)
         if (qualname in names.GRAD or qualname in names.VALUE_AND_GRAD) and args:
             return _differentiation(qualname in names.VALUE_AND_GRAD, args, kwargs)
         if qualname in names.TREE_MAP and len(args) >= 2 and not kwargs:
@@ -1097,7 +1144,7 @@ class Interpreter:
                                 condition=_condition_of(target))
             return map_leaves(x, lambda leaf: HostArray(origin, single=is_single_array(leaf)))
         if kind in names.DEVICE_KINDS:
-            return map_leaves(x, lambda leaf: DeviceArray(single=is_single_array(leaf)))
+            return map_leaves(x, lambda leaf: DeviceArray(single=is_single_array(leaf), explicit=True))
         if kind == "device_ref":
             return _after_each(x, "noop_put", "device_put", node)
         if kind == "nokind":
@@ -1112,7 +1159,7 @@ class Interpreter:
         """
         category = "maybe_identity" if kind == "maybe_identity" or kind in names.MAYBE_IDENTITY else "compute"
         host = None
-        unknown = False
+        unknown = explicit = False
         for operand in operands:
             for leaf in leaves(operand):
                 if isinstance(leaf, HostArray):
@@ -1120,14 +1167,19 @@ class Interpreter:
                         host = leaf
                     elif (host.origin.kind, host.origin.memory_kind) != (leaf.origin.kind, leaf.origin.memory_kind):
                         return UNKNOWN
-                elif not isinstance(leaf, (DeviceArray, Const, Ref, ShardingSpec, DeviceRef)):
+                    explicit = explicit or "explicit_device" in leaf.steps
+                elif isinstance(leaf, DeviceArray):
+                    explicit = explicit or leaf.explicit
+                elif not isinstance(leaf, (Const, Ref, ShardingSpec, DeviceRef)):
                     unknown = True
         if host is not None:
             result = host.after(category, op, node)
+            if explicit:
+                result = replace(result, steps=result.steps | {"explicit_device"})
             return result if result.single else HostArray(result.origin, result.steps, result.trace, True)
         if unknown or self._host_compute_depth:
             return UNKNOWN
-        return DEVICE_LEAF
+        return DeviceArray(True, explicit) if explicit else DEVICE_LEAF
 
     def _tree_map(self, fn: Any, tree: Any, rest: list, node: Any, scope: Any) -> Any:
         """``jax.tree.map(fn, tree, *rest)`` over a pytree literal, leaf by leaf."""
@@ -1153,7 +1205,7 @@ class Interpreter:
         # ``tree`` stands for a subtree of unknown structure: each of its leaves maps alike.
         if isinstance(result, HostArray):
             return HostArray(result.origin, result.steps, result.trace, single=False)
-        return DEVICE_TREE if isinstance(result, DeviceArray) else UNKNOWN
+        return DeviceArray(False, result.explicit) if isinstance(result, DeviceArray) else UNKNOWN
 
     def _scan(self, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
         body = _call_argument(args, kwargs, 0, "f")
@@ -1162,7 +1214,7 @@ class Interpreter:
         if body is _ABSENT or init is _ABSENT:
             return UNKNOWN
         carry = _enter_carry(init, node)
-        out = self.apply(body, [carry, map_leaves(xs, _slice)], {}, node, scope)
+        out = self.apply(body, [carry, map_leaves(xs, functools.partial(_slice, node=node))], {}, node, scope)
         if not isinstance(out, Seq) or len(out.items) != 2:
             return UNKNOWN
         return Seq((_carry_result(carry, out.items[0]), map_leaves(out.items[1], _stacked)))
@@ -1172,7 +1224,8 @@ class Interpreter:
         xs = _call_argument(args, kwargs, 1, "xs")
         if body is _ABSENT or xs is _ABSENT:
             return UNKNOWN
-        return map_leaves(self.apply(body, [map_leaves(xs, _slice)], {}, node, scope), _stacked)
+        sliced = map_leaves(xs, functools.partial(_slice, node=node))
+        return map_leaves(self.apply(body, [sliced], {}, node, scope), _stacked)
 
     def _while_loop(self, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
         body = _call_argument(args, kwargs, 1, "body_fun")
@@ -1302,6 +1355,23 @@ def _after_each(value: Any, category: str, op: str, node: Any) -> Any:
     return map_leaves(value, lambda leaf: leaf.after(category, op, node) if isinstance(leaf, HostArray) else leaf)
 
 
+def _is_dataclass_call(node: cst.Call, scope: Any, interpreter: Interpreter) -> bool:
+    """``@dataclass(frozen=True)`` and the like."""
+    callee = interpreter.ev(node.func, scope)
+    return isinstance(callee, Ref) and callee.qualname in names.DATACLASS
+
+
+def _instantiate(fields: tuple, args: list, kwargs: dict) -> Any:
+    """A dataclass instance: positional arguments in field order, then keywords, then defaults."""
+    if len(args) > len(fields) or set(kwargs) - {name for name, _ in fields}:
+        return UNKNOWN
+    values = dict(fields)
+    for (name, _), value in zip(fields, args):
+        values[name] = value
+    values.update(kwargs)
+    return Instance(tuple((name, values[name]) for name, _ in fields))
+
+
 def _differentiation(with_value: bool, args: list, kwargs: dict) -> Any:
     """``jax.grad``/``value_and_grad`` with the ``argnums`` and ``has_aux`` it can read."""
     if len(args) > 1 or set(kwargs) - {"argnums", "has_aux"}:
@@ -1327,9 +1397,25 @@ def _enter_carry(init: Any, node: Any) -> Any:
     return _after_each(init, "carry", "loop carry", node)
 
 
-def _slice(leaf: Any) -> Any:
-    """One iteration's slice of a scanned-over leaf."""
-    return DeviceArray(single=leaf.single) if isinstance(leaf, DeviceArray) else UNKNOWN
+def _slice(leaf: Any, node: Any) -> Any:
+    """One iteration's slice of a scanned-over leaf. A slice of host data is still host data;
+    XLA streams it when it only feeds a move to device, so the slice alone decides nothing."""
+    if isinstance(leaf, DeviceArray):
+        return leaf
+    if isinstance(leaf, HostArray):
+        sliced = leaf.after("maybe_identity", "scan slice", node)
+        return HostArray(sliced.origin, sliced.steps, sliced.trace, leaf.single)
+    return UNKNOWN
+
+
+def _element(iterated: Any) -> Any:
+    """What a Python ``for`` over a value binds: each item of a pytree whose leaves are all
+    in one memory is a subtree in that memory (the layers of a parameter list)."""
+    if isinstance(iterated, (HostArray, DeviceArray)) and not iterated.single:
+        return iterated
+    if isinstance(iterated, Seq) and iterated.items:
+        return functools.reduce(join, iterated.items)
+    return UNKNOWN
 
 
 def _stacked(leaf: Any) -> Any:
@@ -1349,7 +1435,7 @@ def _carry_result(carry_in: Any, carry_out: Any) -> Any:
             [k for k, _ in carry_in.items] == [k for k, _ in carry_out.items]:
         return Mapping(tuple((k, _carry_result(a, b)) for (k, a), (_, b) in zip(carry_in.items, carry_out.items)))
     if isinstance(carry_in, (DeviceArray, Const)) and isinstance(carry_out, (DeviceArray, Const)):
-        return DEVICE_TREE
+        return DeviceArray(False, any(getattr(c, "explicit", False) for c in (carry_in, carry_out)))
     return UNKNOWN
 
 
@@ -1368,7 +1454,8 @@ def _merge_branches(values: list, node: Any) -> Any:
         return UNKNOWN
     hosts = [v for v in values if isinstance(v, HostArray)]
     if not hosts:
-        return DeviceArray(single=all(is_single_array(v) for v in values))
+        return DeviceArray(all(is_single_array(v) for v in values),
+                           any(isinstance(v, DeviceArray) and v.explicit for v in values))
     if len({(h.origin.kind, h.origin.memory_kind) for h in hosts}) > 1:
         return UNKNOWN
     merged = hosts[0]

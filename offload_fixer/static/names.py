@@ -30,6 +30,9 @@ CUSTOM_JVP = frozenset({"jax.custom_jvp"})
 COMPUTE_ON = frozenset({"jax.experimental.compute_on.compute_on"})
 STATICMETHOD = "builtins.staticmethod"
 GRAD = frozenset({"jax.grad"})
+DATACLASS = frozenset({"dataclasses.dataclass", "flax.struct.dataclass", "chex.dataclass"})
+DATACLASS_FIELD = frozenset({"dataclasses.field", "flax.struct.field"})
+DATACLASS_REPLACE = frozenset({"dataclasses.replace"})
 VALUE_AND_GRAD = frozenset({"jax.value_and_grad"})
 
 TREE_MAP = frozenset({"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map"})

@@ -44,6 +44,9 @@ class DeviceArray:
     """Data in device memory. ``single`` is False when the structure is unknown (a pytree argument)."""
 
     single: bool
+    explicit: bool = False
+    """Computed from a ``device_put`` to device memory: JAX >= 0.7.1 types it with an explicit
+    memory space, and a result mixing it with host data is returned through a move to device."""
 
 
 DEVICE_LEAF = DeviceArray(single=True)
@@ -248,6 +251,26 @@ class TransformFactory:
     kind: str
 
 
+@dataclass(frozen=True, eq=False)
+class DataclassType:
+    """A ``@dataclass`` of the project (a configuration): its fields with their defaults."""
+
+    fields: tuple  # ((name, default value or UNKNOWN), ...) in declaration order
+
+
+@dataclass(frozen=True)
+class Instance:
+    """An instance of a project dataclass: the values its fields were given."""
+
+    fields: tuple  # ((name, value), ...)
+
+    def get(self, name: str) -> Any:
+        for key, value in self.fields:
+            if key == name:
+                return value
+        return None
+
+
 @dataclass(frozen=True)
 class AtIndexer:
     """``x.at``."""
@@ -295,7 +318,7 @@ def join(a: Any, b: Any) -> Any:
     if isinstance(a, Mapping) and isinstance(b, Mapping) and [k for k, _ in a.items] == [k for k, _ in b.items]:
         return Mapping(tuple((k, join(x, y)) for (k, x), (_, y) in zip(a.items, b.items)))
     if isinstance(a, DeviceArray) and isinstance(b, DeviceArray):
-        return DEVICE_TREE
+        return DeviceArray(False, a.explicit or b.explicit)
     if isinstance(a, HostArray) and isinstance(b, HostArray) and a.origin == b.origin:
         # Host on both paths: whichever runs, the value is host; keep every operation seen.
         return HostArray(a.origin, a.steps | b.steps, a.trace, a.single and b.single)
