@@ -56,6 +56,7 @@ from .values import (
     JitOptions,
     Jitted,
     Mapping,
+    Optimizer,
     ProjectModule,
     Ref,
     Seq,
@@ -968,6 +969,9 @@ class Interpreter:
         for kind, qualnames in _TRANSFORMS:
             if qualname in qualnames:
                 return Transform(kind, args[0]) if args else TransformFactory(kind)
+        library = self._library_call(qualname, args, kwargs, node)
+        if library is not _ABSENT:
+            return library
         if qualname in names.DATACLASS_REPLACE and len(args) == 1 and isinstance(args[0], Instance):
             return _instantiate(args[0].fields, [], kwargs)
         if (qualname in names.GRAD or qualname in names.VALUE_AND_GRAD) and args:
@@ -996,6 +1000,62 @@ class Interpreter:
             return Mapping(tuple(kwargs.items()))
         return UNKNOWN
 
+    def _library_call(self, qualname: str, args: list, kwargs: dict, node: Any) -> Any:
+        """optax and flax.nnx calls that keep a pytree's structure; ``_ABSENT`` for others."""
+        if qualname in names.OPTAX_WITH_STATE:
+            return Optimizer(True)
+        if qualname == names.OPTAX_SGD:
+            momentum = args[1] if len(args) > 1 else kwargs.get("momentum", NONE)
+            if momentum is NONE:
+                return Optimizer(False)
+            return Optimizer(True) if isinstance(momentum, Const) and momentum is not _STATIC else Optimizer(None)
+        if qualname == names.OPTAX_CHAIN:
+            known = [a.stateful if isinstance(a, Optimizer) else None for a in args]
+            return Optimizer(True if True in known else (None if None in known else False))
+        if qualname == names.OPTAX_APPLY_UPDATES and len(args) == 2 and not kwargs:
+            return self._leafwise_pair(args[0], args[1], "apply_updates", node)
+        if qualname in names.NNX_SPLIT or qualname in names.NNX_STATE:
+            if not args or not _uniform(args[0]):
+                return UNKNOWN
+            states = max(len(args) - 1, 1)
+            if qualname in names.NNX_STATE:
+                return args[0] if states == 1 else Seq((args[0],) * states)
+            return Seq((UNKNOWN, *(args[0],) * states))
+        if qualname in names.NNX_MERGE and len(args) >= 2:
+            states = args[1:]
+            return states[0] if all(_uniform(s) and s == states[0] for s in states) else UNKNOWN
+        return _ABSENT
+
+    def _optimizer_method(self, optimizer: Optimizer, name: str, args: list, kwargs: dict, node: Any) -> Any:
+        """``tx.update(grads, state, params)`` -> ``(updates, new_state)``: updates computed
+        from the gradients and, for an optimizer with moments, from its state; ``tx.init``."""
+        if name == "init" and len(args) == 1:
+            return map_leaves(args[0], lambda leaf: DeviceArray(is_single_array(leaf))
+                              if isinstance(leaf, DeviceArray) else UNKNOWN)
+        if name != "update" or not 2 <= len(args) <= 3 or kwargs:
+            return UNKNOWN
+        grads, state = args[0], args[1]
+        reads_state = optimizer.stateful
+        if reads_state is None:
+            if any(isinstance(leaf, HostArray) for leaf in leaves(state)):
+                return UNKNOWN
+            reads_state = True
+        operands = (state,) if reads_state else ()
+        updates = _map_keeping_structure(grads, lambda g: self._compute("optax update", (g, *operands), node))
+        new_state = _map_keeping_structure(state, lambda s: self._compute("optax update", (s, grads), node)) \
+            if reads_state else state
+        return Seq((updates, new_state))
+
+    def _leafwise_pair(self, tree: Any, other: Any, op: str, node: Any) -> Any:
+        """An elementwise function of two pytrees of the same structure (``apply_updates``)."""
+        if isinstance(tree, Seq) and isinstance(other, Seq) and len(tree.items) == len(other.items):
+            return Seq(tuple(self._leafwise_pair(a, b, op, node) for a, b in zip(tree.items, other.items)), tree.is_list)
+        if isinstance(tree, Mapping) and isinstance(other, Mapping) and \
+                [k for k, _ in tree.items] == [k for k, _ in other.items]:
+            return Mapping(tuple((k, self._leafwise_pair(a, b, op, node))
+                                 for (k, a), (_, b) in zip(tree.items, other.items)))
+        return _map_keeping_structure(tree, lambda leaf: self._compute(op, (leaf, other), node))
+
     def _partial(self, head: Any, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
         if isinstance(head, Ref):
             if head.qualname in names.JIT:
@@ -1012,6 +1072,8 @@ class Interpreter:
 
     def _method(self, receiver: Any, name: str, args: list, kwargs: dict, node: Any,
                 receiver_node: Any, scope: Any) -> Any:
+        if isinstance(receiver, Optimizer):
+            return self._optimizer_method(receiver, name, args, kwargs, node)
         if name == "with_memory_kind":
             kind = args[0] if args else kwargs.get("kind")
             return ShardingSpec(kind.value) if isinstance(kind, Const) and isinstance(kind.value, str) else UNKNOWN
@@ -1353,6 +1415,22 @@ def _call_argument(args: list, kwargs: dict, position: int, keyword: str, defaul
 
 def _after_each(value: Any, category: str, op: str, node: Any) -> Any:
     return map_leaves(value, lambda leaf: leaf.after(category, op, node) if isinstance(leaf, HostArray) else leaf)
+
+
+def _uniform(value: Any) -> bool:
+    """A pytree of unknown structure whose leaves are all in one memory."""
+    return isinstance(value, (HostArray, DeviceArray)) and not value.single
+
+
+def _map_keeping_structure(tree: Any, fn: Any) -> Any:
+    """``fn`` on each leaf; a leaf standing for a subtree of unknown structure stays one."""
+    def leaf(value: Any) -> Any:
+        result = fn(value)
+        if is_single_array(value) or not isinstance(result, (HostArray, DeviceArray)):
+            return result
+        return replace(result, single=False)
+
+    return map_leaves(tree, leaf)
 
 
 def _is_dataclass_call(node: cst.Call, scope: Any, interpreter: Interpreter) -> bool:

@@ -30,6 +30,20 @@ CUSTOM_JVP = frozenset({"jax.custom_jvp"})
 COMPUTE_ON = frozenset({"jax.experimental.compute_on.compute_on"})
 STATICMETHOD = "builtins.staticmethod"
 GRAD = frozenset({"jax.grad"})
+OPTAX_WITH_STATE = frozenset(
+    f"optax.{n}" for n in """
+    adam adamw adamax adamaxw nadam nadamw radam amsgrad lamb lion lars rmsprop adagrad adafactor
+    adabelief yogi novograd sm3 adadelta rprop
+    """.split()
+)
+"""optax optimizers whose state holds per-parameter moments: an update reads them."""
+OPTAX_SGD = "optax.sgd"
+"""Stateful only with ``momentum`` (its second parameter)."""
+OPTAX_CHAIN = "optax.chain"
+OPTAX_APPLY_UPDATES = "optax.apply_updates"
+NNX_SPLIT = frozenset({"flax.nnx.split"})
+NNX_STATE = frozenset({"flax.nnx.state"})
+NNX_MERGE = frozenset({"flax.nnx.merge"})
 DATACLASS = frozenset({"dataclasses.dataclass", "flax.struct.dataclass", "chex.dataclass"})
 DATACLASS_FIELD = frozenset({"dataclasses.field", "flax.struct.field"})
 DATACLASS_REPLACE = frozenset({"dataclasses.replace"})

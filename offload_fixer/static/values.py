@@ -251,6 +251,14 @@ class TransformFactory:
     kind: str
 
 
+@dataclass(frozen=True)
+class Optimizer:
+    """An optax ``GradientTransformation``; ``stateful``: whether its state holds moments an
+    update reads (None: not known)."""
+
+    stateful: bool | None
+
+
 @dataclass(frozen=True, eq=False)
 class DataclassType:
     """A ``@dataclass`` of the project (a configuration): its fields with their defaults."""

@@ -154,3 +154,94 @@ def test_fields_and_keys_of_a_pytree_argument_keep_its_memory():
     """
     assert found(body, PROPAGATION) == [("OFL1200", "[0]")]
     assert found(body, LEGACY) == [("OFL1200", "[0]"), ("OFL1200", "[1]")]
+
+
+# --------------------------------------------------------------------------- libraries and configs
+OPTAX_STEP = """
+import optax
+
+tx = {optimizer}
+
+@partial(jax.jit, in_shardings=(dev, host, dev), out_shardings=(None, host))
+def step(params, opt_state, grads):
+    updates, opt_state = tx.update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state
+"""
+
+
+@pytest.mark.parametrize(
+    "optimizer, expected",
+    [
+        ("optax.adam(1e-3)", [("OFL1200", "[0]")]),
+        ("optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(1e-3))", [("OFL1200", "[0]")]),
+        ("optax.sgd(0.1, momentum=0.9)", [("OFL1200", "[0]")]),
+        ("optax.sgd(0.1)", []),  # no moments: the update reads only the gradients
+        ("make_optimizer()", []),  # unknown: the check cannot tell what the update reads
+    ],
+)
+def test_optax_updates_read_the_optimizer_state(optimizer, expected):
+    assert found(OPTAX_STEP.replace("{optimizer}", optimizer), PROPAGATION) == expected
+
+
+def test_nnx_split_and_merge_keep_the_memory_of_the_state():
+    body = """
+    from flax import nnx
+
+    @partial(jax.jit, in_shardings=(host,), out_shardings=None)
+    def step(state):
+        model = nnx.merge(graphdef, state)
+        _, new_state = nnx.split(model)
+        return jax.tree.map(lambda x: x * 2, nnx.state(model)), new_state
+    """
+    assert found(body, TYPED) == [("OFL1200", "[0]"), ("OFL1200", "[1]")]
+    assert found(body, PROPAGATION) == [("OFL1200", "[0]")]  # [1] is returned unchanged
+
+
+def test_a_dataclass_configuration_gives_its_defaults():
+    body = """
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        offload: bool = True
+        scale: float = dataclasses.field(default=2.0)
+
+    def placement(config):
+        if config.offload:
+            return host
+        return dev
+
+    @jax.jit
+    def on(x):
+        return jax.device_put(x, placement(Config())) * 2
+
+    @jax.jit
+    def off(x):
+        return jax.device_put(x, placement(dataclasses.replace(Config(), offload=False))) * 2
+    """
+    (d,) = diagnostics(body)
+    assert d.function.name == "on" and "when" not in d.message
+
+
+def test_python_loops_over_layers_and_scan_slices_keep_host_memory():
+    body = """
+    @partial(jax.jit, in_shardings=(host, dev), out_shardings=(host, None, None))
+    def step(params, x):
+        h = params["bias"] * 1.0
+        for layer in params["layers"]:  # each layer is host memory too
+            h = jnp.tanh(h @ layer["w"])
+        ys = lax.scan(lambda c, w: (c, w * 2), x, params["stacked"])[1]
+        return params, h, ys
+    """
+    assert found(body, PROPAGATION) == [("OFL1200", "[1]"), ("OFL1200", "[2]")]
+
+
+def test_host_data_mixed_with_a_value_moved_to_device_is_undecided():
+    body = """
+    @partial(jax.jit, in_shardings=(host, dev), out_shardings=(host, None))
+    def step(params, x):
+        w = jax.device_put(params["w"], dev)
+        return params, jnp.sum(jnp.tanh(x @ w) @ params["head"])
+    """
+    for version in VERSIONS:
+        assert found(body, version) == [], version
