@@ -87,11 +87,11 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
             pending.append(StaticResult(path, parse_error=ParseError(path, 1, 1, f"cannot read file: {exc}")))
             continue
         project.remember(path, data)
-        pending.append(StaticResult(path))
+        pending.append((data, path))
     # Every file is read before any is selected: a host spelling in one module makes the
     # modules that import it candidates.
-    pending = [(project.data(item.path), item.path) if item.parse_error is None
-               and project.selects(item.path, project.data(item.path) or b"") else item for item in pending]
+    pending = [item if isinstance(item, StaticResult) or project.selects(item[1], item[0])
+               else StaticResult(item[1]) for item in pending]
     candidates = [item for item in pending if isinstance(item, tuple)]
     if jobs <= 1 or len(candidates) < 2:
         for item in pending:

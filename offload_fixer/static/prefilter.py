@@ -28,12 +28,14 @@ HOST_SPELLING_BYTES = re.compile(HOST_SPELLING.pattern.encode())
 def may_hold_host_move(text: str | bytes) -> bool:
     """Whether one file on its own spells both a jit and a host memory kind."""
     if isinstance(text, bytes):
-        return JIT_MARKER.encode() in text and HOST_SPELLING_BYTES.search(text) is not None
+        return JIT_MARKER.encode() in text and spells_host(text)
     return JIT_MARKER in text and HOST_SPELLING.search(text) is not None
 
 
 def spells_host(data: bytes) -> bool:
-    return HOST_SPELLING_BYTES.search(data) is not None
+    if b"pinned_host" in data:
+        return True  # substring searches first: the regular expression only where ``.Host`` is
+    return b".Host" in data and HOST_SPELLING_BYTES.search(data) is not None
 
 
 def references_jit(tree: ast.Module) -> bool:

@@ -45,11 +45,10 @@ MODELED_PACKAGES = frozenset({"jax", "jaxlib", "flax", "optax", "numpy", "functo
 _STANDARD_LIBRARY = frozenset(getattr(sys, "stdlib_module_names", ()))
 
 _IMPORT = re.compile(
-    rb"^[ \t]*(?:from[ \t]+(\.*)[ \t]*([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]*))",
-    re.MULTILINE,
+    rb"[ \t]*(?:from[ \t]+(\.*)[ \t]*([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]*))"
 )
-"""``from X import a, (b, c)`` and ``import X.Y as Z`` at any indentation. A text scan, so it
-may see an import in a string too: the prefilter only needs to over-approximate."""
+"""``from X import a, (b, c)`` and ``import X.Y as Z``, matched at a line start. A text scan, so
+it may see an import in a string too: the prefilter only needs to over-approximate."""
 _GLOBAL_STATEMENT = re.compile(r"^[ \t]*global[ \t]+([\w \t,]+)", re.MULTILINE)
 
 
@@ -64,23 +63,34 @@ class Import:
 
 
 def scan_imports(data: bytes) -> Iterator[Import]:
-    """The imports of a text, without parsing it."""
-    if b"import" not in data:
-        return
-    for match in _IMPORT.finditer(data):
-        dots, module, names, plain = match.groups()
-        if plain is not None:
-            for part in plain.split(b","):
-                words = part.split()
-                if words:
-                    yield Import(0, words[0].decode("ascii", "replace"))
-            continue
-        taken = []
-        for part in names.strip(b"()").replace(b"\\\n", b" ").split(b","):
+    """The imports of a text, without parsing it: each ``import`` found by a substring search
+    (fast in C), then its line read with a regular expression."""
+    position = data.find(b"import")
+    seen_lines: set[int] = set()
+    while position >= 0:
+        line_start = data.rfind(b"\n", 0, position) + 1
+        if line_start not in seen_lines:
+            seen_lines.add(line_start)
+            match = _IMPORT.match(data, line_start)
+            if match is not None:
+                yield from _imports_of(match)
+        position = data.find(b"import", position + 6)
+
+
+def _imports_of(match: re.Match) -> Iterator[Import]:
+    dots, module, names, plain = match.groups()
+    if plain is not None:
+        for part in plain.split(b","):
             words = part.split()
-            if words and words[0] != b"*":
-                taken.append(words[0].decode("ascii", "replace"))
-        yield Import(len(dots), module.decode("ascii", "replace"), tuple(taken))
+            if words:
+                yield Import(0, words[0].decode("ascii", "replace"))
+        return
+    taken = []
+    for part in names.strip(b"()").replace(b"\\\n", b" ").split(b","):
+        words = part.split()
+        if words and words[0] != b"*":
+            taken.append(words[0].decode("ascii", "replace"))
+    yield Import(len(dots), module.decode("ascii", "replace"), tuple(taken))
 
 
 def is_modeled(qualname: str) -> bool:
@@ -177,15 +187,19 @@ class Project:
         self._facts: dict[str, tuple[Any, ModuleFacts | None]] = {}
         self._host: dict[str, tuple[Any, bool]] = {}
         self._exists: dict[str, bool] = {}
+        self._listings: dict[str, frozenset[str]] = {}
+        self._remembered: dict[str, bytes] = {}
 
     # ------------------------------------------------------------------ files
     def remember(self, path: str, data: bytes) -> None:
-        """The bytes a caller already read (the walk of ``check``), so they are not read again."""
-        key = os.path.abspath(path)
-        self._stamped[key] = (_stamp(key), data)
+        """The bytes a caller already read (the walk of ``check``): taken as the file's for the
+        rest of this run, neither read nor looked at on disk again."""
+        self._remembered[os.path.abspath(path)] = data
 
     def data(self, path: str) -> bytes | None:
         key = os.path.abspath(path)
+        if key in self._remembered:
+            return self._remembered[key]
         stamp = _stamp(key)
         cached = self._stamped.get(key)
         if cached is not None and cached[0] == stamp:
@@ -201,7 +215,7 @@ class Project:
     def facts(self, path: str) -> ModuleFacts | None:
         """The module's ``ast`` facts; None when it cannot be read or parsed."""
         key = os.path.abspath(path)
-        stamp = _stamp(key)
+        stamp = self.stamp(key)
         cached = self._facts.get(key)
         if cached is not None and cached[0] == stamp:
             return cached[1]
@@ -218,7 +232,8 @@ class Project:
         return facts
 
     def stamp(self, path: str) -> Any:
-        return _stamp(os.path.abspath(path))
+        key = os.path.abspath(path)
+        return "remembered" if key in self._remembered else _stamp(key)
 
     # ------------------------------------------------------------------ modules
     def search_roots(self, path: str) -> list[str]:
@@ -245,6 +260,8 @@ class Project:
         """``base/a/b.py``, ``base/a/b/__init__.py`` or the directory ``base/a/b``."""
         if not parts or not all(p.isidentifier() for p in parts):
             return None
+        if parts[0] not in self._names_in(base):
+            return None  # one listing of the directory answers most lookups
         stem = os.path.join(base, *parts)
         for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
             if self._is_file(candidate):
@@ -273,6 +290,17 @@ class Project:
                 return None
             base = parent
         return base
+
+    def _names_in(self, directory: str) -> frozenset[str]:
+        """Module and package names a directory holds (listed once per run)."""
+        found = self._listings.get(directory)
+        if found is None:
+            try:
+                entries = os.listdir(directory)
+            except OSError:
+                entries = []
+            found = self._listings[directory] = frozenset(e[:-3] if e.endswith(".py") else e for e in entries)
+        return found
 
     def _is_file(self, path: str) -> bool:
         found = self._exists.get(path)
@@ -326,7 +354,7 @@ class Project:
     def host_reachable(self, path: str) -> bool:
         """A host spelling in this module or in a project module it imports (transitively)."""
         key = os.path.abspath(path)
-        stamp = _stamp(key)
+        stamp = self.stamp(key)
         cached = self._host.get(key)
         if cached is not None and cached[0] == stamp:
             return cached[1]
