@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import enum
 import functools
+import threading
+import types
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -304,3 +308,98 @@ def stablehlo_to_hlo(text: str) -> Any:
 
     computation = xla_client._xla.mlir.mlir_module_to_xla_computation(text, use_tuple_args=False, return_tuple=False)
     return computation.get_hlo_module()
+
+
+# Compilations JAX makes for itself: eager operations.
+InternalCompilation = Callable[[Any, Sequence[Any], Sequence[Any], Callable[[str], Any]], None]
+"""``(fun, flat arguments, flat results, lower)``; ``lower(platform)`` gives a ``Lowered``."""
+
+
+@contextmanager
+def observe_compilations(observer: InternalCompilation) -> Iterator[bool]:
+    """Call ``observer`` after every jit call that misses JAX's C++ dispatch cache (the first
+    call of a signature), JAX's own jits included: an eager ``x * 2`` or ``x.reshape(-1)``
+    runs ``jnp.multiply``'s jit or a jit of the primitive (``dispatch.apply_primitive``),
+    compiled like any other. Yields False where this JAX's dispatch is not one this module
+    knows (nothing is observed then).
+
+    The hook is the Python function each cache miss calls: ``pjit._run_python_pjit`` in recent
+    JAX (0.10, 0.12: it receives the inferred parameters, from which ``stages.Traced`` is
+    rebuilt as ``jit(...).trace`` does), ``pjit._python_pjit_helper`` before (0.4.35, 0.6.2:
+    re-traced through ``jit_trace`` or ``_make_jit_wrapper``).
+    """
+    import inspect
+
+    from jax._src import pjit
+
+    reentered = threading.local()
+
+    def notify(fun: Any, args_flat: Sequence[Any], out_flat: Sequence[Any], lower: Callable[[str], Any]) -> None:
+        if getattr(reentered, "active", False):
+            return  # a compilation the observer itself caused (lowering for the target)
+        reentered.active = True
+        try:
+            observer(fun, args_flat, out_flat, lower)
+        finally:
+            reentered.active = False
+
+    modern = getattr(pjit, "_run_python_pjit", None)
+    legacy = getattr(pjit, "_python_pjit_helper", None)
+    if modern is not None and list(inspect.signature(modern).parameters)[:3] == ["p", "args_flat", "fun"]:
+        from jax._src import api_util, stages
+
+        # JAX 0.12 also takes the function's source description (for its error messages).
+        wants_source = "fun_sourceinfo" in inspect.signature(stages.Traced.__init__).parameters
+
+        def run_python_pjit(p, args_flat, fun, args, kwargs):
+            result = modern(p, args_flat, fun, args, kwargs)
+
+            def lower(platform: str) -> Any:
+                arg_types = [pjit.convert_to_metaty(a) for a in args_flat]
+                source = (api_util.fun_sourceinfo(fun),) if wants_source else ()
+                traced = stages.Traced(arg_types, p.params, p.in_tree, p.out_tree, p.consts, *source)
+                return traced.lower(lowering_platforms=(platform,))
+
+            notify(fun, args_flat, result[1], lower)
+            return result
+
+        name, replacement, original = "_run_python_pjit", run_python_pjit, modern
+    elif legacy is not None and list(inspect.signature(legacy).parameters)[:2] == ["fun", "jit_info"]:
+
+        def python_pjit_helper(fun, jit_info, *args, **kwargs):
+            result = legacy(fun, jit_info, *args, **kwargs)
+
+            def lower(platform: str) -> Any:
+                if hasattr(pjit, "jit_trace"):  # 0.5 - 0.6: takes what a jitted function holds
+                    wrapper = types.SimpleNamespace(_fun=fun, _jit_info=jit_info)
+                    traced = pjit.jit_trace(wrapper, *args, **kwargs)
+                else:
+                    traced = pjit._make_jit_wrapper(fun, jit_info).trace(*args, **kwargs)
+                return traced.lower(lowering_platforms=(platform,))
+
+            notify(fun, result[3], result[1], lower)
+            return result
+
+        name, replacement, original = "_python_pjit_helper", python_pjit_helper, legacy
+    else:
+        yield False
+        return
+    setattr(pjit, name, replacement)
+    try:
+        yield True
+    finally:
+        setattr(pjit, name, original)
+
+
+def host_memory_kind(value: Any) -> str | None:
+    """The memory kind of a committed array in host memory, other than its device's default
+    (JAX's CPU build before 0.5 keeps every array in ``unpinned_host``: that is not offloading)."""
+    sharding = getattr(value, "sharding", None)
+    kind = getattr(sharding, "memory_kind", None)
+    if kind not in ("pinned_host", "unpinned_host") or not getattr(value, "committed", True):
+        return None
+    try:
+        default = next(iter(sharding.device_set)).default_memory().kind
+    except Exception:  # noqa: BLE001 - a sharding without devices to ask: keep the kind
+        return kind
+    return None if kind == default else kind
