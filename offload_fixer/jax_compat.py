@@ -254,6 +254,44 @@ def output_memory_kinds(executable: Any) -> list[str]:
     return list(kinds[0]) if kinds and isinstance(kinds[0], (list, tuple)) else list(kinds)
 
 
+@dataclass(frozen=True)
+class XlaGeneration:
+    """What one generation of released compilers does where generations differ (measured with
+    ``scripts/fidelity.py`` on the compilers each JAX release installs: ``docs/xla-host-offloader.md``)."""
+
+    name: str
+    slice_to_output_is_dma: bool
+    """A slice of a host value that reaches an output becomes a copy to device (not host compute)."""
+    tpu_unpinned_output_from_device_fails: bool
+    """libtpu cannot copy a device value into an ``unpinned_host`` output ('DMA from hbm to hbm')."""
+
+
+XLA_GENERATIONS: tuple[tuple[tuple[int, int, int], XlaGeneration], ...] = (
+    ((0, 7, 0), XlaGeneration("libtpu 0.0.17.1 (jax 0.6.2)", slice_to_output_is_dma=False,
+                              tpu_unpinned_output_from_device_fails=True)),
+    ((0, 12, 0), XlaGeneration("libtpu 0.0.42.1 / jax-cuda12-plugin 0.10.2 (jax 0.10.2)", slice_to_output_is_dma=True,
+                               tpu_unpinned_output_from_device_fails=True)),
+    ((99, 0, 0), XlaGeneration("libtpu 0.0.50.1 / jax-cuda12-plugin 0.12.0.1 (jax 0.12.0.1)",
+                               slice_to_output_is_dma=True, tpu_unpinned_output_from_device_fails=False)),
+)
+"""Generations by the jaxlib release they ship with (the first jaxlib *not* in each): ``jax[tpu]``
+pins the libtpu of its release and the CUDA plugin is versioned with jaxlib, so the installed
+jaxlib tells which compilers a program will meet."""
+
+
+def xla_generation(jaxlib_version: str | None = None) -> XlaGeneration:
+    """The released compilers that pair with ``jaxlib_version`` (default: the installed jaxlib)."""
+    if jaxlib_version is None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            jaxlib_version = version("jaxlib")
+        except PackageNotFoundError:  # pragma: no cover - jaxlib is a dependency
+            jaxlib_version = installed_version()
+    v = parse_version(jaxlib_version)
+    return next(generation for before, generation in XLA_GENERATIONS if v < before)
+
+
 FIRST_JAX_WITH_PYPI_LIBTPU = (0, 5, 0)
 """``jax[tpu]`` before 0.5 pins a ``libtpu-nightly`` that the registry no longer serves."""
 
