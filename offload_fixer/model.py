@@ -161,6 +161,8 @@ class Report:
     outputs: tuple[OutputInfo, ...] = ()
     predicted: Prediction | None = None
     """The compile outcome the analysis predicts (XLA's first error), for comparison with XLA."""
+    xla_generation: str | None = None
+    """The released compilers the analysis modelled (those that pair with the installed jaxlib)."""
 
     @property
     def errors(self) -> tuple[Diagnostic, ...]:
