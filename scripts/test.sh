@@ -103,19 +103,26 @@ for name in $ENVS; do
   jax=$("$dir/bin/python" -c 'import importlib.metadata as m; print(m.version("jax"))' || echo "?")
   python=$("$dir/bin/python" -c 'import platform; print(platform.python_version())' || echo "?")
   echo "== jax $jax, python $python ($dir)"
-  env_start=$SECONDS
   status=0
-  OFFLOAD_FIXER_REQUIRE_COMPILERS=$(env_required_compilers "$name") \
-    "$dir/bin/python" -m pytest -q -n "$JOBS" -p no:cacheprovider "$@" 2>&1 | tee "$logs/$name" || status=$?
+  # Wall and CPU seconds (user + system, the test processes' children included): on a shared
+  # machine the CPU figure is the one that says what the suite costs.
+  TIMEFORMAT='%R %U %S'
+  { time {
+    OFFLOAD_FIXER_REQUIRE_COMPILERS=$(env_required_compilers "$name") \
+      "$dir/bin/python" -m pytest -q -n "$JOBS" -p no:cacheprovider "$@" 2>&1 | tee "$logs/$name"
+  }; } 2>"$logs/$name.time" || status=$?
+  read -r wall user system <"$logs/$name.time"
+  wall_total=$(awk -v a="${wall_total:-0}" -v b="$wall" 'BEGIN {print a + b}')
+  cpu_total=$(awk -v a="${cpu_total:-0}" -v b="$user" -v c="$system" 'BEGIN {print a + b + c}')
   counts=$(grep -E '^(=+ )?[0-9]+ (passed|failed|skipped|error|xfailed|deselected).* in [0-9.]+s' "$logs/$name" | tail -1 \
     | sed -E 's/^=+ //; s/ in [0-9.]+s.*//') || counts="no summary"
   [ "$status" -eq 0 ] || failed="$failed $name"
-  summary+=("$(printf '%-14s jax %-9s python %-7s %4ds  %s%s' "$dir" "$jax" "$python" $((SECONDS - env_start)) "$counts" \
-    "$([ "$status" -eq 0 ] || echo "  (exit $status)")")")
+  summary+=("$(printf '%-14s jax %-9s python %-7s %4.0fs wall %4.0fs cpu  %s%s' "$dir" "$jax" "$python" "$wall" \
+    "$(awk -v b="$user" -v c="$system" 'BEGIN {print b + c}')" "$counts" "$([ "$status" -eq 0 ] || echo "  (exit $status)")")")
 done
 
 echo
-echo "== summary (installs ${install_seconds}s, tests $((SECONDS - start - install_seconds))s)"
+printf '== summary (installs %ds; tests %.0fs wall, %.0fs cpu on %d cores)\n' "$install_seconds" "$wall_total" "$cpu_total" "$(nproc)"
 printf '%s\n' "${summary[@]}"
 total() { grep -ohE "[0-9]+ $1" <<<"${summary[*]}" | awk '{n += $1} END {print n + 0}'; }
 echo "total: $(total passed) passed, $(( $(total failed) + $(total error) )) failed, $(total skipped) skipped, $(total xfailed) xfailed"
