@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from offload_fixer.config import Settings, select_codes
+from offload_fixer.config import Settings
 from offload_fixer.model import Diagnostic, Origin, Span
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ def _analyse(text: str, path: str, settings: Settings) -> Analysis:
                           cache=_source_cache(path))
     if result.parse_error is not None:
         return Analysis(parse_error=str(result.parse_error))
-    selected = select_codes(result.diagnostics, settings.select, settings.ignore)
+    selected = settings.reportable(result.diagnostics)
     kept, _, _ = filter_suppressed(selected, {path: text})
     return Analysis(tuple(kept), tuple(fix_choices(d, settings) for d in kept))
 
@@ -282,6 +282,7 @@ def _settings_key(settings: Settings) -> tuple[Any, ...]:
         settings.jax_version,
         settings.select,
         settings.ignore,
+        settings.per_file_ignores,
         settings.exclude,
         settings.extend_exclude,
         settings.root,
