@@ -29,3 +29,47 @@ def offload_fixer(*args: str, cwd: Path = REPO, stdin: str | None = None, timeou
                   **env: str) -> subprocess.CompletedProcess:
     return subprocess.run([*command(), *args], cwd=cwd, env=environment(**env), input=stdin, capture_output=True,
                           text=True, timeout=timeout, check=False)
+
+
+def in_terminal(*args: str, cwd: Path = REPO, timeout: float = 600, columns: int = 100,
+                **env: str) -> tuple[int, str]:
+    """Run ``offload-fixer ARGS`` with stdin, stdout and stderr on a pseudo-terminal, as in an
+    interactive shell; returns the exit status and everything the terminal received."""
+    import errno
+    import fcntl
+    import pty  # noqa: F401  (POSIX only: the caller skips elsewhere)
+    import select
+    import struct
+    import termios
+    import time
+
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, columns, 0, 0))
+    proc = subprocess.Popen([*command(), *args], cwd=cwd, env=environment(TERM="xterm", **env), stdin=slave,
+                            stdout=slave, stderr=slave, start_new_session=True, close_fds=True)
+    os.close(slave)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                proc.kill()
+                raise TimeoutError(f"offload-fixer {' '.join(args)} still running after {timeout} s")
+            ready, _, _ = select.select([master], [], [], min(remaining, 1.0))
+            if not ready:
+                if proc.poll() is not None:
+                    break
+                continue
+            try:
+                data = os.read(master, 65536)
+            except OSError as exc:  # EIO: every writer closed the terminal
+                if exc.errno != errno.EIO:
+                    raise
+                break
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        os.close(master)
+    return proc.wait(timeout=60), b"".join(chunks).decode("utf-8", errors="replace")
