@@ -104,7 +104,7 @@ def resolved_by(plan: Any, diagnostics: Sequence[Diagnostic]) -> list[Diagnostic
     same = [d for d in diagnostics if root_cause(d) == cause]
     if plan.strategy == "device" and plan.target.placement in ("entry", "after_origin"):
         return same
-    if plan.command == "pin_memory":
+    if plan.target.placement == "pin_memory":
         return [d for d in same if d.code in ("OFL1200", "OFL1204")]
     planned = set(plan.diagnostics)
     return [d for d in diagnostics if d in planned]
