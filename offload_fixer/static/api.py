@@ -57,7 +57,7 @@ BYTES_PER_WORKER = 1 << 20
 about 1.5 s of libcst parsing, against a pool start of ~50 ms (fork) to ~0.6 s (forkserver,
 which imports the parser in each worker). Most trees have far less (jax, flax and optax
 together: 5 of 855 files, 0.29 MB), and there one process is faster than a pool.
-``benchmarks/static_check.py --jobs`` measures it."""
+``benchmarks/static_check.py --compare-jobs`` measures it."""
 
 
 def check_source(source: str | bytes, path: str = "<string>", target: str = "tpu",
@@ -119,12 +119,26 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
 
 def worker_count(jobs: int | None, candidates: int, size: int) -> int:
     """Processes for ``candidates`` files (``size`` bytes) that passed the text prefilter:
-    ``jobs`` > 0 caps them; otherwise one per :data:`BYTES_PER_WORKER`, at most one per core."""
+    ``jobs`` > 0 caps them; otherwise one per :data:`BYTES_PER_WORKER`, and no more than the
+    cores other work leaves idle (on a busy machine a pool only adds its start-up)."""
     if candidates < 2:
         return 1
     if jobs:
         return max(1, min(jobs, candidates))
-    return max(1, min(os.cpu_count() or 1, candidates, size // BYTES_PER_WORKER))
+    return max(1, min(idle_cores() + 1, candidates, size // BYTES_PER_WORKER))
+
+
+def idle_cores() -> int:
+    """Cores this process may use, less the one-minute load average (this process included)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = 0.0
+    return max(int(cores - load), 0)
 
 
 def _pool_context() -> multiprocessing.context.BaseContext:

@@ -195,17 +195,19 @@ def test_a_named_file_is_parsed_even_when_the_prefilter_rules_it_out(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "jobs, files, size, expected",
+    "jobs, files, size, idle, expected",
     [
-        (None, 5, 290_000, 1),  # jax, flax and optax: five files reach the parser, one process is faster
-        (0, 200, 3 * BYTES_PER_WORKER, 2),  # capped by the two cores the test pins
-        (None, 1, 10 * BYTES_PER_WORKER, 1),  # one file: nothing to share
-        (4, 3, 100, 3),  # an explicit -j is a cap, not a demand
-        (1, 100, 10 * BYTES_PER_WORKER, 1),
+        (None, 5, 290_000, 8, 1),  # jax, flax and optax: five files reach the parser, one process is faster
+        (0, 200, 3 * BYTES_PER_WORKER, 8, 3),  # one process per MiB of source to parse
+        (0, 200, 3 * BYTES_PER_WORKER, 1, 2),  # at most the idle cores and this one
+        (None, 200, 30 * BYTES_PER_WORKER, 0, 1),  # a busy machine: no pool
+        (None, 1, 10 * BYTES_PER_WORKER, 8, 1),  # one file: nothing to share
+        (4, 3, 100, 0, 3),  # an explicit -j is a cap, not a demand
+        (1, 100, 10 * BYTES_PER_WORKER, 8, 1),
     ],
 )
-def test_a_pool_only_for_enough_source(monkeypatch, jobs, files, size, expected):
-    monkeypatch.setattr("os.cpu_count", lambda: 2)
+def test_a_pool_only_for_enough_source_and_idle_cores(monkeypatch, jobs, files, size, idle, expected):
+    monkeypatch.setattr("offload_fixer.static.api.idle_cores", lambda: idle)
     assert worker_count(jobs, files, size) == expected
 
 
