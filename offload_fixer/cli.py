@@ -22,9 +22,8 @@ import click
 from offload_fixer import __version__, exit_codes
 from offload_fixer.console import COLOR_CHOICES, Progress, color_enabled
 from offload_fixer.exit_codes import ExitCode
-from offload_fixer.model import TARGETS, Diagnostic
+from offload_fixer.model import FORMATS, TARGETS, Diagnostic
 
-FORMATS = ("text", "concise", "json", "sarif", "github")
 MACHINE_FORMATS = ("json", "sarif", "github")
 STRATEGIES = ("auto", "device", "host")
 PYTHON_SUFFIXES = (".py", ".pyi")

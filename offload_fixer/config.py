@@ -23,11 +23,10 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 from offload_fixer.jax_compat import UnsupportedJaxVersion, check_modelled
-from offload_fixer.model import TARGETS, Diagnostic
+from offload_fixer.model import FORMATS, TARGETS, Diagnostic
 
 TABLE = "offload-fixer"
 STRATEGIES = ("device", "host", "auto")
-FORMATS = ("text", "json", "sarif", "github")
 DEFAULT_EXCLUDE: tuple[str, ...] = (
     ".bzr",
     ".direnv",

@@ -14,6 +14,8 @@ from typing import Any, Iterable, Literal
 
 Severity = Literal["error", "warning", "info"]
 TARGETS: tuple[str, ...] = ("tpu", "gpu", "gpu-legacy")
+FORMATS: tuple[str, ...] = ("text", "concise", "json", "sarif", "github")
+"""Output formats of the command line and ``format`` in ``[tool.offload-fixer]``."""
 OriginKind = Literal["move_to_host", "host_argument", "offload_policy", "host_compute"]
 Safety = Literal["safe", "unsafe", "display-only"]
 

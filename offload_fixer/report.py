@@ -23,7 +23,7 @@ from typing import Any
 
 from offload_fixer.findings import Finding, FixMark, group_findings
 from offload_fixer.findings import location as primary_span
-from offload_fixer.model import Diagnostic, Report, Span
+from offload_fixer.model import FORMATS, Diagnostic, Report, Span
 from offload_fixer.rules import Rule, all_rules, render_rule
 from offload_fixer.suppression import UnusedSuppression
 
@@ -34,7 +34,6 @@ SARIF_SCHEMA_URI = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 )
 SRCROOT = "%SRCROOT%"
-FORMATS = ("text", "concise", "json", "sarif", "github")
 
 
 @dataclass(frozen=True)
