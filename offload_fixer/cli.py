@@ -360,7 +360,7 @@ def finish(outcome: Outcome, invocation: Invocation, settings, console: Console,
     shown = [d for d in outcome.diagnostics if invocation.verbose or fmt != "text" or d.severity != "info"]
     text_like = fmt in ("text", "concise")
     marks = marks_for(shown) if marks_for and shown and (text_like or invocation.statistics) else {}
-    tally = Tally(checked=outcome.checked, fixed=outcome.fixed, complete=outcome.complete)
+    tally = Tally(checked=outcome.checked, fixed=outcome.fixed, complete=outcome.complete, shown=not invocation.quiet)
     if invocation.diff:
         text = ""
     elif invocation.statistics:
@@ -369,8 +369,6 @@ def finish(outcome: Outcome, invocation: Invocation, settings, console: Console,
         text = render(fmt, shown, outcome.file_errors, outcome.unused_suppressions, root=os.getcwd(),
                       color=text_like and console.color_out, target=settings.target,
                       jax_version=settings.jax_version, marks=marks, verbose=invocation.verbose, tally=tally)
-        if invocation.quiet and text_like:
-            text = _without_summary(text)
     console.report(text)
     console.flush()
     if outcome.failure is not None:
@@ -381,11 +379,6 @@ def finish(outcome: Outcome, invocation: Invocation, settings, console: Console,
     if (found or outcome.pending) and not invocation.exit_zero:
         sys.exit(int(ExitCode.FINDINGS))
     sys.exit(int(ExitCode.CLEAN))
-
-
-def _without_summary(text: str) -> str:
-    summary = ("Found ", "All checks passed", "[*] ", "No fixes available")
-    return "".join(line for line in text.splitlines(keepends=True) if not line.startswith(summary))
 
 
 def marks_planner(strategy: str, invocation: Invocation, jax_version: str | None,

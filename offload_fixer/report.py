@@ -199,6 +199,8 @@ class Tally:
     """What was checked, in words (``"3 files checked"``); shown when nothing was found."""
     complete: bool = True
     """False when the check stopped early (the program under ``run`` failed)."""
+    shown: bool = True
+    """False for ``--quiet``: the findings only."""
     fixed: int | None = None
     """Findings ``--fix`` removed; ``None`` when nothing was fixed on purpose."""
 
@@ -310,6 +312,8 @@ def _outputs_reached(finding: Finding, where) -> list[str]:
 def summary_lines(found: Sequence[Finding], file_errors: Sequence[FileError], tally: Tally) -> list[str]:
     """``Found 2 problems (1 error, 1 warning).`` and what ``--fix`` can do, as ruff words it;
     ``All checks passed!`` with what was checked when there is nothing."""
+    if not tally.shown:
+        return []
     counts = {severity: 0 for severity in ("error", "warning", "info")}
     for finding in found:
         counts[finding.head.severity] = counts.get(finding.head.severity, 0) + 1

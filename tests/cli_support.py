@@ -37,7 +37,6 @@ def in_terminal(*args: str, cwd: Path = REPO, timeout: float = 600, columns: int
     interactive shell; returns the exit status and everything the terminal received."""
     import errno
     import fcntl
-    import pty  # noqa: F401  (POSIX only: the caller skips elsewhere)
     import select
     import struct
     import termios

@@ -513,3 +513,11 @@ def processes_in_session(session: int) -> list[str]:
             if int(stat_line[stat_line.rindex(")") + 2:].split()[3]) == session:
                 left.append(stat_line)
     return left
+
+
+def test_quiet_prints_the_findings_only(broken: Path, tmp_path: Path):
+    result = invoke("check", "-q", str(broken))
+    assert result.exit_code == ExitCode.FINDINGS
+    assert "OFL1200" in result.output and "Found" not in result.output and "fixable" not in result.output
+    (tmp_path / "clean.py").write_text(CLEAN)
+    assert invoke("check", "-q", str(tmp_path / "clean.py")).output == ""
