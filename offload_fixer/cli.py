@@ -749,7 +749,7 @@ def lsp() -> None:
 
 @main.command()
 @click.argument("code", required=False)
-@click.option("--jax-version", default=None, help="Write the examples for this JAX version.")
+@options("jax_version")
 def rules(code: str | None, jax_version: str | None) -> None:
     """List the diagnostic codes, or print the page for CODE."""
     from offload_fixer.rules import UnknownRule, all_rules, render_rule
