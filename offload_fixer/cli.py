@@ -22,11 +22,12 @@ import click
 from offload_fixer import __version__, exit_codes
 from offload_fixer.console import COLOR_CHOICES, Progress, color_enabled
 from offload_fixer.exit_codes import ExitCode
-from offload_fixer.model import FORMATS, TARGETS, Diagnostic
+from offload_fixer.model import FORMATS, TARGET_CHOICES, Diagnostic
 
 MACHINE_FORMATS = ("json", "sarif", "github")
 STRATEGIES = ("auto", "device", "host")
-PYTHON_SUFFIXES = (".py", ".pyi")
+PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
+"""What ``check`` takes when a file is named (a notebook needs the ``notebook`` extra)."""
 
 
 # ---------------------------------------------------------------------------------------
@@ -41,7 +42,7 @@ def _non_empty_codes(ctx: click.Context, param: click.Parameter, value: str | No
 
 
 OPTIONS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
-    "target": click.option("--target", type=click.Choice(TARGETS), default=None,
+    "target": click.option("--target", type=click.Choice(TARGET_CHOICES), default=None,
                            help="Accelerator to predict for [default: tpu]."),
     "format": click.option("--format", "--output-format", "fmt", type=click.Choice(FORMATS), default=None,
                            help="Output format [default: text]; concise is one line per finding."),
@@ -237,15 +238,17 @@ def reportable(diagnostics: Sequence[Diagnostic], resolver, sources: dict[str, s
 
 
 def _sources_for(diagnostics: Iterable[Diagnostic]) -> dict[str, str]:
-    """Source text of every file a diagnostic points into (suppression comments live there)."""
+    """Source text of every file a diagnostic points into (suppression comments live there;
+    a notebook's is its code cells as one program, whose lines the diagnostics count)."""
+    from offload_fixer.notebook import NotebookError, read_program_bytes
+
     sources: dict[str, str] = {}
     for d in diagnostics:
         for span in (d.span, d.origin.span if d.origin else None, d.return_span):
             if span and span.path not in sources and os.path.isfile(span.path):
                 try:
-                    with open(span.path, encoding="utf-8") as fh:
-                        sources[span.path] = fh.read()
-                except (OSError, UnicodeDecodeError):
+                    sources[span.path] = read_program_bytes(span.path).decode("utf-8")
+                except (OSError, UnicodeDecodeError, NotebookError):
                     continue
     return sources
 
@@ -502,8 +505,8 @@ def _show_planned_fixes(run: FixRun, console: Console) -> None:
 
 
 def is_python_file(path: str) -> bool:
-    """A ``.py``/``.pyi`` file, or a script whose ``#!`` line names python (what pre-commit's
-    ``types: [python]`` passes)."""
+    """A ``.py``/``.pyi`` file, a notebook, or a script whose ``#!`` line names python (what
+    pre-commit's ``types: [python]`` passes)."""
     if path.endswith(PYTHON_SUFFIXES):
         return True
     try:
@@ -549,6 +552,10 @@ def check_stdin(invocation: Invocation, console: Console, stdin_filename: str | 
     from offload_fixer.report import FileError
     from offload_fixer.static import check_source
 
+    from offload_fixer.notebook import is_notebook
+
+    if stdin_filename and is_notebook(stdin_filename):
+        fail(ExitCode.USAGE, f"{stdin_filename}: notebooks are not read from stdin; name the .ipynb file", console)
     data = sys.stdin.buffer.read()
     path = stdin_filename or "-"
     resolver, settings = resolve_settings(invocation, stdin_filename or ".", console)
@@ -639,9 +646,10 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
                      "(--verbose says which and why)")
     if report_path:
         try:
-            write_report_file(report_path, result.reports, settings.target, result.sources)
+            write_report_file(report_path, result.reports, settings.target, result.sources, result.texts)
         except OSError as exc:
             fail(ExitCode.USAGE, f"cannot write the report {report_path}: {exc.strerror or exc}", console)
+    save_last_run(None if module else program, result, settings.target, console)
     failed = result.program_exit_code not in (0, None)
     console.note(f"offload-fixer: checked {result.checked} distinct compilation{'s' if result.checked != 1 else ''} "
                  f"({result.intercepted} jit call{'s' if result.intercepted != 1 else ''} intercepted) for "
@@ -673,6 +681,19 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
                               console, expected_sha256=result.sources)
         _show_planned_fixes(planned, console)
     finish(outcome, invocation, settings, console, marks_planner(settings.strategy, invocation, None))
+
+
+def save_last_run(program: str | None, result, target: str, console: Console) -> None:
+    """Every run leaves its findings where the language server looks (:mod:`offload_fixer.last_run`)."""
+    from offload_fixer import last_run
+    from offload_fixer.runner import write_report_file
+
+    report = last_run.report_path_for(program)
+    try:
+        last_run.prepare(report)
+        write_report_file(str(report), result.reports, target, result.sources, result.texts)
+    except OSError as exc:
+        console.note(f"offload-fixer: could not save the run for the editor in {report}: {exc.strerror or exc}")
 
 
 @main.command()

@@ -28,6 +28,7 @@ class ExitCode(enum.IntEnum):
     )
     FIX_REFUSED = 5, "a fix was refused: read-only file, file changed since analysis, result would not compile"
     UNSUPPORTED_JAX = 6, "a JAX version offload-fixer does not model (installed, `--jax-version` or `jax-version`)"
+    NO_COMPILER = 7, "`--confirm`: the released compiler of the target is not installed (or does not start)"
 
 
 def describe() -> str:

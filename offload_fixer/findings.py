@@ -77,7 +77,7 @@ def location(diagnostic: Diagnostic) -> Span | None:
     """Where a diagnostic is reported; falls back to the ``def`` line of the jitted function."""
     span = diagnostic.location
     if span is None and diagnostic.function and diagnostic.function.path:
-        span = Span(diagnostic.function.path, diagnostic.function.line or 1)
+        span = Span(diagnostic.function.path, diagnostic.function.line or 1, cell=diagnostic.function.cell)
     return span
 
 

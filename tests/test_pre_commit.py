@@ -1,7 +1,8 @@
 """``.pre-commit-hooks.yaml`` used by pre-commit itself, pinned to a release tag, the way the
 README tells a user to: from a scratch repository built from this working tree (so the test
 does not depend on a tag existing in this clone), installed by pre-commit into its own
-environment, run on a project with a broken file and an excluded one."""
+environment, run on a project with a broken file, an excluded one and the README's Quick
+start programs (both broken ones must stop the commit, the fixed one must pass)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import pytest
 from offload_fixer import __version__
 from tests.cli_support import REPO
 
+QUICK_START = ("optimizer_offload_broken.py", "param_streaming_broken.py", "optimizer_offload.py")
 PRE_COMMIT = shutil.which("pre-commit", path=os.path.dirname(sys.executable))
 BROKEN = textwrap.dedent(
     """\
@@ -87,6 +89,8 @@ def test_pre_commit_runs_the_hook_pinned_to_the_tag(tmp_path: Path):
     (project / "train.py").write_text(BROKEN)
     (project / "generated" / "model.py").write_text(BROKEN)  # excluded by the project's own settings
     (project / "clean.py").write_text("x = 1\n")
+    for name in QUICK_START:
+        shutil.copyfile(REPO / "examples" / name, project / name)
     (project / "pyproject.toml").write_text('[tool.offload-fixer]\nextend-exclude = ["generated"]\n')
     config = re.sub(r"repo: .*", f"repo: {hooks_repo}", readme_config())
     assert f"rev: {tag}" in config
@@ -104,6 +108,9 @@ def test_pre_commit_runs_the_hook_pinned_to_the_tag(tmp_path: Path):
     caught = pre_commit("--all-files")
     assert caught.returncode == 1, caught.stdout + caught.stderr
     assert "train.py:9:" in caught.stdout and "OFL1200" in caught.stdout
+    for name in QUICK_START[:2]:
+        assert f"{name}:" in caught.stdout, caught.stdout
+    assert "optimizer_offload.py:" not in caught.stdout  # the Quick start's fixed program
     assert "generated/model.py" not in caught.stdout  # pre-commit named it; --force-exclude skipped it
     assert "Traceback" not in caught.stdout + caught.stderr
 

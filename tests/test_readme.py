@@ -4,7 +4,6 @@ the code they describe, and its table of ruff's conventions with the command's o
 from __future__ import annotations
 
 import difflib
-import importlib.util
 import re
 import shutil
 import sys
@@ -15,14 +14,7 @@ import pytest
 from offload_fixer import jax_compat
 from offload_fixer.cli import main
 from tests.cli_support import REPO
-
-
-def readme_script():
-    spec = importlib.util.spec_from_file_location("readme", REPO / "scripts" / "readme.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+from tests.readme_transcripts import readme_script
 
 
 def differences(current: str, fresh: str) -> str:

@@ -120,10 +120,10 @@ def test_each_distinct_compilation_is_checked_once() -> None:
 
 
 @pytest.mark.slow
-def test_gpu_target_reports_a_warning() -> None:
+def test_gpu_target_reports_the_error_like_tpu() -> None:
     proc = run_cli("--target", "gpu", str(PROGRAMS / "repeated_jit.py"), "1")
-    assert proc.returncode == ExitCode.FINDINGS, proc.stderr  # warnings count, as in ruff
-    assert {(f["code"], f["severity"]) for f in printed_findings(proc)} >= {("OFL1200", "warning")}
+    assert proc.returncode == ExitCode.FINDINGS, proc.stderr
+    assert {(f["code"], f["severity"]) for f in printed_findings(proc)} >= {("OFL1200", "error")}
     assert {d.target for d in proc.report.diagnostics} == {"gpu"}
     assert offload_fixer("run", "--target", "gpu", "--exit-zero", str(PROGRAMS / "repeated_jit.py"), "1").returncode == 0
 
