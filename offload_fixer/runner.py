@@ -125,6 +125,10 @@ class CompilationChecker:
         self.result = RunResult(target=target)
         self.confirm = confirm
         """Also compile each compilation with the released compiler (``--confirm``)."""
+        if confirm:
+            from offload_fixer import xla
+
+            xla.oracle(target).spawn()  # its start-up overlaps the program's
         self.leaf_signature = LeafSignatures()
         self.tree_flatten = jax.tree_util.tree_flatten
         self.outside_any_trace = trace_state_clean
