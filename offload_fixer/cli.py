@@ -77,6 +77,9 @@ OPTIONS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
                                    help="Glob of paths to skip, added to `exclude` (repeatable)."),
     "force_exclude": click.option("--force-exclude", is_flag=True,
                                   help="Apply `exclude` to files named on the command line too (pre-commit)."),
+    "confirm": click.option("--confirm", is_flag=True,
+                            help="Also compile with the target's released compiler (libtpu, JAX's CUDA plugin) and say "
+                                 "whether it agrees; with --fix/--diff, only fixes that compile."),
     "stdin_filename": click.option("--stdin-filename", default=None,
                                    help="The file name of source read from stdin (`-`), for settings and messages."),
 }
@@ -117,6 +120,7 @@ class Invocation:
     strategy: str | None = None
     unsafe_fixes: bool = False
     jax_version: str | None = None
+    confirm: bool = False
 
     @classmethod
     def take(cls, params: dict[str, Any]) -> Invocation:
@@ -271,9 +275,11 @@ class FixRun:
 
 def apply_fixes(diagnostics: Sequence[Diagnostic], strategy: str, invocation: Invocation, jax_version: str | None,
                 console: Console, expected_sha256: dict[str, str] | None = None,
-                source: tuple[str, bytes] | None = None) -> FixRun:
+                source: tuple[str, bytes] | None = None, confirm: FixConfirmation | None = None) -> FixRun:
     """Plan, then write (``--fix``) or only compute (``--diff``, stdin) the fixes.
-    ``source``: (path, text) read from stdin, fixed in memory."""
+    ``source``: (path, text) read from stdin, fixed in memory. ``confirm``: each fixed file's
+    functions are compiled by the released compiler first; a file whose fix XLA rejects is
+    left untouched."""
     from offload_fixer.findings import resolved_by
     from offload_fixer.fixes import FIXABLE_CODES, apply_plans, plan_fixes
     from offload_fixer.fixes.apply import apply_to_source
@@ -286,13 +292,16 @@ def apply_fixes(diagnostics: Sequence[Diagnostic], strategy: str, invocation: In
         plans = [_with_expected_hash(plan, expected_sha256) for plan in plans]
     if source:
         results = [apply_to_source(source[0], source[1], plans, unsafe=invocation.unsafe_fixes)]
+    elif confirm is not None:
+        results = confirm.apply(plans, invocation, console)
     else:
         results = apply_plans(plans, write=invocation.write, unsafe=invocation.unsafe_fixes)
     failure = None
     resolved: dict[Diagnostic, None] = {}
     for result in results:
         if result.error is not None:
-            console.note(console.styled_error(f"offload-fixer: {result.path}: fix refused: {result.error}"), always=True)
+            why = getattr(result.error, "message", None) or str(result.error)
+            console.note(console.styled_error(f"offload-fixer: {result.path}: fix refused: {why}"), always=True)
             failure = ExitCode.FIX_REFUSED
             continue
         if invocation.verbose:
@@ -301,6 +310,71 @@ def apply_fixes(diagnostics: Sequence[Diagnostic], strategy: str, invocation: In
         for plan in result.applied:
             resolved.update(dict.fromkeys(resolved_by(plan, diagnostics)))
     return FixRun(results, list(resolved), failure)
+
+
+class FixConfirmation:
+    """``--fix --confirm``: each fixed file's checked functions lowered again from the fixed
+    text and compiled before anything is written (:mod:`offload_fixer.xla.fixed`)."""
+
+    def __init__(self, reports: Sequence[Any], calls: dict[int, Any], target: str) -> None:
+        self.reports = list(reports)
+        self.calls = calls
+        self.target = target
+
+    def apply(self, plans: Sequence[Any], invocation: Invocation, console: Console) -> list[Any]:
+        from offload_fixer.fixes import apply_plans
+        from offload_fixer.xla.fixed import compile_fixed
+
+        planned = apply_plans(plans, write=False, unsafe=invocation.unsafe_fixes)
+        confirmed: set[str] = set()
+        results = []
+        for result in planned:
+            if not result.changed or result.error is not None:
+                results.append(result)
+                continue
+            checks = [
+                compile_fixed(result.path, result.new_text, report.function, call.args, call.kwargs, self.target)
+                for index, report in enumerate(self.reports)
+                if (call := self.calls.get(index)) is not None and report.function is not None
+                and report.function.path and os.path.abspath(report.function.path) == os.path.abspath(result.path)
+            ]
+            refused = [check.reason for check in checks if not check.confirmed]
+            if refused or not checks:
+                from offload_fixer.fixes.errors import FixNotConfirmedError
+
+                reason = refused[0] if refused else "no checked compilation of this file to compile the fix with"
+                results.append(dataclasses.replace(
+                    result, error=FixNotConfirmedError(result.path, f"not confirmed by the compiler: {reason}")))
+                continue
+            console.note(f"offload-fixer: {result.path}: the fix compiles ({checks[0].verdict.compiler} confirmed "
+                         f"{len(checks)} compilation{'s' if len(checks) != 1 else ''})")
+            confirmed.add(result.path)
+            results.append(result)
+        if invocation.write and confirmed:
+            written = {r.path: r for r in apply_plans([p for p in plans if p.path in confirmed], write=True,
+                                                      unsafe=invocation.unsafe_fixes)}
+            results = [written.get(r.path, r) for r in results]
+        return results
+
+
+def require_compiler(target: str, console: Console) -> None:
+    """``--confirm`` without the target's compiler: a clear refusal with the install command."""
+    from offload_fixer import xla
+
+    try:
+        xla.oracle(target).spawn()
+    except xla.CompilerUnavailable as exc:
+        fail(ExitCode.NO_COMPILER, f"--confirm needs the {target} compiler: {exc}", console)
+
+
+def report_unpredicted(reports: Sequence[Any], console: Console, outcome: Outcome) -> None:
+    """A compilation the compiler judges otherwise than the analysis: said in XLA's words, and
+    an error of the run."""
+    for report in reports:
+        for difference in report.unpredicted:
+            name = report.function.name if report.function else report.module_name
+            console.note(console.styled_error(f"offload-fixer: {name}: {difference}"), always=True)
+            outcome.failure = outcome.failure or ExitCode.FINDINGS
 
 
 def _with_expected_hash(plan, expected: dict[str, str]):
@@ -604,7 +678,7 @@ def check_stdin(invocation: Invocation, console: Console, stdin_filename: str | 
 @click.option("-m", "module", is_flag=True, help="Run PROGRAM as a module (python -m), the current directory on sys.path.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), default=None,
               help="Write the diagnostics as JSON for `offload-fixer fix`.")
-@options(*REPORT_OPTIONS, *FIX_OPTIONS)
+@options(*REPORT_OPTIONS, *FIX_OPTIONS, "confirm")
 @click.argument("program")
 @click.argument("program_args", nargs=-1, type=click.UNPROCESSED)
 def run(module: bool, report_path: str | None, program: str, program_args: tuple[str, ...], **params: Any) -> None:
@@ -627,11 +701,14 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
         jax_compat.check_runtime_supported()
     except jax_compat.UnsupportedJaxVersion as exc:
         fail(ExitCode.UNSUPPORTED_JAX, str(exc), console)
+    if invocation.confirm:
+        require_compiler(settings.target, console)
     fmt = invocation.fmt or settings.format
     keep_stdout_for_report = fmt in MACHINE_FORMATS and not invocation.output_file and not invocation.diff
     progress = Progress(not invocation.quiet)
     with stdout_to_stderr() if keep_stdout_for_report else contextlib.nullcontext():
-        result = run_program(program, list(program_args), target=settings.target, is_module=module, progress=progress)
+        result = run_program(program, list(program_args), target=settings.target, is_module=module, progress=progress,
+                             confirm=invocation.confirm)
     sys.stdout.flush()
     outcome = Outcome(checked=f"{result.checked} compilation{'s' if result.checked != 1 else ''} checked "
                               f"for {settings.target}")
@@ -644,9 +721,12 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
     elif result.tool_warnings:
         console.note(f"offload-fixer: {len(result.tool_warnings)} compilation(s) could not be checked "
                      "(--verbose says which and why)")
+    if invocation.confirm:
+        report_unpredicted(result.reports, console, outcome)
     if report_path:
         try:
-            write_report_file(report_path, result.reports, settings.target, result.sources, result.texts)
+            write_report_file(report_path, result.reports, settings.target, result.sources, result.texts,
+                              calls=result.calls)
         except OSError as exc:
             fail(ExitCode.USAGE, f"cannot write the report {report_path}: {exc.strerror or exc}", console)
     save_last_run(None if module else program, result, settings.target, console)
@@ -662,7 +742,9 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
     if invocation.fix or invocation.diff:
         # the hashes the runner took when it analysed each file: a file edited since is refused
         run_fixes = apply_fixes(outcome.diagnostics, settings.strategy, invocation, None, console,
-                                expected_sha256=result.sources)
+                                expected_sha256=result.sources,
+                                confirm=FixConfirmation(result.reports, result.calls, settings.target)
+                                if invocation.confirm else None)
         outcome.failure = outcome.failure or run_fixes.failure
         if invocation.diff:
             show_diff(run_fixes, console, outcome.diagnostics)
@@ -700,9 +782,9 @@ def save_last_run(program: str | None, result, target: str, console: Console) ->
 @click.argument("log", type=click.Path(dir_okay=False, allow_dash=True), default="-")
 @click.option("--dump", "dump_dir", type=click.Path(file_okay=False), default=None,
               help="An --xla_dump_to directory from the failing run.")
-@options("target", "color")
+@options("target", "color", "confirm")
 @click.option("--format", "--output-format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
-def explain(log: str, dump_dir: str | None, target: str | None, color: str, fmt: str) -> None:
+def explain(log: str, dump_dir: str | None, target: str | None, color: str, confirm: bool, fmt: str) -> None:
     """Explain an XLA error-1200 message (a file, or stdin) and map it to source with a dump."""
     import json
 
@@ -719,7 +801,11 @@ def explain(log: str, dump_dir: str | None, target: str | None, color: str, fmt:
                 text = handle.read()
     except OSError as exc:
         fail(ExitCode.INPUT_ERROR, f"cannot read the log {log}: {exc.strerror or exc}", console)
-    result = explain_log(text, dump_dir=dump_dir, target=target or "tpu")
+    if confirm:
+        if dump_dir is None:
+            fail(ExitCode.USAGE, "--confirm compiles the dumped modules: give --dump DIR", console)
+        require_compiler(target or "tpu", console)
+    result = explain_log(text, dump_dir=dump_dir, target=target or "tpu", confirm=confirm)
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2))
     else:
@@ -731,10 +817,13 @@ def explain(log: str, dump_dir: str | None, target: str | None, color: str, fmt:
 
 @main.command()
 @click.argument("report_file", type=click.Path(dir_okay=False))
-@options("diff", "strategy", "unsafe_fixes", "show_fixes", "quiet", "color")
+@options("diff", "strategy", "unsafe_fixes", "show_fixes", "quiet", "color", "confirm")
 def fix(report_file: str, **params: Any) -> None:
-    """Apply the fixes from a saved `offload-fixer run --report` file."""
-    from offload_fixer.runner import read_report_file
+    """Apply the fixes from a saved `offload-fixer run --report` file.
+
+    With --confirm (the report written by `run --confirm --report`), each fixed function is
+    compiled by the released compiler first, with the arguments the run recorded."""
+    from offload_fixer.runner import AbstractCall, decode_call, read_report_file
 
     invocation = Invocation.take(params)
     invocation.fix = True
@@ -746,8 +835,13 @@ def fix(report_file: str, **params: Any) -> None:
     except (OSError, ValueError, KeyError, TypeError) as exc:
         fail(ExitCode.INPUT_ERROR, f"cannot read the report {report_file}: {exc}", console)
     diagnostics = [d for r in saved.reports for d in r.diagnostics]
+    confirmation = None
+    if invocation.confirm:
+        require_compiler(saved.target, console)
+        calls = {index: AbstractCall(None, *decode_call(call)) for index, call in saved.calls.items()}
+        confirmation = FixConfirmation(saved.reports, calls, saved.target)
     run_fixes = apply_fixes(diagnostics, invocation.strategy or "auto", invocation, saved.jax_version, console,
-                            expected_sha256=saved.sources)
+                            expected_sha256=saved.sources, confirm=confirmation)
     if invocation.diff:
         show_diff(run_fixes, console, diagnostics)
     elif invocation.show_fixes:
@@ -758,6 +852,15 @@ def fix(report_file: str, **params: Any) -> None:
     if run_fixes.failure is not None:
         sys.exit(int(run_fixes.failure))
     sys.exit(int(ExitCode.FINDINGS if invocation.diff and run_fixes.changed else ExitCode.CLEAN))
+
+
+@main.command()
+def doctor() -> None:
+    """Which JAX, jaxlib and compilers are installed, what --confirm can check, and which
+    compilers the analysis was checked against."""
+    from offload_fixer.xla.doctor import report_lines
+
+    click.echo("\n".join(report_lines()))
 
 
 @main.command()

@@ -144,6 +144,8 @@ class Diagnostic:
     """With ``--confirm``: whether the released compiler agrees (``None``: not asked)."""
     xla_message: str | None = None
     """With ``--confirm``: what the compiler said of this finding, in its own words."""
+    confirmed_by: str | None = None
+    """With ``--confirm``: the compiler asked (``libtpu 0.0.42.1``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return _to_jsonable(self)

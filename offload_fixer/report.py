@@ -26,6 +26,7 @@ from offload_fixer.findings import location as primary_span
 from offload_fixer.model import FORMATS, Diagnostic, Report, Span, position_text
 from offload_fixer.rules import Rule, all_rules, render_rule
 from offload_fixer.suppression import UnusedSuppression
+from offload_fixer.xla_messages import summary as xla_summary
 
 TOOL_NAME = "offload-fixer"
 INFORMATION_URI = "https://pypi.org/project/offload-fixer/"
@@ -331,6 +332,15 @@ def _finding_details(finding: Finding, where, paint, verbose: bool) -> list[str]
         lines.append(f"      ... {more} more step{'s' if more != 1 else ''} (--verbose shows {'them' if more != 1 else 'it'})")
     if d.explanation:
         lines.extend(textwrap.wrap(d.explanation, WRAP, initial_indent="  why: ", subsequent_indent="       "))
+    confirmed = [m.confirmed for m in finding.diagnostics if m.confirmed is not None]
+    if confirmed:
+        said = next((m.xla_message for m in finding.diagnostics if m.xla_message), None)
+        by = next((f" by {m.confirmed_by}" for m in finding.diagnostics if m.confirmed_by), "")
+        if all(confirmed):
+            lines.append(f"  {paint('xla: confirmed' + by, 'green')}" + (f": {xla_summary(said)}" if said else ""))
+        else:
+            lines.append(f"  {paint('xla: not confirmed' + by, 'yellow')}" + (f": {xla_summary(said)}" if said else
+                                                                               ": the compiler does not report this"))
     fix = finding.fix
     if fix is not None and fix.status == "applied":
         lines.append(f"  {paint('fix [*]', 'green')}: {fix.title}")

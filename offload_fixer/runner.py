@@ -729,6 +729,8 @@ class ReportFile:
     lines: dict[str, dict[int, tuple[str, str, str]]] = field(default_factory=dict)
     """Per source file, each line a finding names with its neighbours (before, the line,
     after) as analysed: the editor finds the line again after edits elsewhere."""
+    calls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """``run --confirm --report``: each report's arguments, encoded (:func:`decode_call`)."""
 
     def stale_sources(self) -> list[str]:
         """Files changed (or gone) since they were analysed: fixes must not touch them."""
@@ -743,9 +745,11 @@ def write_report_file(
     target: str,
     sources: dict[str, str] | None = None,
     texts: dict[str, str] | None = None,
+    calls: dict[int, AbstractCall] | None = None,
 ) -> None:
     """Write the reports as JSON, atomically; ``sources`` defaults to hashing the files now,
-    ``texts`` (the files as hashed) to reading them now."""
+    ``texts`` (the files as hashed) to reading them now. ``calls`` (``--confirm``): each
+    report's arguments as shapes, for ``fix --confirm`` to compile the fixed functions with."""
     from offload_fixer import jax_compat
 
     reports = list(reports)
@@ -764,6 +768,8 @@ def write_report_file(
         "reports": [report.to_dict() for report in reports],
         "sources": dict(sorted(sources.items())),
         "lines": _named_lines(reports, texts or {}),
+        "calls": {str(index): encoded for index, call in (calls or {}).items()
+                  if (encoded := encode_call(call)) is not None},
     }
     temporary = f"{path}.tmp{os.getpid()}"
     with open(temporary, "w", encoding="utf-8") as handle:
@@ -787,7 +793,70 @@ def read_report_file(path: str) -> ReportFile:
         sources=dict(data.get("sources", {})),
         lines={source: {int(line): tuple(context) for line, context in lines.items()}
                for source, lines in data.get("lines", {}).items()},
+        calls={int(index): call for index, call in data.get("calls", {}).items()},
     )
+
+
+# ---------------------------------------------------------------------------------------
+# Abstract calls in a report file: pytrees of dicts, lists and tuples over array shapes
+def encode_call(call: AbstractCall) -> dict[str, Any] | None:
+    """JSON for the call's arguments, or ``None`` where they hold something a file cannot
+    carry (a pytree node of the user's own, a sharding over several devices)."""
+    try:
+        return {"args": _encode(call.args), "kwargs": _encode(call.kwargs)}
+    except _NotEncodable:
+        return None
+
+
+def decode_call(data: dict[str, Any]) -> tuple[tuple, dict]:
+    """The arguments of an encoded call, as ``ShapeDtypeStruct``s on this machine's device."""
+    return tuple(_decode(data["args"])), dict(_decode(data["kwargs"]))
+
+
+class _NotEncodable(Exception):
+    pass
+
+
+def _encode(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return {"tuple": [_encode(v) for v in value]}
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    if type(value) is dict and all(isinstance(k, str) for k in value):
+        return {"dict": {k: _encode(v) for k, v in value.items()}}
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        sharding = getattr(value, "sharding", None)
+        devices = getattr(sharding, "device_set", None)
+        if devices is not None and len(devices) > 1:
+            raise _NotEncodable("a sharding over several devices")
+        return {"array": {"shape": list(value.shape), "dtype": str(value.dtype),
+                          "memory_kind": getattr(sharding, "memory_kind", None),
+                          "named": type(sharding).__name__ == "NamedSharding"}}
+    raise _NotEncodable(type(value).__name__)
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "tuple" in value:
+        return tuple(_decode(v) for v in value["tuple"])
+    if "dict" in value:
+        return {k: _decode(v) for k, v in value["dict"].items()}
+    import jax
+
+    array = value["array"]
+    kind = array.get("memory_kind")
+    sharding = None
+    if kind and array.get("named"):  # only a NamedSharding puts the memory space in the type
+        mesh = jax.sharding.Mesh(jax.devices()[:1], ("x",))
+        sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(), memory_kind=kind)
+    elif kind:
+        sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0], memory_kind=kind)
+    return jax.ShapeDtypeStruct(tuple(array["shape"]), array["dtype"], sharding=sharding)
 
 
 def _named_lines(reports: Sequence[Report], texts: dict[str, str]) -> dict[str, dict[str, list[str]]]:
