@@ -41,8 +41,13 @@ class FixCommand(CodemodCommand):
     METADATA_DEPENDENCIES = (PositionProvider,)
 
     def __init__(self, context: CodemodContext, target: FixTarget | None = None,
-                 targets: Sequence[FixTarget] = (), **flags: object) -> None:
+                 targets: Sequence[FixTarget] = (), *, line_map: Callable[[int], int] | None = None,
+                 reference_count: Callable[[str], int] | None = None, **flags: object) -> None:
+        """``line_map``/``reference_count``: the module is an excerpt of a file (see
+        ``SourceFacts.collect``); lines in targets, edits and messages are the file's."""
         super().__init__(context)
+        self.line_map = line_map
+        self.reference_count = reference_count
         self.targets = tuple(targets) or (target if target is not None else _target_from_flags(flags),)
         self.outcomes = [Outcome() for _ in self.targets]
         self.target, self.outcome = self.targets[0], self.outcomes[0]
@@ -97,7 +102,7 @@ class FixCommand(CodemodCommand):
         return tree
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        self.facts = SourceFacts.collect(tree, self.metadata[PositionProvider])
+        self.facts = SourceFacts.collect(tree, self.metadata[PositionProvider], self.line_map, self.reference_count)
         for target, outcome in zip(self.targets, self.outcomes):
             self.target, self.outcome = target, outcome
             function = self.facts.find_function(target.function_name, target.function_line, target.inner_line)

@@ -61,8 +61,8 @@ class MoveToDeviceCommand(FixCommand):
         arg_parser.add_argument("--placement", choices=["return", "entry", "after_origin"], default="return")
 
     def __init__(self, context: CodemodContext, target: FixTarget | None = None,
-                 targets: Sequence[FixTarget] = (), **flags: object) -> None:
-        super().__init__(context, target, targets, **flags)
+                 targets: Sequence[FixTarget] = (), **options: object) -> None:
+        super().__init__(context, target, targets, **options)
         self.insertions: dict[cst.IndentedBlock, list[tuple[int, cst.BaseStatement]]] = {}
 
     def plan(self, function: FunctionInfo) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 PathKey = tuple[Literal["index", "key", "attr"], object]
-Placement = Literal["return", "entry", "after_origin", "out_shardings", "pin_memory"]
+Placement = Literal["return", "entry", "after_origin", "operand", "out_shardings", "pin_memory"]
 SpellingApi = Literal["memory_space", "sharding"]
 
 
@@ -47,8 +47,15 @@ class FixTarget:
     parameter_path: str = ""
     """Pytree path of the host leaf inside the parameter (``"['mu']['w']"``), to find its
     ``in_shardings`` entry."""
+    parameter_leaves: tuple[str, ...] = ()
+    """Paths inside ``parameter`` of the host leaves to move (``"['mu']"``); empty: all of it."""
     origin_line: int | None = None
     origin_col: int | None = None
+    compute_spans: tuple[tuple[int, int], ...] = ()
+    """(line, column) of computations on the host value: ``operand`` moves it to device there."""
+    output_kinds: tuple[tuple[str, str], ...] = ()
+    """Every flat output of the function as (pytree path, memory kind), when known: the
+    structure ``out_shardings`` must mirror and which outputs are host memory already."""
     spelling: SpellingOptions = field(default_factory=SpellingOptions)
 
 

@@ -27,12 +27,8 @@ from codemods.source_facts import FunctionInfo, SourceFacts
 from codemods.targets import Edit, FixTarget, SpellingOptions
 from offload_fixer import jax_compat
 from offload_fixer.fixes.errors import FixError
-from offload_fixer.fixes.source_io import (
-    decode_source,
-    parse_source,
-    read_source,
-    sha256_of,
-)
+from offload_fixer.fixes.excerpt import FileOutline
+from offload_fixer.fixes.source_io import decode_source, read_source, sha256_of
 from offload_fixer.model import Diagnostic, Origin, Report, Safety, Span
 
 FIXABLE_CODES = ("OFL1200",)
@@ -100,6 +96,14 @@ class FixPlan:
     problems: tuple[str, ...] = ()
     """Why the edit (or part of it) cannot be made; a display-only plan lists them."""
     notes: tuple[str, ...] = ()
+    more_jobs: tuple[tuple[str, FixTarget], ...] = ()
+    """Further (command, target) edits of the same fix (a streamed argument moved to device
+    and the state it becomes declared host, say)."""
+
+    @property
+    def jobs(self) -> tuple[tuple[str, FixTarget], ...]:
+        """Every (command, target) the fix runs, the main one first."""
+        return ((self.command, self.target), *self.more_jobs)
 
     @property
     def output_paths(self) -> tuple[str, ...]:
@@ -140,7 +144,7 @@ def plan_fixes(
     prepared = [_prepare(group, strategy, spelling, sources) for group in groups.values()]
     first_attempts: dict[tuple[str, str], list[FixTarget]] = {}
     for group in prepared:
-        if group.source is not None and group.source.module is not None:
+        if group.source is not None and group.source.outline is not None:
             command, target = group.first_attempt()
             first_attempts.setdefault((group.source.path, command), []).append(target)
     for (path, command), targets in first_attempts.items():
@@ -371,17 +375,17 @@ class _DryRun:
 class _Source:
     path: str
     sha256: str | None = None
-    module: cst.Module | None = None
+    outline: FileOutline | None = None
     error: str | None = None
-    _facts: SourceFacts | None = field(default=None, repr=False)
-
     _runs: dict[tuple[str, FixTarget], _DryRun] = field(default_factory=dict, repr=False)
 
     def prefetch(self, command: str, targets: Sequence[FixTarget]) -> None:
-        """Dry-run several targets in one pass over the file (one parse, one set of positions)."""
-        assert self.module is not None
-        codemod = COMMANDS[command](CodemodContext(filename=self.path), targets=targets)
-        codemod.transform_module(self.module)
+        """Dry-run several targets in one pass over the statements they need."""
+        assert self.outline is not None
+        excerpt = self.outline.excerpt_for(targets)
+        codemod = COMMANDS[command](CodemodContext(filename=self.path), targets=targets,
+                                    line_map=excerpt.file_line, reference_count=self.outline.reference_count)
+        codemod.transform_module(excerpt.module)
         for target, outcome in zip(targets, codemod.outcomes):
             if not outcome.deferred:
                 self._runs[(command, target)] = _DryRun(outcome.edits, outcome.problems, outcome.satisfied)
@@ -391,18 +395,19 @@ class _Source:
             self.prefetch(command, [target])
         return self._runs[(command, target)]
 
-    def facts(self) -> SourceFacts:
-        if self._facts is None:
-            assert self.module is not None
-            wrapper = MetadataWrapper(self.module)
-            self._facts = SourceFacts.collect(wrapper.module, wrapper.resolve(PositionProvider))
-        return self._facts
+    def facts(self, target: FixTarget) -> SourceFacts:
+        """What the codemods know of the statements ``target`` needs, in file lines."""
+        assert self.outline is not None
+        excerpt = self.outline.excerpt_for([target])
+        wrapper = MetadataWrapper(excerpt.module, unsafe_skip_copy=True)
+        return SourceFacts.collect(wrapper.module, wrapper.resolve(PositionProvider), excerpt.file_line,
+                                   self.outline.reference_count)
 
     def host_parameter(self, target: FixTarget, origin: Origin) -> tuple[str, str] | None:
         """(parameter, pytree path inside it) a host-argument origin names: by its span inside
         the signature, else by its label (``NAME['key']...``), else by its flat index when every
         parameter is a single array."""
-        facts = self.facts()
+        facts = self.facts(target)
         function = facts.find_function(target.function_name, target.function_line, target.inner_line)
         if function is None:
             return None
@@ -446,7 +451,6 @@ class _Sources:
             data = self._texts.get(os.path.abspath(path))
             if data is None:
                 data = read_source(path)
-            decode_source(path, data)
-            return _Source(path, sha256_of(data), parse_source(path, data))
+            return _Source(path, sha256_of(data), FileOutline.of(path, decode_source(path, data)))
         except FixError as exc:
             return _Source(path, error=str(exc))

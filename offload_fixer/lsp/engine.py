@@ -2,7 +2,7 @@
 compute the fixed text. Plain data in and out, no LSP types, so it runs in a worker thread.
 
 Everything works on the editor's in-memory text, never on the file on disk: the static
-check takes text, and fixes run the planner and the codemods (``fix_to_fixpoint``, the same
+check takes text, and fixes run the planner and the codemods (``fix_source_to_fixpoint``, the same
 passes as ``offload-fixer fix``) on a module parsed from that text. Each document keeps a
 :class:`offload_fixer.static.SourceCache`, so a change re-parses only the top-level statement
 it touched.
@@ -176,15 +176,16 @@ def _apply(text: str, path: str, plans: list[FixPlan]) -> str | None:
     import libcst as cst
 
     from offload_fixer.fixes import FixError
-    from offload_fixer.fixes.apply import fix_to_fixpoint
+    from offload_fixer.fixes.apply import fix_source_to_fixpoint
+    from offload_fixer.fixes.excerpt import FileOutline
 
     if not plans:
         return None
     try:
-        fixed, _ = fix_to_fixpoint(path, cst.parse_module(text), [(p.command, p.target) for p in plans])
+        fixed, _, _ = fix_source_to_fixpoint(FileOutline.of(path, text), [job for p in plans for job in p.jobs])
     except (cst.ParserSyntaxError, FixError):
         return None
-    return _verified(path, fixed.code)
+    return _verified(path, fixed)
 
 
 def _verified(path: str, text: str) -> str | None:
