@@ -14,7 +14,15 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from codemods import sharding_exprs as sx
 from codemods.pytree_source import child_at
-from codemods.source_facts import FunctionInfo, JitSite, Scope, SourceFacts
+from codemods.source_facts import (
+    DEVICE_PUT,
+    SHARDING_CONSTRUCTORS,
+    FunctionInfo,
+    JitSite,
+    Scope,
+    SourceFacts,
+    last_name,
+)
 from codemods.targets import Edit, FixTarget, SpellingOptions, parse_path
 
 Rewrite = Callable[[cst.CSTNode], cst.CSTNode]
@@ -136,9 +144,10 @@ class FixCommand(CodemodCommand):
         self.outcome.problems.append(message)
         self.warn(message)
 
-    def record(self, node: cst.CSTNode, description: str, reasons: list[str]) -> None:
+    def record(self, node: cst.CSTNode, description: str, reasons: list[str], subject: str = "") -> None:
+        """An edit at ``node``'s line (where its text changes or a statement goes in)."""
         safety = "unsafe" if reasons else "safe"
-        self.outcome.edits.append(Edit(self.facts.line(node), description, safety, "; ".join(reasons)))
+        self.outcome.edits.append(Edit(self.facts.line(node), description, safety, "; ".join(reasons), subject))
 
     def already(self, note: str) -> None:
         self.outcome.satisfied.append(note)
@@ -169,6 +178,49 @@ class FixCommand(CodemodCommand):
         jax = self.jax_module()
         q = self.facts.quote
         return self.parse(f"{jax}.sharding.SingleDeviceSharding({jax}.devices()[0], memory_kind={q}{kind}{q})")
+
+    # ------------------------------------------------------------------ memory kinds
+    def memory_kind(self, expr: cst.BaseExpression, scope: Scope) -> str | None:
+        """The memory kind ``expr`` spells, through names bound once (``ON_DEVICE``)."""
+        seen = 0
+        while isinstance(expr, cst.Name) and seen < 8:
+            found = self.facts.scope_chain_binding(expr.value, scope)
+            if found is None or found[0].value is None:
+                return None
+            expr, scope, seen = found[0].value, found[1], seen + 1
+        return sx.memory_kind_literal(expr)
+
+    def value_kind(self, expr: cst.BaseExpression, scope: Scope) -> str:
+        """What a sharding expression is, through names bound once: ``none``, ``sharding``
+        (a sharding constructor, ``.with_memory_kind(...)``, ``x.sharding``), ``container`` (a
+        tuple/list/dict of them), ``space`` (``jax.memory.Space``) or ``unknown`` (a parameter,
+        a call: the source does not say)."""
+        seen = 0
+        while isinstance(expr, cst.Name) and not sx.is_none(expr) and seen < 8:
+            found = self.facts.scope_chain_binding(expr.value, scope)
+            if found is None or found[0].value is None:
+                return "unknown"
+            expr, scope, seen = found[0].value, found[1], seen + 1
+        if sx.is_none(expr):
+            return "none"
+        if isinstance(expr, (cst.Tuple, cst.List, cst.Dict)) or (
+                isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "dict"):
+            return "container"
+        if sx.is_memory_space(expr):
+            return "space"
+        if isinstance(expr, cst.Call) and last_name(expr.func) in (*SHARDING_CONSTRUCTORS, "with_memory_kind", "Format"):
+            return "sharding"
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "sharding":
+            return "sharding"
+        return "unknown"
+
+    def is_device_move(self, expr: cst.BaseExpression, scope: Scope) -> bool:
+        """``device_put(x, <device memory>)``: already moved back (its destination may be a
+        name bound to a device sharding)."""
+        if not (isinstance(expr, cst.Call) and self.facts.aliases.qualify(expr.func) == DEVICE_PUT):
+            return False
+        destination = sx.device_put_destination(expr)
+        return destination is not None and self.memory_kind(destination, scope) in sx.DEVICE_KINDS
 
     # ------------------------------------------------------------------ jit options
     def option(self, site: JitSite, name: str) -> cst.Arg | None:

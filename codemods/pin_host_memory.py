@@ -57,7 +57,7 @@ class PinHostMemoryCommand(FixCommand):
         for node in unpinned:
             if self.claim(node, _respelled):
                 self.record(node, f"memory kind 'unpinned_host' -> 'pinned_host' for the move on line "
-                                  f"{target.origin_line}", reasons)
+                                  f"{target.origin_line}", reasons, "'unpinned_host'")
 
 
 def _destination(call: cst.Call) -> cst.BaseExpression | None:

@@ -109,6 +109,11 @@ class Scope:
 class ReturnSite:
     node: cst.Return
     line: int
+    end_line: int
+    """Last line of the statement: a ``return (`` whose value starts below is found by any of them."""
+
+    def spans(self, line: int) -> bool:
+        return self.line <= line <= self.end_line
 
 
 @dataclass
@@ -505,7 +510,8 @@ class _Walker(cst.CSTVisitor):
 
     def visit_Return(self, node: cst.Return) -> None:
         if self.function_stack and self.function_stack[-1] is not None:
-            self.function_stack[-1].returns.append(ReturnSite(node, self._line(node)))
+            where = self.positions[node]
+            self.function_stack[-1].returns.append(ReturnSite(node, where.start.line, where.end.line))
 
     # ---------------------------------------------------------------- bindings
     def visit_Assign(self, node: cst.Assign) -> None:

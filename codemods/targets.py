@@ -66,6 +66,8 @@ class Edit:
     safety: Literal["safe", "unsafe"]
     reason: str = ""
     """Why an unsafe edit is unsafe."""
+    subject: str = ""
+    """What the edit moves or declares (``opt_state['mu']``, ``output [1]``), for a title."""
 
 
 def parse_path(path: str) -> tuple[PathKey, ...]:
