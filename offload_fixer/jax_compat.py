@@ -194,3 +194,68 @@ def shard_map_function() -> Callable[..., Any]:
     from jax.experimental.shard_map import shard_map
 
     return shard_map
+
+
+# ---------------------------------------------------------------------------------------
+# Compile-only XLA clients: the released TPU and GPU compilers on a machine without the chip.
+def compile_only_devices(platform: str, topology: str, target_config: str | None = None) -> list[Any]:
+    """The compile-only devices of a TPU topology (``"v5e:2x2"``) or a CUDA one (``"1x1x1"``
+    with a ``GpuTargetConfigProto`` in text form: without it the plugin looks for a GPU)."""
+    from jax.experimental import topologies
+
+    if platform == "tpu":
+        return list(topologies.get_topology_desc(topology_name=topology, platform="tpu").devices)
+    return list(
+        topologies.get_topology_desc(platform="cuda", topology=topology, target_config=target_config).devices
+    )
+
+
+def parse_stablehlo(text: str) -> Any:
+    """StableHLO text (with locations) as a module of JAX's own MLIR context."""
+    from jax._src.interpreters import mlir as jax_mlir
+    from jaxlib.mlir import ir
+
+    return ir.Module.parse(text, context=jax_mlir.make_ir_context())
+
+
+def compile_stablehlo(module: Any, devices: Sequence[Any], num_replicas: int, num_partitions: int) -> Any:
+    """Run the full XLA pipeline of ``devices``' compiler over ``module`` (no execution).
+
+    Compiles through the devices' own client, so a module lowered on the CPU for ``tpu`` or
+    ``cuda`` is judged by exactly the compiler a user's accelerator job would run.
+    """
+    import numpy as np
+    from jax._src import compiler
+    from jax._src.lib import xla_client
+
+    client = devices[0].client
+    assignment = np.array([d.id for d in devices[: num_replicas * num_partitions]]).reshape(num_replicas, num_partitions)
+    options = compiler.get_compile_options(
+        num_replicas=num_replicas,
+        num_partitions=num_partitions,
+        device_assignment=assignment,
+    )
+    chosen = devices[: num_replicas * num_partitions]
+    if hasattr(xla_client, "DeviceList"):
+        return client.compile(module, executable_devices=xla_client.DeviceList(tuple(chosen)), compile_options=options)
+    return client.compile(module, compile_options=options)  # pragma: no cover - jaxlib < 0.4.36
+
+
+def output_memory_kinds(executable: Any) -> list[str]:
+    """Each flat output's memory kind in a compiled executable (one device's view)."""
+    kinds = executable.get_output_memory_kinds()
+    return list(kinds[0]) if kinds and isinstance(kinds[0], (list, tuple)) else list(kinds)
+
+
+FIRST_JAX_WITH_PYPI_LIBTPU = (0, 5, 0)
+"""``jax[tpu]`` before 0.5 pins a ``libtpu-nightly`` that the registry no longer serves."""
+
+
+def compiler_requirements(target: str, version: str | None = None) -> list[str] | None:
+    """What to ``pip install`` beside JAX ``version`` for the released compiler of ``target``
+    (compile-only: no accelerator, no driver); ``None`` where the registry has none."""
+    text = version or installed_version()
+    v = parse_version(text)
+    if target == "tpu":
+        return [f"jax[tpu]=={text}"] if v >= FIRST_JAX_WITH_PYPI_LIBTPU else None
+    return [f"jax-cuda12-plugin=={text}", f"jax-cuda12-pjrt=={text}"]

@@ -121,6 +121,8 @@ class Report:
     module_name: str | None = None
     function: FunctionRef | None = None
     outputs: tuple[OutputInfo, ...] = ()
+    predicted: Prediction | None = None
+    """The compile outcome the analysis predicts (XLA's first error), for comparison with XLA."""
 
     @property
     def errors(self) -> tuple[Diagnostic, ...]:
@@ -145,6 +147,58 @@ class OutputInfo:
     path: str
     memory_kind: str
     verdict: Literal["device", "host", "streamed", "layout-updated", "error"]
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """How the analysis expects XLA's compilation to end: XLA stops at its first error.
+
+    This is what a released compiler's :class:`XlaVerdict` is compared with, field by field.
+    """
+
+    outcome: Literal["compiled", "rejected"]
+    code: str | None = None
+    """The diagnostic code of the error XLA stops at (``OFL1200``...), ``None`` when it compiles."""
+    instruction: str | None = None
+    """The instruction XLA's message names, as XLA names it (``params.1``, ``mul.3``)."""
+    output_index: int | None = None
+    """For ``OFL1200``: the flat output the offending value reaches."""
+
+
+@dataclass(frozen=True)
+class XlaVerdict:
+    """What a released XLA compiler made of one module: the ground truth of every verdict."""
+
+    target: str
+    compiler: str
+    """The compiler that judged, ``libtpu 0.0.42.1`` or ``jax-cuda12-plugin 0.10.2``."""
+    outcome: Literal["compiled", "rejected", "aborted", "unsupported"]
+    """``aborted``: the compiler process died (a CHECK); ``unsupported``: it could not be asked."""
+    code: str | None = None
+    """The diagnostic code XLA's error corresponds to, ``None`` for errors no rule covers."""
+    error: str | None = None
+    """XLA's own error id when its message carries one (``E1200``)."""
+    message: str = ""
+    """XLA's error text as the compiler raised it; empty when it compiled."""
+    instruction: str | None = None
+    """The instruction XLA's error names (``(starting from params.1)``)."""
+    output_index: int | None = None
+    """The flat output XLA's instruction trace ends at, when it logged one."""
+    trace: tuple[str, ...] = ()
+    """The instructions of XLA's ``Instruction trace leading to error``."""
+    output_memory_kinds: tuple[str, ...] = ()
+    """Each flat output's memory kind in the compiled executable."""
+    host_compute: tuple[str, ...] = ()
+    """Instructions XLA's warnings say it converted into host compute, in log order."""
+    host_slices: tuple[str, ...] = ()
+    """Slices XLA's warnings say stay on host (converted into host compute)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_jsonable(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "XlaVerdict":
+        return _from_jsonable(cls, data)
 
 
 # ---------------------------------------------------------------------------------------
@@ -256,5 +310,6 @@ _FIELD_TYPES.update(
         ("Report", "diagnostics"): (Diagnostic, True),
         ("Report", "function"): (FunctionRef, False),
         ("Report", "outputs"): (OutputInfo, True),
+        ("Report", "predicted"): (Prediction, False),
     }
 )
