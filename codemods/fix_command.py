@@ -47,6 +47,8 @@ class FixCommand(CodemodCommand):
     ``python -m libcst.tool codemod``, with the flags of :meth:`add_args`."""
 
     METADATA_DEPENDENCIES = (PositionProvider,)
+    NEEDS_FUNCTION = True
+    """False: a target may name only a line (a module-level policy's destination, say)."""
 
     def __init__(self, context: CodemodContext, target: FixTarget | None = None,
                  targets: Sequence[FixTarget] = (), *, line_map: Callable[[int], int] | None = None,
@@ -114,7 +116,7 @@ class FixCommand(CodemodCommand):
         for target, outcome in zip(self.targets, self.outcomes):
             self.target, self.outcome = target, outcome
             function = self.facts.find_function(target.function_name, target.function_line, target.inner_line)
-            if function is None:
+            if function is None and (self.NEEDS_FUNCTION or target.function_name or target.function_line):
                 where = target.function_line or target.inner_line
                 self.report_problem(f"function {target.function_name or '?'} (line {where}) not found")
                 continue
@@ -136,7 +138,7 @@ class FixCommand(CodemodCommand):
         self.owners[node] = self.outcome
         return True
 
-    def plan(self, function: FunctionInfo) -> None:
+    def plan(self, function: FunctionInfo | None) -> None:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ recording

@@ -65,6 +65,8 @@ class Outcome:
 
     diagnostics: list[Diagnostic] = field(default_factory=list)
     file_errors: list[Any] = field(default_factory=list)
+    reports: list[Any] = field(default_factory=list)
+    """The analysis reports the diagnostics come from (``run``): their output trees."""
 
 
 def _settings(config: str | None, start: str, **overrides: Any):
@@ -89,6 +91,7 @@ def _emit(outcome: Outcome, settings, fmt: str, quiet: bool, verbose: bool, exit
     kept, unused = _reportable(outcome.diagnostics, settings)
     if not verbose and fmt == "text":
         kept = [d for d in kept if d.severity != "info"]
+    kept = _with_planned_fixes(kept, settings, outcome.reports)
     text = render(
         fmt,
         kept,
@@ -137,12 +140,25 @@ def _sources_for(diagnostics: Iterable[Diagnostic]) -> dict[str, str]:
     return sources
 
 
+def _with_planned_fixes(diagnostics: list[Diagnostic], settings, reports: Sequence[Any]) -> list[Diagnostic]:
+    """Each finding's ``fix (...)`` lines are the edits the planner can make for it (where they
+    go, and their safety); one it cannot fix keeps only its advice."""
+    from offload_fixer.fixes import FIXABLE_CODES, fix_options, plan_alternatives
+
+    if not any(d.code in FIXABLE_CODES for d in diagnostics):
+        return diagnostics
+    alternatives = plan_alternatives(diagnostics, settings.strategy, getattr(settings, "jax_version", None),
+                                     reports=reports)
+    return fix_options(alternatives, diagnostics)
+
+
 def _apply_fixes(diagnostics: Sequence[Diagnostic], strategy: str, write: bool, unsafe: bool,
-                 jax_version: str | None, expected_sha256: dict[str, str] | None = None) -> tuple[bool, ExitCode | None]:
+                 jax_version: str | None, expected_sha256: dict[str, str] | None = None,
+                 reports: Sequence[Any] = ()) -> tuple[bool, ExitCode | None]:
     """Plan and apply; returns (changes pending or written, failure exit code if any)."""
     from offload_fixer.fixes import apply_plans, plan_fixes
 
-    plans = plan_fixes(list(diagnostics), strategy=strategy, jax_version=jax_version)
+    plans = plan_fixes(list(diagnostics), strategy=strategy, jax_version=jax_version, reports=reports)
     if expected_sha256:
         plans = [_with_expected_hash(plan, expected_sha256) for plan in plans]
     failure = None
@@ -303,12 +319,12 @@ def run(module, report_path, target, fmt, select, ignore, exit_zero, quiet, verb
         # the hashes the runner took when it analysed each file: a file edited since is refused
         pending, fix_failure = _apply_fixes(_reportable(diagnostics, settings)[0], settings.strategy,
                                             write=fix and not diff, unsafe=unsafe_fixes, jax_version=None,
-                                            expected_sha256=result.sources)
+                                            expected_sha256=result.sources, reports=result.reports)
         failure = failure or fix_failure
     if not quiet:
         click.echo(f"offload-fixer: checked {result.checked} distinct compilation(s) for {settings.target}", err=True)
-    _emit(Outcome(diagnostics=diagnostics), settings, fmt or settings.format, quiet, verbose, exit_zero, failure,
-          pending_diff=diff and pending)
+    _emit(Outcome(diagnostics=diagnostics, reports=list(result.reports)), settings, fmt or settings.format, quiet,
+          verbose, exit_zero, failure, pending_diff=diff and pending)
 
 
 @main.command()
@@ -349,7 +365,8 @@ def fix(report_file, diff, strategy, unsafe_fixes) -> None:
         _fail(ExitCode.INPUT_ERROR, f"cannot read report {report_file}: {exc}")
     diagnostics = [d for r in saved.reports for d in r.diagnostics]
     pending, failure = _apply_fixes(diagnostics, strategy, write=not diff, unsafe=unsafe_fixes,
-                                    jax_version=saved.jax_version, expected_sha256=saved.sources)
+                                    jax_version=saved.jax_version, expected_sha256=saved.sources,
+                                    reports=saved.reports)
     if failure is not None:
         sys.exit(int(failure))
     sys.exit(int(ExitCode.FINDINGS if diff and pending else ExitCode.CLEAN))

@@ -82,9 +82,9 @@ def test_exit_zero_and_ignore(broken: Path):
 
 def test_diff_writes_nothing_and_exits_one(broken: Path):
     before = broken.read_bytes()
-    result = invoke("check", "--diff", "--strategy", "host", str(broken))
+    result = invoke("check", "--diff", str(broken))
     assert result.exit_code == ExitCode.FINDINGS
-    assert "+++ " in result.output and "out_shardings" in result.output
+    assert "+++ " in result.output and "+    x = jax.device_put(x, jax.memory.Space.Device)\n" in result.output
     assert broken.read_bytes() == before
 
 

@@ -273,21 +273,38 @@ async def test_saving_publishes_again_and_nothing_is_executed(vscode: LanguageCl
 # ---------------------------------------------------------------------------------------
 # Quick fixes
 @pytest.mark.asyncio
-async def test_declaring_the_host_output_clears_the_diagnostic(vscode: LanguageClient, tmp_path):
-    """JAX >= 0.7.1 types a host in_shardings argument as device memory, so moving it to
-    device is a no-op there: the only fix offered declares the output host memory."""
+async def test_moving_the_streamed_argument_clears_the_diagnostic(vscode: LanguageClient, tmp_path):
+    """A host in_shardings argument computed on (``x * 2``) is moved to device where the
+    function starts, whatever the strategy: declaring the result host memory would leave the
+    computation to the host CPU. The one quick fix says where its edit goes."""
     editor = Editor(vscode, copy_fixture("in_shardings_host.py", tmp_path))
     editor.open()
     diagnostics = await editor.diagnostics()
 
     fixes = quick_fixes(await editor.actions(diagnostics))
-    assert set(fixes) == {"host", "suppress"}
-    assert fixes["host"].is_preferred
-    assert fixes["host"].edit is None  # computed on codeAction/resolve
+    assert set(fixes) == {"device", "suppress"}
+    assert fixes["device"].is_preferred
+    assert fixes["device"].title == "offload-fixer: Move argument x to device where scale starts (line 10)"
+    assert fixes["device"].edit is None  # computed on codeAction/resolve
 
-    resolved = await editor.resolved(fixes["host"])
+    resolved = await editor.resolved(fixes["device"])
     fixed = editor.edited(resolved.edit)
-    assert "out_shardings=host" in fixed
+    assert "    x = jax.device_put(x, jax.memory.Space.Device)\n    return x * 2\n" in fixed
+    editor.change(fixed)
+    assert await editor.diagnostics() == []
+
+
+@pytest.mark.asyncio
+async def test_a_streamed_argument_returned_as_is_is_declared_host(vscode: LanguageClient, tmp_path):
+    """Passed straight through, the state that enters as host leaves as host."""
+    path = tmp_path / "through.py"
+    path.write_text((FIXTURES / "in_shardings_host.py").read_text(encoding="utf-8").replace("x * 2", "x"))
+    editor = Editor(vscode, path)
+    editor.open()
+    fixes = quick_fixes(await editor.actions(await editor.diagnostics()))
+    assert fixes["host"].is_preferred
+    fixed = editor.edited((await editor.resolved(fixes["host"])).edit)
+    assert "jax.jit(scale, in_shardings=host, out_shardings=host)" in fixed
     editor.change(fixed)
     assert await editor.diagnostics() == []
 
@@ -296,7 +313,8 @@ async def test_declaring_the_host_output_clears_the_diagnostic(vscode: LanguageC
 @pytest.mark.asyncio
 async def test_either_quick_fix_clears_the_diagnostic(client: LanguageClient, tmp_path, strategy):
     """Under JAX 0.6.2 (set by initializationOptions) computing on an offloaded value loses
-    its memory kind: both fixes apply, and the one ``auto`` picks is preferred."""
+    its memory kind: both fixes apply, and the one ``auto`` picks is preferred (the offloaded
+    value is computed on, so the computation moves back to device)."""
     await start(client, client_capabilities("visual-studio-code"), tmp_path, jaxVersion="0.6.2")
     editor = Editor(client, copy_fixture("offload_then_compute.py", tmp_path))
     editor.open()
@@ -305,7 +323,7 @@ async def test_either_quick_fix_clears_the_diagnostic(client: LanguageClient, tm
 
     fixes = quick_fixes(await editor.actions(diagnostics))
     assert set(fixes) == {"device", "host", "suppress"}
-    assert fixes["host"].is_preferred and not fixes["device"].is_preferred  # a deliberate offload stays on host
+    assert fixes["device"].is_preferred and not fixes["host"].is_preferred
     resolved = await editor.resolved(fixes[strategy])
     editor.change(editor.edited(resolved.edit))
     assert await editor.diagnostics() == []
@@ -318,7 +336,7 @@ async def test_clients_without_resolve_or_document_changes_get_plain_edits(clien
     editor.open()
     diagnostics = await editor.diagnostics()
 
-    action = quick_fixes(await editor.actions(diagnostics))["host"]
+    action = quick_fixes(await editor.actions(diagnostics))["device"]
     assert action.edit is not None and action.edit.document_changes is None
     editor.change(editor.edited(action.edit))
     assert await editor.diagnostics() == []
@@ -329,7 +347,7 @@ async def test_a_stale_document_version_gets_no_edits(vscode: LanguageClient, tm
     editor = Editor(vscode, copy_fixture("in_shardings_host.py", tmp_path))
     editor.open()
     diagnostics = await editor.diagnostics()
-    offered = quick_fixes(await editor.actions(diagnostics))["host"]
+    offered = quick_fixes(await editor.actions(diagnostics))["device"]
 
     editor.change("# a comment the user typed meanwhile\n" + editor.text)
     resolved = await vscode.code_action_resolve_async(offered)
@@ -358,7 +376,7 @@ async def test_a_client_that_drops_data_still_gets_fixes(vscode: LanguageClient,
     editor.open()
     (diagnostic,) = await editor.diagnostics()
     diagnostic.data = None
-    assert set(quick_fixes(await editor.actions([diagnostic]))) == {"host", "suppress"}
+    assert set(quick_fixes(await editor.actions([diagnostic]))) == {"device", "suppress"}
 
 
 @pytest.mark.asyncio
@@ -373,9 +391,9 @@ async def test_fixes_apply_to_the_unsaved_text_not_the_file(vscode: LanguageClie
     editor.change(complete)  # the jit site exists only in the editor
     diagnostics = await editor.diagnostics()
 
-    action = await editor.resolved(quick_fixes(await editor.actions(diagnostics))["host"])
+    action = await editor.resolved(quick_fixes(await editor.actions(diagnostics))["device"])
     assert editor.edited(action.edit) == complete.replace(
-        jit_line, jit_line.replace("host)", "host, out_shardings=host)")
+        "    return x * 2\n", "    x = jax.device_put(x, jax.memory.Space.Device)\n    return x * 2\n"
     )
     assert jit_line not in path.read_text(encoding="utf-8")
 
@@ -502,6 +520,7 @@ async def test_positions_use_the_negotiated_encoding(client: LanguageClient, tmp
     )
     await start(client, capabilities, tmp_path, jaxVersion=TYPED)
     text = (FIXTURES / "in_shardings_host.py").read_text(encoding="utf-8").replace("scale", "échelle_𝔥")
+    text = text.replace("x * 2", "x")  # passed through: the host fix edits the jit line, after the accents
     path = tmp_path / "accents.py"
     path.write_text(text, encoding="utf-8")
     editor = Editor(client, path, encoding)

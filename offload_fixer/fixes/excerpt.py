@@ -33,7 +33,7 @@ import libcst as cst
 from codemods.targets import FixTarget
 from offload_fixer.fixes.errors import SourceSyntaxError
 from offload_fixer.fixes.source_io import parse_source
-from offload_fixer.static.outline import NEWLINE, outline
+from offload_fixer.static.outline import NEWLINE, Outline, outline
 from offload_fixer.static.source import assemble_chunks
 
 _NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -59,23 +59,25 @@ class FileOutline:
     _recent: OrderedDict[tuple[str, str], FileOutline] = OrderedDict()
 
     @classmethod
-    def of(cls, path: str, text: str) -> FileOutline:
+    def of(cls, path: str, text: str, found_outline: Outline | None = None) -> FileOutline:
+        """The outline of ``text``, kept; ``found_outline``: one the static check already made."""
         key = (path, text)
         found = cls._recent.get(key)
         if found is None:
-            found = cls._recent[key] = cls(path, text)
+            found = cls._recent[key] = cls(path, text, found_outline)
             while len(cls._recent) > _KEPT_OUTLINES:
                 cls._recent.popitem(last=False)
         else:
             cls._recent.move_to_end(key)
         return found
 
-    def __init__(self, path: str, text: str) -> None:
+    def __init__(self, path: str, text: str, found: Outline | None = None) -> None:
         """Raises :class:`SourceSyntaxError` for a text that is not Python."""
         self.path = path
         self.text = text
         try:
-            found = outline(text)
+            if found is None or found.text != text:
+                found = outline(text)
         except SyntaxError as exc:
             raise SourceSyntaxError(path, f"does not parse: {exc.msg}", exc.lineno or 1, exc.offset or 1) from exc
         except ValueError as exc:  # a null byte

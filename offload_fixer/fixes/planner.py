@@ -178,32 +178,48 @@ def plan_fixes(
     return [group.plan(spelling) for group in prepared]
 
 
-def fix_options(plans: Iterable[FixPlan], diagnostics: Iterable[Diagnostic],
-                alternatives: Iterable[FixPlan] = ()) -> list[Diagnostic]:
+def plan_alternatives(
+    diagnostics: Sequence[Diagnostic],
+    strategy: str = "auto",
+    jax_version: str | None = None,
+    *,
+    texts: Mapping[str, bytes] | None = None,
+    reports: Iterable[Report] = (),
+) -> list[tuple[str, list[FixPlan]]]:
+    """(strategy, plans) for the configured strategy, then for each other explicit one: the
+    fixes a finding can get, the one ``--fix`` applies first."""
+    reports = list(reports)
+    order = [strategy, *(s for s in ("device", "host") if s != strategy)]
+    return [(s, plan_fixes(diagnostics, s, jax_version, texts=texts, reports=reports)) for s in order]
+
+
+def fix_options(alternatives: Sequence[tuple[str, Sequence[FixPlan]]],
+                diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
     """The diagnostics with their ``fixes`` replaced by what the plans can apply: one option
-    per plan that fixes it (the configured strategy's, then another strategy's that edits
-    differently), titled with where the edit goes; a diagnostic no plan fixes keeps only its
-    advice (the rule's display-only remedies, and why no edit is possible)."""
-    chosen = list(plans)
-    others = list(alternatives)
+    per plan that fixes it (the configured strategy's first, then another strategy's that
+    edits differently, titled with the flag that picks it), each titled with where the edit
+    goes; a diagnostic no plan fixes keeps only its advice (the rule's display-only remedies,
+    and why no edit is possible)."""
     out = []
     for d in diagnostics:
         if d.code not in FIXABLE_CODES:
             out.append(d)
             continue
         options: list[FixOption] = []
-        edits_seen: list[tuple[Edit, ...]] = []
-        for plan in [*chosen, *others]:
-            if d in plan.covered and plan.edits and plan.edits not in edits_seen:
-                edits_seen.append(plan.edits)
-                options.append(FixOption(plan.strategy, plan.title, plan.rationale, plan.safety))
+        seen: list[tuple[Edit, ...]] = []
+        for index, (strategy, plans) in enumerate(alternatives):
+            for plan in plans:
+                if d in plan.covered and plan.edits and plan.edits not in seen:
+                    seen.append(plan.edits)
+                    flag = f" (with --strategy {strategy})" if index else ""
+                    options.append(FixOption(plan.strategy, plan.title + flag, plan.rationale, plan.safety))
         if not options:
-            advice = [f for f in d.fixes if f.safety == "display-only"]
-            problems = [p for plan in chosen if d in plan.diagnostics for p in plan.problems]
+            options = [f for f in d.fixes if f.safety == "display-only"]
+            problems = [p for _, plans in alternatives[:1] for plan in plans if d in plan.diagnostics
+                        for p in plan.problems]
             if problems:
-                advice.insert(0, FixOption("device", "No edit can be made here", "; ".join(dict.fromkeys(problems)),
-                                           "display-only"))
-            options = advice
+                options.insert(0, FixOption("device", "No edit can be made", "; ".join(dict.fromkeys(problems)),
+                                            "display-only"))
         out.append(replace(d, fixes=tuple(options)))
     return out
 

@@ -32,15 +32,19 @@ _CACHE_SIZE = 16
 
 @dataclass(frozen=True)
 class FixChoice:
-    """One quick fix offered for a diagnostic, as published in its ``data``."""
+    """One quick fix offered for a diagnostic, as published in its ``data``: what it does
+    (``strategy``: ``device``/``host``) and the strategy it is planned with again
+    (``requested``: ``auto`` picks per root cause)."""
 
     strategy: str
     title: str
     safety: str
     preferred: bool
+    requested: str = ""
 
     def to_data(self) -> dict[str, Any]:
-        return {"strategy": self.strategy, "title": self.title, "safety": self.safety, "preferred": self.preferred}
+        return {"strategy": self.strategy, "title": self.title, "safety": self.safety, "preferred": self.preferred,
+                "requested": self.requested or self.strategy}
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,7 @@ def _analyse(text: str, path: str, settings: Settings) -> Analysis:
         return Analysis(parse_error=str(result.parse_error))
     selected = select_codes(result.diagnostics, settings.select, settings.ignore)
     kept, _, _ = filter_suppressed(selected, {path: text})
-    return Analysis(tuple(kept), tuple(fix_choices(d, settings) for d in kept))
+    return Analysis(tuple(kept), fix_choices(kept, text, path, settings, _source_cache(path).outline))
 
 
 def _source_cache(path: str) -> SourceCache:
@@ -108,39 +112,42 @@ def forget(path: str) -> None:
     _sources.pop(path, None)
 
 
-def fix_choices(diagnostic: Diagnostic, settings: Settings) -> tuple[FixChoice, ...]:
-    """The fixes the planner can make for this diagnostic, one per strategy, with the one the
-    configured strategy picks marked preferred. Cheap: no codemod runs here."""
-    from offload_fixer import jax_compat
-    from offload_fixer.fixes import FIXABLE_CODES, choose_strategy
+def fix_choices(diagnostics: Sequence[Diagnostic], text: str, path: str, settings: Settings,
+                outline: Any = None) -> tuple[tuple[FixChoice, ...], ...]:
+    """For each diagnostic, the fixes the planner can make for it in this text: one per
+    strategy whose edits differ, titled with where the edit goes, the configured strategy's
+    preferred. A finding no edit can fix gets none (only the suppression action). The check's
+    own outline of the text is reused, so planning cuts the text into statements no second time."""
+    from offload_fixer.fixes import FIXABLE_CODES, plan_alternatives
+    from offload_fixer.fixes.excerpt import FileOutline
 
-    if diagnostic.code not in FIXABLE_CODES:
-        return ()
-    spelling = jax_compat.spelling(settings.jax_version)
-    chosen, _ = choose_strategy(diagnostic.origin, settings.strategy, spelling)
-    choices = []
-    for option in diagnostic.fixes:
-        if option.safety == "display-only" or any(c.strategy == option.strategy for c in choices):
-            continue
-        if choose_strategy(diagnostic.origin, option.strategy, spelling)[0] != option.strategy:
-            continue  # the planner overrides this strategy here (JAX >= 0.7.1 host in_shardings gap)
-        choices.append(
-            FixChoice(option.strategy, _fix_title(option.strategy), option.safety, option.strategy == chosen)
-        )
-    return tuple(choices)
-
-
-def _fix_title(strategy: str) -> str:
-    if strategy == "device":
-        return "offload-fixer: Move the host value back to device"
-    return "offload-fixer: Declare the output as host memory"
+    if not any(d.code in FIXABLE_CODES for d in diagnostics):
+        return tuple(() for _ in diagnostics)
+    FileOutline.of(path, text, outline)
+    alternatives = plan_alternatives(diagnostics, settings.strategy, settings.jax_version,
+                                     texts={path: _encoded(text)})
+    out = []
+    for d in diagnostics:
+        choices: list[FixChoice] = []
+        seen: list[tuple] = []
+        for index, (strategy, plans) in enumerate(alternatives):
+            for plan in plans:
+                if d in plan.covered and plan.edits and plan.edits not in seen:
+                    seen.append(plan.edits)
+                    choices.append(FixChoice(plan.strategy, f"offload-fixer: {plan.title}", plan.safety, index == 0,
+                                             strategy))
+        out.append(tuple(choices))
+    return tuple(out)
 
 
 def apply_fix(text: str, path: str, diagnostic: Diagnostic, strategy: str, settings: Settings) -> str | None:
-    """The text after one quick fix (safe or not: the user picked it); ``None`` when the
-    planner finds no edit it can make."""
-    plans = [p for p in plan_on_text([diagnostic], text, path, strategy, settings) if p.strategy == strategy]
-    return _apply(text, path, [p for p in plans if p.safety != "display-only"])
+    """The text after the quick fix for ``diagnostic`` (safe or not: the user picked it): the
+    plan, among those for every finding of the text, that fixes it (its root cause's plan,
+    which may fix other findings too); ``None`` when no edit can be made."""
+    analysis = analyse(text, path, settings)
+    others = [d for d in analysis.diagnostics if d != diagnostic]
+    plans = plan_on_text([diagnostic, *others], text, path, strategy, settings)
+    return _apply(text, path, [p for p in plans if diagnostic in p.covered and p.safety != "display-only"])
 
 
 def fix_all(text: str, path: str, settings: Settings) -> str | None:
