@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import libcst as cst
-from libcst.codemod import CodemodCommand, CodemodContext
+from libcst.codemod import CodemodCommand, CodemodContext, SkipFile
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import MetadataWrapper, PositionProvider
 
@@ -58,6 +58,9 @@ class FixCommand(CodemodCommand):
         super().__init__(context)
         self.line_map = line_map
         self.reference_count = reference_count
+        self.standalone = target is None and not targets
+        """Built from ``python -m libcst.tool codemod`` flags: a target that does not fit the
+        file is reported through libcst (the file is skipped, with the reason), not ignored."""
         self.targets = tuple(targets) or (target if target is not None else _target_from_flags(flags),)
         self.outcomes = [Outcome() for _ in self.targets]
         self.target, self.outcome = self.targets[0], self.outcomes[0]
@@ -79,17 +82,26 @@ class FixCommand(CodemodCommand):
     @staticmethod
     def add_args(arg_parser: argparse.ArgumentParser) -> None:
         arg_parser.add_argument("--function-name", help="name of the jitted function")
-        arg_parser.add_argument("--function-line", type=int, help="a line of its def or decorators")
-        arg_parser.add_argument("--inner-line", type=int, help="a line inside the function")
-        arg_parser.add_argument("--output-path", action="append", default=None,
+        arg_parser.add_argument("--function-line", type=_line, help="a line of its def or decorators")
+        arg_parser.add_argument("--inner-line", type=_line, help="a line inside the function")
+        arg_parser.add_argument("--output-path", action="append", default=None, type=_pytree_path,
                                 help="pytree path of an offending output ('' whole result, \"[0]['mu']\"); repeatable")
-        arg_parser.add_argument("--return-line", type=int, action="append", default=None,
-                                help="edit only the return starting on this line; repeatable")
+        arg_parser.add_argument("--output-kind", action="append", default=None, type=_output_kind,
+                                help="PATH=KIND for every flat output (\"[0]['w']=device\"), as the analysis saw "
+                                     "them: out_shardings is shaped like them where the returns do not show it")
+        arg_parser.add_argument("--return-line", type=_line, action="append", default=None,
+                                help="edit only the return spanning this line; repeatable")
         arg_parser.add_argument("--parameter", help="the host argument, for --placement entry")
         arg_parser.add_argument("--parameter-index", type=int)
-        arg_parser.add_argument("--parameter-path", default="", help="pytree path of the host leaf inside the parameter")
-        arg_parser.add_argument("--origin-line", type=int, help="line of the move to host")
+        arg_parser.add_argument("--parameter-path", default="", type=_pytree_path,
+                                help="pytree path of the host leaf inside the parameter")
+        arg_parser.add_argument("--parameter-leaf", action="append", default=None, type=_pytree_path,
+                                help="a host leaf (or sub-tree) of the parameter to move, \"['mu']\"; repeatable "
+                                     "(default: all of it)")
+        arg_parser.add_argument("--origin-line", type=_line, help="line of the move to host")
         arg_parser.add_argument("--origin-col", type=int)
+        arg_parser.add_argument("--compute-line", type=_line, action="append", default=None,
+                                help="a line computing on the offloaded value (--placement operand); repeatable")
         arg_parser.add_argument("--spelling-api", choices=["memory_space", "sharding"], default="memory_space",
                                 help="memory_space: jax.memory.Space.Device (JAX >= 0.7.1); sharding: memory_kind= (0.4.25-0.7.0)")
         arg_parser.add_argument("--device-kind", default="device")
@@ -115,15 +127,30 @@ class FixCommand(CodemodCommand):
         self.facts = SourceFacts.collect(tree, self.metadata[PositionProvider], self.line_map, self.reference_count)
         for target, outcome in zip(self.targets, self.outcomes):
             self.target, self.outcome = target, outcome
+            if self.standalone and not self._lines_exist(tree, target):
+                continue
             function = self.facts.find_function(target.function_name, target.function_line, target.inner_line)
             if function is None and (self.NEEDS_FUNCTION or target.function_name or target.function_line):
                 where = target.function_line or target.inner_line
                 self.report_problem(f"function {target.function_name or '?'} (line {where}) not found")
                 continue
             self.plan(function)
+        if self.standalone and self.problems and not self.edits and not self.satisfied:
+            raise SkipFile("; ".join(dict.fromkeys(self.problems)))
         if not self.rewrites:
             return tree
         return tree.visit(_Rewriter(self.rewrites))
+
+    def _lines_exist(self, tree: cst.Module, target: FixTarget) -> bool:
+        last = len(tree.code.splitlines())
+        given = {"--function-line": target.function_line, "--inner-line": target.inner_line,
+                 "--origin-line": target.origin_line,
+                 **{"--return-line": line for line in target.return_lines},
+                 **{"--compute-line": line for line, _ in target.compute_spans}}
+        wrong = [f"{flag} {line}" for flag, line in given.items() if line is not None and not 1 <= line <= last]
+        if wrong:
+            self.report_problem(f"{', '.join(wrong)} is not a line of this file ({last} lines)")
+        return not wrong
 
     def claim(self, node: cst.CSTNode, rewrite: Rewrite) -> bool:
         """Register ``rewrite`` for ``node``; False if the node is taken already. Taken by
@@ -348,11 +375,39 @@ def _target_from_flags(flags: dict[str, object]) -> FixTarget:
         parameter=flags.get("parameter"),  # type: ignore[arg-type]
         parameter_index=flags.get("parameter_index"),  # type: ignore[arg-type]
         parameter_path=str(flags.get("parameter_path") or ""),
+        parameter_leaves=tuple(flags.get("parameter_leaf") or ()),  # type: ignore[arg-type]
         origin_line=flags.get("origin_line"),  # type: ignore[arg-type]
         origin_col=flags.get("origin_col"),  # type: ignore[arg-type]
+        compute_spans=tuple((line, 1) for line in flags.get("compute_line") or ()),  # type: ignore[union-attr]
+        output_kinds=tuple(flags.get("output_kind") or ()),  # type: ignore[arg-type]
         spelling=SpellingOptions(
             api=flags.get("spelling_api") or "memory_space",  # type: ignore[arg-type]
             device_kind=str(flags.get("device_kind") or "device"),
             host_kind=str(flags.get("host_kind") or "pinned_host"),
         ),
     )
+
+
+def _line(text: str) -> int:
+    try:
+        line = int(text)
+    except ValueError:
+        line = 0
+    if line < 1:
+        raise argparse.ArgumentTypeError(f"not a line number: {text!r}")
+    return line
+
+
+def _pytree_path(text: str) -> str:
+    try:
+        parse_path(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    return text
+
+
+def _output_kind(text: str) -> tuple[str, str]:
+    path, sep, kind = text.rpartition("=")
+    if not sep or not kind:
+        raise argparse.ArgumentTypeError(f"expected PATH=KIND, got {text!r}")
+    return _pytree_path(path), kind

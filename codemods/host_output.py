@@ -130,7 +130,8 @@ class HostOutputCommand(FixCommand):
     def _rewrite_leaf(self, function: FunctionInfo, site: JitSite, leaf: cst.BaseExpression,
                       prefix: Keys, reasons: list[str]) -> None:
         label = _label(prefix)
-        if self._spells_host(leaf, site.scope) or self._is_known_host(leaf, function):
+        if (self._spells_host(leaf, site.scope) or self.memory_kind(leaf, site.scope) in sx.HOST_KINDS
+                or self._is_known_host(leaf, function)):
             self.already(f"{label} is already declared host memory at the jit on line {site.line}")
             return
         if isinstance(leaf, (cst.Tuple, cst.List, cst.Dict)):
@@ -177,6 +178,10 @@ class HostOutputCommand(FixCommand):
         A name bound to a tree of shardings keeps its other uses: it is patched here."""
         kind = self.value_kind(leaf, site.scope)
         full = [(*prefix, *rest) for rest in rests]
+        if kind == "sharding" and (self.memory_kind(leaf, site.scope) in sx.HOST_KINDS
+                                   or self._is_known_host(leaf, function)):
+            self.already(f"{self._labels(full)} are already declared host memory at the jit on line {site.line}")
+            return
         if kind == "container":
             patched = self._patched(self.code(leaf), leaf, rests, site)
             if patched is None:
