@@ -106,6 +106,8 @@ class FixCommand(CodemodCommand):
                                 help="memory_space: jax.memory.Space.Device (JAX >= 0.7.1); sharding: memory_kind= (0.4.25-0.7.0)")
         arg_parser.add_argument("--device-kind", default="device")
         arg_parser.add_argument("--host-kind", default="pinned_host")
+        arg_parser.add_argument("--tree-map", default="tree.map", help="jax.<this> maps over a tree of shardings "
+                                "(tree_util.tree_map before JAX 0.4.25)")
 
     # ------------------------------------------------------------------ running
     def transform_module(self, tree: cst.Module) -> cst.Module:
@@ -384,6 +386,7 @@ def _target_from_flags(flags: dict[str, object]) -> FixTarget:
             api=flags.get("spelling_api") or "memory_space",  # type: ignore[arg-type]
             device_kind=str(flags.get("device_kind") or "device"),
             host_kind=str(flags.get("host_kind") or "pinned_host"),
+            tree_map=str(flags.get("tree_map") or "tree.map"),
         ),
     )
 

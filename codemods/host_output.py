@@ -274,8 +274,8 @@ class HostOutputCommand(FixCommand):
             return None
         literal = self._through_name(expr, site.scope) if isinstance(expr, cst.Name) else expr
         if isinstance(expr, cst.Name) and self._all_shardings(literal, site):
-            return (f"{self.jax_module()}.tree.map(lambda s: s.with_memory_kind({quote}{host_kind}{quote}), "
-                    f"{expr.value})")
+            return (f"{self.jax_module()}.{self.spelling.tree_map}(lambda s: s.with_memory_kind("
+                    f"{quote}{host_kind}{quote}), {expr.value})")
         return self._patched(self.code(expr), expr, [()], site, whole=True)
 
     def _all_shardings(self, expr: cst.BaseExpression, site: JitSite) -> bool:

@@ -27,6 +27,8 @@ class SpellingOptions:
     api: SpellingApi = "memory_space"
     device_kind: str = "device"
     host_kind: str = "pinned_host"
+    tree_map: str = "tree.map"
+    """``jax.<tree_map>``: ``tree.map`` from JAX 0.4.25, ``tree_util.tree_map`` before."""
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,8 @@ class Spelling:
     """``jax._src.sharding_impls.TransferToMemoryKind`` exists (0.4.15 - 0.7.0)."""
     none_leaf_inherits_host: bool
     """An ``out_shardings`` leaf of ``None`` keeps a host memory kind (>= 0.4.29)."""
+    tree_map: str
+    """The ``jax`` attribute path of ``tree_map``: ``tree.map`` (>= 0.4.25), else ``tree_util.tree_map``."""
 
 
 def spelling(version: str | None = None) -> Spelling:
@@ -103,6 +105,7 @@ def spelling(version: str | None = None) -> Spelling:
         memory_space_api=v >= (0, 7, 1),
         transfer_to_memory_kind=(0, 4, 15) <= v <= (0, 7, 0),
         none_leaf_inherits_host=v >= (0, 4, 29),
+        tree_map="tree.map" if v >= (0, 4, 25) else "tree_util.tree_map",
     )
 
 

@@ -1,10 +1,11 @@
 """Write the tool's own fixes of the broken examples to ``examples/fixed/``, one per strategy.
 
-Each broken example is run under the dynamic analysis, and its diagnostics are planned and
-applied (safe fixes only, as ``offload-fixer run --fix --strategy S`` does) to a copy named
+Each broken example is run under the dynamic analysis, and its reports are planned and applied
+(safe fixes only, as ``offload-fixer run --fix --strategy S`` does) to a copy named
 ``examples/fixed/<example>.<strategy>.py``. A strategy whose fix the tool declines (display-only,
 or unsafe) writes no file; ``examples/fixed/README.md`` says why. ``tests/examples`` checks that
-the committed files are exactly what this produces and that they compile cleanly for TPU.
+the committed files are exactly what this produces, that they run with the same losses, that a
+second fix changes nothing, and that the released TPU compiler compiles them.
 
     .venv/bin/python scripts/fix_examples.py            # rewrite examples/fixed/
     .venv/bin/python scripts/fix_examples.py --out DIR  # write elsewhere (the test does)
@@ -19,7 +20,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BROKEN = ("optimizer_offload_broken", "param_streaming_broken", "unpinned_host_trap")
-STRATEGIES = ("device", "host")
+STRATEGIES = ("auto", "device", "host")
 
 
 def fix_example(name: str, strategy: str, out: Path) -> tuple[Path | None, list[str]]:
@@ -32,7 +33,7 @@ def fix_example(name: str, strategy: str, out: Path) -> tuple[Path | None, list[
     result = run_program(str(copy), [], target="tpu")
     if result.program_exit_code != 0:
         raise RuntimeError(f"{name} failed under the analysis:\n{result.program_exception}")
-    plans = plan_fixes(result.diagnostics, strategy=strategy)
+    plans = plan_fixes(result.reports, strategy=strategy)
     declined: list[str] = []
     written = False
     for file_result in apply_plans(plans, write=True):

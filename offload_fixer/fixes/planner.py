@@ -481,6 +481,7 @@ def _target(group: list[Diagnostic], path: str | None, spelling: jax_compat.Spel
             api="memory_space" if spelling.memory_space_api else "sharding",
             device_kind=spelling.device_kind,
             host_kind=spelling.host_kind,
+            tree_map=spelling.tree_map,
         ),
     )
     if origin is not None and origin.kind == "host_argument" and source is not None and source.outline is not None:
