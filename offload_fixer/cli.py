@@ -15,7 +15,7 @@ import click
 
 from offload_fixer import __version__
 from offload_fixer.exit_codes import ExitCode
-from offload_fixer.model import TARGETS, Diagnostic
+from offload_fixer.model import TARGET_CHOICES, Diagnostic
 
 FORMATS = ("text", "json", "sarif", "github")
 STRATEGIES = ("auto", "device", "host")
@@ -30,7 +30,7 @@ def _codes(value: str | None) -> list[str] | None:
 def output_options(func):
     for option in reversed(
         [
-            click.option("--target", type=click.Choice(TARGETS), default=None, help="Accelerator to predict for [default: tpu]."),
+            click.option("--target", type=click.Choice(TARGET_CHOICES), default=None, help="Accelerator to predict for [default: tpu]."),
             click.option("--format", "fmt", type=click.Choice(FORMATS), default=None, help="Output format [default: text]."),
             click.option("--select", default=None, help="Comma-separated codes or prefixes to report (e.g. OFL1200,OFL12)."),
             click.option("--ignore", default=None, help="Comma-separated codes or prefixes to leave out."),
@@ -127,15 +127,17 @@ def _reportable(diagnostics: Sequence[Diagnostic], settings) -> tuple[list[Diagn
 
 
 def _sources_for(diagnostics: Iterable[Diagnostic]) -> dict[str, str]:
-    """Source text of every file a diagnostic points into (suppression comments live there)."""
+    """Source text of every file a diagnostic points into (suppression comments live there;
+    a notebook's is its code cells as one program, whose lines the diagnostics count)."""
+    from offload_fixer.notebook import NotebookError, read_program_bytes
+
     sources: dict[str, str] = {}
     for d in diagnostics:
         for span in (d.span, d.origin.span if d.origin else None, d.return_span):
             if span and span.path not in sources and os.path.isfile(span.path):
                 try:
-                    with open(span.path, encoding="utf-8") as fh:
-                        sources[span.path] = fh.read()
-                except (OSError, UnicodeDecodeError):
+                    sources[span.path] = read_program_bytes(span.path).decode("utf-8")
+                except (OSError, UnicodeDecodeError, NotebookError):
                     continue
     return sources
 
@@ -331,7 +333,7 @@ def run(module, report_path, target, fmt, select, ignore, exit_zero, quiet, verb
 @click.argument("log", type=click.File("r", encoding="utf-8", errors="replace"), default="-")
 @click.option("--dump", "dump_dir", type=click.Path(exists=True, file_okay=False), default=None,
               help="An --xla_dump_to directory from the failing run.")
-@click.option("--target", type=click.Choice(TARGETS), default="tpu", show_default=True)
+@click.option("--target", type=click.Choice(TARGET_CHOICES), default="tpu", show_default=True)
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
 def explain(log, dump_dir, target, fmt) -> None:
     """Explain an XLA error-1200 message (a file, or stdin) and map it to source with a dump."""

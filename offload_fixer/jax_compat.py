@@ -262,3 +262,12 @@ def compiler_requirements(target: str, version: str | None = None) -> list[str] 
     if target == "tpu":
         return [f"jax[tpu]=={text}"] if v >= FIRST_JAX_WITH_PYPI_LIBTPU else None
     return [f"jax-cuda12-plugin=={text}", f"jax-cuda12-pjrt=={text}"]
+
+
+def stablehlo_to_hlo(text: str) -> Any:
+    """jaxlib's own MLIR -> HLO translation of a module (the first step of every XLA
+    compile), as an ``HloModule`` whose instructions carry the names XLA's messages print."""
+    from jax._src.lib import xla_client
+
+    computation = xla_client._xla.mlir.mlir_module_to_xla_computation(text, use_tuple_args=False, return_tuple=False)
+    return computation.get_hlo_module()

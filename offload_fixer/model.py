@@ -13,7 +13,33 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Literal
 
 Severity = Literal["error", "warning", "info"]
-TARGETS: tuple[str, ...] = ("tpu", "gpu", "gpu-legacy")
+
+# Memory kinds as JAX spells them. JAX calls both host kinds "host"; XLA's host offloader
+# moves values to memory space S(5) for either annotation, but only ``pinned_host`` parameters
+# and outputs are S(5) (``unpinned_host`` is S(6) on TPU and not host memory to the walk).
+PINNED_HOST = "pinned_host"
+UNPINNED_HOST = "unpinned_host"
+DEVICE = "device"
+HOST_KINDS: frozenset[str] = frozenset({PINNED_HOST, UNPINNED_HOST})
+"""Memory kinds JAX treats as host memory (a move there is a move to host)."""
+HOST_MEMORY_SPACE_KINDS: frozenset[str] = frozenset({PINNED_HOST})
+"""Memory kinds of parameters and outputs that XLA's entry layout puts in host memory (S(5))."""
+TARGETS: tuple[str, ...] = ("tpu", "gpu")
+DEPRECATED_TARGETS: dict[str, str] = {"gpu-legacy": "gpu"}
+"""Targets of earlier releases: ``gpu-legacy`` modelled an XLA:GPU that failed like TPU, which
+every released XLA:GPU does, so it is ``gpu`` now."""
+TARGET_CHOICES: tuple[str, ...] = TARGETS + tuple(DEPRECATED_TARGETS)
+"""What a command line or a configuration accepts (deprecated names still work)."""
+
+
+def normalize_target(target: str) -> str:
+    """``target`` as the analysis knows it; raises ``ValueError`` for an unknown one."""
+    target = DEPRECATED_TARGETS.get(target, target)
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
+    return target
+
+
 OriginKind = Literal["move_to_host", "host_argument", "offload_policy", "host_compute"]
 Safety = Literal["safe", "unsafe", "display-only"]
 
@@ -28,9 +54,19 @@ class Span:
     end_line: int | None = None
     end_col: int | None = None
     function: str | None = None
+    cell: int | None = None
+    """In a notebook shown to the user: the 1-based position of the cell that ``line`` counts
+    in. None elsewhere, and inside the tool, where a notebook's lines are its program's
+    (the concatenation of its code cells, ``offload_fixer.notebook``)."""
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}:{self.col}"
+        return position_text(self.path, self.line, self.col, self.cell)
+
+
+def position_text(path: str, line: int, col: int, cell: int | None = None) -> str:
+    """``path:line:col``, or ``nb.ipynb:cell 3:12:5`` in a notebook's cell."""
+    where = f"{path}:cell {cell}" if cell is not None else path
+    return f"{where}:{line}:{col}"
 
 
 @dataclass(frozen=True)
@@ -76,6 +112,8 @@ class FunctionRef:
     name: str
     path: str | None = None
     line: int | None = None
+    cell: int | None = None
+    """The notebook cell ``line`` counts in, as :attr:`Span.cell`."""
 
 
 @dataclass(frozen=True)
@@ -146,7 +184,12 @@ class OutputInfo:
     index: int
     path: str
     memory_kind: str
-    verdict: Literal["device", "host", "streamed", "layout-updated", "error"]
+    verdict: Literal["device", "host", "streamed", "repaired", "error"]
+    """``streamed``: a host value reaches this host output; ``repaired``: the output is a move to
+    host that XLA turns into a copy (the whole single output); ``error``: error 1200."""
+    compiled_memory_kind: str | None = None
+    """The memory kind the compiled executable returns this output in, where it differs from
+    what the module declares on some target (``unpinned_host`` outputs, repaired moves)."""
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from offload_fixer.model import TARGETS, Diagnostic, Report, Span
+from offload_fixer.model import TARGET_CHOICES, Diagnostic, Report, Span, normalize_target
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -97,10 +97,7 @@ class CompilationChecker:
 
         from offload_fixer import jax_compat
 
-        if target not in TARGETS:
-            raise ValueError(
-                f"unknown target {target!r}; expected one of {', '.join(TARGETS)}"
-            )
+        target = normalize_target(target)
         self.target = target
         self.platform = jax_compat.lowering_platform(target)
         self.active = True
@@ -732,7 +729,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """``[--target T] [--report FILE] [-m] PROGRAM [ARGS...]``: run, print findings, exit
     0 clean / 1 errors found / 2 usage or tool error / 3 the program itself failed."""
     parser = argparse.ArgumentParser(prog="offload-fixer run", description=main.__doc__)
-    parser.add_argument("--target", choices=TARGETS, default="tpu")
+    parser.add_argument("--target", choices=TARGET_CHOICES, default="tpu")
     parser.add_argument(
         "--report",
         metavar="FILE",

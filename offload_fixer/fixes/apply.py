@@ -6,6 +6,8 @@ result parses and compiles, and only then write it through a temporary file in t
 directory renamed over the original (permissions kept). libcst works on the bytes, so the
 encoding cookie, a BOM, CRLF line ends and a missing final newline survive. A file that
 fails gets a :class:`FileResult` with ``error`` set and the other files still go through.
+A notebook is fixed as its code cells' program; the result goes back into the edited
+cells' sources only (``offload_fixer.notebook.fixing``), and its diff is shown per cell.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from offload_fixer.fixes.errors import (
 from offload_fixer.fixes.excerpt import FileOutline
 from offload_fixer.fixes.planner import COMMANDS, FixPlan
 from offload_fixer.fixes.source_io import check_fresh, decode_source, encode_source, read_source
+from offload_fixer.notebook import is_notebook
+from offload_fixer.notebook.fixing import edit_notebook
 
 MAX_PASSES = 6
 """Passes over one file before giving up; fixes settle in two (fix, then no-op), one more
@@ -95,13 +99,17 @@ def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_
         new_text, changed, passes = fix_source_to_fixpoint(source, [job for p in chosen for job in p.jobs], max_passes)
         new_data = encode_source(new_text, data)
         written = False
+        diff = ""
         if new_data != data:
             verify(path, new_data, changed)
+            expected, written_data, diff = data, new_data, unified_diff(path, old_text, new_text)
+            if is_notebook(path):  # the program goes back into the edited cells only
+                edit = edit_notebook(path, data, new_text)
+                expected, written_data, diff = edit.old_bytes, edit.new_bytes, edit.diff
             if write:
-                write_atomically(path, data, new_data)
+                write_atomically(path, expected, written_data)
                 written = True
-        return FileResult(path, old_text, new_text, unified_diff(path, old_text, new_text), tuple(chosen),
-                          tuple(skipped), written, None, passes)
+        return FileResult(path, old_text, new_text, diff, tuple(chosen), tuple(skipped), written, None, passes)
     except FixError as error:
         return FileResult(path, "", "", "", (), tuple(skipped) + tuple((p, str(error)) for p in chosen), False, error)
 
@@ -216,7 +224,7 @@ def write_atomically(path: str, expected: bytes, data: bytes) -> None:
         raise SourceReadError(path, f"cannot stat: {exc.strerror or exc}") from exc
     if not mode & stat.S_IWUSR or not os.access(real, os.W_OK):
         raise ReadOnlySourceError(path, "is read-only; nothing was written")
-    if read_source(real) != expected:
+    if _file_bytes(real) != expected:
         raise SourceChangedError(path, "changed while it was being fixed; nothing was written")
     directory, name = os.path.split(real)
     try:
@@ -234,6 +242,14 @@ def write_atomically(path: str, expected: bytes, data: bytes) -> None:
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+
+
+def _file_bytes(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise SourceReadError(path, f"cannot read: {exc.strerror or exc}") from exc
 
 
 def unified_diff(path: str, old: str, new: str) -> str:

@@ -34,8 +34,10 @@ from offload_fixer.fixes.excerpt import FileOutline
 from offload_fixer.fixes.source_io import decode_source, read_source, sha256_of
 from offload_fixer.model import Diagnostic, FixOption, Origin, OutputInfo, Report, Safety, Span
 
-FIXABLE_CODES = ("OFL1200", "OFL1201", "OFL1204", "OFL1206")
+FIXABLE_CODES = ("OFL1200", "OFL1201", "OFL1204", "OFL1206", "OFL1207")
 HOST_COMPUTE_ROLE = "host compute"
+COMPUTE_CODES = ("OFL1201", "OFL1206", "OFL1207")
+"""Computations on a host value: fixed by moving it to device before them."""
 HOST_KINDS = ("pinned_host", "unpinned_host")
 COMMANDS: Mapping[str, type[FixCommand]] = {
     "move_to_device": MoveToDeviceCommand,
@@ -342,7 +344,7 @@ class _Group:
                        safety="display-only", title=_title(name, first, None), problems=problems, **self.base)
 
 
-MOVE_COVERS = frozenset({"OFL1200", "OFL1201", "OFL1206"})
+MOVE_COVERS = frozenset({"OFL1200", "OFL1201", "OFL1206", "OFL1207"})
 """A move to device before the computation fixes the host compute and the output it reaches."""
 
 
@@ -386,7 +388,7 @@ def _parts(group: list[Diagnostic], origin: Origin | None, target: FixTarget, st
         parts.append(_Part("declare", pin + declare + (operand + at_returns + after_origin if auto else [])))
     elif outs:
         parts.append(_Part("move", operand + at_returns + after_origin + (pin + declare if auto else [])))
-    elif codes & {"OFL1201", "OFL1206"} and (operand or after_origin):
+    elif codes & set(COMPUTE_CODES) and (operand or after_origin):
         parts.append(_Part("operand", operand + after_origin))
     return parts
 
@@ -416,7 +418,7 @@ def _state_outputs(group: list[Diagnostic], target: FixTarget, source: _Source |
 
 
 def _computed_on(group: Sequence[Diagnostic]) -> bool:
-    return any(d.code in ("OFL1201", "OFL1206") for d in group) or any(
+    return any(d.code in COMPUTE_CODES for d in group) or any(
         step.role == HOST_COMPUTE_ROLE for d in group for step in d.trace)
 
 

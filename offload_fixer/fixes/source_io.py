@@ -23,11 +23,15 @@ if TYPE_CHECKING:
 
 
 def read_source(path: str) -> bytes:
+    """The Python to fix: a file's bytes, or a notebook's code cells as one program."""
+    from offload_fixer.notebook import NotebookError, read_program_bytes
+
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        return read_program_bytes(path)
     except OSError as exc:
         raise SourceReadError(path, f"cannot read: {exc.strerror or exc}") from exc
+    except NotebookError as exc:
+        raise SourceReadError(path, str(exc)) from exc
 
 
 def sha256_of(data: bytes) -> str:

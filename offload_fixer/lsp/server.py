@@ -4,6 +4,8 @@ Nothing here executes user code: diagnostics come from the static check, edits f
 same codemods as ``offload-fixer fix``, run on the editor's in-memory text. Every published
 diagnostic carries its fixes in ``data`` (ruff's design), so a code-action request is
 answered from that data; edits are computed only when the client resolves an action.
+Notebook documents (``notebookDocument/*``) are checked as one program per notebook and
+published per cell (:mod:`offload_fixer.lsp.notebooks`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pygls.uris import to_fs_path
 
 from offload_fixer import __version__
 from offload_fixer.config import Settings
-from offload_fixer.lsp import engine
+from offload_fixer.lsp import engine, notebooks
 from offload_fixer.lsp.settings import ClientOptions, SettingsStore
 from offload_fixer.lsp.text_edits import LineIndex, minimal_edits
 from offload_fixer.model import Diagnostic, Span
@@ -50,8 +52,12 @@ class DocumentState:
 
 class OffloadFixerServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__(NAME, __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        # Incremental: VS Code sends a notebook cell's edits as ranges whatever a server asks
+        # for (vscode-languageclient's notebook sync), and pygls applies both kinds under it.
+        super().__init__(NAME, __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         notebook_document_sync=notebooks.SYNC_OPTIONS)
         self.documents: dict[str, DocumentState] = {}
+        self.notebooks = notebooks.NotebookDocuments(self)
         self.settings = SettingsStore()
         self.shown_errors: set[str] = set()
         self.heap_frozen = False
@@ -141,6 +147,8 @@ class OffloadFixerServer(LanguageServer):
         for uri in list(self.documents):
             if uri in self.workspace.text_documents:
                 self.schedule(uri, 0)
+        for uri in list(self.notebooks.states):
+            self.notebooks.schedule(uri, 0)
 
     # ------------------------------------------------------------------ conversion
     def to_lsp(
@@ -216,6 +224,12 @@ class OffloadFixerServer(LanguageServer):
     # ------------------------------------------------------------------ code actions
     async def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
         uri = params.text_document.uri
+        notebook = self.notebooks.notebook_of(uri)
+        if notebook is not None:
+            actions = self.notebooks.code_actions(params, notebook, _wanted, FIX_ALL_KIND)
+            if self.supports_resolve("edit"):
+                return actions
+            return [await self.notebooks.resolve(action) for action in actions]
         document = self.workspace.text_documents.get(uri)
         if document is None:
             return []
@@ -296,6 +310,8 @@ class OffloadFixerServer(LanguageServer):
         """Fill in ``action.edit``; leave it empty when the document moved on since the action
         was offered (a stale version must never rewrite newer text)."""
         data = action.data if isinstance(action.data, dict) else {}
+        if data.get("notebook"):
+            return await self.notebooks.resolve(action)
         uri = data.get("uri")
         document = self.workspace.text_documents.get(uri) if uri else None
         if document is None or document.version != data.get("version"):
@@ -399,6 +415,22 @@ def build_server() -> OffloadFixerServer:
             state.pending.cancel()
         ls.analysis_pool.submit(engine.forget, _path_of(uri))  # after any analysis still running
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def notebook_did_open(ls: OffloadFixerServer, params: types.DidOpenNotebookDocumentParams) -> None:
+        ls.notebooks.schedule(params.notebook_document.uri, 0)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_did_change(ls: OffloadFixerServer, params: types.DidChangeNotebookDocumentParams) -> None:
+        ls.notebooks.schedule(params.notebook_document.uri, ls.settings.debounce_s)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def notebook_did_save(ls: OffloadFixerServer, params: types.DidSaveNotebookDocumentParams) -> None:
+        ls.notebooks.schedule(params.notebook_document.uri, 0)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def notebook_did_close(ls: OffloadFixerServer, params: types.DidCloseNotebookDocumentParams) -> None:
+        ls.notebooks.close(params.notebook_document.uri, [cell.uri for cell in params.cell_text_documents])
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: OffloadFixerServer, params: types.DidChangeConfigurationParams) -> None:

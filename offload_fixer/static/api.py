@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from offload_fixer import jax_compat
-from offload_fixer.model import TARGETS, Diagnostic
+from offload_fixer.model import Diagnostic, normalize_target
 
 from .files import python_files
 from .outline import SourceCache, outline
@@ -53,11 +53,12 @@ def check_source(source: str | bytes, path: str = "<string>", target: str = "tpu
     """Check one file's text without importing or running it.
 
     ``jax_version`` picks the rules of that JAX release (default: the installed one);
-    ``target`` is ``tpu``, ``gpu`` or ``gpu-legacy`` and sets the severity. An editor passes
+    ``target`` is ``tpu`` or ``gpu`` and sets the severity. An editor passes
     the same :class:`SourceCache` for every version of a document, so that only the
     statements a change touched are parsed again; the result is the same without it.
     """
-    spelling = _spelling(target, jax_version)
+    target = normalize_target(target)
+    spelling = jax_compat.spelling(jax_version)
     return _check(source, path, target, spelling, cache)
 
 
@@ -65,15 +66,21 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
                 jobs: int = 1, excludes: Sequence[str] = ()) -> Iterator[StaticResult]:
     """Check files and directories (walked, honouring ``.gitignore`` and ``excludes``, which
     are gitignore-style patterns relative to each directory given). Yields one result per
-    ``.py`` file, in walk order; ``jobs`` > 1 analyses files in that many processes."""
-    spelling = _spelling(target, jax_version)
+    ``.py`` file (and ``.ipynb`` notebook where nbformat is installed), in walk order;
+    ``jobs`` > 1 analyses files in that many processes."""
+    from offload_fixer.notebook import NotebookError, read_program_bytes
+
+    target = normalize_target(target)
+    spelling = jax_compat.spelling(jax_version)
     pending: list = []
     for path in python_files(paths, excludes):
         try:
-            with open(path, "rb") as handle:
-                data = handle.read()
+            data = read_program_bytes(path)
         except OSError as exc:
             pending.append(StaticResult(path, parse_error=ParseError(path, 1, 1, f"cannot read file: {exc}")))
+            continue
+        except NotebookError as exc:
+            pending.append(StaticResult(path, parse_error=ParseError(path, 1, 1, str(exc))))
             continue
         if may_hold_host_move(data):
             pending.append((data, path))
@@ -91,12 +98,6 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
         futures = {id(item): pool.submit(_check, *item, target, spelling) for item in candidates}
         for item in pending:
             yield futures[id(item)].result() if isinstance(item, tuple) else item
-
-
-def _spelling(target: str, jax_version: str | None) -> jax_compat.Spelling:
-    if target not in TARGETS:
-        raise ValueError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
-    return jax_compat.spelling(jax_version)
 
 
 def _check(source: str | bytes, path: str, target: str, spelling: jax_compat.Spelling,

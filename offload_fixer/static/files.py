@@ -68,16 +68,20 @@ def ignore_spec(lines: Sequence[str]):
 
 
 def python_files(paths: Iterable[str], excludes: Sequence[str] = ()) -> Iterator[str]:
-    """Files to check, in a stable order: given files as they are, directories walked."""
+    """Files to check, in a stable order: given files as they are, directories walked for
+    ``.py`` files, and for ``.ipynb`` notebooks too where nbformat is installed to read them."""
+    from offload_fixer.notebook import notebooks_supported
+
+    suffixes = (".py", ".ipynb") if notebooks_supported() else (".py",)
     for path in map(os.fspath, paths):
         if os.path.isdir(path):
             root_rules = [(path, ignore_spec(list(excludes)))] if excludes else []
-            yield from _walk(path, root_rules)
+            yield from _walk(path, root_rules, suffixes)
         else:
             yield path
 
 
-def _walk(directory: str, rules: list) -> Iterator[str]:
+def _walk(directory: str, rules: list, suffixes: tuple[str, ...]) -> Iterator[str]:
     gitignore = os.path.join(directory, ".gitignore")
     if os.path.isfile(gitignore):
         try:
@@ -93,12 +97,12 @@ def _walk(directory: str, rules: list) -> Iterator[str]:
         is_directory = entry.is_dir(follow_symlinks=False)
         if is_directory and entry.name in SKIPPED_DIRECTORIES:
             continue
-        if not is_directory and not (entry.name.endswith(".py") and entry.is_file()):
+        if not is_directory and not (entry.name.endswith(suffixes) and entry.is_file()):
             continue
         if _ignored(entry.path, is_directory, rules):
             continue
         if is_directory:
-            yield from _walk(entry.path, rules)
+            yield from _walk(entry.path, rules, suffixes)
         else:
             yield entry.path
 

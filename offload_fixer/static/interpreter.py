@@ -359,6 +359,8 @@ class Interpreter:
             return DEVICE_TREE
         if isinstance(tree, ShardingLeaf):
             kind = memory_kind_of(tree.value)
+            if kind in names.HOST_KINDS and kind not in names.HOST_MEMORY_SPACE_KINDS:
+                return UNKNOWN  # unpinned_host arguments are not host memory to XLA (S(6) on TPU)
             if kind in names.HOST_KINDS:
                 label = name + format_output_path(keys)
                 origin = HostOrigin("host_argument", kind, written, f"argument {label} declared {kind} (in_shardings)",

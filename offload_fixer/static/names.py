@@ -150,5 +150,5 @@ MUTATING_METHODS = frozenset(
     {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "sort", "reverse"}
 )
 
-HOST_KINDS = frozenset({"pinned_host", "unpinned_host"})
+from offload_fixer.model import HOST_KINDS, HOST_MEMORY_SPACE_KINDS  # noqa: E402  (memory kinds live in the model)
 DEVICE_KINDS = frozenset({"device", "tpu_hbm"})

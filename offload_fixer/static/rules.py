@@ -132,9 +132,9 @@ def _subtree_declaration(tree: Any) -> str:
         found = {_subtree_declaration(item) for item in items} or {"unspecified"}
         return found.pop() if len(found) == 1 else "unknown"
     kind = memory_kind_of(tree)
-    if kind in names.HOST_KINDS or kind in names.DEVICE_KINDS:
+    if kind in names.HOST_MEMORY_SPACE_KINDS or kind in names.DEVICE_KINDS:
         return "explicit"
-    return "unknown"
+    return "unknown"  # unpinned_host outputs are not host memory to XLA: left to `run`
 
 
 # ---------------------------------------------------------------------------------------
@@ -247,7 +247,7 @@ def _unpinned(origin: Origin, function: FunctionRef, target: str, source_sha256:
     (use_pinned,) = rule.fixes
     return Diagnostic(
         code="OFL1204",
-        severity=rule.severity(target),
+        severity="warning",
         target=target,
         message="Value moved to 'unpinned_host': JAX types it as device memory while XLA moves it to host.",
         explanation=rule.why_bad,

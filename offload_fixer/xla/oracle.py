@@ -12,8 +12,10 @@ import atexit
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -59,6 +61,7 @@ class Oracle:
         self.target = compiler_target(target)
         self.python = python or os.environ.get(PYTHON_ENV) or sys.executable
         self._process: subprocess.Popen[str] | None = None
+        self._log_dir: str | None = None
         self._lock = threading.Lock()
         self._cache: dict[str, XlaVerdict] = {}
         self.compiler = ""
@@ -82,8 +85,9 @@ class Oracle:
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+        self._log_dir = tempfile.mkdtemp(prefix="offload-fixer-xla-")
         process = subprocess.Popen(
-            [self.python, "-m", "offload_fixer.xla.worker", "--target", self.target],
+            [self.python, "-m", "offload_fixer.xla.worker", "--target", self.target, "--log-dir", self._log_dir],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -95,7 +99,8 @@ class Oracle:
         if hello is None or not hello.get("ready"):
             process.kill()
             process.wait()
-            reason = (hello or {}).get("message") or "the compiler process exited while starting"
+            reason = (hello or {}).get("message") or _last_lines(self._log_dir) or "the compiler process exited while starting"
+            self._remove_logs()
             raise CompilerUnavailable(self.target, f"the {self.target.upper()} compiler did not start: {reason}")
         self.compiler = hello.get("compiler", "")
         self.jax_version = hello.get("jax", "")
@@ -121,6 +126,12 @@ class Oracle:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+        self._remove_logs()
+
+    def _remove_logs(self) -> None:
+        if self._log_dir is not None:
+            shutil.rmtree(self._log_dir, ignore_errors=True)
+            self._log_dir = None
 
     # -- questions ----------------------------------------------------------------------
     def judge(self, source: Any) -> XlaVerdict:
@@ -145,16 +156,33 @@ class Oracle:
                     process.kill()
                 code = process.wait()
                 self._process = None
-                answer = {"outcome": "aborted", "message": _abort_text(code)}
+                answer = {"outcome": "aborted", "message": _abort_text(code, _last_lines(self._log_dir))}
+                self._remove_logs()
             verdict = _verdict(self.target, self.compiler, answer)
             self._cache[key] = verdict
             return verdict
 
 
-def _abort_text(returncode: int) -> str:
-    if returncode < 0:
-        return f"the compiler process was killed by signal {-returncode} while compiling"
-    return f"the compiler process exited with status {returncode} while compiling"
+def _abort_text(returncode: int, last_words: str) -> str:
+    how = f"killed by signal {-returncode}" if returncode < 0 else f"exited with status {returncode}"
+    return f"the compiler process {how} while compiling" + (f": {last_words}" if last_words else "")
+
+
+ABORT_MARKERS = ("Check failed", "F0000", "RET_CHECK", "Fatal")
+
+
+def _last_lines(log_dir: str | None) -> str:
+    """What a compiler that died said last: the CHECK that failed, if it logged one."""
+    if not log_dir:
+        return ""
+    from offload_fixer.xla.worker import STDERR_LOG, TPU_LOG_PATTERN
+
+    lines: list[str] = []
+    for pattern in (TPU_LOG_PATTERN, STDERR_LOG):
+        for path in sorted(Path(log_dir).glob(pattern)):
+            lines += path.read_text(encoding="utf-8", errors="replace").splitlines()
+    fatal = [line.strip() for line in lines if any(marker in line for marker in ABORT_MARKERS)]
+    return fatal[-1] if fatal else ""
 
 
 def module_text(source: Any) -> str:
@@ -187,11 +215,14 @@ def _verdict(target: str, compiler: str, answer: dict[str, Any]) -> XlaVerdict:
     error_id = None
     if first is not None and first.code is not None and first.error_name:
         error_id = f"E{first.code}"
+    code = first.diagnostic_code if first else None
+    if first is None and outcome in ("rejected", "aborted"):
+        code = _backend_code(message)
     return XlaVerdict(
         target=target,
         compiler=compiler,
         outcome=outcome,
-        code=first.diagnostic_code if first else None,
+        code=code,
         error=error_id,
         message=message,
         instruction=first.instruction if first else None,
@@ -201,6 +232,16 @@ def _verdict(target: str, compiler: str, answer: dict[str, Any]) -> XlaVerdict:
         host_compute=tuple(w.instruction for w in warnings if w.diagnostic_code == "OFL1201" and w.instruction),
         host_slices=tuple(w.instruction for w in warnings if w.diagnostic_code == "OFL1206" and w.instruction),
     )
+
+
+def _backend_code(message: str) -> str | None:
+    """The code of a backend failure the rules know (``OFL1207``...), from XLA's text."""
+    from offload_fixer.xla_messages import BACKEND_MESSAGES
+
+    for known in BACKEND_MESSAGES:
+        if known.pattern().search(message):
+            return known.code
+    return None
 
 
 _ORACLES: dict[str, Oracle] = {}

@@ -21,13 +21,14 @@ import glob
 import json
 import os
 import sys
-import tempfile
 import traceback
 from typing import Any, TextIO
 
 TPU_TOPOLOGIES = (("v5e:2x2", 4), ("v5e:4x4", 16))
 """Compile-only TPU topologies by size; a single chip (``v5e:1x1``) is refused by libtpu."""
 HOST_OFFLOADER_LOG = "host_offloader"
+STDERR_LOG = "stderr.log"
+TPU_LOG_PATTERN = "*.INFO.*"
 XLA_ERRORS = ("JaxRuntimeError", "XlaRuntimeError")
 """How XLA's status errors reach Python (``XlaRuntimeError`` before JAX 0.4.36)."""
 
@@ -112,8 +113,8 @@ def _int_attr(attrs: Any, name: str) -> int:
 
 
 def serve(target: str, target_config_path: str | None, requests: TextIO, answers: TextIO, log_dir: str) -> None:
-    patterns = [os.path.join(log_dir, "*.INFO.*")] if target == "tpu" else []
-    patterns.append(os.path.join(log_dir, "stderr.log"))
+    patterns = [os.path.join(log_dir, TPU_LOG_PATTERN)] if target == "tpu" else []
+    patterns.append(os.path.join(log_dir, STDERR_LOG))
     target_config = None
     if target == "gpu":
         with open(target_config_path or _default_target_config(), encoding="utf-8") as handle:
@@ -155,21 +156,21 @@ def _answer(stream: TextIO, payload: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m offload_fixer.xla.worker")
     parser.add_argument("--target", choices=("tpu", "gpu"), required=True)
+    parser.add_argument("--log-dir", required=True, help="where the compilers' logs go (the caller reads an abort there)")
     parser.add_argument("--gpu-target-config", default=None)
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="offload-fixer-xla-") as log_dir:
-        configure_environment(args.target, log_dir)
-        # The protocol keeps the original stdout; everything the compilers print goes to a file.
-        answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
-        log_fd = os.open(os.path.join(log_dir, "stderr.log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        os.dup2(log_fd, 1)
-        os.dup2(log_fd, 2)
-        sys.stdout = sys.stderr = os.fdopen(os.dup(log_fd), "w", buffering=1)
-        try:
-            serve(args.target, args.gpu_target_config, sys.stdin, answers, log_dir)
-        except Exception:
-            _answer(answers, {"ready": False, "message": traceback.format_exc()})
-            return 1
+    configure_environment(args.target, args.log_dir)
+    # The protocol keeps the original stdout; everything the compilers print goes to a file.
+    answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    log_fd = os.open(os.path.join(args.log_dir, STDERR_LOG), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    sys.stdout = sys.stderr = os.fdopen(os.dup(log_fd), "w", buffering=1)
+    try:
+        serve(args.target, args.gpu_target_config, sys.stdin, answers, args.log_dir)
+    except Exception:
+        _answer(answers, {"ready": False, "message": traceback.format_exc()})
+        return 1
     return 0
 
 

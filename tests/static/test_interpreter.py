@@ -348,7 +348,9 @@ def test_dict_get_walrus_and_augmented_assignment():
     assert found(body, PROPAGATION) == error()
 
 
-def test_diagnostics_for_gpu_are_warnings():
+def test_diagnostics_for_gpu_are_errors_like_tpu():
+    """Every released XLA:GPU rejects error 1200 like libtpu (the main branch's silent switch of
+    the output to host memory is in no released compiler)."""
     source = program("@jax.jit\ndef f(x):\n    return jax.device_put(x, host) * 2\n")
     (d,) = check_source(source, "p.py", target="gpu", jax_version=PROPAGATION).diagnostics
-    assert d.severity == "warning"
+    assert d.severity == "error"
