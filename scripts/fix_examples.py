@@ -51,10 +51,12 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "examples" / "fixed")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out.resolve()
     for name in BROKEN:
         for strategy in STRATEGIES:
-            path, declined = fix_example(name, strategy, args.out)
-            print(f"{name} --strategy {strategy}: {path.relative_to(ROOT) if path else 'no safe fix'}")
+            path, declined = fix_example(name, strategy, out)
+            shown = (path.relative_to(ROOT) if path.is_relative_to(ROOT) else path) if path else "no safe fix"
+            print(f"{name} --strategy {strategy}: {shown}")
             for why in declined:
                 print(f"    declined: {why}")
     return 0

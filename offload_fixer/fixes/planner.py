@@ -79,14 +79,14 @@ STREAMED_PASS_THROUGH_RATIONALE = (
 STREAMED_HOST_NOTE = (
     "declaring the outputs computed from a streamed argument host memory would leave that computation "
     "to the host CPU, which the released TPU compiler rejects or aborts on (libtpu 0.0.42.1 and 0.0.50.1: "
-    "an async-start shape mismatch, a failed check in hlo_host_compute_alias_assigner); the argument is "
+    "an async-start shape mismatch, a failed check in hlo_host_compute_alias_assigner; moved to device "
+    "first, a donated device parameter declared host is an unimplemented HBM-to-HBM DMA); the argument is "
     "moved to device for the computation instead, and the state returned stays host memory"
 )
 NONE_LEAF_NOTE = (
     "JAX {version} (< 0.4.29): a None out_shardings leaf never inherits host memory, so the host "
     "output gets an explicit sharding; the other outputs keep None, which means what it meant before"
 )
-SAFE_MOVE_NOTE = "the leaves it moves are device outputs or not returned: moving all of them changes only the host ones"
 
 
 @dataclass(frozen=True)
@@ -396,17 +396,21 @@ def _parts(group: list[Diagnostic], origin: Origin | None, target: FixTarget, st
 def _state_outputs(group: list[Diagnostic], target: FixTarget, source: _Source | None) -> tuple[str, ...]:
     """Outputs that return the streamed argument's host leaves (the state that enters as host)
     and are declared device memory: they are declared host, so the state stays host. Found
-    where a return gives back the parameter's name, else by the output tree's structure."""
+    where a return gives back the parameter's name, else by the output tree's structure (the
+    one sub-tree with the argument's host leaves), else, for an argument streamed whole into a
+    function with a single array output (``ema = update(ema, w)``), that output."""
     leaves = [parse_path(p) for p in (target.parameter_leaves or ("",))]
     kinds = {parse_path(p): k for p, k in target.output_kinds}
     prefixes: list[tuple] = []
     if source is not None and source.outline is not None and target.parameter:
         prefixes = source.returned_at(target, target.parameter)
+    offending = {parse_path(d.output_path or "") for d in group if d.code == "OFL1200"}
     if not prefixes and kinds and all(leaves):
         candidates = {keys[: len(keys) - len(leaves[0])] for keys in kinds if keys[len(keys) - len(leaves[0]):] == leaves[0]}
         fitting = [q for q in candidates if all((*q, *leaf) in kinds for leaf in leaves)]
         prefixes = fitting if len(fitting) == 1 else []
-    offending = {parse_path(d.output_path or "") for d in group if d.code == "OFL1200"}
+    if not prefixes and leaves == [()] and (list(kinds) == [()] if kinds else offending == {()}):
+        prefixes = [()]  # the whole argument in, one array out: the function returns the state
     state = []
     for prefix in prefixes:
         for leaf in leaves:

@@ -199,7 +199,7 @@ def test_host_compute_moves_the_operand_back_where_it_is_computed_on(tmp_path: P
     (plan,) = plan_fixes(diagnostics, jax_version=NEW_JAX)  # auto: computed on, so device
     assert (plan.strategy, plan.target.placement, plan.safety) == ("device", "operand", "safe")
     assert plan.covered == tuple(diagnostics)
-    assert plan.title == "Move the offloaded value back to device where it is computed on (line 12)"
+    assert plan.title == "Move h back to device where it is computed on (line 12)"
     (result,) = apply_plans([plan], write=False)
     assert "+        return x, jax.device_put(h, jax.memory.Space.Device) * 2\n" in result.diff
 
