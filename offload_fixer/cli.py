@@ -309,7 +309,8 @@ def run(module, report_path, target, fmt, select, ignore, exit_zero, quiet, verb
         click.echo(f"offload-fixer: {len(result.tool_warnings)} compilation(s) could not be checked "
                    "(--verbose says which and why)", err=True)
     if report_path:
-        write_report_file(report_path, result.reports, settings.target, result.sources)
+        write_report_file(report_path, result.reports, settings.target, result.sources, result.texts)
+    _save_last_run(None if module else program, result, settings.target, quiet)
     failure = None
     if result.program_exception:
         click.echo(result.program_exception, err=True, nl=False)
@@ -327,6 +328,20 @@ def run(module, report_path, target, fmt, select, ignore, exit_zero, quiet, verb
         click.echo(f"offload-fixer: checked {result.checked} distinct compilation(s) for {settings.target}", err=True)
     _emit(Outcome(diagnostics=diagnostics, reports=list(result.reports)), settings, fmt or settings.format, quiet,
           verbose, exit_zero, failure, pending_diff=diff and pending)
+
+
+def _save_last_run(program: str | None, result, target: str, quiet: bool) -> None:
+    """Every run leaves its findings where the language server looks (:mod:`offload_fixer.last_run`)."""
+    from offload_fixer import last_run
+    from offload_fixer.runner import write_report_file
+
+    report = last_run.report_path_for(program)
+    try:
+        last_run.prepare(report)
+        write_report_file(str(report), result.reports, target, result.sources, result.texts)
+    except OSError as exc:
+        if not quiet:
+            click.echo(f"offload-fixer: could not save the run for the editor in {report}: {exc}", err=True)
 
 
 @main.command()

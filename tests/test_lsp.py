@@ -483,7 +483,8 @@ async def test_configuration_from_pyproject_and_from_the_editor(client: Language
         )
 
     (watcher,) = await wait_for(lambda: client.registrations or None)
-    assert watcher.register_options["watchers"] == [{"globPattern": "**/pyproject.toml"}]
+    assert watcher.register_options["watchers"] == [{"globPattern": "**/pyproject.toml"},
+                                                    {"globPattern": "**/.offload-fixer/last-run.json"}]
     pyproject.write_text(f'[tool.offload-fixer]\njax-version = "{TYPED}"\n', encoding="utf-8")
     changed = types.FileEvent(uri=pyproject.as_uri(), type=types.FileChangeType.Changed)
     assert (

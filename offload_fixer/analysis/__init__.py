@@ -32,7 +32,8 @@ def analyze(
 
     target = normalize_target(target)
     view = load(source)
-    walker = HostOffloadWalk(view, target)
+    generation = jax_compat.xla_generation()
+    walker = HostOffloadWalk(view, target, generation)
     walk = walker.run()
     failures = backend_failures(walker, walk, target)
     diagnoser = Diagnoser(view, target, function, host_compute_offload)
@@ -44,4 +45,5 @@ def analyze(
         function=diagnoser.function,
         outputs=diagnoser.outputs(walk),
         predicted=diagnoser.prediction(walk, failures),
+        xla_generation=generation.name,
     )

@@ -83,6 +83,8 @@ def _unpinned_failures(walk: HostOffloadWalk, result: WalkResult) -> Iterator[Fa
             op = _first_compute_user(walk, Node("arg", walk.main_block, arg.index))
             if op is not None:
                 yield Failure("OFL1204", None, op, TPU_UNPINNED_PARAMETER, parameter=arg.index)
+    if not walk.xla.tpu_unpinned_output_from_device_fails:
+        return
     reached = {reach.output for reach in result.reaches}
     for output in walk.view.results:
         if output.memory_kind == UNPINNED_HOST and output.index not in reached:

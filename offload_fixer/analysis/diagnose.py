@@ -298,6 +298,9 @@ class Diagnoser:
             if block == self.view.entry_block:
                 return self._parameter_name(node.index)
             return "parameter"
+        if node.kind == "res" and node.owner.name in ("stablehlo.case", "stablehlo.if"):
+            # The move's user is its branch's root, a tuple XLA's conditional passes build.
+            return "tuple"
         return self._op_name(node.owner)
 
     def _op_name(self, op: ir.Operation) -> str:

@@ -33,6 +33,7 @@ from typing import Callable, Iterable, Iterator, NamedTuple
 from jaxlib.mlir import ir
 
 from offload_fixer.ir import module as irm
+from offload_fixer.jax_compat import XlaGeneration, xla_generation
 
 # HLO opcodes that ``IsValidDuringPureMemoryOffload`` accepts, as the StableHLO ops they come from.
 PURE_MEMORY_OPS = frozenset(
@@ -63,6 +64,8 @@ BETWEEN_SLICE_AND_MOVE = frozenset(
         "sdy.sharding_constraint",
     }
 )
+INLINED_CALLS = frozenset({"func.call", "sdy.manual_computation"})
+"""Calls XLA inlines before the host offloader runs (nested jits; a shard_map on one device)."""
 REGION_RESULT_OWNERS = frozenset({"stablehlo.case", "stablehlo.if", "sdy.manual_computation"})
 
 
@@ -139,9 +142,10 @@ class WalkResult:
 
 
 class HostOffloadWalk:
-    def __init__(self, view: irm.ModuleView, target: str = "tpu") -> None:
+    def __init__(self, view: irm.ModuleView, target: str = "tpu", xla: XlaGeneration | None = None) -> None:
         self.view = view
         self.target = target
+        self.xla = xla or xla_generation()
         self.main_block = view.entry_block
         self.allocated_buffers: set[ir.Operation] = set()
         """Dynamic-update-slices already known to write into host memory (XLA's
@@ -193,6 +197,8 @@ class HostOffloadWalk:
 
         def passes_through(node: Node) -> bool:
             op = _op(node)
+            if node.kind == "res" and op is not None and op.name in INLINED_CALLS:
+                return True  # XLA has inlined the call by now: its result is the callee's value
             return op is not None and not _starts_buffer(op) and _is_bitcast_like(op, self.target)
 
         first_users = self.successors(Node("op", move, None))
@@ -352,7 +358,9 @@ class HostOffloadWalk:
 
         for succ in self._breadth_first(self.successors(node), keeps_going):
             if succ.kind == "root":
-                continue
+                if self.xla.slice_to_output_is_dma:
+                    continue
+                return False
             if succ.kind == "cond":
                 return False
             op = _op(succ)

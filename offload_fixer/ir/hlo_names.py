@@ -52,25 +52,22 @@ class HloNames:
         from offload_fixer import jax_compat
 
         try:
-            hlo = jax_compat.stablehlo_to_hlo(tagged.operation.get_asm(enable_debug_info=True))
+            instructions = jax_compat.hlo_instructions(tagged.operation.get_asm(enable_debug_info=True))
         except Exception:  # a module XLA's translation rejects: names stay unknown
             return
-        entry = _entry_name(hlo.to_string())
-        for computation in hlo.computations():
-            instructions = list(computation.instructions())
-            for instruction in instructions:
-                text = instruction.to_string()
-                tag = _TAG_TEXT.search(text)
-                if tag is not None:
-                    index = int(tag.group(1))
-                    if index < len(originals) and ops[index].name == originals[index].name:
-                        self._ops.setdefault(originals[index], instruction.name)
-                if computation.name == entry and str(instruction.opcode).endswith("kParameter"):
-                    parameter = _PARAMETER.search(text)
+        for instruction in instructions:
+            tag = _TAG_TEXT.search(instruction.text)
+            if tag is not None:
+                index = int(tag.group(1))
+                if index < len(originals) and ops[index].name == originals[index].name:
+                    self._ops.setdefault(originals[index], instruction.name)
+            if instruction.entry:
+                if instruction.opcode == "parameter":
+                    parameter = _PARAMETER.search(instruction.text)
                     if parameter is not None:
                         self._parameters[int(parameter.group(1))] = instruction.name
-            if computation.name == entry and instructions:
-                self._root = instructions[-1].name
+                if instruction.root:
+                    self._root = instruction.name
 
 
 def _tagged_copy(module: ir.Module) -> ir.Module:
@@ -89,8 +86,3 @@ def _tagged_copy(module: ir.Module) -> ir.Module:
     return copy
 
 
-def _entry_name(text: str) -> str | None:
-    for line in text.splitlines():
-        if line.startswith("ENTRY "):
-            return line.split()[1].lstrip("%")
-    return None

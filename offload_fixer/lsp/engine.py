@@ -21,7 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from offload_fixer.config import Settings, select_codes
-from offload_fixer.model import Diagnostic, Origin, Span
+from offload_fixer.lsp.dynamic import LastRunFeed
+from offload_fixer.model import Diagnostic, Origin, Report, Span
 
 if TYPE_CHECKING:
     from offload_fixer.fixes import FixPlan
@@ -55,6 +56,9 @@ class Analysis:
     diagnostics: tuple[Diagnostic, ...] = ()
     fixes: tuple[tuple[FixChoice, ...], ...] = ()
     parse_error: str | None = None
+    dependencies: tuple[tuple[str, Any], ...] = ()
+    """Other modules of the project the check read, with their stamps: a cached analysis
+    holds while they are unchanged on disk."""
 
     def items(self) -> Iterator[tuple[Diagnostic, tuple[FixChoice, ...]]]:
         return zip(self.diagnostics, self.fixes)
@@ -69,9 +73,10 @@ def analyse(text: str, path: str, settings: Settings) -> Analysis:
     """Static check, code selection and suppression comments, as ``offload-fixer check`` does;
     cached by text and settings, so saving an analysed text costs nothing."""
     key = (hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), path, _settings_key(settings))
-    if key in _cache:
+    cached = _cache.get(key)
+    if cached is not None and all(_project(settings).stamp(p) == stamp for p, stamp in cached.dependencies):
         _cache.move_to_end(key)
-        return _cache[key]
+        return cached
     result = _analyse(text, path, settings)
     _cache[key] = result
     if len(_cache) > _CACHE_SIZE:
@@ -81,17 +86,83 @@ def analyse(text: str, path: str, settings: Settings) -> Analysis:
 
 def _analyse(text: str, path: str, settings: Settings) -> Analysis:
     from offload_fixer.static import check_source
-    from offload_fixer.suppression import filter_suppressed
 
     if os.path.isabs(path) and settings.is_excluded(path):
         return Analysis()
+    project = _project(settings)
     result = check_source(text, path, target=settings.target, jax_version=settings.jax_version,
-                          cache=_source_cache(path))
+                          cache=_source_cache(path), project=project)
     if result.parse_error is not None:
         return Analysis(parse_error=str(result.parse_error))
-    selected = select_codes(result.diagnostics, settings.select, settings.ignore)
+    # A finding of another file (reached through an import) is that file's to show.
+    mine = [d for d in result.diagnostics if same_path(_primary_path(d), path)]
+    kept = _reportable(mine, text, path, settings)
+    dependencies = tuple((p, project.stamp(p)) for p in result.dependencies)
+    return Analysis(tuple(kept), fix_choices(kept, text, path, settings, _source_cache(path).outline),
+                    dependencies=dependencies)
+
+
+def document_analysis(text: str, path: str, settings: Settings) -> Analysis:
+    """What the editor shows: the static check, and the last ``offload-fixer run``'s findings
+    in this document while it still holds the lines they name (:mod:`.dynamic`). A static
+    finding the run also made is shown once, as the run's."""
+    static, runs, dynamic = _findings(text, path, settings)
+    if not dynamic:
+        return static
+    seen = {_identity(d) for d in dynamic}
+    items = [(d, f) for d, f in static.items() if _identity(d) not in seen]
+    items += zip(dynamic, fix_choices(dynamic, text, path, settings, _source_cache(path).outline, reports=runs))
+    return Analysis(tuple(d for d, _ in items), tuple(f for _, f in items), dependencies=static.dependencies)
+
+
+def _findings(text: str, path: str, settings: Settings) -> tuple[Analysis, tuple[Report, ...], list[Diagnostic]]:
+    """The static analysis, the last run's reports placed in this text, and their findings shown."""
+    static = analyse(text, path, settings)
+    if static.parse_error is not None:
+        return static, (), []
+    runs = _LAST_RUN.reports(path, text, _encoded(text))
+    return static, runs, _reportable([d for report in runs for d in report.diagnostics], text, path, settings)
+
+
+def _shown(text: str, path: str, settings: Settings) -> tuple[list[Diagnostic], tuple[Report, ...]]:
+    """The diagnostics :func:`document_analysis` shows (without planning their fixes), and the
+    run's reports they come with."""
+    static, runs, dynamic = _findings(text, path, settings)
+    seen = {_identity(d) for d in dynamic}
+    return [d for d in static.diagnostics if _identity(d) not in seen] + dynamic, runs
+
+
+def _reportable(diagnostics: Sequence[Diagnostic], text: str, path: str, settings: Settings) -> list[Diagnostic]:
+    from offload_fixer.suppression import filter_suppressed
+
+    selected = select_codes(list(diagnostics), settings.select, settings.ignore)
     kept, _, _ = filter_suppressed(selected, {path: text})
-    return Analysis(tuple(kept), fix_choices(kept, text, path, settings, _source_cache(path).outline))
+    return list(kept)
+
+
+def _identity(d: Diagnostic) -> tuple:
+    span = primary_span(d)
+    return d.code, span.line if span else None, d.output_path
+
+
+def _primary_path(d: Diagnostic) -> str | None:
+    span = primary_span(d)
+    return span.path if span else None
+
+
+_projects: dict[Any, Any] = {}
+_LAST_RUN = LastRunFeed()
+
+
+def _project(settings: Settings):
+    """One project per root, kept across analyses (it re-reads what changed on disk)."""
+    from offload_fixer.static.project import Project
+
+    key = str(settings.root) if settings.root else None
+    project = _projects.get(key)
+    if project is None:
+        project = _projects[key] = Project((key,) if key else ())
+    return project
 
 
 def _source_cache(path: str) -> SourceCache:
@@ -113,11 +184,12 @@ def forget(path: str) -> None:
 
 
 def fix_choices(diagnostics: Sequence[Diagnostic], text: str, path: str, settings: Settings,
-                outline: Any = None) -> tuple[tuple[FixChoice, ...], ...]:
+                outline: Any = None, reports: Sequence[Report] = ()) -> tuple[tuple[FixChoice, ...], ...]:
     """For each diagnostic, the fixes the planner can make for it in this text: one per
     strategy whose edits differ, titled with where the edit goes, the configured strategy's
     preferred. A finding no edit can fix gets none (only the suppression action). The check's
-    own outline of the text is reused, so planning cuts the text into statements no second time."""
+    own outline of the text is reused, so planning cuts the text into statements no second time;
+    a run's findings are planned with their ``reports`` (the output trees)."""
     from offload_fixer.fixes import FIXABLE_CODES, plan_alternatives
     from offload_fixer.fixes.excerpt import FileOutline
 
@@ -125,7 +197,7 @@ def fix_choices(diagnostics: Sequence[Diagnostic], text: str, path: str, setting
         return tuple(() for _ in diagnostics)
     FileOutline.of(path, text, outline)
     alternatives = plan_alternatives(diagnostics, settings.strategy, settings.jax_version,
-                                     texts={path: _encoded(text)})
+                                     texts={path: _encoded(text)}, reports=reports)
     out = []
     for d in diagnostics:
         choices: list[FixChoice] = []
@@ -142,31 +214,36 @@ def fix_choices(diagnostics: Sequence[Diagnostic], text: str, path: str, setting
 
 def apply_fix(text: str, path: str, diagnostic: Diagnostic, strategy: str, settings: Settings) -> str | None:
     """The text after the quick fix for ``diagnostic`` (safe or not: the user picked it): the
-    plan, among those for every finding of the text, that fixes it (its root cause's plan,
-    which may fix other findings too); ``None`` when no edit can be made."""
-    analysis = analyse(text, path, settings)
-    others = [d for d in analysis.diagnostics if d != diagnostic]
-    plans = plan_on_text([diagnostic, *others], text, path, strategy, settings)
+    plan, among those for every finding shown for the text, that fixes it (its root cause's
+    plan, which may fix other findings too); ``None`` when no edit can be made."""
+    shown, runs = _shown(text, path, settings)
+    others = [d for d in shown if d != diagnostic]
+    plans = plan_on_text([diagnostic, *others], text, path, strategy, settings, runs)
     return _apply(text, path, [p for p in plans if diagnostic in p.covered and p.safety != "display-only"])
 
 
 def fix_all(text: str, path: str, settings: Settings) -> str | None:
-    """The text after every safe fix, as ``offload-fixer check --fix`` writes the file."""
-    analysis = analyse(text, path, settings)
-    if analysis.parse_error is not None or not analysis.diagnostics:
+    """The text after every safe fix of the findings shown, as ``offload-fixer check --fix``
+    writes the file."""
+    if analyse(text, path, settings).parse_error is not None:
         return None
-    plans = plan_on_text(analysis.diagnostics, text, path, settings.strategy, settings)
+    shown, runs = _shown(text, path, settings)
+    if not shown:
+        return None
+    plans = plan_on_text(shown, text, path, settings.strategy, settings, runs)
     return _apply(text, path, [p for p in plans if p.safety == "safe"])
 
 
 def plan_on_text(
-    diagnostics: Sequence[Diagnostic], text: str, path: str, strategy: str, settings: Settings
+    diagnostics: Sequence[Diagnostic], text: str, path: str, strategy: str, settings: Settings,
+    reports: Sequence[Report] = (),
 ) -> list[FixPlan]:
-    """``plan_fixes`` against the editor's text instead of the file on disk."""
+    """``plan_fixes`` against the editor's text instead of the file on disk (``reports``: a
+    run's, for its findings' output trees)."""
     from offload_fixer.fixes import plan_fixes
 
     return plan_fixes(diagnostics, strategy=strategy, jax_version=settings.jax_version,
-                      texts={path: _encoded(text)})
+                      texts={path: _encoded(text)}, reports=reports)
 
 
 def _encoded(text: str) -> bytes:

@@ -1,7 +1,8 @@
 """The language server: static diagnostics as you type, quick fixes and a fix-all action.
 
-Nothing here executes user code: diagnostics come from the static check, edits from the
-same codemods as ``offload-fixer fix``, run on the editor's in-memory text. Every published
+Nothing here executes user code: diagnostics come from the static check and from the report
+the last ``offload-fixer run`` left (``.offload-fixer/last-run.json``), edits from the same
+codemods as ``offload-fixer fix``, run on the editor's in-memory text. Every published
 diagnostic carries its fixes in ``data`` (ruff's design), so a code-action request is
 answered from that data; edits are computed only when the client resolves an action.
 Notebook documents (``notebookDocument/*``) are checked as one program per notebook and
@@ -22,7 +23,7 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from offload_fixer import __version__
+from offload_fixer import __version__, last_run
 from offload_fixer.config import Settings
 from offload_fixer.lsp import engine, notebooks
 from offload_fixer.lsp.settings import ClientOptions, SettingsStore
@@ -33,6 +34,8 @@ log = logging.getLogger(__name__)
 
 NAME = "offload-fixer"
 FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.{NAME}"
+DYNAMIC_SUFFIX = " [found by `offload-fixer run`]"
+"""Told apart from the static check's: the run saw it happen in a real compilation."""
 _SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
     "warning": types.DiagnosticSeverity.Warning,
@@ -96,7 +99,7 @@ class OffloadFixerServer(LanguageServer):
         settings = self.settings_for(path)
         loop = asyncio.get_running_loop()
         try:
-            analysis = await loop.run_in_executor(self.analysis_pool, engine.analyse, text, path, settings)
+            analysis = await loop.run_in_executor(self.analysis_pool, engine.document_analysis, text, path, settings)
         except Exception as exc:  # a checker bug must not take the server down
             log.exception("analysis of %s failed", uri)
             self.window_log_message(types.LogMessageParams(types.MessageType.Error, f"offload-fixer: {uri}: {exc!r}"))
@@ -127,13 +130,15 @@ class OffloadFixerServer(LanguageServer):
         return settings
 
     async def watch_configuration_files(self) -> None:
-        """Ask the client to report ``pyproject.toml`` changes, where it can watch files."""
+        """Ask the client to report changes of ``pyproject.toml`` and of the last ``offload-fixer
+        run``'s report, where it can watch files."""
         if not get_capability(
             self.client_capabilities, "workspace.did_change_watched_files.dynamic_registration", False
         ):
             return
         options = types.DidChangeWatchedFilesRegistrationOptions(
-            watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml")]
+            watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml"),
+                      types.FileSystemWatcher(glob_pattern=last_run.WATCH_GLOB)]
         )
         registration = types.Registration(
             id=f"{NAME}-pyproject", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=options
@@ -165,7 +170,7 @@ class OffloadFixerServer(LanguageServer):
         url = engine.rule_url(diagnostic.code)
         return types.Diagnostic(
             range=self.span_range(span, index),
-            message=diagnostic.message,
+            message=diagnostic.message + (DYNAMIC_SUFFIX if diagnostic.source == "dynamic" else ""),
             severity=_SEVERITY.get(diagnostic.severity, types.DiagnosticSeverity.Warning),
             code=diagnostic.code,
             code_description=types.CodeDescription(href=url) if url else None,
@@ -441,6 +446,8 @@ def build_server() -> OffloadFixerServer:
     def did_change_watched_files(ls: OffloadFixerServer, params: types.DidChangeWatchedFilesParams) -> None:
         if any(change.uri.endswith("/pyproject.toml") for change in params.changes):
             ls.settings.forget_files()
+            ls.reanalyse_all()
+        elif any(change.uri.endswith(f"/{last_run.DIRECTORY}/{last_run.FILE_NAME}") for change in params.changes):
             ls.reanalyse_all()
 
     @server.feature(

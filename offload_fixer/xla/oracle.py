@@ -68,7 +68,8 @@ class Oracle:
         self.jax_version = ""
 
     # -- process ------------------------------------------------------------------------
-    def _start(self) -> subprocess.Popen[str]:
+    def start(self) -> subprocess.Popen[str]:
+        """The compiler process, started if it is not running; raises :class:`CompilerUnavailable`."""
         if self._process is not None and self._process.poll() is None:
             return self._process
         if self.python == sys.executable:
@@ -76,12 +77,11 @@ class Oracle:
             if installed is None:
                 from offload_fixer import jax_compat
 
-                raise CompilerUnavailable(
-                    self.target,
-                    f"no {self.target.upper()} compiler is installed "
-                    f"({' or '.join(compilers.PACKAGES[self.target])})",
-                    jax_compat.compiler_requirements(self.target),
-                )
+                requirements = jax_compat.compiler_requirements(self.target)
+                reason = f"no {self.target.upper()} compiler is installed ({' or '.join(compilers.PACKAGES[self.target])})"
+                if requirements is None:
+                    reason += f"; the package registry has none for JAX {jax_compat.installed_version()}"
+                raise CompilerUnavailable(self.target, reason, requirements)
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
@@ -146,7 +146,7 @@ class Oracle:
             cached = self._cache.get(key)
             if cached is not None:
                 return cached
-            process = self._start()
+            process = self.start()
             process.stdin.write(json.dumps({"module": text}) + "\n")
             process.stdin.flush()
             answer = self._read(process, COMPILE_TIMEOUT_S)
@@ -208,7 +208,7 @@ def _verdict(target: str, compiler: str, answer: dict[str, Any]) -> XlaVerdict:
     message = answer.get("message", "")
     log = answer.get("log", "")
     # The instruction trace is logged just before the error is raised: read them together.
-    found = parse_error_log(log + "\n" + message if outcome == "rejected" else log)
+    found = parse_error_log(log + "\n" + message if outcome in ("rejected", "aborted") else log)
     errors = [e for e in found if e.severity != "warning"]
     warnings = [e for e in found if e.severity == "warning"]
     first = errors[0] if errors else None

@@ -53,6 +53,30 @@ class LogTail:
         self.offsets: dict[str, int] = {}
         self.read()
 
+    def settle(self, quiet_s: float = 0.02, limit_s: float = 0.3) -> None:
+        """Wait until the files stop growing: libtpu's logging threads may still be writing a
+        compile's warnings when the compile call returns."""
+        import time
+
+        deadline = time.monotonic() + limit_s
+        size = self._size()
+        while time.monotonic() < deadline:
+            time.sleep(quiet_s)
+            now = self._size()
+            if now == size:
+                return
+            size = now
+
+    def _size(self) -> int:
+        total = 0
+        for pattern in self.patterns:
+            for path in glob.glob(pattern):
+                try:
+                    total += os.path.getsize(path)
+                except OSError:
+                    pass
+        return total
+
     def read(self) -> str:
         chunks = []
         for pattern in self.patterns:
@@ -134,10 +158,12 @@ def serve(target: str, target_config_path: str | None, requests: TextIO, answers
         if not line.strip():
             continue
         request = json.loads(line)
+        logs.read()  # whatever an earlier compile logged late belongs to no answer now
         try:
             answer = compiler.compile(request["module"])
         except Exception as exc:  # a module the compiler's MLIR cannot read, a topology too small
             answer = {"outcome": "unsupported", "message": f"{type(exc).__name__}: {exc}"}
+        logs.settle()
         answer["log"] = "".join(
             text for text in logs.read().splitlines(keepends=True) if HOST_OFFLOADER_LOG in text
         )

@@ -20,7 +20,7 @@ from typing import Any
 
 TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent
-for folder in (TESTS / "analysis", TESTS / "examples"):
+for folder in (TESTS / "analysis", TESTS / "examples", TESTS / "xla"):
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 
@@ -130,7 +130,19 @@ def rule_examples() -> Iterator[Program]:
                 "rules",
                 f"{rule.code}:{kind}",
                 lambda platform, rule=rule, kind=kind: _lower_rule_example(rule, kind, platform),
+                lambda rule=rule, kind=kind: _rule_example_skip(rule, kind),
             )
+
+
+def _rule_example_skip(rule: Any, kind: str) -> str | None:
+    """The examples build shardings in host memory on the local device, which JAX's CPU
+    backend offers only from 0.7 (earlier ones run on the accelerator they describe)."""
+    from offload_fixer import jax_compat
+
+    source = rule.invalid_example() if kind == "invalid" else rule.valid_example()
+    if "memory_kind=" in source and not jax_compat.host_memory_on_this_backend():
+        return "the example builds a host-memory sharding, which this JAX's CPU backend lacks"
+    return None
 
 
 def _lower_rule_example(rule: Any, kind: str, platform: str) -> Any:
@@ -140,11 +152,25 @@ def _lower_rule_example(rule: Any, kind: str, platform: str) -> Any:
     return _lower(namespace["f"], tuple(namespace["args"]), platform)
 
 
+# -- the probes of the released compilers' behaviour ----------------------------------------
+def probes() -> Iterator[Program]:
+    import probes as module
+
+    for probe in module.PROBES:
+        yield Program(
+            "probes",
+            probe.name,
+            lambda platform, probe=probe: module.lower(probe, platform),
+            lambda probe=probe: module.skip_reason(probe),
+        )
+
+
 CORPORA: dict[str, Callable[[], Iterator[Program]]] = {
     "catalogue": catalogue,
     "xla_cases": xla_cases,
     "examples": examples,
     "rules": rule_examples,
+    "probes": probes,
 }
 
 
