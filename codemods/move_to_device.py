@@ -404,10 +404,21 @@ class MoveToDeviceCommand(FixCommand):
 def _with_inserted(body: Sequence[cst.BaseStatement], pending: list[tuple[int, cst.BaseStatement]]) -> list[cst.BaseStatement]:
     out: list[cst.BaseStatement] = []
     for index, statement in enumerate(body):
-        out.extend(new for at, new in pending if at == index)
-        out.append(statement)
+        inserted = [new for at, new in pending if at == index]
+        out.extend(inserted)
+        out.append(_apart(statement) if inserted else statement)
     out.extend(new for at, new in pending if at >= len(body))
     return out
+
+
+def _apart(statement: cst.BaseStatement) -> cst.BaseStatement:
+    """A nested ``def``/``class`` that now follows an inserted statement, with the blank line
+    before it that PEP 8 asks for (its own lines are unchanged)."""
+    if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) and not (
+        statement.leading_lines and statement.leading_lines[0].comment is None
+    ):
+        return statement.with_changes(leading_lines=[cst.EmptyLine(indent=False), *statement.leading_lines])
+    return statement
 
 
 def _assigned_name(statement: cst.CSTNode) -> str | None:

@@ -2,7 +2,9 @@
 
 Each broken example is run under the dynamic analysis, and its reports are planned and applied
 (safe fixes only, as ``offload-fixer run --fix --strategy S`` does) to a copy named
-``examples/fixed/<example>.<strategy>.py``. A strategy whose fix the tool declines (display-only,
+``examples/fixed/<example>.<strategy>.py``; then what only the static check sees (a remat
+policy's ``offload_dst``, which leaves no trace in the lowered module) is fixed the same way,
+as ``offload-fixer check --fix --strategy S`` does. A strategy whose fix the tool declines (display-only,
 or unsafe) writes no file; ``examples/fixed/README.md`` says why. ``tests/examples`` checks that
 the committed files are exactly what this produces, that they run with the same losses, that a
 second fix changes nothing, and that the released TPU compiler compiles them.
@@ -27,19 +29,21 @@ def fix_example(name: str, strategy: str, out: Path) -> tuple[Path | None, list[
     """The fixed copy (or None) and why fixes were not applied."""
     from offload_fixer.fixes import apply_plans, plan_fixes
     from offload_fixer.runner import run_program
+    from offload_fixer.static import check_paths
 
     copy = out / f"{name}.{strategy}.py"
     shutil.copyfile(ROOT / "examples" / f"{name}.py", copy)
     result = run_program(str(copy), [], target="tpu")
     if result.program_exit_code != 0:
         raise RuntimeError(f"{name} failed under the analysis:\n{result.program_exception}")
-    plans = plan_fixes(result.reports, strategy=strategy)
     declined: list[str] = []
     written = False
-    for file_result in apply_plans(plans, write=True):
-        file_result.raise_for_error()
-        declined.extend(f"{plan.title}: {why}" for plan, why in file_result.skipped)
-        written |= file_result.changed
+    for findings in (lambda: result.reports,
+                     lambda: [d for r in check_paths([str(copy)], target="tpu") for d in r.diagnostics]):
+        for file_result in apply_plans(plan_fixes(findings(), strategy=strategy), write=True):
+            file_result.raise_for_error()
+            declined.extend(f"{plan.title}: {why}" for plan, why in file_result.skipped)
+            written |= file_result.changed
     if not written:
         copy.unlink()
         return None, declined

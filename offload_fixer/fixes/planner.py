@@ -306,6 +306,7 @@ class _Group:
         covered: set[str] = set()
         strategies: list[str] = []
         fell_back: list[str] = []
+        left_out: list[str] = []
         for part in self.parts:
             failed: list[str] = []
             for attempt in part.attempts:
@@ -323,12 +324,15 @@ class _Group:
                 failed.extend(run.problems)
             else:
                 problems.extend(failed)
+                left_out.append(f"{PART_WORDS.get(part.name, part.name)} ({'; '.join(dict.fromkeys(failed))})")
         if not jobs:
             return self._display_only(tuple(dict.fromkeys(problems)))
         strategy = self.strategy if self.strategy in strategies else strategies[0]
         rationale = self.rationale
         if fell_back:
             rationale += f"; the first choice is not possible here ({'; '.join(dict.fromkeys(fell_back))}), so another is used"
+        if left_out:
+            rationale += f"; not done here: {'; '.join(left_out)}"
         safety: Safety = "unsafe" if any(e.safety == "unsafe" for e in edits) else "safe"
         (command, target), *more = list(dict.fromkeys(jobs))
         return FixPlan(strategy=strategy, command=command, target=target, safety=safety,  # type: ignore[arg-type]
@@ -343,6 +347,11 @@ class _Group:
         return FixPlan(strategy=self.strategy, command=first.command, target=first.target,  # type: ignore[arg-type]
                        safety="display-only", title=_title(name, first, None), problems=problems, **self.base)
 
+
+PART_WORDS = {"state": "keeping the returned state host memory", "declare": "declaring the output host memory",
+              "pin": "spelling 'pinned_host'", "move": "moving the value to device",
+              "operand": "moving the operand to device"}
+"""What a part of a plan does, for a rationale that says which part could not be made."""
 
 MOVE_COVERS = frozenset({"OFL1200", "OFL1201", "OFL1206", "OFL1207"})
 """A move to device before the computation fixes the host compute and the output it reaches."""
