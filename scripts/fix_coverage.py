@@ -1,9 +1,10 @@
 """How many findings get a fix ``--fix`` can apply, over the examples and the test programs.
 
 The findings: the dynamic analysis (as ``offload-fixer run`` does) of every program in
-``examples/``, of the before/after programs in ``tests/fixes/programs/`` and of every rule
-page's invalid example (``offload-fixer rules CODE``), and the static check (``offload-fixer
-check``) of all of those and of ``tests/lsp_fixtures/``. Each finding of a fixable code counts
+``examples/``, of the training packages in ``examples/training/`` (run as modules), of the
+before/after programs in ``tests/fixes/programs/`` and of every rule page's invalid example
+(``offload-fixer rules CODE``), and the static check (``offload-fixer check``) of all of those,
+of the example notebooks and of ``tests/lsp_fixtures/``. Each finding of a fixable code counts
 as fixed by a strategy when that strategy's plan for it has a safe edit (``--fix``) or an
 unsafe one (``--unsafe-fixes``); ``display-only`` when no edit is possible.
 
@@ -16,6 +17,7 @@ import contextlib
 import importlib.util
 import io
 import itertools
+import os
 import shutil
 import sys
 import tempfile
@@ -35,6 +37,22 @@ def _load(path: Path):
     return module
 
 
+def _run_package(name: str, cwd: Path):
+    """``offload-fixer run -m examples.training.NAME`` from ``cwd``, in this process (its
+    modules forgotten afterwards)."""
+    from offload_fixer.runner import run_program
+
+    previous = os.getcwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            return run_program(f"examples.training.{name}", [], target="tpu", is_module=True)
+    finally:
+        os.chdir(previous)
+        for module in [m for m in sys.modules if m == "examples" or m.startswith("examples.")]:
+            del sys.modules[module]
+
+
 def findings(scratch: Path) -> list[tuple[str, list]]:
     """(source label, reports or diagnostics) for every program, analysed in a scratch copy."""
     from offload_fixer import jax_compat
@@ -52,6 +70,15 @@ def findings(scratch: Path) -> list[tuple[str, list]]:
         with contextlib.redirect_stdout(io.StringIO()):
             result = run_program(str(copy), [], target="tpu")
         found.append((f"examples/{example.name} (run)", list(result.reports)))
+        static_paths.append(copy)
+    shutil.copytree(ROOT / "examples" / "training", scratch / "training" / "examples" / "training")
+    for package in sorted((scratch / "training" / "examples" / "training").glob("*/__main__.py")):
+        found.append((f"examples/training/{package.parent.name} (run)",
+                      list(_run_package(package.parent.name, scratch / "training").reports)))
+    static_paths.append(scratch / "training" / "examples" / "training")
+    for notebook in sorted((ROOT / "examples").glob("*.ipynb")):
+        copy = scratch / "examples" / notebook.name
+        shutil.copyfile(notebook, copy)
         static_paths.append(copy)
     programs = ROOT / "tests" / "fixes" / "programs"
     regime = jax_compat.regime().name
@@ -85,7 +112,8 @@ def findings(scratch: Path) -> list[tuple[str, list]]:
         static_paths.append(copy)
     for result in check_paths([str(p) for p in static_paths], target="tpu", jobs=1, excludes=[]):
         if result.diagnostics:
-            found.append((f"{Path(result.path).parent.name}/{Path(result.path).name} (check)", list(result.diagnostics)))
+            label = os.path.relpath(result.path, scratch)
+            found.append((f"{label.removeprefix('training' + os.sep)} (check)", list(result.diagnostics)))
     return found
 
 
