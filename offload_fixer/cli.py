@@ -250,25 +250,38 @@ def check(paths, target, fmt, select, ignore, exit_zero, quiet, verbose, config,
     excludes = list(settings.exclude) + list(exclude)
     outcome = Outcome()
     progress = not quiet and sys.stderr.isatty()
+    # With --fix the files are checked again once fixed: their parsed statements are kept, so
+    # that only the statements a fix changed are parsed twice, and their outlines go to the
+    # planner (none is kept for a file without findings: nothing there is fixed).
+    caches: dict = {}
     results = check_paths(list(paths), target=settings.target, jax_version=settings.jax_version,
-                          jobs=settings.jobs or os.cpu_count() or 1, excludes=excludes)
+                          jobs=settings.jobs or os.cpu_count() or 1, excludes=excludes,
+                          caches=caches if fix and not diff else None)
     if progress:
         results = list(click.progressbar(results, label="Checking", file=sys.stderr))
     for result in results:
         if result.parse_error is not None:
             err = result.parse_error
             outcome.file_errors.append(FileError(result.path, err.line, err.col, err.message))
+        if not result.diagnostics:
+            caches.pop(result.path, None)
         outcome.diagnostics.extend(result.diagnostics)
     pending = False
     failure = None
     if (fix or diff) and outcome.diagnostics:
+        from offload_fixer.fixes.excerpt import FileOutline
+
+        for path, cache in caches.items():  # the planner cuts the files into statements no second time
+            if cache.outline is not None:
+                FileOutline.of(path, cache.outline.text, cache.outline)
         chosen, _unused = _reportable(outcome.diagnostics, settings)
         pending, failure = _apply_fixes(chosen, settings.strategy, write=fix and not diff, unsafe=unsafe_fixes,
                                         jax_version=settings.jax_version)
         if fix and not diff:
             # Report what is left after fixing, as ruff does.
             outcome.diagnostics = [d for r in check_paths(list(paths), target=settings.target,
-                                                         jax_version=settings.jax_version, jobs=1, excludes=excludes)
+                                                         jax_version=settings.jax_version, jobs=1, excludes=excludes,
+                                                         caches=caches)
                                    for d in r.diagnostics]
             pending = False
     _emit(outcome, settings, settings.format if fmt is None else fmt, quiet, verbose, exit_zero, failure,

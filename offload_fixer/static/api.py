@@ -8,7 +8,7 @@ import hashlib
 import io
 import os
 import tokenize
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -71,11 +71,14 @@ def check_source(source: str | bytes, path: str = "<string>", target: str = "tpu
 
 
 def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | None = None,
-                jobs: int = 1, excludes: Sequence[str] = ()) -> Iterator[StaticResult]:
+                jobs: int = 1, excludes: Sequence[str] = (), *,
+                caches: MutableMapping[str, SourceCache] | None = None) -> Iterator[StaticResult]:
     """Check files and directories (walked, honouring ``.gitignore`` and ``excludes``, which
     are gitignore-style patterns relative to each directory given). Yields one result per
     ``.py`` file (and ``.ipynb`` notebook where nbformat is installed), in walk order;
-    ``jobs`` > 1 analyses files in that many processes."""
+    ``jobs`` > 1 analyses files in that many processes. ``caches``: a :class:`SourceCache`
+    per path, filled and reused by files checked in this process, so that checking again
+    after a fix parses only the statements the fix changed."""
     from offload_fixer.notebook import NotebookError, read_program_bytes
 
     target = normalize_target(target)
@@ -102,7 +105,11 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
     candidates = [item for item in pending if isinstance(item, tuple)]
     if jobs <= 1 or len(candidates) < 2:
         for item in pending:
-            yield _check(*item, target, spelling, None, project) if isinstance(item, tuple) else item
+            if not isinstance(item, tuple):
+                yield item
+                continue
+            cache = caches.setdefault(item[1], SourceCache()) if caches is not None else None
+            yield _check(*item, target, spelling, cache, project)
         return
     # forkserver: workers fork from a clean server, never from a caller that has JAX's threads
     # running (an LSP, a test run, `offload-fixer run`), which fork would risk deadlocking.
