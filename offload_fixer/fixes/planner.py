@@ -13,7 +13,7 @@ anything is written. See ``README.md`` in this package for the rules and the saf
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -135,6 +135,7 @@ def plan_fixes(
     *,
     texts: Mapping[str, bytes] | None = None,
     reports: Iterable[Report] = (),
+    places: Mapping[str, Callable[[int], str]] | None = None,
 ) -> list[FixPlan]:
     """Plans for the fixable diagnostics of a report (object or its JSON dict), of several
     reports, or of a list of diagnostics.
@@ -144,7 +145,9 @@ def plan_fixes(
     default: the report's version, else the installed one. ``texts``: file contents to
     plan against instead of the files on disk (an editor's unsaved buffer), by path.
     ``reports``: where plain diagnostics come from, for the output tree of each function
-    (``Report.outputs``), which host-output fixes mirror.
+    (``Report.outputs``), which host-output fixes mirror. ``places``: how titles name a line
+    of a file whose lines are not the user's (a program of notebook cells: ``In [5], line 3``);
+    a notebook's lines are named by its cells without it.
     """
     if strategy not in ("auto", "device", "host"):
         raise ValueError(f"unknown strategy {strategy!r}; expected auto, device or host")
@@ -177,7 +180,7 @@ def plan_fixes(
                 first_attempts.setdefault((group.source.path, attempt.command), []).append(attempt.target)
     for (path, command), targets in first_attempts.items():
         sources.get(path).prefetch(command, list(dict.fromkeys(targets)))
-    return [group.plan(spelling) for group in prepared]
+    return [group.plan(spelling, _placer(group.base["path"], places or {})) for group in prepared]
 
 
 def plan_alternatives(
@@ -187,12 +190,14 @@ def plan_alternatives(
     *,
     texts: Mapping[str, bytes] | None = None,
     reports: Iterable[Report] = (),
+    places: Mapping[str, Callable[[int], str]] | None = None,
 ) -> list[tuple[str, list[FixPlan]]]:
     """(strategy, plans) for the configured strategy, then for each other explicit one: the
     fixes a finding can get, the one ``--fix`` applies first."""
     reports = list(reports)
     order = [strategy, *(s for s in ("device", "host") if s != strategy)]
-    return [(s, plan_fixes(diagnostics, s, jax_version, texts=texts, reports=reports)) for s in order]
+    return [(s, plan_fixes(diagnostics, s, jax_version, texts=texts, reports=reports, places=places))
+            for s in order]
 
 
 def fix_options(alternatives: Sequence[tuple[str, Sequence[FixPlan]]],
@@ -293,12 +298,12 @@ class _Group:
                  if part.attempts]
         return cls(group, strategy, rationale, target, parts, source, base)
 
-    def plan(self, spelling: jax_compat.Spelling) -> FixPlan:
+    def plan(self, spelling: jax_compat.Spelling, place: Callable[[int], str]) -> FixPlan:
         source, base = self.source, self.base
         if source is None or source.error is not None or not self.parts:
             problem = (source.error if source is not None and source.error else
                        "the diagnostic names no source file" if source is None else "no edit fixes these findings")
-            return self._display_only((problem,))
+            return self._display_only((problem,), place)
         jobs: list[tuple[str, FixTarget]] = []
         edits: list[Edit] = []
         problems: list[str] = []
@@ -315,7 +320,7 @@ class _Group:
                     jobs.append((attempt.command, attempt.target))
                     edits.extend(run.edits)
                     problems.extend(run.problems)
-                    titles.append(_title(part.name, attempt, run))
+                    titles.append(_title(part.name, attempt, run, place))
                     covered |= attempt.covers
                     strategies.append(attempt.strategy)
                     if failed:
@@ -326,7 +331,7 @@ class _Group:
                 problems.extend(failed)
                 left_out.append(f"{PART_WORDS.get(part.name, part.name)} ({'; '.join(dict.fromkeys(failed))})")
         if not jobs:
-            return self._display_only(tuple(dict.fromkeys(problems)))
+            return self._display_only(tuple(dict.fromkeys(problems)), place)
         strategy = self.strategy if self.strategy in strategies else strategies[0]
         rationale = self.rationale
         if fell_back:
@@ -341,11 +346,11 @@ class _Group:
                        covered=tuple(d for d in self.diagnostics if d.code in covered),
                        **{**base, "rationale": rationale})
 
-    def _display_only(self, problems: tuple[str, ...]) -> FixPlan:
+    def _display_only(self, problems: tuple[str, ...], place: Callable[[int], str]) -> FixPlan:
         first = self.parts[0].attempts[0] if self.parts else _Attempt(self.strategy, _command(self.strategy), self.target)
         name = self.parts[0].name if self.parts else ("declare" if self.strategy == "host" else "return")
         return FixPlan(strategy=self.strategy, command=first.command, target=first.target,  # type: ignore[arg-type]
-                       safety="display-only", title=_title(name, first, None), problems=problems, **self.base)
+                       safety="display-only", title=_title(name, first, None, place), problems=problems, **self.base)
 
 
 PART_WORDS = {"state": "keeping the returned state host memory", "declare": "declaring the output host memory",
@@ -441,11 +446,28 @@ def _command(strategy: str, placement: str | None = None) -> str:
     return "host_output" if strategy == "host" else "move_to_device"
 
 
-def _title(part: str, attempt: _Attempt, run: _DryRun | None) -> str:
+def _placer(path: str, places: Mapping[str, Callable[[int], str]]) -> Callable[[int], str]:
+    """How titles name a line of ``path``: ``line 12``; in a notebook, ``cell 3, line 2``."""
+    if path in places:
+        return places[path]
+    from offload_fixer.notebook import is_notebook
+
+    if not is_notebook(path):
+        return lambda line: f"line {line}"
+    from offload_fixer.notebook.positions import cell_span
+
+    def in_cell(line: int) -> str:
+        span = cell_span(Span(path, line))
+        return f"cell {span.cell}, line {span.line}" if span is not None and span.cell is not None else f"line {line}"
+
+    return in_cell
+
+
+def _title(part: str, attempt: _Attempt, run: _DryRun | None, place: Callable[[int], str]) -> str:
     """What the edit does and where it goes (the line of its first change)."""
     t = attempt.target
     edits = run.edits if run is not None else []
-    where = f" (line {edits[0].line})" if edits else ""
+    where = f" ({place(edits[0].line)})" if edits else ""
     function = t.function_name.rsplit(".", 1)[-1] if t.function_name else "the function"
     outputs = ", ".join(f"output {p}" if p else "the result" for p in t.output_paths)
     subjects = ", ".join(dict.fromkeys(e.subject for e in edits if e.subject))

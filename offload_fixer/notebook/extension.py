@@ -72,6 +72,8 @@ class CellFindings:
     execution_count: int | None
     diagnostics: list[Diagnostic]
     warnings: list[str] = field(default_factory=list)
+    reports: list[Any] = field(default_factory=list)
+    """The compilations' reports, for their output trees (host-output fixes mirror them)."""
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,7 @@ class OffloadFixerExtension:
         diagnostics = self._reportable([d for report in reports for d in report.diagnostics])
         if not diagnostics and not warnings:
             return
-        findings = CellFindings(getattr(result, "execution_count", None), diagnostics, list(warnings))
+        findings = CellFindings(getattr(result, "execution_count", None), diagnostics, list(warnings), list(reports))
         if diagnostics:
             self.latest = findings
         from IPython.display import display
@@ -174,7 +176,8 @@ class OffloadFixerExtension:
         from offload_fixer.report import format_text
 
         names = cell_names(self.shell)
-        shown = [_labelled(d, names) for d in findings.diagnostics]
+        shown = [dataclasses.replace(_labelled(d, names), fixes=planned.fixes)
+                 for d, planned in zip(findings.diagnostics, self.fix_options(findings))]
         text = format_text(shown, root=os.getcwd())
         warnings = [f"offload-fixer: could not check a compilation: {w}" for w in findings.warnings]
         fix = self.fixes(findings) if findings.diagnostics else FixResult({})
@@ -183,6 +186,22 @@ class OffloadFixerExtension:
         return FindingsView(text, warnings, diffs + list(fix.file_diffs), list(fix.notes), bool(fix.cells))
 
     # ------------------------------------------------------------------ fixing
+    def fix_options(self, findings: CellFindings) -> list[Diagnostic]:
+        """The findings (in program coordinates) with the fixes the planner can make for them
+        in the cells, titled with the cell and line each edit goes to (``In [5], line 3``)."""
+        from offload_fixer.fixes import fix_options, plan_alternatives
+
+        program, names = kernel_program(self.shell)
+        diagnostics, reports = _findings_in_program(findings, program, names)
+
+        def place(line: int) -> str:
+            cell, in_cell = program.locate(line)
+            return f"In [{cell.number}], line {in_cell}"
+
+        alternatives = plan_alternatives(diagnostics, self.settings.strategy, texts={KERNEL_CELLS: program.data},
+                                         reports=reports, places={KERNEL_CELLS: place})
+        return fix_options(alternatives, diagnostics)
+
     def fixes(self, findings: CellFindings, unsafe: bool = False) -> FixResult:
         """Plan the findings' fixes on the kernel's cells as one program and apply them there
         (safe ones; unsafe ones too with ``unsafe``); files outside the cells get a diff."""
@@ -192,8 +211,9 @@ class OffloadFixerExtension:
         from offload_fixer.fixes.apply import fix_to_fixpoint, verify
 
         program, names = kernel_program(self.shell)
-        diagnostics = [_in_program(d, program, names) for d in findings.diagnostics]
-        plans = plan_fixes(diagnostics, strategy=self.settings.strategy, texts={KERNEL_CELLS: program.data})
+        diagnostics, reports = _findings_in_program(findings, program, names)
+        plans = plan_fixes(diagnostics, strategy=self.settings.strategy, texts={KERNEL_CELLS: program.data},
+                           reports=reports)
         notes = []
         chosen = []
         for plan in plans:
@@ -347,6 +367,17 @@ def _labelled(diagnostic: Diagnostic, names: Mapping[str, int]) -> Diagnostic:
 def _in_program(diagnostic: Diagnostic, program: Program, names: Mapping[str, int]) -> Diagnostic:
     """For fixing: every span in a cell moved into the kernel's program."""
     return _remapped(diagnostic, {k: v for k, v in names.items() if _in(program, v)}, program)
+
+
+def _findings_in_program(findings: CellFindings, program: Program,
+                         names: Mapping[str, int]) -> tuple[list[Diagnostic], list[Any]]:
+    """The findings and their reports (holding them, for the output trees) moved into the
+    kernel's program."""
+    diagnostics = [_in_program(d, program, names) for d in findings.diagnostics]
+    moved = dict(zip(findings.diagnostics, diagnostics))
+    reports = [dataclasses.replace(r, diagnostics=tuple(moved[d] for d in r.diagnostics if d in moved))
+               for r in findings.reports]
+    return diagnostics, [r for r in reports if r.diagnostics]
 
 
 def _in(program: Program, number: int) -> bool:
