@@ -26,6 +26,7 @@ from offload_fixer.fixes.planner import (
     fix_options,
     plan_alternatives,
     plan_fixes,
+    root_cause_key,
 )
 
 __all__ = [
@@ -45,5 +46,6 @@ __all__ = [
     "fix_options",
     "plan_alternatives",
     "plan_fixes",
+    "root_cause_key",
     "unified_diff",
 ]

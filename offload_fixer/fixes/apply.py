@@ -77,7 +77,14 @@ def apply_plans(plans: Iterable[FixPlan], write: bool, *, unsafe: bool = False,
     return [_apply_file(path, file_plans, write, unsafe, max_passes) for path, file_plans in by_path.items()]
 
 
-def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_passes: int) -> FileResult:
+def apply_to_source(path: str, data: bytes, plans: Iterable[FixPlan], *, unsafe: bool = False) -> FileResult:
+    """Apply ``plans`` (made against ``data``, the text of ``path``) to ``data`` itself, not to
+    the file: source read from stdin. Nothing is written."""
+    return _apply_file(path, list(plans), False, unsafe, MAX_PASSES, data)
+
+
+def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_passes: int,
+                data: bytes | None = None) -> FileResult:
     chosen: list[FixPlan] = []
     skipped: list[tuple[FixPlan, str]] = []
     for plan in plans:
@@ -90,7 +97,8 @@ def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_
     if not path:  # diagnostics that name no file: nothing to read, only reasons to show
         return FileResult(path, "", "", "", skipped=tuple(skipped))
     try:
-        data = read_source(path)
+        if data is None:
+            data = read_source(path)
         check_fresh(path, data, chosen)
         old_text = decode_source(path, data)
         source = FileOutline.of(path, old_text)

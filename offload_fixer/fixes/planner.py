@@ -170,7 +170,7 @@ def plan_fixes(
     groups: dict[tuple[Any, ...], list[Diagnostic]] = {}
     for diagnostic in items:
         if diagnostic.code in FIXABLE_CODES:
-            groups.setdefault(_group_key(diagnostic), []).append(diagnostic)  # type: ignore[arg-type]
+            groups.setdefault(root_cause_key(diagnostic), []).append(diagnostic)  # type: ignore[arg-type]
     prepared = [_Group.prepare(group, strategy, spelling, sources, outputs) for group in groups.values()]
     first_attempts: dict[tuple[str, str], list[FixTarget]] = {}
     for group in prepared:
@@ -555,7 +555,7 @@ def _origin_key(d: Diagnostic) -> str:
     return f"{origin.kind}:{span.path}:{span.line}:{span.col}" if span else f"{origin.kind}:{origin.detail}"
 
 
-def _group_key(d: Diagnostic) -> tuple[Any, ...]:
+def root_cause_key(d: Diagnostic) -> tuple[Any, ...]:
     """By root cause: the origin; the leaves of one streamed argument (one origin each) are
     one, and so are the codes (OFL1200, OFL1201, ...) a root cause produces."""
     function = (d.function.name, d.function.line) if d.function else None

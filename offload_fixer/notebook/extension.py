@@ -176,9 +176,10 @@ class OffloadFixerExtension:
         from offload_fixer.report import format_text
 
         names = cell_names(self.shell)
-        shown = [dataclasses.replace(_labelled(d, names), fixes=planned.fixes)
-                 for d, planned in zip(findings.diagnostics, self.fix_options(findings))]
-        text = format_text(shown, root=os.getcwd())
+        shown = [_labelled(d, names) for d in findings.diagnostics]
+        marks = self.fix_marks(findings)
+        text = format_text(shown, root=os.getcwd(),
+                           marks={label: marks[d] for d, label in zip(findings.diagnostics, shown) if d in marks})
         warnings = [f"offload-fixer: could not check a compilation: {w}" for w in findings.warnings]
         fix = self.fixes(findings) if findings.diagnostics else FixResult({})
         diffs = [_cell_diff(number, _history_source(self.shell, number), source)
@@ -186,10 +187,11 @@ class OffloadFixerExtension:
         return FindingsView(text, warnings, diffs + list(fix.file_diffs), list(fix.notes), bool(fix.cells))
 
     # ------------------------------------------------------------------ fixing
-    def fix_options(self, findings: CellFindings) -> list[Diagnostic]:
-        """The findings (in program coordinates) with the fixes the planner can make for them
-        in the cells, titled with the cell and line each edit goes to (``In [5], line 3``)."""
-        from offload_fixer.fixes import fix_options, plan_alternatives
+    def fix_marks(self, findings: CellFindings) -> dict[Diagnostic, Any]:
+        """What ``%offload_fix`` does about each finding (by its diagnostic in the cells' file
+        names), titled with the cell and line each edit goes to (``In [5], line 3``)."""
+        from offload_fixer.findings import fix_marks
+        from offload_fixer.fixes import plan_fixes
 
         program, names = kernel_program(self.shell)
         diagnostics, reports = _findings_in_program(findings, program, names)
@@ -198,9 +200,10 @@ class OffloadFixerExtension:
             cell, in_cell = program.locate(line)
             return f"In [{cell.number}], line {in_cell}"
 
-        alternatives = plan_alternatives(diagnostics, self.settings.strategy, texts={KERNEL_CELLS: program.data},
-                                         reports=reports, places={KERNEL_CELLS: place})
-        return fix_options(alternatives, diagnostics)
+        plans = plan_fixes(diagnostics, strategy=self.settings.strategy, texts={KERNEL_CELLS: program.data},
+                           reports=reports, places={KERNEL_CELLS: place})
+        marks = fix_marks(diagnostics, plans, unsafe=False)
+        return {d: marks[moved] for d, moved in zip(findings.diagnostics, diagnostics) if moved in marks}
 
     def fixes(self, findings: CellFindings, unsafe: bool = False) -> FixResult:
         """Plan the findings' fixes on the kernel's cells as one program and apply them there

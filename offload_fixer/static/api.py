@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import ast
 import concurrent.futures
-import multiprocessing
 import hashlib
 import io
+import multiprocessing
 import os
+import sys
+import threading
 import tokenize
-from collections.abc import Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -53,9 +56,17 @@ class StaticResult:
     holds while they are unchanged."""
 
 
+BYTES_PER_WORKER = 1 << 20
+"""Source that passed the text prefilter per process when ``jobs`` is left to the check:
+about 1.5 s of libcst parsing, against a pool start of ~50 ms (fork) to ~0.6 s (forkserver,
+which imports the parser in each worker). Most trees have far less (jax, flax and optax
+together: 5 of 855 files, 0.29 MB), and there one process is faster than a pool.
+``benchmarks/static_check.py --compare-jobs`` measures it."""
+
+
 def check_source(source: str | bytes, path: str = "<string>", target: str = "tpu",
                  jax_version: str | None = None, cache: SourceCache | None = None,
-                 project: Project | None = None) -> StaticResult:
+                 project: Project | None = None, require_syntax: bool = False) -> StaticResult:
     """Check one file's text without importing or running it.
 
     ``jax_version`` picks the rules of that JAX release (default: the installed one);
@@ -64,21 +75,28 @@ def check_source(source: str | bytes, path: str = "<string>", target: str = "tpu
     statements a change touched are parsed again; the result is the same without it.
     Imports of other modules of the project (next to ``path``, or in its package) are read
     from disk through ``project``, which keeps what it read between calls.
+    ``require_syntax``: report a syntax error even where the prefilter rules the text out.
     """
     target = normalize_target(target)
     spelling = jax_compat.spelling(jax_version)
-    return _check(source, path, target, spelling, cache, project or Project())
+    result = _check(source, path, target, spelling, cache, project or Project())
+    if require_syntax and not result.analysed:
+        return StaticResult(path, parse_error=syntax_error(source, path))
+    return result
 
 
 def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | None = None,
-                jobs: int = 1, excludes: Sequence[str] = (), *,
+                jobs: int | None = 1, excludes: Sequence[str] = (),
+                check_syntax: Collection[str] = (), *,
                 caches: MutableMapping[str, SourceCache] | None = None) -> Iterator[StaticResult]:
     """Check files and directories (walked, honouring ``.gitignore`` and ``excludes``, which
     are gitignore-style patterns relative to each directory given). Yields one result per
-    ``.py`` file (and ``.ipynb`` notebook where nbformat is installed), in walk order;
-    ``jobs`` > 1 analyses files in that many processes. ``caches``: a :class:`SourceCache`
-    per path, filled and reused by files checked in this process, so that checking again
-    after a fix parses only the statements the fix changed."""
+    ``.py`` file (and ``.ipynb`` notebook where nbformat is installed), in walk order.
+    ``jobs``: at most that many processes; 0 or ``None`` lets :func:`worker_count` decide. A
+    file in ``check_syntax`` (a file named on the command line) is parsed even when the
+    prefilter rules it out, so a syntax error in it is reported. ``caches``: a
+    :class:`SourceCache` per path, filled and reused by the files checked in this process, so
+    that checking again after a fix parses only the statements the fix changed."""
     from offload_fixer.notebook import NotebookError, read_program_bytes
 
     target = normalize_target(target)
@@ -101,9 +119,10 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
     # Every file is read before any is selected: a host spelling in one module makes the
     # modules that import it candidates.
     pending = [item if isinstance(item, StaticResult) or project.selects(item[1], item[0])
-               else StaticResult(item[1]) for item in pending]
+               else _unselected(*item, check_syntax) for item in pending]
     candidates = [item for item in pending if isinstance(item, tuple)]
-    if jobs <= 1 or len(candidates) < 2:
+    workers = worker_count(jobs, len(candidates), sum(len(data) for data, _ in candidates))
+    if workers <= 1:
         for item in pending:
             if not isinstance(item, tuple):
                 yield item
@@ -111,13 +130,82 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
             cache = caches.setdefault(item[1], SourceCache()) if caches is not None else None
             yield _check(*item, target, spelling, cache, project)
         return
-    # forkserver: workers fork from a clean server, never from a caller that has JAX's threads
-    # running (an LSP, a test run, `offload-fixer run`), which fork would risk deadlocking.
-    context = multiprocessing.get_context("forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
         futures = {id(item): pool.submit(_check_in_worker, *item, target, spelling, roots) for item in candidates}
-        for item in pending:
-            yield futures[id(item)].result() if isinstance(item, tuple) else item
+        try:
+            for item in pending:
+                yield futures[id(item)].result() if isinstance(item, tuple) else item
+        finally:  # a caller that stops early: drop what has not started, wait for the rest
+            for future in futures.values():
+                future.cancel()
+
+
+def worker_count(jobs: int | None, candidates: int, size: int) -> int:
+    """Processes for ``candidates`` files (``size`` bytes) that passed the text prefilter:
+    ``jobs`` > 0 caps them; otherwise one per :data:`BYTES_PER_WORKER`, and no more than the
+    cores other work leaves idle (on a busy machine a pool only adds its start-up)."""
+    if candidates < 2:
+        return 1
+    if jobs:
+        return max(1, min(jobs, candidates))
+    return max(1, min(idle_cores() + 1, candidates, size // BYTES_PER_WORKER))
+
+
+def idle_cores() -> int:
+    """Cores this process may use, less the one-minute load average (this process included)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = 0.0
+    return max(int(cores - load), 0)
+
+
+def _pool_context() -> multiprocessing.context.BaseContext:
+    """fork from a single-threaded caller (the CLI): workers start in milliseconds with the
+    parser already imported, and leave no server process behind. A caller with threads
+    running (an editor's language server, a test run, a process that imported JAX) would
+    risk a deadlock in the forked child, so it gets forkserver, whose workers fork from a
+    clean server."""
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and _single_threaded() and "jax" not in sys.modules:
+        from . import interpreter, policies, rules, source  # noqa: F401  (inherited by every worker)
+
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+def _single_threaded() -> bool:
+    try:
+        return len(os.listdir("/proc/self/task")) == 1  # native threads too (Linux)
+    except OSError:
+        return threading.active_count() == 1
+
+
+def syntax_error(source: str | bytes, path: str) -> ParseError | None:
+    """Where ``source`` stops being Python (CPython's parser: about ten times libcst's speed),
+    or ``None`` when it parses."""
+    text = source
+    if isinstance(source, bytes):
+        text, error = _decode(source, path)
+        if error is not None:
+            return error
+    try:
+        ast.parse(text, path)
+    except SyntaxError as exc:
+        return ParseError(path, exc.lineno or 1, exc.offset or 1, exc.msg)
+    except ValueError as exc:  # a NUL byte
+        return ParseError(path, 1, 1, str(exc))
+    return None
+
+
+def _unselected(data: bytes, path: str, check_syntax: Collection[str]) -> StaticResult:
+    """A file the project's prefilter rules out: a syntax error is still reported when it was
+    named on the command line."""
+    return StaticResult(path, parse_error=syntax_error(data, path)) if path in check_syntax else StaticResult(path)
 
 
 _WORKER_PROJECTS: dict[tuple[str, ...], Project] = {}

@@ -9,6 +9,7 @@ import pytest
 
 from offload_fixer.model import Diagnostic
 from offload_fixer.static import ParseError, StaticResult, check_paths, check_source
+from offload_fixer.static.api import BYTES_PER_WORKER, worker_count
 
 from .helpers import LEGACY, PROPAGATION, TYPED, diagnostics
 
@@ -194,6 +195,34 @@ def test_checking_again_with_the_caches_parses_only_the_changed_statements(tmp_p
     assert caches[str(path)].parsed == parsed + 1
     assert again == list(check_paths([str(path)], jax_version=LEGACY))[0] and again.diagnostics
     assert [d.code for d in again.diagnostics] == [d.code for d in first.diagnostics]
+
+
+def test_a_named_file_is_parsed_even_when_the_prefilter_rules_it_out(tmp_path):
+    broken = tmp_path / "broken.py"
+    broken.write_text("def f(:\n    pass\n")
+    (walked,) = check_paths([str(broken)])
+    assert walked.parse_error is None  # nothing there can hold a host move: not parsed
+    (named,) = check_paths([str(broken)], check_syntax={str(broken)})
+    assert (named.parse_error.line, named.parse_error.col) == (1, 7)
+    assert check_source("def f(:\n", "stdin.py", require_syntax=True).parse_error.line == 1
+    assert check_source("x = 1\n", "stdin.py", require_syntax=True).parse_error is None
+
+
+@pytest.mark.parametrize(
+    "jobs, files, size, idle, expected",
+    [
+        (None, 5, 290_000, 8, 1),  # jax, flax and optax: five files reach the parser, one process is faster
+        (0, 200, 3 * BYTES_PER_WORKER, 8, 3),  # one process per MiB of source to parse
+        (0, 200, 3 * BYTES_PER_WORKER, 1, 2),  # at most the idle cores and this one
+        (None, 200, 30 * BYTES_PER_WORKER, 0, 1),  # a busy machine: no pool
+        (None, 1, 10 * BYTES_PER_WORKER, 8, 1),  # one file: nothing to share
+        (4, 3, 100, 0, 3),  # an explicit -j is a cap, not a demand
+        (1, 100, 10 * BYTES_PER_WORKER, 8, 1),
+    ],
+)
+def test_a_pool_only_for_enough_source_and_idle_cores(monkeypatch, jobs, files, size, idle, expected):
+    monkeypatch.setattr("offload_fixer.static.api.idle_cores", lambda: idle)
+    assert worker_count(jobs, files, size) == expected
 
 
 def test_unreadable_path_is_reported(tmp_path):
