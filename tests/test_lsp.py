@@ -188,6 +188,12 @@ def quick_fixes(actions: list[types.CodeAction]) -> dict[str, types.CodeAction]:
     return found
 
 
+def preferred_fix(actions: list[types.CodeAction]) -> types.CodeAction:
+    """The quick fix the configured strategy picks (the one an editor offers first)."""
+    (preferred,) = [a for a in actions if a.kind == types.CodeActionKind.QuickFix and a.is_preferred]
+    return preferred
+
+
 def expected_range(text: str, path: Path, encoding: str = "utf-16") -> types.Range:
     """Where the static check itself locates the file's first diagnostic, in LSP terms."""
     from offload_fixer.report import primary_span
@@ -597,7 +603,7 @@ async def test_neovim_0_7_resolves_the_actions_it_is_offered(client: LanguageCli
     editor.open()
     diagnostics = await editor.diagnostics()
 
-    offered = quick_fixes(await editor.actions(diagnostics))["host"]
+    offered = preferred_fix(await editor.actions(diagnostics))
     assert offered.edit is None
     resolved = await client.code_action_resolve_async(offered)
     assert resolved.edit.document_changes is None and list(resolved.edit.changes) == [editor.uri]
@@ -625,7 +631,7 @@ async def test_a_client_that_does_not_resolve_edits_gets_them_with_the_actions(c
 
     actions = await editor.actions(diagnostics)
     assert actions and all(action.edit is not None for action in actions)  # fixes, suppression, fix-all
-    editor.change(editor.edited(quick_fixes(actions)["host"].edit))
+    editor.change(editor.edited(preferred_fix(actions).edit))
     assert await editor.diagnostics() == []
 
 
@@ -691,9 +697,10 @@ def test_the_readme_neovim_setup_fixes_a_file_in_neovim(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr + log
     assert log.splitlines() == [
         "diagnostic OFL1200 line 13",
-        "chose offload-fixer: Declare the output as host memory",
+        "chose offload-fixer: Move argument x to device where scale starts (line 10); "
+        "Keep the result (the state scale returns) host memory in out_shardings (line 13)",
         "edited",
     ], proc.stderr
     fixed = path.read_text(encoding="utf-8")
-    assert "out_shardings=host" in fixed
+    assert "    x = jax.device_put(x, jax.memory.Space.Device)\n" in fixed and "out_shardings=host" in fixed
     compile(fixed, str(path), "exec")

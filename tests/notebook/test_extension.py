@@ -99,7 +99,7 @@ def test_example_finding_under_its_cell_then_fix_and_rerun_leaves_none():
             assert shown == transcript(f"kernel examples/{EXAMPLE.name}").output
         assert "step  29  loss 0.2538" in shown and "velocity lives in: pinned_host" in shown
         # the training cell (In [6]) compiled; the error is in the step's cell, In [5]
-        assert "In [5]:10:5: OFL1200 [error]" in shown
+        assert "In [5]:10:5: OFL1200 [*] [error]" in shown
         assert "--- a/In [5]\n+++ b/In [5]\n" in shown
         # only the moments are moved, where the step reads them
         (moved,) = re.findall(r'^\+(    velocity = jax\.device_put\(opt_state\["velocity"\], .+\))$', shown, re.MULTILINE)
