@@ -127,6 +127,8 @@ class Spelling:
     """An ``out_shardings`` leaf of ``None`` keeps a host memory kind (>= 0.4.29)."""
     host_compute: HostCompute | None
     """How ``jax.experimental.compute_on.compute_on`` runs code on the host CPU (none before 0.4.29)."""
+    tree_map: str
+    """The ``jax`` attribute path of ``tree_map``: ``tree.map`` (>= 0.4.25), else ``tree_util.tree_map``."""
 
 
 def spelling(version: str | None = None) -> Spelling:
@@ -142,6 +144,7 @@ def spelling(version: str | None = None) -> Spelling:
         transfer_to_memory_kind=(0, 4, 15) <= v <= (0, 7, 0),
         none_leaf_inherits_host=v >= (0, 4, 29),
         host_compute=None if v < (0, 4, 29) else HostCompute.CONTEXT if v < (0, 11, 1) else HostCompute.FUNCTION,
+        tree_map="tree.map" if v >= (0, 4, 25) else "tree_util.tree_map",
     )
 
 

@@ -86,9 +86,9 @@ def test_exit_zero_and_ignore(broken: Path):
 
 def test_diff_writes_nothing_and_exits_one(broken: Path):
     before = broken.read_bytes()
-    result = invoke("check", "--diff", "--strategy", "host", str(broken))
+    result = invoke("check", "--diff", str(broken))
     assert result.exit_code == ExitCode.FINDINGS
-    assert "+++ " in result.output and "out_shardings" in result.output
+    assert "+++ " in result.output and "+    x = jax.device_put(x, jax.memory.Space.Device)\n" in result.output
     assert broken.read_bytes() == before
 
 
@@ -320,14 +320,15 @@ def test_run_in_a_terminal_shows_progress_then_diff_then_fix(program: Path):
     assert "offload-fixer: checking jit(double) for tpu" in screen  # drawn while it lowers, then erased
     assert "\r\x1b[2K" in screen
     code, screen = in_terminal("run", "--diff", str(program), cwd=program.parent)
-    assert code == ExitCode.FINDINGS and "Would fix 1 problem." in screen, screen
-    # the fix declares the output host memory: error 1200 goes, the multiply on host stays
+    assert code == ExitCode.FINDINGS and "Would fix 2 problems." in screen, screen
+    # the streamed argument is moved to device where the function reads it, and the array it
+    # returns kept host memory: error 1200 and the multiply on host both go
     code, screen = in_terminal("run", "--fix", str(program), cwd=program.parent)
-    assert code == ExitCode.FINDINGS and "Traceback" not in screen, screen
-    assert "Found 2 problems (1 fixed, 1 remaining: 1 warning)." in COLOUR.sub("", screen)
+    assert code == ExitCode.CLEAN and "Traceback" not in screen, screen
+    assert "Found 2 problems (2 fixed, 0 remaining)." in COLOUR.sub("", screen)
     code, screen = in_terminal("run", "--color", "never", str(program), cwd=program.parent)
-    assert code == ExitCode.FINDINGS, screen
-    assert "OFL1200" not in screen and "train.py:11:12: OFL1201 [warning]" in screen
+    assert code == ExitCode.CLEAN, screen
+    assert "OFL1200" not in screen and "OFL1201" not in screen
 
 
 # ---------------------------------------------------------------------------------------
@@ -357,10 +358,17 @@ def test_a_clean_run_says_what_it_checked(tmp_path: Path):
 
 def test_fix_reports_what_is_left(broken: Path):
     broken.write_text(BROKEN + POLICY)
-    result = invoke("check", "--fix", str(broken))
-    assert result.exit_code == ExitCode.FINDINGS  # the policy cannot be fixed automatically
-    assert "OFL1200" not in result.output and "OFL1204" in result.output
-    assert "Found 2 problems (1 fixed, 1 remaining: 1 warning)." in result.output
+    # a function jitted in another module: --strategy host cannot edit that jit's out_shardings
+    (broken.parent / "steps.py").write_text("def passthrough(x):\n    return x\n")
+    (broken.parent / "kept.py").write_text(
+        "import jax\nfrom jax.sharding import SingleDeviceSharding\n\nfrom steps import passthrough\n\n"
+        'HOST = SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")\n'
+        "kept = jax.jit(passthrough, in_shardings=HOST)\n")
+    result = invoke("check", "--fix", "--strategy", "host", str(broken.parent))
+    assert result.exit_code == ExitCode.FINDINGS, result.output
+    assert "broken.py" not in result.output and "kept.py:7:29: OFL1200 [error]" in result.output
+    assert "fix (not automatic): Declare the result as pinned_host memory in out_shardings (no jax.jit site" in result.output
+    assert "Found 3 problems (2 fixed, 1 remaining: 1 error)." in result.output
 
 
 def test_show_fixes_lists_what_was_fixed(broken: Path):
@@ -384,8 +392,17 @@ def test_fix_marks_only_what_fix_writes(broken: Path):
     broken.write_text(BROKEN + POLICY)
     lines = invoke("check", str(broken)).output.splitlines()
     assert any(line.endswith("OFL1200 [*] [error] " + line.split("[error] ", 1)[-1]) for line in lines if "OFL1200" in line)
-    assert [line for line in lines if "OFL1204" in line and "[*]" in line] == []
-    assert lines[-1] == "[*] 1 fixable with the `--fix` option."
+    assert [line for line in lines if "OFL1204" in line and "[*]" in line] != []  # the policy's destination too
+    assert lines[-1] == "[*] 2 fixable with the `--fix` option."
+    # --strategy host cannot edit a jit in another module: that finding is not marked
+    (broken.parent / "steps.py").write_text("def passthrough(x):\n    return x\n")
+    (broken.parent / "kept.py").write_text(
+        "import jax\nfrom jax.sharding import SingleDeviceSharding\n\nfrom steps import passthrough\n\n"
+        'HOST = SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")\n'
+        "kept = jax.jit(passthrough, in_shardings=HOST)\n")
+    lines = invoke("check", "--strategy", "host", str(broken.parent)).output.splitlines()
+    assert [line for line in lines if line.startswith(str(broken.parent / "kept.py")) and "[*]" in line] == []
+    assert lines[-1] == "[*] 2 fixable with the `--fix` option."
 
 
 def test_output_file_and_output_format_alias(broken: Path, tmp_path: Path):

@@ -40,10 +40,11 @@ def loss_fn(params, batch):
 @functools.partial(
     jax.jit,
     in_shardings=(ON_HOST, ON_DEVICE),
-    out_shardings=(ON_HOST, ON_HOST),
+    out_shardings=(ON_HOST, None),
     donate_argnums=0,
 )
 def train_step(params, batch):
+    params = jax.device_put(params, jax.memory.Space.Device)
     loss, grads = jax.value_and_grad(loss_fn)(params, batch)
     params = jax.tree.map(lambda p, g: p - LEARNING_RATE * g, params, grads)
     return params, loss

@@ -17,7 +17,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 import libcst as cst
@@ -32,13 +32,9 @@ from offload_fixer.fixes.errors import (
     SourceChangedError,
     SourceReadError,
 )
+from offload_fixer.fixes.excerpt import FileOutline
 from offload_fixer.fixes.planner import COMMANDS, FixPlan
-from offload_fixer.fixes.source_io import (
-    check_fresh,
-    decode_source,
-    parse_source,
-    read_source,
-)
+from offload_fixer.fixes.source_io import check_fresh, decode_source, encode_source, read_source
 from offload_fixer.notebook import is_notebook
 from offload_fixer.notebook.fixing import edit_notebook
 
@@ -105,16 +101,15 @@ def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_
             data = read_source(path)
         check_fresh(path, data, chosen)
         old_text = decode_source(path, data)
-        module = parse_source(path, data)
+        source = FileOutline.of(path, old_text)
         if not chosen:
             return FileResult(path, old_text, old_text, "", skipped=tuple(skipped))
-        fixed, passes = fix_to_fixpoint(path, module, [(p.command, p.target) for p in chosen], max_passes)
-        new_data = fixed.bytes
-        new_text = decode_source(path, new_data)
+        new_text, changed, passes = fix_source_to_fixpoint(source, [job for p in chosen for job in p.jobs], max_passes)
+        new_data = encode_source(new_text, data)
         written = False
         diff = ""
         if new_data != data:
-            verify(path, new_data)
+            verify(path, new_data, changed)
             expected, written_data, diff = data, new_data, unified_diff(path, old_text, new_text)
             if is_notebook(path):  # the program goes back into the edited cells only
                 edit = edit_notebook(path, data, new_text)
@@ -127,8 +122,22 @@ def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_
         return FileResult(path, "", "", "", (), tuple(skipped) + tuple((p, str(error)) for p in chosen), False, error)
 
 
+def fix_source_to_fixpoint(source: FileOutline, jobs: Sequence[tuple[str, FixTarget]],
+                           max_passes: int = MAX_PASSES) -> tuple[str, list[str], int]:
+    """:func:`fix_to_fixpoint` on the statements the jobs need (an excerpt of the file), spliced
+    back: (new text, the new text of each changed chunk, passes)."""
+    excerpt = source.excerpt_for(target for _, target in jobs)
+    local = [(command, remap_target(target, excerpt.excerpt_line)) for command, target in jobs]
+    fixed, passes = fix_to_fixpoint(source.path, excerpt.module, local, max_passes, source.reference_count)
+    if fixed is excerpt.module:
+        return source.text, [], passes
+    text, changed = excerpt.splice(fixed)
+    return text, changed, passes
+
+
 def fix_to_fixpoint(path: str, module: cst.Module, jobs: Sequence[tuple[str, FixTarget]],
-                    max_passes: int = MAX_PASSES) -> tuple[cst.Module, int]:
+                    max_passes: int = MAX_PASSES,
+                    reference_count: Callable[[str], int] | None = None) -> tuple[cst.Module, int]:
     """Run the (command name, target) jobs until a whole pass leaves the module unchanged;
     returns the module and the number of passes (2 when the fixes apply and then hold).
 
@@ -149,7 +158,8 @@ def fix_to_fixpoint(path: str, module: cst.Module, jobs: Sequence[tuple[str, Fix
             if code != original:
                 lines = maps.get(code) or maps.setdefault(code, LineMap(split_lines(original), split_lines(code)))
                 targets = [remap_target(t, lines) for t in targets]
-            fixed = COMMANDS[command](CodemodContext(filename=path), targets=targets).transform_module(current)
+            codemod = COMMANDS[command](CodemodContext(filename=path), targets=targets, reference_count=reference_count)
+            fixed = codemod.transform_module(current)
             if fixed is not current:
                 current, code = fixed, fixed.code
         if code == before:
@@ -177,13 +187,14 @@ class LineMap:
         return line
 
 
-def remap_target(target: FixTarget, lines: LineMap) -> FixTarget:
+def remap_target(target: FixTarget, lines: Callable[[int | None], int | None]) -> FixTarget:
     return replace(
         target,
         function_line=lines(target.function_line),
         inner_line=lines(target.inner_line),
         origin_line=lines(target.origin_line),
         return_lines=tuple(lines(line) for line in target.return_lines),  # type: ignore[misc]
+        compute_spans=tuple((lines(line), col) for line, col in target.compute_spans),  # type: ignore[misc]
     )
 
 
@@ -194,11 +205,16 @@ def split_lines(text: str) -> list[str]:
 
 # ---------------------------------------------------------------------------------------
 # Checking and writing
-def verify(path: str, data: bytes) -> None:
-    """The rewritten bytes must parse again (libcst) and compile (CPython)."""
+def verify(path: str, data: bytes, changed: Sequence[str] | None = None) -> None:
+    """The rewritten bytes must parse again (libcst) and compile (CPython): the whole file, or
+    only its ``changed`` top-level statements when every other byte is the original text (a
+    chunk of the outline parses alone as it does in the file; a ``__future__`` import, which
+    can change the syntax of the rest, makes it the whole file)."""
+    pieces: Sequence[bytes | str] = [data] if changed is None or b"__future__" in data else changed
     try:
-        cst.parse_module(data)
-        compile(data, path, "exec", dont_inherit=True)
+        for code in pieces:
+            cst.parse_module(code)
+            compile(code, path, "exec", dont_inherit=True)
     except (cst.ParserSyntaxError, SyntaxError, ValueError) as exc:
         raise FixVerificationError(path, f"the fixed file would not compile ({exc}); left unchanged") from exc
 

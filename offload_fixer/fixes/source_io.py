@@ -59,7 +59,13 @@ def decode_source(path: str, data: bytes) -> str:
                   "(declare the file's encoding with a coding comment)") from exc
 
 
-def parse_source(path: str, data: bytes) -> cst.Module:
+def encode_source(text: str, original: bytes) -> bytes:
+    """``text`` in the encoding ``original`` was read with (its coding cookie or BOM)."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(original).readline)
+    return text.encode(encoding)
+
+
+def parse_source(path: str, data: bytes | str) -> cst.Module:
     """Parse with libcst; where it fails, CPython's own message and position are clearer."""
     try:
         return cst.parse_module(data)

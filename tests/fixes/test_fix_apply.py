@@ -26,7 +26,7 @@ from offload_fixer.fixes.apply import (
     split_lines,
     verify,
 )
-from offload_fixer.model import Diagnostic, FunctionRef, Origin, Span
+from offload_fixer.model import Diagnostic, FunctionRef, Origin, Span, Step
 
 NEW_JAX = "0.10.2"
 
@@ -238,6 +238,7 @@ def test_two_streamed_parameters_move_in_one_pass(tmp_path: Path) -> None:
                    origin=Origin("host_argument", "pinned_host", None,
                                  f"argument {name} declared pinned_host (in_shardings)", key=f"arg:{i}",
                                  argument=name, argument_index=i),
+                   trace=(Step("stablehlo.multiply", "host compute", Span(str(path), 5, 12)),),
                    function=FunctionRef("step", str(path), 3))
         for i, name in enumerate(["params", "opt"])
     ]
