@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 import libcst as cst
 from libcst.codemod import CodemodContext
 
-from codemods.targets import FixTarget
+from offload_fixer.codemods.targets import FixTarget
 from offload_fixer.fixes.errors import (
     FixError,
     FixNotConvergedError,

@@ -21,13 +21,13 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from codemods.fix_command import FixCommand
-from codemods.host_output import HostOutputCommand
-from codemods.move_to_device import MoveToDeviceCommand
-from codemods.pin_host_memory import PinHostMemoryCommand
-from codemods.pytree_source import locate, returned_values
-from codemods.source_facts import FunctionInfo, SourceFacts
-from codemods.targets import Edit, FixTarget, SpellingOptions, format_path, parse_path
+from offload_fixer.codemods.fix_command import FixCommand
+from offload_fixer.codemods.host_output import HostOutputCommand
+from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
+from offload_fixer.codemods.pin_host_memory import PinHostMemoryCommand
+from offload_fixer.codemods.pytree_source import locate, returned_values
+from offload_fixer.codemods.source_facts import FunctionInfo, SourceFacts
+from offload_fixer.codemods.targets import Edit, FixTarget, SpellingOptions, format_path, parse_path
 from offload_fixer import jax_compat
 from offload_fixer.fixes.errors import FixError
 from offload_fixer.fixes.excerpt import FileOutline

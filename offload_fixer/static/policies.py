@@ -12,7 +12,7 @@ from typing import Any
 
 import libcst as cst
 
-from codemods.sharding_exprs import policy_destinations
+from offload_fixer.codemods.sharding_exprs import policy_destinations
 from offload_fixer.model import Diagnostic, FixOption, Span
 from offload_fixer.rules import get_rule
 

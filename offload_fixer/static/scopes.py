@@ -15,7 +15,7 @@ from typing import Any
 
 import libcst as cst
 
-from codemods.source_facts import target_names
+from offload_fixer.codemods.source_facts import target_names
 
 from .values import UNKNOWN, Ref
 

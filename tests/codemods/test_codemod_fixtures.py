@@ -17,7 +17,7 @@ import libcst as cst
 import pytest
 from libcst.codemod import CodemodContext
 
-from codemods.targets import FixTarget, SpellingOptions
+from offload_fixer.codemods.targets import FixTarget, SpellingOptions
 from offload_fixer.fixes.apply import fix_to_fixpoint, split_lines
 from offload_fixer.fixes.planner import COMMANDS
 

@@ -12,9 +12,9 @@ from libcst.codemod import CodemodCommand, CodemodContext, SkipFile
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from codemods import sharding_exprs as sx
-from codemods.pytree_source import child_at
-from codemods.source_facts import (
+from offload_fixer.codemods import sharding_exprs as sx
+from offload_fixer.codemods.pytree_source import child_at
+from offload_fixer.codemods.source_facts import (
     DEVICE_PUT,
     SHARDING_CONSTRUCTORS,
     FunctionInfo,
@@ -23,7 +23,7 @@ from codemods.source_facts import (
     SourceFacts,
     last_name,
 )
-from codemods.targets import Edit, FixTarget, SpellingOptions, parse_path
+from offload_fixer.codemods.targets import Edit, FixTarget, SpellingOptions, parse_path
 
 Rewrite = Callable[[cst.CSTNode], cst.CSTNode]
 _POSITIONAL_OPTIONS = {"in_shardings": 1, "out_shardings": 2}

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from codemods.sharding_exprs import HOST_KINDS, string_value
-from codemods.source_facts import FunctionInfo, Scope, SourceFacts
-from codemods.targets import PathKey, format_path
+from offload_fixer.codemods.sharding_exprs import HOST_KINDS, string_value
+from offload_fixer.codemods.source_facts import FunctionInfo, Scope, SourceFacts
+from offload_fixer.codemods.targets import PathKey, format_path
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods import sharding_exprs as sx
-from codemods.fix_command import FixCommand
-from codemods.source_facts import FunctionInfo
+from offload_fixer.codemods import sharding_exprs as sx
+from offload_fixer.codemods.fix_command import FixCommand
+from offload_fixer.codemods.source_facts import FunctionInfo
 
 UNPINNED = "unpinned_host"
 PINNED = "pinned_host"

@@ -29,17 +29,17 @@ from collections.abc import Sequence
 import libcst as cst
 from libcst.codemod import CodemodContext
 
-from codemods import sharding_exprs as sx
-from codemods.fix_command import FixCommand
-from codemods.pytree_source import (
+from offload_fixer.codemods import sharding_exprs as sx
+from offload_fixer.codemods.fix_command import FixCommand
+from offload_fixer.codemods.pytree_source import (
     drop_covered,
     locate,
     parenthesized_if_tuple,
     returned_values,
 )
-from codemods.reads import Read, leaf_part, reads_of
-from codemods.source_facts import FunctionInfo, Scope
-from codemods.targets import FixTarget, PathKey, format_path, parse_path
+from offload_fixer.codemods.reads import Read, leaf_part, reads_of
+from offload_fixer.codemods.source_facts import FunctionInfo, Scope
+from offload_fixer.codemods.targets import FixTarget, PathKey, format_path, parse_path
 
 ENTRY_NOTE = (
     "the argument is on device for the whole function, as its device outputs and the compute "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.source_facts import (
+from offload_fixer.codemods.source_facts import (
     DEVICE_PUT,
     SHARDING_CONSTRUCTORS,
     TRANSFER_TO_MEMORY_KIND,

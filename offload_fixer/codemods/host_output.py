@@ -35,10 +35,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods import sharding_exprs as sx
-from codemods.fix_command import FixCommand
-from codemods.move_to_device import SINGLE_DEVICE_REASON
-from codemods.pytree_source import (
+from offload_fixer.codemods import sharding_exprs as sx
+from offload_fixer.codemods.fix_command import FixCommand
+from offload_fixer.codemods.move_to_device import SINGLE_DEVICE_REASON
+from offload_fixer.codemods.pytree_source import (
     OutputTree,
     build_like,
     child_at,
@@ -46,8 +46,8 @@ from codemods.pytree_source import (
     locate,
     returned_values,
 )
-from codemods.source_facts import FunctionInfo, JitSite
-from codemods.targets import PathKey, format_path, parse_path
+from offload_fixer.codemods.source_facts import FunctionInfo, JitSite
+from offload_fixer.codemods.targets import PathKey, format_path, parse_path
 
 Keys = tuple[PathKey, ...]
 
