@@ -23,7 +23,8 @@ from offload_fixer.codemods.source_facts import (
     SourceFacts,
     last_name,
 )
-from offload_fixer.codemods.targets import Edit, FixTarget, SpellingOptions, parse_path
+from offload_fixer.codemods.targets import Edit, FixTarget, SpellingOptions
+from offload_fixer.model import parse_output_path
 
 Rewrite = Callable[[cst.CSTNode], cst.CSTNode]
 _POSITIONAL_OPTIONS = {"in_shardings": 1, "out_shardings": 2}
@@ -299,7 +300,7 @@ class FixCommand(CodemodCommand):
                 else:
                     entry = hosts[0] if len(hosts) == 1 else None
             if entry is not None:
-                entry = self._leaf_for(entry, parse_path(self.target.parameter_path), site.scope)
+                entry = self._leaf_for(entry, parse_output_path(self.target.parameter_path), site.scope)
             if entry is not None and not sx.is_none(entry):
                 return entry, site
         return None
@@ -403,7 +404,7 @@ def _line(text: str) -> int:
 
 def _pytree_path(text: str) -> str:
     try:
-        parse_path(text)
+        parse_output_path(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
     return text

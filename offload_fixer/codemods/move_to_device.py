@@ -39,7 +39,8 @@ from offload_fixer.codemods.pytree_source import (
 )
 from offload_fixer.codemods.reads import Read, leaf_part, reads_of
 from offload_fixer.codemods.source_facts import FunctionInfo, Scope
-from offload_fixer.codemods.targets import FixTarget, PathKey, format_path, parse_path
+from offload_fixer.codemods.targets import FixTarget
+from offload_fixer.model import PathKey, format_output_path, parse_output_path
 
 ENTRY_NOTE = (
     "the argument is on device for the whole function, as its device outputs and the compute "
@@ -87,7 +88,7 @@ class MoveToDeviceCommand(FixCommand):
         if not returns:
             self.report_problem(f"{function.name} has no return with a value to move to device")
             return
-        paths = drop_covered([parse_path(p) for p in self.target.output_paths])
+        paths = drop_covered([parse_output_path(p) for p in self.target.output_paths])
         for line, value in returns:
             for keys in paths:
                 located = locate(self.facts, function.scope, value, keys)
@@ -111,7 +112,7 @@ class MoveToDeviceCommand(FixCommand):
     def _all_device_below(self, prefix: tuple[PathKey, ...]) -> bool:
         """The analysis saw every output under ``prefix`` as device memory: moving all of the
         value there to device changes only the host leaves, which is the fix."""
-        kinds = [kind for path, kind in self.target.output_kinds if parse_path(path)[: len(prefix)] == prefix]
+        kinds = [kind for path, kind in self.target.output_kinds if parse_output_path(path)[: len(prefix)] == prefix]
         return bool(kinds) and not any(kind in sx.HOST_KINDS for kind in kinds)
 
     def _at_entry(self, function: FunctionInfo) -> None:
@@ -123,7 +124,7 @@ class MoveToDeviceCommand(FixCommand):
         if not isinstance(body, cst.IndentedBlock):
             self.report_problem(f"{function.name} is a one-line function; cannot add a statement to it")
             return
-        leaves = [parse_path(p) for p in self.target.parameter_leaves]
+        leaves = [parse_output_path(p) for p in self.target.parameter_leaves]
         why_whole = ""
         if leaves and all(leaves):
             why_whole = self._at_reads(function, body, name, leaves)
@@ -184,7 +185,7 @@ class MoveToDeviceCommand(FixCommand):
             return f"no read of its host leaves in {function.name} shows where they are used"
         sibling = self._sibling_move(statements, moved, last)
         for part, nodes in sorted(wanted.items(), key=lambda item: first_read[item[0]]):
-            label = f"{name}{format_path(part)}"
+            label = f"{name}{format_output_path(part)}"
             at = first_read[part]
             if sibling is not None and sibling[0] < at:
                 at, spec, reasons = sibling[0] + 1, sibling[1], []
@@ -442,7 +443,7 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
 
 
 def _label(keys: tuple) -> str:
-    return f"output {format_path(keys)}" if keys else "the result"
+    return f"output {format_output_path(keys)}" if keys else "the result"
 
 
 def _name_uses(body: cst.CSTNode, name: str) -> list[tuple[cst.Name, bool]]:

@@ -16,8 +16,7 @@ from libcst.codemod import CodemodContext
 
 from offload_fixer.codemods.host_output import HostOutputCommand
 from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
-from offload_fixer.codemods.targets import FixTarget, format_path, parse_path
-from offload_fixer.model import format_output_path, parse_output_path
+from offload_fixer.codemods.targets import FixTarget
 
 
 
@@ -39,17 +38,6 @@ def run(command: type, source: str, **target: object) -> tuple[str, MoveToDevice
     codemod = command(CodemodContext(), target=FixTarget(**target))  # type: ignore[arg-type]
     module = codemod.transform_module(cst.parse_module(textwrap.dedent(source)))
     return module.code, codemod
-
-
-@pytest.mark.parametrize("path", ["", "[0]", "['mu']", "[1]['mu'].count", "result[2][0]", '["a b"]'])
-def test_paths_read_like_the_data_model(path: str) -> None:
-    assert parse_path(path) == parse_output_path(path)
-    assert format_path(parse_path(path)) == format_output_path(parse_output_path(path))
-
-
-def test_bad_path_is_rejected() -> None:
-    with pytest.raises(ValueError, match="not a pytree path"):
-        parse_path("[0")
 
 
 def test_missing_function_is_a_problem_not_an_edit() -> None:
