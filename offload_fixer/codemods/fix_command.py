@@ -21,10 +21,10 @@ from offload_fixer.codemods.source_facts import (
     JitSite,
     Scope,
     SourceFacts,
-    last_name,
 )
 from offload_fixer.codemods.targets import Edit, FixTarget, SpellingOptions
 from offload_fixer.model import parse_output_path
+from offload_fixer.source.bindings import last_name
 
 Rewrite = Callable[[cst.CSTNode], cst.CSTNode]
 _POSITIONAL_OPTIONS = {"in_shardings": 1, "out_shardings": 2}

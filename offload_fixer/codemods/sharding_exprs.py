@@ -10,14 +10,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from offload_fixer.codemods.source_facts import (
-    DEVICE_PUT,
-    SHARDING_CONSTRUCTORS,
-    TRANSFER_TO_MEMORY_KIND,
-    Aliases,
-    dotted_parts,
-    last_name,
-)
+from offload_fixer.codemods.source_facts import DEVICE_PUT, SHARDING_CONSTRUCTORS, TRANSFER_TO_MEMORY_KIND, Aliases
+from offload_fixer.source.bindings import dotted_name, last_name
 
 HOST_KINDS = ("pinned_host", "unpinned_host")
 POLICY_DESTINATION_KEYWORDS = ("offload_dst", "dst")
@@ -43,9 +37,8 @@ def keyword(call: cst.Call, name: str) -> cst.Arg | None:
 
 def memory_kind_literal(expr: cst.BaseExpression) -> str | None:
     """The memory kind an expression spells out, or None when it does not say."""
-    parts = dotted_parts(expr)
-    if len(parts) >= 2 and parts[-2] == "Space":
-        return {"Device": "device", "Host": "pinned_host"}.get(parts[-1])
+    if is_memory_space(expr):
+        return {"Device": "device", "Host": "pinned_host"}.get(last_name(expr) or "")
     if not isinstance(expr, cst.Call):
         return None
     kind_arg = keyword(expr, "memory_kind")
@@ -61,7 +54,7 @@ def memory_kind_literal(expr: cst.BaseExpression) -> str | None:
 
 
 def is_memory_space(expr: cst.BaseExpression) -> bool:
-    parts = dotted_parts(expr)
+    parts = (dotted_name(expr) or "").split(".")
     return len(parts) >= 2 and parts[-2] == "Space"
 
 
