@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
 import libcst as cst
 import pytest
@@ -99,3 +102,12 @@ def test_the_static_check_and_the_codemods_see_the_same_bindings() -> None:
     seen_by_codemods = {name: [b.kind for b in found] for name, found in facts.items()}
     seen_statically = {name: [b.kind for b in found if b.kind != "annotation"] for name, found in static.items()}
     assert seen_by_codemods == {name: kinds for name, kinds in seen_statically.items() if kinds}
+
+
+def test_the_static_check_reads_source_facts_without_the_codemods(tmp_path: Path) -> None:
+    """Both sides share ``offload_fixer.source``; neither imports the other."""
+    probe = ("import sys, offload_fixer.static.api, offload_fixer.static.interpreter, offload_fixer.static.policies; "
+             "print(sorted(m for m in sys.modules if m.startswith(('offload_fixer.codemods', 'offload_fixer.fixes'))))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          check=True)
+    assert done.stdout.strip() == "[]"
