@@ -5,9 +5,11 @@ project of their own whose ``.libcst.codemod.yaml`` lists ``offload_fixer.codemo
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 
 import libcst as cst
@@ -168,6 +170,20 @@ def test_codemods_import_neither_jax_nor_mlir(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                           check=True)
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_the_wheel_installs_the_codemods_inside_the_package(tmp_path: Path) -> None:
+    """No top-level ``codemods`` package lands in site-packages beside the user's own."""
+    source = tmp_path / "source"  # a clean copy: setuptools would reuse a checkout's build/
+    shutil.copytree(Path(__file__).resolve().parents[2], source,
+                    ignore=shutil.ignore_patterns(".venv*", ".git", "build", "*.egg-info", "__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(source)],
+                   check=True, capture_output=True, timeout=600)
+    (wheel,) = tmp_path.glob("offload_fixer-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")} == {"offload_fixer"}
+    assert "offload_fixer/codemods/move_to_device.py" in names
 
 
 def libcst_tool(directory: Path, source: str, spelling: str, *flags: str) -> tuple[subprocess.CompletedProcess, Path]:
