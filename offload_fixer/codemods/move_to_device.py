@@ -41,6 +41,7 @@ from offload_fixer.codemods.reads import Read, leaf_part, reads_of
 from offload_fixer.codemods.source_facts import FunctionInfo, Scope
 from offload_fixer.codemods.targets import FixTarget
 from offload_fixer.model import PathKey, format_output_path, parse_output_path
+from offload_fixer.source.bindings import target_name_nodes
 
 ENTRY_NOTE = (
     "the argument is on device for the whole function, as its device outputs and the compute "
@@ -453,7 +454,7 @@ def _name_uses(body: cst.CSTNode, name: str) -> list[tuple[cst.Name, bool]]:
 
     class Visitor(cst.CSTVisitor):
         def _targets(self, target: cst.CSTNode) -> None:
-            for node in _names_in(target):
+            for node in target_name_nodes(target):
                 stores.add(id(node))
 
         def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
@@ -482,13 +483,3 @@ def _name_uses(body: cst.CSTNode, name: str) -> list[tuple[cst.Name, bool]]:
 
     body.visit(Visitor())
     return [(node, id(node) in stores) for node in found]
-
-
-def _names_in(target: cst.CSTNode) -> list[cst.Name]:
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in _names_in(element.value)]
-    if isinstance(target, cst.StarredElement):
-        return _names_in(target.value)
-    return []

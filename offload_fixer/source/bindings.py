@@ -156,15 +156,17 @@ def last_name(expr: cst.BaseExpression) -> str | None:
 
 def target_names(target: cst.BaseExpression) -> list[str]:
     """The names an assignment target binds (through tuples, lists and starred targets)."""
+    return [name.value for name in target_name_nodes(target)]
+
+
+def target_name_nodes(target: cst.BaseExpression) -> list[cst.Name]:
+    """The ``Name`` nodes of the names an assignment target binds."""
     if isinstance(target, cst.Name):
-        return [target.value]
+        return [target]
     if isinstance(target, (cst.Tuple, cst.List)):
-        names: list[str] = []
-        for element in target.elements:
-            names.extend(target_names(element.value))
-        return names
+        return [name for element in target.elements for name in target_name_nodes(element.value)]
     if isinstance(target, cst.StarredElement):
-        return target_names(target.value)
+        return target_name_nodes(target.value)
     return []
 
 
