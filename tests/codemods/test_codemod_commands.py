@@ -21,7 +21,6 @@ from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
 from offload_fixer.codemods.targets import FixTarget
 
 
-
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A scratch project set up as libcst's docs say: ``initialize``, then our module listed."""
