@@ -26,15 +26,18 @@ TRANSFER_TO_MEMORY_KIND = "TransferToMemoryKind"
 _BUILTINS = frozenset(dir(builtins))
 
 
-@dataclass
 class Aliases:
     """What each name bound by an import anywhere in the module stands for."""
 
-    imported: dict[str, str] = field(default_factory=dict)
-    """local name -> qualified name (``jnp`` -> ``jax.numpy``, ``j`` -> ``jax.jit``)."""
+    def __init__(self, imported: Mapping[str, str]) -> None:
+        self.imported = dict(imported)
+        """local name -> qualified name (``jnp`` -> ``jax.numpy``, ``j`` -> ``jax.jit``)."""
+        self._locals: dict[str, list[str]] = {}
+        for local, qualname in self.imported.items():
+            self._locals.setdefault(qualname, []).append(local)
 
     def locals_of(self, qualname: str) -> list[str]:
-        return [local for local, name in self.imported.items() if name == qualname]
+        return self._locals.get(qualname, [])
 
     def jax_module(self) -> str | None:
         found = self.locals_of("jax")
@@ -390,7 +393,9 @@ def _free_names(expr: cst.CSTNode) -> set[str] | None:
 class _Walker(cst.CSTVisitor):
     def __init__(self, module: cst.Module, positions: Mapping[cst.CSTNode, CodeRange]) -> None:
         self.positions = positions
-        self.aliases = Aliases()
+        self.imported: dict[str, str] = {}
+        """What the imports of every scope bind, for :class:`Aliases` once the walk is done."""
+        self.aliases = Aliases({})
         self.module_scope = self._scope("module", module, None, list(module.body))
         self.scopes: list[Scope] = [self.module_scope]
         self.function_stack: list[FunctionInfo | None] = []
@@ -412,7 +417,7 @@ class _Walker(cst.CSTVisitor):
 
     def _scope(self, kind: str, node: cst.CSTNode, parent: Scope | None, statements: list,
                params: list[cst.Param] = ()) -> Scope:
-        """A scope with its statements' bindings (and ``params``), its imports known to ``aliases``."""
+        """A scope with its statements' bindings (and ``params``), its imports noted in ``imported``."""
         collector = BindingCollector()
         for param in params:
             collector.add(param.name.value, "parameter", param, param, 0, False)
@@ -421,7 +426,7 @@ class _Walker(cst.CSTVisitor):
         for name, found in collector.bindings.items():
             for binding in found:
                 if binding.kind == "import":
-                    self.aliases.imported[name] = binding.qualname
+                    self.imported[name] = binding.qualname
                 if binding.kind != "annotation":
                     bindings.setdefault(name, []).append(binding)
         return Scope(kind, node, parent, bindings)
@@ -492,6 +497,7 @@ class _Walker(cst.CSTVisitor):
         self.pending_calls.append((node, self.scope, self._line(node)))
 
     def leave_Module(self, original_node: cst.Module) -> None:
+        self.aliases = Aliases(self.imported)
         for call, scope, line in self.pending_calls:
             if isinstance(call.func, cst.Call):
                 self.inline_calls[call.func] = call
