@@ -53,7 +53,8 @@ def main() -> int:
     for name in BROKEN:
         for strategy in STRATEGIES:
             path, declined = fix_example(name, strategy, args.out)
-            print(f"{name} --strategy {strategy}: {path.relative_to(ROOT) if path else 'no safe fix'}")
+            shown = (path.resolve().relative_to(ROOT) if path.resolve().is_relative_to(ROOT) else path) if path else None
+            print(f"{name} --strategy {strategy}: {shown or 'no safe fix'}")
             for why in declined:
                 print(f"    declined: {why}")
     return 0

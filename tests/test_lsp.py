@@ -384,6 +384,11 @@ async def test_fixes_apply_to_the_unsaved_text_not_the_file(vscode: LanguageClie
 # Fix all
 @pytest.mark.asyncio
 async def test_fix_all_matches_the_cli(vscode: LanguageClient, tmp_path):
+    # Safe fixes to apply: JAX 0.6.2 moves host in_shardings arguments to device where the
+    # function starts (0.10.2 takes the host-output fix, labelled unsafe). The file is read
+    # when the first document is analysed, by the server and the CLI alike.
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.offload-fixer]\njax-version = "0.6.2"\nstrategy = "device"\n', encoding="utf-8")
     editor = Editor(vscode, copy_fixture("several_problems.py", tmp_path))
     editor.open()
     assert len(await editor.diagnostics()) >= 2

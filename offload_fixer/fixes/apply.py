@@ -11,6 +11,7 @@ fails gets a :class:`FileResult` with ``error`` set and the other files still go
 from __future__ import annotations
 
 import difflib
+import errno
 import os
 import re
 import stat
@@ -29,14 +30,19 @@ from offload_fixer.fixes.errors import (
     ReadOnlySourceError,
     SourceChangedError,
     SourceReadError,
+    SourceSyntaxError,
 )
 from offload_fixer.fixes.planner import COMMANDS, FixPlan
 from offload_fixer.fixes.source_io import (
     check_fresh,
-    decode_source,
+    decode_source_with_encoding,
     parse_source,
     read_source,
 )
+from offload_fixer.fixes.splice import splice
+from offload_fixer.interrupts import uninterrupted
+from offload_fixer.recursion import call_allowing_deep_recursion
+from offload_fixer.source.text import encode
 
 MAX_PASSES = 6
 """Passes over one file before giving up; fixes settle in two (fix, then no-op), one more
@@ -77,14 +83,48 @@ def apply_plans(plans: Iterable[FixPlan], write: bool, *, unsafe: bool = False,
     return [_apply_file(path, file_plans, write, unsafe, max_passes) for path, file_plans in by_path.items()]
 
 
+_DOCUMENTED_AS = {"host_output": "host", "move_to_device": "device"}
+"""The diagnostic's fix option (by strategy) each codemod carries out; ``pin_host_memory``
+carries out OFL1204's own "Use pinned_host", not OFL1200's host-output fix."""
+
+
+def plan_safety(plan: FixPlan) -> str:
+    """The plan's label, or ``unsafe`` where the diagnostics it fixes document its fix as
+    unsafe (the rule page, and the ``fix (unsafe)`` line the user was shown): a fix labelled
+    unsafe anywhere is never applied without asking."""
+    if plan.safety != "safe":
+        return plan.safety
+    strategy = _DOCUMENTED_AS.get(plan.command)
+    documented = {option.safety for d in plan.diagnostics for option in d.fixes if option.strategy == strategy}
+    return "unsafe" if "unsafe" in documented else "safe"
+
+
+def _documented_reasons(plan: FixPlan) -> tuple[str, ...]:
+    """Why the rule page labels the plan's fix unsafe."""
+    from offload_fixer.rules import UnknownRule, get_rule
+
+    strategy = _DOCUMENTED_AS.get(plan.command)
+    reasons = []
+    for d in plan.diagnostics[:1]:
+        for option in d.fixes:
+            if option.strategy == strategy and option.safety == "unsafe":
+                try:
+                    docs = {doc.title: doc.why for doc in get_rule(d.code).fixes}
+                except UnknownRule:
+                    docs = {}
+                reasons.append(docs.get(option.title, option.description))
+    return tuple(reasons)
+
+
 def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_passes: int) -> FileResult:
     chosen: list[FixPlan] = []
     skipped: list[tuple[FixPlan, str]] = []
     for plan in plans:
-        if plan.safety == "display-only":
+        safety = plan_safety(plan)
+        if safety == "display-only":
             skipped.append((plan, "display-only: " + ("; ".join(plan.problems) or "no edit can be made")))
-        elif plan.safety == "unsafe" and not unsafe:
-            skipped.append((plan, "unsafe (apply with unsafe=True): " + "; ".join(plan.unsafe_reasons)))
+        elif safety == "unsafe" and not unsafe:
+            skipped.append((plan, "unsafe: " + "; ".join(plan.unsafe_reasons or _documented_reasons(plan))))
         else:
             chosen.append(plan)
     if not path:  # diagnostics that name no file: nothing to read, only reasons to show
@@ -92,23 +132,28 @@ def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_
     try:
         data = read_source(path)
         check_fresh(path, data, chosen)
-        old_text = decode_source(path, data)
-        module = parse_source(path, data)
+        old_text, encoding = decode_source_with_encoding(path, data)
+        module = parse_source(path, old_text)
         if not chosen:
             return FileResult(path, old_text, old_text, "", skipped=tuple(skipped))
-        fixed, passes = fix_to_fixpoint(path, module, [(p.command, p.target) for p in chosen], max_passes)
-        new_data = fixed.bytes
-        new_text = decode_source(path, new_data)
+        fixed, passes = call_allowing_deep_recursion(
+            fix_to_fixpoint, path, module, [(p.command, p.target) for p in chosen], max_passes)
+        new_text = splice(old_text, module.code, fixed.code)
+        new_data = encode(new_text, encoding)
         written = False
         if new_data != data:
-            verify(path, new_data)
+            verify(path, new_data, original=data)
             if write:
-                write_atomically(path, data, new_data)
+                write_source(path, data, new_data)
                 written = True
         return FileResult(path, old_text, new_text, unified_diff(path, old_text, new_text), tuple(chosen),
                           tuple(skipped), written, None, passes)
-    except FixError as error:
-        return FileResult(path, "", "", "", (), tuple(skipped) + tuple((p, str(error)) for p in chosen), False, error)
+    except RecursionError:
+        error: FixError = SourceSyntaxError(path, "nested too deeply for the fixer's tree walks (Python's recursion "
+                                            "limit); nothing was written", 1, 1)
+    except FixError as exc:
+        error = exc
+    return FileResult(path, "", "", "", (), tuple(skipped) + tuple((p, str(error)) for p in chosen), False, error)
 
 
 def fix_to_fixpoint(path: str, module: cst.Module, jobs: Sequence[tuple[str, FixTarget]],
@@ -178,46 +223,134 @@ def split_lines(text: str) -> list[str]:
 
 # ---------------------------------------------------------------------------------------
 # Checking and writing
-def verify(path: str, data: bytes) -> None:
-    """The rewritten bytes must parse again (libcst) and compile (CPython)."""
+def verify(path: str, data: bytes, original: bytes | None = None) -> None:
+    """The rewritten bytes must parse again (libcst) and compile (CPython). Where they do not
+    and ``original`` does not compile either, the file itself is the problem, not the fix."""
     try:
         cst.parse_module(data)
         compile(data, path, "exec", dont_inherit=True)
-    except (cst.ParserSyntaxError, SyntaxError, ValueError) as exc:
+    except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        if original is not None:
+            try:
+                compile(original, path, "exec", dont_inherit=True)
+            except SyntaxError as before:
+                raise SourceSyntaxError(path, f"CPython cannot compile it: {before.msg}", before.lineno or 1,
+                                        before.offset or 1) from exc
+            except (ValueError, RecursionError, MemoryError) as before:
+                raise SourceSyntaxError(path, f"CPython cannot compile it: {before}", 1, 1) from exc
         raise FixVerificationError(path, f"the fixed file would not compile ({exc}); left unchanged") from exc
 
 
-def write_atomically(path: str, expected: bytes, data: bytes) -> None:
-    """Replace the file (a symlink's target) with ``data`` in one rename, keeping its mode.
+def write_source(path: str, expected: bytes, data: bytes) -> None:
+    """Replace the content of the file (a symlink's target) with ``data``, keeping the file:
+    its mode, owner, group, extended attributes (ACLs) and hard links.
 
-    A file without write permission is refused even where the rename would succeed
-    (as root, or with a writable directory): read-only is the user's choice.
+    Normally by a temporary file in the same directory, given the original's metadata, then
+    renamed over it: a reader or an interrupted run sees the old bytes or the new ones, never
+    a mix. Where a rename cannot keep the file — it has other hard links (they would keep the
+    old content), or its owner, group or attributes cannot be given to a new file, or its
+    directory is not writable — the bytes are written into the file itself instead, after
+    the same checks (see ``README.md``, "Writing"). A file without write permission is
+    refused even where the rename would succeed (as root): read-only is the user's choice.
     """
     real = os.path.realpath(path)
     try:
-        mode = os.stat(real).st_mode
+        info = os.stat(real)
     except OSError as exc:
         raise SourceReadError(path, f"cannot stat: {exc.strerror or exc}") from exc
-    if not mode & stat.S_IWUSR or not os.access(real, os.W_OK):
+    if not stat.S_ISREG(info.st_mode):
+        raise SourceReadError(path, "is not a regular file; nothing was written")
+    if not info.st_mode & stat.S_IWUSR or not os.access(real, os.W_OK):
         raise ReadOnlySourceError(path, "is read-only; nothing was written")
     if read_source(real) != expected:
         raise SourceChangedError(path, "changed while it was being fixed; nothing was written")
+    try:
+        if info.st_nlink > 1 or not _replace_keeping_metadata(real, info, data):
+            with uninterrupted():
+                _write_in_place(real, data)
+    except OSError as exc:
+        raise ReadOnlySourceError(path, f"cannot be written ({exc.strerror or exc}); nothing was written") from exc
+
+
+def _replace_keeping_metadata(real: str, info: os.stat_result, data: bytes) -> bool:
+    """Write ``data`` to a temporary file with ``info``'s owner, group, mode and extended
+    attributes and rename it over ``real``; False (nothing changed) where one of them cannot
+    be given to the new file or no file can be created next to it."""
     directory, name = os.path.split(real)
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".offload-fixer", dir=directory)
-    except OSError as exc:
-        raise ReadOnlySourceError(path, f"cannot create a file next to it ({exc.strerror or exc}); nothing was written") from exc
+    except OSError:
+        return False
     try:
         with os.fdopen(handle, "wb") as stream:
+            descriptor = stream.fileno()
+            if not _copy_metadata(real, descriptor, info):
+                os.unlink(temporary)
+                return False
             stream.write(data)
             stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, stat.S_IMODE(mode))
+            os.fsync(descriptor)
         os.replace(temporary, real)
     except BaseException:
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+    return True
+
+
+def _copy_metadata(real: str, descriptor: int, info: os.stat_result) -> bool:
+    """Give the new file the original's owner, group, mode and extended attributes (ACLs,
+    security labels); False where the system does not let this process do so."""
+    created = os.fstat(descriptor)
+    try:
+        if (created.st_uid, created.st_gid) != (info.st_uid, info.st_gid):
+            os.fchown(descriptor, info.st_uid, info.st_gid)
+        os.fchmod(descriptor, stat.S_IMODE(info.st_mode))  # after chown, which clears set-id bits
+        wanted, present = _xattrs(real), _xattrs(descriptor)
+        for attribute in present.keys() - wanted.keys():  # e.g. a default ACL the directory gave it
+            os.removexattr(descriptor, attribute)
+        for attribute, value in wanted.items():
+            if present.get(attribute) != value:
+                os.setxattr(descriptor, attribute, value)
+    except PermissionError:
+        return False
+    except OSError as exc:
+        if exc.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):  # a filesystem without xattrs
+            return False
+        raise
+    return stat.S_IMODE(os.fstat(descriptor).st_mode) == stat.S_IMODE(info.st_mode)
+
+
+def _xattrs(file: str | int) -> dict[str, bytes]:
+    if not hasattr(os, "listxattr"):
+        return {}
+    try:
+        return {name: os.getxattr(file, name) for name in os.listxattr(file)}
+    except OSError as exc:
+        if exc.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+            return {}
+        raise
+
+
+def _write_in_place(real: str, data: bytes) -> None:
+    """Overwrite the file's bytes (same inode: links, owner and attributes stay). Space is
+    reserved first, so a full disk fails before any byte changes."""
+    descriptor = os.open(real, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if hasattr(os, "posix_fallocate") and data:
+            try:
+                os.posix_fallocate(descriptor, 0, len(data))
+            except OSError as exc:
+                if exc.errno not in (errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP):
+                    raise
+        written = 0
+        view = memoryview(data)
+        while written < len(data):
+            written += os.pwrite(descriptor, view[written:], written)
+        os.ftruncate(descriptor, len(data))
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def unified_diff(path: str, old: str, new: str) -> str:

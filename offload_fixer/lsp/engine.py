@@ -148,8 +148,10 @@ def fix_all(text: str, path: str, settings: Settings) -> str | None:
     analysis = analyse(text, path, settings)
     if analysis.parse_error is not None or not analysis.diagnostics:
         return None
+    from offload_fixer.fixes.apply import plan_safety
+
     plans = plan_on_text(analysis.diagnostics, text, path, settings.strategy, settings)
-    return _apply(text, path, [p for p in plans if p.safety == "safe"])
+    return _apply(text, path, [p for p in plans if plan_safety(p) == "safe"])
 
 
 def plan_on_text(

@@ -127,15 +127,17 @@ def _example_inputs(module: ModuleType):
 
 
 @pytest.mark.parametrize(
-    ("name", "strategy", "edit"),
+    ("name", "strategy", "edit", "unsafe"),
     [
-        # The JAX >= 0.7.1 gap takes the host fix where the output's structure is visible...
-        ("param_streaming_broken", "host", "    out_shardings=(ON_HOST, ON_HOST),\n"),
+        # The JAX >= 0.7.1 gap takes the host fix where the output's structure is visible (the
+        # rule page labels it unsafe: callers then receive host memory, so it needs consent)...
+        ("param_streaming_broken", "host", "    out_shardings=(ON_HOST, ON_HOST),\n", True),
         # ... and moves the streamed argument to device where it is not (params come from a call).
-        ("optimizer_offload_broken", "device", "    opt_state = jax.device_put(opt_state, jax.memory.Space.Device)\n"),
+        ("optimizer_offload_broken", "device", "    opt_state = jax.device_put(opt_state, jax.memory.Space.Device)\n",
+         False),
     ],
 )
-def test_broken_examples(tmp_path: Path, name: str, strategy: str, edit: str) -> None:
+def test_broken_examples(tmp_path: Path, name: str, strategy: str, edit: str, unsafe: bool) -> None:
     if jax_compat.parse_version(jax_compat.installed_version()) < (0, 10, 0):
         pytest.skip("the examples target JAX >= 0.10")
     path = tmp_path / f"{name}.py"
@@ -146,7 +148,10 @@ def test_broken_examples(tmp_path: Path, name: str, strategy: str, edit: str) ->
     assert found
     plans = plan_fixes(found)
     assert {p.strategy for p in plans} == {strategy}
-    results = apply_plans(plans, write=True)  # safe fixes only, as `--fix` applies them
+    if unsafe:
+        (declined,) = apply_plans(plans, write=True)  # safe fixes only, as `--fix` applies them
+        assert not declined.written and declined.skipped[0][1].startswith("unsafe")
+    results = apply_plans(plans, write=True, unsafe=unsafe)
     assert all(r.error is None for r in results) and any(r.written for r in results)
     assert edit in path.read_text()
     fixed = load(path)
