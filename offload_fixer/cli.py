@@ -7,7 +7,9 @@ Heavy modules (JAX, libcst) are imported inside the commands that need them, so
 from __future__ import annotations
 
 import os
+import signal
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence
 
@@ -23,8 +25,15 @@ STRATEGIES = ("auto", "device", "host")
 
 # ---------------------------------------------------------------------------------------
 # Shared options
-def _codes(value: str | None) -> list[str] | None:
-    return [c.strip() for c in value.split(",") if c.strip()] if value else None
+def _codes(value: str | None, option: str = "--select") -> list[str] | None:
+    """Comma-separated codes; a value that names none (``--select ',,,'``) is refused rather
+    than read as "not given"."""
+    if value is None:
+        return None
+    codes = [c.strip() for c in value.split(",") if c.strip()]
+    if not codes:
+        _fail(ExitCode.USAGE, f"{option} {value!r} names no code (e.g. {option} OFL1200,OFL1204)")
+    return codes
 
 
 def output_options(func):
@@ -68,13 +77,33 @@ class Outcome:
 
 
 def _settings(config: str | None, start: str, **overrides: Any):
-    from offload_fixer.config import ConfigError, SettingsResolver
+    from offload_fixer.config import SettingsResolver
 
-    try:
+    with _config_errors():
         resolver = SettingsResolver(overrides={k: v for k, v in overrides.items() if v is not None}, config=config)
         return resolver, resolver.settings_for(start)
+
+
+@contextmanager
+def _config_errors():
+    """A configuration that cannot be used exits 2, a JAX version offload-fixer does not
+    model exits 6, whether it came from a flag or from ``pyproject.toml``."""
+    from offload_fixer.config import ConfigError, UnsupportedJaxConfig
+
+    try:
+        yield
+    except UnsupportedJaxConfig as exc:
+        _fail(ExitCode.UNSUPPORTED_JAX, str(exc))
     except ConfigError as exc:
         _fail(ExitCode.USAGE, str(exc))
+
+
+def _settings_for(resolver):
+    """``resolver.settings_for`` with its errors turned into exit codes (read per file, lazily)."""
+    def settings_for(path: str):
+        with _config_errors():
+            return resolver.settings_for(path)
+    return settings_for
 
 
 def _fail(code: ExitCode, message: str) -> None:
@@ -83,10 +112,10 @@ def _fail(code: ExitCode, message: str) -> None:
 
 
 def _emit(outcome: Outcome, settings, fmt: str, quiet: bool, verbose: bool, exit_zero: bool,
-          extra_failure: ExitCode | None = None, pending_diff: bool = False) -> None:
+          extra_failure: ExitCode | None = None, pending_diff: bool = False, settings_for=None) -> None:
     from offload_fixer.report import render
 
-    kept, unused = _reportable(outcome.diagnostics, settings)
+    kept, unused = _reportable(outcome.diagnostics, settings, settings_for)
     if not verbose and fmt == "text":
         kept = [d for d in kept if d.severity != "info"]
     text = render(
@@ -112,13 +141,19 @@ def _emit(outcome: Outcome, settings, fmt: str, quiet: bool, verbose: bool, exit
     sys.exit(int(ExitCode.CLEAN))
 
 
-def _reportable(diagnostics: Sequence[Diagnostic], settings) -> tuple[list[Diagnostic], list[Any]]:
+def _reportable(diagnostics: Sequence[Diagnostic], settings, settings_for=None) -> tuple[list[Diagnostic], list[Any]]:
     """(selected and not suppressed, unused suppressions): what is reported is exactly what
-    gets fixed."""
+    gets fixed. ``settings_for(path)``: each file's own ``select``/``ignore``."""
     from offload_fixer.config import select_codes
     from offload_fixer.suppression import filter_suppressed
 
-    selected = select_codes(diagnostics, settings.select, settings.ignore)
+    if settings_for is None:
+        selected = select_codes(diagnostics, settings.select, settings.ignore)
+    else:
+        selected = []
+        for d in diagnostics:
+            own = settings_for(d.location.path) if d.location and d.location.path else settings
+            selected.extend(select_codes([d], own.select, own.ignore))
     kept, _suppressed, unused = filter_suppressed(selected, _sources_for(selected))
     return list(kept), list(unused)
 
@@ -139,21 +174,33 @@ def _sources_for(diagnostics: Iterable[Diagnostic]) -> dict[str, str]:
 
 def _apply_fixes(diagnostics: Sequence[Diagnostic], strategy: str, write: bool, unsafe: bool,
                  jax_version: str | None, expected_sha256: dict[str, str] | None = None) -> tuple[bool, ExitCode | None]:
-    """Plan and apply; returns (changes pending or written, failure exit code if any)."""
-    from offload_fixer.fixes import apply_plans, plan_fixes
+    """Plan and apply; returns (changes pending or written, failure exit code if any): 5 when
+    a fix is refused (read-only, changed since analysed, would not compile), 4 when the file
+    itself cannot be read or compiled."""
+    from offload_fixer.fixes import FixError, apply_plans, plan_fixes
+    from offload_fixer.recursion import call_allowing_deep_recursion
 
-    plans = plan_fixes(list(diagnostics), strategy=strategy, jax_version=jax_version)
+    from offload_fixer.jax_compat import UnsupportedJaxVersion
+
+    try:
+        plans = call_allowing_deep_recursion(plan_fixes, list(diagnostics), strategy, jax_version)
+    except UnsupportedJaxVersion as exc:
+        _fail(ExitCode.UNSUPPORTED_JAX, str(exc))
+    except RecursionError:
+        _fail(ExitCode.INPUT_ERROR, "the source is nested too deeply to plan fixes for (Python's recursion limit)")
     if expected_sha256:
         plans = [_with_expected_hash(plan, expected_sha256) for plan in plans]
     failure = None
     changed = False
     for result in apply_plans(plans, write=write, unsafe=unsafe):
-        if result.error is not None:
+        if isinstance(result.error, FixError):
             click.secho(f"{result.path}: fix refused: {result.error}", err=True, fg="red" if sys.stderr.isatty() else None)
-            failure = ExitCode.FIX_REFUSED
+            code = _FIX_ERROR_CODES.get(type(result.error).__name__, ExitCode.FIX_REFUSED)
+            failure = ExitCode.FIX_REFUSED if ExitCode.FIX_REFUSED in (failure, code) else code
             continue
         for plan, why in result.skipped:
-            click.echo(f"{result.path}: not applied ({plan.title}): {why}", err=True)
+            hint = " (--unsafe-fixes applies it)" if why.startswith("unsafe") else ""
+            click.echo(f"{result.path}: not applied ({plan.title}): {why}{hint}", err=True)
         if result.changed:
             changed = True
             if not write:
@@ -161,6 +208,15 @@ def _apply_fixes(diagnostics: Sequence[Diagnostic], strategy: str, write: bool, 
             else:
                 click.echo(f"Fixed {result.path} ({len(result.applied)} fix(es))", err=True)
     return changed, failure
+
+
+_FIX_ERROR_CODES = {
+    "SourceReadError": ExitCode.INPUT_ERROR,
+    "SourceEncodingError": ExitCode.INPUT_ERROR,
+    "SourceSyntaxError": ExitCode.INPUT_ERROR,
+}
+"""A fix that fails because the file cannot be read or compiled as it is: an input error, as
+``check`` reports it; every other refusal exits 5."""
 
 
 def _with_expected_hash(plan, expected: dict[str, str]):
@@ -195,7 +251,59 @@ def _version_callback(ctx: click.Context, _param: click.Parameter, value: bool) 
     ctx.exit(0)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Commands(click.Group):
+    """Exit 130 on Ctrl-C (the shell's convention for SIGINT), never click's "Aborted!" with
+    status 1, which means "findings"; SIGTERM (143) unwinds the same way, so a temporary file
+    of a ``--fix`` in progress is removed and the file left as it was.
+
+    The signal is remembered as well as raised: an exception raised in the middle of a
+    library's cleanup can replace the one the signal raised, and the exit status must not
+    depend on where the signal landed."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        handled = ctx.protected_args[:1] in (["check"], ["fix"])
+        previous = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+        if handled:
+            for number in previous:
+                signal.signal(number, _on_signal)
+        try:
+            outcome = super().invoke(ctx)
+        except BaseException as exc:
+            if _signalled:
+                raise _signal_exit() from None
+            if isinstance(exc, KeyboardInterrupt):  # ``run`` and ``lsp`` keep Python's own handler
+                raise _signal_exit(int(ExitCode.INTERRUPTED)) from None
+            raise
+        finally:
+            if handled:
+                for number, handler in previous.items():
+                    signal.signal(number, handler)
+        if _signalled:
+            raise _signal_exit()
+        return outcome
+
+
+_signalled: list[int] = []
+"""The exit status of the first SIGINT/SIGTERM received."""
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    from offload_fixer.interrupts import defer_if_uninterrupted
+
+    status = int(ExitCode.INTERRUPTED if signum == signal.SIGINT else ExitCode.TERMINATED)
+    if not _signalled:
+        _signalled.append(status)
+    if not defer_if_uninterrupted():  # a file being written in place is finished first
+        raise KeyboardInterrupt
+
+
+def _signal_exit(status: int | None = None) -> click.exceptions.Exit:
+    status = status if status is not None else _signalled[0]
+    click.echo(f"\noffload-fixer: {'interrupted' if status == ExitCode.INTERRUPTED else 'terminated'}", err=True)
+    return click.exceptions.Exit(status)
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_version_callback,
               help="Show offload-fixer's version and the JAX version and regime in use.")
 def main() -> None:
@@ -203,12 +311,12 @@ def main() -> None:
 
     Every command exits 0 when clean, 1 on findings (or pending --diff changes), 2 on usage
     errors, 3 when the program under `run` failed, 4 on unreadable input, 5 when a fix is
-    refused, 6 for a JAX version offload-fixer does not model.
+    refused, 6 for a JAX version offload-fixer does not model, 130 when interrupted (Ctrl-C).
     """
 
 
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@click.argument("paths", nargs=-1, type=click.Path(exists=True, readable=False))
 @output_options
 @fix_options
 @click.option("--jax-version", default=None, help="Apply the rules of this JAX version [default: installed].")
@@ -227,13 +335,17 @@ def check(paths, target, fmt, select, ignore, exit_zero, quiet, verbose, config,
             jax_compat.parse_version(jax_version)
     except jax_compat.UnsupportedJaxVersion as exc:
         _fail(ExitCode.UNSUPPORTED_JAX, str(exc))
-    _resolver, settings = _settings(config, paths[0], target=target, strategy=strategy, format=fmt, jobs=jobs,
-                                   jax_version=jax_version, select=_codes(select), ignore=_codes(ignore))
-    excludes = list(settings.exclude) + list(exclude)
+    resolver, settings = _settings(config, paths[0], target=target, strategy=strategy, format=fmt, jobs=jobs,
+                                   jax_version=jax_version, select=_codes(select, "--select"),
+                                   ignore=_codes(ignore, "--ignore"))
+    # Each file takes its nearest [tool.offload-fixer] table (its target, JAX version, codes,
+    # excludes and strategy), as ruff does; the command line overrides every table.
+    settings_for = _settings_for(resolver)
+    excludes = list(exclude)
     outcome = Outcome()
     progress = not quiet and sys.stderr.isatty()
-    results = check_paths(list(paths), target=settings.target, jax_version=settings.jax_version,
-                          jobs=settings.jobs or os.cpu_count() or 1, excludes=excludes)
+    results = check_paths(list(paths), jobs=settings.jobs or os.cpu_count() or 1, excludes=excludes,
+                          settings_for=settings_for)
     if progress:
         results = list(click.progressbar(results, label="Checking", file=sys.stderr))
     for result in results:
@@ -244,17 +356,23 @@ def check(paths, target, fmt, select, ignore, exit_zero, quiet, verbose, config,
     pending = False
     failure = None
     if (fix or diff) and outcome.diagnostics:
-        chosen, _unused = _reportable(outcome.diagnostics, settings)
-        pending, failure = _apply_fixes(chosen, settings.strategy, write=fix and not diff, unsafe=unsafe_fixes,
-                                        jax_version=settings.jax_version)
+        chosen, _unused = _reportable(outcome.diagnostics, settings, settings_for)
+        by_settings: dict[tuple[str, str | None], list[Diagnostic]] = {}
+        for d in chosen:
+            own = settings_for(d.location.path) if d.location and d.location.path else settings
+            by_settings.setdefault((own.strategy, own.jax_version), []).append(d)
+        for (file_strategy, file_jax), group in by_settings.items():
+            group_pending, group_failure = _apply_fixes(group, file_strategy, write=fix and not diff,
+                                                        unsafe=unsafe_fixes, jax_version=file_jax)
+            pending, failure = pending or group_pending, failure or group_failure
         if fix and not diff:
             # Report what is left after fixing, as ruff does.
-            outcome.diagnostics = [d for r in check_paths(list(paths), target=settings.target,
-                                                         jax_version=settings.jax_version, jobs=1, excludes=excludes)
+            outcome.diagnostics = [d for r in check_paths(list(paths), jobs=1, excludes=excludes,
+                                                         settings_for=settings_for)
                                    for d in r.diagnostics]
             pending = False
     _emit(outcome, settings, settings.format if fmt is None else fmt, quiet, verbose, exit_zero, failure,
-          pending_diff=diff and pending)
+          pending_diff=diff and pending, settings_for=settings_for)
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -273,42 +391,69 @@ def run(module, report_path, target, fmt, select, ignore, exit_zero, quiet, verb
 
     if not module and not os.path.isfile(program):
         _fail(ExitCode.USAGE, f"no such script: {program}")
+    if report_path:
+        _check_writable_destination(report_path)
     _, settings = _settings(config, program if not module else ".", target=target, strategy=strategy, format=fmt,
-                            select=_codes(select), ignore=_codes(ignore))
+                            select=_codes(select, "--select"), ignore=_codes(ignore, "--ignore"))
     try:
         jax_compat.check_runtime_supported()
     except jax_compat.UnsupportedJaxVersion as exc:
         _fail(ExitCode.UNSUPPORTED_JAX, str(exc))
+
+    def finish(result) -> None:
+        """Everything after the program: also run by the runner where the program ends the
+        process itself (``os._exit``) or leaves threads that Python waits for."""
+        diagnostics = [d for r in result.reports for d in r.diagnostics]
+        if verbose:
+            for warning in result.tool_warnings:
+                click.echo(f"offload-fixer: warning: {warning}", err=True)
+        elif result.tool_warnings and not quiet:
+            click.echo(f"offload-fixer: {len(result.tool_warnings)} compilation(s) could not be checked "
+                       "(--verbose says which and why)", err=True)
+        failure = None
+        if report_path:
+            try:
+                write_report_file(report_path, result.reports, settings.target, result.sources)
+            except OSError as exc:
+                click.echo(f"offload-fixer: cannot write the report {report_path}: {exc.strerror or exc}", err=True)
+                failure = ExitCode.USAGE
+        if result.program_exception:
+            click.echo(result.program_exception, err=True, nl=False)
+        if result.interrupted:
+            click.echo("offload-fixer: the program was interrupted (Ctrl-C); findings so far:", err=True)
+            failure = ExitCode.INTERRUPTED
+        elif result.program_exit_code not in (0, None):
+            click.echo(f"offload-fixer: the program exited with status {result.program_exit_code}", err=True)
+            failure = ExitCode.PROGRAM_FAILED
+        pending = False
+        if (fix or diff) and diagnostics:
+            # the hashes the runner took when it analysed each file: a file edited since is refused
+            pending, fix_failure = _apply_fixes(_reportable(diagnostics, settings)[0], settings.strategy,
+                                                write=fix and not diff, unsafe=unsafe_fixes, jax_version=None,
+                                                expected_sha256=result.sources)
+            failure = failure or fix_failure
+        if not quiet:
+            click.echo(f"offload-fixer: checked {result.checked} distinct compilation(s) for {settings.target}", err=True)
+        _emit(Outcome(diagnostics=diagnostics), settings, fmt or settings.format, quiet, verbose, exit_zero, failure,
+              pending_diff=diff and pending)
+
     try:
-        result = run_program(program, list(program_args), target=settings.target, is_module=module)
+        result = run_program(program, list(program_args), target=settings.target, is_module=module, finish=finish)
     except UsageError as exc:
         _fail(ExitCode.USAGE, str(exc))
-    diagnostics = [d for r in result.reports for d in r.diagnostics]
-    if verbose:
-        for warning in result.tool_warnings:
-            click.echo(f"offload-fixer: warning: {warning}", err=True)
-    elif result.tool_warnings and not quiet:
-        click.echo(f"offload-fixer: {len(result.tool_warnings)} compilation(s) could not be checked "
-                   "(--verbose says which and why)", err=True)
-    if report_path:
-        write_report_file(report_path, result.reports, settings.target, result.sources)
-    failure = None
-    if result.program_exception:
-        click.echo(result.program_exception, err=True, nl=False)
-    if result.program_exit_code not in (0, None):
-        click.echo(f"offload-fixer: the program exited with status {result.program_exit_code}", err=True)
-        failure = ExitCode.PROGRAM_FAILED
-    pending = False
-    if (fix or diff) and diagnostics:
-        # the hashes the runner took when it analysed each file: a file edited since is refused
-        pending, fix_failure = _apply_fixes(_reportable(diagnostics, settings)[0], settings.strategy,
-                                            write=fix and not diff, unsafe=unsafe_fixes, jax_version=None,
-                                            expected_sha256=result.sources)
-        failure = failure or fix_failure
-    if not quiet:
-        click.echo(f"offload-fixer: checked {result.checked} distinct compilation(s) for {settings.target}", err=True)
-    _emit(Outcome(diagnostics=diagnostics), settings, fmt or settings.format, quiet, verbose, exit_zero, failure,
-          pending_diff=diff and pending)
+    if not result.deferred:
+        finish(result)
+
+
+def _check_writable_destination(path: str) -> None:
+    """Refuse, before the program runs, a report path whose directory is missing or read-only."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        _fail(ExitCode.USAGE, f"cannot write the report {path}: no directory {directory}")
+    if not os.access(directory, os.W_OK | os.X_OK):
+        _fail(ExitCode.USAGE, f"cannot write the report {path}: {directory} is not writable")
+    if os.path.exists(path) and not os.path.isfile(path):
+        _fail(ExitCode.USAGE, f"cannot write the report {path}: not a regular file")
 
 
 @main.command()
@@ -345,7 +490,9 @@ def fix(report_file, diff, strategy, unsafe_fixes) -> None:
 
     try:
         saved = read_report_file(report_file)
-    except (OSError, ValueError, KeyError) as exc:
+    except OSError as exc:
+        _fail(ExitCode.INPUT_ERROR, f"cannot read report {report_file}: {exc.strerror or exc}")
+    except ValueError as exc:
         _fail(ExitCode.INPUT_ERROR, f"cannot read report {report_file}: {exc}")
     diagnostics = [d for r in saved.reports for d in r.diagnostics]
     pending, failure = _apply_fixes(diagnostics, strategy, write=not diff, unsafe=unsafe_fixes,

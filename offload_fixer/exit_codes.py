@@ -20,3 +20,7 @@ class ExitCode(enum.IntEnum):
     """A fix was refused: read-only file, file changed since analysis, or the result would not compile."""
     UNSUPPORTED_JAX = 6
     """The installed or requested JAX version is one offload-fixer does not model."""
+    INTERRUPTED = 130
+    """Interrupted with Ctrl-C (SIGINT), the shell's 128 + 2; ``run``: the program was."""
+    TERMINATED = 143
+    """Stopped by SIGTERM (128 + 15); a fix being written is left as it was."""

@@ -82,21 +82,34 @@ def test_exit_zero_and_ignore(broken: Path):
 
 def test_diff_writes_nothing_and_exits_one(broken: Path):
     before = broken.read_bytes()
-    result = invoke("check", "--diff", "--strategy", "host", str(broken))
+    result = invoke("check", "--diff", "--strategy", "host", "--unsafe-fixes", str(broken))
     assert result.exit_code == ExitCode.FINDINGS
     assert "+++ " in result.output and "out_shardings" in result.output
     assert broken.read_bytes() == before
 
 
 def test_fix_is_idempotent_and_keeps_comments(broken: Path):
-    first = invoke("check", "--fix", "--strategy", "host", str(broken))
+    first = invoke("check", "--fix", "--strategy", "host", "--unsafe-fixes", str(broken))
     fixed = broken.read_text()
     assert fixed != BROKEN and "# keep this comment" in fixed
     compile(fixed, str(broken), "exec")
     assert first.exit_code == ExitCode.CLEAN, first.output
-    second = invoke("check", "--fix", "--strategy", "host", str(broken))
+    second = invoke("check", "--fix", "--strategy", "host", "--unsafe-fixes", str(broken))
     assert broken.read_text() == fixed
     assert second.exit_code == ExitCode.CLEAN
+
+
+def test_a_fix_labelled_unsafe_needs_unsafe_fixes(broken: Path):
+    """The host-output fix is shown as ``fix (unsafe)`` (callers then receive host memory):
+    ``--fix`` declines it and says how to apply it, whatever the planner made of the edit."""
+    shown = invoke("check", str(broken))
+    assert "fix (unsafe): Declare the output as host memory" in shown.output
+    declined = invoke("check", "--fix", str(broken))
+    assert broken.read_text() == BROKEN
+    assert declined.exit_code == ExitCode.FINDINGS
+    assert "(--unsafe-fixes applies it)" in declined.output and "unsafe=True" not in declined.output
+    applied = invoke("check", "--fix", "--unsafe-fixes", str(broken))
+    assert applied.exit_code == ExitCode.CLEAN and "out_shardings" in broken.read_text()
 
 
 def test_unparsable_and_non_utf8_files_are_input_errors(tmp_path: Path):
@@ -113,7 +126,7 @@ def test_unparsable_and_non_utf8_files_are_input_errors(tmp_path: Path):
 def test_read_only_file_is_refused_untouched(broken: Path):
     broken.chmod(stat.S_IRUSR)  # refused by its mode bits, so even as root (as CI runs)
     try:
-        result = invoke("check", "--fix", "--strategy", "host", str(broken))
+        result = invoke("check", "--fix", "--strategy", "host", "--unsafe-fixes", str(broken))
         assert result.exit_code == ExitCode.FIX_REFUSED
         assert broken.read_text() == BROKEN
     finally:
@@ -164,7 +177,7 @@ def test_run_report_then_fix_refuses_a_file_changed_since(tmp_path: Path):
     assert json.loads(report.read_text())["reports"]
     script.write_text(script.read_text() + "\n# edited after the analysis\n")
     edited = script.read_text()
-    refused = invoke("fix", str(report))
+    refused = invoke("fix", "--unsafe-fixes", str(report))
     assert refused.exit_code == ExitCode.FIX_REFUSED
     assert script.read_text() == edited
 
@@ -215,7 +228,7 @@ def test_explain_reads_a_log_from_stdin_and_says_what_to_run():
     "options, code, expect",
     [
         (["--format", "github"], ExitCode.FINDINGS, "::error file="),
-        (["--diff", "--strategy", "host"], ExitCode.FINDINGS, "+++ "),
+        (["--diff", "--strategy", "host", "--unsafe-fixes"], ExitCode.FINDINGS, "+++ "),
         (["--select", "OFL1201"], ExitCode.CLEAN, ""),
         (["--jax-version", "0.3.0"], ExitCode.UNSUPPORTED_JAX, "0.3.0"),
     ],
