@@ -457,7 +457,7 @@ def _check_writable_destination(path: str) -> None:
 
 
 @main.command()
-@click.argument("log", type=click.File("r", encoding="utf-8", errors="replace"), default="-")
+@click.argument("log", default="-")
 @click.option("--dump", "dump_dir", type=click.Path(exists=True, file_okay=False), default=None,
               help="An --xla_dump_to directory from the failing run.")
 @click.option("--target", type=click.Choice(TARGETS), default="tpu", show_default=True)
@@ -467,9 +467,21 @@ def explain(log, dump_dir, target, fmt) -> None:
     import json
 
     from offload_fixer.explain import explain as explain_log
+    from offload_fixer.explain.dump import DumpReadError
 
-    text = log.read()
-    result = explain_log(text, dump_dir=dump_dir, target=target)
+    try:
+        # A log may be a pipe (``explain <(cmd)``, stdin): read as it comes, bad bytes replaced.
+        if log == "-":
+            text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
+        else:
+            with open(log, "rb") as handle:
+                text = handle.read().decode("utf-8", errors="replace")
+    except OSError as exc:
+        _fail(ExitCode.INPUT_ERROR, f"cannot read the log {log}: {exc.strerror or exc}")
+    try:
+        result = explain_log(text, dump_dir=dump_dir, target=target)
+    except DumpReadError as exc:
+        _fail(ExitCode.INPUT_ERROR, str(exc))
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2))
     else:
