@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from offload_fixer.static import SourceCache
 
 _CACHE_SIZE = 16
+MAX_DOCUMENT_CHARS = 1_000_000
+"""Larger documents are not analysed as you type: the check runs at roughly 0.1-0.2 MB/s on
+one core (libcst's parse dominates), so a 5 MB file would take about a minute after every
+change. They are refused with a message instead (``benchmarks/lsp_latency.py --large``)."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,8 @@ class Analysis:
     diagnostics: tuple[Diagnostic, ...] = ()
     fixes: tuple[tuple[FixChoice, ...], ...] = ()
     parse_error: str | None = None
+    refused: str | None = None
+    """Why the text was not analysed at all (too large); the editor is told once."""
 
     def items(self) -> Iterator[tuple[Diagnostic, tuple[FixChoice, ...]]]:
         return zip(self.diagnostics, self.fixes)
@@ -81,6 +87,10 @@ def _analyse(text: str, path: str, settings: Settings) -> Analysis:
 
     if os.path.isabs(path) and settings.is_excluded(path):
         return Analysis()
+    if len(text) > MAX_DOCUMENT_CHARS:
+        return Analysis(refused=(
+            f"{os.path.basename(path)} has {len(text):,} characters, over the {MAX_DOCUMENT_CHARS:,} the language "
+            "server analyses as you type; run `offload-fixer check` on it instead"))
     result = check_source(text, path, target=settings.target, jax_version=settings.jax_version,
                           cache=_source_cache(path))
     if result.parse_error is not None:
@@ -146,7 +156,7 @@ def apply_fix(text: str, path: str, diagnostic: Diagnostic, strategy: str, setti
 def fix_all(text: str, path: str, settings: Settings) -> str | None:
     """The text after every safe fix, as ``offload-fixer check --fix`` writes the file."""
     analysis = analyse(text, path, settings)
-    if analysis.parse_error is not None or not analysis.diagnostics:
+    if analysis.parse_error is not None or analysis.refused is not None or not analysis.diagnostics:
         return None
     from offload_fixer.fixes.apply import plan_safety
 
