@@ -458,7 +458,7 @@ def _check_writable_destination(path: str) -> None:
 
 @main.command()
 @click.argument("log", default="-")
-@click.option("--dump", "dump_dir", type=click.Path(exists=True, file_okay=False), default=None,
+@click.option("--dump", "dump_dir", type=click.Path(exists=True, file_okay=False, readable=False), default=None,
               help="An --xla_dump_to directory from the failing run.")
 @click.option("--target", type=click.Choice(TARGETS), default="tpu", show_default=True)
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)

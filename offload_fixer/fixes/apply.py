@@ -42,7 +42,7 @@ from offload_fixer.fixes.source_io import (
 from offload_fixer.fixes.splice import splice
 from offload_fixer.interrupts import uninterrupted
 from offload_fixer.recursion import call_allowing_deep_recursion
-from offload_fixer.source.text import encode
+from offload_fixer.source.text import decode, encode
 
 MAX_PASSES = 6
 """Passes over one file before giving up; fixes settle in two (fix, then no-op), one more
@@ -227,7 +227,7 @@ def verify(path: str, data: bytes, original: bytes | None = None) -> None:
     """The rewritten bytes must parse again (libcst) and compile (CPython). Where they do not
     and ``original`` does not compile either, the file itself is the problem, not the fix."""
     try:
-        cst.parse_module(data)
+        cst.parse_module(decode(data)[0])  # decoded as CPython does: libcst misreads CR-only cookies
         compile(data, path, "exec", dont_inherit=True)
     except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         if original is not None:

@@ -11,9 +11,7 @@ it touched.
 from __future__ import annotations
 
 import hashlib
-import io
 import os
-import tokenize
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -176,11 +174,12 @@ def plan_on_text(
 
 def _encoded(text: str) -> bytes:
     """The bytes the file would hold: its coding cookie (PEP 263) decides, else UTF-8."""
+    from offload_fixer.source.text import SourceDecodeError, detect_encoding
+
     head = text.encode("utf-8", "surrogatepass")
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(head).readline)
-        return text.encode(encoding)
-    except (SyntaxError, LookupError, UnicodeEncodeError):
+        return text.encode(detect_encoding(head))
+    except (SourceDecodeError, LookupError, UnicodeEncodeError):
         return head
 
 
@@ -190,13 +189,16 @@ def _apply(text: str, path: str, plans: list[FixPlan]) -> str | None:
     from offload_fixer.fixes import FixError
     from offload_fixer.fixes.apply import fix_to_fixpoint
 
+    from offload_fixer.fixes.splice import splice
+
     if not plans:
         return None
     try:
-        fixed, _ = fix_to_fixpoint(path, cst.parse_module(text), [(p.command, p.target) for p in plans])
-    except (cst.ParserSyntaxError, FixError):
+        module = cst.parse_module(text)
+        fixed, _ = fix_to_fixpoint(path, module, [(p.command, p.target) for p in plans])
+    except (cst.ParserSyntaxError, FixError, RecursionError):
         return None
-    return _verified(path, fixed.code)
+    return _verified(path, splice(text, module.code, fixed.code))
 
 
 def _verified(path: str, text: str) -> str | None:

@@ -18,6 +18,7 @@ import tokenize
 LINE_END = re.compile(r"\r\n|\r|\n")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _BYTES_LINE_END = re.compile(rb"\r\n|\r|\n")
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=]")
 
 
 class SourceDecodeError(ValueError):
@@ -70,10 +71,13 @@ def detect_encoding(data: bytes) -> str:
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         raise SourceDecodeError("UTF-16 or UTF-32 text (byte-order mark): Python source must be UTF-8 "
                                 "or another ASCII-compatible encoding")
-    lines = iter(_first_lines(data, 2))
+    first = _first_lines(data, 2)
+    lines = iter(first)
     try:
         encoding, _ = tokenize.detect_encoding(lambda: next(lines, b""))
     except SyntaxError as exc:
+        if not any(_COOKIE.match(line) for line in first):
+            return "utf-8"  # no cookie, and a first line that is not UTF-8: decode() says which byte
         raise SourceDecodeError(exc.msg, exc.lineno or 1) from exc
     return encoding
 
@@ -82,6 +86,10 @@ def decode(data: bytes) -> tuple[str, str]:
     """``(text, encoding)``; :class:`SourceDecodeError` with the position of the first bad byte,
     or of a NUL byte (CPython refuses source that holds one: binary files, UTF-16 text)."""
     encoding = detect_encoding(data)
+    nul = data.find(b"\0")  # in every ASCII-compatible encoding a NUL byte is a NUL character
+    if nul >= 0:
+        line, col = _position(data, nul)
+        raise SourceDecodeError("source holds a NUL byte (a binary file, or UTF-16 text?)", line, col)
     try:
         text = data.decode(encoding)
     except LookupError as exc:
@@ -91,10 +99,6 @@ def decode(data: bytes) -> tuple[str, str]:
         raise SourceDecodeError(
             f"not valid {encoding}: byte 0x{data[exc.start]:02x} ({exc.reason}); "
             "declare the file's encoding with a coding comment", line, col) from exc
-    nul = text.find("\0")
-    if nul >= 0:
-        line, col = _position(text, nul)
-        raise SourceDecodeError("source holds a NUL byte (a binary file, or UTF-16 text?)", line, col)
     return text, encoding
 
 
