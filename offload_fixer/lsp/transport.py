@@ -44,6 +44,7 @@ class Exit(Exception):
 
 async def serve(protocol: Any, reader: Any, writer: Any) -> int:
     """Read frames from ``reader`` until ``exit`` or the end of input; returns the exit status."""
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(_answered_here)
     state = _State()
     while True:
         frame = await _read_frame(reader, state, writer)
@@ -53,6 +54,11 @@ async def serve(protocol: Any, reader: Any, writer: Any) -> int:
             _dispatch(protocol, frame, state, writer)
         except Exit as done:
             return done.status
+
+
+def _answered_here(record: logging.LogRecord) -> bool:
+    """pygls logs a traceback for params that do not fit; the client gets InvalidParams instead."""
+    return not str(record.msg).startswith("Unable to deserialize message")
 
 
 class _State:
