@@ -286,6 +286,8 @@ def _decode_field(cls: type, name: str, value: Any) -> Any:
         return tuple(value) if isinstance(value, list) else value
     nested, many = kind
     if many:
+        if not isinstance(value, (list, tuple)):
+            raise TypeError(f"{cls.__name__}.{name}: expected a list, got {value!r}")
         return tuple(_from_jsonable(nested, v) for v in value)
     return _from_jsonable(nested, value)
 

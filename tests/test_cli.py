@@ -240,3 +240,30 @@ def test_check_through_the_installed_entry_point(broken: Path, options, code, ex
     assert proc.returncode == code, proc.stderr
     assert expect in proc.stdout + proc.stderr
     assert broken.read_bytes() == before
+
+
+def test_an_interrupted_program_exits_130_with_what_was_found(tmp_path: Path):
+    script = tmp_path / "train.py"
+    script.write_text(BROKEN + "\nprint(double.trace(jax.ShapeDtypeStruct((4,), 'float32')).lower().as_text()[:1])\n"
+                      "raise KeyboardInterrupt\n")
+    result = invoke("run", str(script))
+    assert result.exit_code == ExitCode.INTERRUPTED
+    assert "OFL1200" in result.output and "interrupted" in result.output
+
+
+def test_sigint_exits_130_not_the_findings_code(tmp_path: Path):
+    import signal
+    import time
+
+    exe = shutil.which("offload-fixer", path=os.path.dirname(sys.executable))
+    if exe is None:
+        pytest.skip("the entry point is not installed in this environment")
+    script = tmp_path / "slow.py"
+    script.write_text("import time\nprint('started', flush=True)\ntime.sleep(60)\n")
+    process = subprocess.Popen([exe, "run", str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout.readline().strip() == "started"
+    time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == ExitCode.INTERRUPTED, err
+    assert "offload_fixer" not in err  # the program's own traceback, as Python prints it; none of ours

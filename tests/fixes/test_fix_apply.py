@@ -259,3 +259,99 @@ def test_added_lines_follow_the_files_line_ends(tmp_path: Path) -> None:
     assert b"from functools import partial\r\n" in data
     assert b"@partial(jax.jit, out_shardings=(None, host))\r\n" in data
     assert data.count(b"\n") == data.count(b"\r\n")
+
+
+# ---------------------------------------------------------------------------------------
+# Writing keeps the file: owner, group, mode, attributes, hard links
+def test_a_hard_linked_file_is_fixed_in_place_for_every_link(tmp_path: Path) -> None:
+    path = tmp_path / "step.py"
+    path.write_text(SOURCE)
+    other = tmp_path / "also.py"
+    os.link(path, other)
+    inode = path.stat().st_ino
+    (result,) = apply_plans(device_plans(path), write=True)
+    assert result.written and FIXED_RETURN in other.read_text()
+    assert path.stat().st_ino == inode and path.stat().st_nlink == 2
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_another_users_file_keeps_its_owner_group_and_mode(tmp_path: Path) -> None:
+    path = tmp_path / "step.py"
+    path.write_text(SOURCE)
+    os.chown(path, 65534, 65534)
+    os.chmod(path, 0o640)
+    (result,) = apply_plans(device_plans(path), write=True)
+    info = path.stat()
+    assert result.written and FIXED_RETURN in path.read_text()
+    assert (info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)) == (65534, 65534, 0o640)
+
+
+def test_extended_attributes_are_kept(tmp_path: Path) -> None:
+    path = tmp_path / "step.py"
+    path.write_text(SOURCE)
+    try:
+        os.setxattr(path, "user.reviewed-by", b"alice")
+    except OSError:
+        pytest.skip("this filesystem has no user extended attributes")
+    (result,) = apply_plans(device_plans(path), write=True)
+    assert result.written and os.getxattr(path, "user.reviewed-by") == b"alice"
+
+
+def test_a_writable_file_in_a_read_only_directory_is_fixed(tmp_path: Path) -> None:
+    directory = tmp_path / "locked"
+    directory.mkdir()
+    path = directory / "step.py"
+    path.write_text(SOURCE)
+    directory.chmod(0o555)
+    try:
+        (result,) = apply_plans(device_plans(path), write=True)
+    finally:
+        directory.chmod(0o755)
+    assert result.written and FIXED_RETURN in path.read_text()
+    assert sorted(p.name for p in directory.iterdir()) == ["step.py"]
+
+
+def test_an_append_only_file_is_refused_untouched(tmp_path: Path) -> None:
+    import subprocess
+
+    path = tmp_path / "step.py"
+    path.write_text(SOURCE)
+    if subprocess.run(["chattr", "+a", str(path)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +a is not possible here (not root, or the filesystem has no such flag)")
+    try:
+        (result,) = apply_plans(device_plans(path), write=True)
+        assert isinstance(result.error, ReadOnlySourceError) and "nothing was written" in str(result.error)
+        assert path.read_text() == SOURCE
+    finally:
+        subprocess.run(["chattr", "-a", str(path)], capture_output=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step.py"]
+
+
+def test_a_cr_only_file_with_a_coding_cookie_is_fixed_byte_for_byte(tmp_path: Path) -> None:
+    path = tmp_path / "step.py"
+    text = "# -*- coding: latin-1 -*-\n# garde une copie \xe0 l'h\xf4te\n" + SOURCE
+    original = text.replace("\n", "\r").encode("latin-1")
+    path.write_bytes(original)
+    (result,) = apply_plans(device_plans(path, function_line=10), write=True)
+    assert result.error is None and result.written
+    old, new = b"    return x,   h  # spacing and comment kept\r", FIXED_RETURN.replace("\n", "\r").encode()
+    assert path.read_bytes() == original.replace(old, new)
+
+
+def test_a_fix_the_rule_page_labels_unsafe_needs_consent(tmp_path: Path) -> None:
+    """The planner may find the host-output edit mechanical, but the user was shown
+    ``fix (unsafe)`` for it (callers then receive host memory)."""
+    from offload_fixer.fixes.apply import plan_safety
+    from offload_fixer.model import FixOption
+
+    path = tmp_path / "step.py"
+    path.write_text(SOURCE)
+    options = (FixOption("device", "Move", "", "safe"), FixOption("host", "Declare", "", "unsafe"))
+    d = diagnostic(path)
+    labelled = Diagnostic(**{**d.__dict__, "fixes": options})
+    (plan,) = plan_fixes([labelled], strategy="host", jax_version=NEW_JAX)
+    assert plan.command == "host_output" and plan_safety(plan) == "unsafe"
+    (declined,) = apply_plans([plan], write=True)
+    assert not declined.written and declined.skipped[0][1].startswith("unsafe") and "unsafe=True" not in declined.skipped[0][1]
+    (device,) = plan_fixes([labelled], strategy="device", jax_version=NEW_JAX)
+    assert plan_safety(device) == device.safety

@@ -66,3 +66,21 @@ def test_negation_re_includes_a_file():
     lines = ["*.py", "!keep.py"]
     for spec in (SimpleIgnore(lines), ignore_spec(lines)):
         assert spec.match_file("drop.py") and not spec.match_file("keep.py")
+
+
+def test_what_cannot_be_read_is_named_never_skipped(tmp_path):
+    from offload_fixer.static.files import Unreadable, walk
+
+    _tree(tmp_path, ["good.py"])
+    os.symlink("b.py", tmp_path / "a.py")
+    os.symlink("a.py", tmp_path / "b.py")
+    os.symlink("gone.py", tmp_path / "dangling.py")
+    os.mkfifo(tmp_path / "pipe.py")
+    os.symlink("/dev/zero", tmp_path / "zero.py")
+    found = {os.path.basename(getattr(item, "path", item)): item for item in walk([str(tmp_path)])}
+    assert found["good.py"] == str(tmp_path / "good.py")
+    reasons = {name: item.reason for name, item in found.items() if isinstance(item, Unreadable)}
+    assert "symlink loop" in reasons["a.py"] and "symlink loop" in reasons["b.py"]
+    assert "dangling" in reasons["dangling.py"]
+    assert "FIFO" in reasons["pipe.py"] and "character device" in reasons["zero.py"]
+    assert list(python_files([str(tmp_path)])) == [str(tmp_path / "good.py")]  # the plain listing
