@@ -20,6 +20,20 @@ def analyze(source: Any, target: str = "tpu", **kwargs: Any) -> Report:
     return _analyze(source, target, **kwargs)
 
 
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext offload_fixer``: check every new jit compilation of the kernel, showing each
+    finding under the cell that caused it (see :mod:`offload_fixer.notebook.extension`)."""
+    from offload_fixer.notebook.extension import load_ipython_extension as load
+
+    load(ipython)
+
+
+def unload_ipython_extension(ipython: Any) -> None:
+    from offload_fixer.notebook.extension import unload_ipython_extension as unload
+
+    unload(ipython)
+
+
 def __getattr__(name: str) -> Any:
     if name == "check":
         from offload_fixer.api import check

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from offload_fixer.model import FunctionRef, Report
+from offload_fixer.source.texts import is_interactive, source_bytes
 
 __all__ = ["check", "function_ref", "is_jitted", "python_function"]
 
@@ -18,7 +19,7 @@ __all__ = ["check", "function_ref", "is_jitted", "python_function"]
 def check(
     fn: Callable[..., Any], *args: Any, target: str = "tpu", **kwargs: Any
 ) -> Report:
-    """Analyse ``fn(*args, **kwargs)`` as it would compile for ``target`` (tpu, gpu, gpu-legacy).
+    """Analyse ``fn(*args, **kwargs)`` as it would compile for ``target`` (tpu or gpu).
 
     ``fn`` is a plain function or a ``jax.jit``-wrapped one; a jitted function keeps its own
     ``in_shardings``, ``out_shardings``, ``donate_argnums`` and static arguments. Arguments
@@ -28,12 +29,9 @@ def check(
     """
     from offload_fixer import jax_compat
     from offload_fixer.analysis import analyze
-    from offload_fixer.model import TARGETS
+    from offload_fixer.model import normalize_target
 
-    if target not in TARGETS:
-        raise ValueError(
-            f"unknown target {target!r}; expected one of {', '.join(TARGETS)}"
-        )
+    target = normalize_target(target)
     lowered = jax_compat.lower_for_platform(
         fn, args, kwargs, jax_compat.lowering_platform(target)
     )
@@ -59,9 +57,9 @@ def function_ref(fn: Any) -> FunctionRef | None:
         return FunctionRef(name=name)
     name = getattr(target, "__name__", code.co_name)
     path = code.co_filename
-    if path.startswith("<") or not path:
+    if not path or path.startswith("<") and not is_interactive(path):
         return FunctionRef(name=name)
-    path = os.path.abspath(path)
+    path = path if is_interactive(path) else os.path.abspath(path)
     return FunctionRef(
         name=name, path=path, line=_def_line(path, code.co_firstlineno, code.co_name)
     )
@@ -110,10 +108,12 @@ def _mtime(path: str) -> float:
 
 @functools.lru_cache(maxsize=64)
 def _function_nodes(path: str, mtime: float) -> tuple[ast.AST, ...]:
+    data = source_bytes(path)
+    if data is None:
+        return ()
     try:
-        with open(path, "rb") as handle:
-            tree = ast.parse(handle.read(), filename=path)
-    except (OSError, SyntaxError, ValueError):
+        tree = ast.parse(data, filename=path)
+    except (SyntaxError, ValueError):
         return ()
     kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
     return tuple(node for node in ast.walk(tree) if isinstance(node, kinds))

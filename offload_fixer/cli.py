@@ -17,7 +17,7 @@ import click
 
 from offload_fixer import __version__
 from offload_fixer.exit_codes import ExitCode
-from offload_fixer.model import TARGETS, Diagnostic
+from offload_fixer.model import TARGET_CHOICES, Diagnostic
 
 FORMATS = ("text", "json", "sarif", "github")
 STRATEGIES = ("auto", "device", "host")
@@ -39,7 +39,7 @@ def _codes(value: str | None, option: str = "--select") -> list[str] | None:
 def output_options(func):
     for option in reversed(
         [
-            click.option("--target", type=click.Choice(TARGETS), default=None, help="Accelerator to predict for [default: tpu]."),
+            click.option("--target", type=click.Choice(TARGET_CHOICES), default=None, help="Accelerator to predict for [default: tpu]."),
             click.option("--format", "fmt", type=click.Choice(FORMATS), default=None, help="Output format [default: text]."),
             click.option("--select", default=None, help="Comma-separated codes or prefixes to report (e.g. OFL1200,OFL12)."),
             click.option("--ignore", default=None, help="Comma-separated codes or prefixes to leave out."),
@@ -159,15 +159,17 @@ def _reportable(diagnostics: Sequence[Diagnostic], settings, settings_for=None) 
 
 
 def _sources_for(diagnostics: Iterable[Diagnostic]) -> dict[str, str]:
-    """Source text of every file a diagnostic points into (suppression comments live there)."""
+    """Source text of every file a diagnostic points into (suppression comments live there;
+    a notebook's is its code cells as one program, whose lines the diagnostics count)."""
+    from offload_fixer.notebook import NotebookError, read_program_bytes
+
     sources: dict[str, str] = {}
     for d in diagnostics:
         for span in (d.span, d.origin.span if d.origin else None, d.return_span):
             if span and span.path not in sources and os.path.isfile(span.path):
                 try:
-                    with open(span.path, encoding="utf-8") as fh:
-                        sources[span.path] = fh.read()
-                except (OSError, UnicodeDecodeError):
+                    sources[span.path] = read_program_bytes(span.path).decode("utf-8")
+                except (OSError, UnicodeDecodeError, NotebookError):
                     continue
     return sources
 
@@ -413,10 +415,11 @@ def run(module, report_path, target, fmt, select, ignore, exit_zero, quiet, verb
         failure = None
         if report_path:
             try:
-                write_report_file(report_path, result.reports, settings.target, result.sources)
+                write_report_file(report_path, result.reports, settings.target, result.sources, result.texts)
             except OSError as exc:
                 click.echo(f"offload-fixer: cannot write the report {report_path}: {exc.strerror or exc}", err=True)
                 failure = ExitCode.USAGE
+        _save_last_run(None if module else program, result, settings.target, quiet)
         if result.program_exception:
             click.echo(result.program_exception, err=True, nl=False)
         if result.interrupted:
@@ -456,11 +459,25 @@ def _check_writable_destination(path: str) -> None:
         _fail(ExitCode.USAGE, f"cannot write the report {path}: not a regular file")
 
 
+def _save_last_run(program: str | None, result, target: str, quiet: bool) -> None:
+    """Every run leaves its findings where the language server looks (:mod:`offload_fixer.last_run`)."""
+    from offload_fixer import last_run
+    from offload_fixer.runner import write_report_file
+
+    report = last_run.report_path_for(program)
+    try:
+        last_run.prepare(report)
+        write_report_file(str(report), result.reports, target, result.sources, result.texts)
+    except OSError as exc:
+        if not quiet:
+            click.echo(f"offload-fixer: could not save the run for the editor in {report}: {exc}", err=True)
+
+
 @main.command()
 @click.argument("log", default="-")
 @click.option("--dump", "dump_dir", type=click.Path(exists=True, file_okay=False, readable=False), default=None,
               help="An --xla_dump_to directory from the failing run.")
-@click.option("--target", type=click.Choice(TARGETS), default="tpu", show_default=True)
+@click.option("--target", type=click.Choice(TARGET_CHOICES), default="tpu", show_default=True)
 @click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
 def explain(log, dump_dir, target, fmt) -> None:
     """Explain an XLA error-1200 message (a file, or stdin) and map it to source with a dump."""

@@ -23,8 +23,8 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 from offload_fixer.jax_compat import UnsupportedJaxVersion, parse_version
+from offload_fixer.model import TARGET_CHOICES, Diagnostic
 from offload_fixer.source.text import read_regular_file
-from offload_fixer.model import TARGETS, Diagnostic
 
 TABLE = "offload-fixer"
 STRATEGIES = ("device", "host", "auto")
@@ -203,7 +203,7 @@ def _validate(raw: dict[str, Any], source: str) -> dict[str, Any]:
     for key, value in raw.items():
         where = f"{source}: {key}"
         if key in ("target", "strategy", "format"):
-            choices = {"target": TARGETS, "strategy": STRATEGIES, "format": FORMATS}[key]
+            choices = {"target": TARGET_CHOICES, "strategy": STRATEGIES, "format": FORMATS}[key]
             out[_FIELD_FOR_KEY[key]] = _choice(value, choices, where)
         elif key in ("select", "ignore"):
             out[key] = tuple(_selector(code, where) for code in _strings(value, where))

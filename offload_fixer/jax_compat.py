@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import enum
 import functools
+import threading
+import types
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -194,3 +198,246 @@ def shard_map_function() -> Callable[..., Any]:
     from jax.experimental.shard_map import shard_map
 
     return shard_map
+
+
+# ---------------------------------------------------------------------------------------
+# Compile-only XLA clients: the released TPU and GPU compilers on a machine without the chip.
+def compile_only_devices(platform: str, topology: str, target_config: str | None = None) -> list[Any]:
+    """The compile-only devices of a TPU topology (``"v5e:2x2"``) or a CUDA one (``"1x1x1"``
+    with a ``GpuTargetConfigProto`` in text form: without it the plugin looks for a GPU)."""
+    from jax.experimental import topologies
+
+    if platform == "tpu":
+        return list(topologies.get_topology_desc(topology_name=topology, platform="tpu").devices)
+    return list(
+        topologies.get_topology_desc(platform="cuda", topology=topology, target_config=target_config).devices
+    )
+
+
+def parse_stablehlo(text: str) -> Any:
+    """StableHLO text (with locations) as a module of JAX's own MLIR context."""
+    from jax._src.interpreters import mlir as jax_mlir
+    from jaxlib.mlir import ir
+
+    return ir.Module.parse(text, context=jax_mlir.make_ir_context())
+
+
+def compile_stablehlo(module: Any, devices: Sequence[Any], num_replicas: int, num_partitions: int) -> Any:
+    """Run the full XLA pipeline of ``devices``' compiler over ``module`` (no execution).
+
+    Compiles through the devices' own client, so a module lowered on the CPU for ``tpu`` or
+    ``cuda`` is judged by exactly the compiler a user's accelerator job would run.
+    """
+    import numpy as np
+    from jax._src import compiler
+    from jax._src.lib import xla_client
+
+    client = devices[0].client
+    assignment = np.array([d.id for d in devices[: num_replicas * num_partitions]]).reshape(num_replicas, num_partitions)
+    options = compiler.get_compile_options(
+        num_replicas=num_replicas,
+        num_partitions=num_partitions,
+        device_assignment=assignment,
+    )
+    chosen = xla_client.DeviceList(tuple(devices[: num_replicas * num_partitions]))
+    try:
+        return client.compile(module, executable_devices=chosen, compile_options=options)
+    except TypeError:  # jaxlib < 0.7 takes the module as serialized bytecode only
+        from jax._src.interpreters import mlir as jax_mlir
+
+        return client.compile(jax_mlir.module_to_bytecode(module), executable_devices=chosen, compile_options=options)
+
+
+def output_memory_kinds(executable: Any) -> list[str]:
+    """Each flat output's memory kind in a compiled executable (one device's view)."""
+    kinds = executable.get_output_memory_kinds()
+    return list(kinds[0]) if kinds and isinstance(kinds[0], (list, tuple)) else list(kinds)
+
+
+@dataclass(frozen=True)
+class XlaGeneration:
+    """What one generation of released compilers does where generations differ (measured with
+    ``scripts/fidelity.py`` on the compilers each JAX release installs: ``docs/xla-host-offloader.md``)."""
+
+    name: str
+    slice_to_output_is_dma: bool
+    """A slice of a host value that reaches an output becomes a copy to device (not host compute)."""
+    tpu_unpinned_output_from_device_fails: bool
+    """libtpu cannot copy a device value into an ``unpinned_host`` output ('DMA from hbm to hbm')."""
+
+
+XLA_GENERATIONS: tuple[tuple[tuple[int, int, int], XlaGeneration], ...] = (
+    ((0, 7, 0), XlaGeneration("libtpu 0.0.17.1 (jax 0.6.2)", slice_to_output_is_dma=False,
+                              tpu_unpinned_output_from_device_fails=True)),
+    ((0, 12, 0), XlaGeneration("libtpu 0.0.42.1 / jax-cuda12-plugin 0.10.2 (jax 0.10.2)", slice_to_output_is_dma=True,
+                               tpu_unpinned_output_from_device_fails=True)),
+    ((99, 0, 0), XlaGeneration("libtpu 0.0.50.1 / jax-cuda12-plugin 0.12.0.1 (jax 0.12.0.1)",
+                               slice_to_output_is_dma=True, tpu_unpinned_output_from_device_fails=False)),
+)
+"""Generations by the jaxlib release they ship with (the first jaxlib *not* in each): ``jax[tpu]``
+pins the libtpu of its release and the CUDA plugin is versioned with jaxlib, so the installed
+jaxlib tells which compilers a program will meet."""
+
+
+def xla_generation(jaxlib_version: str | None = None) -> XlaGeneration:
+    """The released compilers that pair with ``jaxlib_version`` (default: the installed jaxlib)."""
+    if jaxlib_version is None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            jaxlib_version = version("jaxlib")
+        except PackageNotFoundError:  # pragma: no cover - jaxlib is a dependency
+            jaxlib_version = installed_version()
+    v = parse_version(jaxlib_version)
+    return next(generation for before, generation in XLA_GENERATIONS if v < before)
+
+
+FIRST_JAX_WITH_PYPI_LIBTPU = (0, 5, 0)
+"""``jax[tpu]`` before 0.5 pins a ``libtpu-nightly`` that the registry no longer serves."""
+
+
+def compiler_requirements(target: str, version: str | None = None) -> list[str] | None:
+    """What to ``pip install`` beside JAX ``version`` for the released compiler of ``target``
+    (compile-only: no accelerator, no driver); ``None`` where the registry has none."""
+    text = version or installed_version()
+    v = parse_version(text)
+    if target == "tpu":
+        return [f"jax[tpu]=={text}"] if v >= FIRST_JAX_WITH_PYPI_LIBTPU else None
+    return [f"jax-cuda12-plugin=={text}", f"jax-cuda12-pjrt=={text}"]
+
+
+@dataclass(frozen=True)
+class HloInstruction:
+    computation: str
+    name: str
+    opcode: str
+    text: str
+    """The instruction as HLO text prints it (attributes included)."""
+    entry: bool
+    root: bool
+
+
+def hlo_instructions(text: str) -> list[HloInstruction]:
+    """Every instruction of the HLO translation of StableHLO ``text``, computation by
+    computation in print order. Read from the printed HLO, which every jaxlib has (the
+    ``HloModule.computations()`` API appeared only in jaxlib 0.7)."""
+    import re
+
+    module = stablehlo_to_hlo(text)
+    header = re.compile(r"^(ENTRY )?%?([\w.\-]+) \(")
+    line_re = re.compile(r"^\s+(ROOT )?%?([\w.\-]+) = (?:\([^=]*?\)|\S+) ([\w\-]+)\(")
+    out: list[HloInstruction] = []
+    computation, entry = "", False
+    for line in module.to_string().splitlines():
+        found = header.match(line)
+        if found:
+            computation, entry = found.group(2), bool(found.group(1))
+            continue
+        found = line_re.match(line)
+        if found:
+            out.append(HloInstruction(computation, found.group(2), found.group(3), line.strip(), entry, bool(found.group(1))))
+    return out
+
+
+def stablehlo_to_hlo(text: str) -> Any:
+    """jaxlib's own MLIR -> HLO translation of a module (the first step of every XLA
+    compile), as an ``HloModule`` whose instructions carry the names XLA's messages print."""
+    from jax._src.lib import xla_client
+
+    computation = xla_client._xla.mlir.mlir_module_to_xla_computation(text, use_tuple_args=False, return_tuple=False)
+    return computation.get_hlo_module()
+
+
+# Compilations JAX makes for itself: eager operations.
+InternalCompilation = Callable[[Any, Sequence[Any], Sequence[Any], Callable[[str], Any]], None]
+"""``(fun, flat arguments, flat results, lower)``; ``lower(platform)`` gives a ``Lowered``."""
+
+
+@contextmanager
+def observe_compilations(observer: InternalCompilation) -> Iterator[bool]:
+    """Call ``observer`` after every jit call that misses JAX's C++ dispatch cache (the first
+    call of a signature), JAX's own jits included: an eager ``x * 2`` or ``x.reshape(-1)``
+    runs ``jnp.multiply``'s jit or a jit of the primitive (``dispatch.apply_primitive``),
+    compiled like any other. Yields False where this JAX's dispatch is not one this module
+    knows (nothing is observed then).
+
+    The hook is the Python function each cache miss calls: ``pjit._run_python_pjit`` in recent
+    JAX (0.10, 0.12: it receives the inferred parameters, from which ``stages.Traced`` is
+    rebuilt as ``jit(...).trace`` does), ``pjit._python_pjit_helper`` before (0.4.35, 0.6.2:
+    re-traced through ``jit_trace`` or ``_make_jit_wrapper``).
+    """
+    import inspect
+
+    from jax._src import pjit
+
+    reentered = threading.local()
+
+    def notify(fun: Any, args_flat: Sequence[Any], out_flat: Sequence[Any], lower: Callable[[str], Any]) -> None:
+        if getattr(reentered, "active", False):
+            return  # a compilation the observer itself caused (lowering for the target)
+        reentered.active = True
+        try:
+            observer(fun, args_flat, out_flat, lower)
+        finally:
+            reentered.active = False
+
+    modern = getattr(pjit, "_run_python_pjit", None)
+    legacy = getattr(pjit, "_python_pjit_helper", None)
+    if modern is not None and list(inspect.signature(modern).parameters)[:3] == ["p", "args_flat", "fun"]:
+        from jax._src import api_util, stages
+
+        # JAX 0.12 also takes the function's source description (for its error messages).
+        wants_source = "fun_sourceinfo" in inspect.signature(stages.Traced.__init__).parameters
+
+        def run_python_pjit(p, args_flat, fun, args, kwargs):
+            result = modern(p, args_flat, fun, args, kwargs)
+
+            def lower(platform: str) -> Any:
+                arg_types = [pjit.convert_to_metaty(a) for a in args_flat]
+                source = (api_util.fun_sourceinfo(fun),) if wants_source else ()
+                traced = stages.Traced(arg_types, p.params, p.in_tree, p.out_tree, p.consts, *source)
+                return traced.lower(lowering_platforms=(platform,))
+
+            notify(fun, args_flat, result[1], lower)
+            return result
+
+        name, replacement, original = "_run_python_pjit", run_python_pjit, modern
+    elif legacy is not None and list(inspect.signature(legacy).parameters)[:2] == ["fun", "jit_info"]:
+
+        def python_pjit_helper(fun, jit_info, *args, **kwargs):
+            result = legacy(fun, jit_info, *args, **kwargs)
+
+            def lower(platform: str) -> Any:
+                if hasattr(pjit, "jit_trace"):  # 0.5 - 0.6: takes what a jitted function holds
+                    wrapper = types.SimpleNamespace(_fun=fun, _jit_info=jit_info)
+                    traced = pjit.jit_trace(wrapper, *args, **kwargs)
+                else:
+                    traced = pjit._make_jit_wrapper(fun, jit_info).trace(*args, **kwargs)
+                return traced.lower(lowering_platforms=(platform,))
+
+            notify(fun, result[3], result[1], lower)
+            return result
+
+        name, replacement, original = "_python_pjit_helper", python_pjit_helper, legacy
+    else:
+        yield False
+        return
+    setattr(pjit, name, replacement)
+    try:
+        yield True
+    finally:
+        setattr(pjit, name, original)
+
+
+def host_memory_kind(value: Any) -> str | None:
+    """The memory kind of a committed array in host memory, other than its device's default
+    (JAX's CPU build before 0.5 keeps every array in ``unpinned_host``: that is not offloading)."""
+    sharding = getattr(value, "sharding", None)
+    kind = getattr(sharding, "memory_kind", None)
+    if kind not in ("pinned_host", "unpinned_host") or not getattr(value, "committed", True):
+        return None
+    try:
+        default = next(iter(sharding.device_set)).default_memory().kind
+    except Exception:  # noqa: BLE001 - a sharding without devices to ask: keep the kind
+        return kind
+    return None if kind == default else kind

@@ -16,7 +16,33 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Literal
 
 Severity = Literal["error", "warning", "info"]
-TARGETS: tuple[str, ...] = ("tpu", "gpu", "gpu-legacy")
+
+# Memory kinds as JAX spells them. JAX calls both host kinds "host"; XLA's host offloader
+# moves values to memory space S(5) for either annotation, but only ``pinned_host`` parameters
+# and outputs are S(5) (``unpinned_host`` is S(6) on TPU and not host memory to the walk).
+PINNED_HOST = "pinned_host"
+UNPINNED_HOST = "unpinned_host"
+DEVICE = "device"
+HOST_KINDS: frozenset[str] = frozenset({PINNED_HOST, UNPINNED_HOST})
+"""Memory kinds JAX treats as host memory (a move there is a move to host)."""
+HOST_MEMORY_SPACE_KINDS: frozenset[str] = frozenset({PINNED_HOST})
+"""Memory kinds of parameters and outputs that XLA's entry layout puts in host memory (S(5))."""
+TARGETS: tuple[str, ...] = ("tpu", "gpu")
+DEPRECATED_TARGETS: dict[str, str] = {"gpu-legacy": "gpu"}
+"""Targets of earlier releases: ``gpu-legacy`` modelled an XLA:GPU that failed like TPU, which
+every released XLA:GPU does, so it is ``gpu`` now."""
+TARGET_CHOICES: tuple[str, ...] = TARGETS + tuple(DEPRECATED_TARGETS)
+"""What a command line or a configuration accepts (deprecated names still work)."""
+
+
+def normalize_target(target: str) -> str:
+    """``target`` as the analysis knows it; raises ``ValueError`` for an unknown one."""
+    target = DEPRECATED_TARGETS.get(target, target)
+    if target not in TARGETS:
+        raise ValueError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
+    return target
+
+
 OriginKind = Literal["move_to_host", "host_argument", "offload_policy", "host_compute"]
 Safety = Literal["safe", "unsafe", "display-only"]
 
@@ -31,9 +57,19 @@ class Span:
     end_line: int | None = None
     end_col: int | None = None
     function: str | None = None
+    cell: int | None = None
+    """In a notebook shown to the user: the 1-based position of the cell that ``line`` counts
+    in. None elsewhere, and inside the tool, where a notebook's lines are its program's
+    (the concatenation of its code cells, ``offload_fixer.notebook``)."""
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}:{self.col}"
+        return position_text(self.path, self.line, self.col, self.cell)
+
+
+def position_text(path: str, line: int, col: int, cell: int | None = None) -> str:
+    """``path:line:col``, or ``nb.ipynb:cell 3:12:5`` in a notebook's cell."""
+    where = f"{path}:cell {cell}" if cell is not None else path
+    return f"{where}:{line}:{col}"
 
 
 @dataclass(frozen=True)
@@ -79,6 +115,8 @@ class FunctionRef:
     name: str
     path: str | None = None
     line: int | None = None
+    cell: int | None = None
+    """The notebook cell ``line`` counts in, as :attr:`Span.cell`."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +162,10 @@ class Report:
     module_name: str | None = None
     function: FunctionRef | None = None
     outputs: tuple[OutputInfo, ...] = ()
+    predicted: Prediction | None = None
+    """The compile outcome the analysis predicts (XLA's first error), for comparison with XLA."""
+    xla_generation: str | None = None
+    """The released compilers the analysis modelled (those that pair with the installed jaxlib)."""
 
     @property
     def errors(self) -> tuple[Diagnostic, ...]:
@@ -147,7 +189,64 @@ class OutputInfo:
     index: int
     path: str
     memory_kind: str
-    verdict: Literal["device", "host", "streamed", "layout-updated", "error"]
+    verdict: Literal["device", "host", "streamed", "repaired", "error"]
+    """``streamed``: a host value reaches this host output; ``repaired``: the output is a move to
+    host that XLA turns into a copy (the whole single output); ``error``: error 1200."""
+    compiled_memory_kind: str | None = None
+    """The memory kind the compiled executable returns this output in, where it differs from
+    what the module declares on some target (``unpinned_host`` outputs, repaired moves)."""
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """How the analysis expects XLA's compilation to end: XLA stops at its first error.
+
+    This is what a released compiler's :class:`XlaVerdict` is compared with, field by field.
+    """
+
+    outcome: Literal["compiled", "rejected"]
+    code: str | None = None
+    """The diagnostic code of the error XLA stops at (``OFL1200``...), ``None`` when it compiles."""
+    instruction: str | None = None
+    """The instruction XLA's message names, as XLA names it (``params.1``, ``mul.3``)."""
+    output_index: int | None = None
+    """For ``OFL1200``: the flat output the offending value reaches."""
+
+
+@dataclass(frozen=True)
+class XlaVerdict:
+    """What a released XLA compiler made of one module: the ground truth of every verdict."""
+
+    target: str
+    compiler: str
+    """The compiler that judged, ``libtpu 0.0.42.1`` or ``jax-cuda12-plugin 0.10.2``."""
+    outcome: Literal["compiled", "rejected", "aborted", "unsupported"]
+    """``aborted``: the compiler process died (a CHECK); ``unsupported``: it could not be asked."""
+    code: str | None = None
+    """The diagnostic code XLA's error corresponds to, ``None`` for errors no rule covers."""
+    error: str | None = None
+    """XLA's own error id when its message carries one (``E1200``)."""
+    message: str = ""
+    """XLA's error text as the compiler raised it; empty when it compiled."""
+    instruction: str | None = None
+    """The instruction XLA's error names (``(starting from params.1)``)."""
+    output_index: int | None = None
+    """The flat output XLA's instruction trace ends at, when it logged one."""
+    trace: tuple[str, ...] = ()
+    """The instructions of XLA's ``Instruction trace leading to error``."""
+    output_memory_kinds: tuple[str, ...] = ()
+    """Each flat output's memory kind in the compiled executable."""
+    host_compute: tuple[str, ...] = ()
+    """Instructions XLA's warnings say it converted into host compute, in log order."""
+    host_slices: tuple[str, ...] = ()
+    """Slices XLA's warnings say stay on host (converted into host compute)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return _to_jsonable(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "XlaVerdict":
+        return _from_jsonable(cls, data)
 
 
 # ---------------------------------------------------------------------------------------
@@ -305,5 +404,6 @@ _FIELD_TYPES.update(
         ("Report", "diagnostics"): (Diagnostic, True),
         ("Report", "function"): (FunctionRef, False),
         ("Report", "outputs"): (OutputInfo, True),
+        ("Report", "predicted"): (Prediction, False),
     }
 )

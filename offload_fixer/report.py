@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from offload_fixer.model import Diagnostic, Report, Span
+from offload_fixer.model import Diagnostic, Report, Span, position_text
 from offload_fixer.rules import Rule, all_rules, render_rule
 from offload_fixer.suppression import UnusedSuppression
 
@@ -42,6 +42,12 @@ class FileError:
     line: int
     col: int
     message: str
+    cell: int | None = None
+    """The notebook cell ``line`` counts in, as :attr:`Span.cell`."""
+
+    @property
+    def span(self) -> Span:
+        return Span(self.path, self.line, self.col, cell=self.cell)
 
 
 @dataclass(frozen=True)
@@ -78,10 +84,13 @@ def render(
     sources: Mapping[str, str] | None = None,
     fixes: Mapping[Diagnostic, Sequence[SourceChange]] | None = None,
 ) -> str:
-    """The whole output for ``--format fmt``, ending with a newline unless it is empty."""
-    diagnostics = list(diagnostics)
-    file_errors = list(file_errors)
-    unused = list(unused_suppressions)
+    """The whole output for ``--format fmt``, ending with a newline unless it is empty.
+
+    Positions in notebooks, which count the lines of their code cells' program, are shown
+    per cell (``nb.ipynb:cell 3:12:5``; in SARIF and GitHub annotations, where the ``.ipynb``
+    file's own text is shown, at that cell line's place in the file).
+    """
+    diagnostics, file_errors, unused = _in_cells(list(diagnostics), list(file_errors), list(unused_suppressions))
     if fmt == "text":
         return format_text(diagnostics, file_errors, unused, root=root, color=color)
     if fmt == "json":
@@ -110,8 +119,51 @@ def primary_span(diagnostic: Diagnostic) -> Span | None:
     """Where a diagnostic is reported; falls back to the ``def`` line of the jitted function."""
     span = diagnostic.location
     if span is None and diagnostic.function and diagnostic.function.path:
-        span = Span(diagnostic.function.path, diagnostic.function.line or 1)
+        span = Span(diagnostic.function.path, diagnostic.function.line or 1, cell=diagnostic.function.cell)
     return span
+
+
+def _in_cells(diagnostics: list[Diagnostic], file_errors: list[FileError],
+              unused: list[UnusedSuppression]) -> tuple[list[Diagnostic], list[FileError], list[UnusedSuppression]]:
+    """Everything that points into a notebook, in cell coordinates."""
+    from offload_fixer.notebook import is_notebook
+
+    paths = [e.path for e in file_errors] + [u.path for u in unused]
+    paths += [s.path for d in diagnostics for s in _spans(d)] + [d.function.path for d in diagnostics if d.function]
+    if not any(is_notebook(p) for p in paths if p):
+        return diagnostics, file_errors, unused
+    from offload_fixer.notebook.positions import cell_span, diagnostic_in_cells
+
+    def moved(item: Any) -> Any:
+        span = cell_span(item.span)
+        return item if span is item.span else dataclasses.replace(item, line=span.line, col=span.col, cell=span.cell)
+
+    return [diagnostic_in_cells(d) for d in diagnostics], [moved(e) for e in file_errors], [moved(u) for u in unused]
+
+
+def _spans(diagnostic: Diagnostic) -> list[Span]:
+    spans = [diagnostic.span, diagnostic.return_span, diagnostic.origin.span if diagnostic.origin else None]
+    return [s for s in spans + [step.span for step in diagnostic.trace] if s is not None]
+
+
+def _in_file(span: Span) -> Span:
+    """A span where the file's own text has it: a notebook cell's line in the ``.ipynb``."""
+    if span.cell is None:
+        return span
+    from offload_fixer.notebook.positions import file_span
+
+    return file_span(span)
+
+
+def _cell_line(span: Span) -> str:
+    from offload_fixer.notebook.positions import cell_line_text
+
+    return cell_line_text(span)
+
+
+def _cell_words(span: Span | None) -> str:
+    """``In cell 3, line 12: `` for a position in a notebook (whose file position is the JSON's)."""
+    return f"In cell {span.cell}, line {span.line}, column {span.col}: " if span is not None and span.cell else ""
 
 
 def display_path(path: str, root: str | os.PathLike[str] | None = None) -> str:
@@ -130,7 +182,7 @@ def _relative(path: str, root: str | os.PathLike[str] | None) -> str | None:
 
 def _sort_key(diagnostic: Diagnostic) -> tuple:
     span = primary_span(diagnostic)
-    where = (span.path, span.line, span.col) if span else ("", 0, 0)
+    where = (span.path, span.cell or 0, span.line, span.col) if span else ("", 0, 0, 0)
     return (*where, diagnostic.code, diagnostic.output_path or "")
 
 
@@ -207,11 +259,11 @@ def format_text(
     def where(span: Span | None) -> str:
         if span is None:
             return "<unknown>"
-        return f"{display_path(span.path, root)}:{span.line}:{span.col}"
+        return position_text(display_path(span.path, root), span.line, span.col, span.cell)
 
     out: list[str] = []
-    for error in sorted(file_errors, key=lambda e: (e.path, e.line, e.col)):
-        head = paint(f"{display_path(error.path, root)}:{error.line}:{error.col}:", "bold")
+    for error in sorted(file_errors, key=lambda e: (e.path, e.cell or 0, e.line, e.col)):
+        head = paint(f"{where(error.span)}:", "bold")
         out.append(f"{head} {paint('error', 'red', 'bold')}: {error.message}")
     for d in sorted(diagnostics, key=_sort_key):
         span = primary_span(d)
@@ -237,7 +289,7 @@ def format_text(
             label = paint(f"fix ({fix.safety})", "green" if fix.safety == "safe" else "dim")
             out.append(f"  {label}: {fix.title}")
     for unused in unused_suppressions:
-        head = paint(f"{display_path(unused.path, root)}:{unused.line}:{unused.col}:", "bold")
+        head = paint(f"{where(unused.span)}:", "bold")
         out.append(f"{head} {paint('warning', 'yellow')}: {unused.message}")
     summary = _summary(diagnostics, file_errors)
     if summary:
@@ -282,7 +334,7 @@ def format_json(
     document["tool"] = {"name": TOOL_NAME, "version": _tool_version()}
     document["file_errors"] = [dataclasses.asdict(e) for e in file_errors]
     document["unused_suppressions"] = [
-        {"path": u.path, "line": u.line, "col": u.col, "codes": list(u.codes), "message": u.message}
+        {"path": u.path, "line": u.line, "col": u.col, "cell": u.cell, "codes": list(u.codes), "message": u.message}
         for u in unused_suppressions
     ]
     return document
@@ -316,7 +368,7 @@ def format_sarif(
         result: dict[str, Any] = {
             "ruleId": d.code,
             "level": _SARIF_LEVEL.get(d.severity, "warning"),
-            "message": {"text": _sarif_message(d)},
+            "message": {"text": _cell_words(primary_span(d)) + _sarif_message(d)},
         }
         if d.code in index:
             result["ruleIndex"] = index[d.code]
@@ -329,12 +381,14 @@ def format_sarif(
             flow = _code_flow(d, base)
             if flow:
                 result["codeFlows"] = [flow]
-            line_text = lines.line(span.path, span.line)
+            line_text = _cell_line(span) if span.cell is not None else lines.line(span.path, span.line)
             digest = hashlib.sha256(f"{d.code}\0{' '.join(line_text.split())}".encode()).hexdigest()[:16]
             occurrence = seen.get((d.code, span.path, digest), 0) + 1
             seen[(d.code, span.path, digest)] = occurrence
             result["partialFingerprints"] = {"primaryLocationLineHash": f"{digest}:{occurrence}"}
         properties = {"target": d.target, "source": d.source}
+        if span is not None and span.cell is not None:
+            properties.update(cell=span.cell, cellLine=span.line, cellColumn=span.col)
         if d.output_path is not None:
             properties["outputPath"] = d.output_path
         if d.output_index is not None:
@@ -348,10 +402,10 @@ def format_sarif(
         results.append(result)
 
     notifications = [
-        _notification("error", e.message, Span(e.path, e.line, e.col), base, "file-error")
+        _notification("error", _cell_words(e.span) + e.message, e.span, base, "file-error")
         for e in file_errors
     ] + [
-        _notification("warning", u.message, Span(u.path, u.line, u.col), base, "unused-suppression")
+        _notification("warning", _cell_words(u.span) + u.message, u.span, base, "unused-suppression")
         for u in unused_suppressions
     ]
     run: dict[str, Any] = {
@@ -418,7 +472,7 @@ def _region(span: Span) -> dict[str, int]:
 
 
 def _physical(span: Span, base: Path) -> dict[str, Any]:
-    return {"artifactLocation": _artifact(span.path, base), "region": _region(span)}
+    return {"artifactLocation": _artifact(span.path, base), "region": _region(_in_file(span))}
 
 
 def _trail(d: Diagnostic) -> list[tuple[Span, str]]:
@@ -515,6 +569,10 @@ def escape_property(text: str) -> str:
 
 
 def _github_command(level: str, span: Span, title: str, message: str, root) -> str:
+    """A workflow command; a notebook cell's position is given as its place in the ``.ipynb``
+    text (what the pull request's diff shows), and the cell is named in the message."""
+    message = _cell_words(span) + message
+    span = _in_file(span)
     properties = [("file", display_path(span.path, root)), ("line", str(span.line)), ("col", str(span.col))]
     if span.end_line is not None:
         properties.append(("endLine", str(span.end_line)))
@@ -537,7 +595,7 @@ def format_github(
     for error in file_errors:
         out.append(
             _github_command(
-                "error", Span(error.path, error.line, error.col), "offload-fixer", error.message, root
+                "error", error.span, "offload-fixer", error.message, root
             )
         )
     for d in sorted(diagnostics, key=_sort_key):
@@ -558,7 +616,7 @@ def format_github(
     for unused in unused_suppressions:
         out.append(
             _github_command(
-                "warning", Span(unused.path, unused.line, unused.col), "offload-fixer", unused.message, root
+                "warning", unused.span, "offload-fixer", unused.message, root
             )
         )
     return "\n".join(out) + ("\n" if out else "")

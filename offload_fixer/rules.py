@@ -14,6 +14,7 @@ import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from offload_fixer import xla_messages as msg
 from offload_fixer.jax_compat import Regime, Spelling, spelling
 from offload_fixer.model import TARGETS, Safety, Severity
 
@@ -192,50 +193,24 @@ args = (jnp.ones(8),)
 
 _OFL1202_INVALID = """
 @jax.jit
-def f(history, rows):
-    history = jax.device_put(history, $HOST)  # an argument, not a fresh buffer
-
-    def write_row(i, history):
-        row = jax.device_put(rows[i] * 2, $HOST)
-        return lax.dynamic_update_slice(history, row[None], (i, 0))
-
-    return lax.fori_loop(0, rows.shape[0], write_row, history)
+def f(history, row):
+    offloaded = jax.device_put(history, $HOST)
+    # XLA turns this update into a dynamic-update-slice of `history`, a device argument.
+    return offloaded.at[0].set(row), row
 
 
-args = (jnp.zeros((4, 8)), jnp.ones((4, 8)))
+args = (jnp.zeros((4, 8)), jnp.ones(8))
 """
 
 _OFL1202_VALID = """
 @jax.jit
-def f(rows):
-    def write_row(carry, row):
-        return carry, jax.device_put(row * 2, $HOST)
-
-    # scan allocates the stacked output itself, so XLA can place it in host memory.
-    _, history = lax.scan(write_row, None, rows)
-    return history
+def f(row):
+    # A fresh buffer: XLA allocates it in host memory in place of the broadcast.
+    offloaded = jax.device_put(jnp.zeros((4, 8)), $HOST)
+    return offloaded.at[0].set(row), row
 
 
-args = (jnp.ones((4, 8)),)
-"""
-
-_OFL1203_INVALID = """
-def product(x, y):
-    # The first user of both moves is a two-operand multiply.
-    return jax.device_put(x, $HOST) * jax.device_put(y, $HOST)
-
-
-f = jax.jit(product, out_shardings=$HOST_SHARDING)
-args = (jnp.ones(8), jnp.ones(8))
-"""
-
-_OFL1203_VALID = """
-def product(x, y):
-    return jax.device_put(x * y, $HOST)  # compute on device, then offload the result
-
-
-f = jax.jit(product, out_shardings=$HOST_SHARDING)
-args = (jnp.ones(8), jnp.ones(8))
+args = (jnp.ones(8),)
 """
 
 _OFL1204_INVALID = """
@@ -298,6 +273,35 @@ def f(rows):
 args = (jnp.ones((4, 8)),)
 """
 
+_OFL1207_INVALID = """
+def mix(weights, x):
+    def layer(h, w):
+        # `w` is a slice of the host-resident weights: the dot runs in host memory.
+        return jnp.tanh(h @ w), None
+
+    h, _ = lax.scan(layer, x, weights)
+    return h
+
+
+f = jax.jit(mix, in_shardings=($HOST_SHARDING, None), out_shardings=$HOST_SHARDING)
+args = (jax.ShapeDtypeStruct((3, 128, 128), jnp.float32), jax.ShapeDtypeStruct((8, 128), jnp.float32))
+"""
+
+_OFL1207_VALID = """
+def mix(weights, x):
+    weights = jax.device_put(weights, $DEVICE)  # stream the weights in first
+
+    def layer(h, w):
+        return jnp.tanh(h @ w), None
+
+    h, _ = lax.scan(layer, x, weights)
+    return h
+
+
+f = jax.jit(mix, in_shardings=($HOST_SHARDING, None))
+args = (jax.ShapeDtypeStruct((3, 128, 128), jnp.float32), jax.ShapeDtypeStruct((8, 128), jnp.float32))
+"""
+
 _OFL1206_INVALID = """
 def first_half(x):
     offloaded = jax.device_put(x, $HOST)
@@ -319,23 +323,11 @@ args = (jnp.ones(8),)
 """
 
 # ---------------------------------------------------------------------------------------
-_MSG_1200 = (
-    "INVALID_ARGUMENT: Tensor which is moved to host (starting from NAME) is returned from the "
-    "entry computation but the layout for this output is not set to host memory."
-)
-_MSG_1201 = (
-    'Found an instruction ("NAME") which does device compute in host memory space. '
-    "Converting into host compute."
-)
-_MSG_1202 = 'DynamicUpdateSlice "NAME"\'s first operand is not the result of a broadcast.'
-_MSG_1203 = "Expecting instruction NAME to have 1 operand, but it has N."
-_MSG_1205 = (
-    'Tensor which is moved to host is used by an invalid instruction ("NAME") during while condition body.'
-)
-_MSG_1206 = (
-    "Encountered OPCODE on tensor which is in host memory. NAME does not move the tensor back "
-    "to device. NAME will be converted into host compute."
-)
+_MSG_1200 = msg.OUTPUT_NOT_HOST.placeholder()
+_MSG_1201 = msg.HOST_COMPUTE.placeholder()
+_MSG_1202 = msg.DUS_DEVICE_PARAMETER.placeholder()
+_MSG_1205 = msg.WHILE_CONDITION_ROOT.placeholder()
+_MSG_1206 = msg.SLICE_ON_HOST.placeholder()
 
 
 def _same_everywhere(severity: Severity, outcome: str, message: str | None) -> dict[str, TargetBehaviour]:
@@ -364,18 +356,7 @@ _RULES: tuple[Rule, ...] = (
             "`while` or nested `jit`; from 0.7.1 memory kinds are types, but arguments given a "
             "host `in_shardings` and traced from shapes are still typed as device memory."
         ),
-        targets={
-            "tpu": TargetBehaviour("error", "compilation fails (error 1200)", _MSG_1200),
-            "gpu": TargetBehaviour(
-                "warning",
-                "the newest XLA switches the output's layout to host memory and compiles "
-                "('output streamed (layout updated)'): the array comes back in host memory, "
-                "where the caller expects device memory; outputs with a customised layout "
-                "still fail with error 1200",
-                None,
-            ),
-            "gpu-legacy": TargetBehaviour("error", "compilation fails (error 1200)", _MSG_1200),
-        },
+        targets=_same_everywhere("error", "compilation fails (error 1200)", _MSG_1200),
         fixes=(
             FixDoc(
                 "Move the value back to device before it is returned",
@@ -424,17 +405,13 @@ _RULES: tuple[Rule, ...] = (
         ),
         targets={
             "tpu": TargetBehaviour(
-                "warning", "XLA converts the instruction into host compute without a message", None
+                "warning",
+                "XLA converts the instruction into host compute and logs a warning to libtpu's log "
+                "files (tpu_logs), not to the program's output",
+                _MSG_1201,
             ),
             "gpu": TargetBehaviour(
-                "warning", "XLA logs a warning and converts it into host compute", _MSG_1201
-            ),
-            "gpu-legacy": TargetBehaviour(
-                "warning",
-                "XLA logs a warning and converts it into host compute (XLA from mid-2024 "
-                'rejected all host compute: \'... is used by an instruction ("NAME") which is '
-                "not acceptable during pure memory offload.')",
-                _MSG_1201,
+                "warning", "XLA logs a warning to stderr and converts the instruction into host compute", _MSG_1201
             ),
         },
         fixes=(
@@ -456,82 +433,65 @@ _RULES: tuple[Rule, ...] = (
     ),
     Rule(
         code="OFL1202",
-        name="host-update-slice-without-broadcast",
-        summary="A loop writes host memory into a buffer that is not a fresh broadcast",
+        name="host-update-into-device-buffer",
+        summary="A value moved to host is written into a buffer XLA cannot place in host memory",
         what_it_does=(
-            "Reports a dynamic-update-slice whose update was moved to host (the pattern "
-            "`scan` uses to stream its stacked outputs to host memory) when the buffer it "
-            "writes into does not trace back to a broadcast such as `jnp.zeros`."
+            "Reports a dynamic-update-slice whose update was moved to host (the pattern `scan` "
+            "uses to stream its stacked outputs to host memory), or a `.at[i].set(...)` scatter "
+            "XLA rewrites into one, when the buffer it writes into is an argument in device "
+            "memory or does not trace back to a broadcast such as `jnp.zeros`."
         ),
         why_bad=(
             "XLA streams such updates by allocating the whole buffer in host memory in place "
-            "of the broadcast that created it. A buffer that comes from an argument or from "
-            "compute has no broadcast to replace, and compilation fails."
+            "of the broadcast that created it, or by writing into an argument that is in host "
+            "memory already. A device argument, or a buffer computed on device, has neither, "
+            "and compilation fails."
         ),
         targets=_same_everywhere("error", "compilation fails", _MSG_1202),
         fixes=(
             FixDoc(
-                "Build the streamed output with `lax.scan`'s stacked outputs, or start from a "
-                "fresh `jnp.zeros` buffer",
+                "Build the streamed output with `lax.scan`'s stacked outputs, start from a fresh "
+                "`jnp.zeros` buffer, or pass the buffer in host memory (`in_shardings`)",
                 "display-only",
                 "Replacing the buffer changes what the untouched rows contain; the author has "
                 "to decide where existing contents come from.",
             ),
         ),
-        applies_to="Every JAX version",
+        applies_to="Every JAX version (JAX >= 0.7.1 refuses to update a device buffer with a host value at trace time; a move of the whole buffer still gets here)",
         invalid=_example(_OFL1202_INVALID),
         valid=_example(_OFL1202_VALID),
-    ),
-    Rule(
-        code="OFL1203",
-        name="multi-operand-offload-start",
-        summary="A value moved to host is first used by an instruction with several operands",
-        what_it_does=(
-            "Reports a move to host whose first real user (past bitcasts, copies and "
-            "reshapes) is a compute instruction with more than one operand -- an add, "
-            "multiply, select, scatter or reduce -- when the rest of the walk succeeds."
-        ),
-        why_bad=(
-            "XLA inserts one copy to host in front of that instruction and assumes it has a "
-            "single operand. With more it fails a check and the whole process aborts, losing "
-            "any error message the program would otherwise have printed (openxla/xla#34565)."
-        ),
-        targets=_same_everywhere("error", "the compiler aborts on a failed check", _MSG_1203),
-        fixes=(
-            FixDoc(
-                "Compute on device first and move the result to host",
-                "display-only",
-                "The expression has to be reordered around the move; that changes which "
-                "values occupy device memory at the peak, which the author should decide.",
-            ),
-        ),
-        applies_to="Every JAX version",
-        invalid=_example(_OFL1203_INVALID),
-        valid=_example(_OFL1203_VALID),
-        references=("https://github.com/openxla/xla/issues/34565",),
     ),
     Rule(
         code="OFL1204",
         name="unpinned-host-memory",
         summary='"unpinned_host" is typed as device memory by JAX but moved to host by XLA',
         what_it_does=(
-            'Reports moves to `"unpinned_host"` and offload policies with `offload_dst="unpinned_host"`.'
+            'Reports moves to `"unpinned_host"`, offload policies with `offload_dst="unpinned_host"`, '
+            "and, on TPU, `unpinned_host` arguments that are computed on and `unpinned_host` "
+            "outputs computed in device memory."
         ),
         why_bad=(
             "JAX treats `unpinned_host` as device memory when it decides output memory kinds, "
-            "while XLA treats the annotation as a move to host. A returned value therefore "
-            "reaches a device output (error 1200 where that applies), and a remat policy "
-            "that offloads to `unpinned_host` silently offloads nothing."
+            "while XLA treats the annotation as a move to host: a returned value reaches a "
+            "device output (error 1200), and a remat policy that offloads to `unpinned_host` "
+            "silently offloads nothing. On TPU `unpinned_host` is memory space S(6), not the "
+            "host memory (S(5)) XLA's host offloader streams from and to: libtpu cannot compile "
+            "compute on such an argument, nor a device value returned into such an output."
         ),
         targets={
             "tpu": TargetBehaviour(
-                "error", "compilation fails (error 1200) when the value is returned", _MSG_1200
+                "error",
+                "a move to `unpinned_host` is a move to host (error 1200 when the value reaches a "
+                "device output); an `unpinned_host` argument that is computed on, or an "
+                "`unpinned_host` output computed in device memory, fails to compile (memory space "
+                "S(6) is not the host memory XLA offloads to)",
+                msg.UNPINNED_OUTPUT.placeholder(),
             ),
             "gpu": TargetBehaviour(
-                "warning", "the output silently comes back in host memory when the value is returned", None
-            ),
-            "gpu-legacy": TargetBehaviour(
-                "error", "compilation fails (error 1200) when the value is returned", _MSG_1200
+                "warning",
+                "a move to `unpinned_host` is a move to host (error 1200 when the value reaches a "
+                "device output); `unpinned_host` arguments and outputs compile as pinned host memory",
+                None,
             ),
         },
         fixes=(
@@ -551,19 +511,21 @@ _RULES: tuple[Rule, ...] = (
     ),
     Rule(
         code="OFL1205",
-        name="host-buffer-in-while-condition",
-        summary="A while condition computes on a buffer that streams to host memory",
+        name="host-value-in-while-condition",
+        summary="A while loop's condition is computed from a value in host memory",
         what_it_does=(
-            "Reports a loop that writes moved-to-host values into a carried buffer (the "
-            "`scan` streaming pattern) when the loop's condition reads that buffer with "
-            "anything but pure memory operations."
+            "Reports a loop whose condition reads a value that lives in host memory -- a "
+            "carried buffer that streams to host, a host argument -- and computes the loop's "
+            "predicate from it."
         ),
         why_bad=(
-            "XLA places the streamed buffer in host memory for the whole loop, condition "
-            "included, and accepts only memory operations on it there; any compute in the "
-            "condition fails compilation."
+            "The released compilers' host offloader follows host values into the loop "
+            "condition, and when the walk reaches the condition's result it fails a CHECK: the "
+            "compiling process aborts, with no exception and no error message for the program "
+            "to catch. (XLA's sources also reject compute on such a buffer in the condition "
+            "while they allocate it in host memory.)"
         ),
-        targets=_same_everywhere("error", "compilation fails", _MSG_1205),
+        targets=_same_everywhere("error", "the compiler aborts on a failed check (no error to catch)", _MSG_1205),
         fixes=(
             FixDoc(
                 "Decide the loop condition from a value kept on device",
@@ -602,6 +564,39 @@ _RULES: tuple[Rule, ...] = (
         applies_to="Every JAX version",
         invalid=_example(_OFL1206_INVALID),
         valid=_example(_OFL1206_VALID),
+    ),
+    Rule(
+        code="OFL1207",
+        name="host-compute-the-backend-cannot-build",
+        summary="Host compute the released compiler's backend cannot compile",
+        what_it_does=(
+            "Reports device compute on host data that the target's released compiler accepts "
+            "in its host offloader but cannot build afterwards: on GPU a dot (or a scatter with "
+            "a dynamic index or an accumulating update); on TPU a dot in a loop body with an "
+            "operand in device memory, a gather, or a scatter of several updates. Also a "
+            "placement annotation that changes its operand's shape."
+        ),
+        why_bad=(
+            "XLA turns device compute on a host value into host compute, but each backend "
+            "builds only some host compute: the rest fails with an internal error or aborts the "
+            "compiling process. These cases were measured on the released compilers "
+            "(libtpu, jax-cuda12-plugin)."
+        ),
+        targets={
+            "tpu": TargetBehaviour("error", "compilation fails with an internal error, or the compiler aborts", None),
+            "gpu": TargetBehaviour("error", "compilation fails with an internal error", None),
+        },
+        fixes=(
+            FixDoc(
+                "Move the operand back to device before the compute",
+                "safe",
+                "Values are unchanged and the compute runs on the accelerator; only where the "
+                "operand lives changes.",
+            ),
+        ),
+        applies_to="Every JAX version with a released TPU or GPU compiler",
+        invalid=_example(_OFL1207_INVALID),
+        valid=_example(_OFL1207_VALID),
     ),
 )
 

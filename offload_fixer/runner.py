@@ -11,11 +11,18 @@ analysis. JAX caches the trace, so the user's function is not traced twice. The 
 after the user's own operation: a failure in the tool never changes what the program does,
 and is recorded as a tool warning.
 
+Eager operations are checked too: an eager ``x * 2`` or ``x.reshape(-1)`` compiles one of
+JAX's own jits (``jnp.multiply``'s, or a jit of the primitive through
+``dispatch.apply_primitive``). Each such compilation that takes or returns an array in host
+memory (other than the device's default memory) is lowered for the target and analysed like
+a user's jit, and reported at the user's line (``jax_compat.observe_compilations`` hooks
+JAX's Python dispatch for this). On TPU such an operation is host compute at best, and
+error 1200 where JAX declares its result device memory.
+
 What is not intercepted:
 
 * jit objects created before the patch: modules imported by ``sitecustomize``/``.pth`` files,
-  or by whatever imported ``offload_fixer`` first, and JAX's own internal jits (skipped on
-  purpose: eager ``jnp`` operations are not the user's compilations);
+  or by whatever imported ``offload_fixer`` first;
 * ``jax._src.api.jit`` and whatever JAX jits on the user's behalf (``jax.eval_shape`` jits the
   user's function internally, and that is not a compilation), and ``jax.experimental.pjit.pjit``;
 * ``jax.pmap`` and ``xmap``, and functions compiled only through ``jax.export``;
@@ -42,11 +49,11 @@ import threading
 import traceback
 import types
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from offload_fixer.model import TARGETS, Diagnostic, Report, Span
+from offload_fixer.model import TARGET_CHOICES, Diagnostic, Report, Span, normalize_target
 
 EXIT_CLEAN = 0
 EXIT_FINDINGS = 1
@@ -75,6 +82,8 @@ class RunResult:
     """The program left threads running: ``run_program``'s ``finish`` runs once they end."""
     interrupted: bool = False
     """The program ended with ``KeyboardInterrupt`` (Ctrl-C)."""
+    texts: dict[str, str] = field(default_factory=dict)
+    """Those files' text as it was hashed: the report keeps the lines its findings name."""
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -101,10 +110,7 @@ class CompilationChecker:
 
         from offload_fixer import jax_compat
 
-        if target not in TARGETS:
-            raise ValueError(
-                f"unknown target {target!r}; expected one of {', '.join(TARGETS)}"
-            )
+        target = normalize_target(target)
         self.target = target
         self.platform = jax_compat.lowering_platform(target)
         self.active = True
@@ -163,6 +169,38 @@ class CompilationChecker:
             self.result.checked += 1
             self._add(report)
 
+    def check_eager(self, fun: Any, args_flat: Sequence[Any], out_flat: Sequence[Any],
+                    lower: Callable[[str], Any]) -> None:
+        """One of JAX's own jits (an eager ``jnp``/``lax`` operation) that took or returned an
+        array in host memory: analysed like a user's jit, reported at the user's line."""
+        from offload_fixer import jax_compat
+        from offload_fixer.analysis import analyze
+        from offload_fixer.model import FunctionRef
+
+        if not self.active or not self.outside_any_trace() or not _is_jax_internal(fun):
+            return
+        kinds = [jax_compat.host_memory_kind(v) for v in (*args_flat, *out_flat)]
+        if not any(kinds):
+            return
+        where = _user_frame()
+        try:
+            signature = (id(getattr(fun, "__code__", fun)), tuple(_leaf_key(v) for v in args_flat), where)
+            hash(signature)
+        except TypeError:
+            signature = None
+        if not self.observe(signature):
+            return
+        name = getattr(fun, "__name__", type(fun).__name__)
+        function = FunctionRef(f"{name} (eager)", where[0] if where else None, where[1] if where else None)
+        with self._lock:
+            try:
+                report = analyze(lower(self.platform), target=self.target, function=function)
+            except Exception as exc:  # noqa: BLE001 - the tool must never break the program
+                self.warn(f"could not check the eager {name} for {self.target}: {_one_line(exc)}")
+                return
+            self.result.checked += 1
+            self._add(_at_user_line(report, where))
+
     def warn(self, message: str) -> None:
         with self._lock:
             if message not in self.result.tool_warnings:
@@ -180,9 +218,10 @@ class CompilationChecker:
         self.result.reports.append(report)
         for path in report_paths(report):
             if path not in self.result.sources:
-                digest = sha256_of(path)
-                if digest is not None:
-                    self.result.sources[path] = digest
+                data = _read_bytes(path)
+                if data is not None:
+                    self.result.sources[path] = hashlib.sha256(data).hexdigest()
+                    self.result.texts[path] = data.decode("utf-8", "replace")
 
 
 class CheckedJit:
@@ -329,6 +368,45 @@ class LeafSignatures:
             )
             self._by_type[kind] = reader
         return reader(leaf)
+
+
+def _leaf_key(value: Any) -> Any:
+    aval = getattr(value, "aval", None)
+    return (type(value), aval, getattr(value, "sharding", None)) if aval is not None else (type(value), value)
+
+
+def _user_frame() -> tuple[str, int, int] | None:
+    """``(path, line, column)`` of the innermost frame of the user's program on the stack."""
+    frame = sys._getframe(1)
+    ours = (os.path.dirname(os.path.abspath(__file__)) + os.sep, *_jax_roots())
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not path.startswith(ours) and path not in _TOOL_FILES and not frame.f_code.co_filename.startswith("<"):
+            column = 1
+            positions = getattr(frame.f_code, "co_positions", None)
+            if positions is not None:
+                found = list(positions())[frame.f_lasti // 2] if frame.f_lasti >= 0 else None
+                if found and found[2] is not None:
+                    column = found[2] + 1
+            return path, frame.f_lineno, column
+        frame = frame.f_back
+    return None
+
+
+def _at_user_line(report: Report, where: tuple[str, int, int] | None) -> Report:
+    """An eager operation's findings point where the user wrote it (its trace has no frame
+    of the user's own otherwise)."""
+    import dataclasses
+
+    if where is None:
+        return report
+    span = Span(where[0], where[1], where[2])
+    diagnostics = tuple(
+        d if d.location is not None and d.location.path == where[0]
+        else dataclasses.replace(d, span=span)
+        for d in report.diagnostics
+    )
+    return dataclasses.replace(report, diagnostics=diagnostics)
 
 
 def _tracer_signature(leaf: Any) -> Any:
@@ -529,7 +607,7 @@ def run_program(
 
     jax_compat.check_runtime_supported()
     if is_module:
-        if importlib.util.find_spec(program) is None:
+        if _find_module(program) is None:
             raise UsageError(f"no module named {program!r}")
     elif not os.path.isfile(program):
         raise UsageError(f"no such file: {program}")
@@ -540,8 +618,10 @@ def run_program(
     ending = _Ending(checker, finish)
     threads_before = set(threading.enumerate())
     saved_argv, saved_path = sys.argv[:], sys.path[:]
-    patch = intercept_jit(checker)
-    patch.__enter__()
+    patch = ExitStack()
+    patch.enter_context(intercept_jit(checker))
+    if not patch.enter_context(jax_compat.observe_compilations(checker.check_eager)):
+        checker.warn(f"eager operations are not checked under jax {jax_compat.installed_version()}")
     try:
         try:
             if is_module:
@@ -574,7 +654,7 @@ def run_program(
     finally:
         if not result.deferred:
             ending.close()
-            patch.__exit__(None, None, None)
+            patch.close()
     return result
 
 
@@ -644,6 +724,21 @@ class _Ending:
         return status
 
 
+def _find_module(name: str) -> Any:
+    """``python -m`` finds a module from the current directory: so does ``run -m``, dotted
+    names included (``find_spec`` imports the parents, which must be found there too)."""
+    added = os.getcwd() not in sys.path and "" not in sys.path
+    if added:
+        sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.util.find_spec(name)
+    except ImportError:
+        return None
+    finally:
+        if added:
+            sys.path.remove(os.getcwd())
+
+
 _TOOL_FILES = (
     os.path.abspath(__file__),
     os.path.abspath(runpy.__file__),
@@ -688,6 +783,9 @@ class ReportFile:
     jax_version: str
     reports: tuple[Report, ...]
     sources: dict[str, str]
+    lines: dict[str, dict[int, tuple[str, str, str]]] = field(default_factory=dict)
+    """Per source file, each line a finding names with its neighbours (before, the line,
+    after) as analysed: the editor finds the line again after edits elsewhere."""
 
     def stale_sources(self) -> list[str]:
         """Files changed (or gone) since they were analysed: fixes must not touch them."""
@@ -701,24 +799,28 @@ def write_report_file(
     reports: Iterable[Report],
     target: str,
     sources: dict[str, str] | None = None,
+    texts: dict[str, str] | None = None,
 ) -> None:
-    """Write the reports as JSON, atomically; ``sources`` defaults to hashing the files now."""
+    """Write the reports as JSON, atomically; ``sources`` defaults to hashing the files now,
+    ``texts`` (the files as hashed) to reading them now."""
     from offload_fixer import jax_compat
 
     reports = list(reports)
     if sources is None:
-        sources = {}
+        sources, texts = {}, {}
         for report in reports:
             for source in report_paths(report):
-                digest = sha256_of(source)
-                if digest is not None:
-                    sources.setdefault(source, digest)
+                data = _read_bytes(source)
+                if data is not None and source not in sources:
+                    sources[source] = hashlib.sha256(data).hexdigest()
+                    texts[source] = data.decode("utf-8", "replace")
     data = {
         "version": REPORT_FILE_VERSION,
         "target": target,
         "jax_version": jax_compat.installed_version(),
         "reports": [report.to_dict() for report in reports],
         "sources": dict(sorted(sources.items())),
+        "lines": _named_lines(reports, texts or {}),
     }
     temporary = f"{path}.tmp{os.getpid()}"
     with open(temporary, "w", encoding="utf-8") as handle:
@@ -749,6 +851,9 @@ def read_report_file(path: str) -> ReportFile:
             raise TypeError("'reports' must be a list and 'sources' an object")
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in sources.items()):
             raise TypeError("'sources' must map file paths to sha256 strings")
+        lines = data.get("lines", {})
+        if not isinstance(lines, dict) or not all(isinstance(v, dict) for v in lines.values()):
+            raise TypeError("'lines' must map file paths to objects of line numbers")
         target, jax_version = data["target"], data["jax_version"]
         if not isinstance(target, str) or not isinstance(jax_version, str):
             raise TypeError("'target' and 'jax_version' must be strings")
@@ -757,11 +862,41 @@ def read_report_file(path: str) -> ReportFile:
             jax_version=jax_version,
             reports=tuple(Report.from_dict(r) for r in reports),
             sources=dict(sources),
+            lines={source: {int(line): tuple(context) for line, context in numbered.items()}
+                   for source, numbered in lines.items()},
         )
     except KeyError as exc:
         raise ValueError(f"{path}: not a valid report: missing {exc}") from None
     except (TypeError, ValueError, AttributeError) as exc:
         raise ValueError(f"{path}: not a valid report: {exc}") from None
+
+
+def _named_lines(reports: Sequence[Report], texts: dict[str, str]) -> dict[str, dict[str, list[str]]]:
+    """The lines the reports' spans name, with one neighbour on each side, per file."""
+    named: dict[str, dict[str, list[str]]] = {}
+    split = {source: text.splitlines() for source, text in texts.items()}
+    for report in reports:
+        for d in report.diagnostics:
+            places = [(s.path, s.line) for s in (d.span, d.return_span, d.origin.span if d.origin else None,
+                                                 *(step.span for step in d.trace)) if s is not None]
+            if d.function is not None and d.function.path and d.function.line:
+                places.append((d.function.path, d.function.line))
+            for source, number in places:
+                lines = split.get(source)
+                if not lines or not 1 <= number <= len(lines):
+                    continue
+                at = number - 1
+                context = [lines[at - 1] if at > 0 else "", lines[at], lines[at + 1] if at + 1 < len(lines) else ""]
+                named.setdefault(source, {})[str(number)] = context
+    return {source: dict(sorted(lines.items(), key=lambda kv: int(kv[0]))) for source, lines in sorted(named.items())}
+
+
+def _read_bytes(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
 
 
 def report_paths(report: Report) -> list[str]:
@@ -778,11 +913,8 @@ def report_paths(report: Report) -> list[str]:
 
 
 def sha256_of(path: str) -> str | None:
-    try:
-        with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest()
-    except OSError:
-        return None
+    data = _read_bytes(path)
+    return None if data is None else hashlib.sha256(data).hexdigest()
 
 
 # ---------------------------------------------------------------------------------------
@@ -848,7 +980,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """``[--target T] [--report FILE] [-m] PROGRAM [ARGS...]``: run, print findings, exit
     0 clean / 1 errors found / 2 usage or tool error / 3 the program itself failed."""
     parser = argparse.ArgumentParser(prog="offload-fixer run", description=main.__doc__)
-    parser.add_argument("--target", choices=TARGETS, default="tpu")
+    parser.add_argument("--target", choices=TARGET_CHOICES, default="tpu")
     parser.add_argument(
         "--report",
         metavar="FILE",
@@ -886,7 +1018,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if options.report:
         try:
             write_report_file(
-                options.report, result.reports, result.target, result.sources
+                options.report, result.reports, result.target, result.sources, result.texts
             )
         except OSError as exc:
             print(

@@ -50,6 +50,12 @@ class UnusedSuppression:
     codes: tuple[str, ...]
     """The codes that silenced nothing (or are unknown); empty when a bare ``ignore`` was unused."""
     reason: str = "unused"
+    cell: int | None = None
+    """The notebook cell ``line`` counts in, as :attr:`Span.cell`."""
+
+    @property
+    def span(self) -> Span:
+        return Span(self.path, self.line, self.col, cell=self.cell)
 
     @property
     def message(self) -> str:

@@ -9,8 +9,8 @@ on its leaves (``[1]['w']``). The static check must have no false positives on p
 dynamic analysis passes; misses are expected where a value flows through something the static
 rules do not model.
 
-    .venv/bin/python scripts/static_vs_dynamic.py                 # examples/ and test programs
-    .venv/bin/python scripts/static_vs_dynamic.py path/to/prog.py  # any programs that run
+    .venv/bin/python scripts/static_vs_dynamic.py                 # examples/, training packages, test programs
+    .venv/bin/python scripts/static_vs_dynamic.py path/to/prog.py  # any programs that run (or package dirs)
 """
 
 from __future__ import annotations
@@ -23,8 +23,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PROGRAMS = sorted(
-    [*ROOT.glob("examples/*.py"), *ROOT.glob("tests/runner_programs/*.py"), *ROOT.glob("tests/lsp_fixtures/*.py")]
+    [*ROOT.glob("examples/*.py"), *ROOT.glob("tests/runner_programs/*.py"), *ROOT.glob("tests/lsp_fixtures/*.py"),
+     *(main.parent for main in ROOT.glob("examples/training/*/__main__.py"))]
 )
+"""Scripts, and training packages (a directory with ``__main__.py``, run as ``python -m``)."""
 
 
 @dataclass
@@ -49,33 +51,45 @@ def _covers(static_path: str, dynamic_path: str) -> bool:
 
 
 def compare(programs: list[Path]) -> Matrix:
+    """Run each program (a script, or a package run as a module from the repository root) and
+    check its files statically; compare on the files of the program (all of a package's)."""
     from offload_fixer.runner import run_program
-    from offload_fixer.static import check_source
+    from offload_fixer.static import check_paths
 
     matrix = Matrix()
     for program in programs:
-        path = os.path.realpath(program)
-        result = run_program(str(program), [], target="tpu")
+        program = program.resolve()
+        if program.is_dir():
+            files = {os.path.realpath(p) for p in program.rglob("*.py")}
+            module = ".".join(program.relative_to(ROOT).parts)
+            previous = os.getcwd()
+            os.chdir(ROOT)
+            try:
+                result = run_program(module, [], target="tpu", is_module=True)
+            finally:
+                os.chdir(previous)
+        else:
+            files = {os.path.realpath(program)}
+            result = run_program(str(program), [], target="tpu")
         if result.program_exit_code != 0:
             matrix.not_run.append((str(program), "the program failed"))
             continue
         checked = {
-            report.function.name.rsplit(".", 1)[-1]
+            (os.path.realpath(report.function.path), report.function.name.rsplit(".", 1)[-1])
             for report in result.reports
-            if report.function and os.path.realpath(report.function.path or "") == path
+            if report.function and report.function.path and os.path.realpath(report.function.path) in files
         }
-        dynamic = {u for u in _units(result.diagnostics) if u[0] == path}
-        static = {
-            u for u in _units(check_source(program.read_bytes(), path).diagnostics) if u[0] == path and u[1] in checked
-        }
+        dynamic = {u for u in _units(result.diagnostics) if u[0] in files}
+        static_diagnostics = [d for r in check_paths([str(program)]) for d in r.diagnostics]
+        static = {u for u in _units(static_diagnostics) if u[0] in files and (u[0], u[1]) in checked}
         for unit in dynamic:
-            found = any(s[1] == unit[1] and _covers(s[2], unit[2]) for s in static)
+            found = any(s[:2] == unit[:2] and _covers(s[2], unit[2]) for s in static)
             (matrix.true_positive if found else matrix.false_negative).add(unit)
         for unit in static:
-            if not any(d[1] == unit[1] and _covers(unit[2], d[2]) for d in dynamic):
+            if not any(d[:2] == unit[:2] and _covers(unit[2], d[2]) for d in dynamic):
                 matrix.false_positive.add(unit)
-        flagged = {name for _, name, _ in dynamic | static}
-        matrix.true_negative |= {(path, name, "*") for name in checked - flagged}
+        flagged = {u[:2] for u in dynamic | static}
+        matrix.true_negative |= {(path, name, "*") for path, name in checked - flagged}
     return matrix
 
 
@@ -94,6 +108,11 @@ def main() -> int:
             print(f"{title}: {os.path.relpath(path, ROOT)} {function} {output or '(result)'}")
     for program, why in matrix.not_run:
         print(f"not compared: {program}: {why}")
+    found = len(matrix.true_positive) + len(matrix.false_negative)
+    if found:
+        print(f"static finds {len(matrix.true_positive)} of {found} dynamic findings "
+              f"({100 * len(matrix.false_negative) / found:.1f}% missed); "
+              f"{len(matrix.false_positive)} static false positives")
     return 1 if matrix.false_positive else 0
 
 

@@ -91,9 +91,9 @@ def test_jitted_function_with_jax_arrays_and_the_package_level_export() -> None:
     assert report.function.name == "sin_on_host"
 
 
-def test_gpu_target_turns_the_error_into_a_warning() -> None:
+def test_gpu_target_fails_like_tpu() -> None:
     (finding,) = host_errors(check(sin_on_host, jnp.ones(8), target="gpu"))
-    assert finding.severity == "warning" and finding.target == "gpu"
+    assert finding.severity == "error" and finding.target == "gpu"
 
 
 def test_static_argnums_are_respected() -> None:

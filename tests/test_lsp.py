@@ -231,12 +231,12 @@ async def test_host_in_shardings_is_reported_with_related_locations(vscode: Lang
 
 
 @pytest.mark.asyncio
-async def test_target_gpu_reports_a_warning(client: LanguageClient, tmp_path):
+async def test_target_gpu_reports_an_error_like_tpu(client: LanguageClient, tmp_path):
     await start(client, client_capabilities("neovim"), tmp_path, target="gpu", jaxVersion=TYPED)
     editor = Editor(client, copy_fixture("in_shardings_host.py", tmp_path))
     editor.open()
     (diagnostic,) = await editor.diagnostics()
-    assert diagnostic.severity == types.DiagnosticSeverity.Warning
+    assert diagnostic.severity == types.DiagnosticSeverity.Error
 
 
 @pytest.mark.asyncio
@@ -464,7 +464,8 @@ async def test_configuration_from_pyproject_and_from_the_editor(client: Language
         )
 
     (watcher,) = await wait_for(lambda: client.registrations or None)
-    assert watcher.register_options["watchers"] == [{"globPattern": "**/pyproject.toml"}]
+    assert watcher.register_options["watchers"] == [{"globPattern": "**/pyproject.toml"},
+                                                    {"globPattern": "**/.offload-fixer/last-run.json"}]
     pyproject.write_text(f'[tool.offload-fixer]\njax-version = "{TYPED}"\n', encoding="utf-8")
     changed = types.FileEvent(uri=pyproject.as_uri(), type=types.FileChangeType.Changed)
     assert (

@@ -118,7 +118,7 @@ def test_json_reads_back_as_a_report(project):
     report = Report.from_dict(document)
     assert report.diagnostics == (diagnostic,)
     assert (report.target, report.jax_version) == ("tpu", "0.4.35")
-    assert document["file_errors"] == [{"path": path, "line": 1, "col": 1, "message": "boom"}]
+    assert document["file_errors"] == [{"path": path, "line": 1, "col": 1, "message": "boom", "cell": None}]
     assert document["tool"]["name"] == "offload-fixer"
 
 
@@ -176,7 +176,7 @@ def test_sarif_rules_results_and_locations(project):
     assert [rule["id"] for rule in driver["rules"]] == [rule.code for rule in all_rules()]
     first = driver["rules"][0]
     assert first["name"] == "host-value-device-output"
-    assert first["defaultConfiguration"]["level"] == "warning"  # OFL1200 on gpu
+    assert first["defaultConfiguration"]["level"] == "error"  # OFL1200 on gpu, as on tpu
     assert first["help"]["text"].startswith("# OFL1200")
     (result,) = run["results"]
     assert result["ruleId"] == driver["rules"][result["ruleIndex"]]["id"] == "OFL1200"

@@ -140,11 +140,10 @@ def test_each_distinct_compilation_is_checked_once() -> None:
 
 
 @pytest.mark.slow
-def test_gpu_target_reports_a_warning_and_exits_clean() -> None:
+def test_gpu_target_reports_the_error_like_tpu() -> None:
     proc = run_cli("--target", "gpu", str(PROGRAMS / "repeated_jit.py"), "1")
-    assert proc.returncode == EXIT_CLEAN, proc.stderr
+    assert proc.returncode == EXIT_FINDINGS, proc.stderr
     assert "OFL1200" in proc.stdout
-    assert "severity warning for gpu" in proc.stdout
 
 
 @pytest.mark.slow

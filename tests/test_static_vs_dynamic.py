@@ -26,3 +26,15 @@ def test_no_static_false_positives_on_the_examples():
     assert not matrix.false_positive
     # the comparison is not vacuous: both sides agree on some findings and some clean functions
     assert matrix.true_positive and matrix.true_negative
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not jax_compat.host_memory_on_this_backend(), reason="the packages need pinned_host memory")
+def test_the_static_check_finds_the_training_packages_findings():
+    """Multi-module packages: shardings in one module, jits in another, flags and configs."""
+    packages = sorted(main.parent for main in ROOT.glob("examples/training/*/__main__.py"))
+    matrix = _script().compare(packages)
+    assert len(packages) == 4 and not matrix.not_run
+    assert not matrix.false_positive
+    assert matrix.true_positive and not matrix.false_negative
+    assert matrix.true_negative

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from offload_fixer.analysis.backend import backend_failures
 from offload_fixer.analysis.diagnose import Diagnoser
 from offload_fixer.analysis.offloader import HostOffloadWalk
 from offload_fixer.ir.module import ModuleReadError, load
-from offload_fixer.model import TARGETS, FunctionRef, Report
+from offload_fixer.model import FunctionRef, Report, normalize_target
 
 __all__ = ["analyze", "ModuleReadError"]
 
@@ -22,23 +23,27 @@ def analyze(
     """Predict XLA's host-offloader verdicts for a lowered module.
 
     ``source``: a ``jax.stages.Lowered`` (lower it for ``tpu``/``cuda``: CPU lowering drops
-    memory moves), an MLIR module, StableHLO text or bytecode. ``target``: ``tpu`` and
-    ``gpu-legacy`` fail on a host value reaching a device output (error 1200); ``gpu`` (newest
-    XLA) returns it in host memory instead, reported as a warning. ``host_compute_offload=False``
+    memory moves), an MLIR module, StableHLO text or bytecode. ``target``: ``tpu`` or ``gpu``;
+    both released compilers fail on a host value reaching a device output (error 1200), and
+    their backends differ in what host compute they can build. ``host_compute_offload=False``
     models ``--xla_disable_automatic_host_compute_offload``.
     """
-    if target not in TARGETS:
-        raise ValueError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
     from offload_fixer import jax_compat
 
+    target = normalize_target(target)
     view = load(source)
-    walk = HostOffloadWalk(view).run()
+    generation = jax_compat.xla_generation()
+    walker = HostOffloadWalk(view, target, generation)
+    walk = walker.run()
+    failures = backend_failures(walker, walk, target)
     diagnoser = Diagnoser(view, target, function, host_compute_offload)
     return Report(
-        diagnostics=tuple(diagnoser.diagnostics(walk)),
+        diagnostics=tuple(diagnoser.diagnostics(walk, failures)),
         target=target,
         jax_version=jax_compat.installed_version(),
         module_name=view.name,
         function=diagnoser.function,
         outputs=diagnoser.outputs(walk),
+        predicted=diagnoser.prediction(walk, failures),
+        xla_generation=generation.name,
     )

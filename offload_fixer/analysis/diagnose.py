@@ -1,4 +1,10 @@
-"""From the walk's findings (MLIR operations) to diagnostics a user can act on."""
+"""From the walk's findings (MLIR operations) to diagnostics a user can act on.
+
+Messages are XLA's own texts (:mod:`offload_fixer.xla_messages`) with XLA's names for the
+user's module (:mod:`offload_fixer.ir.hlo_names`), so what the tool says is what the TPU log
+says. :meth:`Diagnoser.prediction` is the compile outcome the findings add up to: the first
+error XLA meets, which is what a released compiler's verdict is compared with.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +12,17 @@ from dataclasses import replace
 
 from jaxlib.mlir import ir
 
+from offload_fixer import xla_messages as msg
+from offload_fixer.analysis import backend
+from offload_fixer.analysis import offloader as walk_reasons
 from offload_fixer.analysis.offloader import Failure, Node, Reach, Seed, WalkResult, hlo_name, op_role
 from offload_fixer.ir import module as irm
+from offload_fixer.ir.hlo_names import HloNames
+from offload_fixer.model import Diagnostic, FixOption, FunctionRef, Origin, OutputInfo, Prediction, Span, Step
 from offload_fixer.rules import get_rule
-from offload_fixer.model import Diagnostic, FixOption, FunctionRef, Origin, OutputInfo, Span, Step
 from offload_fixer.source.jit_sites import in_shardings_span
 from offload_fixer.source.locations import frame_path, output_path, user_span, written_as_move
 
-ERROR_TARGETS = ("tpu", "gpu-legacy")
 
 def _fix(code: str, strategy: str, index: int = 0) -> FixOption:
     """A remedy as the rule page documents it (title, why, safety): one text for every way in."""
@@ -27,8 +36,9 @@ class Diagnoser:
         self.target = target
         self.function = function or _function_from_module(view)
         self.host_compute_offload = host_compute_offload
+        self.names = HloNames(view)
 
-    def diagnostics(self, walk: WalkResult) -> list[Diagnostic]:
+    def diagnostics(self, walk: WalkResult, backend_failures: list[Failure]) -> list[Diagnostic]:
         out: list[Diagnostic] = []
         offending: dict[Seed, list[Reach]] = {}
         for reach in walk.reaches:
@@ -44,65 +54,80 @@ class Diagnoser:
                 others = tuple(self._output_path(r.output) for r in reaches if r.output != reach.output)
                 out.append(self._host_output(reach, tuple(dict.fromkeys(others))))
             if seed.memory_kind == "unpinned_host" and seed.op is not None:
-                out.append(self._unpinned(seed, returned=bool(reaches)))
+                out.append(self._unpinned_move(seed))
             if walk.host_compute.get(seed):
                 out.append(self._host_compute(seed, walk.host_compute[seed]))
+            for op in walk.host_copies.get(seed, ()):
+                out.append(self._host_copy(seed, op))
             for op in walk.host_slices.get(seed, ()):
                 out.append(self._host_slice(seed, op))
-        for failure in walk.failures:
+        for failure in [*walk.failures, *backend_failures]:
             out.append(self._failure(failure))
         return _merge_same_place(out)
 
+    def prediction(self, walk: WalkResult, backend_failures: list[Failure]) -> Prediction:
+        """XLA stops at the host offloader's first error; without one, at the backend's first."""
+        first = walk.errors[0] if walk.errors else (backend_failures[0] if backend_failures else None)
+        if first is None:
+            return Prediction("compiled")
+        if isinstance(first, Reach):
+            return Prediction("rejected", "OFL1200", self._node_name(first.starting), first.output)
+        return Prediction(first.outcome, first.code, self._failure_subject(first))
+
     def outputs(self, walk: WalkResult) -> tuple[OutputInfo, ...]:
         verdicts: dict[int, str] = {}
+        if walk.repaired:
+            verdicts[0] = "streamed" if self.view.results[0].in_host_memory_space else "repaired"
         for reach in walk.reaches:
             if reach.streamed:
                 verdicts.setdefault(reach.output, "streamed")
             else:
-                verdicts[reach.output] = "error" if self._is_error(reach.output) else "layout-updated"
+                verdicts[reach.output] = "error"
         infos = []
         for value in self.view.results:
-            default = "host" if value.memory_kind in irm.HOST_KINDS else "device"
+            default = "host" if value.in_host_memory_space else "device"
+            verdict = verdicts.get(value.index, default)
             infos.append(
-                OutputInfo(value.index, self._output_path(value.index), value.memory_kind,
-                           verdicts.get(value.index, default))
+                OutputInfo(value.index, self._output_path(value.index), value.memory_kind, verdict,
+                           self._compiled_kind(value.index, value.memory_kind, verdict))
             )
         return tuple(infos)
+
+    def _compiled_kind(self, index: int, declared: str, verdict: str) -> str:
+        """Where the compiled executable returns an output. libtpu repairs a root move with a
+        copy back to device; XLA:GPU keeps it on host, compiles ``unpinned_host`` outputs as
+        pinned host memory, and returns a host output that no host value reaches (a slice
+        copied out of host memory, a host computation's result) in device memory, unless the
+        output reuses a donated host argument's buffer."""
+        if verdict == "repaired":
+            return "device" if self.target == "tpu" else "pinned_host"
+        if self.target == "gpu":
+            if declared == "unpinned_host":
+                return "pinned_host"
+            donor = self.view.aliased_outputs.get(index)
+            if verdict == "host" and (donor is None or not self.view.args[donor].in_host_memory_space):
+                return "device"
+        return declared
 
     # -- one diagnostic per finding ---------------------------------------------------------
     def _host_output(self, reach: Reach, related: tuple[str, ...]) -> Diagnostic:
         origin = self._origin(reach.seed)
         path = self._output_path(reach.output)
-        error = self._is_error(reach.output)
         shown_path = path or "(the whole result)"
-        if error:
-            message = self._xla_1200_message(reach)
-            severity = "error"
-        else:
-            message = (
-                f"Output {shown_path} receives a host value but is declared device memory; XLA on "
-                "GPU silently switches it to host memory (output streamed, layout updated)."
-            )
-            severity = "warning"
         where = f"line {origin.span.line}" if origin.span else origin.detail
         explanation = (
             f"{_origin_phrase(origin)} ({where}) flows to output {shown_path} without a move back "
             f"to device, but that output's memory kind is "
             f"'{self.view.results[reach.output].memory_kind}'. "
-            + (
-                f"XLA's host offloader rejects this on {self.target} (error 1200) when it compiles; "
-                if error
-                else "Newer XLA on GPU returns this output in host memory instead of failing, so "
-                "callers receive a host array where they expect a device one; "
-            )
-            + "either move the value back to device before it is returned, or declare this output's "
+            f"XLA's host offloader rejects this on {self.target} (error 1200) when it compiles; "
+            "either move the value back to device before it is returned, or declare this output's "
             "sharding with memory_kind=\"pinned_host\"."
         )
         return Diagnostic(
             code="OFL1200",
-            severity=severity,
+            severity=_severity("OFL1200", self.target),
             target=self.target,
-            message=message,
+            message=msg.OUTPUT_NOT_HOST.format(name=self._node_name(reach.starting)),
             explanation=explanation,
             output_index=reach.output,
             output_path=path,
@@ -117,15 +142,12 @@ class Diagnoser:
     def _host_compute(self, seed: Seed, ops: list[ir.Operation]) -> Diagnostic:
         origin = self._origin(seed)
         first = ops[0]
-        names = ", ".join(dict.fromkeys(hlo_name(op) for op in ops[:8]))
+        names = ", ".join(dict.fromkeys(self._op_name(op) for op in ops[:8]))
         if self.host_compute_offload:
-            message = (
-                f"Found an instruction (\"{hlo_name(first)}\") which does device compute in host memory "
-                "space. Converting into host compute. This is likely to have a very slow execution time."
-            )
+            message = msg.HOST_COMPUTE.format(name=self._op_name(first))
             severity = _severity("OFL1201", self.target)
         else:
-            message = "Automatic host compute offloading is disabled."
+            message = msg.HOST_COMPUTE_DISABLED.format()
             severity = "error"
         return Diagnostic(
             code="OFL1201",
@@ -145,17 +167,34 @@ class Diagnoser:
             function=self.function,
         )
 
+    def _host_copy(self, seed: Seed, op: ir.Operation) -> Diagnostic:
+        origin = self._origin(seed)
+        return Diagnostic(
+            code="OFL1201",
+            severity=_severity("OFL1201", self.target),
+            target=self.target,
+            message=msg.HOST_COMPUTE.format(name="copy"),
+            explanation=(
+                f"The buffer {self._op_name(op)} updates in host memory is both returned and read "
+                "again (moved to device). XLA gives the output its own copy of the buffer, and that "
+                "copy of the whole buffer runs as host compute on every call. Read the buffer before "
+                "the update, or return it without reading the updated value."
+            ),
+            origin=origin,
+            trace=(Step(op.name, "host compute", self._span(op)),),
+            span=self._span(op) or origin.span,
+            fixes=(_fix("OFL1201", "device"),),
+            function=self.function,
+        )
+
     def _host_slice(self, seed: Seed, op: ir.Operation) -> Diagnostic:
         origin = self._origin(seed)
-        name = hlo_name(op)
+        name = self._op_name(op)
         return Diagnostic(
             code="OFL1206",
             severity=_severity("OFL1206", self.target),
             target=self.target,
-            message=(
-                f"Encountered {name} on tensor which is in host memory. {name} does not move the tensor "
-                f"back to device. {name} will be converted into host compute."
-            ),
+            message=msg.SLICE_ON_HOST.format(opcode=hlo_name(op), name=name),
             explanation=(
                 f"A slice of {_origin_phrase(origin).lower()} is not followed by a move to device on every "
                 "path, so XLA cannot turn it into a host-to-device copy and runs it on the host instead."
@@ -167,19 +206,19 @@ class Diagnoser:
             function=self.function,
         )
 
-    def _unpinned(self, seed: Seed, returned: bool) -> Diagnostic:
-        """An error where the value is returned (the rule's severity), a warning otherwise."""
+    def _unpinned_move(self, seed: Seed) -> Diagnostic:
         origin = self._origin(seed)
         return Diagnostic(
             code="OFL1204",
-            severity=_severity("OFL1204", self.target) if returned else "warning",
+            severity="warning",
             target=self.target,
             message="Value moved to 'unpinned_host': JAX types it as device memory while XLA moves it to host.",
             explanation=(
                 "XLA treats an 'unpinned_host' placement as a move to host, but JAX 0.7.1 and newer "
-                "type the result as device memory, so a returned value fails with error 1200, and an "
-                "offload policy with offload_dst='unpinned_host' silently offloads nothing. Use "
-                "'pinned_host' for host offloading."
+                "type the result as device memory, so a returned value fails with error 1200 unless it "
+                "is the whole output, and an offload policy with offload_dst='unpinned_host' silently "
+                "offloads nothing. On TPU 'unpinned_host' is another memory space (S(6)) than the one "
+                "XLA offloads to (S(5)). Use 'pinned_host' for host offloading."
             ),
             origin=origin,
             span=origin.span,
@@ -188,64 +227,87 @@ class Diagnoser:
         )
 
     def _failure(self, failure: Failure) -> Diagnostic:
-        origin = self._origin(failure.seed)
-        explanations = {
-            "OFL1202": (
-                "A value moved to host is written into a buffer with dynamic-update-slice (scan "
-                "streaming), but that buffer does not come from a broadcast (e.g. jnp.zeros) XLA "
-                "could allocate in host memory; XLA rejects the module."
-            ),
-            "OFL1203": (
-                "The first instruction using the moved value has several operands; XLA's host "
-                "offloader aborts the whole process on this CHECK (openxla/xla#34565) instead of "
-                "reporting an error. Move the value back to device before computing on it."
-            ),
-            "OFL1205": (
-                "A host buffer carried by a while loop is computed on in the loop's condition; XLA "
-                "only allows moving host data around there."
-            ),
-        }
+        origin = self._origin(failure.seed) if failure.seed is not None else None
+        subject = self._failure_subject(failure)
+        message, explanation = self._failure_text(failure, subject)
+        span = self._span(failure.op) if failure.op is not None else None
         return Diagnostic(
             code=failure.code,
-            severity=_severity(failure.code, self.target),
+            severity="error",
             target=self.target,
-            message=failure.message,
-            explanation=explanations[failure.code],
+            message=message,
+            explanation=explanation,
             origin=origin,
-            trace=(Step(failure.op.name, "failure", self._span(failure.op)),),
-            span=self._span(failure.op) or origin.span,
+            trace=(Step(failure.op.name, "failure", span),) if failure.op is not None else (),
+            span=span or (origin.span if origin else None),
             fixes=(_fix(failure.code, "device"),),
             function=self.function,
         )
 
-    # -- helpers ----------------------------------------------------------------------------
-    def _is_error(self, output: int) -> bool:
-        if self.target in ERROR_TARGETS:
-            return True
-        bits = self.view.results[output].element_bits
-        return bits is not None and bits < 8  # sub-byte elements carry an explicitly customised layout
+    def _failure_subject(self, failure: Failure) -> str | None:
+        """The instruction or parameter XLA's message names for this failure."""
+        if failure.reason == walk_reasons.DUS_BUFFER_DEVICE_PARAMETER and failure.parameter is not None:
+            return self._parameter_name(failure.parameter)
+        if failure.reason in (walk_reasons.WHILE_CONDITION_ROOT, backend.TPU_UNPINNED_OUTPUT):
+            return None
+        return self._op_name(failure.op) if failure.op is not None else None
 
-    def _xla_1200_message(self, reach: Reach) -> str:
-        start = reach.starting
-        if start.kind == "root" and len(self.view.results) == 1 and reach.seed.op is not None:
-            return (
-                f"Tensor which is moved to host (custom call \"{hlo_name(reach.seed.op)}\") is returned from "
-                "the entry computation but the layout for this output is not set to host memory."
+    def _failure_text(self, failure: Failure, subject: str | None) -> tuple[str, str]:
+        reason = failure.reason
+        if reason == walk_reasons.DUS_BUFFER_DEVICE_PARAMETER:
+            return msg.DUS_DEVICE_PARAMETER.format(name=subject, index=""), (
+                "A value moved to host is written into a buffer in place (a dynamic-update-slice, or "
+                "a scatter XLA turns into one) whose buffer is an argument in device memory. XLA can "
+                "only stream such updates into a buffer it allocates in host memory itself, from a "
+                "broadcast such as jnp.zeros, or into a host argument; it rejects the module."
             )
-        return (
-            f"Tensor which is moved to host (starting from {self._node_name(start)}) is returned from the "
-            "entry computation but the layout for this output is not set to host memory."
-        )
+        if reason == walk_reasons.DUS_BUFFER_NOT_BROADCAST:
+            return msg.DUS_NOT_BROADCAST.format(name=subject), (
+                "A value moved to host is written into a buffer with dynamic-update-slice (scan "
+                "streaming), but that buffer does not come from a broadcast (e.g. jnp.zeros) XLA "
+                "could allocate in host memory; XLA rejects the module."
+            )
+        if reason == walk_reasons.WHILE_CONDITION_COMPUTE:
+            return msg.WHILE_CONDITION_COMPUTE.format(name=subject), (
+                "A host buffer carried by a while loop is computed on in the loop's condition; XLA "
+                "only allows moving host data around there."
+            )
+        if reason == walk_reasons.WHILE_CONDITION_ROOT:
+            return f"XLA aborts: {msg.WHILE_CONDITION_ROOT.format()}", (
+                "A value in host memory decides a while loop's condition. The released compilers' "
+                "host offloader fails a CHECK when its walk reaches the condition's result, and the "
+                "compiling process aborts with no error to catch. Keep what the condition reads on "
+                "device (a running count or total carried beside the host buffer)."
+            )
+        if reason == walk_reasons.SHAPE_CHANGING_ANNOTATION:
+            return f"XLA fails: {msg.SHAPE_CHANGING_ANNOTATION.format()}", (
+                "A placement annotation declares another shape than its operand's. XLA removes the "
+                "move once it has placed the value, replacing its uses with the operand, and that "
+                "replacement rejects the differing shape. JAX never writes such an annotation; "
+                "hand-written or rewritten StableHLO can."
+            )
+        return _BACKEND_TEXTS[reason](self.target, subject)
 
+    # -- helpers ----------------------------------------------------------------------------
     def _node_name(self, node: Node) -> str:
+        """XLA's name for the instruction a walk starts from (what ``starting from`` prints)."""
         if node.kind == "root":
-            return "tuple"
+            return self.names.root() or "tuple"
         if node.kind == "arg":
             block = node.owner
             if block == self.view.entry_block:
-                return f"Arg_{node.index}"
+                return self._parameter_name(node.index)
             return "parameter"
-        return hlo_name(node.owner)
+        if node.kind == "res" and node.owner.name in ("stablehlo.case", "stablehlo.if"):
+            # The move's user is its branch's root, a tuple XLA's conditional passes build.
+            return "tuple"
+        return self._op_name(node.owner)
+
+    def _op_name(self, op: ir.Operation) -> str:
+        return self.names.op(op) or hlo_name(op)
+
+    def _parameter_name(self, index: int) -> str:
+        return self.names.parameter(index) or f"Arg_{index}"
 
     def _trace(self, reach: Reach) -> tuple[Step, ...]:
         """The walk's path, from the move to host (the walk itself starts at its first user)."""
@@ -262,7 +324,7 @@ class Diagnoser:
             role = "host argument" if node.owner == self.view.entry_block else "parameter"
             return Step(f"{parent.name} argument {node.index}", role, None)
         op = node.owner
-        role = "memory op" if node.kind == "res" else op_role(op)
+        role = "memory op" if node.kind == "res" else op_role(op, self.target)
         return Step(op.name, role, self._span(op))
 
     def _origin(self, seed: Seed) -> Origin:
@@ -304,7 +366,62 @@ class Diagnoser:
         return output_path(info)
 
 
-MERGED_CODES = ("OFL1201", "OFL1203", "OFL1206")
+def _backend_text(summary: str, why: str, xla: msg.XlaMessage):
+    def text(target: str, subject: str | None) -> tuple[str, str]:
+        where = f' ("{subject}")' if subject else ""
+        return f"{summary}{where}: the {target.upper()} compiler fails ({xla.status}: {xla.placeholder()})", why
+
+    return text
+
+
+_BACKEND_TEXTS = {
+    backend.GPU_HOST_DOT: _backend_text(
+        "A dot computed in host memory cannot be compiled for GPU",
+        "XLA turns device compute on a host value into host compute, but XLA:GPU emits a dot as a "
+        "GEMM fusion whose shape loses the host memory space, and the compile fails with an "
+        "internal error. Move the operand back to device before the dot.",
+        msg.FUSION_SHAPE,
+    ),
+    backend.GPU_HOST_SCATTER: _backend_text(
+        "A scatter computed in host memory cannot be compiled for GPU",
+        "XLA:GPU rewrites a single-update scatter (a dynamic index, or an accumulating update) into "
+        "a dynamic slice and a select whose result loses the host memory space, and the compile "
+        "fails with an internal error. Move the buffer back to device before updating it.",
+        msg.HOST_TUPLE_SHAPE,
+    ),
+    backend.TPU_LOOP_DOT: _backend_text(
+        "A dot in a loop body mixes host and device memory",
+        "A dot inside a loop whose operand lives in host memory while another is in device memory "
+        "becomes host compute aliased with a device loop buffer; libtpu fails a CHECK in its "
+        "host-compute alias assignment and the compiling process aborts. Move the host operand to "
+        "device before the loop (or inside it, before the dot).",
+        msg.HOST_COMPUTE_ALIAS,
+    ),
+    backend.TPU_HOST_CUSTOM_FUSION: _backend_text(
+        "A gather or multi-index scatter in host memory cannot be compiled for TPU",
+        "libtpu emits host compute of gathers and scatters of several updates as custom fusions "
+        "that its host backend has no configuration for, and the compile fails with an internal "
+        "error. Move the operand back to device first.",
+        msg.CUSTOM_FUSION_BACKEND_CONFIG,
+    ),
+    backend.TPU_UNPINNED_PARAMETER: _backend_text(
+        "An 'unpinned_host' argument is computed on",
+        "On TPU 'unpinned_host' is memory space S(6), which the host offloader does not stream "
+        "from; a fusion that reads such an argument gets a parameter shape that disagrees with "
+        "its operand and libtpu fails with an internal error. Declare the argument 'pinned_host' "
+        "and move it to device before computing on it.",
+        msg.UNPINNED_PARAMETER,
+    ),
+    backend.TPU_UNPINNED_OUTPUT: _backend_text(
+        "An 'unpinned_host' output is computed in device memory",
+        "On TPU 'unpinned_host' is memory space S(6), and libtpu has no copy from device memory "
+        "into it for an output. Declare the output 'pinned_host' (or 'device').",
+        msg.UNPINNED_OUTPUT,
+    ),
+}
+
+
+MERGED_CODES = ("OFL1201", "OFL1206", "OFL1207")
 
 
 def _merge_same_place(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
@@ -315,7 +432,7 @@ def _merge_same_place(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     others: dict[int, list[str]] = {}
     out: list[Diagnostic] = []
     for diagnostic in diagnostics:
-        key = (diagnostic.code, diagnostic.span, diagnostic.message)
+        key = (diagnostic.code, diagnostic.span)
         if diagnostic.code in MERGED_CODES and diagnostic.span is not None and key in merged:
             others.setdefault(merged[key], []).append(diagnostic.origin.detail if diagnostic.origin else "another host value")
             continue

@@ -12,6 +12,14 @@ This mirrors ``xla/hlo/transforms/host_offloader.cc`` and ``xla/service/host_off
 * reaching ``@main``'s return compares the output's memory kind: host means "output
   streamed", anything else is error 1200.
 
+Where the released compilers (libtpu, JAX's CUDA plugin) do otherwise than XLA's main-branch
+sources, the walk follows the released compilers (``docs/xla-host-offloader.md``): only
+``pinned_host`` parameters and outputs are host memory (``unpinned_host`` is S(6) on TPU), a
+move that is the whole single output is repaired, a slice that reaches an output is a DMA,
+a walk that reaches a loop condition's root aborts the compiler, and the DUS buffer walk
+rejects a buffer that is a device parameter. Errors are recorded in the order XLA meets them
+(``WalkResult.errors``): XLA stops at the first.
+
 It knows nothing of Python source: findings carry MLIR operations, and
 :mod:`offload_fixer.analysis.diagnose` turns them into user-facing diagnostics.
 """
@@ -25,6 +33,7 @@ from typing import Callable, Iterable, Iterator, NamedTuple
 from jaxlib.mlir import ir
 
 from offload_fixer.ir import module as irm
+from offload_fixer.jax_compat import XlaGeneration, xla_generation
 
 # HLO opcodes that ``IsValidDuringPureMemoryOffload`` accepts, as the StableHLO ops they come from.
 PURE_MEMORY_OPS = frozenset(
@@ -43,19 +52,6 @@ PURE_MEMORY_OPS = frozenset(
         "stablehlo.bitcast",
     }
 )
-# Ops ``GetPredecessors`` handles without requiring a single operand.
-MULTI_OPERAND_SAFE = frozenset(
-    {
-        "stablehlo.get_tuple_element",
-        "stablehlo.tuple",
-        "func.call",
-        "stablehlo.dynamic_slice",
-        "stablehlo.dynamic_update_slice",
-        "stablehlo.while",
-        "stablehlo.pad",
-        "stablehlo.optimization_barrier",
-    }
-)
 SLICES = frozenset({"stablehlo.slice", "stablehlo.dynamic_slice"})
 # What newer XLA lets stand between a slice and its move to device.
 BETWEEN_SLICE_AND_MOVE = frozenset(
@@ -68,6 +64,8 @@ BETWEEN_SLICE_AND_MOVE = frozenset(
         "sdy.sharding_constraint",
     }
 )
+INLINED_CALLS = frozenset({"func.call", "sdy.manual_computation"})
+"""Calls XLA inlines before the host offloader runs (nested jits; a shard_map on one device)."""
 REGION_RESULT_OWNERS = frozenset({"stablehlo.case", "stablehlo.if", "sdy.manual_computation"})
 
 
@@ -75,7 +73,8 @@ class Node(NamedTuple):
     """One (instruction, shape index) of the walk.
 
     ``kind``: ``op`` (all results of an instruction), ``res`` (result ``index`` of a structural
-    op), ``arg`` (block argument ``index``: a parameter), ``root`` (``@main`` output ``index``).
+    op), ``arg`` (block argument ``index``: a parameter), ``root`` (``@main`` output ``index``),
+    ``cond`` (the root of a while loop's condition, ``owner`` the loop).
     """
 
     kind: str
@@ -105,12 +104,24 @@ class Reach:
 
 @dataclass
 class Failure:
-    """A verdict other than error 1200 (dynamic-update-slice base, while condition, crash)."""
+    """A verdict other than error 1200; ``reason`` names which (``diagnose`` words it)."""
 
     code: str
-    seed: Seed
-    op: ir.Operation
-    message: str
+    seed: Seed | None
+    op: ir.Operation | None
+    reason: str
+    outcome: str = "rejected"
+    """``rejected`` (XLA returns an error) or ``aborted`` (a CHECK kills the compiler)."""
+    parameter: int | None = None
+    """The entry parameter the failure names, where it names one."""
+
+
+# Failure reasons of the host offloader itself.
+DUS_BUFFER_NOT_BROADCAST = "dus-buffer-not-broadcast"
+DUS_BUFFER_DEVICE_PARAMETER = "dus-buffer-device-parameter"
+WHILE_CONDITION_COMPUTE = "while-condition-compute"
+WHILE_CONDITION_ROOT = "while-condition-root"
+SHAPE_CHANGING_ANNOTATION = "shape-changing-annotation"
 
 
 @dataclass
@@ -120,11 +131,21 @@ class WalkResult:
     host_slices: dict[Seed, list[ir.Operation]] = field(default_factory=dict)
     failures: list[Failure] = field(default_factory=list)
     seeds: list[Seed] = field(default_factory=list)
+    errors: list[Reach | Failure] = field(default_factory=list)
+    """Every error in the order XLA's pass meets them; the compile stops at the first."""
+    repaired: list[Seed] = field(default_factory=list)
+    """Moves that are the whole single output: XLA repairs them (a copy to host)."""
+    host_copies: dict[Seed, list[ir.Operation]] = field(default_factory=dict)
+    """Updated host buffers XLA copies (host compute) because the output and a reader both hold them."""
+    host_nodes: set[Node] = field(default_factory=set)
+    """Every (instruction, index) a host value reached: what the backend finds in host memory."""
 
 
 class HostOffloadWalk:
-    def __init__(self, view: irm.ModuleView) -> None:
+    def __init__(self, view: irm.ModuleView, target: str = "tpu", xla: XlaGeneration | None = None) -> None:
         self.view = view
+        self.target = target
+        self.xla = xla or xla_generation()
         self.main_block = view.entry_block
         self.allocated_buffers: set[ir.Operation] = set()
         """Dynamic-update-slices already known to write into host memory (XLA's
@@ -134,7 +155,7 @@ class HostOffloadWalk:
     def run(self) -> WalkResult:
         result = WalkResult()
         for arg in self.view.args:
-            if arg.memory_kind in irm.HOST_KINDS:
+            if arg.in_host_memory_space:
                 seed = Seed("host_argument", arg.memory_kind, arg_index=arg.index)
                 result.seeds.append(seed)
                 self._walk(seed, Node("arg", self.main_block, arg.index), result, insert_copy_before=False)
@@ -144,17 +165,41 @@ class HostOffloadWalk:
                 continue
             seed = Seed("move_to_host", irm.placement(op) or "pinned_host", op=op)
             result.seeds.append(seed)
-            for start in self._starting_nodes(op):
+            starts = self._starting_nodes(op)
+            if self._is_repaired_root(starts):
+                result.repaired.append(seed)
+                visited_moves.add(op)
+                continue
+            for start in starts:
                 self._walk(seed, start, result, insert_copy_before=True, visited_moves=visited_moves)
             visited_moves.add(op)
+            if op.results[0].type != op.operands[0].type:
+                # Removing the move replaces its uses with its operand, whose shape differs.
+                failure = Failure("OFL1207", seed, op, SHAPE_CHANGING_ANNOTATION)
+                result.failures.append(failure)
+                result.errors.append(failure)
         return result
+
+    def _returned_and_read(self, op: ir.Operation) -> bool:
+        """An in-place update whose buffer is an entry output and is also read elsewhere: XLA's
+        copy insertion gives the output its own copy, made in host memory."""
+        users = [use.owner.operation for use in op.results[0].uses]
+        returned = any(user.name == "func.return" and user.parent == self.view.main for user in users)
+        return returned and len(users) > 1
+
+    def _is_repaired_root(self, starts: list[Node]) -> bool:
+        """``HandleMoveToHostCustomCall``: a move with no users that is the entry root (the
+        whole single output) gets a copy to host in its place instead of an error."""
+        return len(self.view.results) == 1 and bool(starts) and all(node.kind == "root" for node in starts)
 
     def _starting_nodes(self, move: ir.Operation) -> list[Node]:
         """``GetStartingInstructions``: the first users past bitcast-like ops (a DUS always starts)."""
 
         def passes_through(node: Node) -> bool:
             op = _op(node)
-            return op is not None and op.name != "stablehlo.dynamic_update_slice" and _is_bitcast_like(op)
+            if node.kind == "res" and op is not None and op.name in INLINED_CALLS:
+                return True  # XLA has inlined the call by now: its result is the callee's value
+            return op is not None and not _starts_buffer(op) and _is_bitcast_like(op, self.target)
 
         first_users = self.successors(Node("op", move, None))
         return [node for node in self._breadth_first(first_users, passes_through) if not passes_through(node)]
@@ -183,14 +228,27 @@ class HostOffloadWalk:
         parents: dict[Node, Node | None] = {start: None}
         queue = deque([start])
         dynamic_update_slices: list[ir.Operation] = []
-        reached_error = False
+        errored = False
+        # XLA stops at the first error; the walk goes on to find every output the value
+        # reaches, and records only that first error as the compile's outcome.
         while queue:
             node = queue.popleft()
+            result.host_nodes.add(node)
             if node.kind == "root":
                 output = self.view.results[node.index]
-                streamed = output.memory_kind in irm.HOST_KINDS
-                reached_error |= not streamed
-                result.reaches.append(Reach(seed, node.index, streamed, _path_to(node, parents), start))
+                streamed = output.in_host_memory_space
+                reach = Reach(seed, node.index, streamed, _path_to(node, parents), start)
+                result.reaches.append(reach)
+                if not streamed and not errored:
+                    result.errors.append(reach)
+                    errored = True
+                continue
+            if node.kind == "cond":
+                if not errored:
+                    failure = Failure("OFL1205", seed, node.owner, WHILE_CONDITION_ROOT, outcome="aborted")
+                    result.failures.append(failure)
+                    result.errors.append(failure)
+                    errored = True
                 continue
             if node.kind == "op":
                 op = node.owner
@@ -199,14 +257,16 @@ class HostOffloadWalk:
                 if irm.is_move_to_host(op):
                     if visited_moves is not None:
                         visited_moves.add(op)
-                elif op.name == "stablehlo.dynamic_update_slice":
+                elif _starts_buffer(op):
                     if node == start:
                         dynamic_update_slices.append(op)
                     else:
                         self.allocated_buffers.add(op)
+                    if self._returned_and_read(op):
+                        result.host_copies.setdefault(seed, []).append(op)
                 elif _is_host_computation(op):
                     continue
-                elif op.name in PURE_MEMORY_OPS or _is_bitcast_like(op):
+                elif op.name in PURE_MEMORY_OPS or _is_bitcast_like(op, self.target):
                     pass
                 elif op.name in SLICES and self._slice_leads_to_move_to_device(node):
                     continue
@@ -219,30 +279,14 @@ class HostOffloadWalk:
                 if succ not in parents:
                     parents[succ] = node
                     queue.append(succ)
-        if reached_error:
+        if errored:
             return
         for dus in dynamic_update_slices:
             failure = self._check_buffer_comes_from_broadcast(seed, dus)
             if failure:
                 result.failures.append(failure)
+                result.errors.append(failure)
                 return
-        if (
-            insert_copy_before
-            and start.kind == "op"
-            and start.owner.name not in MULTI_OPERAND_SAFE
-            and not _is_host_computation(start.owner)
-        ):
-            op = start.owner
-            operands = len(op.operands)
-            if operands != 1 and not self._is_capture(seed, op):
-                result.failures.append(
-                    Failure(
-                        "OFL1203",
-                        seed,
-                        op,
-                        f"Expecting instruction {hlo_name(op)} to have 1 operand, but it has {operands}.",
-                    )
-                )
 
     # -- graph steps ----------------------------------------------------------------------
     def successors(self, node: Node) -> Iterator[Node]:
@@ -266,13 +310,15 @@ class HostOffloadWalk:
             if func == self.view.main:
                 yield Node("root", None, k, path)
             else:
-                for call in self.view.call_sites.get(irm._symbol_name(func), ()):
+                for call in self.view.call_sites.get(irm.symbol_name(func), ()):
                     yield Node("res", call, k, path)
         elif name in ("stablehlo.return", "sdy.return", "mhlo.return"):
             parent = user.parent
             if parent.name == "stablehlo.while":
                 if _terminator(parent.regions[1].blocks[0]) == user:
                     yield Node("res", parent, k, path)
+                else:  # the loop condition's root: XLA's GetSuccessors has no index for it
+                    yield Node("cond", parent, k, path)
             elif parent.name in REGION_RESULT_OWNERS:
                 yield Node("res", parent, k, path)
             else:
@@ -302,17 +348,23 @@ class HostOffloadWalk:
             yield Node("op", user, None, path)
 
     def _slice_leads_to_move_to_device(self, node: Node) -> bool:
-        """``SliceLeadsToMoveToDeviceCustomCall``: every path from the slice ends at a move to device."""
+        """``SliceLeadsToMoveToDeviceCustomCall``: every path from the slice ends at a move to
+        device. The released compilers also accept the entry root: a slice that is returned
+        becomes a host-to-device copy of just that slice."""
 
         def keeps_going(succ: Node) -> bool:
             op = _op(succ)
-            return succ.kind != "root" and not (op is not None and irm.is_move_to_device(op))
+            return succ.kind not in ("root", "cond") and not (op is not None and irm.is_move_to_device(op))
 
         for succ in self._breadth_first(self.successors(node), keeps_going):
             if succ.kind == "root":
+                if self.xla.slice_to_output_is_dma:
+                    continue
+                return False
+            if succ.kind == "cond":
                 return False
             op = _op(succ)
-            if op is not None and not (irm.is_move_to_device(op) or _is_bitcast_like(op) or op.name in BETWEEN_SLICE_AND_MOVE):
+            if op is not None and not (irm.is_move_to_device(op) or _is_bitcast_like(op, self.target) or op.name in BETWEEN_SLICE_AND_MOVE):
                 return False
         return True
 
@@ -333,17 +385,21 @@ class HostOffloadWalk:
             if isinstance(owner, ir.Operation) and owner.name in ("stablehlo.broadcast_in_dim", "stablehlo.broadcast"):
                 found = True
                 continue
-            if isinstance(owner, ir.Operation) and owner.name == "stablehlo.dynamic_update_slice":
+            if isinstance(owner, ir.Operation) and _starts_buffer(owner):
                 self.allocated_buffers.add(owner)
+            if owner == self.main_block:
+                number = ir.BlockArgument(value).arg_number
+                if self.view.args[number].in_host_memory_space:
+                    found = True
+                    continue
+                return Failure("OFL1202", seed, dus, DUS_BUFFER_DEVICE_PARAMETER, parameter=number)
             predecessors, failure = self._predecessors(seed, value, path)
             if failure:
                 return failure
             queue.extend(predecessors)
         if found:
             return None
-        return Failure(
-            "OFL1202", seed, dus, f"DynamicUpdateSlice \"{hlo_name(dus)}\"'s first operand is not the result of a broadcast."
-        )
+        return Failure("OFL1202", seed, dus, DUS_BUFFER_NOT_BROADCAST)
 
     def _predecessors(
         self, seed: Seed, value: ir.Value, path: tuple[int, ...]
@@ -353,7 +409,7 @@ class HostOffloadWalk:
             number = ir.BlockArgument(value).arg_number
             parent = owner.owner.operation
             if parent.name == "func.func":
-                calls = self.view.call_sites.get(irm._symbol_name(parent), ())
+                calls = self.view.call_sites.get(irm.symbol_name(parent), ())
                 return [(call.operands[number], path) for call in calls], None
             if parent.name == "stablehlo.while":
                 failure = self._check_while_condition(seed, parent, number)
@@ -375,40 +431,22 @@ class HostOffloadWalk:
             return [(_terminator(op.regions[1].blocks[0]).operands[number], path)], None
         if name == "stablehlo.optimization_barrier":
             return [(op.operands[number], path)], None
-        if name in ("stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice", "stablehlo.pad"):
+        if name in ("stablehlo.dynamic_slice", "stablehlo.dynamic_update_slice", "stablehlo.pad") or _starts_buffer(op):
             return [(op.operands[0], path)], None
         if len(op.operands) == 1:
             return [(op.operands[0], path)], None
-        return [], Failure(
-            "OFL1203",
-            seed,
-            op,
-            f"Expecting instruction {hlo_name(op)} to have 1 operand, but it has {len(op.operands)}.",
-        )
+        return [], None
 
     def _check_while_condition(self, seed: Seed, loop: ir.Operation, number: int) -> Failure | None:
         """A host buffer carried by a loop may only be moved around, never computed on, in its condition."""
         condition_argument = Node("arg", loop.regions[0].blocks[0], number)
         for node in self._breadth_first([condition_argument], lambda _: True):
             op = _op(node)
-            if op is not None and op.name not in PURE_MEMORY_OPS and not _is_bitcast_like(op):
-                return Failure(
-                    "OFL1205",
-                    seed,
-                    op,
-                    "Tensor which is moved to host is used by an invalid instruction "
-                    f"(\"{hlo_name(op)}\") during while condition body.",
-                )
+            if op is not None and op.name not in PURE_MEMORY_OPS and not _is_bitcast_like(op, self.target):
+                return Failure("OFL1205", seed, op, WHILE_CONDITION_COMPUTE)
         return None
 
-    def _is_capture(self, seed: Seed, op: ir.Operation) -> bool:
-        """A branch op using an outer value reads it through the conditional's operand tuple in HLO."""
-        if seed.op is None:
-            return False
-        return op.parent != seed.op.parent
-
-
-def op_role(op: ir.Operation) -> str:
+def op_role(op: ir.Operation, target: str) -> str:
     """What the walk makes of an instruction on a host path, in the words a trace shows."""
     if irm.is_move_to_host(op):
         return "move to host"
@@ -416,7 +454,7 @@ def op_role(op: ir.Operation) -> str:
         return "move to device"
     if _is_host_computation(op):
         return "host computation"
-    if op.name == "stablehlo.dynamic_update_slice" or op.name in PURE_MEMORY_OPS or _is_bitcast_like(op):
+    if _starts_buffer(op) or op.name in PURE_MEMORY_OPS or _is_bitcast_like(op, target):
         return "memory op"
     return "host compute"
 
@@ -426,9 +464,25 @@ def _op(node: Node) -> ir.Operation | None:
     return node.owner if node.kind in ("op", "res") else None
 
 
-def _is_bitcast_like(op: ir.Operation) -> bool:
-    if op.name in ("stablehlo.reshape", "stablehlo.broadcast_in_dim"):
+def _starts_buffer(op: ir.Operation) -> bool:
+    """A dynamic-update-slice, or a scatter XLA rewrites into one before the host offloader
+    runs (one update at a constant index with the new value replacing the old)."""
+    return op.name == "stablehlo.dynamic_update_slice" or irm.is_constant_index_set_scatter(op)
+
+
+def _is_bitcast_like(op: ir.Operation, target: str) -> bool:
+    """What XLA has turned into a bitcast (or removed) by the time the host offloader runs.
+
+    Every reshape: layout assignment gives it layouts that make it one (no released compiler
+    warns of host compute for a reshape). On TPU also every transpose, which libtpu folds
+    into a layout; XLA:GPU computes a transpose on the host (and warns).
+    """
+    if op.name == "stablehlo.reshape":
+        return True
+    if op.name == "stablehlo.broadcast_in_dim":
         return irm.is_bitcast_reshape(op)
+    if op.name == "stablehlo.transpose":
+        return target == "tpu"
     return op.name in ("stablehlo.bitcast", "sdy.sharding_constraint", "sdy.reshard") or _is_copy_like_custom_call(op)
 
 

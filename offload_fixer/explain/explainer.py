@@ -30,7 +30,7 @@ from offload_fixer.explain.messages import (
     parse_error_log,
     traceback_frames,
 )
-from offload_fixer.model import TARGETS, Diagnostic, Report
+from offload_fixer.model import Diagnostic, Report, normalize_target
 
 LocatedBy = Literal["trace", "instruction", "analysis"]
 
@@ -92,10 +92,7 @@ def explain(
 ) -> Explanation:
     """Explain every XLA host-offload message in ``log_text``; with ``dump_dir`` (an
     ``--xla_dump_to`` directory) also find the failing module, output and source lines."""
-    if target not in TARGETS:
-        raise ValueError(
-            f"unknown target {target!r}; expected one of {', '.join(TARGETS)}"
-        )
+    target = normalize_target(target)
     errors = tuple(parse_error_log(log_text))
     frames = tuple(traceback_frames(log_text))
     matches: list[ErrorMatch] = []

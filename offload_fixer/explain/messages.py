@@ -4,7 +4,8 @@ The messages come from ``host_offloader.cc`` and ``host_offload_legalize.cc``. N
 prefixes an error code (``E1200: CompileTimeHostOffloadOutputLocationMismatch:``) on the
 line before the message and appends a link to the error page; older XLA prints the message
 alone after the status (``INVALID_ARGUMENT:``). Both forms, and the ``--vmodule=host_offloader=1``
-instruction trace, are read here with regular expressions over the log text only.
+instruction trace, are read here with regular expressions over the log text only; the
+message texts themselves are :mod:`offload_fixer.xla_messages`'s.
 """
 
 from __future__ import annotations
@@ -14,18 +15,12 @@ import re
 from dataclasses import dataclass, replace
 from typing import Literal
 
-Kind = Literal[
-    "output-not-host",
-    "dus-not-broadcast",
-    "while-condition",
-    "host-compute-disabled",
-    "pure-memory-offload",
-    "multi-operand-crash",
-    "device-compute-on-host",
-    "slice-on-host",
-]
+from offload_fixer import xla_messages as msg
 
-OUTPUT_NOT_HOST: Kind = "output-not-host"
+Kind = str
+"""The :attr:`~offload_fixer.xla_messages.XlaMessage.kind` of the message found."""
+
+OUTPUT_NOT_HOST: Kind = msg.OUTPUT_NOT_HOST.kind
 
 
 @dataclass(frozen=True)
@@ -58,7 +53,7 @@ class XlaError:
     severity: Literal["error", "crash", "warning"] = "error"
 
     @property
-    def diagnostic_code(self) -> str:
+    def diagnostic_code(self) -> str | None:
         return DIAGNOSTIC_CODES[self.kind]
 
     @property
@@ -70,83 +65,10 @@ class XlaError:
         return last[0] if last else 0
 
 
-DIAGNOSTIC_CODES: dict[str, str] = {
-    "output-not-host": "OFL1200",
-    "dus-not-broadcast": "OFL1202",
-    "while-condition": "OFL1205",
-    "host-compute-disabled": "OFL1201",
-    "pure-memory-offload": "OFL1201",
-    "multi-operand-crash": "OFL1203",
-    "device-compute-on-host": "OFL1201",
-    "slice-on-host": "OFL1206",
-}
+DIAGNOSTIC_CODES: dict[str, str | None] = {message.kind: message.code for message in msg.ALL_MESSAGES}
 
-_NAME = r"[\w.\-]+"
-_PATTERNS: tuple[tuple[Kind, str, re.Pattern[str]], ...] = (
-    (
-        "output-not-host",
-        "error",
-        re.compile(
-            r"Tensor which is moved to host \((?:starting from (?P<name>" + _NAME + r")"
-            r"|custom call \"(?P<custom>[^\"]+)\")\) is returned from the entry computation but the "
-            r"layout for this output is not set to host memory\.?"
-        ),
-    ),
-    (
-        "dus-not-broadcast",
-        "error",
-        re.compile(
-            r"DynamicUpdateSlice \"(?P<name>[^\"]+)\"'s first operand is not the result of a broadcast\.?"
-        ),
-    ),
-    (
-        "while-condition",
-        "error",
-        re.compile(
-            r"Tensor which is moved to host is used by an invalid instruction "
-            r"\(\"(?P<name>[^\"]+)\"\) during while condition body\.?"
-        ),
-    ),
-    (
-        "pure-memory-offload",
-        "error",
-        re.compile(
-            r"Tensor which is moved to host(?: \(starting from "
-            + _NAME
-            + r"\))? is used by an instruction "
-            r"\(\"(?P<name>[^\"]+)\"\) which is not acceptable during pure memory offload\.?"
-        ),
-    ),
-    (
-        "host-compute-disabled",
-        "error",
-        re.compile(r"Automatic host compute offloading is disabled[^\n]*"),
-    ),
-    (
-        "multi-operand-crash",
-        "crash",
-        re.compile(
-            r"Expecting instruction (?P<name>"
-            + _NAME
-            + r") to have 1 operand, but it has \d+\.?"
-        ),
-    ),
-    (
-        "device-compute-on-host",
-        "warning",
-        re.compile(
-            r"Found an instruction \(\"(?P<name>[^\"]+)\"\) which does device compute in host memory "
-            r"space\.[^\n]*"
-        ),
-    ),
-    (
-        "slice-on-host",
-        "warning",
-        re.compile(
-            r"Encountered (?:slice|dynamic-slice|dynamic_slice) on tensor which is in host memory\. "
-            r"(?P<name>" + _NAME + r") does not move the tensor back to device\.[^\n]*"
-        ),
-    ),
+_PATTERNS: tuple[tuple[Kind, str, re.Pattern[str]], ...] = tuple(
+    (message.kind, message.severity, message.pattern()) for message in msg.HOST_OFFLOADER_MESSAGES
 )
 
 _CODE_LINE = re.compile(r"E(?P<code>\d{3,5}): (?P<error_name>[A-Za-z]\w*):\s*$")
@@ -155,10 +77,9 @@ _STATUS = re.compile(
     r"(?:E(?P<code>\d{3,5}): (?P<error_name>[A-Za-z]\w*):\s*)?$"
 )
 _LINK = re.compile(r"See (?P<url>https?://\S+?/errors?/error_(?P<code>\d+))[^\n]*")
-_QUOTED = re.compile(r"\"(?P<name>[^\"]+)\"")
 _TRACE_HEADER = re.compile(r"Instruction trace leading to error")
 _TRACE_STEP = re.compile(
-    r"\{Instr: (?P<name>" + _NAME + r"), ShapeIndex: \{(?P<index>[\d,\s]*)\}\}"
+    r"\{Instr: (?P<name>" + msg.NAME + r"), ShapeIndex: \{(?P<index>[\d,\s]*)\}\}"
 )
 
 
@@ -174,12 +95,8 @@ def parse_error_log(text: str) -> list[XlaError]:
     seen: set[tuple[str, str | None, bool]] = set()
     for kind, severity, pattern in _PATTERNS:
         for match in pattern.finditer(text):
-            if "name" in pattern.groupindex:
-                name = match.group("name")
-            else:
-                quoted = _QUOTED.search(match.group(0))
-                name = quoted.group("name") if quoted else None
-            custom = match.groupdict().get("custom")
+            name = msg.match_field(match, "name")
+            custom = msg.match_field(match, "custom")
             instruction = custom or name
             key = (kind, instruction, custom is not None)
             if key in seen:

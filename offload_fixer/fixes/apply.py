@@ -1,11 +1,14 @@
-"""Apply fix plans to files: new text, a unified diff, and (when asked) an atomic write.
+"""Apply fix plans to files: new text, a unified diff, and (when asked) a write that keeps the file.
 
 Per file: refuse it if its content changed since the analysis (sha256), decode it with its
-own encoding, run every plan's codemod until a pass changes nothing (capped), check that the
-result parses and compiles, and only then write it through a temporary file in the same
-directory renamed over the original (permissions kept). libcst works on the bytes, so the
-encoding cookie, a BOM, CRLF line ends and a missing final newline survive. A file that
-fails gets a :class:`FileResult` with ``error`` set and the other files still go through.
+own encoding, run every plan's codemod until a pass changes nothing (capped), take only the
+lines the fixes changed from libcst's print and splice them into the original text (every
+other byte, line ends, cookie and BOM included, is the file's own), check that the result
+parses and compiles, and only then write it (:func:`write_source`: a rename that keeps
+owner, group, mode and attributes, or in place for a file with other hard links). A file
+that fails gets a :class:`FileResult` with ``error`` set and the other files still go through.
+A notebook is fixed as its code cells' program; the result goes back into the edited
+cells' sources only (``offload_fixer.notebook.fixing``), and its diff is shown per cell.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ from __future__ import annotations
 import difflib
 import errno
 import os
-import re
 import stat
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -41,8 +43,10 @@ from offload_fixer.fixes.source_io import (
 )
 from offload_fixer.fixes.splice import splice
 from offload_fixer.interrupts import uninterrupted
+from offload_fixer.notebook import is_notebook
+from offload_fixer.notebook.fixing import edit_notebook
 from offload_fixer.recursion import call_allowing_deep_recursion
-from offload_fixer.source.text import decode, encode
+from offload_fixer.source.text import decode, encode, split_lines
 
 MAX_PASSES = 6
 """Passes over one file before giving up; fixes settle in two (fix, then no-op), one more
@@ -141,13 +145,17 @@ def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_
         new_text = splice(old_text, module.code, fixed.code)
         new_data = encode(new_text, encoding)
         written = False
+        diff = ""
         if new_data != data:
             verify(path, new_data, original=data)
+            expected, written_data, diff = data, new_data, unified_diff(path, old_text, new_text)
+            if is_notebook(path):  # the program goes back into the edited cells only
+                edit = edit_notebook(path, data, new_text)
+                expected, written_data, diff = edit.old_bytes, edit.new_bytes, edit.diff
             if write:
-                write_source(path, data, new_data)
+                write_source(path, expected, written_data)
                 written = True
-        return FileResult(path, old_text, new_text, unified_diff(path, old_text, new_text), tuple(chosen),
-                          tuple(skipped), written, None, passes)
+        return FileResult(path, old_text, new_text, diff, tuple(chosen), tuple(skipped), written, None, passes)
     except RecursionError:
         error: FixError = SourceSyntaxError(path, "nested too deeply for the fixer's tree walks (Python's recursion "
                                             "limit); nothing was written", 1, 1)
@@ -216,11 +224,6 @@ def remap_target(target: FixTarget, lines: LineMap) -> FixTarget:
     )
 
 
-def split_lines(text: str) -> list[str]:
-    """Lines with their ends, split on ``\\n`` only (what Python and diff count as lines)."""
-    return re.findall(r"[^\n]*\n|[^\n]+$", text)
-
-
 # ---------------------------------------------------------------------------------------
 # Checking and writing
 def verify(path: str, data: bytes, original: bytes | None = None) -> None:
@@ -262,7 +265,7 @@ def write_source(path: str, expected: bytes, data: bytes) -> None:
         raise SourceReadError(path, "is not a regular file; nothing was written")
     if not info.st_mode & stat.S_IWUSR or not os.access(real, os.W_OK):
         raise ReadOnlySourceError(path, "is read-only; nothing was written")
-    if read_source(real) != expected:
+    if _file_bytes(real) != expected:
         raise SourceChangedError(path, "changed while it was being fixed; nothing was written")
     try:
         if info.st_nlink > 1 or not _replace_keeping_metadata(real, info, data):
@@ -351,6 +354,14 @@ def _write_in_place(real: str, data: bytes) -> None:
         os.fsync(descriptor)
     finally:
         os.close(descriptor)
+
+
+def _file_bytes(path: str) -> bytes:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        raise SourceReadError(path, f"cannot read: {exc.strerror or exc}") from exc
 
 
 def unified_diff(path: str, old: str, new: str) -> str:

@@ -15,18 +15,23 @@ from offload_fixer.fixes.errors import (
     SourceReadError,
     SourceSyntaxError,
 )
-from offload_fixer.source.text import SourceDecodeError, decode, read_regular_file
+from offload_fixer.source.text import SourceDecodeError, decode
 
 if TYPE_CHECKING:
     from offload_fixer.fixes.planner import FixPlan
 
 
 def read_source(path: str) -> bytes:
-    """The file's bytes; a FIFO or device is refused by its type before anything is read."""
+    """The Python to fix: a file's bytes, or a notebook's code cells as one program; a FIFO
+    or device is refused by its type before anything is read."""
+    from offload_fixer.notebook import NotebookError, read_program_bytes
+
     try:
-        return read_regular_file(path)
+        return read_program_bytes(path)
     except OSError as exc:
         raise SourceReadError(path, f"cannot read: {exc.strerror or exc}") from exc
+    except NotebookError as exc:
+        raise SourceReadError(path, str(exc)) from exc
 
 
 def sha256_of(data: bytes) -> str:

@@ -17,8 +17,8 @@ from jaxlib.mlir.dialects import stablehlo
 from offload_fixer.ir.locations import OpLocation, decode
 
 PLACEMENT_ATTR = "_xla_buffer_placement"
-HOST_KINDS = frozenset({"pinned_host", "unpinned_host"})
-DEVICE_KIND = "device"
+from offload_fixer.model import DEVICE as DEVICE_KIND
+from offload_fixer.model import HOST_KINDS, HOST_MEMORY_SPACE_KINDS
 ANNOTATION_TARGETS = frozenset({"annotate_device_placement"})
 MOVE_TO_HOST_TARGET = "MoveToHost"
 MOVE_TO_DEVICE_TARGET = "MoveToDevice"
@@ -39,6 +39,11 @@ class EntryValue:
     """``jax.result_info`` / ``jax.arg_info``, or the argument's location name."""
     element_bits: int | None
 
+    @property
+    def in_host_memory_space(self) -> bool:
+        """Whether XLA's entry layout puts this value in host memory (``pinned_host`` only)."""
+        return self.memory_kind in HOST_MEMORY_SPACE_KINDS
+
 
 class ModuleView:
     """The module plus the indexes the walk uses. Operations and blocks hash by identity."""
@@ -53,7 +58,7 @@ class ModuleView:
         for op in module.body.operations:
             op = op.operation
             if op.name == "func.func":
-                self.functions[_symbol_name(op)] = op
+                self.functions[symbol_name(op)] = op
         if "main" not in self.functions:
             raise ModuleReadError("the module has no @main function")
         self.main = self.functions["main"]
@@ -61,6 +66,13 @@ class ModuleView:
         self._index(self.main, set())
         self.args = tuple(self._entry_values("arg_attrs", self.entry_block.arguments, "jax.arg_info"))
         self.results = tuple(self._entry_values("res_attrs", _result_types(self.main), "jax.result_info"))
+        self.aliased_outputs: dict[int, int] = {}
+        """Output index -> the donated argument whose buffer it reuses (``tf.aliasing_output``)."""
+        attrs = self.main.attributes["arg_attrs"] if "arg_attrs" in self.main.attributes else None
+        for index in range(len(self.args)):
+            entry = attrs[index] if attrs is not None and index < len(attrs) else None
+            if entry is not None and "tf.aliasing_output" in ir.DictAttr(entry):
+                self.aliased_outputs[ir.IntegerAttr(ir.DictAttr(entry)["tf.aliasing_output"]).value] = index
 
     @property
     def entry_block(self) -> ir.Block:
@@ -68,7 +80,7 @@ class ModuleView:
 
     def _index(self, func: ir.Operation, seen: set[str]) -> None:
         """Program order, callees where they are called: the order XLA processes moves in."""
-        seen.add(_symbol_name(func))
+        seen.add(symbol_name(func))
         for op in walk_operations(func):
             self.op_count += 1
             name = op.name
@@ -189,6 +201,44 @@ def frontend_attribute(op: ir.Operation, key: str) -> str | None:
     return _dict_string(op.attributes["mhlo.frontend_attributes"], key)
 
 
+CONSTANT_PRESERVING = frozenset({"stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.convert"})
+
+
+def is_constant(value: ir.Value) -> bool:
+    """A value XLA folds to a constant: a constant, or a broadcast/reshape/convert of one."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return False
+    op = owner.operation
+    if op.name == "stablehlo.constant":
+        return True
+    return op.name in CONSTANT_PRESERVING and is_constant(op.operands[0])
+
+
+def is_constant_index_set_scatter(op: ir.Operation) -> bool:
+    """A scatter that writes one update at constant indices and keeps the update's value
+    (``x.at[0].set(v)``): XLA's simplifier turns it into a dynamic-update-slice."""
+    if op.name != "stablehlo.scatter" or len(op.operands) != 3:
+        return False
+    indices = op.operands[1]
+    if not is_constant(indices):
+        return False
+    shape = _shape(indices.type)
+    numbers = stablehlo.ScatterDimensionNumbers(op.attributes["scatter_dimension_numbers"])
+    count = 1
+    for dim in shape or [0]:
+        count *= dim
+    if shape is None or count != len(numbers.scattered_dims_to_operand_dims):
+        return False  # several updates: a real scatter
+    body = op.regions[0].blocks[0]
+    terminator = body.operations[len(body.operations) - 1].operation
+    return (
+        len(body.operations) == 1
+        and len(terminator.operands) == 1
+        and terminator.operands[0] == body.arguments[len(body.arguments) - 1]
+    )
+
+
 def is_bitcast_reshape(op: ir.Operation) -> bool:
     """A reshape (or a broadcast that only adds unit dimensions) keeps the bytes in place;
     XLA's simplifier turns both into bitcasts before the host offloader runs."""
@@ -229,7 +279,7 @@ def _result_types(func: ir.Operation) -> list[ir.Type]:
     return list(ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value).results)
 
 
-def _symbol_name(op: ir.Operation) -> str:
+def symbol_name(op: ir.Operation) -> str:
     return ir.StringAttr(op.attributes["sym_name"]).value
 
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from offload_fixer.config import Settings, select_codes
+from offload_fixer.lsp.dynamic import LastRunFeed
 from offload_fixer.model import Diagnostic, Origin, Span
 
 if TYPE_CHECKING:
@@ -55,6 +56,9 @@ class Analysis:
     parse_error: str | None = None
     refused: str | None = None
     """Why the text was not analysed at all (too large); the editor is told once."""
+    dependencies: tuple[tuple[str, Any], ...] = ()
+    """Other modules of the project the check read, with their stamps: a cached analysis
+    holds while they are unchanged on disk."""
 
     def items(self) -> Iterator[tuple[Diagnostic, tuple[FixChoice, ...]]]:
         return zip(self.diagnostics, self.fixes)
@@ -69,9 +73,10 @@ def analyse(text: str, path: str, settings: Settings) -> Analysis:
     """Static check, code selection and suppression comments, as ``offload-fixer check`` does;
     cached by text and settings, so saving an analysed text costs nothing."""
     key = (hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), path, _settings_key(settings))
-    if key in _cache:
+    cached = _cache.get(key)
+    if cached is not None and all(_project(settings).stamp(p) == stamp for p, stamp in cached.dependencies):
         _cache.move_to_end(key)
-        return _cache[key]
+        return cached
     result = _analyse(text, path, settings)
     _cache[key] = result
     if len(_cache) > _CACHE_SIZE:
@@ -81,7 +86,6 @@ def analyse(text: str, path: str, settings: Settings) -> Analysis:
 
 def _analyse(text: str, path: str, settings: Settings) -> Analysis:
     from offload_fixer.static import check_source
-    from offload_fixer.suppression import filter_suppressed
 
     if os.path.isabs(path) and settings.is_excluded(path):
         return Analysis()
@@ -89,13 +93,65 @@ def _analyse(text: str, path: str, settings: Settings) -> Analysis:
         return Analysis(refused=(
             f"{os.path.basename(path)} has {len(text):,} characters, over the {MAX_DOCUMENT_CHARS:,} the language "
             "server analyses as you type; run `offload-fixer check` on it instead"))
+    project = _project(settings)
     result = check_source(text, path, target=settings.target, jax_version=settings.jax_version,
-                          cache=_source_cache(path))
+                          cache=_source_cache(path), project=project)
     if result.parse_error is not None:
         return Analysis(parse_error=str(result.parse_error))
-    selected = select_codes(result.diagnostics, settings.select, settings.ignore)
+    # A finding of another file (reached through an import) is that file's to show.
+    mine = [d for d in result.diagnostics if same_path(_primary_path(d), path)]
+    kept = _reportable(mine, text, path, settings)
+    dependencies = tuple((p, project.stamp(p)) for p in result.dependencies)
+    return Analysis(tuple(kept), tuple(fix_choices(d, settings) for d in kept), dependencies=dependencies)
+
+
+def document_analysis(text: str, path: str, settings: Settings) -> Analysis:
+    """What the editor shows: the static check, and the last ``offload-fixer run``'s findings
+    in this document while it still holds the lines they name (:mod:`.dynamic`). A static
+    finding the run also made is shown once, as the run's."""
+    static = analyse(text, path, settings)
+    if static.parse_error is not None or static.refused is not None:
+        return static
+    dynamic = _reportable(list(_LAST_RUN.diagnostics(path, text, _encoded(text))), text, path, settings)
+    if not dynamic:
+        return static
+    seen = {_identity(d) for d in dynamic}
+    items = [(d, f) for d, f in static.items() if _identity(d) not in seen]
+    items += [(d, fix_choices(d, settings)) for d in dynamic]
+    return Analysis(tuple(d for d, _ in items), tuple(f for _, f in items), dependencies=static.dependencies)
+
+
+def _reportable(diagnostics: Sequence[Diagnostic], text: str, path: str, settings: Settings) -> list[Diagnostic]:
+    from offload_fixer.suppression import filter_suppressed
+
+    selected = select_codes(list(diagnostics), settings.select, settings.ignore)
     kept, _, _ = filter_suppressed(selected, {path: text})
-    return Analysis(tuple(kept), tuple(fix_choices(d, settings) for d in kept))
+    return list(kept)
+
+
+def _identity(d: Diagnostic) -> tuple:
+    span = primary_span(d)
+    return d.code, span.line if span else None, d.output_path
+
+
+def _primary_path(d: Diagnostic) -> str | None:
+    span = primary_span(d)
+    return span.path if span else None
+
+
+_projects: dict[Any, Any] = {}
+_LAST_RUN = LastRunFeed()
+
+
+def _project(settings: Settings):
+    """One project per root, kept across analyses (it re-reads what changed on disk)."""
+    from offload_fixer.static.project import Project
+
+    key = str(settings.root) if settings.root else None
+    project = _projects.get(key)
+    if project is None:
+        project = _projects[key] = Project((key,) if key else ())
+    return project
 
 
 def _source_cache(path: str) -> SourceCache:

@@ -1,9 +1,12 @@
 """The language server: static diagnostics as you type, quick fixes and a fix-all action.
 
-Nothing here executes user code: diagnostics come from the static check, edits from the
-same codemods as ``offload-fixer fix``, run on the editor's in-memory text. Every published
+Nothing here executes user code: diagnostics come from the static check and from the report
+the last ``offload-fixer run`` left (``.offload-fixer/last-run.json``), edits from the same
+codemods as ``offload-fixer fix``, run on the editor's in-memory text. Every published
 diagnostic carries its fixes in ``data`` (ruff's design), so a code-action request is
 answered from that data; edits are computed only when the client resolves an action.
+Notebook documents (``notebookDocument/*``) are checked as one program per notebook and
+published per cell (:mod:`offload_fixer.lsp.notebooks`).
 """
 
 from __future__ import annotations
@@ -20,9 +23,9 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from offload_fixer import __version__
+from offload_fixer import __version__, last_run
 from offload_fixer.config import Settings
-from offload_fixer.lsp import engine
+from offload_fixer.lsp import engine, notebooks
 from offload_fixer.lsp.settings import ClientOptions, SettingsStore
 from offload_fixer.lsp.text_edits import LineIndex, minimal_edits
 from offload_fixer.model import Diagnostic, Span
@@ -31,6 +34,8 @@ log = logging.getLogger(__name__)
 
 NAME = "offload-fixer"
 FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.{NAME}"
+DYNAMIC_SUFFIX = " [found by `offload-fixer run`]"
+"""Told apart from the static check's: the run saw it happen in a real compilation."""
 _SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
     "warning": types.DiagnosticSeverity.Warning,
@@ -50,8 +55,12 @@ class DocumentState:
 
 class OffloadFixerServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__(NAME, __version__, text_document_sync_kind=types.TextDocumentSyncKind.Full)
+        # Incremental: VS Code sends a notebook cell's edits as ranges whatever a server asks
+        # for (vscode-languageclient's notebook sync), and pygls applies both kinds under it.
+        super().__init__(NAME, __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         notebook_document_sync=notebooks.SYNC_OPTIONS)
         self.documents: dict[str, DocumentState] = {}
+        self.notebooks = notebooks.NotebookDocuments(self)
         self.settings = SettingsStore()
         self.shown_errors: set[str] = set()
         self.refused: set[str] = set()
@@ -92,7 +101,7 @@ class OffloadFixerServer(LanguageServer):
         settings = self.settings_for(path)
         loop = asyncio.get_running_loop()
         try:
-            analysis = await loop.run_in_executor(self.analysis_pool, engine.analyse, text, path, settings)
+            analysis = await loop.run_in_executor(self.analysis_pool, engine.document_analysis, text, path, settings)
         except Exception as exc:  # a checker bug must not take the server down
             log.exception("analysis of %s failed", uri)
             self.window_log_message(types.LogMessageParams(types.MessageType.Error, f"offload-fixer: {uri}: {exc!r}"))
@@ -126,13 +135,15 @@ class OffloadFixerServer(LanguageServer):
         return settings
 
     async def watch_configuration_files(self) -> None:
-        """Ask the client to report ``pyproject.toml`` changes, where it can watch files."""
+        """Ask the client to report changes of ``pyproject.toml`` and of the last ``offload-fixer
+        run``'s report, where it can watch files."""
         if not get_capability(
             self.client_capabilities, "workspace.did_change_watched_files.dynamic_registration", False
         ):
             return
         options = types.DidChangeWatchedFilesRegistrationOptions(
-            watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml")]
+            watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml"),
+                      types.FileSystemWatcher(glob_pattern=last_run.WATCH_GLOB)]
         )
         registration = types.Registration(
             id=f"{NAME}-pyproject", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=options
@@ -146,6 +157,8 @@ class OffloadFixerServer(LanguageServer):
         for uri in list(self.documents):
             if uri in self.workspace.text_documents:
                 self.schedule(uri, 0)
+        for uri in list(self.notebooks.states):
+            self.notebooks.schedule(uri, 0)
 
     # ------------------------------------------------------------------ conversion
     def to_lsp(
@@ -162,7 +175,7 @@ class OffloadFixerServer(LanguageServer):
         url = engine.rule_url(diagnostic.code)
         return types.Diagnostic(
             range=self.span_range(span, index),
-            message=diagnostic.message,
+            message=diagnostic.message + (DYNAMIC_SUFFIX if diagnostic.source == "dynamic" else ""),
             severity=_SEVERITY.get(diagnostic.severity, types.DiagnosticSeverity.Warning),
             code=diagnostic.code,
             code_description=types.CodeDescription(href=url) if url else None,
@@ -221,6 +234,12 @@ class OffloadFixerServer(LanguageServer):
     # ------------------------------------------------------------------ code actions
     async def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction]:
         uri = params.text_document.uri
+        notebook = self.notebooks.notebook_of(uri)
+        if notebook is not None:
+            actions = self.notebooks.code_actions(params, notebook, _wanted, FIX_ALL_KIND)
+            if self.supports_resolve("edit"):
+                return actions
+            return [await self.notebooks.resolve(action) for action in actions]
         document = self.workspace.text_documents.get(uri)
         if document is None:
             return []
@@ -300,6 +319,8 @@ class OffloadFixerServer(LanguageServer):
         """Fill in ``action.edit``; leave it empty when the document moved on since the action
         was offered (a stale version must never rewrite newer text)."""
         data = action.data if isinstance(action.data, dict) else {}
+        if data.get("notebook"):
+            return await self.notebooks.resolve(action)
         uri = data.get("uri")
         document = self.workspace.text_documents.get(uri) if uri else None
         if document is None or document.version != data.get("version"):
@@ -403,6 +424,22 @@ def build_server() -> OffloadFixerServer:
         ls.analysis_pool.submit(engine.forget, _path_of(uri))  # after any analysis still running
         ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_OPEN)
+    def notebook_did_open(ls: OffloadFixerServer, params: types.DidOpenNotebookDocumentParams) -> None:
+        ls.notebooks.schedule(params.notebook_document.uri, 0)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CHANGE)
+    def notebook_did_change(ls: OffloadFixerServer, params: types.DidChangeNotebookDocumentParams) -> None:
+        ls.notebooks.schedule(params.notebook_document.uri, ls.settings.debounce_s)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_SAVE)
+    def notebook_did_save(ls: OffloadFixerServer, params: types.DidSaveNotebookDocumentParams) -> None:
+        ls.notebooks.schedule(params.notebook_document.uri, 0)
+
+    @server.feature(types.NOTEBOOK_DOCUMENT_DID_CLOSE)
+    def notebook_did_close(ls: OffloadFixerServer, params: types.DidCloseNotebookDocumentParams) -> None:
+        ls.notebooks.close(params.notebook_document.uri, [cell.uri for cell in params.cell_text_documents])
+
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def did_change_configuration(ls: OffloadFixerServer, params: types.DidChangeConfigurationParams) -> None:
         if ls.settings.set_client_section(params.settings) or await ls.settings.pull(ls):
@@ -412,6 +449,8 @@ def build_server() -> OffloadFixerServer:
     def did_change_watched_files(ls: OffloadFixerServer, params: types.DidChangeWatchedFilesParams) -> None:
         if any(change.uri.endswith("/pyproject.toml") for change in params.changes):
             ls.settings.forget_files()
+            ls.reanalyse_all()
+        elif any(change.uri.endswith(f"/{last_run.DIRECTORY}/{last_run.FILE_NAME}") for change in params.changes):
             ls.reanalyse_all()
 
     @server.feature(

@@ -14,6 +14,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from codemods.source_facts import SourceFacts
 from offload_fixer.model import FunctionRef, Span
+from offload_fixer.source.texts import source_bytes
 
 
 def in_shardings_span(function: FunctionRef) -> Span | None:
@@ -50,11 +51,14 @@ def _mtime(path: str) -> float:
 
 @lru_cache(maxsize=64)
 def _facts(path: str, _mtime: float) -> SourceFacts | None:
-    """Parsed once per file version: a run checks many functions of the same file."""
+    """Parsed once per file version: a run checks many functions of the same file (an
+    IPython cell's name changes with its text)."""
+    data = source_bytes(path)
+    if data is None:
+        return None
     try:
-        with open(path, "rb") as fh:
-            module = cst.parse_module(fh.read())
-    except (OSError, cst.ParserSyntaxError):
+        module = cst.parse_module(data)
+    except cst.ParserSyntaxError:
         return None
     wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
     return SourceFacts.collect(wrapper.module, wrapper.resolve(PositionProvider))

@@ -8,6 +8,7 @@ from functools import lru_cache
 
 from offload_fixer.ir.locations import Frame, OpLocation
 from offload_fixer.model import Span
+from offload_fixer.source.texts import is_interactive
 
 
 @lru_cache(maxsize=1)
@@ -26,8 +27,9 @@ def _library_roots() -> tuple[str, ...]:
 def is_user_frame(frame: Frame) -> bool:
     """JAX labels the frames it records with their function; an unlabelled position outside a
     ``.py`` file is MLIR's own (``"-":5:11`` for a module parsed from text without locations).
-    Modules rebuilt from HLO dumps keep unlabelled ``.py`` positions from the metadata."""
-    if not frame.path or frame.path.startswith("<"):
+    Modules rebuilt from HLO dumps keep unlabelled ``.py`` positions from the metadata.
+    An IPython cell's ``<ipython-input-...>`` name is the user's code too."""
+    if not frame.path or frame.path.startswith("<") and not is_interactive(frame.path):
         return False
     if frame.function is None and not frame.path.endswith(".py"):
         return False

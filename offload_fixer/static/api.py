@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from offload_fixer import jax_compat
-from offload_fixer.model import TARGETS, Diagnostic
+from offload_fixer.model import Diagnostic, normalize_target
 from offload_fixer.recursion import call_allowing_deep_recursion
-from offload_fixer.source.text import SourceDecodeError, decode, read_regular_file
+from offload_fixer.source.text import SourceDecodeError, decode
 
 from .files import Unreadable, walk
 from .outline import SourceCache, outline
-from .prefilter import may_hold_host_move, references_jit
+from .prefilter import references_jit
+from .project import Project
 
 if TYPE_CHECKING:
     import libcst
@@ -49,19 +50,26 @@ class StaticResult:
     parse_error: ParseError | None = None
     analysed: bool = False
     """False when the prefilter showed the file cannot hold a host move the check models."""
+    dependencies: tuple[str, ...] = ()
+    """Other modules of the project the check read for this file (absolute paths): the result
+    holds while they are unchanged."""
 
 
 def check_source(source: str | bytes, path: str = "<string>", target: str = "tpu",
-                 jax_version: str | None = None, cache: SourceCache | None = None) -> StaticResult:
+                 jax_version: str | None = None, cache: SourceCache | None = None,
+                 project: Project | None = None) -> StaticResult:
     """Check one file's text without importing or running it.
 
     ``jax_version`` picks the rules of that JAX release (default: the installed one);
-    ``target`` is ``tpu``, ``gpu`` or ``gpu-legacy`` and sets the severity. An editor passes
+    ``target`` is ``tpu`` or ``gpu`` and sets the severity. An editor passes
     the same :class:`SourceCache` for every version of a document, so that only the
     statements a change touched are parsed again; the result is the same without it.
+    Imports of other modules of the project (next to ``path``, or in its package) are read
+    from disk through ``project``, which keeps what it read between calls.
     """
-    spelling = _spelling(target, jax_version)
-    return _check(source, path, target, spelling, cache)
+    target = normalize_target(target)
+    spelling = jax_compat.spelling(jax_version)
+    return _check(source, path, target, spelling, cache, project or Project())
 
 
 def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | None = None,
@@ -69,15 +77,21 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
                 settings_for: Callable[[str], Settings] | None = None) -> Iterator[StaticResult]:
     """Check files and directories (walked, honouring ``.gitignore`` and ``excludes``, which
     are gitignore-style patterns relative to each directory given). Yields one result per
-    ``.py`` file, in walk order; ``jobs`` > 1 analyses files in that many processes.
+    ``.py`` file (and ``.ipynb`` notebook where nbformat is installed), in walk order;
+    ``jobs`` > 1 analyses files in that many processes.
 
     ``settings_for(path)``: each file's own settings (its nearest ``[tool.offload-fixer]``):
     their target and JAX version replace ``target``/``jax_version``, and a file found in a
     directory is skipped when they exclude it. A directory that cannot be listed, a symlink
     loop, a FIFO or device named ``*.py``, and a file that is not Python text (binary, UTF-16,
     undecodable) each get a result with ``parse_error`` set: nothing is skipped in silence."""
-    default = (target, _spelling(target, jax_version))
-    explicit = {os.fspath(p) for p in paths if not os.path.isdir(p)}
+    from offload_fixer.notebook import NotebookError, read_program_bytes
+
+    default = (normalize_target(target), jax_compat.spelling(jax_version))
+    paths = [os.fspath(p) for p in paths]
+    explicit = {p for p in paths if not os.path.isdir(p)}
+    roots = tuple(p for p in paths if os.path.isdir(p))
+    project = Project(roots)
     pending: list = []
     for item in walk(paths, excludes):
         if isinstance(item, Unreadable):
@@ -89,29 +103,38 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
             settings = settings_for(path)
             if path not in explicit and settings.is_excluded(path):
                 continue
-            file_target, spelling = settings.target, _spelling(settings.target, settings.jax_version)
+            file_target, spelling = normalize_target(settings.target), jax_compat.spelling(settings.jax_version)
         try:
-            data = read_regular_file(path)
+            data = read_program_bytes(path)
         except OSError as exc:
             pending.append(StaticResult(path, parse_error=ParseError(path, 1, 1, f"cannot read: {exc.strerror or exc}")))
             continue
-        if may_hold_host_move(data):
-            pending.append((data, path, file_target, spelling))
-        else:
-            error = screen(data, path, compile_it=path in explicit)
-            pending.append(StaticResult(path, parse_error=error, analysed=error is not None))
+        except NotebookError as exc:
+            pending.append(StaticResult(path, parse_error=ParseError(path, 1, 1, str(exc))))
+            continue
+        project.remember(path, data)
+        pending.append((data, path, file_target, spelling))
+    # Every file is read before any is selected: a host spelling in one module makes the
+    # modules that import it candidates. A file that cannot hold a finding is still screened.
+    pending = [item if isinstance(item, StaticResult) or project.selects(item[1], item[0])
+               else _screened(item[0], item[1], compile_it=item[1] in explicit) for item in pending]
     candidates = [item for item in pending if isinstance(item, tuple)]
     if jobs <= 1 or len(candidates) < 2:
         for item in pending:
-            yield _check(*item) if isinstance(item, tuple) else item
+            yield _check(*item, None, project) if isinstance(item, tuple) else item
         return
     # forkserver: workers fork from a clean server, never from a caller that has JAX's threads
     # running (an LSP, a test run, `offload-fixer run`), which fork would risk deadlocking.
     context = multiprocessing.get_context("forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn")
     with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        futures = {id(item): pool.submit(_check, *item) for item in candidates}
+        futures = {id(item): pool.submit(_check_in_worker, *item, roots) for item in candidates}
         for item in pending:
             yield futures[id(item)].result() if isinstance(item, tuple) else item
+
+
+def _screened(data: bytes, path: str, compile_it: bool) -> StaticResult:
+    error = screen(data, path, compile_it)
+    return StaticResult(path, parse_error=error, analysed=error is not None)
 
 
 def screen(data: bytes, path: str, compile_it: bool = True) -> ParseError | None:
@@ -135,31 +158,38 @@ def screen(data: bytes, path: str, compile_it: bool = True) -> ParseError | None
     return None
 
 
-def _spelling(target: str, jax_version: str | None) -> jax_compat.Spelling:
-    if target not in TARGETS:
-        raise ValueError(f"unknown target {target!r}; expected one of {', '.join(TARGETS)}")
-    return jax_compat.spelling(jax_version)
+_WORKER_PROJECTS: dict[tuple[str, ...], Project] = {}
+
+
+def _check_in_worker(source: bytes, path: str, target: str, spelling: jax_compat.Spelling,
+                     roots: tuple[str, ...]) -> StaticResult:
+    """One file in a worker process, which keeps one project per set of roots for all its files."""
+    project = _WORKER_PROJECTS.get(roots)
+    if project is None:
+        project = _WORKER_PROJECTS[roots] = Project(roots)
+    return _check(source, path, target, spelling, None, project)
 
 
 def _check(source: str | bytes, path: str, target: str, spelling: jax_compat.Spelling,
-           cache: SourceCache | None = None) -> StaticResult:
+           cache: SourceCache | None, project: Project) -> StaticResult:
     """One file; a tree too deep for the walks gets a file error of its own, never a traceback."""
     try:
-        return call_allowing_deep_recursion(_check_once, source, path, target, spelling, cache)
+        return call_allowing_deep_recursion(_check_once, source, path, target, spelling, cache, project)
     except RecursionError:
         return StaticResult(path, parse_error=ParseError(
             path, 1, 1, "nested too deeply for offload-fixer to analyse (Python's recursion limit)"), analysed=True)
 
 
 def _check_once(source: str | bytes, path: str, target: str, spelling: jax_compat.Spelling,
-                cache: SourceCache | None) -> StaticResult:
+                cache: SourceCache | None, project: Project) -> StaticResult:
+    data = source if isinstance(source, bytes) else source.encode("utf-8", "surrogatepass")
+    if not project.selects(path, data):
+        return StaticResult(path)
     text = source
     if isinstance(source, bytes):
         text, error = _decode(source, path)
         if error is not None:
             return StaticResult(path, parse_error=error, analysed=True)
-    if not may_hold_host_move(text):
-        return StaticResult(path)
     syntax_error = None
     found = None
     try:
@@ -186,8 +216,9 @@ def _check_once(source: str | bytes, path: str, target: str, spelling: jax_compa
         else:
             error = ParseError(path, exc.raw_line, exc.raw_column + 1, exc.message)
         return StaticResult(path, parse_error=error, analysed=True)
-    digest = hashlib.sha256(source if isinstance(source, bytes) else source.encode("utf-8")).hexdigest()
-    return StaticResult(path, tuple(_analyse(parsed, text, path, target, spelling, digest)), analysed=True)
+    digest = hashlib.sha256(data).hexdigest()
+    found, dependencies = _analyse(parsed, text, path, target, spelling, digest, project)
+    return StaticResult(path, tuple(found), analysed=True, dependencies=dependencies)
 
 
 def _cpython_limit(error: BaseException | None, path: str) -> ParseError | None:
@@ -202,27 +233,41 @@ def _cpython_limit(error: BaseException | None, path: str) -> ParseError | None:
 
 
 def _analyse(parsed: ParsedSource | libcst.Module, text: str, path: str, target: str, spelling: jax_compat.Spelling,
-             source_sha256: str | None = None) -> list[Diagnostic]:
-    """Diagnostics of a parsed text (a module parsed whole is located statement by statement)."""
+             source_sha256: str | None = None,
+             project: Project | None = None) -> tuple[list[Diagnostic], tuple[str, ...]]:
+    """Diagnostics of a parsed text (a module parsed whole is located statement by statement),
+    and the other modules of the project read for them."""
     from .interpreter import Interpreter
     from .rules import diagnostics, findings
-    from .source import ParsedSource
+    from .source import ParsedSource, Sources
 
     from .policies import unpinned_policies
 
     if not isinstance(parsed, ParsedSource):
         parsed = ParsedSource(parsed)
     policies = unpinned_policies(parsed, text, path, target, source_sha256)
-    interpreter = Interpreter(parsed.module, text, parsed.memos())
+    interpreter = Interpreter(parsed.module, text, parsed.memos(), project, None if path.startswith("<") else path)
     found = []
     for jitted in interpreter.jit_sites():
         site = interpreter.analyse(jitted)
         if site is not None:
             found.extend(findings(site, spelling))
+    foreign = [(module_path, scope) for module_path, scope in interpreter.foreign.items() if scope is not None]
+    dependencies = tuple(module_path for module_path, _ in foreign)
     if not found:
-        return policies
+        return policies, dependencies
     # Positions cost about three parses: only the statements that findings name pay for them.
-    return diagnostics(found, parsed, path, target, spelling, source_sha256) + policies
+    others = [(_display_path(module_path, path), scope.source(), scope.facts.sha256) for module_path, scope in foreign]
+    sources = Sources(parsed, path, others, source_sha256)
+    return diagnostics(found, sources, target, spelling) + policies, dependencies
+
+
+def _display_path(module_path: str, checked: str) -> str:
+    """Another module's path in the style of the checked file's: relative when it is."""
+    if os.path.isabs(checked):
+        return module_path
+    relative = os.path.relpath(module_path)
+    return module_path if relative.startswith("..") else relative
 
 
 def _decode(data: bytes, path: str) -> tuple[str, ParseError | None]:

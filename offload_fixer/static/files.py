@@ -1,5 +1,6 @@
-"""Which ``.py`` files a directory holds for the check: ``.gitignore`` files, user excludes and
-the directories every Python tool skips (virtual environments, caches, VCS metadata)."""
+"""Which ``.py`` files (and ``.ipynb`` notebooks) a directory holds for the check: ``.gitignore``
+files, user excludes and the directories every Python tool skips (virtual environments, caches,
+VCS metadata)."""
 
 from __future__ import annotations
 
@@ -82,21 +83,25 @@ class Unreadable:
 
 
 def python_files(paths: Iterable[str], excludes: Sequence[str] = ()) -> Iterator[str]:
-    """Files to check, in a stable order: given files as they are, directories walked."""
+    """Files to check, in a stable order: given files as they are, directories walked for
+    ``.py`` files, and for ``.ipynb`` notebooks too where nbformat is installed to read them."""
     return (item for item in walk(paths, excludes) if isinstance(item, str))
 
 
 def walk(paths: Iterable[str], excludes: Sequence[str] = ()) -> Iterator[str | Unreadable]:
     """:func:`python_files`, with an :class:`Unreadable` in place of each path it could not use."""
+    from offload_fixer.notebook import notebooks_supported
+
+    suffixes = (".py", ".ipynb") if notebooks_supported() else (".py",)
     for path in map(os.fspath, paths):
         if os.path.isdir(path):
             root_rules = [(path, ignore_spec(list(excludes)))] if excludes else []
-            yield from _walk(path, root_rules)
+            yield from _walk(path, root_rules, suffixes)
         else:
             yield path
 
 
-def _walk(directory: str, rules: list) -> Iterator[str | Unreadable]:
+def _walk(directory: str, rules: list, suffixes: tuple[str, ...]) -> Iterator[str | Unreadable]:
     gitignore = os.path.join(directory, ".gitignore")
     if os.path.isfile(gitignore):
         try:
@@ -117,12 +122,12 @@ def _walk(directory: str, rules: list) -> Iterator[str | Unreadable]:
             is_directory = False
         if is_directory and entry.name in SKIPPED_DIRECTORIES:
             continue
-        if not is_directory and not entry.name.endswith(".py"):
+        if not is_directory and not entry.name.endswith(suffixes):
             continue
         if _ignored(entry.path, is_directory, rules):
             continue
         if is_directory:
-            yield from _walk(entry.path, rules)
+            yield from _walk(entry.path, rules, suffixes)
             continue
         try:
             mode = entry.stat().st_mode  # follows a symlink: the file it names is what is read

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import libcst as cst
@@ -21,9 +22,11 @@ import libcst as cst
 from offload_fixer.model import format_output_path
 
 from . import names
+from .project import Project, is_modeled
 from .scopes import (
     Binding,
     BindingCollector,
+    ForeignScope,
     Frame,
     StaticScope,
     block_statements,
@@ -40,16 +43,21 @@ from .values import (
     AtIndexer,
     Bound,
     Const,
+    DataclassType,
     DeviceArray,
     DeviceList,
     DeviceRef,
+    Differentiated,
     Function,
     HostArray,
     HostOrigin,
+    Instance,
     JitFactory,
     JitOptions,
     Jitted,
     Mapping,
+    Optimizer,
+    ProjectModule,
     Ref,
     Seq,
     ShardingSpec,
@@ -57,6 +65,7 @@ from .values import (
     TransformFactory,
     is_single_array,
     join,
+    join_branches,
     leaves,
     map_leaves,
 )
@@ -105,15 +114,22 @@ class SiteResult:
 
 
 class Interpreter:
-    def __init__(self, module: cst.Module, text: str, memos: Sequence[dict] | None = None) -> None:
+    def __init__(self, module: cst.Module, text: str, memos: Sequence[dict] | None = None,
+                 project: Project | None = None, path: str | None = None) -> None:
         """``memos``: one dict per top-level statement that outlives this interpreter (a cached
         chunk's, :meth:`ParsedSource.memos`), where what the statement's syntax alone tells (the
         calls in each simple statement, the names each function binds) is kept for the next
-        check of the document."""
+        check of the document. ``project`` resolves the imports of ``path`` to the other
+        modules of the project (without it, imported names stay names)."""
         mutated_globals = frozenset(
             name.strip() for match in _GLOBAL_STATEMENT.findall(text) for name in match.split(",")
         )
-        self.module_scope = StaticScope(self, list(module.body), None, unknown=mutated_globals)
+        self.path = None if path is None else os.path.abspath(path)
+        self.project = project
+        self.module_scope = StaticScope(self, list(module.body), None, unknown=mutated_globals,
+                                        module_path=self.path)
+        self.foreign: dict[str, ForeignScope | None] = {}
+        """Modules of the project read so far, by absolute path."""
         self.module = module
         self._memos = memos
         self._memo: dict = {}
@@ -206,14 +222,60 @@ class Interpreter:
         """The value a binding gives its name (called lazily by :class:`StaticScope`)."""
         try:
             if binding.kind == "import":
-                return Ref(binding.qualname)
+                return self.imported(binding.qualname, scope.module_path)
             if binding.kind == "assign":
                 return self.ev(binding.node, scope.at(binding.index))
             if binding.kind == "def":
                 return self.decorate(binding.node, scope.at(binding.index), scope.closure)
+            if binding.kind == "class":
+                return self._class_value(binding.node, scope.at(binding.index), scope)
         except Unsupported:
             return UNKNOWN
         return UNKNOWN
+
+    # ------------------------------------------------------------------ other modules
+    def imported(self, qualname: str, importer: str | None) -> Any:
+        """What an import binds: a module of the project (or a name it defines), else a
+        name the check knows by its qualified name. ``..pkg.name`` is relative."""
+        level = len(qualname) - len(qualname.lstrip("."))
+        if not level and (self.project is None or importer is None or is_modeled(qualname)):
+            return Ref(qualname)
+        if self.project is None or importer is None:
+            return UNKNOWN
+        parts = [p for p in qualname[level:].split(".") if p]
+        if level:
+            base = self.project.relative_base(importer, level)
+            if base is None:
+                return UNKNOWN
+            value: Any = ProjectModule(self.project.package_at(base))
+        else:
+            head = self.project.module_path(parts[:1], self.project.search_roots(importer))
+            if head is None:
+                return Ref(qualname)
+            value, parts = ProjectModule(head), parts[1:]
+        for part in parts:
+            value = self.module_attribute(value, part)
+        return value
+
+    def module_attribute(self, module: Any, name: str) -> Any:
+        """``module.name``: what the module binds, else its submodule ``name``."""
+        if not isinstance(module, ProjectModule):
+            return UNKNOWN
+        if module.path == self.path:
+            return self.module_scope.lookup(name)
+        scope = self.foreign_scope(module.path)
+        if scope is not None and scope.binds(name):
+            return scope.lookup(name)
+        submodule = self.project.submodule(module.path, name)
+        if submodule is not None:
+            return ProjectModule(submodule)
+        return UNKNOWN
+
+    def foreign_scope(self, path: str) -> ForeignScope | None:
+        if path not in self.foreign:
+            facts = self.project.facts(path) if os.path.isfile(path) else None
+            self.foreign[path] = None if facts is None else ForeignScope(self, facts)
+        return self.foreign[path]
 
     def decorate(self, node: cst.FunctionDef, scope: Any, closure: Any) -> Any:
         if node.asynchronous is not None:
@@ -224,6 +286,40 @@ class Interpreter:
             if value is UNKNOWN:
                 break
         return value
+
+    def _class_value(self, node: cst.ClassDef, scope: Any, closure: StaticScope) -> Any:
+        """A ``@dataclass`` (a configuration object): its fields and their defaults, so that
+        ``Config().offload`` is the default the program runs with. Any other class is unknown."""
+        decorators = [self.ev(d.decorator, scope) for d in node.decorators]
+        if len(decorators) != 1:
+            return UNKNOWN
+        (decorator,) = decorators
+        if isinstance(decorator, Ref) and decorator.qualname in names.DATACLASS:
+            pass
+        elif not (isinstance(node.decorators[0].decorator, cst.Call) and _is_dataclass_call(node.decorators[0].decorator,
+                                                                                            scope, self)):
+            return UNKNOWN
+        body = block_statements(node.body)
+        class_scope = StaticScope(self, body, closure, is_class=True)
+        fields = []
+        for index, statement in enumerate(body):
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                    default = UNKNOWN if small.value is None else self._field_default(small.value, class_scope.at(index))
+                    fields.append((small.target.value, default))
+        return DataclassType(tuple(fields))
+
+    def _field_default(self, node: Any, scope: Any) -> Any:
+        if isinstance(node, cst.Call):
+            callee = self.ev(node.func, scope)
+            if isinstance(callee, Ref) and callee.qualname in names.DATACLASS_FIELD:
+                for arg in node.args:
+                    if arg.keyword is not None and arg.keyword.value == "default":
+                        return self.ev(arg.value, scope)
+                return UNKNOWN
+        return self.ev(node, scope)
 
     def _apply_decorator(self, decorator: Any, value: Any) -> Any:
         if isinstance(decorator, Ref):
@@ -359,10 +455,12 @@ class Interpreter:
             return DEVICE_TREE
         if isinstance(tree, ShardingLeaf):
             kind = memory_kind_of(tree.value)
+            if kind in names.HOST_KINDS and kind not in names.HOST_MEMORY_SPACE_KINDS:
+                return UNKNOWN  # unpinned_host arguments are not host memory to XLA (S(6) on TPU)
             if kind in names.HOST_KINDS:
                 label = name + format_output_path(keys)
                 origin = HostOrigin("host_argument", kind, written, f"argument {label} declared {kind} (in_shardings)",
-                                    argument=label, declared_at=tree.node)
+                                    argument=label, declared_at=tree.node, condition=_condition_of(tree.value))
                 return HostArray(origin, single=False)
             if kind in names.DEVICE_KINDS or kind == "nokind":
                 return DEVICE_TREE
@@ -428,27 +526,50 @@ class Interpreter:
         return False
 
     def _exec_if(self, statement: cst.If, frame: Frame, returns: list) -> bool:
-        self.ev(statement.test, frame)
+        """A test the check can decide (a constant flag) runs one branch. Otherwise both run
+        and their environments meet; a test on a configuration flag (not on the arrays)
+        keeps a value that is host on one branch only, with that branch recorded."""
+        test = self.ev(statement.test, frame)
+        decided = _truth(test)
+        if decided is True:
+            return self.exec_block(block_statements(statement.body), frame, returns)
+        if decided is False:
+            return self._exec_else(statement, frame, returns)
+        flag = condition_key(statement.test) if self._is_flag(statement.test, test, frame) else None
         before = dict(frame.env)
+        frame.env = _masked(before, flag, True)
         body_leaves = self.exec_block(block_statements(statement.body), frame, returns)
-        after_body = frame.env
-        frame.env = dict(before)
-        if isinstance(statement.orelse, cst.If):
-            else_leaves = self._exec_if(statement.orelse, frame, returns)
-        elif statement.orelse is not None:
-            else_leaves = self.exec_block(block_statements(statement.orelse.body), frame, returns)
-        else:
-            else_leaves = False
-        after_else = frame.env
+        after_body = _unmasked(frame.env, before)
+        frame.env = _masked(before, flag, False)
+        else_leaves = self._exec_else(statement, frame, returns)
+        after_else = _unmasked(frame.env, before)
         if body_leaves and else_leaves:
             return True
         if body_leaves:
             frame.env = after_else
         elif not else_leaves:
-            frame.env = _join_env(after_body, after_else)
+            frame.env = _join_env(after_body, after_else, statement.test if flag is not None else None)
         else:
             frame.env = after_body
         return False
+
+    def _exec_else(self, statement: cst.If, frame: Frame, returns: list) -> bool:
+        if isinstance(statement.orelse, cst.If):
+            return self._exec_if(statement.orelse, frame, returns)
+        if statement.orelse is not None:
+            return self.exec_block(block_statements(statement.orelse.body), frame, returns)
+        return False
+
+    def _is_flag(self, node: Any, test: Any, scope: Any) -> bool:
+        """Whether an ``if`` test is a configuration flag: it names no array (a test on the
+        values themselves, such as their memory kind, is correlated with what they hold)."""
+        if any(isinstance(leaf, (HostArray, DeviceArray)) for leaf in leaves(test)):
+            return False
+        for name in _names_in(node):
+            value = scope.lookup(name)
+            if any(isinstance(leaf, (HostArray, DeviceArray, AtIndexer, AtIndexed)) for leaf in leaves(value)):
+                return False
+        return True
 
     def _exec_loop(self, statement: Any, frame: Frame, returns: list) -> None:
         """Python loops unroll at trace time: run the body twice from the joined state and keep
@@ -465,9 +586,11 @@ class Interpreter:
 
     def _loop_pass(self, statement: Any, body: list, frame: Frame, returns: list) -> None:
         if isinstance(statement, cst.For):
-            self.ev(statement.iter, frame)
+            iterated = self.ev(statement.iter, frame)
             for name in target_names(statement.target):
                 frame.env[name] = UNKNOWN
+            if isinstance(statement.target, cst.Name):
+                frame.env[statement.target.value] = _element(iterated)
         else:
             self.ev(statement.test, frame)
         self.exec_block(body, frame, returns)
@@ -509,7 +632,7 @@ class Interpreter:
         elif isinstance(small, (cst.Raise, cst.Break, cst.Continue)):
             return True
         elif isinstance(small, (cst.Import, cst.ImportFrom)):
-            scope = StaticScope(self, [cst.SimpleStatementLine(body=[small])], None)
+            scope = StaticScope(self, [cst.SimpleStatementLine(body=[small])], None, module_path=frame.module_path)
             for name in scope.bindings:
                 frame.env[name] = scope.lookup(name)
         elif isinstance(small, cst.Del):
@@ -609,6 +732,11 @@ class Interpreter:
         attr = node.attr.value
         if isinstance(base, Ref):
             return Ref(f"{base.qualname}.{attr}")
+        if isinstance(base, ProjectModule):
+            return self.module_attribute(base, attr)
+        if isinstance(base, Instance):
+            found = base.get(attr)
+            return UNKNOWN if found is None else found
         if isinstance(base, (HostArray, DeviceArray)):
             if attr in names.ARRAY_ATTRIBUTES:
                 return self._compute(attr, (base,), node, f"attribute.{attr}")
@@ -616,6 +744,8 @@ class Interpreter:
                 return AtIndexer(base)
             if attr in ("shape", "ndim", "size", "dtype"):
                 return _STATIC
+            if not base.single and attr not in names.ARRAY_PROPERTIES:
+                return base  # a pytree node's field (``state.params``): a subtree in the same memory
         return UNKNOWN
 
     def _ev_subscript(self, node: cst.Subscript, scope: Any) -> Any:
@@ -633,6 +763,10 @@ class Interpreter:
                     and -len(base.items) <= key.value < len(base.items):
                 return base.items[key.value]
             return UNKNOWN
+        if isinstance(base, (HostArray, DeviceArray)) and not base.single:
+            key = self._constant_index(node, scope)
+            if key is not None and isinstance(key.value, str):
+                return base  # a subtree of a pytree whose leaves are all in one memory
         if isinstance(base, (HostArray, DeviceArray, AtIndexer)):
             operands = tuple(self.ev(part, scope) for part in _index_parts(node))
             if isinstance(base, AtIndexer):
@@ -710,8 +844,14 @@ class Interpreter:
         return self._compute("compare", tuple(operands), node)
 
     def _ev_if_exp(self, node: cst.IfExp, scope: Any) -> Any:
-        self.ev(node.test, scope)
-        return join(self.ev(node.body, scope), self.ev(node.orelse, scope))
+        test = self.ev(node.test, scope)
+        decided = _truth(test)
+        if decided is not None:
+            return self.ev(node.body if decided else node.orelse, scope)
+        body, orelse = self.ev(node.body, scope), self.ev(node.orelse, scope)
+        if self._is_flag(node.test, test, scope) and not _conditional(body) and not _conditional(orelse):
+            return join_branches(body, orelse, node.test)
+        return join(body, orelse)
 
     def _ev_lambda(self, node: cst.Lambda, scope: Any) -> Any:
         return Function(node, scope)
@@ -733,7 +873,12 @@ class Interpreter:
         receiver = None
         if isinstance(func, cst.Attribute):
             receiver = self.ev(func.value, scope)
-            callee = Ref(f"{receiver.qualname}.{func.attr.value}") if isinstance(receiver, Ref) else None
+            if isinstance(receiver, Ref):
+                callee = Ref(f"{receiver.qualname}.{func.attr.value}")
+            elif isinstance(receiver, ProjectModule):
+                callee = self.module_attribute(receiver, func.attr.value)
+            else:
+                callee = None
         else:
             callee = self.ev(func, scope)
         arguments = self._arguments(node, scope)
@@ -787,6 +932,10 @@ class Interpreter:
             return JitFactory(callee.options.merged(_keywords(node, scope)))
         if isinstance(callee, Transform):
             return self._transformed(callee, args, kwargs, node, scope)
+        if isinstance(callee, Differentiated):
+            return self._differentiated(callee, args, kwargs, node, scope)
+        if isinstance(callee, DataclassType):
+            return _instantiate(callee.fields, args, kwargs)
         if isinstance(callee, TransformFactory) and args:
             if callee.kind == "custom_jvp":
                 return _custom_jvp(args[0])
@@ -822,6 +971,13 @@ class Interpreter:
         for kind, qualnames in _TRANSFORMS:
             if qualname in qualnames:
                 return Transform(kind, args[0]) if args else TransformFactory(kind)
+        library = self._library_call(qualname, args, kwargs, node)
+        if library is not _ABSENT:
+            return library
+        if qualname in names.DATACLASS_REPLACE and len(args) == 1 and isinstance(args[0], Instance):
+            return _instantiate(args[0].fields, [], kwargs)
+        if (qualname in names.GRAD or qualname in names.VALUE_AND_GRAD) and args:
+            return _differentiation(qualname in names.VALUE_AND_GRAD, args, kwargs)
         if qualname in names.TREE_MAP and len(args) >= 2 and not kwargs:
             return self._tree_map(args[0], args[1], args[2:], node, scope)
         control = _CONTROL_FLOW.get(qualname)
@@ -846,6 +1002,62 @@ class Interpreter:
             return Mapping(tuple(kwargs.items()))
         return UNKNOWN
 
+    def _library_call(self, qualname: str, args: list, kwargs: dict, node: Any) -> Any:
+        """optax and flax.nnx calls that keep a pytree's structure; ``_ABSENT`` for others."""
+        if qualname in names.OPTAX_WITH_STATE:
+            return Optimizer(True)
+        if qualname == names.OPTAX_SGD:
+            momentum = args[1] if len(args) > 1 else kwargs.get("momentum", NONE)
+            if momentum is NONE:
+                return Optimizer(False)
+            return Optimizer(True) if isinstance(momentum, Const) and momentum is not _STATIC else Optimizer(None)
+        if qualname == names.OPTAX_CHAIN:
+            known = [a.stateful if isinstance(a, Optimizer) else None for a in args]
+            return Optimizer(True if True in known else (None if None in known else False))
+        if qualname == names.OPTAX_APPLY_UPDATES and len(args) == 2 and not kwargs:
+            return self._leafwise_pair(args[0], args[1], "apply_updates", node)
+        if qualname in names.NNX_SPLIT or qualname in names.NNX_STATE:
+            if not args or not _uniform(args[0]):
+                return UNKNOWN
+            states = max(len(args) - 1, 1)
+            if qualname in names.NNX_STATE:
+                return args[0] if states == 1 else Seq((args[0],) * states)
+            return Seq((UNKNOWN, *(args[0],) * states))
+        if qualname in names.NNX_MERGE and len(args) >= 2:
+            states = args[1:]
+            return states[0] if all(_uniform(s) and s == states[0] for s in states) else UNKNOWN
+        return _ABSENT
+
+    def _optimizer_method(self, optimizer: Optimizer, name: str, args: list, kwargs: dict, node: Any) -> Any:
+        """``tx.update(grads, state, params)`` -> ``(updates, new_state)``: updates computed
+        from the gradients and, for an optimizer with moments, from its state; ``tx.init``."""
+        if name == "init" and len(args) == 1:
+            return map_leaves(args[0], lambda leaf: DeviceArray(is_single_array(leaf))
+                              if isinstance(leaf, DeviceArray) else UNKNOWN)
+        if name != "update" or not 2 <= len(args) <= 3 or kwargs:
+            return UNKNOWN
+        grads, state = args[0], args[1]
+        reads_state = optimizer.stateful
+        if reads_state is None:
+            if any(isinstance(leaf, HostArray) for leaf in leaves(state)):
+                return UNKNOWN
+            reads_state = True
+        operands = (state,) if reads_state else ()
+        updates = _map_keeping_structure(grads, lambda g: self._compute("optax update", (g, *operands), node))
+        new_state = _map_keeping_structure(state, lambda s: self._compute("optax update", (s, grads), node)) \
+            if reads_state else state
+        return Seq((updates, new_state))
+
+    def _leafwise_pair(self, tree: Any, other: Any, op: str, node: Any) -> Any:
+        """An elementwise function of two pytrees of the same structure (``apply_updates``)."""
+        if isinstance(tree, Seq) and isinstance(other, Seq) and len(tree.items) == len(other.items):
+            return Seq(tuple(self._leafwise_pair(a, b, op, node) for a, b in zip(tree.items, other.items)), tree.is_list)
+        if isinstance(tree, Mapping) and isinstance(other, Mapping) and \
+                [k for k, _ in tree.items] == [k for k, _ in other.items]:
+            return Mapping(tuple((k, self._leafwise_pair(a, b, op, node))
+                                 for (k, a), (_, b) in zip(tree.items, other.items)))
+        return _map_keeping_structure(tree, lambda leaf: self._compute(op, (leaf, other), node))
+
     def _partial(self, head: Any, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
         if isinstance(head, Ref):
             if head.qualname in names.JIT:
@@ -862,6 +1074,8 @@ class Interpreter:
 
     def _method(self, receiver: Any, name: str, args: list, kwargs: dict, node: Any,
                 receiver_node: Any, scope: Any) -> Any:
+        if isinstance(receiver, Optimizer):
+            return self._optimizer_method(receiver, name, args, kwargs, node)
         if name == "with_memory_kind":
             kind = args[0] if args else kwargs.get("kind")
             return ShardingSpec(kind.value) if isinstance(kind, Const) and isinstance(kind.value, str) else UNKNOWN
@@ -956,6 +1170,27 @@ class Interpreter:
             return map_leaves(result, lambda leaf: UNKNOWN if isinstance(leaf, HostArray) else leaf)
         return result
 
+    def _differentiated(self, grad: Differentiated, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
+        """The value is ``f`` traced on the arguments; a gradient is device memory when every
+        input is (the cotangent of a move to host is a move back), else unknown."""
+        value = self.apply(grad.fn, args, kwargs, node, scope)
+        aux = UNKNOWN
+        if grad.has_aux:
+            if isinstance(value, Seq) and len(value.items) == 2:
+                value, aux = value.items
+            else:
+                value = UNKNOWN
+        positions = grad.argnums if isinstance(grad.argnums, tuple) else (grad.argnums,)
+        if not all(-len(args) <= i < len(args) for i in positions):
+            return UNKNOWN
+        on_device = all(isinstance(leaf, (DeviceArray, Const)) for a in (*args, *kwargs.values()) for leaf in leaves(a))
+        grads = [map_leaves(args[i], lambda leaf: DeviceArray(is_single_array(leaf)) if on_device else UNKNOWN)
+                 for i in positions]
+        gradient = grads[0] if not isinstance(grad.argnums, tuple) else Seq(tuple(grads))
+        if grad.has_aux:
+            return Seq((Seq((value, aux)), gradient)) if grad.with_value else Seq((gradient, aux))
+        return Seq((value, gradient)) if grad.with_value else gradient
+
     # ------------------------------------------------------------------ JAX semantics
     def _put(self, x: Any, target: Any, node: Any) -> Any:
         if target is _ABSENT or target is NONE:
@@ -969,10 +1204,11 @@ class Interpreter:
             return UNKNOWN
         kind = memory_kind_of(target)
         if kind in names.HOST_KINDS:
-            origin = HostOrigin("move_to_host", kind, node, f"jax.device_put to {kind} memory")
+            origin = HostOrigin("move_to_host", kind, node, f"jax.device_put to {kind} memory",
+                                condition=_condition_of(target))
             return map_leaves(x, lambda leaf: HostArray(origin, single=is_single_array(leaf)))
         if kind in names.DEVICE_KINDS:
-            return map_leaves(x, lambda leaf: DeviceArray(single=is_single_array(leaf)))
+            return map_leaves(x, lambda leaf: DeviceArray(single=is_single_array(leaf), explicit=True))
         if kind == "device_ref":
             return _after_each(x, "noop_put", "device_put", node)
         if kind == "nokind":
@@ -987,7 +1223,7 @@ class Interpreter:
         """
         category = "maybe_identity" if kind == "maybe_identity" or kind in names.MAYBE_IDENTITY else "compute"
         host = None
-        unknown = False
+        unknown = explicit = False
         for operand in operands:
             for leaf in leaves(operand):
                 if isinstance(leaf, HostArray):
@@ -995,14 +1231,19 @@ class Interpreter:
                         host = leaf
                     elif (host.origin.kind, host.origin.memory_kind) != (leaf.origin.kind, leaf.origin.memory_kind):
                         return UNKNOWN
-                elif not isinstance(leaf, (DeviceArray, Const, Ref, ShardingSpec, DeviceRef)):
+                    explicit = explicit or "explicit_device" in leaf.steps
+                elif isinstance(leaf, DeviceArray):
+                    explicit = explicit or leaf.explicit
+                elif not isinstance(leaf, (Const, Ref, ShardingSpec, DeviceRef)):
                     unknown = True
         if host is not None:
             result = host.after(category, op, node)
+            if explicit:
+                result = replace(result, steps=result.steps | {"explicit_device"})
             return result if result.single else HostArray(result.origin, result.steps, result.trace, True)
         if unknown or self._host_compute_depth:
             return UNKNOWN
-        return DEVICE_LEAF
+        return DeviceArray(True, explicit) if explicit else DEVICE_LEAF
 
     def _tree_map(self, fn: Any, tree: Any, rest: list, node: Any, scope: Any) -> Any:
         """``jax.tree.map(fn, tree, *rest)`` over a pytree literal, leaf by leaf."""
@@ -1022,10 +1263,13 @@ class Interpreter:
         result = self.apply(fn, [tree, *rest], {}, node, scope)
         if is_single_array(tree):
             return result
+        if isinstance(result, ShardingSpec) and result.memory_kind is not None:
+            # Every leaf of a sharding tree mapped to the same memory kind: one prefix leaf.
+            return result
         # ``tree`` stands for a subtree of unknown structure: each of its leaves maps alike.
         if isinstance(result, HostArray):
             return HostArray(result.origin, result.steps, result.trace, single=False)
-        return DEVICE_TREE if isinstance(result, DeviceArray) else UNKNOWN
+        return DeviceArray(False, result.explicit) if isinstance(result, DeviceArray) else UNKNOWN
 
     def _scan(self, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
         body = _call_argument(args, kwargs, 0, "f")
@@ -1034,7 +1278,7 @@ class Interpreter:
         if body is _ABSENT or init is _ABSENT:
             return UNKNOWN
         carry = _enter_carry(init, node)
-        out = self.apply(body, [carry, map_leaves(xs, _slice)], {}, node, scope)
+        out = self.apply(body, [carry, map_leaves(xs, functools.partial(_slice, node=node))], {}, node, scope)
         if not isinstance(out, Seq) or len(out.items) != 2:
             return UNKNOWN
         return Seq((_carry_result(carry, out.items[0]), map_leaves(out.items[1], _stacked)))
@@ -1044,7 +1288,8 @@ class Interpreter:
         xs = _call_argument(args, kwargs, 1, "xs")
         if body is _ABSENT or xs is _ABSENT:
             return UNKNOWN
-        return map_leaves(self.apply(body, [map_leaves(xs, _slice)], {}, node, scope), _stacked)
+        sliced = map_leaves(xs, functools.partial(_slice, node=node))
+        return map_leaves(self.apply(body, [sliced], {}, node, scope), _stacked)
 
     def _while_loop(self, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
         body = _call_argument(args, kwargs, 1, "body_fun")
@@ -1136,6 +1381,10 @@ def memory_kind_of(value: Any) -> str | None:
     return None
 
 
+def _condition_of(target: Any) -> Any:
+    return target.condition if isinstance(target, ShardingSpec) else None
+
+
 def _attach(value: Any, node: Any) -> Any:
     if isinstance(value, Seq):
         return Seq(tuple(_attach(v, node) for v in value.items), value.is_list)
@@ -1170,6 +1419,56 @@ def _after_each(value: Any, category: str, op: str, node: Any) -> Any:
     return map_leaves(value, lambda leaf: leaf.after(category, op, node) if isinstance(leaf, HostArray) else leaf)
 
 
+def _uniform(value: Any) -> bool:
+    """A pytree of unknown structure whose leaves are all in one memory."""
+    return isinstance(value, (HostArray, DeviceArray)) and not value.single
+
+
+def _map_keeping_structure(tree: Any, fn: Any) -> Any:
+    """``fn`` on each leaf; a leaf standing for a subtree of unknown structure stays one."""
+    def leaf(value: Any) -> Any:
+        result = fn(value)
+        if is_single_array(value) or not isinstance(result, (HostArray, DeviceArray)):
+            return result
+        return replace(result, single=False)
+
+    return map_leaves(tree, leaf)
+
+
+def _is_dataclass_call(node: cst.Call, scope: Any, interpreter: Interpreter) -> bool:
+    """``@dataclass(frozen=True)`` and the like."""
+    callee = interpreter.ev(node.func, scope)
+    return isinstance(callee, Ref) and callee.qualname in names.DATACLASS
+
+
+def _instantiate(fields: tuple, args: list, kwargs: dict) -> Any:
+    """A dataclass instance: positional arguments in field order, then keywords, then defaults."""
+    if len(args) > len(fields) or set(kwargs) - {name for name, _ in fields}:
+        return UNKNOWN
+    values = dict(fields)
+    for (name, _), value in zip(fields, args):
+        values[name] = value
+    values.update(kwargs)
+    return Instance(tuple((name, values[name]) for name, _ in fields))
+
+
+def _differentiation(with_value: bool, args: list, kwargs: dict) -> Any:
+    """``jax.grad``/``value_and_grad`` with the ``argnums`` and ``has_aux`` it can read."""
+    if len(args) > 1 or set(kwargs) - {"argnums", "has_aux"}:
+        return UNKNOWN
+    argnums = kwargs.get("argnums", Const(0))
+    has_aux = kwargs.get("has_aux", Const(False))
+    if not isinstance(has_aux, Const) or not isinstance(has_aux.value, bool):
+        return UNKNOWN
+    if isinstance(argnums, Seq) and all(isinstance(i, Const) and type(i.value) is int for i in argnums.items):
+        positions: Any = tuple(i.value for i in argnums.items)
+    elif isinstance(argnums, Const) and type(argnums.value) is int:
+        positions = argnums.value
+    else:
+        return UNKNOWN
+    return Differentiated(with_value, args[0], positions, has_aux.value)
+
+
 def _custom_jvp(value: Any) -> Any:
     return Function(value.node, value.scope, "custom_jvp") if isinstance(value, Function) else UNKNOWN
 
@@ -1178,9 +1477,25 @@ def _enter_carry(init: Any, node: Any) -> Any:
     return _after_each(init, "carry", "loop carry", node)
 
 
-def _slice(leaf: Any) -> Any:
-    """One iteration's slice of a scanned-over leaf."""
-    return DeviceArray(single=leaf.single) if isinstance(leaf, DeviceArray) else UNKNOWN
+def _slice(leaf: Any, node: Any) -> Any:
+    """One iteration's slice of a scanned-over leaf. A slice of host data is still host data;
+    XLA streams it when it only feeds a move to device, so the slice alone decides nothing."""
+    if isinstance(leaf, DeviceArray):
+        return leaf
+    if isinstance(leaf, HostArray):
+        sliced = leaf.after("maybe_identity", "scan slice", node)
+        return HostArray(sliced.origin, sliced.steps, sliced.trace, leaf.single)
+    return UNKNOWN
+
+
+def _element(iterated: Any) -> Any:
+    """What a Python ``for`` over a value binds: each item of a pytree whose leaves are all
+    in one memory is a subtree in that memory (the layers of a parameter list)."""
+    if isinstance(iterated, (HostArray, DeviceArray)) and not iterated.single:
+        return iterated
+    if isinstance(iterated, Seq) and iterated.items:
+        return functools.reduce(join, iterated.items)
+    return UNKNOWN
 
 
 def _stacked(leaf: Any) -> Any:
@@ -1200,7 +1515,7 @@ def _carry_result(carry_in: Any, carry_out: Any) -> Any:
             [k for k, _ in carry_in.items] == [k for k, _ in carry_out.items]:
         return Mapping(tuple((k, _carry_result(a, b)) for (k, a), (_, b) in zip(carry_in.items, carry_out.items)))
     if isinstance(carry_in, (DeviceArray, Const)) and isinstance(carry_out, (DeviceArray, Const)):
-        return DEVICE_TREE
+        return DeviceArray(False, any(getattr(c, "explicit", False) for c in (carry_in, carry_out)))
     return UNKNOWN
 
 
@@ -1219,7 +1534,8 @@ def _merge_branches(values: list, node: Any) -> Any:
         return UNKNOWN
     hosts = [v for v in values if isinstance(v, HostArray)]
     if not hosts:
-        return DeviceArray(single=all(is_single_array(v) for v in values))
+        return DeviceArray(all(is_single_array(v) for v in values),
+                           any(isinstance(v, DeviceArray) and v.explicit for v in values))
     if len({(h.origin.kind, h.origin.memory_kind) for h in hosts}) > 1:
         return UNKNOWN
     merged = hosts[0]
@@ -1228,18 +1544,121 @@ def _merge_branches(values: list, node: Any) -> Any:
     return merged.after("compute" if len(hosts) == len(values) else "cond_mixed", "cond", node)
 
 
-def _join_env(a: dict, b: dict) -> dict:
+def _join_env(a: dict, b: dict, test: Any = None) -> dict:
+    """Environments after two paths meet; ``test``: the flag ``if`` they come from (``a`` is
+    the branch taken when it is true)."""
     joined = {}
     for name in a.keys() | b.keys():
         if name in a and name in b:
-            joined[name] = join(a[name], b[name])
+            joined[name] = join(a[name], b[name]) if test is None else join_branches(a[name], b[name], test)
         else:
             joined[name] = UNKNOWN
     return joined
 
 
+def _truth(value: Any) -> bool | None:
+    """The truth of an ``if`` test when the check knows it (a Python constant or literal)."""
+    if isinstance(value, Const) and value is not _STATIC:
+        return bool(value.value)
+    if value is NONE:
+        return False
+    if isinstance(value, (Seq, Mapping)):
+        return bool(value.items)
+    return None
+
+
+def condition_key(test: Any) -> tuple[str, bool]:
+    """A flag test as text and polarity, ``not`` stripped: two tests with the same key are the
+    same flag."""
+    holds = True
+    while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        test, holds = test.expression, not holds
+    return _EMPTY_MODULE.code_for_node(test), holds
+
+
+def _conditional(value: Any) -> bool:
+    for leaf in leaves(value):
+        if isinstance(leaf, HostArray) and leaf.origin.condition is not None:
+            return True
+        if isinstance(leaf, ShardingSpec) and leaf.condition is not None:
+            return True
+    return False
+
+
+def _masked(env: dict, flag: tuple[str, bool] | None, branch: bool) -> dict:
+    """The environment a branch of an undecided ``if`` starts from: a value host only on
+    another branch is unknown there (the two tests may be correlated), unless this is the
+    same flag on the side where the value is host."""
+    masked = dict(env)
+    for name, value in env.items():
+        if not _conditional(value):
+            continue
+        if flag is not None and _same_side(value, flag, branch):
+            continue
+        masked[name] = _Masked(name)
+    return masked
+
+
+def _same_side(value: Any, flag: tuple[str, bool], branch: bool) -> bool:
+    text, holds = flag
+    for leaf in leaves(value):
+        condition = leaf.origin.condition if isinstance(leaf, HostArray) else getattr(leaf, "condition", None)
+        if condition is None:
+            continue
+        leaf_text, leaf_holds = condition_key(condition.test)
+        if leaf_text != text or leaf_holds != (condition.holds == (holds == branch)):
+            return False
+    return True
+
+
+def _unmasked(env: dict, before: dict) -> dict:
+    """A branch's environment with the values it did not assign as they were before it."""
+    restored = dict(env)
+    for name, value in env.items():
+        if isinstance(value, _Masked) and value.name == name:
+            restored[name] = before[name]
+    return restored
+
+
+class _Masked:
+    """Unknown inside a branch: the value of ``name`` before it, host only on another branch."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"UNKNOWN(masked {self.name})"
+
+
+_EMPTY_MODULE = cst.Module(body=())
+
+
+def _names_in(node: Any) -> Iterator[str]:
+    """Names read in an expression (not attribute names), outside nested scopes."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        if type(current) is cst.Name:
+            yield current.value
+            continue
+        if type(current) is cst.Attribute:
+            stack.append(current.value)
+            continue
+        for name in _fields(type(current)):
+            child = getattr(current, name)
+            if type(child) in (tuple, list):
+                stack.extend(item for item in child if _SAME_SCOPE_NODE[type(item)])
+            elif _SAME_SCOPE_NODE[type(child)]:
+                stack.append(child)
+
+
 def _may_mutate(callee: Any) -> bool:
-    """Calls that might change a dict or list passed to them (anything but modelled JAX APIs)."""
+    """Calls that might change a dict or list passed to them (anything but modelled JAX APIs;
+    a transformed function receives a pytree rebuilt from tracers, never the caller's)."""
+    if isinstance(callee, (Differentiated, Jitted, Transform)):
+        return False
     if isinstance(callee, Ref):
         qualname = callee.qualname
         return not (qualname.startswith("jax.") or qualname in names.PARTIAL or qualname.startswith("builtins."))

@@ -29,6 +29,25 @@ CHECKPOINT = frozenset({"jax.checkpoint", "jax.remat", "jax.ad_checkpoint.checkp
 CUSTOM_JVP = frozenset({"jax.custom_jvp"})
 COMPUTE_ON = frozenset({"jax.experimental.compute_on.compute_on"})
 STATICMETHOD = "builtins.staticmethod"
+GRAD = frozenset({"jax.grad"})
+OPTAX_WITH_STATE = frozenset(
+    f"optax.{n}" for n in """
+    adam adamw adamax adamaxw nadam nadamw radam amsgrad lamb lion lars rmsprop adagrad adafactor
+    adabelief yogi novograd sm3 adadelta rprop
+    """.split()
+)
+"""optax optimizers whose state holds per-parameter moments: an update reads them."""
+OPTAX_SGD = "optax.sgd"
+"""Stateful only with ``momentum`` (its second parameter)."""
+OPTAX_CHAIN = "optax.chain"
+OPTAX_APPLY_UPDATES = "optax.apply_updates"
+NNX_SPLIT = frozenset({"flax.nnx.split"})
+NNX_STATE = frozenset({"flax.nnx.state"})
+NNX_MERGE = frozenset({"flax.nnx.merge"})
+DATACLASS = frozenset({"dataclasses.dataclass", "flax.struct.dataclass", "chex.dataclass"})
+DATACLASS_FIELD = frozenset({"dataclasses.field", "flax.struct.field"})
+DATACLASS_REPLACE = frozenset({"dataclasses.replace"})
+VALUE_AND_GRAD = frozenset({"jax.value_and_grad"})
 
 TREE_MAP = frozenset({"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map"})
 LAX_SCAN = "jax.lax.scan"
@@ -145,10 +164,16 @@ ARRAY_METHODS = frozenset(
     conj conjugate cumsum cumprod argmax argmin std var dot any all repeat take view""".split()
 )
 ARRAY_ATTRIBUTES = frozenset({"T", "mT", "real", "imag"})
+ARRAY_PROPERTIES = frozenset(
+    """shape ndim size dtype at sharding aval itemsize nbytes device devices committed weak_type
+    format layout addressable_shards global_shards is_fully_addressable is_fully_replicated""".split()
+)
+"""Attributes of an array that are not pytree children: an attribute of an argument that is a
+pytree of arrays (``state.params``) is one of its subtrees unless it is one of these."""
 AT_METHODS = frozenset({"set", "add", "subtract", "multiply", "mul", "divide", "min", "max", "power", "get", "apply"})
 MUTATING_METHODS = frozenset(
     {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "sort", "reverse"}
 )
 
-HOST_KINDS = frozenset({"pinned_host", "unpinned_host"})
+from offload_fixer.model import HOST_KINDS, HOST_MEMORY_SPACE_KINDS  # noqa: E402  (memory kinds live in the model)
 DEVICE_KINDS = frozenset({"device", "tpu_hbm"})

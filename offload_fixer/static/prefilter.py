@@ -1,12 +1,13 @@
 """Cheap tests that rule a file out before libcst parses it (parsing is the dominant cost).
 
-1. Text: the check can only report a host value that the file itself spells, and every
+1. Text: the check can only report a host value spelled somewhere it can see, and every
    spelling it models contains ``pinned_host`` (which ``unpinned_host`` contains too, in a
-   string, a ``memory_kind`` variable or ``TransferToMemoryKind``) or ``.Host``
-   (``jax.memory.Space.Host`` through any alias of ``jax.memory`` or ``Space``); a report also
-   needs a jit site, so ``jit``. Broader words (``device_put``, ``memory_kind``, ``offload``)
-   would let through files where nothing can be decided: a sharding whose kind is not
-   spelled in the file is unknown to the check.
+   string, a ``memory_kind`` variable or ``TransferToMemoryKind``) or ``.Host`` as a whole
+   attribute (``jax.memory.Space.Host`` through any alias of ``jax.memory`` or ``Space``; not
+   ``HostTensors``); a report also needs a jit site, so ``jit``. Broader words
+   (``device_put``, ``memory_kind``, ``offload``) would let through files where nothing can
+   be decided. The host spelling may be in the file or in a project module it imports
+   (:meth:`offload_fixer.static.project.Project.selects`, which reads imports from text).
 2. Structure: stdlib ``ast`` (about ten times faster than libcst) checks that some name in the
    file resolves, through its imports, to ``jax.jit``/``pjit``. JAX's own sources mention
    memory kinds often but jit only through private modules, so they stop here.
@@ -15,17 +16,26 @@
 from __future__ import annotations
 
 import ast
+import re
 
 from .names import JIT
 
-_JIT_MARKER = "jit"
-_HOST_MARKERS = ("pinned_host", ".Host")
+JIT_MARKER = "jit"
+HOST_SPELLING = re.compile(r"pinned_host|\.Host\b")
+HOST_SPELLING_BYTES = re.compile(HOST_SPELLING.pattern.encode())
 
 
 def may_hold_host_move(text: str | bytes) -> bool:
+    """Whether one file on its own spells both a jit and a host memory kind."""
     if isinstance(text, bytes):
-        return _JIT_MARKER.encode() in text and any(m.encode() in text for m in _HOST_MARKERS)
-    return _JIT_MARKER in text and any(m in text for m in _HOST_MARKERS)
+        return JIT_MARKER.encode() in text and spells_host(text)
+    return JIT_MARKER in text and HOST_SPELLING.search(text) is not None
+
+
+def spells_host(data: bytes) -> bool:
+    if b"pinned_host" in data:
+        return True  # substring searches first: the regular expression only where ``.Host`` is
+    return b".Host" in data and HOST_SPELLING_BYTES.search(data) is not None
 
 
 def references_jit(tree: ast.Module) -> bool:

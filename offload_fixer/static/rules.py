@@ -21,6 +21,7 @@ leaf does not.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -29,8 +30,8 @@ from offload_fixer.model import Diagnostic, FixOption, FunctionRef, Origin, Span
 from offload_fixer.rules import get_rule
 
 from . import names
-from .interpreter import ReturnedValue, SiteResult, memory_kind_of
-from .source import ParsedSource
+from .interpreter import ReturnedValue, SiteResult, condition_key, memory_kind_of
+from .source import Sources
 from .values import NONE, UNKNOWN, HostArray, HostOrigin, Mapping, Seq, is_single_array
 
 _ROLES = {
@@ -55,7 +56,14 @@ class Finding:
 
 
 def is_error(leaf: HostArray, spelling: Spelling) -> bool | None:
-    """Whether the regime declares this host leaf's output device memory; None: undecidable."""
+    """Whether the regime declares this host leaf's output device memory; None: undecidable.
+
+    A result computed from host data and from a value moved to device memory is left
+    undecided: JAX >= 0.7.1 returns such a result through a move to device (the device value
+    carries an explicit memory space), and the check does not model older JAX's choice there.
+    """
+    if "explicit_device" in leaf.steps:
+        return None
     origin = leaf.origin
     typed_device = origin.kind == "host_argument" or (
         origin.memory_kind == "unpinned_host" and spelling.host_kind != "unpinned_host"
@@ -132,21 +140,21 @@ def _subtree_declaration(tree: Any) -> str:
         found = {_subtree_declaration(item) for item in items} or {"unspecified"}
         return found.pop() if len(found) == 1 else "unknown"
     kind = memory_kind_of(tree)
-    if kind in names.HOST_KINDS or kind in names.DEVICE_KINDS:
+    if kind in names.HOST_MEMORY_SPACE_KINDS or kind in names.DEVICE_KINDS:
         return "explicit"
-    return "unknown"
+    return "unknown"  # unpinned_host outputs are not host memory to XLA: left to `run`
 
 
 # ---------------------------------------------------------------------------------------
 # Diagnostics
-def diagnostics(found: list[Finding], source: ParsedSource, path: str, target: str, spelling: Spelling,
-                source_sha256: str | None = None) -> list[Diagnostic]:
+def diagnostics(found: list[Finding], source: Sources, target: str, spelling: Spelling) -> list[Diagnostic]:
     """Turn findings into Diagnostics, as the dynamic analysis words them: one OFL1200 per
     offending output, and one OFL1204 per ``unpinned_host`` move that reaches an output.
 
-    ``source`` gives the code ranges of the findings' nodes.
+    ``source`` gives the file and code range of the findings' nodes; each diagnostic carries
+    the hash of the file of its jitted function, which a fix edits.
     """
-    span = _Spans(source, path)
+    span = _Spans(source)
     related: dict[tuple, list[str]] = {}
     for f in found:
         related.setdefault((id(f.returned), id(f.leaf.origin)), []).append(format_output_path(f.keys))
@@ -155,7 +163,9 @@ def diagnostics(found: list[Finding], source: ParsedSource, path: str, target: s
     result = []
     for f in found:
         output_path = format_output_path(f.keys)
-        function = FunctionRef(_function_name(f.site.function), path, source.code_range(f.site.function).start.line)
+        function = FunctionRef(_function_name(f.site.function), source.path_of(f.site.function),
+                               source.code_range(f.site.function).start.line)
+        source_sha256 = source.sha256_of(f.site.function)
         origin = _origin(f.leaf.origin, span, function.name)
         return_span = span(f.returned.node)
         if (origin.key, return_span, output_path) in seen:
@@ -174,9 +184,8 @@ class _Spans:
     """1-based spans of libcst nodes (end column exclusive, as SARIF's), each naming the
     innermost ``def`` that contains it."""
 
-    def __init__(self, source: ParsedSource, path: str) -> None:
+    def __init__(self, source: Sources) -> None:
         self.source = source
-        self.path = path
 
     def __call__(self, node: Any) -> Span:
         code_range = self.source.code_range(node)
@@ -184,7 +193,7 @@ class _Spans:
         functions = ((_bounds(r), name) for r, name in self.source.functions_around(node))
         containing = [(bounds, name) for bounds, name in functions if bounds[0] <= start and end <= bounds[1]]
         function = max(containing)[1] if containing else None
-        return Span(self.path, code_range.start.line, code_range.start.column + 1,
+        return Span(self.source.path_of(node), code_range.start.line, code_range.start.column + 1,
                     code_range.end.line, code_range.end.column + 1, function)
 
 
@@ -221,13 +230,24 @@ def _host_output(f: Finding, function: FunctionRef, origin: Origin, output_path:
     steps = (first,) + tuple(Step(s.op, _ROLES.get(s.role, s.role), span(s.node)) for s in leaf.trace)
     steps += (Step("return", "output", return_span),)
     shown = output_path or "(the whole result)"
+    message = (f"Output {shown} of `{function.name}` receives a value in {leaf.origin.memory_kind} memory "
+               "but is declared device memory (XLA error 1200)")
+    explanation = _explanation(leaf, spelling, target)
+    condition = leaf.origin.condition
+    if condition is not None:
+        (test, positive), where = condition_key(condition.test), span(condition.test)
+        branch = f"`{test}` is {'true' if condition.holds == positive else 'false'}"
+        message += f" when {branch} ({_display(where.path)}:{where.line})"
+        explanation = (f"The value is host memory only on the branch taken when {branch} (the `if` at "
+                       f"{_display(where.path)}:{where.line}); the check cannot tell how the program is "
+                       f"configured, and that branch is reachable, so it reports what happens there. "
+                       f"{explanation}")
     return Diagnostic(
         code="OFL1200",
         severity=get_rule("OFL1200").severity(target),
         target=target,
-        message=(f"Output {shown} of `{function.name}` receives a value in {leaf.origin.memory_kind} memory "
-                 "but is declared device memory (XLA error 1200)"),
-        explanation=_explanation(leaf, spelling, target),
+        message=message,
+        explanation=explanation,
         output_index=f.index,
         output_path=output_path,
         origin=origin,
@@ -247,7 +267,7 @@ def _unpinned(origin: Origin, function: FunctionRef, target: str, source_sha256:
     (use_pinned,) = rule.fixes
     return Diagnostic(
         code="OFL1204",
-        severity=rule.severity(target),
+        severity="warning",
         target=target,
         message="Value moved to 'unpinned_host': JAX types it as device memory while XLA moves it to host.",
         explanation=rule.why_bad,
@@ -310,6 +330,14 @@ def fix_options(leaf: HostArray, spelling: Spelling) -> tuple[FixOption, ...]:
     # In the >=0.7.1 abstract-argument gap the value is typed device and a same-space
     # device_put may be elided, so declaring the output host comes first there.
     return (host, device) if typed_argument else (device, host)
+
+
+def _display(path: str) -> str:
+    """A path as the user gave it: relative to the current directory when under it."""
+    if not os.path.isabs(path):
+        return path
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
 
 
 def _function_name(node: Any) -> str:

@@ -131,10 +131,15 @@ class BindingCollector:
         if isinstance(small.names, cst.ImportStar):
             self.star_import = True
             return
+        level = len(small.relative)
         for alias in small.names:
             name = alias.name.value if isinstance(alias.name, cst.Name) else dotted_name(alias.name)
             local = alias.asname.name.value if alias.asname is not None else name
-            if module is None or small.relative:
+            if level:
+                # ``from ..pkg import name`` is ``..pkg.name``: resolved against the file's package
+                qualname = "." * level + (f"{module}.{name}" if module else name)
+                self.add(local, "import", small, index, nested, qualname)
+            elif module is None:
                 self.add(local, "other", small, index, nested)
             else:
                 self.add(local, "import", small, index, nested, f"{module}.{name}")
@@ -175,11 +180,13 @@ class StaticScope:
 
     def __init__(self, interpreter: Any, statements: list, parent: "StaticScope | None",
                  params: list[str] = (), unknown: frozenset = frozenset(), is_class: bool = False,
-                 collector: BindingCollector | None = None) -> None:
-        """``collector``: the bindings of ``statements`` when already collected (it is not changed)."""
+                 collector: BindingCollector | None = None, module_path: str | None = None) -> None:
+        """``collector``: the bindings of ``statements`` when already collected (it is not changed);
+        ``module_path``: the file of a module scope (other scopes take their parent's)."""
         if collector is None:
             collector = BindingCollector().collect(statements)
         self.interpreter = interpreter
+        self.module_path = module_path if module_path is not None or parent is None else parent.module_path
         self.bindings = collector.bindings
         self.parent = parent
         self.closure = parent.closure if is_class and parent is not None else self
@@ -226,12 +233,67 @@ class StaticScope:
         return PositionedScope(self, index)
 
 
+class ForeignScope(StaticScope):
+    """Another module of the project seen from the checked file. Its bindings are read on
+    demand: ``ast`` (:class:`ModuleFacts`) says which top-level statements bind a name, and only
+    those are parsed with libcst. A module that cannot be cut into statements is parsed whole."""
+
+    def __init__(self, interpreter: Any, facts: Any) -> None:
+        super().__init__(interpreter, [], None, unknown=facts.mutated_globals, module_path=facts.path)
+        self.facts = facts
+        self.star_import = facts.star_import
+        self.chunks: dict[int, Any] = {}
+        """Index -> the libcst chunk of each statement parsed so far (for positions)."""
+        self.whole: StaticScope | None = None
+
+    def lookup_at(self, name: str, index: int | None) -> Any:
+        if self.whole is not None:
+            return self.whole.lookup_at(name, index)
+        if name not in self.bindings and name not in self.unknown:
+            loaded = self._load(name)
+            if loaded is None:
+                parsed = self.facts.parsed_whole()
+                self.whole = StaticScope(self.interpreter, list(parsed.module.body), None,
+                                         unknown=self.facts.mutated_globals, module_path=self.facts.path)
+                return self.whole.lookup_at(name, index)
+            self.bindings[name] = loaded
+        return super().lookup_at(name, index)
+
+    def binds(self, name: str) -> bool:
+        return name in self.facts.binders
+
+    def _load(self, name: str) -> list[Binding] | None:
+        found: list[Binding] = []
+        for index in dict.fromkeys(self.facts.binders.get(name, ())):
+            chunk = self.chunks.get(index) or self.facts.chunk(index)
+            if chunk is None:
+                return None
+            self.chunks[index] = chunk
+            collector = BindingCollector()
+            collector._statement(chunk.statements[0], index, nested=False)
+            found.extend(collector.bindings.get(name, ()))
+            self.unknown.update(collector.declared)
+        return found
+
+    def source(self) -> Any:
+        """Where the parsed statements are, for the positions of findings in this module."""
+        if self.whole is not None:
+            return self.facts.parsed_whole()
+        from .source import ParsedSource
+
+        return ParsedSource(None, [(self.facts.line_offset(i), chunk) for i, chunk in sorted(self.chunks.items())])
+
+
 class PositionedScope:
     """A static scope as seen by the statement at ``index`` while the scope runs."""
 
     def __init__(self, scope: StaticScope, index: int) -> None:
         self.scope = scope
         self.index = index
+
+    @property
+    def module_path(self) -> str | None:
+        return self.scope.module_path
 
     def lookup(self, name: str) -> Any:
         return self.scope.lookup_at(name, self.index)
@@ -244,6 +306,10 @@ class Frame:
         self.env: dict[str, Any] = {}
         self.local_names = local_names
         self.parent = parent
+
+    @property
+    def module_path(self) -> str | None:
+        return self.parent.module_path
 
     def lookup(self, name: str) -> Any:
         value = self.env.get(name)

@@ -155,6 +155,13 @@ class ParsedSource:
         offset, chunk = self.pieces[self._piece_index(node)]
         return [(_shifted(r, offset), name) for r, name in chunk.functions()]
 
+    def holds(self, node: Any) -> bool:
+        try:
+            self._piece_index(node)
+        except LookupError:
+            return False
+        return True
+
     def _piece_index(self, node: Any) -> int:
         if self._piece_of_statement is None:
             self._piece_of_statement = {id(chunk.statements[0]): i for i, (_, chunk) in enumerate(self.pieces)}
@@ -172,6 +179,40 @@ class ParsedSource:
             if 0 <= index < count and self.pieces[index][1].holds(node):
                 return index
         raise LookupError(f"{type(node).__name__} node is not in this module (or only in its layout)")
+
+
+class Sources:
+    """Positions of nodes in the checked file and in the project modules the check read for
+    it (a jitted function or a sharding may live in another module): each node is found in
+    the source that holds it, and reported with that file's path."""
+
+    def __init__(self, primary: ParsedSource, path: str, others: Sequence[tuple[str, ParsedSource, str]] = (),
+                 sha256: str | None = None) -> None:
+        """``others``: ``(path, parsed statements, sha256 of the file)`` of each other module."""
+        self.path = path
+        self._sources = [(path, primary, sha256), *others]
+        self._found: dict[int, tuple[str, ParsedSource, str | None]] = {}
+
+    def _locate(self, node: Any) -> tuple[str, ParsedSource, str | None]:
+        found = self._found.get(id(node))
+        if found is None:
+            found = next((entry for entry in self._sources if entry[1].holds(node)), None)
+            if found is None:
+                raise LookupError(f"{type(node).__name__} node is in none of the sources read")
+            self._found[id(node)] = found
+        return found
+
+    def code_range(self, node: Any) -> CodeRange:
+        return self._locate(node)[1].code_range(node)
+
+    def functions_around(self, node: Any) -> list[tuple[CodeRange, str]]:
+        return self._locate(node)[1].functions_around(node)
+
+    def path_of(self, node: Any) -> str:
+        return self._locate(node)[0]
+
+    def sha256_of(self, node: Any) -> str | None:
+        return self._locate(node)[2]
 
 
 def parse_source(text: str, found: Outline | None, cache: SourceCache | None = None) -> ParsedSource:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
+from .names import HOST_KINDS
+
 
 class _Unknown:
     __slots__ = ()
@@ -42,10 +44,22 @@ class DeviceArray:
     """Data in device memory. ``single`` is False when the structure is unknown (a pytree argument)."""
 
     single: bool
+    explicit: bool = False
+    """Computed from a ``device_put`` to device memory: JAX >= 0.7.1 types it with an explicit
+    memory space, and a result mixing it with host data is returned through a move to device."""
 
 
 DEVICE_LEAF = DeviceArray(single=True)
 DEVICE_TREE = DeviceArray(single=False)
+
+
+@dataclass(frozen=True)
+class Condition:
+    """The branch of a Python ``if`` (or conditional expression) a value depends on: the test
+    expression, and whether the value comes from the branch taken when it is true."""
+
+    test: Any
+    holds: bool
 
 
 @dataclass(frozen=True)
@@ -63,6 +77,9 @@ class HostOrigin:
     """For ``host_argument``: the label JAX gives the argument leaf (``params['w']``)."""
     declared_at: Any = None
     """For ``host_argument``: the ``in_shardings`` element that puts it on host."""
+    condition: Condition | None = None
+    """Set when the value is host only on one branch of an ``if`` whose test the check
+    cannot decide (a configuration flag): the finding holds when that branch runs."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +136,8 @@ class ShardingSpec:
     """A sharding or memory-space object; ``memory_kind`` None means none was declared."""
 
     memory_kind: str | None
+    condition: Condition | None = None
+    """Set when the kind is host only on one branch of an undecided ``if`` (see HostOrigin)."""
 
 
 @dataclass(frozen=True)
@@ -129,6 +148,14 @@ class DeviceList:
 @dataclass(frozen=True)
 class DeviceRef:
     """``jax.devices()[i]``: putting a value there does not move it between memories."""
+
+
+@dataclass(frozen=True)
+class ProjectModule:
+    """A module of the checked project: a file, a package's ``__init__.py``, or a namespace
+    package's directory. Its attributes are what the module binds, or its submodules."""
+
+    path: str
 
 
 @dataclass(frozen=True)
@@ -207,10 +234,49 @@ class Transform:
 
 
 @dataclass(frozen=True, eq=False)
+class Differentiated:
+    """``jax.grad(f, ...)`` / ``jax.value_and_grad(f, ...)``: calls trace ``f`` and return its
+    value (with ``aux``) and gradients shaped like the differentiated arguments."""
+
+    with_value: bool
+    fn: Any
+    argnums: Any
+    has_aux: bool
+
+
+@dataclass(frozen=True, eq=False)
 class TransformFactory:
     """``functools.partial(shard_map, ...)`` used as a decorator."""
 
     kind: str
+
+
+@dataclass(frozen=True)
+class Optimizer:
+    """An optax ``GradientTransformation``; ``stateful``: whether its state holds moments an
+    update reads (None: not known)."""
+
+    stateful: bool | None
+
+
+@dataclass(frozen=True, eq=False)
+class DataclassType:
+    """A ``@dataclass`` of the project (a configuration): its fields with their defaults."""
+
+    fields: tuple  # ((name, default value or UNKNOWN), ...) in declaration order
+
+
+@dataclass(frozen=True)
+class Instance:
+    """An instance of a project dataclass: the values its fields were given."""
+
+    fields: tuple  # ((name, value), ...)
+
+    def get(self, name: str) -> Any:
+        for key, value in self.fields:
+            if key == name:
+                return value
+        return None
 
 
 @dataclass(frozen=True)
@@ -260,11 +326,35 @@ def join(a: Any, b: Any) -> Any:
     if isinstance(a, Mapping) and isinstance(b, Mapping) and [k for k, _ in a.items] == [k for k, _ in b.items]:
         return Mapping(tuple((k, join(x, y)) for (k, x), (_, y) in zip(a.items, b.items)))
     if isinstance(a, DeviceArray) and isinstance(b, DeviceArray):
-        return DEVICE_TREE
+        return DeviceArray(False, a.explicit or b.explicit)
     if isinstance(a, HostArray) and isinstance(b, HostArray) and a.origin == b.origin:
         # Host on both paths: whichever runs, the value is host; keep every operation seen.
         return HostArray(a.origin, a.steps | b.steps, a.trace, a.single and b.single)
     return UNKNOWN
+
+
+def join_branches(taken: Any, not_taken: Any, test: Any) -> Any:
+    """The value a name holds after ``if test:`` whose test the check cannot decide but which
+    does not depend on the arrays themselves (a configuration flag): ``taken`` is the value
+    when the test is true. Host on one branch and device on the other stays host, with the
+    branch recorded, so that a finding can say when it holds. A value that is already
+    conditional is not refined again: a second branch may be correlated with the first
+    (``if offload: x = device_put(x, device)``), so it is unknown."""
+    if isinstance(taken, Seq) and isinstance(not_taken, Seq) and len(taken.items) == len(not_taken.items) \
+            and taken.is_list == not_taken.is_list:
+        return Seq(tuple(join_branches(a, b, test) for a, b in zip(taken.items, not_taken.items)), taken.is_list)
+    if isinstance(taken, Mapping) and isinstance(not_taken, Mapping) and \
+            [k for k, _ in taken.items] == [k for k, _ in not_taken.items]:
+        return Mapping(tuple((k, join_branches(a, b, test)) for (k, a), (_, b) in zip(taken.items, not_taken.items)))
+    for host, other, holds in ((taken, not_taken, True), (not_taken, taken, False)):
+        if isinstance(host, HostArray) and host.origin.condition is None and isinstance(other, (DeviceArray, Const)):
+            origin = replace(host.origin, condition=Condition(test, holds))
+            return HostArray(origin, host.steps, host.trace, host.single and is_single_array(other))
+        if isinstance(host, ShardingSpec) and host.condition is None and host.memory_kind in HOST_KINDS \
+                and isinstance(other, ShardingSpec) and other.condition is None \
+                and other.memory_kind not in HOST_KINDS:
+            return ShardingSpec(host.memory_kind, Condition(test, holds))
+    return join(taken, not_taken)
 
 
 def is_single_array(value: Any) -> bool:

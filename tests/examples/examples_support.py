@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from types import ModuleType
 
+import jax
+
 from offload_fixer import jax_compat
 
 EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
@@ -43,3 +45,33 @@ def import_example(name: str) -> ModuleType:
 
 def is_jitted(obj: object) -> bool:
     return callable(obj) and hasattr(obj, "lower") and hasattr(obj, "trace")
+
+
+def _backward_args(m):
+    params = m.init_params()
+    _, pullback = m.forward(params, m.make_batch(0))
+    return params, pullback
+
+
+# The arguments each module-level jitted function is called with, the way main() builds them.
+ARGUMENTS = {
+    "activation_offload": {"train_step": lambda m: (m.init_params(), m.make_batch(0))},
+    "activation_offload_residuals": {
+        "forward": lambda m: (m.init_params(), m.make_batch(0)),
+        "backward": _backward_args,
+    },
+    "compute_on_host_ema": {
+        "train_step": lambda m: (m.init_params(), jax.device_put(m.init_params(), m.ON_HOST), m.make_batch(0)),
+        "eval_loss": lambda m: (m.init_params(), m.make_batch(0)),
+    },
+    "kv_cache_host": {
+        "decode_step": lambda m: (m.init_params(), m.init_cache(), m.PROMPT[0], 0),
+        "full_recompute_logits": lambda m: (m.init_params(), jax.numpy.asarray(m.PROMPT)),
+    },
+    "optimizer_offload": {"train_step": lambda m: m.abstract_inputs()},
+    "optimizer_offload_broken": {"train_step": lambda m: m.abstract_inputs()},
+    "param_streaming": {"train_step": lambda m: m.abstract_inputs()},
+    "param_streaming_broken": {"train_step": lambda m: m.abstract_inputs()},
+    "scan_stream_to_host": {"simulate": lambda m: m.initial_state()},
+    "unpinned_host_trap": {"train_step": lambda m: (m.init_params(), m.make_batch(0))},
+}

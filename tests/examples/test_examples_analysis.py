@@ -6,6 +6,7 @@ from __future__ import annotations
 import jax
 import pytest
 from examples_support import (
+    ARGUMENTS,
     EXAMPLE_NAMES,
     SKIP_REASON,
     import_example,
@@ -19,36 +20,6 @@ from offload_fixer import analyze, jax_compat
 pytestmark = pytest.mark.skipif(not jax_runs_examples(), reason=SKIP_REASON)
 
 WARNINGS_NOT_RECORDED = {"OFL1201", "OFL1206"}
-
-
-def _backward_args(m):
-    params = m.init_params()
-    _, pullback = m.forward(params, m.make_batch(0))
-    return params, pullback
-
-
-# The arguments each module-level jitted function is called with, the way main() builds them.
-ARGUMENTS = {
-    "activation_offload": {"train_step": lambda m: (m.init_params(), m.make_batch(0))},
-    "activation_offload_residuals": {
-        "forward": lambda m: (m.init_params(), m.make_batch(0)),
-        "backward": _backward_args,
-    },
-    "compute_on_host_ema": {
-        "train_step": lambda m: (m.init_params(), jax.device_put(m.init_params(), m.ON_HOST), m.make_batch(0)),
-        "eval_loss": lambda m: (m.init_params(), m.make_batch(0)),
-    },
-    "kv_cache_host": {
-        "decode_step": lambda m: (m.init_params(), m.init_cache(), m.PROMPT[0], 0),
-        "full_recompute_logits": lambda m: (m.init_params(), jax.numpy.asarray(m.PROMPT)),
-    },
-    "optimizer_offload": {"train_step": lambda m: m.abstract_inputs()},
-    "optimizer_offload_broken": {"train_step": lambda m: m.abstract_inputs()},
-    "param_streaming": {"train_step": lambda m: m.abstract_inputs()},
-    "param_streaming_broken": {"train_step": lambda m: m.abstract_inputs()},
-    "scan_stream_to_host": {"simulate": lambda m: m.initial_state()},
-    "unpinned_host_trap": {"train_step": lambda m: (m.init_params(), m.make_batch(0))},
-}
 
 
 def found(name: str) -> set[tuple]:

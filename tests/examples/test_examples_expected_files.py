@@ -15,8 +15,9 @@ from examples_support import (
 )
 
 from offload_fixer.model import format_output_path, parse_output_path
+from offload_fixer.rules import all_rules
 
-CODES = {"OFL1200", "OFL1201", "OFL1202", "OFL1203", "OFL1204", "OFL1205", "OFL1206"}
+CODES = {rule.code for rule in all_rules()}
 KEYS = {"code", "line", "output_path", "function"}
 
 

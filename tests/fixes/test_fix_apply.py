@@ -355,3 +355,28 @@ def test_a_fix_the_rule_page_labels_unsafe_needs_consent(tmp_path: Path) -> None
     assert not declined.written and declined.skipped[0][1].startswith("unsafe") and "unsafe=True" not in declined.skipped[0][1]
     (device,) = plan_fixes([labelled], strategy="device", jax_version=NEW_JAX)
     assert plan_safety(device) == device.safety
+
+
+def test_lines_move_across_edits_as_python_counts_them() -> None:
+    """A CR-only file is many lines to Python and libcst: targets below an inserted line move."""
+    old, new = "a\rb\rc\r", "a\rnew\rb\rc\r"
+    assert LineMap(split_lines(old), split_lines(new))(3) == 4
+
+
+def test_every_fix_of_a_cr_only_file_lands_in_one_run(tmp_path: Path) -> None:
+    from offload_fixer.static import check_paths
+
+    fixture = Path(__file__).resolve().parents[1] / "lsp_fixtures" / "several_problems.py"
+    path = tmp_path / "several.py"
+    path.write_bytes(fixture.read_bytes().replace(b"\n", b"\r"))
+
+    def findings():
+        return [d for r in check_paths([str(path)], jax_version="0.6.2") for d in r.diagnostics]
+
+    before = findings()
+    assert len(before) == 3
+    # two moves to device add a line each above the third fix (an out_shardings edit)
+    results = apply_plans(plan_fixes(before, strategy="auto", jax_version="0.6.2"), write=True, unsafe=True)
+    assert [r.error for r in results] == [None] and len(results[0].applied) == 3
+    assert findings() == []
+    assert b"\n" not in path.read_bytes()

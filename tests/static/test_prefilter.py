@@ -18,6 +18,8 @@ from offload_fixer.static.prefilter import may_hold_host_move, references_jit
         ("@jax.jit\ndef f(x): return jax.device_put(x, is_host)", False),
         ("@jax.jit\ndef f(x): return jax.device_put(x, s)", False),  # no host spelling
         ("s = NamedSharding(m, p, memory_kind='pinned_host')", False),  # no jit
+        ("@jax.jit\ndef f(x): return x.HostTensors(x.Hosts)", False),  # other names than .Host
+        ("@jax.jit\ndef f(x): return jax.device_put(x, jax.memory.Space.Host)", True),
         ("", False),
     ],
 )

@@ -219,9 +219,17 @@ def edits(text: str, rng: random.Random, count: int) -> list[str]:
 class WholeModulePositions:
     """Positions as the check computed them before chunks: the whole module at once."""
 
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: cst.Module, path: str, sha256: str) -> None:
         self.module = module
+        self.path = path
+        self.sha256 = sha256
         self.positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+
+    def path_of(self, node):
+        return self.path
+
+    def sha256_of(self, node):
+        return self.sha256
 
     def code_range(self, node):
         return self.positions[node]
@@ -241,9 +249,9 @@ def whole_file_diagnostics(text: str) -> tuple:
         if site is not None:
             found.extend(findings(site, spelling))
     digest = hashlib.sha256(text.encode()).hexdigest()
-    located = WholeModulePositions(module)
+    located = WholeModulePositions(module, "prog.py", digest)
     policies = tuple(unpinned_policies(located, text, "prog.py", "tpu", digest))
-    return (tuple(diagnostics(found, located, "prog.py", "tpu", spelling, digest)) if found else ()) + policies
+    return (tuple(diagnostics(found, located, "tpu", spelling)) if found else ()) + policies
 
 
 def outline_or_error(text: str, cache: SourceCache | None = None):

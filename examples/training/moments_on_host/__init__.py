@@ -1,0 +1,1 @@
+"""Adam with its moments kept in host memory between steps (a training package)."""

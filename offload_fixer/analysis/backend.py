@@ -1,0 +1,149 @@
+"""What the released compilers' backends fail on after the host offloader has accepted a module.
+
+The host offloader decides where values live; the TPU and GPU backends then have to build
+what it decided, and some of it they cannot build. These are measured facts about released
+compilers, not rules of XLA's sources: each check below names the programs that pinned it
+(``tests/xla/probes/``), and the fidelity tests hold every one against the compilers.
+
+* GPU: a dot computed in host memory (XLA:GPU emits it as a GEMM fusion whose shape loses the
+  host memory space: ``INTERNAL: Fused computation shape ... S(5)``); a single-update scatter
+  that is not a plain constant-index set (rewritten into a dynamic slice and a select whose
+  tuple loses the memory space).
+* TPU: a dot in a loop body with an operand in device memory (the host-compute alias
+  assigner aborts on a CHECK); a gather, or a scatter of several updates, in host memory
+  (emitted as a custom fusion without a backend config); an ``unpinned_host`` parameter that
+  is computed on (a fusion whose parameter shape disagrees with its operand); an
+  ``unpinned_host`` output fed from device memory (``Unimplemented DMA from hbm to hbm``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from jaxlib.mlir import ir
+
+from offload_fixer.analysis.offloader import (
+    PURE_MEMORY_OPS,
+    Failure,
+    Seed,
+    HostOffloadWalk,
+    Node,
+    WalkResult,
+    _is_bitcast_like,
+)
+from offload_fixer.ir import module as irm
+from offload_fixer.model import UNPINNED_HOST
+
+GPU_HOST_DOT = "gpu-host-dot"
+GPU_HOST_SCATTER = "gpu-host-scatter"
+TPU_LOOP_DOT = "tpu-loop-dot"
+TPU_HOST_CUSTOM_FUSION = "tpu-host-custom-fusion"
+TPU_UNPINNED_PARAMETER = "tpu-unpinned-parameter"
+TPU_UNPINNED_OUTPUT = "tpu-unpinned-output"
+
+DOTS = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"})
+
+
+def backend_failures(walk: HostOffloadWalk, result: WalkResult, target: str) -> list[Failure]:
+    """Failures of ``target``'s backend, in the order it meets them (host compute, then the
+    entry parameters and outputs)."""
+    seeds: dict[ir.Operation, Seed] = {}
+    for seed, ops in result.host_compute.items():
+        for op in ops:
+            seeds.setdefault(op, seed)
+    failures: list[Failure] = []
+    for op in dict.fromkeys(op for ops in result.host_compute.values() for op in ops):
+        reason = _host_compute_failure(walk.view, op, result, target)
+        if reason is not None:
+            outcome = "aborted" if reason == TPU_LOOP_DOT else "rejected"
+            failures.append(Failure("OFL1207", seeds[op], op, reason, outcome=outcome))
+    if target == "tpu":
+        failures.extend(_unpinned_failures(walk, result))
+    return failures
+
+
+def _host_compute_failure(view: irm.ModuleView, op: ir.Operation, result: WalkResult, target: str) -> str | None:
+    name = op.name
+    if target == "gpu":
+        if name in DOTS:
+            return GPU_HOST_DOT
+        if name == "stablehlo.scatter" and _single_update(op) and not irm.is_constant_index_set_scatter(op):
+            return GPU_HOST_SCATTER
+        return None
+    if name in DOTS and _in_loop_body(view, op) and any(not _on_host_path(value, result) for value in op.operands):
+        return TPU_LOOP_DOT
+    if name == "stablehlo.gather" or (name == "stablehlo.scatter" and not _single_update(op)):
+        return TPU_HOST_CUSTOM_FUSION
+    return None
+
+
+def _unpinned_failures(walk: HostOffloadWalk, result: WalkResult) -> Iterator[Failure]:
+    for arg in walk.view.args:
+        if arg.memory_kind == UNPINNED_HOST:
+            op = _first_compute_user(walk, Node("arg", walk.main_block, arg.index))
+            if op is not None:
+                yield Failure("OFL1204", None, op, TPU_UNPINNED_PARAMETER, parameter=arg.index)
+    if not walk.xla.tpu_unpinned_output_from_device_fails:
+        return
+    reached = {reach.output for reach in result.reaches}
+    for output in walk.view.results:
+        if output.memory_kind == UNPINNED_HOST and output.index not in reached:
+            yield Failure("OFL1204", None, None, TPU_UNPINNED_OUTPUT, parameter=output.index)
+
+
+def _first_compute_user(walk: HostOffloadWalk, start: Node) -> ir.Operation | None:
+    """The first instruction past pure memory operations that computes on ``start``'s value."""
+
+    def passes(node: Node) -> bool:
+        op = node.owner if node.kind in ("op", "res") else None
+        return node.kind == "arg" or (op is not None and (op.name in PURE_MEMORY_OPS or _is_bitcast_like(op, walk.target)))
+
+    for node in walk._breadth_first(walk.successors(start), passes):
+        if node.kind in ("op", "res") and not passes(node):
+            return node.owner
+    return None
+
+
+def _single_update(op: ir.Operation) -> bool:
+    """A scatter of exactly one update (one index vector)."""
+    from jaxlib.mlir.dialects import stablehlo
+
+    numbers = stablehlo.ScatterDimensionNumbers(op.attributes["scatter_dimension_numbers"])
+    try:
+        shape = list(ir.RankedTensorType(op.operands[1].type).shape)
+    except (TypeError, ValueError):
+        return False
+    count = 1
+    for dim in shape:
+        count *= dim
+    return count == len(numbers.scattered_dims_to_operand_dims)
+
+
+def _in_loop_body(view: irm.ModuleView, op: ir.Operation, seen: frozenset[str] = frozenset()) -> bool:
+    """Inside a while body, directly or through the functions JAX calls from one (a scan's
+    body is a private function called in the loop)."""
+    parent = op.parent
+    while parent is not None and parent.name != "func.func":
+        if parent.name == "stablehlo.while":
+            return True
+        parent = parent.parent
+    if parent is None:
+        return False
+    name = irm.symbol_name(parent)
+    if name in seen:
+        return False
+    return any(_in_loop_body(view, call, seen | {name}) for call in view.call_sites.get(name, ()))
+
+
+def _on_host_path(value: ir.Value, result: WalkResult) -> bool:
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        number = ir.BlockArgument(value).arg_number
+        return Node("arg", owner, number) in result.host_nodes or any(
+            node.kind == "arg" and node.owner == owner and node.index == number for node in result.host_nodes
+        )
+    op = owner.operation
+    number = ir.OpResult(value).result_number
+    return Node("op", op, None) in result.host_nodes or any(
+        node.owner == op and node.kind in ("op", "res") and (node.index in (None, number)) for node in result.host_nodes
+    )

@@ -1,0 +1,138 @@
+"""The findings of the last ``offload-fixer run``, shown in the documents they name.
+
+``run`` leaves its report in ``.offload-fixer/last-run.json`` (:mod:`offload_fixer.last_run`).
+For an open document the server reads the nearest one (again whenever it changes on disk),
+keeps the diagnostics whose primary span is in that document, and places them:
+
+* the document is the text the run analysed (same sha256): as reported;
+* it changed: each line a finding names is looked for again (the report keeps it with its
+  neighbours): where it still stands with the same neighbours, or else where it is the one
+  line of the document with that text, the finding moves with it; a finding whose line was
+  edited or removed is dropped, since it may no longer hold.
+
+Nothing is executed: this only reads the report and the editor's text.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from offload_fixer import last_run
+from offload_fixer.model import Diagnostic, Origin, Span
+
+
+class LastRunFeed:
+    """Reads last-run reports, cached by their modification stamp."""
+
+    def __init__(self) -> None:
+        self._reports: dict[Path, tuple[Any, Any]] = {}
+
+    def report_for(self, document: str) -> tuple[Path, Any] | None:
+        """The nearest report above ``document`` and its contents (None when there is none,
+        or it cannot be read: the editor then shows only the static check)."""
+        from offload_fixer.runner import read_report_file
+
+        path = last_run.find_for(document)
+        if path is None:
+            return None
+        try:
+            status = path.stat()
+            stamp = (status.st_mtime_ns, status.st_size)
+        except OSError:
+            return None
+        cached = self._reports.get(path)
+        if cached is None or cached[0] != stamp:
+            try:
+                report = read_report_file(str(path))
+            except (OSError, ValueError, KeyError, TypeError):
+                report = None
+            cached = self._reports[path] = (stamp, report)
+        return None if cached[1] is None else (path, cached[1])
+
+    def diagnostics(self, document: str, text: str, encoded: bytes) -> tuple[Diagnostic, ...]:
+        """The last run's diagnostics for this document's current text (``encoded``: its bytes)."""
+        found = self.report_for(document)
+        if found is None:
+            return ()
+        _, report = found
+        mine = [d for r in report.reports for d in r.diagnostics if _primary_in(d, document)]
+        if not mine:
+            return ()
+        analysed_path = next((p for p in report.sources if _same_file(p, document)), None)
+        digest = hashlib.sha256(encoded).hexdigest()
+        if analysed_path is not None and report.sources[analysed_path] == digest:
+            return tuple(dataclasses.replace(d, source_sha256=digest) for d in mine)
+        moved = line_moves(report.lines.get(analysed_path, {}) if analysed_path else {}, text.splitlines())
+        kept = []
+        for d in mine:
+            placed = _moved(d, document, moved)
+            if placed is not None:
+                kept.append(dataclasses.replace(placed, source_sha256=digest))
+        return tuple(kept)
+
+
+def line_moves(recorded: dict[int, tuple[str, str, str]], lines: list[str]) -> dict[int, int]:
+    """Old line number -> new line number, for the recorded lines still found in ``lines``."""
+    where: dict[str, list[int]] = {}
+    for number, line in enumerate(lines, 1):
+        where.setdefault(line, []).append(number)
+    moves = {}
+    for old, (before, line, after) in recorded.items():
+        candidates = where.get(line, [])
+        with_context = [n for n in candidates if _at(lines, n - 1) == before and _at(lines, n + 1) == after]
+        if with_context:
+            moves[old] = min(with_context, key=lambda n: abs(n - old))
+        elif len(candidates) == 1:
+            moves[old] = candidates[0]
+    return moves
+
+
+def _at(lines: list[str], number: int) -> str:
+    return lines[number - 1] if 1 <= number <= len(lines) else ""
+
+
+def _moved(d: Diagnostic, document: str, moves: dict[int, int]) -> Diagnostic | None:
+    """The diagnostic with its spans in this document moved; None when its own line is gone."""
+    from offload_fixer.report import primary_span
+
+    primary = primary_span(d)
+    if primary is None or primary.line not in moves:
+        return None
+
+    def span(s: Span | None) -> Span | None:
+        if s is None or not _same_file(s.path, document):
+            return s
+        if s.line not in moves:
+            return None
+        shift = moves[s.line] - s.line
+        end = None if s.end_line is None else s.end_line + shift
+        return dataclasses.replace(s, line=s.line + shift, end_line=end)
+
+    origin: Origin | None = d.origin
+    if origin is not None and origin.span is not None:
+        origin = dataclasses.replace(origin, span=span(origin.span))
+    trace = tuple(dataclasses.replace(step, span=span(step.span)) for step in d.trace)
+    function = d.function
+    if function is not None and function.line is not None and _same_file(function.path, document):
+        # the ``def`` line is recorded too; if it changed, it moved as the finding's own line did
+        line = moves.get(function.line, function.line + moves[primary.line] - primary.line)
+        function = dataclasses.replace(function, line=line)
+    return dataclasses.replace(d, span=span(d.span), return_span=span(d.return_span), origin=origin,
+                               trace=trace, function=function)
+
+
+def _primary_in(d: Diagnostic, document: str) -> bool:
+    from offload_fixer.report import primary_span
+
+    span = primary_span(d)
+    return span is not None and _same_file(span.path, document)
+
+
+def _same_file(a: str | None, b: str | None) -> bool:
+    if not a or not b:
+        return False
+    return os.path.normcase(os.path.realpath(a)) == os.path.normcase(os.path.realpath(b))

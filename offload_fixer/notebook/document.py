@@ -1,0 +1,272 @@
+"""A ``.ipynb`` file: read and validated with nbformat, edited as text.
+
+nbformat writing a notebook back would re-serialise all of it (key order, indentation,
+escapes, outputs), so a fix instead replaces the JSON text of the edited cells' ``source``
+values, found by a walk over the original text, and leaves every other byte as it was. The
+result is read back with nbformat, validated, and compared with the original notebook: it
+must differ in those cells' sources and nowhere else before it is written.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+
+from offload_fixer.source.text import read_regular_file
+
+from .program import Program, code_cells
+
+NOTEBOOK_SUFFIX = ".ipynb"
+INSTALL_HINT = "reading notebooks needs nbformat: pip install 'offload-fixer[notebook]'"
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+
+
+class NotebookError(ValueError):
+    """A file that is not a notebook nbformat can read and validate."""
+
+
+def is_notebook(path: str) -> bool:
+    return str(path).endswith(NOTEBOOK_SUFFIX)
+
+
+def notebooks_supported() -> bool:
+    """Whether nbformat is installed (the ``notebook`` extra), so notebooks can be read."""
+    try:
+        import nbformat  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def read_program_bytes(path: str) -> bytes:
+    """The Python a file holds, as the tool reads it: a ``.py`` file's bytes, a notebook's
+    code cells as one program (UTF-8). Raises ``OSError``, or :class:`NotebookError`."""
+    if is_notebook(path):
+        return NotebookFile.read(path).program.data
+    return read_regular_file(path)
+
+
+@dataclass(frozen=True)
+class SourceValue:
+    """Where one cell's ``source`` value is in the file's text."""
+
+    start: int
+    end: int
+    items: tuple[tuple[int, int], ...] | None
+    """(start, end) of each string of a list value; None for a single-string value."""
+
+
+class NotebookFile:
+    """A notebook's text, its nbformat object and its code cells as one :class:`Program`."""
+
+    def __init__(self, path: str, text: str) -> None:
+        self.path = path
+        self.text = text
+        self.notebook = _read(path, text)
+        self.program = Program(code_cells(self.notebook["cells"]))
+
+    @classmethod
+    def read(cls, path: str) -> NotebookFile:
+        try:
+            data = read_regular_file(path)
+        except OSError as exc:
+            raise NotebookError(f"cannot read file: {exc.strerror or exc}") from exc
+        return cls.from_bytes(path, data)
+
+    @classmethod
+    def from_bytes(cls, path: str, data: bytes) -> NotebookFile:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise NotebookError(f"not valid UTF-8 JSON: {exc.reason} at byte {exc.start}") from exc
+        return cls(path, text)
+
+    @cached_property
+    def sources(self) -> dict[int, SourceValue]:
+        """The ``source`` value of each cell, by 1-based cell position."""
+        return _source_values(self.text)
+
+    def with_sources(self, sources: Mapping[int, str]) -> str:
+        """The file's text with the given cells' sources replaced, every other byte kept;
+        checked to be the same notebook but for those sources."""
+        text = self.text
+        for number in sorted(sources, reverse=True):
+            value = self.sources[number]
+            text = text[: value.start] + self._encode(value, sources[number]) + text[value.end :]
+        self._check_equivalent(text, sources)
+        return text
+
+    def file_position(self, cell: int, line: int, col: int) -> tuple[int, int]:
+        """(line, column) in the file's text, both 1-based, of a cell's 1-based line and
+        column: where an editor opening the ``.ipynb`` as text shows that character."""
+        value = self.sources[cell]
+        if value.items is None:
+            start, end = value.start, value.end
+            target_line = line - 1
+        else:
+            if not value.items:
+                return self._line_col(value.start)
+            start, end = value.items[min(max(line, 1), len(value.items)) - 1]
+            target_line = 0
+        offset = _raw_offset(self.text, start, end, target_line, col - 1)
+        return self._line_col(offset)
+
+    def _line_col(self, offset: int) -> tuple[int, int]:
+        line_start = self.text.rfind("\n", 0, offset) + 1
+        return self.text.count("\n", 0, offset) + 1, offset - line_start + 1
+
+    def _encode(self, value: SourceValue, source: str) -> str:
+        ascii_only = self.text.isascii()
+        if value.items is None:
+            return json.dumps(source, ensure_ascii=ascii_only)
+        lines = re.findall(r"[^\n]*\n|[^\n]+$", source)
+        if not lines:
+            return "[]"
+        opening, between, closing = self._list_layout(value)
+        items = [json.dumps(line, ensure_ascii=ascii_only) for line in lines]
+        return "[" + opening + ("," + between).join(items) + closing + "]"
+
+    def _list_layout(self, value: SourceValue) -> tuple[str, str, str]:
+        """The whitespace after ``[``, after each ``,`` and before ``]`` in the original list
+        (nbformat's: one item per line, indented one more than the key)."""
+        items = value.items or ()
+        if items:
+            opening = self.text[value.start + 1 : items[0][0]]
+            closing = self.text[items[-1][1] : value.end - 1]
+            between = self.text[items[0][1] : items[1][0]].lstrip()[1:] if len(items) > 1 else opening
+            return opening, between, closing
+        line_start = self.text.rfind("\n", 0, value.start) + 1
+        indent = _WHITESPACE.match(self.text, line_start).group().strip("\r\n")
+        newline = "\r\n" if "\r\n" in self.text else "\n"
+        return newline + indent + " ", newline + indent + " ", newline + indent
+
+    def _check_equivalent(self, text: str, sources: Mapping[int, str]) -> None:
+        """nbformat must read and validate the edited text, and it must hold the same JSON
+        as the original but for the edited cells' sources."""
+        _read(self.path, text)
+        expected = json.loads(self.text)
+        for number, source in sources.items():
+            expected["cells"][number - 1]["source"] = source
+        found = json.loads(text)
+        for number in sources:
+            cell = found["cells"][number - 1]
+            if isinstance(cell["source"], list):
+                cell["source"] = "".join(cell["source"])
+        if found != expected:
+            raise NotebookError("the edited notebook would differ outside the fixed cells; nothing was written")
+
+
+def _read(path: str, text: str):
+    try:
+        import nbformat
+    except ImportError as exc:
+        raise NotebookError(INSTALL_HINT) from exc
+    with warnings.catch_warnings():
+        # nbformat warns about what it would normalise (cells without ids); the file is never
+        # written from its objects, so what Jupyter opens is read as it is.
+        warnings.simplefilter("ignore")
+        try:
+            notebook = nbformat.reads(text, as_version=nbformat.NO_CONVERT)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise NotebookError(f"not a Jupyter notebook: {_first_line(exc)}") from exc
+        if notebook.get("nbformat", 0) < 4:
+            raise NotebookError(f"nbformat {notebook.get('nbformat')} notebooks are not supported (4 and newer are)")
+        try:
+            nbformat.validate(notebook)
+        except nbformat.ValidationError as exc:
+            raise NotebookError(f"not a valid notebook: {_first_line(exc)}") from exc
+    return notebook
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# ---------------------------------------------------------------------------------------
+# Walking the JSON text
+def _skip(text: str, index: int) -> int:
+    return _WHITESPACE.match(text, index).end()
+
+
+def _expect(text: str, index: int, char: str) -> int:
+    if text[index : index + 1] != char:
+        raise NotebookError(f"not a Jupyter notebook: expected {char!r} at character {index}")
+    return index + 1
+
+
+def _object_members(text: str, index: int) -> list[tuple[str, int, int]]:
+    """(key, value start, value end) of each member of the JSON object at ``index``."""
+    members = []
+    index = _skip(text, _expect(text, index, "{"))
+    if text[index : index + 1] == "}":
+        return members
+    while True:
+        key, index = json.decoder.scanstring(text, _expect(text, index, '"'))
+        start = _skip(text, _expect(text, _skip(text, index), ":"))
+        end = _DECODER.raw_decode(text, start)[1]
+        members.append((key, start, end))
+        index = _skip(text, end)
+        if text[index : index + 1] == "}":
+            return members
+        index = _skip(text, _expect(text, index, ","))
+
+
+def _array_elements(text: str, index: int) -> list[tuple[int, int]]:
+    """(start, end) of each element of the JSON array at ``index``."""
+    elements = []
+    index = _skip(text, _expect(text, index, "["))
+    if text[index : index + 1] == "]":
+        return elements
+    while True:
+        end = _DECODER.raw_decode(text, index)[1]
+        elements.append((index, end))
+        index = _skip(text, end)
+        if text[index : index + 1] == "]":
+            return elements
+        index = _skip(text, _expect(text, index, ","))
+
+
+def _source_values(text: str) -> dict[int, SourceValue]:
+    found: dict[int, SourceValue] = {}
+    for key, start, _end in _object_members(text, _skip(text, 0)):
+        if key != "cells":
+            continue
+        for position, (cell_start, _cell_end) in enumerate(_array_elements(text, start), 1):
+            for cell_key, value_start, value_end in _object_members(text, cell_start):
+                if cell_key == "source":
+                    items = None if text[value_start] == '"' else tuple(_array_elements(text, value_start))
+                    found[position] = SourceValue(value_start, value_end, items)
+    return found
+
+
+def _raw_offset(text: str, start: int, end: int, line: int, column: int) -> int:
+    """Offset in ``text`` of the character at (0-based) ``line`` and ``column`` of the
+    string decoded from the JSON string token ``text[start:end]``."""
+    index = start + 1  # past the opening quote
+    current_line = current_column = 0
+    while index < end - 1:
+        if current_line == line and current_column == column:
+            return index
+        char = text[index]
+        if char == "\\":
+            escape = text[index + 1]
+            decoded = "\n" if escape == "n" else escape
+            length = 6 if escape == "u" else 2
+            if escape == "u" and 0xD800 <= int(text[index + 2 : index + 6], 16) <= 0xDBFF:
+                length = 12  # a surrogate pair is one code point
+        else:
+            decoded, length = char, 1
+        if decoded == "\n":
+            if current_line == line:
+                return index
+            current_line, current_column = current_line + 1, 0
+        else:
+            current_column += 1
+        index += length
+    return index

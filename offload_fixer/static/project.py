@@ -1,0 +1,382 @@
+"""The checked file's project: the modules it imports, found on disk, and what they define.
+
+A sharding is often built in one module and used by a jit in another (a ``shardings``
+module next to a ``train_step`` module). The check follows imports inside the project: the
+directory of the checked file (as Python puts a script's directory on ``sys.path``), the
+root of the package the file belongs to (above its last ``__init__.py``), and the
+directories given to ``check``. Imports of the libraries the check models by name (JAX,
+flax, optax, NumPy, the standard library) are never followed: those stay names.
+
+Two costs are kept apart:
+
+* which files can hold a host value at all (:meth:`Project.selects`) is decided from text:
+  a host spelling in the file, or an import (read with a regular expression, never parsed)
+  of a project module that has one, directly or through its own imports;
+* what an imported module defines is read with ``ast`` (which top-level statements bind a
+  name, :class:`ModuleFacts`), and only the statements the check actually evaluates are
+  parsed with libcst, through the same per-statement cache the editor uses
+  (:class:`offload_fixer.static.outline.SourceCache`).
+
+Everything is cached by file and its modification stamp, so a tree is still one pass and a
+long-lived language server sees edits on disk.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import re
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from offload_fixer.source.text import SourceDecodeError, decode, read_regular_file
+
+from .outline import NEWLINE, Outline, SourceCache, outline
+from .prefilter import JIT_MARKER, spells_host
+
+if TYPE_CHECKING:
+    from .source import ParsedSource
+
+MODELED_PACKAGES = frozenset({"jax", "jaxlib", "flax", "optax", "numpy", "functools", "builtins"})
+"""Top-level packages whose APIs the check knows by name (``names.py``): never project modules."""
+_STANDARD_LIBRARY = frozenset(getattr(sys, "stdlib_module_names", ()))
+
+_IMPORT = re.compile(
+    rb"[ \t]*(?:from[ \t]+(\.*)[ \t]*([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]*))"
+)
+"""``from X import a, (b, c)`` and ``import X.Y as Z``, matched at a line start. A text scan, so
+it may see an import in a string too: the prefilter only needs to over-approximate."""
+_GLOBAL_STATEMENT = re.compile(r"^[ \t]*global[ \t]+([\w \t,]+)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Import:
+    """One imported module as written: ``level`` leading dots, dotted ``module``, and the
+    names taken from it (each may be a submodule)."""
+
+    level: int
+    module: str
+    names: tuple[str, ...] = ()
+
+
+def scan_imports(data: bytes) -> Iterator[Import]:
+    """The imports of a text, without parsing it: each ``import`` found by a substring search
+    (fast in C), then its line read with a regular expression."""
+    position = data.find(b"import")
+    seen_lines: set[int] = set()
+    while position >= 0:
+        line_start = data.rfind(b"\n", 0, position) + 1
+        if line_start not in seen_lines:
+            seen_lines.add(line_start)
+            match = _IMPORT.match(data, line_start)
+            if match is not None:
+                yield from _imports_of(match)
+        position = data.find(b"import", position + 6)
+
+
+def _imports_of(match: re.Match) -> Iterator[Import]:
+    dots, module, names, plain = match.groups()
+    if plain is not None:
+        for part in plain.split(b","):
+            words = part.split()
+            if words:
+                yield Import(0, words[0].decode("ascii", "replace"))
+        return
+    taken = []
+    for part in names.strip(b"()").replace(b"\\\n", b" ").split(b","):
+        words = part.split()
+        if words and words[0] != b"*":
+            taken.append(words[0].decode("ascii", "replace"))
+    yield Import(len(dots), module.decode("ascii", "replace"), tuple(taken))
+
+
+def is_modeled(qualname: str) -> bool:
+    """A name the check knows by its qualified name (``jax.numpy.sum``), or the standard library."""
+    head = qualname.split(".", 1)[0]
+    return head in MODELED_PACKAGES or head in _STANDARD_LIBRARY
+
+
+class ModuleFacts:
+    """What ``ast`` tells about a module without libcst: where its top-level statements are
+    (the chunks of :mod:`.outline`) and which of them bind each name."""
+
+    def __init__(self, path: str, data: bytes, text: str, found: Outline) -> None:
+        self.path = path
+        self.data = data
+        self.text = text
+        self.outline = found
+        self.sha256 = hashlib.sha256(data).hexdigest()
+        self.mutated_globals = frozenset(
+            name.strip() for match in _GLOBAL_STATEMENT.findall(text) for name in match.split(",")
+        )
+        self.binders: dict[str, list[int]] = {}
+        """name -> indices of the chunks whose statements bind it at module level."""
+        self.star_import = False
+        for index, group in enumerate(found.groups):
+            for statement in group:
+                for name in _bound_names(statement):
+                    if name == "*":
+                        self.star_import = True
+                    else:
+                        self.binders.setdefault(name, []).append(index)
+        self.cache = SourceCache(spare=0)
+        self._line_offsets: list[int] | None = None
+        self._parsed_whole: ParsedSource | None = None
+
+    def chunk(self, index: int) -> Any:
+        """The libcst chunk of one top-level statement group (None when it does not parse alone)."""
+        if self.outline.spans is None:
+            return None
+        start, end = self.outline.spans[index]
+        piece = self.text[start:end]
+        occurrence = sum(1 for s, e in self.outline.spans[:index] if self.text[s:e] == piece)
+        return self.cache.chunk(piece, index == 0, occurrence)
+
+    def line_offset(self, index: int) -> int:
+        if self._line_offsets is None:
+            offsets, line = [], 0
+            for start, end in self.outline.spans or ():
+                offsets.append(line)
+                line += len(NEWLINE.findall(self.text, start, end))
+            self._line_offsets = offsets
+        return self._line_offsets[index]
+
+    def parsed_whole(self) -> ParsedSource:
+        """The module parsed whole by libcst: for texts the outline cannot cut."""
+        if self._parsed_whole is None:
+            import libcst as cst
+
+            from .source import ParsedSource
+
+            self._parsed_whole = ParsedSource(cst.parse_module(self.text))
+        return self._parsed_whole
+
+
+def _bound_names(statement: ast.stmt) -> Iterator[str]:
+    """Names a top-level statement binds in the module (not inside its functions or classes)."""
+    stack: list[Any] = [statement]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield node.name
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                yield (alias.asname or alias.name).split(".")[0] if alias.name != "*" else "*"
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            yield node.id
+            continue
+        if isinstance(node, ast.ExceptHandler) and node.name:
+            yield node.name
+        if isinstance(node, (ast.Lambda, ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp)):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+class Project:
+    """Modules found from the checked files, their facts, and the prefilter's answers."""
+
+    def __init__(self, roots: Sequence[str] = ()) -> None:
+        self.roots = tuple(os.path.abspath(r) for r in roots)
+        self._stamped: dict[str, tuple[Any, Any]] = {}
+        """path -> (stamp, bytes or None)."""
+        self._facts: dict[str, tuple[Any, ModuleFacts | None]] = {}
+        self._host: dict[str, tuple[Any, bool]] = {}
+        self._exists: dict[str, bool] = {}
+        self._listings: dict[str, frozenset[str]] = {}
+        self._remembered: dict[str, bytes] = {}
+
+    # ------------------------------------------------------------------ files
+    def remember(self, path: str, data: bytes) -> None:
+        """The bytes a caller already read (the walk of ``check``): taken as the file's for the
+        rest of this run, neither read nor looked at on disk again."""
+        self._remembered[os.path.abspath(path)] = data
+
+    def data(self, path: str) -> bytes | None:
+        key = os.path.abspath(path)
+        if key in self._remembered:
+            return self._remembered[key]
+        stamp = _stamp(key)
+        cached = self._stamped.get(key)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        try:
+            data = read_regular_file(key)  # a FIFO or device named like a module is never read
+        except OSError:
+            data = None
+        self._stamped[key] = (stamp, data)
+        return data
+
+    def facts(self, path: str) -> ModuleFacts | None:
+        """The module's ``ast`` facts; None when it cannot be read or parsed."""
+        key = os.path.abspath(path)
+        stamp = self.stamp(key)
+        cached = self._facts.get(key)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        facts = None
+        data = self.data(key)
+        if data is not None:
+            text = _decoded(data)
+            if text is not None:
+                try:
+                    facts = ModuleFacts(key, data, text, outline(text))
+                except (SyntaxError, ValueError, RecursionError, MemoryError):
+                    facts = None
+        self._facts[key] = (stamp, facts)
+        return facts
+
+    def stamp(self, path: str) -> Any:
+        key = os.path.abspath(path)
+        return "remembered" if key in self._remembered else _stamp(key)
+
+    # ------------------------------------------------------------------ modules
+    def search_roots(self, path: str) -> list[str]:
+        """Where absolute imports of ``path`` are looked for: its directory, its package's
+        root, the project roots."""
+        directory = os.path.dirname(os.path.abspath(path))
+        package_root = directory
+        while os.path.isfile(os.path.join(package_root, "__init__.py")):
+            parent = os.path.dirname(package_root)
+            if parent == package_root:
+                break
+            package_root = parent
+        return list(dict.fromkeys([directory, package_root, *self.roots]))
+
+    def module_path(self, parts: Sequence[str], roots: Iterable[str]) -> str | None:
+        """The file (or namespace directory) of a dotted module name under ``roots``."""
+        for root in roots:
+            found = self.child(root, parts)
+            if found is not None:
+                return found
+        return None
+
+    def child(self, base: str, parts: Sequence[str]) -> str | None:
+        """``base/a/b.py``, ``base/a/b/__init__.py`` or the directory ``base/a/b``."""
+        if not parts or not all(p.isidentifier() for p in parts):
+            return None
+        if parts[0] not in self._names_in(base):
+            return None  # one listing of the directory answers most lookups
+        stem = os.path.join(base, *parts)
+        for candidate in (stem + ".py", os.path.join(stem, "__init__.py")):
+            if self._is_file(candidate):
+                return candidate
+        return stem if self._is_dir(stem) else None
+
+    def submodule(self, module: str, name: str) -> str | None:
+        """The submodule ``name`` of a package (its ``__init__.py`` or namespace directory)."""
+        if os.path.basename(module) == "__init__.py":
+            return self.child(os.path.dirname(module), [name])
+        if self._is_dir(module):
+            return self.child(module, [name])
+        return None
+
+    def package_at(self, directory: str) -> str:
+        """A package directory as a module: its ``__init__.py``, or the directory itself."""
+        init = os.path.join(directory, "__init__.py")
+        return init if self._is_file(init) else directory
+
+    def relative_base(self, path: str, level: int) -> str | None:
+        """The package directory a ``from .`` (``level`` dots) import of ``path`` starts at."""
+        base = os.path.dirname(os.path.abspath(path))
+        for _ in range(level - 1):
+            parent = os.path.dirname(base)
+            if parent == base:
+                return None
+            base = parent
+        return base
+
+    def _names_in(self, directory: str) -> frozenset[str]:
+        """Module and package names a directory holds (listed once per run)."""
+        found = self._listings.get(directory)
+        if found is None:
+            try:
+                entries = os.listdir(directory)
+            except OSError:
+                entries = []
+            found = self._listings[directory] = frozenset(e[:-3] if e.endswith(".py") else e for e in entries)
+        return found
+
+    def _is_file(self, path: str) -> bool:
+        found = self._exists.get(path)
+        if found is None:
+            found = self._exists[path] = os.path.isfile(path)
+        return found
+
+    def _is_dir(self, path: str) -> bool:
+        key = path + os.sep
+        found = self._exists.get(key)
+        if found is None:
+            found = self._exists[key] = os.path.isdir(path)
+        return found
+
+    # ------------------------------------------------------------------ prefilter
+    def selects(self, path: str, data: bytes) -> bool:
+        """Whether the check must parse this file: it mentions jit, and a host memory kind can
+        reach it (spelled in it, or in a project module it imports, directly or not)."""
+        if JIT_MARKER.encode() not in data:
+            return False
+        if spells_host(data):
+            return True
+        if path.startswith("<"):
+            return False  # a text of no file: no project around it
+        return any(self.host_reachable(target) for target in self.imported_files(path, data))
+
+    def imported_files(self, path: str, data: bytes) -> Iterator[str]:
+        """Project files (modules, packages' ``__init__.py``) an import of ``path`` names."""
+        roots = None
+        for found in scan_imports(data):
+            if found.level:
+                base = self.relative_base(path, found.level)
+                if base is None:
+                    continue
+                parts = [p for p in found.module.split(".") if p]
+                module = self.child(base, parts) if parts else self.package_at(base)
+            else:
+                if not found.module or is_modeled(found.module):
+                    continue
+                roots = roots or self.search_roots(path)
+                module = self.module_path(found.module.split("."), roots)
+            if module is None:
+                continue
+            if os.path.isfile(module):
+                yield module
+            for name in found.names:
+                sub = self.submodule(module, name)
+                if sub is not None and os.path.isfile(sub):
+                    yield sub
+
+    def host_reachable(self, path: str) -> bool:
+        """A host spelling in this module or in a project module it imports (transitively)."""
+        key = os.path.abspath(path)
+        stamp = self.stamp(key)
+        cached = self._host.get(key)
+        if cached is not None and cached[0] == stamp:
+            return cached[1]
+        self._host[key] = (stamp, False)  # an import cycle adds nothing
+        data = self.data(key)
+        found = data is not None and (
+            spells_host(data)
+            or any(self.host_reachable(target) for target in self.imported_files(key, data))
+        )
+        self._host[key] = (stamp, found)
+        return found
+
+
+def _stamp(path: str) -> Any:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return (status.st_mtime_ns, status.st_size, status.st_ino)
+
+
+def _decoded(data: bytes) -> str | None:
+    try:
+        return decode(data)[0]
+    except SourceDecodeError:
+        return None

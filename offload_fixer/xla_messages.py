@@ -1,0 +1,227 @@
+"""XLA's own message texts, each written once: what the compilers print, with the names left open.
+
+The analysis fills them in with XLA's names for the user's module (so a finding can be found
+in a TPU log with grep), the rule pages quote them, and ``explain`` and the oracle read logs
+and errors for them through :func:`pattern`. The texts are those of the released compilers
+(libtpu 0.0.42.1 / 0.0.50.1, jax-cuda12-plugin 0.10.2 / 0.12.0.1); where another version
+words one differently, the variant that ``explain`` also reads is written beside it.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass
+from typing import Literal
+
+Severity = Literal["error", "crash", "warning"]
+NAME = r"[\w.\-]+"
+FIELDS = {"name": r'[^"\s)]+', "start": NAME, "custom": r'[^"]+', "opcode": r"[\w\-]+", "index": r"[\d,\s]*", "count": r"\d+"}
+"""What each template field matches in a log."""
+
+
+@dataclass(frozen=True)
+class XlaMessage:
+    kind: str
+    """What happened, in one word-group: the key ``explain`` and the oracle report."""
+    template: str
+    """``str.format`` template: ``{name}`` an instruction or parameter, ``{opcode}``, ``{index}``."""
+    code: str | None
+    """The diagnostic code this message corresponds to, ``None`` for none."""
+    severity: Severity = "error"
+    """``error``: the compile fails with it; ``crash``: the compiler aborts; ``warning``: logged."""
+    status: str = "INVALID_ARGUMENT"
+    """How the status line starts when the compile fails with it; empty for a log line."""
+    stable: str | None = None
+    """The part of the template every version prints alike, when the rest varies."""
+    variants: tuple[str, ...] = ()
+    """Other wordings of the same message (older or newer XLA) that ``explain`` also reads."""
+
+    def format(self, **fields: object) -> str:
+        return self.template.format(**fields)
+
+    def placeholder(self) -> str:
+        """The text with its fields shown as placeholders, for documentation."""
+        return self.template.format(name="NAME", opcode="OPCODE", index="INDEX")
+
+    def pattern(self) -> re.Pattern[str]:
+        """A regular expression for the message in a log, with a ``name`` (or ``custom``)
+        group for the instruction it names; the wording after :attr:`stable` may vary."""
+        texts = [self.stable or self.template, *self.variants]
+        return re.compile("|".join(_regex(text, f"v{i}") for i, text in enumerate(texts)))
+
+
+def _regex(template: str, prefix: str) -> str:
+    """``template`` with literal text escaped and each field a group (named once, then a
+    back-reference), so one pattern per wording can sit in an alternation."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for literal, field, _, _ in _FORMATTER.parse(template):
+        out.append(re.escape(literal))
+        if field is None:
+            continue
+        group = f"{prefix}_{field}"
+        if field in seen:
+            out.append(f"(?P={group})")
+            continue
+        seen.add(field)
+        value = FIELDS[field]
+        out.append(f"(?P<{group}>{value})")
+    return "(?:" + "".join(out) + r")[^\n]*"
+
+
+def match_field(match: re.Match[str], field: str) -> str | None:
+    """The value of ``field`` in whichever wording of a message matched."""
+    for group, value in match.groupdict().items():
+        if group.split("_", 1)[1] == field and value is not None:
+            return value
+    return None
+
+
+_FORMATTER = string.Formatter()
+
+
+OUTPUT_NOT_HOST = XlaMessage(
+    "output-not-host",
+    "Tensor which is moved to host (starting from {name}) is returned from the entry computation "
+    "but the layout for this output is not set to host memory.",
+    "OFL1200",
+    variants=(
+        'Tensor which is moved to host (custom call "{custom}") is returned from the entry computation '
+        "but the layout for this output is not set to host memory.",
+    ),
+)
+HOST_COMPUTE = XlaMessage(
+    "device-compute-on-host",
+    'Found an instruction ("{name}") which does device compute in host memory space. Converting '
+    "into host compute. This is likely to have a very slow execution time. If you're using JAX, "
+    "use device_put() to move the inputs to the device so that computation happens on the device.",
+    "OFL1201",
+    severity="warning",
+    status="",
+    stable='Found an instruction ("{name}") which does device compute in host memory space.',
+)
+SLICE_ON_HOST = XlaMessage(
+    "slice-on-host",
+    "Encountered {opcode} on tensor which is in host memory. {name} does not move the tensor back "
+    "to device. {name} will be converted into host compute.",
+    "OFL1206",
+    severity="warning",
+    status="",
+)
+DUS_NOT_BROADCAST = XlaMessage(
+    "dus-not-broadcast",
+    "DynamicUpdateSlice \"{name}\"'s first operand is not the result of a broadcast.",
+    "OFL1202",
+)
+DUS_DEVICE_PARAMETER = XlaMessage(
+    "dus-device-parameter",
+    'Entry computation parameter "{name}" (shape index {{{index}}}) is not in host memory space.',
+    "OFL1202",
+)
+WHILE_CONDITION_COMPUTE = XlaMessage(
+    "while-condition",
+    'Tensor which is moved to host is used by an invalid instruction ("{name}") during while '
+    "condition body.",
+    "OFL1205",
+)
+WHILE_CONDITION_ROOT = XlaMessage(
+    "while-condition-root",
+    "Check failed: !tmp_shape_index.empty() Expected shape index to be non-empty.",
+    "OFL1205",
+    severity="crash",
+    status="",
+)
+PURE_MEMORY_OFFLOAD = XlaMessage(
+    "pure-memory-offload",
+    'Tensor which is moved to host (starting from {start}) is used by an instruction ("{name}") '
+    "which is not acceptable during pure memory offload.",
+    "OFL1201",
+    stable='is used by an instruction ("{name}") which is not acceptable during pure memory offload.',
+)
+HOST_COMPUTE_DISABLED = XlaMessage(
+    "host-compute-disabled", "Automatic host compute offloading is disabled.", "OFL1201"
+)
+MULTI_OPERAND_CHECK = XlaMessage(
+    "multi-operand-crash",
+    "Expecting instruction {name} to have 1 operand, but it has {count}.",
+    None,
+    severity="crash",
+    status="",
+    stable="Expecting instruction {name} to have 1 operand, but it has",
+)
+"""XLA's main-branch CHECK (openxla/xla#34565); no released compiler was seen to fail it."""
+FUSION_SHAPE = XlaMessage(
+    "gpu-host-fusion-shape",
+    "Fused computation shape (...) is not equal to the fusion shape (...:S(5))",
+    "OFL1207",
+    status="INTERNAL",
+    stable="Fused computation shape (",
+)
+HOST_COMPUTE_ALIAS = XlaMessage(
+    "tpu-host-compute-alias",
+    "Check failed: host_execute_operand_subshape == ShapeUtil::GetSubshape(host_instr->shape(), "
+    "host_execute_output_shape_index)",
+    "OFL1207",
+    severity="crash",
+    status="",
+    stable="Check failed: host_execute_operand_subshape ==",
+)
+CUSTOM_FUSION_BACKEND_CONFIG = XlaMessage(
+    "tpu-host-custom-fusion",
+    "RET_CHECK failure (.../cpu/thunk_emitter.cc) instruction->has_backend_config() Fusion must have "
+    "backend config",
+    "OFL1207",
+    status="INTERNAL",
+    stable="instruction->has_backend_config() Fusion must have backend config",
+)
+HOST_TUPLE_SHAPE = XlaMessage(
+    "gpu-host-tuple-shape",
+    "Expected instruction to have shape equal to (...), actual shape is (...S(5)...)",
+    "OFL1207",
+    status="INTERNAL",
+    stable="Expected instruction to have shape equal to (",
+)
+UNPINNED_PARAMETER = XlaMessage(
+    "tpu-unpinned-parameter",
+    "Shape mismatch between parameter number {index} and its operand in {name}",
+    "OFL1204",
+    status="INTERNAL",
+    stable="Shape mismatch between parameter number {index} and its operand in",
+)
+UNPINNED_OUTPUT = XlaMessage(
+    "tpu-unpinned-output", "Unimplemented DMA from hbm to hbm.", "OFL1204", status="FAILED_PRECONDITION"
+)
+SHAPE_CHANGING_ANNOTATION = XlaMessage(
+    "shape-changing-annotation",
+    "RET_CHECK failure (.../hlo_instruction.cc) ShapeUtil::CompatibleIgnoringFpPrecision(shape(), "
+    "new_producer->shape())",
+    "OFL1207",
+    status="INTERNAL",
+    stable="ShapeUtil::CompatibleIgnoringFpPrecision(shape(), new_producer->shape())",
+)
+
+HOST_OFFLOADER_MESSAGES: tuple[XlaMessage, ...] = (
+    OUTPUT_NOT_HOST,
+    DUS_NOT_BROADCAST,
+    DUS_DEVICE_PARAMETER,
+    WHILE_CONDITION_COMPUTE,
+    WHILE_CONDITION_ROOT,
+    PURE_MEMORY_OFFLOAD,
+    HOST_COMPUTE_DISABLED,
+    MULTI_OPERAND_CHECK,
+    HOST_COMPUTE,
+    SLICE_ON_HOST,
+)
+"""What the host offloader itself says, in the order ``explain`` looks for them."""
+BACKEND_MESSAGES: tuple[XlaMessage, ...] = (
+    FUSION_SHAPE,
+    HOST_COMPUTE_ALIAS,
+    CUSTOM_FUSION_BACKEND_CONFIG,
+    HOST_TUPLE_SHAPE,
+    UNPINNED_PARAMETER,
+    UNPINNED_OUTPUT,
+    SHAPE_CHANGING_ANNOTATION,
+)
+"""What the TPU and GPU backends say when they cannot build what the offloader decided."""
+ALL_MESSAGES = HOST_OFFLOADER_MESSAGES + BACKEND_MESSAGES

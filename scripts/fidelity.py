@@ -1,0 +1,99 @@
+"""How far the analysis agrees with the released compilers, corpus by corpus.
+
+Every program the repository holds (``tests/xla/corpora.py``: the trigger catalogue, XLA's
+own test modules, the examples broken and fixed, the rule pages' examples, the compiler
+probes) is lowered for each target and judged twice: by the analysis and by the installed
+compiler (libtpu for ``tpu``, JAX's CUDA plugin for ``gpu``). Prints, per corpus and
+compiler, the confusion matrix (compiler: E1200 / compiled / other error, against the
+analysis) and every disagreement, in outcome or in detail.
+
+    .venv/bin/python scripts/fidelity.py [--corpus NAME ...] [--target tpu|gpu ...]
+
+Exits 1 when any module disagrees, 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "xla"))
+
+import corpora  # noqa: E402
+from known_differences import known_difference  # noqa: E402
+
+from offload_fixer import analyze, xla  # noqa: E402
+from offload_fixer.xla.agreement import compare  # noqa: E402
+
+CLASSES = ("E1200", "compiled", "other")
+PLATFORMS = {"tpu": "tpu", "gpu": "cuda"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", action="append", choices=sorted(corpora.CORPORA))
+    parser.add_argument("--target", action="append", choices=sorted(PLATFORMS))
+    args = parser.parse_args(argv)
+    targets = args.target or ["tpu", "gpu"]
+    names = tuple(args.corpus) if args.corpus else None
+
+    import jax
+
+    print(f"jax {jax.__version__}")
+    judges = {}
+    for target in targets:
+        try:
+            judges[target] = xla.oracle(target)
+            judges[target].judge(_smallest_module(PLATFORMS[target]))
+            print(f"{target}: {judges[target].compiler}")
+        except xla.CompilerUnavailable as exc:
+            print(f"{target}: not judged ({exc})")
+            del judges[target]
+
+    matrices: dict[tuple[str, str], Counter] = {}
+    disagreements: list[str] = []
+    known: list[str] = []
+    skipped = 0
+    for program in corpora.programs(names):
+        if program.skip():
+            skipped += 1
+            continue
+        for target, judge in judges.items():
+            lowered = program.lower(PLATFORMS[target])
+            agreement = compare(analyze(lowered, target), judge.judge(lowered))
+            matrices.setdefault((program.corpus, target), Counter())[(agreement.xla, agreement.tool)] += 1
+            reason = known_difference(program.id, judge.compiler)
+            for difference in agreement.differences:
+                (known if reason else disagreements).append(f"{program.id} [{target}]: {difference}")
+
+    for (corpus, target), matrix in sorted(matrices.items()):
+        compiler = judges[target].compiler
+        total = sum(matrix.values())
+        agreeing = sum(n for (x, t), n in matrix.items() if x == t)
+        print(f"\n{corpus} / {compiler}: {total} modules, outcome agrees on {agreeing}")
+        print(f"  {'compiler says':<14}" + "".join(f"{'tool ' + c:>15}" for c in CLASSES))
+        for row in CLASSES:
+            print(f"  {row:<14}" + "".join(f"{matrix[(row, column)]:>15}" for column in CLASSES))
+    print(f"\n{len(disagreements)} disagreements ({skipped} programs the installed JAX cannot build)")
+    for line in disagreements:
+        print(f"  {line}")
+    if known:
+        print(f"{len(known)} known differences of an older compiler (tests/xla/known_differences.py)")
+        for line in known:
+            print(f"  {line}")
+    return 1 if disagreements else 0
+
+
+def _smallest_module(platform: str):
+    import jax
+    import jax.numpy as jnp
+
+    return jax.jit(lambda x: x + 1).trace(jax.ShapeDtypeStruct((8,), jnp.float32)).lower(lowering_platforms=(platform,))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

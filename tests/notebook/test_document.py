@@ -1,0 +1,69 @@
+"""A ``.ipynb`` read with nbformat, edited as text: positions in the file, byte-exact splices."""
+
+from __future__ import annotations
+
+import json
+
+import nbformat
+import pytest
+
+from offload_fixer.notebook import NotebookError, NotebookFile
+
+from .notebooks import notebook, source_lines
+
+
+def _file(tmp_path, nb, name="nb.ipynb", text=None):
+    path = tmp_path / name
+    path.write_text(text if text is not None else nbformat.writes(nb), encoding="utf-8")
+    return NotebookFile.read(str(path))
+
+
+def test_with_sources_changes_only_the_cell_source_lines(tmp_path):
+    nb = notebook(["md:# Título", "import jax", "def f(x):\n    return x  # ünïcode"])
+    file = _file(tmp_path, nb)
+    new = file.with_sources({3: "def f(x):\n    x = jax.device_put(x)\n    return x  # ünïcode"})
+    old_lines, new_lines = file.text.splitlines(keepends=True), new.splitlines(keepends=True)
+    edited = source_lines(file.text, "cell-3")
+    assert old_lines[: edited.start] == new_lines[: edited.start]
+    assert old_lines[edited.stop :] == new_lines[edited.stop + 1 :]
+    assert new_lines[edited.start + 2] == '    "    x = jax.device_put(x)\\n",\n'
+    assert "ünïcode" in new  # written as the file writes it: UTF-8, not \\u escapes
+    again = nbformat.reads(new, as_version=4)
+    assert again.cells[2].source == "def f(x):\n    x = jax.device_put(x)\n    return x  # ünïcode"
+    assert again.cells[2].outputs == nb.cells[2].outputs and again.metadata == nb.metadata
+
+
+def test_single_string_sources_and_ascii_files_keep_their_spelling(tmp_path):
+    nb = notebook(["x = 'é'", "y = 2"], outputs=False)
+    document = nbformat.v4.nbjson.JSONWriter().writes(nb)
+    data = json.loads(document)
+    data["cells"][1]["source"] = "y = 2\nz = 3"
+    text = json.dumps(data, indent=2, ensure_ascii=True)
+    file = _file(tmp_path, nb, text=text)
+    new = file.with_sources({2: "y = 20\nz = 3"})
+    assert '"source": "y = 20\\nz = 3"' in new
+    assert new.replace('"y = 20\\nz = 3"', '"y = 2\\nz = 3"') == text
+    assert "\\u00e9" in new
+
+
+def test_file_position_points_at_the_cell_text_in_the_json(tmp_path):
+    file = _file(tmp_path, notebook(["md:text", 'a = "\\"quoted\\""\nb = jax.device_put(a)']))
+    line, col = file.file_position(2, 2, 5)
+    assert file.text.splitlines()[line - 1][col - 1 :].startswith("jax.device_put(a)")
+    line, col = file.file_position(2, 1, 8)  # past the escaped backslash and quote
+    assert file.text.splitlines()[line - 1][col - 1 :].startswith("quoted")
+    line, col = file.file_position(2, 1, 6)
+    assert file.text.splitlines()[line - 1][col - 1 :].startswith('\\\\\\"quoted')
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("{not json", "not a Jupyter notebook"),
+        ('{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": 5, "extra": 1}', "not a valid notebook"),
+        ('{"nbformat": 3, "nbformat_minor": 0, "worksheets": [], "metadata": {}}', "nbformat 3"),
+    ],
+)
+def test_what_is_not_a_notebook_is_refused_with_a_reason(tmp_path, text, message):
+    with pytest.raises(NotebookError, match=message):
+        _file(tmp_path, None, text=text)

@@ -1,0 +1,287 @@
+"""Imports inside the project: shardings built in one module reach the jit in another."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from offload_fixer.static import check_paths, check_source
+from offload_fixer.static.project import Project, scan_imports
+
+from .helpers import LEGACY, PROPAGATION, TYPED
+
+SHARDINGS = """\
+import jax
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+MESH = jax.make_mesh((1,), ("data",))
+DEVICE = NamedSharding(MESH, P(), memory_kind="device")
+HOST = DEVICE.with_memory_kind("pinned_host")
+MOMENTS = {"mu": HOST, "nu": HOST}
+
+
+def state_shardings(offload):
+    moments = HOST if offload else DEVICE
+    return {"params": DEVICE, "mu": moments}
+
+
+def all_on_host(tree):
+    return jax.tree.map(lambda s: s.with_memory_kind("pinned_host"), tree)
+"""
+
+STEP = """\
+import jax
+
+
+def adam_like(params, mu, grads):
+    mu = jax.tree.map(lambda m, g: 0.9 * m + g, mu, grads)
+    return jax.tree.map(lambda p, m: p - 0.1 * m, params, mu), mu
+
+
+def train_step(state, grads):
+    params, mu = adam_like(state["params"], state["mu"], grads)
+    return {"params": params, "mu": mu}
+"""
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return root
+
+
+def codes(result) -> list[tuple[str, str]]:
+    return sorted((d.code, d.output_path) for d in result.diagnostics)
+
+
+def check(path: Path, version: str = PROPAGATION):
+    return check_source(path.read_bytes(), str(path), jax_version=version)
+
+
+def test_module_level_shardings_of_a_sibling_package_module(tmp_path):
+    write(tmp_path, {
+        "trainer/__init__.py": "",
+        "trainer/shardings.py": SHARDINGS,
+        "trainer/step.py": STEP + """
+from functools import partial
+from .shardings import DEVICE, MOMENTS
+
+
+@partial(jax.jit, in_shardings=({"params": DEVICE, "mu": MOMENTS["mu"]}, DEVICE), out_shardings=None)
+def jitted_step(state, grads):
+    return train_step(state, grads)
+""",
+    })
+    result = check(tmp_path / "trainer" / "step.py")
+    assert codes(result) == [("OFL1200", "['mu']"), ("OFL1200", "['params']")]
+    assert str(tmp_path / "trainer" / "shardings.py") in result.dependencies
+    d = result.diagnostics[0]
+    assert d.origin.kind == "host_argument" and d.origin.argument == "state['mu']"
+    assert "when" not in d.message
+
+
+def test_jit_of_a_function_from_another_module_with_shardings_from_a_third(tmp_path):
+    write(tmp_path, {
+        "trainer/__init__.py": "",
+        "trainer/shardings.py": SHARDINGS,
+        "trainer/step.py": STEP,
+        "trainer/main.py": """\
+            import jax
+            from trainer import shardings
+            from trainer.step import train_step
+
+
+            def main(offload):
+                s = shardings.state_shardings(offload)
+                return jax.jit(train_step, in_shardings=(s, shardings.DEVICE), out_shardings=None)
+            """,
+    })
+    main = tmp_path / "trainer" / "main.py"
+    result = check(main)
+    assert codes(result) == [("OFL1200", "['mu']"), ("OFL1200", "['params']")]
+    d = next(d for d in result.diagnostics if d.output_path == "['mu']")
+    # The branch in shardings.py decides: the finding says when it holds, and where.
+    assert d.message.endswith(f"when `offload` is true ({tmp_path / 'trainer' / 'shardings.py'}:11)")
+    assert "configured" in d.explanation
+    # Each node is reported in its own file; the fix edits the jitted function's file.
+    assert d.origin.span.path == str(main) and d.origin.span.line == 8
+    assert d.return_span.path == str(tmp_path / "trainer" / "step.py") and d.return_span.line == 11
+    assert d.function.name == "train_step" and d.function.path == str(tmp_path / "trainer" / "step.py")
+    import hashlib
+
+    assert d.source_sha256 == hashlib.sha256((tmp_path / "trainer" / "step.py").read_bytes()).hexdigest()
+
+
+def test_a_constant_flag_decides_the_branch(tmp_path):
+    write(tmp_path, {
+        "shardings.py": SHARDINGS,
+        "step.py": STEP,
+        "train.py": """\
+            import jax
+            import shardings
+            from step import train_step
+
+            OFFLOAD = {flag}
+            step = jax.jit(train_step, in_shardings=(shardings.state_shardings(OFFLOAD), shardings.DEVICE))
+            """,
+    })
+    train = tmp_path / "train.py"
+    for flag, expected in (("True", 2), ("False", 0)):
+        train.write_text(train.read_text().replace("{flag}", flag).replace("True", flag).replace("False", flag))
+        result = check(train)
+        assert len(result.diagnostics) == expected, flag
+        assert all("when" not in d.message for d in result.diagnostics)
+
+
+def test_script_style_imports_and_tree_map_over_a_sharding_tree(tmp_path):
+    write(tmp_path, {
+        "shardings.py": SHARDINGS,
+        "run.py": """\
+            import jax
+            from shardings import all_on_host, DEVICE
+
+            STATE = all_on_host({"params": DEVICE, "opt": DEVICE})
+
+
+            @jax.jit
+            def helper(x):
+                return x
+
+
+            def step(state):
+                return jax.tree.map(lambda x: x * 2, state)
+
+
+            compiled = jax.jit(step, in_shardings=(STATE,)).lower
+            """,
+    })
+    assert codes(check(tmp_path / "run.py", LEGACY)) == [("OFL1200", "['opt']"), ("OFL1200", "['params']")]
+
+
+def test_relative_parent_imports_and_package_attributes(tmp_path):
+    write(tmp_path, {
+        "pkg/__init__.py": "from .config import KIND\n",
+        "pkg/config.py": 'KIND = "pinned_host"\n',
+        "pkg/sub/__init__.py": "",
+        "pkg/sub/train.py": """\
+            import jax
+            from jax.sharding import SingleDeviceSharding
+            from .. import KIND
+            from .. import config
+
+
+            @jax.jit
+            def f(x):
+                return jax.device_put(x, SingleDeviceSharding(jax.devices()[0], memory_kind=KIND)) * 2
+
+
+            @jax.jit
+            def g(x):
+                return jax.device_put(x, SingleDeviceSharding(jax.devices()[0], memory_kind=config.KIND)) + 1
+            """,
+    })
+    result = check(tmp_path / "pkg" / "sub" / "train.py")
+    assert sorted(d.function.name for d in result.diagnostics) == ["f", "g"]
+
+
+def test_names_the_project_does_not_define_stay_unknown(tmp_path):
+    write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/a.py": "import jax\nfrom .b import *\nfrom .missing import THING\n",
+        "pkg/b.py": "from .a import *\n",  # an import cycle
+        "pkg/train.py": """\
+            import jax
+            from .a import THING, OTHER
+            from . import nothing_here
+
+
+            @jax.jit
+            def f(x):
+                return jax.device_put(x, THING) * jax.device_put(x, OTHER) + nothing_here.host
+            """,
+    })
+    assert check(tmp_path / "pkg" / "train.py").diagnostics == ()
+
+
+def test_modeled_libraries_are_never_project_modules(tmp_path):
+    # A checked tree that holds a package named like JAX: its names stay JAX's.
+    write(tmp_path, {
+        "jax/__init__.py": "def device_put(x, s):\n    return x\n",
+        "train.py": """\
+            import jax
+            from jax.sharding import NamedSharding
+
+
+            @jax.jit
+            def f(x):
+                return jax.device_put(x, NamedSharding(None, None, memory_kind="pinned_host")) * 2
+            """,
+    })
+    assert codes(check(tmp_path / "train.py")) == [("OFL1200", "")]
+
+
+def test_check_paths_selects_files_by_what_they_import(tmp_path):
+    write(tmp_path, {
+        "shardings.py": SHARDINGS,
+        "step.py": STEP,
+        "train.py": """\
+            import jax
+            import shardings
+            from step import train_step
+
+            step = jax.jit(train_step, in_shardings=(shardings.state_shardings(True), shardings.DEVICE))
+            """,
+        "unrelated.py": "import jax\n\n@jax.jit\ndef f(x):\n    return x * 2\n",
+        "hosts.py": "import jax\nfrom tensors import HostTensors\n\n@jax.jit\ndef f(x):\n    return x.HostTensors\n",
+    })
+    results = {Path(r.path).name: r for r in check_paths([str(tmp_path)], jax_version=TYPED)}
+    assert results["train.py"].analysed and len(results["train.py"].diagnostics) == 2
+    # No host spelling in it or in anything it imports: not even parsed.
+    assert not results["unrelated.py"].analysed and not results["hosts.py"].analysed
+    assert not results["step.py"].analysed  # `jit` appears nowhere in it
+
+
+def test_parallel_check_resolves_imports_in_its_workers(tmp_path):
+    write(tmp_path, {
+        "shardings.py": SHARDINGS,
+        "step.py": STEP,
+        "a.py": "import jax, shardings, step\nf = jax.jit(step.train_step, in_shardings=(shardings.state_shardings(1), None))\n",
+        "b.py": "import jax, shardings, step\ng = jax.jit(step.train_step, in_shardings=(shardings.state_shardings(0), None))\n",
+    })
+    serial = [(r.path, codes(r)) for r in check_paths([str(tmp_path)], jax_version=LEGACY)]
+    parallel = [(r.path, codes(r)) for r in check_paths([str(tmp_path)], jax_version=LEGACY, jobs=2)]
+    assert serial == parallel
+    assert dict(serial)[str(tmp_path / "a.py")] and not dict(serial)[str(tmp_path / "b.py")]
+
+
+def test_a_project_sees_a_module_edited_on_disk(tmp_path):
+    write(tmp_path, {"shardings.py": SHARDINGS, "step.py": STEP, "train.py": """\
+        import jax, shardings, step
+        f = jax.jit(step.train_step, in_shardings=(shardings.state_shardings(True), None))
+        """})
+    project = Project()
+    train = tmp_path / "train.py"
+    assert len(check_source(train.read_text(), str(train), jax_version=LEGACY, project=project).diagnostics) == 2
+    shardings = tmp_path / "shardings.py"
+    shardings.write_text(SHARDINGS.replace('"pinned_host"', '"device"'))
+    os.utime(shardings, ns=(1, 1))  # a new stamp even within the clock's resolution
+    assert check_source(train.read_text(), str(train), jax_version=LEGACY, project=project).diagnostics == ()
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("import a.b as c, d\n", [(0, "a.b", ()), (0, "d", ())]),
+        ("from ..x.y import (\n    p,\n    q as r,\n)\n", [(2, "x.y", ("p", "q"))]),
+        ("    from . import z  # comment\n", [(1, "", ("z",))]),
+        ("from m import *\n", [(0, "m", ())]),
+        ("x = 1\n", []),
+    ],
+)
+def test_imports_are_read_from_text(text, expected):
+    assert [(i.level, i.module, i.names) for i in scan_imports(text.encode())] == expected

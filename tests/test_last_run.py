@@ -1,0 +1,89 @@
+"""``offload-fixer run`` leaves its findings for the editor, which shows them with their fixes.
+
+The run is the installed command, in a project directory; the editor is pytest-lsp's client
+talking to the language server over stdio (the helpers of ``test_lsp.py``). The fixture
+program moves its host weights through ``jax.checkpoint``, where the static check does not
+look, so what the editor shows there comes from the run.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from offload_fixer import jax_compat, last_run
+from offload_fixer.lsp.dynamic import line_moves
+from offload_fixer.static import check_source
+from tests.test_lsp import Editor, copy_fixture, quick_fixes, vscode  # noqa: F401 - the fixture
+
+COMMAND = str(Path(sys.executable).parent / "offload-fixer")
+needs_host_memory = pytest.mark.skipif(
+    not jax_compat.host_memory_on_this_backend(), reason="the program needs pinned_host memory (JAX >= 0.5 on CPU)"
+)
+
+
+def run(program: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([COMMAND, "run", program.name], cwd=program.parent, capture_output=True, text=True,
+                          timeout=300)
+
+
+@needs_host_memory
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_a_run_appears_in_the_editor_with_its_fix_and_goes_when_its_line_is_edited(vscode: LanguageClient,
+                                                                                         tmp_path):
+    program = copy_fixture("checkpointed_stream.py", tmp_path)
+    assert check_source(program.read_bytes(), str(program)).diagnostics == ()  # the static check is silent
+    done = run(program)
+    assert done.returncode == 1, done.stderr
+    report = tmp_path / ".offload-fixer" / "last-run.json"
+    assert list(json.loads(report.read_text())["sources"]) == [str(program)]
+
+    editor = Editor(vscode, program)
+    editor.open()
+    (diagnostic,) = [d for d in await editor.diagnostics() if d.code == "OFL1200"]
+    declared = next(i for i, line in enumerate(editor.text.splitlines()) if "in_shardings=(ON_HOST,)" in line)
+    assert diagnostic.range.start.line == declared
+    assert diagnostic.message.endswith("[found by `offload-fixer run`]")
+
+    # An edit elsewhere moves the finding with its line.
+    editor.change("# training utilities\n" + editor.text)
+    (moved,) = [d for d in await editor.diagnostics() if d.code == "OFL1200"]
+    assert moved.range.start.line == declared + 1
+
+    # Its quick fix (the planner's: declare the output host memory) is offered and applies.
+    fixes = quick_fixes(await editor.actions([moved]))
+    assert {"host", "suppress"} <= set(fixes)
+    fixed = editor.edited((await editor.resolved(fixes["host"])).edit)
+    assert "out_shardings=ON_HOST" in fixed
+
+    # Editing the line it names makes it go: the run no longer describes this text.
+    editor.change(fixed)
+    assert [d for d in await editor.diagnostics() if d.code == "OFL1200"] == []
+
+
+def test_every_run_writes_the_default_report_in_the_project(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    nested = tmp_path / "src" / "demo"
+    nested.mkdir(parents=True)
+    program = nested / "train.py"
+    program.write_text("print('no jit here')\n")
+    done = run(program)
+    assert done.returncode == 0, done.stderr
+    report = tmp_path / last_run.DIRECTORY / last_run.FILE_NAME
+    assert json.loads(report.read_text())["reports"] == []
+    assert (tmp_path / last_run.DIRECTORY / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert last_run.find_for(program) == report
+    assert last_run.report_path_for(program) == report
+
+
+def test_lines_are_found_again_by_their_neighbours():
+    recorded = {2: ("a = 1", "b = 2", "c = 3"), 5: ("", "return x", ""), 7: ("x", "edited", "y")}
+    lines = ["# new", "a = 1", "b = 2", "c = 3", "", "", "return x", ""]
+    assert line_moves(recorded, lines) == {2: 3, 5: 7}

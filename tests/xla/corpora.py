@@ -1,0 +1,178 @@
+"""Every program the repository holds, as modules a compiler can judge: the oracle's corpora.
+
+Each :class:`Program` lowers itself for a target on this CPU machine (``tpu`` or ``cuda``
+lowering), the same module the analysis reads and the released compiler compiles. The
+fidelity tests (``tests/xla/test_fidelity.py``) and ``scripts/fidelity.py`` both read them
+from here, so the figures the script prints are those the tests assert.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import itertools
+import pkgutil
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+TESTS = Path(__file__).resolve().parents[1]
+ROOT = TESTS.parent
+for folder in (TESTS / "analysis", TESTS / "examples", TESTS / "xla"):
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+
+
+@dataclass(frozen=True)
+class Program:
+    corpus: str
+    name: str
+    lower: Callable[[str], Any]
+    """Platform (``tpu``/``cuda``) -> a ``Lowered`` or StableHLO text."""
+    skip: Callable[[], str | None] = lambda: None
+    """Why the installed JAX cannot build this program, if it cannot."""
+
+    @property
+    def id(self) -> str:
+        return f"{self.corpus}/{self.name}"
+
+
+def _lower(fn: Any, args: tuple[Any, ...], platform: str) -> Any:
+    from offload_fixer import jax_compat
+
+    return jax_compat.lower_for_platform(fn, args, {}, platform)
+
+
+# -- the trigger catalogue -----------------------------------------------------------------
+def catalogue() -> Iterator[Program]:
+    import catalogue as package
+    import jax
+
+    for info in pkgutil.iter_modules(package.__path__):
+        for case in importlib.import_module(f"catalogue.{info.name}").CASES:
+            yield Program(
+                "catalogue",
+                case.name,
+                lambda platform, case=case: _lower(jax.jit(case.fn, **case.jit()), case.args(), platform),
+                lambda case=case: _catalogue_skip(case),
+            )
+
+
+def _catalogue_skip(case: Any) -> str | None:
+    import jax
+
+    kinds = {m.kind for m in jax.devices()[0].addressable_memories()}
+    missing = [kind for kind in case.needs if kind not in kinds]
+    if missing:
+        return f"JAX {jax.__version__} on {jax.devices()[0].platform} has no {', '.join(missing)} memory"
+    return case.skip_if()
+
+
+# -- XLA's own test modules ----------------------------------------------------------------
+XLA_CASES = TESTS / "analysis" / "xla_cases"
+
+
+def xla_cases() -> Iterator[Program]:
+    for path in sorted(XLA_CASES.glob("*.mlir")):
+        yield Program("xla_cases", path.stem, lambda platform, path=path: path.read_text())
+
+
+# -- the examples, broken and fixed --------------------------------------------------------
+EXAMPLES = ROOT / "examples"
+_module_names = itertools.count()
+
+
+def import_program(path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(f"_offload_fixer_corpus_{next(_module_names)}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def examples() -> Iterator[Program]:
+    from examples_support import ARGUMENTS, SKIP_REASON, jax_runs_examples
+
+    paths = sorted(EXAMPLES.glob("*.py")) + sorted((EXAMPLES / "fixed").glob("*.py"))
+    for path in paths:
+        example = path.name.split(".")[0]
+        label = path.stem if path.parent == EXAMPLES else f"fixed/{path.stem}"
+        for function, build_args in ARGUMENTS[example].items():
+            yield Program(
+                "examples",
+                f"{label}:{function}",
+                lambda platform, path=path, function=function, build_args=build_args: _lower_example(
+                    path, function, build_args, platform
+                ),
+                lambda: None if jax_runs_examples() else SKIP_REASON,
+            )
+
+
+_example_modules: dict[Path, Any] = {}
+
+
+def _lower_example(path: Path, function: str, build_args: Callable[[Any], Any], platform: str) -> Any:
+    if path not in _example_modules:
+        _example_modules[path] = import_program(path)
+    module = _example_modules[path]
+    return _lower(getattr(module, function), tuple(build_args(module)), platform)
+
+
+# -- the rule pages' examples --------------------------------------------------------------
+def rule_examples() -> Iterator[Program]:
+    from offload_fixer.rules import all_rules
+
+    for rule in all_rules():
+        for kind in ("invalid", "valid"):
+            yield Program(
+                "rules",
+                f"{rule.code}:{kind}",
+                lambda platform, rule=rule, kind=kind: _lower_rule_example(rule, kind, platform),
+                lambda rule=rule, kind=kind: _rule_example_skip(rule, kind),
+            )
+
+
+def _rule_example_skip(rule: Any, kind: str) -> str | None:
+    """The examples build shardings in host memory on the local device, which JAX's CPU
+    backend offers only from 0.7 (earlier ones run on the accelerator they describe)."""
+    from offload_fixer import jax_compat
+
+    source = rule.invalid_example() if kind == "invalid" else rule.valid_example()
+    if "memory_kind=" in source and not jax_compat.host_memory_on_this_backend():
+        return "the example builds a host-memory sharding, which this JAX's CPU backend lacks"
+    return None
+
+
+def _lower_rule_example(rule: Any, kind: str, platform: str) -> Any:
+    source = rule.invalid_example() if kind == "invalid" else rule.valid_example()
+    namespace: dict[str, Any] = {}
+    exec(compile(source, f"<{rule.code} {kind} example>", "exec"), namespace)
+    return _lower(namespace["f"], tuple(namespace["args"]), platform)
+
+
+# -- the probes of the released compilers' behaviour ----------------------------------------
+def probes() -> Iterator[Program]:
+    import probes as module
+
+    for probe in module.PROBES:
+        yield Program(
+            "probes",
+            probe.name,
+            lambda platform, probe=probe: module.lower(probe, platform),
+            lambda probe=probe: module.skip_reason(probe),
+        )
+
+
+CORPORA: dict[str, Callable[[], Iterator[Program]]] = {
+    "catalogue": catalogue,
+    "xla_cases": xla_cases,
+    "examples": examples,
+    "rules": rule_examples,
+    "probes": probes,
+}
+
+
+def programs(names: tuple[str, ...] | None = None) -> list[Program]:
+    return [program for name, corpus in CORPORA.items() if names is None or name in names for program in corpus()]

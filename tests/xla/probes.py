@@ -1,0 +1,332 @@
+"""Programs that pin what the released compilers do where XLA's sources say otherwise.
+
+Each probe is a small jitted program and what libtpu and the CUDA plugin were measured to
+do with it (``compiled``, ``E1200`` or ``other``: another rejection or an abort). The model's
+corrections (``offload_fixer/analysis``, ``docs/xla-host-offloader.md``) rest on them:
+``tests/xla/test_probes.py`` holds the analysis to each expectation on every machine, and
+``tests/xla/test_fidelity.py`` holds the expectation, and the analysis, to the compilers
+wherever they are installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+COMPILED, E1200, OTHER = "compiled", "E1200", "other"
+
+
+@dataclass(frozen=True)
+class Probe:
+    name: str
+    why: str
+    fn: Callable[..., Any]
+    args: Callable[[], tuple[Any, ...]]
+    expect: dict[str, str]
+    """Target (``tpu``/``gpu``) -> the compile outcome the released compilers give."""
+    jit: Callable[[], dict[str, Any]] = dict
+    typed_only: bool = False
+    """The program needs memory spaces in types (JAX >= 0.7.1)."""
+    unless: Callable[[Any], dict[str, str]] | None = None
+    """For an ``XlaGeneration`` that decides otherwise: the outcomes it gives instead."""
+
+
+def both(outcome: str) -> dict[str, str]:
+    return {"tpu": outcome, "gpu": outcome}
+
+
+# -- shardings and shapes, built lazily (they need a live backend) -------------------------
+def _cpu():
+    import jax
+
+    return jax.devices()[0]
+
+
+def host():
+    import jax
+
+    return jax.sharding.SingleDeviceSharding(_cpu(), memory_kind="pinned_host")
+
+
+def unpinned():
+    import jax
+
+    return jax.sharding.SingleDeviceSharding(_cpu(), memory_kind="unpinned_host")
+
+
+def device():
+    import jax
+
+    return jax.sharding.SingleDeviceSharding(_cpu(), memory_kind="device")
+
+
+def host_move():
+    from offload_fixer.jax_compat import memory_move_target
+
+    return memory_move_target("pinned_host")
+
+
+def unpinned_move():
+    from offload_fixer.jax_compat import memory_move_target
+
+    return memory_move_target("unpinned_host")
+
+
+def device_move():
+    from offload_fixer.jax_compat import memory_move_target
+
+    return memory_move_target("device")
+
+
+def shapes(*dims: tuple[int, ...], dtype: str = "float32") -> Callable[[], tuple[Any, ...]]:
+    def build() -> tuple[Any, ...]:
+        import jax
+        import jax.numpy as jnp
+
+        return tuple(jax.ShapeDtypeStruct(d, getattr(jnp, dtype)) for d in dims)
+
+    return build
+
+
+def index_arg() -> Any:
+    import jax
+    import jax.numpy as jnp
+
+    return jax.ShapeDtypeStruct((), jnp.int32)
+
+
+V = (8, 128)
+M = (128, 128)
+LAYERS = (3, 128, 128)
+
+
+# -- the programs ----------------------------------------------------------------------------
+def _put(x, target):
+    import jax
+
+    return jax.device_put(x, target)
+
+
+def root_move(x):
+    return _put(x, host_move())
+
+
+def root_unpinned_move(x):
+    return _put(x, unpinned_move())
+
+
+def tuple_unpinned_move(x):
+    return _put(x, unpinned_move()), x
+
+
+def unpinned_move_times_two(x):
+    return _put(x, unpinned_move()) * 2, x
+
+
+def host_move_times_two(x):
+    return _put(x, host_move()) * 2, x
+
+
+def times_two(x):
+    return x * 2
+
+
+def identity_pair(x, y):
+    return x, y + 1
+
+
+def slice_returned(x):
+    return x[0:4]
+
+
+def slice_in_tuple(x, y):
+    return x[0:4], y
+
+
+def slice_then_multiply(x):
+    return x[0:4] * 2
+
+
+def dynamic_slice_returned(x, i):
+    from jax import lax
+
+    return lax.dynamic_slice_in_dim(x, i, 4)
+
+
+def reshape_returned(x):
+    return x.reshape(1024)
+
+
+def transpose_of_move(x):
+    return _put(x, host_move()).T, x
+
+
+def constant_index_set(x):
+    return _put(x, host_move()).at[0].set(1.0), x
+
+
+def dynamic_index_set(x, i):
+    return _put(x, host_move()).at[i].set(1.0), x
+
+
+def accumulate_at_index(x):
+    return _put(x, host_move()).at[0].add(1.0), x
+
+
+def set_into_fresh_buffer(x):
+    import jax.numpy as jnp
+
+    return _put(jnp.zeros_like(x), host_move()).at[0].set(x[0]), x
+
+
+def while_condition_on_host(rows):
+    import jax.numpy as jnp
+    from jax import lax
+
+    history = _put(jnp.zeros_like(rows), host_move())
+
+    def keep_going(state):
+        i, history = state
+        return (i < rows.shape[0]) & (jnp.sum(history) < 1e6)
+
+    def write_row(state):
+        i, history = state
+        row = _put(rows[i] * 2, host_move())
+        return i + 1, lax.dynamic_update_slice(history, row[None], (i, 0))
+
+    return lax.while_loop(keep_going, write_row, (0, history))[1]
+
+
+def matmul(w, x):
+    return x @ w
+
+
+def scan_layers(w, x):
+    import jax.numpy as jnp
+    from jax import lax
+
+    def layer(h, wi):
+        return jnp.tanh(h @ wi), None
+
+    return lax.scan(layer, x, w)[0]
+
+
+def loop_over_host_weights(w, x):
+    from jax import lax
+
+    return lax.fori_loop(0, 3, lambda i, h: h @ w, x)
+
+
+def loop_on_host_carry(w):
+    from jax import lax
+
+    return lax.fori_loop(0, 3, lambda i, h: h @ h, w)
+
+
+def elementwise_carry(w):
+    from jax import lax
+
+    return lax.scan(lambda c, _: (c * 2, None), w, None, length=3)[0]
+
+
+def gather_rows(w, i):
+    return w[i]
+
+
+def sine(w):
+    import jax.numpy as jnp
+
+    return jnp.sin(w)
+
+
+PROBES: tuple[Probe, ...] = (
+    # root repair
+    Probe("root_move", "a move to host that is the whole single output is repaired", root_move,
+          shapes(V), both(COMPILED), jit=lambda: {"out_shardings": device()}),
+    Probe("root_unpinned_move", "repaired too, for unpinned_host", root_unpinned_move, shapes(V), both(COMPILED)),
+    Probe("tuple_unpinned_move", "in a tuple of outputs the same move is error 1200", tuple_unpinned_move,
+          shapes(V), both(E1200), typed_only=True),
+    Probe("unpinned_move_times_two", "a move to unpinned_host is a move to host", unpinned_move_times_two,
+          shapes(V), both(E1200), typed_only=True),
+    Probe("host_move_times_two", "no released compiler aborts on a two-operand starting instruction",
+          host_move_times_two, shapes(V), both(COMPILED), typed_only=True),
+    # unpinned_host parameters and outputs: S(6) on TPU
+    Probe("unpinned_argument_computed", "libtpu cannot compute on an unpinned_host argument", times_two,
+          shapes(V), {"tpu": OTHER, "gpu": COMPILED}, jit=lambda: {"in_shardings": unpinned()}),
+    Probe("unpinned_argument_returned", "an unpinned_host argument passed through compiles", identity_pair,
+          shapes(V, V), both(COMPILED), jit=lambda: {"in_shardings": (unpinned(), device())}),
+    Probe("device_value_to_unpinned_output", "libtpu (up to jax 0.11's) has no copy from device into an "
+          "unpinned_host output", times_two, shapes(V), {"tpu": OTHER, "gpu": COMPILED},
+          jit=lambda: {"in_shardings": device(), "out_shardings": unpinned()},
+          unless=lambda xla: None if xla.tpu_unpinned_output_from_device_fails else both(COMPILED)),
+    Probe("host_argument_to_unpinned_output", "an unpinned_host output is not host memory: error 1200",
+          times_two, shapes(V), both(E1200), jit=lambda: {"in_shardings": host(), "out_shardings": unpinned()}),
+    # slices of host values
+    Probe("slice_returned", "a slice of a host argument returned is a DMA", slice_returned, shapes(V),
+          both(COMPILED), jit=lambda: {"in_shardings": host()}),
+    Probe("slice_in_tuple", "the same inside a tuple of outputs", slice_in_tuple, shapes(V, V), both(COMPILED),
+          jit=lambda: {"in_shardings": (host(), device())}),
+    Probe("slice_then_multiply", "a slice computed on is host compute: error 1200", slice_then_multiply,
+          shapes(V), both(E1200), jit=lambda: {"in_shardings": host()}),
+    Probe("dynamic_slice_returned", "a dynamic slice returned is a DMA", dynamic_slice_returned,
+          lambda: (*shapes(V)(), index_arg()), both(COMPILED), jit=lambda: {"in_shardings": (host(), device())}),
+    Probe("reshape_returned", "a reshape is a bitcast: the host argument reaches the output", reshape_returned,
+          shapes(V), both(E1200), jit=lambda: {"in_shardings": host()}),
+    Probe("transpose_of_move", "TPU folds a transpose into a layout, XLA:GPU computes it on the host",
+          transpose_of_move, shapes(V), both(COMPILED), typed_only=True),
+    # scatters
+    Probe("constant_index_set", "a constant-index set becomes a DUS of the device argument", constant_index_set,
+          shapes(V), both(OTHER), typed_only=True),
+    Probe("set_into_fresh_buffer", "a DUS into a fresh broadcast is allocated in host memory",
+          set_into_fresh_buffer, shapes(V), both(COMPILED), typed_only=True),
+    Probe("dynamic_index_set", "XLA:GPU cannot build a dynamic-index scatter in host memory", dynamic_index_set,
+          lambda: (*shapes(V)(), index_arg()), {"tpu": COMPILED, "gpu": OTHER}, typed_only=True),
+    Probe("accumulate_at_index", "nor an accumulating one", accumulate_at_index, shapes(V),
+          {"tpu": COMPILED, "gpu": OTHER}, typed_only=True),
+    # loops
+    Probe("while_condition_on_host", "a loop condition computed from host memory aborts the compiler",
+          while_condition_on_host, shapes((4, 128)), both(OTHER), typed_only=True),
+    # host compute the backends cannot build
+    Probe("matmul_on_host", "XLA:GPU cannot build a dot in host memory", matmul, shapes(M, M),
+          {"tpu": COMPILED, "gpu": OTHER}, jit=lambda: {"in_shardings": (host(), device()), "out_shardings": host()}),
+    Probe("scan_over_host_layers", "libtpu aborts on a dot in a loop mixing host and device memory", scan_layers,
+          shapes(LAYERS, V), both(OTHER), jit=lambda: {"in_shardings": (host(), device()), "out_shardings": host()}),
+    Probe("loop_over_host_weights", "the same with a loop-invariant host operand", loop_over_host_weights,
+          shapes(M, V), both(OTHER), jit=lambda: {"in_shardings": (host(), device()), "out_shardings": host()}),
+    Probe("loop_on_host_carry", "a dot of host values in a loop compiles on TPU", loop_on_host_carry,
+          shapes(M), {"tpu": COMPILED, "gpu": OTHER}, jit=lambda: {"in_shardings": host(), "out_shardings": host()}),
+    Probe("elementwise_carry", "elementwise host compute in a loop compiles", elementwise_carry, shapes(M),
+          both(COMPILED), jit=lambda: {"in_shardings": host(), "out_shardings": host()}),
+    Probe("gather_on_host", "libtpu cannot build a gather in host memory", gather_rows,
+          lambda: (*shapes(M)(), *shapes((4,), dtype="int32")()),
+          {"tpu": OTHER, "gpu": COMPILED}, jit=lambda: {"in_shardings": (host(), device()), "out_shardings": host()}),
+    Probe("elementwise_on_host", "elementwise host compute compiles (and is warned of)", sine, shapes(M),
+          both(COMPILED), jit=lambda: {"in_shardings": host(), "out_shardings": host()}),
+)
+
+
+def expected(probe: Probe, target: str, generation: Any) -> str:
+    """What the compilers of ``generation`` (a ``jax_compat.XlaGeneration``) do with ``probe``."""
+    instead = probe.unless(generation) if probe.unless else None
+    return (instead or probe.expect)[target]
+
+
+def skip_reason(probe: Probe) -> str | None:
+    import jax
+
+    from offload_fixer import jax_compat
+
+    if not jax_compat.host_memory_on_this_backend():
+        return f"JAX {jax.__version__}'s CPU backend has no pinned_host memory for these programs"
+    if probe.typed_only and jax_compat.regime() is not jax_compat.Regime.TYPED:
+        return "the program relies on memory spaces in types (JAX >= 0.7.1)"
+    return None
+
+
+def lower(probe: Probe, platform: str) -> Any:
+    import jax
+
+    from offload_fixer import jax_compat
+
+    return jax_compat.lower_for_platform(jax.jit(probe.fn, **probe.jit()), probe.args(), {}, platform)
