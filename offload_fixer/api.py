@@ -17,7 +17,7 @@ __all__ = ["check", "function_ref", "is_jitted", "python_function"]
 
 
 def check(
-    fn: Callable[..., Any], *args: Any, target: str = "tpu", **kwargs: Any
+    fn: Callable[..., Any], *args: Any, target: str = "tpu", confirm: bool = False, **kwargs: Any
 ) -> Report:
     """Analyse ``fn(*args, **kwargs)`` as it would compile for ``target`` (tpu or gpu).
 
@@ -25,7 +25,11 @@ def check(
     ``in_shardings``, ``out_shardings``, ``donate_argnums`` and static arguments. Arguments
     may be arrays, NumPy arrays or ``jax.ShapeDtypeStruct``s (with shardings): nothing runs,
     the function is only traced and lowered. The keyword ``target`` is taken by ``check``;
-    a function with its own ``target`` parameter receives it positionally.
+    a function with its own ``target`` parameter receives it positionally, and so for
+    ``confirm``: with ``confirm=True`` the released compiler of the target (libtpu, JAX's CUDA
+    plugin) compiles the module too, and each diagnostic says whether it agrees
+    (``Diagnostic.confirmed``, ``Report.xla``); without that compiler installed it raises
+    :class:`offload_fixer.xla.CompilerUnavailable`, whose message gives the install command.
     """
     from offload_fixer import jax_compat
     from offload_fixer.analysis import analyze
@@ -35,7 +39,12 @@ def check(
     lowered = jax_compat.lower_for_platform(
         fn, args, kwargs, jax_compat.lowering_platform(target)
     )
-    return analyze(lowered, target=target, function=function_ref(fn))
+    report = analyze(lowered, target=target, function=function_ref(fn))
+    if confirm:
+        from offload_fixer.xla.confirm import confirm as confirm_report
+
+        report = confirm_report(report, lowered)
+    return report
 
 
 def is_jitted(fn: Any) -> bool:

@@ -20,6 +20,8 @@ class ExitCode(enum.IntEnum):
     """A fix was refused: read-only file, file changed since analysis, or the result would not compile."""
     UNSUPPORTED_JAX = 6
     """The installed or requested JAX version is one offload-fixer does not model."""
+    NO_COMPILER = 7
+    """``--confirm``: the released compiler of the target is not installed (or does not start)."""
     INTERRUPTED = 130
     """Interrupted with Ctrl-C (SIGINT), the shell's 128 + 2; ``run``: the program was."""
     TERMINATED = 143

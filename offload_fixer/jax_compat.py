@@ -1,6 +1,6 @@
 """The one place that knows how JAX versions differ.
 
-Three regimes decide how JAX assigns memory kinds to outputs (see ``shared/spec/jax-versions.md``):
+Three regimes decide how JAX assigns memory kinds to outputs (see ``docs/jax-versions.md``):
 
 * ``LEGACY`` (<= 0.4.28): never inferred; a result is host only if ``out_shardings`` says so.
 * ``PROPAGATION`` (0.4.29 - 0.7.0): a small propagation pass with rules for ``device_put``,

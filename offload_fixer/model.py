@@ -141,6 +141,10 @@ class Diagnostic:
     source: Literal["dynamic", "static"] = "dynamic"
     source_sha256: str | None = None
     """Hash of the function's source file when it was analysed: a fix refuses a file that changed."""
+    confirmed: bool | None = None
+    """With ``--confirm``: whether the released compiler agrees (``None``: not asked)."""
+    xla_message: str | None = None
+    """With ``--confirm``: what the compiler said of this finding, in its own words."""
 
     def to_dict(self) -> dict[str, Any]:
         return _to_jsonable(self)
@@ -166,6 +170,11 @@ class Report:
     """The compile outcome the analysis predicts (XLA's first error), for comparison with XLA."""
     xla_generation: str | None = None
     """The released compilers the analysis modelled (those that pair with the installed jaxlib)."""
+    xla: XlaVerdict | None = None
+    """With ``--confirm``: the released compiler's verdict on the module."""
+    unpredicted: tuple[str, ...] = ()
+    """With ``--confirm``: where the compiler disagrees with the analysis, in words (a rejection
+    the analysis did not predict, an error it predicted that XLA does not give...)."""
 
     @property
     def errors(self) -> tuple[Diagnostic, ...]:
@@ -405,5 +414,6 @@ _FIELD_TYPES.update(
         ("Report", "function"): (FunctionRef, False),
         ("Report", "outputs"): (OutputInfo, True),
         ("Report", "predicted"): (Prediction, False),
+        ("Report", "xla"): (XlaVerdict, False),
     }
 )

@@ -63,6 +63,27 @@ EXIT_PROGRAM_FAILED = 3
 REPORT_FILE_VERSION = 1
 
 
+@dataclass(frozen=True)
+class AbstractCall:
+    """A checked compilation's function and its arguments as shapes and shardings: enough to
+    lower the function again, from its fixed source, without the program's data."""
+
+    fun: Any
+    args: tuple
+    kwargs: dict
+
+
+def _abstract(args: tuple) -> tuple:
+    import jax
+
+    def shape_of(leaf: Any) -> Any:
+        if hasattr(leaf, "shape") and hasattr(leaf, "dtype"):
+            return jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=getattr(leaf, "sharding", None))
+        return leaf
+
+    return jax.tree_util.tree_map(shape_of, args)
+
+
 @dataclass
 class RunResult:
     target: str
@@ -84,6 +105,8 @@ class RunResult:
     """The program ended with ``KeyboardInterrupt`` (Ctrl-C)."""
     texts: dict[str, str] = field(default_factory=dict)
     """Those files' text as it was hashed: the report keeps the lines its findings name."""
+    calls: dict[int, AbstractCall] = field(default_factory=dict)
+    """With ``--confirm``: for each report (by its index), the call to lower again once fixed."""
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -104,7 +127,7 @@ class RunResult:
 class CompilationChecker:
     """Lowers each distinct compilation once for the target and collects the reports."""
 
-    def __init__(self, target: str):
+    def __init__(self, target: str, confirm: bool = False):
         import jax
         from jax._src.core import trace_state_clean
 
@@ -115,6 +138,12 @@ class CompilationChecker:
         self.platform = jax_compat.lowering_platform(target)
         self.active = True
         self.result = RunResult(target=target)
+        self.confirm = confirm
+        """Also compile each compilation with the released compiler (``--confirm``)."""
+        if confirm:
+            from offload_fixer import xla
+
+            xla.oracle(target).spawn()  # its start-up overlaps the program's
         self.leaf_signature = LeafSignatures()
         self.tree_flatten = jax.tree_util.tree_flatten
         self.outside_any_trace = trace_state_clean
@@ -160,6 +189,10 @@ class CompilationChecker:
                 report = analyze(
                     lowered, target=self.target, function=function_ref(fun)
                 )
+                if self.confirm:
+                    from offload_fixer.xla.confirm import confirm
+
+                    report = confirm(report, lowered)
             except Exception as exc:  # noqa: BLE001 - the tool must never break the program
                 if not quiet:
                     self.warn(
@@ -167,7 +200,7 @@ class CompilationChecker:
                     )
                 return
             self.result.checked += 1
-            self._add(report)
+            self._add(report, AbstractCall(fun, _abstract(args), dict(kwargs)) if self.confirm else None)
 
     def check_eager(self, fun: Any, args_flat: Sequence[Any], out_flat: Sequence[Any],
                     lower: Callable[[str], Any]) -> None:
@@ -194,7 +227,12 @@ class CompilationChecker:
         function = FunctionRef(f"{name} (eager)", where[0] if where else None, where[1] if where else None)
         with self._lock:
             try:
-                report = analyze(lower(self.platform), target=self.target, function=function)
+                lowered = lower(self.platform)
+                report = analyze(lowered, target=self.target, function=function)
+                if self.confirm:
+                    from offload_fixer.xla.confirm import confirm
+
+                    report = confirm(report, lowered)
             except Exception as exc:  # noqa: BLE001 - the tool must never break the program
                 self.warn(f"could not check the eager {name} for {self.target}: {_one_line(exc)}")
                 return
@@ -206,7 +244,7 @@ class CompilationChecker:
             if message not in self.result.tool_warnings:
                 self.result.tool_warnings.append(message)
 
-    def _add(self, report: Report) -> None:
+    def _add(self, report: Report, call: AbstractCall | None = None) -> None:
         key: Any = (report.function, report.diagnostics)
         try:
             hash(key)
@@ -215,6 +253,8 @@ class CompilationChecker:
         if key in self._report_keys:
             return
         self._report_keys.add(key)
+        if call is not None:
+            self.result.calls[len(self.result.reports)] = call
         self.result.reports.append(report)
         for path in report_paths(report):
             if path not in self.result.sources:
@@ -591,6 +631,7 @@ def run_program(
     argv: Sequence[str] = (),
     target: str = "tpu",
     is_module: bool = False,
+    confirm: bool = False,
     finish: Callable[[RunResult], Any] | None = None,
 ) -> RunResult:
     """Run ``program`` (a script path, or a module name with ``is_module``) as ``__main__`` and
@@ -613,7 +654,7 @@ def run_program(
         raise UsageError(f"no such file: {program}")
     import jax  # noqa: F401  (jax's own jits are created before the patch, on purpose)
 
-    checker = CompilationChecker(target)
+    checker = CompilationChecker(target, confirm=confirm)
     result = checker.result
     ending = _Ending(checker, finish)
     threads_before = set(threading.enumerate())

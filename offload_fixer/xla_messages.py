@@ -70,6 +70,25 @@ def _regex(template: str, prefix: str) -> str:
     return "(?:" + "".join(out) + r")[^\n]*"
 
 
+_PREFIX_ONLY = re.compile(r"^[A-Z_]+:\s*(E\d+: \w+:)?\s*$")
+
+
+def summary(message: str, limit: int = 300) -> str:
+    """The line of a compiler's error that says what went wrong (not the status line alone,
+    nor XLA's "Suspected Python Code Location" frames)."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    status = ""
+    for line in lines:
+        if _PREFIX_ONLY.match(line):
+            status = status or line.split(":", 1)[0] + ": "
+            continue
+        if line.startswith(("Suspected Python Code Location", "See https://")) or "[<module>]" in line:
+            break
+        text = line if ":" in line[:40] else status + line
+        return text if len(text) <= limit else text[: limit - 3] + "..."
+    return lines[0] if lines else ""
+
+
 def match_field(match: re.Match[str], field: str) -> str | None:
     """The value of ``field`` in whichever wording of a message matched."""
     for group, value in match.groupdict().items():
@@ -167,6 +186,15 @@ HOST_COMPUTE_ALIAS = XlaMessage(
     status="",
     stable="Check failed: host_execute_operand_subshape ==",
 )
+HOST_ASYNC_SHAPE = XlaMessage(
+    "tpu-host-async-shape",
+    "The async-start expects the shape of operand 0 to match the async shape at index {{0}} (... vs ...S(5))",
+    "OFL1207",
+    status="INTERNAL",
+    stable="The async-start expects the shape of operand 0 to match the async shape",
+)
+"""How libtpu also fails on a loop's dot mixing host and device memory, once the loop is
+differentiated (the host compute becomes an async host call)."""
 CUSTOM_FUSION_BACKEND_CONFIG = XlaMessage(
     "tpu-host-custom-fusion",
     "RET_CHECK failure (.../cpu/thunk_emitter.cc) instruction->has_backend_config() Fusion must have "
@@ -217,6 +245,7 @@ HOST_OFFLOADER_MESSAGES: tuple[XlaMessage, ...] = (
 BACKEND_MESSAGES: tuple[XlaMessage, ...] = (
     FUSION_SHAPE,
     HOST_COMPUTE_ALIAS,
+    HOST_ASYNC_SHAPE,
     CUSTOM_FUSION_BACKEND_CONFIG,
     HOST_TUPLE_SHAPE,
     UNPINNED_PARAMETER,

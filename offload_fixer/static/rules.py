@@ -1,4 +1,4 @@
-"""From returned abstract values to Diagnostics: the trigger catalogue of jax-versions.md.
+"""From returned abstract values to Diagnostics: the trigger catalogue of docs/jax-versions.md.
 
 A host leaf that reaches an output is an error when the output's memory kind is device, and
 whether JAX declares it device depends on the regime, the origin and what happened on the way:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from offload_fixer.model import Report, XlaVerdict
+from offload_fixer.xla_messages import summary
 
 Outcome = Literal["E1200", "compiled", "other", "unknown"]
 HOST_COMPUTE_CODES = ("OFL1201", "OFL1206")
@@ -49,7 +50,7 @@ def compare(report: Report, verdict: XlaVerdict) -> Agreement:
     if xla == "unknown":
         differences.append(f"the compiler gave no verdict: {verdict.message}")
     elif tool != xla:
-        said = f": {verdict.message.strip().splitlines()[-1]}" if verdict.message.strip() else ""
+        said = f": {summary(verdict.message)}" if verdict.message.strip() else ""
         differences.append(f"the analysis predicts {tool}, {verdict.compiler} says {xla}{said}")
     elif xla == "E1200":
         if verdict.instruction and predicted.instruction != verdict.instruction:

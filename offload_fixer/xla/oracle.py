@@ -61,6 +61,7 @@ class Oracle:
         self.target = compiler_target(target)
         self.python = python or os.environ.get(PYTHON_ENV) or sys.executable
         self._process: subprocess.Popen[str] | None = None
+        self._starting: subprocess.Popen[str] | None = None
         self._log_dir: str | None = None
         self._lock = threading.Lock()
         self._cache: dict[str, XlaVerdict] = {}
@@ -68,10 +69,14 @@ class Oracle:
         self.jax_version = ""
 
     # -- process ------------------------------------------------------------------------
-    def start(self) -> subprocess.Popen[str]:
-        """The compiler process, started if it is not running; raises :class:`CompilerUnavailable`."""
+    def spawn(self) -> None:
+        """Start the compiler process without waiting for it: its start-up (seconds) then
+        overlaps whatever the caller does before its first question. Raises
+        :class:`CompilerUnavailable` at once when no compiler is installed."""
         if self._process is not None and self._process.poll() is None:
-            return self._process
+            return
+        if self._starting is not None:
+            return
         if self.python == sys.executable:
             installed = compilers.installed(self.target)
             if installed is None:
@@ -86,7 +91,7 @@ class Oracle:
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         self._log_dir = tempfile.mkdtemp(prefix="offload-fixer-xla-")
-        process = subprocess.Popen(
+        self._starting = subprocess.Popen(
             [self.python, "-m", "offload_fixer.xla.worker", "--target", self.target, "--log-dir", self._log_dir],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -95,6 +100,14 @@ class Oracle:
             encoding="utf-8",
             env=env,
         )
+
+    def start(self) -> subprocess.Popen[str]:
+        """The compiler process, started if it is not running; raises :class:`CompilerUnavailable`."""
+        if self._process is not None and self._process.poll() is None:
+            return self._process
+        self.spawn()
+        process, self._starting = self._starting, None
+        assert process is not None
         hello = self._read(process, START_TIMEOUT_S)
         if hello is None or not hello.get("ready"):
             process.kill()
@@ -118,6 +131,10 @@ class Oracle:
         return json.loads(result[0])
 
     def close(self) -> None:
+        if self._starting is not None:
+            self._starting.kill()
+            self._starting.wait()
+            self._starting = None
         process, self._process = self._process, None
         if process is not None and process.poll() is None:
             process.stdin.close()

@@ -1,4 +1,4 @@
-"""The trigger catalogue of ``jax-versions.md``, lowered for TPU on this CPU and analysed.
+"""The trigger catalogue of ``docs/jax-versions.md``, lowered for TPU on this CPU and analysed.
 
 For the installed JAX (its regime picks the catalogue column) each program must get the
 row's verdict: ``E`` means exactly the row's output gets OFL1200, traced to the source line of

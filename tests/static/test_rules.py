@@ -1,4 +1,4 @@
-"""The trigger catalogue of jax-versions.md, one test per row visible in source, with the
+"""The trigger catalogue of docs/jax-versions.md, one test per row visible in source, with the
 verdict asserted for each regime (<=0.4.28 / 0.4.29-0.7.0 / >=0.7.1)."""
 
 from __future__ import annotations

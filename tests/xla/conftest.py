@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-HERE = str(Path(__file__).parent)
-if HERE not in sys.path:
-    sys.path.insert(0, HERE)
+for folder in (Path(__file__).parent, Path(__file__).parents[1] / "examples", Path(__file__).parents[1] / "analysis"):
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
 
 REQUIRED = {t for t in os.environ.get("OFFLOAD_FIXER_REQUIRE_COMPILERS", "").split(",") if t}
 

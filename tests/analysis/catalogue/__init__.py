@@ -1,4 +1,4 @@
-"""The trigger catalogue of ``shared/spec/jax-versions.md`` as real JAX programs.
+"""The trigger catalogue of ``docs/jax-versions.md`` as real JAX programs.
 
 Every module here holds one catalogue row: small jitted programs (``CASES``) and what the row
 predicts for each JAX regime. ``tests/analysis/test_trigger_catalogue.py`` lowers each program

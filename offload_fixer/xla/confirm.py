@@ -1,0 +1,88 @@
+"""``--confirm``: each finding of a compilation checked by the released compiler of its target.
+
+XLA stops at its first error and names one tensor. To confirm every output the analysis says
+error 1200 reaches, the module is compiled again with each output XLA rejects declared host
+memory, until XLA compiles it or fails for another reason: the outputs it rejected on the way
+are exactly those that fail, and the last verdict decides the other findings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from offload_fixer.model import Diagnostic, Report, XlaVerdict
+from offload_fixer.xla.agreement import compare
+from offload_fixer.xla.oracle import Oracle, module_text, oracle
+
+WARNING_CODES = ("OFL1201", "OFL1206")
+
+
+def confirm(report: Report, source: Any, judge: Oracle | None = None) -> Report:
+    """``report`` (the analysis of ``source``) with the compiler's verdict on every finding."""
+    judge = judge or oracle(report.target)
+    text = module_text(source)
+    first = judge.judge(text)
+    rejected: dict[int, str] = {}
+    verdict = first
+    warned = bool(first.host_compute or first.host_slices)
+    for _ in range(len(report.outputs) + 1):
+        index = _error_1200_output(verdict, report)
+        if index is None or index in rejected:
+            break
+        rejected[index] = verdict.message
+        text = with_host_output(text, index)
+        verdict = judge.judge(text)
+        warned = warned or bool(verdict.host_compute or verdict.host_slices)
+    diagnostics = tuple(_confirmed(d, rejected, verdict, warned) for d in report.diagnostics)
+    return replace(report, diagnostics=diagnostics, xla=first, unpredicted=compare(report, first).differences)
+
+
+def _error_1200_output(verdict: XlaVerdict, report: Report) -> int | None:
+    """The output XLA's error 1200 is about: its trace's end, else the output the analysis
+    traced from the instruction XLA names."""
+    if verdict.code != "OFL1200":
+        return None
+    if verdict.output_index is not None:
+        return verdict.output_index
+    for diagnostic in report.by_code("OFL1200"):
+        if verdict.instruction and f"starting from {verdict.instruction})" in diagnostic.message:
+            return diagnostic.output_index
+    return None
+
+
+def _confirmed(diagnostic: Diagnostic, rejected: dict[int, str], last: XlaVerdict, warned: bool) -> Diagnostic:
+    if diagnostic.code == "OFL1200":
+        message = rejected.get(diagnostic.output_index) if diagnostic.output_index is not None else None
+        return replace(diagnostic, confirmed=message is not None, xla_message=message)
+    if diagnostic.code in WARNING_CODES:
+        return replace(diagnostic, confirmed=warned)
+    if diagnostic.severity == "error":
+        agrees = last.outcome in ("rejected", "aborted") and last.code == diagnostic.code
+        return replace(diagnostic, confirmed=agrees, xla_message=last.message or None)
+    return diagnostic
+
+
+def with_host_output(text: str, index: int) -> str:
+    """The module with output ``index`` declared host memory (``pinned_host``)."""
+    from jaxlib.mlir import ir
+
+    from offload_fixer.ir.module import make_context
+
+    context = make_context()
+    module = ir.Module.parse(text, context=context)
+    main = next(op.operation for op in module.body.operations if _symbol(op.operation) == "main")
+    attrs = list(ir.ArrayAttr(main.attributes["res_attrs"])) if "res_attrs" in main.attributes else []
+    results = len(ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).results)
+    attrs += [ir.DictAttr.get({}, context=context)] * (results - len(attrs))
+    entries = {named.name: named.attr for named in ir.DictAttr(attrs[index])}
+    entries["mhlo.memory_kind"] = ir.StringAttr.get("pinned_host", context=context)
+    attrs[index] = ir.DictAttr.get(entries, context=context)
+    main.attributes["res_attrs"] = ir.ArrayAttr.get(attrs, context=context)
+    return module.operation.get_asm(enable_debug_info=True)
+
+
+def _symbol(op: Any) -> str | None:
+    from jaxlib.mlir import ir
+
+    return ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else None

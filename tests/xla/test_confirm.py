@@ -1,0 +1,107 @@
+"""``confirm``: findings checked by the released compiler, fixes compiled before they are written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import pytest
+from examples_support import ARGUMENTS, import_example, jax_runs_examples
+
+import offload_fixer
+from offload_fixer import jax_compat
+from offload_fixer.model import FunctionRef
+from offload_fixer.xla.confirm import confirm, with_host_output
+from offload_fixer.xla.fixed import compile_fixed
+
+examples = pytest.mark.skipif(not jax_runs_examples(), reason="the examples target JAX >= 0.10")
+
+
+@examples
+@pytest.mark.parametrize("name", ["optimizer_offload_broken", "param_streaming_broken", "unpinned_host_trap"])
+def test_every_error_1200_of_the_broken_examples_is_confirmed(name, judge):
+    module = import_example(name)
+    (function, build), = ARGUMENTS[name].items()
+    report = offload_fixer.check(getattr(module, function), *build(module), target=judge.target, confirm=True)
+    errors = report.by_code("OFL1200")
+    assert errors and all(d.confirmed for d in errors)
+    assert all("is returned from the entry computation" in d.xla_message for d in errors)
+    assert report.xla is not None and report.xla.code == "OFL1200"
+    assert report.unpredicted == ()
+
+
+def test_a_compilation_the_analysis_gets_wrong_is_said_so(judge):
+    """The analysis' report of another module, confirmed against this one: the compiler's
+    rejection is reported as one the analysis did not predict."""
+    cpu = jax.devices()[0]
+    if not jax_compat.host_memory_on_this_backend():
+        pytest.skip("needs pinned_host shardings on the CPU backend")
+    host = jax.sharding.SingleDeviceSharding(cpu, memory_kind="pinned_host")
+    platform = "tpu" if judge.target == "tpu" else "cuda"
+    vector = jax.ShapeDtypeStruct((8, 128), jnp.float32)
+    clean = jax.jit(lambda x: x + 1).trace(vector).lower(lowering_platforms=(platform,))
+    broken = jax.jit(lambda x: x * 2, in_shardings=host).trace(vector).lower(lowering_platforms=(platform,))
+    report = confirm(offload_fixer.analyze(clean, judge.target), broken, judge)
+    assert report.xla.code == "OFL1200"
+    assert report.unpredicted and "the analysis predicts compiled" in report.unpredicted[0]
+
+
+def test_declaring_an_output_host_memory_is_what_xla_then_accepts(tpu_compiler):
+    if not jax_compat.host_memory_on_this_backend():
+        pytest.skip("needs pinned_host shardings on the CPU backend")
+    host = jax.sharding.SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")
+    vector = jax.ShapeDtypeStruct((8, 128), jnp.float32)
+    lowered = jax.jit(lambda x, y: (x * 2, y), in_shardings=(host, None)).trace(vector, vector).lower(
+        lowering_platforms=("tpu",))
+    assert tpu_compiler.judge(lowered).code == "OFL1200"
+    assert tpu_compiler.judge(with_host_output(lowered.as_text(debug_info=True), 0)).outcome == "compiled"
+
+
+BROKEN = """\
+import jax
+import jax.numpy as jnp
+from jax import lax
+from jax.sharding import SingleDeviceSharding
+
+HOST = SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")
+
+
+def layers(w, x):
+    def layer(h, wi):
+        return jnp.tanh(h @ wi), None
+
+    return lax.scan(layer, x, w)[0]
+
+
+step = jax.jit(layers, in_shardings=(HOST, None){out})
+"""
+
+
+@pytest.mark.skipif(not jax_compat.host_memory_on_this_backend(), reason="needs pinned_host shardings on CPU")
+@pytest.mark.parametrize(
+    "out, confirmed",
+    [
+        # Declaring the output host memory ends error 1200, but libtpu cannot build the dot of
+        # device activations with host weights in the loop: refused.
+        (", out_shardings=HOST", False),
+        # Moving the weights to device first (the device fix) compiles.
+        (None, True),
+    ],
+)
+def test_a_fix_is_compiled_from_the_fixed_file_before_it_is_written(tmp_path: Path, out, confirmed, tpu_compiler):
+    path = tmp_path / "train.py"
+    path.write_text(BROKEN.format(out=""))
+    fixed = BROKEN.format(out=out) if out is not None else BROKEN.format(out="").replace(
+        "    return lax.scan(layer, x, w)[0]",
+        "    w = jax.device_put(w, jax.memory.Space.Device)\n    return lax.scan(layer, x, w)[0]",
+    )
+    if out is None and not jax_compat.spelling().memory_space_api:
+        pytest.skip("the device fix is spelled with jax.memory.Space here")
+    args = (jax.ShapeDtypeStruct((3, 128, 128), jnp.float32), jax.ShapeDtypeStruct((8, 128), jnp.float32))
+    check = compile_fixed(str(path), fixed, FunctionRef("layers", str(path), 9), args, {}, "tpu")
+    assert check.confirmed is confirmed, check.reason
+    if not confirmed:
+        assert "still rejects the fixed `layers`" in check.reason
+    assert path.read_text() == BROKEN.format(out="")  # nothing is written here
+    assert [p.name for p in tmp_path.iterdir()] == ["train.py"]  # the temporary copy is gone
