@@ -33,7 +33,7 @@ def fix_variants(count: int, seed: int, run: bool) -> tuple[Counter, list[str]]:
 
 
 def cli_table() -> tuple[Counter, list[str]]:
-    from tests.fuzz.bad_input import CASES, can_make_append_only, can_make_unreadable, run_case
+    from tests.fuzz.bad_input import CASES, can_make_append_only, can_make_unreadable, has_pinned_host, run_case
 
     counts: Counter = Counter()
     details = []
@@ -41,7 +41,8 @@ def cli_table() -> tuple[Counter, list[str]]:
         with tempfile.TemporaryDirectory(prefix="offload-fixer-bad-input-") as tmp:
             directory = Path(tmp)
             if (case.needs_unreadable and not can_make_unreadable()) or (
-                    case.name == "fix-append-only-file" and not can_make_append_only(directory)):
+                    case.name == "fix-append-only-file" and not can_make_append_only(directory)) or (
+                    case.needs_pinned_host and not has_pinned_host()):
                 counts["rows skipped"] += 1
                 continue
             problem, _ = run_case(case, directory)

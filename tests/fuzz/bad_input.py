@@ -70,6 +70,15 @@ class Case:
     check: Callable[[Path, subprocess.CompletedProcess], str | None] | None = None
     """Anything else that must hold; returns what is wrong."""
     needs_unreadable: bool = False
+    needs_pinned_host: bool = False
+    """The program runs a jit with a pinned_host sharding: this JAX's CPU build must have one."""
+
+
+def has_pinned_host() -> bool:
+    """Whether JAX's CPU backend here has pinned_host memory (from JAX 0.5) for programs to run with."""
+    import jax
+
+    return "pinned_host" in {m.kind for m in jax.devices()[0].addressable_memories()}
 
 
 def run_case(case: Case, directory: Path) -> tuple[str | None, subprocess.CompletedProcess | None]:
@@ -341,11 +350,13 @@ CASES: tuple[Case, ...] = (
          ExitCode.USAGE, _report_marker_absent),
     Case("run-program-ends-with-os-exit",
          lambda d: (_write(d, "p.py", RUNNABLE + "\nprint(scaled(jax.numpy.ones(2)))\nimport os\nos._exit(0)\n"),
-                    ["run", "--report", "report.json", "p.py"])[1], ExitCode.FINDINGS, _report_written),
+                    ["run", "--report", "report.json", "p.py"])[1], ExitCode.FINDINGS, _report_written,
+         needs_pinned_host=True),
     Case("run-jit-in-a-thread-that-outlives-the-script",
          lambda d: (_write(d, "p.py", RUNNABLE + "\nimport threading, time\n\ndef later():\n    time.sleep(0.5)\n"
                            "    print(scaled(jnp.ones(2)))\n\nthreading.Thread(target=later).start()\n"),
-                    ["run", "--report", "report.json", "p.py"])[1], ExitCode.FINDINGS, _report_written),
+                    ["run", "--report", "report.json", "p.py"])[1], ExitCode.FINDINGS, _report_written,
+         needs_pinned_host=True),
     # explain
     Case("explain-log-is-a-directory", lambda d: ["explain", "."], ExitCode.INPUT_ERROR),
     Case("explain-missing-log", lambda d: ["explain", "no-such.log"], ExitCode.INPUT_ERROR),
