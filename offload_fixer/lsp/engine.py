@@ -30,7 +30,7 @@ _CACHE_SIZE = 16
 MAX_DOCUMENT_CHARS = 1_000_000
 """Larger documents are not analysed as you type: the check runs at roughly 0.1-0.2 MB/s on
 one core (libcst's parse dominates), so a 5 MB file would take about a minute after every
-change. They are refused with a message instead (``scripts/fuzz.py`` times both)."""
+change. They are refused with a message instead (``benchmarks/lsp_latency.py --large`` times both)."""
 
 
 @dataclass(frozen=True)
