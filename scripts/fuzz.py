@@ -71,6 +71,7 @@ def interrupted_fixes(runs: int, files: int, seed: int) -> tuple[Counter, list[s
             counts[f"by {outcome.signal.name if hasattr(outcome.signal, 'name') else outcome.signal}"] += 1
             counts["files left original"] += outcome.original
             counts["files fully fixed"] += outcome.fixed
+            counts["runs stopped while writing (some files fixed, some original)"] += 0 < outcome.fixed < files
             counts["files half-written"] += len(outcome.half_written)
             counts["files lost"] += len(outcome.lost)
             counts["temporary files left after SIGKILL"] += len(outcome.left_behind) if outcome.signal == 9 else 0
