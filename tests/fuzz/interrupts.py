@@ -4,6 +4,12 @@ random point leaves every file as it was or fully fixed, never in between.
 A first run, uninterrupted, gives each file's fixed bytes and how long the run takes; every
 later run starts from fresh copies and is signalled somewhere inside that time. Some files
 have a second hard link, so both ways of writing (rename, and in place) are interrupted.
+
+A signal that arrives while the interpreter is still importing the command (its first tenth
+of a second or so, longer on a loaded machine) meets Python's own handlers, as in every
+Python program: a ``KeyboardInterrupt`` traceback from ``importlib``, or death by SIGTERM,
+before any file is read. Runs are signalled after that start-up, measured each time as twice
+what ``offload-fixer check --help`` takes at that moment.
 """
 
 from __future__ import annotations
@@ -72,6 +78,13 @@ def make_tree(directory: Path, files: int) -> dict[str, bytes]:
     return originals
 
 
+def start_up_s() -> float:
+    """Seconds the command takes to start and leave without work (``check --help``), now."""
+    start = time.perf_counter()
+    subprocess.run([ENTRY, "check", "--help"], capture_output=True, env=_env(), timeout=120, check=True)
+    return time.perf_counter() - start
+
+
 def command() -> list[str]:
     return [ENTRY, "check", "--fix", "--unsafe-fixes", "--jax-version", OLD, "-j", "1", "-q", "src"]
 
@@ -100,8 +113,9 @@ def interrupt_once(directory: Path, originals: dict[str, bytes], fixed: dict[str
     shutil.rmtree(directory / "links", ignore_errors=True)
     make_tree(directory, len(originals))
     chosen = rng.choice(SIGNALS)
-    # start-up takes ~1 s of the run; signal somewhere in the work that follows
-    delay = rng.uniform(0.3, max(duration_s, 0.5))
+    # signal somewhere in the work that follows the interpreter's start-up
+    start_up = 2 * start_up_s()
+    delay = rng.uniform(start_up, max(duration_s, start_up + 0.2))
     process = subprocess.Popen(command(), cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
     time.sleep(delay)
     process.send_signal(chosen)
