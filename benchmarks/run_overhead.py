@@ -78,7 +78,7 @@ def write_program(directory: Path, functions: int) -> Path:
     return path
 
 
-def timed(command: list[str]) -> tuple[float, float, str]:
+def timed(command: list[str]) -> tuple[float, float, str, str]:
     env = dict(
         os.environ,
         PYTHONPATH=os.pathsep.join(
@@ -102,7 +102,7 @@ def timed(command: list[str]) -> tuple[float, float, str]:
         for line in proc.stdout.splitlines()
         if line.startswith("steady ")
     )
-    return elapsed, steady, proc.stdout
+    return elapsed, steady, proc.stdout, proc.stderr
 
 
 def main() -> None:
@@ -114,23 +114,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         program = write_program(Path(directory), options.functions)
         plain = [sys.executable, str(program), str(options.calls)]
-        checked = [
-            sys.executable,
-            "-c",
-            "from offload_fixer.runner import main; main()",
-            str(program),
-            str(options.calls),
-        ]
+        checked = [sys.executable, "-m", "offload_fixer", "run", "--format", "concise",
+                   str(program), str(options.calls)]
         runs: dict[str, list[tuple[float, float]]] = {"plain": [], "checked": []}
         summary = ""
         for _ in range(
             options.repeats
         ):  # interleaved, so machine load affects both alike
-            elapsed, steady, _ = timed(plain)
+            elapsed, steady, _, _ = timed(plain)
             runs["plain"].append((elapsed, steady))
-            elapsed, steady, stdout = timed(checked)
+            elapsed, steady, _, stderr = timed(checked)
             runs["checked"].append((elapsed, steady))
-            summary = stdout.strip().splitlines()[-1]
+            summary = next(line for line in stderr.splitlines() if "distinct compilation" in line)
     medians = {
         name: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs))
         for name, rs in runs.items()

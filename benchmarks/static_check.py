@@ -8,6 +8,7 @@ Every tool runs as a fresh process, start-up included, as a pre-commit hook or C
 
     .venv/bin/python benchmarks/static_check.py            # medians of 5 runs, fixit once
     .venv/bin/python benchmarks/static_check.py --skip-fixit --repeat 10
+    .venv/bin/python benchmarks/static_check.py --compare-jobs   # `check -j 1` against its default
 
 Targets: at least 10x faster than ``fixit lint``, no slower than ``ruff check --select ALL``.
 """
@@ -100,12 +101,45 @@ def tool(name: str) -> str:
     return found
 
 
+def compare_jobs(trees: dict[str, list[str]], repeat: int) -> None:
+    """``offload-fixer check`` with ``-j 1``, its default and one process per core, interleaved
+    run by run so that machine load falls on all three alike; medians."""
+    command = [tool("offload-fixer"), "check", "--quiet", "--exit-zero"]
+    variants = {"-j 1": ["-j", "1"], "default": [], f"-j {os.cpu_count()}": ["-j", str(os.cpu_count())]}
+    for label, roots in trees.items():
+        times: dict[str, list[float]] = {name: [] for name in variants}
+        for _ in range(repeat):
+            for name, extra in variants.items():
+                start = time.perf_counter()
+                subprocess.run([*command, *extra, *roots], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                times[name].append(time.perf_counter() - start)
+        medians = {name: statistics.median(values) for name, values in times.items()}
+        cells = "  ".join(f"{name} {seconds:6.3f} s" for name, seconds in medians.items())
+        print(f"{label:44s} {cells}  default / -j 1: {medians['default'] / medians['-j 1']:.2f}")
+
+
+def offloading_tree(destination: Path, megabytes: float) -> tuple[int, int]:
+    """Copies of the examples (every one offloads) up to ``megabytes``: a repository where every
+    file reaches the parser, the case a pool is for."""
+    sources = sorted((REPO / "examples").glob("*.py"))
+    files = size = 0
+    while size < megabytes * 1e6:
+        for source in sources:
+            shutil.copyfile(source, destination / f"{source.stem}_{files}.py")
+            files += 1
+            size += source.stat().st_size
+    return files, size
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=5, help="runs of offload-fixer and ruff (median)")
     parser.add_argument("--fixit-repeat", type=int, default=1, help="runs of fixit lint (minutes each)")
     parser.add_argument("--jobs", type=int, default=1, help="processes for the static check")
     parser.add_argument("--skip-fixit", action="store_true")
+    parser.add_argument("--compare-jobs", action="store_true",
+                        help="only time `offload-fixer check` with -j 1, its default and -j <cores>, on this "
+                             "tree and on trees where every file offloads")
     parser.add_argument("--without-prefilter", action="store_true",
                         help="also time parsing and analysing every file that mentions jit, as a "
                              "repository where every file offloads would cost")
@@ -116,6 +150,15 @@ def main() -> None:
         files, size = copy_tree(package_dirs(), tree)
         roots = [str(tree / name) for name in PACKAGES]
         print(f"tree: {files} files, {size / 1e6:.1f} MB ({', '.join(PACKAGES)}), {os.cpu_count()} CPUs")
+        if args.compare_jobs:
+            trees = {f"{', '.join(PACKAGES)} ({files} files)": roots}
+            for megabytes in (0.3, 1.5, 3.0):
+                offloading = tree / f"offloading-{megabytes}"
+                offloading.mkdir()
+                count, total = offloading_tree(offloading, megabytes)
+                trees[f"every file offloads ({count} files, {total / 1e6:.1f} MB)"] = [str(offloading)]
+            compare_jobs(trees, args.repeat)
+            return
 
         ours, output = timed([sys.executable, "-c", CHECK, str(args.jobs), *roots], args.repeat, REPO)
         summary = json.loads(output)

@@ -9,7 +9,8 @@ from typing import Any
 
 from offload_fixer.model import Diagnostic, FunctionRef, Origin, Report, Span, Step
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
+"""The one place the version is written (pyproject.toml reads it); releases are tagged ``v<version>``."""
 __all__ = ["analyze", "check", "Diagnostic", "FunctionRef", "Origin", "Report", "Span", "Step", "__version__"]
 
 

@@ -1,71 +1,186 @@
 """The ``offload-fixer`` command line: thin shells over check / run / explain / fix / lsp / rules.
 
-Heavy modules (JAX, libcst) are imported inside the commands that need them, so
+Options are declared once, in :data:`OPTIONS`, and each command names the ones it takes, so a
+flag means the same thing wherever it appears. The conventions are ruff's (the README has the
+table). Heavy modules (JAX, libcst) are imported inside the commands that need them, so
 ``offload-fixer check`` on a tree without host moves and ``--help`` start fast.
 """
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import os
 import signal
+import stat
 import sys
-from contextlib import contextmanager
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any, NoReturn
 
 import click
 
-from offload_fixer import __version__
+from offload_fixer import __version__, exit_codes
+from offload_fixer.console import COLOR_CHOICES, Progress, color_enabled
 from offload_fixer.exit_codes import ExitCode
-from offload_fixer.model import TARGET_CHOICES, Diagnostic
+from offload_fixer.model import FORMATS, TARGET_CHOICES, Diagnostic
 
-FORMATS = ("text", "json", "sarif", "github")
+MACHINE_FORMATS = ("json", "sarif", "github")
 STRATEGIES = ("auto", "device", "host")
+PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
+"""What ``check`` takes when a file is named (a notebook needs the ``notebook`` extra)."""
 
 
 # ---------------------------------------------------------------------------------------
-# Shared options
-def _codes(value: str | None, option: str = "--select") -> list[str] | None:
-    """Comma-separated codes; a value that names none (``--select ',,,'``) is refused rather
-    than read as "not given"."""
+# Options: declared once, named by the commands that take them
+def _non_empty_codes(ctx: click.Context, param: click.Parameter, value: str | None) -> list[str] | None:
     if value is None:
         return None
     codes = [c.strip() for c in value.split(",") if c.strip()]
     if not codes:
-        _fail(ExitCode.USAGE, f"{option} {value!r} names no code (e.g. {option} OFL1200,OFL1204)")
+        raise click.BadParameter("names no code (give codes or prefixes such as OFL1200,OFL12)")
     return codes
 
 
-def output_options(func):
-    for option in reversed(
-        [
-            click.option("--target", type=click.Choice(TARGET_CHOICES), default=None, help="Accelerator to predict for [default: tpu]."),
-            click.option("--format", "fmt", type=click.Choice(FORMATS), default=None, help="Output format [default: text]."),
-            click.option("--select", default=None, help="Comma-separated codes or prefixes to report (e.g. OFL1200,OFL12)."),
-            click.option("--ignore", default=None, help="Comma-separated codes or prefixes to leave out."),
-            click.option("--exit-zero", is_flag=True, help="Exit 0 even when diagnostics are found."),
-            click.option("-q", "--quiet", is_flag=True, help="Print diagnostics only, no summary or progress."),
-            click.option("-v", "--verbose", is_flag=True, help="Also print notes (info) and tool warnings."),
-            click.option("--config", type=click.Path(exists=True, dir_okay=False), default=None,
-                         help="A pyproject.toml to use instead of the nearest one."),
-        ]
-    ):
-        func = option(func)
-    return func
+OPTIONS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
+    "target": click.option("--target", type=click.Choice(TARGET_CHOICES), default=None,
+                           help="Accelerator to predict for [default: tpu]."),
+    "format": click.option("--format", "--output-format", "fmt", type=click.Choice(FORMATS), default=None,
+                           help="Output format [default: text]; concise is one line per finding."),
+    "output_file": click.option("-o", "--output-file", type=click.Path(dir_okay=False), default=None,
+                                help="Write the report to this file instead of stdout."),
+    "select": click.option("--select", default=None, callback=_non_empty_codes,
+                           help="Comma-separated codes or prefixes to report (e.g. OFL1200,OFL12)."),
+    "ignore": click.option("--ignore", default=None, callback=_non_empty_codes,
+                           help="Comma-separated codes or prefixes to leave out."),
+    "exit_zero": click.option("--exit-zero", is_flag=True, help="Exit 0 even when problems are found."),
+    "quiet": click.option("-q", "--quiet", is_flag=True, help="Print the findings only: no summary, notes or progress."),
+    "verbose": click.option("-v", "--verbose", is_flag=True, help="Also print notes (info), whole traces and tool warnings."),
+    "config": click.option("--config", type=click.Path(exists=True, dir_okay=False), default=None,
+                           help="A pyproject.toml to use instead of the nearest one."),
+    "color": click.option("--color", type=click.Choice(COLOR_CHOICES), default="auto", show_default=True,
+                          help="Colour the output; auto follows NO_COLOR, FORCE_COLOR and the terminal."),
+    "statistics": click.option("--statistics", is_flag=True, help="Count the findings per code instead of listing them."),
+    "show_fixes": click.option("--show-fixes", is_flag=True,
+                               help="With --fix, list what was fixed; without, print the fixes --fix would write."),
+    "fix": click.option("--fix", is_flag=True, help="Write the safe fixes, then report what is left."),
+    "diff": click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing."),
+    "strategy": click.option("--strategy", type=click.Choice(STRATEGIES), default=None,
+                             help="device: move back to device; host: declare host outputs; auto: per origin [default: auto]."),
+    "unsafe_fixes": click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes labelled unsafe."),
+    "jax_version": click.option("--jax-version", default=None,
+                                help="Apply the rules of this JAX version [default: installed]."),
+    "jobs": click.option("-j", "--jobs", type=click.IntRange(min=0), default=None,
+                         help="At most this many processes [default: a pool only for enough source to pay for it]."),
+    "exclude": click.option("--exclude", multiple=True,
+                            help="Glob of paths to skip, replacing the configured `exclude` (repeatable)."),
+    "extend_exclude": click.option("--extend-exclude", multiple=True,
+                                   help="Glob of paths to skip, added to `exclude` (repeatable)."),
+    "force_exclude": click.option("--force-exclude", is_flag=True,
+                                  help="Apply `exclude` to files named on the command line too (pre-commit)."),
+    "confirm": click.option("--confirm", is_flag=True,
+                            help="Also compile with the target's released compiler (libtpu, JAX's CUDA plugin) and say "
+                                 "whether it agrees; with --fix/--diff, only fixes that compile."),
+    "stdin_filename": click.option("--stdin-filename", default=None,
+                                   help="The file name of source read from stdin (`-`), for settings and messages."),
+}
+REPORT_OPTIONS = ("target", "format", "output_file", "select", "ignore", "exit_zero", "quiet", "verbose",
+                  "config", "color", "statistics", "show_fixes")
+FIX_OPTIONS = ("fix", "diff", "strategy", "unsafe_fixes")
 
 
-def fix_options(func):
-    for option in reversed(
-        [
-            click.option("--fix", is_flag=True, help="Write the fixes."),
-            click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing."),
-            click.option("--strategy", type=click.Choice(STRATEGIES), default=None,
-                         help="device: move back to device; host: declare host outputs; auto: per origin [default: auto]."),
-            click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes labelled unsafe."),
-        ]
-    ):
-        func = option(func)
-    return func
+def options(*names: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Attach the named :data:`OPTIONS`, in that order in ``--help``."""
+
+    def decorate(func: Callable[..., Any]) -> Callable[..., Any]:
+        for name in reversed(names):
+            func = OPTIONS[name](func)
+        return func
+
+    return decorate
+
+
+@dataclass
+class Invocation:
+    """What the shared options of one command say (``None``: not given)."""
+
+    target: str | None = None
+    fmt: str | None = None
+    output_file: str | None = None
+    select: list[str] | None = None
+    ignore: list[str] | None = None
+    exit_zero: bool = False
+    quiet: bool = False
+    verbose: bool = False
+    config: str | None = None
+    color: str = "auto"
+    statistics: bool = False
+    show_fixes: bool = False
+    fix: bool = False
+    diff: bool = False
+    strategy: str | None = None
+    unsafe_fixes: bool = False
+    jax_version: str | None = None
+    confirm: bool = False
+
+    @classmethod
+    def take(cls, params: dict[str, Any]) -> Invocation:
+        """Pop the shared options out of a command's parameters."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{name: params.pop(name) for name in list(params) if name in names})
+
+    @property
+    def write(self) -> bool:
+        return self.fix and not self.diff
+
+
+class Console:
+    """Where the report goes (stdout, or ``-o FILE``) and the tool's own messages (stderr)."""
+
+    def __init__(self, invocation: Invocation, report_to_stderr: bool = False) -> None:
+        self.output_file = invocation.output_file
+        self.quiet = invocation.quiet
+        self.report_to_stderr = report_to_stderr
+        """``check --fix -``: stdout carries the fixed source, so the report goes to stderr."""
+        self.color_err = color_enabled(invocation.color, sys.stderr)
+        self.color_out = False if self.output_file else (
+            self.color_err if report_to_stderr else color_enabled(invocation.color, sys.stdout))
+        self._report: list[str] = []
+
+    def report(self, text: str) -> None:
+        """Part of the report: stdout, or the output file (written once, at the end)."""
+        if self.output_file:
+            self._report.append(text)
+        elif text:
+            click.echo(text, nl=False, err=self.report_to_stderr, color=self.color_out)
+
+    def note(self, text: str, always: bool = False) -> None:
+        if always or not self.quiet:
+            click.echo(text, err=True, color=self.color_err)
+
+    def styled_error(self, text: str) -> str:
+        return click.style(text, fg="red") if self.color_err else text
+
+    def flush(self) -> None:
+        """Write the output file in one rename, so a reader never sees half a report."""
+        if not self.output_file:
+            return
+        path = os.path.abspath(self.output_file)
+        try:
+            handle, temporary = tempfile.mkstemp(prefix=".offload-fixer-", dir=os.path.dirname(path))
+            with os.fdopen(handle, "w", encoding="utf-8") as stream:
+                stream.write("".join(self._report))
+            os.replace(temporary, path)
+        except OSError as exc:
+            fail(ExitCode.USAGE, f"cannot write the report to {self.output_file}: {exc.strerror or exc}", self)
+
+
+def fail(code: ExitCode, message: str, console: Console | None = None) -> NoReturn:
+    text = f"offload-fixer: error: {message}"
+    click.echo(console.styled_error(text) if console else text, err=True,
+               color=console.color_err if console else None)
+    sys.exit(int(code))
 
 
 @dataclass
@@ -74,87 +189,80 @@ class Outcome:
 
     diagnostics: list[Diagnostic] = field(default_factory=list)
     file_errors: list[Any] = field(default_factory=list)
+    unused_suppressions: list[Any] = field(default_factory=list)
+    checked: str | None = None
+    """What was checked, in words, for the summary of a clean run."""
+    fixed: int | None = None
+    complete: bool = True
+    failure: ExitCode | None = None
+    """Program failed (3) or fix refused (5): exits with it whatever was found."""
+    pending: bool = False
+    """``--diff`` has changes to show."""
 
 
-def _settings(config: str | None, start: str, **overrides: Any):
+# ---------------------------------------------------------------------------------------
+# Settings and selection
+def resolve_settings(invocation: Invocation, start: str, console: Console, **overrides: Any):
     from offload_fixer.config import SettingsResolver
 
-    with _config_errors():
-        resolver = SettingsResolver(overrides={k: v for k, v in overrides.items() if v is not None}, config=config)
-        return resolver, resolver.settings_for(start)
+    given = dict(target=invocation.target, strategy=invocation.strategy, jax_version=invocation.jax_version,
+                 select=invocation.select, ignore=invocation.ignore, **overrides)
+    if invocation.jax_version is not None:
+        check_jax_version(invocation.jax_version, console)
+    with config_errors(console):
+        resolver = CheckedResolver(SettingsResolver(overrides={k: v for k, v in given.items() if v is not None},
+                                                    config=invocation.config), console)
+    return resolver, resolver.settings_for(start)
 
 
-@contextmanager
-def _config_errors():
-    """A configuration that cannot be used exits 2, a JAX version offload-fixer does not
-    model exits 6, whether it came from a flag or from ``pyproject.toml``."""
-    from offload_fixer.config import ConfigError, UnsupportedJaxConfig
+@contextlib.contextmanager
+def config_errors(console: Console) -> Iterator[None]:
+    """A configuration that cannot be used exits 2; a JAX version offload-fixer does not model
+    exits 6, whether from the flag or from a ``pyproject.toml``."""
+    from offload_fixer.config import ConfigError, UnmodelledJaxVersion
 
     try:
         yield
-    except UnsupportedJaxConfig as exc:
-        _fail(ExitCode.UNSUPPORTED_JAX, str(exc))
+    except UnmodelledJaxVersion as exc:
+        fail(ExitCode.UNSUPPORTED_JAX, str(exc), console)
     except ConfigError as exc:
-        _fail(ExitCode.USAGE, str(exc))
+        fail(ExitCode.USAGE, str(exc), console)
 
 
-def _settings_for(resolver):
-    """``resolver.settings_for`` with its errors turned into exit codes (read per file, lazily)."""
-    def settings_for(path: str):
-        with _config_errors():
-            return resolver.settings_for(path)
-    return settings_for
+class CheckedResolver:
+    """Each file's settings (its nearest ``[tool.offload-fixer]`` table, read when first asked
+    for), a table that cannot be used exiting as :func:`config_errors` says."""
+
+    def __init__(self, resolver: Any, console: Console) -> None:
+        self.resolver = resolver
+        self.console = console
+
+    def settings_for(self, path: str):
+        with config_errors(self.console):
+            return self.resolver.settings_for(path)
 
 
-def _fail(code: ExitCode, message: str) -> None:
-    click.secho(f"offload-fixer: {message}", err=True, fg="red" if sys.stderr.isatty() else None)
-    sys.exit(int(code))
+def check_jax_version(text: str, console: Console) -> None:
+    from offload_fixer import jax_compat
+
+    try:
+        jax_compat.check_modelled(text)
+    except jax_compat.UnsupportedJaxVersion as exc:
+        fail(ExitCode.UNSUPPORTED_JAX, str(exc), console)
 
 
-def _emit(outcome: Outcome, settings, fmt: str, quiet: bool, verbose: bool, exit_zero: bool,
-          extra_failure: ExitCode | None = None, pending_diff: bool = False, settings_for=None) -> None:
-    from offload_fixer.report import render
-
-    kept, unused = _reportable(outcome.diagnostics, settings, settings_for)
-    if not verbose and fmt == "text":
-        kept = [d for d in kept if d.severity != "info"]
-    text = render(
-        fmt,
-        kept,
-        outcome.file_errors,
-        unused,
-        root=os.getcwd(),
-        color=fmt == "text" and sys.stdout.isatty(),
-        target=settings.target,
-    )
-    if quiet and fmt == "text":
-        text = "\n".join(line for line in text.splitlines() if not line.startswith(("Found", "All checks")))
-    if text:
-        click.echo(text)
-    if extra_failure is not None:
-        sys.exit(int(extra_failure))
-    if outcome.file_errors:
-        sys.exit(int(ExitCode.INPUT_ERROR))
-    found = any(d.severity in ("error", "warning") for d in kept)
-    if (found or pending_diff) and not exit_zero:
-        sys.exit(int(ExitCode.FINDINGS))
-    sys.exit(int(ExitCode.CLEAN))
-
-
-def _reportable(diagnostics: Sequence[Diagnostic], settings, settings_for=None) -> tuple[list[Diagnostic], list[Any]]:
-    """(selected and not suppressed, unused suppressions): what is reported is exactly what
-    gets fixed. ``settings_for(path)``: each file's own ``select``/``ignore``."""
-    from offload_fixer.config import select_codes
+def reportable(diagnostics: Sequence[Diagnostic], resolver, sources: dict[str, str] | None = None):
+    """(selected by each file's settings and not suppressed, unused suppressions): what is
+    reported is exactly what gets fixed."""
+    from offload_fixer.report import primary_span
     from offload_fixer.suppression import filter_suppressed
 
-    if settings_for is None:
-        selected = select_codes(diagnostics, settings.select, settings.ignore)
-    else:
-        selected = []
-        for d in diagnostics:
-            own = settings_for(d.location.path) if d.location and d.location.path else settings
-            selected.extend(select_codes([d], own.select, own.ignore))
-    kept, _suppressed, unused = filter_suppressed(selected, _sources_for(selected))
+    selected = []
+    for d in diagnostics:
+        span = primary_span(d)
+        settings = resolver.settings_for(span.path if span and os.path.exists(span.path) else ".")
+        selected.extend(settings.reportable([d]))
+    kept, _suppressed, unused = filter_suppressed(selected, sources if sources is not None else _sources_for(selected))
     return list(kept), list(unused)
 
 
@@ -174,42 +282,70 @@ def _sources_for(diagnostics: Iterable[Diagnostic]) -> dict[str, str]:
     return sources
 
 
-def _apply_fixes(diagnostics: Sequence[Diagnostic], strategy: str, write: bool, unsafe: bool,
-                 jax_version: str | None, expected_sha256: dict[str, str] | None = None) -> tuple[bool, ExitCode | None]:
-    """Plan and apply; returns (changes pending or written, failure exit code if any): 5 when
-    a fix is refused (read-only, changed since analysed, would not compile), 4 when the file
-    itself cannot be read or compiled."""
-    from offload_fixer.fixes import FixError, apply_plans, plan_fixes
+# ---------------------------------------------------------------------------------------
+# Fixes
+@dataclass
+class FixRun:
+    """What applying (or diffing) the fixes did."""
+
+    results: list[Any]
+    resolved: list[Diagnostic]
+    """Diagnostics the applied fixes remove."""
+    failure: ExitCode | None = None
+
+    @property
+    def changed(self) -> bool:
+        return any(r.changed and r.error is None for r in self.results)
+
+
+def apply_fixes(diagnostics: Sequence[Diagnostic], strategy: str, invocation: Invocation, jax_version: str | None,
+                console: Console, expected_sha256: dict[str, str] | None = None,
+                source: tuple[str, bytes] | None = None, confirm: FixConfirmation | None = None) -> FixRun:
+    """Plan, then write (``--fix``) or only compute (``--diff``, stdin) the fixes.
+    ``source``: (path, text) read from stdin, fixed in memory. ``confirm``: each fixed file's
+    functions are compiled by the released compiler first; a file whose fix XLA rejects is
+    left untouched."""
+    from offload_fixer.findings import resolved_by
+    from offload_fixer.fixes import FIXABLE_CODES, apply_plans, plan_fixes
+    from offload_fixer.fixes.apply import apply_to_source
+    from offload_fixer.jax_compat import UnsupportedJaxVersion
     from offload_fixer.recursion import call_allowing_deep_recursion
 
-    from offload_fixer.jax_compat import UnsupportedJaxVersion
-
+    if not any(d.code in FIXABLE_CODES for d in diagnostics):
+        return FixRun([], [])
+    texts = {source[0]: source[1]} if source else None
     try:
-        plans = call_allowing_deep_recursion(plan_fixes, list(diagnostics), strategy, jax_version)
+        plans = call_allowing_deep_recursion(
+            lambda: plan_fixes(list(diagnostics), strategy=strategy, jax_version=jax_version, texts=texts))
     except UnsupportedJaxVersion as exc:
-        _fail(ExitCode.UNSUPPORTED_JAX, str(exc))
+        fail(ExitCode.UNSUPPORTED_JAX, str(exc), console)
     except RecursionError:
-        _fail(ExitCode.INPUT_ERROR, "the source is nested too deeply to plan fixes for (Python's recursion limit)")
+        fail(ExitCode.INPUT_ERROR, "the source is nested too deeply to plan fixes for (Python's recursion limit)",
+             console)
     if expected_sha256:
         plans = [_with_expected_hash(plan, expected_sha256) for plan in plans]
+    if source:
+        results = [apply_to_source(source[0], source[1], plans, unsafe=invocation.unsafe_fixes)]
+    elif confirm is not None:
+        results = confirm.apply(plans, invocation, console)
+    else:
+        results = apply_plans(plans, write=invocation.write, unsafe=invocation.unsafe_fixes)
     failure = None
-    changed = False
-    for result in apply_plans(plans, write=write, unsafe=unsafe):
-        if isinstance(result.error, FixError):
-            click.secho(f"{result.path}: fix refused: {result.error}", err=True, fg="red" if sys.stderr.isatty() else None)
+    resolved: dict[Diagnostic, None] = {}
+    for result in results:
+        if result.error is not None:
+            why = getattr(result.error, "message", None) or str(result.error)
+            console.note(console.styled_error(f"offload-fixer: {result.path}: fix refused: {why}"), always=True)
             code = _FIX_ERROR_CODES.get(type(result.error).__name__, ExitCode.FIX_REFUSED)
             failure = ExitCode.FIX_REFUSED if ExitCode.FIX_REFUSED in (failure, code) else code
             continue
-        for plan, why in result.skipped:
-            hint = " (--unsafe-fixes applies it)" if why.startswith("unsafe") else ""
-            click.echo(f"{result.path}: not applied ({plan.title}): {why}{hint}", err=True)
-        if result.changed:
-            changed = True
-            if not write:
-                click.echo(_colour_diff(result.diff), nl=False)
-            else:
-                click.echo(f"Fixed {result.path} ({len(result.applied)} fix(es))", err=True)
-    return changed, failure
+        if invocation.verbose:
+            for plan, why in result.skipped:
+                hint = " (--unsafe-fixes applies it)" if why.startswith("unsafe") else ""
+                console.note(f"offload-fixer: {result.path}: not applied ({plan.title}): {why}{hint}")
+        for plan in result.applied:
+            resolved.update(dict.fromkeys(resolved_by(plan, diagnostics)))
+    return FixRun(results, list(resolved), failure)
 
 
 _FIX_ERROR_CODES = {
@@ -221,15 +357,99 @@ _FIX_ERROR_CODES = {
 ``check`` reports it; every other refusal exits 5."""
 
 
-def _with_expected_hash(plan, expected: dict[str, str]):
-    import dataclasses
+def apply_fixes_per_file(diagnostics: Sequence[Diagnostic], settings_for: Callable[[str], Any], default,
+                         invocation: Invocation, console: Console) -> FixRun:
+    """:func:`apply_fixes` with each file's own strategy and JAX version (its nearest
+    ``[tool.offload-fixer]`` table), one planning per combination."""
+    from offload_fixer.report import primary_span
 
+    groups: dict[tuple[str, str | None], list[Diagnostic]] = {}
+    for d in diagnostics:
+        span = primary_span(d)
+        own = settings_for(span.path) if span and span.path and os.path.exists(span.path) else default
+        groups.setdefault((own.strategy, own.jax_version), []).append(d)
+    combined = FixRun([], [])
+    for (strategy, jax_version), group in groups.items():
+        run = apply_fixes(group, strategy, invocation, jax_version, console)
+        combined.results += run.results
+        combined.resolved += run.resolved
+        failure = combined.failure, run.failure
+        combined.failure = ExitCode.FIX_REFUSED if ExitCode.FIX_REFUSED in failure else (failure[0] or failure[1])
+    return combined
+
+
+class FixConfirmation:
+    """``--fix --confirm``: each fixed file's checked functions lowered again from the fixed
+    text and compiled before anything is written (:mod:`offload_fixer.xla.fixed`)."""
+
+    def __init__(self, reports: Sequence[Any], calls: dict[int, Any], target: str) -> None:
+        self.reports = list(reports)
+        self.calls = calls
+        self.target = target
+
+    def apply(self, plans: Sequence[Any], invocation: Invocation, console: Console) -> list[Any]:
+        from offload_fixer.fixes import apply_plans
+        from offload_fixer.xla.fixed import compile_fixed
+
+        planned = apply_plans(plans, write=False, unsafe=invocation.unsafe_fixes)
+        confirmed: set[str] = set()
+        results = []
+        for result in planned:
+            if not result.changed or result.error is not None:
+                results.append(result)
+                continue
+            checks = [
+                compile_fixed(result.path, result.new_text, report.function, call.args, call.kwargs, self.target)
+                for index, report in enumerate(self.reports)
+                if (call := self.calls.get(index)) is not None and report.function is not None
+                and report.function.path and os.path.abspath(report.function.path) == os.path.abspath(result.path)
+            ]
+            refused = [check.reason for check in checks if not check.confirmed]
+            if refused or not checks:
+                from offload_fixer.fixes.errors import FixNotConfirmedError
+
+                reason = refused[0] if refused else "no checked compilation of this file to compile the fix with"
+                results.append(dataclasses.replace(
+                    result, error=FixNotConfirmedError(result.path, f"not confirmed by the compiler: {reason}")))
+                continue
+            console.note(f"offload-fixer: {result.path}: the fix compiles ({checks[0].verdict.compiler} confirmed "
+                         f"{len(checks)} compilation{'s' if len(checks) != 1 else ''})")
+            confirmed.add(result.path)
+            results.append(result)
+        if invocation.write and confirmed:
+            written = {r.path: r for r in apply_plans([p for p in plans if p.path in confirmed], write=True,
+                                                      unsafe=invocation.unsafe_fixes)}
+            results = [written.get(r.path, r) for r in results]
+        return results
+
+
+def require_compiler(target: str, console: Console) -> None:
+    """``--confirm`` without the target's compiler: a clear refusal with the install command."""
+    from offload_fixer import xla
+
+    try:
+        xla.oracle(target).spawn()
+    except xla.CompilerUnavailable as exc:
+        fail(ExitCode.NO_COMPILER, f"--confirm needs the {target} compiler: {exc}", console)
+
+
+def report_unpredicted(reports: Sequence[Any], console: Console, outcome: Outcome) -> None:
+    """A compilation the compiler judges otherwise than the analysis: said in XLA's words, and
+    an error of the run."""
+    for report in reports:
+        for difference in report.unpredicted:
+            name = report.function.name if report.function else report.module_name
+            console.note(console.styled_error(f"offload-fixer: {name}: {difference}"), always=True)
+            outcome.failure = outcome.failure or ExitCode.FINDINGS
+
+
+def _with_expected_hash(plan, expected: dict[str, str]):
     digest = expected.get(plan.path) or expected.get(os.path.abspath(plan.path))
     return dataclasses.replace(plan, source_sha256=digest) if digest else plan
 
 
-def _colour_diff(diff: str) -> str:
-    if not sys.stdout.isatty():
+def colour_diff(diff: str, color: bool) -> str:
+    if not color:
         return diff
     colours = {"+": "green", "-": "red", "@": "cyan"}
     out = []
@@ -237,6 +457,98 @@ def _colour_diff(diff: str) -> str:
         colour = None if line.startswith(("+++", "---")) else colours.get(line[:1])
         out.append(click.style(line, fg=colour) if colour else line)
     return "".join(out)
+
+
+def would_fix_line(count: int) -> str:
+    """ruff's closing line for ``--diff``."""
+    return f"Would fix {count} problem{'s' if count != 1 else ''}." if count else "No fixes to apply."
+
+
+def fixed_listing(run: FixRun, diagnostics: Sequence[Diagnostic], root: str) -> str:
+    """``--fix --show-fixes``: what was fixed, per file and code, as ruff lists it."""
+    from offload_fixer.findings import group_findings
+    from offload_fixer.report import display_path, primary_span
+    from offload_fixer.rules import UnknownRule, get_rule
+
+    resolved = set(run.resolved)
+    found = [f for f in group_findings(diagnostics) if all(d in resolved for d in f.diagnostics)]
+    if not found:
+        return ""
+    per_file: dict[str, dict[str, int]] = {}
+    for finding in found:
+        span = primary_span(finding.head)
+        codes = per_file.setdefault(display_path(span.path, root) if span else "<unknown>", {})
+        codes[finding.head.code] = codes.get(finding.head.code, 0) + 1
+    lines = [f"Fixed {len(found)} problem{'s' if len(found) != 1 else ''}:"]
+    for path, codes in sorted(per_file.items()):
+        lines.append(f"- {path}:")
+        for code, count in sorted(codes.items()):
+            try:
+                name = f" ({get_rule(code).name})"
+            except UnknownRule:
+                name = ""
+            lines.append(f"    {count} × {code}{name}")
+    return "\n".join(lines) + "\n\n"
+
+
+# ---------------------------------------------------------------------------------------
+# Reporting and the exit status
+def finish(outcome: Outcome, invocation: Invocation, settings, console: Console,
+           marks_for: Callable[[list[Diagnostic]], dict] | None = None) -> NoReturn:
+    """Print the report (findings, or ``--statistics``; nothing more after ``--diff``'s diffs),
+    then exit with the status it earns."""
+    from offload_fixer.report import Tally, format_statistics, render
+
+    fmt = invocation.fmt or settings.format
+    shown = [d for d in outcome.diagnostics if invocation.verbose or fmt != "text" or d.severity != "info"]
+    text_like = fmt in ("text", "concise")
+    marks = marks_for(shown) if marks_for and shown and (text_like or invocation.statistics) else {}
+    tally = Tally(checked=outcome.checked, fixed=outcome.fixed, complete=outcome.complete, shown=not invocation.quiet)
+    if invocation.diff:
+        text = ""
+    elif invocation.statistics:
+        text = format_statistics(shown, "json" if fmt == "json" else "text", outcome.file_errors, marks, tally)
+    else:
+        text = render(fmt, shown, outcome.file_errors, outcome.unused_suppressions, root=os.getcwd(),
+                      color=text_like and console.color_out, target=settings.target,
+                      jax_version=settings.jax_version, marks=marks, verbose=invocation.verbose, tally=tally)
+    console.report(text)
+    console.flush()
+    if outcome.failure is not None:
+        sys.exit(int(outcome.failure))
+    if outcome.file_errors:
+        sys.exit(int(ExitCode.INPUT_ERROR))
+    found = not invocation.diff and any(d.severity in ("error", "warning") for d in shown)  # --diff: ruff's "fix only"
+    if (found or outcome.pending) and not invocation.exit_zero:
+        sys.exit(int(ExitCode.FINDINGS))
+    sys.exit(int(ExitCode.CLEAN))
+
+
+def marks_planner(strategy: str, invocation: Invocation, jax_version: str | None,
+                  texts: dict[str, bytes] | None = None) -> Callable[[list[Diagnostic]], dict]:
+    def marks(diagnostics: list[Diagnostic]) -> dict:
+        from offload_fixer.findings import plan_marks
+        from offload_fixer.recursion import call_allowing_deep_recursion
+
+        try:
+            return call_allowing_deep_recursion(
+                lambda: plan_marks(diagnostics, strategy, invocation.unsafe_fixes, jax_version, texts))
+        except RecursionError:  # too deep to plan a fix for: the findings are shown without marks
+            return {}
+
+    return marks
+
+
+def show_diff(run: FixRun, console: Console, diagnostics: Sequence[Diagnostic]) -> None:
+    """``--diff``: the diffs on stdout, ``Would fix N problems.`` on stderr (ruff's split)."""
+    from offload_fixer.findings import group_findings
+
+    for result in run.results:
+        if result.changed and result.error is None:
+            console.report(colour_diff(result.diff, console.color_out))
+    resolved = set(run.resolved)
+    count = sum(all(d in resolved for d in f.diagnostics) for f in group_findings(diagnostics))
+    console.note(would_fix_line(count))
 
 
 # ---------------------------------------------------------------------------------------
@@ -253,7 +565,7 @@ def _version_callback(ctx: click.Context, _param: click.Parameter, value: bool) 
     ctx.exit(0)
 
 
-class _Commands(click.Group):
+class Commands(click.Group):
     """Exit 130 on Ctrl-C (the shell's convention for SIGINT), never click's "Aborted!" with
     status 1, which means "findings"; SIGTERM (143) unwinds the same way, so a temporary file
     of a ``--fix`` in progress is removed and the file left as it was.
@@ -305,161 +617,331 @@ def _signal_exit(status: int | None = None) -> click.exceptions.Exit:
     return click.exceptions.Exit(status)
 
 
-@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_version_callback,
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]},
+             epilog="\b\nExit codes:\n" + exit_codes.describe())
+@click.option("-V", "--version", is_flag=True, expose_value=False, is_eager=True, callback=_version_callback,
               help="Show offload-fixer's version and the JAX version and regime in use.")
 def main() -> None:
-    """Predict and fix JAX host-offload outputs that XLA rejects with error 1200.
-
-    Every command exits 0 when clean, 1 on findings (or pending --diff changes), 2 on usage
-    errors, 3 when the program under `run` failed, 4 on unreadable input, 5 when a fix is
-    refused, 6 for a JAX version offload-fixer does not model, 130 when interrupted (Ctrl-C).
-    """
+    """Predict and fix JAX host-offload outputs that XLA rejects with error 1200."""
 
 
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path(exists=True, readable=False))
-@output_options
-@fix_options
-@click.option("--jax-version", default=None, help="Apply the rules of this JAX version [default: installed].")
-@click.option("-j", "--jobs", type=int, default=None, help="Parallel processes [default: CPU count].")
-@click.option("--exclude", multiple=True, help="Glob of paths to skip (repeatable).")
-def check(paths, target, fmt, select, ignore, exit_zero, quiet, verbose, config, fix, diff, strategy, unsafe_fixes,
-          jax_version, jobs, exclude) -> None:
-    """Static check of Python source: no code is imported or executed."""
-    from offload_fixer import jax_compat
+@click.argument("paths", nargs=-1, type=click.Path(readable=False))
+@options(*REPORT_OPTIONS, *FIX_OPTIONS, "jax_version", "jobs", "exclude", "extend_exclude", "force_exclude",
+         "stdin_filename")
+def check(paths: tuple[str, ...], jobs: int | None, exclude: tuple[str, ...], extend_exclude: tuple[str, ...],
+          force_exclude: bool, stdin_filename: str | None, **params: Any) -> None:
+    """Static check of Python source: no code is imported or executed.
+
+    PATHS are files and directories (default: the current directory); `-` reads source from
+    stdin (name it with --stdin-filename). Directories are walked for .py files, skipping
+    .gitignore'd and excluded paths.
+    """
+    invocation = Invocation.take(params)
+    console = Console(invocation)
+    if "-" in paths or (not paths and stdin_filename):
+        if len(paths) > 1:
+            fail(ExitCode.USAGE, "`-` (stdin) cannot be combined with other paths", console)
+        check_stdin(invocation, console, stdin_filename, force_exclude)
+    paths = paths or (".",)
+    for path in paths:
+        if not os.path.lexists(path):
+            fail(ExitCode.INPUT_ERROR, f"{path}: no such file or directory", console)
+        if not os.path.isdir(path) and not is_python_file(path):
+            fail(ExitCode.USAGE, f"{path}: not a Python file (checked: {', '.join(PYTHON_SUFFIXES)} files and "
+                                 "scripts with a python #! line); name a directory to walk it", console)
+    overrides = {"exclude": list(exclude) or None, "extend_exclude": list(extend_exclude) or None, "jobs": jobs}
+    resolver, settings = resolve_settings(invocation, paths[0], console, **overrides)
+    named = {p for p in paths if not os.path.isdir(p)}
+    walked = list(files_to_check(paths, settings, force_exclude, resolver.settings_for, named))
+    files = [item for item in walked if isinstance(item, str)]
+    unreadable = [item for item in walked if not isinstance(item, str)]
+    outcome = check_files(files, named, settings, Progress(not invocation.quiet, delay=0.25), resolver.settings_for,
+                          unreadable)
+    outcome.diagnostics, outcome.unused_suppressions = reportable(outcome.diagnostics, resolver)
+    strategy = settings.strategy
+    if invocation.fix or invocation.diff:
+        run = apply_fixes_per_file(outcome.diagnostics, resolver.settings_for, settings, invocation, console)
+        outcome.failure = run.failure
+        if invocation.diff:
+            show_diff(run, console, outcome.diagnostics)
+            outcome.pending = run.changed
+            finish(outcome, invocation, settings, console)
+        if run.changed:
+            before = len(_findings(outcome.diagnostics))
+            if invocation.show_fixes:
+                show_fixed(run, outcome.diagnostics, invocation.fmt or settings.format, console)
+            # report what is left, as ruff does: the fixed files checked again
+            again = check_files(files, named, settings, Progress(False), resolver.settings_for, unreadable)
+            outcome.diagnostics, outcome.unused_suppressions = reportable(again.diagnostics, resolver)
+            outcome.fixed = max(before - len(_findings(outcome.diagnostics)), 0)
+    elif invocation.show_fixes and outcome.diagnostics:
+        run = apply_fixes(outcome.diagnostics, strategy, dataclasses.replace(invocation, fix=False), settings.jax_version,
+                          console)
+        _show_planned_fixes(run, console)
+    finish(outcome, invocation, settings, console, marks_planner(strategy, invocation, settings.jax_version))
+
+
+def show_fixed(run: FixRun, diagnostics: Sequence[Diagnostic], fmt: str, console: Console) -> None:
+    """``--fix --show-fixes``: in the text report, or on stderr beside a machine format."""
+    listing = fixed_listing(run, diagnostics, os.getcwd())
+    if fmt in ("text", "concise"):
+        console.report(listing)
+    elif listing:
+        console.note(listing.rstrip())
+
+
+def _findings(diagnostics: Sequence[Diagnostic]) -> list:
+    from offload_fixer.findings import group_findings
+
+    return group_findings(d for d in diagnostics if d.severity != "info")
+
+
+def _show_planned_fixes(run: FixRun, console: Console) -> None:
+    """``--show-fixes`` without ``--fix``: the diff ``--fix`` would write, after the findings."""
+    diffs = [r.diff for r in run.results if r.changed and r.error is None]
+    if diffs:
+        console.note("offload-fixer: the fixes --fix would write:\n" + colour_diff("".join(diffs), console.color_err).rstrip())
+
+
+def is_python_file(path: str) -> bool:
+    """A ``.py``/``.pyi`` file, a notebook, or a script whose ``#!`` line names python (what
+    pre-commit's ``types: [python]`` passes). Anything but a regular file is left for the
+    check to refuse by its type: opening a FIFO to read its first line would never return."""
+    if path.endswith(PYTHON_SUFFIXES):
+        return True
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return True
+        with open(path, "rb") as handle:
+            first = handle.readline(256)
+    except OSError:
+        return True  # unreadable: the check reports why
+    return first.startswith(b"#!") and b"python" in first
+
+
+def files_to_check(paths: Sequence[str], settings, force_exclude: bool, settings_for: Callable[[str], Any],
+                   named: set[str]) -> Iterable[Any]:
+    """The walk of each directory (``.gitignore``, ``exclude``, ``extend-exclude``), without the
+    files their own ``[tool.offload-fixer]`` table excludes; files named on the command line as
+    given, unless ``--force-exclude`` and excluded. A path the walk could not use (an
+    unreadable directory, a symlink loop, a FIFO named ``*.py``) comes as an ``Unreadable``."""
+    from offload_fixer.static.files import walk
+
+    patterns = [*settings.exclude, *settings.extend_exclude]
+    for path in paths:
+        if force_exclude and settings.is_excluded(path):
+            continue
+        for item in walk([path], patterns):
+            if isinstance(item, str) and item not in named and settings_for(item).is_excluded(item):
+                continue
+            yield item
+
+
+def check_files(files: Sequence[str], named: set[str], settings, progress: Progress,
+                settings_for: Callable[[str], Any] | None = None, unreadable: Sequence[Any] = ()) -> Outcome:
+    """The static check of ``files``, each with its own target and JAX version, and a file
+    error for each path the walk could not use: nothing is skipped in silence."""
     from offload_fixer.report import FileError
     from offload_fixer.static import check_paths
 
-    paths = paths or (".",)
-    try:
-        if jax_version:
-            jax_compat.parse_version(jax_version)
-    except jax_compat.UnsupportedJaxVersion as exc:
-        _fail(ExitCode.UNSUPPORTED_JAX, str(exc))
-    resolver, settings = _settings(config, paths[0], target=target, strategy=strategy, format=fmt, jobs=jobs,
-                                   jax_version=jax_version, select=_codes(select, "--select"),
-                                   ignore=_codes(ignore, "--ignore"))
-    # Each file takes its nearest [tool.offload-fixer] table (its target, JAX version, codes,
-    # excludes and strategy), as ruff does; the command line overrides every table.
-    settings_for = _settings_for(resolver)
-    excludes = list(exclude)
-    outcome = Outcome()
-    progress = not quiet and sys.stderr.isatty()
-    results = check_paths(list(paths), jobs=settings.jobs or os.cpu_count() or 1, excludes=excludes,
-                          settings_for=settings_for)
-    if progress:
-        results = list(click.progressbar(results, label="Checking", file=sys.stderr))
-    for result in results:
-        if result.parse_error is not None:
-            err = result.parse_error
-            outcome.file_errors.append(FileError(result.path, err.line, err.col, err.message))
-        outcome.diagnostics.extend(result.diagnostics)
-    pending = False
-    failure = None
-    if (fix or diff) and outcome.diagnostics:
-        chosen, _unused = _reportable(outcome.diagnostics, settings, settings_for)
-        by_settings: dict[tuple[str, str | None], list[Diagnostic]] = {}
-        for d in chosen:
-            own = settings_for(d.location.path) if d.location and d.location.path else settings
-            by_settings.setdefault((own.strategy, own.jax_version), []).append(d)
-        for (file_strategy, file_jax), group in by_settings.items():
-            group_pending, group_failure = _apply_fixes(group, file_strategy, write=fix and not diff,
-                                                        unsafe=unsafe_fixes, jax_version=file_jax)
-            pending, failure = pending or group_pending, failure or group_failure
-        if fix and not diff:
-            # Report what is left after fixing, as ruff does.
-            outcome.diagnostics = [d for r in check_paths(list(paths), jobs=1, excludes=excludes,
-                                                         settings_for=settings_for)
-                                   for d in r.diagnostics]
-            pending = False
-    _emit(outcome, settings, settings.format if fmt is None else fmt, quiet, verbose, exit_zero, failure,
-          pending_diff=diff and pending, settings_for=settings_for)
+    outcome = Outcome(checked=f"{len(files)} file{'s' if len(files) != 1 else ''} checked")
+    outcome.file_errors += [FileError(item.path, 1, 1, item.reason) for item in unreadable]
+    results = check_paths(files, target=settings.target, jax_version=settings.jax_version, jobs=settings.jobs,
+                          check_syntax=named, settings_for=settings_for)
+    with progress, contextlib.closing(results):
+        for done, result in enumerate(results, 1):
+            progress.count("Checking", done, len(files))
+            if result.parse_error is not None:
+                err = result.parse_error
+                outcome.file_errors.append(FileError(result.path, err.line, err.col, err.message))
+            outcome.diagnostics.extend(result.diagnostics)
+    return outcome
+
+
+def check_stdin(invocation: Invocation, console: Console, stdin_filename: str | None, force_exclude: bool) -> NoReturn:
+    """``check -``: the source on stdin; with ``--fix`` the fixed source goes to stdout and the
+    report to stderr, as ruff does."""
+    from offload_fixer.report import FileError
+    from offload_fixer.static import check_source
+
+    from offload_fixer.notebook import is_notebook
+
+    if stdin_filename and is_notebook(stdin_filename):
+        fail(ExitCode.USAGE, f"{stdin_filename}: notebooks are not read from stdin; name the .ipynb file", console)
+    data = sys.stdin.buffer.read()
+    path = stdin_filename or "-"
+    resolver, settings = resolve_settings(invocation, stdin_filename or ".", console)
+    if invocation.write:
+        console = Console(invocation, report_to_stderr=not invocation.output_file)
+    if force_exclude and stdin_filename and settings.is_excluded(stdin_filename):
+        if invocation.write:
+            sys.stdout.buffer.write(data)
+        sys.exit(int(ExitCode.CLEAN))
+    result = check_source(data, path, target=settings.target, jax_version=settings.jax_version, require_syntax=True)
+    outcome = Outcome(checked="stdin")
+    if result.parse_error is not None:
+        err = result.parse_error
+        outcome.file_errors.append(FileError(path, err.line, err.col, err.message))
+        if invocation.write:
+            sys.stdout.buffer.write(data)
+        finish(outcome, invocation, settings, console)
+    text = data.decode("utf-8", errors="surrogateescape")
+    outcome.diagnostics, outcome.unused_suppressions = reportable(result.diagnostics, resolver, {path: text})
+    marks = marks_planner(settings.strategy, invocation, settings.jax_version, {path: data})
+    if (invocation.fix or invocation.diff) and outcome.diagnostics:
+        run = apply_fixes(outcome.diagnostics, settings.strategy, invocation, settings.jax_version, console,
+                          source=(path, data))
+        fixed = next((r for r in run.results if r.changed and r.error is None), None)
+        if invocation.diff:
+            show_diff(run, console, outcome.diagnostics)
+            outcome.pending = fixed is not None
+            finish(outcome, invocation, settings, console)
+        new = fixed.new_text.encode("utf-8", errors="surrogateescape") if fixed else data
+        sys.stdout.buffer.write(new)
+        sys.stdout.flush()
+        if fixed is not None:
+            before = len(_findings(outcome.diagnostics))
+            again = check_source(new, path, target=settings.target, jax_version=settings.jax_version)
+            outcome.diagnostics, outcome.unused_suppressions = reportable(
+                again.diagnostics, resolver, {path: new.decode("utf-8", errors="surrogateescape")})
+            outcome.fixed = max(before - len(_findings(outcome.diagnostics)), 0)
+            marks = marks_planner(settings.strategy, invocation, settings.jax_version, {path: new})
+    elif invocation.write:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    finish(outcome, invocation, settings, console, marks)
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("-m", "module", is_flag=True, help="Run PROGRAM as a module (python -m).")
-@click.option("--report", "report_path", type=click.Path(dir_okay=False, writable=True), default=None,
+@click.option("-m", "module", is_flag=True, help="Run PROGRAM as a module (python -m), the current directory on sys.path.")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False), default=None,
               help="Write the diagnostics as JSON for `offload-fixer fix`.")
-@output_options
-@fix_options
+@options(*REPORT_OPTIONS, *FIX_OPTIONS, "confirm")
 @click.argument("program")
 @click.argument("program_args", nargs=-1, type=click.UNPROCESSED)
-def run(module, report_path, target, fmt, select, ignore, exit_zero, quiet, verbose, config, fix, diff, strategy,
-        unsafe_fixes, program, program_args) -> None:
-    """Run PROGRAM unchanged and check every distinct jit compilation it triggers for the target."""
-    from offload_fixer import jax_compat
-    from offload_fixer.runner import UsageError, run_program, write_report_file
+def run(module: bool, report_path: str | None, program: str, program_args: tuple[str, ...], **params: Any) -> None:
+    """Run PROGRAM unchanged and check every distinct jit compilation it triggers for the target.
 
-    if not module and not os.path.isfile(program):
-        _fail(ExitCode.USAGE, f"no such script: {program}")
+    The program's own output goes where it always does; with a machine --format and no
+    --output-file its stdout goes to stderr, so stdout holds only the report.
+    """
+    from offload_fixer import jax_compat
+    from offload_fixer.runner import ProgramNotFound, find_program, run_program, stdout_to_stderr, write_report_file
+
+    invocation = Invocation.take(params)
+    console = Console(invocation)
+    try:
+        find_program(program, module)
+    except ProgramNotFound as exc:
+        fail(ExitCode.INPUT_ERROR, str(exc), console)
     if report_path:
-        _check_writable_destination(report_path)
-    _, settings = _settings(config, program if not module else ".", target=target, strategy=strategy, format=fmt,
-                            select=_codes(select, "--select"), ignore=_codes(ignore, "--ignore"))
+        check_writable_destination(report_path, console)
+    resolver, settings = resolve_settings(invocation, program if not module else ".", console)
     try:
         jax_compat.check_runtime_supported()
     except jax_compat.UnsupportedJaxVersion as exc:
-        _fail(ExitCode.UNSUPPORTED_JAX, str(exc))
+        fail(ExitCode.UNSUPPORTED_JAX, str(exc), console)
+    if invocation.confirm:
+        require_compiler(settings.target, console)
+    fmt = invocation.fmt or settings.format
+    keep_stdout_for_report = fmt in MACHINE_FORMATS and not invocation.output_file and not invocation.diff
+    progress = Progress(not invocation.quiet)
+    redirect = contextlib.ExitStack()
+    if keep_stdout_for_report:
+        redirect.enter_context(stdout_to_stderr())
 
-    def finish(result) -> None:
-        """Everything after the program: also run by the runner where the program ends the
+    def after_program(result) -> None:
+        """Everything after the program; the runner also calls it where the program ends the
         process itself (``os._exit``) or leaves threads that Python waits for."""
-        diagnostics = [d for r in result.reports for d in r.diagnostics]
-        if verbose:
-            for warning in result.tool_warnings:
-                click.echo(f"offload-fixer: warning: {warning}", err=True)
-        elif result.tool_warnings and not quiet:
-            click.echo(f"offload-fixer: {len(result.tool_warnings)} compilation(s) could not be checked "
-                       "(--verbose says which and why)", err=True)
-        failure = None
-        if report_path:
-            try:
-                write_report_file(report_path, result.reports, settings.target, result.sources, result.texts)
-            except OSError as exc:
-                click.echo(f"offload-fixer: cannot write the report {report_path}: {exc.strerror or exc}", err=True)
-                failure = ExitCode.USAGE
-        _save_last_run(None if module else program, result, settings.target, quiet)
+        redirect.close()  # the report goes to stdout again
+        sys.stdout.flush()
+        outcome = Outcome(checked=f"{result.checked} compilation{'s' if result.checked != 1 else ''} checked "
+                                  f"for {settings.target}")
+        outcome.diagnostics, outcome.unused_suppressions = reportable(result.diagnostics, resolver)
         if result.program_exception:
             click.echo(result.program_exception, err=True, nl=False)
+        if invocation.verbose:
+            for warning in result.tool_warnings:
+                console.note(f"offload-fixer: warning: {warning}")
+        elif result.tool_warnings:
+            console.note(f"offload-fixer: {len(result.tool_warnings)} compilation(s) could not be checked "
+                         "(--verbose says which and why)")
+        if invocation.confirm:
+            report_unpredicted(result.reports, console, outcome)
+        if report_path:
+            try:
+                write_report_file(report_path, result.reports, settings.target, result.sources, result.texts,
+                                  calls=result.calls)
+            except OSError as exc:  # the findings are still shown
+                console.note(console.styled_error(
+                    f"offload-fixer: error: cannot write the report {report_path}: {exc.strerror or exc}"), always=True)
+                outcome.failure = ExitCode.USAGE
+        save_last_run(None if module else program, result, settings.target, console)
+        failed = result.program_exit_code not in (0, None)
+        console.note(f"offload-fixer: checked {result.checked} distinct compilation{'s' if result.checked != 1 else ''} "
+                     f"({result.intercepted} jit call{'s' if result.intercepted != 1 else ''} intercepted) for "
+                     f"{settings.target}" + (f"; the program failed (exit code {result.program_exit_code}), so later "
+                                             "compilations were not checked" if failed and not result.interrupted
+                                             else ""))
         if result.interrupted:
-            click.echo("offload-fixer: the program was interrupted (Ctrl-C); findings so far:", err=True)
-            failure = ExitCode.INTERRUPTED
-        elif result.program_exit_code not in (0, None):
-            click.echo(f"offload-fixer: the program exited with status {result.program_exit_code}", err=True)
-            failure = ExitCode.PROGRAM_FAILED
-        pending = False
-        if (fix or diff) and diagnostics:
+            console.note("offload-fixer: the program was interrupted (Ctrl-C); these are the findings so far",
+                         always=True)
+            outcome.failure = ExitCode.INTERRUPTED
+            outcome.complete = False
+            outcome.checked += " before the program was interrupted"
+        elif failed:
+            outcome.failure = outcome.failure or ExitCode.PROGRAM_FAILED
+            outcome.complete = False
+            outcome.checked += " before the program failed"
+        if invocation.fix or invocation.diff:
             # the hashes the runner took when it analysed each file: a file edited since is refused
-            pending, fix_failure = _apply_fixes(_reportable(diagnostics, settings)[0], settings.strategy,
-                                                write=fix and not diff, unsafe=unsafe_fixes, jax_version=None,
-                                                expected_sha256=result.sources)
-            failure = failure or fix_failure
-        if not quiet:
-            click.echo(f"offload-fixer: checked {result.checked} distinct compilation(s) for {settings.target}", err=True)
-        _emit(Outcome(diagnostics=diagnostics), settings, fmt or settings.format, quiet, verbose, exit_zero, failure,
-              pending_diff=diff and pending)
+            run_fixes = apply_fixes(outcome.diagnostics, settings.strategy, invocation, None, console,
+                                    expected_sha256=result.sources,
+                                    confirm=FixConfirmation(result.reports, result.calls, settings.target)
+                                    if invocation.confirm else None)
+            outcome.failure = outcome.failure or run_fixes.failure
+            if invocation.diff:
+                show_diff(run_fixes, console, outcome.diagnostics)
+                outcome.pending = run_fixes.changed
+                finish(outcome, invocation, settings, console)
+            if run_fixes.changed:
+                if invocation.show_fixes:
+                    show_fixed(run_fixes, outcome.diagnostics, fmt, console)
+                before = len(_findings(outcome.diagnostics))
+                resolved = set(run_fixes.resolved)
+                outcome.diagnostics = [d for d in outcome.diagnostics if d not in resolved]
+                outcome.fixed = max(before - len(_findings(outcome.diagnostics)), 0)
+                console.note("offload-fixer: run the program again to check the fixed code")
+        elif invocation.show_fixes and outcome.diagnostics:
+            planned = apply_fixes(outcome.diagnostics, settings.strategy, dataclasses.replace(invocation, fix=False),
+                                  None, console, expected_sha256=result.sources)
+            _show_planned_fixes(planned, console)
+        finish(outcome, invocation, settings, console, marks_planner(settings.strategy, invocation, None))
 
     try:
-        result = run_program(program, list(program_args), target=settings.target, is_module=module, finish=finish)
-    except UsageError as exc:
-        _fail(ExitCode.USAGE, str(exc))
-    if not result.deferred:
-        finish(result)
+        result = run_program(program, list(program_args), target=settings.target, is_module=module, progress=progress,
+                             confirm=invocation.confirm, finish=after_program)
+    except BaseException:
+        redirect.close()
+        raise
+    if not result.deferred:  # else the runner calls it once the program's threads are done
+        after_program(result)
 
 
-def _check_writable_destination(path: str) -> None:
-    """Refuse, before the program runs, a report path whose directory is missing or read-only."""
+def check_writable_destination(path: str, console: Console) -> None:
+    """Refuse, before the program runs, a report path whose directory is missing or read-only:
+    after the run it would be too late to say so without losing what the run found."""
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
-        _fail(ExitCode.USAGE, f"cannot write the report {path}: no directory {directory}")
+        fail(ExitCode.USAGE, f"cannot write the report {path}: no directory {directory}", console)
     if not os.access(directory, os.W_OK | os.X_OK):
-        _fail(ExitCode.USAGE, f"cannot write the report {path}: {directory} is not writable")
+        fail(ExitCode.USAGE, f"cannot write the report {path}: {directory} is not writable", console)
     if os.path.exists(path) and not os.path.isfile(path):
-        _fail(ExitCode.USAGE, f"cannot write the report {path}: not a regular file")
+        fail(ExitCode.USAGE, f"cannot write the report {path}: not a regular file", console)
 
 
-def _save_last_run(program: str | None, result, target: str, quiet: bool) -> None:
+def save_last_run(program: str | None, result, target: str, console: Console) -> None:
     """Every run leaves its findings where the language server looks (:mod:`offload_fixer.last_run`)."""
     from offload_fixer import last_run
     from offload_fixer.runner import write_report_file
@@ -469,23 +951,25 @@ def _save_last_run(program: str | None, result, target: str, quiet: bool) -> Non
         last_run.prepare(report)
         write_report_file(str(report), result.reports, target, result.sources, result.texts)
     except OSError as exc:
-        if not quiet:
-            click.echo(f"offload-fixer: could not save the run for the editor in {report}: {exc}", err=True)
+        console.note(f"offload-fixer: could not save the run for the editor in {report}: {exc.strerror or exc}")
 
 
 @main.command()
-@click.argument("log", default="-")
-@click.option("--dump", "dump_dir", type=click.Path(exists=True, file_okay=False, readable=False), default=None,
+@click.argument("log", type=click.Path(allow_dash=True, readable=False), default="-")
+@click.option("--dump", "dump_dir", type=click.Path(file_okay=False, readable=False), default=None,
               help="An --xla_dump_to directory from the failing run.")
-@click.option("--target", type=click.Choice(TARGET_CHOICES), default="tpu", show_default=True)
-@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
-def explain(log, dump_dir, target, fmt) -> None:
+@options("target", "color", "confirm")
+@click.option("--format", "--output-format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
+def explain(log: str, dump_dir: str | None, target: str | None, color: str, confirm: bool, fmt: str) -> None:
     """Explain an XLA error-1200 message (a file, or stdin) and map it to source with a dump."""
     import json
 
+    from offload_fixer.explain import DumpReadError
     from offload_fixer.explain import explain as explain_log
-    from offload_fixer.explain.dump import DumpReadError
 
+    console = Console(Invocation(color=color))
+    if dump_dir is not None and not os.path.isdir(dump_dir):
+        fail(ExitCode.INPUT_ERROR, f"{dump_dir}: no such dump directory", console)
     try:
         # A log may be a pipe (``explain <(cmd)``, stdin): read as it comes, bad bytes replaced.
         if log == "-":
@@ -494,11 +978,15 @@ def explain(log, dump_dir, target, fmt) -> None:
             with open(log, "rb") as handle:
                 text = handle.read().decode("utf-8", errors="replace")
     except OSError as exc:
-        _fail(ExitCode.INPUT_ERROR, f"cannot read the log {log}: {exc.strerror or exc}")
+        fail(ExitCode.INPUT_ERROR, f"cannot read the log {log}: {exc.strerror or exc}", console)
+    if confirm:
+        if dump_dir is None:
+            fail(ExitCode.USAGE, "--confirm compiles the dumped modules: give --dump DIR", console)
+        require_compiler(target or "tpu", console)
     try:
-        result = explain_log(text, dump_dir=dump_dir, target=target)
+        result = explain_log(text, dump_dir=dump_dir, target=target or "tpu", confirm=confirm)
     except DumpReadError as exc:
-        _fail(ExitCode.INPUT_ERROR, str(exc))
+        fail(ExitCode.INPUT_ERROR, str(exc), console)
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2))
     else:
@@ -509,26 +997,51 @@ def explain(log, dump_dir, target, fmt) -> None:
 
 
 @main.command()
-@click.argument("report_file", type=click.Path(exists=True, dir_okay=False))
-@click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing.")
-@click.option("--strategy", type=click.Choice(STRATEGIES), default="auto", show_default=True)
-@click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes labelled unsafe.")
-def fix(report_file, diff, strategy, unsafe_fixes) -> None:
-    """Apply the fixes from a saved `offload-fixer run --report` file."""
-    from offload_fixer.runner import read_report_file
+@click.argument("report_file", type=click.Path(dir_okay=False, readable=False))
+@options("diff", "strategy", "unsafe_fixes", "show_fixes", "quiet", "color", "confirm")
+def fix(report_file: str, **params: Any) -> None:
+    """Apply the fixes from a saved `offload-fixer run --report` file.
 
+    With --confirm (the report written by `run --confirm --report`), each fixed function is
+    compiled by the released compiler first, with the arguments the run recorded."""
+    from offload_fixer.runner import AbstractCall, decode_call, read_report_file
+
+    invocation = Invocation.take(params)
+    invocation.fix = True
+    console = Console(invocation)
     try:
         saved = read_report_file(report_file)
-    except OSError as exc:
-        _fail(ExitCode.INPUT_ERROR, f"cannot read report {report_file}: {exc.strerror or exc}")
-    except ValueError as exc:
-        _fail(ExitCode.INPUT_ERROR, f"cannot read report {report_file}: {exc}")
+    except FileNotFoundError:
+        fail(ExitCode.INPUT_ERROR, f"{report_file}: no such report", console)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        fail(ExitCode.INPUT_ERROR, f"cannot read the report {report_file}: {exc}", console)
     diagnostics = [d for r in saved.reports for d in r.diagnostics]
-    pending, failure = _apply_fixes(diagnostics, strategy, write=not diff, unsafe=unsafe_fixes,
-                                    jax_version=saved.jax_version, expected_sha256=saved.sources)
-    if failure is not None:
-        sys.exit(int(failure))
-    sys.exit(int(ExitCode.FINDINGS if diff and pending else ExitCode.CLEAN))
+    confirmation = None
+    if invocation.confirm:
+        require_compiler(saved.target, console)
+        calls = {index: AbstractCall(None, *decode_call(call)) for index, call in saved.calls.items()}
+        confirmation = FixConfirmation(saved.reports, calls, saved.target)
+    run_fixes = apply_fixes(diagnostics, invocation.strategy or "auto", invocation, saved.jax_version, console,
+                            expected_sha256=saved.sources, confirm=confirmation)
+    if invocation.diff:
+        show_diff(run_fixes, console, diagnostics)
+    elif invocation.show_fixes:
+        console.report(fixed_listing(run_fixes, diagnostics, os.getcwd()))
+    if not invocation.diff:
+        count = len(_findings(run_fixes.resolved))
+        console.note(f"Fixed {count} problem{'s' if count != 1 else ''}." if count else "No fixes applied.")
+    if run_fixes.failure is not None:
+        sys.exit(int(run_fixes.failure))
+    sys.exit(int(ExitCode.FINDINGS if invocation.diff and run_fixes.changed else ExitCode.CLEAN))
+
+
+@main.command()
+def doctor() -> None:
+    """Which JAX, jaxlib and compilers are installed, what --confirm can check, and which
+    compilers the analysis was checked against."""
+    from offload_fixer.xla.doctor import report_lines
+
+    click.echo("\n".join(report_lines()))
 
 
 @main.command()
@@ -541,19 +1054,23 @@ def lsp() -> None:
 
 @main.command()
 @click.argument("code", required=False)
-@click.option("--jax-version", default=None, help="Write the examples for this JAX version.")
-def rules(code, jax_version) -> None:
+@options("jax_version")
+def rules(code: str | None, jax_version: str | None) -> None:
     """List the diagnostic codes, or print the page for CODE."""
     from offload_fixer.rules import UnknownRule, all_rules, render_rule
 
+    console = Console(Invocation())
+    if jax_version is not None:
+        check_jax_version(jax_version, console)
     if code is None:
+        width = max(len(rule.name) for rule in all_rules())
         for rule in all_rules():
-            click.echo(f"{rule.code}  {rule.name:<32} {rule.summary}")
+            click.echo(f"{rule.code}  {rule.name:<{width}}  {rule.summary}")
         return
     try:
         click.echo(render_rule(code, jax_version=jax_version))
     except UnknownRule as exc:
-        _fail(ExitCode.USAGE, str(exc.args[0] if exc.args else exc))
+        fail(ExitCode.USAGE, str(exc.args[0] if exc.args else exc), console)
 
 
 if __name__ == "__main__":  # pragma: no cover

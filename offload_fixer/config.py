@@ -22,13 +22,12 @@ try:
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-from offload_fixer.jax_compat import UnsupportedJaxVersion, parse_version
-from offload_fixer.model import TARGET_CHOICES, Diagnostic
+from offload_fixer.jax_compat import UnsupportedJaxVersion, check_modelled
+from offload_fixer.model import FORMATS, TARGET_CHOICES, Diagnostic
 from offload_fixer.source.text import read_regular_file
 
 TABLE = "offload-fixer"
 STRATEGIES = ("device", "host", "auto")
-FORMATS = ("text", "json", "sarif", "github")
 DEFAULT_EXCLUDE: tuple[str, ...] = (
     ".bzr",
     ".direnv",
@@ -57,8 +56,8 @@ class ConfigError(ValueError):
     """A configuration file or value that cannot be used; the message names file and key."""
 
 
-class UnsupportedJaxConfig(ConfigError):
-    """``jax-version`` names a version offload-fixer does not model (exit 6, like the flag)."""
+class UnmodelledJaxVersion(ConfigError):
+    """A ``jax-version`` offload-fixer does not model (the CLI exits 6 for it, not 2)."""
 
 
 @dataclass(frozen=True)
@@ -73,8 +72,11 @@ class Settings:
     jax_version: str | None = None
     """The JAX the checked code is written for; ``None`` means the installed one."""
     format: str = "text"
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """(glob, codes) pairs: codes not reported in files the glob matches (``!glob``: files it
+    does not match). Globs follow ``exclude``'s rules, relative to ``root``."""
     jobs: int = 0
-    """Worker processes; 0 picks one per core."""
+    """Worker processes; 0 decides by how many files reach the parser (see ``static.api``)."""
     root: Path | None = None
     """Directory exclusion globs are relative to: the config file's, or the working directory."""
     config_path: Path | None = None
@@ -94,6 +96,27 @@ class Settings:
     def is_excluded(self, path: str | os.PathLike[str]) -> bool:
         return is_excluded(path, (*self.exclude, *self.extend_exclude), self.root or Path.cwd())
 
+    def ignored_in(self, path: str | os.PathLike[str]) -> tuple[str, ...]:
+        """``ignore`` plus the ``per-file-ignores`` codes that apply to ``path``."""
+        root = self.root or Path.cwd()
+        extra: list[str] = []
+        for pattern, codes in self.per_file_ignores:
+            negated = pattern.startswith("!")
+            if is_excluded(path, (pattern[1:] if negated else pattern,), root) != negated:
+                extra.extend(codes)
+        return (*self.ignore, *extra)
+
+    def reportable(self, diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+        """The diagnostics ``select``, ``ignore`` and ``per-file-ignores`` let through."""
+        select = None if self.select is None else [s.upper() for s in self.select]
+        kept = []
+        for d in diagnostics:
+            path = _report_path(d)
+            ignore = self.ignored_in(path) if path and self.per_file_ignores else self.ignore
+            if _is_selected(d.code, select, [s.upper() for s in ignore]):
+                kept.append(d)
+        return kept
+
 
 _FIELD_FOR_KEY = {
     "target": "target",
@@ -103,6 +126,7 @@ _FIELD_FOR_KEY = {
     "exclude": "exclude",
     "extend-exclude": "extend_exclude",
     "jax-version": "jax_version",
+    "per-file-ignores": "per_file_ignores",
     "format": "format",
     "jobs": "jobs",
 }
@@ -213,13 +237,20 @@ def _validate(raw: dict[str, Any], source: str) -> dict[str, Any]:
             if not isinstance(value, str):
                 raise ConfigError(f'{where}: expected a version string such as "0.4.35", got {value!r}')
             try:
-                parse_version(value)
+                check_modelled(value)
             except UnsupportedJaxVersion as exc:
-                raise UnsupportedJaxConfig(f"{where}: {exc}") from exc
+                raise UnmodelledJaxVersion(f"{where}: {exc}") from exc
             out["jax_version"] = value
+        elif key == "per-file-ignores":
+            if not isinstance(value, dict):
+                raise ConfigError(f'{where}: expected a table of glob = ["CODE", ...], got {value!r}')
+            out["per_file_ignores"] = tuple(
+                (pattern, tuple(_selector(code, f"{where}.{pattern!r}") for code in _strings(codes, f"{where}.{pattern!r}")))
+                for pattern, codes in value.items()
+            )
         elif key == "jobs":
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ConfigError(f"{where}: expected a whole number >= 0 (0 = one per core), got {value!r}")
+                raise ConfigError(f"{where}: expected a whole number >= 0 (0 = decided by the number of files to parse), got {value!r}")
             out["jobs"] = value
         else:
             raise ConfigError(f"{where}: unknown setting")
@@ -278,6 +309,13 @@ def select_codes(
     select = None if select is None else [s.upper() for s in select]
     ignore = [s.upper() for s in ignore]
     return [d for d in diagnostics if _is_selected(d.code, select, ignore)]
+
+
+def _report_path(diagnostic: Diagnostic) -> str | None:
+    span = diagnostic.location
+    if span is None and diagnostic.function is not None:
+        return diagnostic.function.path
+    return span.path if span is not None else None
 
 
 def is_excluded(path: str | os.PathLike[str], patterns: Sequence[str], root: str | os.PathLike[str]) -> bool:

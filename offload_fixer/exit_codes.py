@@ -1,4 +1,8 @@
-"""Exit codes of every ``offload-fixer`` command: one meaning each, documented in the README."""
+"""Exit codes of every ``offload-fixer`` command: one meaning each.
+
+This is the only place they are written down: ``--help`` prints :func:`describe`, and a test
+checks that the README's table says the same.
+"""
 
 from __future__ import annotations
 
@@ -6,23 +10,32 @@ import enum
 
 
 class ExitCode(enum.IntEnum):
-    CLEAN = 0
-    """Nothing found (or only ``info`` notes)."""
-    FINDINGS = 1
-    """Diagnostics found, or ``--diff`` has changes pending."""
-    USAGE = 2
-    """Bad command line or configuration."""
-    PROGRAM_FAILED = 3
-    """``run``: the user's own program exited non-zero or raised."""
-    INPUT_ERROR = 4
-    """A file that does not parse, is not UTF-8, or a report/log that cannot be read."""
-    FIX_REFUSED = 5
-    """A fix was refused: read-only file, file changed since analysis, or the result would not compile."""
-    UNSUPPORTED_JAX = 6
-    """The installed or requested JAX version is one offload-fixer does not model."""
-    NO_COMPILER = 7
-    """``--confirm``: the released compiler of the target is not installed (or does not start)."""
-    INTERRUPTED = 130
-    """Interrupted with Ctrl-C (SIGINT), the shell's 128 + 2; ``run``: the program was."""
-    TERMINATED = 143
-    """Stopped by SIGTERM (128 + 15); a fix being written is left as it was."""
+    meaning: str
+
+    def __new__(cls, value: int, meaning: str) -> ExitCode:
+        member = int.__new__(cls, value)
+        member._value_ = value
+        member.meaning = meaning
+        return member
+
+    CLEAN = 0, "clean (only `info` notes), or `--fix` left nothing to report"
+    FINDINGS = 1, "problems found (errors or warnings), or `--diff` has changes pending"
+    USAGE = 2, "bad command line or configuration (an unknown option, an empty `--select`, a non-Python file named)"
+    PROGRAM_FAILED = 3, "`run`: your program itself failed (its own traceback is shown)"
+    INPUT_ERROR = 4, (
+        "an input that cannot be read: a missing file, program, report or log, a file that does not "
+        "parse, that CPython cannot compile or that is not text (binary, UTF-16, undecodable), an "
+        "unreadable file or directory, a FIFO or device (refused by its type, never read)"
+    )
+    FIX_REFUSED = 5, (
+        "a fix was refused: read-only or append-only file, file changed since analysis, result would not compile"
+    )
+    UNSUPPORTED_JAX = 6, "a JAX version offload-fixer does not model (installed, `--jax-version` or `jax-version`)"
+    NO_COMPILER = 7, "`--confirm`: the released compiler of the target is not installed (or does not start)"
+    INTERRUPTED = 130, "interrupted (Ctrl-C: 128 + SIGINT); `run` prints what it found before the program was"
+    TERMINATED = 143, "terminated (128 + SIGTERM); a file being fixed is left as it was or fully fixed"
+
+
+def describe() -> str:
+    """One line per code, for ``--help``."""
+    return "\n".join(f"{int(code)}  {code.meaning.replace('`', '')}" for code in ExitCode)

@@ -23,6 +23,9 @@ from typing import Any, Callable, Sequence
 
 OLDEST_SUPPORTED = (0, 4, 35)
 """Oldest JAX the dynamic analysis runs under; static rules and spellings reach further back."""
+NEWEST_MODELLED = "0.10.2"
+"""Newest JAX whose behaviour the rules were checked against; its later patch releases share
+them. A newer minor release (0.11 changed ``compute_on``) is refused where a user names it."""
 
 
 class UnsupportedJaxVersion(ValueError):
@@ -56,6 +59,19 @@ def parse_version(text: str) -> tuple[int, int, int]:
     if (major, minor) < (0, 4):
         raise UnsupportedJaxVersion(f"JAX {text} predates memory kinds (0.4.x); offload-fixer models 0.4.x and newer")
     return major, minor, patch
+
+
+def check_modelled(text: str) -> tuple[int, int, int]:
+    """A JAX version a user asks the rules of (``--jax-version``, ``jax-version``): parsed, and
+    refused when it is newer than any release the rules model."""
+    version = parse_version(text)
+    newest = parse_version(NEWEST_MODELLED)
+    if version[:2] > newest[:2]:
+        raise UnsupportedJaxVersion(
+            f"JAX {text} is newer than what offload-fixer models (the newest is {NEWEST_MODELLED}, "
+            f"with its {newest[0]}.{newest[1]}.x patch releases)"
+        )
+    return version
 
 
 @functools.lru_cache(maxsize=None)

@@ -33,6 +33,8 @@ DEPRECATED_TARGETS: dict[str, str] = {"gpu-legacy": "gpu"}
 every released XLA:GPU does, so it is ``gpu`` now."""
 TARGET_CHOICES: tuple[str, ...] = TARGETS + tuple(DEPRECATED_TARGETS)
 """What a command line or a configuration accepts (deprecated names still work)."""
+FORMATS: tuple[str, ...] = ("text", "concise", "json", "sarif", "github")
+"""Output formats of the command line and ``format`` in ``[tool.offload-fixer]``."""
 
 
 def normalize_target(target: str) -> str:
@@ -145,6 +147,8 @@ class Diagnostic:
     """With ``--confirm``: whether the released compiler agrees (``None``: not asked)."""
     xla_message: str | None = None
     """With ``--confirm``: what the compiler said of this finding, in its own words."""
+    confirmed_by: str | None = None
+    """With ``--confirm``: the compiler asked (``libtpu 0.0.42.1``)."""
 
     def to_dict(self) -> dict[str, Any]:
         return _to_jsonable(self)

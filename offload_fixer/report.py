@@ -14,15 +14,19 @@ import difflib
 import hashlib
 import json
 import os
+import textwrap
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from offload_fixer.model import Diagnostic, Report, Span, position_text
+from offload_fixer.findings import Finding, FixMark, group_findings
+from offload_fixer.findings import location as primary_span
+from offload_fixer.model import FORMATS, Diagnostic, Report, Span, position_text
 from offload_fixer.rules import Rule, all_rules, render_rule
 from offload_fixer.suppression import UnusedSuppression
+from offload_fixer.xla_messages import summary as xla_summary
 
 TOOL_NAME = "offload-fixer"
 INFORMATION_URI = "https://pypi.org/project/offload-fixer/"
@@ -31,7 +35,6 @@ SARIF_SCHEMA_URI = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 )
 SRCROOT = "%SRCROOT%"
-FORMATS = ("text", "json", "sarif", "github")
 
 
 @dataclass(frozen=True)
@@ -83,16 +86,24 @@ def render(
     jax_version: str | None = None,
     sources: Mapping[str, str] | None = None,
     fixes: Mapping[Diagnostic, Sequence[SourceChange]] | None = None,
+    marks: Mapping[Diagnostic, FixMark] | None = None,
+    verbose: bool = False,
+    tally: Tally | None = None,
 ) -> str:
     """The whole output for ``--format fmt``, ending with a newline unless it is empty.
+    ``marks``, ``verbose`` and ``tally`` are for the text formats.
 
     Positions in notebooks, which count the lines of their code cells' program, are shown
     per cell (``nb.ipynb:cell 3:12:5``; in SARIF and GitHub annotations, where the ``.ipynb``
     file's own text is shown, at that cell line's place in the file).
     """
-    diagnostics, file_errors, unused = _in_cells(list(diagnostics), list(file_errors), list(unused_suppressions))
-    if fmt == "text":
-        return format_text(diagnostics, file_errors, unused, root=root, color=color)
+    given = list(diagnostics)
+    diagnostics, file_errors, unused = _in_cells(given, list(file_errors), list(unused_suppressions))
+    if marks and diagnostics is not given:  # the marks follow their diagnostics into cell coordinates
+        marks = {moved: marks[d] for d, moved in zip(given, diagnostics) if d in marks}
+    if fmt in ("text", "concise"):
+        return format_text(diagnostics, file_errors, unused, root=root, color=color, marks=marks,
+                           verbose=verbose, concise=fmt == "concise", tally=tally)
     if fmt == "json":
         document = format_json(diagnostics, file_errors, unused, target=target, jax_version=jax_version)
         return json.dumps(document, indent=2) + "\n"
@@ -115,14 +126,6 @@ def render(
 
 # ---------------------------------------------------------------------------------------
 # Shared helpers
-def primary_span(diagnostic: Diagnostic) -> Span | None:
-    """Where a diagnostic is reported; falls back to the ``def`` line of the jitted function."""
-    span = diagnostic.location
-    if span is None and diagnostic.function and diagnostic.function.path:
-        span = Span(diagnostic.function.path, diagnostic.function.line or 1, cell=diagnostic.function.cell)
-    return span
-
-
 def _in_cells(diagnostics: list[Diagnostic], file_errors: list[FileError],
               unused: list[UnusedSuppression]) -> tuple[list[Diagnostic], list[FileError], list[UnusedSuppression]]:
     """Everything that points into a notebook, in cell coordinates."""
@@ -239,6 +242,23 @@ def text_replacements(before: str, after: str) -> list[Replacement]:
 # text
 _STYLE = {"bold": "1", "red": "31", "yellow": "33", "cyan": "36", "green": "32", "dim": "2"}
 _SEVERITY_COLOR = {"error": "red", "warning": "yellow", "info": "cyan"}
+TRACE_STEPS_SHOWN = 3
+"""Steps of a finding's trace shown without ``--verbose``."""
+WRAP = 88
+
+
+@dataclass(frozen=True)
+class Tally:
+    """What the closing lines of the text output count, besides the findings themselves."""
+
+    checked: str | None = None
+    """What was checked, in words (``"3 files checked"``); shown when nothing was found."""
+    complete: bool = True
+    """False when the check stopped early (the program under ``run`` failed)."""
+    shown: bool = True
+    """False for ``--quiet``: the findings only."""
+    fixed: int | None = None
+    """Findings ``--fix`` removed; ``None`` when nothing was fixed on purpose."""
 
 
 def format_text(
@@ -248,8 +268,14 @@ def format_text(
     *,
     root: str | os.PathLike[str] | None = None,
     color: bool = False,
+    marks: Mapping[Diagnostic, FixMark] | None = None,
+    verbose: bool = False,
+    concise: bool = False,
+    tally: Tally | None = None,
 ) -> str:
-    """ruff-like lines, each diagnostic followed by its trace: origin, steps, output, fixes."""
+    """ruff-like lines: one finding per root cause (``[*]`` when ``--fix`` fixes it), with
+    its origin, the outputs it reaches, the start of its trace, why it matters and its fix;
+    then a summary. ``concise``: the first line of each finding only."""
 
     def paint(text: str, *styles: str) -> str:
         if not color:
@@ -265,53 +291,147 @@ def format_text(
     for error in sorted(file_errors, key=lambda e: (e.path, e.cell or 0, e.line, e.col)):
         head = paint(f"{where(error.span)}:", "bold")
         out.append(f"{head} {paint('error', 'red', 'bold')}: {error.message}")
-    for d in sorted(diagnostics, key=_sort_key):
-        span = primary_span(d)
-        head = paint(f"{where(span)}:", "bold")
-        severity = paint(f"[{d.severity}]", _SEVERITY_COLOR.get(d.severity, "bold"))
-        out.append(
-            f"{head} {paint(d.code, _SEVERITY_COLOR.get(d.severity, 'bold'), 'bold')} {severity} {d.message}"
-        )
-        origin = _origin_words(d)
-        if origin:
-            at = f" at {where(d.origin.span)}" if d.origin and d.origin.span else ""
-            out.append(f"  origin: {origin}{at}")
-        for number, step in enumerate(d.trace, 1):
-            at = f" at {where(step.span)}" if step.span else ""
-            out.append(f"  {number:>2}. {step.op} ({step.role}){at}")
-        output = _output_words(d)
-        if output:
-            returned = f", returned at {where(d.return_span)}" if d.return_span else ""
-            out.append(f"  output: {output}{returned}")
-        if d.related_outputs:
-            out.append(f"  also reaches: {', '.join(p or 'the whole result' for p in d.related_outputs)}")
-        for fix in d.fixes:
-            label = paint(f"fix ({fix.safety})", "green" if fix.safety == "safe" else "dim")
-            out.append(f"  {label}: {fix.title}")
+    found = group_findings(diagnostics, marks)
+    for finding in found:
+        d = finding.head
+        colour = _SEVERITY_COLOR.get(d.severity, "bold")
+        star = f"{paint('[*]', 'green')} " if finding.fixable else ""
+        out.append(f"{paint(where(primary_span(d)) + ':', 'bold')} {paint(d.code, colour, 'bold')} {star}"
+                   f"{paint(f'[{d.severity}]', colour)} {d.message}")
+        if not concise:
+            out.extend(_finding_details(finding, where, paint, verbose))
     for unused in unused_suppressions:
         head = paint(f"{where(unused.span)}:", "bold")
         out.append(f"{head} {paint('warning', 'yellow')}: {unused.message}")
-    summary = _summary(diagnostics, file_errors)
-    if summary:
-        out.append(summary)
+    out.extend(summary_lines(found, file_errors, tally or Tally()))
     return "\n".join(out) + ("\n" if out else "")
 
 
-def _summary(diagnostics: Sequence[Diagnostic], file_errors: Sequence[FileError]) -> str:
+def _finding_details(finding: Finding, where, paint, verbose: bool) -> list[str]:
+    d = finding.head
+    lines = []
+    origin = _origin_words(d)
+    if origin:
+        at = f" at {where(d.origin.span)}" if d.origin and d.origin.span else ""
+        lines.append(f"  origin: {origin}{at}")
+    locations = list(dict.fromkeys(where(primary_span(m)) for m in finding.diagnostics))
+    if len(locations) > 1:
+        lines.append(f"  also at: {', '.join(locations[1:])}")
+    outputs = _outputs_reached(finding, where)
+    if len(outputs) == 1:
+        lines.append(f"  output: {outputs[0]}")
+    elif outputs:
+        lines.append(f"  outputs ({len(outputs)}):")
+        lines.extend(f"    {output}" for output in outputs)
+    shown = d.trace if verbose else d.trace[:TRACE_STEPS_SHOWN]
+    for number, step in enumerate(shown, 1):
+        at = f" at {where(step.span)}" if step.span else ""
+        lines.append(f"  {number:>2}. {step.op} ({step.role}){at}")
+    if len(d.trace) > len(shown):
+        more = len(d.trace) - len(shown)
+        lines.append(f"      ... {more} more step{'s' if more != 1 else ''} (--verbose shows {'them' if more != 1 else 'it'})")
+    if d.explanation:
+        lines.extend(textwrap.wrap(d.explanation, WRAP, initial_indent="  why: ", subsequent_indent="       "))
+    confirmed = [m.confirmed for m in finding.diagnostics if m.confirmed is not None]
+    if confirmed:
+        said = next((m.xla_message for m in finding.diagnostics if m.xla_message), None)
+        by = next((f" by {m.confirmed_by}" for m in finding.diagnostics if m.confirmed_by), "")
+        if all(confirmed):
+            lines.append(f"  {paint('xla: confirmed' + by, 'green')}" + (f": {xla_summary(said)}" if said else ""))
+        else:
+            lines.append(f"  {paint('xla: not confirmed' + by, 'yellow')}" + (f": {xla_summary(said)}" if said else
+                                                                               ": the compiler does not report this"))
+    fix = finding.fix
+    if fix is not None and fix.status == "applied":
+        lines.append(f"  {paint('fix [*]', 'green')}: {fix.title}")
+    elif fix is not None and fix.status == "unsafe":
+        lines.append(f"  {paint('fix (unsafe: --fix --unsafe-fixes)', 'dim')}: {fix.title}")
+    elif fix is not None:
+        reason = f" ({fix.detail})" if fix.detail else ""
+        lines.append(f"  {paint('fix (not automatic)', 'dim')}: {fix.title}{reason}")
+    else:
+        lines.extend(f"  help: {option.title}" for option in d.fixes if option.safety != "display-only")
+    return lines
+
+
+def _outputs_reached(finding: Finding, where) -> list[str]:
+    """Each output the finding's host values reach, with the leaves that reach it when
+    several do (the leaves of one streamed argument)."""
+    sources: dict[str, list[str]] = {}
+    for d in finding.diagnostics:
+        output = _output_words(d)
+        if output is None:
+            continue
+        returned = f", returned at {where(d.return_span)}" if d.return_span else ""
+        label = d.origin.argument if d.origin and d.origin.argument else None
+        sources.setdefault(output + returned, [])
+        if label and label not in sources[output + returned]:
+            sources[output + returned].append(label)
+        for related in d.related_outputs:
+            if not any(key.startswith(related or "the whole result") for key in sources):
+                sources.setdefault(related or "the whole result", [])
+    several = len({label for labels in sources.values() for label in labels}) > 1
+    return [f"{output} from {', '.join(labels)}" if several and labels else output for output, labels in sources.items()]
+
+
+def summary_lines(found: Sequence[Finding], file_errors: Sequence[FileError], tally: Tally) -> list[str]:
+    """``Found 2 problems (1 error, 1 warning).`` and what ``--fix`` can do, as ruff words it;
+    ``All checks passed!`` with what was checked when there is nothing."""
+    if not tally.shown:
+        return []
     counts = {severity: 0 for severity in ("error", "warning", "info")}
-    for d in diagnostics:
-        counts[d.severity] = counts.get(d.severity, 0) + 1
-    parts = [
-        f"{n} {name}{'s' if n != 1 else ''}"
-        for name, n in (("error", counts["error"]), ("warning", counts["warning"]), ("note", counts["info"]))
-        if n
-    ]
+    for finding in found:
+        counts[finding.head.severity] = counts.get(finding.head.severity, 0) + 1
+    parts = [_plural(n, name) for name, n in (("error", counts["error"]), ("warning", counts["warning"]),
+                                               ("note", counts["info"])) if n]
     if file_errors:
-        parts.append(f"{len(file_errors)} file{'s' if len(file_errors) != 1 else ''} not checked")
-    if not parts:
-        return ""
-    total = len(diagnostics)
-    return f"Found {total} problem{'s' if total != 1 else ''} ({', '.join(parts)})."
+        parts.append(f"{_plural(len(file_errors), 'file')} not checked")
+    lines = []
+    if tally.fixed:
+        remaining = f"{len(found)} remaining" + (f": {', '.join(parts)}" if parts else "")
+        lines.append(f"Found {_plural(tally.fixed + len(found), 'problem')} ({tally.fixed} fixed, {remaining}).")
+    elif found:
+        lines.append(f"Found {_plural(len(found), 'problem')} ({', '.join(parts)}).")
+    elif file_errors:
+        lines.append(f"{_plural(len(file_errors), 'file')} could not be checked.")
+    elif not tally.complete:
+        lines.append(f"No problems found ({tally.checked})." if tally.checked else "No problems found.")
+    else:
+        lines.append(f"All checks passed! ({tally.checked})" if tally.checked else "All checks passed!")
+    fixable = sum(f.fixable for f in found)
+    unsafe = sum(f.fix is not None and f.fix.status == "unsafe" for f in found)
+    hidden = (f"{_plural(unsafe, 'hidden fix', 'hidden fixes')} can be enabled with the "
+              "`--unsafe-fixes` option") if unsafe else ""
+    if fixable:
+        lines.append(f"[*] {fixable} fixable with the `--fix` option" + (f" ({hidden})." if hidden else "."))
+    elif hidden:
+        lines.append(f"No fixes available ({hidden}).")
+    return lines
+
+
+def format_statistics(diagnostics: Sequence[Diagnostic], fmt: str, file_errors: Sequence[FileError] = (),
+                      marks: Mapping[Diagnostic, FixMark] | None = None, tally: Tally | None = None) -> str:
+    """``--statistics``: findings counted per code, most frequent first, as ruff prints them
+    (``count<TAB>code<TAB>[*] name``); ``json`` gives the same as a list."""
+    found = group_findings(diagnostics, marks)
+    rows: dict[str, dict[str, Any]] = {}
+    names = {rule.code: rule.name for rule in all_rules()}
+    for finding in found:
+        row = rows.setdefault(finding.head.code, {"code": finding.head.code, "name": names.get(finding.head.code, ""),
+                                                  "count": 0, "fixable": 0})
+        row["count"] += 1
+        row["fixable"] += finding.fixable
+    ordered = sorted(rows.values(), key=lambda r: (-r["count"], r["code"]))
+    if fmt == "json":
+        return json.dumps(ordered, indent=2) + "\n"
+    width = max((len(str(r["count"])) for r in ordered), default=1)
+    lines = [f"{r['count']:>{width}}\t{r['code']}\t{'[*]' if r['fixable'] else '[ ]'} {r['name']}" for r in ordered]
+    lines += summary_lines(found, file_errors, tally or Tally())
+    return "\n".join(lines) + "\n"
+
+
+def _plural(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word if n == 1 else plural or word + 's'}"
 
 
 # ---------------------------------------------------------------------------------------

@@ -362,9 +362,10 @@ _RULES: tuple[Rule, ...] = (
                 "Move the value back to device before it is returned",
                 "safe",
                 "The output keeps the memory kind its callers already receive and the values "
-                "are unchanged; the copy back to device is what XLA would need anyway. Not "
-                "offered where JAX >= 0.7.1 types the value as device memory already (a host "
-                "`in_shardings` traced from shapes): there the move is elided.",
+                "are unchanged; the copy back to device is what XLA would need anyway. For an "
+                "argument streamed from host (`in_shardings`) the move is written where the "
+                "function starts, so the compute on it runs on device too; JAX keeps that move "
+                "even where it types the argument as device memory (>= 0.7.1, traced from shapes).",
             ),
             FixDoc(
                 "Declare the output as host memory in `out_shardings`",

@@ -37,7 +37,6 @@ of a jitted function costs a few microseconds more (its signature is computed an
 
 from __future__ import annotations
 
-import argparse
 import functools
 import hashlib
 import importlib.util
@@ -51,14 +50,12 @@ import types
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from offload_fixer.model import TARGET_CHOICES, Diagnostic, Report, Span, normalize_target
+from offload_fixer.model import Diagnostic, Report, Span, normalize_target
 
-EXIT_CLEAN = 0
-EXIT_FINDINGS = 1
-EXIT_USAGE = 2
-EXIT_PROGRAM_FAILED = 3
+if TYPE_CHECKING:
+    from offload_fixer.console import Progress
 
 REPORT_FILE_VERSION = 1
 
@@ -112,22 +109,13 @@ class RunResult:
     def diagnostics(self) -> list[Diagnostic]:
         return [d for report in self.reports for d in report.diagnostics]
 
-    @property
-    def exit_code(self) -> int:
-        """The CLI's policy: a failed program first (its analysis may be incomplete), then errors."""
-        if self.program_exit_code != 0:
-            return EXIT_PROGRAM_FAILED
-        if any(d.severity == "error" for d in self.diagnostics):
-            return EXIT_FINDINGS
-        return EXIT_CLEAN
-
 
 # ---------------------------------------------------------------------------------------
 # Checking compilations
 class CompilationChecker:
     """Lowers each distinct compilation once for the target and collects the reports."""
 
-    def __init__(self, target: str, confirm: bool = False):
+    def __init__(self, target: str, progress: Progress | None = None, confirm: bool = False):
         import jax
         from jax._src.core import trace_state_clean
 
@@ -135,6 +123,7 @@ class CompilationChecker:
 
         target = normalize_target(target)
         self.target = target
+        self.progress = progress
         self.platform = jax_compat.lowering_platform(target)
         self.active = True
         self.result = RunResult(target=target)
@@ -182,6 +171,9 @@ class CompilationChecker:
         from offload_fixer.api import function_ref
 
         with self._lock:
+            if self.progress is not None:
+                self.progress.show(f"offload-fixer: checking {_describe(fun)} for {self.target} "
+                                   f"({self.result.checked} checked so far)", force=True)
             try:
                 lowered = jax_compat.lower_for_platform(
                     jitted, args, kwargs, self.platform
@@ -199,6 +191,9 @@ class CompilationChecker:
                         f"could not check {_describe(fun)} for {self.target}: {_one_line(exc)}"
                     )
                 return
+            finally:
+                if self.progress is not None:
+                    self.progress.clear()  # the program's own output follows on the terminal
             self.result.checked += 1
             self._add(report, AbstractCall(fun, _abstract(args), dict(kwargs)) if self.confirm else None)
 
@@ -622,8 +617,27 @@ def intercept_jit(checker: CompilationChecker) -> Iterator[CompilationChecker]:
 
 # ---------------------------------------------------------------------------------------
 # Running the program
-class UsageError(Exception):
-    """The program to run cannot be found: the CLI exits 2."""
+class ProgramNotFound(Exception):
+    """The script or module to run does not exist: the CLI exits 4 (an input it cannot read)."""
+
+
+def find_program(program: str, is_module: bool) -> None:
+    """Raise :class:`ProgramNotFound` unless ``program`` can be run, looking for a module
+    where ``python -m`` would: the working directory first."""
+    if not is_module:
+        if not os.path.isfile(program):
+            raise ProgramNotFound(f"no such file: {program}")
+        return
+    saved = sys.path[:]
+    try:
+        sys.path.insert(0, os.getcwd())
+        found = importlib.util.find_spec(program) is not None
+    except (ImportError, ValueError) as exc:  # a parent package that fails, or a bad name
+        raise ProgramNotFound(f"cannot find module {program!r}: {exc}") from None
+    finally:
+        sys.path[:] = saved
+    if not found:
+        raise ProgramNotFound(f"no module named {program!r}")
 
 
 def run_program(
@@ -631,11 +645,14 @@ def run_program(
     argv: Sequence[str] = (),
     target: str = "tpu",
     is_module: bool = False,
+    progress: Progress | None = None,
     confirm: bool = False,
     finish: Callable[[RunResult], Any] | None = None,
 ) -> RunResult:
     """Run ``program`` (a script path, or a module name with ``is_module``) as ``__main__`` and
-    check each distinct jit compilation it triggers for ``target``.
+    check each distinct jit compilation it triggers for ``target``. ``sys.path`` starts as
+    ``python`` sets it: the working directory for a module, the script's directory for a
+    script. ``progress`` shows which compilation is being checked.
 
     ``finish(result)`` is what the caller does with the result (print it, write the report,
     fix); it may end with ``sys.exit``. Given, it also runs where the program ends the process
@@ -647,14 +664,10 @@ def run_program(
     from offload_fixer import jax_compat
 
     jax_compat.check_runtime_supported()
-    if is_module:
-        if _find_module(program) is None:
-            raise UsageError(f"no module named {program!r}")
-    elif not os.path.isfile(program):
-        raise UsageError(f"no such file: {program}")
+    find_program(program, is_module)
     import jax  # noqa: F401  (jax's own jits are created before the patch, on purpose)
 
-    checker = CompilationChecker(target, confirm=confirm)
+    checker = CompilationChecker(target, progress, confirm=confirm)
     result = checker.result
     ending = _Ending(checker, finish)
     threads_before = set(threading.enumerate())
@@ -667,8 +680,7 @@ def run_program(
         try:
             if is_module:
                 sys.argv = [program, *argv]
-                if os.getcwd() not in sys.path and "" not in sys.path:
-                    sys.path.insert(0, os.getcwd())
+                sys.path.insert(0, os.getcwd())
                 runpy.run_module(program, run_name="__main__", alter_sys=True)
             else:
                 path = os.path.abspath(program)
@@ -765,21 +777,6 @@ class _Ending:
         return status
 
 
-def _find_module(name: str) -> Any:
-    """``python -m`` finds a module from the current directory: so does ``run -m``, dotted
-    names included (``find_spec`` imports the parents, which must be found there too)."""
-    added = os.getcwd() not in sys.path and "" not in sys.path
-    if added:
-        sys.path.insert(0, os.getcwd())
-    try:
-        return importlib.util.find_spec(name)
-    except ImportError:
-        return None
-    finally:
-        if added:
-            sys.path.remove(os.getcwd())
-
-
 _TOOL_FILES = (
     os.path.abspath(__file__),
     os.path.abspath(runpy.__file__),
@@ -827,6 +824,8 @@ class ReportFile:
     lines: dict[str, dict[int, tuple[str, str, str]]] = field(default_factory=dict)
     """Per source file, each line a finding names with its neighbours (before, the line,
     after) as analysed: the editor finds the line again after edits elsewhere."""
+    calls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    """``run --confirm --report``: each report's arguments, encoded (:func:`decode_call`)."""
 
     def stale_sources(self) -> list[str]:
         """Files changed (or gone) since they were analysed: fixes must not touch them."""
@@ -841,9 +840,11 @@ def write_report_file(
     target: str,
     sources: dict[str, str] | None = None,
     texts: dict[str, str] | None = None,
+    calls: dict[int, AbstractCall] | None = None,
 ) -> None:
     """Write the reports as JSON, atomically; ``sources`` defaults to hashing the files now,
-    ``texts`` (the files as hashed) to reading them now."""
+    ``texts`` (the files as hashed) to reading them now. ``calls`` (``--confirm``): each
+    report's arguments as shapes, for ``fix --confirm`` to compile the fixed functions with."""
     from offload_fixer import jax_compat
 
     reports = list(reports)
@@ -862,6 +863,8 @@ def write_report_file(
         "reports": [report.to_dict() for report in reports],
         "sources": dict(sorted(sources.items())),
         "lines": _named_lines(reports, texts or {}),
+        "calls": {str(index): encoded for index, call in (calls or {}).items()
+                  if (encoded := encode_call(call)) is not None},
     }
     temporary = f"{path}.tmp{os.getpid()}"
     with open(temporary, "w", encoding="utf-8") as handle:
@@ -895,6 +898,9 @@ def read_report_file(path: str) -> ReportFile:
         lines = data.get("lines", {})
         if not isinstance(lines, dict) or not all(isinstance(v, dict) for v in lines.values()):
             raise TypeError("'lines' must map file paths to objects of line numbers")
+        calls = data.get("calls", {})
+        if not isinstance(calls, dict) or not all(isinstance(v, dict) for v in calls.values()):
+            raise TypeError("'calls' must map report indices to objects")
         target, jax_version = data["target"], data["jax_version"]
         if not isinstance(target, str) or not isinstance(jax_version, str):
             raise TypeError("'target' and 'jax_version' must be strings")
@@ -905,11 +911,74 @@ def read_report_file(path: str) -> ReportFile:
             sources=dict(sources),
             lines={source: {int(line): tuple(context) for line, context in numbered.items()}
                    for source, numbered in lines.items()},
+            calls={int(index): call for index, call in calls.items()},
         )
     except KeyError as exc:
         raise ValueError(f"{path}: not a valid report: missing {exc}") from None
     except (TypeError, ValueError, AttributeError) as exc:
         raise ValueError(f"{path}: not a valid report: {exc}") from None
+
+
+# ---------------------------------------------------------------------------------------
+# Abstract calls in a report file: pytrees of dicts, lists and tuples over array shapes
+def encode_call(call: AbstractCall) -> dict[str, Any] | None:
+    """JSON for the call's arguments, or ``None`` where they hold something a file cannot
+    carry (a pytree node of the user's own, a sharding over several devices)."""
+    try:
+        return {"args": _encode(call.args), "kwargs": _encode(call.kwargs)}
+    except _NotEncodable:
+        return None
+
+
+def decode_call(data: dict[str, Any]) -> tuple[tuple, dict]:
+    """The arguments of an encoded call, as ``ShapeDtypeStruct``s on this machine's device."""
+    return tuple(_decode(data["args"])), dict(_decode(data["kwargs"]))
+
+
+class _NotEncodable(Exception):
+    pass
+
+
+def _encode(value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, tuple) and not hasattr(value, "_fields"):
+        return {"tuple": [_encode(v) for v in value]}
+    if isinstance(value, list):
+        return [_encode(v) for v in value]
+    if type(value) is dict and all(isinstance(k, str) for k in value):
+        return {"dict": {k: _encode(v) for k, v in value.items()}}
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        sharding = getattr(value, "sharding", None)
+        devices = getattr(sharding, "device_set", None)
+        if devices is not None and len(devices) > 1:
+            raise _NotEncodable("a sharding over several devices")
+        return {"array": {"shape": list(value.shape), "dtype": str(value.dtype),
+                          "memory_kind": getattr(sharding, "memory_kind", None),
+                          "named": type(sharding).__name__ == "NamedSharding"}}
+    raise _NotEncodable(type(value).__name__)
+
+
+def _decode(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if "tuple" in value:
+        return tuple(_decode(v) for v in value["tuple"])
+    if "dict" in value:
+        return {k: _decode(v) for k, v in value["dict"].items()}
+    import jax
+
+    array = value["array"]
+    kind = array.get("memory_kind")
+    sharding = None
+    if kind and array.get("named"):  # only a NamedSharding puts the memory space in the type
+        mesh = jax.sharding.Mesh(jax.devices()[:1], ("x",))
+        sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(), memory_kind=kind)
+    elif kind:
+        sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0], memory_kind=kind)
+    return jax.ShapeDtypeStruct(tuple(array["shape"]), array["dtype"], sharding=sharding)
 
 
 def _named_lines(reports: Sequence[Report], texts: dict[str, str]) -> dict[str, dict[str, list[str]]]:
@@ -959,53 +1028,31 @@ def sha256_of(path: str) -> str | None:
 
 
 # ---------------------------------------------------------------------------------------
-# Text output and the command-line entry point the CLI wraps
-def diagnostic_location(diagnostic: Diagnostic) -> Span | None:
-    """Where to point: the diagnostic's span, else the jitted function's ``def`` (host
-    arguments have no span of their own)."""
-    location = diagnostic.location
-    if location is None and diagnostic.function and diagnostic.function.path:
-        location = Span(diagnostic.function.path, diagnostic.function.line or 1, 1)
-    return location
-
-
-def format_diagnostic(diagnostic: Diagnostic) -> str:
-    """``path:line:col: CODE message`` and the path of the value through the program."""
-    location = diagnostic_location(diagnostic)
-    head = (
-        f"{_display_path(location.path)}:{location.line}:{location.col}"
-        if location
-        else "<unknown>"
-    )
-    lines = [f"{head}: {diagnostic.code} {diagnostic.message}"]
-    if diagnostic.function:
-        lines.append(
-            f"    in jit({diagnostic.function.name}), severity {diagnostic.severity} for {diagnostic.target}"
-        )
-    if diagnostic.output_path is not None:
-        also = (
-            f" (also reaches {', '.join(p or '(the whole result)' for p in diagnostic.related_outputs)})"
-            if diagnostic.related_outputs
-            else ""
-        )
-        lines.append(
-            f"    output: {diagnostic.output_path or '(the whole result)'}{also}"
-        )
-    if diagnostic.origin:
-        lines.append(f"    origin: {diagnostic.origin.detail}")
-    for step in diagnostic.trace:
-        where = (
-            f" at {_display_path(step.span.path)}:{step.span.line}:{step.span.col}"
-            if step.span
-            else ""
-        )
-        lines.append(f"    -> {step.op} ({step.role}){where}")
-    return "\n".join(lines)
-
-
-def _display_path(path: str) -> str:
-    relative = os.path.relpath(path) if os.path.isabs(path) else path
-    return path if relative.startswith("..") else relative
+# The program's own output
+@contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Send what the program prints to stderr, so that stdout carries only the tool's report
+    (``run --format json``): ``sys.stdout`` and, where it is a real file, descriptor 1, which
+    child processes and C extensions write to."""
+    sys.stdout.flush()
+    try:
+        stdout_fd = sys.stdout.fileno()
+        stderr_fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # a stream without a descriptor (tests)
+        stdout_fd = stderr_fd = None
+    saved_fd = os.dup(stdout_fd) if stdout_fd is not None else None
+    saved_stdout = sys.stdout
+    try:
+        if saved_fd is not None:
+            os.dup2(stderr_fd, stdout_fd)
+        sys.stdout = sys.stderr
+        yield
+    finally:
+        sys.stdout = saved_stdout
+        sys.stderr.flush()
+        if saved_fd is not None:
+            os.dup2(saved_fd, stdout_fd)
+            os.close(saved_fd)
 
 
 def _describe(fun: Any) -> str:
@@ -1015,75 +1062,3 @@ def _describe(fun: Any) -> str:
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """``[--target T] [--report FILE] [-m] PROGRAM [ARGS...]``: run, print findings, exit
-    0 clean / 1 errors found / 2 usage or tool error / 3 the program itself failed."""
-    parser = argparse.ArgumentParser(prog="offload-fixer run", description=main.__doc__)
-    parser.add_argument("--target", choices=TARGET_CHOICES, default="tpu")
-    parser.add_argument(
-        "--report",
-        metavar="FILE",
-        help="write the findings as JSON for `offload-fixer fix`",
-    )
-    parser.add_argument(
-        "-m", dest="is_module", action="store_true", help="PROGRAM is a module name"
-    )
-    parser.add_argument(
-        "command", nargs=argparse.REMAINDER, metavar="PROGRAM [ARGS...]"
-    )
-    options = parser.parse_args(sys.argv[1:] if argv is None else list(argv))
-    if not options.command:
-        parser.error("the program to run is missing")
-    program, *program_args = options.command
-    from offload_fixer.jax_compat import UnsupportedJaxVersion
-
-    try:
-        result = run_program(
-            program, program_args, target=options.target, is_module=options.is_module
-        )
-    except (UsageError, UnsupportedJaxVersion) as exc:
-        print(f"offload-fixer: error: {exc}", file=sys.stderr)
-        raise SystemExit(EXIT_USAGE) from None
-    sys.stdout.flush()
-    if result.program_exception:
-        sys.stderr.write(result.program_exception.rstrip("\n") + "\n")
-    for warning in result.tool_warnings:
-        print(f"offload-fixer: warning: {warning}", file=sys.stderr)
-    sys.stderr.flush()
-    for diagnostic in result.diagnostics:
-        print(format_diagnostic(diagnostic))
-    print(_summary(result))
-    sys.stdout.flush()
-    if options.report:
-        try:
-            write_report_file(
-                options.report, result.reports, result.target, result.sources, result.texts
-            )
-        except OSError as exc:
-            print(
-                f"offload-fixer: error: cannot write the report: {exc}", file=sys.stderr
-            )
-            raise SystemExit(EXIT_USAGE) from None
-    raise SystemExit(result.exit_code)
-
-
-def _summary(result: RunResult) -> str:
-    counts: dict[str, int] = {}
-    for d in result.diagnostics:
-        counts[d.severity] = counts.get(d.severity, 0) + 1
-    found = (
-        ", ".join(
-            f"{n} {severity}{'s' if n != 1 else ''}"
-            for severity, n in sorted(counts.items())
-        )
-        or "no findings"
-    )
-    text = (
-        f"offload-fixer: checked {result.checked} distinct compilation{'s' if result.checked != 1 else ''} "
-        f"({result.intercepted} jit call{'s' if result.intercepted != 1 else ''} intercepted) for {result.target}: {found}"
-    )
-    if result.program_exit_code != 0:
-        text += f"; the program failed (exit code {result.program_exit_code}), so later compilations were not checked"
-    return text

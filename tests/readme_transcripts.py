@@ -7,7 +7,9 @@ comment is real output, and the tests that own a transcript compare it with a fr
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,3 +39,12 @@ def transcripts(readme: Path = README) -> list[Transcript]:
 
 def transcript(name: str) -> Transcript:
     return next(t for t in transcripts() if t.name == name)
+
+
+def readme_script():
+    """``scripts/readme.py``, which writes and checks the README's transcripts, as a module."""
+    spec = importlib.util.spec_from_file_location("readme", README.parent / "scripts" / "readme.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -18,10 +19,14 @@ from click.testing import CliRunner
 
 from offload_fixer.cli import main
 from offload_fixer.exit_codes import ExitCode
+from tests.cli_support import command, environment, in_terminal, offload_fixer
 
 ROOT = Path(__file__).resolve().parents[1]
 HAS_PINNED_HOST = "pinned_host" in {m.kind for m in __import__("jax").devices()[0].addressable_memories()}
 
+# JAX >= 0.7.1 traces BROKEN's host in_shardings argument abstractly, so its fix declares the
+# output host memory, a fix the OFL1200 rule page labels unsafe: tests of what --fix writes
+# pass --unsafe-fixes (test_a_fix_labelled_unsafe_needs_unsafe_fixes shows what happens without).
 BROKEN = textwrap.dedent(
     """\
     import functools
@@ -102,12 +107,13 @@ def test_fix_is_idempotent_and_keeps_comments(broken: Path):
 
 
 def test_a_fix_labelled_unsafe_needs_unsafe_fixes(broken: Path):
-    """The host-output fix is shown as ``fix (unsafe)`` (callers then receive host memory):
-    ``--fix`` declines it and says how to apply it, whatever the planner labelled the plan."""
-    shown = invoke("check", str(broken))
-    assert "fix (unsafe): Declare the output as host memory" in shown.output
+    """The host-output fix is labelled unsafe on the OFL1200 rule page (callers then receive
+    host memory): the report says so, ``--fix`` declines it and says how to apply it."""
+    shown = invoke("check", "--strategy", "host", str(broken))
+    assert "fix (unsafe: --fix --unsafe-fixes): Declare the result as pinned_host memory" in shown.output
+    assert "1 hidden fix can be enabled with the `--unsafe-fixes` option" in shown.output
     # --strategy host: the host-output fix in every JAX regime (auto picks it from JAX 0.7.1)
-    declined = invoke("check", "--fix", "--strategy", "host", str(broken))
+    declined = invoke("check", "--fix", "--strategy", "host", "--verbose", str(broken))
     assert broken.read_text() == BROKEN
     assert declined.exit_code == ExitCode.FINDINGS
     assert "(--unsafe-fixes applies it)" in declined.output and "unsafe=True" not in declined.output
@@ -271,3 +277,296 @@ def test_sigint_exits_130_not_the_findings_code(tmp_path: Path):
     _, err = process.communicate(timeout=120)
     assert process.returncode == ExitCode.INTERRUPTED, err
     assert "offload_fixer" not in err  # the program's own traceback, as Python prints it; none of ours
+
+
+# ---------------------------------------------------------------------------------------
+# In a real terminal: the installed command under a pseudo-terminal
+needs_pty = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+PROGRAM = BROKEN + textwrap.dedent(
+    """
+
+    if __name__ == "__main__":  # compiled ahead of time from shapes, as training loops do
+        print("lowered", double.trace(jax.ShapeDtypeStruct((4,), "float32")).lower().as_text()[:6])
+    """
+)
+COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@pytest.fixture()
+def program(tmp_path: Path) -> Path:
+    path = tmp_path / "train.py"
+    path.write_text(PROGRAM)
+    return path
+
+
+@needs_pty
+def test_check_in_a_terminal_colours_and_exits_with_the_findings(broken: Path):
+    code, screen = in_terminal("check", "--unsafe-fixes", str(broken), cwd=broken.parent)
+    assert code == ExitCode.FINDINGS, screen
+    assert "Traceback" not in screen
+    assert "OFL1200" in COLOUR.sub("", screen) and COLOUR.search(screen)
+    assert "[*] 1 fixable with the `--fix` option." in COLOUR.sub("", screen)
+
+
+@needs_pty
+@pytest.mark.parametrize("how", [{"NO_COLOR": "1"}, {"args": ("--color", "never")}])
+def test_no_colour_in_a_terminal_when_asked(broken: Path, how: dict):
+    args = how.pop("args", ())
+    code, screen = in_terminal("check", *args, str(broken), cwd=broken.parent, **how)
+    assert code == ExitCode.FINDINGS and "OFL1200" in screen
+    assert not COLOUR.search(screen)
+
+
+def test_force_color_colours_a_pipe(broken: Path):
+    assert COLOUR.search(offload_fixer("check", str(broken), cwd=broken.parent, FORCE_COLOR="1").stdout)
+    assert not COLOUR.search(offload_fixer("check", str(broken), cwd=broken.parent).stdout)
+    both = offload_fixer("check", str(broken), cwd=broken.parent, FORCE_COLOR="1", NO_COLOR="1")
+    assert not COLOUR.search(both.stdout)  # NO_COLOR wins
+
+
+@needs_pty
+def test_diff_then_fix_in_a_terminal(broken: Path):
+    code, screen = in_terminal("check", "--diff", "--unsafe-fixes", str(broken), cwd=broken.parent)
+    assert code == ExitCode.FINDINGS and "Traceback" not in screen
+    assert "+++ b/broken.py" in screen and "Would fix 1 problem." in screen
+    assert broken.read_text() == BROKEN
+    code, screen = in_terminal("check", "--fix", "--unsafe-fixes", str(broken), cwd=broken.parent)
+    assert code == ExitCode.CLEAN, screen
+    assert "Found 1 problem (1 fixed, 0 remaining)." in screen and "Traceback" not in screen
+    assert broken.read_text() != BROKEN
+
+
+@needs_pty
+def test_a_long_check_shows_progress_on_the_terminal_only(tmp_path: Path):
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for number in range(60):  # about a second of parsing: past the progress line's delay
+        shutil.copy(ROOT / "examples" / "optimizer_offload.py", tree / f"model_{number}.py")  # parsed; clean
+    code, screen = in_terminal("check", "--exit-zero", str(tree), cwd=tmp_path)
+    assert code == ExitCode.CLEAN and "Traceback" not in screen
+    assert "Checking" in screen and "60/60" in screen
+    assert screen.rsplit("\r\x1b[2K", 1)[1] == "All checks passed! (60 files checked)\r\n"  # erased, then the report
+    piped = offload_fixer("check", "--exit-zero", str(tree), cwd=tmp_path)
+    assert "Checking" not in piped.stdout + piped.stderr
+
+
+@needs_pty
+@pytest.mark.skipif(not HAS_PINNED_HOST, reason="this JAX's CPU build has no pinned_host memory")
+def test_run_in_a_terminal_shows_progress_then_diff_then_fix(program: Path):
+    code, screen = in_terminal("run", str(program), cwd=program.parent)
+    assert code == ExitCode.FINDINGS, screen
+    assert "Traceback" not in screen and "lowered module" in screen
+    assert "offload-fixer: checking jit(double) for tpu" in screen  # drawn while it lowers, then erased
+    assert "\r\x1b[2K" in screen
+    code, screen = in_terminal("run", "--diff", "--unsafe-fixes", str(program), cwd=program.parent)
+    assert code == ExitCode.FINDINGS and "Would fix 1 problem." in screen, screen
+    # the fix declares the output host memory: error 1200 goes, the multiply on host stays
+    code, screen = in_terminal("run", "--fix", "--unsafe-fixes", str(program), cwd=program.parent)
+    assert code == ExitCode.FINDINGS and "Traceback" not in screen, screen
+    assert "Found 2 problems (1 fixed, 1 remaining: 1 warning)." in COLOUR.sub("", screen)
+    code, screen = in_terminal("run", "--color", "never", str(program), cwd=program.parent)
+    assert code == ExitCode.FINDINGS, screen
+    assert "OFL1200" not in screen and "train.py:11:12: OFL1201 [warning]" in screen
+
+
+# ---------------------------------------------------------------------------------------
+# ruff's conventions, one by one (README: "ruff convention | offload-fixer")
+POLICY = textwrap.dedent(
+    """\
+
+    from jax.ad_checkpoint import Offloadable
+
+    POLICY = lambda prim, *_, **__: Offloadable(src="device", dst="unpinned_host")
+
+
+    @jax.jit
+    def loss(x):
+        return jax.checkpoint(lambda y: y * 2, policy=POLICY)(x).sum()
+    """
+)
+
+
+def test_a_clean_run_says_what_it_checked(tmp_path: Path):
+    (tmp_path / "a.py").write_text(CLEAN)
+    (tmp_path / "b.py").write_text(CLEAN)
+    result = invoke("check", str(tmp_path))
+    assert result.exit_code == ExitCode.CLEAN
+    assert result.output == "All checks passed! (2 files checked)\n"
+
+
+def test_fix_reports_what_is_left(broken: Path):
+    broken.write_text(BROKEN + POLICY)
+    result = invoke("check", "--fix", "--unsafe-fixes", str(broken))
+    assert result.exit_code == ExitCode.FINDINGS  # the policy cannot be fixed automatically
+    assert "OFL1200" not in result.output and "OFL1204" in result.output
+    assert "Found 2 problems (1 fixed, 1 remaining: 1 warning)." in result.output
+
+
+def test_show_fixes_lists_what_was_fixed(broken: Path):
+    result = invoke("check", "--fix", "--unsafe-fixes", "--show-fixes", str(broken))
+    assert result.exit_code == ExitCode.CLEAN
+    assert f"Fixed 1 problem:\n- {broken}:\n    1 × OFL1200 (host-value-device-output)\n" in result.output
+
+
+def test_diff_prints_the_diff_and_would_fix_on_stderr(broken: Path):
+    proc = offload_fixer("check", "--diff", "--unsafe-fixes", str(broken), cwd=broken.parent)
+    assert proc.returncode == ExitCode.FINDINGS
+    assert proc.stdout.startswith("--- a/broken.py\n+++ b/broken.py\n")
+    assert proc.stderr == "Would fix 1 problem.\n"
+    clean = broken.parent / "clean.py"
+    clean.write_text(CLEAN)
+    proc = offload_fixer("check", "--diff", str(clean), cwd=broken.parent)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (ExitCode.CLEAN, "", "No fixes to apply.\n")
+
+
+def test_fix_marks_only_what_fix_writes(broken: Path):
+    broken.write_text(BROKEN + POLICY)
+    lines = invoke("check", "--unsafe-fixes", str(broken)).output.splitlines()
+    assert any(line.endswith("OFL1200 [*] [error] " + line.split("[error] ", 1)[-1]) for line in lines if "OFL1200" in line)
+    assert [line for line in lines if "OFL1204" in line and "[*]" in line] == []
+    assert lines[-1] == "[*] 1 fixable with the `--fix` option."
+
+
+def test_output_file_and_output_format_alias(broken: Path, tmp_path: Path):
+    target = tmp_path / "out" / "report.sarif"
+    target.parent.mkdir()
+    result = invoke("check", "--output-format", "sarif", "-o", str(target), str(broken))
+    assert result.exit_code == ExitCode.FINDINGS and result.output == ""
+    assert json.loads(target.read_text())["runs"][0]["results"][0]["ruleId"] == "OFL1200"
+    text = tmp_path / "report.txt"
+    invoke("check", "--output-file", str(text), str(broken))
+    assert "OFL1200" in text.read_text() and "\x1b[" not in text.read_text()
+
+
+def test_statistics(broken: Path):
+    result = invoke("check", "--statistics", "--unsafe-fixes", str(broken))
+    assert result.exit_code == ExitCode.FINDINGS
+    assert result.output.splitlines()[0] == "1\tOFL1200\t[*] host-value-device-output"
+    data = json.loads(invoke("check", "--statistics", "--unsafe-fixes", "--format", "json", str(broken)).output)
+    assert data == [{"code": "OFL1200", "name": "host-value-device-output", "count": 1, "fixable": 1}]
+
+
+def test_stdin_with_a_file_name(broken: Path):
+    proc = offload_fixer("check", "-", "--stdin-filename", "src/train.py", stdin=BROKEN, cwd=broken.parent)
+    assert proc.returncode == ExitCode.FINDINGS
+    assert proc.stdout.startswith("src/train.py:9:")
+    fixed = offload_fixer("check", "--fix", "--unsafe-fixes", "-", "--stdin-filename", "train.py", stdin=BROKEN,
+                          cwd=broken.parent)
+    assert fixed.returncode == ExitCode.CLEAN, fixed.stderr
+    assert fixed.stdout != BROKEN and "# keep this comment" in fixed.stdout  # the fixed source
+    compile(fixed.stdout, "train.py", "exec")
+    assert "Found 1 problem (1 fixed, 0 remaining)." in fixed.stderr
+    broken_syntax = offload_fixer("check", "-", stdin="def f(:\n", cwd=broken.parent)
+    assert broken_syntax.returncode == ExitCode.INPUT_ERROR and broken_syntax.stdout.startswith("-:1:")
+
+
+def test_force_exclude_applies_exclude_to_named_files(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text('[tool.offload-fixer]\nextend-exclude = ["generated"]\n')
+    generated = tmp_path / "generated" / "model.py"
+    generated.parent.mkdir()
+    generated.write_text(BROKEN)
+    assert offload_fixer("check", "generated/model.py", cwd=tmp_path).returncode == ExitCode.FINDINGS
+    excluded = offload_fixer("check", "--force-exclude", "generated/model.py", cwd=tmp_path)
+    assert (excluded.returncode, excluded.stdout) == (ExitCode.CLEAN, "All checks passed! (0 files checked)\n")
+    piped = offload_fixer("check", "--force-exclude", "-", "--stdin-filename", "generated/model.py", stdin=BROKEN,
+                          cwd=tmp_path)
+    assert (piped.returncode, piped.stdout) == (ExitCode.CLEAN, "")
+
+
+def test_per_file_ignores(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.offload-fixer.per-file-ignores]\n"tests/**" = ["OFL12"]\n"legacy_*.py" = ["OFL1200"]\n')
+    for name in ("tests/test_model.py", "legacy_train.py", "train.py"):
+        (tmp_path / name).parent.mkdir(exist_ok=True)
+        (tmp_path / name).write_text(BROKEN)
+    result = offload_fixer("check", ".", cwd=tmp_path)
+    assert result.returncode == ExitCode.FINDINGS
+    assert [line.split(":")[0] for line in result.stdout.splitlines() if "OFL1200" in line] == ["train.py"]
+
+
+@pytest.mark.parametrize(
+    "args, code, message",
+    [
+        (["check", "bad.py"], ExitCode.INPUT_ERROR, "bad.py:3:7: error: invalid syntax"),
+        (["check", "README.md"], ExitCode.USAGE, "README.md: not a Python file"),
+        (["check", "missing.py"], ExitCode.INPUT_ERROR, "missing.py: no such file or directory"),
+        (["explain", "missing.log"], ExitCode.INPUT_ERROR, "cannot read the log missing.log"),
+        (["fix", "missing.json"], ExitCode.INPUT_ERROR, "missing.json: no such report"),
+        (["check", "--jax-version", "99.0", "clean.py"], ExitCode.UNSUPPORTED_JAX, "the newest is 0.10.2"),
+        (["rules", "OFL1200", "--jax-version", "99.0"], ExitCode.UNSUPPORTED_JAX, "the newest is 0.10.2"),
+        (["check", "--select", ",,,", "clean.py"], ExitCode.USAGE, "names no code"),
+        (["check", "--ignore", "", "clean.py"], ExitCode.USAGE, "names no code"),
+        (["check", "--select", "OFL9999", "clean.py"], ExitCode.USAGE, "selects no rule"),
+    ],
+)
+def test_bad_inputs_get_a_message_and_their_exit_code(tmp_path: Path, args, code, message):
+    (tmp_path / "bad.py").write_text("import jax\n\ndef f(:\n    pass\n")  # not a host-move file: still parsed
+    (tmp_path / "README.md").write_text("# a project\n")
+    (tmp_path / "clean.py").write_text(CLEAN)
+    proc = offload_fixer(*args, cwd=tmp_path)
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    assert message in proc.stdout + proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_configured_jax_version_offload_fixer_does_not_model(tmp_path: Path):
+    (tmp_path / "pyproject.toml").write_text('[tool.offload-fixer]\njax-version = "99.0"\n')
+    (tmp_path / "clean.py").write_text(CLEAN)
+    proc = offload_fixer("check", "clean.py", cwd=tmp_path)
+    assert proc.returncode == ExitCode.UNSUPPORTED_JAX and "the newest is 0.10.2" in proc.stderr
+
+
+def test_a_python_script_without_suffix_is_checked(tmp_path: Path):
+    script = tmp_path / "train"
+    script.write_text("#!/usr/bin/env python3\n" + BROKEN)
+    assert offload_fixer("check", "train", cwd=tmp_path).returncode == ExitCode.FINDINGS
+
+
+def test_dash_v_and_help_list_the_exit_codes():
+    assert invoke("-V").output.startswith("offload-fixer ")
+    help_text = invoke("--help").output
+    for code in ExitCode:
+        assert f"{int(code)}  " in help_text
+
+
+@pytest.mark.skipif(not HAS_PINNED_HOST, reason="this JAX's CPU build has no pinned_host memory")
+@pytest.mark.parametrize("fmt", ["json", "sarif", "github"])
+def test_run_keeps_the_programs_stdout_out_of_a_machine_report(program: Path, fmt: str):
+    proc = offload_fixer("run", "--format", fmt, str(program), cwd=program.parent)
+    assert proc.returncode == ExitCode.FINDINGS, proc.stderr
+    assert proc.stderr.startswith("lowered module\n") and "lowered module" not in proc.stdout
+    if fmt == "github":
+        assert all(line.startswith("::") for line in proc.stdout.splitlines())
+    else:
+        assert "OFL1200" in json.dumps(json.loads(proc.stdout))
+
+
+def test_no_worker_process_outlives_the_command(tmp_path: Path):
+    for number in range(6):
+        (tmp_path / f"model_{number}.py").write_text(BROKEN)
+    proc = subprocess.Popen([*command(), "check", "-j", "2", str(tmp_path)], env=environment(), start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert proc.wait(timeout=300) == ExitCode.FINDINGS
+    assert processes_in_session(proc.pid) == []
+
+
+def processes_in_session(session: int) -> list[str]:
+    """Every process still in ``session`` (a command and whatever it started), zombies included."""
+    left = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as handle:
+                    stat_line = handle.read()
+            except OSError:
+                continue
+            if int(stat_line[stat_line.rindex(")") + 2:].split()[3]) == session:
+                left.append(stat_line)
+    return left
+
+
+def test_quiet_prints_the_findings_only(broken: Path, tmp_path: Path):
+    result = invoke("check", "-q", str(broken))
+    assert result.exit_code == ExitCode.FINDINGS
+    assert "OFL1200" in result.output and "Found" not in result.output and "fixable" not in result.output
+    (tmp_path / "clean.py").write_text(CLEAN)
+    assert invoke("check", "-q", str(tmp_path / "clean.py")).output == ""

@@ -16,7 +16,7 @@ from offload_fixer.config import (
     load_settings,
     select_codes,
 )
-from offload_fixer.model import Diagnostic
+from offload_fixer.model import Diagnostic, Span
 
 
 def _write(path: Path, text: str) -> Path:
@@ -76,6 +76,9 @@ jobs = 4
         ("exclude = [1, 2]", "exclude: expected a list of strings"),
         ('jax-version = "latest"', "jax-version: not a JAX version"),
         ('jax-version = "0.3.25"', "jax-version: JAX 0.3.25 predates memory kinds"),
+        ('jax-version = "99.0"', "jax-version: JAX 99.0 is newer than what offload-fixer models"),
+        ('per-file-ignores = ["OFL1200"]', "per-file-ignores: expected a table"),
+        ('per-file-ignores = { "tests/**" = ["E501"] }', "per-file-ignores.'tests/..': 'E501' selects no rule"),
         ("jobs = -1", "jobs: expected a whole number"),
         ("jobs = true", "jobs: expected a whole number"),
     ],
@@ -183,14 +186,6 @@ def test_settings_exclusion_uses_the_config_directory(tmp_path):
     assert not settings.is_excluded(tmp_path / "gen" / "a.py")
 
 
-def test_an_unsupported_jax_version_is_its_own_error(tmp_path):
-    from offload_fixer.config import UnsupportedJaxConfig
-
-    config = _write(tmp_path / "pyproject.toml", '[tool.offload-fixer]\njax-version = "0.1"\n')
-    with pytest.raises(UnsupportedJaxConfig):  # the CLI exits 6 for it, as for --jax-version
-        load_settings(config)
-
-
 @pytest.mark.parametrize(
     ("content", "words"),
     [(b"\xff\xfe[tool]\n", "not UTF-8"), (bytes(range(256)), "not UTF-8"), (b"[tool\n", "not valid TOML")],
@@ -216,3 +211,16 @@ def test_a_symlink_loop_does_not_break_resolution(tmp_path):
     os.symlink("a.py", tmp_path / "b.py")
     assert SettingsResolver().settings_for(tmp_path / "a.py").target == "tpu"
     assert not is_excluded(tmp_path / "a.py", DEFAULT_EXCLUDE, tmp_path)
+
+
+def test_per_file_ignores_match_like_exclude_and_negate_with_a_bang(tmp_path):
+    config = _write(tmp_path / "pyproject.toml", '[tool.offload-fixer]\nignore = ["OFL1206"]\n'
+                    '[tool.offload-fixer.per-file-ignores]\n"tests/**" = ["OFL1201"]\n"!src/**" = ["OFL1200"]\n'
+                    '"conftest.py" = ["OFL12"]\n')
+    settings = load_settings(config)
+    assert settings.ignored_in(tmp_path / "tests" / "test_a.py") == ("OFL1206", "OFL1201", "OFL1200")
+    assert settings.ignored_in(tmp_path / "src" / "train.py") == ("OFL1206",)
+    assert settings.ignored_in(tmp_path / "src" / "conftest.py") == ("OFL1206", "OFL12")
+    located = Diagnostic("OFL1201", "warning", "tpu", "m", "e", span=Span(str(tmp_path / "tests" / "t.py"), 1))
+    elsewhere = Diagnostic("OFL1201", "warning", "tpu", "m", "e", span=Span(str(tmp_path / "src" / "t.py"), 1))
+    assert settings.reportable([located, elsewhere]) == [elsewhere]

@@ -561,3 +561,119 @@ def test_lines_end_only_where_lsp_says():
     text = "a\x0cb\u2028c\rd\r\ne\nf"
     assert split_lines(text) == ["a\x0cb\u2028c\r", "d\r\n", "e\n", "f"]
     assert LineIndex.of(text).position(text.index("f"), "utf-16") == types.Position(3, 0)
+
+
+# ---------------------------------------------------------------------------------------
+# Clients as they are: Neovim 0.7 (Debian 12), and clients that never resolve code actions
+@pytest.mark.asyncio
+async def test_neovim_0_7_resolves_the_actions_it_is_offered(client: LanguageClient, tmp_path):
+    """Neovim 0.7 declares ``resolveSupport: {properties: ["edit"]}`` and resolves an action
+    without an edit; it takes ``changes`` (no ``documentChanges``) and echoes ``data``."""
+    capabilities = client_capabilities("neovim@v0.7.0")
+    assert capabilities.text_document.code_action.resolve_support.properties == ["edit"]
+    assert not capabilities.workspace.workspace_edit.document_changes
+    await start(client, capabilities, tmp_path, jaxVersion=TYPED)
+    editor = Editor(client, copy_fixture("in_shardings_host.py", tmp_path))
+    editor.open()
+    diagnostics = await editor.diagnostics()
+
+    offered = quick_fixes(await editor.actions(diagnostics))["host"]
+    assert offered.edit is None
+    resolved = await client.code_action_resolve_async(offered)
+    assert resolved.edit.document_changes is None and list(resolved.edit.changes) == [editor.uri]
+    editor.change(editor.edited(resolved.edit))
+    assert await editor.diagnostics() == []
+
+
+@pytest.mark.parametrize(
+    "code_action",
+    [
+        None,  # no codeAction capabilities at all
+        types.CodeActionClientCapabilities(resolve_support=types.ClientCodeActionResolveOptions(properties=["command"])),
+    ],
+    ids=["no-resolve-support", "resolves-other-properties"],
+)
+@pytest.mark.asyncio
+async def test_a_client_that_does_not_resolve_edits_gets_them_with_the_actions(client: LanguageClient, tmp_path,
+                                                                                code_action):
+    capabilities = types.ClientCapabilities(
+        text_document=types.TextDocumentClientCapabilities(code_action=code_action))
+    await start(client, capabilities, tmp_path, jaxVersion=TYPED)
+    editor = Editor(client, copy_fixture("in_shardings_host.py", tmp_path))
+    editor.open()
+    diagnostics = await editor.diagnostics()
+
+    actions = await editor.actions(diagnostics)
+    assert actions and all(action.edit is not None for action in actions)  # fixes, suppression, fix-all
+    editor.change(editor.edited(quick_fixes(actions)["host"].edit))
+    assert await editor.diagnostics() == []
+
+
+NVIM = shutil.which("nvim")
+DRIVE_NEOVIM = """
+-- The test's part: wait for offload-fixer's diagnostics, take the preferred fix the way a
+-- user does (vim.lsp.buf.code_action, answering its menu), save and quit.
+local function record(text)
+  local out = io.open(vim.env.OFFLOAD_FIXER_RESULT, "a"); out:write(text .. "\\n"); out:close()
+end
+vim.api.nvim_create_autocmd("VimEnter", { callback = function()
+  vim.defer_fn(function()
+    local found = vim.wait(120000, function() return #vim.diagnostic.get(0) > 0 end, 50)
+    if not found then record("no diagnostics"); vim.cmd("qa!") return end
+    local first = vim.diagnostic.get(0)[1]
+    record("diagnostic " .. first.code .. " line " .. (first.lnum + 1))
+    vim.api.nvim_win_set_cursor(0, { first.lnum + 1, first.col })
+    vim.ui.select = function(items, _, choose)
+      for index, item in ipairs(items) do
+        if item[2].isPreferred then record("chose " .. item[2].title); return choose(item, index) end
+      end
+      record("nothing preferred"); choose(nil, nil)
+    end
+    vim.lsp.buf.code_action()
+    if vim.wait(120000, function() return vim.bo.modified end, 50) then record("edited") end
+    vim.cmd("write")
+    vim.cmd("qa!")
+  end, 0)
+end })
+"""
+
+
+def readme_neovim_config() -> str:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    start = text.index("```lua\n-- offload-fixer: one language server")
+    return text[start + len("```lua\n"): text.index("```", start + 6)]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(NVIM is None, reason="Neovim is not installed (apt-get install neovim gives Debian's 0.7.2)")
+def test_the_readme_neovim_setup_fixes_a_file_in_neovim(tmp_path):
+    import subprocess
+
+    path = copy_fixture("in_shardings_host.py", tmp_path)
+    (tmp_path / "pyproject.toml").write_text(f'[tool.offload-fixer]\njax-version = "{TYPED}"\n', encoding="utf-8")
+    init = tmp_path / "init.lua"
+    init.write_text(readme_neovim_config() + DRIVE_NEOVIM, encoding="utf-8")
+    result = tmp_path / "result.txt"
+    env = {
+        **CONFIG.server_env,
+        "PATH": os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]),
+        "OFFLOAD_FIXER_RESULT": str(result),
+        "XDG_CONFIG_HOME": str(tmp_path / "config"),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "XDG_STATE_HOME": str(tmp_path / "state"),
+        "XDG_CACHE_HOME": str(tmp_path / "cache"),
+    }
+    if not shutil.which("offload-fixer", path=env["PATH"]):
+        pytest.skip("the offload-fixer entry point is not installed next to this Python")
+    proc = subprocess.run([NVIM, "--headless", "-n", "-i", "NONE", "-u", str(init), path.name], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=300)
+    log = result.read_text() if result.exists() else ""
+    assert proc.returncode == 0, proc.stdout + proc.stderr + log
+    assert log.splitlines() == [
+        "diagnostic OFL1200 line 13",
+        "chose offload-fixer: Declare the output as host memory",
+        "edited",
+    ], proc.stderr
+    fixed = path.read_text(encoding="utf-8")
+    assert "out_shardings=host" in fixed
+    compile(fixed, str(path), "exec")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from importlib import resources
@@ -9,12 +10,15 @@ from importlib import resources
 import pytest
 
 from offload_fixer.model import Diagnostic, FixOption, FunctionRef, Origin, Report, Span, Step
+from offload_fixer.findings import FixMark
 from offload_fixer.report import (
     FileError,
     SourceChange,
+    Tally,
     escape_data,
     escape_property,
     format_sarif,
+    format_statistics,
     render,
     text_replacements,
 )
@@ -69,7 +73,7 @@ def _diagnostic(path: str, severity="error", code="OFL1200", line=6) -> Diagnost
 
 # ---------------------------------------------------------------------------------------
 # text
-def test_text_lists_location_trace_output_and_fixes(project):
+def test_text_lists_location_origin_outputs_trace_why_and_help(project):
     root, path = project
     text = render(
         "text",
@@ -82,16 +86,75 @@ def test_text_lists_location_trace_output_and_fixes(project):
         "pkg/broken.py:3:9: error: invalid syntax",
         "pkg/train.py:6:13: OFL1200 [error] host value reaches device output ['params']",
         "  origin: move to host (pinned_host): device_put at pkg/train.py:6:13",
+        "  outputs (2):",
+        "    ['params'] (flat output 1), returned at pkg/train.py:8:5",
+        "    ['grads']",
         "   1. subtract (host compute) at pkg/train.py:7:11",
         "   2. tuple (output)",
-        "  output: ['params'] (flat output 1), returned at pkg/train.py:8:5",
-        "  also reaches: ['grads']",
-        "  fix (safe): Move to device before returning",
-        "  fix (unsafe): Declare the output as host memory",
+        "  why: XLA rejects it",
+        "  help: Move to device before returning",
+        "  help: Declare the output as host memory",
         "pkg/train.py:2:12: warning: unused offload-fixer suppression: OFL1201",
         "Found 1 problem (1 error, 1 file not checked).",
     ]
     assert "\x1b[" not in text
+
+
+def test_one_finding_per_root_cause_with_its_outputs_beneath(project):
+    root, path = project
+    first = _diagnostic(path)
+    second = dataclasses.replace(first, output_index=0, output_path="['grads']", related_outputs=(),
+                                 return_span=None, message="second output")
+    warning = _diagnostic(path, severity="warning", code="OFL1201", line=6)
+    text = render("text", [warning, second, first], root=root)
+    heads = [line for line in text.splitlines() if not line.startswith(" ")]
+    # the error first, then the warning from the same origin; one line each, then the summary
+    assert heads == [
+        "pkg/train.py:6:13: OFL1200 [error] second output",  # its first output (flat 0) leads
+        "pkg/train.py:6:13: OFL1201 [warning] host value reaches device output ['params']",
+        "Found 2 problems (1 error, 1 warning).",
+    ]
+    assert "    ['grads'] (flat output 0)" in text.splitlines()
+    assert len(json.loads(render("json", [warning, second, first]))["diagnostics"]) == 3  # JSON keeps each output
+
+
+def test_fix_marks_and_what_fix_can_do(project):
+    root, path = project
+    error, warning = _diagnostic(path), _diagnostic(path, severity="warning", code="OFL1201", line=7)
+    marks = {error: FixMark("Move it to device", "applied"), warning: FixMark("Declare host output", "unsafe")}
+    lines = render("text", [error, warning], root=root, marks=marks).splitlines()
+    assert lines[0] == "pkg/train.py:6:13: OFL1200 [*] [error] host value reaches device output ['params']"
+    assert "  fix [*]: Move it to device" in lines
+    assert next(line for line in lines if "OFL1201" in line).startswith("pkg/train.py:7:13: OFL1201 [warning]")
+    assert "  fix (unsafe: --fix --unsafe-fixes): Declare host output" in lines
+    assert lines[-2:] == [
+        "Found 2 problems (1 error, 1 warning).",
+        "[*] 1 fixable with the `--fix` option (1 hidden fix can be enabled with the `--unsafe-fixes` option).",
+    ]
+    fixed = render("text", [warning], root=root, marks=marks, tally=Tally(fixed=1)).splitlines()
+    assert fixed[-2:] == [
+        "Found 2 problems (1 fixed, 1 remaining: 1 warning).",
+        "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option).",
+    ]
+
+
+def test_concise_is_one_line_per_finding(project):
+    root, path = project
+    text = render("concise", [_diagnostic(path)], root=root, marks={})
+    assert text.splitlines() == [
+        "pkg/train.py:6:13: OFL1200 [error] host value reaches device output ['params']",
+        "Found 1 problem (1 error).",
+    ]
+
+
+def test_statistics_count_findings_per_code(project):
+    root, path = project
+    error, warning = _diagnostic(path), _diagnostic(path, severity="warning", code="OFL1201", line=7)
+    marks = {error: FixMark("Move it to device", "applied")}
+    lines = format_statistics([error, warning], "text", marks=marks).splitlines()
+    assert lines[:2] == ["1\tOFL1200\t[*] host-value-device-output", "1\tOFL1201\t[ ] device-compute-on-host"]
+    assert json.loads(format_statistics([error, warning], "json", marks=marks))[0] == {
+        "code": "OFL1200", "name": "host-value-device-output", "count": 1, "fixable": 1}
 
 
 def test_text_colour_only_when_asked_and_sorted(project):
@@ -103,8 +166,11 @@ def test_text_colour_only_when_asked_and_sorted(project):
     assert coloured.rstrip().endswith("Found 2 problems (1 error, 1 warning).")
 
 
-def test_text_without_findings_is_empty():
-    assert render("text", []) == ""
+def test_a_clean_text_report_says_so_and_what_was_checked():
+    assert render("text", []) == "All checks passed!\n"
+    assert render("text", [], tally=Tally(checked="3 files checked")) == "All checks passed! (3 files checked)\n"
+    assert render("text", [], tally=Tally(checked="2 compilations checked", complete=False)) == (
+        "No problems found (2 compilations checked).\n")
 
 
 # ---------------------------------------------------------------------------------------

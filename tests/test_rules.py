@@ -146,3 +146,30 @@ def test_ofl1204_example_moves_to_unpinned_host_and_its_fix_does_not():
     rule = get_rule("OFL1204")
     assert _placements(_lower(rule.invalid_example(), "<OFL1204 invalid>")) == ["unpinned_host"]
     assert _placements(_lower(rule.valid_example(), "<OFL1204 valid>")) == ["pinned_host"]
+
+
+@pytest.mark.skipif(not jax_compat.spelling().memory_space_api, reason="needs jax.memory.Space (JAX >= 0.7.1)")
+def test_the_ofl1200_page_is_right_that_a_move_at_the_start_is_kept_for_a_streamed_argument():
+    """JAX >= 0.7.1 types a host in_shardings argument traced from shapes as device memory;
+    the page says the device fix still holds there, because JAX keeps the move."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import SingleDeviceSharding
+
+    from offload_fixer import analyze
+
+    host = SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")
+
+    def broken(x):
+        return x * 2
+
+    def fixed(x):
+        x = jax.device_put(x, jax.memory.Space.Device)
+        return x * 2
+
+    shape = jax.ShapeDtypeStruct((8,), jnp.float32)
+    lowered = {f.__name__: jax_compat.lower_for_platform(jax.jit(f, in_shardings=host), (shape,), {}, "tpu")
+               for f in (broken, fixed)}
+    assert [d.code for d in analyze(lowered["broken"]).diagnostics if d.code == "OFL1200"] == ["OFL1200"]
+    assert analyze(lowered["fixed"]).diagnostics == ()
+    assert "the move is written where the function starts" in render_rule("OFL1200")

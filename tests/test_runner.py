@@ -1,5 +1,5 @@
-"""``offload_fixer.runner``: real programs run unchanged in a subprocess, each distinct jit
-compilation checked for TPU; expected findings are marked in the programs as ``# expect: CODE``."""
+"""``offload_fixer.runner``: real programs run unchanged by ``offload-fixer run``, each distinct
+jit compilation checked for TPU; expected findings are marked in the programs as ``# expect: CODE``."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import jax
@@ -18,27 +19,22 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from tests.cli_support import REPO, offload_fixer
+
 from offload_fixer import jax_compat
-from offload_fixer.model import Diagnostic, Report
+from offload_fixer.exit_codes import ExitCode
+from offload_fixer.findings import location
+from offload_fixer.model import Report
 from offload_fixer.runner import (
-    EXIT_CLEAN,
-    EXIT_FINDINGS,
-    EXIT_PROGRAM_FAILED,
-    EXIT_USAGE,
     CheckedJit,
     CompilationChecker,
-    RunResult,
+    find_program,
     intercept_jit,
     read_report_file,
     sha256_of,
 )
 
-REPO = Path(__file__).resolve().parents[1]
 PROGRAMS = REPO / "tests" / "runner_programs"
-DRIVER = "from offload_fixer.runner import main; main()"
-DIAGNOSTIC_LINE = re.compile(
-    r"^(?P<path>\S.*?):(?P<line>\d+):(?P<col>\d+): (?P<code>OFL\d{4}) (?P<message>.*)$"
-)
 SUMMARY = re.compile(
     r"checked (?P<checked>\d+) distinct compilations? \((?P<intercepted>\d+) jit calls? intercepted\)"
 )
@@ -55,37 +51,23 @@ needs_transfer_to_memory_kind = pytest.mark.skipif(
 
 
 def run_cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    env = dict(
-        os.environ,
-        PYTHONPATH=os.pathsep.join(
-            filter(None, [str(REPO), os.environ.get("PYTHONPATH")])
-        ),
-    )
-    return subprocess.run(
-        [sys.executable, "-c", DRIVER, *args],
-        check=False,
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+    """``offload-fixer run --format json -o FILE ARGS``: the program's output on stdout and
+    stderr as without the tool, the findings in ``proc.report`` (``None`` if none was written)."""
+    with tempfile.TemporaryDirectory() as directory:
+        output = Path(directory) / "findings.json"
+        proc = offload_fixer("run", "--format", "json", "-o", str(output), *args, cwd=cwd)
+        proc.report = Report.from_dict(json.loads(output.read_text())) if output.exists() else None
+    return proc
 
 
-def printed_findings(stdout: str) -> list[dict]:
-    """Each ``path:line:col: CODE message`` block, with the ``output:`` detail line under it."""
-    findings: list[dict] = []
-    for line in stdout.splitlines():
-        match = DIAGNOSTIC_LINE.match(line)
-        if match:
-            finding = match.groupdict()
-            finding["path"] = str((REPO / finding["path"]).resolve())
-            finding["line"] = int(finding["line"])
-            findings.append(finding)
-        elif findings and line.startswith("    output: "):
-            shown = line[len("    output: ") :].split(" (also reaches")[0]
-            findings[-1]["output"] = "" if shown == "(the whole result)" else shown
-    return findings
+def printed_findings(proc: subprocess.CompletedProcess) -> list[dict]:
+    """Each diagnostic of the run: where it points, its code and output."""
+    found = []
+    for d in proc.report.diagnostics:
+        span = location(d)
+        found.append({"path": str(Path(span.path).resolve()), "line": span.line, "code": d.code,
+                      "output": d.output_path, "severity": d.severity})
+    return found
 
 
 def marked_expectations(program: Path) -> set[tuple[int, str, str]]:
@@ -105,20 +87,20 @@ def line_of(program: Path, text: str) -> int:
     )
 
 
-def summary(stdout: str) -> tuple[int, int]:
-    match = SUMMARY.search(stdout)
-    assert match, stdout
+def summary(stderr: str) -> tuple[int, int]:
+    match = SUMMARY.search(stderr)
+    assert match, stderr
     return int(match["checked"]), int(match["intercepted"])
 
 
-def assert_marked_findings(program: Path, stdout: str, code: str = "OFL1200") -> None:
-    """The printed ``code`` findings are exactly the lines marked ``# expect: CODE OUTPUT``."""
+def assert_marked_findings(program: Path, proc: subprocess.CompletedProcess, code: str = "OFL1200") -> None:
+    """The ``code`` findings are exactly the lines marked ``# expect: CODE OUTPUT``."""
     expected = {
         (line, output) for line, c, output in marked_expectations(program) if c == code
     }
-    printed = [f for f in printed_findings(stdout) if f["code"] == code]
+    printed = [f for f in printed_findings(proc) if f["code"] == code]
     assert expected and {(f["line"], f.get("output")) for f in printed} == expected, (
-        stdout
+        proc.report
     )
     assert {f["path"] for f in printed} == {str(program)}
 
@@ -129,28 +111,30 @@ def assert_marked_findings(program: Path, stdout: str, code: str = "OFL1200") ->
 def test_each_distinct_compilation_is_checked_once() -> None:
     program = PROGRAMS / "repeated_jit.py"
     proc = run_cli(str(program), "5")
-    assert proc.returncode == EXIT_FINDINGS, proc.stderr
+    assert proc.returncode == ExitCode.FINDINGS, proc.stderr
     assert "done 5" in proc.stdout
     # sin_on_host at two shapes, add_one through a fresh jax.jit each step, scale_by with two
     # static values, raise_to with a static keyword: 6 compilations out of 5 * 4 + 2 calls.
-    assert summary(proc.stdout) == (6, 22)
-    assert_marked_findings(program, proc.stdout)
-    assert [f["code"] for f in printed_findings(proc.stdout)].count("OFL1200") == 1
+    assert summary(proc.stderr) == (6, 22)
+    assert_marked_findings(program, proc)
+    assert [f["code"] for f in printed_findings(proc)].count("OFL1200") == 1
     assert "warning:" not in proc.stderr
 
 
 @pytest.mark.slow
 def test_gpu_target_reports_the_error_like_tpu() -> None:
     proc = run_cli("--target", "gpu", str(PROGRAMS / "repeated_jit.py"), "1")
-    assert proc.returncode == EXIT_FINDINGS, proc.stderr
-    assert "OFL1200" in proc.stdout
+    assert proc.returncode == ExitCode.FINDINGS, proc.stderr
+    assert {(f["code"], f["severity"]) for f in printed_findings(proc)} >= {("OFL1200", "error")}
+    assert {d.target for d in proc.report.diagnostics} == {"gpu"}
+    assert offload_fixer("run", "--target", "gpu", "--exit-zero", str(PROGRAMS / "repeated_jit.py"), "1").returncode == 0
 
 
 @pytest.mark.slow
 def test_crashing_program_shows_its_own_traceback_and_a_distinct_exit_code() -> None:
     program = PROGRAMS / "crash.py"
     proc = run_cli(str(program))
-    assert proc.returncode == EXIT_PROGRAM_FAILED
+    assert proc.returncode == ExitCode.PROGRAM_FAILED
     assert "total 6.0" in proc.stdout
     crash_line = line_of(program, "# expect-crash")
     assert f'File "{program}", line {crash_line}, in main' in proc.stderr
@@ -159,24 +143,24 @@ def test_crashing_program_shows_its_own_traceback_and_a_distinct_exit_code() -> 
     assert (
         "offload-fixer: warning" not in proc.stderr
     )  # the failed trace is the user's, not the tool's
-    assert summary(proc.stdout) == (1, 2)
-    assert "the program failed (exit code 1)" in proc.stdout
+    assert summary(proc.stderr) == (1, 2)
+    assert "the program failed (exit code 1)" in proc.stderr
 
 
 @pytest.mark.slow
 def test_program_exit_status_is_reported() -> None:
     proc = run_cli(str(PROGRAMS / "crash.py"), "--exit", "4")
-    assert proc.returncode == EXIT_PROGRAM_FAILED
+    assert proc.returncode == ExitCode.PROGRAM_FAILED
     assert "Traceback" not in proc.stderr
-    assert "the program failed (exit code 4)" in proc.stdout
+    assert "the program failed (exit code 4)" in proc.stderr
 
 
 @pytest.mark.slow
 def test_program_without_jit_checks_nothing() -> None:
     proc = run_cli(str(PROGRAMS / "no_jit.py"))
-    assert proc.returncode == EXIT_CLEAN, proc.stderr
+    assert proc.returncode == ExitCode.CLEAN, proc.stderr
     assert "total 45.0" in proc.stdout
-    assert summary(proc.stdout) == (
+    assert summary(proc.stderr) == (
         0,
         0,
     )  # eager jnp uses JAX's own jits, which are not the user's
@@ -184,8 +168,8 @@ def test_program_without_jit_checks_nothing() -> None:
 
 @pytest.mark.slow
 def test_module_runs_as_main() -> None:
-    proc = run_cli("-m", "no_jit", cwd=PROGRAMS)
-    assert proc.returncode == EXIT_CLEAN, proc.stderr
+    proc = run_cli("-m", "no_jit", cwd=PROGRAMS)  # found in the working directory, as python -m finds it
+    assert proc.returncode == ExitCode.CLEAN, proc.stderr
     assert "total 45.0" in proc.stdout
 
 
@@ -195,13 +179,13 @@ def test_ahead_of_time_lowering_on_shape_dtype_structs(tmp_path: Path) -> None:
     program = PROGRAMS / "aot_lower.py"
     report_path = tmp_path / "report.json"
     proc = run_cli("--report", str(report_path), str(program))
-    assert proc.returncode == EXIT_FINDINGS, proc.stderr
+    assert proc.returncode == ExitCode.FINDINGS, proc.stderr
     assert "loss" in proc.stdout
-    assert summary(proc.stdout) == (
+    assert summary(proc.stderr) == (
         1,
         1,
     )  # .lower is checked; .eval_shape is not a compilation
-    assert_marked_findings(program, proc.stdout)
+    assert_marked_findings(program, proc)
     saved = read_report_file(str(report_path))
     errors = [d for r in saved.reports for d in r.diagnostics if d.code == "OFL1200"]
     assert errors and {d.output_path for d in errors} == {"[1]"}
@@ -216,21 +200,21 @@ def test_ahead_of_time_lowering_on_shape_dtype_structs(tmp_path: Path) -> None:
 def test_ahead_of_time_lowering_with_transfer_to_memory_kind() -> None:
     program = PROGRAMS / "transfer_to_host.py"
     proc = run_cli(str(program))
-    assert proc.returncode == EXIT_FINDINGS, proc.stderr
-    assert summary(proc.stdout) == (1, 1)
-    assert_marked_findings(program, proc.stdout)
+    assert proc.returncode == ExitCode.FINDINGS, proc.stderr
+    assert summary(proc.stderr) == (1, 1)
+    assert_marked_findings(program, proc)
 
 
 @pytest.mark.slow
 def test_tool_failure_is_a_warning_not_a_crash() -> None:
-    proc = run_cli(str(PROGRAMS / "cpu_only.py"))
-    assert proc.returncode == EXIT_CLEAN
+    proc = run_cli("--verbose", str(PROGRAMS / "cpu_only.py"))
+    assert proc.returncode == ExitCode.CLEAN
     assert "eigenvalues [1.0, 2.0, 3.0]" in proc.stdout and "trace 6.0" in proc.stdout
     assert (
         "offload-fixer: warning: could not check jit(eigenvalues) for tpu: NotImplementedError"
         in proc.stderr
     )
-    assert summary(proc.stdout) == (1, 2)
+    assert summary(proc.stderr) == (1, 2)
 
 
 @pytest.mark.slow
@@ -240,7 +224,7 @@ def test_report_file_records_sources_for_the_fix_step(tmp_path: Path) -> None:
     report_path = tmp_path / "out" / "report.json"
     report_path.parent.mkdir()
     proc = run_cli("--report", str(report_path), str(program), "2")
-    assert proc.returncode == EXIT_FINDINGS, proc.stderr
+    assert proc.returncode == ExitCode.FINDINGS, proc.stderr
     data = json.loads(report_path.read_text())
     assert (
         data["version"] == 1
@@ -263,18 +247,30 @@ def test_report_file_records_sources_for_the_fix_step(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "args",
+    "args, code",
     [
-        [],
-        ["does_not_exist.py"],
-        ["-m", "no_such_module_anywhere"],
-        ["--target", "cpu", "x.py"],
+        ([], ExitCode.USAGE),
+        (["--target", "cpu", "x.py"], ExitCode.USAGE),
+        (["does_not_exist.py"], ExitCode.INPUT_ERROR),
+        (["-m", "no_such_module_anywhere"], ExitCode.INPUT_ERROR),
     ],
 )
-def test_usage_errors_exit_2(args: list[str]) -> None:
-    proc = run_cli(*args)
-    assert proc.returncode == EXIT_USAGE, proc.stderr
+def test_bad_command_lines_and_missing_programs(args: list[str], code: ExitCode) -> None:
+    proc = offload_fixer("run", *args)
+    assert proc.returncode == code, proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_module_is_found_in_the_working_directory_as_python_m_finds_it(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "train.py").write_text("print('trained')\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("sys.path", [p for p in __import__("sys").path if p not in ("", str(tmp_path))])
+    find_program("pkg.train", is_module=True)
+    proc = offload_fixer("run", "-m", "pkg.train", cwd=tmp_path)
+    assert proc.returncode == ExitCode.CLEAN, proc.stderr
+    assert proc.stdout.startswith("trained\n")
 
 
 def test_report_file_of_another_version_is_refused(tmp_path: Path) -> None:
@@ -359,22 +355,6 @@ def test_decorator_form_of_jit_goes_through_the_stand_in() -> None:
         times(jnp.ones(2), factor=3)
         times(jnp.ones(2), factor=3)
     assert checker.result.checked == 1
-
-
-def test_exit_code_policy() -> None:
-    error = Diagnostic("OFL1200", "error", "tpu", "m", "e")
-    warning = Diagnostic("OFL1201", "warning", "tpu", "m", "e")
-    with_error = Report(diagnostics=(error,), target="tpu", jax_version=jax.__version__)
-    with_warning = Report(
-        diagnostics=(warning,), target="tpu", jax_version=jax.__version__
-    )
-    assert RunResult("tpu").exit_code == EXIT_CLEAN
-    assert RunResult("tpu", reports=[with_warning]).exit_code == EXIT_CLEAN
-    assert RunResult("tpu", reports=[with_error]).exit_code == EXIT_FINDINGS
-    assert (
-        RunResult("tpu", reports=[with_error], program_exit_code=1).exit_code
-        == EXIT_PROGRAM_FAILED
-    )
 
 
 # ---------------------------------------------------------------------------------------

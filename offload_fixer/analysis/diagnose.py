@@ -392,9 +392,10 @@ _BACKEND_TEXTS = {
     backend.TPU_LOOP_DOT: _backend_text(
         "A dot in a loop body mixes host and device memory",
         "A dot inside a loop whose operand lives in host memory while another is in device memory "
-        "becomes host compute aliased with a device loop buffer; libtpu fails a CHECK in its "
-        "host-compute alias assignment and the compiling process aborts. Move the host operand to "
-        "device before the loop (or inside it, before the dot).",
+        "becomes host compute tied to a device loop buffer, which libtpu cannot build: it fails a "
+        "CHECK in its host-compute alias assignment (the compiling process aborts) or, once the "
+        "loop is differentiated, with an internal error on the async host call. Move the host "
+        "operand to device before the loop (or inside it, before the dot).",
         msg.HOST_COMPUTE_ALIAS,
     ),
     backend.TPU_HOST_CUSTOM_FUSION: _backend_text(

@@ -88,10 +88,11 @@ class Explanation:
 
 
 def explain(
-    log_text: str, dump_dir: str | os.PathLike[str] | None = None, target: str = "tpu"
+    log_text: str, dump_dir: str | os.PathLike[str] | None = None, target: str = "tpu", confirm: bool = False
 ) -> Explanation:
     """Explain every XLA host-offload message in ``log_text``; with ``dump_dir`` (an
-    ``--xla_dump_to`` directory) also find the failing module, output and source lines."""
+    ``--xla_dump_to`` directory) also find the failing module, output and source lines.
+    ``confirm``: the installed compiler of ``target`` also judges each module analysed."""
     target = normalize_target(target)
     errors = tuple(parse_error_log(log_text))
     frames = tuple(traceback_frames(log_text))
@@ -99,7 +100,7 @@ def explain(
     notes: list[str] = []
     dump = os.fspath(dump_dir) if dump_dir is not None else None
     if dump is not None:
-        session = _DumpSession(find_dumped_modules(dump), target, notes)
+        session = _DumpSession(find_dumped_modules(dump), target, notes, confirm)
         if not session.modules:
             notes.append(
                 f"{dump} holds no XLA or JAX module dump (*.before_optimizations.txt/.hlo.pb, module.mlir, jax_ir*.mlir)"
@@ -121,8 +122,9 @@ class _DumpSession:
     """Loads, converts and analyses each dumped module at most once."""
 
     def __init__(
-        self, modules: list[DumpedModule], target: str, notes: list[str]
+        self, modules: list[DumpedModule], target: str, notes: list[str], confirm: bool = False
     ) -> None:
+        self.confirm = confirm
         self.modules = modules
         self.target = target
         self.notes = notes
@@ -152,7 +154,12 @@ class _DumpSession:
             from offload_fixer import analyze
 
             try:
-                self._reports[label] = analyze(module.stablehlo, self.target)
+                report = analyze(module.stablehlo, self.target)
+                if self.confirm:
+                    from offload_fixer.xla.confirm import confirm
+
+                    report = confirm(report, module.stablehlo)
+                self._reports[label] = report
             except (DumpReadError, ValueError) as exc:
                 self.notes.append(f"{label}: cannot analyse ({exc})")
                 self._reports[label] = None
@@ -464,6 +471,9 @@ def _render_diagnostic(
         lines.append(f"        at {_span_text(diagnostic.span)}")
     if diagnostic.return_span is not None:
         lines.append(f"        returned at {_span_text(diagnostic.return_span)}")
+    if diagnostic.confirmed is not None:
+        lines.append("        confirmed by the installed compiler" if diagnostic.confirmed
+                     else "        NOT confirmed by the installed compiler")
     if diagnostic.explanation:
         lines.extend(_wrap(diagnostic.explanation, "        "))
     for fix in diagnostic.fixes:

@@ -23,6 +23,7 @@ from offload_fixer.fixes.planner import (
     FixPlan,
     choose_strategy,
     plan_fixes,
+    root_cause_key,
 )
 
 __all__ = [
@@ -40,5 +41,6 @@ __all__ = [
     "apply_plans",
     "choose_strategy",
     "plan_fixes",
+    "root_cause_key",
     "unified_diff",
 ]

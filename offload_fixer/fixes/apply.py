@@ -120,7 +120,14 @@ def _documented_reasons(plan: FixPlan) -> tuple[str, ...]:
     return tuple(reasons)
 
 
-def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_passes: int) -> FileResult:
+def apply_to_source(path: str, data: bytes, plans: Iterable[FixPlan], *, unsafe: bool = False) -> FileResult:
+    """Apply ``plans`` (made against ``data``, the text of ``path``) to ``data`` itself, not to
+    the file: source read from stdin. Nothing is written."""
+    return _apply_file(path, list(plans), False, unsafe, MAX_PASSES, data)
+
+
+def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_passes: int,
+                data: bytes | None = None) -> FileResult:
     chosen: list[FixPlan] = []
     skipped: list[tuple[FixPlan, str]] = []
     for plan in plans:
@@ -134,7 +141,8 @@ def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_
     if not path:  # diagnostics that name no file: nothing to read, only reasons to show
         return FileResult(path, "", "", "", skipped=tuple(skipped))
     try:
-        data = read_source(path)
+        if data is None:
+            data = read_source(path)
         check_fresh(path, data, chosen)
         old_text, encoding = decode_source_with_encoding(path, data)
         module = parse_source(path, old_text)

@@ -44,3 +44,8 @@ class FixVerificationError(FixError):
 
 class FixNotConvergedError(FixError):
     """Re-applying the fixes kept changing the file; the file was left unchanged."""
+
+
+class FixNotConfirmedError(FixError):
+    """``--confirm``: the released compiler still rejects the fixed function (or could not
+    be asked about it); the file is left as it was."""

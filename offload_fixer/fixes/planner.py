@@ -136,7 +136,7 @@ def plan_fixes(
     groups: dict[tuple[Any, ...], list[Diagnostic]] = {}
     for diagnostic in diagnostics:
         if diagnostic.code in FIXABLE_CODES:
-            groups.setdefault(_group_key(diagnostic), []).append(diagnostic)
+            groups.setdefault(root_cause_key(diagnostic), []).append(diagnostic)
     prepared = [_prepare(group, strategy, spelling, sources) for group in groups.values()]
     first_attempts: dict[tuple[str, str], list[FixTarget]] = {}
     for group in prepared:
@@ -323,7 +323,7 @@ def _origin_key(d: Diagnostic) -> str:
     return f"{origin.kind}:{span.path}:{span.line}:{span.col}" if span else f"{origin.kind}:{origin.detail}"
 
 
-def _group_key(d: Diagnostic) -> tuple[Any, ...]:
+def root_cause_key(d: Diagnostic) -> tuple[Any, ...]:
     """By origin; the leaves of one streamed argument (one origin each) are one root cause."""
     function = (d.function.name, d.function.line) if d.function else None
     origin = _origin_key(d)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from offload_fixer.config import Settings, select_codes
+from offload_fixer.config import Settings
 from offload_fixer.lsp.dynamic import LastRunFeed
 from offload_fixer.model import Diagnostic, Origin, Span
 
@@ -124,7 +124,7 @@ def document_analysis(text: str, path: str, settings: Settings) -> Analysis:
 def _reportable(diagnostics: Sequence[Diagnostic], text: str, path: str, settings: Settings) -> list[Diagnostic]:
     from offload_fixer.suppression import filter_suppressed
 
-    selected = select_codes(list(diagnostics), settings.select, settings.ignore)
+    selected = settings.reportable(diagnostics)
     kept, _, _ = filter_suppressed(selected, {path: text})
     return list(kept)
 
@@ -352,6 +352,7 @@ def _settings_key(settings: Settings) -> tuple[Any, ...]:
         settings.jax_version,
         settings.select,
         settings.ignore,
+        settings.per_file_ignores,
         settings.exclude,
         settings.extend_exclude,
         settings.root,

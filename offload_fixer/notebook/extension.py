@@ -189,7 +189,7 @@ class OffloadFixerExtension:
         import libcst as cst
 
         from offload_fixer.fixes import FixError, apply_plans, plan_fixes
-        from offload_fixer.fixes.apply import fix_to_fixpoint, verify
+        from offload_fixer.fixes.apply import fix_to_fixpoint, plan_safety, verify
 
         program, names = kernel_program(self.shell)
         diagnostics = [_in_program(d, program, names) for d in findings.diagnostics]
@@ -197,9 +197,11 @@ class OffloadFixerExtension:
         notes = []
         chosen = []
         for plan in plans:
-            if plan.safety == "display-only" or plan.safety == "unsafe" and not unsafe:
-                why = "; ".join(plan.problems or plan.unsafe_reasons) or plan.safety
-                notes.append(f"not applied ({plan.title}): {plan.safety}: {why}")
+            safety = plan_safety(plan)  # unsafe where the rule page labels the fix so
+            if safety == "display-only" or safety == "unsafe" and not unsafe:
+                why = "; ".join(plan.problems or plan.unsafe_reasons) or safety
+                hint = " (--unsafe applies it)" if safety == "unsafe" else ""
+                notes.append(f"not applied ({plan.title}): {safety}: {why}{hint}")
             else:
                 chosen.append(plan)
         in_cells = [p for p in chosen if p.path == KERNEL_CELLS]

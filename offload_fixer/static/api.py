@@ -6,7 +6,9 @@ import concurrent.futures
 import hashlib
 import multiprocessing
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import sys
+import threading
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -55,9 +57,17 @@ class StaticResult:
     holds while they are unchanged."""
 
 
+BYTES_PER_WORKER = 1 << 20
+"""Source that passed the text prefilter per process when ``jobs`` is left to the check:
+about 1.5 s of libcst parsing, against a pool start of ~50 ms (fork) to ~0.6 s (forkserver,
+which imports the parser in each worker). Most trees have far less (jax, flax and optax
+together: 5 of 855 files, 0.29 MB), and there one process is faster than a pool.
+``benchmarks/static_check.py --compare-jobs`` measures it."""
+
+
 def check_source(source: str | bytes, path: str = "<string>", target: str = "tpu",
                  jax_version: str | None = None, cache: SourceCache | None = None,
-                 project: Project | None = None) -> StaticResult:
+                 project: Project | None = None, require_syntax: bool = False) -> StaticResult:
     """Check one file's text without importing or running it.
 
     ``jax_version`` picks the rules of that JAX release (default: the installed one);
@@ -66,19 +76,27 @@ def check_source(source: str | bytes, path: str = "<string>", target: str = "tpu
     statements a change touched are parsed again; the result is the same without it.
     Imports of other modules of the project (next to ``path``, or in its package) are read
     from disk through ``project``, which keeps what it read between calls.
+    ``require_syntax``: report a syntax error (:func:`screen`) even where the prefilter rules
+    the text out.
     """
     target = normalize_target(target)
     spelling = jax_compat.spelling(jax_version)
-    return _check(source, path, target, spelling, cache, project or Project())
+    result = _check(source, path, target, spelling, cache, project or Project())
+    if require_syntax and not result.analysed:
+        return StaticResult(path, parse_error=screen(source, path))
+    return result
 
 
 def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | None = None,
-                jobs: int = 1, excludes: Sequence[str] = (),
+                jobs: int | None = 1, excludes: Sequence[str] = (),
+                check_syntax: Collection[str] = (),
                 settings_for: Callable[[str], Settings] | None = None) -> Iterator[StaticResult]:
     """Check files and directories (walked, honouring ``.gitignore`` and ``excludes``, which
     are gitignore-style patterns relative to each directory given). Yields one result per
-    ``.py`` file (and ``.ipynb`` notebook where nbformat is installed), in walk order;
-    ``jobs`` > 1 analyses files in that many processes.
+    ``.py`` file (and ``.ipynb`` notebook where nbformat is installed), in walk order.
+    ``jobs``: at most that many processes; 0 or ``None`` lets :func:`worker_count` decide. A
+    file in ``check_syntax`` (a file named on the command line) is compiled even when the
+    prefilter rules it out, so a syntax error in it is reported.
 
     ``settings_for(path)``: each file's own settings (its nearest ``[tool.offload-fixer]``):
     their target and JAX version replace ``target``/``jax_version``, and a file found in a
@@ -117,38 +135,91 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
     # Every file is read before any is selected: a host spelling in one module makes the
     # modules that import it candidates. A file that cannot hold a finding is still screened.
     pending = [item if isinstance(item, StaticResult) or project.selects(item[1], item[0])
-               else _screened(item[0], item[1], compile_it=item[1] in explicit) for item in pending]
+               else _unselected(item[0], item[1], check_syntax) for item in pending]
     candidates = [item for item in pending if isinstance(item, tuple)]
-    if jobs <= 1 or len(candidates) < 2:
+    workers = worker_count(jobs, len(candidates), sum(len(item[0]) for item in candidates))
+    if workers <= 1:
         for item in pending:
             yield _check(*item, None, project) if isinstance(item, tuple) else item
         return
-    # forkserver: workers fork from a clean server, never from a caller that has JAX's threads
-    # running (an LSP, a test run, `offload-fixer run`), which fork would risk deadlocking.
-    context = multiprocessing.get_context("forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
         futures = {id(item): pool.submit(_check_in_worker, *item, roots) for item in candidates}
-        for item in pending:
-            yield futures[id(item)].result() if isinstance(item, tuple) else item
+        try:
+            for item in pending:
+                yield futures[id(item)].result() if isinstance(item, tuple) else item
+        finally:  # a caller that stops early: drop what has not started, wait for the rest
+            for future in futures.values():
+                future.cancel()
 
 
-def _screened(data: bytes, path: str, compile_it: bool) -> StaticResult:
-    error = screen(data, path, compile_it)
+def worker_count(jobs: int | None, candidates: int, size: int) -> int:
+    """Processes for ``candidates`` files (``size`` bytes) that passed the text prefilter:
+    ``jobs`` > 0 caps them; otherwise one per :data:`BYTES_PER_WORKER`, and no more than the
+    cores other work leaves idle (on a busy machine a pool only adds its start-up)."""
+    if candidates < 2:
+        return 1
+    if jobs:
+        return max(1, min(jobs, candidates))
+    return max(1, min(idle_cores() + 1, candidates, size // BYTES_PER_WORKER))
+
+
+def idle_cores() -> int:
+    """Cores this process may use, less the one-minute load average (this process included)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = 0.0
+    return max(int(cores - load), 0)
+
+
+def _pool_context() -> multiprocessing.context.BaseContext:
+    """fork from a single-threaded caller (the CLI): workers start in milliseconds with the
+    parser already imported, and leave no server process behind. A caller with threads
+    running (an editor's language server, a test run, a process that imported JAX) would
+    risk a deadlock in the forked child, so it gets forkserver, whose workers fork from a
+    clean server."""
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and _single_threaded() and "jax" not in sys.modules:
+        from . import interpreter, policies, rules, source  # noqa: F401  (inherited by every worker)
+
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+def _single_threaded() -> bool:
+    try:
+        return len(os.listdir("/proc/self/task")) == 1  # native threads too (Linux)
+    except OSError:
+        return threading.active_count() == 1
+
+
+def _unselected(data: bytes, path: str, check_syntax: Collection[str]) -> StaticResult:
+    """A file the prefilter rules out: still screened (:func:`screen`), compiled too when it
+    was named on the command line."""
+    error = screen(data, path, compile_it=path in check_syntax)
     return StaticResult(path, parse_error=error, analysed=error is not None)
 
 
-def screen(data: bytes, path: str, compile_it: bool = True) -> ParseError | None:
+def screen(source: str | bytes, path: str, compile_it: bool = True) -> ParseError | None:
     """Why a file the prefilter rules out is still not Python source, if it is not: bytes
     that do not decode (binary, UTF-16, a wrong or unknown coding cookie), a NUL byte, or
-    (``compile_it``) a syntax error CPython reports. Such a file cannot hold a finding, but
-    it is reported rather than passed over in silence.
+    (``compile_it``) a syntax error CPython reports, or a limit of CPython's compiler. Such a
+    file cannot hold a finding, but it is reported rather than passed over in silence.
 
     Decoding runs at memory speed; compiling at about 12 MB/s, five times what the whole
     check of a tree costs (``benchmarks/static_check.py``), so only files named on the
     command line are compiled: those are the ones a user (or a pre-commit hook) asked about."""
-    text, error = _decode(data, path)
-    if error is not None or not compile_it:
-        return error
+    text = source
+    if isinstance(source, bytes):
+        text, error = _decode(source, path)
+        if error is not None or not compile_it:
+            return error
+    elif not compile_it:
+        return None
     try:
         compile(text, path, "exec", dont_inherit=True)
     except SyntaxError as exc:

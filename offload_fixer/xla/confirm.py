@@ -25,7 +25,7 @@ def confirm(report: Report, source: Any, judge: Oracle | None = None) -> Report:
     first = judge.judge(text)
     rejected: dict[int, str] = {}
     verdict = first
-    warned = bool(first.host_compute or first.host_slices)
+    warned = list(first.host_compute + first.host_slices)
     for _ in range(len(report.outputs) + 1):
         index = _error_1200_output(verdict, report)
         if index is None or index in rejected:
@@ -33,8 +33,9 @@ def confirm(report: Report, source: Any, judge: Oracle | None = None) -> Report:
         rejected[index] = verdict.message
         text = with_host_output(text, index)
         verdict = judge.judge(text)
-        warned = warned or bool(verdict.host_compute or verdict.host_slices)
-    diagnostics = tuple(_confirmed(d, rejected, verdict, warned) for d in report.diagnostics)
+        warned += [name for name in verdict.host_compute + verdict.host_slices if name not in warned]
+    diagnostics = tuple(replace(_confirmed(d, rejected, verdict, warned), confirmed_by=first.compiler)
+                        for d in report.diagnostics)
     return replace(report, diagnostics=diagnostics, xla=first, unpredicted=compare(report, first).differences)
 
 
@@ -51,12 +52,13 @@ def _error_1200_output(verdict: XlaVerdict, report: Report) -> int | None:
     return None
 
 
-def _confirmed(diagnostic: Diagnostic, rejected: dict[int, str], last: XlaVerdict, warned: bool) -> Diagnostic:
+def _confirmed(diagnostic: Diagnostic, rejected: dict[int, str], last: XlaVerdict, warned: list[str]) -> Diagnostic:
     if diagnostic.code == "OFL1200":
         message = rejected.get(diagnostic.output_index) if diagnostic.output_index is not None else None
         return replace(diagnostic, confirmed=message is not None, xla_message=message)
     if diagnostic.code in WARNING_CODES:
-        return replace(diagnostic, confirmed=warned)
+        said = f"warns of host compute in {', '.join(warned[:6])}" + (", ..." if len(warned) > 6 else "") if warned else None
+        return replace(diagnostic, confirmed=bool(warned), xla_message=said)
     if diagnostic.severity == "error":
         agrees = last.outcome in ("rejected", "aborted") and last.code == diagnostic.code
         return replace(diagnostic, confirmed=agrees, xla_message=last.message or None)

@@ -91,15 +91,19 @@ class Oracle:
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         self._log_dir = tempfile.mkdtemp(prefix="offload-fixer-xla-")
-        self._starting = subprocess.Popen(
-            [self.python, "-m", "offload_fixer.xla.worker", "--target", self.target, "--log-dir", self._log_dir],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            encoding="utf-8",
-            env=env,
-        )
+        try:
+            self._starting = subprocess.Popen(
+                [self.python, "-m", "offload_fixer.xla.worker", "--target", self.target, "--log-dir", self._log_dir],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+                encoding="utf-8",
+                env=env,
+            )
+        except OSError as exc:
+            self._remove_logs()
+            raise CompilerUnavailable(self.target, f"cannot start {self.python}: {exc.strerror or exc}") from exc
 
     def start(self) -> subprocess.Popen[str]:
         """The compiler process, started if it is not running; raises :class:`CompilerUnavailable`."""

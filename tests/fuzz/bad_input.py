@@ -313,7 +313,7 @@ CASES: tuple[Case, ...] = (
     Case("flag-jax-version-unsupported", lambda d: ["check", "--jax-version", "banana", "."], ExitCode.UNSUPPORTED_JAX),
     Case("select-names-no-code", lambda d: ["check", "--select", ",,,", "."], ExitCode.USAGE, _says("names no code")),
     Case("select-unknown-code", lambda d: ["check", "--select", "OFL9999", "."], ExitCode.USAGE),
-    Case("missing-path", lambda d: ["check", "no/such/path.py"], ExitCode.USAGE),
+    Case("missing-path", lambda d: ["check", "no/such/path.py"], ExitCode.INPUT_ERROR),
     Case("per-package-tables", _per_package, ExitCode.FINDINGS, _only_pkg_a),
     # check --fix: refusals
     Case("fix-append-only-file", _append_only, ExitCode.FIX_REFUSED, _untouched("locked.py")),

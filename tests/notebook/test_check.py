@@ -32,10 +32,10 @@ def check(*args: str):
 
 
 def test_findings_name_the_cell_and_its_line(project):
-    result = check("train.ipynb")
+    result = check("--unsafe-fixes", "train.ipynb")  # its only fix (a host output) is labelled unsafe
     assert result.exit_code == ExitCode.FINDINGS
     lines = result.output.splitlines()
-    assert lines[0].startswith("train.ipynb:cell 7:1:32: OFL1200 [error]")
+    assert lines[0].startswith("train.ipynb:cell 7:1:32: OFL1200 [*] [error]")  # --fix --unsafe-fixes fixes it
     assert "multiply (host compute) at train.ipynb:cell 5:2:12" in result.output
     assert "cell 6" not in result.output  # the %%time cell is not Python
 

@@ -130,12 +130,14 @@ def test_the_extension_never_changes_what_the_cells_compute():
 def test_ipython_input_cells_of_a_terminal_shell_map_back_too():
     """IPython itself (not ipykernel) names cells ``<ipython-input-N-hash>``; the magics refuse
     bad options with a one-line message, and unloading gives ``jax.jit`` back."""
+    # JAX >= 0.7.1: the only fix declares a host output, which the rule page labels unsafe
+    fix_magic = "%offload_fix --unsafe" if TYPED_JAX else "%offload_fix"
     script = textwrap.dedent(f"""
         import jax
         from IPython.core.interactiveshell import InteractiveShell
         real_jit = jax.jit
         shell = InteractiveShell.instance()
-        for cell in {["%load_ext offload_fixer", SETUP, SCALE, JIT, CALL, "%offload_fix"]!r}:
+        for cell in {["%load_ext offload_fixer", SETUP, SCALE, JIT, CALL, fix_magic]!r}:
             shell.run_cell(cell, store_history=True)
         print("NEXT INPUT:", shell.rl_next_input)
         for line in ["--target nope", "--confirm", "--target gpu --ignore OFL1201"]:

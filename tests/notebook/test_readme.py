@@ -1,20 +1,18 @@
-"""The README's notebook transcripts are what the installed command prints today."""
+"""The README's notebook transcripts are what the installed command prints today (run as
+``scripts/readme.py`` runs every transcript: stdout and stderr as a terminal shows them)."""
 
 from __future__ import annotations
 
 import os
-import shlex
-import subprocess
+import shutil
 import sys
-from pathlib import Path
 
 import pytest
 
 from offload_fixer import jax_compat
 
-from ..readme_transcripts import transcripts
+from ..readme_transcripts import readme_script, transcripts
 
-ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = [t for t in transcripts() if t.command and "ipynb" in t.command]
 
 
@@ -27,13 +25,12 @@ def test_the_readme_has_the_notebook_transcripts():
 
 @pytest.mark.skipif(jax_compat.regime() is not jax_compat.Regime.TYPED,
                     reason="the README shows the rules of the pinned JAX (memory space in the type)")
+@pytest.mark.skipif(shutil.which("offload-fixer", path=os.path.dirname(sys.executable)) is None,
+                    reason="offload-fixer is not installed in this environment")
 @pytest.mark.parametrize("transcript", COMMANDS, ids=lambda t: t.command)
 def test_transcript_is_real_output(transcript):
-    executable = Path(sys.executable).with_name("offload-fixer")
-    if not executable.exists():
-        pytest.skip("offload-fixer is not installed in this environment")
-    _, *arguments = shlex.split(transcript.command)
-    result = subprocess.run([str(executable), *arguments], cwd=ROOT, capture_output=True, text=True,
-                            env={**os.environ, "COLUMNS": "100"}, timeout=300)
-    assert result.stderr == ""
-    assert result.stdout == transcript.output
+    scratch = readme_script().Scratch()
+    try:
+        assert scratch.run(transcript.command) == transcript.output
+    finally:
+        scratch.close()

@@ -10,6 +10,7 @@ import pytest
 
 from offload_fixer.model import Diagnostic
 from offload_fixer.static import ParseError, StaticResult, check_paths, check_source
+from offload_fixer.static.api import BYTES_PER_WORKER, worker_count
 
 from .helpers import LEGACY, PROPAGATION, TYPED, diagnostics
 
@@ -183,6 +184,34 @@ def test_parallel_check_gives_the_same_results(tmp_path):
     assert sum(len(r.diagnostics) for r in parallel) == 8
 
 
+def test_a_named_file_is_parsed_even_when_the_prefilter_rules_it_out(tmp_path):
+    broken = tmp_path / "broken.py"
+    broken.write_text("def f(:\n    pass\n")
+    (walked,) = check_paths([str(broken)])
+    assert walked.parse_error is None  # nothing there can hold a host move: not parsed
+    (named,) = check_paths([str(broken)], check_syntax={str(broken)})
+    assert (named.parse_error.line, named.parse_error.col) == (1, 7)
+    assert check_source("def f(:\n", "stdin.py", require_syntax=True).parse_error.line == 1
+    assert check_source("x = 1\n", "stdin.py", require_syntax=True).parse_error is None
+
+
+@pytest.mark.parametrize(
+    "jobs, files, size, idle, expected",
+    [
+        (None, 5, 290_000, 8, 1),  # jax, flax and optax: five files reach the parser, one process is faster
+        (0, 200, 3 * BYTES_PER_WORKER, 8, 3),  # one process per MiB of source to parse
+        (0, 200, 3 * BYTES_PER_WORKER, 1, 2),  # at most the idle cores and this one
+        (None, 200, 30 * BYTES_PER_WORKER, 0, 1),  # a busy machine: no pool
+        (None, 1, 10 * BYTES_PER_WORKER, 8, 1),  # one file: nothing to share
+        (4, 3, 100, 0, 3),  # an explicit -j is a cap, not a demand
+        (1, 100, 10 * BYTES_PER_WORKER, 8, 1),
+    ],
+)
+def test_a_pool_only_for_enough_source_and_idle_cores(monkeypatch, jobs, files, size, idle, expected):
+    monkeypatch.setattr("offload_fixer.static.api.idle_cores", lambda: idle)
+    assert worker_count(jobs, files, size) == expected
+
+
 def test_unreadable_path_is_reported(tmp_path):
     (result,) = check_paths([str(tmp_path / "missing.py")])
     assert result.parse_error is not None and "cannot read" in result.parse_error.message
@@ -255,7 +284,7 @@ def test_files_the_prefilter_drops_are_still_checked_as_text(tmp_path):
     assert "UTF-16" in walked["u16.py"].message and "NUL" in walked["blob.py"].message
     # compiling every file costs five times the whole check: a walked file is decoded, a named one compiled too
     assert walked["syntax.py"] is None
-    (named,) = check_paths([str(tmp_path / "syntax.py")])
+    (named,) = check_paths([str(tmp_path / "syntax.py")], check_syntax={str(tmp_path / "syntax.py")})
     assert named.parse_error.message == "'(' was never closed"
 
 

@@ -1,0 +1,5 @@
+"""``python -m offload_fixer``: the ``offload-fixer`` command."""
+
+from offload_fixer.cli import main
+
+main(prog_name="offload-fixer")

@@ -1,0 +1,141 @@
+"""Findings: diagnostics grouped by root cause, as the text output shows them.
+
+The analysis reports one diagnostic per output a host value reaches (the JSON keeps them
+all). A user fixes a root cause: the place where a value became host memory in one jitted
+function, which is what the fix planner groups by (:func:`~offload_fixer.fixes.root_cause_key`).
+So the text output shows one finding per code and root cause, with the outputs it reaches
+beneath it, and marks it ``[*]`` only when ``--fix`` would write a fix for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from offload_fixer.model import Diagnostic, Span
+
+SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+
+
+@dataclass(frozen=True)
+class FixMark:
+    """What ``--fix`` does about a finding."""
+
+    title: str
+    status: Literal["applied", "unsafe", "manual"]
+    """``applied``: ``--fix`` writes it (``[*]``); ``unsafe``: only with ``--unsafe-fixes``;
+    ``manual``: no edit can be made (``detail`` says why)."""
+    detail: str = ""
+
+
+_PREFERENCE = {"applied": 0, "unsafe": 1, "manual": 2}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One code at one root cause: its diagnostics, the most severe first."""
+
+    diagnostics: tuple[Diagnostic, ...]
+    fix: FixMark | None = None
+
+    @property
+    def head(self) -> Diagnostic:
+        return self.diagnostics[0]
+
+    @property
+    def fixable(self) -> bool:
+        return self.fix is not None and self.fix.status == "applied"
+
+
+def root_cause(diagnostic: Diagnostic) -> tuple[Any, ...]:
+    """The planner's grouping, for every code (it plans OFL1200 only)."""
+    from offload_fixer.fixes import root_cause_key
+
+    return root_cause_key(diagnostic)
+
+
+def group_findings(diagnostics: Iterable[Diagnostic], marks: Mapping[Diagnostic, FixMark] | None = None) -> list[Finding]:
+    """One :class:`Finding` per (code, root cause), ordered by where the root cause is, then
+    by severity: an error and the warnings its host value causes stay together."""
+    marks = marks or {}
+    groups: dict[tuple[Any, ...], list[Diagnostic]] = {}
+    for d in diagnostics:
+        groups.setdefault((d.code, root_cause(d)), []).append(d)
+    found = []
+    for members in groups.values():
+        members.sort(key=lambda d: (SEVERITY_RANK.get(d.severity, 3), _where(location(d)),
+                                    d.output_index if d.output_index is not None else -1, d.output_path or ""))
+        mark = min((marks[d] for d in members if d in marks), key=lambda m: _PREFERENCE[m.status], default=None)
+        found.append(Finding(tuple(members), mark))
+    found.sort(key=lambda f: (_where(anchor(f.head)), SEVERITY_RANK.get(f.head.severity, 3), f.head.code,
+                              _where(location(f.head))))
+    return found
+
+
+def location(diagnostic: Diagnostic) -> Span | None:
+    """Where a diagnostic is reported; falls back to the ``def`` line of the jitted function."""
+    span = diagnostic.location
+    if span is None and diagnostic.function and diagnostic.function.path:
+        span = Span(diagnostic.function.path, diagnostic.function.line or 1, cell=diagnostic.function.cell)
+    return span
+
+
+def anchor(diagnostic: Diagnostic) -> Span | None:
+    """Where the root cause is: the origin, else where the diagnostic is reported."""
+    return (diagnostic.origin.span if diagnostic.origin else None) or location(diagnostic)
+
+
+def _where(span: Span | None) -> tuple[str, int, int]:
+    return (span.path, span.line, span.col) if span else ("", 0, 0)
+
+
+# ---------------------------------------------------------------------------------------
+# What the fixes cover
+def resolved_by(plan: Any, diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
+    """The diagnostics a fix plan removes once applied.
+
+    A move to device where the argument enters the function, or right after the move to
+    host, leaves no host value behind at that root cause: its host-compute warnings go too.
+    Spelling ``pinned_host`` at the move settles the ``unpinned_host`` trap (OFL1204) and the
+    outputs, not the compute done on host. Any other fix covers the outputs it plans for.
+    """
+    cause = root_cause(plan.diagnostics[0])
+    same = [d for d in diagnostics if root_cause(d) == cause]
+    if plan.strategy == "device" and plan.target.placement in ("entry", "after_origin"):
+        return same
+    if plan.target.placement == "pin_memory":
+        return [d for d in same if d.code in ("OFL1200", "OFL1204")]
+    planned = set(plan.diagnostics)
+    return [d for d in diagnostics if d in planned]
+
+
+def fix_marks(diagnostics: Sequence[Diagnostic], plans: Iterable[Any], unsafe: bool) -> dict[Diagnostic, FixMark]:
+    """Each diagnostic a plan covers, with what ``--fix`` (``unsafe``: ``--unsafe-fixes``)
+    does about it."""
+    from offload_fixer.fixes.apply import plan_safety
+
+    marks: dict[Diagnostic, FixMark] = {}
+    for plan in plans:
+        safety = plan_safety(plan)  # as the fixer will treat it: unsafe where its rule page says so
+        if safety == "display-only":
+            mark = FixMark(plan.title, "manual", "; ".join(plan.problems))
+            covered = list(plan.diagnostics)
+        else:
+            mark = FixMark(plan.title, "applied" if safety == "safe" or unsafe else "unsafe")
+            covered = resolved_by(plan, diagnostics)
+        for d in covered:
+            if d not in marks or _PREFERENCE[mark.status] < _PREFERENCE[marks[d].status]:
+                marks[d] = mark
+    return marks
+
+
+def plan_marks(diagnostics: Sequence[Diagnostic], strategy: str, unsafe: bool, jax_version: str | None,
+               texts: Mapping[str, bytes] | None = None) -> dict[Diagnostic, FixMark]:
+    """Plan the fixes (no file is written) and mark what they cover."""
+    from offload_fixer.fixes import FIXABLE_CODES, plan_fixes
+
+    if not any(d.code in FIXABLE_CODES for d in diagnostics):
+        return {}
+    plans = plan_fixes(list(diagnostics), strategy=strategy, jax_version=jax_version, texts=texts)
+    return fix_marks(diagnostics, plans, unsafe)

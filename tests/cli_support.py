@@ -1,0 +1,90 @@
+"""Running ``offload-fixer`` the way a user does: the installed entry point next to this
+Python (``python -m offload_fixer`` where the package is not installed, as in a bare checkout)."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PLUGIN_NOISE = re.compile(
+    r"^WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR\r?\n"
+    r"|^I\d{4} [\d:.]+ +\d+ cudart_stub\.cc:\d+\] Could not find cuda drivers on your machine, GPU will not be "
+    r"used\.\r?\n",
+    re.M,
+)
+"""What JAX's CUDA plugin (installed for the compiler tests) logs whenever JAX is imported on a
+machine without a GPU, whatever ``JAX_PLATFORMS`` says: every JAX program prints it there, a
+user without the plugin never sees it, and it is not offload-fixer's output."""
+
+
+def without_plugin_noise(text: str) -> str:
+    return PLUGIN_NOISE.sub("", text)
+
+
+def command() -> list[str]:
+    exe = shutil.which("offload-fixer", path=os.path.dirname(sys.executable))
+    return [exe] if exe else [sys.executable, "-m", "offload_fixer"]
+
+
+def environment(**extra: str) -> dict[str, str]:
+    """The test process's environment, the checkout importable, colour off unless asked."""
+    env = {key: value for key, value in os.environ.items() if key not in ("FORCE_COLOR", "NO_COLOR")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    env.update(extra)
+    return env
+
+
+def offload_fixer(*args: str, cwd: Path = REPO, stdin: str | None = None, timeout: float = 600,
+                  **env: str) -> subprocess.CompletedProcess:
+    proc = subprocess.run([*command(), *args], cwd=cwd, env=environment(**env), input=stdin, capture_output=True,
+                          text=True, timeout=timeout, check=False)
+    proc.stderr = without_plugin_noise(proc.stderr)
+    return proc
+
+
+def in_terminal(*args: str, cwd: Path = REPO, timeout: float = 600, columns: int = 100,
+                **env: str) -> tuple[int, str]:
+    """Run ``offload-fixer ARGS`` with stdin, stdout and stderr on a pseudo-terminal, as in an
+    interactive shell; returns the exit status and everything the terminal received."""
+    import errno
+    import fcntl
+    import select
+    import struct
+    import termios
+    import time
+
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, columns, 0, 0))
+    proc = subprocess.Popen([*command(), *args], cwd=cwd, env=environment(TERM="xterm", **env), stdin=slave,
+                            stdout=slave, stderr=slave, start_new_session=True, close_fds=True)
+    os.close(slave)
+    chunks: list[bytes] = []
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                proc.kill()
+                raise TimeoutError(f"offload-fixer {' '.join(args)} still running after {timeout} s")
+            ready, _, _ = select.select([master], [], [], min(remaining, 1.0))
+            if not ready:
+                if proc.poll() is not None:
+                    break
+                continue
+            try:
+                data = os.read(master, 65536)
+            except OSError as exc:  # EIO: every writer closed the terminal
+                if exc.errno != errno.EIO:
+                    raise
+                break
+            if not data:
+                break
+            chunks.append(data)
+    finally:
+        os.close(master)
+    return proc.wait(timeout=60), without_plugin_noise(b"".join(chunks).decode("utf-8", errors="replace"))

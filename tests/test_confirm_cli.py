@@ -1,0 +1,59 @@
+"""``--confirm`` and ``doctor`` through the installed command."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from tests.cli_support import offload_fixer
+
+from offload_fixer import xla
+from offload_fixer.exit_codes import ExitCode
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def has_tpu_compiler() -> bool:
+    try:
+        xla.oracle("tpu").start()
+    except xla.CompilerUnavailable:
+        return False
+    return True
+
+
+def test_confirm_without_a_compiler_is_refused_with_its_own_exit_code(tmp_path: Path):
+    program = tmp_path / "program.py"
+    program.write_text("print('never run')\n")
+    proc = offload_fixer("run", "--confirm", str(program), OFFLOAD_FIXER_XLA_PYTHON=str(tmp_path / "no-python"))
+    assert proc.returncode == ExitCode.NO_COMPILER, proc.stderr
+    assert "--confirm needs the tpu compiler" in proc.stderr and "never run" not in proc.stdout
+    assert "Traceback" not in proc.stderr
+
+
+def test_doctor_says_what_can_be_confirmed():
+    proc = offload_fixer("doctor")
+    assert proc.returncode == 0, proc.stderr
+    assert "--confirm --target tpu:" in proc.stdout and "--confirm --target gpu:" in proc.stdout
+    assert "its verdicts were checked against:" in proc.stdout
+
+
+@pytest.mark.skipif(not has_tpu_compiler(), reason="libtpu is not installed")
+def test_fix_confirm_writes_a_fix_that_compiles_and_refuses_one_that_does_not(tmp_path: Path):
+    good = tmp_path / "optimizer_offload_broken.py"
+    shutil.copy(EXAMPLES / "optimizer_offload_broken.py", good)
+    proc = offload_fixer("run", "--confirm", "--fix", str(good), cwd=tmp_path)
+    assert proc.returncode == ExitCode.CLEAN, proc.stdout + proc.stderr
+    assert "the fix compiles (libtpu" in proc.stderr
+    assert good.read_bytes() != (EXAMPLES / "optimizer_offload_broken.py").read_bytes()
+    assert not list(tmp_path.glob(".offload-fixer-confirm-*"))
+
+    # Declaring the loss output host memory leaves the layers' dot in a loop mixing host
+    # weights and device activations: libtpu still rejects it, so nothing is written.
+    bad = tmp_path / "param_streaming_broken.py"
+    shutil.copy(EXAMPLES / "param_streaming_broken.py", bad)
+    before = bad.read_bytes()
+    proc = offload_fixer("run", "--confirm", "--fix", "--strategy", "host", str(bad), cwd=tmp_path)
+    assert proc.returncode == ExitCode.FIX_REFUSED, proc.stdout + proc.stderr
+    assert "not confirmed by the compiler" in proc.stderr and "still rejects the fixed `train_step`" in proc.stderr
+    assert bad.read_bytes() == before
