@@ -53,7 +53,7 @@ def test_fix_confirm_writes_a_fix_that_compiles_and_refuses_one_that_does_not(tm
     bad = tmp_path / "param_streaming_broken.py"
     shutil.copy(EXAMPLES / "param_streaming_broken.py", bad)
     before = bad.read_bytes()
-    proc = offload_fixer("run", "--confirm", "--fix", "--strategy", "host", str(bad), cwd=tmp_path)
+    proc = offload_fixer("run", "--confirm", "--fix", "--strategy", "host", "--unsafe-fixes", str(bad), cwd=tmp_path)
     assert proc.returncode == ExitCode.FIX_REFUSED, proc.stdout + proc.stderr
     assert "not confirmed by the compiler" in proc.stderr and "still rejects the fixed `train_step`" in proc.stderr
     assert bad.read_bytes() == before
