@@ -8,13 +8,21 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import libcst as cst
-from libcst.codemod import CodemodCommand, CodemodContext
+from libcst.codemod import CodemodCommand, CodemodContext, SkipFile
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from codemods import sharding_exprs as sx
 from codemods.pytree_source import child_at
-from codemods.source_facts import FunctionInfo, JitSite, Scope, SourceFacts
+from codemods.source_facts import (
+    DEVICE_PUT,
+    SHARDING_CONSTRUCTORS,
+    FunctionInfo,
+    JitSite,
+    Scope,
+    SourceFacts,
+    last_name,
+)
 from codemods.targets import Edit, FixTarget, SpellingOptions, parse_path
 
 Rewrite = Callable[[cst.CSTNode], cst.CSTNode]
@@ -39,10 +47,20 @@ class FixCommand(CodemodCommand):
     ``python -m libcst.tool codemod``, with the flags of :meth:`add_args`."""
 
     METADATA_DEPENDENCIES = (PositionProvider,)
+    NEEDS_FUNCTION = True
+    """False: a target may name only a line (a module-level policy's destination, say)."""
 
     def __init__(self, context: CodemodContext, target: FixTarget | None = None,
-                 targets: Sequence[FixTarget] = (), **flags: object) -> None:
+                 targets: Sequence[FixTarget] = (), *, line_map: Callable[[int], int] | None = None,
+                 reference_count: Callable[[str], int] | None = None, **flags: object) -> None:
+        """``line_map``/``reference_count``: the module is an excerpt of a file (see
+        ``SourceFacts.collect``); lines in targets, edits and messages are the file's."""
         super().__init__(context)
+        self.line_map = line_map
+        self.reference_count = reference_count
+        self.standalone = target is None and not targets
+        """Built from ``python -m libcst.tool codemod`` flags: a target that does not fit the
+        file is reported through libcst (the file is skipped, with the reason), not ignored."""
         self.targets = tuple(targets) or (target if target is not None else _target_from_flags(flags),)
         self.outcomes = [Outcome() for _ in self.targets]
         self.target, self.outcome = self.targets[0], self.outcomes[0]
@@ -64,21 +82,32 @@ class FixCommand(CodemodCommand):
     @staticmethod
     def add_args(arg_parser: argparse.ArgumentParser) -> None:
         arg_parser.add_argument("--function-name", help="name of the jitted function")
-        arg_parser.add_argument("--function-line", type=int, help="a line of its def or decorators")
-        arg_parser.add_argument("--inner-line", type=int, help="a line inside the function")
-        arg_parser.add_argument("--output-path", action="append", default=None,
+        arg_parser.add_argument("--function-line", type=_line, help="a line of its def or decorators")
+        arg_parser.add_argument("--inner-line", type=_line, help="a line inside the function")
+        arg_parser.add_argument("--output-path", action="append", default=None, type=_pytree_path,
                                 help="pytree path of an offending output ('' whole result, \"[0]['mu']\"); repeatable")
-        arg_parser.add_argument("--return-line", type=int, action="append", default=None,
-                                help="edit only the return starting on this line; repeatable")
+        arg_parser.add_argument("--output-kind", action="append", default=None, type=_output_kind,
+                                help="PATH=KIND for every flat output (\"[0]['w']=device\"), as the analysis saw "
+                                     "them: out_shardings is shaped like them where the returns do not show it")
+        arg_parser.add_argument("--return-line", type=_line, action="append", default=None,
+                                help="edit only the return spanning this line; repeatable")
         arg_parser.add_argument("--parameter", help="the host argument, for --placement entry")
         arg_parser.add_argument("--parameter-index", type=int)
-        arg_parser.add_argument("--parameter-path", default="", help="pytree path of the host leaf inside the parameter")
-        arg_parser.add_argument("--origin-line", type=int, help="line of the move to host")
+        arg_parser.add_argument("--parameter-path", default="", type=_pytree_path,
+                                help="pytree path of the host leaf inside the parameter")
+        arg_parser.add_argument("--parameter-leaf", action="append", default=None, type=_pytree_path,
+                                help="a host leaf (or sub-tree) of the parameter to move, \"['mu']\"; repeatable "
+                                     "(default: all of it)")
+        arg_parser.add_argument("--origin-line", type=_line, help="line of the move to host")
         arg_parser.add_argument("--origin-col", type=int)
+        arg_parser.add_argument("--compute-line", type=_line, action="append", default=None,
+                                help="a line computing on the offloaded value (--placement operand); repeatable")
         arg_parser.add_argument("--spelling-api", choices=["memory_space", "sharding"], default="memory_space",
                                 help="memory_space: jax.memory.Space.Device (JAX >= 0.7.1); sharding: memory_kind= (0.4.25-0.7.0)")
         arg_parser.add_argument("--device-kind", default="device")
         arg_parser.add_argument("--host-kind", default="pinned_host")
+        arg_parser.add_argument("--tree-map", default="tree.map", help="jax.<this> maps over a tree of shardings "
+                                "(tree_util.tree_map before JAX 0.4.25)")
 
     # ------------------------------------------------------------------ running
     def transform_module(self, tree: cst.Module) -> cst.Module:
@@ -97,18 +126,33 @@ class FixCommand(CodemodCommand):
         return tree
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        self.facts = SourceFacts.collect(tree, self.metadata[PositionProvider])
+        self.facts = SourceFacts.collect(tree, self.metadata[PositionProvider], self.line_map, self.reference_count)
         for target, outcome in zip(self.targets, self.outcomes):
             self.target, self.outcome = target, outcome
+            if self.standalone and not self._lines_exist(tree, target):
+                continue
             function = self.facts.find_function(target.function_name, target.function_line, target.inner_line)
-            if function is None:
+            if function is None and (self.NEEDS_FUNCTION or target.function_name or target.function_line):
                 where = target.function_line or target.inner_line
                 self.report_problem(f"function {target.function_name or '?'} (line {where}) not found")
                 continue
             self.plan(function)
+        if self.standalone and self.problems and not self.edits and not self.satisfied:
+            raise SkipFile("; ".join(dict.fromkeys(self.problems)))
         if not self.rewrites:
             return tree
         return tree.visit(_Rewriter(self.rewrites))
+
+    def _lines_exist(self, tree: cst.Module, target: FixTarget) -> bool:
+        last = len(tree.code.splitlines())
+        given = {"--function-line": target.function_line, "--inner-line": target.inner_line,
+                 "--origin-line": target.origin_line,
+                 **{"--return-line": line for line in target.return_lines},
+                 **{"--compute-line": line for line, _ in target.compute_spans}}
+        wrong = [f"{flag} {line}" for flag, line in given.items() if line is not None and not 1 <= line <= last]
+        if wrong:
+            self.report_problem(f"{', '.join(wrong)} is not a line of this file ({last} lines)")
+        return not wrong
 
     def claim(self, node: cst.CSTNode, rewrite: Rewrite) -> bool:
         """Register ``rewrite`` for ``node``; False if the node is taken already. Taken by
@@ -123,7 +167,7 @@ class FixCommand(CodemodCommand):
         self.owners[node] = self.outcome
         return True
 
-    def plan(self, function: FunctionInfo) -> None:
+    def plan(self, function: FunctionInfo | None) -> None:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ recording
@@ -131,9 +175,10 @@ class FixCommand(CodemodCommand):
         self.outcome.problems.append(message)
         self.warn(message)
 
-    def record(self, node: cst.CSTNode, description: str, reasons: list[str]) -> None:
+    def record(self, node: cst.CSTNode, description: str, reasons: list[str], subject: str = "") -> None:
+        """An edit at ``node``'s line (where its text changes or a statement goes in)."""
         safety = "unsafe" if reasons else "safe"
-        self.outcome.edits.append(Edit(self.facts.line(node), description, safety, "; ".join(reasons)))
+        self.outcome.edits.append(Edit(self.facts.line(node), description, safety, "; ".join(reasons), subject))
 
     def already(self, note: str) -> None:
         self.outcome.satisfied.append(note)
@@ -164,6 +209,49 @@ class FixCommand(CodemodCommand):
         jax = self.jax_module()
         q = self.facts.quote
         return self.parse(f"{jax}.sharding.SingleDeviceSharding({jax}.devices()[0], memory_kind={q}{kind}{q})")
+
+    # ------------------------------------------------------------------ memory kinds
+    def memory_kind(self, expr: cst.BaseExpression, scope: Scope) -> str | None:
+        """The memory kind ``expr`` spells, through names bound once (``ON_DEVICE``)."""
+        seen = 0
+        while isinstance(expr, cst.Name) and seen < 8:
+            found = self.facts.scope_chain_binding(expr.value, scope)
+            if found is None or found[0].value is None:
+                return None
+            expr, scope, seen = found[0].value, found[1], seen + 1
+        return sx.memory_kind_literal(expr)
+
+    def value_kind(self, expr: cst.BaseExpression, scope: Scope) -> str:
+        """What a sharding expression is, through names bound once: ``none``, ``sharding``
+        (a sharding constructor, ``.with_memory_kind(...)``, ``x.sharding``), ``container`` (a
+        tuple/list/dict of them), ``space`` (``jax.memory.Space``) or ``unknown`` (a parameter,
+        a call: the source does not say)."""
+        seen = 0
+        while isinstance(expr, cst.Name) and not sx.is_none(expr) and seen < 8:
+            found = self.facts.scope_chain_binding(expr.value, scope)
+            if found is None or found[0].value is None:
+                return "unknown"
+            expr, scope, seen = found[0].value, found[1], seen + 1
+        if sx.is_none(expr):
+            return "none"
+        if isinstance(expr, (cst.Tuple, cst.List, cst.Dict)) or (
+                isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "dict"):
+            return "container"
+        if sx.is_memory_space(expr):
+            return "space"
+        if isinstance(expr, cst.Call) and last_name(expr.func) in (*SHARDING_CONSTRUCTORS, "with_memory_kind", "Format"):
+            return "sharding"
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "sharding":
+            return "sharding"
+        return "unknown"
+
+    def is_device_move(self, expr: cst.BaseExpression, scope: Scope) -> bool:
+        """``device_put(x, <device memory>)``: already moved back (its destination may be a
+        name bound to a device sharding)."""
+        if not (isinstance(expr, cst.Call) and self.facts.aliases.qualify(expr.func) == DEVICE_PUT):
+            return False
+        destination = sx.device_put_destination(expr)
+        return destination is not None and self.memory_kind(destination, scope) in sx.DEVICE_KINDS
 
     # ------------------------------------------------------------------ jit options
     def option(self, site: JitSite, name: str) -> cst.Arg | None:
@@ -289,11 +377,40 @@ def _target_from_flags(flags: dict[str, object]) -> FixTarget:
         parameter=flags.get("parameter"),  # type: ignore[arg-type]
         parameter_index=flags.get("parameter_index"),  # type: ignore[arg-type]
         parameter_path=str(flags.get("parameter_path") or ""),
+        parameter_leaves=tuple(flags.get("parameter_leaf") or ()),  # type: ignore[arg-type]
         origin_line=flags.get("origin_line"),  # type: ignore[arg-type]
         origin_col=flags.get("origin_col"),  # type: ignore[arg-type]
+        compute_spans=tuple((line, 1) for line in flags.get("compute_line") or ()),  # type: ignore[union-attr]
+        output_kinds=tuple(flags.get("output_kind") or ()),  # type: ignore[arg-type]
         spelling=SpellingOptions(
             api=flags.get("spelling_api") or "memory_space",  # type: ignore[arg-type]
             device_kind=str(flags.get("device_kind") or "device"),
             host_kind=str(flags.get("host_kind") or "pinned_host"),
+            tree_map=str(flags.get("tree_map") or "tree.map"),
         ),
     )
+
+
+def _line(text: str) -> int:
+    try:
+        line = int(text)
+    except ValueError:
+        line = 0
+    if line < 1:
+        raise argparse.ArgumentTypeError(f"not a line number: {text!r}")
+    return line
+
+
+def _pytree_path(text: str) -> str:
+    try:
+        parse_path(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    return text
+
+
+def _output_kind(text: str) -> tuple[str, str]:
+    path, sep, kind = text.rpartition("=")
+    if not sep or not kind:
+        raise argparse.ArgumentTypeError(f"expected PATH=KIND, got {text!r}")
+    return _pytree_path(path), kind

@@ -7,12 +7,20 @@ Every jit site of the function is edited: ``@jax.jit`` (becomes
 
 * ``out_shardings`` absent: a pytree prefix shaped like the returned value is added, with
   ``None`` (unspecified: what an absent ``out_shardings`` means in every JAX version) for
-  every other output and an explicit host sharding for the offending ones;
+  every other output and an explicit host sharding for the offending ones; where the returns
+  do not show the structure (``return new_params, loss``), the analysis's output tree
+  (``FixTarget.output_kinds``) spells it, and a sub-tree whose outputs all need it gets one
+  sharding;
 * an existing leaf: ``NamedSharding(...)``/``SingleDeviceSharding(...)`` get ``memory_kind=``
   added or replaced, ``s.with_memory_kind(k)`` gets its literal replaced, any other
   expression ``e`` becomes ``e.with_memory_kind("pinned_host")``;
 * a leaf that covers a subtree holding the output (a prefix) is expanded into that subtree's
   shape, repeating the leaf for the siblings;
+* a name bound to a tree of shardings (``OPT_SHARDINGS``) is left as it is for its other
+  uses: ``{**OPT_SHARDINGS, "count": ...}`` (``(T[0], ..., T[2])`` for a tuple) replaces it
+  here, and a whole tree becomes ``jax.tree.map(lambda s: s.with_memory_kind(...), T)``;
+* an expression that is not visibly a sharding (a parameter, a call) is not guessed at:
+  ``e.with_memory_kind(...)`` on a tree or on ``None`` would fail when the module is imported;
 * ``None`` at the output, or no ``out_shardings``: the host sharding comes from, in order, the
   move to host's own sharding, the host argument's ``in_shardings`` entry (both safe), another
   output's sharding re-kinded, an input's sharding re-kinded, the inline call's argument
@@ -31,6 +39,7 @@ from codemods import sharding_exprs as sx
 from codemods.fix_command import FixCommand
 from codemods.move_to_device import SINGLE_DEVICE_REASON
 from codemods.pytree_source import (
+    OutputTree,
     build_like,
     child_at,
     drop_covered,
@@ -47,6 +56,7 @@ class HostOutputCommand(FixCommand):
     DESCRIPTION = "Declare host outputs as pinned_host memory in jax.jit's out_shardings (XLA error 1200)."
 
     def plan(self, function: FunctionInfo) -> None:
+        self._function = function
         sites = self.facts.jit_sites(function)
         if not sites:
             self.report_problem(
@@ -91,7 +101,7 @@ class HostOutputCommand(FixCommand):
         if not claimed:
             return
         self.record(site.node, f"declare {self._labels(paths)} as {self.spelling.host_kind} memory at the jit "
-                               f"on line {site.line}: out_shardings={value}", reasons)
+                               f"on line {site.line}: out_shardings={value}", reasons, self._labels(paths))
 
     # ------------------------------------------------------------------ editing out_shardings
     def _edit_existing(self, function: FunctionInfo, site: JitSite, root: cst.BaseExpression, paths: list[Keys]) -> None:
@@ -120,7 +130,8 @@ class HostOutputCommand(FixCommand):
     def _rewrite_leaf(self, function: FunctionInfo, site: JitSite, leaf: cst.BaseExpression,
                       prefix: Keys, reasons: list[str]) -> None:
         label = _label(prefix)
-        if self._spells_host(leaf, site.scope) or self._is_known_host(leaf, function):
+        if (self._spells_host(leaf, site.scope) or self.memory_kind(leaf, site.scope) in sx.HOST_KINDS
+                or self._is_known_host(leaf, function)):
             self.already(f"{label} is already declared host memory at the jit on line {site.line}")
             return
         if isinstance(leaf, (cst.Tuple, cst.List, cst.Dict)):
@@ -129,24 +140,63 @@ class HostOutputCommand(FixCommand):
                 assert child is not None
                 self._rewrite_leaf(function, site, child, (*prefix, key), reasons)
             return
-        if sx.is_none(leaf):
+        kind = self.value_kind(leaf, site.scope)
+        extra: list[str] = []
+        if kind == "none":
             host = self.host_sharding(function, site, leaf)
             if host is None:
                 return
             new, extra = host
-        else:
-            new, extra = sx.with_memory_kind(leaf, self.spelling.host_kind, self.facts.quote), []
-            if new is None:
+        elif kind == "container":
+            whole = self._host_tree(leaf, site)
+            if whole is None:
+                self.report_problem(f"out_shardings for {label} is `{self.code(leaf)}`, a tree whose leaves are not "
+                                    "all visibly shardings: cannot declare each of them host memory")
+                return
+            new = self.parse(whole)
+        elif kind == "sharding" or self._single_output(prefix):
+            changed = sx.with_memory_kind(leaf, self.spelling.host_kind, self.facts.quote)
+            if changed is None:
                 self.report_problem(f"out_shardings for {label} is `{self.code(leaf)}`, which cannot carry a memory kind")
                 return
+            new = changed
+            if kind != "sharding":
+                extra = [f"`{self.code(leaf)}` is taken for the sharding of {label} (a single array); the source "
+                         "does not show it is one, and None there would fail"]
+        else:
+            self.report_problem(f"out_shardings for {label} is `{self.code(leaf)}`, which the source does not show to "
+                                "be a sharding (it could be a tree of shardings or None): cannot give it a memory kind")
+            return
         if not self.claim(leaf, lambda updated: new):
             return
         self.record(leaf, f"declare {label} as {self.spelling.host_kind} memory at the jit on line {site.line}: "
-                          f"`{self.code(leaf)}` -> `{self.code(new)}`", [*reasons, *extra])
+                          f"`{self.code(leaf)}` -> `{self.code(new)}`", [*reasons, *extra], label)
 
     def _expand_leaf(self, function: FunctionInfo, site: JitSite, leaf: cst.BaseExpression,
                      prefix: Keys, rests: list[Keys], reasons: list[str]) -> None:
-        """One sharding (or None) covers a subtree holding the outputs: spell the subtree out."""
+        """One sharding (or None) covers a subtree holding the outputs: spell the subtree out.
+        A name bound to a tree of shardings keeps its other uses: it is patched here."""
+        kind = self.value_kind(leaf, site.scope)
+        full = [(*prefix, *rest) for rest in rests]
+        if kind == "sharding" and (self.memory_kind(leaf, site.scope) in sx.HOST_KINDS
+                                   or self._is_known_host(leaf, function)):
+            self.already(f"{self._labels(full)} are already declared host memory at the jit on line {site.line}")
+            return
+        if kind == "container":
+            patched = self._patched(self.code(leaf), leaf, rests, site)
+            if patched is None:
+                return
+            if not self.claim(leaf, lambda updated: self.parse(patched)):
+                return
+            self.record(leaf, f"declare {self._labels(full)} as {self.spelling.host_kind} memory at the jit on line "
+                              f"{site.line}, keeping `{self.code(leaf)}` for its other outputs: `{patched}`", reasons,
+                        self._labels(full))
+            return
+        if kind == "unknown":
+            self.report_problem(f"out_shardings for {_label(prefix)} is `{self.code(leaf)}`, which the source does not "
+                                "show to be a sharding or a tree of them: cannot tell how it covers "
+                                f"{self._labels(full)}")
+            return
         if sx.is_none(leaf):
             host = self.host_sharding(function, site, leaf)
             if host is None:
@@ -163,14 +213,17 @@ class HostOutputCommand(FixCommand):
             return
         if not self.claim(leaf, lambda updated: self.parse(value)):
             return
-        full = [(*prefix, *rest) for rest in rests]
         self.record(leaf, f"declare {self._labels(full)} as {self.spelling.host_kind} memory at the jit on line "
-                          f"{site.line}: `{self.code(leaf)}` -> `{value}`", [*reasons, *extra])
+                          f"{site.line}: `{self.code(leaf)}` -> `{value}`", [*reasons, *extra], self._labels(full))
 
     def _shaped_like_returns(self, function: FunctionInfo, prefix: Keys, rests: list[Keys],
                              target_text: str, other_text: str, site: JitSite) -> str | None:
+        """A prefix for the sub-tree at ``prefix`` with ``target_text`` at ``rests``: shaped
+        like the returns, and like the output tree where they do not show the structure."""
         if rests == [()]:
             return target_text
+        tree = self.output_tree()
+        why: list[str] = []
         texts: list[str | None] = []
         shapes: set[str | None] = set()  # dict keys sorted: returns may list them in any order
         for _, value in returned_values(function, self.target.return_lines):
@@ -180,15 +233,113 @@ class HostOutputCommand(FixCommand):
                 shapes.add(None)
                 continue
             args = (self.facts, function.scope, located.node, rests, target_text, other_text)
-            texts.append(build_like(*args))
-            shapes.add(build_like(*args, sort_keys=True))
-        if len(shapes) != 1 or None in shapes:
-            self.report_problem(
-                f"the returns of {function.name} do not show one structure around "
-                f"{self._labels([(*prefix, *r) for r in rests])}, which out_shardings at line {site.line} must mirror"
-            )
+            texts.append(build_like(*args, tree=tree, at=prefix, why=why))
+            shapes.add(build_like(*args, sort_keys=True, tree=tree, at=prefix))
+        if texts and len(shapes) == 1 and None not in shapes:
+            return texts[0]
+        if tree is not None:
+            text, reason = tree.prefix(prefix, rests, target_text, other_text, self.facts.quote)
+            if text is not None:
+                return text
+            why.append(reason)
+        detail = f": {why[-1]}" if why else ""
+        self.report_problem(
+            f"the returns of {function.name} do not show one structure around "
+            f"{self._labels([(*prefix, *r) for r in rests])}, which out_shardings at line {site.line} must mirror"
+            f"{detail}"
+        )
+        return None
+
+    def output_tree(self) -> OutputTree | None:
+        kinds = self.target.output_kinds
+        return OutputTree(tuple((parse_path(path), kind) for path, kind in kinds)) if kinds else None
+
+    def _single_output(self, prefix: Keys) -> bool:
+        """The analysis saw exactly one array output at ``prefix``."""
+        tree = self.output_tree()
+        return tree is not None and [rest for rest, _ in tree.under(prefix)] == [()]
+
+    # ------------------------------------------------------------------ trees of shardings
+    def _host_tree(self, expr: cst.BaseExpression, site: JitSite) -> str | None:
+        """Text of ``expr`` (a tree of shardings) with every leaf host memory; None when a leaf
+        is not visibly a sharding."""
+        kind = self.value_kind(expr, site.scope)
+        quote, host_kind = self.facts.quote, self.spelling.host_kind
+        if kind == "sharding":
+            if self.memory_kind(expr, site.scope) == host_kind:
+                return self.code(expr)
+            changed = sx.with_memory_kind(expr, host_kind, quote)
+            return self.code(changed) if changed is not None else None
+        if kind != "container":
             return None
-        return texts[0]
+        literal = self._through_name(expr, site.scope) if isinstance(expr, cst.Name) else expr
+        if isinstance(expr, cst.Name) and self._all_shardings(literal, site):
+            return (f"{self.jax_module()}.{self.spelling.tree_map}(lambda s: s.with_memory_kind("
+                    f"{quote}{host_kind}{quote}), {expr.value})")
+        return self._patched(self.code(expr), expr, [()], site, whole=True)
+
+    def _all_shardings(self, expr: cst.BaseExpression, site: JitSite) -> bool:
+        kind = self.value_kind(expr, site.scope)
+        if kind == "sharding":
+            return True
+        if kind != "container":
+            return False
+        literal = self._through_name(expr, site.scope)
+        return all(self._all_shardings(child, site) for child in _children(literal).values())
+
+    def _patched(self, ref: str, expr: cst.BaseExpression, rests: list[Keys], site: JitSite,
+                 whole: bool = False) -> str | None:
+        """Text that reads ``ref`` (the code of a tree of shardings ``expr``), host memory at
+        ``rests`` and as it was elsewhere: ``{**ref, "k": ...}``, ``(ref[0], ..., ref[2])``."""
+        if any(not rest for rest in rests) and not whole:
+            found = self._host_tree(expr, site)
+            if found is None:
+                host = self.host_sharding_text(site) if self.value_kind(expr, site.scope) == "none" else None
+                if host is None:
+                    self.report_problem(f"`{ref}` is not visibly a sharding or a tree of them: cannot make it host memory")
+                return host
+            return found
+        literal = self._through_name(expr, site.scope)
+        children = _children(literal)
+        if children is None:
+            self.report_problem(f"`{ref}` is not visibly a tree of shardings: cannot reach "
+                                f"{', '.join(format_path(r) for r in rests)} inside it")
+            return None
+        quote = self.facts.quote
+        named = isinstance(expr, (cst.Name, cst.Attribute))
+        pieces: dict[PathKey, str] = {}
+        for key, child in children.items():
+            sub = [rest[1:] for rest in rests if rest and rest[0] == key]
+            if whole:
+                sub = [()]
+            if not sub:
+                continue
+            child_ref = (f"{ref}[{quote}{key[1]}{quote}]" if key[0] == "key" else f"{ref}[{key[1]}]") if named \
+                else self.code(child)
+            if isinstance(child, (cst.Name, cst.Attribute)) and self.value_kind(child, site.scope) != "none":
+                child_ref = self.code(child)
+            text = self._patched(child_ref, child, sub, site)
+            if text is None:
+                return None
+            pieces[key] = text
+        missing = [rest for rest in rests if rest and rest[0] not in children]
+        if missing:
+            self.report_problem(f"`{ref}` has no entry for {', '.join(format_path(r) for r in missing)}")
+            return None
+        if isinstance(literal, cst.Dict):
+            if named:
+                return "{**" + ref + "".join(f", {quote}{k[1]}{quote}: {v}" for k, v in pieces.items()) + "}"
+            return "{" + ", ".join(f"{self.code(e.key)}: {pieces.get(_dict_key(e), self.code(e.value))}"
+                                   for e in literal.elements if isinstance(e, cst.DictElement)) + "}"
+        items = [pieces.get(("index", i), f"{ref}[{i}]" if named else self.code(child))
+                 for i, child in enumerate(children.values())]
+        if isinstance(literal, cst.List):
+            return "[" + ", ".join(items) + "]"
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+    def host_sharding_text(self, site: JitSite) -> str | None:
+        host = self.host_sharding(self._function, site, None)
+        return self.code(host[0]) if host is not None else None
 
     # ------------------------------------------------------------------ the host sharding
     def host_sharding(self, function: FunctionInfo, site: JitSite,
@@ -296,3 +447,28 @@ def _leaves(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(expr, cst.Dict):
         return [leaf for e in expr.elements if isinstance(e, cst.DictElement) for leaf in _leaves(e.value)]
     return [expr]
+
+
+def _children(expr: cst.BaseExpression | None) -> dict[PathKey, cst.BaseExpression] | None:
+    """The entries of a tuple/list/dict literal by pytree key; None for anything else."""
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        if any(isinstance(e, cst.StarredElement) for e in expr.elements):
+            return None
+        return {("index", i): e.value for i, e in enumerate(expr.elements)}
+    if isinstance(expr, cst.Dict):
+        out: dict[PathKey, cst.BaseExpression] = {}
+        for element in expr.elements:
+            if not isinstance(element, cst.DictElement) or _dict_key(element) is None:
+                return None
+            out[_dict_key(element)] = element.value  # type: ignore[index]
+        return out
+    return None
+
+
+def _dict_key(element: cst.DictElement) -> PathKey | None:
+    value = sx.string_value(element.key)
+    if value is not None:
+        return ("key", value)
+    if isinstance(element.key, cst.Integer):
+        return ("index", int(element.key.evaluated_value))
+    return None

@@ -23,6 +23,7 @@ sharding re-kinded, else the host argument's ``in_shardings`` entry re-kinded, e
 from __future__ import annotations
 
 import argparse
+import keyword
 from collections.abc import Sequence
 
 import libcst as cst
@@ -36,8 +37,9 @@ from codemods.pytree_source import (
     parenthesized_if_tuple,
     returned_values,
 )
+from codemods.reads import Read, leaf_part, reads_of
 from codemods.source_facts import FunctionInfo, Scope
-from codemods.targets import FixTarget, format_path, parse_path
+from codemods.targets import FixTarget, PathKey, format_path, parse_path
 
 ENTRY_NOTE = (
     "the argument is on device for the whole function, as its device outputs and the compute "
@@ -58,11 +60,14 @@ class MoveToDeviceCommand(FixCommand):
     @staticmethod
     def add_args(arg_parser: argparse.ArgumentParser) -> None:
         FixCommand.add_args(arg_parser)
-        arg_parser.add_argument("--placement", choices=["return", "entry", "after_origin"], default="return")
+        arg_parser.add_argument("--placement", choices=["return", "entry", "after_origin", "operand"], default="return",
+                                help="return: at the returned output; entry: the host parameter (--parameter, "
+                                     "--parameter-leaf) where it is read; after_origin: right after the move to "
+                                     "host; operand: where the moved value is computed on (--compute-line)")
 
     def __init__(self, context: CodemodContext, target: FixTarget | None = None,
-                 targets: Sequence[FixTarget] = (), **flags: object) -> None:
-        super().__init__(context, target, targets, **flags)
+                 targets: Sequence[FixTarget] = (), **options: object) -> None:
+        super().__init__(context, target, targets, **options)
         self.insertions: dict[cst.IndentedBlock, list[tuple[int, cst.BaseStatement]]] = {}
 
     def plan(self, function: FunctionInfo) -> None:
@@ -71,6 +76,8 @@ class MoveToDeviceCommand(FixCommand):
             self._at_entry(function)
         elif placement == "after_origin":
             self._after_origin(function)
+        elif placement == "operand":
+            self._at_operands(function)
         else:
             self._at_returns(function)
 
@@ -85,20 +92,27 @@ class MoveToDeviceCommand(FixCommand):
             for keys in paths:
                 located = locate(self.facts, function.scope, value, keys)
                 node = located.node
-                label = _label(keys)
-                if sx.is_device_move(node, self.facts.aliases):
+                label = _label(keys[: len(keys) - len(located.rest)])
+                if self.is_device_move(node, function.scope):
                     self.already(f"{label} is already moved to device (line {self.facts.line(node)})")
                     continue
                 spec = self.device_spec(function, function.scope, line)
                 if not self.claim(node, self._wrapper(spec[0])):
                     continue
                 reasons = list(spec[1])
-                if located.rest:
+                if located.rest and not self._all_device_below(keys[: len(keys) - len(located.rest)]):
                     reasons.insert(0, f"the source does not show where {label} is inside `{self.code(node)}`, "
                                       "so every array in it moves to device")
                 where = "its assignment" if located.through_name else "the return"
                 self.record(node, f"move {label} back to device at {where}: "
-                                  f"{self.device_put_callee()}({self.code(node)}, {self.code(spec[0])})", reasons)
+                                  f"{self.device_put_callee()}({self.code(node)}, {self.code(spec[0])})", reasons,
+                            label)
+
+    def _all_device_below(self, prefix: tuple[PathKey, ...]) -> bool:
+        """The analysis saw every output under ``prefix`` as device memory: moving all of the
+        value there to device changes only the host leaves, which is the fix."""
+        kinds = [kind for path, kind in self.target.output_kinds if parse_path(path)[: len(prefix)] == prefix]
+        return bool(kinds) and not any(kind in sx.HOST_KINDS for kind in kinds)
 
     def _at_entry(self, function: FunctionInfo) -> None:
         name = self._parameter(function)
@@ -109,9 +123,15 @@ class MoveToDeviceCommand(FixCommand):
         if not isinstance(body, cst.IndentedBlock):
             self.report_problem(f"{function.name} is a one-line function; cannot add a statement to it")
             return
+        leaves = [parse_path(p) for p in self.target.parameter_leaves]
+        why_whole = ""
+        if leaves and all(leaves):
+            why_whole = self._at_reads(function, body, name, leaves)
+            if not why_whole:
+                return
         start = 1 if body.body and _is_docstring(body.body[0]) else 0
         for statement in body.body[start:]:
-            moved = self._moved_name(statement)
+            moved = self._moved_name(statement, function)
             if moved is None:
                 break
             if moved == name:
@@ -120,8 +140,169 @@ class MoveToDeviceCommand(FixCommand):
         spec, spec_reasons = self.device_spec(function, function.scope, function.body_line)
         statement = self._rebind(name, spec)
         self.insert(body, start, statement)
-        self.record(function.node.name, f"move argument {name} to device where {function.name} starts "
-                                        f"({ENTRY_NOTE}): {self.code(statement).strip()}", spec_reasons)
+        whole = f"all of {name}, since {why_whole}; " if why_whole else ""
+        self.record(body.body[start] if start < len(body.body) else function.node.name,
+                    f"move argument {name} to device where {function.name} starts (line {function.body_line}; "
+                    f"{whole}{ENTRY_NOTE}): {self.code(statement).strip()}", spec_reasons, f"argument {name}")
+
+    def _at_reads(self, function: FunctionInfo, body: cst.IndentedBlock, name: str,
+                  leaves: list[tuple[PathKey, ...]]) -> str:
+        """Move only the host ``leaves`` of parameter ``name``, where the function reads them:
+        ``leaf = device_put(name[...], ...)`` before the statement that first reads it (right
+        after a sibling already moved that way, with the sibling's destination), the reads
+        then use ``leaf``; in place when that name is taken. Returns why the whole parameter
+        has to move instead, or "" when done."""
+        found = reads_of(name, function.node.body, lambda call: self.is_device_move(call, function.scope))
+        statements = list(body.body)
+        last = len(statements) - 1
+        for rebinding in found.rebound:
+            index = self._top_index(statements, rebinding)
+            if index is None or not isinstance(statements[index], cst.SimpleStatementLine):
+                return f"it is assigned again inside a block (line {self.facts.line(rebinding)})"
+            last = min(last, index)
+        wanted: dict[tuple[PathKey, ...], list[cst.BaseExpression]] = {}
+        first_read: dict[tuple[PathKey, ...], int] = {}
+        moved: list[Read] = []
+        for read in found.reads:
+            index = self._top_index(statements, read.node)
+            if index is None or index > last:
+                continue
+            part = leaf_part(read.path, leaves)
+            if read.moved:
+                moved.append(read)  # a sibling's move, or this leaf's own
+                continue
+            if part is None:
+                continue
+            if not part:
+                return f"{function.name} uses it whole (line {self.facts.line(read.node)})"
+            wanted.setdefault(part, []).append(read.at(part))
+            first_read[part] = min(first_read.get(part, index), index)
+        if not wanted:
+            if any(leaf_part(read.path, leaves) is not None for read in moved):
+                self.already(f"the host leaves of {name} are already moved to device where they are read")
+                return ""
+            return f"no read of its host leaves in {function.name} shows where they are used"
+        sibling = self._sibling_move(statements, moved, last)
+        for part, nodes in sorted(wanted.items(), key=lambda item: first_read[item[0]]):
+            label = f"{name}{format_path(part)}"
+            at = first_read[part]
+            if sibling is not None and sibling[0] < at:
+                at, spec, reasons = sibling[0] + 1, sibling[1], []
+            else:
+                spec, reasons = self.device_spec(function, function.scope, self.facts.line(statements[at]))
+            local = self._free_name(function, statements, part, first_read[part])
+            if local is None:
+                for node in nodes:
+                    if self.claim(node, self._wrapper(spec)):
+                        self.record(node, f"move {label} to device where {function.name} reads it: "
+                                          f"{self.device_put_callee()}({self.code(node)}, {self.code(spec)})", reasons,
+                                    label)
+                continue
+            statement = cst.parse_statement(
+                f"{local} = {self.device_put_callee()}({self.code(nodes[0])}, {self.code(spec)})\n",
+                config=self.facts.module.config_for_parsing)
+            if not all(self.claim(node, lambda _updated, local=local: cst.Name(local)) for node in nodes):
+                continue
+            self.insert(body, at, statement)
+            beside = " beside its siblings" if sibling is not None and at == sibling[0] + 1 else ""
+            self.record(statements[first_read[part]], f"move {label} to device{beside} before {function.name} reads "
+                        f"it (line {self.facts.line(statements[first_read[part]])}): {self.code(statement).strip()}",
+                        reasons, label)
+        return ""
+
+    def _top_index(self, statements: Sequence[cst.BaseStatement], node: cst.CSTNode) -> int | None:
+        """Index of the function-body statement that holds ``node``."""
+        line = self.facts.line(node)
+        for index, statement in enumerate(statements):
+            where = self.facts.positions[statement]
+            if where.start.line <= line <= where.end.line:
+                return index
+        return None
+
+    def _sibling_move(self, statements: Sequence[cst.BaseStatement], moved: list[Read],
+                      last: int) -> tuple[int, cst.BaseExpression] | None:
+        """(index, destination) of the last ``x = device_put(param[...], dst)`` statement that
+        already moves a sibling sub-tree, when the function has one."""
+        best = None
+        for read in moved:
+            assert read.move is not None
+            index = self._top_index(statements, read.move)
+            destination = sx.device_put_destination(read.move)
+            statement = statements[index] if index is not None else None
+            if (index is not None and index <= last and destination is not None
+                    and _assigned_name(statement) is not None
+                    and statement.body[0].value is read.move):  # type: ignore[union-attr]
+                if best is None or index > best[0]:
+                    best = (index, destination)
+        return best
+
+    def _free_name(self, function: FunctionInfo, statements: Sequence[cst.BaseStatement],
+                   part: tuple[PathKey, ...], first: int) -> str | None:
+        """A local name for the moved sub-tree: its last key (``nu`` for ``opt_state["nu"]``),
+        when the function neither uses that name before the statement that reads the sub-tree
+        nor reads it in that statement, and reads it after only if that statement assigns it
+        (so the new binding changes no other read), and it names no parameter."""
+        kind, key = part[-1]
+        local = str(key)
+        if kind == "index" or not local.isidentifier() or keyword.iskeyword(local):
+            return None
+        params = function.node.params
+        every = [*params.posonly_params, *params.params, *params.kwonly_params,
+                 *(p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param))]
+        if any(p.name.value == local for p in every):
+            return None
+        assigns_it = False
+        for node, is_store in _name_uses(function.node.body, local):
+            index = self._top_index(statements, node)
+            if index is None or index < first or (index == first and not is_store):
+                return None
+            if index == first:
+                assigns_it = True
+            elif not is_store and not assigns_it:
+                return None
+        return local
+
+    def _at_operands(self, function: FunctionInfo) -> None:
+        """Wrap the offloaded name where a computation reads it (the compute then runs on
+        device; the offloaded value itself stays on host for its other uses)."""
+        t = self.target
+        found = self.facts.device_put_at(t.origin_line, t.origin_col) if t.origin_line else None
+        held = self.facts.statement_of(found[0], function) if found else None
+        name = _assigned_name(held[0]) if held else None
+        if held is None or name is None:
+            self.report_problem(f"the move to host at line {t.origin_line} is not assigned to a name in {function.name}")
+            return
+        lines = sorted({line for line, _ in t.compute_spans if function.contains(line)})
+        if not lines:
+            self.report_problem(f"the computations on the offloaded value are not in {function.name}")
+            return
+        origin_line = self.facts.line(held[0])
+        targets = []
+        moved = False
+        for read in reads_of(name, function.node.body, lambda call: self.is_device_move(call, function.scope)).reads:
+            statement = self.facts.statement_of(read.node, function)
+            if statement is None:
+                continue
+            where = self.facts.positions[statement[0]]
+            if where.start.line <= origin_line or not any(where.start.line <= line <= where.end.line for line in lines):
+                continue
+            if read.moved:
+                moved = True
+            elif not read.path:
+                targets.append(read.node)
+        if not targets:
+            if moved:
+                self.already(f"{name} is already moved to device where it is computed on")
+            else:
+                self.report_problem(f"no computation in {function.name} reads {name} on the lines the analysis names "
+                                    f"({', '.join(map(str, lines))})")
+            return
+        for node in targets:
+            line = self.facts.line(node)
+            spec, reasons = self.device_spec(function, function.scope, line)
+            if self.claim(node, self._wrapper(spec)):
+                self.record(node, f"move {name} to device where it is computed on (line {line}): "
+                                  f"{self.device_put_callee()}({name}, {self.code(spec)})", reasons, name)
 
     def _after_origin(self, function: FunctionInfo) -> None:
         t = self.target
@@ -134,14 +315,14 @@ class MoveToDeviceCommand(FixCommand):
         origin_statement, block = held
         position = next(i for i, s in enumerate(block.body) if s is origin_statement)
         following = block.body[position + 1] if position + 1 < len(block.body) else None
-        if following is not None and self._moved_name(following) == name:
+        if following is not None and self._moved_name(following, function) == name:
             self.already(f"{name} is already moved back to device after line {t.origin_line}")
             return
         spec, spec_reasons = self.device_spec(function, function.scope, self.facts.line(origin_statement) + 1)
         statement = self._rebind(name, spec)
         self.insert(block, position + 1, statement)
         self.record(origin_statement, f"move {name} back to device before it is computed on: "
-                                      f"{self.code(statement).strip()}", [AFTER_ORIGIN_REASON, *spec_reasons])
+                                      f"{self.code(statement).strip()}", [AFTER_ORIGIN_REASON, *spec_reasons], name)
 
     # ------------------------------------------------------------------ spelling
     def device_spec(self, function: FunctionInfo, scope: Scope, line: int) -> tuple[cst.BaseExpression, list[str]]:
@@ -196,14 +377,14 @@ class MoveToDeviceCommand(FixCommand):
         text = f"{name} = {self.device_put_callee()}({name}, {self.code(spec)})\n"
         return cst.parse_statement(text, config=self.facts.module.config_for_parsing)
 
-    def _moved_name(self, statement: cst.BaseStatement) -> str | None:
+    def _moved_name(self, statement: cst.BaseStatement, function: FunctionInfo) -> str | None:
         """``name`` for a statement ``name = device_put(name, <device>)``."""
         name = _assigned_name(statement)
         if name is None:
             return None
         assert isinstance(statement, cst.SimpleStatementLine)
         value = statement.body[0].value  # type: ignore[union-attr]
-        if sx.is_device_move(value, self.facts.aliases):
+        if self.is_device_move(value, function.scope):
             moved = sx.moved_value(value)
             if isinstance(moved, cst.Name) and moved.value == name:
                 return name
@@ -223,10 +404,21 @@ class MoveToDeviceCommand(FixCommand):
 def _with_inserted(body: Sequence[cst.BaseStatement], pending: list[tuple[int, cst.BaseStatement]]) -> list[cst.BaseStatement]:
     out: list[cst.BaseStatement] = []
     for index, statement in enumerate(body):
-        out.extend(new for at, new in pending if at == index)
-        out.append(statement)
+        inserted = [new for at, new in pending if at == index]
+        out.extend(inserted)
+        out.append(_apart(statement) if inserted else statement)
     out.extend(new for at, new in pending if at >= len(body))
     return out
+
+
+def _apart(statement: cst.BaseStatement) -> cst.BaseStatement:
+    """A nested ``def``/``class`` that now follows an inserted statement, with the blank line
+    before it that PEP 8 asks for (its own lines are unchanged)."""
+    if isinstance(statement, (cst.FunctionDef, cst.ClassDef)) and not (
+        statement.leading_lines and statement.leading_lines[0].comment is None
+    ):
+        return statement.with_changes(leading_lines=[cst.EmptyLine(indent=False), *statement.leading_lines])
+    return statement
 
 
 def _assigned_name(statement: cst.CSTNode) -> str | None:
@@ -251,3 +443,51 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
 
 def _label(keys: tuple) -> str:
     return f"output {format_path(keys)}" if keys else "the result"
+
+
+def _name_uses(body: cst.CSTNode, name: str) -> list[tuple[cst.Name, bool]]:
+    """Every plain-name occurrence of ``name`` under ``body``, and whether it is assigned there."""
+    stores: set[int] = set()
+    found: list[cst.Name] = []
+
+    class Visitor(cst.CSTVisitor):
+        def _targets(self, target: cst.CSTNode) -> None:
+            for node in _names_in(target):
+                stores.add(id(node))
+
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            self._targets(node.target)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            self._targets(node.target)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            self._targets(node.target)
+
+        def visit_For(self, node: cst.For) -> None:
+            self._targets(node.target)
+
+        def visit_Attribute(self, node: cst.Attribute) -> bool:
+            node.value.visit(self)
+            return False
+
+        def visit_Arg(self, node: cst.Arg) -> bool:
+            node.value.visit(self)
+            return False
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value == name:
+                found.append(node)
+
+    body.visit(Visitor())
+    return [(node, id(node) in stores) for node in found]
+
+
+def _names_in(target: cst.CSTNode) -> list[cst.Name]:
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _names_in(element.value)]
+    if isinstance(target, cst.StarredElement):
+        return _names_in(target.value)
+    return []

@@ -5,7 +5,11 @@ host, so a returned value fails with error 1200; with ``"pinned_host"`` the valu
 and the output follows it (JAX 0.4.29 - 0.7.0 propagate it too). The command finds the
 ``device_put`` at ``--origin-line`` and replaces the ``"unpinned_host"`` literal in its
 destination: written in the call, or in the one assignment of the name the call uses (unsafe
-when that name is used anywhere else too, since every use changes).
+when that name is used anywhere else too, since every use changes). Without a ``device_put``
+there, a remat offload policy's ``offload_dst="unpinned_host"`` (``Offloadable(dst=...)``,
+``offload_dot_with_no_batch_dims(..., "unpinned_host")``) on that line is respelled: such a
+policy offloads nothing, since JAX treats the destination as device memory. A policy may sit
+at module level: no function is needed then.
 
     python -m libcst.tool codemod --no-format pin_host_memory.PinHostMemoryCommand train.py --origin-line 12
 """
@@ -14,6 +18,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from codemods import sharding_exprs as sx
 from codemods.fix_command import FixCommand
 from codemods.source_facts import FunctionInfo
 
@@ -23,16 +28,17 @@ SHARED_REASON = "the sharding variable is used elsewhere too: every use moves to
 
 
 class PinHostMemoryCommand(FixCommand):
-    DESCRIPTION = "Use memory_kind='pinned_host' where a move to host says 'unpinned_host' (XLA error 1200)."
+    DESCRIPTION = "Use memory_kind='pinned_host' where a move to host or an offload policy says 'unpinned_host'."
+    NEEDS_FUNCTION = False
 
-    def plan(self, function: FunctionInfo) -> None:
+    def plan(self, function: FunctionInfo | None) -> None:
         target = self.target
         if target.origin_line is None:
             self.report_problem("no move to host given (--origin-line)")
             return
         found = self.facts.device_put_at(target.origin_line, target.origin_col)
         if found is None:
-            self.report_problem(f"no device_put on line {target.origin_line}")
+            self._pin_policy(target.origin_line)
             return
         call, scope = found
         destination = _destination(call)
@@ -57,7 +63,31 @@ class PinHostMemoryCommand(FixCommand):
         for node in unpinned:
             if self.claim(node, _respelled):
                 self.record(node, f"memory kind 'unpinned_host' -> 'pinned_host' for the move on line "
-                                  f"{target.origin_line}", reasons)
+                                  f"{target.origin_line}", reasons, "'unpinned_host'")
+
+
+    def _pin_policy(self, line: int) -> None:
+        literals: list[cst.SimpleString] = []
+        facts = self.facts
+
+        class Finder(cst.CSTVisitor):
+            def visit_Call(self, node: cst.Call) -> None:
+                for value in sx.policy_destinations(node):
+                    if isinstance(value, cst.SimpleString) and facts.line(value) == line:
+                        literals.append(value)
+
+        self.facts.module.visit(Finder())
+        unpinned = [node for node in literals if node.evaluated_value == UNPINNED]
+        if not unpinned:
+            if any(node.evaluated_value == PINNED for node in literals):
+                self.already(f"the offload destination on line {line} is pinned_host already")
+            else:
+                self.report_problem(f"no device_put or offload policy destination on line {line}")
+            return
+        for node in unpinned:
+            if self.claim(node, _respelled):
+                self.record(node, f"offload destination 'unpinned_host' -> 'pinned_host' on line {line} (a policy "
+                                  "that offloads to unpinned_host offloads nothing)", [], "'unpinned_host'")
 
 
 def _destination(call: cst.Call) -> cst.BaseExpression | None:

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from codemods.sharding_exprs import string_value
+from codemods.sharding_exprs import HOST_KINDS, string_value
 from codemods.source_facts import FunctionInfo, Scope, SourceFacts
-from codemods.targets import PathKey
+from codemods.targets import PathKey, format_path
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,55 @@ def locate(facts: SourceFacts, scope: Scope, expr: cst.BaseExpression, keys: Seq
     return name_stop if rest and name_stop is not None else Located(expr, rest, through)
 
 
+Keys = tuple[PathKey, ...]
+
+
+@dataclass(frozen=True)
+class OutputTree:
+    """Every flat output of a function (pytree path, memory kind), as the analysis saw them:
+    what an ``out_shardings`` prefix must mirror where the source does not show it."""
+
+    leaves: tuple[tuple[Keys, str], ...]
+
+    def under(self, at: Keys) -> list[tuple[Keys, str]]:
+        return [(keys[len(at):], kind) for keys, kind in self.leaves if keys[: len(at)] == at]
+
+    def covered(self, at: Keys, targets: Sequence[Keys]) -> bool:
+        """Every output under ``at`` is a target or host memory already: one sharding for all."""
+        below = self.under(at)
+        return bool(below) and all(kind in HOST_KINDS or any(rest[: len(t)] == t for t in targets)
+                                   for rest, kind in below)
+
+    def prefix(self, at: Keys, targets: Sequence[Keys], target_text: str, other_text: str,
+               quote: str) -> tuple[str | None, str]:
+        """(text of a prefix for the sub-tree at ``at``, or None and why not)."""
+        if any(not t for t in targets) or self.covered(at, targets):
+            return target_text, ""
+        if not targets:
+            return other_text, ""
+        below = self.under(at)
+        keys = list(dict.fromkeys(rest[0] for rest, _ in below if rest))
+        kinds = {kind for kind, _ in keys}
+        where = f"output {format_path(at)}" if at else "the result"
+        if kinds == {"key"}:
+            pieces = []
+            for key in keys:
+                text, why = self.prefix((*at, key), [t[1:] for t in targets if t[0] == key], target_text,
+                                        other_text, quote)
+                if text is None:
+                    return None, why
+                pieces.append(f"{quote}{key[1]}{quote}: {text}")
+            return "{" + ", ".join(pieces) + "}", ""
+        if kinds == {"index"}:
+            return None, (f"{where} holds {', '.join(format_path((k,)) for k in keys)}, and the source does not "
+                          "show whether it is a tuple or a list, which out_shardings must match")
+        if kinds == {"attr"}:
+            return None, (f"{where} is a pytree node with fields {', '.join(str(k[1]) for k in keys)} (a named "
+                          "tuple or dataclass); out_shardings needs an instance of that type here, which the "
+                          "source does not build where it is returned")
+        return None, f"{where} has a structure out_shardings cannot spell"
+
+
 def build_like(
     facts: SourceFacts,
     scope: Scope,
@@ -83,20 +132,34 @@ def build_like(
     target_text: str,
     other_text: str,
     sort_keys: bool = False,
+    tree: OutputTree | None = None,
+    at: Keys = (),
+    why: list[str] | None = None,
 ) -> str | None:
     """Source text of a pytree prefix shaped like ``expr`` along the target paths, with
     ``target_text`` at each target and ``other_text`` for every other subtree; None when a
     target path enters something whose structure the source does not show. ``sort_keys``
-    orders dict entries by key, as pytrees compare them."""
+    orders dict entries by key, as pytrees compare them. With the function's output ``tree``
+    (``at`` is ``expr``'s path in it), a sub-tree whose outputs are all targets gets one
+    ``target_text``, and a sub-tree the source does not show (a call's result) is spelled from
+    the tree; ``why`` collects the reasons it could not be."""
     if any(not t for t in targets):
         return target_text
     if not targets:
         return other_text
+    if tree is not None and tree.covered(at, targets):
+        return target_text
     seen: set[int] = set()
-    while not isinstance(expr, (cst.Tuple, cst.List, cst.Dict, cst.Call)):
-        value = follow_name(facts, scope, expr)
+    while not isinstance(expr, (cst.Tuple, cst.List, cst.Dict, cst.Call)) or (
+            isinstance(expr, cst.Call) and not _is_constructor(expr)):
+        value = follow_name(facts, scope, expr) if not isinstance(expr, cst.Call) else None
         if value is None or id(value) in seen:
-            return None
+            if tree is None:
+                return None
+            text, reason = tree.prefix(at, targets, target_text, other_text, facts.quote)
+            if text is None and why is not None:
+                why.append(reason)
+            return text
         seen.add(id(value))
         expr = value
 
@@ -104,7 +167,7 @@ def build_like(
         return [t[1:] for t in targets if t[0] == key]
 
     def part(child: cst.BaseExpression, key: PathKey) -> str | None:
-        return build_like(facts, scope, child, sub(key), target_text, other_text, sort_keys)
+        return build_like(facts, scope, child, sub(key), target_text, other_text, sort_keys, tree, (*at, key), why)
 
     used: set[PathKey] = set()
     pieces: list[str] = []
@@ -138,10 +201,11 @@ def build_like(
         if sort_keys:
             pieces = [piece for _, piece in sorted(zip(order, pieces))]
         body = "{" + ", ".join(pieces) + "}"
-    elif isinstance(expr, cst.Call) and _is_plain_call(expr) and isinstance(expr.func, cst.Name) and expr.func.value == "dict":
+    elif isinstance(expr, cst.Call) and _is_constructor(expr):
+        is_dict = isinstance(expr.func, cst.Name) and expr.func.value == "dict"
         for arg in expr.args:
             assert arg.keyword is not None
-            key = ("key", arg.keyword.value)
+            key = ("key" if is_dict else "attr", arg.keyword.value)
             used.add(key)
             text = part(arg.value, key)
             if text is None:
@@ -149,7 +213,7 @@ def build_like(
             pieces.append(f"{arg.keyword.value}={text}")
         if sort_keys:
             pieces.sort()
-        body = "dict(" + ", ".join(pieces) + ")"
+        body = f"{facts.module.code_for_node(expr.func)}(" + ", ".join(pieces) + ")"
     else:
         return None
     wanted = {t[0] for t in targets}
@@ -157,11 +221,12 @@ def build_like(
 
 
 def returned_values(function: FunctionInfo, lines: Sequence[int]) -> list[tuple[int, cst.BaseExpression]]:
-    """(line, value) of the function's returns with a value, limited to ``lines`` if given."""
+    """(line, value) of the function's returns with a value, limited to those spanning one of
+    ``lines`` if given (a diagnostic may point at the value's line, below ``return (``)."""
     return [
         (site.line, site.node.value)
         for site in function.returns
-        if site.node.value is not None and (not lines or site.line in lines)
+        if site.node.value is not None and (not lines or any(site.spans(line) for line in lines))
     ]
 
 
@@ -187,4 +252,12 @@ def _key_value(key: cst.BaseExpression) -> str | int | None:
 
 def _is_plain_call(call: cst.Call) -> bool:
     return all(arg.keyword is not None and not arg.star for arg in call.args)
+
+
+def _is_constructor(call: cst.Call) -> bool:
+    """``dict(k=...)`` or ``Name(field=...)`` with a class-like name (a named tuple or
+    dataclass built by keyword)."""
+    name = call.func.value if isinstance(call.func, cst.Name) else (
+        call.func.attr.value if isinstance(call.func, cst.Attribute) else "")
+    return _is_plain_call(call) and bool(call.args) and (name == "dict" or name[:1].isupper())
 

@@ -20,6 +20,9 @@ from codemods.source_facts import (
 )
 
 HOST_KINDS = ("pinned_host", "unpinned_host")
+POLICY_DESTINATION_KEYWORDS = ("offload_dst", "dst")
+POLICY_DESTINATION_POSITIONS = {"offload_dot_with_no_batch_dims": 1, "Offloadable": 1}
+"""Offload policies (and ``Offloadable``) whose destination is a positional argument, and its index."""
 DEVICE_KINDS = ("device", "tpu_hbm")
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.SimpleString, cst.ConcatenatedString)
 
@@ -165,3 +168,15 @@ def append_arg(call: cst.Call, arg: cst.Arg) -> cst.Call:
         args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         args.append(arg)
     return call.with_changes(args=args)
+
+
+def policy_destinations(call: cst.Call) -> list[cst.BaseExpression]:
+    """The destinations a remat offload policy call names: ``offload_dst=``/``dst=``, or the
+    positional destination of ``offload_dot_with_no_batch_dims``/``Offloadable``."""
+    position = POLICY_DESTINATION_POSITIONS.get(last_name(call.func) or "")
+    found = []
+    for index, arg in enumerate(call.args):
+        named = arg.keyword is not None and arg.keyword.value in POLICY_DESTINATION_KEYWORDS
+        if named or (arg.keyword is None and not arg.star and index == position):
+            found.append(arg.value)
+    return found

@@ -10,11 +10,11 @@ times cheaper on large files.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import libcst as cst
-from libcst.metadata import CodeRange
+from libcst.metadata import CodePosition, CodeRange
 
 JIT = "jax.jit"
 PARTIAL = "functools.partial"
@@ -109,6 +109,11 @@ class Scope:
 class ReturnSite:
     node: cst.Return
     line: int
+    end_line: int
+    """Last line of the statement: a ``return (`` whose value starts below is found by any of them."""
+
+    def spans(self, line: int) -> bool:
+        return self.line <= line <= self.end_line
 
 
 @dataclass
@@ -160,9 +165,17 @@ class SourceFacts:
     """The string quote most of the module's literals use, for new string literals."""
     inline_calls: dict[cst.Call, cst.Call]
     """``jax.jit(f, ...)`` -> the call around it in ``jax.jit(f, ...)(x)``."""
+    reference_count: Callable[[str], int] | None = None
+    """Counts a name's uses in the whole file when ``module`` is an excerpt of it."""
 
     @classmethod
-    def collect(cls, module: cst.Module, positions: Mapping[cst.CSTNode, CodeRange]) -> SourceFacts:
+    def collect(cls, module: cst.Module, positions: Mapping[cst.CSTNode, CodeRange],
+                line_map: Callable[[int], int] | None = None,
+                reference_count: Callable[[str], int] | None = None) -> SourceFacts:
+        """``line_map``: when ``module`` is an excerpt, its lines -> the file's, so that every
+        position (and every line a target gives) is a file line."""
+        if line_map is not None:
+            positions = FileLines(positions, line_map)
         walker = _Walker(module, positions)
         module.visit(walker)
         return cls(
@@ -175,6 +188,7 @@ class SourceFacts:
             device_puts=walker.device_puts,
             quote="'" if walker.single_quoted > walker.double_quoted else '"',
             inline_calls=walker.inline_calls,
+            reference_count=reference_count,
         )
 
     def line(self, node: cst.CSTNode) -> int:
@@ -302,8 +316,30 @@ class SourceFacts:
         return None
 
     def references(self, name: str) -> int:
-        """How many times ``name`` is read or bound as a plain name anywhere in the module."""
+        """How many times ``name`` is read or bound as a plain name anywhere in the file."""
+        if self.reference_count is not None:
+            return self.reference_count(name)
         return sum(1 for node in _iter_names(self.module) if node.value == name)
+
+
+class FileLines(Mapping[cst.CSTNode, CodeRange]):
+    """Positions of an excerpt's nodes, in the lines of the file it was cut from."""
+
+    def __init__(self, positions: Mapping[cst.CSTNode, CodeRange], line_map: Callable[[int], int]) -> None:
+        self._positions = positions
+        self._line_map = line_map
+
+    def __getitem__(self, node: cst.CSTNode) -> CodeRange:
+        where = self._positions[node]
+        start, end = where.start, where.end
+        return CodeRange(CodePosition(self._line_map(start.line), start.column),
+                         CodePosition(self._line_map(end.line), end.column))
+
+    def __iter__(self) -> Iterator[cst.CSTNode]:
+        return iter(self._positions)
+
+    def __len__(self) -> int:
+        return len(self._positions)
 
 
 def _binding_scope(name: str, scope: Scope) -> Scope | None:
@@ -474,7 +510,8 @@ class _Walker(cst.CSTVisitor):
 
     def visit_Return(self, node: cst.Return) -> None:
         if self.function_stack and self.function_stack[-1] is not None:
-            self.function_stack[-1].returns.append(ReturnSite(node, self._line(node)))
+            where = self.positions[node]
+            self.function_stack[-1].returns.append(ReturnSite(node, where.start.line, where.end.line))
 
     # ---------------------------------------------------------------- bindings
     def visit_Assign(self, node: cst.Assign) -> None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 PathKey = tuple[Literal["index", "key", "attr"], object]
-Placement = Literal["return", "entry", "after_origin", "out_shardings", "pin_memory"]
+Placement = Literal["return", "entry", "after_origin", "operand", "out_shardings", "pin_memory"]
 SpellingApi = Literal["memory_space", "sharding"]
 
 
@@ -27,6 +27,8 @@ class SpellingOptions:
     api: SpellingApi = "memory_space"
     device_kind: str = "device"
     host_kind: str = "pinned_host"
+    tree_map: str = "tree.map"
+    """``jax.<tree_map>``: ``tree.map`` from JAX 0.4.25, ``tree_util.tree_map`` before."""
 
 
 @dataclass(frozen=True)
@@ -47,8 +49,15 @@ class FixTarget:
     parameter_path: str = ""
     """Pytree path of the host leaf inside the parameter (``"['mu']['w']"``), to find its
     ``in_shardings`` entry."""
+    parameter_leaves: tuple[str, ...] = ()
+    """Paths inside ``parameter`` of the host leaves to move (``"['mu']"``); empty: all of it."""
     origin_line: int | None = None
     origin_col: int | None = None
+    compute_spans: tuple[tuple[int, int], ...] = ()
+    """(line, column) of computations on the host value: ``operand`` moves it to device there."""
+    output_kinds: tuple[tuple[str, str], ...] = ()
+    """Every flat output of the function as (pytree path, memory kind), when known: the
+    structure ``out_shardings`` must mirror and which outputs are host memory already."""
     spelling: SpellingOptions = field(default_factory=SpellingOptions)
 
 
@@ -59,6 +68,8 @@ class Edit:
     safety: Literal["safe", "unsafe"]
     reason: str = ""
     """Why an unsafe edit is unsafe."""
+    subject: str = ""
+    """What the edit moves or declares (``opt_state['mu']``, ``output [1]``), for a title."""
 
 
 def parse_path(path: str) -> tuple[PathKey, ...]:

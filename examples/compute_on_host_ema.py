@@ -2,9 +2,9 @@
 
 Training keeps an EMA (Polyak average) of the parameters, a full extra copy of the model
 that is only read at evaluation time. Here it lives in ``pinned_host`` memory and is
-updated by the host CPU inside the jitted step with
-``jax.experimental.compute_on.compute_on("device_host")``: the fresh parameters are moved to
-host, blended into the average there, and the average is returned as a host array.
+updated by the host CPU inside the jitted step with ``jax.experimental.compute_on``
+(``compute_type="device_host"``): the fresh parameters are moved to host, blended into the
+average there, and the average is returned as a host array.
 """
 
 import functools
@@ -12,7 +12,7 @@ import functools
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.experimental.compute_on import compute_on
+from jax.experimental import compute_on as compute_on_api
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -22,10 +22,23 @@ LEARNING_RATE, EMA_DECAY = 0.1, 0.9
 MESH = Mesh(jax.devices(), ("data",))
 ON_HOST = NamedSharding(MESH, P(), memory_kind="pinned_host")
 
+# The function form of compute_on: `compute_on` itself from JAX 0.11.1, `compute_on2` (beside
+# the older context manager) from 0.10.1 to 0.11.0.
+host_compute = getattr(compute_on_api, "compute_on2", compute_on_api.compute_on)
+
 
 def loss_fn(params, batch):
     prediction = batch["x"] @ params["w"] + params["b"]
     return jnp.mean((prediction - batch["y"]) ** 2)
+
+
+def blend_into_average(ema, params):
+    return jax.tree.map(lambda e, p: EMA_DECAY * e + (1 - EMA_DECAY) * p, ema, params)
+
+
+blend_on_host = host_compute(
+    blend_into_average, compute_type="device_host", out_memory_spaces=jax.memory.Space.Host
+)
 
 
 @functools.partial(jax.jit, donate_argnums=(0, 1))
@@ -33,8 +46,7 @@ def train_step(params, ema, batch):
     loss, grads = jax.value_and_grad(loss_fn)(params, batch)
     params = jax.tree.map(lambda p, g: p - LEARNING_RATE * g, params, grads)
     params_on_host = jax.device_put(params, ON_HOST)
-    with compute_on("device_host"):
-        ema = jax.tree.map(lambda e, p: EMA_DECAY * e + (1 - EMA_DECAY) * p, ema, params_on_host)
+    ema = blend_on_host(ema, params_on_host)
     return params, ema, loss
 
 

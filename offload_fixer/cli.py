@@ -300,11 +300,13 @@ class FixRun:
 
 def apply_fixes(diagnostics: Sequence[Diagnostic], strategy: str, invocation: Invocation, jax_version: str | None,
                 console: Console, expected_sha256: dict[str, str] | None = None,
-                source: tuple[str, bytes] | None = None, confirm: FixConfirmation | None = None) -> FixRun:
+                source: tuple[str, bytes] | None = None, confirm: FixConfirmation | None = None,
+                reports: Sequence[Any] = ()) -> FixRun:
     """Plan, then write (``--fix``) or only compute (``--diff``, stdin) the fixes.
     ``source``: (path, text) read from stdin, fixed in memory. ``confirm``: each fixed file's
     functions are compiled by the released compiler first; a file whose fix XLA rejects is
-    left untouched."""
+    left untouched. ``reports``: the analysis reports of ``run``, whose output trees
+    host-output fixes mirror."""
     from offload_fixer.findings import resolved_by
     from offload_fixer.fixes import FIXABLE_CODES, apply_plans, plan_fixes
     from offload_fixer.fixes.apply import apply_to_source
@@ -316,7 +318,8 @@ def apply_fixes(diagnostics: Sequence[Diagnostic], strategy: str, invocation: In
     texts = {source[0]: source[1]} if source else None
     try:
         plans = call_allowing_deep_recursion(
-            lambda: plan_fixes(list(diagnostics), strategy=strategy, jax_version=jax_version, texts=texts))
+            lambda: plan_fixes(list(diagnostics), strategy=strategy, jax_version=jax_version, texts=texts,
+                               reports=reports))
     except UnsupportedJaxVersion as exc:
         fail(ExitCode.UNSUPPORTED_JAX, str(exc), console)
     except RecursionError:
@@ -525,14 +528,14 @@ def finish(outcome: Outcome, invocation: Invocation, settings, console: Console,
 
 
 def marks_planner(strategy: str, invocation: Invocation, jax_version: str | None,
-                  texts: dict[str, bytes] | None = None) -> Callable[[list[Diagnostic]], dict]:
+                  texts: dict[str, bytes] | None = None, reports: Sequence[Any] = ()) -> Callable[[list[Diagnostic]], dict]:
     def marks(diagnostics: list[Diagnostic]) -> dict:
         from offload_fixer.findings import plan_marks
         from offload_fixer.recursion import call_allowing_deep_recursion
 
         try:
             return call_allowing_deep_recursion(
-                lambda: plan_marks(diagnostics, strategy, invocation.unsafe_fixes, jax_version, texts))
+                lambda: plan_marks(diagnostics, strategy, invocation.unsafe_fixes, jax_version, texts, reports))
         except RecursionError:  # too deep to plan a fix for: the findings are shown without marks
             return {}
 
@@ -656,11 +659,16 @@ def check(paths: tuple[str, ...], jobs: int | None, exclude: tuple[str, ...], ex
     walked = list(files_to_check(paths, settings, force_exclude, resolver.settings_for, named))
     files = [item for item in walked if isinstance(item, str)]
     unreadable = [item for item in walked if not isinstance(item, str)]
+    # With --fix the files are checked again once fixed: their parsed statements are kept, so
+    # that only the statements a fix changed are parsed twice, and their outlines go to the
+    # planner (none is kept for a file without findings: nothing there is fixed).
+    caches: dict | None = {} if invocation.fix or invocation.diff else None
     outcome = check_files(files, named, settings, Progress(not invocation.quiet, delay=0.25), resolver.settings_for,
-                          unreadable)
+                          unreadable, caches)
     outcome.diagnostics, outcome.unused_suppressions = reportable(outcome.diagnostics, resolver)
     strategy = settings.strategy
     if invocation.fix or invocation.diff:
+        share_outlines(caches or {})
         run = apply_fixes_per_file(outcome.diagnostics, resolver.settings_for, settings, invocation, console)
         outcome.failure = run.failure
         if invocation.diff:
@@ -672,7 +680,7 @@ def check(paths: tuple[str, ...], jobs: int | None, exclude: tuple[str, ...], ex
             if invocation.show_fixes:
                 show_fixed(run, outcome.diagnostics, invocation.fmt or settings.format, console)
             # report what is left, as ruff does: the fixed files checked again
-            again = check_files(files, named, settings, Progress(False), resolver.settings_for, unreadable)
+            again = check_files(files, named, settings, Progress(False), resolver.settings_for, unreadable, caches)
             outcome.diagnostics, outcome.unused_suppressions = reportable(again.diagnostics, resolver)
             outcome.fixed = max(before - len(_findings(outcome.diagnostics)), 0)
     elif invocation.show_fixes and outcome.diagnostics:
@@ -739,24 +747,38 @@ def files_to_check(paths: Sequence[str], settings, force_exclude: bool, settings
 
 
 def check_files(files: Sequence[str], named: set[str], settings, progress: Progress,
-                settings_for: Callable[[str], Any] | None = None, unreadable: Sequence[Any] = ()) -> Outcome:
+                settings_for: Callable[[str], Any] | None = None, unreadable: Sequence[Any] = (),
+                caches: dict | None = None) -> Outcome:
     """The static check of ``files``, each with its own target and JAX version, and a file
-    error for each path the walk could not use: nothing is skipped in silence."""
+    error for each path the walk could not use: nothing is skipped in silence. ``caches``:
+    the parsed statements of the files with findings, kept for a second check."""
     from offload_fixer.report import FileError
     from offload_fixer.static import check_paths
 
     outcome = Outcome(checked=f"{len(files)} file{'s' if len(files) != 1 else ''} checked")
     outcome.file_errors += [FileError(item.path, 1, 1, item.reason) for item in unreadable]
     results = check_paths(files, target=settings.target, jax_version=settings.jax_version, jobs=settings.jobs,
-                          check_syntax=named, settings_for=settings_for)
+                          check_syntax=named, settings_for=settings_for, caches=caches)
     with progress, contextlib.closing(results):
         for done, result in enumerate(results, 1):
             progress.count("Checking", done, len(files))
             if result.parse_error is not None:
                 err = result.parse_error
                 outcome.file_errors.append(FileError(result.path, err.line, err.col, err.message))
+            if caches is not None and not result.diagnostics:
+                caches.pop(result.path, None)
             outcome.diagnostics.extend(result.diagnostics)
     return outcome
+
+
+def share_outlines(caches: dict) -> None:
+    """Hand the planner the outlines the check made, so it cuts the files into statements no
+    second time."""
+    from offload_fixer.fixes.excerpt import FileOutline
+
+    for path, cache in caches.items():
+        if cache.outline is not None:
+            FileOutline.of(path, cache.outline.text, cache.outline)
 
 
 def check_stdin(invocation: Invocation, console: Console, stdin_filename: str | None, force_exclude: bool) -> NoReturn:
@@ -899,7 +921,7 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
             run_fixes = apply_fixes(outcome.diagnostics, settings.strategy, invocation, None, console,
                                     expected_sha256=result.sources,
                                     confirm=FixConfirmation(result.reports, result.calls, settings.target)
-                                    if invocation.confirm else None)
+                                    if invocation.confirm else None, reports=result.reports)
             outcome.failure = outcome.failure or run_fixes.failure
             if invocation.diff:
                 show_diff(run_fixes, console, outcome.diagnostics)
@@ -915,9 +937,10 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
                 console.note("offload-fixer: run the program again to check the fixed code")
         elif invocation.show_fixes and outcome.diagnostics:
             planned = apply_fixes(outcome.diagnostics, settings.strategy, dataclasses.replace(invocation, fix=False),
-                                  None, console, expected_sha256=result.sources)
+                                  None, console, expected_sha256=result.sources, reports=result.reports)
             _show_planned_fixes(planned, console)
-        finish(outcome, invocation, settings, console, marks_planner(settings.strategy, invocation, None))
+        finish(outcome, invocation, settings, console,
+               marks_planner(settings.strategy, invocation, None, reports=result.reports))
 
     try:
         result = run_program(program, list(program_args), target=settings.target, is_module=module, progress=progress,
@@ -1022,7 +1045,7 @@ def fix(report_file: str, **params: Any) -> None:
         calls = {index: AbstractCall(None, *decode_call(call)) for index, call in saved.calls.items()}
         confirmation = FixConfirmation(saved.reports, calls, saved.target)
     run_fixes = apply_fixes(diagnostics, invocation.strategy or "auto", invocation, saved.jax_version, console,
-                            expected_sha256=saved.sources, confirm=confirmation)
+                            expected_sha256=saved.sources, confirm=confirmation, reports=saved.reports)
     if invocation.diff:
         show_diff(run_fixes, console, diagnostics)
     elif invocation.show_fixes:

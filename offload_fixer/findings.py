@@ -49,7 +49,7 @@ class Finding:
 
 
 def root_cause(diagnostic: Diagnostic) -> tuple[Any, ...]:
-    """The planner's grouping, for every code (it plans OFL1200 only)."""
+    """The planner's grouping by root cause, for every code."""
     from offload_fixer.fixes import root_cause_key
 
     return root_cause_key(diagnostic)
@@ -93,36 +93,23 @@ def _where(span: Span | None) -> tuple[str, int, int]:
 # ---------------------------------------------------------------------------------------
 # What the fixes cover
 def resolved_by(plan: Any, diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
-    """The diagnostics a fix plan removes once applied.
-
-    A move to device where the argument enters the function, or right after the move to
-    host, leaves no host value behind at that root cause: its host-compute warnings go too.
-    Spelling ``pinned_host`` at the move settles the ``unpinned_host`` trap (OFL1204) and the
-    outputs, not the compute done on host. Any other fix covers the outputs it plans for.
-    """
-    cause = root_cause(plan.diagnostics[0])
-    same = [d for d in diagnostics if root_cause(d) == cause]
-    if plan.strategy == "device" and plan.target.placement in ("entry", "after_origin"):
-        return same
-    if plan.target.placement == "pin_memory":
-        return [d for d in same if d.code in ("OFL1200", "OFL1204")]
-    planned = set(plan.diagnostics)
-    return [d for d in diagnostics if d in planned]
+    """The diagnostics a fix plan removes once applied: those its edits fix
+    (``FixPlan.covered``: a move to device before the computation settles the host compute and
+    the outputs it reaches; spelling ``pinned_host`` the trap and its outputs)."""
+    covered = set(plan.covered)
+    return [d for d in diagnostics if d in covered]
 
 
 def fix_marks(diagnostics: Sequence[Diagnostic], plans: Iterable[Any], unsafe: bool) -> dict[Diagnostic, FixMark]:
     """Each diagnostic a plan covers, with what ``--fix`` (``unsafe``: ``--unsafe-fixes``)
     does about it."""
-    from offload_fixer.fixes.apply import plan_safety
-
     marks: dict[Diagnostic, FixMark] = {}
     for plan in plans:
-        safety = plan_safety(plan)  # as the fixer will treat it: unsafe where its rule page says so
-        if safety == "display-only":
+        if plan.safety == "display-only":
             mark = FixMark(plan.title, "manual", "; ".join(plan.problems))
             covered = list(plan.diagnostics)
         else:
-            mark = FixMark(plan.title, "applied" if safety == "safe" or unsafe else "unsafe")
+            mark = FixMark(plan.title, "applied" if plan.safety == "safe" or unsafe else "unsafe")
             covered = resolved_by(plan, diagnostics)
         for d in covered:
             if d not in marks or _PREFERENCE[mark.status] < _PREFERENCE[marks[d].status]:
@@ -131,11 +118,12 @@ def fix_marks(diagnostics: Sequence[Diagnostic], plans: Iterable[Any], unsafe: b
 
 
 def plan_marks(diagnostics: Sequence[Diagnostic], strategy: str, unsafe: bool, jax_version: str | None,
-               texts: Mapping[str, bytes] | None = None) -> dict[Diagnostic, FixMark]:
-    """Plan the fixes (no file is written) and mark what they cover."""
+               texts: Mapping[str, bytes] | None = None, reports: Iterable[Any] = ()) -> dict[Diagnostic, FixMark]:
+    """Plan the fixes (no file is written) and mark what they cover (``reports``: a run's, for
+    the output trees)."""
     from offload_fixer.fixes import FIXABLE_CODES, plan_fixes
 
     if not any(d.code in FIXABLE_CODES for d in diagnostics):
         return {}
-    plans = plan_fixes(list(diagnostics), strategy=strategy, jax_version=jax_version, texts=texts)
+    plans = plan_fixes(list(diagnostics), strategy=strategy, jax_version=jax_version, texts=texts, reports=reports)
     return fix_marks(diagnostics, plans, unsafe)

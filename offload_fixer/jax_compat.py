@@ -7,7 +7,8 @@ Three regimes decide how JAX assigns memory kinds to outputs (see ``docs/jax-ver
   ``scan`` and ``copy``; anything else loses the kind.
 * ``TYPED`` (>= 0.7.1): memory space is part of the type; outputs follow types.
 
-Everything else in the package asks this module instead of comparing versions itself.
+Modelled up to the 0.12 line (:data:`NEWEST_MODELLED`). Everything else in the package asks
+this module instead of comparing versions itself.
 """
 
 from __future__ import annotations
@@ -23,9 +24,11 @@ from typing import Any, Callable, Sequence
 
 OLDEST_SUPPORTED = (0, 4, 35)
 """Oldest JAX the dynamic analysis runs under; static rules and spellings reach further back."""
-NEWEST_MODELLED = "0.10.2"
-"""Newest JAX whose behaviour the rules were checked against; its later patch releases share
-them. A newer minor release (0.11 changed ``compute_on``) is refused where a user names it."""
+
+NEWEST_MODELLED = "0.12.0.1"
+"""Newest JAX whose behaviour the rules were checked against (its environment in
+``scripts/test.sh``); its later patch releases share them. A newer minor release is refused
+where a user names it; an installed newer JAX is checked with these rules."""
 
 
 class UnsupportedJaxVersion(ValueError):
@@ -85,12 +88,25 @@ def installed_version() -> str:
 
 
 def regime(version: str | None = None) -> Regime:
-    v = parse_version(version or installed_version())
+    return _regime_of(check_modelled(version) if version else parse_version(installed_version()))
+
+
+def _regime_of(v: tuple[int, int, int]) -> Regime:
     if v <= (0, 4, 28):
         return Regime.LEGACY
     if v <= (0, 7, 0):
         return Regime.PROPAGATION
     return Regime.TYPED
+
+
+class HostCompute(enum.Enum):
+    """The two shapes of ``jax.experimental.compute_on.compute_on``."""
+
+    CONTEXT = 'with compute_on("device_host"):'
+    """A context manager (and decorator) taking the compute type: 0.4.29 - 0.11.0."""
+    FUNCTION = 'compute_on(f, compute_type="device_host", out_memory_spaces=jax.memory.Space.Host)'
+    """A function wrapper that also takes the outputs' memory spaces: 0.11.1 on (it was
+    ``compute_on2`` from 0.10.1 to 0.11.0, beside the context manager)."""
 
 
 @dataclass(frozen=True)
@@ -109,20 +125,26 @@ class Spelling:
     """``jax._src.sharding_impls.TransferToMemoryKind`` exists (0.4.15 - 0.7.0)."""
     none_leaf_inherits_host: bool
     """An ``out_shardings`` leaf of ``None`` keeps a host memory kind (>= 0.4.29)."""
+    host_compute: HostCompute | None
+    """How ``jax.experimental.compute_on.compute_on`` runs code on the host CPU (none before 0.4.29)."""
+    tree_map: str
+    """The ``jax`` attribute path of ``tree_map``: ``tree.map`` (>= 0.4.25), else ``tree_util.tree_map``."""
 
 
 def spelling(version: str | None = None) -> Spelling:
     text = version or installed_version()
-    v = parse_version(text)
+    v = check_modelled(text) if version else parse_version(text)
     old_names = v < (0, 4, 25)
     return Spelling(
         version=text,
-        regime=regime(text),
+        regime=_regime_of(v),
         device_kind="tpu_hbm" if old_names else "device",
         host_kind="unpinned_host" if old_names else "pinned_host",
         memory_space_api=v >= (0, 7, 1),
         transfer_to_memory_kind=(0, 4, 15) <= v <= (0, 7, 0),
         none_leaf_inherits_host=v >= (0, 4, 29),
+        host_compute=None if v < (0, 4, 29) else HostCompute.CONTEXT if v < (0, 11, 1) else HostCompute.FUNCTION,
+        tree_map="tree.map" if v >= (0, 4, 25) else "tree_util.tree_map",
     )
 
 
@@ -205,6 +227,22 @@ def memory_move_target(memory_kind: str) -> Any:
     )
 
 
+def compute_on_host(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """``fn`` run by the host CPU inside ``jit``, its results in host memory, spelled the way
+    the installed JAX spells it (:class:`HostCompute`): the context manager used as a
+    decorator up to 0.11.0, the function wrapper with ``out_memory_spaces`` from 0.11.1.
+    Both lower to the same host call (``_xla_compute_type = "host"``) with host results."""
+    import jax
+    from jax.experimental.compute_on import compute_on
+
+    form = spelling().host_compute
+    if form is HostCompute.FUNCTION:
+        return compute_on(fn, compute_type="device_host", out_memory_spaces=jax.memory.Space.Host)
+    if form is HostCompute.CONTEXT:
+        return compute_on("device_host")(fn)
+    raise UnsupportedJaxVersion(f"jax {installed_version()} has no compute_on")  # pragma: no cover
+
+
 def shard_map_function() -> Callable[..., Any]:
     """``jax.shard_map`` (0.6.1+), or ``jax.experimental.shard_map.shard_map`` before it."""
     import jax
@@ -238,6 +276,16 @@ def parse_stablehlo(text: str) -> Any:
     return ir.Module.parse(text, context=jax_mlir.make_ir_context())
 
 
+FIRST_JAXLIB_COMPILING_MLIR_MODULES = (0, 8, 0)
+"""``Client.compile`` takes an MLIR module from jaxlib 0.8; before, serialized bytes or text."""
+
+
+def _jaxlib_version() -> tuple[int, int, int]:
+    from importlib.metadata import version
+
+    return parse_version(version("jaxlib"))
+
+
 def compile_stablehlo(module: Any, devices: Sequence[Any], num_replicas: int, num_partitions: int) -> Any:
     """Run the full XLA pipeline of ``devices``' compiler over ``module`` (no execution).
 
@@ -246,8 +294,11 @@ def compile_stablehlo(module: Any, devices: Sequence[Any], num_replicas: int, nu
     """
     import numpy as np
     from jax._src import compiler
+    from jax._src.interpreters import mlir as jax_mlir
     from jax._src.lib import xla_client
 
+    if _jaxlib_version() < FIRST_JAXLIB_COMPILING_MLIR_MODULES:
+        module = jax_mlir.module_to_bytecode(module)  # bytecode keeps the locations
     client = devices[0].client
     assignment = np.array([d.id for d in devices[: num_replicas * num_partitions]]).reshape(num_replicas, num_partitions)
     options = compiler.get_compile_options(
@@ -256,12 +307,7 @@ def compile_stablehlo(module: Any, devices: Sequence[Any], num_replicas: int, nu
         device_assignment=assignment,
     )
     chosen = xla_client.DeviceList(tuple(devices[: num_replicas * num_partitions]))
-    try:
-        return client.compile(module, executable_devices=chosen, compile_options=options)
-    except TypeError:  # jaxlib < 0.7 takes the module as serialized bytecode only
-        from jax._src.interpreters import mlir as jax_mlir
-
-        return client.compile(jax_mlir.module_to_bytecode(module), executable_devices=chosen, compile_options=options)
+    return client.compile(module, executable_devices=chosen, compile_options=options)
 
 
 def output_memory_kinds(executable: Any) -> list[str]:
@@ -280,15 +326,21 @@ class XlaGeneration:
     """A slice of a host value that reaches an output becomes a copy to device (not host compute)."""
     tpu_unpinned_output_from_device_fails: bool
     """libtpu cannot copy a device value into an ``unpinned_host`` output ('DMA from hbm to hbm')."""
+    while_condition_on_host_aborts: bool
+    """A loop condition computed from host memory fails a CHECK in the host offloader (the
+    compiling process aborts); from jaxlib 0.12 XLA returns an error naming the condition's
+    instruction instead. JAX 0.6.2 cannot build that program (its loop carries lose the memory
+    kind), so its generation keeps the older behaviour unmeasured."""
 
 
 XLA_GENERATIONS: tuple[tuple[tuple[int, int, int], XlaGeneration], ...] = (
     ((0, 7, 0), XlaGeneration("libtpu 0.0.17.1 (jax 0.6.2)", slice_to_output_is_dma=False,
-                              tpu_unpinned_output_from_device_fails=True)),
+                              tpu_unpinned_output_from_device_fails=True, while_condition_on_host_aborts=True)),
     ((0, 12, 0), XlaGeneration("libtpu 0.0.42.1 / jax-cuda12-plugin 0.10.2 (jax 0.10.2)", slice_to_output_is_dma=True,
-                               tpu_unpinned_output_from_device_fails=True)),
+                               tpu_unpinned_output_from_device_fails=True, while_condition_on_host_aborts=True)),
     ((99, 0, 0), XlaGeneration("libtpu 0.0.50.1 / jax-cuda12-plugin 0.12.0.1 (jax 0.12.0.1)",
-                               slice_to_output_is_dma=True, tpu_unpinned_output_from_device_fails=False)),
+                               slice_to_output_is_dma=True, tpu_unpinned_output_from_device_fails=False,
+                               while_condition_on_host_aborts=False)),
 )
 """Generations by the jaxlib release they ship with (the first jaxlib *not* in each): ``jax[tpu]``
 pins the libtpu of its release and the CUDA plugin is versioned with jaxlib, so the installed

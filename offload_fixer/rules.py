@@ -423,7 +423,7 @@ _RULES: tuple[Rule, ...] = (
                 "operand lives changes.",
             ),
             FixDoc(
-                'Mark the compute as intended host compute with `compute_on("device_host")`',
+                'Mark the compute as intended host compute: `compute_on` with `compute_type="device_host"`',
                 "display-only",
                 "Only the author knows whether running this on the host CPU is intended.",
             ),

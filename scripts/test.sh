@@ -1,26 +1,132 @@
 #!/usr/bin/env bash
-# The test command: sets up both environments if needed, then runs the suite under the
-# newest supported JAX (.venv) and under the oldest, JAX 0.4.35 (.venv-jax0435).
-# Usage: scripts/test.sh [pytest args...]
+# The test command. Creates the test environments if needed (each from its own constraints
+# file, stamped so an unchanged one is not reinstalled), then runs the suite in each:
+#
+#   .venv          default python3, JAX 0.10.2 + libtpu + CUDA plugin   constraints.txt
+#   .venv-jax0435  default python3, JAX 0.4.35 (oldest supported)       constraints-jax0435.txt
+#   .venv-jax062   default python3, JAX 0.6.2 + libtpu                  constraints-jax062.txt
+#   .venv-py312    Python 3.12,     JAX 0.12.0.1 + libtpu + CUDA plugin constraints-py312.txt
+#
+# Every environment runs even when an earlier one fails, so one run reports them all; the
+# script fails if any did. Usage: scripts/test.sh [pytest args...]
+# TEST_ENVS="py312 jax0435" runs only those; PYTHON / PYTHON312 choose the interpreters.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-python3}
 
-ensure_env() {  # ensure_env DIR CONSTRAINTS
-  local dir=$1 constraints=$2 stamp="$1/.installed-$(sha1sum "$2" pyproject.toml | sha1sum | cut -c1-12)"
-  if [ ! -f "$stamp" ]; then
-    [ -x "$dir/bin/python" ] || "$PYTHON" -m venv "$dir"
-    "$dir/bin/python" -m pip install -q --upgrade pip
-    "$dir/bin/python" -m pip install -q -c "$constraints" -e ".[test]"
-    touch "$stamp"
-  fi
+ALL_ENVS="main jax0435 jax062 py312"
+ENVS=${TEST_ENVS:-$ALL_ENVS}
+JOBS=${JOBS:-$(nproc)}
+
+env_dir() { case $1 in main) echo .venv ;; *) echo ".venv-$1" ;; esac; }
+env_constraints() { case $1 in main) echo constraints.txt ;; *) echo "constraints-$1.txt" ;; esac; }
+# The released compilers, for compile-only use (no NVIDIA libraries; the tests run JAX itself
+# on the CPU, tests/conftest.py). JAX 0.4.35 has no libtpu on the registry; the 0.6.2 CUDA
+# plugin checks for the NVIDIA libraries at every JAX start, whatever JAX_PLATFORMS says, and
+# logs a traceback to stderr when they are missing, so that environment has libtpu only.
+env_requirements() {
+  case $1 in
+    jax0435) ;;
+    jax062) echo "jax[tpu]" ;;
+    *) echo "jax[tpu] jax-cuda12-plugin" ;;
+  esac
 }
 
-ensure_env .venv constraints.txt
-ensure_env .venv-jax0435 constraints-jax0435.txt
+# The compilers each environment must have (tests/xla/conftest.py fails, not skips, a test
+# that needs one of these and finds it missing). jaxlib 0.6.2 has no compile-only CUDA
+# topology, and JAX 0.4.35 no libtpu on the registry.
+env_required_compilers() {
+  case $1 in
+    jax0435) ;;
+    jax062) echo tpu ;;
+    *) echo tpu,gpu ;;
+  esac
+}
 
-JOBS=${JOBS:-$(nproc)}
-echo "== jax 0.4.35 (.venv-jax0435)"
-.venv-jax0435/bin/python -m pytest -q -n "$JOBS" -p no:cacheprovider "$@"
-echo "== newest jax (.venv)"
-.venv/bin/python -m pytest -q -n "$JOBS" -p no:cacheprovider "$@"
+find_python312() {  # prints a working Python 3.12 interpreter, or fails naming what to install
+  local root candidate
+  root=$(pyenv root 2>/dev/null || echo "${PYENV_ROOT:-$HOME/.pyenv}")
+  for candidate in ${PYTHON312:-} $(ls -d "$root"/versions/3.12.*/bin/python3.12 2>/dev/null | sort -rV) python3.12; do
+    if "$candidate" -c 'import sys; assert sys.version_info[:2] == (3, 12)' 2>/dev/null; then
+      echo "$candidate"
+      return
+    fi
+  done
+  echo "scripts/test.sh: JAX 0.12 needs Python 3.12 and none was found (looked for" \
+    "\$PYTHON312, $root/versions/3.12.*/bin/python3.12 and python3.12 on PATH)." \
+    "Install it with 'pyenv install 3.12' (or your system's python3.12 package)," \
+    "or set PYTHON312=/path/to/python3.12." >&2
+  return 1
+}
+
+env_python() {
+  case $1 in py312) find_python312 ;; *) echo "${PYTHON:-python3}" ;; esac
+}
+
+ensure_env() {  # ensure_env NAME PYTHON: (re)create the environment unless its stamp is current
+  local dir constraints stamp
+  dir=$(env_dir "$1")
+  constraints=$(env_constraints "$1")
+  stamp="$dir/.installed-$( (cat "$constraints" pyproject.toml; "$2" --version; env_requirements "$1") | sha1sum | cut -c1-12)"
+  [ -f "$stamp" ] && return
+  # A fresh environment each time its inputs change: nothing left over from the old pins.
+  "$2" -m venv --clear "$dir"
+  # pip's output goes to a log, shown only when an install fails.
+  # shellcheck disable=SC2046  # the requirement list is split on purpose
+  if ! { "$dir/bin/python" -m pip install -q --upgrade pip &&
+    "$dir/bin/python" -m pip install -q -c "$constraints" -e ".[test]" $(env_requirements "$1"); } >"$dir/install.log" 2>&1; then
+    cat "$dir/install.log" >&2
+    echo "scripts/test.sh: installing $dir from $constraints failed (log above, kept in $dir/install.log)" >&2
+    exit 1
+  fi
+  touch "$stamp"
+}
+
+declare -A PYTHONS
+for name in $ENVS; do
+  case " $ALL_ENVS " in *" $name "*) ;; *) echo "scripts/test.sh: unknown environment '$name' (known: $ALL_ENVS)" >&2; exit 2 ;; esac
+  PYTHONS[$name]=$(env_python "$name")
+done
+
+start=$SECONDS
+for name in $ENVS; do
+  echo "== setting up $(env_dir "$name") ($(env_constraints "$name"))"
+  ensure_env "$name" "${PYTHONS[$name]}"
+done
+install_seconds=$((SECONDS - start))
+
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+failed=""
+summary=()
+for name in $ENVS; do
+  dir=$(env_dir "$name")
+  jax=$("$dir/bin/python" -c 'import importlib.metadata as m; print(m.version("jax"))' || echo "?")
+  python=$("$dir/bin/python" -c 'import platform; print(platform.python_version())' || echo "?")
+  echo "== jax $jax, python $python ($dir)"
+  status=0
+  # Wall and CPU seconds (user + system, the test processes' children included): on a shared
+  # machine the CPU figure is the one that says what the suite costs.
+  TIMEFORMAT='%R %U %S'
+  { time {
+    OFFLOAD_FIXER_REQUIRE_COMPILERS=$(env_required_compilers "$name") \
+      "$dir/bin/python" -m pytest -q -n "$JOBS" -p no:cacheprovider "$@" 2>&1 | tee "$logs/$name"
+  }; } 2>"$logs/$name.time" || status=$?
+  read -r wall user system <"$logs/$name.time"
+  wall_total=$(awk -v a="${wall_total:-0}" -v b="$wall" 'BEGIN {print a + b}')
+  cpu_total=$(awk -v a="${cpu_total:-0}" -v b="$user" -v c="$system" 'BEGIN {print a + b + c}')
+  counts=$(grep -E '^(=+ )?[0-9]+ (passed|failed|skipped|error|xfailed|deselected).* in [0-9.]+s' "$logs/$name" | tail -1 \
+    | sed -E 's/^=+ //; s/ in [0-9.]+s.*//') || counts="no summary"
+  [ "$status" -eq 0 ] || failed="$failed $name"
+  summary+=("$(printf '%-14s jax %-9s python %-7s %4.0fs wall %4.0fs cpu  %s%s' "$dir" "$jax" "$python" "$wall" \
+    "$(awk -v b="$user" -v c="$system" 'BEGIN {print b + c}')" "$counts" "$([ "$status" -eq 0 ] || echo "  (exit $status)")")")
+done
+
+echo
+printf '== summary (installs %ds; tests %.0fs wall, %.0fs cpu on %d cores)\n' "$install_seconds" "$wall_total" "$cpu_total" "$(nproc)"
+printf '%s\n' "${summary[@]}"
+total() { grep -ohE "[0-9]+ $1" <<<"${summary[*]}" | awk '{n += $1} END {print n + 0}'; }
+echo "total: $(total passed) passed, $(( $(total failed) + $(total error) )) failed, $(total skipped) skipped, $(total xfailed) xfailed"
+if [ -n "$failed" ]; then
+  echo "scripts/test.sh: failed in:$failed" >&2
+  exit 1
+fi

@@ -24,9 +24,6 @@ from tests.cli_support import command, environment, in_terminal, offload_fixer
 ROOT = Path(__file__).resolve().parents[1]
 HAS_PINNED_HOST = "pinned_host" in {m.kind for m in __import__("jax").devices()[0].addressable_memories()}
 
-# JAX >= 0.7.1 traces BROKEN's host in_shardings argument abstractly, so its fix declares the
-# output host memory, a fix the OFL1200 rule page labels unsafe: tests of what --fix writes
-# pass --unsafe-fixes (test_a_fix_labelled_unsafe_needs_unsafe_fixes shows what happens without).
 BROKEN = textwrap.dedent(
     """\
     import functools
@@ -89,36 +86,43 @@ def test_exit_zero_and_ignore(broken: Path):
 
 def test_diff_writes_nothing_and_exits_one(broken: Path):
     before = broken.read_bytes()
-    result = invoke("check", "--diff", "--strategy", "host", "--unsafe-fixes", str(broken))
+    result = invoke("check", "--diff", str(broken))
     assert result.exit_code == ExitCode.FINDINGS
-    assert "+++ " in result.output and "out_shardings" in result.output
+    assert "+++ " in result.output and "+    x = jax.device_put(x, jax.memory.Space.Device)\n" in result.output
     assert broken.read_bytes() == before
 
 
 def test_fix_is_idempotent_and_keeps_comments(broken: Path):
-    first = invoke("check", "--fix", "--strategy", "host", "--unsafe-fixes", str(broken))
+    first = invoke("check", "--fix", "--strategy", "host", str(broken))
     fixed = broken.read_text()
     assert fixed != BROKEN and "# keep this comment" in fixed
     compile(fixed, str(broken), "exec")
     assert first.exit_code == ExitCode.CLEAN, first.output
-    second = invoke("check", "--fix", "--strategy", "host", "--unsafe-fixes", str(broken))
+    second = invoke("check", "--fix", "--strategy", "host", str(broken))
     assert broken.read_text() == fixed
     assert second.exit_code == ExitCode.CLEAN
 
 
-def test_a_fix_labelled_unsafe_needs_unsafe_fixes(broken: Path):
-    """The host-output fix is labelled unsafe on the OFL1200 rule page (callers then receive
-    host memory): the report says so, ``--fix`` declines it and says how to apply it."""
-    shown = invoke("check", "--strategy", "host", str(broken))
-    assert "fix (unsafe: --fix --unsafe-fixes): Declare the result as pinned_host memory" in shown.output
+UNSAFE_HOST_FIX = "import jax\n\n\n@jax.jit\ndef step(x):\n    h = jax.device_put(x, jax.memory.Space.Host)\n    return x, h\n"
+"""Its host-output fix needs a sharding the source does not show (one is built from
+``jax.devices()[0]``: a single device), so the planner labels it unsafe."""
+
+
+def test_a_fix_labelled_unsafe_needs_unsafe_fixes(tmp_path: Path):
+    """The report shows the plan's own label, and ``--fix`` treats the plan by it: declined,
+    with how to apply it, until ``--unsafe-fixes``."""
+    path = tmp_path / "step.py"
+    path.write_text(UNSAFE_HOST_FIX)
+    flags = ("--strategy", "host", "--jax-version", "0.4.26")
+    shown = invoke("check", *flags, str(path))
+    assert "fix (unsafe: --fix --unsafe-fixes): Declare output [1] as pinned_host memory" in shown.output
     assert "1 hidden fix can be enabled with the `--unsafe-fixes` option" in shown.output
-    # --strategy host: the host-output fix in every JAX regime (auto picks it from JAX 0.7.1)
-    declined = invoke("check", "--fix", "--strategy", "host", "--verbose", str(broken))
-    assert broken.read_text() == BROKEN
+    declined = invoke("check", "--fix", *flags, "--verbose", str(path))
+    assert path.read_text() == UNSAFE_HOST_FIX
     assert declined.exit_code == ExitCode.FINDINGS
     assert "(--unsafe-fixes applies it)" in declined.output and "unsafe=True" not in declined.output
-    applied = invoke("check", "--fix", "--strategy", "host", "--unsafe-fixes", str(broken))
-    assert applied.exit_code == ExitCode.CLEAN and "out_shardings" in broken.read_text()
+    applied = invoke("check", "--fix", *flags, "--unsafe-fixes", str(path))
+    assert applied.exit_code == ExitCode.CLEAN and "out_shardings" in path.read_text()
 
 
 def test_unparsable_and_non_utf8_files_are_input_errors(tmp_path: Path):
@@ -135,7 +139,7 @@ def test_unparsable_and_non_utf8_files_are_input_errors(tmp_path: Path):
 def test_read_only_file_is_refused_untouched(broken: Path):
     broken.chmod(stat.S_IRUSR)  # refused by its mode bits, so even as root (as CI runs)
     try:
-        result = invoke("check", "--fix", "--strategy", "host", "--unsafe-fixes", str(broken))
+        result = invoke("check", "--fix", "--strategy", "host", str(broken))
         assert result.exit_code == ExitCode.FIX_REFUSED
         assert broken.read_text() == BROKEN
     finally:
@@ -144,6 +148,13 @@ def test_read_only_file_is_refused_untouched(broken: Path):
 
 def test_unknown_jax_version_has_its_own_exit_code(broken: Path):
     assert invoke("check", "--jax-version", "banana", str(broken)).exit_code == ExitCode.UNSUPPORTED_JAX
+
+
+@pytest.mark.parametrize("version", ["0.11", "0.12.0.1"])
+def test_the_newest_jax_lines_are_checked_with_their_rules(broken: Path, version: str):
+    result = invoke("check", "--jax-version", version, str(broken))
+    assert result.exit_code == ExitCode.FINDINGS, result.output
+    assert "OFL1200" in result.output
 
 
 @pytest.mark.parametrize("fmt", ["json", "sarif", "github"])
@@ -186,7 +197,7 @@ def test_run_report_then_fix_refuses_a_file_changed_since(tmp_path: Path):
     assert json.loads(report.read_text())["reports"]
     script.write_text(script.read_text() + "\n# edited after the analysis\n")
     edited = script.read_text()
-    refused = invoke("fix", "--unsafe-fixes", str(report))
+    refused = invoke("fix", str(report))
     assert refused.exit_code == ExitCode.FIX_REFUSED
     assert script.read_text() == edited
 
@@ -237,7 +248,7 @@ def test_explain_reads_a_log_from_stdin_and_says_what_to_run():
     "options, code, expect",
     [
         (["--format", "github"], ExitCode.FINDINGS, "::error file="),
-        (["--diff", "--strategy", "host", "--unsafe-fixes"], ExitCode.FINDINGS, "+++ "),
+        (["--diff", "--strategy", "host"], ExitCode.FINDINGS, "+++ "),
         (["--select", "OFL1201"], ExitCode.CLEAN, ""),
         (["--jax-version", "0.3.0"], ExitCode.UNSUPPORTED_JAX, "0.3.0"),
     ],
@@ -301,7 +312,7 @@ def program(tmp_path: Path) -> Path:
 
 @needs_pty
 def test_check_in_a_terminal_colours_and_exits_with_the_findings(broken: Path):
-    code, screen = in_terminal("check", "--unsafe-fixes", str(broken), cwd=broken.parent)
+    code, screen = in_terminal("check", str(broken), cwd=broken.parent)
     assert code == ExitCode.FINDINGS, screen
     assert "Traceback" not in screen
     assert "OFL1200" in COLOUR.sub("", screen) and COLOUR.search(screen)
@@ -326,11 +337,11 @@ def test_force_color_colours_a_pipe(broken: Path):
 
 @needs_pty
 def test_diff_then_fix_in_a_terminal(broken: Path):
-    code, screen = in_terminal("check", "--diff", "--unsafe-fixes", str(broken), cwd=broken.parent)
+    code, screen = in_terminal("check", "--diff", str(broken), cwd=broken.parent)
     assert code == ExitCode.FINDINGS and "Traceback" not in screen
     assert "+++ b/broken.py" in screen and "Would fix 1 problem." in screen
     assert broken.read_text() == BROKEN
-    code, screen = in_terminal("check", "--fix", "--unsafe-fixes", str(broken), cwd=broken.parent)
+    code, screen = in_terminal("check", "--fix", str(broken), cwd=broken.parent)
     assert code == ExitCode.CLEAN, screen
     assert "Found 1 problem (1 fixed, 0 remaining)." in screen and "Traceback" not in screen
     assert broken.read_text() != BROKEN
@@ -358,15 +369,16 @@ def test_run_in_a_terminal_shows_progress_then_diff_then_fix(program: Path):
     assert "Traceback" not in screen and "lowered module" in screen
     assert "offload-fixer: checking jit(double) for tpu" in screen  # drawn while it lowers, then erased
     assert "\r\x1b[2K" in screen
-    code, screen = in_terminal("run", "--diff", "--unsafe-fixes", str(program), cwd=program.parent)
-    assert code == ExitCode.FINDINGS and "Would fix 1 problem." in screen, screen
-    # the fix declares the output host memory: error 1200 goes, the multiply on host stays
-    code, screen = in_terminal("run", "--fix", "--unsafe-fixes", str(program), cwd=program.parent)
-    assert code == ExitCode.FINDINGS and "Traceback" not in screen, screen
-    assert "Found 2 problems (1 fixed, 1 remaining: 1 warning)." in COLOUR.sub("", screen)
+    code, screen = in_terminal("run", "--diff", str(program), cwd=program.parent)
+    assert code == ExitCode.FINDINGS and "Would fix 2 problems." in screen, screen
+    # the streamed argument is moved to device where the function reads it, and the array it
+    # returns kept host memory: error 1200 and the multiply on host both go
+    code, screen = in_terminal("run", "--fix", str(program), cwd=program.parent)
+    assert code == ExitCode.CLEAN and "Traceback" not in screen, screen
+    assert "Found 2 problems (2 fixed, 0 remaining)." in COLOUR.sub("", screen)
     code, screen = in_terminal("run", "--color", "never", str(program), cwd=program.parent)
-    assert code == ExitCode.FINDINGS, screen
-    assert "OFL1200" not in screen and "train.py:11:12: OFL1201 [warning]" in screen
+    assert code == ExitCode.CLEAN, screen
+    assert "OFL1200" not in screen and "OFL1201" not in screen
 
 
 # ---------------------------------------------------------------------------------------
@@ -396,20 +408,27 @@ def test_a_clean_run_says_what_it_checked(tmp_path: Path):
 
 def test_fix_reports_what_is_left(broken: Path):
     broken.write_text(BROKEN + POLICY)
-    result = invoke("check", "--fix", "--unsafe-fixes", str(broken))
-    assert result.exit_code == ExitCode.FINDINGS  # the policy cannot be fixed automatically
-    assert "OFL1200" not in result.output and "OFL1204" in result.output
-    assert "Found 2 problems (1 fixed, 1 remaining: 1 warning)." in result.output
+    # a function jitted in another module: --strategy host cannot edit that jit's out_shardings
+    (broken.parent / "steps.py").write_text("def passthrough(x):\n    return x\n")
+    (broken.parent / "kept.py").write_text(
+        "import jax\nfrom jax.sharding import SingleDeviceSharding\n\nfrom steps import passthrough\n\n"
+        'HOST = SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")\n'
+        "kept = jax.jit(passthrough, in_shardings=HOST)\n")
+    result = invoke("check", "--fix", "--strategy", "host", str(broken.parent))
+    assert result.exit_code == ExitCode.FINDINGS, result.output
+    assert "broken.py" not in result.output and "kept.py:7:29: OFL1200 [error]" in result.output
+    assert "fix (not automatic): Declare the result as pinned_host memory in out_shardings (no jax.jit site" in result.output
+    assert "Found 3 problems (2 fixed, 1 remaining: 1 error)." in result.output
 
 
 def test_show_fixes_lists_what_was_fixed(broken: Path):
-    result = invoke("check", "--fix", "--unsafe-fixes", "--show-fixes", str(broken))
+    result = invoke("check", "--fix", "--show-fixes", str(broken))
     assert result.exit_code == ExitCode.CLEAN
     assert f"Fixed 1 problem:\n- {broken}:\n    1 × OFL1200 (host-value-device-output)\n" in result.output
 
 
 def test_diff_prints_the_diff_and_would_fix_on_stderr(broken: Path):
-    proc = offload_fixer("check", "--diff", "--unsafe-fixes", str(broken), cwd=broken.parent)
+    proc = offload_fixer("check", "--diff", str(broken), cwd=broken.parent)
     assert proc.returncode == ExitCode.FINDINGS
     assert proc.stdout.startswith("--- a/broken.py\n+++ b/broken.py\n")
     assert proc.stderr == "Would fix 1 problem.\n"
@@ -421,10 +440,19 @@ def test_diff_prints_the_diff_and_would_fix_on_stderr(broken: Path):
 
 def test_fix_marks_only_what_fix_writes(broken: Path):
     broken.write_text(BROKEN + POLICY)
-    lines = invoke("check", "--unsafe-fixes", str(broken)).output.splitlines()
+    lines = invoke("check", str(broken)).output.splitlines()
     assert any(line.endswith("OFL1200 [*] [error] " + line.split("[error] ", 1)[-1]) for line in lines if "OFL1200" in line)
-    assert [line for line in lines if "OFL1204" in line and "[*]" in line] == []
-    assert lines[-1] == "[*] 1 fixable with the `--fix` option."
+    assert [line for line in lines if "OFL1204" in line and "[*]" in line] != []  # the policy's destination too
+    assert lines[-1] == "[*] 2 fixable with the `--fix` option."
+    # --strategy host cannot edit a jit in another module: that finding is not marked
+    (broken.parent / "steps.py").write_text("def passthrough(x):\n    return x\n")
+    (broken.parent / "kept.py").write_text(
+        "import jax\nfrom jax.sharding import SingleDeviceSharding\n\nfrom steps import passthrough\n\n"
+        'HOST = SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")\n'
+        "kept = jax.jit(passthrough, in_shardings=HOST)\n")
+    lines = invoke("check", "--strategy", "host", str(broken.parent)).output.splitlines()
+    assert [line for line in lines if line.startswith(str(broken.parent / "kept.py")) and "[*]" in line] == []
+    assert lines[-1] == "[*] 2 fixable with the `--fix` option."
 
 
 def test_output_file_and_output_format_alias(broken: Path, tmp_path: Path):
@@ -439,10 +467,10 @@ def test_output_file_and_output_format_alias(broken: Path, tmp_path: Path):
 
 
 def test_statistics(broken: Path):
-    result = invoke("check", "--statistics", "--unsafe-fixes", str(broken))
+    result = invoke("check", "--statistics", str(broken))
     assert result.exit_code == ExitCode.FINDINGS
     assert result.output.splitlines()[0] == "1\tOFL1200\t[*] host-value-device-output"
-    data = json.loads(invoke("check", "--statistics", "--unsafe-fixes", "--format", "json", str(broken)).output)
+    data = json.loads(invoke("check", "--statistics", "--format", "json", str(broken)).output)
     assert data == [{"code": "OFL1200", "name": "host-value-device-output", "count": 1, "fixable": 1}]
 
 
@@ -450,7 +478,7 @@ def test_stdin_with_a_file_name(broken: Path):
     proc = offload_fixer("check", "-", "--stdin-filename", "src/train.py", stdin=BROKEN, cwd=broken.parent)
     assert proc.returncode == ExitCode.FINDINGS
     assert proc.stdout.startswith("src/train.py:9:")
-    fixed = offload_fixer("check", "--fix", "--unsafe-fixes", "-", "--stdin-filename", "train.py", stdin=BROKEN,
+    fixed = offload_fixer("check", "--fix", "-", "--stdin-filename", "train.py", stdin=BROKEN,
                           cwd=broken.parent)
     assert fixed.returncode == ExitCode.CLEAN, fixed.stderr
     assert fixed.stdout != BROKEN and "# keep this comment" in fixed.stdout  # the fixed source
@@ -492,8 +520,8 @@ def test_per_file_ignores(tmp_path: Path):
         (["check", "missing.py"], ExitCode.INPUT_ERROR, "missing.py: no such file or directory"),
         (["explain", "missing.log"], ExitCode.INPUT_ERROR, "cannot read the log missing.log"),
         (["fix", "missing.json"], ExitCode.INPUT_ERROR, "missing.json: no such report"),
-        (["check", "--jax-version", "99.0", "clean.py"], ExitCode.UNSUPPORTED_JAX, "the newest is 0.10.2"),
-        (["rules", "OFL1200", "--jax-version", "99.0"], ExitCode.UNSUPPORTED_JAX, "the newest is 0.10.2"),
+        (["check", "--jax-version", "0.13", "clean.py"], ExitCode.UNSUPPORTED_JAX, "the newest is 0.12.0.1"),
+        (["rules", "OFL1200", "--jax-version", "0.13"], ExitCode.UNSUPPORTED_JAX, "the newest is 0.12.0.1"),
         (["check", "--select", ",,,", "clean.py"], ExitCode.USAGE, "names no code"),
         (["check", "--ignore", "", "clean.py"], ExitCode.USAGE, "names no code"),
         (["check", "--select", "OFL9999", "clean.py"], ExitCode.USAGE, "selects no rule"),
@@ -509,10 +537,10 @@ def test_bad_inputs_get_a_message_and_their_exit_code(tmp_path: Path, args, code
 
 
 def test_a_configured_jax_version_offload_fixer_does_not_model(tmp_path: Path):
-    (tmp_path / "pyproject.toml").write_text('[tool.offload-fixer]\njax-version = "99.0"\n')
+    (tmp_path / "pyproject.toml").write_text('[tool.offload-fixer]\njax-version = "0.13.0"\n')
     (tmp_path / "clean.py").write_text(CLEAN)
     proc = offload_fixer("check", "clean.py", cwd=tmp_path)
-    assert proc.returncode == ExitCode.UNSUPPORTED_JAX and "the newest is 0.10.2" in proc.stderr
+    assert proc.returncode == ExitCode.UNSUPPORTED_JAX and "the newest is 0.12.0.1" in proc.stderr
 
 
 def test_a_python_script_without_suffix_is_checked(tmp_path: Path):

@@ -76,7 +76,7 @@ jobs = 4
         ("exclude = [1, 2]", "exclude: expected a list of strings"),
         ('jax-version = "latest"', "jax-version: not a JAX version"),
         ('jax-version = "0.3.25"', "jax-version: JAX 0.3.25 predates memory kinds"),
-        ('jax-version = "99.0"', "jax-version: JAX 99.0 is newer than what offload-fixer models"),
+        ('jax-version = "0.13"', "jax-version: JAX 0.13 is newer than what offload-fixer models .the newest is 0.12.0.1,"),
         ('per-file-ignores = ["OFL1200"]', "per-file-ignores: expected a table"),
         ('per-file-ignores = { "tests/**" = ["E501"] }', "per-file-ignores.'tests/..': 'E501' selects no rule"),
         ("jobs = -1", "jobs: expected a whole number"),

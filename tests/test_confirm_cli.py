@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from tests.cli_support import offload_fixer
 
-from offload_fixer import xla
+from offload_fixer import jax_compat, xla
 from offload_fixer.exit_codes import ExitCode
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -38,6 +38,8 @@ def test_doctor_says_what_can_be_confirmed():
     assert "its verdicts were checked against:" in proc.stdout
 
 
+@pytest.mark.skipif(not jax_compat.host_memory_on_this_backend(),
+                    reason="the examples build pinned_host shardings, which this JAX's CPU backend lacks")
 @pytest.mark.skipif(not has_tpu_compiler(), reason="libtpu is not installed")
 def test_fix_confirm_writes_a_fix_that_compiles_and_refuses_one_that_does_not(tmp_path: Path):
     good = tmp_path / "optimizer_offload_broken.py"
@@ -48,12 +50,40 @@ def test_fix_confirm_writes_a_fix_that_compiles_and_refuses_one_that_does_not(tm
     assert good.read_bytes() != (EXAMPLES / "optimizer_offload_broken.py").read_bytes()
     assert not list(tmp_path.glob(".offload-fixer-confirm-*"))
 
-    # Declaring the loss output host memory leaves the layers' dot in a loop mixing host
-    # weights and device activations: libtpu still rejects it, so nothing is written.
-    bad = tmp_path / "param_streaming_broken.py"
-    shutil.copy(EXAMPLES / "param_streaming_broken.py", bad)
+    # The unsafe fix of a buffer offloaded in a loop that a condition reads: moved back to
+    # device right after the offload, it no longer matches the host rows written into it, and
+    # the fixed function does not even lower: nothing is written.
+    bad = tmp_path / "history.py"
+    bad.write_text(HISTORY)
     before = bad.read_bytes()
-    proc = offload_fixer("run", "--confirm", "--fix", "--strategy", "host", "--unsafe-fixes", str(bad), cwd=tmp_path)
+    proc = offload_fixer("run", "--confirm", "--fix", "--unsafe-fixes", str(bad), cwd=tmp_path)
     assert proc.returncode == ExitCode.FIX_REFUSED, proc.stdout + proc.stderr
-    assert "not confirmed by the compiler" in proc.stderr and "still rejects the fixed `train_step`" in proc.stderr
+    assert "not confirmed by the compiler" in proc.stderr and "the fixed `f` no longer lowers" in proc.stderr
     assert bad.read_bytes() == before
+
+
+HISTORY = """\
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+
+@jax.jit
+def f(rows):
+    history = jax.device_put(jnp.zeros_like(rows), jax.memory.Space.Host)
+
+    def keep_going(state):
+        i, history = state
+        return (i < rows.shape[0]) & (jnp.sum(history) < 1e6)
+
+    def write_row(state):
+        i, history = state
+        row = jax.device_put(rows[i] * 2, jax.memory.Space.Host)
+        return i + 1, lax.dynamic_update_slice(history, row[None], (i, 0))
+
+    return lax.while_loop(keep_going, write_row, (0, history))[1]
+
+
+if __name__ == "__main__":
+    print(f.lower(jax.ShapeDtypeStruct((4, 8), jnp.float32)).compile() is not None)
+"""

@@ -20,7 +20,7 @@ from pytest_lsp import LanguageClient
 from offload_fixer import jax_compat, last_run
 from offload_fixer.lsp.dynamic import line_moves
 from offload_fixer.static import check_source
-from tests.test_lsp import Editor, copy_fixture, quick_fixes, vscode  # noqa: F401 - the fixture
+from tests.test_lsp import Editor, copy_fixture, vscode  # noqa: F401 - the fixture
 
 COMMAND = str(Path(sys.executable).parent / "offload-fixer")
 needs_host_memory = pytest.mark.skipif(
@@ -57,11 +57,14 @@ async def test_a_run_appears_in_the_editor_with_its_fix_and_goes_when_its_line_i
     (moved,) = [d for d in await editor.diagnostics() if d.code == "OFL1200"]
     assert moved.range.start.line == declared + 1
 
-    # Its quick fix (the planner's: declare the output host memory) is offered and applies.
-    fixes = quick_fixes(await editor.actions([moved]))
-    assert {"host", "suppress"} <= set(fixes)
-    fixed = editor.edited((await editor.resolved(fixes["host"])).edit)
-    assert "out_shardings=ON_HOST" in fixed
+    # Its quick fix (the planner's, with the run's output tree: move the streamed weights to
+    # device where the function starts, keep the one array it returns host memory) applies.
+    actions = [a for a in await editor.actions([moved]) if a.kind == types.CodeActionKind.QuickFix]
+    (preferred,) = [a for a in actions if a.is_preferred]
+    assert preferred.data["requested"] == "auto"
+    fixed = editor.edited((await editor.resolved(preferred)).edit)
+    assert "    weights = jax.device_put(weights, jax.memory.Space.Device)\n" in fixed
+    assert "in_shardings=(ON_HOST,), out_shardings=ON_HOST)" in fixed
 
     # Editing the line it names makes it go: the run no longer describes this text.
     editor.change(fixed)

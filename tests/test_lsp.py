@@ -188,6 +188,12 @@ def quick_fixes(actions: list[types.CodeAction]) -> dict[str, types.CodeAction]:
     return found
 
 
+def preferred_fix(actions: list[types.CodeAction]) -> types.CodeAction:
+    """The quick fix the configured strategy picks (the one an editor offers first)."""
+    (preferred,) = [a for a in actions if a.kind == types.CodeActionKind.QuickFix and a.is_preferred]
+    return preferred
+
+
 def expected_range(text: str, path: Path, encoding: str = "utf-16") -> types.Range:
     """Where the static check itself locates the file's first diagnostic, in LSP terms."""
     from offload_fixer.report import primary_span
@@ -266,29 +272,52 @@ async def test_saving_publishes_again_and_nothing_is_executed(vscode: LanguageCl
     republished = await wait_for(lambda: vscode.published[-1] if len(vscode.published) > seen else None)
     assert republished.version == editor.version and republished.diagnostics
     (fix_all,) = await editor.actions([], only=[types.CodeActionKind.SourceFixAll])
-    # the only fix here declares the output host memory, labelled unsafe: fix-all leaves it
-    assert (await editor.resolved(fix_all)).edit is None
+    assert (await editor.resolved(fix_all)).edit is not None
     assert not executed.exists()
 
 
 # ---------------------------------------------------------------------------------------
 # Quick fixes
 @pytest.mark.asyncio
-async def test_declaring_the_host_output_clears_the_diagnostic(vscode: LanguageClient, tmp_path):
-    """JAX >= 0.7.1 types a host in_shardings argument as device memory, so moving it to
-    device is a no-op there: the only fix offered declares the output host memory."""
+async def test_moving_the_streamed_argument_clears_the_diagnostic(vscode: LanguageClient, tmp_path):
+    """A host in_shardings argument computed on (``x * 2``) is moved to device where the
+    function starts, whatever the strategy: declaring the result host memory alone would leave
+    the computation to the host CPU. The preferred fix also keeps the one array it returns (the
+    state it updates) host memory; ``--strategy device`` only moves. Each title says where its
+    edits go."""
     editor = Editor(vscode, copy_fixture("in_shardings_host.py", tmp_path))
     editor.open()
     diagnostics = await editor.diagnostics()
 
-    fixes = quick_fixes(await editor.actions(diagnostics))
-    assert set(fixes) == {"host", "suppress"}
-    assert fixes["host"].is_preferred
-    assert fixes["host"].edit is None  # computed on codeAction/resolve
+    actions = [a for a in await editor.actions(diagnostics) if a.kind == types.CodeActionKind.QuickFix]
+    fixes = {a.data["requested"]: a for a in actions if "suppress" not in a.data}
+    assert set(fixes) == {"auto", "device"}
+    assert fixes["auto"].is_preferred and not fixes["device"].is_preferred
+    assert fixes["auto"].title == ("offload-fixer: Move argument x to device where scale starts (line 10); "
+                                   "Keep the result (the state scale returns) host memory in out_shardings (line 13)")
+    assert fixes["device"].title == "offload-fixer: Move argument x to device where scale starts (line 10)"
+    assert fixes["auto"].edit is None  # computed on codeAction/resolve
 
-    resolved = await editor.resolved(fixes["host"])
-    fixed = editor.edited(resolved.edit)
-    assert "out_shardings=host" in fixed
+    moved = "    x = jax.device_put(x, jax.memory.Space.Device)\n    return x * 2\n"
+    only_moved = editor.edited((await editor.resolved(fixes["device"])).edit)
+    assert moved in only_moved and "out_shardings" not in only_moved
+    fixed = editor.edited((await editor.resolved(fixes["auto"])).edit)
+    assert moved in fixed and "jax.jit(scale, in_shardings=host, out_shardings=host)" in fixed
+    editor.change(fixed)
+    assert await editor.diagnostics() == []
+
+
+@pytest.mark.asyncio
+async def test_a_streamed_argument_returned_as_is_is_declared_host(vscode: LanguageClient, tmp_path):
+    """Passed straight through, the state that enters as host leaves as host."""
+    path = tmp_path / "through.py"
+    path.write_text((FIXTURES / "in_shardings_host.py").read_text(encoding="utf-8").replace("x * 2", "x"))
+    editor = Editor(vscode, path)
+    editor.open()
+    fixes = quick_fixes(await editor.actions(await editor.diagnostics()))
+    assert fixes["host"].is_preferred
+    fixed = editor.edited((await editor.resolved(fixes["host"])).edit)
+    assert "jax.jit(scale, in_shardings=host, out_shardings=host)" in fixed
     editor.change(fixed)
     assert await editor.diagnostics() == []
 
@@ -297,7 +326,8 @@ async def test_declaring_the_host_output_clears_the_diagnostic(vscode: LanguageC
 @pytest.mark.asyncio
 async def test_either_quick_fix_clears_the_diagnostic(client: LanguageClient, tmp_path, strategy):
     """Under JAX 0.6.2 (set by initializationOptions) computing on an offloaded value loses
-    its memory kind: both fixes apply, and the one ``auto`` picks is preferred."""
+    its memory kind: both fixes apply, and the one ``auto`` picks is preferred (the offloaded
+    value is computed on, so the computation moves back to device)."""
     await start(client, client_capabilities("visual-studio-code"), tmp_path, jaxVersion="0.6.2")
     editor = Editor(client, copy_fixture("offload_then_compute.py", tmp_path))
     editor.open()
@@ -306,7 +336,7 @@ async def test_either_quick_fix_clears_the_diagnostic(client: LanguageClient, tm
 
     fixes = quick_fixes(await editor.actions(diagnostics))
     assert set(fixes) == {"device", "host", "suppress"}
-    assert fixes["host"].is_preferred and not fixes["device"].is_preferred  # a deliberate offload stays on host
+    assert fixes["device"].is_preferred and not fixes["host"].is_preferred
     resolved = await editor.resolved(fixes[strategy])
     editor.change(editor.edited(resolved.edit))
     assert await editor.diagnostics() == []
@@ -319,7 +349,7 @@ async def test_clients_without_resolve_or_document_changes_get_plain_edits(clien
     editor.open()
     diagnostics = await editor.diagnostics()
 
-    action = quick_fixes(await editor.actions(diagnostics))["host"]
+    action = quick_fixes(await editor.actions(diagnostics))["device"]
     assert action.edit is not None and action.edit.document_changes is None
     editor.change(editor.edited(action.edit))
     assert await editor.diagnostics() == []
@@ -330,7 +360,7 @@ async def test_a_stale_document_version_gets_no_edits(vscode: LanguageClient, tm
     editor = Editor(vscode, copy_fixture("in_shardings_host.py", tmp_path))
     editor.open()
     diagnostics = await editor.diagnostics()
-    offered = quick_fixes(await editor.actions(diagnostics))["host"]
+    offered = quick_fixes(await editor.actions(diagnostics))["device"]
 
     editor.change("# a comment the user typed meanwhile\n" + editor.text)
     resolved = await vscode.code_action_resolve_async(offered)
@@ -359,7 +389,7 @@ async def test_a_client_that_drops_data_still_gets_fixes(vscode: LanguageClient,
     editor.open()
     (diagnostic,) = await editor.diagnostics()
     diagnostic.data = None
-    assert set(quick_fixes(await editor.actions([diagnostic]))) == {"host", "suppress"}
+    assert set(quick_fixes(await editor.actions([diagnostic]))) == {"device", "suppress"}
 
 
 @pytest.mark.asyncio
@@ -374,9 +404,9 @@ async def test_fixes_apply_to_the_unsaved_text_not_the_file(vscode: LanguageClie
     editor.change(complete)  # the jit site exists only in the editor
     diagnostics = await editor.diagnostics()
 
-    action = await editor.resolved(quick_fixes(await editor.actions(diagnostics))["host"])
+    action = await editor.resolved(quick_fixes(await editor.actions(diagnostics))["device"])
     assert editor.edited(action.edit) == complete.replace(
-        jit_line, jit_line.replace("host)", "host, out_shardings=host)")
+        "    return x * 2\n", "    x = jax.device_put(x, jax.memory.Space.Device)\n    return x * 2\n"
     )
     assert jit_line not in path.read_text(encoding="utf-8")
 
@@ -509,6 +539,7 @@ async def test_positions_use_the_negotiated_encoding(client: LanguageClient, tmp
     )
     await start(client, capabilities, tmp_path, jaxVersion=TYPED)
     text = (FIXTURES / "in_shardings_host.py").read_text(encoding="utf-8").replace("scale", "échelle_𝔥")
+    text = text.replace("x * 2", "x")  # passed through: the host fix edits the jit line, after the accents
     path = tmp_path / "accents.py"
     path.write_text(text, encoding="utf-8")
     editor = Editor(client, path, encoding)
@@ -577,7 +608,7 @@ async def test_neovim_0_7_resolves_the_actions_it_is_offered(client: LanguageCli
     editor.open()
     diagnostics = await editor.diagnostics()
 
-    offered = quick_fixes(await editor.actions(diagnostics))["host"]
+    offered = preferred_fix(await editor.actions(diagnostics))
     assert offered.edit is None
     resolved = await client.code_action_resolve_async(offered)
     assert resolved.edit.document_changes is None and list(resolved.edit.changes) == [editor.uri]
@@ -605,7 +636,7 @@ async def test_a_client_that_does_not_resolve_edits_gets_them_with_the_actions(c
 
     actions = await editor.actions(diagnostics)
     assert actions and all(action.edit is not None for action in actions)  # fixes, suppression, fix-all
-    editor.change(editor.edited(quick_fixes(actions)["host"].edit))
+    editor.change(editor.edited(preferred_fix(actions).edit))
     assert await editor.diagnostics() == []
 
 
@@ -671,9 +702,10 @@ def test_the_readme_neovim_setup_fixes_a_file_in_neovim(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr + log
     assert log.splitlines() == [
         "diagnostic OFL1200 line 13",
-        "chose offload-fixer: Declare the output as host memory",
+        "chose offload-fixer: Move argument x to device where scale starts (line 10); "
+        "Keep the result (the state scale returns) host memory in out_shardings (line 13)",
         "edited",
     ], proc.stderr
     fixed = path.read_text(encoding="utf-8")
-    assert "out_shardings=host" in fixed
+    assert "    x = jax.device_put(x, jax.memory.Space.Device)\n" in fixed and "out_shardings=host" in fixed
     compile(fixed, str(path), "exec")

@@ -29,4 +29,6 @@ async def test_both_broken_quick_start_examples_are_shown(vscode: LanguageClient
     line = next(i for i, text in enumerate(editor.text.splitlines()) if needle in text)
     assert {d.range.start.line for d in found} == {line}
     assert {d.data["diagnostic"]["output_path"] for d in found} == outputs
-    assert "host" in quick_fixes(await editor.actions(found[:1]))
+    # the streamed state is computed on: its preferred fix moves it to device where the step reads it
+    fix = quick_fixes(await editor.actions(found[:1]))["device"]
+    assert fix.is_preferred and " to device " in fix.title

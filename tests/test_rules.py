@@ -14,7 +14,7 @@ CODES = ["OFL1200", "OFL1201", "OFL1202", "OFL1204", "OFL1205", "OFL1206", "OFL1
 """OFL1203 (XLA aborting on a multi-operand starting instruction) was retired: no released
 compiler fails that CHECK."""
 # One version per regime and per change of memory-kind names.
-VERSIONS = ["0.4.20", "0.4.26", "0.4.35", "0.6.2", "0.7.1", "0.10.2"]
+VERSIONS = ["0.4.20", "0.4.26", "0.4.35", "0.6.2", "0.7.1", "0.10.2", "0.11.1", "0.12.0.1"]
 
 
 def test_one_rule_per_contract_code_in_order():

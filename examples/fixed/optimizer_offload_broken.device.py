@@ -55,11 +55,12 @@ def adam_update(params, grads, count, mu, nu):
     donate_argnums=(0, 1),
 )
 def train_step(params, opt_state, batch):
-    opt_state = jax.device_put(opt_state, jax.memory.Space.Device)
     loss, grads = jax.value_and_grad(loss_fn)(params, batch)
     count = opt_state["count"] + 1
+    mu = jax.device_put(opt_state["mu"], jax.memory.Space.Device)
+    nu = jax.device_put(opt_state["nu"], jax.memory.Space.Device)
     params, mu, nu = adam_update(
-        params, grads, count.astype(jnp.float32), opt_state["mu"], opt_state["nu"]
+        params, grads, count.astype(jnp.float32), mu, nu
     )
     opt_state = {"count": count, "mu": mu, "nu": nu}
     return params, opt_state, loss

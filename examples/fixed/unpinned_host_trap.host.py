@@ -23,7 +23,7 @@ OFFLOAD_HIDDEN = jax.checkpoint_policies.save_and_offload_only_these_names(
     names_which_can_be_saved=[],
     names_which_can_be_offloaded=["hidden"],
     offload_src="device",
-    offload_dst="unpinned_host",
+    offload_dst="pinned_host",
 )
 
 

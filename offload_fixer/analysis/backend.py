@@ -144,6 +144,7 @@ def _on_host_path(value: ir.Value, result: WalkResult) -> bool:
         )
     op = owner.operation
     number = ir.OpResult(value).result_number
+    # Kind first: ``root`` nodes have no owner, and jaxlib 0.12's bindings raise on ``None == op``.
     return Node("op", op, None) in result.host_nodes or any(
-        node.owner == op and node.kind in ("op", "res") and (node.index in (None, number)) for node in result.host_nodes
+        node.kind in ("op", "res") and node.owner == op and (node.index in (None, number)) for node in result.host_nodes
     )

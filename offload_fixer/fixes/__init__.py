@@ -2,6 +2,7 @@
 
     plans = plan_fixes(report, strategy="auto")        # Diagnostic -> FixPlan
     results = apply_plans(plans, write=False)          # per file: old/new text, diff
+    shown = fix_options(plan_alternatives(diagnostics), diagnostics)  # fixes a finding can get
 
 The edits themselves are libcst codemods in the top-level ``codemods`` package; the rules
 for choosing a strategy, the safety labels and how shardings are derived are in README.md.
@@ -22,6 +23,8 @@ from offload_fixer.fixes.planner import (
     FIXABLE_CODES,
     FixPlan,
     choose_strategy,
+    fix_options,
+    plan_alternatives,
     plan_fixes,
     root_cause_key,
 )
@@ -40,6 +43,8 @@ __all__ = [
     "SourceSyntaxError",
     "apply_plans",
     "choose_strategy",
+    "fix_options",
+    "plan_alternatives",
     "plan_fixes",
     "root_cause_key",
     "unified_diff",

@@ -1,10 +1,11 @@
 """Apply fix plans to files: new text, a unified diff, and (when asked) a write that keeps the file.
 
 Per file: refuse it if its content changed since the analysis (sha256), decode it with its
-own encoding, run every plan's codemod until a pass changes nothing (capped), take only the
+own encoding, run every plan's codemod on the statements the fixes need (an excerpt of the
+file, :mod:`offload_fixer.fixes.excerpt`) until a pass changes nothing (capped), take only the
 lines the fixes changed from libcst's print and splice them into the original text (every
-other byte, line ends, cookie and BOM included, is the file's own), check that the result
-parses and compiles, and only then write it (:func:`write_source`: a rename that keeps
+other byte, line ends, cookie and BOM included, is the file's own), check that the changed
+statements parse and compile, and only then write it (:func:`write_source`: a rename that keeps
 owner, group, mode and attributes, or in place for a file with other hard links). A file
 that fails gets a :class:`FileResult` with ``error`` set and the other files still go through.
 A notebook is fixed as its code cells' program; the result goes back into the edited
@@ -18,7 +19,7 @@ import errno
 import os
 import stat
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 import libcst as cst
@@ -34,14 +35,9 @@ from offload_fixer.fixes.errors import (
     SourceReadError,
     SourceSyntaxError,
 )
+from offload_fixer.fixes.excerpt import FileOutline
 from offload_fixer.fixes.planner import COMMANDS, FixPlan
-from offload_fixer.fixes.source_io import (
-    check_fresh,
-    decode_source_with_encoding,
-    parse_source,
-    read_source,
-)
-from offload_fixer.fixes.splice import splice
+from offload_fixer.fixes.source_io import check_fresh, decode_source_with_encoding, read_source
 from offload_fixer.interrupts import uninterrupted
 from offload_fixer.notebook import is_notebook
 from offload_fixer.notebook.fixing import edit_notebook
@@ -87,39 +83,6 @@ def apply_plans(plans: Iterable[FixPlan], write: bool, *, unsafe: bool = False,
     return [_apply_file(path, file_plans, write, unsafe, max_passes) for path, file_plans in by_path.items()]
 
 
-_DOCUMENTED_AS = {"host_output": "host", "move_to_device": "device"}
-"""The diagnostic's fix option (by strategy) each codemod carries out; ``pin_host_memory``
-carries out OFL1204's own "Use pinned_host", not OFL1200's host-output fix."""
-
-
-def plan_safety(plan: FixPlan) -> str:
-    """The plan's label, or ``unsafe`` where the diagnostics it fixes document its fix as
-    unsafe (the rule page, and the ``fix (unsafe)`` line the user was shown): a fix labelled
-    unsafe anywhere is never applied without asking."""
-    if plan.safety != "safe":
-        return plan.safety
-    strategy = _DOCUMENTED_AS.get(plan.command)
-    documented = {option.safety for d in plan.diagnostics for option in d.fixes if option.strategy == strategy}
-    return "unsafe" if "unsafe" in documented else "safe"
-
-
-def _documented_reasons(plan: FixPlan) -> tuple[str, ...]:
-    """Why the rule page labels the plan's fix unsafe."""
-    from offload_fixer.rules import UnknownRule, get_rule
-
-    strategy = _DOCUMENTED_AS.get(plan.command)
-    reasons = []
-    for d in plan.diagnostics[:1]:
-        for option in d.fixes:
-            if option.strategy == strategy and option.safety == "unsafe":
-                try:
-                    docs = {doc.title: doc.why for doc in get_rule(d.code).fixes}
-                except UnknownRule:
-                    docs = {}
-                reasons.append(docs.get(option.title, option.description))
-    return tuple(reasons)
-
-
 def apply_to_source(path: str, data: bytes, plans: Iterable[FixPlan], *, unsafe: bool = False) -> FileResult:
     """Apply ``plans`` (made against ``data``, the text of ``path``) to ``data`` itself, not to
     the file: source read from stdin. Nothing is written."""
@@ -131,11 +94,10 @@ def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_
     chosen: list[FixPlan] = []
     skipped: list[tuple[FixPlan, str]] = []
     for plan in plans:
-        safety = plan_safety(plan)
-        if safety == "display-only":
+        if plan.safety == "display-only":
             skipped.append((plan, "display-only: " + ("; ".join(plan.problems) or "no edit can be made")))
-        elif safety == "unsafe" and not unsafe:
-            skipped.append((plan, "unsafe: " + "; ".join(plan.unsafe_reasons or _documented_reasons(plan))))
+        elif plan.safety == "unsafe" and not unsafe:
+            skipped.append((plan, "unsafe: " + ("; ".join(plan.unsafe_reasons) or plan.rationale)))
         else:
             chosen.append(plan)
     if not path:  # diagnostics that name no file: nothing to read, only reasons to show
@@ -145,17 +107,16 @@ def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_
             data = read_source(path)
         check_fresh(path, data, chosen)
         old_text, encoding = decode_source_with_encoding(path, data)
-        module = parse_source(path, old_text)
+        source = FileOutline.of(path, old_text)
         if not chosen:
             return FileResult(path, old_text, old_text, "", skipped=tuple(skipped))
-        fixed, passes = call_allowing_deep_recursion(
-            fix_to_fixpoint, path, module, [(p.command, p.target) for p in chosen], max_passes)
-        new_text = splice(old_text, module.code, fixed.code)
+        new_text, changed, passes = call_allowing_deep_recursion(
+            fix_source_to_fixpoint, source, [job for p in chosen for job in p.jobs], max_passes)
         new_data = encode(new_text, encoding)
         written = False
         diff = ""
         if new_data != data:
-            verify(path, new_data, original=data)
+            verify(path, new_data, changed, original=data)
             expected, written_data, diff = data, new_data, unified_diff(path, old_text, new_text)
             if is_notebook(path):  # the program goes back into the edited cells only
                 edit = edit_notebook(path, data, new_text)
@@ -172,8 +133,22 @@ def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_
     return FileResult(path, "", "", "", (), tuple(skipped) + tuple((p, str(error)) for p in chosen), False, error)
 
 
+def fix_source_to_fixpoint(source: FileOutline, jobs: Sequence[tuple[str, FixTarget]],
+                           max_passes: int = MAX_PASSES) -> tuple[str, list[str], int]:
+    """:func:`fix_to_fixpoint` on the statements the jobs need (an excerpt of the file), spliced
+    back: (new text, the new text of each changed chunk, passes)."""
+    excerpt = source.excerpt_for(target for _, target in jobs)
+    local = [(command, remap_target(target, excerpt.excerpt_line)) for command, target in jobs]
+    fixed, passes = fix_to_fixpoint(source.path, excerpt.module, local, max_passes, source.reference_count)
+    if fixed is excerpt.module:
+        return source.text, [], passes
+    text, changed = excerpt.splice(fixed)
+    return text, changed, passes
+
+
 def fix_to_fixpoint(path: str, module: cst.Module, jobs: Sequence[tuple[str, FixTarget]],
-                    max_passes: int = MAX_PASSES) -> tuple[cst.Module, int]:
+                    max_passes: int = MAX_PASSES,
+                    reference_count: Callable[[str], int] | None = None) -> tuple[cst.Module, int]:
     """Run the (command name, target) jobs until a whole pass leaves the module unchanged;
     returns the module and the number of passes (2 when the fixes apply and then hold).
 
@@ -194,7 +169,8 @@ def fix_to_fixpoint(path: str, module: cst.Module, jobs: Sequence[tuple[str, Fix
             if code != original:
                 lines = maps.get(code) or maps.setdefault(code, LineMap(split_lines(original), split_lines(code)))
                 targets = [remap_target(t, lines) for t in targets]
-            fixed = COMMANDS[command](CodemodContext(filename=path), targets=targets).transform_module(current)
+            codemod = COMMANDS[command](CodemodContext(filename=path), targets=targets, reference_count=reference_count)
+            fixed = codemod.transform_module(current)
             if fixed is not current:
                 current, code = fixed, fixed.code
         if code == before:
@@ -222,24 +198,34 @@ class LineMap:
         return line
 
 
-def remap_target(target: FixTarget, lines: LineMap) -> FixTarget:
+def remap_target(target: FixTarget, lines: Callable[[int | None], int | None]) -> FixTarget:
     return replace(
         target,
         function_line=lines(target.function_line),
         inner_line=lines(target.inner_line),
         origin_line=lines(target.origin_line),
         return_lines=tuple(lines(line) for line in target.return_lines),  # type: ignore[misc]
+        compute_spans=tuple((lines(line), col) for line, col in target.compute_spans),  # type: ignore[misc]
     )
 
 
 # ---------------------------------------------------------------------------------------
 # Checking and writing
-def verify(path: str, data: bytes, original: bytes | None = None) -> None:
-    """The rewritten bytes must parse again (libcst) and compile (CPython). Where they do not
-    and ``original`` does not compile either, the file itself is the problem, not the fix."""
+def verify(path: str, data: bytes, changed: Sequence[str] | None = None, original: bytes | None = None) -> None:
+    """The rewritten bytes must parse again (libcst) and compile (CPython): the whole file, or
+    only its ``changed`` top-level statements when every other byte is the original text (a
+    chunk of the outline parses alone as it does in the file; a ``__future__`` import, which
+    can change the syntax of the rest, makes it the whole file). Where they do not and
+    ``original`` does not compile either, the file itself is the problem, not the fix."""
+    whole = changed is None or b"__future__" in data
     try:
-        cst.parse_module(decode(data)[0])  # decoded as CPython does: libcst misreads CR-only cookies
-        compile(data, path, "exec", dont_inherit=True)
+        if whole:
+            cst.parse_module(decode(data)[0])  # decoded as CPython does: libcst misreads CR-only cookies
+            compile(data, path, "exec", dont_inherit=True)
+        else:
+            for code in changed or ():
+                cst.parse_module(code)
+                compile(code, path, "exec", dont_inherit=True)
     except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         if original is not None:
             try:

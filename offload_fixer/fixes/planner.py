@@ -1,17 +1,19 @@
-"""Diagnostics -> fix plans: which file, function, jit site, returns and outputs a codemod
-edits, with which strategy, and how safe the edit is.
+"""Diagnostics -> fix plans: which file, function, jit site, returns and outputs the codemods
+edit, with which strategy, and how safe the edits are.
 
-Diagnostics that share an origin (``Origin.key``) share one root cause and become one plan:
-one edit where the host value enters the computation, or one edit per output it reaches.
-Each plan is dry-run against the file, so its safety, its edits and the reasons an edit is
-not possible are known before anything is written. See ``README.md`` in this package for
-the strategy rule and the safety labels.
+Diagnostics that share a root cause (``Origin.key``; for a streamed argument, the argument)
+become one plan, whatever their codes: the OFL1200 outputs it reaches, the OFL1201/OFL1206
+computations on it and its OFL1204 spelling are fixed together. A plan is made of parts (the
+move to device, the declaration of host outputs, the respelled memory kind), each tried in
+order of preference against the file (a dry run of its codemod), so the plan's edits, its
+safety, the diagnostics it fixes and the reasons an edit is not possible are known before
+anything is written. See ``README.md`` in this package for the rules and the safety labels.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -23,20 +25,20 @@ from codemods.fix_command import FixCommand
 from codemods.host_output import HostOutputCommand
 from codemods.move_to_device import MoveToDeviceCommand
 from codemods.pin_host_memory import PinHostMemoryCommand
+from codemods.pytree_source import locate, returned_values
 from codemods.source_facts import FunctionInfo, SourceFacts
-from codemods.targets import Edit, FixTarget, SpellingOptions
+from codemods.targets import Edit, FixTarget, SpellingOptions, format_path, parse_path
 from offload_fixer import jax_compat
 from offload_fixer.fixes.errors import FixError
-from offload_fixer.fixes.source_io import (
-    decode_source,
-    parse_source,
-    read_source,
-    sha256_of,
-)
-from offload_fixer.model import Diagnostic, Origin, Report, Safety, Span
+from offload_fixer.fixes.excerpt import FileOutline
+from offload_fixer.fixes.source_io import decode_source, read_source, sha256_of
+from offload_fixer.model import Diagnostic, FixOption, Origin, OutputInfo, Report, Safety, Span
 
-FIXABLE_CODES = ("OFL1200",)
+FIXABLE_CODES = ("OFL1200", "OFL1201", "OFL1204", "OFL1206", "OFL1207")
 HOST_COMPUTE_ROLE = "host compute"
+COMPUTE_CODES = ("OFL1201", "OFL1206", "OFL1207")
+"""Computations on a host value: fixed by moving it to device before them."""
+HOST_KINDS = ("pinned_host", "unpinned_host")
 COMMANDS: Mapping[str, type[FixCommand]] = {
     "move_to_device": MoveToDeviceCommand,
     "host_output": HostOutputCommand,
@@ -51,8 +53,8 @@ RATIONALE = {
     ),
     "host_argument": (
         "device",
-        ("the argument is streamed from host by in_shardings: moving it to device where it "
-         "enters the computation fixes every output it reaches"),
+        ("the argument is streamed from host by in_shardings: moving it to device where the function "
+         "reads it fixes every output it reaches, and the state it becomes stays declared host memory"),
     ),
     "offload_policy": (
         "device",
@@ -66,15 +68,20 @@ RATIONALE = {
     ),
     None: ("device", "the origin of the host value is unknown: move it back to device where it is returned"),
 }
-TYPED_GAP_RATIONALE = (
-    "JAX >= 0.7.1 types an argument with a host in_sharding that is traced from an abstract, NumPy "
-    "or uncommitted value as device memory and drops a same-space device_put, so only declaring the "
-    "output as host memory fixes it (or give in_shardings a device sharding)"
+COMPUTED_ON_RATIONALE = (
+    "the offloaded value is computed on before it is returned, which XLA would run on the host CPU: "
+    "move it back to device where it is computed on, so the result is a device value like the output"
 )
-TYPED_GAP_DEVICE_NOTE = (
-    "the host-output fix was not possible, so the argument is moved to device instead; JAX >= 0.7.1 "
-    "types it as device memory, and a version that drops a same-space device_put would leave the "
-    "error in place: check the function again after applying"
+STREAMED_PASS_THROUGH_RATIONALE = (
+    "the streamed argument reaches the output without being computed on: declare that output host "
+    "memory, so the state that enters as host leaves as host"
+)
+STREAMED_HOST_NOTE = (
+    "declaring the outputs computed from a streamed argument host memory would leave that computation "
+    "to the host CPU, which the released TPU compiler rejects or aborts on (libtpu 0.0.42.1 and 0.0.50.1: "
+    "an async-start shape mismatch, a failed check in hlo_host_compute_alias_assigner; moved to device "
+    "first, a donated device parameter declared host is an unimplemented HBM-to-HBM DMA); the argument is "
+    "moved to device for the computation instead, and the state returned stays host memory"
 )
 NONE_LEAF_NOTE = (
     "JAX {version} (< 0.4.29): a None out_shardings leaf never inherits host memory, so the host "
@@ -84,7 +91,7 @@ NONE_LEAF_NOTE = (
 
 @dataclass(frozen=True)
 class FixPlan:
-    """One fix for one root cause in one file: what the codemod gets and what it will do."""
+    """One fix for one root cause in one file: the codemod jobs and what they will do."""
 
     path: str
     strategy: Literal["device", "host"]
@@ -92,6 +99,7 @@ class FixPlan:
     target: FixTarget
     safety: Safety
     title: str
+    """What the fix does and where, for a ``fix (...)`` line or a quick fix."""
     rationale: str
     origin_key: str
     diagnostics: tuple[Diagnostic, ...]
@@ -100,6 +108,16 @@ class FixPlan:
     problems: tuple[str, ...] = ()
     """Why the edit (or part of it) cannot be made; a display-only plan lists them."""
     notes: tuple[str, ...] = ()
+    more_jobs: tuple[tuple[str, FixTarget], ...] = ()
+    """Further (command, target) edits of the same fix (a streamed argument moved to device
+    and the state it becomes declared host, say)."""
+    covered: tuple[Diagnostic, ...] = ()
+    """The diagnostics these edits fix (a display-only plan fixes none)."""
+
+    @property
+    def jobs(self) -> tuple[tuple[str, FixTarget], ...]:
+        """Every (command, target) the fix runs, the main one first."""
+        return ((self.command, self.target), *self.more_jobs)
 
     @property
     def output_paths(self) -> tuple[str, ...]:
@@ -111,175 +129,315 @@ class FixPlan:
 
 
 def plan_fixes(
-    diagnostics: Report | Iterable[Diagnostic] | Mapping[str, Any],
+    diagnostics: Report | Iterable[Report] | Iterable[Diagnostic] | Mapping[str, Any],
     strategy: str = "auto",
     jax_version: str | None = None,
     *,
     texts: Mapping[str, bytes] | None = None,
+    reports: Iterable[Report] = (),
+    places: Mapping[str, Callable[[int], str]] | None = None,
 ) -> list[FixPlan]:
-    """Plans for the OFL1200 diagnostics of a report (object or its JSON dict) or a list.
+    """Plans for the fixable diagnostics of a report (object or its JSON dict), of several
+    reports, or of a list of diagnostics.
 
     ``strategy``: ``device`` (move back to device), ``host`` (declare host outputs) or
     ``auto`` (per origin; see the package README). ``jax_version`` picks the spelling;
     default: the report's version, else the installed one. ``texts``: file contents to
     plan against instead of the files on disk (an editor's unsaved buffer), by path.
+    ``reports``: where plain diagnostics come from, for the output tree of each function
+    (``Report.outputs``), which host-output fixes mirror. ``places``: how titles name a line
+    of a file whose lines are not the user's (a program of notebook cells: ``In [5], line 3``);
+    a notebook's lines are named by its cells without it.
     """
     if strategy not in ("auto", "device", "host"):
         raise ValueError(f"unknown strategy {strategy!r}; expected auto, device or host")
     if isinstance(diagnostics, Mapping):
         diagnostics = Report.from_dict(dict(diagnostics))
     if isinstance(diagnostics, Report):
-        jax_version = jax_version or diagnostics.jax_version or None
-        diagnostics = diagnostics.diagnostics
+        diagnostics = [diagnostics]
+    items = list(diagnostics)
+    reports = list(reports)
+    if items and all(isinstance(item, Report) for item in items):
+        reports += items  # type: ignore[arg-type]
+        items = [d for report in items for d in report.diagnostics]  # type: ignore[union-attr]
+    jax_version = jax_version or next((r.jax_version for r in reports if r.jax_version), None)
+    outputs: dict[Diagnostic, tuple[OutputInfo, ...]] = {}
+    for report in reports:
+        for d in report.diagnostics:
+            outputs.setdefault(d, report.outputs)
     spelling = jax_compat.spelling(jax_version)
     sources = _Sources(texts or {})
     groups: dict[tuple[Any, ...], list[Diagnostic]] = {}
-    for diagnostic in diagnostics:
+    for diagnostic in items:
         if diagnostic.code in FIXABLE_CODES:
-            groups.setdefault(root_cause_key(diagnostic), []).append(diagnostic)
-    prepared = [_prepare(group, strategy, spelling, sources) for group in groups.values()]
+            groups.setdefault(root_cause_key(diagnostic), []).append(diagnostic)  # type: ignore[arg-type]
+    prepared = [_Group.prepare(group, strategy, spelling, sources, outputs) for group in groups.values()]
     first_attempts: dict[tuple[str, str], list[FixTarget]] = {}
     for group in prepared:
-        if group.source is not None and group.source.module is not None:
-            command, target = group.first_attempt()
-            first_attempts.setdefault((group.source.path, command), []).append(target)
+        if group.source is not None and group.source.outline is not None:
+            for part in group.parts:
+                attempt = part.attempts[0]
+                first_attempts.setdefault((group.source.path, attempt.command), []).append(attempt.target)
     for (path, command), targets in first_attempts.items():
-        sources.get(path).prefetch(command, targets)
-    return [_plan_group(group, spelling) for group in prepared]
+        sources.get(path).prefetch(command, list(dict.fromkeys(targets)))
+    return [group.plan(spelling, _placer(group.base["path"], places or {})) for group in prepared]
+
+
+def plan_alternatives(
+    diagnostics: Sequence[Diagnostic],
+    strategy: str = "auto",
+    jax_version: str | None = None,
+    *,
+    texts: Mapping[str, bytes] | None = None,
+    reports: Iterable[Report] = (),
+    places: Mapping[str, Callable[[int], str]] | None = None,
+) -> list[tuple[str, list[FixPlan]]]:
+    """(strategy, plans) for the configured strategy, then for each other explicit one: the
+    fixes a finding can get, the one ``--fix`` applies first."""
+    reports = list(reports)
+    order = [strategy, *(s for s in ("device", "host") if s != strategy)]
+    return [(s, plan_fixes(diagnostics, s, jax_version, texts=texts, reports=reports, places=places))
+            for s in order]
+
+
+def fix_options(alternatives: Sequence[tuple[str, Sequence[FixPlan]]],
+                diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """The diagnostics with their ``fixes`` replaced by what the plans can apply: one option
+    per plan that fixes it (the configured strategy's first, then another strategy's that
+    edits differently, titled with the flag that picks it), each titled with where the edit
+    goes; a diagnostic no plan fixes keeps only its advice (the rule's display-only remedies,
+    and why no edit is possible)."""
+    out = []
+    for d in diagnostics:
+        if d.code not in FIXABLE_CODES:
+            out.append(d)
+            continue
+        options: list[FixOption] = []
+        seen: list[tuple[Edit, ...]] = []
+        for index, (strategy, plans) in enumerate(alternatives):
+            for plan in plans:
+                if d in plan.covered and plan.edits and plan.edits not in seen:
+                    seen.append(plan.edits)
+                    flag = f" (with --strategy {strategy})" if index else ""
+                    options.append(FixOption(plan.strategy, plan.title + flag, plan.rationale, plan.safety))
+        if not options:
+            options = [f for f in d.fixes if f.safety == "display-only"]
+            problems = [p for _, plans in alternatives[:1] for plan in plans if d in plan.diagnostics
+                        for p in plan.problems]
+            if problems:
+                options.insert(0, FixOption("device", "No edit can be made", "; ".join(dict.fromkeys(problems)),
+                                            "display-only"))
+        out.append(replace(d, fixes=tuple(options)))
+    return out
 
 
 # ---------------------------------------------------------------------------------------
-# Strategy and placement
-def choose_strategy(origin: Origin | None, requested: str, spelling: jax_compat.Spelling) -> tuple[str, str]:
-    """(strategy, why). The ``in_shardings`` gap of JAX >= 0.7.1 always takes the host fix."""
+# Strategy
+def choose_strategy(origin: Origin | None, requested: str, spelling: jax_compat.Spelling,
+                    computed_on: bool = False) -> tuple[str, str]:
+    """(strategy, why) for a root cause. ``computed_on``: the host value goes through host
+    compute before it is returned (host-compute steps, OFL1201/OFL1206)."""
+    del spelling  # every version takes the same rule (see the README)
     kind = origin.kind if origin is not None else None
-    if _typed_gap(origin, spelling):
-        return "host", TYPED_GAP_RATIONALE
+    if kind == "host_argument" and computed_on and requested != "device":
+        return "device", RATIONALE["host_argument"][1] + ("" if requested == "auto" else f"; {STREAMED_HOST_NOTE}")
     if requested != "auto":
         return requested, f"strategy {requested} was requested"
+    if kind == "host_argument":
+        return "host", STREAMED_PASS_THROUGH_RATIONALE
+    if kind == "move_to_host" and computed_on:
+        return "device", COMPUTED_ON_RATIONALE
     return RATIONALE.get(kind, RATIONALE[None])
 
 
-def _attempts(strategy: str, requested: str, origin: Origin | None, diagnostics: Sequence[Diagnostic],
-              spelling: jax_compat.Spelling) -> list[tuple[str, str]]:
-    """(strategy, placement) to try in order: where the fix belongs first, then fallbacks
-    (``auto``, or a device request the JAX >= 0.7.1 gap turned into host). A value moved to
-    ``unpinned_host`` is kept on host by spelling ``pinned_host`` at the move (from 0.4.29 the
-    output's memory kind follows it), before any ``out_shardings`` edit."""
-    kind = origin.kind if origin is not None else None
-    device: list[tuple[str, str]] = []
-    if kind == "host_argument":
-        device.append(("device", "entry"))
-    elif origin is not None and origin.span is not None and _has_host_compute(diagnostics):
-        device.append(("device", "after_origin"))
-    device.append(("device", "return"))
-    host = [("host", "out_shardings")]
-    if _unpinned_move(origin) and spelling.regime is not jax_compat.Regime.LEGACY:
-        host.insert(0, ("host", "pin_memory"))
-    if strategy == "host":
-        return host if requested == "host" else host + device
-    return device if requested == "device" else device + host
-
-
-def _unpinned_move(origin: Origin | None) -> bool:
-    return (origin is not None and origin.kind == "move_to_host" and origin.memory_kind == "unpinned_host"
-            and origin.span is not None)
-
-
-def _typed_gap(origin: Origin | None, spelling: jax_compat.Spelling) -> bool:
-    return origin is not None and origin.kind == "host_argument" and spelling.regime is jax_compat.Regime.TYPED
-
-
-def _has_host_compute(diagnostics: Sequence[Diagnostic]) -> bool:
-    return any(step.role == HOST_COMPUTE_ROLE for d in diagnostics for step in d.trace)
-
-
 # ---------------------------------------------------------------------------------------
-# One group -> one plan
+# Groups, parts, attempts
+@dataclass(frozen=True)
+class _Attempt:
+    strategy: str
+    command: str
+    target: FixTarget
+    covers: frozenset[str] = frozenset()
+    """The codes of the group's diagnostics this edit fixes."""
+
+
+@dataclass
+class _Part:
+    """One edit of a plan and the ways to make it, best first."""
+
+    name: str
+    attempts: list[_Attempt]
+
+
 @dataclass
 class _Group:
     diagnostics: list[Diagnostic]
     strategy: str
     rationale: str
     target: FixTarget
-    attempts: list[tuple[str, str]]
+    parts: list[_Part]
     source: _Source | None
     base: dict[str, Any]
 
-    def first_attempt(self) -> tuple[str, FixTarget]:
-        strategy, placement = self.attempts[0]
-        return _command(strategy, placement), replace(self.target, placement=placement)
+    @classmethod
+    def prepare(cls, group: list[Diagnostic], requested: str, spelling: jax_compat.Spelling,
+                sources: _Sources, outputs: Mapping[Diagnostic, tuple[OutputInfo, ...]]) -> _Group:
+        first = group[0]
+        origin = next((d.origin for d in group if d.origin is not None), None)
+        path = _source_path(first)
+        computed_on = _computed_on(group)
+        strategy, rationale = choose_strategy(origin, requested, spelling, computed_on)
+        notes = (NONE_LEAF_NOTE.format(version=spelling.version),) if not spelling.none_leaf_inherits_host else ()
+        source = sources.get(path) if path else None
+        sha = next((d.source_sha256 for d in group if d.source_sha256), None) or (source.sha256 if source else None)
+        tree = next((outputs[d] for d in group if d in outputs and outputs[d]), ())
+        base = {"path": path or "", "rationale": rationale, "origin_key": _origin_key(first),
+                "diagnostics": tuple(group), "source_sha256": sha, "notes": notes}
+        target = _target(group, path, spelling, source, tree)
+        parts = [part for part in _parts(group, origin, target, strategy, requested, spelling, computed_on, source)
+                 if part.attempts]
+        return cls(group, strategy, rationale, target, parts, source, base)
+
+    def plan(self, spelling: jax_compat.Spelling, place: Callable[[int], str]) -> FixPlan:
+        source, base = self.source, self.base
+        if source is None or source.error is not None or not self.parts:
+            problem = (source.error if source is not None and source.error else
+                       "the diagnostic names no source file" if source is None else "no edit fixes these findings")
+            return self._display_only((problem,), place)
+        jobs: list[tuple[str, FixTarget]] = []
+        edits: list[Edit] = []
+        problems: list[str] = []
+        titles: list[str] = []
+        covered: set[str] = set()
+        strategies: list[str] = []
+        fell_back: list[str] = []
+        left_out: list[str] = []
+        for part in self.parts:
+            failed: list[str] = []
+            for attempt in part.attempts:
+                run = source.dry_run(attempt.command, attempt.target)
+                if run.edits or (run.satisfied and not run.problems):
+                    jobs.append((attempt.command, attempt.target))
+                    edits.extend(run.edits)
+                    problems.extend(run.problems)
+                    titles.append(_title(part.name, attempt, run, place))
+                    covered |= attempt.covers
+                    strategies.append(attempt.strategy)
+                    if failed:
+                        fell_back.extend(failed)
+                    break
+                failed.extend(run.problems)
+            else:
+                problems.extend(failed)
+                left_out.append(f"{PART_WORDS.get(part.name, part.name)} ({'; '.join(dict.fromkeys(failed))})")
+        if not jobs:
+            return self._display_only(tuple(dict.fromkeys(problems)), place)
+        strategy = self.strategy if self.strategy in strategies else strategies[0]
+        rationale = self.rationale
+        if fell_back:
+            rationale += f"; the first choice is not possible here ({'; '.join(dict.fromkeys(fell_back))}), so another is used"
+        if left_out:
+            rationale += f"; not done here: {'; '.join(left_out)}"
+        safety: Safety = "unsafe" if any(e.safety == "unsafe" for e in edits) else "safe"
+        (command, target), *more = list(dict.fromkeys(jobs))
+        return FixPlan(strategy=strategy, command=command, target=target, safety=safety,  # type: ignore[arg-type]
+                       title="; ".join(dict.fromkeys(titles)), edits=tuple(edits),
+                       problems=tuple(dict.fromkeys(problems)), more_jobs=tuple(more),
+                       covered=tuple(d for d in self.diagnostics if d.code in covered),
+                       **{**base, "rationale": rationale})
+
+    def _display_only(self, problems: tuple[str, ...], place: Callable[[int], str]) -> FixPlan:
+        first = self.parts[0].attempts[0] if self.parts else _Attempt(self.strategy, _command(self.strategy), self.target)
+        name = self.parts[0].name if self.parts else ("declare" if self.strategy == "host" else "return")
+        return FixPlan(strategy=self.strategy, command=first.command, target=first.target,  # type: ignore[arg-type]
+                       safety="display-only", title=_title(name, first, None, place), problems=problems, **self.base)
 
 
-def _prepare(group: list[Diagnostic], requested: str, spelling: jax_compat.Spelling, sources: _Sources) -> _Group:
-    first = group[0]
-    path = _source_path(first)
-    strategy, rationale = choose_strategy(first.origin, requested, spelling)
-    notes = (NONE_LEAF_NOTE.format(version=spelling.version),) if not spelling.none_leaf_inherits_host else ()
-    source = sources.get(path) if path else None
-    sha = getattr(first, "source_sha256", None) or (source.sha256 if source else None)
-    base = {"path": path or "", "rationale": rationale, "origin_key": _origin_key(first),
-            "diagnostics": tuple(group), "source_sha256": sha, "notes": notes}
-    target = _target(group, path, _output_paths(group), spelling, source)
-    attempts = _attempts(strategy, requested, first.origin, group, spelling)
-    return _Group(group, strategy, rationale, target, attempts, source, base)
+PART_WORDS = {"state": "keeping the returned state host memory", "declare": "declaring the output host memory",
+              "pin": "spelling 'pinned_host'", "move": "moving the value to device",
+              "operand": "moving the operand to device"}
+"""What a part of a plan does, for a rationale that says which part could not be made."""
+
+MOVE_COVERS = frozenset({"OFL1200", "OFL1201", "OFL1206", "OFL1207"})
+"""A move to device before the computation fixes the host compute and the output it reaches."""
 
 
-def _plan_group(group: _Group, spelling: jax_compat.Spelling) -> FixPlan:
-    source, target, strategy, base = group.source, group.target, group.strategy, group.base
-    origin = group.diagnostics[0].origin
-    if source is None or source.error is not None:
-        problem = source.error if source is not None else "the diagnostic names no source file"
-        return FixPlan(strategy=strategy, command=_command(strategy), target=target, safety="display-only",  # type: ignore[arg-type]
-                       title=_title(strategy, "return" if strategy == "device" else "out_shardings", target),
-                       problems=(problem,), **base)
-    problems: list[str] = []
-    for attempt_strategy, placement in group.attempts:
-        attempt = replace(target, placement=placement)
-        command = _command(attempt_strategy, placement)
-        run = source.dry_run(command, attempt)
-        if run.edits or (run.satisfied and not run.problems):
-            safety: Safety = "unsafe" if any(e.safety == "unsafe" for e in run.edits) else "safe"
-            why = group.rationale if attempt_strategy == strategy else (
-                f"{group.rationale}; that fix is not possible here ({'; '.join(problems)}), so the other one is used")
-            extra = (TYPED_GAP_DEVICE_NOTE,) if attempt_strategy == "device" and _typed_gap(origin, spelling) else ()
-            return FixPlan(strategy=attempt_strategy, command=command, target=attempt, safety=safety,  # type: ignore[arg-type]
-                           title=_title(attempt_strategy, placement, attempt), edits=tuple(run.edits),
-                           problems=tuple(run.problems),
-                           **{**base, "rationale": why, "notes": base["notes"] + extra})
-        problems.extend(run.problems)
-    return FixPlan(strategy=strategy, command=_command(strategy), target=target, safety="display-only",  # type: ignore[arg-type]
-                   title=_title(strategy, "return" if strategy == "device" else "out_shardings", target),
-                   problems=tuple(dict.fromkeys(problems)), **base)
+def _parts(group: list[Diagnostic], origin: Origin | None, target: FixTarget, strategy: str, requested: str,
+           spelling: jax_compat.Spelling, computed_on: bool, source: _Source | None) -> list[_Part]:
+    """The edits a group needs, each with its attempts in order of preference; ``auto`` falls
+    back to the other strategy, an explicit request does not."""
+    codes = {d.code for d in group}
+    kind = origin.kind if origin is not None else None
+    outs = "OFL1200" in codes
+    auto = requested == "auto"
+
+    def at(strategy: str, command: str, placement: str, covers: Iterable[str], **changes: Any) -> _Attempt:
+        return _Attempt(strategy, command, replace(target, placement=placement, **changes),  # type: ignore[arg-type]
+                        frozenset(covers))
+
+    declare = [at("host", "host_output", "out_shardings", {"OFL1200"})] if outs else []
+    at_returns = [at("device", "move_to_device", "return", {"OFL1200"})] if outs else []
+    if kind == "host_argument":
+        entry = [at("device", "move_to_device", "entry", MOVE_COVERS)] if target.parameter else []
+        if strategy == "host":
+            return [_Part("declare", declare + (entry + at_returns if auto else []))]
+        parts = [_Part("move", entry + at_returns + (declare if auto else []))]
+        state = _state_outputs(group, target, source) if requested != "device" else ()
+        if state:
+            parts.append(_Part("state", [at("host", "host_output", "out_shardings", (), output_paths=state)]))
+        return parts
+    if kind is None and codes == {"OFL1204"}:
+        return [_Part("pin", [at("host", "pin_host_memory", "pin_memory", {"OFL1204"})])]
+    unpinned = (origin is not None and origin.memory_kind == "unpinned_host" and target.origin_line is not None
+                and spelling.regime is not jax_compat.Regime.LEGACY)
+    pin = [at("host", "pin_host_memory", "pin_memory", {"OFL1204", "OFL1200"})] if unpinned else []
+    operand = ([at("device", "move_to_device", "operand", MOVE_COVERS)]
+               if kind == "move_to_host" and target.compute_spans and target.origin_line is not None else [])
+    after_origin = ([at("device", "move_to_device", "after_origin", MOVE_COVERS)]
+                    if computed_on and target.origin_line is not None else [])
+    parts: list[_Part] = []
+    if "OFL1204" in codes and pin and not (outs and strategy == "host"):
+        parts.append(_Part("pin", [at("host", "pin_host_memory", "pin_memory", {"OFL1204"})]))
+    if outs and strategy == "host":
+        parts.append(_Part("declare", pin + declare + (operand + at_returns + after_origin if auto else [])))
+    elif outs:
+        parts.append(_Part("move", operand + at_returns + after_origin + (pin + declare if auto else [])))
+    elif codes & set(COMPUTE_CODES) and (operand or after_origin):
+        parts.append(_Part("operand", operand + after_origin))
+    return parts
 
 
-def _target(group: list[Diagnostic], path: str | None, output_paths: tuple[str, ...],
-            spelling: jax_compat.Spelling, source: _Source | None) -> FixTarget:
-    first = group[0]
-    function = first.function
-    origin_span = _in_file(first.origin.span if first.origin else None, path)
-    return_spans = [_in_file(d.return_span, path) for d in group]
-    function_line = function.line if function is not None and _same_file(function.path, path) else None
-    inner_line = origin_span.line if origin_span else next((s.line for s in return_spans if s), None)
-    target = FixTarget(
-        function_name=function.name if function is not None else None,
-        function_line=function_line,
-        inner_line=inner_line,
-        output_paths=output_paths,
-        return_lines=tuple(sorted({s.line for s in return_spans if s})) if all(return_spans) else (),
-        origin_line=origin_span.line if origin_span else None,
-        origin_col=origin_span.col if origin_span else None,
-        spelling=SpellingOptions(
-            api="memory_space" if spelling.memory_space_api else "sharding",
-            device_kind=spelling.device_kind,
-            host_kind=spelling.host_kind,
-        ),
-    )
-    if first.origin is not None and first.origin.kind == "host_argument" and source is not None:
-        parameter = source.host_parameter(target, first.origin)
-        if parameter is not None:
-            target = replace(target, parameter=parameter[0], parameter_path=parameter[1])
-    return target
+def _state_outputs(group: list[Diagnostic], target: FixTarget, source: _Source | None) -> tuple[str, ...]:
+    """Outputs that return the streamed argument's host leaves (the state that enters as host)
+    and are declared device memory: they are declared host, so the state stays host. Found
+    where a return gives back the parameter's name, else by the output tree's structure (the
+    one sub-tree with the argument's host leaves), else, for an argument streamed whole into a
+    function with a single array output (``ema = update(ema, w)``), that output."""
+    leaves = [parse_path(p) for p in (target.parameter_leaves or ("",))]
+    kinds = {parse_path(p): k for p, k in target.output_kinds}
+    prefixes: list[tuple] = []
+    if source is not None and source.outline is not None and target.parameter:
+        prefixes = source.returned_at(target, target.parameter)
+    offending = {parse_path(d.output_path or "") for d in group if d.code == "OFL1200"}
+    if not prefixes and kinds and all(leaves):
+        candidates = {keys[: len(keys) - len(leaves[0])] for keys in kinds if keys[len(keys) - len(leaves[0]):] == leaves[0]}
+        fitting = [q for q in candidates if all((*q, *leaf) in kinds for leaf in leaves)]
+        prefixes = fitting if len(fitting) == 1 else []
+    if not prefixes and leaves == [()] and (list(kinds) == [()] if kinds else offending == {()}):
+        prefixes = [()]  # the whole argument in, one array out: the function returns the state
+    state = []
+    for prefix in prefixes:
+        for leaf in leaves:
+            keys = (*prefix, *leaf)
+            kind = kinds.get(keys)
+            if (kind is not None and kind not in HOST_KINDS) or (not kinds and keys in offending):
+                state.append(format_path(keys))
+    return tuple(dict.fromkeys(state))
+
+
+def _computed_on(group: Sequence[Diagnostic]) -> bool:
+    return any(d.code in COMPUTE_CODES for d in group) or any(
+        step.role == HOST_COMPUTE_ROLE for d in group for step in d.trace)
 
 
 def _command(strategy: str, placement: str | None = None) -> str:
@@ -288,17 +446,90 @@ def _command(strategy: str, placement: str | None = None) -> str:
     return "host_output" if strategy == "host" else "move_to_device"
 
 
-def _title(strategy: str, placement: str, target: FixTarget) -> str:
-    outputs = ", ".join(f"output {p}" if p else "the result" for p in target.output_paths)
-    if placement == "pin_memory":
-        return f"Move to pinned_host instead of unpinned_host (line {target.origin_line}), so {outputs} stay host memory"
-    if strategy == "host":
-        return f"Declare {outputs} as {target.spelling.host_kind} memory in out_shardings"
-    if placement == "entry":
-        return f"Move argument {target.parameter} to device where the function starts"
-    if placement == "after_origin":
-        return f"Move the offloaded value back to device before it is computed on (line {target.origin_line})"
-    return f"Move {outputs} back to device where it is returned"
+def _placer(path: str, places: Mapping[str, Callable[[int], str]]) -> Callable[[int], str]:
+    """How titles name a line of ``path``: ``line 12``; in a notebook, ``cell 3, line 2``."""
+    if path in places:
+        return places[path]
+    from offload_fixer.notebook import is_notebook
+
+    if not is_notebook(path):
+        return lambda line: f"line {line}"
+    from offload_fixer.notebook.positions import cell_span
+
+    def in_cell(line: int) -> str:
+        span = cell_span(Span(path, line))
+        return f"cell {span.cell}, line {span.line}" if span is not None and span.cell is not None else f"line {line}"
+
+    return in_cell
+
+
+def _title(part: str, attempt: _Attempt, run: _DryRun | None, place: Callable[[int], str]) -> str:
+    """What the edit does and where it goes (the line of its first change)."""
+    t = attempt.target
+    edits = run.edits if run is not None else []
+    where = f" ({place(edits[0].line)})" if edits else ""
+    function = t.function_name.rsplit(".", 1)[-1] if t.function_name else "the function"
+    outputs = ", ".join(f"output {p}" if p else "the result" for p in t.output_paths)
+    subjects = ", ".join(dict.fromkeys(e.subject for e in edits if e.subject))
+    them = "them" if len({e.subject for e in edits}) > 1 or "," in subjects else "it"
+    if t.placement == "pin_memory":
+        return f"Use 'pinned_host' instead of 'unpinned_host'{where}, so the value is typed host memory"
+    if attempt.command == "host_output":
+        if part == "state":
+            return f"Keep {subjects or outputs} (the state {function} returns) host memory in out_shardings{where}"
+        return f"Declare {subjects or outputs} as {t.spelling.host_kind} memory in out_shardings{where}"
+    if t.placement == "entry":
+        if not edits or subjects.startswith("argument"):
+            return f"Move argument {t.parameter} to device where {function} starts{where}"
+        return f"Move {subjects} to device before {function} reads {them}{where}"
+    if t.placement == "operand":
+        return f"Move {subjects or 'the offloaded value'} back to device where it is computed on{where}"
+    if t.placement == "after_origin":
+        return f"Move {subjects or 'the offloaded value'} back to device right after it is moved to host{where}"
+    return f"Move {subjects or outputs} back to device where {function} returns {them}{where}"
+
+
+def _target(group: list[Diagnostic], path: str | None, spelling: jax_compat.Spelling,
+            source: _Source | None, tree: tuple[OutputInfo, ...]) -> FixTarget:
+    first = group[0]
+    function = next((d.function for d in group if d.function is not None), None)
+    origin = next((d.origin for d in group if d.origin is not None), None)
+    origin_span = _in_file(origin.span if origin else None, path)
+    if origin is None and first.code == "OFL1204":
+        origin_span = _in_file(first.span, path)  # a policy's destination: the literal itself
+    offending = [d for d in group if d.code == "OFL1200"]
+    return_spans = [_in_file(d.return_span, path) for d in offending]
+    function_line = function.line if function is not None and _same_file(function.path, path) else None
+    inner_line = origin_span.line if origin_span else next((s.line for s in return_spans if s), None)
+    compute = tuple(dict.fromkeys(
+        (step.span.line, step.span.col) for d in group for step in d.trace
+        if step.role == HOST_COMPUTE_ROLE and step.span is not None and _same_file(step.span.path, path)))
+    target = FixTarget(
+        function_name=function.name if function is not None else None,
+        function_line=function_line,
+        inner_line=inner_line,
+        output_paths=_output_paths(offending) or ("",),
+        return_lines=tuple(sorted({s.line for s in return_spans if s})) if return_spans and all(return_spans) else (),
+        origin_line=origin_span.line if origin_span else None,
+        origin_col=origin_span.col if origin_span else None,
+        compute_spans=compute,
+        output_kinds=tuple((info.path, info.memory_kind) for info in tree),
+        spelling=SpellingOptions(
+            api="memory_space" if spelling.memory_space_api else "sharding",
+            device_kind=spelling.device_kind,
+            host_kind=spelling.host_kind,
+            tree_map=spelling.tree_map,
+        ),
+    )
+    if origin is not None and origin.kind == "host_argument" and source is not None and source.outline is not None:
+        parameter = source.host_parameter(target, origin)
+        if parameter is not None:
+            leaves = sorted({_split_argument(d.origin.argument)[1] for d in group
+                             if d.origin is not None and d.origin.argument
+                             and _split_argument(d.origin.argument)[0] == parameter[0]})
+            target = replace(target, parameter=parameter[0], parameter_path=parameter[1],
+                             parameter_leaves=tuple(leaves) if all(leaves) else ())
+    return target
 
 
 # ---------------------------------------------------------------------------------------
@@ -316,7 +547,8 @@ def _source_path(d: Diagnostic) -> str | None:
 def _origin_key(d: Diagnostic) -> str:
     origin = d.origin
     if origin is None:
-        return f"output:{d.output_path}"
+        span = d.span
+        return f"{d.code}:{span.path}:{span.line}:{span.col}" if span else f"output:{d.output_path}"
     if origin.key:
         return origin.key
     span = origin.span
@@ -324,11 +556,15 @@ def _origin_key(d: Diagnostic) -> str:
 
 
 def root_cause_key(d: Diagnostic) -> tuple[Any, ...]:
-    """By origin; the leaves of one streamed argument (one origin each) are one root cause."""
+    """By root cause: the origin; the leaves of one streamed argument (one origin each) are
+    one, and so are the codes (OFL1200, OFL1201, ...) a root cause produces."""
     function = (d.function.name, d.function.line) if d.function else None
     origin = _origin_key(d)
     if d.origin is not None and d.origin.kind == "host_argument" and d.origin.argument:
         origin = f"argument:{_split_argument(d.origin.argument)[0]}"
+    elif d.origin is not None and d.origin.span is not None:
+        span = d.origin.span  # a device_put of a pytree: one move per leaf, one line of source
+        origin = f"{d.origin.kind}:{span.path}:{span.line}:{span.col}"
     return (_source_path(d), function, origin)
 
 
@@ -359,7 +595,7 @@ def _split_argument(label: str) -> tuple[str, str]:
 
 
 # ---------------------------------------------------------------------------------------
-# Source files: read once, parsed once, dry runs against the parsed module
+# Source files: read once, cut into statements once, dry runs against excerpts
 @dataclass
 class _DryRun:
     edits: list[Edit]
@@ -371,17 +607,17 @@ class _DryRun:
 class _Source:
     path: str
     sha256: str | None = None
-    module: cst.Module | None = None
+    outline: FileOutline | None = None
     error: str | None = None
-    _facts: SourceFacts | None = field(default=None, repr=False)
-
     _runs: dict[tuple[str, FixTarget], _DryRun] = field(default_factory=dict, repr=False)
 
     def prefetch(self, command: str, targets: Sequence[FixTarget]) -> None:
-        """Dry-run several targets in one pass over the file (one parse, one set of positions)."""
-        assert self.module is not None
-        codemod = COMMANDS[command](CodemodContext(filename=self.path), targets=targets)
-        codemod.transform_module(self.module)
+        """Dry-run several targets in one pass over the statements they need."""
+        assert self.outline is not None
+        excerpt = self.outline.excerpt_for(targets)
+        codemod = COMMANDS[command](CodemodContext(filename=self.path), targets=targets,
+                                    line_map=excerpt.file_line, reference_count=self.outline.reference_count)
+        codemod.transform_module(excerpt.module)
         for target, outcome in zip(targets, codemod.outcomes):
             if not outcome.deferred:
                 self._runs[(command, target)] = _DryRun(outcome.edits, outcome.problems, outcome.satisfied)
@@ -391,21 +627,27 @@ class _Source:
             self.prefetch(command, [target])
         return self._runs[(command, target)]
 
-    def facts(self) -> SourceFacts:
-        if self._facts is None:
-            assert self.module is not None
-            wrapper = MetadataWrapper(self.module)
-            self._facts = SourceFacts.collect(wrapper.module, wrapper.resolve(PositionProvider))
-        return self._facts
+    def facts(self, target: FixTarget) -> SourceFacts:
+        """What the codemods know of the statements ``target`` needs, in file lines."""
+        assert self.outline is not None
+        excerpt = self.outline.excerpt_for([target])
+        wrapper = MetadataWrapper(excerpt.module, unsafe_skip_copy=True)
+        return SourceFacts.collect(wrapper.module, wrapper.resolve(PositionProvider), excerpt.file_line,
+                                   self.outline.reference_count)
+
+    def function(self, target: FixTarget) -> tuple[SourceFacts, FunctionInfo] | None:
+        facts = self.facts(target)
+        function = facts.find_function(target.function_name, target.function_line, target.inner_line)
+        return (facts, function) if function is not None else None
 
     def host_parameter(self, target: FixTarget, origin: Origin) -> tuple[str, str] | None:
         """(parameter, pytree path inside it) a host-argument origin names: by its span inside
         the signature, else by its label (``NAME['key']...``), else by its flat index when every
         parameter is a single array."""
-        facts = self.facts()
-        function = facts.find_function(target.function_name, target.function_line, target.inner_line)
-        if function is None:
+        found = self.function(target)
+        if found is None:
             return None
+        facts, function = found
         params = _parameters(function)
         names = [name for name, _ in params]
         span = origin.span
@@ -424,6 +666,31 @@ class _Source:
         if index is not None and len(names) == len(function.positional_params) > index:
             return function.positional_params[index], ""
         return None
+
+    def returned_at(self, target: FixTarget, name: str) -> list[tuple]:
+        """Pytree paths at which the function's returns give back ``name`` (a parameter,
+        perhaps assigned again: ``params = update(params); return params, loss``)."""
+        found = self.function(target)
+        if found is None:
+            return []
+        facts, function = found
+        paths: list[tuple] = []
+        for _, value in returned_values(function, ()):
+            for keys in _element_paths(value):
+                located = locate(facts, function.scope, value, keys)
+                node = located.node
+                if not located.rest and isinstance(node, cst.Name) and node.value == name:
+                    paths.append(keys)
+        return list(dict.fromkeys(paths))
+
+
+def _element_paths(value: cst.BaseExpression, depth: int = 2) -> list[tuple]:
+    """The path of ``value`` and of its literal elements, two levels down."""
+    paths: list[tuple] = [()]
+    if depth and isinstance(value, (cst.Tuple, cst.List)):
+        for index, element in enumerate(value.elements):
+            paths += [(("index", index), *rest) for rest in _element_paths(element.value, depth - 1)]
+    return paths
 
 
 def _parameters(function: FunctionInfo) -> list[tuple[str, cst.Param]]:
@@ -446,7 +713,6 @@ class _Sources:
             data = self._texts.get(os.path.abspath(path))
             if data is None:
                 data = read_source(path)
-            decode_source(path, data)
-            return _Source(path, sha256_of(data), parse_source(path, data))
+            return _Source(path, sha256_of(data), FileOutline.of(path, decode_source(path, data)))
         except FixError as exc:
             return _Source(path, error=str(exc))

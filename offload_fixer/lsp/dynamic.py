@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from offload_fixer import last_run
-from offload_fixer.model import Diagnostic, Origin, Span
+from offload_fixer.model import Diagnostic, Origin, Report, Span
 
 
 class LastRunFeed:
@@ -55,24 +55,32 @@ class LastRunFeed:
 
     def diagnostics(self, document: str, text: str, encoded: bytes) -> tuple[Diagnostic, ...]:
         """The last run's diagnostics for this document's current text (``encoded``: its bytes)."""
+        return tuple(d for report in self.reports(document, text, encoded) for d in report.diagnostics)
+
+    def reports(self, document: str, text: str, encoded: bytes) -> tuple[Report, ...]:
+        """The last run's reports with a finding in this document, holding only those findings,
+        placed in its current text: with their output trees, which host-output fixes mirror."""
         found = self.report_for(document)
         if found is None:
             return ()
-        _, report = found
-        mine = [d for r in report.reports for d in r.diagnostics if _primary_in(d, document)]
-        if not mine:
-            return ()
-        analysed_path = next((p for p in report.sources if _same_file(p, document)), None)
+        _, run = found
+        analysed_path = next((p for p in run.sources if _same_file(p, document)), None)
         digest = hashlib.sha256(encoded).hexdigest()
-        if analysed_path is not None and report.sources[analysed_path] == digest:
-            return tuple(dataclasses.replace(d, source_sha256=digest) for d in mine)
-        moved = line_moves(report.lines.get(analysed_path, {}) if analysed_path else {}, text.splitlines())
-        kept = []
-        for d in mine:
-            placed = _moved(d, document, moved)
-            if placed is not None:
-                kept.append(dataclasses.replace(placed, source_sha256=digest))
-        return tuple(kept)
+        unchanged = analysed_path is not None and run.sources[analysed_path] == digest
+        moved = {} if unchanged else line_moves(run.lines.get(analysed_path, {}) if analysed_path else {},
+                                                text.splitlines())
+        placed_reports = []
+        for report in run.reports:
+            placed = []
+            for d in report.diagnostics:
+                if not _primary_in(d, document):
+                    continue
+                where = d if unchanged else _moved(d, document, moved)
+                if where is not None:
+                    placed.append(dataclasses.replace(where, source_sha256=digest))
+            if placed:
+                placed_reports.append(dataclasses.replace(report, diagnostics=tuple(placed)))
+        return tuple(placed_reports)
 
 
 def line_moves(recorded: dict[int, tuple[str, str, str]], lines: list[str]) -> dict[int, int]:

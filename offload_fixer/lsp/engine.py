@@ -2,7 +2,7 @@
 compute the fixed text. Plain data in and out, no LSP types, so it runs in a worker thread.
 
 Everything works on the editor's in-memory text, never on the file on disk: the static
-check takes text, and fixes run the planner and the codemods (``fix_to_fixpoint``, the same
+check takes text, and fixes run the planner and the codemods (``fix_source_to_fixpoint``, the same
 passes as ``offload-fixer fix``) on a module parsed from that text. Each document keeps a
 :class:`offload_fixer.static.SourceCache`, so a change re-parses only the top-level statement
 it touched.
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from offload_fixer.config import Settings
 from offload_fixer.lsp.dynamic import LastRunFeed
-from offload_fixer.model import Diagnostic, Origin, Span
+from offload_fixer.model import Diagnostic, Origin, Report, Span
 
 if TYPE_CHECKING:
     from offload_fixer.fixes import FixPlan
@@ -35,15 +35,19 @@ change. They are refused with a message instead (``benchmarks/lsp_latency.py --l
 
 @dataclass(frozen=True)
 class FixChoice:
-    """One quick fix offered for a diagnostic, as published in its ``data``."""
+    """One quick fix offered for a diagnostic, as published in its ``data``: what it does
+    (``strategy``: ``device``/``host``) and the strategy it is planned with again
+    (``requested``: ``auto`` picks per root cause)."""
 
     strategy: str
     title: str
     safety: str
     preferred: bool
+    requested: str = ""
 
     def to_data(self) -> dict[str, Any]:
-        return {"strategy": self.strategy, "title": self.title, "safety": self.safety, "preferred": self.preferred}
+        return {"strategy": self.strategy, "title": self.title, "safety": self.safety, "preferred": self.preferred,
+                "requested": self.requested or self.strategy}
 
 
 @dataclass(frozen=True)
@@ -102,23 +106,38 @@ def _analyse(text: str, path: str, settings: Settings) -> Analysis:
     mine = [d for d in result.diagnostics if same_path(_primary_path(d), path)]
     kept = _reportable(mine, text, path, settings)
     dependencies = tuple((p, project.stamp(p)) for p in result.dependencies)
-    return Analysis(tuple(kept), tuple(fix_choices(d, settings) for d in kept), dependencies=dependencies)
+    return Analysis(tuple(kept), fix_choices(kept, text, path, settings, _source_cache(path).outline),
+                    dependencies=dependencies)
 
 
 def document_analysis(text: str, path: str, settings: Settings) -> Analysis:
     """What the editor shows: the static check, and the last ``offload-fixer run``'s findings
     in this document while it still holds the lines they name (:mod:`.dynamic`). A static
     finding the run also made is shown once, as the run's."""
-    static = analyse(text, path, settings)
-    if static.parse_error is not None or static.refused is not None:
-        return static
-    dynamic = _reportable(list(_LAST_RUN.diagnostics(path, text, _encoded(text))), text, path, settings)
+    static, runs, dynamic = _findings(text, path, settings)
     if not dynamic:
         return static
     seen = {_identity(d) for d in dynamic}
     items = [(d, f) for d, f in static.items() if _identity(d) not in seen]
-    items += [(d, fix_choices(d, settings)) for d in dynamic]
+    items += zip(dynamic, fix_choices(dynamic, text, path, settings, _source_cache(path).outline, reports=runs))
     return Analysis(tuple(d for d, _ in items), tuple(f for _, f in items), dependencies=static.dependencies)
+
+
+def _findings(text: str, path: str, settings: Settings) -> tuple[Analysis, tuple[Report, ...], list[Diagnostic]]:
+    """The static analysis, the last run's reports placed in this text, and their findings shown."""
+    static = analyse(text, path, settings)
+    if static.parse_error is not None or static.refused is not None:
+        return static, (), []
+    runs = _LAST_RUN.reports(path, text, _encoded(text))
+    return static, runs, _reportable([d for report in runs for d in report.diagnostics], text, path, settings)
+
+
+def _shown(text: str, path: str, settings: Settings) -> tuple[list[Diagnostic], tuple[Report, ...]]:
+    """The diagnostics :func:`document_analysis` shows (without planning their fixes), and the
+    run's reports they come with."""
+    static, runs, dynamic = _findings(text, path, settings)
+    seen = {_identity(d) for d in dynamic}
+    return [d for d in static.diagnostics if _identity(d) not in seen] + dynamic, runs
 
 
 def _reportable(diagnostics: Sequence[Diagnostic], text: str, path: str, settings: Settings) -> list[Diagnostic]:
@@ -172,60 +191,68 @@ def forget(path: str) -> None:
     _sources.pop(path, None)
 
 
-def fix_choices(diagnostic: Diagnostic, settings: Settings) -> tuple[FixChoice, ...]:
-    """The fixes the planner can make for this diagnostic, one per strategy, with the one the
-    configured strategy picks marked preferred. Cheap: no codemod runs here."""
-    from offload_fixer import jax_compat
-    from offload_fixer.fixes import FIXABLE_CODES, choose_strategy
+def fix_choices(diagnostics: Sequence[Diagnostic], text: str, path: str, settings: Settings,
+                outline: Any = None, reports: Sequence[Report] = ()) -> tuple[tuple[FixChoice, ...], ...]:
+    """For each diagnostic, the fixes the planner can make for it in this text: one per
+    strategy whose edits differ, titled with where the edit goes, the configured strategy's
+    preferred. A finding no edit can fix gets none (only the suppression action). The check's
+    own outline of the text is reused, so planning cuts the text into statements no second time;
+    a run's findings are planned with their ``reports`` (the output trees)."""
+    from offload_fixer.fixes import FIXABLE_CODES, plan_alternatives
+    from offload_fixer.fixes.excerpt import FileOutline
 
-    if diagnostic.code not in FIXABLE_CODES:
-        return ()
-    spelling = jax_compat.spelling(settings.jax_version)
-    chosen, _ = choose_strategy(diagnostic.origin, settings.strategy, spelling)
-    choices = []
-    for option in diagnostic.fixes:
-        if option.safety == "display-only" or any(c.strategy == option.strategy for c in choices):
-            continue
-        if choose_strategy(diagnostic.origin, option.strategy, spelling)[0] != option.strategy:
-            continue  # the planner overrides this strategy here (JAX >= 0.7.1 host in_shardings gap)
-        choices.append(
-            FixChoice(option.strategy, _fix_title(option.strategy), option.safety, option.strategy == chosen)
-        )
-    return tuple(choices)
-
-
-def _fix_title(strategy: str) -> str:
-    if strategy == "device":
-        return "offload-fixer: Move the host value back to device"
-    return "offload-fixer: Declare the output as host memory"
+    if not any(d.code in FIXABLE_CODES for d in diagnostics):
+        return tuple(() for _ in diagnostics)
+    FileOutline.of(path, text, outline)
+    alternatives = plan_alternatives(diagnostics, settings.strategy, settings.jax_version,
+                                     texts={path: _encoded(text)}, reports=reports)
+    out = []
+    for d in diagnostics:
+        choices: list[FixChoice] = []
+        seen: list[tuple] = []
+        for index, (strategy, plans) in enumerate(alternatives):
+            for plan in plans:
+                if d in plan.covered and plan.edits and plan.edits not in seen:
+                    seen.append(plan.edits)
+                    choices.append(FixChoice(plan.strategy, f"offload-fixer: {plan.title}", plan.safety, index == 0,
+                                             strategy))
+        out.append(tuple(choices))
+    return tuple(out)
 
 
 def apply_fix(text: str, path: str, diagnostic: Diagnostic, strategy: str, settings: Settings) -> str | None:
-    """The text after one quick fix (safe or not: the user picked it); ``None`` when the
-    planner finds no edit it can make."""
-    plans = [p for p in plan_on_text([diagnostic], text, path, strategy, settings) if p.strategy == strategy]
-    return _apply(text, path, [p for p in plans if p.safety != "display-only"])
+    """The text after the quick fix for ``diagnostic`` (safe or not: the user picked it): the
+    plan, among those for every finding shown for the text, that fixes it (its root cause's
+    plan, which may fix other findings too); ``None`` when no edit can be made."""
+    shown, runs = _shown(text, path, settings)
+    others = [d for d in shown if d != diagnostic]
+    plans = plan_on_text([diagnostic, *others], text, path, strategy, settings, runs)
+    return _apply(text, path, [p for p in plans if diagnostic in p.covered and p.safety != "display-only"])
 
 
 def fix_all(text: str, path: str, settings: Settings) -> str | None:
-    """The text after every safe fix, as ``offload-fixer check --fix`` writes the file."""
+    """The text after every safe fix of the findings shown, as ``offload-fixer check --fix``
+    writes the file."""
     analysis = analyse(text, path, settings)
-    if analysis.parse_error is not None or analysis.refused is not None or not analysis.diagnostics:
+    if analysis.parse_error is not None or analysis.refused is not None:
         return None
-    from offload_fixer.fixes.apply import plan_safety
-
-    plans = plan_on_text(analysis.diagnostics, text, path, settings.strategy, settings)
-    return _apply(text, path, [p for p in plans if plan_safety(p) == "safe"])
+    shown, runs = _shown(text, path, settings)
+    if not shown:
+        return None
+    plans = plan_on_text(shown, text, path, settings.strategy, settings, runs)
+    return _apply(text, path, [p for p in plans if p.safety == "safe"])
 
 
 def plan_on_text(
-    diagnostics: Sequence[Diagnostic], text: str, path: str, strategy: str, settings: Settings
+    diagnostics: Sequence[Diagnostic], text: str, path: str, strategy: str, settings: Settings,
+    reports: Sequence[Report] = (),
 ) -> list[FixPlan]:
-    """``plan_fixes`` against the editor's text instead of the file on disk."""
+    """``plan_fixes`` against the editor's text instead of the file on disk (``reports``: a
+    run's, for its findings' output trees)."""
     from offload_fixer.fixes import plan_fixes
 
     return plan_fixes(diagnostics, strategy=strategy, jax_version=settings.jax_version,
-                      texts={path: _encoded(text)})
+                      texts={path: _encoded(text)}, reports=reports)
 
 
 def _encoded(text: str) -> bytes:
@@ -243,18 +270,16 @@ def _apply(text: str, path: str, plans: list[FixPlan]) -> str | None:
     import libcst as cst
 
     from offload_fixer.fixes import FixError
-    from offload_fixer.fixes.apply import fix_to_fixpoint
-
-    from offload_fixer.fixes.splice import splice
+    from offload_fixer.fixes.apply import fix_source_to_fixpoint
+    from offload_fixer.fixes.excerpt import FileOutline
 
     if not plans:
         return None
     try:
-        module = cst.parse_module(text)
-        fixed, _ = fix_to_fixpoint(path, module, [(p.command, p.target) for p in plans])
+        fixed, _, _ = fix_source_to_fixpoint(FileOutline.of(path, text), [job for p in plans for job in p.jobs])
     except (cst.ParserSyntaxError, FixError, RecursionError):
         return None
-    return _verified(path, splice(text, module.code, fixed.code))
+    return _verified(path, fixed)
 
 
 def _verified(path: str, text: str) -> str | None:

@@ -222,7 +222,8 @@ class NotebookDocuments:
                     actions.append(types.CodeAction(
                         title=fix["title"], kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
                         is_preferred=bool(fix.get("preferred")),
-                        data={**base, "strategy": fix["strategy"], "diagnostic": data["diagnostic"]}))
+                        data={**base, "strategy": fix["strategy"], "requested": fix.get("requested", fix["strategy"]),
+                              "diagnostic": data["diagnostic"]}))
                 if data.get("line") is not None:
                     actions.append(types.CodeAction(
                         title=f"offload-fixer: Suppress {data['code']} for this statement",
@@ -254,7 +255,7 @@ class NotebookDocuments:
         elif data.get("diagnostic"):
             diagnostic = Diagnostic.from_dict(data["diagnostic"])
             new_text = await loop.run_in_executor(pool, engine.apply_fix, text, path, diagnostic,
-                                                  data.get("strategy"), settings)
+                                                  data.get("requested") or data.get("strategy"), settings)
         else:
             return action
         current = self.snapshot(data["notebook"])

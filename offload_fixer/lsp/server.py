@@ -272,7 +272,8 @@ class OffloadFixerServer(LanguageServer):
                 kind=types.CodeActionKind.QuickFix,
                 diagnostics=[diagnostic],
                 is_preferred=bool(fix.get("preferred")),
-                data={"uri": uri, "version": version, "strategy": fix["strategy"], "diagnostic": data["diagnostic"]},
+                data={"uri": uri, "version": version, "strategy": fix["strategy"],
+                      "requested": fix.get("requested", fix["strategy"]), "diagnostic": data["diagnostic"]},
             )
             for fix in data.get("fixes", [])
         ]
@@ -337,7 +338,8 @@ class OffloadFixerServer(LanguageServer):
         elif data.get("diagnostic"):
             diagnostic = Diagnostic.from_dict(data["diagnostic"])
             new_text = await loop.run_in_executor(
-                self.analysis_pool, engine.apply_fix, text, path, diagnostic, data.get("strategy"), settings
+                self.analysis_pool, engine.apply_fix, text, path, diagnostic,
+                data.get("requested") or data.get("strategy"), settings
             )
         else:
             return action

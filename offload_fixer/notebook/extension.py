@@ -72,6 +72,8 @@ class CellFindings:
     execution_count: int | None
     diagnostics: list[Diagnostic]
     warnings: list[str] = field(default_factory=list)
+    reports: list[Any] = field(default_factory=list)
+    """The compilations' reports, for their output trees (host-output fixes mirror them)."""
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,7 @@ class OffloadFixerExtension:
         diagnostics = self._reportable([d for report in reports for d in report.diagnostics])
         if not diagnostics and not warnings:
             return
-        findings = CellFindings(getattr(result, "execution_count", None), diagnostics, list(warnings))
+        findings = CellFindings(getattr(result, "execution_count", None), diagnostics, list(warnings), list(reports))
         if diagnostics:
             self.latest = findings
         from IPython.display import display
@@ -175,7 +177,9 @@ class OffloadFixerExtension:
 
         names = cell_names(self.shell)
         shown = [_labelled(d, names) for d in findings.diagnostics]
-        text = format_text(shown, root=os.getcwd())
+        marks = self.fix_marks(findings)
+        text = format_text(shown, root=os.getcwd(),
+                           marks={label: marks[d] for d, label in zip(findings.diagnostics, shown) if d in marks})
         warnings = [f"offload-fixer: could not check a compilation: {w}" for w in findings.warnings]
         fix = self.fixes(findings) if findings.diagnostics else FixResult({})
         diffs = [_cell_diff(number, _history_source(self.shell, number), source)
@@ -183,25 +187,43 @@ class OffloadFixerExtension:
         return FindingsView(text, warnings, diffs + list(fix.file_diffs), list(fix.notes), bool(fix.cells))
 
     # ------------------------------------------------------------------ fixing
+    def fix_marks(self, findings: CellFindings) -> dict[Diagnostic, Any]:
+        """What ``%offload_fix`` does about each finding (by its diagnostic in the cells' file
+        names), titled with the cell and line each edit goes to (``In [5], line 3``)."""
+        from offload_fixer.findings import fix_marks
+        from offload_fixer.fixes import plan_fixes
+
+        program, names = kernel_program(self.shell)
+        diagnostics, reports = _findings_in_program(findings, program, names)
+
+        def place(line: int) -> str:
+            cell, in_cell = program.locate(line)
+            return f"In [{cell.number}], line {in_cell}"
+
+        plans = plan_fixes(diagnostics, strategy=self.settings.strategy, texts={KERNEL_CELLS: program.data},
+                           reports=reports, places={KERNEL_CELLS: place})
+        marks = fix_marks(diagnostics, plans, unsafe=False)
+        return {d: marks[moved] for d, moved in zip(findings.diagnostics, diagnostics) if moved in marks}
+
     def fixes(self, findings: CellFindings, unsafe: bool = False) -> FixResult:
         """Plan the findings' fixes on the kernel's cells as one program and apply them there
         (safe ones; unsafe ones too with ``unsafe``); files outside the cells get a diff."""
         import libcst as cst
 
         from offload_fixer.fixes import FixError, apply_plans, plan_fixes
-        from offload_fixer.fixes.apply import fix_to_fixpoint, plan_safety, verify
+        from offload_fixer.fixes.apply import fix_to_fixpoint, verify
 
         program, names = kernel_program(self.shell)
-        diagnostics = [_in_program(d, program, names) for d in findings.diagnostics]
-        plans = plan_fixes(diagnostics, strategy=self.settings.strategy, texts={KERNEL_CELLS: program.data})
+        diagnostics, reports = _findings_in_program(findings, program, names)
+        plans = plan_fixes(diagnostics, strategy=self.settings.strategy, texts={KERNEL_CELLS: program.data},
+                           reports=reports)
         notes = []
         chosen = []
         for plan in plans:
-            safety = plan_safety(plan)  # unsafe where the rule page labels the fix so
-            if safety == "display-only" or safety == "unsafe" and not unsafe:
-                why = "; ".join(plan.problems or plan.unsafe_reasons) or safety
-                hint = " (--unsafe applies it)" if safety == "unsafe" else ""
-                notes.append(f"not applied ({plan.title}): {safety}: {why}{hint}")
+            if plan.safety == "display-only" or plan.safety == "unsafe" and not unsafe:
+                why = "; ".join(plan.problems or plan.unsafe_reasons) or plan.safety
+                hint = " (--unsafe applies it)" if plan.safety == "unsafe" else ""
+                notes.append(f"not applied ({plan.title}): {plan.safety}: {why}{hint}")
             else:
                 chosen.append(plan)
         in_cells = [p for p in chosen if p.path == KERNEL_CELLS]
@@ -211,7 +233,7 @@ class OffloadFixerExtension:
         if in_cells:
             try:
                 fixed, _ = fix_to_fixpoint(KERNEL_CELLS, cst.parse_module(program.text),
-                                           [(p.command, p.target) for p in in_cells])
+                                           [job for p in in_cells for job in p.jobs])
                 verify(KERNEL_CELLS, fixed.code.encode("utf-8"))
                 cells = program.split(fixed.code)
             except (cst.ParserSyntaxError, FixError, CellSplitError) as exc:
@@ -349,6 +371,17 @@ def _labelled(diagnostic: Diagnostic, names: Mapping[str, int]) -> Diagnostic:
 def _in_program(diagnostic: Diagnostic, program: Program, names: Mapping[str, int]) -> Diagnostic:
     """For fixing: every span in a cell moved into the kernel's program."""
     return _remapped(diagnostic, {k: v for k, v in names.items() if _in(program, v)}, program)
+
+
+def _findings_in_program(findings: CellFindings, program: Program,
+                         names: Mapping[str, int]) -> tuple[list[Diagnostic], list[Any]]:
+    """The findings and their reports (holding them, for the output trees) moved into the
+    kernel's program."""
+    diagnostics = [_in_program(d, program, names) for d in findings.diagnostics]
+    moved = dict(zip(findings.diagnostics, diagnostics))
+    reports = [dataclasses.replace(r, diagnostics=tuple(moved[d] for d in r.diagnostics if d in moved))
+               for r in findings.reports]
+    return diagnostics, [r for r in reports if r.diagnostics]
 
 
 def _in(program: Program, number: int) -> bool:

@@ -8,7 +8,7 @@ import multiprocessing
 import os
 import sys
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -90,13 +90,16 @@ def check_source(source: str | bytes, path: str = "<string>", target: str = "tpu
 def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | None = None,
                 jobs: int | None = 1, excludes: Sequence[str] = (),
                 check_syntax: Collection[str] = (),
-                settings_for: Callable[[str], Settings] | None = None) -> Iterator[StaticResult]:
+                settings_for: Callable[[str], Settings] | None = None, *,
+                caches: MutableMapping[str, SourceCache] | None = None) -> Iterator[StaticResult]:
     """Check files and directories (walked, honouring ``.gitignore`` and ``excludes``, which
     are gitignore-style patterns relative to each directory given). Yields one result per
     ``.py`` file (and ``.ipynb`` notebook where nbformat is installed), in walk order.
     ``jobs``: at most that many processes; 0 or ``None`` lets :func:`worker_count` decide. A
     file in ``check_syntax`` (a file named on the command line) is compiled even when the
-    prefilter rules it out, so a syntax error in it is reported.
+    prefilter rules it out, so a syntax error in it is reported. ``caches``: a
+    :class:`SourceCache` per path, filled and reused by the files checked in this process, so
+    that checking again after a fix parses only the statements the fix changed.
 
     ``settings_for(path)``: each file's own settings (its nearest ``[tool.offload-fixer]``):
     their target and JAX version replace ``target``/``jax_version``, and a file found in a
@@ -140,7 +143,11 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
     workers = worker_count(jobs, len(candidates), sum(len(item[0]) for item in candidates))
     if workers <= 1:
         for item in pending:
-            yield _check(*item, None, project) if isinstance(item, tuple) else item
+            if not isinstance(item, tuple):
+                yield item
+                continue
+            cache = caches.setdefault(item[1], SourceCache()) if caches is not None else None
+            yield _check(*item, cache, project)
         return
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
         futures = {id(item): pool.submit(_check_in_worker, *item, roots) for item in candidates}

@@ -12,15 +12,13 @@ from typing import Any
 
 import libcst as cst
 
+from codemods.sharding_exprs import policy_destinations
 from offload_fixer.model import Diagnostic, FixOption, Span
 from offload_fixer.rules import get_rule
 
 from .source import ParsedSource
 
 UNPINNED = "unpinned_host"
-DESTINATION_KEYWORDS = ("offload_dst", "dst")
-POSITIONAL_DESTINATION = {"offload_dot_with_no_batch_dims": 1, "Offloadable": 1}
-"""Policies whose destination is a positional argument, and its index."""
 
 
 def unpinned_policies(parsed: ParsedSource, text: str, path: str, target: str,
@@ -31,11 +29,7 @@ def unpinned_policies(parsed: ParsedSource, text: str, path: str, target: str,
 
     class Finder(cst.CSTVisitor):
         def visit_Call(self, node: cst.Call) -> None:
-            positional = POSITIONAL_DESTINATION.get(_last_name(node.func))
-            for index, arg in enumerate(node.args):
-                named = arg.keyword is not None and arg.keyword.value in DESTINATION_KEYWORDS
-                if (named or (arg.keyword is None and index == positional)) and _is_unpinned(arg.value):
-                    found.append(arg.value)
+            found.extend(value for value in policy_destinations(node) if _is_unpinned(value))
 
     parsed.module.visit(Finder())
     rule = get_rule("OFL1204")
@@ -65,11 +59,3 @@ def unpinned_policies(parsed: ParsedSource, text: str, path: str, target: str,
 
 def _is_unpinned(value: Any) -> bool:
     return isinstance(value, cst.SimpleString) and value.evaluated_value == UNPINNED
-
-
-def _last_name(func: cst.BaseExpression) -> str | None:
-    if isinstance(func, cst.Attribute):
-        return func.attr.value
-    if isinstance(func, cst.Name):
-        return func.value
-    return None

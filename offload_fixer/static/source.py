@@ -354,3 +354,10 @@ def _shifted(code_range: CodeRange, lines: int) -> CodeRange:
         return code_range
     start, end = code_range.start, code_range.end
     return CodeRange(CodePosition(start.line + lines, start.column), CodePosition(end.line + lines, end.column))
+
+
+def assemble_chunks(text: str, spans: Sequence[tuple[int, int]]) -> ParsedSource | None:
+    """Some chunks of ``text`` (spans from its outline, in order, the first one starting the
+    file) as one module, each chunk parsed alone; None when one does not parse alone. The fix
+    planner edits such an excerpt instead of the whole file."""
+    return _assemble(text, list(spans), SourceCache(0))

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -152,3 +153,106 @@ def test_codemods_import_neither_jax_nor_mlir() -> None:
     done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120,
                           check=True)
     assert done.stdout.strip() == "[]"
+
+
+def libcst_tool(tmp_path: Path, source: str, spelling: str, *flags: str) -> tuple[subprocess.CompletedProcess, Path]:
+    target = tmp_path / "program.py"
+    target.write_text(textwrap.dedent(source))
+    command = [sys.executable, "-m", "libcst.tool", "codemod", *spelling.split(), str(target), "--no-format",
+               "--hide-progress", *flags]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+    return done, target
+
+
+def test_libcst_tool_skips_a_file_the_target_does_not_fit(tmp_path: Path) -> None:
+    """A wrong --function-line is reported by libcst as a skipped file, with the reason."""
+    done, target = libcst_tool(tmp_path, LIBCST_SOURCE, "move_to_device.MoveToDeviceCommand",
+                               "--function-line", "99", "--output-path", "[1]")
+    assert target.read_text() == LIBCST_SOURCE
+    assert "Skipped 1 files" in done.stderr and "Transformed 0 files" in done.stderr
+    assert "--function-line 99 is not a line of this file (10 lines)" in done.stderr
+    done, _ = libcst_tool(tmp_path, LIBCST_SOURCE, "move_to_device.MoveToDeviceCommand",
+                          "--function-name", "g", "--output-path", "[1]")
+    assert "Skipped 1 files" in done.stderr and "function g (line None) not found" in done.stderr
+
+
+def test_libcst_tool_rejects_a_malformed_path(tmp_path: Path) -> None:
+    done, target = libcst_tool(tmp_path, LIBCST_SOURCE, "move_to_device.MoveToDeviceCommand",
+                               "--function-line", "7", "--output-path", "[1")
+    assert done.returncode == 2 and "not a pytree path" in done.stderr
+    assert target.read_text() == LIBCST_SOURCE
+
+
+SHARDING_TREES = """\
+import functools
+
+import jax
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+MESH = jax.make_mesh((1,), ("x",))
+ON_DEVICE = NamedSharding(MESH, P(), memory_kind="device")
+MOMENTS = {"w": ON_DEVICE, "b": ON_DEVICE}
+OPT_SHARDINGS = {"count": ON_DEVICE, "mu": MOMENTS}
+
+
+@functools.partial(jax.jit, out_shardings=(None, OPT_SHARDINGS))
+def step(params, opt_state):
+    return params, opt_state
+
+
+def make(shardings):
+    @functools.partial(jax.jit, out_shardings=shardings)
+    def inner(x):
+        return x, x
+
+    return inner
+"""
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        # the whole tree: each leaf re-kinded, the variable left alone for its other uses
+        ("[1]", 'out_shardings=(None, jax.tree.map(lambda s: s.with_memory_kind("pinned_host"), OPT_SHARDINGS))'),
+        # one leaf of it: patched here, not re-kinded as if the dict were a sharding
+        ("[1]['mu']['w']",
+         'out_shardings=(None, {**OPT_SHARDINGS, "mu": {**MOMENTS, "w": ON_DEVICE.with_memory_kind("pinned_host")}})'),
+    ],
+)
+def test_libcst_tool_declares_leaves_of_a_named_sharding_tree(tmp_path: Path, path: str, expected: str) -> None:
+    done, target = libcst_tool(tmp_path, SHARDING_TREES, "-x codemods.host_output.HostOutputCommand",
+                               "--function-name", "step", "--output-path", path)
+    assert done.returncode == 0 and "Transformed 1 files" in done.stderr, done.stderr
+    fixed = target.read_text()
+    assert expected in fixed and "OPT_SHARDINGS.with_memory_kind" not in fixed
+    assert 'OPT_SHARDINGS = {"count": ON_DEVICE, "mu": MOMENTS}\n' in fixed
+    imported = subprocess.run([sys.executable, str(target)], capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    assert imported.returncode == 0, imported.stderr
+
+
+def test_libcst_tool_does_not_guess_that_a_parameter_is_a_sharding(tmp_path: Path) -> None:
+    done, target = libcst_tool(tmp_path, SHARDING_TREES, "-x codemods.host_output.HostOutputCommand",
+                               "--function-name", "inner", "--output-path", "[1]")
+    assert target.read_text() == SHARDING_TREES
+    assert "Skipped 1 files" in done.stderr
+    assert "`shardings`, which the source does not show to be a sharding or a tree of them" in done.stderr
+
+
+def test_a_return_whose_value_starts_below_it_is_found_by_any_of_its_lines() -> None:
+    """A diagnostic points at the returned value's line, below ``return (``."""
+    source = """\
+        import jax
+
+        def f(x, h):
+            return (
+                x,
+                h,
+            )
+        """
+    for line in (4, 5, 6, 7):
+        code, codemod = run(MoveToDeviceCommand, source, function_line=3, output_paths=("[1]",), return_lines=(line,))
+        assert "        jax.device_put(h, jax.memory.Space.Device),\n" in code, line
+        assert not codemod.problems
+    _, codemod = run(MoveToDeviceCommand, source, function_line=3, output_paths=("[1]",), return_lines=(8,))
+    assert codemod.problems == ["f has no return with a value to move to device"]

@@ -104,6 +104,15 @@ CASES = {
         ),
         ("safe",),  # the move where a streamed argument enters is the intended fix
     ),
+    # a nested def right after the move keeps the blank line PEP 8 wants before it
+    "md_entry_before_def": Case(
+        "md_entry_before_def",
+        (
+            md(function_line=11, placement="entry", parameter="weights"),
+            md(function_line=19, placement="entry", parameter="weights"),
+        ),
+        ("safe", "safe"),
+    ),
     "md_aliases": Case("md_aliases", (md(function_line=9),), ("safe",)),
     "md_no_jax_module": Case("md_no_jax_module", (md(function_line=9),), ("safe",)),
     "md_transfer": Case(
@@ -237,7 +246,8 @@ def test_fixture(name: str) -> None:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_fixture_changes_only_edited_lines(name: str) -> None:
     """The diff touches only lines an edit reports, and adds at most one line per edit
-    (a new statement or argument line) plus the imports it needs."""
+    (a new statement or argument line) plus the imports it needs; blank lines (the one before
+    a nested ``def`` a new statement lands above) do not count."""
     case = CASES[name]
     before = (FIXTURES / f"{case.fixture}.before.py").read_text()
     after, _, safeties, edit_lines = run_case(case, before)
@@ -249,7 +259,7 @@ def test_fixture_changes_only_edited_lines(name: str) -> None:
     ).get_opcodes():
         if tag != "equal":
             changed.update(range(i1 + 1, i2 + 1))
-            added += (j2 - j1) - (i2 - i1)
+            added += sum(1 for line in new[j1:j2] if line.strip()) - sum(1 for line in old[i1:i2] if line.strip())
     assert changed or added, "a fixture that changes nothing tests nothing"
     assert changed <= edit_lines
     imports = sum(1 for line in new if re.match(r"(import|from) ", line)) - sum(

@@ -15,15 +15,16 @@ EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
 EXAMPLE_PATHS = sorted(EXAMPLES_DIR.glob("*.py"))
 EXAMPLE_NAMES = [path.stem for path in EXAMPLE_PATHS]
 
-NEWEST_JAX_NEEDED = (0, 10, 0)
-"""The examples use ``jax.memory.Space`` (0.10) and ``pinned_host`` arrays on CPU (0.5+)."""
+NEWEST_JAX_NEEDED = (0, 10, 1)
+"""The examples use ``jax.memory.Space`` (0.10), the function form of ``compute_on`` (0.10.1)
+and ``pinned_host`` arrays on CPU, which JAX 0.4.35 and 0.6.2 do not offer."""
 
 
 def jax_runs_examples() -> bool:
     return jax_compat.parse_version(jax_compat.installed_version()) >= NEWEST_JAX_NEEDED
 
 
-SKIP_REASON = "the examples target JAX >= 0.10 (0.4.35's CPU backend has no pinned_host memory)"
+SKIP_REASON = "the examples target JAX >= 0.10.1 (the CPU backend of 0.4.35 and 0.6.2 has no pinned_host memory)"
 
 
 def expected_path(name: str) -> Path:

@@ -2,7 +2,7 @@
 this machine's CPU backend so that XLA writes a real ``--xla_dump_to`` dump of them.
 
 Run as a script with ``XLA_FLAGS=--xla_dump_to=DIR`` (and ``JAX_DUMP_IR_TO``); the CPU
-compiler never raises error 1200, so every module compiles and is dumped. Which functions
+compiler never raises error 1200, so every module is optimized and dumped. Which functions
 are errors depends on how the installed JAX assigns output memory kinds, so the set is
 chosen by regime. Each returning line carries a ``# returns: NAME`` marker for the tests.
 The first function is compiled a second time for a new shape, as a retrace would: a later
@@ -56,9 +56,11 @@ def propagation_scenarios():
         return x + 1, y * 3  # returns: move_then_scale
 
     def carry_host(x):
+        """The two carries swap places each step: JAX 0.6 forwards a carry that does not
+        change out of the loop, which would keep its host kind."""
         h = jax.device_put(x, host)
-        carried, _ = jax.lax.scan(lambda c, _: (c, None), h, None, length=3)
-        return carried  # returns: carry_host
+        carried, _ = jax.lax.scan(lambda c, _: ((c[1], c[0]), None), (h, h), None, length=3)
+        return carried[0]  # returns: carry_host
 
     return [jax.jit(move_then_scale), jax.jit(carry_host)]
 
@@ -73,7 +75,13 @@ def main() -> None:
 
 def compile_for_tpu(jitted, size: int) -> None:
     spec = jax.ShapeDtypeStruct((size,), jnp.float32)
-    jitted.trace(spec).lower(lowering_platforms=("tpu",)).compile()
+    try:
+        jitted.trace(spec).lower(lowering_platforms=("tpu",)).compile()
+    except jax.errors.JaxRuntimeError as exc:
+        # The CPU compiler of JAX 0.5 - 0.7 has no host memory: it optimizes and dumps the
+        # module, then finds no code to emit for the move to host. The dump is what is wanted.
+        if "custom call to annotate_device_placement" not in str(exc):
+            raise
 
 
 if __name__ == "__main__":

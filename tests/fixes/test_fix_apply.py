@@ -26,7 +26,7 @@ from offload_fixer.fixes.apply import (
     split_lines,
     verify,
 )
-from offload_fixer.model import Diagnostic, FunctionRef, Origin, Span
+from offload_fixer.model import Diagnostic, FunctionRef, Origin, Span, Step
 
 NEW_JAX = "0.10.2"
 
@@ -238,6 +238,7 @@ def test_two_streamed_parameters_move_in_one_pass(tmp_path: Path) -> None:
                    origin=Origin("host_argument", "pinned_host", None,
                                  f"argument {name} declared pinned_host (in_shardings)", key=f"arg:{i}",
                                  argument=name, argument_index=i),
+                   trace=(Step("stablehlo.multiply", "host compute", Span(str(path), 5, 12)),),
                    function=FunctionRef("step", str(path), 3))
         for i, name in enumerate(["params", "opt"])
     ]
@@ -338,23 +339,23 @@ def test_a_cr_only_file_with_a_coding_cookie_is_fixed_byte_for_byte(tmp_path: Pa
     assert path.read_bytes() == original.replace(old, new)
 
 
-def test_a_fix_the_rule_page_labels_unsafe_needs_consent(tmp_path: Path) -> None:
-    """The planner may find the host-output edit mechanical, but the user was shown
-    ``fix (unsafe)`` for it (callers then receive host memory)."""
-    from offload_fixer.fixes.apply import plan_safety
-    from offload_fixer.model import FixOption
+def test_a_plan_labelled_unsafe_is_shown_and_applied_as_unsafe(tmp_path: Path) -> None:
+    """The ``fix`` line a finding shows is its plan's label, and ``--fix`` treats the plan by
+    that same label: an unsafe plan waits for ``--unsafe-fixes``, in words a CLI user can act on."""
+    import dataclasses
+
+    from offload_fixer.findings import fix_marks
 
     path = tmp_path / "step.py"
     path.write_text(SOURCE)
-    options = (FixOption("device", "Move", "", "safe"), FixOption("host", "Declare", "", "unsafe"))
-    d = diagnostic(path)
-    labelled = Diagnostic(**{**d.__dict__, "fixes": options})
-    (plan,) = plan_fixes([labelled], strategy="host", jax_version=NEW_JAX)
-    assert plan.command == "host_output" and plan_safety(plan) == "unsafe"
-    (declined,) = apply_plans([plan], write=True)
-    assert not declined.written and declined.skipped[0][1].startswith("unsafe") and "unsafe=True" not in declined.skipped[0][1]
-    (device,) = plan_fixes([labelled], strategy="device", jax_version=NEW_JAX)
-    assert plan_safety(device) == device.safety
+    (plan,) = plan_fixes([diagnostic(path)], strategy="host", jax_version=NEW_JAX)
+    unsafe = dataclasses.replace(plan, safety="unsafe")
+    assert {mark.status for mark in fix_marks(plan.diagnostics, [unsafe], unsafe=False).values()} == {"unsafe"}
+    (declined,) = apply_plans([unsafe], write=True)
+    assert not declined.written and declined.skipped[0][1].startswith("unsafe: ")
+    assert "unsafe=True" not in declined.skipped[0][1] and path.read_text() == SOURCE
+    (applied,) = apply_plans([unsafe], write=True, unsafe=True)
+    assert applied.written and path.read_text() != SOURCE
 
 
 def test_lines_move_across_edits_as_python_counts_them() -> None:

@@ -98,27 +98,31 @@ def streamed(argument: str | None = "params", index: int = 0) -> Origin:
 
 
 @pytest.mark.parametrize(
-    ("kind", "version", "requested", "expected"),
+    ("kind", "version", "requested", "computed_on", "expected"),
     [
-        ("move_to_host", OLD_JAX, "auto", "host"),
-        ("move_to_host", NEW_JAX, "auto", "host"),
-        ("host_argument", OLD_JAX, "auto", "device"),
-        ("host_argument", NEW_JAX, "auto", "host"),
-        (
-            "host_argument",
-            NEW_JAX,
-            "device",
-            "host",
-        ),  # the >= 0.7.1 gap: device_put is dropped
-        ("offload_policy", OLD_JAX, "auto", "device"),
-        ("host_compute", OLD_JAX, "auto", "device"),
-        ("move_to_host", OLD_JAX, "device", "device"),
-        ("offload_policy", NEW_JAX, "host", "host"),
+        ("move_to_host", OLD_JAX, "auto", False, "host"),
+        ("move_to_host", NEW_JAX, "auto", False, "host"),
+        # an offloaded value computed on: the computation belongs on device
+        ("move_to_host", OLD_JAX, "auto", True, "device"),
+        ("move_to_host", OLD_JAX, "host", True, "host"),
+        # a streamed argument computed on moves to device where it is read, in every version
+        # (JAX 0.10.2 and 0.12 emit that move; the released compiler rejects the host outputs)
+        ("host_argument", OLD_JAX, "auto", True, "device"),
+        ("host_argument", NEW_JAX, "auto", True, "device"),
+        ("host_argument", NEW_JAX, "host", True, "device"),
+        ("host_argument", NEW_JAX, "device", True, "device"),
+        # ... and one passed straight through to an output stays host memory
+        ("host_argument", NEW_JAX, "auto", False, "host"),
+        ("host_argument", OLD_JAX, "device", False, "device"),
+        ("offload_policy", OLD_JAX, "auto", False, "device"),
+        ("host_compute", OLD_JAX, "auto", False, "device"),
+        ("move_to_host", OLD_JAX, "device", False, "device"),
+        ("offload_policy", NEW_JAX, "host", False, "host"),
     ],
 )
-def test_strategy_rule(kind: str, version: str, requested: str, expected: str) -> None:
+def test_strategy_rule(kind: str, version: str, requested: str, computed_on: bool, expected: str) -> None:
     origin = Origin(kind, "pinned_host")  # type: ignore[arg-type]
-    strategy, why = choose_strategy(origin, requested, jax_compat.spelling(version))
+    strategy, why = choose_strategy(origin, requested, jax_compat.spelling(version), computed_on)
     assert strategy == expected
     assert why
 
@@ -129,13 +133,14 @@ def test_one_plan_per_origin_covering_all_its_outputs(tmp_path: Path) -> None:
     diagnostics = [
         ofl1200(path, "[1]", origin),
         ofl1200(path, "[0]", origin),
-        Diagnostic("OFL1201", "warning", "tpu", "m", "e", origin=origin),
+        Diagnostic("OFL1201", "warning", "tpu", "m", "e", origin=origin, function=FunctionRef("step", path, 8)),
     ]
     plans = plan_fixes(diagnostics, strategy="device", jax_version=NEW_JAX)
     assert len(plans) == 1
     (plan,) = plans
     assert plan.output_paths == ("[1]", "[0]")
-    assert plan.diagnostics == tuple(diagnostics[:2])
+    assert plan.diagnostics == tuple(diagnostics)  # the host compute has the same root cause
+    assert plan.covered == tuple(diagnostics[:2])  # a move at the returns leaves the compute on host
     # Both returns (no return_span: a dynamic diagnostic), both outputs of each.
     assert len(plan.edits) == 4 and plan.safety == "safe"
 
@@ -182,19 +187,37 @@ def test_return_span_limits_the_edit_to_that_return(tmp_path: Path) -> None:
     )
 
 
-def test_host_compute_trace_moves_back_where_the_value_enters_computation(
-    tmp_path: Path,
-) -> None:
+COMPUTED = OFFLOAD.replace("return x, h\n", "return x, h * 2\n")
+
+
+def test_host_compute_moves_the_operand_back_where_it_is_computed_on(tmp_path: Path) -> None:
+    path = write(tmp_path, "offload.py", COMPUTED)
+    trace = (Step("device_put", "move to host"), Step("stablehlo.multiply", "host compute", Span(path, 12, 19)))
+    diagnostics = [ofl1200(path, "[1]", moved(path), trace=trace),
+                   Diagnostic("OFL1201", "warning", "tpu", "m", "e", origin=moved(path), trace=trace[1:],
+                              function=FunctionRef("step", path, 8))]
+    (plan,) = plan_fixes(diagnostics, jax_version=NEW_JAX)  # auto: computed on, so device
+    assert (plan.strategy, plan.target.placement, plan.safety) == ("device", "operand", "safe")
+    assert plan.covered == tuple(diagnostics)
+    assert plan.title == "Move h back to device where it is computed on (line 12)"
+    (result,) = apply_plans([plan], write=False)
+    assert "+        return x, jax.device_put(h, jax.memory.Space.Device) * 2\n" in result.diff
+
+
+def test_host_compute_elsewhere_moves_back_right_after_the_offload(tmp_path: Path) -> None:
     path = write(tmp_path, "offload.py", OFFLOAD)
     trace = (
         Step("device_put", "move to host"),
-        Step("stablehlo.multiply", "host compute"),
+        Step("stablehlo.multiply", "host compute", Span(path, 40, 1)),  # in another function
     )
     (plan,) = plan_fixes(
         [ofl1200(path, "[1]", moved(path), trace=trace)],
         strategy="device",
         jax_version=NEW_JAX,
     )
+    assert plan.target.placement == "return"
+    plan = plan_fixes([Diagnostic("OFL1201", "warning", "tpu", "m", "e", origin=moved(path), trace=trace[1:],
+                                  function=FunctionRef("step", path, 8))], jax_version=NEW_JAX)[0]
     assert plan.target.placement == "after_origin"
     assert plan.safety == "unsafe" and "undoing the offload" in plan.unsafe_reasons[0]
     assert (
@@ -204,12 +227,15 @@ def test_host_compute_trace_moves_back_where_the_value_enters_computation(
     assert "+    h = jax.device_put(h, jax.memory.Space.Device)\n" in result.diff
 
 
-def test_streamed_parameter_moves_to_device_at_entry_before_0_7_1(
+HOST_COMPUTE = (Step("stablehlo.multiply", "host compute"),)
+
+
+def test_streamed_parameter_computed_on_moves_to_device_at_entry(
     tmp_path: Path,
 ) -> None:
     path = write(tmp_path, "streamed.py", STREAMED)
     (plan,) = plan_fixes(
-        [ofl1200(path, "[0]", streamed(), "train_step", 9)], jax_version=OLD_JAX
+        [ofl1200(path, "[0]", streamed(), "train_step", 9, trace=HOST_COMPUTE)], jax_version=OLD_JAX
     )
     assert (plan.strategy, plan.target.placement, plan.target.parameter) == (
         "device",
@@ -228,16 +254,15 @@ def test_parameter_from_argument_index(tmp_path: Path) -> None:
     path = write(tmp_path, "streamed.py", STREAMED)
     origin = streamed(None, 1)
     (plan,) = plan_fixes(
-        [ofl1200(path, "[1]", origin, "train_step", 9)], jax_version=OLD_JAX
+        [ofl1200(path, "[1]", origin, "train_step", 9, trace=HOST_COMPUTE)], jax_version=OLD_JAX
     )
     assert plan.target.parameter == "batch"
 
 
-def test_streamed_parameter_takes_host_output_from_0_7_1(tmp_path: Path) -> None:
+def test_streamed_parameter_passed_through_stays_host_memory(tmp_path: Path) -> None:
     path = write(tmp_path, "streamed.py", STREAMED)
     (plan,) = plan_fixes(
         [ofl1200(path, "[0]", streamed(), "train_step", 9)],
-        strategy="device",
         jax_version=NEW_JAX,
     )
     assert (plan.strategy, plan.safety) == ("host", "safe")

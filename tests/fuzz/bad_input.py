@@ -41,6 +41,8 @@ FIXABLE = textwrap.dedent(
         return x, h
     """
 )
+UNSAFE_FIXABLE = "import jax\n\n\n@jax.jit\ndef step(x):\n    h = jax.device_put(x, jax.memory.Space.Host)\n    return x, h\n"
+"""Its host-output fix builds a sharding the source does not show: labelled unsafe."""
 RUNNABLE = textwrap.dedent(
     """\
     import jax
@@ -319,8 +321,9 @@ CASES: tuple[Case, ...] = (
     Case("fix-append-only-file", _append_only, ExitCode.FIX_REFUSED, _untouched("locked.py")),
     Case("fix-read-only-file", _read_only, ExitCode.FIX_REFUSED, _untouched("ro.py")),
     Case("fix-unsafe-without-consent",
-         lambda d: (_write(d, "u.py", FIXABLE), ["check", "--fix", "--jax-version", OLD, "--strategy", "host", "u.py"])[1],
-         ExitCode.FINDINGS, lambda d, done: _untouched("u.py")(d, done) or _says("--unsafe-fixes")(d, done)
+         lambda d: (_write(d, "u.py", UNSAFE_FIXABLE),
+                    ["check", "--fix", "--jax-version", OLD, "--strategy", "host", "u.py"])[1],
+         ExitCode.FINDINGS, lambda d, done: _untouched("u.py", UNSAFE_FIXABLE)(d, done) or _says("--unsafe-fixes")(d, done)
          or ("unsafe=True" in done.stderr and "a message names the Python API's unsafe=True") or None),
     # fix REPORT
     Case("fix-report-fifo", lambda d: ["fix", str(_fifo(d, "report.json"))], ExitCode.INPUT_ERROR, _says("FIFO")),

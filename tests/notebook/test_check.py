@@ -32,10 +32,10 @@ def check(*args: str):
 
 
 def test_findings_name_the_cell_and_its_line(project):
-    result = check("--unsafe-fixes", "train.ipynb")  # its only fix (a host output) is labelled unsafe
+    result = check("train.ipynb")
     assert result.exit_code == ExitCode.FINDINGS
     lines = result.output.splitlines()
-    assert lines[0].startswith("train.ipynb:cell 7:1:32: OFL1200 [*] [error]")  # --fix --unsafe-fixes fixes it
+    assert lines[0].startswith("train.ipynb:cell 7:1:32: OFL1200 [*] [error]")  # --fix fixes it
     assert "multiply (host compute) at train.ipynb:cell 5:2:12" in result.output
     assert "cell 6" not in result.output  # the %%time cell is not Python
 
@@ -70,9 +70,7 @@ def test_sarif_and_github_point_into_the_ipynb_text_and_name_the_cell(project):
 
 def test_diff_shows_the_cell_and_writes_nothing(project):
     before = project.read_bytes()
-    # JAX >= 0.7.1 takes a host in_shardings argument abstractly: only the host-output fix
-    # applies, which the rule page labels unsafe (callers receive host memory)
-    result = check("--diff", "--unsafe-fixes", "train.ipynb")
+    result = check("--diff", "train.ipynb")
     assert result.exit_code == ExitCode.FINDINGS
     assert "--- a/train.ipynb:cell 7\n+++ b/train.ipynb:cell 7\n" in result.output
     assert "+scale_on_host = jax.jit(scale, in_shardings=host, out_shardings=host)\n !echo compiled\n" in result.output
@@ -80,17 +78,23 @@ def test_diff_shows_the_cell_and_writes_nothing(project):
 
 
 def test_fix_rewrites_only_the_edited_cell_source(project):
+    """The host argument is computed on (``x * 2``): moved to device in the function's cell,
+    and the result it returns kept host memory at the jit's cell; nothing else changes."""
     before = project.read_text()
-    result = check("--fix", "--unsafe-fixes", "train.ipynb")
+    result = check("--fix", "train.ipynb")
     assert result.exit_code == ExitCode.CLEAN, result.output
     after = project.read_text()
-    edited = source_lines(before, "cell-7")
     old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
-    assert old[: edited.start] == new[: edited.start]
-    assert old[edited.stop :] == new[edited.stop :]
-    assert new[edited.start + 1] == '    "scale_on_host = jax.jit(scale, in_shardings=host, out_shardings=host)\\n",\n'
+    function, jit = source_lines(before, "cell-5"), source_lines(before, "cell-7")
+    last = function.stop - 2  # the cell's last source line, ``return x * 2``
+    assert old[:last] == new[:last]
+    assert new[last] == '    "    x = jax.device_put(x, jax.memory.Space.Device)\\n",\n'
+    assert old[last : jit.start + 1] == new[last + 1 : jit.start + 2]
+    assert new[jit.start + 2] == '    "scale_on_host = jax.jit(scale, in_shardings=host, out_shardings=host)\\n",\n'
+    assert old[jit.start + 2 :] == new[jit.start + 3 :]
     fixed = nbformat.reads(after, as_version=4)
     nbformat.validate(fixed)
+    assert fixed.cells[4].source == "def scale(x):\n    x = jax.device_put(x, jax.memory.Space.Device)\n    return x * 2"
     assert fixed.cells[6].source == "scale_on_host = jax.jit(scale, in_shardings=host, out_shardings=host)\n!echo compiled"
     original = nbformat.reads(before, as_version=4)
     assert [c.get("outputs") for c in fixed.cells] == [c.get("outputs") for c in original.cells]
@@ -148,8 +152,10 @@ def test_a_notebook_written_by_another_tool_is_fixed_in_its_own_layout(tmp_path,
                        "cells": cells}, indent=2) + "\n"
     path = tmp_path / "other.ipynb"
     path.write_text(text)
-    result = check("--fix", "--unsafe-fixes", "--jax-version", TYPED, "other.ipynb")
+    result = check("--fix", "--jax-version", TYPED, "other.ipynb")
     assert result.exit_code == ExitCode.CLEAN, result.output
     assert "Warning" not in result.output
-    fixed = JIT_SITE.replace("=host)", "=host, out_shardings=host)")
-    assert path.read_text() == text.replace(json.dumps(JIT_SITE), json.dumps(fixed))
+    fixed_jit = JIT_SITE.replace("=host)", "=host, out_shardings=host)")
+    fixed_scale = SCALE.replace("\n", "\n    x = jax.device_put(x, jax.memory.Space.Device)\n", 1)
+    assert path.read_text() == text.replace(json.dumps(JIT_SITE), json.dumps(fixed_jit)).replace(
+        json.dumps(SCALE), json.dumps(fixed_scale))

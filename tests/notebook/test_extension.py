@@ -99,9 +99,10 @@ def test_example_finding_under_its_cell_then_fix_and_rerun_leaves_none():
             assert shown == transcript(f"kernel examples/{EXAMPLE.name}").output
         assert "step  29  loss 0.2538" in shown and "velocity lives in: pinned_host" in shown
         # the training cell (In [6]) compiled; the error is in the step's cell, In [5]
-        assert "In [5]:10:5: OFL1200 [error]" in shown
+        assert "In [5]:10:5: OFL1200 [*] [error]" in shown
         assert "--- a/In [5]\n+++ b/In [5]\n" in shown
-        (moved,) = re.findall(r"^\+(    opt_state = jax\.device_put\(opt_state, .+\))$", shown, re.MULTILINE)
+        # only the moments are moved, where the step reads them
+        (moved,) = re.findall(r'^\+(    velocity = jax\.device_put\(opt_state\["velocity"\], .+\))$', shown, re.MULTILINE)
 
         wrong = kernel.append("%offload_fix 3")
         assert "does not edit In [3]; it edits In [5]" in kernel.run(wrong)
@@ -109,7 +110,9 @@ def test_example_finding_under_its_cell_then_fix_and_rerun_leaves_none():
         assert "this cell now holds In [5] with the fix" in kernel.run(fix)
         kernel.apply_payloads(fix)
         fixed = kernel.notebook.cells[fix].source
-        assert fixed == kernel.notebook.cells[STEP_CELL].source.replace("    loss, grads =", f"{moved}\n    loss, grads =")
+        read = '    velocity = jax.tree.map(lambda v, g: MOMENTUM * v + g, opt_state["velocity"], grads)'
+        assert fixed == kernel.notebook.cells[STEP_CELL].source.replace(
+            read, f"{moved}\n" + read.replace('opt_state["velocity"]', "velocity"))
         assert kernel.run(fix) == ""
         again = kernel.run(kernel.append(kernel.notebook.cells[TRAIN_CELL].source))
         assert again == "".join(line for line in shown.splitlines(keepends=True) if line.startswith(("step", "velocity")))
@@ -130,16 +133,16 @@ def test_the_extension_never_changes_what_the_cells_compute():
 def test_ipython_input_cells_of_a_terminal_shell_map_back_too():
     """IPython itself (not ipykernel) names cells ``<ipython-input-N-hash>``; the magics refuse
     bad options with a one-line message, and unloading gives ``jax.jit`` back."""
-    # JAX >= 0.7.1: the only fix declares a host output, which the rule page labels unsafe
-    fix_magic = "%offload_fix --unsafe" if TYPED_JAX else "%offload_fix"
     script = textwrap.dedent(f"""
         import jax
         from IPython.core.interactiveshell import InteractiveShell
         real_jit = jax.jit
         shell = InteractiveShell.instance()
-        for cell in {["%load_ext offload_fixer", SETUP, SCALE, JIT, CALL, fix_magic]!r}:
+        for cell in {["%load_ext offload_fixer", SETUP, SCALE, JIT, CALL, "%offload_fix"]!r}:
             shell.run_cell(cell, store_history=True)
-        print("NEXT INPUT:", shell.rl_next_input)
+        for number in (3, 4):
+            shell.run_cell(f"%offload_fix {{number}}", store_history=True)
+            print(f"NEXT INPUT {{number}}:", shell.rl_next_input)
         for line in ["--target nope", "--confirm", "--target gpu --ignore OFL1201"]:
             shell.run_cell("%offload_fixer " + line, store_history=True)
         shell.run_cell("%unload_ext offload_fixer", store_history=True)
@@ -150,10 +153,11 @@ def test_ipython_input_cells_of_a_terminal_shell_map_back_too():
     assert result.returncode == 0, result.stderr
     output = result.stdout + result.stderr
     assert "In [3]:2:12: OFL1201" in output
-    if TYPED_JAX:  # JAX >= 0.7.1 types the argument as device memory: only a host output fixes it
-        assert "NEXT INPUT: " + JIT.replace("=host)", "=host, out_shardings=host)") in output
-    else:
-        assert "NEXT INPUT: def scale(x):\n    x = jax.device_put(x, " in output
+    # the streamed argument is computed on: moved to device in its function's cell, and the
+    # one array it returns (the state it updates) kept host memory at the jit's cell
+    assert "the fix edits In [3], In [4]: run %offload_fix N for each" in output
+    assert "NEXT INPUT 3: def scale(x):\n    x = jax.device_put(x, " in output
+    assert "NEXT INPUT 4: " + JIT.replace("=host)", "=host, out_shardings=host)") in output
     assert "UsageError: %offload_fixer: argument --target: invalid choice: 'nope'" in output
     assert "--confirm (each finding compiled with the real compiler) is not available" in output
     assert "checking new jit compilations for gpu (strategy auto)" in output

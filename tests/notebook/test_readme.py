@@ -19,12 +19,12 @@ COMMANDS = [t for t in transcripts() if t.command and "ipynb" in t.command]
 def test_the_readme_has_the_notebook_transcripts():
     assert [t.command for t in COMMANDS] == [
         "offload-fixer check examples/ema_on_host_notebook.ipynb",
-        "offload-fixer check --diff --unsafe-fixes examples/ema_on_host_notebook.ipynb",
+        "offload-fixer check --diff examples/ema_on_host_notebook.ipynb",
     ]
 
 
-@pytest.mark.skipif(jax_compat.regime() is not jax_compat.Regime.TYPED,
-                    reason="the README shows the rules of the pinned JAX (memory space in the type)")
+@pytest.mark.skipif(jax_compat.installed_version() != readme_script().pinned_jax(),
+                    reason="the README's transcripts are made with the JAX constraints.txt pins")
 @pytest.mark.skipif(shutil.which("offload-fixer", path=os.path.dirname(sys.executable)) is None,
                     reason="offload-fixer is not installed in this environment")
 @pytest.mark.parametrize("transcript", COMMANDS, ids=lambda t: t.command)

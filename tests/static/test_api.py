@@ -184,6 +184,20 @@ def test_parallel_check_gives_the_same_results(tmp_path):
     assert sum(len(r.diagnostics) for r in parallel) == 8
 
 
+def test_checking_again_with_the_caches_parses_only_the_changed_statements(tmp_path):
+    """What ``check --fix`` does: check, fix one statement, check again with the same caches."""
+    path = tmp_path / "step.py"
+    path.write_text(SOURCE + "".join(f"\n\ndef helper_{i}(x):\n    return x + {i}\n" for i in range(20)))
+    caches: dict = {}
+    (first,) = check_paths([str(path)], jax_version=LEGACY, caches=caches)
+    parsed = caches[str(path)].parsed
+    path.write_text(path.read_text().replace("moved * 2", "moved * 3"))
+    (again,) = check_paths([str(path)], jax_version=LEGACY, caches=caches)
+    assert caches[str(path)].parsed == parsed + 1
+    assert again == list(check_paths([str(path)], jax_version=LEGACY))[0] and again.diagnostics
+    assert [d.code for d in again.diagnostics] == [d.code for d in first.diagnostics]
+
+
 def test_a_named_file_is_parsed_even_when_the_prefilter_rules_it_out(tmp_path):
     broken = tmp_path / "broken.py"
     broken.write_text("def f(:\n    pass\n")

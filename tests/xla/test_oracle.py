@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import probes
 import pytest
 
 from offload_fixer import jax_compat, xla
@@ -50,33 +51,45 @@ def test_a_compiled_module_reports_each_outputs_memory_kind(judge):
     assert verdict.output_memory_kinds == ("pinned_host", "device")
 
 
-@needs_host_memory
+ABORTING = {
+    "tpu": ("loop_over_host_weights", "OFL1207"),
+    "gpu": ("while_condition_on_host", "OFL1205"),
+}
+"""A probe each target's released compiler fails a CHECK on, and the code of that failure:
+libtpu's host-compute alias assigner on a loop dot mixing host and device memory, the CUDA
+plugin's host offloader on a loop condition computed from host memory (up to jaxlib 0.11)."""
+
+
+def probe_named(name: str) -> probes.Probe:
+    probe = next(probe for probe in probes.PROBES if probe.name == name)
+    reason = probes.skip_reason(probe)
+    if reason:
+        pytest.skip(reason)
+    return probe
+
+
 def test_a_compiler_that_aborts_is_reported_and_replaced(judge):
-    """A loop condition computed from host memory fails a CHECK in the host offloader: the
-    compiler process dies, the verdict says so with the CHECK, and the next module is judged
-    by a fresh process."""
-    from jax import lax
-
-    def scan_with_host_condition(rows):
-        history = jax.device_put(jnp.zeros_like(rows), jax_compat.memory_move_target("pinned_host"))
-
-        def keep_going(state):
-            return (state[0] < 4) & (jnp.sum(state[1]) < 1e6)
-
-        def write(state):
-            i, history = state
-            row = jax.device_put(rows[i] * 2, jax_compat.memory_move_target("pinned_host"))
-            return i + 1, lax.dynamic_update_slice(history, row[None], (i, 0))
-
-        return lax.while_loop(keep_going, write, (0, history))[1]
-
-    if jax_compat.regime() is not jax_compat.Regime.TYPED:
-        pytest.skip("the program needs memory spaces in types (JAX >= 0.7.1)")
-    verdict = judge.judge(lower(scan_with_host_condition, jax.ShapeDtypeStruct((4, 128), jnp.float32),
-                                platform=PLATFORMS[judge.target]))
-    assert verdict.outcome == "aborted" and verdict.code == "OFL1205"
+    """The compiler process dies on a CHECK: the verdict says so with the CHECK, and the next
+    module is judged by a fresh process."""
+    name, code = ABORTING[judge.target]
+    if name == "while_condition_on_host" and not jax_compat.xla_generation().while_condition_on_host_aborts:
+        pytest.skip(f"no program is known to abort {judge.compiler}")
+    verdict = judge.judge(probes.lower(probe_named(name), PLATFORMS[judge.target]))
+    assert verdict.outcome == "aborted" and verdict.code == code
     assert "Check failed" in verdict.message
     assert judge.judge(lower(lambda x: x + 1, vector(), platform=PLATFORMS[judge.target])).outcome == "compiled"
+
+
+def test_a_loop_condition_computed_from_host_memory_is_error_1205(judge):
+    """Older compilers abort on it (a CHECK in the host offloader); from jaxlib 0.12 it is an
+    error that names the condition's instruction (``jax_compat.XlaGeneration``)."""
+    verdict = judge.judge(probes.lower(probe_named("while_condition_on_host"), PLATFORMS[judge.target]))
+    assert verdict.code == "OFL1205"
+    if jax_compat.xla_generation().while_condition_on_host_aborts:
+        assert verdict.outcome == "aborted" and "Check failed" in verdict.message
+    else:
+        assert verdict.outcome == "rejected" and verdict.instruction.startswith("reduce_sum.")
+        assert "during while condition body" in verdict.message
 
 
 def test_every_input_form_gives_the_same_verdict(tpu_compiler):

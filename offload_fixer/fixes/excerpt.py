@@ -1,0 +1,338 @@
+"""The statements a fix needs, and only those: a libcst module built from some of a file's
+top-level statements, edited, then spliced back into the file's text.
+
+A fix edits one function, its jit site and perhaps the imports, yet libcst costs about 3 s
+per MB to parse and as much again for positions, on every pass. So the file is cut into
+top-level chunks with the static check's ``ast`` outline (:mod:`offload_fixer.static.outline`,
+ten times cheaper than libcst), only the chunks the targets need are parsed, the codemods run
+on that excerpt, and each changed chunk's new text replaces the old one in the file: every
+byte of the other chunks stays as it was.
+
+The chunks a set of targets needs: the first (header, docstring), every chunk with a
+top-level import (aliases; new imports go after them), the chunks holding the targets' lines,
+every chunk that names a target function (its jit sites), and, following module-level names
+those chunks read, the chunks that bind them (the shardings, meshes and trees the codemods
+copy; all of a name's bindings, since "bound once" is part of what they check).
+
+Positions in the excerpt are its own lines; :meth:`Excerpt.file_line` maps them back, so
+that the codemods can report file lines (``FixCommand(line_map=...)``).
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import difflib
+import re
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+
+from codemods.targets import FixTarget
+from offload_fixer.fixes.errors import SourceSyntaxError
+from offload_fixer.fixes.source_io import parse_source
+from offload_fixer.fixes.splice import splice
+from offload_fixer.static.outline import NEWLINE, Outline, outline
+from offload_fixer.static.source import assemble_chunks
+
+_NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_KEPT_OUTLINES = 2
+
+
+def target_lines(target: FixTarget) -> list[int]:
+    """Every file line a target points at: the statements its codemod must see."""
+    lines = [target.function_line, target.inner_line, target.origin_line, *target.return_lines,
+             *(line for line, _ in target.compute_spans)]
+    return [line for line in lines if line is not None]
+
+
+def target_function_names(target: FixTarget) -> list[str]:
+    return [target.function_name.rsplit(".", 1)[-1]] if target.function_name else []
+
+
+class FileOutline:
+    """A file's text cut into top-level chunks, with what choosing chunks needs: their lines,
+    the module-level names each binds, and (lazily) the names each reads. :meth:`of` keeps the
+    last few, so planning and applying a fix cut a file once."""
+
+    _recent: OrderedDict[tuple[str, str], FileOutline] = OrderedDict()
+
+    @classmethod
+    def of(cls, path: str, text: str, found_outline: Outline | None = None) -> FileOutline:
+        """The outline of ``text``, kept; ``found_outline``: one the static check already made."""
+        key = (path, text)
+        found = cls._recent.get(key)
+        if found is None:
+            found = cls._recent[key] = cls(path, text, found_outline)
+            while len(cls._recent) > _KEPT_OUTLINES:
+                cls._recent.popitem(last=False)
+        else:
+            cls._recent.move_to_end(key)
+        return found
+
+    def __init__(self, path: str, text: str, found: Outline | None = None) -> None:
+        """Raises :class:`SourceSyntaxError` for a text that is not Python."""
+        self.path = path
+        self.text = text
+        try:
+            if found is None or found.text != text:
+                found = outline(text)
+        except SyntaxError as exc:
+            raise SourceSyntaxError(path, f"does not parse: {exc.msg}", exc.lineno or 1, exc.offset or 1) from exc
+        except ValueError as exc:  # a null byte
+            raise SourceSyntaxError(path, f"does not parse: {exc}", 1, 1) from exc
+        self.spans: list[tuple[int, int]] | None = found.spans
+        self.groups = found.groups
+        self._line_starts: list[int] | None = None
+        self._loads: dict[int, frozenset[str]] = {}
+        self._references: dict[str, int] = {}
+        self._excerpts: dict[frozenset[int], Excerpt] = {}
+        if self.spans is None:
+            return
+        self.first_lines: list[int] = []
+        line = 1
+        for start, end in self.spans:
+            self.first_lines.append(line)
+            line += len(NEWLINE.findall(text, start, end))
+        self.starts = [start for start, _ in self.spans]
+        self.binders: dict[str, list[int]] = {}
+        self.value_names: set[str] = set()
+        """Names some module-level statement binds other than by ``def``/``class``."""
+        self.import_chunks: list[int] = []
+        for index, group in enumerate(self.groups):
+            for statement in group:
+                for name, is_value in _module_bindings(statement):
+                    self.binders.setdefault(name, []).append(index)
+                    if is_value:
+                        self.value_names.add(name)
+                if _has_import(statement):
+                    self.import_chunks.append(index)
+
+    # ------------------------------------------------------------------ choosing chunks
+    def needed(self, targets: Iterable[FixTarget]) -> frozenset[int]:
+        if self.spans is None:
+            return frozenset({0})
+        targets = list(targets)
+        chosen = {0, *self.import_chunks}
+        for target in targets:
+            for line in target_lines(target):
+                chosen.add(self.chunk_of_line(line))
+        functions = {name for t in targets for name in target_function_names(t)}
+        for index in list(chosen):
+            functions.update(self._functions_at(index, [line for t in targets for line in target_lines(t)]))
+        for name in functions:
+            chosen.update(self.mentions(name))
+        queue = list(chosen)
+        followed: set[str] = set()
+        while queue:
+            for name in self.loads(queue.pop()):
+                if name in followed or name not in self.value_names:
+                    continue
+                followed.add(name)
+                for index in self.binders.get(name, ()):
+                    if index not in chosen:
+                        chosen.add(index)
+                        queue.append(index)
+        return frozenset(chosen)
+
+    def chunk_of_line(self, line: int) -> int:
+        return max(bisect.bisect_right(self.first_lines, line) - 1, 0)
+
+    def mentions(self, name: str) -> set[int]:
+        """Chunks whose text has ``name`` as a word (a superset of those that use it)."""
+        assert self.spans is not None
+        return {bisect.bisect_right(self.starts, match.start()) - 1
+                for match in re.finditer(rf"(?<![\w.]){re.escape(name)}\b|\.\s*{re.escape(name)}\b", self.text)}
+
+    def loads(self, index: int) -> frozenset[str]:
+        found = self._loads.get(index)
+        if found is None:
+            found = self._loads[index] = frozenset(
+                node.id for statement in self.groups[index] for node in ast.walk(statement)
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load))
+        return found
+
+    def _functions_at(self, index: int, lines: Sequence[int]) -> set[str]:
+        """Names of the functions in chunk ``index`` whose lines hold one of ``lines``."""
+        names = set()
+        for statement in self.groups[index]:
+            for node in ast.walk(statement):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                    if any(first <= line <= (node.end_lineno or node.lineno) for line in lines):
+                        names.add(node.name)
+        return names
+
+    def reference_count(self, name: str) -> int:
+        """How often ``name`` is written as a plain name in the whole file (what
+        ``SourceFacts.references`` counts in a whole-file module)."""
+        if name not in self._references:
+            if self.spans is None:
+                chunks = [0]
+                statements = [s for group in self.groups for s in group]
+            else:
+                chunks = sorted(self.mentions(name))
+                statements = [s for index in chunks for s in self.groups[index]]
+            self._references[name] = sum(_name_occurrences(statement, name) for statement in statements)
+        return self._references[name]
+
+    # ------------------------------------------------------------------ excerpts
+    def excerpt(self, chunks: frozenset[int]) -> Excerpt:
+        """The libcst module of ``chunks`` (all of the file when it cannot be cut)."""
+        found = self._excerpts.get(chunks)
+        if found is None:
+            found = self._excerpts[chunks] = self._build(chunks)
+        return found
+
+    def excerpt_for(self, targets: Iterable[FixTarget]) -> Excerpt:
+        return self.excerpt(self.needed(targets))
+
+    def _build(self, chunks: frozenset[int]) -> Excerpt:
+        if self.spans is not None and len(chunks) < len(self.spans):
+            order = sorted(chunks)
+            parsed = assemble_chunks(self.text, [self.spans[i] for i in order])
+            if parsed is not None:
+                return Excerpt(self, tuple(order), parsed.module, [self.first_lines[i] for i in order],
+                               [offset + 1 for offset, _ in parsed.pieces])
+        return Excerpt(self, (), parse_source(self.path, self.text), [1], [1])
+
+
+@dataclass
+class Excerpt:
+    """Some chunks of a file as one libcst module. ``chunks`` empty: the whole file."""
+
+    source: FileOutline
+    chunks: tuple[int, ...]
+    module: cst.Module
+    file_starts: list[int]
+    """File line of each chunk's first line."""
+    excerpt_starts: list[int]
+    """Excerpt line of each chunk's first line."""
+
+    @property
+    def whole(self) -> bool:
+        return not self.chunks
+
+    def file_line(self, line: int) -> int:
+        index = max(bisect.bisect_right(self.excerpt_starts, line) - 1, 0)
+        return self.file_starts[index] + line - self.excerpt_starts[index]
+
+    def excerpt_line(self, line: int | None) -> int | None:
+        if line is None:
+            return None
+        index = max(bisect.bisect_right(self.file_starts, line) - 1, 0)
+        return self.excerpt_starts[index] + line - self.file_starts[index]
+
+    def splice(self, fixed: cst.Module) -> tuple[str, list[str]]:
+        """The file's text with the chunks whose statement ``fixed`` changed rewritten (an added
+        statement, such as an import, joins the chunk before it), and those chunks' new texts.
+        Statements are matched by their code: a codemod pass rebuilds unchanged nodes too. In a
+        changed chunk only the lines the fix changed come from libcst's print
+        (:func:`~offload_fixer.fixes.splice.splice`)."""
+        if self.whole:
+            text = splice(self.source.text, self.module.code, fixed.code)
+            return text, [text]
+        old_codes = [self.module.code_for_node(statement) for statement in self.module.body]
+        new_codes = [fixed.code_for_node(statement) for statement in fixed.body]
+        belongs: list[list[str]] = [[code] for code in old_codes]
+        matcher = difflib.SequenceMatcher(None, old_codes, new_codes, autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag == "equal":
+                continue
+            if tag == "insert":
+                at = max(i1 - 1, 0)
+                belongs[at] = [*new_codes[j1:j2], *belongs[at]] if i1 == 0 else [*belongs[at], *new_codes[j1:j2]]
+                continue
+            for index in range(i1, i2):
+                belongs[index] = []
+            if tag == "replace" and i2 - i1 == j2 - j1:
+                for offset in range(i2 - i1):
+                    belongs[i1 + offset] = [new_codes[j1 + offset]]
+            elif tag == "replace":
+                belongs[i1] = new_codes[j1:j2]
+        header = "".join(fixed.code_for_node(line) for line in fixed.header)
+        footer = "".join(fixed.code_for_node(line) for line in fixed.footer)
+        old_header = "".join(self.module.code_for_node(line) for line in self.module.header)
+        old_footer = "".join(self.module.code_for_node(line) for line in self.module.footer)
+        spans = self.source.spans
+        assert spans is not None
+        text = self.source.text
+        pieces, changed = [], []
+        last = 0
+        for index, codes in enumerate(belongs):
+            chunk = self.chunks[index]
+            start, end = spans[chunk]
+            last_chunk = chunk == len(spans) - 1
+            code = (header if chunk == 0 else "") + "".join(codes) + (footer if last_chunk else "")
+            reprinted = (old_header if chunk == 0 else "") + old_codes[index] + (old_footer if last_chunk else "")
+            if last_chunk and not fixed.has_trailing_newline:
+                code = _without_final_newline(code)
+            if last_chunk and not self.module.has_trailing_newline:
+                reprinted = _without_final_newline(reprinted)
+            code = splice(text[start:end], reprinted, code)  # libcst's print only where the fix changed it
+            if code == text[start:end]:
+                continue
+            pieces += [text[last:start], code]
+            changed.append(code)
+            last = end
+        pieces.append(text[last:])
+        return "".join(pieces), changed
+
+
+def _without_final_newline(code: str) -> str:
+    match = re.search(r"(\r\n|\r|\n)\Z", code)
+    return code[: match.start()] if match else code
+
+
+def _module_bindings(statement: ast.stmt) -> Iterable[tuple[str, bool]]:
+    """(name, bound by something other than def/class) for the module-level names a top-level
+    statement binds, looking into ``if``/``try``/``with``/``for`` blocks but not into functions
+    and classes."""
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        yield statement.name, False
+        return
+    stack: list[ast.AST] = [statement]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield node.name, False
+            continue
+        if isinstance(node, ast.Lambda):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            yield node.id, True
+        elif isinstance(node, ast.alias):
+            yield (node.asname or node.name.split(".")[0]), True
+        elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+            yield node.target.id, True
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            yield node.name, True
+        stack.extend(ast.iter_child_nodes(node))
+
+
+def _has_import(statement: ast.stmt) -> bool:
+    if isinstance(statement, (ast.Import, ast.ImportFrom)):
+        return True
+    if isinstance(statement, _NESTED_SCOPES):
+        return False
+    return any(_has_import(child) for child in ast.iter_child_nodes(statement) if isinstance(child, ast.stmt))
+
+
+def _name_occurrences(statement: ast.AST, name: str) -> int:
+    """Plain-name uses and bindings of ``name`` (reads, stores, ``def``/``class``/parameter
+    names, import aliases): libcst ``Name`` nodes other than attributes and keywords."""
+    count = 0
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Name):
+            count += node.id == name
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            count += node.name == name
+        elif isinstance(node, ast.arg):
+            count += node.arg == name
+        elif isinstance(node, ast.alias):
+            count += (node.asname or node.name.split(".")[0]) == name
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            count += node.names.count(name)
+    return count

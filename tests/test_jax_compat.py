@@ -1,0 +1,86 @@
+"""The compatibility layer: which JAX version spells what, checked against the installed JAX.
+
+The table tests pin what each release line gets; the installed-JAX tests run in every test
+environment (JAX 0.4.35, 0.6.2, 0.10.2, 0.12), so each spelling is checked where it is valid.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from offload_fixer import jax_compat
+from offload_fixer.ir.module import frontend_attribute, load, walk_operations
+from offload_fixer.jax_compat import HostCompute, Regime, UnsupportedJaxVersion
+
+
+@pytest.mark.parametrize(
+    "version, regime, host_compute",
+    [
+        ("0.4.28", Regime.LEGACY, None),
+        ("0.4.29", Regime.PROPAGATION, HostCompute.CONTEXT),
+        ("0.6.2", Regime.PROPAGATION, HostCompute.CONTEXT),
+        ("0.10.2", Regime.TYPED, HostCompute.CONTEXT),
+        ("0.11.0", Regime.TYPED, HostCompute.CONTEXT),
+        ("0.11.1", Regime.TYPED, HostCompute.FUNCTION),
+        ("0.12.0.1", Regime.TYPED, HostCompute.FUNCTION),
+    ],
+)
+def test_spelling_per_release(version, regime, host_compute):
+    spelling = jax_compat.spelling(version)
+    assert (spelling.regime, spelling.host_compute) == (regime, host_compute)
+    assert spelling.memory_space_api is (regime is Regime.TYPED)
+
+
+@pytest.mark.parametrize("version", ["0.11", "0.12", "0.12.0.1", "0.12.7"])
+def test_the_newest_modelled_line_is_accepted(version):
+    assert jax_compat.check_modelled(version) == jax_compat.parse_version(version)
+
+
+@pytest.mark.parametrize("version", ["0.13", "0.13.0", "1.0", "99.0"])
+def test_a_newer_version_is_refused_naming_the_newest(version):
+    with pytest.raises(UnsupportedJaxVersion, match=rf"JAX {version} is newer than what offload-fixer models \(the newest is 0\.12\.0\.1, with its 0\.12\.x"):
+        jax_compat.check_modelled(version)
+    with pytest.raises(UnsupportedJaxVersion):
+        jax_compat.spelling(version)
+
+
+# ---------------------------------------------------------------------------------------
+# The installed JAX has what its spelling says
+def test_memory_space_api_matches_the_installed_jax():
+    has_space = hasattr(jax, "memory") and hasattr(jax.memory, "Space") and hasattr(jax.memory.Space, "Device")
+    assert jax_compat.spelling().memory_space_api is has_space
+
+
+def test_transfer_to_memory_kind_matches_the_installed_jax():
+    from jax._src import sharding_impls
+
+    assert jax_compat.spelling().transfer_to_memory_kind is hasattr(sharding_impls, "TransferToMemoryKind")
+
+
+def test_host_compute_shape_matches_the_installed_compute_on():
+    from jax.experimental.compute_on import compute_on
+
+    parameters = inspect.signature(compute_on).parameters
+    expected = HostCompute.FUNCTION if "out_memory_spaces" in parameters else HostCompute.CONTEXT
+    assert jax_compat.spelling().host_compute is expected
+
+
+def test_compute_on_host_lowers_to_a_host_call():
+    double = jax_compat.compute_on_host(jax.jit(lambda x: x * 2))
+
+    def moved_then_doubled(x):
+        return double(jax.device_put(x, jax_compat.memory_move_target("pinned_host")))
+
+    lowered = jax_compat.lower_for_platform(moved_then_doubled, (jnp.arange(8.0),), {}, "tpu")
+    view = load(lowered)
+    host_calls = [
+        op for op in walk_operations(view.main)
+        if op.name == "func.call" and frontend_attribute(op, "_xla_compute_type") == "host"
+    ]
+    assert host_calls
+    if jax_compat.regime() is Regime.TYPED:
+        assert [r.memory_kind for r in view.results] == ["pinned_host"]
