@@ -254,16 +254,40 @@ def check_jax_version(text: str, console: Console) -> None:
 def reportable(diagnostics: Sequence[Diagnostic], resolver, sources: dict[str, str] | None = None):
     """(selected by each file's settings and not suppressed, unused suppressions): what is
     reported is exactly what gets fixed."""
-    from offload_fixer.report import primary_span
     from offload_fixer.suppression import filter_suppressed
 
     selected = []
     for d in diagnostics:
-        span = primary_span(d)
-        settings = resolver.settings_for(span.path if span and os.path.exists(span.path) else ".")
-        selected.extend(settings.reportable([d]))
+        selected.extend(_settings_of(d, resolver).reportable([d]))
     kept, _suppressed, unused = filter_suppressed(selected, sources if sources is not None else _sources_for(selected))
     return list(kept), list(unused)
+
+
+def _settings_of(d: Diagnostic, resolver):
+    from offload_fixer.report import primary_span
+
+    span = primary_span(d)
+    return resolver.settings_for(span.path if span and span.path and os.path.exists(span.path) else ".")
+
+
+def without_excluded(diagnostics: Sequence[Diagnostic], resolver, console: Console) -> list[Diagnostic]:
+    """The findings of ``run`` and ``fix`` outside the files ``exclude`` leaves out (each file
+    by its own settings: the engine ``check``'s walk and the language server use); the
+    others are counted in a note, never dropped in silence."""
+    from offload_fixer.report import primary_span
+
+    kept, excluded = [], set()
+    for d in diagnostics:
+        span = primary_span(d)
+        if span and span.path and os.path.exists(span.path) and _settings_of(d, resolver).is_excluded(span.path):
+            excluded.add(span.path)
+        else:
+            kept.append(d)
+    if excluded:
+        count = len(diagnostics) - len(kept)
+        console.note(f"offload-fixer: {count} finding{'s' if count != 1 else ''} in {len(excluded)} excluded "
+                     f"file{'s' if len(excluded) != 1 else ''} not shown and not fixed (`exclude`)")
+    return kept
 
 
 def _sources_for(diagnostics: Iterable[Diagnostic]) -> dict[str, str]:
@@ -656,7 +680,7 @@ def check(paths: tuple[str, ...], jobs: int | None, exclude: tuple[str, ...], ex
     overrides = {"exclude": list(exclude) or None, "extend_exclude": list(extend_exclude) or None, "jobs": jobs}
     resolver, settings = resolve_settings(invocation, paths[0], console, **overrides)
     named = {p for p in paths if not os.path.isdir(p)}
-    walked = list(files_to_check(paths, settings, force_exclude, resolver.settings_for, named))
+    walked = list(files_to_check(paths, force_exclude, resolver.settings_for))
     files = [item for item in walked if isinstance(item, str)]
     unreadable = [item for item in walked if not isinstance(item, str)]
     # With --fix the files are checked again once fixed: their parsed statements are kept, so
@@ -728,22 +752,21 @@ def is_python_file(path: str) -> bool:
     return first.startswith(b"#!") and b"python" in first
 
 
-def files_to_check(paths: Sequence[str], settings, force_exclude: bool, settings_for: Callable[[str], Any],
-                   named: set[str]) -> Iterable[Any]:
-    """The walk of each directory (``.gitignore``, ``exclude``, ``extend-exclude``), without the
-    files their own ``[tool.offload-fixer]`` table excludes; files named on the command line as
-    given, unless ``--force-exclude`` and excluded. A path the walk could not use (an
-    unreadable directory, a symlink loop, a FIFO named ``*.py``) comes as an ``Unreadable``."""
+def files_to_check(paths: Sequence[str], force_exclude: bool, settings_for: Callable[[str], Any]) -> Iterable[Any]:
+    """The walk of each directory (``.gitignore``; ``exclude`` and ``extend-exclude``, each file
+    by its own ``[tool.offload-fixer]`` table and the command line's flags); files named on the
+    command line as given, unless ``--force-exclude`` and excluded. A path the walk could not
+    use (an unreadable directory, a symlink loop, a FIFO named ``*.py``) comes as an
+    ``Unreadable``."""
     from offload_fixer.static.files import walk
 
-    patterns = [*settings.exclude, *settings.extend_exclude]
+    def excluded(path: str) -> bool:
+        return settings_for(path).is_excluded(path)
+
     for path in paths:
-        if force_exclude and settings.is_excluded(path):
+        if force_exclude and excluded(path):
             continue
-        for item in walk([path], patterns):
-            if isinstance(item, str) and item not in named and settings_for(item).is_excluded(item):
-                continue
-            yield item
+        yield from walk([path], excluded)
 
 
 def check_files(files: Sequence[str], named: set[str], settings, progress: Progress,
@@ -880,7 +903,8 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
         sys.stdout.flush()
         outcome = Outcome(checked=f"{result.checked} compilation{'s' if result.checked != 1 else ''} checked "
                                   f"for {settings.target}")
-        outcome.diagnostics, outcome.unused_suppressions = reportable(result.diagnostics, resolver)
+        found = without_excluded(result.diagnostics, resolver, console)
+        outcome.diagnostics, outcome.unused_suppressions = reportable(found, resolver)
         if result.program_exception:
             click.echo(result.program_exception, err=True, nl=False)
         if invocation.verbose:
@@ -1038,7 +1062,8 @@ def fix(report_file: str, **params: Any) -> None:
         fail(ExitCode.INPUT_ERROR, f"{report_file}: no such report", console)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         fail(ExitCode.INPUT_ERROR, f"cannot read the report {report_file}: {exc}", console)
-    diagnostics = [d for r in saved.reports for d in r.diagnostics]
+    resolver, _ = resolve_settings(invocation, ".", console)
+    diagnostics = without_excluded([d for r in saved.reports for d in r.diagnostics], resolver, console)
     confirmation = None
     if invocation.confirm:
         require_compiler(saved.target, console)

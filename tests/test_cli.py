@@ -488,6 +488,54 @@ def test_stdin_with_a_file_name(broken: Path):
     assert broken_syntax.returncode == ExitCode.INPUT_ERROR and broken_syntax.stdout.startswith("-:1:")
 
 
+GENERATED = """\
+import sys
+
+import jax
+import jax.numpy as jnp
+
+sys.path.insert(0, "src")
+from gen.bad import HOST, double  # noqa: E402
+from kept import double as kept_double  # noqa: E402
+
+x = jax.device_put(jnp.ones(4), HOST)
+print(double(x).sum(), kept_double(x).sum())
+"""
+
+
+def test_one_exclude_engine_for_check_run_and_fix(tmp_path: Path):
+    """``exclude = ["src/gen/*.py"]`` leaves ``src/gen/bad.py`` out however the tree is named
+    (``check src/`` once reported it and ``check .`` did not); a file named on the command
+    line is checked unless ``--force-exclude``; ``run`` and ``fix`` say how many findings
+    they leave out and do not edit the file. The language server: tests/test_lsp.py."""
+    (tmp_path / "pyproject.toml").write_text('[tool.offload-fixer]\nexclude = ["src/gen/*.py"]\n')
+    (tmp_path / "src" / "gen").mkdir(parents=True)
+    (tmp_path / "src" / "gen" / "bad.py").write_text(BROKEN)
+    (tmp_path / "src" / "kept.py").write_text(BROKEN)
+    for cwd, args, kept in [(tmp_path, ["src/"], "src/kept.py"), (tmp_path, ["."], "src/kept.py"),
+                            (tmp_path, [], "src/kept.py"), (tmp_path / "src", ["."], "kept.py"),
+                            (tmp_path, ["src/gen"], None), (tmp_path / "src" / "gen", [], None)]:
+        proc = offload_fixer("check", *args, cwd=cwd)
+        assert "bad.py" not in proc.stdout + proc.stderr, (cwd, args, proc.stdout)
+        if kept:
+            assert proc.returncode == ExitCode.FINDINGS and proc.stdout.startswith(f"{kept}:9:"), (cwd, args)
+        else:
+            assert (proc.returncode, proc.stdout) == (ExitCode.CLEAN, "All checks passed! (0 files checked)\n")
+    named = offload_fixer("check", "src/gen/bad.py", cwd=tmp_path)
+    assert named.returncode == ExitCode.FINDINGS and named.stdout.startswith("src/gen/bad.py:9:")
+    assert offload_fixer("check", "--force-exclude", "src/gen/bad.py", cwd=tmp_path).returncode == ExitCode.CLEAN
+    if not HAS_PINNED_HOST:
+        return
+    (tmp_path / "train.py").write_text(GENERATED)
+    ran = offload_fixer("run", "--report", "run.json", "train.py", cwd=tmp_path)
+    assert "1 finding in 1 excluded file not shown and not fixed (`exclude`)" in ran.stderr, ran.stderr
+    assert "src/kept.py:" in ran.stdout and "bad.py" not in ran.stdout
+    fixed = offload_fixer("fix", "run.json", cwd=tmp_path)
+    assert fixed.returncode == ExitCode.CLEAN and "1 finding in 1 excluded file" in fixed.stderr, fixed.stderr
+    assert (tmp_path / "src" / "gen" / "bad.py").read_text() == BROKEN
+    assert (tmp_path / "src" / "kept.py").read_text() != BROKEN
+
+
 def test_force_exclude_applies_exclude_to_named_files(tmp_path: Path):
     (tmp_path / "pyproject.toml").write_text('[tool.offload-fixer]\nextend-exclude = ["generated"]\n')
     generated = tmp_path / "generated" / "model.py"

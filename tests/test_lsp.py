@@ -526,6 +526,22 @@ async def test_a_broken_configuration_is_shown_once_and_defaults_apply(client: L
     assert message.type == types.MessageType.Error and "target" in message.message
 
 
+@pytest.mark.asyncio
+async def test_exclude_is_the_one_the_command_line_applies(client: LanguageClient, tmp_path):
+    """``exclude = ["src/gen/*.py"]``: the file ``offload-fixer check src/`` and ``check .``
+    leave out (tests/test_cli.py) gets no diagnostics in the editor; its sibling does."""
+    (tmp_path / "pyproject.toml").write_text(
+        f'[tool.offload-fixer]\njax-version = "{TYPED}"\nexclude = ["src/gen/*.py"]\n', encoding="utf-8")
+    (tmp_path / "src" / "gen").mkdir(parents=True)
+    await start(client, client_capabilities("visual-studio-code"), tmp_path)
+    kept = Editor(client, copy_fixture("in_shardings_host.py", tmp_path / "src"))
+    generated = Editor(client, copy_fixture("in_shardings_host.py", tmp_path / "src" / "gen"))
+    generated.open()
+    kept.open()
+    assert [d.code for d in await kept.diagnostics()] == ["OFL1200"]
+    assert await generated.diagnostics() == []
+
+
 # ---------------------------------------------------------------------------------------
 # Positions
 @pytest.mark.parametrize("encoding", ["utf-8", "utf-16", "utf-32"])

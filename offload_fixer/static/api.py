@@ -93,7 +93,8 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
                 settings_for: Callable[[str], Settings] | None = None, *,
                 caches: MutableMapping[str, SourceCache] | None = None) -> Iterator[StaticResult]:
     """Check files and directories (walked, honouring ``.gitignore`` and ``excludes``, which
-    are gitignore-style patterns relative to each directory given). Yields one result per
+    are patterns as in the ``exclude`` setting, relative to the current directory: one without
+    ``/`` matches a name anywhere, one with ``/`` the path). Yields one result per
     ``.py`` file (and ``.ipynb`` notebook where nbformat is installed), in walk order.
     ``jobs``: at most that many processes; 0 or ``None`` lets :func:`worker_count` decide. A
     file in ``check_syntax`` (a file named on the command line) is compiled even when the
@@ -102,19 +103,26 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
     that checking again after a fix parses only the statements the fix changed.
 
     ``settings_for(path)``: each file's own settings (its nearest ``[tool.offload-fixer]``):
-    their target and JAX version replace ``target``/``jax_version``, and a file found in a
-    directory is skipped when they exclude it. A directory that cannot be listed, a symlink
+    their target and JAX version replace ``target``/``jax_version``, and a file or directory
+    found in a walk is skipped when they exclude it (:func:`offload_fixer.config.is_excluded`,
+    the one engine; files named in ``paths`` are checked). A directory that cannot be listed, a symlink
     loop, a FIFO or device named ``*.py``, and a file that is not Python text (binary, UTF-16,
     undecodable) each get a result with ``parse_error`` set: nothing is skipped in silence."""
+    from offload_fixer.config import is_excluded
     from offload_fixer.notebook import NotebookError, read_program_bytes
 
     default = (normalize_target(target), jax_compat.spelling(jax_version))
     paths = [os.fspath(p) for p in paths]
-    explicit = {p for p in paths if not os.path.isdir(p)}
     roots = tuple(p for p in paths if os.path.isdir(p))
     project = Project(roots)
+    cwd = os.getcwd()
+
+    def excluded(path: str) -> bool:
+        return bool(excludes) and is_excluded(path, excludes, cwd) or (
+            settings_for is not None and settings_for(path).is_excluded(path))
+
     pending: list = []
-    for item in walk(paths, excludes):
+    for item in walk(paths, excluded):
         if isinstance(item, Unreadable):
             pending.append(StaticResult(item.path, parse_error=ParseError(item.path, 1, 1, item.reason)))
             continue
@@ -122,8 +130,6 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
         file_target, spelling = default
         if settings_for is not None:
             settings = settings_for(path)
-            if path not in explicit and settings.is_excluded(path):
-                continue
             file_target, spelling = normalize_target(settings.target), jax_compat.spelling(settings.jax_version)
         try:
             data = read_program_bytes(path)

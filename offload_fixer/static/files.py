@@ -1,6 +1,8 @@
 """Which ``.py`` files (and ``.ipynb`` notebooks) a directory holds for the check: ``.gitignore``
-files, user excludes and the directories every Python tool skips (virtual environments, caches,
-VCS metadata)."""
+files, the directories every Python tool skips (virtual environments, caches, VCS metadata)
+and what the caller excludes. Exclusion is a predicate the caller passes: the one ``exclude``
+engine is :func:`offload_fixer.config.is_excluded` (each file's own settings), used alike by
+``check``, ``run``, ``fix`` and the language server."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import fnmatch
 import os
 import stat
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from offload_fixer.source.text import file_kind
 
@@ -82,26 +84,32 @@ class Unreadable:
     reason: str
 
 
-def python_files(paths: Iterable[str], excludes: Sequence[str] = ()) -> Iterator[str]:
+def python_files(paths: Iterable[str], excluded: Callable[[str], bool] | None = None) -> Iterator[str]:
     """Files to check, in a stable order: given files as they are, directories walked for
     ``.py`` files, and for ``.ipynb`` notebooks too where nbformat is installed to read them."""
-    return (item for item in walk(paths, excludes) if isinstance(item, str))
+    return (item for item in walk(paths, excluded) if isinstance(item, str))
 
 
-def walk(paths: Iterable[str], excludes: Sequence[str] = ()) -> Iterator[str | Unreadable]:
-    """:func:`python_files`, with an :class:`Unreadable` in place of each path it could not use."""
+def walk(paths: Iterable[str], excluded: Callable[[str], bool] | None = None) -> Iterator[str | Unreadable]:
+    """:func:`python_files`, with an :class:`Unreadable` in place of each path it could not use.
+    ``excluded(path)``: a file or directory found in a walk that is left out (with everything
+    below it); a path given is never tested, as in ruff without ``--force-exclude``."""
     from offload_fixer.notebook import notebooks_supported
 
     suffixes = (".py", ".ipynb") if notebooks_supported() else (".py",)
     for path in map(os.fspath, paths):
         if os.path.isdir(path):
-            root_rules = [(path, ignore_spec(list(excludes)))] if excludes else []
-            yield from _walk(path, root_rules, suffixes)
+            yield from _walk(path, [], suffixes, excluded or _nothing)
         else:
             yield path
 
 
-def _walk(directory: str, rules: list, suffixes: tuple[str, ...]) -> Iterator[str | Unreadable]:
+def _nothing(path: str) -> bool:
+    return False
+
+
+def _walk(directory: str, rules: list, suffixes: tuple[str, ...],
+          excluded: Callable[[str], bool]) -> Iterator[str | Unreadable]:
     gitignore = os.path.join(directory, ".gitignore")
     if os.path.isfile(gitignore):
         try:
@@ -124,10 +132,10 @@ def _walk(directory: str, rules: list, suffixes: tuple[str, ...]) -> Iterator[st
             continue
         if not is_directory and not entry.name.endswith(suffixes):
             continue
-        if _ignored(entry.path, is_directory, rules):
+        if _ignored(entry.path, is_directory, rules) or excluded(entry.path):
             continue
         if is_directory:
-            yield from _walk(entry.path, rules, suffixes)
+            yield from _walk(entry.path, rules, suffixes, excluded)
             continue
         try:
             mode = entry.stat().st_mode  # follows a symlink: the file it names is what is read

@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from offload_fixer.config import is_excluded
 from offload_fixer.static.files import SimpleIgnore, ignore_spec, python_files
 
 
@@ -28,18 +29,30 @@ def test_gitignore_files_apply_below_their_directory(tmp_path):
     assert _relative(tmp_path, python_files([str(tmp_path)])) == ["a.py", "src/c.py", "src/keep_pb2.py"]
 
 
-def test_excludes_are_patterns_relative_to_each_directory(tmp_path):
+def test_excludes_are_the_settings_engine(tmp_path):
+    """The walk takes its exclusions from ``config.is_excluded``, the engine the settings use:
+    a pattern without ``/`` names a file or directory anywhere, one with ``/`` a path from
+    the root; an excluded directory is not entered."""
     _tree(tmp_path, ["a.py", "tests/test_a.py", "pkg/tests/test_b.py", "pkg/c.py"])
-    files = python_files([str(tmp_path)], excludes=["tests/"])
-    assert _relative(tmp_path, files) == ["a.py", "pkg/c.py"]
-    files = python_files([str(tmp_path)], excludes=["/tests"])
+    root = str(tmp_path)
+    entered = []
+
+    def excluded(patterns):
+        def test(path):
+            entered.append(os.path.relpath(path, root).replace(os.sep, "/"))
+            return is_excluded(path, patterns, root)
+        return test
+
+    assert _relative(tmp_path, python_files([root], excluded(["tests"]))) == ["a.py", "pkg/c.py"]
+    assert "pkg/tests/test_b.py" not in entered  # pruned with its directory
+    files = python_files([root], excluded(["./tests"]))
     assert _relative(tmp_path, files) == ["a.py", "pkg/c.py", "pkg/tests/test_b.py"]
 
 
 def test_explicit_files_are_always_checked(tmp_path):
     _tree(tmp_path, [".venv/x.py"])
     explicit = str(tmp_path / ".venv" / "x.py")
-    assert list(python_files([explicit], excludes=["*.py"])) == [explicit]
+    assert list(python_files([explicit], lambda path: True)) == [explicit]
 
 
 @pytest.mark.parametrize(
