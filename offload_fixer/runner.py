@@ -1062,3 +1062,9 @@ def _describe(fun: Any) -> str:
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+if __name__ == "__main__":  # ``python -m offload_fixer.runner ARGS`` is ``offload-fixer run ARGS``, nothing else
+    from offload_fixer.cli import main
+
+    main(["run", *sys.argv[1:]], prog_name="offload-fixer")

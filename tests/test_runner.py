@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from tests.cli_support import REPO, offload_fixer
+from tests.cli_support import REPO, environment, offload_fixer
 
 from offload_fixer import jax_compat
 from offload_fixer.exit_codes import ExitCode
@@ -119,6 +119,21 @@ def test_each_distinct_compilation_is_checked_once() -> None:
     assert_marked_findings(program, proc)
     assert [f["code"] for f in printed_findings(proc)].count("OFL1200") == 1
     assert "warning:" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_python_m_offload_fixer_runner_is_the_run_command() -> None:
+    """There is one ``run`` command line: ``python -m offload_fixer.runner`` hands its arguments
+    to ``offload-fixer run`` (same report, same exit code), and its help is that command's."""
+    program = str(PROGRAMS / "repeated_jit.py")
+    installed = offload_fixer("run", "--format", "concise", program, "1")
+    module = subprocess.run([sys.executable, "-m", "offload_fixer.runner", "--format", "concise", program, "1"],
+                            cwd=REPO, env=environment(), capture_output=True, text=True, timeout=600, check=False)
+    assert installed.returncode == module.returncode == ExitCode.FINDINGS, module.stderr
+    assert module.stdout == installed.stdout and "OFL1200" in module.stdout
+    usage = subprocess.run([sys.executable, "-m", "offload_fixer.runner", "--help"], cwd=REPO, env=environment(),
+                           capture_output=True, text=True, timeout=600, check=False)
+    assert usage.returncode == 0 and usage.stdout.startswith("Usage: offload-fixer run ")
 
 
 @pytest.mark.slow
