@@ -89,8 +89,10 @@ def apply_to_source(path: str, data: bytes, plans: Iterable[FixPlan], *, unsafe:
     return _apply_file(path, list(plans), False, unsafe, MAX_PASSES, data)
 
 
-def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_passes: int,
-                data: bytes | None = None) -> FileResult:
+def choose_plans(plans: Iterable[FixPlan], unsafe: bool) -> tuple[list[FixPlan], list[tuple[FixPlan, str]]]:
+    """(the plans to apply, the others with why): safe plans, unsafe ones only with ``unsafe``
+    (``--unsafe-fixes``, or a quick fix the user picked), display-only ones never. The label
+    decides, the one a finding's ``fix`` line shows."""
     chosen: list[FixPlan] = []
     skipped: list[tuple[FixPlan, str]] = []
     for plan in plans:
@@ -100,6 +102,38 @@ def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_
             skipped.append((plan, "unsafe: " + ("; ".join(plan.unsafe_reasons) or plan.rationale)))
         else:
             chosen.append(plan)
+    return chosen, skipped
+
+
+def fix_text(path: str, text: str, plans: Sequence[FixPlan], *, encoding: str = "utf-8",
+             original: bytes | None = None, max_passes: int = MAX_PASSES) -> tuple[str, int]:
+    """``text`` (the source of ``path``) with every one of ``plans`` applied, and the passes it
+    took: the one way a fix is made, for files and stdin (:func:`apply_plans`), an editor's
+    buffer (the language server) and a kernel's cells (``%offload_fix``).
+
+    The codemods run on the statements the plans need until a pass changes nothing; only the
+    lines they changed are spliced into ``text``; the changed statements must parse and compile
+    (:func:`verify`, in ``encoding``; ``original``, the bytes ``text`` was decoded from, tells a
+    fix that breaks the file from a file that was broken). Raises a :class:`FixError`."""
+    jobs = [job for plan in plans for job in plan.jobs]
+    try:
+        new_text, changed, passes = call_allowing_deep_recursion(
+            lambda: fix_source_to_fixpoint(FileOutline.of(path, text), jobs, max_passes))
+    except RecursionError as exc:
+        raise _too_deep(path) from exc
+    if new_text != text:
+        try:
+            new_data = encode(new_text, encoding)
+        except UnicodeEncodeError as exc:
+            raise FixVerificationError(path, f"the fixed text cannot be written in {encoding} ({exc.reason}); "
+                                       "left unchanged") from exc
+        verify(path, new_data, changed, original=original if original is not None else encode(text, encoding))
+    return new_text, passes
+
+
+def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_passes: int,
+                data: bytes | None = None) -> FileResult:
+    chosen, skipped = choose_plans(plans, unsafe)
     if not path:  # diagnostics that name no file: nothing to read, only reasons to show
         return FileResult(path, "", "", "", skipped=tuple(skipped))
     try:
@@ -107,16 +141,14 @@ def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_
             data = read_source(path)
         check_fresh(path, data, chosen)
         old_text, encoding = decode_source_with_encoding(path, data)
-        source = FileOutline.of(path, old_text)
         if not chosen:
+            FileOutline.of(path, old_text)  # a file that is not Python is an error even with nothing to apply
             return FileResult(path, old_text, old_text, "", skipped=tuple(skipped))
-        new_text, changed, passes = call_allowing_deep_recursion(
-            fix_source_to_fixpoint, source, [job for p in chosen for job in p.jobs], max_passes)
+        new_text, passes = fix_text(path, old_text, chosen, encoding=encoding, original=data, max_passes=max_passes)
         new_data = encode(new_text, encoding)
         written = False
         diff = ""
         if new_data != data:
-            verify(path, new_data, changed, original=data)
             expected, written_data, diff = data, new_data, unified_diff(path, old_text, new_text)
             if is_notebook(path):  # the program goes back into the edited cells only
                 edit = edit_notebook(path, data, new_text)
@@ -126,11 +158,15 @@ def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_
                 written = True
         return FileResult(path, old_text, new_text, diff, tuple(chosen), tuple(skipped), written, None, passes)
     except RecursionError:
-        error: FixError = SourceSyntaxError(path, "nested too deeply for the fixer's tree walks (Python's recursion "
-                                            "limit); nothing was written", 1, 1)
+        error: FixError = _too_deep(path)
     except FixError as exc:
         error = exc
     return FileResult(path, "", "", "", (), tuple(skipped) + tuple((p, str(error)) for p in chosen), False, error)
+
+
+def _too_deep(path: str) -> SourceSyntaxError:
+    return SourceSyntaxError(path, "nested too deeply for the fixer's tree walks (Python's recursion limit); "
+                             "nothing was written", 1, 1)
 
 
 def fix_source_to_fixpoint(source: FileOutline, jobs: Sequence[tuple[str, FixTarget]],

@@ -2,8 +2,8 @@
 compute the fixed text. Plain data in and out, no LSP types, so it runs in a worker thread.
 
 Everything works on the editor's in-memory text, never on the file on disk: the static
-check takes text, and fixes run the planner and the codemods (``fix_source_to_fixpoint``, the same
-passes as ``offload-fixer fix``) on a module parsed from that text. Each document keeps a
+check takes text, and fixes are planned and made from that text the one way the command line
+makes them (``fixes.apply.fix_text``). Each document keeps a
 :class:`offload_fixer.static.SourceCache`, so a change re-parses only the top-level statement
 it touched.
 """
@@ -227,7 +227,7 @@ def apply_fix(text: str, path: str, diagnostic: Diagnostic, strategy: str, setti
     shown, runs = _shown(text, path, settings)
     others = [d for d in shown if d != diagnostic]
     plans = plan_on_text([diagnostic, *others], text, path, strategy, settings, runs)
-    return _apply(text, path, [p for p in plans if diagnostic in p.covered and p.safety != "display-only"])
+    return _apply(text, path, [p for p in plans if diagnostic in p.covered], unsafe=True)
 
 
 def fix_all(text: str, path: str, settings: Settings) -> str | None:
@@ -240,7 +240,7 @@ def fix_all(text: str, path: str, settings: Settings) -> str | None:
     if not shown:
         return None
     plans = plan_on_text(shown, text, path, settings.strategy, settings, runs)
-    return _apply(text, path, [p for p in plans if p.safety == "safe"])
+    return _apply(text, path, plans, unsafe=False)
 
 
 def plan_on_text(
@@ -255,31 +255,38 @@ def plan_on_text(
                       texts={path: _encoded(text)}, reports=reports)
 
 
-def _encoded(text: str) -> bytes:
-    """The bytes the file would hold: its coding cookie (PEP 263) decides, else UTF-8."""
+def _encoding(text: str) -> str:
+    """The encoding the file would be written in: its coding cookie (PEP 263) decides, else UTF-8."""
     from offload_fixer.source.text import SourceDecodeError, detect_encoding
 
-    head = text.encode("utf-8", "surrogatepass")
     try:
-        return text.encode(detect_encoding(head))
+        encoding = detect_encoding(text.encode("utf-8", "surrogatepass"))
+        text.encode(encoding)
     except (SourceDecodeError, LookupError, UnicodeEncodeError):
-        return head
+        return "utf-8"
+    return encoding
 
 
-def _apply(text: str, path: str, plans: list[FixPlan]) -> str | None:
-    import libcst as cst
+def _encoded(text: str) -> bytes:
+    """The bytes the file would hold."""
+    return text.encode(_encoding(text), "surrogatepass")
 
+
+def _apply(text: str, path: str, plans: list[FixPlan], unsafe: bool) -> str | None:
+    """The text after ``plans``, chosen and made the way ``offload-fixer check --fix`` chooses
+    and makes them (``unsafe``: as with ``--unsafe-fixes``; :func:`~offload_fixer.fixes.apply.choose_plans`,
+    :func:`~offload_fixer.fixes.apply.fix_text`); ``None`` when nothing can be made."""
     from offload_fixer.fixes import FixError
-    from offload_fixer.fixes.apply import fix_source_to_fixpoint
-    from offload_fixer.fixes.excerpt import FileOutline
+    from offload_fixer.fixes.apply import choose_plans, fix_text
 
+    plans, _ = choose_plans(plans, unsafe)
     if not plans:
         return None
     try:
-        fixed, _, _ = fix_source_to_fixpoint(FileOutline.of(path, text), [job for p in plans for job in p.jobs])
-    except (cst.ParserSyntaxError, FixError, RecursionError):
+        fixed, _ = fix_text(path, text, plans, encoding=_encoding(text), original=_encoded(text))
+    except FixError:
         return None
-    return _verified(path, fixed)
+    return fixed
 
 
 def _verified(path: str, text: str) -> str | None:
