@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 import libcst as cst
 from libcst.codemod import CodemodContext
 
+from codemods.fix_command import FixCommand
 from codemods.targets import FixTarget
 from offload_fixer.fixes.errors import (
     FixError,
@@ -36,7 +37,7 @@ from offload_fixer.fixes.errors import (
     SourceSyntaxError,
 )
 from offload_fixer.fixes.excerpt import FileOutline
-from offload_fixer.fixes.planner import COMMANDS, FixPlan
+from offload_fixer.fixes.planner import FixPlan, Job
 from offload_fixer.fixes.source_io import check_fresh, decode_source_with_encoding, read_source
 from offload_fixer.interrupts import uninterrupted
 from offload_fixer.notebook import is_notebook
@@ -169,12 +170,12 @@ def _too_deep(path: str) -> SourceSyntaxError:
                              "nothing was written", 1, 1)
 
 
-def fix_source_to_fixpoint(source: FileOutline, jobs: Sequence[tuple[str, FixTarget]],
+def fix_source_to_fixpoint(source: FileOutline, jobs: Sequence[Job],
                            max_passes: int = MAX_PASSES) -> tuple[str, list[str], int]:
     """:func:`fix_to_fixpoint` on the statements the jobs need (an excerpt of the file), spliced
     back: (new text, the new text of each changed chunk, passes)."""
     excerpt = source.excerpt_for(target for _, target in jobs)
-    local = [(command, remap_target(target, excerpt.excerpt_line)) for command, target in jobs]
+    local = [(codemod, remap_target(target, excerpt.excerpt_line)) for codemod, target in jobs]
     fixed, passes = fix_to_fixpoint(source.path, excerpt.module, local, max_passes, source.reference_count)
     if fixed is excerpt.module:
         return source.text, [], passes
@@ -182,31 +183,31 @@ def fix_source_to_fixpoint(source: FileOutline, jobs: Sequence[tuple[str, FixTar
     return text, changed, passes
 
 
-def fix_to_fixpoint(path: str, module: cst.Module, jobs: Sequence[tuple[str, FixTarget]],
+def fix_to_fixpoint(path: str, module: cst.Module, jobs: Sequence[Job],
                     max_passes: int = MAX_PASSES,
                     reference_count: Callable[[str], int] | None = None) -> tuple[cst.Module, int]:
-    """Run the (command name, target) jobs until a whole pass leaves the module unchanged;
+    """Run the (codemod, target) jobs until a whole pass leaves the module unchanged;
     returns the module and the number of passes (2 when the fixes apply and then hold).
 
-    Each pass runs each command once over the file with all of its targets. Targets carry
+    Each pass runs each codemod once over the file with all of its targets. Targets carry
     line numbers of the analysed text; before each run they are moved to where those lines
     are now (an earlier edit may have added lines above them). Two targets that edit one
     node are applied in successive passes.
     """
-    batches: dict[str, list[FixTarget]] = {}
-    for command, target in jobs:
-        batches.setdefault(command, []).append(target)
+    batches: dict[type[FixCommand], list[FixTarget]] = {}
+    for codemod, target in jobs:
+        batches.setdefault(codemod, []).append(target)
     original = module.code
     current, code = module, original
     maps: dict[str, LineMap] = {}
     for passes in range(1, max_passes + 1):
         before = code
-        for command, targets in batches.items():
+        for codemod, targets in batches.items():
             if code != original:
                 lines = maps.get(code) or maps.setdefault(code, LineMap(split_lines(original), split_lines(code)))
                 targets = [remap_target(t, lines) for t in targets]
-            codemod = COMMANDS[command](CodemodContext(filename=path), targets=targets, reference_count=reference_count)
-            fixed = codemod.transform_module(current)
+            run = codemod(CodemodContext(filename=path), targets=targets, reference_count=reference_count)
+            fixed = run.transform_module(current)
             if fixed is not current:
                 current, code = fixed, fixed.code
         if code == before:
