@@ -141,9 +141,18 @@ def find_config(start: str | os.PathLike[str]) -> Path | None:
     directory = path if path.is_dir() else path.parent
     for candidate_dir in (directory, *directory.parents):
         candidate = candidate_dir / "pyproject.toml"
-        if candidate.is_file() and _read_table(candidate) is not None:
+        if _is_file(candidate) and _read_table(candidate) is not None:
             return candidate
     return None
+
+
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a file; False in a directory that cannot be entered (the walk
+    reports that directory; its settings are those of the nearest readable table above)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def load_settings(config_path: str | os.PathLike[str]) -> Settings:
