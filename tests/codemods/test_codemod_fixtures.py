@@ -130,6 +130,12 @@ CASES = {
         ),
         ("unsafe",),
     ),
+    # a name bound to TransferToMemoryKind(...): that call respelled (the object has no with_memory_kind)
+    "md_transfer_named": Case(
+        "md_transfer_named",
+        (md(function_line=7, output_paths=("[1]",), origin_line=9, spelling=OLD_JAX),),
+        ("safe",),
+    ),
     "md_derived": Case(
         "md_derived",
         (md(function_line=4, output_paths=("[0]",), origin_line=6, spelling=OLD_JAX),),
