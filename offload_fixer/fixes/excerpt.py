@@ -237,21 +237,34 @@ class Excerpt:
         old_codes = [self.module.code_for_node(statement) for statement in self.module.body]
         new_codes = [fixed.code_for_node(statement) for statement in fixed.body]
         belongs: list[list[str]] = [[code] for code in old_codes]
-        matcher = difflib.SequenceMatcher(None, old_codes, new_codes, autojunk=False)
+        # Matched by identity (a def or class by its name, anything else by its code), so that
+        # two functions a fix changed, beside an import it added, each stay in their own chunk:
+        # the chunks of an excerpt need not be neighbours in the file.
+        old_keys = [_statement_key(statement, code) for statement, code in zip(self.module.body, old_codes)]
+        new_keys = [_statement_key(statement, code) for statement, code in zip(fixed.body, new_codes)]
+        matcher = difflib.SequenceMatcher(None, old_keys, new_keys, autojunk=False)
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-            if tag == "equal":
-                continue
             if tag == "insert":
                 at = max(i1 - 1, 0)
                 belongs[at] = [*new_codes[j1:j2], *belongs[at]] if i1 == 0 else [*belongs[at], *new_codes[j1:j2]]
                 continue
-            for index in range(i1, i2):
-                belongs[index] = []
-            if tag == "replace" and i2 - i1 == j2 - j1:
+            if tag in ("equal", "replace") and i2 - i1 == j2 - j1:
                 for offset in range(i2 - i1):
                     belongs[i1 + offset] = [new_codes[j1 + offset]]
-            elif tag == "replace":
-                belongs[i1] = new_codes[j1:j2]
+                continue
+            for index in range(i1, i2):
+                belongs[index] = []
+            if tag == "replace":
+                # Unequal counts: statements a fix added come first (imports), then one
+                # statement per old chunk from the end, so no statement moves to a chunk
+                # before another chunk it followed.
+                paired = min(i2 - i1, j2 - j1)
+                extra = new_codes[j1:j2 - paired]
+                for offset in range(paired):
+                    belongs[i2 - paired + offset] = [new_codes[j2 - paired + offset]]
+                if extra:
+                    first = i2 - paired if paired else i1
+                    belongs[first] = [*extra, *belongs[first]]
         header = "".join(fixed.code_for_node(line) for line in fixed.header)
         footer = "".join(fixed.code_for_node(line) for line in fixed.footer)
         old_header = "".join(self.module.code_for_node(line) for line in self.module.header)
@@ -279,6 +292,12 @@ class Excerpt:
             last = end
         pieces.append(text[last:])
         return "".join(pieces), changed
+
+
+def _statement_key(statement: cst.CSTNode, code: str) -> tuple[str, str]:
+    if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
+        return (type(statement).__name__, statement.name.value)
+    return ("code", code)
 
 
 def _without_final_newline(code: str) -> str:

@@ -3,6 +3,8 @@ result as editing the whole module, every other byte untouched."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.metadata import MetadataWrapper, PositionProvider
@@ -120,3 +122,26 @@ def test_an_added_import_joins_the_imports() -> None:
     whole, _ = fix_to_fixpoint("p.py", cst.parse_module(text), [(HostOutputCommand, target)])
     assert spliced == whole.code
     assert "from functools import partial\n" in spliced
+
+
+def test_a_fixed_file_keeps_its_statements_in_order(tmp_path) -> None:
+    # Found by the fuzz campaign (tests/fuzz): the fixture with a decorator function added,
+    # CRLF and a BOM, fixed for JAX 0.4.26 with --strategy host, moved `with_memory_kind` up
+    # into the chunk of `inline` (two edited functions beside an added import).
+    from tests.fuzz.campaign import changed_outside_statements
+    from offload_fixer.fixes import apply_plans, plan_fixes
+    from offload_fixer.static import check_paths
+
+    text = (Path(__file__).parents[1] / "codemods" / "fixtures" / "pin_memory.before.py").read_text()
+    text = text.replace("\n\nSTASH", "\n\ndef _identity(function):\n    return function\n\n\nSTASH", 1)
+    text = text.replace("@jax.jit\ndef through_a_name", "@jax.jit\n@_identity\ndef through_a_name", 1)
+    original = "\ufeff".encode() + text.replace("\n", "\r\n").encode()
+    path = tmp_path / "program.py"
+    path.write_bytes(original)
+    diagnostics = [d for result in check_paths([str(path)], jax_version="0.4.26") for d in result.diagnostics]
+    results = list(apply_plans(plan_fixes(diagnostics, strategy="host", jax_version="0.4.26"), write=True, unsafe=True))
+    assert [r.written for r in results] == [True]
+    fixed = path.read_bytes()
+    assert changed_outside_statements(original, fixed) == []
+    order = [fixed.index(name.encode()) for name in ("def inline", "def through_a_name", "def with_memory_kind")]
+    assert order == sorted(order)
