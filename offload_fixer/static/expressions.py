@@ -16,7 +16,7 @@ from typing import Any
 import libcst as cst
 
 from . import jax_api, names
-from .evaluator import MAX_CALL_DEPTH, Unsupported
+from .evaluator import MAX_CALL_DEPTH, Evaluator, Unsupported
 from .scopes import Frame, block_statements
 from .statements import conditional, truth
 from .syntax import index_parts, literal_value, whole_axis
@@ -63,12 +63,8 @@ _OPERATOR_NAMES = {
 _PYTHON_COMPARISONS = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
 
 
-class ExpressionEvaluator:
+class ExpressionEvaluator(Evaluator):
     """``ev``, ``apply`` and ``compute`` (the statements and the jit sites are the interpreter's)."""
-
-    _budget: int
-    _host_compute_depth: int
-    _stack: list
 
     def ev(self, node: Any, scope: Any) -> Any:
         self._budget -= 1

@@ -13,6 +13,7 @@ from typing import Any
 
 import libcst as cst
 
+from .evaluator import Evaluator
 from .jax_api import HOST_COMPUTE_CONTEXT
 from .scopes import Frame, StaticScope, block_statements, target_names
 from .syntax import bound_names, condition_key, names_in
@@ -34,10 +35,8 @@ from .values import (
 )
 
 
-class StatementRunner:
+class StatementRunner(Evaluator):
     """``exec_block`` and the statements it runs (the expressions are the interpreter's)."""
-
-    _host_compute_depth: int
 
     def exec_block(self, statements: list, frame: Frame, returns: list) -> bool:
         """Run statements; True when every path leaves the block (return/raise/break)."""
