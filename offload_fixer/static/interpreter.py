@@ -82,6 +82,8 @@ class SiteResult:
 
 
 class Interpreter(StatementRunner, ExpressionEvaluator):
+    """The static check of one module: its jit sites, and what each one returns."""
+
     def __init__(self, module: cst.Module, text: str, memos: Sequence[dict] | None = None,
                  project: Project | None = None, path: str | None = None) -> None:
         """``memos``: one dict per top-level statement that outlives this interpreter (a cached
