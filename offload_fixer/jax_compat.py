@@ -8,7 +8,9 @@ Three regimes decide how JAX assigns memory kinds to outputs (see ``docs/jax-ver
 * ``TYPED`` (>= 0.7.1): memory space is part of the type; outputs follow types.
 
 Modelled up to the 0.12 line (:data:`NEWEST_MODELLED`). Everything else in the package asks
-this module instead of comparing versions itself.
+this module instead of comparing versions itself, probing for a feature or importing JAX's
+private modules (``jax._src``): it is one module on purpose, so that each difference between
+JAX and jaxlib releases has one home, with the versions it covers.
 """
 
 from __future__ import annotations
