@@ -8,7 +8,9 @@ Three regimes decide how JAX assigns memory kinds to outputs (see ``docs/jax-ver
 * ``TYPED`` (>= 0.7.1): memory space is part of the type; outputs follow types.
 
 Modelled up to the 0.12 line (:data:`NEWEST_MODELLED`). Everything else in the package asks
-this module instead of comparing versions itself.
+this module instead of comparing versions itself, probing for a feature or importing JAX's
+private modules (``jax._src``): it is one module on purpose, so that each difference between
+JAX and jaxlib releases has one home, with the versions it covers.
 """
 
 from __future__ import annotations
@@ -85,6 +87,17 @@ def installed_version() -> str:
         return version("jax")
     except PackageNotFoundError as exc:  # pragma: no cover - jax is a dependency
         raise UnsupportedJaxVersion("JAX is not installed") from exc
+
+
+@functools.lru_cache(maxsize=None)
+def installed_jaxlib_version() -> str:
+    """The installed jaxlib's version (package metadata: importing jaxlib is not needed)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("jaxlib")
+    except PackageNotFoundError as exc:  # pragma: no cover - jaxlib is a dependency of jax
+        raise UnsupportedJaxVersion("jaxlib is not installed") from exc
 
 
 def regime(version: str | None = None) -> Regime:
@@ -270,20 +283,13 @@ def compile_only_devices(platform: str, topology: str, target_config: str | None
 
 def parse_stablehlo(text: str) -> Any:
     """StableHLO text (with locations) as a module of JAX's own MLIR context."""
-    from jax._src.interpreters import mlir as jax_mlir
     from jaxlib.mlir import ir
 
-    return ir.Module.parse(text, context=jax_mlir.make_ir_context())
+    return ir.Module.parse(text, context=make_ir_context())
 
 
 FIRST_JAXLIB_COMPILING_MLIR_MODULES = (0, 8, 0)
 """``Client.compile`` takes an MLIR module from jaxlib 0.8; before, serialized bytes or text."""
-
-
-def _jaxlib_version() -> tuple[int, int, int]:
-    from importlib.metadata import version
-
-    return parse_version(version("jaxlib"))
 
 
 def compile_stablehlo(module: Any, devices: Sequence[Any], num_replicas: int, num_partitions: int) -> Any:
@@ -297,7 +303,7 @@ def compile_stablehlo(module: Any, devices: Sequence[Any], num_replicas: int, nu
     from jax._src.interpreters import mlir as jax_mlir
     from jax._src.lib import xla_client
 
-    if _jaxlib_version() < FIRST_JAXLIB_COMPILING_MLIR_MODULES:
+    if parse_version(installed_jaxlib_version()) < FIRST_JAXLIB_COMPILING_MLIR_MODULES:
         module = jax_mlir.module_to_bytecode(module)  # bytecode keeps the locations
     client = devices[0].client
     assignment = np.array([d.id for d in devices[: num_replicas * num_partitions]]).reshape(num_replicas, num_partitions)
@@ -349,14 +355,7 @@ jaxlib tells which compilers a program will meet."""
 
 def xla_generation(jaxlib_version: str | None = None) -> XlaGeneration:
     """The released compilers that pair with ``jaxlib_version`` (default: the installed jaxlib)."""
-    if jaxlib_version is None:
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            jaxlib_version = version("jaxlib")
-        except PackageNotFoundError:  # pragma: no cover - jaxlib is a dependency
-            jaxlib_version = installed_version()
-    v = parse_version(jaxlib_version)
+    v = parse_version(jaxlib_version or installed_jaxlib_version())
     return next(generation for before, generation in XLA_GENERATIONS if v < before)
 
 
@@ -409,11 +408,95 @@ def hlo_instructions(text: str) -> list[HloInstruction]:
 
 def stablehlo_to_hlo(text: str) -> Any:
     """jaxlib's own MLIR -> HLO translation of a module (the first step of every XLA
-    compile), as an ``HloModule`` whose instructions carry the names XLA's messages print."""
+    compile), as an ``HloModule`` whose instructions carry the names XLA's messages print.
+    ``xla_client._xla.mlir.mlir_module_to_xla_computation``, private in 0.4.35 - 0.12.0.1."""
+    computation = _mlir_bindings().mlir_module_to_xla_computation(text, use_tuple_args=False, return_tuple=False)
+    return computation.get_hlo_module()
+
+
+# ---------------------------------------------------------------------------------------
+# jaxlib's MLIR and HLO bindings: what each jaxlib exposes, measured in the CI's environments
+# (jaxlib 0.4.35, 0.6.2, 0.10.2, 0.12.0.1).
+def make_ir_context() -> Any:
+    """An MLIR context with every dialect JAX emits (StableHLO, CHLO, SDY, func...) registered:
+    ``jax._src.interpreters.mlir.make_ir_context``, private in 0.4.35 - 0.12.0.1."""
+    from jax._src.interpreters import mlir as jax_mlir
+
+    return jax_mlir.make_ir_context()
+
+
+@functools.lru_cache(maxsize=None)
+def typed_locations() -> bool:
+    """Whether jaxlib's MLIR bindings have typed location classes (``NameLoc``, ``CallSiteLoc``,
+    ``FileLineColLoc``, ``FusedLoc``): jaxlib 0.10.2 and 0.12.0.1 do; 0.4.35 and 0.6.2 only
+    print a location."""
+    from jaxlib.mlir import ir
+
+    return all(hasattr(ir, name) for name in ("NameLoc", "CallSiteLoc", "FileLineColLoc", "FusedLoc"))
+
+
+def value_location(value: Any) -> Any:
+    """The location of an MLIR value (an operation's result or a block argument), or None
+    where the bindings do not give one: ``Value.location`` exists from jaxlib 0.6.2 (not 0.4.35)."""
+    return value.location if hasattr(value, "location") else None
+
+
+def hlo_bindings() -> Any:
+    """jaxlib's HLO classes (``HloModule``, ``HloPrintOptions``, ``XlaComputation``,
+    ``hlo_module_from_text``): ``jax._src.lib.hlo`` (``jaxlib._hlo``) in jaxlib 0.10.2 and
+    0.12.0.1, ``xla_client._xla`` (``xla_extension``) in 0.4.35 and 0.6.2."""
+    try:
+        from jax._src.lib import hlo
+
+        return hlo
+    except ImportError:
+        from jax._src.lib import xla_client
+
+        return xla_client._xla
+
+
+def _mlir_bindings() -> Any:
+    """jaxlib's MLIR <-> XLA conversions: ``xla_client._xla.mlir`` in 0.4.35 - 0.12.0.1."""
     from jax._src.lib import xla_client
 
-    computation = xla_client._xla.mlir.mlir_module_to_xla_computation(text, use_tuple_args=False, return_tuple=False)
-    return computation.get_hlo_module()
+    return xla_client._xla.mlir
+
+
+def hlo_to_stablehlo(hlo_module: Any) -> str | bytes:
+    """XLA's own conversion of an ``HloModule`` to StableHLO (text or bytecode, for
+    ``ir.Module.parse``): ``mlir.hlo_to_stablehlo`` from jaxlib 0.6.2, through an
+    ``XlaComputation`` in 0.4.35."""
+    proto = hlo_module.as_serialized_hlo_module_proto()
+    bindings = _mlir_bindings()
+    if hasattr(bindings, "hlo_to_stablehlo"):
+        return bindings.hlo_to_stablehlo(proto)
+    return bindings.xla_computation_to_mlir_module(hlo_bindings().XlaComputation(proto))
+
+
+def hlo_instructions_of(computation: Any) -> list[Any] | None:
+    """The instructions of an ``HloComputation``, or None where the bindings do not list
+    them: ``HloComputation.instructions`` exists in jaxlib 0.10.2 and 0.12.0.1, not in 0.4.35
+    or 0.6.2."""
+    return list(computation.instructions()) if hasattr(computation, "instructions") else None
+
+
+# ---------------------------------------------------------------------------------------
+# JAX's tracing machinery, as the runner observes it.
+def trace_state_check() -> Callable[[], bool]:
+    """A test of whether no JAX transformation is tracing at the moment of the call:
+    ``jax._src.core.trace_state_clean``, private in 0.4.35 - 0.12.0.1 (the public
+    ``jax.core.trace_state_clean`` is deprecated in 0.6.2 and gone by 0.10.2)."""
+    from jax._src.core import trace_state_clean
+
+    return trace_state_clean
+
+
+def tracer_class() -> type:
+    """JAX's ``Tracer`` class (what a traced value is): ``jax.core.Tracer``, public in 0.4.35 -
+    0.12.0.1, where much else of ``jax.core`` is deprecated name by name."""
+    import jax.core
+
+    return jax.core.Tracer
 
 
 # Compilations JAX makes for itself: eager operations.

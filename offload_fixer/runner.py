@@ -117,7 +117,6 @@ class CompilationChecker:
 
     def __init__(self, target: str, progress: Progress | None = None, confirm: bool = False):
         import jax
-        from jax._src.core import trace_state_clean
 
         from offload_fixer import jax_compat
 
@@ -135,7 +134,7 @@ class CompilationChecker:
             xla.oracle(target).spawn()  # its start-up overlaps the program's
         self.leaf_signature = LeafSignatures()
         self.tree_flatten = jax.tree_util.tree_flatten
-        self.outside_any_trace = trace_state_clean
+        self.outside_any_trace = jax_compat.trace_state_check()
         self._seen: set[Any] = set()
         self._identities: dict[Any, int] = {}
         self._report_keys: set[Any] = set()
@@ -381,10 +380,11 @@ class LeafSignatures:
     def __init__(self) -> None:
         import jax
         import numpy as np
-        from jax._src.core import Tracer
+
+        from offload_fixer import jax_compat
 
         self._classes = (
-            (Tracer, _tracer_signature),
+            (jax_compat.tracer_class(), _tracer_signature),
             (jax.Array, _array_signature),
             (jax.ShapeDtypeStruct, _abstract_signature),
             ((np.ndarray, np.generic), _numpy_signature),

@@ -84,3 +84,72 @@ def test_compute_on_host_lowers_to_a_host_call():
     assert host_calls
     if jax_compat.regime() is Regime.TYPED:
         assert [r.memory_kind for r in view.results] == ["pinned_host"]
+
+
+# ---------------------------------------------------------------------------------------
+# jaxlib's bindings and JAX's tracing machinery, as each CI environment has them
+BINDINGS_BY_JAXLIB = {
+    # jaxlib: (typed location classes, Value.location, mlir.hlo_to_stablehlo, HloComputation.instructions)
+    "0.4.35": (False, False, False, False),
+    "0.6.2": (False, True, True, False),
+    "0.10.2": (True, True, True, True),
+    "0.12.0.1": (True, True, True, True),
+}
+
+
+def _lowered_text() -> str:
+    lowered = jax.jit(lambda x: (x * 2, x)).lower(jnp.arange(3.0))
+    return lowered.compiler_ir("stablehlo").operation.get_asm(enable_debug_info=True)
+
+
+def test_the_bindings_are_those_the_docstrings_name_for_the_installed_jaxlib():
+    installed = jax_compat.installed_jaxlib_version()
+    if installed not in BINDINGS_BY_JAXLIB:
+        pytest.skip(f"jaxlib {installed} is not one of the CI's environments")
+    module = jax_compat.parse_stablehlo(_lowered_text())
+    argument = module.body.operations[0].regions[0].blocks[0].arguments[0]
+    computation = next(iter(jax_compat.stablehlo_to_hlo(_lowered_text()).computations()))
+    from jaxlib.mlir import ir
+
+    found = (
+        jax_compat.typed_locations(),
+        jax_compat.value_location(argument) is not None,
+        hasattr(jax_compat._mlir_bindings(), "hlo_to_stablehlo"),
+        jax_compat.hlo_instructions_of(computation) is not None,
+    )
+    assert found == BINDINGS_BY_JAXLIB[installed]
+    assert jax_compat.typed_locations() is hasattr(ir, "NameLoc")
+
+
+def test_hlo_converts_back_to_stablehlo_in_jax_s_context():
+    hlo_module = jax_compat.stablehlo_to_hlo(_lowered_text())
+    assert "multiply" in hlo_module.to_string()
+    back = jax_compat.hlo_to_stablehlo(hlo_module)
+    from jaxlib.mlir import ir
+
+    module = ir.Module.parse(back, context=jax_compat.make_ir_context())
+    assert module.operation.verify()
+    names = jax_compat.hlo_bindings().hlo_module_from_text(hlo_module.to_string()).name
+    assert names == hlo_module.name
+
+
+def test_each_computation_s_instructions_are_listed_where_jaxlib_lists_them():
+    for computation in jax_compat.stablehlo_to_hlo(_lowered_text()).computations():
+        instructions = jax_compat.hlo_instructions_of(computation)
+        if instructions is not None:
+            assert {str(i.opcode).rsplit(".", 1)[-1].removeprefix("k").lower() for i in instructions} >= {
+                "parameter", "multiply"}
+
+
+def test_trace_state_and_tracers_are_seen_inside_jit_only():
+    outside_any_trace = jax_compat.trace_state_check()
+    seen = []
+
+    def traced(x):
+        seen.append((outside_any_trace(), isinstance(x, jax_compat.tracer_class())))
+        return x
+
+    jax.jit(traced)(jnp.arange(3.0))
+    assert seen == [(False, True)]
+    assert outside_any_trace()
+    assert not isinstance(jnp.arange(3.0), jax_compat.tracer_class())

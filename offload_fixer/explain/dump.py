@@ -26,6 +26,7 @@ from typing import Any, Literal
 
 from jaxlib.mlir import ir
 
+from offload_fixer import jax_compat
 from offload_fixer.ir.locations import decode
 from offload_fixer.ir.module import (
     HOST_KINDS,
@@ -286,7 +287,7 @@ class LoadedModule:
     def hlo_module(self) -> Any:
         """An ``HloModule``: the dumped text or proto, else XLA's conversion of the StableHLO
         (the converter XLA itself runs, so the names match a run with the same jaxlib)."""
-        api = _hlo_api()
+        api = jax_compat.hlo_bindings()
         if self.dumped.hlo_text:
             text = _read_text(self.dumped.hlo_text)
             return _checked(lambda: api.hlo_module_from_text(text), self.dumped.hlo_text)
@@ -295,13 +296,7 @@ class LoadedModule:
         path = self.dumped.jax_mlir or self.dumped.xla_mlir
         assert path is not None
         text = _read_text(path)
-        computation = _checked(
-            lambda: _mlir_api().mlir_module_to_xla_computation(
-                text, use_tuple_args=False, return_tuple=False
-            ),
-            path,
-        )
-        return computation.get_hlo_module()
+        return _checked(lambda: jax_compat.stablehlo_to_hlo(text), path)
 
     @cached_property
     def hlo_text(self) -> str:
@@ -318,28 +313,20 @@ class LoadedModule:
     def _names_module(self) -> ir.Module:
         """The HLO converted to StableHLO without metadata: every op's location is then its
         HLO instruction name, which is how a name is found without reading any text."""
-        api = _hlo_api()
+        api = jax_compat.hlo_bindings()
         options = api.HloPrintOptions()
         options.print_metadata = False
         bare = api.hlo_module_from_text(self.hlo_module.to_string(options))
         return self._hlo_as_stablehlo(bare)
 
     def _hlo_as_stablehlo(self, hlo_module: Any) -> ir.Module:
-        proto = hlo_module.as_serialized_hlo_module_proto()
-        mlir_api = _mlir_api()
-        if hasattr(mlir_api, "hlo_to_stablehlo"):
-            converted: str | bytes = mlir_api.hlo_to_stablehlo(proto)
-        else:
-            converted = mlir_api.xla_computation_to_mlir_module(
-                _hlo_api().XlaComputation(proto)
-            )
-        return ir.Module.parse(converted, context=self._context)
+        return ir.Module.parse(jax_compat.hlo_to_stablehlo(hlo_module), context=self._context)
 
     @cached_property
     def _entry_memory_spaces(self) -> tuple[list[int | None], list[int | None]]:
         """Memory space of each entry parameter and result (``S(5)`` is host)."""
         shape = (
-            _hlo_api()
+            jax_compat.hlo_bindings()
             .XlaComputation(self.hlo_module.as_serialized_hlo_module_proto())
             .program_shape()
         )
@@ -410,9 +397,10 @@ class LoadedModule:
         """jaxlib >= 0.5 turns the root tuple into the return's operands; its name is then
         only in the HLO, whose instructions those bindings expose."""
         for computation in self.hlo_module.computations():
-            if not hasattr(computation, "instructions"):
+            instructions = jax_compat.hlo_instructions_of(computation)
+            if instructions is None:
                 return False
-            for hlo in computation.instructions():
+            for hlo in instructions:
                 if hlo.name == instruction:
                     return str(hlo.opcode).endswith("kTuple") and not hlo.users()
         return False
@@ -455,10 +443,8 @@ def _starting_values(
                 return [(op.result, (position,)) for position in host]
             return [(result, ()) for result in op.results] if host else []
     for argument in main.regions[0].blocks[0].arguments:
-        if (
-            hasattr(argument, "location")
-            and decode(argument.location).name == instruction
-        ):
+        location = jax_compat.value_location(argument)
+        if location is not None and decode(location).name == instruction:
             return (
                 [(argument, ())] if _argument_number(argument) in host_arguments else []
             )
@@ -666,29 +652,9 @@ def _memory_space(shape: Any) -> int | None:
     return int(match.group("space")) if match else None
 
 
-# ---------------------------------------------------------------------------------------
-# jaxlib bindings, found by feature
-def _hlo_api() -> Any:
-    """``jaxlib._hlo`` (jaxlib >= 0.5) or ``xla_extension`` (0.4.x): same HLO classes."""
-    try:
-        from jax._src.lib import hlo
-
-        return hlo
-    except ImportError:
-        from jax._src.lib import xla_client
-
-        return xla_client._xla
-
-
-def _mlir_api() -> Any:
-    from jax._src.lib import xla_client
-
-    return xla_client._xla.mlir
-
-
 def _module_from_proto(data: bytes, path: str) -> Any:
     """XLA dumps an ``HloProto`` (the module is its field 1); accept a bare module too."""
-    api = _hlo_api()
+    api = jax_compat.hlo_bindings()
     wrapped = _length_delimited_field(data, 1)
     for candidate in (wrapped, data):
         if candidate is None:

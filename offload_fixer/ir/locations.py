@@ -1,8 +1,9 @@
 """Decode MLIR locations into frames, with jaxlib's typed location classes when it has them.
 
-jaxlib >= 0.5 exposes ``NameLoc``/``CallSiteLoc``/``FileLineColLoc``/``FusedLoc``; older
-bindings (0.4.35) only print a location, so there we read the printed ``loc(...)`` form with
-a small recursive-descent parser of MLIR's location grammar (never of the module).
+Recent jaxlibs expose ``NameLoc``/``CallSiteLoc``/``FileLineColLoc``/``FusedLoc``; older
+bindings only print a location (:func:`offload_fixer.jax_compat.typed_locations` says which),
+so there we read the printed ``loc(...)`` form with a small recursive-descent parser of MLIR's
+location grammar (never of the module).
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from typing import Any
 
 from jaxlib.mlir import ir
 
-_TYPED = all(hasattr(ir, name) for name in ("NameLoc", "CallSiteLoc", "FileLineColLoc", "FusedLoc"))
+from offload_fixer import jax_compat
+
+_TYPED = jax_compat.typed_locations()
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from typing import Any, Iterator
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
+from offload_fixer import jax_compat
 from offload_fixer.ir.locations import OpLocation, decode
 
 PLACEMENT_ATTR = "_xla_buffer_placement"
@@ -100,7 +101,8 @@ class ModuleView:
             kind = _dict_string(entry, "mhlo.memory_kind") or DEVICE_KIND
             info = _dict_string(entry, info_key)
             if info is None and isinstance(value, ir.Value):
-                info = decode(value.location).name if hasattr(value, "location") else None
+                location = jax_compat.value_location(value)
+                info = None if location is None else decode(location).name
             yield EntryValue(index, kind, info or "", _element_bits(value.type if isinstance(value, ir.Value) else value))
 
     def location(self, op: ir.Operation) -> OpLocation:
@@ -132,9 +134,7 @@ def load(source: Any, context: ir.Context | None = None) -> ModuleView:
 
 def make_context() -> ir.Context:
     """An MLIR context with every dialect JAX emits (StableHLO, CHLO, SDY, func...) registered."""
-    from jax._src.interpreters import mlir as jax_mlir
-
-    return jax_mlir.make_ir_context()
+    return jax_compat.make_ir_context()
 
 
 # ---------------------------------------------------------------------------------------

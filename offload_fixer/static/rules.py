@@ -30,8 +30,10 @@ from offload_fixer.model import Diagnostic, FixOption, FunctionRef, Origin, Span
 from offload_fixer.rules import get_rule
 
 from . import names
-from .interpreter import ReturnedValue, SiteResult, condition_key, memory_kind_of
+from .interpreter import ReturnedValue, SiteResult
+from .jax_api import memory_kind_of
 from .source import Sources
+from .syntax import condition_key
 from .values import NONE, UNKNOWN, HostArray, HostOrigin, Mapping, Seq, is_single_array
 
 _ROLES = {

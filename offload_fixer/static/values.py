@@ -39,6 +39,10 @@ class Const:
     value: Any
 
 
+STATIC = Const(None)
+"""A Python value computed at trace time (a shape, a product of constants): never an array."""
+
+
 @dataclass(frozen=True)
 class DeviceArray:
     """Data in device memory. ``single`` is False when the structure is unknown (a pytree argument)."""
@@ -303,6 +307,11 @@ def map_leaves(value: Any, fn: Callable[[Any], Any]) -> Any:
     if value is NONE:
         return value
     return fn(value)
+
+
+def after_each(value: Any, category: str, op: str, node: Any) -> Any:
+    """Every host leaf of a pytree with one more operation (``category``) in its story."""
+    return map_leaves(value, lambda leaf: leaf.after(category, op, node) if isinstance(leaf, HostArray) else leaf)
 
 
 def leaves(value: Any):

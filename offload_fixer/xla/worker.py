@@ -149,11 +149,10 @@ def serve(target: str, target_config_path: str | None, requests: TextIO, answers
         _answer(answers, {"ready": False, "message": f"{type(exc).__name__}: {exc}"})
         return
     logs = LogTail(patterns)
-    import jax
-
     from offload_fixer.xla import compilers
 
-    _answer(answers, {"ready": True, "jax": jax.__version__, "compiler": str(compilers.installed(target))})
+    _answer(answers, {"ready": True, "jax": compiler.compat.installed_version(),
+                      "compiler": str(compilers.installed(target))})
     for line in requests:
         if not line.strip():
             continue

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from offload_fixer.jax_compat import spelling
-from offload_fixer.static.interpreter import HostArray, HostOrigin
 from offload_fixer.static.rules import is_error
+from offload_fixer.static.values import HostArray, HostOrigin
 
 from .helpers import LEGACY, PROPAGATION, TYPED, found, verdicts
 

@@ -1,0 +1,97 @@
+"""What the JAX-API semantics (:mod:`.jax_api`, :mod:`.control_flow`) ask of the interpreter,
+and how they read a call's arguments.
+
+The semantics are functions of abstract values; the few that trace a function the program
+passes them (``lax.scan``'s body, ``jax.tree.map``'s function) call back into the interpreter
+through :class:`Evaluator`, the interface of the interpreter's parts.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import TYPE_CHECKING, Any
+
+MAX_CALL_DEPTH = 8
+MAX_EVALUATIONS = 200_000
+"""Per jit site; a pathological file ends that site's analysis instead of the run."""
+
+
+class Unsupported(Exception):
+    """The function does something the check does not model (generators, await, budget)."""
+
+
+class Evaluator:
+    """The methods the parts of :class:`.interpreter.Interpreter` call on one another.
+
+    Each part is a base class of the interpreter: :class:`.statements.StatementRunner` runs
+    statements, :class:`.expressions.ExpressionEvaluator` evaluates expressions and calls, and
+    the interpreter itself resolves names and finds jit sites. Each method below is defined by
+    exactly one of them; the JAX-API semantics use ``ev``, ``apply`` and ``compute``.
+    """
+
+    _budget: int
+    """Evaluations left for the current jit site (:data:`MAX_EVALUATIONS`)."""
+    _host_compute_depth: int
+    """How many ``with compute_on("device_host")`` blocks enclose the code being run."""
+    _stack: list
+    """The functions being traced, outermost first."""
+
+    if TYPE_CHECKING:
+        @abstractmethod
+        def ev(self, node: Any, scope: Any) -> Any:
+            """The abstract value of expression ``node`` in ``scope``."""
+
+        @abstractmethod
+        def apply(self, callee: Any, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
+            """The abstract result of calling ``callee`` (traced when it is a function of the project)."""
+
+        @abstractmethod
+        def compute(self, op: str, operands: tuple, node: Any, kind: str = "compute") -> Any:
+            """The single array an operation computes from its operands' data."""
+
+        @abstractmethod
+        def binary(self, left: Any, operator: Any, right: Any, node: Any) -> Any:
+            """``left <operator> right`` (also for augmented assignments)."""
+
+        @abstractmethod
+        def constant_index(self, node: Any, scope: Any) -> Any:
+            """The constant key of ``x[key]``, or None."""
+
+        @abstractmethod
+        def exec_block(self, statements: list, frame: Any, returns: list) -> bool:
+            """Run statements; True when every path leaves the block."""
+
+        @abstractmethod
+        def is_flag(self, node: Any, test: Any, scope: Any) -> bool:
+            """Whether a test is a configuration flag rather than a test on arrays."""
+
+        @abstractmethod
+        def forget_base(self, target: Any, frame: Any) -> None:
+            """Forget the local object an attribute or item assignment changed."""
+
+        @abstractmethod
+        def forget_aliases(self, container: Any, frame: Any) -> None:
+            """Forget every local name bound to a container that may have changed."""
+
+        @abstractmethod
+        def decorate(self, node: Any, scope: Any, closure: Any) -> Any:
+            """The value a ``def`` binds, through its decorators."""
+
+        @abstractmethod
+        def module_attribute(self, module: Any, name: str) -> Any:
+            """``module.name`` for a module of the project."""
+
+        @abstractmethod
+        def local_names(self, node: Any) -> frozenset:
+            """The names a function binds locally."""
+
+
+ABSENT: Any = object()
+"""An argument the call does not pass."""
+
+
+def call_argument(args: list, kwargs: dict, position: int, keyword: str, default: Any = ABSENT) -> Any:
+    """A parameter's argument, passed by position or by keyword."""
+    if len(args) > position:
+        return args[position]
+    return kwargs.get(keyword, default)
