@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal
+from typing import TYPE_CHECKING, Any, Iterable, Literal, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 Severity = Literal["error", "warning", "info"]
 
@@ -148,7 +151,7 @@ class Diagnostic:
     """With ``--confirm``: the compiler asked (``libtpu 0.0.42.1``)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return _to_jsonable(self)
+        return _to_dict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Diagnostic":
@@ -185,7 +188,7 @@ class Report:
         return tuple(d for d in self.diagnostics if d.code == code)
 
     def to_dict(self) -> dict[str, Any]:
-        return _to_jsonable(self)
+        return _to_dict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Report":
@@ -252,7 +255,7 @@ class XlaVerdict:
     """Slices XLA's warnings say stay on host (converted into host compute)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return _to_jsonable(self)
+        return _to_dict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "XlaVerdict":
@@ -324,6 +327,15 @@ def _matching_bracket(text: str, start: int) -> int:
 
 # ---------------------------------------------------------------------------------------
 # JSON round-trip for the frozen dataclasses above
+_Record = TypeVar("_Record", bound="DataclassInstance")
+
+
+def _to_dict(value: Any) -> dict[str, Any]:
+    """A dataclass instance as a JSON-ready dict."""
+    encoded: dict[str, Any] = _to_jsonable(value)
+    return encoded
+
+
 def _to_jsonable(value: Any) -> Any:
     if dataclasses.is_dataclass(value):
         return {f.name: _to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
@@ -332,7 +344,7 @@ def _to_jsonable(value: Any) -> Any:
     return value
 
 
-def _from_jsonable(cls: type, data: dict[str, Any]) -> Any:
+def _from_jsonable(cls: type[_Record], data: dict[str, Any]) -> _Record:
     kwargs = {}
     hints = {f.name: f for f in dataclasses.fields(cls)}
     for name, value in data.items():
@@ -342,10 +354,10 @@ def _from_jsonable(cls: type, data: dict[str, Any]) -> Any:
     return cls(**kwargs)
 
 
-_FIELD_TYPES: dict[tuple[str, str], tuple[type, bool]] = {}
+_FIELD_TYPES: dict[tuple[str, str], tuple[type[DataclassInstance], bool]] = {}
 
 
-def _decode_field(cls: type, name: str, value: Any) -> Any:
+def _decode_field(cls: type[DataclassInstance], name: str, value: Any) -> Any:
     kind = _FIELD_TYPES.get((cls.__name__, name))
     if kind is None or value is None:
         return tuple(value) if isinstance(value, list) else value

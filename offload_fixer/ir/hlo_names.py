@@ -52,7 +52,7 @@ class HloNames:
         from offload_fixer import jax_compat
 
         try:
-            instructions = jax_compat.hlo_instructions(tagged.operation.get_asm(enable_debug_info=True))
+            instructions = jax_compat.hlo_instructions(str(tagged.operation.get_asm(enable_debug_info=True)))
         except Exception:  # a module XLA's translation rejects: names stay unknown
             return
         for instruction in instructions:
@@ -72,13 +72,15 @@ class HloNames:
 
 def _tagged_copy(module: ir.Module) -> ir.Module:
     context = module.context
-    copy = ir.Module.parse(module.operation.get_asm(enable_debug_info=True), context=context)
+    copy = ir.Module.parse(str(module.operation.get_asm(enable_debug_info=True)), context=context)
     index = 0
     for top in copy.body.operations:
         for op in irm.walk_operations(top.operation):
-            entries = {}
+            entries: dict[str, ir.Attribute] = {}
             if "mhlo.frontend_attributes" in op.attributes:
-                for named in ir.DictAttr(op.attributes["mhlo.frontend_attributes"]):
+                existing = ir.DictAttr(op.attributes["mhlo.frontend_attributes"])
+                for position in range(len(existing)):
+                    named = existing[position]
                     entries[named.name] = named.attr
             entries[TAG] = ir.StringAttr.get(str(index), context=context)
             op.attributes["mhlo.frontend_attributes"] = ir.DictAttr.get(entries, context=context)
