@@ -47,6 +47,8 @@ def normalize_target(target: str) -> str:
 
 OriginKind = Literal["move_to_host", "host_argument", "offload_policy", "host_compute"]
 Safety = Literal["safe", "unsafe", "display-only"]
+FixStrategy = Literal["device", "host"]
+OutputVerdict = Literal["device", "host", "streamed", "repaired", "error"]
 
 
 @dataclass(frozen=True)
@@ -104,7 +106,7 @@ class Origin:
 class FixOption:
     """A remedy in words; the planner turns the chosen one into a codemod target."""
 
-    strategy: Literal["device", "host"]
+    strategy: FixStrategy
     title: str
     description: str
     safety: Safety = "safe"
@@ -202,7 +204,7 @@ class OutputInfo:
     index: int
     path: str
     memory_kind: str
-    verdict: Literal["device", "host", "streamed", "repaired", "error"]
+    verdict: OutputVerdict
     """``streamed``: a host value reaches this host output; ``repaired``: the output is a move to
     host that XLA turns into a copy (the whole single output); ``error``: error 1200."""
     compiled_memory_kind: str | None = None
@@ -217,7 +219,8 @@ class Prediction:
     This is what a released compiler's :class:`XlaVerdict` is compared with, field by field.
     """
 
-    outcome: Literal["compiled", "rejected"]
+    outcome: Literal["compiled", "rejected", "aborted"]
+    """``aborted``: the analysis expects the compiler to die on a CHECK (TPU loop dots...)."""
     code: str | None = None
     """The diagnostic code of the error XLA stops at (``OFL1200``...), ``None`` when it compiles."""
     instruction: str | None = None
