@@ -116,7 +116,7 @@ def _mtime(path: str) -> float:
 
 
 @functools.lru_cache(maxsize=64)
-def _function_nodes(path: str, mtime: float) -> tuple[ast.AST, ...]:
+def _function_nodes(path: str, mtime: float) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, ...]:
     data = source_bytes(path)
     if data is None:
         return ()

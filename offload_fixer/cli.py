@@ -348,7 +348,8 @@ class FixConfirmation:
                 results.append(dataclasses.replace(
                     result, error=FixNotConfirmedError(result.path, f"not confirmed by the compiler: {reason}")))
                 continue
-            console.note(f"offload-fixer: {result.path}: the fix compiles ({checks[0].verdict.compiler} confirmed "
+            compiler = checks[0].verdict.compiler if checks[0].verdict is not None else "the compiler"
+            console.note(f"offload-fixer: {result.path}: the fix compiles ({compiler} confirmed "
                          f"{len(checks)} compilation{'s' if len(checks) != 1 else ''})")
             confirmed.add(result.path)
             results.append(result)
@@ -731,8 +732,8 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
         result = run_program(program, list(program_args), target=settings.target, is_module=module, progress=progress,
                              confirm=invocation.confirm)
     sys.stdout.flush()
-    outcome = Outcome(checked=f"{result.checked} compilation{'s' if result.checked != 1 else ''} checked "
-                              f"for {settings.target}")
+    checked = f"{result.checked} compilation{'s' if result.checked != 1 else ''} checked for {settings.target}"
+    outcome = Outcome(checked=checked)
     outcome.diagnostics, outcome.unused_suppressions = reportable(result.diagnostics, resolver)
     if result.program_exception:
         click.echo(result.program_exception, err=True, nl=False)
@@ -759,7 +760,7 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
     if failed:
         outcome.failure = ExitCode.PROGRAM_FAILED
         outcome.complete = False
-        outcome.checked += " before the program failed"
+        outcome.checked = checked + " before the program failed"
     if invocation.fix or invocation.diff:
         # the hashes the runner took when it analysed each file: a file edited since is refused
         run_fixes = apply_fixes(outcome.diagnostics, settings.strategy, invocation, None, console,

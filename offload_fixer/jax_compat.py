@@ -218,7 +218,8 @@ def memory_move_target(memory_kind: str) -> Any:
     if memory_kind in {m.kind for m in device.addressable_memories()}:
         return jax.sharding.SingleDeviceSharding(device, memory_kind=memory_kind)
     if spelling().transfer_to_memory_kind:
-        from jax._src.sharding_impls import TransferToMemoryKind
+        # JAX before 0.4.36 only; the installed JAX's typing may not have it
+        from jax._src.sharding_impls import TransferToMemoryKind  # type: ignore[attr-defined]
 
         return TransferToMemoryKind(memory_kind)
     raise UnsupportedJaxVersion(
@@ -237,7 +238,8 @@ def compute_on_host(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     form = spelling().host_compute
     if form is HostCompute.FUNCTION:
-        return compute_on(fn, compute_type="device_host", out_memory_spaces=jax.memory.Space.Host)
+        # the function form is JAX 0.11.1's; the installed JAX's typing may be an older one's
+        return compute_on(fn, compute_type="device_host", out_memory_spaces=jax.memory.Space.Host)  # type: ignore[call-arg, misc, arg-type, unused-ignore]
     if form is HostCompute.CONTEXT:
         return compute_on("device_host")(fn)
     raise UnsupportedJaxVersion(f"jax {installed_version()} has no compute_on")  # pragma: no cover
@@ -451,6 +453,7 @@ def observe_compilations(observer: InternalCompilation) -> Iterator[bool]:
 
     modern = getattr(pjit, "_run_python_pjit", None)
     legacy = getattr(pjit, "_python_pjit_helper", None)
+    replacement: Callable[..., Any]
     if modern is not None and list(inspect.signature(modern).parameters)[:3] == ["p", "args_flat", "fun"]:
         from jax._src import api_util, stages
 
@@ -480,7 +483,8 @@ def observe_compilations(observer: InternalCompilation) -> Iterator[bool]:
                     wrapper = types.SimpleNamespace(_fun=fun, _jit_info=jit_info)
                     traced = pjit.jit_trace(wrapper, *args, **kwargs)
                 else:
-                    traced = pjit._make_jit_wrapper(fun, jit_info).trace(*args, **kwargs)
+                    # JAX 0.4.x only; the installed JAX's typing may not have it
+                    traced = pjit._make_jit_wrapper(fun, jit_info).trace(*args, **kwargs)  # type: ignore[attr-defined, unused-ignore]
                 return traced.lower(lowering_platforms=(platform,))
 
             notify(fun, result[3], result[1], lower)
@@ -502,7 +506,7 @@ def host_memory_kind(value: Any) -> str | None:
     (JAX's CPU build before 0.5 keeps every array in ``unpinned_host``: that is not offloading)."""
     sharding = getattr(value, "sharding", None)
     kind = getattr(sharding, "memory_kind", None)
-    if kind not in ("pinned_host", "unpinned_host") or not getattr(value, "committed", True):
+    if sharding is None or kind not in ("pinned_host", "unpinned_host") or not getattr(value, "committed", True):
         return None
     try:
         default = next(iter(sharding.device_set)).default_memory().kind

@@ -78,10 +78,7 @@ def _tagged_copy(module: ir.Module) -> ir.Module:
         for op in irm.walk_operations(top.operation):
             entries: dict[str, ir.Attribute] = {}
             if "mhlo.frontend_attributes" in op.attributes:
-                existing = ir.DictAttr(op.attributes["mhlo.frontend_attributes"])
-                for position in range(len(existing)):
-                    named = existing[position]
-                    entries[named.name] = named.attr
+                entries.update(irm.named_attributes(op.attributes["mhlo.frontend_attributes"]))
             entries[TAG] = ir.StringAttr.get(str(index), context=context)
             op.attributes["mhlo.frontend_attributes"] = ir.DictAttr.get(entries, context=context)
             index += 1

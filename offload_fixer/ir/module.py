@@ -289,6 +289,13 @@ def _module_name(module: ir.Module) -> str | None:
     return ir.StringAttr(attrs["sym_name"]).value if "sym_name" in attrs else None
 
 
+def named_attributes(attr: ir.Attribute) -> dict[str, ir.Attribute]:
+    """The entries of a dictionary attribute, by name (the bindings index a ``DictAttr``
+    by position but give it no iterator)."""
+    entries = ir.DictAttr(attr)
+    return {entries[position].name: entries[position].attr for position in range(len(entries))}
+
+
 def _dict_string(attr: Any, key: str) -> str | None:
     if attr is None:
         return None

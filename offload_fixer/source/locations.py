@@ -20,7 +20,8 @@ def _library_roots() -> tuple[str, ...]:
             module = __import__(name)
         except ImportError:
             continue
-        roots.append(os.path.dirname(os.path.abspath(module.__file__)) + os.sep)
+        if module.__file__ is not None:  # a namespace package has no file
+            roots.append(os.path.dirname(os.path.abspath(module.__file__)) + os.sep)
     return tuple(roots)
 
 

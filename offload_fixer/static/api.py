@@ -11,7 +11,7 @@ import os
 import sys
 import threading
 import tokenize
-from collections.abc import Collection, Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import Collection, Generator, Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -88,7 +88,7 @@ def check_source(source: str | bytes, path: str = "<string>", target: str = "tpu
 def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | None = None,
                 jobs: int | None = 1, excludes: Sequence[str] = (),
                 check_syntax: Collection[str] = (), *,
-                caches: MutableMapping[str, SourceCache] | None = None) -> Iterator[StaticResult]:
+                caches: MutableMapping[str, SourceCache] | None = None) -> Generator[StaticResult, None, None]:
     """Check files and directories (walked, honouring ``.gitignore`` and ``excludes``, which
     are gitignore-style patterns relative to each directory given). Yields one result per
     ``.py`` file (and ``.ipynb`` notebook where nbformat is installed), in walk order.
@@ -104,7 +104,7 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
     paths = [os.fspath(p) for p in paths]
     roots = tuple(p for p in paths if os.path.isdir(p))
     project = Project(roots)
-    pending: list = []
+    pending: list[StaticResult | tuple[bytes, str]] = []
     for path in python_files(paths, excludes):
         try:
             data = read_program_bytes(path)
@@ -225,11 +225,13 @@ def _check(source: str | bytes, path: str, target: str, spelling: jax_compat.Spe
     data = source if isinstance(source, bytes) else source.encode("utf-8", "surrogatepass")
     if not project.selects(path, data):
         return StaticResult(path)
-    text = source
     if isinstance(source, bytes):
-        text, error = _decode(source, path)
+        decoded, error = _decode(source, path)
         if error is not None:
             return StaticResult(path, parse_error=error, analysed=True)
+        text = decoded
+    else:
+        text = source
     syntax_error = None
     found = None
     try:
@@ -254,8 +256,8 @@ def _check(source: str | bytes, path: str, target: str, spelling: jax_compat.Spe
             error = ParseError(path, exc.raw_line, exc.raw_column + 1, exc.message)
         return StaticResult(path, parse_error=error, analysed=True)
     digest = hashlib.sha256(data).hexdigest()
-    found, dependencies = _analyse(parsed, text, path, target, spelling, digest, project)
-    return StaticResult(path, tuple(found), analysed=True, dependencies=dependencies)
+    diagnostics, dependencies = _analyse(parsed, text, path, target, spelling, digest, project)
+    return StaticResult(path, tuple(diagnostics), analysed=True, dependencies=dependencies)
 
 
 def _analyse(parsed: ParsedSource | libcst.Module, text: str, path: str, target: str, spelling: jax_compat.Spelling,

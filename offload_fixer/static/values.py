@@ -9,7 +9,7 @@ turns its result into ``UNKNOWN``, which keeps the check silent instead of guess
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 from .names import HOST_KINDS
 
@@ -66,8 +66,8 @@ class Condition:
 class HostOrigin:
     """Where a value became host memory: a ``device_put`` to host or a host ``in_shardings`` leaf."""
 
-    kind: str
-    """``move_to_host`` or ``host_argument``, as in :class:`offload_fixer.model.Origin`."""
+    kind: Literal["move_to_host", "host_argument"]
+    """As in :class:`offload_fixer.model.Origin`."""
     memory_kind: str
     node: Any
     """The libcst node to underline: the ``device_put`` call, or the ``in_shardings=`` argument
