@@ -92,6 +92,28 @@ def test_partial_applied_to_the_function_and_aliases_are_reused() -> None:
     assert codemod.edits[0].safety == "safe"
 
 
+def test_a_sharding_tree_built_with_dict_call_is_declared_host_leaf_by_leaf() -> None:
+    """``dict(w=..., b=...)`` is a container of shardings like ``{"w": ..., "b": ...}`` (it
+    used to end the codemod with an AttributeError)."""
+    source = """
+    import functools
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    MESH = jax.make_mesh((1,), ("x",))
+    ON_DEVICE = NamedSharding(MESH, P(), memory_kind="device")
+    STATE = dict(w=ON_DEVICE, b=ON_DEVICE)
+
+
+    @functools.partial(jax.jit, out_shardings=(None, STATE))
+    def step(params, state):
+        return params, state
+    """
+    code, codemod = run(HostOutputCommand, source, function_name="step", output_paths=("[1]",))
+    assert 'out_shardings=(None, jax.tree.map(lambda s: s.with_memory_kind("pinned_host"), STATE))' in code
+    assert not codemod.outcomes[0].problems
+
+
 def test_move_to_device_reuses_from_import_and_adds_jax() -> None:
     source = """\
         from jax import device_put as put, jit
