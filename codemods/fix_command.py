@@ -148,11 +148,11 @@ class FixCommand(CodemodCommand):
 
     def _lines_exist(self, tree: cst.Module, target: FixTarget) -> bool:
         last = len(tree.code.splitlines())
-        given = {"--function-line": target.function_line, "--inner-line": target.inner_line,
-                 "--origin-line": target.origin_line,
-                 **{"--return-line": line for line in target.return_lines},
-                 **{"--compute-line": line for line, _ in target.compute_spans}}
-        wrong = [f"{flag} {line}" for flag, line in given.items() if line is not None and not 1 <= line <= last]
+        given = [("--function-line", target.function_line), ("--inner-line", target.inner_line),
+                 ("--origin-line", target.origin_line),
+                 *(("--return-line", line) for line in target.return_lines),
+                 *(("--compute-line", line) for line, _ in target.compute_spans)]
+        wrong = [f"{flag} {line}" for flag, line in given if line is not None and not 1 <= line <= last]
         if wrong:
             self.report_problem(f"{', '.join(wrong)} is not a line of this file ({last} lines)")
         return not wrong

@@ -12,7 +12,7 @@ from pathlib import Path
 import jax
 import libcst as cst
 import pytest
-from libcst.codemod import CodemodContext
+from libcst.codemod import CodemodContext, SkipFile
 
 from codemods.host_output import HostOutputCommand
 from codemods.move_to_device import MoveToDeviceCommand
@@ -198,6 +198,13 @@ def test_libcst_tool_skips_a_file_the_target_does_not_fit(tmp_path: Path) -> Non
     done, _ = libcst_tool(tmp_path, LIBCST_SOURCE, "move_to_device.MoveToDeviceCommand",
                           "--function-name", "g", "--output-path", "[1]")
     assert "Skipped 1 files" in done.stderr and "function g (line None) not found" in done.stderr
+
+
+def test_every_repeated_line_flag_is_checked_against_the_file() -> None:
+    """``--return-line`` may be given several times: each one is checked, not only the last."""
+    codemod = MoveToDeviceCommand(CodemodContext(), function_line=7, output_path=["[1]"], return_line=[99, 10])
+    with pytest.raises(SkipFile, match="--return-line 99 is not a line of this file"):
+        codemod.transform_module(cst.parse_module(LIBCST_SOURCE))
 
 
 def test_libcst_tool_rejects_a_malformed_path(tmp_path: Path) -> None:
