@@ -234,9 +234,9 @@ class MoveToDeviceCommand(FixCommand):
             statement = statements[index] if index is not None else None
             if (index is not None and index <= last and destination is not None
                     and _assigned_name(statement) is not None
-                    and statement.body[0].value is read.move):  # type: ignore[union-attr]
-                if best is None or index > best[0]:
-                    best = (index, destination)
+                    and statement.body[0].value is read.move  # type: ignore[union-attr]
+                    and (best is None or index > best[0])):
+                best = (index, destination)
         return best
 
     def _free_name(self, function: FunctionInfo, statements: Sequence[cst.BaseStatement],

@@ -274,10 +274,7 @@ class SourceFacts:
         names = _free_names(expr)
         if names is None:
             return False
-        for name in names:
-            if not self._name_visible(name, scope, line):
-                return False
-        return True
+        return all(self._name_visible(name, scope, line) for name in names)
 
     def portable(self, expr: cst.BaseExpression, written_in: Scope, scope: Scope, line: int) -> bool:
         """Whether ``expr``, written in ``written_in``, means the same thing when evaluated in

@@ -645,10 +645,9 @@ def share_outlines(caches: dict) -> None:
 def check_stdin(invocation: Invocation, console: Console, stdin_filename: str | None, force_exclude: bool) -> NoReturn:
     """``check -``: the source on stdin; with ``--fix`` the fixed source goes to stdout and the
     report to stderr, as ruff does."""
+    from offload_fixer.notebook import is_notebook
     from offload_fixer.report import FileError
     from offload_fixer.static import check_source
-
-    from offload_fixer.notebook import is_notebook
 
     if stdin_filename and is_notebook(stdin_filename):
         fail(ExitCode.USAGE, f"{stdin_filename}: notebooks are not read from stdin; name the .ipynb file", console)

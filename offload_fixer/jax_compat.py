@@ -17,10 +17,10 @@ import enum
 import functools
 import threading
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 OLDEST_SUPPORTED = (0, 4, 35)
 """Oldest JAX the dynamic analysis runs under; static rules and spellings reach further back."""
@@ -77,7 +77,7 @@ def check_modelled(text: str) -> tuple[int, int, int]:
     return version
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def installed_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -200,7 +200,7 @@ def host_memory_on_this_backend() -> bool:
 
     try:
         kinds = {m.kind for m in jax.devices()[0].addressable_memories()}
-    except Exception:  # pragma: no cover - very old backends
+    except Exception:  # noqa: BLE001  # pragma: no cover - very old backends
         return False
     return "pinned_host" in kinds
 

@@ -9,8 +9,9 @@ speak the same language.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -156,7 +157,7 @@ class Diagnostic:
         return _to_dict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Diagnostic":
+    def from_dict(cls, data: dict[str, Any]) -> Diagnostic:
         return _from_jsonable(cls, data)
 
     @property
@@ -193,7 +194,7 @@ class Report:
         return _to_dict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Report":
+    def from_dict(cls, data: dict[str, Any]) -> Report:
         return _from_jsonable(cls, data)
 
 
@@ -261,7 +262,7 @@ class XlaVerdict:
         return _to_dict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "XlaVerdict":
+    def from_dict(cls, data: dict[str, Any]) -> XlaVerdict:
         return _from_jsonable(cls, data)
 
 

@@ -227,9 +227,9 @@ def text_replacements(before: str, after: str) -> list[Replacement]:
             continue
         old_block = "".join(old_lines[i1:i2])
         new_block = "".join(new_lines[j1:j2])
-        prefix = len(os.path.commonprefix([old_block, new_block]))
+        prefix = len(os.path.commonprefix([old_block, new_block]))  # noqa: RUF071 - texts, not paths
         room = min(len(old_block), len(new_block)) - prefix
-        suffix = len(os.path.commonprefix([old_block[::-1], new_block[::-1]])[:room])
+        suffix = len(os.path.commonprefix([old_block[::-1], new_block[::-1]])[:room])  # noqa: RUF071 - texts
         start = starts[i1] + prefix
         end = starts[i2] - suffix
         edits.append(

@@ -26,9 +26,9 @@ from jaxlib.mlir import ir
 from offload_fixer.analysis.offloader import (
     PURE_MEMORY_OPS,
     Failure,
-    Seed,
     HostOffloadWalk,
     Node,
+    Seed,
     WalkResult,
     _is_bitcast_like,
 )

@@ -8,8 +8,8 @@ error XLA meets, which is what a released compiler's verdict is compared with.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 from jaxlib.mlir import ir
 

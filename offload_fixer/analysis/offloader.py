@@ -27,8 +27,9 @@ It knows nothing of Python source: findings carry MLIR operations, and
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from jaxlib.mlir import ir
 

@@ -295,7 +295,7 @@ class _Group:
         notes = (NONE_LEAF_NOTE.format(version=spelling.version),) if not spelling.none_leaf_inherits_host else ()
         source = sources.get(path) if path else None
         sha = next((d.source_sha256 for d in group if d.source_sha256), None) or (source.sha256 if source else None)
-        tree = next((outputs[d] for d in group if d in outputs and outputs[d]), ())
+        tree = next((outputs[d] for d in group if outputs.get(d)), ())
         base = {"path": path or "", "rationale": rationale, "origin_key": _origin_key(first),
                 "diagnostics": tuple(group), "source_sha256": sha, "notes": notes}
         target = _target(group, path, spelling, source, tree)

@@ -53,7 +53,7 @@ class HloNames:
 
         try:
             instructions = jax_compat.hlo_instructions(str(tagged.operation.get_asm(enable_debug_info=True)))
-        except Exception:  # a module XLA's translation rejects: names stay unknown
+        except Exception:  # noqa: BLE001 - a module XLA's translation rejects: names stay unknown
             return
         for instruction in instructions:
             tag = _TAG_TEXT.search(instruction.text)

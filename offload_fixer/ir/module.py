@@ -8,17 +8,18 @@ the cost of an analysis is one scan plus the host paths, not a copy of the whole
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from offload_fixer.ir.locations import OpLocation, decode
-
-PLACEMENT_ATTR = "_xla_buffer_placement"
 from offload_fixer.model import DEVICE as DEVICE_KIND
 from offload_fixer.model import HOST_KINDS, HOST_MEMORY_SPACE_KINDS
+
+PLACEMENT_ATTR = "_xla_buffer_placement"
 ANNOTATION_TARGETS = frozenset({"annotate_device_placement"})
 MOVE_TO_HOST_TARGET = "MoveToHost"
 MOVE_TO_DEVICE_TARGET = "MoveToDevice"

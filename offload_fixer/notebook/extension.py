@@ -220,7 +220,7 @@ class OffloadFixerExtension:
         notes = []
         chosen = []
         for plan in plans:
-            if plan.safety == "display-only" or plan.safety == "unsafe" and not unsafe:
+            if plan.safety == "display-only" or (plan.safety == "unsafe" and not unsafe):
                 why = "; ".join(plan.problems or plan.unsafe_reasons) or plan.safety
                 notes.append(f"not applied ({plan.title}): {plan.safety}: {why}")
             else:

@@ -11,7 +11,7 @@ import os
 import sys
 import threading
 import tokenize
-from collections.abc import Collection, Generator, Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import Collection, Generator, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -266,10 +266,9 @@ def _analyse(parsed: ParsedSource | libcst.Module, text: str, path: str, target:
     """Diagnostics of a parsed text (a module parsed whole is located statement by statement),
     and the other modules of the project read for them."""
     from .interpreter import Interpreter
+    from .policies import unpinned_policies
     from .rules import diagnostics, findings
     from .source import ParsedSource, Sources
-
-    from .policies import unpinned_policies
 
     if not isinstance(parsed, ParsedSource):
         parsed = ParsedSource(parsed)

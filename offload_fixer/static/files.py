@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from typing import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 SKIPPED_DIRECTORIES = frozenset(
     {

@@ -8,8 +8,9 @@ turns its result into ``UNKNOWN``, which keeps the check silent instead of guess
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from .names import HOST_KINDS
 
@@ -105,7 +106,7 @@ class HostArray:
     trace: tuple = ()
     single: bool = True
 
-    def after(self, category: str, op: str, node: Any) -> "HostArray":
+    def after(self, category: str, op: str, node: Any) -> HostArray:
         trace = self.trace if len(self.trace) >= 16 else self.trace + (TraceStep(op, category, node),)
         return replace(self, steps=self.steps | {category}, trace=trace)
 
@@ -206,7 +207,7 @@ class JitOptions:
                 found = argument
         return found
 
-    def merged(self, other: "JitOptions") -> "JitOptions":
+    def merged(self, other: JitOptions) -> JitOptions:
         return JitOptions(self.keywords + other.keywords)
 
 
