@@ -12,9 +12,9 @@ from typing import Any
 
 import libcst as cst
 
-from codemods.sharding_exprs import policy_destinations
 from offload_fixer.model import Diagnostic, FixOption, Span
 from offload_fixer.rules import get_rule
+from offload_fixer.source.offload_policies import policy_destinations
 
 from .source import ParsedSource
 

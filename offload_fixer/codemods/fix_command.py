@@ -13,18 +13,19 @@ from libcst.codemod import CodemodCommand, CodemodContext, SkipFile
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
-from codemods import sharding_exprs as sx
-from codemods.pytree_source import child_at
-from codemods.source_facts import (
+from offload_fixer.codemods import sharding_exprs as sx
+from offload_fixer.codemods.pytree_source import child_at
+from offload_fixer.codemods.source_facts import (
     DEVICE_PUT,
     SHARDING_CONSTRUCTORS,
     FunctionInfo,
     JitSite,
     Scope,
     SourceFacts,
-    last_name,
 )
-from codemods.targets import Edit, FixTarget, PathKey, SpellingOptions, parse_path
+from offload_fixer.codemods.targets import Edit, FixTarget, SpellingOptions
+from offload_fixer.model import PathKey, parse_output_path
+from offload_fixer.source.bindings import last_name
 
 Rewrite = Callable[[cst.CSTNode], cst.CSTNode]
 _POSITIONAL_OPTIONS = {"in_shardings": 1, "out_shardings": 2}
@@ -303,7 +304,7 @@ class FixCommand(CodemodCommand):
                 else:
                     entry = hosts[0] if len(hosts) == 1 else None
             if entry is not None:
-                entry = self._leaf_for(entry, parse_path(self.target.parameter_path), site.scope)
+                entry = self._leaf_for(entry, parse_output_path(self.target.parameter_path), site.scope)
             if entry is not None and not sx.is_none(entry):
                 return entry, site
         return None
@@ -409,7 +410,7 @@ def _line(text: str) -> int:
 
 def _pytree_path(text: str) -> str:
     try:
-        parse_path(text)
+        parse_output_path(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
     return text
