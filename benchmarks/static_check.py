@@ -66,7 +66,7 @@ def package_dirs() -> list[Path]:
         spec = importlib.util.find_spec(name)
         if spec is None or not spec.submodule_search_locations:
             sys.exit(f"{name} is not installed here; `.venv/bin/pip install flax optax` provides the tree")
-        dirs.append(Path(list(spec.submodule_search_locations)[0]))
+        dirs.append(Path(next(iter(spec.submodule_search_locations))))
     return dirs
 
 

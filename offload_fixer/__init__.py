@@ -11,7 +11,7 @@ from offload_fixer.model import Diagnostic, FunctionRef, Origin, Report, Span, S
 
 __version__ = "0.2.0"
 """The one place the version is written (pyproject.toml reads it); releases are tagged ``v<version>``."""
-__all__ = ["analyze", "check", "Diagnostic", "FunctionRef", "Origin", "Report", "Span", "Step", "__version__"]
+__all__ = ["Diagnostic", "FunctionRef", "Origin", "Report", "Span", "Step", "__version__", "analyze", "check"]
 
 
 def analyze(source: Any, target: str = "tpu", **kwargs: Any) -> Report:

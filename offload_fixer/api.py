@@ -66,7 +66,7 @@ def function_ref(fn: Any) -> FunctionRef | None:
         return FunctionRef(name=name)
     name = getattr(target, "__name__", code.co_name)
     path = code.co_filename
-    if not path or path.startswith("<") and not is_interactive(path):
+    if not path or (path.startswith("<") and not is_interactive(path)):
         return FunctionRef(name=name)
     path = path if is_interactive(path) else os.path.abspath(path)
     return FunctionRef(
@@ -116,7 +116,7 @@ def _mtime(path: str) -> float:
 
 
 @functools.lru_cache(maxsize=64)
-def _function_nodes(path: str, mtime: float) -> tuple[ast.AST, ...]:
+def _function_nodes(path: str, mtime: float) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda, ...]:
     data = source_bytes(path)
     if data is None:
         return ()

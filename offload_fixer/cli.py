@@ -439,7 +439,8 @@ class FixConfirmation:
                 results.append(dataclasses.replace(
                     result, error=FixNotConfirmedError(result.path, f"not confirmed by the compiler: {reason}")))
                 continue
-            console.note(f"offload-fixer: {result.path}: the fix compiles ({checks[0].verdict.compiler} confirmed "
+            compiler = checks[0].verdict.compiler if checks[0].verdict is not None else "the compiler"
+            console.note(f"offload-fixer: {result.path}: the fix compiles ({compiler} confirmed "
                          f"{len(checks)} compilation{'s' if len(checks) != 1 else ''})")
             confirmed.add(result.path)
             results.append(result)
@@ -807,10 +808,9 @@ def share_outlines(caches: dict) -> None:
 def check_stdin(invocation: Invocation, console: Console, stdin_filename: str | None, force_exclude: bool) -> NoReturn:
     """``check -``: the source on stdin; with ``--fix`` the fixed source goes to stdout and the
     report to stderr, as ruff does."""
+    from offload_fixer.notebook import is_notebook
     from offload_fixer.report import FileError
     from offload_fixer.static import check_source
-
-    from offload_fixer.notebook import is_notebook
 
     if stdin_filename and is_notebook(stdin_filename):
         fail(ExitCode.USAGE, f"{stdin_filename}: notebooks are not read from stdin; name the .ipynb file", console)
@@ -901,8 +901,8 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
         process itself (``os._exit``) or leaves threads that Python waits for."""
         redirect.close()  # the report goes to stdout again
         sys.stdout.flush()
-        outcome = Outcome(checked=f"{result.checked} compilation{'s' if result.checked != 1 else ''} checked "
-                                  f"for {settings.target}")
+        checked = f"{result.checked} compilation{'s' if result.checked != 1 else ''} checked for {settings.target}"
+        outcome = Outcome(checked=checked)
         found = without_excluded(result.diagnostics, resolver, console)
         outcome.diagnostics, outcome.unused_suppressions = reportable(found, resolver)
         if result.program_exception:
@@ -935,11 +935,11 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
                          always=True)
             outcome.failure = ExitCode.INTERRUPTED
             outcome.complete = False
-            outcome.checked += " before the program was interrupted"
+            outcome.checked = checked + " before the program was interrupted"
         elif failed:
             outcome.failure = outcome.failure or ExitCode.PROGRAM_FAILED
             outcome.complete = False
-            outcome.checked += " before the program failed"
+            outcome.checked = checked + " before the program failed"
         if invocation.fix or invocation.diff:
             # the hashes the runner took when it analysed each file: a file edited since is refused
             run_fixes = apply_fixes(outcome.diagnostics, settings.strategy, invocation, None, console,

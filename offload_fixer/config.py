@@ -12,14 +12,15 @@ import dataclasses
 import difflib
 import fnmatch
 import os
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 from offload_fixer.jax_compat import UnsupportedJaxVersion, check_modelled

@@ -19,10 +19,10 @@ import enum
 import functools
 import threading
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 OLDEST_SUPPORTED = (0, 4, 35)
 """Oldest JAX the dynamic analysis runs under; static rules and spellings reach further back."""
@@ -79,7 +79,7 @@ def check_modelled(text: str) -> tuple[int, int, int]:
     return version
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def installed_version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -213,7 +213,7 @@ def host_memory_on_this_backend() -> bool:
 
     try:
         kinds = {m.kind for m in jax.devices()[0].addressable_memories()}
-    except Exception:  # pragma: no cover - very old backends
+    except Exception:  # noqa: BLE001  # pragma: no cover - very old backends
         return False
     return "pinned_host" in kinds
 
@@ -231,7 +231,8 @@ def memory_move_target(memory_kind: str) -> Any:
     if memory_kind in {m.kind for m in device.addressable_memories()}:
         return jax.sharding.SingleDeviceSharding(device, memory_kind=memory_kind)
     if spelling().transfer_to_memory_kind:
-        from jax._src.sharding_impls import TransferToMemoryKind
+        # JAX before 0.4.36 only; the installed JAX's typing may not have it
+        from jax._src.sharding_impls import TransferToMemoryKind  # type: ignore[attr-defined]
 
         return TransferToMemoryKind(memory_kind)
     raise UnsupportedJaxVersion(
@@ -250,7 +251,8 @@ def compute_on_host(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     form = spelling().host_compute
     if form is HostCompute.FUNCTION:
-        return compute_on(fn, compute_type="device_host", out_memory_spaces=jax.memory.Space.Host)
+        # the function form is JAX 0.11.1's; the installed JAX's typing may be an older one's
+        return compute_on(fn, compute_type="device_host", out_memory_spaces=jax.memory.Space.Host)  # type: ignore[call-arg, misc, arg-type, unused-ignore]
     if form is HostCompute.CONTEXT:
         return compute_on("device_host")(fn)
     raise UnsupportedJaxVersion(f"jax {installed_version()} has no compute_on")  # pragma: no cover
@@ -534,6 +536,7 @@ def observe_compilations(observer: InternalCompilation) -> Iterator[bool]:
 
     modern = getattr(pjit, "_run_python_pjit", None)
     legacy = getattr(pjit, "_python_pjit_helper", None)
+    replacement: Callable[..., Any]
     if modern is not None and list(inspect.signature(modern).parameters)[:3] == ["p", "args_flat", "fun"]:
         from jax._src import api_util, stages
 
@@ -563,7 +566,8 @@ def observe_compilations(observer: InternalCompilation) -> Iterator[bool]:
                     wrapper = types.SimpleNamespace(_fun=fun, _jit_info=jit_info)
                     traced = pjit.jit_trace(wrapper, *args, **kwargs)
                 else:
-                    traced = pjit._make_jit_wrapper(fun, jit_info).trace(*args, **kwargs)
+                    # JAX 0.4.x only; the installed JAX's typing may not have it
+                    traced = pjit._make_jit_wrapper(fun, jit_info).trace(*args, **kwargs)  # type: ignore[attr-defined, unused-ignore]
                 return traced.lower(lowering_platforms=(platform,))
 
             notify(fun, result[3], result[1], lower)
@@ -585,7 +589,7 @@ def host_memory_kind(value: Any) -> str | None:
     (JAX's CPU build before 0.5 keeps every array in ``unpinned_host``: that is not offloading)."""
     sharding = getattr(value, "sharding", None)
     kind = getattr(sharding, "memory_kind", None)
-    if kind not in ("pinned_host", "unpinned_host") or not getattr(value, "committed", True):
+    if sharding is None or kind not in ("pinned_host", "unpinned_host") or not getattr(value, "committed", True):
         return None
     try:
         default = next(iter(sharding.device_set)).default_memory().kind

@@ -13,8 +13,12 @@ import dataclasses
 import functools
 import types
 import typing
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 Severity = Literal["error", "warning", "info"]
 
@@ -48,6 +52,8 @@ def normalize_target(target: str) -> str:
 
 OriginKind = Literal["move_to_host", "host_argument", "offload_policy", "host_compute"]
 Safety = Literal["safe", "unsafe", "display-only"]
+FixStrategy = Literal["device", "host"]
+OutputVerdict = Literal["device", "host", "streamed", "repaired", "error"]
 
 
 @dataclass(frozen=True)
@@ -105,7 +111,7 @@ class Origin:
 class FixOption:
     """A remedy in words; the planner turns the chosen one into a codemod target."""
 
-    strategy: Literal["device", "host"]
+    strategy: FixStrategy
     title: str
     description: str
     safety: Safety = "safe"
@@ -152,10 +158,10 @@ class Diagnostic:
     """With ``--confirm``: the compiler asked (``libtpu 0.0.42.1``)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return _to_jsonable(self)
+        return _to_dict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Diagnostic":
+    def from_dict(cls, data: dict[str, Any]) -> Diagnostic:
         return _from_jsonable(cls, data)
 
     @property
@@ -189,10 +195,10 @@ class Report:
         return tuple(d for d in self.diagnostics if d.code == code)
 
     def to_dict(self) -> dict[str, Any]:
-        return _to_jsonable(self)
+        return _to_dict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Report":
+    def from_dict(cls, data: dict[str, Any]) -> Report:
         return _from_jsonable(cls, data)
 
 
@@ -203,7 +209,7 @@ class OutputInfo:
     index: int
     path: str
     memory_kind: str
-    verdict: Literal["device", "host", "streamed", "repaired", "error"]
+    verdict: OutputVerdict
     """``streamed``: a host value reaches this host output; ``repaired``: the output is a move to
     host that XLA turns into a copy (the whole single output); ``error``: error 1200."""
     compiled_memory_kind: str | None = None
@@ -218,7 +224,8 @@ class Prediction:
     This is what a released compiler's :class:`XlaVerdict` is compared with, field by field.
     """
 
-    outcome: Literal["compiled", "rejected"]
+    outcome: Literal["compiled", "rejected", "aborted"]
+    """``aborted``: the analysis expects the compiler to die on a CHECK (TPU loop dots...)."""
     code: str | None = None
     """The diagnostic code of the error XLA stops at (``OFL1200``...), ``None`` when it compiles."""
     instruction: str | None = None
@@ -256,10 +263,10 @@ class XlaVerdict:
     """Slices XLA's warnings say stay on host (converted into host compute)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return _to_jsonable(self)
+        return _to_dict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "XlaVerdict":
+    def from_dict(cls, data: dict[str, Any]) -> XlaVerdict:
         return _from_jsonable(cls, data)
 
 
@@ -334,6 +341,15 @@ def _closing_bracket(text: str, start: int, path: str) -> int:
 
 # ---------------------------------------------------------------------------------------
 # JSON round-trip for the frozen dataclasses above
+_Record = TypeVar("_Record", bound="DataclassInstance")
+
+
+def _to_dict(value: Any) -> dict[str, Any]:
+    """A dataclass instance as a JSON-ready dict."""
+    encoded: dict[str, Any] = _to_jsonable(value)
+    return encoded
+
+
 def _to_jsonable(value: Any) -> Any:
     if dataclasses.is_dataclass(value):
         return {f.name: _to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
@@ -342,7 +358,7 @@ def _to_jsonable(value: Any) -> Any:
     return value
 
 
-def _from_jsonable(cls: type, data: dict[str, Any]) -> Any:
+def _from_jsonable(cls: type[_Record], data: dict[str, Any]) -> _Record:
     """The dataclass a JSON object describes; ``TypeError`` naming the field where a value has
     the wrong type (a corrupt or hand-edited report), so no wrong value travels further."""
     if not isinstance(data, dict):
@@ -362,7 +378,7 @@ def _from_jsonable(cls: type, data: dict[str, Any]) -> Any:
         raise TypeError(f"{cls.__name__}: {exc}") from None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _type_hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
@@ -396,10 +412,10 @@ def _describe_hint(hint: Any) -> str:
     return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
 
 
-_FIELD_TYPES: dict[tuple[str, str], tuple[type, bool]] = {}
+_FIELD_TYPES: dict[tuple[str, str], tuple[type[DataclassInstance], bool]] = {}
 
 
-def _decode_field(cls: type, name: str, value: Any) -> Any:
+def _decode_field(cls: type[DataclassInstance], name: str, value: Any) -> Any:
     kind = _FIELD_TYPES.get((cls.__name__, name))
     if kind is None or value is None:
         return tuple(value) if isinstance(value, list) else value

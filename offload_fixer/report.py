@@ -131,7 +131,7 @@ def _in_cells(diagnostics: list[Diagnostic], file_errors: list[FileError],
     """Everything that points into a notebook, in cell coordinates."""
     from offload_fixer.notebook import is_notebook
 
-    paths = [e.path for e in file_errors] + [u.path for u in unused]
+    paths: list[str | None] = [*(e.path for e in file_errors), *(u.path for u in unused)]
     paths += [s.path for d in diagnostics for s in _spans(d)] + [d.function.path for d in diagnostics if d.function]
     if not any(is_notebook(p) for p in paths if p):
         return diagnostics, file_errors, unused
@@ -139,7 +139,7 @@ def _in_cells(diagnostics: list[Diagnostic], file_errors: list[FileError],
 
     def moved(item: Any) -> Any:
         span = cell_span(item.span)
-        return item if span is item.span else dataclasses.replace(item, line=span.line, col=span.col, cell=span.cell)
+        return item if span is None or span is item.span else dataclasses.replace(item, line=span.line, col=span.col, cell=span.cell)
 
     return [diagnostic_in_cells(d) for d in diagnostics], [moved(e) for e in file_errors], [moved(u) for u in unused]
 
@@ -227,9 +227,9 @@ def text_replacements(before: str, after: str) -> list[Replacement]:
             continue
         old_block = "".join(old_lines[i1:i2])
         new_block = "".join(new_lines[j1:j2])
-        prefix = len(os.path.commonprefix([old_block, new_block]))
+        prefix = len(os.path.commonprefix([old_block, new_block]))  # noqa: RUF071 - texts, not paths
         room = min(len(old_block), len(new_block)) - prefix
-        suffix = len(os.path.commonprefix([old_block[::-1], new_block[::-1]])[:room])
+        suffix = len(os.path.commonprefix([old_block[::-1], new_block[::-1]])[:room])  # noqa: RUF071 - texts
         start = starts[i1] + prefix
         end = starts[i2] - suffix
         edits.append(
@@ -506,7 +506,7 @@ def format_sarif(
             occurrence = seen.get((d.code, span.path, digest), 0) + 1
             seen[(d.code, span.path, digest)] = occurrence
             result["partialFingerprints"] = {"primaryLocationLineHash": f"{digest}:{occurrence}"}
-        properties = {"target": d.target, "source": d.source}
+        properties: dict[str, Any] = {"target": d.target, "source": d.source}
         if span is not None and span.cell is not None:
             properties.update(cell=span.cell, cellLine=span.line, cellColumn=span.col)
         if d.output_path is not None:

@@ -412,7 +412,7 @@ def _leaf_key(value: Any) -> Any:
 
 def _user_frame() -> tuple[str, int, int] | None:
     """``(path, line, column)`` of the innermost frame of the user's program on the stack."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     ours = (os.path.dirname(os.path.abspath(__file__)) + os.sep, *_jax_roots())
     while frame is not None:
         path = os.path.abspath(frame.f_code.co_filename)
@@ -535,7 +535,7 @@ def _jax_roots() -> tuple[str, ...]:
     import jaxlib
 
     return tuple(
-        os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (jax, jaxlib)
+        os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (jax, jaxlib) if m.__file__ is not None
     )
 
 
@@ -755,7 +755,7 @@ class _Ending:
     def close(self) -> None:
         """The program ended normally: the caller finishes; ``os._exit`` is the real one again."""
         if os._exit == self._hard_exit:
-            os._exit = self.real_exit  # type: ignore[assignment]
+            os._exit = self.real_exit
         self.done = True
 
     def _finish(self) -> int:
@@ -856,7 +856,7 @@ def write_report_file(
                 if data is not None and source not in sources:
                     sources[source] = hashlib.sha256(data).hexdigest()
                     texts[source] = data.decode("utf-8", "replace")
-    data = {
+    record = {
         "version": REPORT_FILE_VERSION,
         "target": target,
         "jax_version": jax_compat.installed_version(),
@@ -868,7 +868,7 @@ def write_report_file(
     }
     temporary = f"{path}.tmp{os.getpid()}"
     with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=1)
+        json.dump(record, handle, indent=1)
         handle.write("\n")
     os.replace(temporary, path)
 
@@ -972,7 +972,7 @@ def _decode(value: Any) -> Any:
 
     array = value["array"]
     kind = array.get("memory_kind")
-    sharding = None
+    sharding: jax.sharding.Sharding | None = None
     if kind and array.get("named"):  # only a NamedSharding puts the memory space in the type
         mesh = jax.sharding.Mesh(jax.devices()[:1], ("x",))
         sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(), memory_kind=kind)
@@ -1043,7 +1043,7 @@ def stdout_to_stderr() -> Iterator[None]:
     saved_fd = os.dup(stdout_fd) if stdout_fd is not None else None
     saved_stdout = sys.stdout
     try:
-        if saved_fd is not None:
+        if saved_fd is not None and stdout_fd is not None and stderr_fd is not None:
             os.dup2(stderr_fd, stdout_fd)
         sys.stdout = sys.stderr
         yield

@@ -23,11 +23,11 @@ from pathlib import Path
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "xla"))
 
-import corpora  # noqa: E402
-from known_differences import known_difference  # noqa: E402
+import corpora
+from known_differences import known_difference
 
-from offload_fixer import analyze, xla  # noqa: E402
-from offload_fixer.xla.agreement import compare  # noqa: E402
+from offload_fixer import analyze, xla
+from offload_fixer.xla.agreement import compare
 
 CLASSES = ("E1200", "compiled", "other")
 PLATFORMS = {"tpu": "tpu", "gpu": "cuda"}

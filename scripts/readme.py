@@ -39,6 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script: the tests' helpers are the checkout's
     sys.path.insert(0, str(ROOT))
 from tests.cli_support import without_plugin_noise  # noqa: E402
+
 README = ROOT / "README.md"
 CONSOLE_BLOCK = re.compile(r"^(?:<!-- transcript: (?P<name>.+?) -->\n)?```console\n(?P<body>.*?)^```\n",
                            re.S | re.M)

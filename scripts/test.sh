@@ -7,8 +7,11 @@
 #   .venv-jax062   default python3, JAX 0.6.2 + libtpu                  constraints-jax062.txt
 #   .venv-py312    Python 3.12,     JAX 0.12.0.1 + libtpu + CUDA plugin constraints-py312.txt
 #
+# Before the suites, the type checker (mypy) and the linter (ruff check) run once, in .venv
+# (which has the `lint` extra), with the settings in pyproject.toml.
+#
 # Every environment runs even when an earlier one fails, so one run reports them all; the
-# script fails if any did. Usage: scripts/test.sh [pytest args...]
+# script fails if any did, or if mypy or ruff did. Usage: scripts/test.sh [pytest args...]
 # TEST_ENVS="py312 jax0435" runs only those; PYTHON / PYTHON312 choose the interpreters.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -58,6 +61,9 @@ find_python312() {  # prints a working Python 3.12 interpreter, or fails naming 
   return 1
 }
 
+# The main environment also type-checks and lints the code: the `lint` extra.
+env_extras() { case $1 in main) echo test,lint ;; *) echo test ;; esac; }
+
 env_python() {
   case $1 in py312) find_python312 ;; *) echo "${PYTHON:-python3}" ;; esac
 }
@@ -66,14 +72,14 @@ ensure_env() {  # ensure_env NAME PYTHON: (re)create the environment unless its 
   local dir constraints stamp
   dir=$(env_dir "$1")
   constraints=$(env_constraints "$1")
-  stamp="$dir/.installed-$( (cat "$constraints" pyproject.toml; "$2" --version; env_requirements "$1") | sha1sum | cut -c1-12)"
+  stamp="$dir/.installed-$( (cat "$constraints" pyproject.toml; "$2" --version; env_requirements "$1"; env_extras "$1") | sha1sum | cut -c1-12)"
   [ -f "$stamp" ] && return
   # A fresh environment each time its inputs change: nothing left over from the old pins.
   "$2" -m venv --clear "$dir"
   # pip's output goes to a log, shown only when an install fails.
   # shellcheck disable=SC2046  # the requirement list is split on purpose
   if ! { "$dir/bin/python" -m pip install -q --upgrade pip &&
-    "$dir/bin/python" -m pip install -q -c "$constraints" -e ".[test]" $(env_requirements "$1"); } >"$dir/install.log" 2>&1; then
+    "$dir/bin/python" -m pip install -q -c "$constraints" -e ".[$(env_extras "$1")]" $(env_requirements "$1"); } >"$dir/install.log" 2>&1; then
     cat "$dir/install.log" >&2
     echo "scripts/test.sh: installing $dir from $constraints failed (log above, kept in $dir/install.log)" >&2
     exit 1
@@ -98,6 +104,26 @@ logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 failed=""
 summary=()
+
+# Type check and lint, once, in .venv (only where this run sets it up).
+lint_summary=()
+case " $ENVS " in
+  *" main "*)
+    for check in "mypy" "ruff check"; do
+      echo "== $check"
+      status=0
+      # shellcheck disable=SC2086  # "ruff check" is the command and its subcommand
+      .venv/bin/$check 2>&1 | tee "$logs/lint" || status=$?
+      if [ "$status" -eq 0 ]; then
+        lint_summary+=("$(printf '%-14s ok' "$check")")
+      else
+        failed="$failed ${check// /-}"
+        lint_summary+=("$(printf '%-14s %s  (exit %d)' "$check" "$(grep -E '^Found [0-9]+ error' "$logs/lint" | tail -1)" "$status")")
+      fi
+    done
+    ;;
+  *) lint_summary+=("mypy, ruff     not run (TEST_ENVS has no main environment)") ;;
+esac
 for name in $ENVS; do
   dir=$(env_dir "$name")
   jax=$("$dir/bin/python" -c 'import importlib.metadata as m; print(m.version("jax"))' || echo "?")
@@ -123,7 +149,7 @@ done
 
 echo
 printf '== summary (installs %ds; tests %.0fs wall, %.0fs cpu on %d cores)\n' "$install_seconds" "$wall_total" "$cpu_total" "$(nproc)"
-printf '%s\n' "${summary[@]}"
+printf '%s\n' "${lint_summary[@]}" "${summary[@]}"
 total() { grep -ohE "[0-9]+ $1" <<<"${summary[*]}" | awk '{n += $1} END {print n + 0}'; }
 echo "total: $(total passed) passed, $(( $(total failed) + $(total error) )) failed, $(total skipped) skipped, $(total xfailed) xfailed"
 if [ -n "$failed" ]; then

@@ -187,7 +187,7 @@ def test_unknown_target_is_refused() -> None:
 
 
 def test_function_ref_of_a_lambda_and_a_builtin() -> None:
-    square = lambda x: x * x
+    square = lambda x: x * x  # noqa: E731 - a lambda is what this test names
     ref = function_ref(jax.jit(square))
     assert (ref.name, ref.path, ref.line) == (
         "<lambda>",

@@ -13,12 +13,11 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-from offload_fixer.rules import all_rules
 from click.testing import CliRunner
 
 from offload_fixer.cli import main
 from offload_fixer.exit_codes import ExitCode
+from offload_fixer.rules import all_rules
 from tests.cli_support import command, environment, in_terminal, offload_fixer
 
 ROOT = Path(__file__).resolve().parents[1]

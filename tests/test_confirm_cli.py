@@ -6,10 +6,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from tests.cli_support import offload_fixer
 
 from offload_fixer import jax_compat, xla
 from offload_fixer.exit_codes import ExitCode
+from tests.cli_support import offload_fixer
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -456,7 +456,7 @@ def test_stablehlo_dump_alone_is_enough(kept, full_dump, tmp_path):
         if kept == "jax"
         else (
             lambda p: (
-                p.is_dir() and p.name.startswith("module_") or p.name == "module.mlir"
+                (p.is_dir() and p.name.startswith("module_")) or p.name == "module.mlir"
             )
         )
     )

@@ -4,10 +4,10 @@ the code they describe, and its table of ruff's conventions with the command's o
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import shutil
 import sys
-import os
 
 import pytest
 

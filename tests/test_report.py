@@ -9,8 +9,8 @@ from importlib import resources
 
 import pytest
 
-from offload_fixer.model import Diagnostic, FixOption, FunctionRef, Origin, Report, Span, Step
 from offload_fixer.findings import FixMark
+from offload_fixer.model import Diagnostic, FixOption, FunctionRef, Origin, Report, Span, Step
 from offload_fixer.report import (
     FileError,
     SourceChange,
@@ -148,7 +148,7 @@ def test_concise_is_one_line_per_finding(project):
 
 
 def test_statistics_count_findings_per_code(project):
-    root, path = project
+    _root, path = project
     error, warning = _diagnostic(path), _diagnostic(path, severity="warning", code="OFL1201", line=7)
     marks = {error: FixMark("Move it to device", "applied")}
     lines = format_statistics([error, warning], "text", marks=marks).splitlines()
@@ -176,7 +176,7 @@ def test_a_clean_text_report_says_so_and_what_was_checked():
 # ---------------------------------------------------------------------------------------
 # json
 def test_json_reads_back_as_a_report(project):
-    root, path = project
+    _root, path = project
     diagnostic = _diagnostic(path)
     document = json.loads(
         render("json", [diagnostic], [FileError(path, 1, 1, "boom")], target="tpu", jax_version="0.4.35")
@@ -277,7 +277,7 @@ def test_sarif_fingerprints_follow_line_content_not_line_numbers(project):
 
 
 def test_sarif_paths_outside_the_root_are_absolute_uris(tmp_path, project):
-    root, path = project
+    root, _path = project
     outside = tmp_path.parent / "elsewhere.py"
     document = format_sarif([_diagnostic(str(outside))], root=root)
     uri = document["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]

@@ -19,8 +19,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from tests.cli_support import REPO, environment, offload_fixer
-
 from offload_fixer import jax_compat
 from offload_fixer.exit_codes import ExitCode
 from offload_fixer.findings import location
@@ -33,6 +31,7 @@ from offload_fixer.runner import (
     read_report_file,
     sha256_of,
 )
+from tests.cli_support import REPO, environment, offload_fixer
 
 PROGRAMS = REPO / "tests" / "runner_programs"
 SUMMARY = re.compile(

@@ -10,7 +10,7 @@ from offload_fixer.analysis.offloader import HostOffloadWalk
 from offload_fixer.ir.module import ModuleReadError, load
 from offload_fixer.model import FunctionRef, Report, normalize_target
 
-__all__ = ["analyze", "ModuleReadError"]
+__all__ = ["ModuleReadError", "analyze"]
 
 
 def analyze(

@@ -19,15 +19,16 @@ compilers, not rules of XLA's sources: each check below names the programs that 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any, Literal
 
 from jaxlib.mlir import ir
 
 from offload_fixer.analysis.offloader import (
     PURE_MEMORY_OPS,
     Failure,
-    Seed,
     HostOffloadWalk,
     Node,
+    Seed,
     WalkResult,
     _is_bitcast_like,
 )
@@ -55,7 +56,7 @@ def backend_failures(walk: HostOffloadWalk, result: WalkResult, target: str) -> 
     for op in dict.fromkeys(op for ops in result.host_compute.values() for op in ops):
         reason = _host_compute_failure(walk.view, op, result, target)
         if reason is not None:
-            outcome = "aborted" if reason == TPU_LOOP_DOT else "rejected"
+            outcome: Literal["rejected", "aborted"] = "aborted" if reason == TPU_LOOP_DOT else "rejected"
             failures.append(Failure("OFL1207", seeds[op], op, reason, outcome=outcome))
     if target == "tpu":
         failures.extend(_unpinned_failures(walk, result))
@@ -100,7 +101,8 @@ def _first_compute_user(walk: HostOffloadWalk, start: Node) -> ir.Operation | No
 
     for node in walk._breadth_first(walk.successors(start), passes):
         if node.kind in ("op", "res") and not passes(node):
-            return node.owner
+            op: ir.Operation = node.owner
+            return op
     return None
 
 
@@ -135,7 +137,7 @@ def _in_loop_body(view: irm.ModuleView, op: ir.Operation, seen: frozenset[str] =
     return any(_in_loop_body(view, call, seen | {name}) for call in view.call_sites.get(name, ()))
 
 
-def _on_host_path(value: ir.Value, result: WalkResult) -> bool:
+def _on_host_path(value: ir.Value[Any], result: WalkResult) -> bool:
     owner = value.owner
     if isinstance(owner, ir.Block):
         number = ir.BlockArgument(value).arg_number

@@ -8,6 +8,7 @@ error XLA meets, which is what a released compiler's verdict is compared with.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from jaxlib.mlir import ir
@@ -18,13 +19,26 @@ from offload_fixer.analysis import offloader as walk_reasons
 from offload_fixer.analysis.offloader import Failure, Node, Reach, Seed, WalkResult, hlo_name, op_role
 from offload_fixer.ir import module as irm
 from offload_fixer.ir.hlo_names import HloNames
-from offload_fixer.model import Diagnostic, FixOption, FunctionRef, Origin, OutputInfo, Prediction, Span, Step
+from offload_fixer.model import (
+    Diagnostic,
+    FixOption,
+    FixStrategy,
+    FunctionRef,
+    Origin,
+    OriginKind,
+    OutputInfo,
+    OutputVerdict,
+    Prediction,
+    Severity,
+    Span,
+    Step,
+)
 from offload_fixer.rules import get_rule
 from offload_fixer.source.jit_sites import in_shardings_span
 from offload_fixer.source.locations import frame_path, output_path, user_span, written_as_move
 
 
-def _fix(code: str, strategy: str, index: int = 0) -> FixOption:
+def _fix(code: str, strategy: FixStrategy, index: int = 0) -> FixOption:
     """A remedy as the rule page documents it (title, why, safety): one text for every way in."""
     doc = get_rule(code).fixes[index]
     return FixOption(strategy, doc.title, doc.why, doc.safety)
@@ -75,7 +89,7 @@ class Diagnoser:
         return Prediction(first.outcome, first.code, self._failure_subject(first))
 
     def outputs(self, walk: WalkResult) -> tuple[OutputInfo, ...]:
-        verdicts: dict[int, str] = {}
+        verdicts: dict[int, OutputVerdict] = {}
         if walk.repaired:
             verdicts[0] = "streamed" if self.view.results[0].in_host_memory_space else "repaired"
         for reach in walk.reaches:
@@ -85,7 +99,7 @@ class Diagnoser:
                 verdicts[reach.output] = "error"
         infos = []
         for value in self.view.results:
-            default = "host" if value.in_host_memory_space else "device"
+            default: OutputVerdict = "host" if value.in_host_memory_space else "device"
             verdict = verdicts.get(value.index, default)
             infos.append(
                 OutputInfo(value.index, self._output_path(value.index), value.memory_kind, verdict,
@@ -296,6 +310,7 @@ class Diagnoser:
         if node.kind == "arg":
             block = node.owner
             if block == self.view.entry_block:
+                assert node.index is not None, "a parameter node has its argument number"
                 return self._parameter_name(node.index)
             return "parameter"
         if node.kind == "res" and node.owner.name in ("stablehlo.case", "stablehlo.if"):
@@ -318,6 +333,7 @@ class Diagnoser:
 
     def _step(self, node: Node) -> Step:
         if node.kind == "root":
+            assert node.index is not None, "an output node has its output index"
             return Step(f"output {self._output_path(node.index) or '(result)'}", "output", None)
         if node.kind == "arg":
             parent = node.owner.owner
@@ -329,6 +345,7 @@ class Diagnoser:
 
     def _origin(self, seed: Seed) -> Origin:
         if seed.kind == "host_argument":
+            assert seed.arg_index is not None, "a host argument seed has its argument number"
             arg = self.view.args[seed.arg_index]
             label = arg.info or f"argument {seed.arg_index}"
             return Origin(
@@ -341,9 +358,10 @@ class Diagnoser:
                 argument_index=seed.arg_index,
             )
         op = seed.op
+        assert op is not None, "a move-to-host seed has its move"
         location = self.view.location(op)
         span = user_span(location)
-        kind = "offload_policy" if _from_offload_policy(location.name, span) else "move_to_host"
+        kind: OriginKind = "offload_policy" if _from_offload_policy(location.name, span) else "move_to_host"
         what = location.primitive or "device_put"
         return Origin(
             kind=kind,
@@ -366,7 +384,7 @@ class Diagnoser:
         return output_path(info)
 
 
-def _backend_text(summary: str, why: str, xla: msg.XlaMessage):
+def _backend_text(summary: str, why: str, xla: msg.XlaMessage) -> Callable[[str, str | None], tuple[str, str]]:
     def text(target: str, subject: str | None) -> tuple[str, str]:
         where = f' ("{subject}")' if subject else ""
         return f"{summary}{where}: the {target.upper()} compiler fails ({xla.status}: {xla.placeholder()})", why
@@ -429,7 +447,7 @@ def _merge_same_place(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     """One computation reached by several host values (the leaves of one streamed pytree, say)
     is one problem at one place: keep the first diagnostic and name the other origins in it.
     OFL1200 stays one per output, since each output is fixed on its own."""
-    merged: dict[tuple, int] = {}
+    merged: dict[tuple[str, Span | None], int] = {}
     others: dict[int, list[str]] = {}
     out: list[Diagnostic] = []
     for diagnostic in diagnostics:
@@ -448,7 +466,7 @@ def _merge_same_place(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
-def _severity(code: str, target: str) -> str:
+def _severity(code: str, target: str) -> Severity:
     """One table of severities, shared with the rule pages (``offload-fixer rules``)."""
     return get_rule(code).severity(target)
 
@@ -467,7 +485,7 @@ def _from_offload_policy(name: str | None, span: Span | None) -> bool:
     line that spells no move; a ``device_put`` the user wrote points at itself."""
     if span is not None:
         return not written_as_move(span)
-    return bool(name) and any(tag in name for tag in ("checkpoint", "remat", "jvp("))
+    return name is not None and any(tag in name for tag in ("checkpoint", "remat", "jvp("))
 
 
 def _function_from_module(view: irm.ModuleView) -> FunctionRef | None:

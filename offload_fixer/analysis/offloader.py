@@ -27,8 +27,9 @@ It knows nothing of Python source: findings carry MLIR operations, and
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from jaxlib.mlir import ir
 
@@ -80,8 +81,9 @@ class Node(NamedTuple):
     """
 
     kind: str
-    owner: object
-    index: int | None
+    owner: Any
+    """An ``ir.Operation`` (``op``, ``res``, ``cond``), an ``ir.Block`` (``arg``) or ``None`` (``root``)."""
+    index: int | None  # type: ignore[assignment]  # shadows tuple.index, which nothing calls on a Node
     path: tuple[int, ...] = ()
 
 
@@ -112,7 +114,7 @@ class Failure:
     seed: Seed | None
     op: ir.Operation | None
     reason: str
-    outcome: str = "rejected"
+    outcome: Literal["rejected", "aborted"] = "rejected"
     """``rejected`` (XLA returns an error) or ``aborted`` (a CHECK kills the compiler)."""
     parameter: int | None = None
     """The entry parameter the failure names, where it names one."""
@@ -237,6 +239,7 @@ class HostOffloadWalk:
             node = queue.popleft()
             result.host_nodes.add(node)
             if node.kind == "root":
+                assert node.index is not None, "an output node has its output index"
                 output = self.view.results[node.index]
                 streamed = output.in_host_memory_space
                 reach = Reach(seed, node.index, streamed, _path_to(node, parents), start)
@@ -284,10 +287,10 @@ class HostOffloadWalk:
         if errored:
             return
         for dus in dynamic_update_slices:
-            failure = self._check_buffer_comes_from_broadcast(seed, dus)
-            if failure:
-                result.failures.append(failure)
-                result.errors.append(failure)
+            buffer_failure = self._check_buffer_comes_from_broadcast(seed, dus)
+            if buffer_failure:
+                result.failures.append(buffer_failure)
+                result.errors.append(buffer_failure)
                 return
 
     # -- graph steps ----------------------------------------------------------------------
@@ -296,7 +299,7 @@ class HostOffloadWalk:
             for use in value.uses:
                 yield from self._successors_through(use.owner.operation, use.operand_number, path)
 
-    def _values(self, node: Node) -> Iterator[tuple[ir.Value, tuple[int, ...]]]:
+    def _values(self, node: Node) -> Iterator[tuple[ir.Value[Any], tuple[int, ...]]]:
         if node.kind == "op":
             for value in node.owner.results:
                 yield value, node.path
@@ -308,14 +311,14 @@ class HostOffloadWalk:
     def _successors_through(self, user: ir.Operation, k: int, path: tuple[int, ...]) -> Iterator[Node]:
         name = user.name
         if name == "func.return":
-            func = user.parent
+            func = _parent(user)
             if func == self.view.main:
                 yield Node("root", None, k, path)
             else:
                 for call in self.view.call_sites.get(irm.symbol_name(func), ()):
                     yield Node("res", call, k, path)
         elif name in ("stablehlo.return", "sdy.return", "mhlo.return"):
-            parent = user.parent
+            parent = _parent(user)
             if parent.name == "stablehlo.while":
                 if _terminator(parent.regions[1].blocks[0]) == user:
                     yield Node("res", parent, k, path)
@@ -374,7 +377,7 @@ class HostOffloadWalk:
         """``CreateAllocateBufferForDynamicUpdateSlice``: walk up from the buffer to a broadcast."""
         if dus in self.allocated_buffers:
             return None
-        queue: deque[tuple[ir.Value, tuple[int, ...]]] = deque([(dus.operands[0], ())])
+        queue: deque[tuple[ir.Value[Any], tuple[int, ...]]] = deque([(dus.operands[0], ())])
         seen: set[tuple[object, int, tuple[int, ...]]] = set()
         found = False
         while queue:
@@ -404,8 +407,8 @@ class HostOffloadWalk:
         return Failure("OFL1202", seed, dus, DUS_BUFFER_NOT_BROADCAST)
 
     def _predecessors(
-        self, seed: Seed, value: ir.Value, path: tuple[int, ...]
-    ) -> tuple[list[tuple[ir.Value, tuple[int, ...]]], Failure | None]:
+        self, seed: Seed, value: ir.Value[Any], path: tuple[int, ...]
+    ) -> tuple[list[tuple[ir.Value[Any], tuple[int, ...]]], Failure | None]:
         owner = _owner(value)
         if isinstance(owner, ir.Block):
             number = ir.BlockArgument(value).arg_number
@@ -506,18 +509,25 @@ def _is_copy_like_custom_call(op: ir.Operation) -> bool:
     return irm.custom_call_target(op) in irm.SHARDING_TARGETS
 
 
+def _parent(op: ir.Operation) -> ir.Operation:
+    """The operation whose region holds a terminator (a return always has one)."""
+    parent = op.parent
+    assert parent is not None, f"{op.name} outside any region"
+    return parent
+
+
 def _terminator(block: ir.Block) -> ir.Operation:
     ops = block.operations
     return ops[len(ops) - 1].operation
 
 
-def _owner(value: ir.Value) -> ir.Operation | ir.Block:
+def _owner(value: ir.Value[Any]) -> ir.Operation | ir.Block:
     """The defining operation (jaxlib >= 0.5 hands back an OpView) or block."""
     owner = value.owner
     return owner if isinstance(owner, ir.Block) else owner.operation
 
 
-def _value_number(value: ir.Value) -> int:
+def _value_number(value: ir.Value[Any]) -> int:
     if isinstance(value.owner, ir.Block):
         return ir.BlockArgument(value).arg_number
     return ir.OpResult(value).result_number

@@ -4,13 +4,14 @@ options, derived shardings and recording what was (or could not be) done."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any, Literal, cast
 
 import libcst as cst
 from libcst.codemod import CodemodCommand, CodemodContext, SkipFile
 from libcst.codemod.visitors import AddImportsVisitor
-from libcst.metadata import MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from offload_fixer.codemods import sharding_exprs as sx
 from offload_fixer.codemods.pytree_source import child_at
@@ -23,7 +24,7 @@ from offload_fixer.codemods.source_facts import (
     SourceFacts,
 )
 from offload_fixer.codemods.targets import Edit, FixTarget, SpellingOptions
-from offload_fixer.model import parse_output_path
+from offload_fixer.model import PathKey, parse_output_path
 from offload_fixer.source.bindings import last_name
 
 Rewrite = Callable[[cst.CSTNode], cst.CSTNode]
@@ -53,7 +54,7 @@ class FixCommand(CodemodCommand):
 
     def __init__(self, context: CodemodContext, target: FixTarget | None = None,
                  targets: Sequence[FixTarget] = (), *, line_map: Callable[[int], int] | None = None,
-                 reference_count: Callable[[str], int] | None = None, **flags: object) -> None:
+                 reference_count: Callable[[str], int] | None = None, **flags: Any) -> None:
         """``line_map``/``reference_count``: the module is an excerpt of a file (see
         ``SourceFacts.collect``); lines in targets, edits and messages are the file's."""
         super().__init__(context)
@@ -127,7 +128,9 @@ class FixCommand(CodemodCommand):
         return tree
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        self.facts = SourceFacts.collect(tree, self.metadata[PositionProvider], self.line_map, self.reference_count)
+        # libcst types the resolved metadata as objects; PositionProvider's are CodeRanges
+        positions = cast(Mapping[cst.CSTNode, CodeRange], self.metadata[PositionProvider])
+        self.facts = SourceFacts.collect(tree, positions, self.line_map, self.reference_count)
         for target, outcome in zip(self.targets, self.outcomes):
             self.target, self.outcome = target, outcome
             if self.standalone and not self._lines_exist(tree, target):
@@ -146,11 +149,11 @@ class FixCommand(CodemodCommand):
 
     def _lines_exist(self, tree: cst.Module, target: FixTarget) -> bool:
         last = len(tree.code.splitlines())
-        given = {"--function-line": target.function_line, "--inner-line": target.inner_line,
-                 "--origin-line": target.origin_line,
-                 **{"--return-line": line for line in target.return_lines},
-                 **{"--compute-line": line for line, _ in target.compute_spans}}
-        wrong = [f"{flag} {line}" for flag, line in given.items() if line is not None and not 1 <= line <= last]
+        given = [("--function-line", target.function_line), ("--inner-line", target.inner_line),
+                 ("--origin-line", target.origin_line),
+                 *(("--return-line", line) for line in target.return_lines),
+                 *(("--compute-line", line) for line, _ in target.compute_spans)]
+        wrong = [f"{flag} {line}" for flag, line in given if line is not None and not 1 <= line <= last]
         if wrong:
             self.report_problem(f"{', '.join(wrong)} is not a line of this file ({last} lines)")
         return not wrong
@@ -169,6 +172,7 @@ class FixCommand(CodemodCommand):
         return True
 
     def plan(self, function: FunctionInfo | None) -> None:
+        """``function`` is ``None`` only for a command whose ``NEEDS_FUNCTION`` is false."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------ recording
@@ -178,7 +182,7 @@ class FixCommand(CodemodCommand):
 
     def record(self, node: cst.CSTNode, description: str, reasons: list[str], subject: str = "") -> None:
         """An edit at ``node``'s line (where its text changes or a statement goes in)."""
-        safety = "unsafe" if reasons else "safe"
+        safety: Literal["safe", "unsafe"] = "unsafe" if reasons else "safe"
         self.outcome.edits.append(Edit(self.facts.line(node), description, safety, "; ".join(reasons), subject))
 
     def already(self, note: str) -> None:
@@ -305,7 +309,7 @@ class FixCommand(CodemodCommand):
                 return entry, site
         return None
 
-    def _leaf_for(self, entry: cst.BaseExpression, keys: tuple, scope: Scope) -> cst.BaseExpression | None:
+    def _leaf_for(self, entry: cst.BaseExpression, keys: tuple[PathKey, ...], scope: Scope) -> cst.BaseExpression | None:
         """The sharding that covers ``keys`` inside an ``in_shardings`` entry; None when the
         path ends on a container (several shardings)."""
         for key in keys:
@@ -361,30 +365,32 @@ class _Rewriter(cst.CSTTransformer):
         super().__init__()
         self.rewrites = rewrites
 
-    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode):  # type: ignore[override]
+    # libcst types on_leave as returning the node's own type; a rewrite may return another
+    # expression (a name becomes a call), which libcst accepts where the field allows it
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> cst.CSTNode:  # type: ignore[override]
         rewrite = self.rewrites.get(original_node)
         return rewrite(updated_node) if rewrite is not None else updated_node
 
 
-def _target_from_flags(flags: dict[str, object]) -> FixTarget:
+def _target_from_flags(flags: dict[str, Any]) -> FixTarget:
     paths = flags.get("output_path") or [""]
     return FixTarget(
-        function_name=flags.get("function_name"),  # type: ignore[arg-type]
-        function_line=flags.get("function_line"),  # type: ignore[arg-type]
-        inner_line=flags.get("inner_line"),  # type: ignore[arg-type]
-        output_paths=tuple(paths),  # type: ignore[arg-type]
-        placement=flags.get("placement") or "return",  # type: ignore[arg-type]
-        return_lines=tuple(flags.get("return_line") or ()),  # type: ignore[arg-type]
-        parameter=flags.get("parameter"),  # type: ignore[arg-type]
-        parameter_index=flags.get("parameter_index"),  # type: ignore[arg-type]
+        function_name=flags.get("function_name"),
+        function_line=flags.get("function_line"),
+        inner_line=flags.get("inner_line"),
+        output_paths=tuple(paths),
+        placement=flags.get("placement") or "return",
+        return_lines=tuple(flags.get("return_line") or ()),
+        parameter=flags.get("parameter"),
+        parameter_index=flags.get("parameter_index"),
         parameter_path=str(flags.get("parameter_path") or ""),
-        parameter_leaves=tuple(flags.get("parameter_leaf") or ()),  # type: ignore[arg-type]
-        origin_line=flags.get("origin_line"),  # type: ignore[arg-type]
-        origin_col=flags.get("origin_col"),  # type: ignore[arg-type]
-        compute_spans=tuple((line, 1) for line in flags.get("compute_line") or ()),  # type: ignore[union-attr]
-        output_kinds=tuple(flags.get("output_kind") or ()),  # type: ignore[arg-type]
+        parameter_leaves=tuple(flags.get("parameter_leaf") or ()),
+        origin_line=flags.get("origin_line"),
+        origin_col=flags.get("origin_col"),
+        compute_spans=tuple((line, 1) for line in flags.get("compute_line") or ()),
+        output_kinds=tuple(flags.get("output_kind") or ()),
         spelling=SpellingOptions(
-            api=flags.get("spelling_api") or "memory_space",  # type: ignore[arg-type]
+            api=flags.get("spelling_api") or "memory_space",
             device_kind=str(flags.get("device_kind") or "device"),
             host_kind=str(flags.get("host_kind") or "pinned_host"),
             tree_map=str(flags.get("tree_map") or "tree.map"),

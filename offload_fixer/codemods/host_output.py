@@ -33,6 +33,8 @@ Every jit site of the function is edited: ``@jax.jit`` (becomes
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import libcst as cst
 
 from offload_fixer.codemods import sharding_exprs as sx
@@ -55,7 +57,8 @@ Keys = tuple[PathKey, ...]
 class HostOutputCommand(FixCommand):
     DESCRIPTION = "Declare host outputs as pinned_host memory in jax.jit's out_shardings (XLA error 1200)."
 
-    def plan(self, function: FunctionInfo) -> None:
+    def plan(self, function: FunctionInfo | None) -> None:
+        assert function is not None, "NEEDS_FUNCTION"
         self._function = function
         sites = self.facts.jit_sites(function)
         if not sites:
@@ -97,7 +100,7 @@ class HostOutputCommand(FixCommand):
                 value=self.parse(value),
                 equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
             )
-            claimed = self.claim(site.options, lambda updated: sx.append_arg(updated, new_arg))
+            claimed = self.claim(site.options, lambda updated: sx.append_arg(_as_call(updated), new_arg))
         if not claimed:
             return
         self.record(site.node, f"declare {self._labels(paths)} as {self.spelling.host_kind} memory at the jit "
@@ -285,7 +288,8 @@ class HostOutputCommand(FixCommand):
         if kind != "container":
             return False
         literal = self._through_name(expr, site.scope)
-        return all(self._all_shardings(child, site) for child in _children(literal).values())
+        children = _children(literal)
+        return children is not None and all(self._all_shardings(child, site) for child in children.values())
 
     def _patched(self, ref: str, expr: cst.BaseExpression, rests: list[Keys], site: JitSite,
                  whole: bool = False) -> str | None:
@@ -329,7 +333,7 @@ class HostOutputCommand(FixCommand):
         if isinstance(literal, cst.Dict):
             if named:
                 return "{**" + ref + "".join(f", {quote}{k[1]}{quote}: {v}" for k, v in pieces.items()) + "}"
-            return "{" + ", ".join(f"{self.code(e.key)}: {pieces.get(_dict_key(e), self.code(e.value))}"
+            return "{" + ", ".join(f"{self.code(e.key)}: {_piece(pieces, e, self.code(e.value))}"
                                    for e in literal.elements if isinstance(e, cst.DictElement)) + "}"
         items = [pieces.get(("index", i), f"{ref}[{i}]" if named else self.code(child))
                  for i, child in enumerate(children.values())]
@@ -372,7 +376,9 @@ class HostOutputCommand(FixCommand):
         known = [self.origin_destination(function), self.host_in_sharding(function)]
         return any(found is not None and found[0].deep_equals(leaf) for found in known)
 
-    def _related_shardings(self, site: JitSite, at: cst.BaseExpression | None):
+    def _related_shardings(
+        self, site: JitSite, at: cst.BaseExpression | None
+    ) -> Iterator[tuple[cst.BaseExpression, str]]:
         """Shardings of other outputs, then of inputs, then of the inline call's argument."""
         out = self.option(site, "out_shardings")
         for leaf in _leaves(out.value) if out is not None else []:
@@ -450,7 +456,8 @@ def _leaves(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
 
 
 def _children(expr: cst.BaseExpression | None) -> dict[PathKey, cst.BaseExpression] | None:
-    """The entries of a tuple/list/dict literal by pytree key; None for anything else."""
+    """The entries of a tuple/list/dict literal (or a ``dict(k=...)`` call, which
+    :meth:`value_kind` calls a container too) by pytree key; None for anything else."""
     if isinstance(expr, (cst.Tuple, cst.List)):
         if any(isinstance(e, cst.StarredElement) for e in expr.elements):
             return None
@@ -462,7 +469,21 @@ def _children(expr: cst.BaseExpression | None) -> dict[PathKey, cst.BaseExpressi
                 return None
             out[_dict_key(element)] = element.value  # type: ignore[index]
         return out
+    if (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "dict"
+            and all(arg.keyword is not None and not arg.star for arg in expr.args)):
+        return {("key", arg.keyword.value): arg.value for arg in expr.args if arg.keyword is not None}
     return None
+
+
+def _as_call(node: cst.CSTNode) -> cst.Call:
+    """The jit call a claim on its options rewrites (still a call after earlier rewrites)."""
+    assert isinstance(node, cst.Call)
+    return node
+
+
+def _piece(pieces: dict[PathKey, str], element: cst.DictElement, default: str) -> str:
+    key = _dict_key(element)
+    return pieces.get(key, default) if key is not None else default
 
 
 def _dict_key(element: cst.DictElement) -> PathKey | None:

@@ -25,12 +25,13 @@ from __future__ import annotations
 import argparse
 import keyword
 from collections.abc import Sequence
+from typing import Any
 
 import libcst as cst
 from libcst.codemod import CodemodContext
 
 from offload_fixer.codemods import sharding_exprs as sx
-from offload_fixer.codemods.fix_command import FixCommand
+from offload_fixer.codemods.fix_command import FixCommand, Rewrite
 from offload_fixer.codemods.pytree_source import (
     drop_covered,
     locate,
@@ -68,11 +69,12 @@ class MoveToDeviceCommand(FixCommand):
                                      "host; operand: where the moved value is computed on (--compute-line)")
 
     def __init__(self, context: CodemodContext, target: FixTarget | None = None,
-                 targets: Sequence[FixTarget] = (), **options: object) -> None:
+                 targets: Sequence[FixTarget] = (), **options: Any) -> None:
         super().__init__(context, target, targets, **options)
         self.insertions: dict[cst.IndentedBlock, list[tuple[int, cst.BaseStatement]]] = {}
 
-    def plan(self, function: FunctionInfo) -> None:
+    def plan(self, function: FunctionInfo | None) -> None:
+        assert function is not None, "NEEDS_FUNCTION"
         placement = self.target.placement
         if placement == "entry":
             self._at_entry(function)
@@ -185,6 +187,7 @@ class MoveToDeviceCommand(FixCommand):
                 return ""
             return f"no read of its host leaves in {function.name} shows where they are used"
         sibling = self._sibling_move(statements, moved, last)
+        reasons: list[str]
         for part, nodes in sorted(wanted.items(), key=lambda item: first_read[item[0]]):
             label = f"{name}{format_output_path(part)}"
             at = first_read[part]
@@ -203,7 +206,7 @@ class MoveToDeviceCommand(FixCommand):
             statement = cst.parse_statement(
                 f"{local} = {self.device_put_callee()}({self.code(nodes[0])}, {self.code(spec)})\n",
                 config=self.facts.module.config_for_parsing)
-            if not all(self.claim(node, lambda _updated, local=local: cst.Name(local)) for node in nodes):
+            if not all(self.claim(node, _to_name(local)) for node in nodes):
                 continue
             self.insert(body, at, statement)
             beside = " beside its siblings" if sibling is not None and at == sibling[0] + 1 else ""
@@ -233,9 +236,9 @@ class MoveToDeviceCommand(FixCommand):
             statement = statements[index] if index is not None else None
             if (index is not None and index <= last and destination is not None
                     and _assigned_name(statement) is not None
-                    and statement.body[0].value is read.move):  # type: ignore[union-attr]
-                if best is None or index > best[0]:
-                    best = (index, destination)
+                    and statement.body[0].value is read.move  # type: ignore[union-attr]
+                    and (best is None or index > best[0])):
+                best = (index, destination)
         return best
 
     def _free_name(self, function: FunctionInfo, statements: Sequence[cst.BaseStatement],
@@ -369,9 +372,14 @@ class MoveToDeviceCommand(FixCommand):
             return
         pending.append((index, statement))
         if len(pending) == 1:
-            self.rewrites[block] = lambda updated: updated.with_changes(body=_with_inserted(updated.body, pending))
 
-    def _wrapper(self, spec: cst.BaseExpression):
+            def insert_pending(updated: cst.CSTNode) -> cst.CSTNode:
+                assert isinstance(updated, cst.IndentedBlock)
+                return updated.with_changes(body=_with_inserted(updated.body, pending))
+
+            self.rewrites[block] = insert_pending
+
+    def _wrapper(self, spec: cst.BaseExpression) -> Rewrite:
         callee = self.parse(self.device_put_callee())
 
         def wrap(updated: cst.CSTNode) -> cst.CSTNode:
@@ -396,8 +404,10 @@ class MoveToDeviceCommand(FixCommand):
         if name is None:
             return None
         assert isinstance(statement, cst.SimpleStatementLine)
-        value = statement.body[0].value  # type: ignore[union-attr]
-        if self.is_device_move(value, function.scope):
+        assignment = statement.body[0]
+        assert isinstance(assignment, (cst.Assign, cst.AnnAssign)) and assignment.value is not None
+        value = assignment.value
+        if isinstance(value, cst.Call) and self.is_device_move(value, function.scope):
             moved = sx.moved_value(value)
             if isinstance(moved, cst.Name) and moved.value == name:
                 return name
@@ -434,7 +444,12 @@ def _apart(statement: cst.BaseStatement) -> cst.BaseStatement:
     return statement
 
 
-def _assigned_name(statement: cst.CSTNode) -> str | None:
+def _to_name(local: str) -> Rewrite:
+    """A rewrite that puts the name ``local`` in a node's place."""
+    return lambda _updated: cst.Name(local)
+
+
+def _assigned_name(statement: cst.CSTNode | None) -> str | None:
     if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1):
         return None
     small = statement.body[0]
@@ -454,7 +469,7 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
     )
 
 
-def _label(keys: tuple) -> str:
+def _label(keys: tuple[PathKey, ...]) -> str:
     return f"output {format_output_path(keys)}" if keys else "the result"
 
 
@@ -464,7 +479,7 @@ def _name_uses(body: cst.CSTNode, name: str) -> list[tuple[cst.Name, bool]]:
     found: list[cst.Name] = []
 
     class Visitor(cst.CSTVisitor):
-        def _targets(self, target: cst.CSTNode) -> None:
+        def _targets(self, target: cst.BaseExpression) -> None:
             for node in target_name_nodes(target):
                 stores.add(id(node))
 

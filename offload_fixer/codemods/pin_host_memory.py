@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import libcst as cst
 
-from offload_fixer.codemods import sharding_exprs as sx
 from offload_fixer.codemods.fix_command import FixCommand
 from offload_fixer.codemods.source_facts import FunctionInfo
 from offload_fixer.source.offload_policies import policy_destinations

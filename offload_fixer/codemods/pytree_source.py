@@ -31,9 +31,11 @@ def child_at(expr: cst.BaseExpression, key: PathKey) -> cst.BaseExpression | Non
     kind, value = key
     if isinstance(expr, (cst.Tuple, cst.List)) and kind == "index":
         elements = expr.elements
-        if any(isinstance(e, cst.StarredElement) for e in elements[: int(value) + 1]):
+        assert isinstance(value, int), "an index key holds an int"
+        position = value
+        if any(isinstance(e, cst.StarredElement) for e in elements[: position + 1]):
             return None
-        return elements[int(value)].value if int(value) < len(elements) else None
+        return elements[position].value if position < len(elements) else None
     if isinstance(expr, cst.Dict) and kind in ("key", "index"):
         for element in expr.elements:
             if isinstance(element, cst.DictElement) and _key_value(element.key) == value:
@@ -187,17 +189,17 @@ def build_like(
         else:
             body = "(" + ", ".join(pieces) + ("," if len(pieces) == 1 else "") + ")"
     elif isinstance(expr, cst.Dict):
-        for element in expr.elements:
-            if not isinstance(element, cst.DictElement) or _key_value(element.key) is None:
+        for entry in expr.elements:
+            if not isinstance(entry, cst.DictElement) or _key_value(entry.key) is None:
                 return None
-            value = _key_value(element.key)
-            key = ("index", value) if isinstance(value, int) else ("key", value)
+            entry_key = _key_value(entry.key)
+            key = ("index", entry_key) if isinstance(entry_key, int) else ("key", entry_key)
             used.add(key)
-            text = part(element.value, key)
+            text = part(entry.value, key)
             if text is None:
                 return None
-            pieces.append(f"{facts.module.code_for_node(element.key)}: {text}")
-            order.append(repr(value))
+            pieces.append(f"{facts.module.code_for_node(entry.key)}: {text}")
+            order.append(repr(entry_key))
         if sort_keys:
             pieces = [piece for _, piece in sorted(zip(order, pieces))]
         body = "{" + ", ".join(pieces) + "}"

@@ -10,8 +10,9 @@ what it stands for through the same import bindings.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange
@@ -253,10 +254,7 @@ class SourceFacts:
         names = _free_names(expr)
         if names is None:
             return False
-        for name in names:
-            if not self._name_visible(name, scope, line):
-                return False
-        return True
+        return all(self._name_visible(name, scope, line) for name in names)
 
     def portable(self, expr: cst.BaseExpression, written_in: Scope, scope: Scope, line: int) -> bool:
         """Whether ``expr``, written in ``written_in``, means the same thing when evaluated in
@@ -415,8 +413,8 @@ class _Walker(cst.CSTVisitor):
     def _line(self, node: cst.CSTNode) -> int:
         return self.positions[node].start.line
 
-    def _scope(self, kind: str, node: cst.CSTNode, parent: Scope | None, statements: list,
-               params: list[cst.Param] = ()) -> Scope:
+    def _scope(self, kind: str, node: cst.CSTNode, parent: Scope | None, statements: list[Any],
+               params: Sequence[cst.Param] = ()) -> Scope:
         """A scope with its statements' bindings (and ``params``), its imports noted in ``imported``."""
         collector = BindingCollector()
         for param in params:

@@ -29,7 +29,6 @@ from jaxlib.mlir import ir
 from offload_fixer import jax_compat
 from offload_fixer.ir.locations import decode
 from offload_fixer.ir.module import (
-    HOST_KINDS,
     SHARDING_TARGETS,
     custom_call_target,
     is_move_to_device,
@@ -38,7 +37,7 @@ from offload_fixer.ir.module import (
     tuple_index,
     walk_operations,
 )
-from offload_fixer.model import Span, format_output_path, parse_output_path
+from offload_fixer.model import HOST_KINDS, Span, format_output_path, parse_output_path
 from offload_fixer.source.locations import user_span
 from offload_fixer.source.text import read_regular_file
 
@@ -253,7 +252,7 @@ class LoadedModule:
         module = self._hlo_as_stablehlo(self.hlo_module)
         _flatten_root_tuple(module)
         _annotate_memory_kinds(module, *self._entry_memory_spaces)
-        return module.operation.get_asm(enable_debug_info=True)
+        return str(module.operation.get_asm(enable_debug_info=True))
 
     @cached_property
     def outputs(self) -> tuple[OutputSlot, ...]:
@@ -473,6 +472,8 @@ def _successors(
         return []
     if name == "stablehlo.return":
         parent = user.parent
+        if parent is None:
+            return []
         return (
             [(parent.results[operand], path)] if operand < len(parent.results) else []
         )

@@ -27,6 +27,7 @@ import re
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import libcst as cst
 
@@ -57,7 +58,7 @@ class FileOutline:
     the module-level names each binds, and (lazily) the names each reads. :meth:`of` keeps the
     last few, so planning and applying a fix cut a file once."""
 
-    _recent: OrderedDict[tuple[str, str], FileOutline] = OrderedDict()
+    _recent: ClassVar[OrderedDict[tuple[str, str], FileOutline]] = OrderedDict()
 
     @classmethod
     def of(cls, path: str, text: str, found_outline: Outline | None = None) -> FileOutline:

@@ -37,6 +37,7 @@ from offload_fixer.model import (
     FixOption,
     Origin,
     OutputInfo,
+    PathKey,
     Report,
     Safety,
     Span,
@@ -164,11 +165,16 @@ def plan_fixes(
         diagnostics = Report.from_dict(dict(diagnostics))
     if isinstance(diagnostics, Report):
         diagnostics = [diagnostics]
-    items = list(diagnostics)
+    entries: list[Report | Diagnostic] = list(diagnostics)
     reports = list(reports)
-    if items and all(isinstance(item, Report) for item in items):
-        reports += items  # type: ignore[arg-type]
-        items = [d for report in items for d in report.diagnostics]  # type: ignore[union-attr]
+    given_reports = [entry for entry in entries if isinstance(entry, Report)]
+    if given_reports and len(given_reports) == len(entries):
+        reports += given_reports
+        items = [d for report in given_reports for d in report.diagnostics]
+    else:
+        items = [entry for entry in entries if isinstance(entry, Diagnostic)]
+        if len(items) != len(entries):
+            raise TypeError("plan_fixes takes reports or diagnostics, not a mix of both")
     jax_version = jax_version or next((r.jax_version for r in reports if r.jax_version), None)
     outputs: dict[Diagnostic, tuple[OutputInfo, ...]] = {}
     for report in reports:
@@ -179,7 +185,7 @@ def plan_fixes(
     groups: dict[tuple[Any, ...], list[Diagnostic]] = {}
     for diagnostic in items:
         if diagnostic.code in FIXABLE_CODES:
-            groups.setdefault(root_cause_key(diagnostic), []).append(diagnostic)  # type: ignore[arg-type]
+            groups.setdefault(root_cause_key(diagnostic), []).append(diagnostic)
     prepared = [_Group.prepare(group, strategy, spelling, sources, outputs) for group in groups.values()]
     first_attempts: dict[tuple[str, type[FixCommand]], list[FixTarget]] = {}
     for group in prepared:
@@ -299,7 +305,7 @@ class _Group:
         notes = (NONE_LEAF_NOTE.format(version=spelling.version),) if not spelling.none_leaf_inherits_host else ()
         source = sources.get(path) if path else None
         sha = next((d.source_sha256 for d in group if d.source_sha256), None) or (source.sha256 if source else None)
-        tree = next((outputs[d] for d in group if d in outputs and outputs[d]), ())
+        tree = next((outputs[d] for d in group if outputs.get(d)), ())
         base = {"path": path or "", "rationale": rationale, "origin_key": _origin_key(first),
                 "diagnostics": tuple(group), "source_sha256": sha, "notes": notes}
         target = _target(group, path, spelling, source, tree)
@@ -390,7 +396,7 @@ def _parts(group: list[Diagnostic], origin: Origin | None, target: FixTarget, st
         entry = [at("device", MoveToDeviceCommand, "entry", MOVE_COVERS)] if target.parameter else []
         if strategy == "host":
             return [_Part("declare", declare + (entry + at_returns if auto else []))]
-        parts = [_Part("move", entry + at_returns + (declare if auto else []))]
+        parts: list[_Part] = [_Part("move", entry + at_returns + (declare if auto else []))]
         state = _state_outputs(group, target, source) if requested != "device" else ()
         if state:
             parts.append(_Part("state", [at("host", HostOutputCommand, "out_shardings", (), output_paths=state)]))
@@ -404,7 +410,7 @@ def _parts(group: list[Diagnostic], origin: Origin | None, target: FixTarget, st
                if kind == "move_to_host" and target.compute_spans and target.origin_line is not None else [])
     after_origin = ([at("device", MoveToDeviceCommand, "after_origin", MOVE_COVERS)]
                     if computed_on and target.origin_line is not None else [])
-    parts: list[_Part] = []
+    parts = []
     if "OFL1204" in codes and pin and not (outs and strategy == "host"):
         parts.append(_Part("pin", [at("host", PinHostMemoryCommand, "pin_memory", {"OFL1204"})]))
     if outs and strategy == "host":
@@ -424,7 +430,7 @@ def _state_outputs(group: list[Diagnostic], target: FixTarget, source: _Source |
     function with a single array output (``ema = update(ema, w)``), that output."""
     leaves = [parse_output_path(p) for p in (target.parameter_leaves or ("",))]
     kinds = {parse_output_path(p): k for p, k in target.output_kinds}
-    prefixes: list[tuple] = []
+    prefixes: list[tuple[PathKey, ...]] = []
     if source is not None and source.outline is not None and target.parameter:
         prefixes = source.returned_at(target, target.parameter)
     offending = {parse_output_path(d.output_path or "") for d in group if d.code == "OFL1200"}
@@ -676,14 +682,14 @@ class _Source:
             return function.positional_params[index], ""
         return None
 
-    def returned_at(self, target: FixTarget, name: str) -> list[tuple]:
+    def returned_at(self, target: FixTarget, name: str) -> list[tuple[PathKey, ...]]:
         """Pytree paths at which the function's returns give back ``name`` (a parameter,
         perhaps assigned again: ``params = update(params); return params, loss``)."""
         found = self.function(target)
         if found is None:
             return []
         facts, function = found
-        paths: list[tuple] = []
+        paths: list[tuple[PathKey, ...]] = []
         for _, value in returned_values(function, ()):
             for keys in _element_paths(value):
                 located = locate(facts, function.scope, value, keys)
@@ -693,9 +699,9 @@ class _Source:
         return list(dict.fromkeys(paths))
 
 
-def _element_paths(value: cst.BaseExpression, depth: int = 2) -> list[tuple]:
+def _element_paths(value: cst.BaseExpression, depth: int = 2) -> list[tuple[PathKey, ...]]:
     """The path of ``value`` and of its literal elements, two levels down."""
-    paths: list[tuple] = [()]
+    paths: list[tuple[PathKey, ...]] = [()]
     if depth and isinstance(value, (cst.Tuple, cst.List)):
         for index, element in enumerate(value.elements):
             paths += [(("index", index), *rest) for rest in _element_paths(element.value, depth - 1)]

@@ -29,7 +29,7 @@ def splice(original: str, reprinted: str, fixed: str) -> str:
         return original
     if original == reprinted:
         reprinted_lines = original_lines = split_lines(original)
-        original_of = list(range(len(original_lines)))
+        original_of: list[int | None] = list(range(len(original_lines)))
     else:
         original_lines, reprinted_lines = split_lines(original), split_lines(reprinted)
         original_of = _match(original_lines, reprinted_lines)
@@ -46,10 +46,11 @@ def splice(original: str, reprinted: str, fixed: str) -> str:
     for tag, i1, i2, j1, j2 in _opcodes(reprinted_lines, fixed_lines):
         if tag == "equal":
             for i in range(i1, i2):
-                if original_of[i] is None:
+                known = original_of[i]
+                if known is None:
                     out.append(reprinted_lines[i])
                 else:
-                    emit_through(original_of[i])
+                    emit_through(known)
             continue
         first = next((original_of[i] for i in range(i1, i2) if original_of[i] is not None), None)
         last = _last_known(original_of, i2 - 1, i1)
@@ -75,7 +76,7 @@ def splice(original: str, reprinted: str, fixed: str) -> str:
 def _match(original: Sequence[str], reprinted: Sequence[str]) -> list[int | None]:
     """For each reprinted line, the original line it prints (same content), if any."""
     found: list[int | None] = [None] * len(reprinted)
-    for tag, i1, i2, j1, j2 in _opcodes(original, reprinted):
+    for tag, i1, i2, j1, _j2 in _opcodes(original, reprinted):
         if tag == "equal":
             for offset in range(i2 - i1):
                 found[j1 + offset] = i1 + offset

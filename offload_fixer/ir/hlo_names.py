@@ -52,8 +52,8 @@ class HloNames:
         from offload_fixer import jax_compat
 
         try:
-            instructions = jax_compat.hlo_instructions(tagged.operation.get_asm(enable_debug_info=True))
-        except Exception:  # a module XLA's translation rejects: names stay unknown
+            instructions = jax_compat.hlo_instructions(str(tagged.operation.get_asm(enable_debug_info=True)))
+        except Exception:  # noqa: BLE001 - a module XLA's translation rejects: names stay unknown
             return
         for instruction in instructions:
             tag = _TAG_TEXT.search(instruction.text)
@@ -72,14 +72,13 @@ class HloNames:
 
 def _tagged_copy(module: ir.Module) -> ir.Module:
     context = module.context
-    copy = ir.Module.parse(module.operation.get_asm(enable_debug_info=True), context=context)
+    copy = ir.Module.parse(str(module.operation.get_asm(enable_debug_info=True)), context=context)
     index = 0
     for top in copy.body.operations:
         for op in irm.walk_operations(top.operation):
-            entries = {}
+            entries: dict[str, ir.Attribute] = {}
             if "mhlo.frontend_attributes" in op.attributes:
-                for named in ir.DictAttr(op.attributes["mhlo.frontend_attributes"]):
-                    entries[named.name] = named.attr
+                entries.update(irm.named_attributes(op.attributes["mhlo.frontend_attributes"]))
             entries[TAG] = ir.StringAttr.get(str(index), context=context)
             op.attributes["mhlo.frontend_attributes"] = ir.DictAttr.get(entries, context=context)
             index += 1

@@ -8,18 +8,19 @@ the cost of an analysis is one scan plus the host paths, not a copy of the whole
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from offload_fixer import jax_compat
 from offload_fixer.ir.locations import OpLocation, decode
-
-PLACEMENT_ATTR = "_xla_buffer_placement"
 from offload_fixer.model import DEVICE as DEVICE_KIND
 from offload_fixer.model import HOST_KINDS, HOST_MEMORY_SPACE_KINDS
+
+PLACEMENT_ATTR = "_xla_buffer_placement"
 ANNOTATION_TARGETS = frozenset({"annotate_device_placement"})
 MOVE_TO_HOST_TARGET = "MoveToHost"
 MOVE_TO_DEVICE_TARGET = "MoveToDevice"
@@ -56,8 +57,8 @@ class ModuleView:
         self.call_sites: dict[str, list[ir.Operation]] = {}
         self.placements: list[ir.Operation] = []
         self.op_count = 0
-        for op in module.body.operations:
-            op = op.operation
+        for view in module.body.operations:
+            op = view.operation
             if op.name == "func.func":
                 self.functions[symbol_name(op)] = op
         if "main" not in self.functions:
@@ -69,7 +70,7 @@ class ModuleView:
         self.results = tuple(self._entry_values("res_attrs", _result_types(self.main), "jax.result_info"))
         self.aliased_outputs: dict[int, int] = {}
         """Output index -> the donated argument whose buffer it reuses (``tf.aliasing_output``)."""
-        attrs = self.main.attributes["arg_attrs"] if "arg_attrs" in self.main.attributes else None
+        attrs = ir.ArrayAttr(self.main.attributes["arg_attrs"]) if "arg_attrs" in self.main.attributes else None
         for index in range(len(self.args)):
             entry = attrs[index] if attrs is not None and index < len(attrs) else None
             if entry is not None and "tf.aliasing_output" in ir.DictAttr(entry):
@@ -77,7 +78,8 @@ class ModuleView:
 
     @property
     def entry_block(self) -> ir.Block:
-        return self.main.regions[0].blocks[0]
+        block: ir.Block = self.main.regions[0].blocks[0]
+        return block
 
     def _index(self, func: ir.Operation, seen: set[str]) -> None:
         """Program order, callees where they are called: the order XLA processes moves in."""
@@ -95,7 +97,7 @@ class ModuleView:
                     self._index(self.functions[callee], seen)
 
     def _entry_values(self, attr: str, values: Any, info_key: str) -> Iterator[EntryValue]:
-        attrs = self.main.attributes[attr] if attr in self.main.attributes else None
+        attrs = ir.ArrayAttr(self.main.attributes[attr]) if attr in self.main.attributes else None
         for index, value in enumerate(values):
             entry = attrs[index] if attrs is not None and index < len(attrs) else None
             kind = _dict_string(entry, "mhlo.memory_kind") or DEVICE_KIND
@@ -119,7 +121,7 @@ def load(source: Any, context: ir.Context | None = None) -> ModuleView:
     if isinstance(source, ir.Module):
         return ModuleView(source)
     if isinstance(source, ir.Operation) and source.name == "builtin.module":
-        return ModuleView(ir.Module.parse(source.get_asm(enable_debug_info=True), context=source.context))
+        return ModuleView(ir.Module.parse(str(source.get_asm(enable_debug_info=True)), context=source.context))
     if isinstance(source, (str, bytes, bytearray)):
         ctx = context or make_context()
         try:
@@ -143,8 +145,8 @@ def walk_operations(root: ir.Operation) -> Iterator[ir.Operation]:
     """Every operation nested in ``root``'s regions, in program order (pre-order)."""
     for region in root.regions:
         for block in region.blocks:
-            for op in block.operations:
-                op = op.operation
+            for view in block.operations:
+                op = view.operation
                 yield op
                 if len(op.regions):
                     yield from walk_operations(op)
@@ -204,7 +206,7 @@ def frontend_attribute(op: ir.Operation, key: str) -> str | None:
 CONSTANT_PRESERVING = frozenset({"stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.convert"})
 
 
-def is_constant(value: ir.Value) -> bool:
+def is_constant(value: ir.Value[Any]) -> bool:
     """A value XLA folds to a constant: a constant, or a broadcast/reshape/convert of one."""
     owner = value.owner
     if isinstance(owner, ir.Block):
@@ -286,6 +288,13 @@ def symbol_name(op: ir.Operation) -> str:
 def _module_name(module: ir.Module) -> str | None:
     attrs = module.operation.attributes
     return ir.StringAttr(attrs["sym_name"]).value if "sym_name" in attrs else None
+
+
+def named_attributes(attr: ir.Attribute) -> dict[str, ir.Attribute]:
+    """The entries of a dictionary attribute, by name (the bindings index a ``DictAttr``
+    by position but give it no iterator)."""
+    entries = ir.DictAttr(attr)
+    return {entries[position].name: entries[position].attr for position in range(len(entries))}
 
 
 def _dict_string(attr: Any, key: str) -> str | None:

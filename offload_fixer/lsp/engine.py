@@ -315,7 +315,7 @@ def suppress(text: str, path: str, line: int, code: str) -> str | None:
     except cst.ParserSyntaxError:
         return None
     positions = wrapper.resolve(PositionProvider)
-    best: tuple[int, cst.CSTNode] | None = None
+    best: tuple[int, cst.SimpleStatementLine | cst.BaseCompoundStatement] | None = None
     for node, where in positions.items():
         if not isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             continue
@@ -328,6 +328,7 @@ def suppress(text: str, path: str, line: int, code: str) -> str | None:
     node = best[1]
     directive = cst.EmptyLine(comment=cst.Comment(f"# {MARKER}: ignore[{code}]"))
     fixed = wrapper.module.deep_replace(node, node.with_changes(leading_lines=[*node.leading_lines, directive]))
+    assert isinstance(fixed, cst.Module), "replacing a statement keeps the module"
     return _verified(path, fixed.code)
 
 

@@ -255,7 +255,7 @@ class NotebookDocuments:
         elif data.get("diagnostic"):
             diagnostic = Diagnostic.from_dict(data["diagnostic"])
             new_text = await loop.run_in_executor(pool, engine.apply_fix, text, path, diagnostic,
-                                                  data.get("requested") or data.get("strategy"), settings)
+                                                  data.get("requested") or data.get("strategy") or "auto", settings)
         else:
             return action
         current = self.snapshot(data["notebook"])
@@ -267,13 +267,16 @@ class NotebookDocuments:
             log.warning("fix for %s not offered: %s", data["notebook"], exc)
             return action
         edits = []
+        changes: dict[str, list[types.TextEdit]] = {}
         for number, source in sorted(changed.items()):
             old = snapshot.program.cell(number).source
             identifier = types.OptionalVersionedTextDocumentIdentifier(
                 uri=snapshot.cell_uri(number), version=snapshot.cell_versions[number - 1])
-            edits.append(types.TextDocumentEdit(identifier, minimal_edits(old, source, self.server.encoding)))
+            cell_edits = minimal_edits(old, source, self.server.encoding)
+            edits.append(types.TextDocumentEdit(identifier, cell_edits))
+            changes[identifier.uri] = cell_edits
         if self.server.supports_document_changes():
             action.edit = types.WorkspaceEdit(document_changes=edits)
         else:
-            action.edit = types.WorkspaceEdit(changes={e.text_document.uri: e.edits for e in edits})
+            action.edit = types.WorkspaceEdit(changes=changes)
         return action

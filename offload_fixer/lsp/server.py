@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -236,7 +237,7 @@ class OffloadFixerServer(LanguageServer):
         uri = params.text_document.uri
         notebook = self.notebooks.notebook_of(uri)
         if notebook is not None:
-            actions = self.notebooks.code_actions(params, notebook, _wanted, FIX_ALL_KIND)
+            actions: list[types.CodeAction] = self.notebooks.code_actions(params, notebook, _wanted, FIX_ALL_KIND)
             if self.supports_resolve("edit"):
                 return actions
             return [await self.notebooks.resolve(action) for action in actions]
@@ -244,7 +245,7 @@ class OffloadFixerServer(LanguageServer):
         if document is None:
             return []
         only = params.context.only
-        actions: list[types.CodeAction] = []
+        actions = []
         if _wanted(types.CodeActionKind.QuickFix, only):
             for diagnostic in params.context.diagnostics:
                 actions.extend(self.quick_fixes(diagnostic, uri, document.version))
@@ -306,7 +307,7 @@ class OffloadFixerServer(LanguageServer):
                 return published.data
         return None
 
-    def offers_fix_all(self, uri: str, version: int | None, only: list[str] | None) -> bool:
+    def offers_fix_all(self, uri: str, version: int | None, only: Sequence[str] | None) -> bool:
         """Always when the client asks for fix-all by kind (fix on save); otherwise only when
         the current analysis has a safe fix to apply."""
         if only:
@@ -324,7 +325,7 @@ class OffloadFixerServer(LanguageServer):
             return await self.notebooks.resolve(action)
         uri = data.get("uri")
         document = self.workspace.text_documents.get(uri) if uri else None
-        if document is None or document.version != data.get("version"):
+        if not uri or document is None or document.version != data.get("version"):
             return action
         version, text, path = document.version, document.source, _path_of(uri)
         settings = self.settings_for(path)
@@ -339,7 +340,7 @@ class OffloadFixerServer(LanguageServer):
             diagnostic = Diagnostic.from_dict(data["diagnostic"])
             new_text = await loop.run_in_executor(
                 self.analysis_pool, engine.apply_fix, text, path, diagnostic,
-                data.get("requested") or data.get("strategy"), settings
+                data.get("requested") or data.get("strategy") or "auto", settings
             )
         else:
             return action
@@ -356,7 +357,7 @@ class OffloadFixerServer(LanguageServer):
         return types.WorkspaceEdit(changes={uri: edits})
 
 
-def _wanted(kind: str, only: list[str] | None) -> bool:
+def _wanted(kind: str, only: Sequence[str] | None) -> bool:
     """LSP kinds are hierarchical: ``source`` asks for ``source.fixAll.offload-fixer`` too."""
     if not only:
         return True

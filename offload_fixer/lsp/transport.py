@@ -93,7 +93,7 @@ async def _read_frame(reader: Any, state: _State, writer: Any) -> bytes | None:
         length = headers.get("content-length")
         if problem is None and (length is None or not length.isdigit()):
             problem = "missing Content-Length header" if length is None else f"invalid Content-Length {length!r}"
-        if problem is not None:
+        if problem is not None or length is None:
             _send_error(writer, None, PARSE_ERROR, f"{problem}; the message was skipped")
             state.resync = True
             continue
@@ -133,7 +133,7 @@ def _dispatch(protocol: Any, body: bytes, state: _State, writer: Any) -> None:
     if method is not None and not isinstance(method, str):
         _send_error(writer, request_id, INVALID_REQUEST, "method must be a string")
         return
-    if "id" in data and not (request_id is None or isinstance(request_id, (int, str))) or isinstance(request_id, bool):
+    if ("id" in data and not (request_id is None or isinstance(request_id, (int, str)))) or isinstance(request_id, bool):
         _send_error(writer, None, INVALID_REQUEST, "id must be a number or a string")
         return
     if method == "exit":

@@ -141,7 +141,7 @@ class NotebookFile:
             between = self.text[items[0][1] : items[1][0]].lstrip()[1:] if len(items) > 1 else opening
             return opening, between, closing
         line_start = self.text.rfind("\n", 0, value.start) + 1
-        indent = _WHITESPACE.match(self.text, line_start).group().strip("\r\n")
+        indent = self.text[line_start : _skip(self.text, line_start)].strip("\r\n")
         newline = "\r\n" if "\r\n" in self.text else "\n"
         return newline + indent + " ", newline + indent + " ", newline + indent
 
@@ -191,7 +191,9 @@ def _first_line(exc: BaseException) -> str:
 # ---------------------------------------------------------------------------------------
 # Walking the JSON text
 def _skip(text: str, index: int) -> int:
-    return _WHITESPACE.match(text, index).end()
+    whitespace = _WHITESPACE.match(text, index)
+    assert whitespace is not None, "a starred pattern matches everywhere"
+    return whitespace.end()
 
 
 def _expect(text: str, index: int, char: str) -> int:
@@ -202,12 +204,13 @@ def _expect(text: str, index: int, char: str) -> int:
 
 def _object_members(text: str, index: int) -> list[tuple[str, int, int]]:
     """(key, value start, value end) of each member of the JSON object at ``index``."""
-    members = []
+    members: list[tuple[str, int, int]] = []
     index = _skip(text, _expect(text, index, "{"))
     if text[index : index + 1] == "}":
         return members
     while True:
-        key, index = json.decoder.scanstring(text, _expect(text, index, '"'))
+        # typeshed omits json.decoder.scanstring, which the module defines and documents
+        key, index = json.decoder.scanstring(text, _expect(text, index, '"'))  # type: ignore[attr-defined]
         start = _skip(text, _expect(text, _skip(text, index), ":"))
         end = _DECODER.raw_decode(text, start)[1]
         members.append((key, start, end))
@@ -219,7 +222,7 @@ def _object_members(text: str, index: int) -> list[tuple[str, int, int]]:
 
 def _array_elements(text: str, index: int) -> list[tuple[int, int]]:
     """(start, end) of each element of the JSON array at ``index``."""
-    elements = []
+    elements: list[tuple[int, int]] = []
     index = _skip(text, _expect(text, index, "["))
     if text[index : index + 1] == "]":
         return elements

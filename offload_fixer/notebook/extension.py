@@ -334,9 +334,10 @@ def _moved(span: Span | None, names: Mapping[str, int], program: Program | None)
 
 
 def _function(function: FunctionRef | None, names: Mapping[str, int], program: Program | None) -> FunctionRef | None:
-    if function is None or function.path not in names or function.line is None:
+    if function is None or function.path is None or function.path not in names or function.line is None:
         return function
     moved = _moved(Span(function.path, function.line), names, program)
+    assert moved is not None, "a span moves to a span"
     return dataclasses.replace(function, path=moved.path, line=moved.line)
 
 

@@ -41,7 +41,7 @@ class MaskedCell:
             body = line.rstrip("\r\n")
             match = _PLACEHOLDER.search(body)
             number = int(match.group(1)) if match else None
-            if number is not None and number in self.commands and not body[: match.start()].strip():
+            if match is not None and number in self.commands and not body[: match.start()].strip():
                 found.add(number)
                 out.append(self.commands[number] + line[len(body):])
             else:

@@ -90,7 +90,7 @@ def file_span(span: Span) -> Span:
 def cell_line_text(span: Span) -> str:
     """The text of the cell line a span in cell coordinates starts on."""
     notebook = read_cached(span.path) if span.cell is not None else None
-    if notebook is None:
+    if notebook is None or span.cell is None:
         return ""
     try:
         lines = notebook.program.cell(span.cell).source.splitlines()

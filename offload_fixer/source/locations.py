@@ -20,7 +20,8 @@ def _library_roots() -> tuple[str, ...]:
             module = __import__(name)
         except ImportError:
             continue
-        roots.append(os.path.dirname(os.path.abspath(module.__file__)) + os.sep)
+        if module.__file__ is not None:  # a namespace package has no file
+            roots.append(os.path.dirname(os.path.abspath(module.__file__)) + os.sep)
     return tuple(roots)
 
 
@@ -29,7 +30,7 @@ def is_user_frame(frame: Frame) -> bool:
     ``.py`` file is MLIR's own (``"-":5:11`` for a module parsed from text without locations).
     Modules rebuilt from HLO dumps keep unlabelled ``.py`` positions from the metadata.
     An IPython cell's ``<ipython-input-...>`` name is the user's code too."""
-    if not frame.path or frame.path.startswith("<") and not is_interactive(frame.path):
+    if not frame.path or (frame.path.startswith("<") and not is_interactive(frame.path)):
         return False
     if frame.function is None and not frame.path.endswith(".py"):
         return False

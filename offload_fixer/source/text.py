@@ -108,7 +108,8 @@ def encode(text: str, encoding: str) -> bytes:
 
 
 def _first_lines(data: bytes, count: int) -> list[bytes]:
-    lines, start = [], 0
+    lines: list[bytes] = []
+    start = 0
     while len(lines) < count and start < len(data):
         end = _BYTES_LINE_END.search(data, start)
         stop = end.end() if end else len(data)

@@ -8,7 +8,7 @@ import multiprocessing
 import os
 import sys
 import threading
-from collections.abc import Callable, Collection, Iterable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Generator, Iterable, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -91,7 +91,7 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
                 jobs: int | None = 1, excludes: Sequence[str] = (),
                 check_syntax: Collection[str] = (),
                 settings_for: Callable[[str], Settings] | None = None, *,
-                caches: MutableMapping[str, SourceCache] | None = None) -> Iterator[StaticResult]:
+                caches: MutableMapping[str, SourceCache] | None = None) -> Generator[StaticResult, None, None]:
     """Check files and directories (walked, honouring ``.gitignore`` and ``excludes``, which
     are patterns as in the ``exclude`` setting, relative to the current directory: one without
     ``/`` matches a name anywhere, one with ``/`` the path). Yields one result per
@@ -118,10 +118,10 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
     cwd = os.getcwd()
 
     def excluded(path: str) -> bool:
-        return bool(excludes) and is_excluded(path, excludes, cwd) or (
+        return (bool(excludes) and is_excluded(path, excludes, cwd)) or (
             settings_for is not None and settings_for(path).is_excluded(path))
 
-    pending: list = []
+    pending: list[StaticResult | tuple[bytes, str, str, jax_compat.Spelling]] = []
     for item in walk(paths, excluded):
         if isinstance(item, Unreadable):
             pending.append(StaticResult(item.path, parse_error=ParseError(item.path, 1, 1, item.reason)))
@@ -143,23 +143,23 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
         pending.append((data, path, file_target, spelling))
     # Every file is read before any is selected: a host spelling in one module makes the
     # modules that import it candidates. A file that cannot hold a finding is still screened.
-    pending = [item if isinstance(item, StaticResult) or project.selects(item[1], item[0])
-               else _unselected(item[0], item[1], check_syntax) for item in pending]
-    candidates = [item for item in pending if isinstance(item, tuple)]
-    workers = worker_count(jobs, len(candidates), sum(len(item[0]) for item in candidates))
+    pending = [entry if isinstance(entry, StaticResult) or project.selects(entry[1], entry[0])
+               else _unselected(entry[0], entry[1], check_syntax) for entry in pending]
+    candidates = [entry for entry in pending if isinstance(entry, tuple)]
+    workers = worker_count(jobs, len(candidates), sum(len(entry[0]) for entry in candidates))
     if workers <= 1:
-        for item in pending:
-            if not isinstance(item, tuple):
-                yield item
+        for entry in pending:
+            if not isinstance(entry, tuple):
+                yield entry
                 continue
-            cache = caches.setdefault(item[1], SourceCache()) if caches is not None else None
-            yield _check(*item, cache, project)
+            cache = caches.setdefault(entry[1], SourceCache()) if caches is not None else None
+            yield _check(*entry, cache, project)
         return
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
-        futures = {id(item): pool.submit(_check_in_worker, *item, roots) for item in candidates}
+        futures = {id(entry): pool.submit(_check_in_worker, *entry, roots) for entry in candidates}
         try:
-            for item in pending:
-                yield futures[id(item)].result() if isinstance(item, tuple) else item
+            for entry in pending:
+                yield futures[id(entry)].result() if isinstance(entry, tuple) else entry
         finally:  # a caller that stops early: drop what has not started, wait for the rest
             for future in futures.values():
                 future.cancel()
@@ -269,11 +269,13 @@ def _check_once(source: str | bytes, path: str, target: str, spelling: jax_compa
     data = source if isinstance(source, bytes) else source.encode("utf-8", "surrogatepass")
     if not project.selects(path, data):
         return StaticResult(path)
-    text = source
     if isinstance(source, bytes):
-        text, error = _decode(source, path)
+        decoded, error = _decode(source, path)
         if error is not None:
             return StaticResult(path, parse_error=error, analysed=True)
+        text = decoded
+    else:
+        text = source
     syntax_error = None
     found = None
     try:
@@ -301,8 +303,8 @@ def _check_once(source: str | bytes, path: str, target: str, spelling: jax_compa
             error = ParseError(path, exc.raw_line, exc.raw_column + 1, exc.message)
         return StaticResult(path, parse_error=error, analysed=True)
     digest = hashlib.sha256(data).hexdigest()
-    found, dependencies = _analyse(parsed, text, path, target, spelling, digest, project)
-    return StaticResult(path, tuple(found), analysed=True, dependencies=dependencies)
+    diagnostics, dependencies = _analyse(parsed, text, path, target, spelling, digest, project)
+    return StaticResult(path, tuple(diagnostics), analysed=True, dependencies=dependencies)
 
 
 def _cpython_limit(error: BaseException | None, path: str) -> ParseError | None:
@@ -322,10 +324,9 @@ def _analyse(parsed: ParsedSource | libcst.Module, text: str, path: str, target:
     """Diagnostics of a parsed text (a module parsed whole is located statement by statement),
     and the other modules of the project read for them."""
     from .interpreter import Interpreter
+    from .policies import unpinned_policies
     from .rules import diagnostics, findings
     from .source import ParsedSource, Sources
-
-    from .policies import unpinned_policies
 
     if not isinstance(parsed, ParsedSource):
         parsed = ParsedSource(parsed)

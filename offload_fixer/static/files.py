@@ -10,8 +10,8 @@ import errno
 import fnmatch
 import os
 import stat
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Sequence
 
 from offload_fixer.source.text import file_kind
 

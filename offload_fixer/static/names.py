@@ -8,6 +8,9 @@ through it.
 
 from __future__ import annotations
 
+# Memory kinds live in the model; the interpreter reads them here with the API names.
+from offload_fixer.model import HOST_KINDS, HOST_MEMORY_SPACE_KINDS  # noqa: F401 - re-exported
+
 JIT = frozenset({"jax.jit", "jax.pjit", "jax.experimental.pjit.pjit"})
 PARTIAL = frozenset({"functools.partial"})
 DEVICE_PUT = frozenset({"jax.device_put"})
@@ -175,5 +178,4 @@ MUTATING_METHODS = frozenset(
     {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "sort", "reverse"}
 )
 
-from offload_fixer.model import HOST_KINDS, HOST_MEMORY_SPACE_KINDS  # noqa: E402  (memory kinds live in the model)
 DEVICE_KINDS = frozenset({"device", "tpu_hbm"})

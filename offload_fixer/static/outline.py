@@ -114,6 +114,8 @@ def _outline_after(previous: Outline, text: str) -> Outline | None:
     """
     old = previous.text
     spans = previous.spans
+    if spans is None:  # the cache holds only outlines cut into chunks
+        return None
     same_start = _common_prefix(old, text)
     same_end = _common_suffix(old, text, min(len(old), len(text)) - same_start)
     starts = [start for start, _ in spans]
@@ -181,11 +183,12 @@ def _cut(text: str, tree: ast.Module) -> tuple[list[list[ast.stmt]], list[tuple[
     for statement in tree.body:
         decorators = getattr(statement, "decorator_list", ())
         first = min(statement.lineno, *(d.lineno for d in decorators)) if decorators else statement.lineno
+        last = statement.end_lineno if statement.end_lineno is not None else statement.lineno
         if lines and first <= lines[-1][1]:
-            lines[-1][1] = max(lines[-1][1], statement.end_lineno)
+            lines[-1][1] = max(lines[-1][1], last)
             groups[-1].append(statement)
         else:
-            lines.append([first, statement.end_lineno])
+            lines.append([first, last])
             groups.append([statement])
     spans = []
     start = 0

@@ -25,7 +25,7 @@ def unpinned_policies(parsed: ParsedSource, text: str, path: str, target: str,
                       source_sha256: str | None) -> list[Diagnostic]:
     if UNPINNED not in text:  # the common case costs one substring search
         return []
-    found: list[cst.SimpleString] = []
+    found: list[cst.BaseExpression] = []
 
     class Finder(cst.CSTVisitor):
         def visit_Call(self, node: cst.Call) -> None:

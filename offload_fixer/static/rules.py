@@ -161,7 +161,7 @@ def diagnostics(found: list[Finding], source: Sources, target: str, spelling: Sp
     for f in found:
         related.setdefault((id(f.returned), id(f.leaf.origin)), []).append(format_output_path(f.keys))
 
-    seen = set()
+    seen: set[tuple[object, ...]] = set()
     result = []
     for f in found:
         output_path = format_output_path(f.keys)

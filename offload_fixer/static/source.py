@@ -246,7 +246,7 @@ def _assemble(text: str, spans: list[tuple[int, int]], cache: SourceCache) -> Pa
         occurrence = seen.get(piece, 0)
         seen[piece] = occurrence + 1
         chunk = cache.chunk(piece, index == 0, occurrence)
-        if chunk is None or chunk.footer and index < len(spans) - 1:
+        if chunk is None or (chunk.footer and index < len(spans) - 1):
             return None
         parsed.append(chunk)
     cache.trim(len(parsed))

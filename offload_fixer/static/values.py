@@ -8,8 +8,9 @@ turns its result into ``UNKNOWN``, which keeps the check silent instead of guess
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Callable
+from typing import Any, Literal
 
 from .names import HOST_KINDS
 
@@ -70,8 +71,8 @@ class Condition:
 class HostOrigin:
     """Where a value became host memory: a ``device_put`` to host or a host ``in_shardings`` leaf."""
 
-    kind: str
-    """``move_to_host`` or ``host_argument``, as in :class:`offload_fixer.model.Origin`."""
+    kind: Literal["move_to_host", "host_argument"]
+    """As in :class:`offload_fixer.model.Origin`."""
     memory_kind: str
     node: Any
     """The libcst node to underline: the ``device_put`` call, or the ``in_shardings=`` argument
@@ -109,7 +110,7 @@ class HostArray:
     trace: tuple = ()
     single: bool = True
 
-    def after(self, category: str, op: str, node: Any) -> "HostArray":
+    def after(self, category: str, op: str, node: Any) -> HostArray:
         trace = self.trace if len(self.trace) >= 16 else self.trace + (TraceStep(op, category, node),)
         return replace(self, steps=self.steps | {category}, trace=trace)
 
@@ -210,7 +211,7 @@ class JitOptions:
                 found = argument
         return found
 
-    def merged(self, other: "JitOptions") -> "JitOptions":
+    def merged(self, other: JitOptions) -> JitOptions:
         return JitOptions(self.keywords + other.keywords)
 
 

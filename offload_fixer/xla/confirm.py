@@ -69,7 +69,7 @@ def with_host_output(text: str, index: int) -> str:
     """The module with output ``index`` declared host memory (``pinned_host``)."""
     from jaxlib.mlir import ir
 
-    from offload_fixer.ir.module import make_context
+    from offload_fixer.ir.module import make_context, named_attributes
 
     context = make_context()
     module = ir.Module.parse(text, context=context)
@@ -77,11 +77,11 @@ def with_host_output(text: str, index: int) -> str:
     attrs = list(ir.ArrayAttr(main.attributes["res_attrs"])) if "res_attrs" in main.attributes else []
     results = len(ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).results)
     attrs += [ir.DictAttr.get({}, context=context)] * (results - len(attrs))
-    entries = {named.name: named.attr for named in ir.DictAttr(attrs[index])}
+    entries = named_attributes(attrs[index])
     entries["mhlo.memory_kind"] = ir.StringAttr.get("pinned_host", context=context)
     attrs[index] = ir.DictAttr.get(entries, context=context)
     main.attributes["res_attrs"] = ir.ArrayAttr.get(attrs, context=context)
-    return module.operation.get_asm(enable_debug_info=True)
+    return str(module.operation.get_asm(enable_debug_info=True))
 
 
 def _symbol(op: Any) -> str | None:

@@ -127,7 +127,9 @@ class Oracle:
     @staticmethod
     def _read(process: subprocess.Popen[str], timeout: float) -> dict[str, Any] | None:
         result: list[str] = []
-        reader = threading.Thread(target=lambda: result.append(process.stdout.readline()), daemon=True)
+        stdout = process.stdout
+        assert stdout is not None, "the worker is started with stdout=PIPE"
+        reader = threading.Thread(target=lambda: result.append(stdout.readline()), daemon=True)
         reader.start()
         reader.join(timeout)
         if not result or not result[0]:
@@ -140,7 +142,7 @@ class Oracle:
             self._starting.wait()
             self._starting = None
         process, self._process = self._process, None
-        if process is not None and process.poll() is None:
+        if process is not None and process.poll() is None and process.stdin is not None:
             process.stdin.close()
             try:
                 process.wait(timeout=10)
@@ -168,6 +170,7 @@ class Oracle:
             if cached is not None:
                 return cached
             process = self.start()
+            assert process.stdin is not None, "the worker is started with stdin=PIPE"
             process.stdin.write(json.dumps({"module": text}) + "\n")
             process.stdin.flush()
             answer = self._read(process, COMPILE_TIMEOUT_S)
@@ -214,11 +217,11 @@ def module_text(source: Any) -> str:
         return source
     operation = getattr(source, "operation", None)
     if operation is not None:
-        return operation.get_asm(enable_debug_info=True)
+        return str(operation.get_asm(enable_debug_info=True))
     if isinstance(source, (bytes, bytearray)):
         from offload_fixer.ir.module import load
 
-        return load(bytes(source)).module.operation.get_asm(enable_debug_info=True)
+        return str(load(bytes(source)).module.operation.get_asm(enable_debug_info=True))
     raise TypeError(f"expected a jax Lowered, an MLIR module or StableHLO text, got {type(source).__name__}")
 
 

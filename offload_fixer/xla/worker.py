@@ -145,7 +145,7 @@ def serve(target: str, target_config_path: str | None, requests: TextIO, answers
             target_config = handle.read()
     try:
         compiler = Compiler(target, target_config)
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - a compiler that cannot start is the answer, in its words
         _answer(answers, {"ready": False, "message": f"{type(exc).__name__}: {exc}"})
         return
     logs = LogTail(patterns)
@@ -160,7 +160,7 @@ def serve(target: str, target_config_path: str | None, requests: TextIO, answers
         logs.read()  # whatever an earlier compile logged late belongs to no answer now
         try:
             answer = compiler.compile(request["module"])
-        except Exception as exc:  # a module the compiler's MLIR cannot read, a topology too small
+        except Exception as exc:  # noqa: BLE001 - a module the compiler's MLIR cannot read, a topology too small
             answer = {"outcome": "unsupported", "message": f"{type(exc).__name__}: {exc}"}
         logs.settle()
         answer["log"] = "".join(
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     sys.stdout = sys.stderr = os.fdopen(os.dup(log_fd), "w", buffering=1)
     try:
         serve(args.target, args.gpu_target_config, sys.stdin, answers, args.log_dir)
-    except Exception:
+    except Exception:  # noqa: BLE001 - the worker's last word: whatever ended it goes to the parent
         _answer(answers, {"ready": False, "message": traceback.format_exc()})
         return 1
     return 0

@@ -15,7 +15,7 @@ from pathlib import Path
 import jax
 import libcst as cst
 import pytest
-from libcst.codemod import CodemodContext
+from libcst.codemod import CodemodContext, SkipFile
 
 from offload_fixer.codemods.host_output import HostOutputCommand
 from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
@@ -94,6 +94,28 @@ def test_partial_applied_to_the_function_and_aliases_are_reused() -> None:
     code, codemod = run(HostOutputCommand, source, function_name="f", output_paths=("[1]",), origin_line=8)
     assert "g = bind(jax.jit, donate_argnums=0, out_shardings=(None, HOST))(f)\n" in code
     assert codemod.edits[0].safety == "safe"
+
+
+def test_a_sharding_tree_built_with_dict_call_is_declared_host_leaf_by_leaf() -> None:
+    """``dict(w=..., b=...)`` is a container of shardings like ``{"w": ..., "b": ...}`` (it
+    used to end the codemod with an AttributeError)."""
+    source = """
+    import functools
+    import jax
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    MESH = jax.make_mesh((1,), ("x",))
+    ON_DEVICE = NamedSharding(MESH, P(), memory_kind="device")
+    STATE = dict(w=ON_DEVICE, b=ON_DEVICE)
+
+
+    @functools.partial(jax.jit, out_shardings=(None, STATE))
+    def step(params, state):
+        return params, state
+    """
+    code, codemod = run(HostOutputCommand, source, function_name="step", output_paths=("[1]",))
+    assert 'out_shardings=(None, jax.tree.map(lambda s: s.with_memory_kind("pinned_host"), STATE))' in code
+    assert not codemod.outcomes[0].problems
 
 
 def test_move_to_device_reuses_from_import_and_adds_jax() -> None:
@@ -208,6 +230,13 @@ def test_libcst_tool_skips_a_file_the_target_does_not_fit(project: Path) -> None
     done, _ = libcst_tool(project, LIBCST_SOURCE, "move_to_device.MoveToDeviceCommand",
                           "--function-name", "g", "--output-path", "[1]")
     assert "Skipped 1 files" in done.stderr and "function g (line None) not found" in done.stderr
+
+
+def test_every_repeated_line_flag_is_checked_against_the_file() -> None:
+    """``--return-line`` may be given several times: each one is checked, not only the last."""
+    codemod = MoveToDeviceCommand(CodemodContext(), function_line=7, output_path=["[1]"], return_line=[99, 10])
+    with pytest.raises(SkipFile, match="--return-line 99 is not a line of this file"):
+        codemod.transform_module(cst.parse_module(LIBCST_SOURCE))
 
 
 def test_libcst_tool_rejects_a_malformed_path(project: Path) -> None:

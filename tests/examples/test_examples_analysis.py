@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import jax
 import pytest
 from examples_support import (
     ARGUMENTS,

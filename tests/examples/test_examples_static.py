@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from examples_support import EXAMPLES_DIR
 
 COMMAND = str(Path(sys.executable).parent / "offload-fixer")

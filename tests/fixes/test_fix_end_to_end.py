@@ -14,10 +14,9 @@ import textwrap
 from pathlib import Path
 from types import ModuleType
 
+import jax
 import numpy as np
 import pytest
-
-jax = pytest.importorskip("jax")
 
 from offload_fixer import jax_compat
 from offload_fixer.api import check

@@ -147,6 +147,16 @@ def test_one_plan_per_origin_covering_all_its_outputs(tmp_path: Path) -> None:
     assert len(plan.edits) == 4 and plan.safety == "safe"
 
 
+def test_reports_and_diagnostics_mixed_in_one_list_are_refused(tmp_path: Path) -> None:
+    """Either reports (their outputs shape the fixes) or plain diagnostics, not both at once."""
+    path = write(tmp_path, "offload.py", OFFLOAD)
+    diagnostic = ofl1200(path, "[1]", moved(path))
+    report = Report((diagnostic,), "tpu", NEW_JAX)
+    with pytest.raises(TypeError, match="not a mix of both"):
+        plan_fixes([report, diagnostic], jax_version=NEW_JAX)
+    assert plan_fixes([report], jax_version=NEW_JAX) == plan_fixes([diagnostic], jax_version=NEW_JAX)
+
+
 def test_separate_origins_make_separate_plans(tmp_path: Path) -> None:
     path = write(tmp_path, "offload.py", OFFLOAD)
     plans = plan_fixes(

@@ -129,7 +129,7 @@ def changed_outside_statements(original: bytes, fixed: bytes) -> list[str]:
     old, new = _LINE.findall(original), _LINE.findall(fixed)
     inside = statement_lines(original)
     matcher = difflib.SequenceMatcher(None, [_body(x) for x in old], [_body(x) for x in new], autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+    for tag, i1, i2, j1, _j2 in matcher.get_opcodes():
         if tag == "equal":
             for k in range(i2 - i1):
                 if old[i1 + k] != new[j1 + k]:

@@ -40,7 +40,7 @@ def multiline_returns(text: str, rng: random.Random) -> str | None:
     if not candidates:
         return None
     i = rng.choice(candidates)
-    indent, value, comment, end = _split_return(lines[i])
+    indent, value, comment, _end = _split_return(lines[i])
     parts = _top_level_parts(value)
     if parts is None:
         return None

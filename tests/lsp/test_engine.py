@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.cli_support import offload_fixer
-
 from offload_fixer.config import SettingsResolver
 from offload_fixer.exit_codes import ExitCode
 from offload_fixer.lsp import engine
+from tests.cli_support import offload_fixer
 
 FIXTURES = Path(__file__).resolve().parents[1] / "lsp_fixtures"
 

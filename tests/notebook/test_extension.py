@@ -8,9 +8,9 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from pathlib import Path
 import sys
 import textwrap
+from pathlib import Path
 
 import nbformat
 import pytest

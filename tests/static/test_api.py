@@ -194,7 +194,7 @@ def test_checking_again_with_the_caches_parses_only_the_changed_statements(tmp_p
     path.write_text(path.read_text().replace("moved * 2", "moved * 3"))
     (again,) = check_paths([str(path)], jax_version=LEGACY, caches=caches)
     assert caches[str(path)].parsed == parsed + 1
-    assert again == list(check_paths([str(path)], jax_version=LEGACY))[0] and again.diagnostics
+    assert again == next(iter(check_paths([str(path)], jax_version=LEGACY))) and again.diagnostics
     assert [d.code for d in again.diagnostics] == [d.code for d in first.diagnostics]
 
 

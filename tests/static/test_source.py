@@ -20,8 +20,8 @@ from offload_fixer import jax_compat
 from offload_fixer.static import SourceCache, check_source
 from offload_fixer.static.interpreter import Interpreter
 from offload_fixer.static.outline import outline
-from offload_fixer.static.prefilter import may_hold_host_move
 from offload_fixer.static.policies import unpinned_policies
+from offload_fixer.static.prefilter import may_hold_host_move
 from offload_fixer.static.rules import diagnostics, findings
 from offload_fixer.static.source import ParsedSource, parse_source
 
