@@ -339,16 +339,22 @@ class XlaGeneration:
     compiling process aborts); from jaxlib 0.12 XLA returns an error naming the condition's
     instruction instead. JAX 0.6.2 cannot build that program (its loop carries lose the memory
     kind), so its generation keeps the older behaviour unmeasured."""
+    inlines_shard_map_body: bool
+    """XLA's call inliner inlines a shard_map body called by name (``shmap_body``) before the
+    host offloader runs (libtpu 0.0.17.1); later generations keep it as a call, so a move to
+    host inside it is not the entry's root."""
 
 
 XLA_GENERATIONS: tuple[tuple[tuple[int, int, int], XlaGeneration], ...] = (
     ((0, 7, 0), XlaGeneration("libtpu 0.0.17.1 (jax 0.6.2)", slice_to_output_is_dma=False,
-                              tpu_unpinned_output_from_device_fails=True, while_condition_on_host_aborts=True)),
+                              tpu_unpinned_output_from_device_fails=True, while_condition_on_host_aborts=True,
+                              inlines_shard_map_body=True)),
     ((0, 12, 0), XlaGeneration("libtpu 0.0.42.1 / jax-cuda12-plugin 0.10.2 (jax 0.10.2)", slice_to_output_is_dma=True,
-                               tpu_unpinned_output_from_device_fails=True, while_condition_on_host_aborts=True)),
+                               tpu_unpinned_output_from_device_fails=True, while_condition_on_host_aborts=True,
+                               inlines_shard_map_body=False)),
     ((99, 0, 0), XlaGeneration("libtpu 0.0.50.1 / jax-cuda12-plugin 0.12.0.1 (jax 0.12.0.1)",
                                slice_to_output_is_dma=True, tpu_unpinned_output_from_device_fails=False,
-                               while_condition_on_host_aborts=False)),
+                               while_condition_on_host_aborts=False, inlines_shard_map_body=False)),
 )
 """Generations by the jaxlib release they ship with (the first jaxlib *not* in each): ``jax[tpu]``
 pins the libtpu of its release and the CUDA plugin is versioned with jaxlib, so the installed

@@ -196,12 +196,20 @@ class HostOffloadWalk:
         whole single output) gets a copy to host in its place instead of an error."""
         return len(self.view.results) == 1 and bool(starts) and all(node.kind == "root" for node in starts)
 
+    def _inlined(self, op: ir.Operation) -> bool:
+        """Whether XLA's call inliner has inlined the call: from jaxlib 0.7 not a shard_map body
+        called by name (``shmap_body``, how JAX lowers ``shard_map`` before Shardy), which it
+        keeps as a call (``XlaGeneration.inlines_shard_map_body``)."""
+        if op.name != "func.call" or SHARD_MAP_BODY not in irm.callee_name(op):
+            return True
+        return self.xla.inlines_shard_map_body
+
     def _starting_nodes(self, move: ir.Operation) -> list[Node]:
         """``GetStartingInstructions``: the first users past bitcast-like ops (a DUS always starts)."""
 
         def passes_through(node: Node) -> bool:
             op = _op(node)
-            if node.kind == "res" and op is not None and op.name in INLINED_CALLS and _inlined(op):
+            if node.kind == "res" and op is not None and op.name in INLINED_CALLS and self._inlined(op):
                 return True  # XLA has inlined the call by now: its result is the callee's value
             return op is not None and not _starts_buffer(op) and _is_bitcast_like(op, self.target)
 
@@ -462,12 +470,6 @@ def op_role(op: ir.Operation, target: str) -> str:
     if _starts_buffer(op) or op.name in PURE_MEMORY_OPS or _is_bitcast_like(op, target):
         return "memory op"
     return "host compute"
-
-
-def _inlined(op: ir.Operation) -> bool:
-    """Whether XLA's call inliner has inlined the call: not a shard_map body called by name
-    (``shmap_body``, how JAX lowers ``shard_map`` before Shardy), which it keeps as a call."""
-    return op.name != "func.call" or SHARD_MAP_BODY not in irm.callee_name(op)
 
 
 def _op(node: Node) -> ir.Operation | None:
