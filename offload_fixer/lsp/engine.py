@@ -359,6 +359,23 @@ def rule_url(code: str) -> str | None:
     return references[0] if references else None
 
 
+def related_spans(diagnostic: Diagnostic) -> list[tuple[Span, str]]:
+    """The places a finding links to, in the order a reader follows the value: the move to
+    host, each step of its trace (once per place), the output it reaches."""
+    found: list[tuple[Span, str]] = []
+    origin = diagnostic.origin
+    if origin is not None and origin.span is not None:
+        found.append((origin.span, origin_words(origin)))
+    shown = {origin.span if origin else None, diagnostic.return_span}
+    for step in diagnostic.trace:
+        if step.span not in shown and step.span is not None:
+            shown.add(step.span)
+            found.append((step.span, f"then {step.op} ({step.role})"))
+    if diagnostic.return_span is not None:
+        found.append((diagnostic.return_span, output_words(diagnostic)))
+    return found
+
+
 def origin_words(origin: Origin) -> str:
     return origin.detail or f"value moved to {origin.memory_kind} here"
 

@@ -184,15 +184,8 @@ class NotebookDocuments:
                 if located is not None:
                     found.append(types.DiagnosticRelatedInformation(types.Location(*located), message))
 
-        origin = diagnostic.origin
-        if origin is not None:
-            add(origin.span, engine.origin_words(origin))
-        shown = {origin.span if origin else None, diagnostic.return_span}
-        for step in diagnostic.trace:
-            if step.span not in shown:
-                shown.add(step.span)
-                add(step.span, f"then {step.op} ({step.role})")
-        add(diagnostic.return_span, engine.output_words(diagnostic))
+        for span, message in engine.related_spans(diagnostic):
+            add(span, message)
         return found
 
     def close(self, notebook_uri: str, cell_uris: list[str]) -> None:

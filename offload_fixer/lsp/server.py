@@ -221,15 +221,8 @@ class OffloadFixerServer(LanguageServer):
             range_ = self.span_range(span, index) if same_file else _plain_range(span)
             found.append(types.DiagnosticRelatedInformation(types.Location(target_uri, range_), message))
 
-        origin = diagnostic.origin
-        if origin is not None:
-            add(origin.span, engine.origin_words(origin))
-        shown = {origin.span if origin else None, diagnostic.return_span}
-        for step in diagnostic.trace:
-            if step.span not in shown:
-                shown.add(step.span)
-                add(step.span, f"then {step.op} ({step.role})")
-        add(diagnostic.return_span, engine.output_words(diagnostic))
+        for span, message in engine.related_spans(diagnostic):
+            add(span, message)
         return found
 
     # ------------------------------------------------------------------ code actions
