@@ -89,7 +89,7 @@ def installed_version() -> str:
         raise UnsupportedJaxVersion("JAX is not installed") from exc
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def installed_jaxlib_version() -> str:
     """The installed jaxlib's version (package metadata: importing jaxlib is not needed)."""
     from importlib.metadata import PackageNotFoundError, version
@@ -433,7 +433,7 @@ def make_ir_context() -> Any:
     return jax_mlir.make_ir_context()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def typed_locations() -> bool:
     """Whether jaxlib's MLIR bindings have typed location classes (``NameLoc``, ``CallSiteLoc``,
     ``FileLineColLoc``, ``FusedLoc``): jaxlib 0.10.2 and 0.12.0.1 do; 0.4.35 and 0.6.2 only

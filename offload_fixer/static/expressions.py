@@ -285,7 +285,7 @@ class ExpressionEvaluator(Evaluator):
             for arg in node.args:
                 if isinstance(arg.value, cst.Name):
                     value = scope.env.get(arg.value.value)
-                    if isinstance(value, Mapping) or isinstance(value, Seq) and value.is_list:
+                    if isinstance(value, Mapping) or (isinstance(value, Seq) and value.is_list):
                         self.forget_aliases(value, scope)
         return result
 

@@ -160,7 +160,7 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
         self._budget = MAX_EVALUATIONS
         try:
             callee = self.ev(call.func, scope)
-            if isinstance(callee, Ref) and callee.qualname in names.JIT or isinstance(callee, JitFactory):
+            if (isinstance(callee, Ref) and callee.qualname in names.JIT) or isinstance(callee, JitFactory):
                 value = self.ev(call, scope)
                 if isinstance(value, Jitted):
                     sites[call] = value

@@ -24,7 +24,7 @@ class StaticScope:
     """A module, class or function body seen from outside its execution: what each name
     holds once the scope has run (for closures and globals) or at a given statement."""
 
-    def __init__(self, interpreter: Any, statements: list, parent: "StaticScope | None",
+    def __init__(self, interpreter: Any, statements: list, parent: StaticScope | None,
                  params: list[str] = (), unknown: frozenset = frozenset(), is_class: bool = False,
                  collector: BindingCollector | None = None, module_path: str | None = None) -> None:
         """``collector``: the bindings of ``statements`` when already collected (it is not changed);
@@ -75,7 +75,7 @@ class StaticScope:
         self._values[key] = value
         return value
 
-    def at(self, index: int) -> "PositionedScope":
+    def at(self, index: int) -> PositionedScope:
         return PositionedScope(self, index)
 
 

@@ -42,17 +42,11 @@ class StatementRunner(Evaluator):
 
     def exec_block(self, statements: list, frame: Frame, returns: list) -> bool:
         """Run statements; True when every path leaves the block (return/raise/break)."""
-        for statement in statements:
-            if self._exec(statement, frame, returns):
-                return True
-        return False
+        return any(self._exec(statement, frame, returns) for statement in statements)
 
     def _exec(self, statement: Any, frame: Frame, returns: list) -> bool:
         if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-            for small in statement.body:
-                if self._exec_small(small, frame, returns):
-                    return True
-            return False
+            return any(self._exec_small(small, frame, returns) for small in statement.body)
         if isinstance(statement, cst.If):
             return self._exec_if(statement, frame, returns)
         if isinstance(statement, (cst.For, cst.While)):
