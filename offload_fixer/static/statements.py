@@ -9,7 +9,7 @@ a value that is host on one branch only, with that branch recorded); loops unrol
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, cast
 
 import libcst as cst
 
@@ -208,7 +208,7 @@ class StatementRunner(Evaluator):
 
     def _assign_item(self, target: cst.Subscript, value: Any, frame: Frame) -> None:
         """``d['k'] = v`` on a dict/list literal held by a local name."""
-        name = target.value.value
+        name = cast(cst.Name, target.value).value  # the caller matched ``name[index]``
         container = frame.lookup(name)
         key = self.constant_index(target, frame)
         updated: Any = UNKNOWN
