@@ -22,7 +22,10 @@ import types
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jaxlib.mlir import ir
 
 OLDEST_SUPPORTED = (0, 4, 35)
 """Oldest JAX the dynamic analysis runs under; static rules and spellings reach further back."""
@@ -89,7 +92,7 @@ def installed_version() -> str:
         raise UnsupportedJaxVersion("JAX is not installed") from exc
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def installed_jaxlib_version() -> str:
     """The installed jaxlib's version (package metadata: importing jaxlib is not needed)."""
     from importlib.metadata import PackageNotFoundError, version
@@ -425,7 +428,7 @@ def stablehlo_to_hlo(text: str) -> Any:
 # ---------------------------------------------------------------------------------------
 # jaxlib's MLIR and HLO bindings: what each jaxlib exposes, measured in the CI's environments
 # (jaxlib 0.4.35, 0.6.2, 0.10.2, 0.12.0.1).
-def make_ir_context() -> Any:
+def make_ir_context() -> ir.Context:
     """An MLIR context with every dialect JAX emits (StableHLO, CHLO, SDY, func...) registered:
     ``jax._src.interpreters.mlir.make_ir_context``, private in 0.4.35 - 0.12.0.1."""
     from jax._src.interpreters import mlir as jax_mlir
@@ -433,7 +436,7 @@ def make_ir_context() -> Any:
     return jax_mlir.make_ir_context()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def typed_locations() -> bool:
     """Whether jaxlib's MLIR bindings have typed location classes (``NameLoc``, ``CallSiteLoc``,
     ``FileLineColLoc``, ``FusedLoc``): jaxlib 0.10.2 and 0.12.0.1 do; 0.4.35 and 0.6.2 only

@@ -10,8 +10,9 @@ traced (inlined, as JAX tracing inlines Python calls); a call of a named JAX API
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 import libcst as cst
 
@@ -165,7 +166,7 @@ class ExpressionEvaluator(Evaluator):
                     return UNKNOWN
                 items.extend(value.items)
                 continue
-            key = self.ev(element.key, scope)
+            key = self.ev(cast(cst.DictElement, element).key, scope)
             if not isinstance(key, Const):
                 return UNKNOWN
             items = [(k, v) for k, v in items if k != key.value]
@@ -277,15 +278,16 @@ class ExpressionEvaluator(Evaluator):
         arguments = self._arguments(node, scope)
         if arguments is None:
             result = UNKNOWN
-        elif callee is None:
-            result = self._method(receiver, func.attr.value, *arguments, node, func.value, scope)
+        elif callee is None:  # only a method call (``func`` an attribute) leaves the callee to its receiver
+            method = cast(cst.Attribute, func)
+            result = self._method(receiver, method.attr.value, *arguments, node, method.value, scope)
         else:
             result = self.apply(callee, *arguments, node, scope)
         if isinstance(scope, Frame) and _may_mutate(callee):
             for arg in node.args:
                 if isinstance(arg.value, cst.Name):
                     value = scope.env.get(arg.value.value)
-                    if isinstance(value, Mapping) or isinstance(value, Seq) and value.is_list:
+                    if isinstance(value, Mapping) or (isinstance(value, Seq) and value.is_list):
                         self.forget_aliases(value, scope)
         return result
 
@@ -427,7 +429,7 @@ def _may_mutate(callee: Any) -> bool:
     return True
 
 
-_DISPATCH = {
+_DISPATCH: dict[type, Callable[[Any, Any, Any], Any]] = {
     cst.Name: ExpressionEvaluator._ev_name,
     cst.Integer: ExpressionEvaluator._ev_literal,
     cst.Float: ExpressionEvaluator._ev_literal,

@@ -19,7 +19,7 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import libcst as cst
 
@@ -160,7 +160,7 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
         self._budget = MAX_EVALUATIONS
         try:
             callee = self.ev(call.func, scope)
-            if isinstance(callee, Ref) and callee.qualname in names.JIT or isinstance(callee, JitFactory):
+            if (isinstance(callee, Ref) and callee.qualname in names.JIT) or isinstance(callee, JitFactory):
                 value = self.ev(call, scope)
                 if isinstance(value, Jitted):
                     sites[call] = value
@@ -228,7 +228,7 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
 
     def module_attribute(self, module: Any, name: str) -> Any:
         """``module.name``: what the module binds, else its submodule ``name``."""
-        if not isinstance(module, ProjectModule):
+        if not isinstance(module, ProjectModule) or self.project is None:
             return UNKNOWN
         if module.path == self.path:
             return self.module_scope.lookup(name)
@@ -242,7 +242,7 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
 
     def foreign_scope(self, path: str) -> ForeignScope | None:
         if path not in self.foreign:
-            facts = self.project.facts(path) if os.path.isfile(path) else None
+            facts = self.project.facts(path) if self.project is not None and os.path.isfile(path) else None
             self.foreign[path] = None if facts is None else ForeignScope(self, facts)
         return self.foreign[path]
 
@@ -319,6 +319,7 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
             frame.env.update(self._site_arguments(target.node, options, bound_args, dict(bound_kwargs)))
             self._stack.append(target.node)
             try:
+                returns: tuple[ReturnedValue, ...]
                 if isinstance(target.node, cst.Lambda):
                     returns = (ReturnedValue(target.node.body, self.ev(target.node.body, frame)),)
                 else:
@@ -413,7 +414,7 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
             return Seq(tuple(self._sharding_tree(e.value, scope) for e in node.elements), isinstance(node, cst.List))
         if isinstance(node, cst.Dict) and all(isinstance(e, cst.DictElement) for e in node.elements):
             items = []
-            for element in node.elements:
+            for element in cast(Sequence[cst.DictElement], node.elements):
                 key = self.ev(element.key, scope)
                 if not isinstance(key, Const):
                     return UNKNOWN

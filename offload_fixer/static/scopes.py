@@ -11,6 +11,7 @@ before it.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 from typing import Any
 
 from offload_fixer.source.bindings import Binding, BindingCollector
@@ -24,18 +25,18 @@ class StaticScope:
     """A module, class or function body seen from outside its execution: what each name
     holds once the scope has run (for closures and globals) or at a given statement."""
 
-    def __init__(self, interpreter: Any, statements: list, parent: "StaticScope | None",
-                 params: list[str] = (), unknown: frozenset = frozenset(), is_class: bool = False,
+    def __init__(self, interpreter: Any, statements: list, parent: StaticScope | None,
+                 params: Sequence[str] = (), unknown: frozenset = frozenset(), is_class: bool = False,
                  collector: BindingCollector | None = None, module_path: str | None = None) -> None:
         """``collector``: the bindings of ``statements`` when already collected (it is not changed);
         ``module_path``: the file of a module scope (other scopes take their parent's)."""
         if collector is None:
             collector = BindingCollector().collect(statements)
         self.interpreter = interpreter
-        self.module_path = module_path if module_path is not None or parent is None else parent.module_path
+        self.module_path: str | None = module_path if module_path is not None or parent is None else parent.module_path
         self.bindings = collector.bindings
         self.parent = parent
-        self.closure = parent.closure if is_class and parent is not None else self
+        self.closure: StaticScope = parent.closure if is_class and parent is not None else self
         """What functions defined here close over: a class body is not visible to its methods."""
         self.unknown = set(unknown) | collector.declared | set(params)
         self.star_import = collector.star_import
@@ -75,7 +76,7 @@ class StaticScope:
         self._values[key] = value
         return value
 
-    def at(self, index: int) -> "PositionedScope":
+    def at(self, index: int) -> PositionedScope:
         return PositionedScope(self, index)
 
 

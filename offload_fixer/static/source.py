@@ -123,8 +123,10 @@ class Chunk:
 class ParsedSource:
     """A module assembled from chunks, and the positions of its nodes, resolved on demand."""
 
-    def __init__(self, module: cst.Module, pieces: Sequence[tuple[int, Chunk]] | None = None) -> None:
-        self.module = module
+    def __init__(self, module: cst.Module | None, pieces: Sequence[tuple[int, Chunk]] | None = None) -> None:
+        """``module`` is None for a module known by its ``pieces`` alone (the statements of a
+        project module parsed one by one)."""
+        self._module = module
         self._kept = pieces is not None
         self._pieces = None if pieces is None else list(pieces)
         self._piece_of_statement: dict[int, int] | None = None
@@ -134,6 +136,12 @@ class ParsedSource:
         """The memo of each top-level statement's chunk, or None for a module parsed whole (whose
         statements are not kept beyond this check)."""
         return [chunk.memo for _, chunk in self.pieces] if self._kept else None
+
+    @property
+    def module(self) -> cst.Module:
+        if self._module is None:
+            raise LookupError("a source assembled from pieces has no whole module")
+        return self._module
 
     @property
     def pieces(self) -> list[tuple[int, Chunk]]:

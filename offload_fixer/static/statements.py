@@ -9,7 +9,7 @@ a value that is host on one branch only, with that branch recorded); loops unrol
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, cast
 
 import libcst as cst
 
@@ -42,17 +42,11 @@ class StatementRunner(Evaluator):
 
     def exec_block(self, statements: list, frame: Frame, returns: list) -> bool:
         """Run statements; True when every path leaves the block (return/raise/break)."""
-        for statement in statements:
-            if self._exec(statement, frame, returns):
-                return True
-        return False
+        return any(self._exec(statement, frame, returns) for statement in statements)
 
     def _exec(self, statement: Any, frame: Frame, returns: list) -> bool:
         if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-            for small in statement.body:
-                if self._exec_small(small, frame, returns):
-                    return True
-            return False
+            return any(self._exec_small(small, frame, returns) for small in statement.body)
         if isinstance(statement, cst.If):
             return self._exec_if(statement, frame, returns)
         if isinstance(statement, (cst.For, cst.While)):
@@ -214,7 +208,7 @@ class StatementRunner(Evaluator):
 
     def _assign_item(self, target: cst.Subscript, value: Any, frame: Frame) -> None:
         """``d['k'] = v`` on a dict/list literal held by a local name."""
-        name = target.value.value
+        name = cast(cst.Name, target.value).value  # the caller matched ``name[index]``
         container = frame.lookup(name)
         key = self.constant_index(target, frame)
         updated: Any = UNKNOWN

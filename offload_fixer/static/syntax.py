@@ -66,7 +66,7 @@ def index_parts(node: cst.Subscript) -> Iterator[Any]:
         part = element.slice
         if isinstance(part, cst.Index):
             yield part.value
-        else:
+        elif isinstance(part, cst.Slice):
             for bound in (part.lower, part.upper, part.step):
                 if bound is not None:
                     yield bound
@@ -90,7 +90,7 @@ def header_expressions(statement: Any) -> list:
     return []
 
 
-def _fields(cls: type) -> tuple:
+def _fields(cls: type[cst.CSTNode]) -> tuple:
     fields = _FIELDS.get(cls)
     if fields is None:
         fields = tuple(name for name in cls.__dataclass_fields__ if not name.startswith(_SKIPPED_FIELDS))

@@ -128,9 +128,9 @@ def test_a_fixed_file_keeps_its_statements_in_order(tmp_path) -> None:
     # Found by the fuzz campaign (tests/fuzz): the fixture with a decorator function added,
     # CRLF and a BOM, fixed for JAX 0.4.26 with --strategy host, moved `with_memory_kind` up
     # into the chunk of `inline` (two edited functions beside an added import).
-    from tests.fuzz.campaign import changed_outside_statements
     from offload_fixer.fixes import apply_plans, plan_fixes
     from offload_fixer.static import check_paths
+    from tests.fuzz.campaign import changed_outside_statements
 
     text = (Path(__file__).parents[1] / "codemods" / "fixtures" / "pin_memory.before.py").read_text()
     text = text.replace("\n\nSTASH", "\n\ndef _identity(function):\n    return function\n\n\nSTASH", 1)
