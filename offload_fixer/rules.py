@@ -14,9 +14,10 @@ import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from offload_fixer import codes
 from offload_fixer import xla_messages as msg
 from offload_fixer.jax_compat import Regime, Spelling, spelling
-from offload_fixer.model import TARGETS, Safety, Severity
+from offload_fixer.model import TARGETS, UNPINNED_HOST, Safety, Severity
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class FixDoc:
 @dataclass(frozen=True)
 class Rule:
     code: str
-    name: str
+    """One of :mod:`offload_fixer.codes`'s constants."""
     summary: str
     what_it_does: str
     why_bad: str
@@ -53,6 +54,18 @@ class Rule:
     invalid: Callable[[Spelling], str]
     valid: Callable[[Spelling], str]
     references: tuple[str, ...] = ()
+    applies: Callable[[Spelling], bool] = lambda sp: True
+    """Whether a JAX version (its spelling) can produce the pattern: where it cannot, the
+    invalid example is a program that version accepts, and the examples' tests say so."""
+
+    @property
+    def name(self) -> str:
+        return codes.NAMES[self.code]
+
+    @property
+    def checked_statically(self) -> bool:
+        """Whether ``offload-fixer check`` reports this code from source (``run`` reports all)."""
+        return self.code in codes.STATIC_CODES
 
     def severity(self, target: str) -> Severity:
         return self.targets[target].severity
@@ -323,6 +336,43 @@ args = (jnp.ones(8),)
 """
 
 # ---------------------------------------------------------------------------------------
+# The tool's own message templates, by code (mypy's ``message_registry``): what a diagnostic
+# says where XLA prints nothing yet (the source check) or nothing at all. XLA's own texts are
+# :mod:`offload_fixer.xla_messages`'s.
+@dataclass(frozen=True)
+class ToolMessage:
+    code: str
+    template: str
+    """``str.format`` template."""
+
+    def format(self, **fields: object) -> str:
+        return self.template.format(**fields)
+
+
+HOST_OUTPUT_IN_SOURCE = ToolMessage(
+    codes.HOST_VALUE_DEVICE_OUTPUT,
+    "Output {output} of `{function}` receives a value in {memory_kind} memory but is declared device memory "
+    "(XLA error 1200)",
+)
+"""OFL1200 from the source check, which has no XLA instruction names to quote."""
+UNPINNED_MOVE = ToolMessage(
+    codes.UNPINNED_HOST_MEMORY,
+    "Value moved to 'unpinned_host': JAX types it as device memory while XLA moves it to host.",
+)
+UNPINNED_POLICY = ToolMessage(
+    codes.UNPINNED_HOST_MEMORY,
+    "Offload destination 'unpinned_host' offloads nothing: JAX treats it as device memory.",
+)
+PIN_HOST_MEMORY = ToolMessage(codes.UNPINNED_HOST_MEMORY, "Replace 'unpinned_host' with 'pinned_host'.")
+"""How the OFL1204 fix edits the source."""
+COMPILER_ABORTS = ToolMessage(codes.HOST_VALUE_IN_WHILE_CONDITION, "XLA aborts: {xla}")
+"""XLA's failed check, which ends the compiling process rather than raising an error."""
+COMPILER_FAILS = ToolMessage(codes.BACKEND_CANNOT_BUILD_HOST_COMPUTE, "XLA fails: {xla}")
+BACKEND_FAILS = ToolMessage(
+    codes.BACKEND_CANNOT_BUILD_HOST_COMPUTE, "{summary}{subject}: the {compiler} compiler fails ({status}: {xla})"
+)
+"""What a backend cannot build (``summary``), quoting the message the compiler fails with."""
+
 _MSG_1200 = msg.OUTPUT_NOT_HOST.placeholder()
 _MSG_1201 = msg.HOST_COMPUTE.placeholder()
 _MSG_1202 = msg.DUS_DEVICE_PARAMETER.placeholder()
@@ -336,8 +386,7 @@ def _same_everywhere(severity: Severity, outcome: str, message: str | None) -> d
 
 _RULES: tuple[Rule, ...] = (
     Rule(
-        code="OFL1200",
-        name="host-value-device-output",
+        code=codes.HOST_VALUE_DEVICE_OUTPUT,
         summary="A value in host memory reaches an output whose memory kind is device",
         what_it_does=(
             "Follows every value that lives in host memory -- moved there with `device_put`, "
@@ -391,8 +440,7 @@ _RULES: tuple[Rule, ...] = (
         ),
     ),
     Rule(
-        code="OFL1201",
-        name="device-compute-on-host",
+        code=codes.DEVICE_COMPUTE_ON_HOST,
         summary="Device compute on a value that lives in host memory",
         what_it_does=(
             "Reports arithmetic, reshapes, reductions and other compute whose operand is a "
@@ -433,8 +481,7 @@ _RULES: tuple[Rule, ...] = (
         valid=_example(_OFL1201_VALID),
     ),
     Rule(
-        code="OFL1202",
-        name="host-update-into-device-buffer",
+        code=codes.HOST_UPDATE_INTO_DEVICE_BUFFER,
         summary="A value moved to host is written into a buffer XLA cannot place in host memory",
         what_it_does=(
             "Reports a dynamic-update-slice whose update was moved to host (the pattern `scan` "
@@ -463,8 +510,7 @@ _RULES: tuple[Rule, ...] = (
         valid=_example(_OFL1202_VALID),
     ),
     Rule(
-        code="OFL1204",
-        name="unpinned-host-memory",
+        code=codes.UNPINNED_HOST_MEMORY,
         summary='"unpinned_host" is typed as device memory by JAX but moved to host by XLA',
         what_it_does=(
             'Reports moves to `"unpinned_host"`, offload policies with `offload_dst="unpinned_host"`, '
@@ -509,10 +555,10 @@ _RULES: tuple[Rule, ...] = (
         ),
         invalid=_example(_OFL1204_INVALID),
         valid=_example(_OFL1204_VALID),
+        applies=lambda sp: sp.regime is not Regime.PROPAGATION and sp.host_kind != UNPINNED_HOST,
     ),
     Rule(
-        code="OFL1205",
-        name="host-value-in-while-condition",
+        code=codes.HOST_VALUE_IN_WHILE_CONDITION,
         summary="A while loop's condition is computed from a value in host memory",
         what_it_does=(
             "Reports a loop whose condition reads a value that lives in host memory -- a "
@@ -539,8 +585,7 @@ _RULES: tuple[Rule, ...] = (
         valid=_example(_OFL1205_VALID),
     ),
     Rule(
-        code="OFL1206",
-        name="host-slice-not-moved-to-device",
+        code=codes.HOST_SLICE_NOT_MOVED_TO_DEVICE,
         summary="A slice of a host value is not moved to device",
         what_it_does=(
             "Reports a slice or dynamic slice of a value in host memory whose result is not "
@@ -567,8 +612,7 @@ _RULES: tuple[Rule, ...] = (
         valid=_example(_OFL1206_VALID),
     ),
     Rule(
-        code="OFL1207",
-        name="host-compute-the-backend-cannot-build",
+        code=codes.BACKEND_CANNOT_BUILD_HOST_COMPUTE,
         summary="Host compute the released compiler's backend cannot compile",
         what_it_does=(
             "Reports device compute on host data that the target's released compiler accepts "
@@ -636,6 +680,10 @@ def render_rule(code: str, jax_version: str | None = None) -> str:
             out.append(f"  XLA: `{behaviour.message}`")
     out.append("")
     out += ["## Applies to", "", f"{rule.applies_to}.", ""]
+    checked_by = "`offload-fixer run`, `fix` and `analyze()` (the lowered program)"
+    if rule.checked_statically:
+        checked_by += ", and `offload-fixer check` (the source, without running it)"
+    out += ["## Reported by", "", f"{checked_by}.", ""]
     out += [f"## Example (JAX {sp.version})", "", "```python", rule.invalid(sp).rstrip("\n"), "```", ""]
     out += ["Use instead:", "", "```python", rule.valid(sp).rstrip("\n"), "```", ""]
     out += ["## Fixes", ""]

@@ -25,9 +25,10 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any
 
+from offload_fixer import codes
 from offload_fixer.jax_compat import Regime, Spelling
-from offload_fixer.model import Diagnostic, FixOption, FunctionRef, Origin, Span, Step, format_output_path
-from offload_fixer.rules import get_rule
+from offload_fixer.model import UNPINNED_HOST, Diagnostic, FixOption, FunctionRef, Origin, Span, Step, format_output_path
+from offload_fixer.rules import HOST_OUTPUT_IN_SOURCE, PIN_HOST_MEMORY, UNPINNED_MOVE, get_rule
 
 from . import names
 from .interpreter import ReturnedValue, SiteResult, condition_key, memory_kind_of
@@ -66,7 +67,7 @@ def is_error(leaf: HostArray, spelling: Spelling) -> bool | None:
         return None
     origin = leaf.origin
     typed_device = origin.kind == "host_argument" or (
-        origin.memory_kind == "unpinned_host" and spelling.host_kind != "unpinned_host"
+        origin.memory_kind == UNPINNED_HOST and spelling.host_kind != UNPINNED_HOST
     )
     if spelling.regime is Regime.LEGACY:
         return True
@@ -174,8 +175,8 @@ def diagnostics(found: list[Finding], source: Sources, target: str, spelling: Sp
         others = tuple(p for p in related[(id(f.returned), id(f.leaf.origin))] if p != output_path)
         result.append(_host_output(f, function, origin, output_path, return_span, span, target, spelling,
                                    others, source_sha256))
-        if _is_unpinned_trap(f.leaf.origin, spelling) and (origin.key, "OFL1204") not in seen:
-            seen.add((origin.key, "OFL1204"))
+        if _is_unpinned_trap(f.leaf.origin, spelling) and (origin.key, codes.UNPINNED_HOST_MEMORY) not in seen:
+            seen.add((origin.key, codes.UNPINNED_HOST_MEMORY))
             result.append(_unpinned(origin, function, target, source_sha256))
     return result
 
@@ -215,8 +216,8 @@ def _origin(host: HostOrigin, span: _Spans, function: str) -> Origin:
 
 def _is_unpinned_trap(origin: HostOrigin, spelling: Spelling) -> bool:
     """``unpinned_host`` named host memory before 0.4.25; after, JAX and XLA disagree on it."""
-    return origin.kind == "move_to_host" and origin.memory_kind == "unpinned_host" \
-        and spelling.host_kind != "unpinned_host"
+    return origin.kind == "move_to_host" and origin.memory_kind == UNPINNED_HOST \
+        and spelling.host_kind != UNPINNED_HOST
 
 
 def _host_output(f: Finding, function: FunctionRef, origin: Origin, output_path: str, return_span: Span,
@@ -230,8 +231,8 @@ def _host_output(f: Finding, function: FunctionRef, origin: Origin, output_path:
     steps = (first,) + tuple(Step(s.op, _ROLES.get(s.role, s.role), span(s.node)) for s in leaf.trace)
     steps += (Step("return", "output", return_span),)
     shown = output_path or "(the whole result)"
-    message = (f"Output {shown} of `{function.name}` receives a value in {leaf.origin.memory_kind} memory "
-               "but is declared device memory (XLA error 1200)")
+    message = HOST_OUTPUT_IN_SOURCE.format(output=shown, function=function.name,
+                                           memory_kind=leaf.origin.memory_kind)
     explanation = _explanation(leaf, spelling, target)
     condition = leaf.origin.condition
     if condition is not None:
@@ -243,8 +244,8 @@ def _host_output(f: Finding, function: FunctionRef, origin: Origin, output_path:
                        f"configured, and that branch is reachable, so it reports what happens there. "
                        f"{explanation}")
     return Diagnostic(
-        code="OFL1200",
-        severity=get_rule("OFL1200").severity(target),
+        code=codes.HOST_VALUE_DEVICE_OUTPUT,
+        severity=get_rule(codes.HOST_VALUE_DEVICE_OUTPUT).severity(target),
         target=target,
         message=message,
         explanation=explanation,
@@ -263,18 +264,17 @@ def _host_output(f: Finding, function: FunctionRef, origin: Origin, output_path:
 
 
 def _unpinned(origin: Origin, function: FunctionRef, target: str, source_sha256: str | None) -> Diagnostic:
-    rule = get_rule("OFL1204")
+    rule = get_rule(codes.UNPINNED_HOST_MEMORY)
     (use_pinned,) = rule.fixes
     return Diagnostic(
-        code="OFL1204",
+        code=rule.code,
         severity="warning",
         target=target,
-        message="Value moved to 'unpinned_host': JAX types it as device memory while XLA moves it to host.",
+        message=UNPINNED_MOVE.format(),
         explanation=rule.why_bad,
         origin=origin,
         span=origin.span,
-        fixes=(FixOption("host", use_pinned.title, "Replace 'unpinned_host' with 'pinned_host'.",
-                         use_pinned.safety),),
+        fixes=(FixOption("host", use_pinned.title, PIN_HOST_MEMORY.format(), use_pinned.safety),),
         function=function,
         source="static",
         source_sha256=source_sha256,
@@ -299,13 +299,13 @@ def _explanation(leaf: HostArray, spelling: Spelling, target: str) -> str:
     else:
         text = (f"JAX {version} types `unpinned_host` as device memory, but XLA treats the annotation as a "
                 "move to host, so the value is on host and its output is declared device.")
-    outcome = get_rule("OFL1200").targets[target].outcome
+    outcome = get_rule(codes.HOST_VALUE_DEVICE_OUTPUT).targets[target].outcome
     return f"{text} On {target}: {outcome}."
 
 
 def fix_options(leaf: HostArray, spelling: Spelling) -> tuple[FixOption, ...]:
     """The two remedies of the OFL1200 rule page, spelled for the JAX version."""
-    move_doc, host_doc = get_rule("OFL1200").fixes[:2]
+    move_doc, host_doc = get_rule(codes.HOST_VALUE_DEVICE_OUTPUT).fixes[:2]
     if spelling.memory_space_api:
         move = "`jax.device_put(x, jax.memory.Space.Device)`"
     else:
