@@ -121,7 +121,7 @@ def _render_example(sp: Spelling, body: str) -> str:
         if used & {"DEVICE", "DEVICE_SHARDING"}:
             definitions.append(f'device = host.with_memory_kind("{sp.device_kind}")')
     if "UNPINNED" in used:
-        definitions.append(f'unpinned = SingleDeviceSharding({first_device}, memory_kind="unpinned_host")')
+        definitions.append(f'unpinned = SingleDeviceSharding({first_device}, memory_kind="{UNPINNED_HOST}")')
     blocks = ["\n".join(imports)] + (["\n".join(definitions)] if definitions else [])
     return "\n\n".join(blocks) + "\n\n\n" + template.substitute(words).strip("\n") + "\n"
 

@@ -28,6 +28,7 @@ from offload_fixer.model import (
     Origin,
     OutputInfo,
     Prediction,
+    Role,
     Span,
     Step,
 )
@@ -173,7 +174,7 @@ class Diagnoser:
                 "value enters the computation."
             ),
             origin=origin,
-            trace=tuple(Step(op.name, "host compute", self._span(op)) for op in ops),
+            trace=tuple(Step(op.name, Role.HOST_COMPUTE, self._span(op)) for op in ops),
             span=self._span(first) or origin.span,
             fixes=(_fix(codes.DEVICE_COMPUTE_ON_HOST, "device"),),
             function=self.function,
@@ -193,7 +194,7 @@ class Diagnoser:
                 "the update, or return it without reading the updated value."
             ),
             origin=origin,
-            trace=(Step(op.name, "host compute", self._span(op)),),
+            trace=(Step(op.name, Role.HOST_COMPUTE, self._span(op)),),
             span=self._span(op) or origin.span,
             fixes=(_fix(codes.DEVICE_COMPUTE_ON_HOST, "device"),),
             function=self.function,
@@ -212,7 +213,7 @@ class Diagnoser:
                 "path, so XLA cannot turn it into a host-to-device copy and runs it on the host instead."
             ),
             origin=origin,
-            trace=(Step(op.name, "host compute", self._span(op)),),
+            trace=(Step(op.name, Role.HOST_COMPUTE, self._span(op)),),
             span=self._span(op) or origin.span,
             fixes=(_fix(codes.HOST_SLICE_NOT_MOVED_TO_DEVICE, "device"),),
             function=self.function,
@@ -250,7 +251,7 @@ class Diagnoser:
             message=message,
             explanation=explanation,
             origin=origin,
-            trace=(Step(failure.op.name, "failure", span),) if failure.op is not None else (),
+            trace=(Step(failure.op.name, Role.FAILURE, span),) if failure.op is not None else (),
             span=span or (origin.span if origin else None),
             fixes=(_fix(failure.code, "device"),),
             function=self.function,
@@ -330,13 +331,13 @@ class Diagnoser:
 
     def _step(self, node: Node) -> Step:
         if node.kind == "root":
-            return Step(f"output {self._output_path(node.index) or '(result)'}", "output", None)
+            return Step(f"output {self._output_path(node.index) or '(result)'}", Role.OUTPUT, None)
         if node.kind == "arg":
             parent = node.owner.owner
-            role = "host argument" if node.owner == self.view.entry_block else "parameter"
+            role = Role.HOST_ARGUMENT if node.owner == self.view.entry_block else Role.PARAMETER
             return Step(f"{parent.name} argument {node.index}", role, None)
         op = node.owner
-        role = "memory op" if node.kind == "res" else op_role(op, self.target)
+        role = Role.MEMORY_OP if node.kind == "res" else op_role(op, self.target)
         return Step(op.name, role, self._span(op))
 
     def _origin(self, seed: Seed) -> Origin:

@@ -35,7 +35,7 @@ from jaxlib.mlir import ir
 from offload_fixer import xla_messages
 from offload_fixer.ir import module as irm
 from offload_fixer.jax_compat import XlaGeneration, xla_generation
-from offload_fixer.model import PINNED_HOST
+from offload_fixer.model import PINNED_HOST, Role
 
 # HLO opcodes that ``IsValidDuringPureMemoryOffload`` accepts, as the StableHLO ops they come from.
 PURE_MEMORY_OPS = frozenset(
@@ -450,14 +450,14 @@ class HostOffloadWalk:
 def op_role(op: ir.Operation, target: str) -> str:
     """What the walk makes of an instruction on a host path, in the words a trace shows."""
     if irm.is_move_to_host(op):
-        return "move to host"
+        return Role.MOVE_TO_HOST
     if irm.is_move_to_device(op):
-        return "move to device"
+        return Role.MOVE_TO_DEVICE
     if _is_host_computation(op):
-        return "host computation"
+        return Role.HOST_COMPUTATION
     if _starts_buffer(op) or op.name in PURE_MEMORY_OPS or _is_bitcast_like(op, target):
-        return "memory op"
-    return "host compute"
+        return Role.MEMORY_OP
+    return Role.HOST_COMPUTE
 
 
 def _op(node: Node) -> ir.Operation | None:

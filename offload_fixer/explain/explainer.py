@@ -30,7 +30,7 @@ from offload_fixer.explain.messages import (
     parse_error_log,
     traceback_frames,
 )
-from offload_fixer.model import Diagnostic, Report, normalize_target
+from offload_fixer.model import DEVICE, Diagnostic, Report, normalize_target
 
 LocatedBy = Literal["trace", "instruction", "analysis"]
 
@@ -253,7 +253,7 @@ class _DumpSession:
                 fed = None
             if fed is not None:
                 return tuple(
-                    i for i in fed if _slot(module.outputs, i).memory_kind == "device"
+                    i for i in fed if _slot(module.outputs, i).memory_kind == DEVICE
                 ), "instruction"
         return (), "analysis"
 
@@ -270,7 +270,7 @@ def _slot(slots: tuple[OutputSlot, ...], index: int) -> OutputSlot:
     for slot in slots:
         if slot.index == index:
             return slot
-    return OutputSlot(index, None, "device", None)
+    return OutputSlot(index, None, DEVICE, None)
 
 
 # ---------------------------------------------------------------------------------------

@@ -33,10 +33,20 @@ from offload_fixer.codes import HOST_COMPUTE_CODES, HOST_VALUE_DEVICE_OUTPUT, UN
 from offload_fixer.fixes.errors import FixError
 from offload_fixer.fixes.excerpt import FileOutline
 from offload_fixer.fixes.source_io import decode_source, read_source, sha256_of
-from offload_fixer.model import HOST_KINDS, UNPINNED_HOST, Diagnostic, FixOption, Origin, OutputInfo, Report, Safety, Span
+from offload_fixer.model import (
+    HOST_KINDS,
+    UNPINNED_HOST,
+    Diagnostic,
+    FixOption,
+    Origin,
+    OutputInfo,
+    Report,
+    Role,
+    Safety,
+    Span,
+)
 
 FIXABLE_CODES = (HOST_VALUE_DEVICE_OUTPUT, UNPINNED_HOST_MEMORY, *HOST_COMPUTE_CODES)
-HOST_COMPUTE_ROLE = "host compute"
 COMPUTE_CODES = HOST_COMPUTE_CODES
 """Computations on a host value: fixed by moving it to device before them."""
 COMMANDS: Mapping[str, type[FixCommand]] = {
@@ -437,7 +447,7 @@ def _state_outputs(group: list[Diagnostic], target: FixTarget, source: _Source |
 
 def _computed_on(group: Sequence[Diagnostic]) -> bool:
     return any(d.code in COMPUTE_CODES for d in group) or any(
-        step.role == HOST_COMPUTE_ROLE for d in group for step in d.trace)
+        step.role == Role.HOST_COMPUTE for d in group for step in d.trace)
 
 
 def _command(strategy: str, placement: str | None = None) -> str:
@@ -503,7 +513,7 @@ def _target(group: list[Diagnostic], path: str | None, spelling: jax_compat.Spel
     inner_line = origin_span.line if origin_span else next((s.line for s in return_spans if s), None)
     compute = tuple(dict.fromkeys(
         (step.span.line, step.span.col) for d in group for step in d.trace
-        if step.role == HOST_COMPUTE_ROLE and step.span is not None and _same_file(step.span.path, path)))
+        if step.role == Role.HOST_COMPUTE and step.span is not None and _same_file(step.span.path, path)))
     target = FixTarget(
         function_name=function.name if function is not None else None,
         function_line=function_line,

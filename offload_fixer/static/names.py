@@ -175,5 +175,4 @@ MUTATING_METHODS = frozenset(
     {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "sort", "reverse"}
 )
 
-from offload_fixer.model import HOST_KINDS, HOST_MEMORY_SPACE_KINDS  # noqa: E402  (memory kinds live in the model)
-DEVICE_KINDS = frozenset({"device", "tpu_hbm"})
+from offload_fixer.model import DEVICE_KINDS, HOST_KINDS, HOST_MEMORY_SPACE_KINDS  # noqa: E402,F401  (memory kinds live in the model)

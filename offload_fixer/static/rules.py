@@ -27,22 +27,34 @@ from typing import Any
 
 from offload_fixer import codes
 from offload_fixer.jax_compat import Regime, Spelling
-from offload_fixer.model import UNPINNED_HOST, Diagnostic, FixOption, FunctionRef, Origin, Span, Step, format_output_path
+from offload_fixer.model import (
+    DEVICE_KINDS,
+    HOST_MEMORY_SPACE_KINDS,
+    UNPINNED_HOST,
+    Diagnostic,
+    FixOption,
+    FunctionRef,
+    Origin,
+    Role,
+    Span,
+    Step,
+    format_output_path,
+)
 from offload_fixer.rules import HOST_OUTPUT_IN_SOURCE, PIN_HOST_MEMORY, UNPINNED_MOVE, get_rule
 
-from . import names
 from .interpreter import ReturnedValue, SiteResult, condition_key, memory_kind_of
 from .source import Sources
 from .values import NONE, UNKNOWN, HostArray, HostOrigin, Mapping, Seq, is_single_array
 
 _ROLES = {
-    "compute": "host compute",
-    "maybe_identity": "host compute",
-    "carry": "loop carry",
-    "copy": "copy",
-    "noop_put": "device_put that does not move it",
-    "cond_mixed": "cond with a device branch",
+    "compute": Role.HOST_COMPUTE,
+    "maybe_identity": Role.HOST_COMPUTE,
+    "carry": Role.LOOP_CARRY,
+    "copy": Role.COPY,
+    "noop_put": Role.NOOP_MOVE,
+    "cond_mixed": Role.MIXED_COND,
 }
+"""The interpreter's steps (:class:`~offload_fixer.static.values.Step`) in a trace's words."""
 
 
 @dataclass(frozen=True)
@@ -141,7 +153,7 @@ def _subtree_declaration(tree: Any) -> str:
         found = {_subtree_declaration(item) for item in items} or {"unspecified"}
         return found.pop() if len(found) == 1 else "unknown"
     kind = memory_kind_of(tree)
-    if kind in names.HOST_MEMORY_SPACE_KINDS or kind in names.DEVICE_KINDS:
+    if kind in HOST_MEMORY_SPACE_KINDS or kind in DEVICE_KINDS:
         return "explicit"
     return "unknown"  # unpinned_host outputs are not host memory to XLA: left to `run`
 
@@ -225,11 +237,11 @@ def _host_output(f: Finding, function: FunctionRef, origin: Origin, output_path:
                  source_sha256: str | None) -> Diagnostic:
     leaf = f.leaf
     if leaf.origin.kind == "move_to_host":
-        first = Step("device_put", "move to host", origin.span)
+        first = Step("device_put", Role.MOVE_TO_HOST, origin.span)
     else:
-        first = Step("in_shardings", "host argument", span(leaf.origin.declared_at))
+        first = Step("in_shardings", Role.HOST_ARGUMENT, span(leaf.origin.declared_at))
     steps = (first,) + tuple(Step(s.op, _ROLES.get(s.role, s.role), span(s.node)) for s in leaf.trace)
-    steps += (Step("return", "output", return_span),)
+    steps += (Step("return", Role.OUTPUT, return_span),)
     shown = output_path or "(the whole result)"
     message = HOST_OUTPUT_IN_SOURCE.format(output=shown, function=function.name,
                                            memory_kind=leaf.origin.memory_kind)
