@@ -19,7 +19,7 @@ from typing import Any
 
 import libcst as cst
 
-from offload_fixer.model import format_output_path
+from offload_fixer.model import DEVICE, PINNED_HOST, format_output_path
 
 from . import names
 from .project import Project, is_modeled
@@ -1372,9 +1372,9 @@ def memory_kind_of(value: Any) -> str | None:
         return None
     if isinstance(value, Ref):
         if value.qualname in names.SPACE_HOST:
-            return "pinned_host"
+            return PINNED_HOST
         if value.qualname in names.SPACE_DEVICE:
-            return "device"
+            return DEVICE
         return None
     if isinstance(value, DeviceRef):
         return "device_ref"
