@@ -256,3 +256,4 @@ BACKEND_MESSAGES: tuple[XlaMessage, ...] = (
 )
 """What the TPU and GPU backends say when they cannot build what the offloader decided."""
 ALL_MESSAGES = HOST_OFFLOADER_MESSAGES + BACKEND_MESSAGES
+BY_KIND: dict[str, XlaMessage] = {message.kind: message for message in ALL_MESSAGES}
