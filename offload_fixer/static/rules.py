@@ -66,6 +66,9 @@ class Finding:
     keys: tuple
     index: int | None
     leaf: HostArray
+    repaired: bool = False
+    """The leaf is a move to host returned as the whole single output: XLA replaces the move
+    with a copy to host and compiles it (no OFL1200), whatever JAX declares the output."""
 
 
 def is_error(leaf: HostArray, spelling: Spelling) -> bool | None:
@@ -97,13 +100,15 @@ def is_error(leaf: HostArray, spelling: Spelling) -> bool | None:
 def findings(site: SiteResult, spelling: Spelling) -> list[Finding]:
     found = []
     for returned in site.returns:
-        for keys, leaf, index in output_leaves(returned.value):
+        leaves = output_leaves(returned.value)
+        for keys, leaf, index in leaves:
             if not isinstance(leaf, HostArray):
                 continue
             if output_declaration(site.out_shardings, keys) != "unspecified":
                 continue
             if is_error(leaf, spelling):
-                found.append(Finding(site, returned, keys, index, leaf))
+                repaired = len(leaves) == 1 and leaf.single and not leaf.steps and leaf.origin.kind == "move_to_host"
+                found.append(Finding(site, returned, keys, index, leaf, repaired))
     return found
 
 
@@ -162,7 +167,8 @@ def _subtree_declaration(tree: Any) -> str:
 # Diagnostics
 def diagnostics(found: list[Finding], source: Sources, target: str, spelling: Spelling) -> list[Diagnostic]:
     """Turn findings into Diagnostics, as the dynamic analysis words them: one OFL1200 per
-    offending output, and one OFL1204 per ``unpinned_host`` move that reaches an output.
+    offending output (a repaired one has none), and one OFL1204 per ``unpinned_host`` move
+    that reaches an output.
 
     ``source`` gives the file and code range of the findings' nodes; each diagnostic carries
     the hash of the file of its jitted function, which a fix edits.
@@ -185,8 +191,9 @@ def diagnostics(found: list[Finding], source: Sources, target: str, spelling: Sp
             continue  # one function jitted at several sites, or a pytree reached twice
         seen.add((origin.key, return_span, output_path))
         others = tuple(p for p in related[(id(f.returned), id(f.leaf.origin))] if p != output_path)
-        result.append(_host_output(f, function, origin, output_path, return_span, span, target, spelling,
-                                   others, source_sha256))
+        if not f.repaired:
+            result.append(_host_output(f, function, origin, output_path, return_span, span, target, spelling,
+                                       others, source_sha256))
         if _is_unpinned_trap(f.leaf.origin, spelling) and (origin.key, codes.UNPINNED_HOST_MEMORY) not in seen:
             seen.add((origin.key, codes.UNPINNED_HOST_MEMORY))
             result.append(_unpinned(origin, function, target, source_sha256))

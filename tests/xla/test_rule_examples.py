@@ -46,3 +46,17 @@ def test_the_compiler_shows_each_invalid_example_and_no_valid_one(code, judge):
     assert not (valid.host_compute or valid.host_slices), "the valid example warns of host compute"
     invalid = judge.judge(_lower(rule.invalid_example(), f"<{code} invalid>", platform))
     assert _shown(code, invalid), (invalid.outcome, invalid.code, invalid.message)
+
+
+@needs_host_memory
+@pytest.mark.parametrize("kind", ["invalid", "valid"])
+@pytest.mark.parametrize("code", codes.ALL_CODES)
+def test_the_source_check_reports_error_1200_on_an_example_only_where_the_compiler_does(code, kind, judge):
+    from offload_fixer.static.api import check_source
+
+    rule = get_rule(code)
+    source = rule.invalid_example() if kind == "invalid" else rule.valid_example()
+    static = {d.code for d in check_source(source, f"<{code} {kind}>", target=judge.target).diagnostics}
+    verdict = judge.judge(_lower(source, f"<{code} {kind}>", PLATFORMS[judge.target]))
+    rejected = verdict.outcome == "rejected" and verdict.code == codes.HOST_VALUE_DEVICE_OUTPUT
+    assert (codes.HOST_VALUE_DEVICE_OUTPUT in static) == rejected, (static, verdict.outcome, verdict.code)
