@@ -516,8 +516,8 @@ _RULES: tuple[Rule, ...] = (
         why_bad=(
             "JAX treats `unpinned_host` as device memory when it decides output memory kinds, "
             "while XLA treats the annotation as a move to host: a returned value reaches a "
-            "device output (error 1200), and a remat policy that offloads to `unpinned_host` "
-            "silently offloads nothing. On TPU `unpinned_host` is memory space S(6), not the "
+            "device output (error 1200, unless it is the whole single output, which XLA "
+            "repairs), and a remat policy that offloads to `unpinned_host` silently offloads nothing. On TPU `unpinned_host` is memory space S(6), not the "
             "host memory (S(5)) XLA's host offloader streams from and to: libtpu cannot compile "
             "compute on such an argument, nor a device value returned into such an output."
         ),

@@ -226,13 +226,7 @@ class Diagnoser:
             severity="warning",
             target=self.target,
             message=UNPINNED_MOVE.format(),
-            explanation=(
-                "XLA treats an 'unpinned_host' placement as a move to host, but JAX 0.7.1 and newer "
-                "type the result as device memory, so a returned value fails with error 1200 unless it "
-                "is the whole output, and an offload policy with offload_dst='unpinned_host' silently "
-                "offloads nothing. On TPU 'unpinned_host' is another memory space (S(6)) than the one "
-                "XLA offloads to (S(5)). Use 'pinned_host' for host offloading."
-            ),
+            explanation=get_rule(codes.UNPINNED_HOST_MEMORY).why_bad,
             origin=origin,
             span=origin.span,
             fixes=(_fix(codes.UNPINNED_HOST_MEMORY, "host"),),
