@@ -385,41 +385,53 @@ def _backend_text(xla: msg.XlaMessage, target: str, subject: str | None) -> tupl
 _BACKEND_TEXTS: dict[msg.XlaMessage, tuple[str, str]] = {
     backend.GPU_HOST_DOT: (
         "A dot computed in host memory cannot be compiled for GPU",
-        "XLA turns device compute on a host value into host compute, but XLA:GPU emits a dot as a "
-        "GEMM fusion whose shape loses the host memory space, and the compile fails with an "
-        "internal error. Move the operand back to device before the dot.",
+        (
+            "XLA turns device compute on a host value into host compute, but XLA:GPU emits a dot as a "
+            "GEMM fusion whose shape loses the host memory space, and the compile fails with an "
+            "internal error. Move the operand back to device before the dot."
+        ),
     ),
     backend.GPU_HOST_SCATTER: (
         "A scatter computed in host memory cannot be compiled for GPU",
-        "XLA:GPU rewrites a single-update scatter (a dynamic index, or an accumulating update) into "
-        "a dynamic slice and a select whose result loses the host memory space, and the compile "
-        "fails with an internal error. Move the buffer back to device before updating it.",
+        (
+            "XLA:GPU rewrites a single-update scatter (a dynamic index, or an accumulating update) into "
+            "a dynamic slice and a select whose result loses the host memory space, and the compile "
+            "fails with an internal error. Move the buffer back to device before updating it."
+        ),
     ),
     backend.TPU_LOOP_DOT: (
         "A dot in a loop body mixes host and device memory",
-        "A dot inside a loop whose operand lives in host memory while another is in device memory "
-        "becomes host compute tied to a device loop buffer, which libtpu cannot build: it fails a "
-        "CHECK in its host-compute alias assignment (the compiling process aborts) or, once the "
-        "loop is differentiated, with an internal error on the async host call. Move the host "
-        "operand to device before the loop (or inside it, before the dot).",
+        (
+            "A dot inside a loop whose operand lives in host memory while another is in device memory "
+            "becomes host compute tied to a device loop buffer, which libtpu cannot build: it fails a "
+            "CHECK in its host-compute alias assignment (the compiling process aborts) or, once the "
+            "loop is differentiated, with an internal error on the async host call. Move the host "
+            "operand to device before the loop (or inside it, before the dot)."
+        ),
     ),
     backend.TPU_HOST_CUSTOM_FUSION: (
         "A gather or multi-index scatter in host memory cannot be compiled for TPU",
-        "libtpu emits host compute of gathers and scatters of several updates as custom fusions "
-        "that its host backend has no configuration for, and the compile fails with an internal "
-        "error. Move the operand back to device first.",
+        (
+            "libtpu emits host compute of gathers and scatters of several updates as custom fusions "
+            "that its host backend has no configuration for, and the compile fails with an internal "
+            "error. Move the operand back to device first."
+        ),
     ),
     backend.TPU_UNPINNED_PARAMETER: (
         "An 'unpinned_host' argument is computed on",
-        "On TPU 'unpinned_host' is memory space S(6), which the host offloader does not stream "
-        "from; a fusion that reads such an argument gets a parameter shape that disagrees with "
-        "its operand and libtpu fails with an internal error. Declare the argument 'pinned_host' "
-        "and move it to device before computing on it.",
+        (
+            "On TPU 'unpinned_host' is memory space S(6), which the host offloader does not stream "
+            "from; a fusion that reads such an argument gets a parameter shape that disagrees with "
+            "its operand and libtpu fails with an internal error. Declare the argument 'pinned_host' "
+            "and move it to device before computing on it."
+        ),
     ),
     backend.TPU_UNPINNED_OUTPUT: (
         "An 'unpinned_host' output is computed in device memory",
-        "On TPU 'unpinned_host' is memory space S(6), and libtpu has no copy from device memory "
-        "into it for an output. Declare the output 'pinned_host' (or 'device').",
+        (
+            "On TPU 'unpinned_host' is memory space S(6), and libtpu has no copy from device memory "
+            "into it for an output. Declare the output 'pinned_host' (or 'device')."
+        ),
     ),
 }
 

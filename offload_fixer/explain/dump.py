@@ -37,7 +37,13 @@ from offload_fixer.ir.module import (
     tuple_index,
     walk_operations,
 )
-from offload_fixer.model import DEVICE, PINNED_HOST, Span, format_output_path, parse_output_path
+from offload_fixer.model import (
+    DEVICE,
+    PINNED_HOST,
+    Span,
+    format_output_path,
+    parse_output_path,
+)
 from offload_fixer.source.locations import user_span
 
 HOST_MEMORY_SPACE = 5

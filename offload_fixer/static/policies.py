@@ -19,6 +19,7 @@ from offload_fixer.rules import PIN_HOST_MEMORY, UNPINNED_POLICY, get_rule
 
 from .source import ParsedSource
 
+
 def unpinned_policies(parsed: ParsedSource, text: str, path: str, target: str,
                       source_sha256: str | None) -> list[Diagnostic]:
     if UNPINNED_HOST not in text:  # the common case costs one substring search
