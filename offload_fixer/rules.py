@@ -680,7 +680,10 @@ def render_rule(code: str, jax_version: str | None = None) -> str:
     if rule.checked_statically:
         checked_by += ", and `offload-fixer check` (the source, without running it)"
     out += ["## Reported by", "", f"{checked_by}.", ""]
-    out += [f"## Example (JAX {sp.version})", "", "```python", rule.invalid(sp).rstrip("\n"), "```", ""]
+    out += [f"## Example (JAX {sp.version})", ""]
+    if not rule.applies(sp):
+        out += [f"JAX {sp.version} does not produce this pattern (see Applies to); other versions do:", ""]
+    out += ["```python", rule.invalid(sp).rstrip("\n"), "```", ""]
     out += ["Use instead:", "", "```python", rule.valid(sp).rstrip("\n"), "```", ""]
     out += ["## Fixes", ""]
     for fix in rule.fixes:

@@ -86,6 +86,13 @@ def test_render_rule_page():
     assert get_rule("OFL1200").invalid_example("0.10.2").strip() in page
 
 
+def test_a_page_for_a_version_the_pattern_does_not_reach_says_so():
+    note = "does not produce this pattern"
+    assert note in render_rule("OFL1204", jax_version="0.6.2")
+    assert note not in render_rule("OFL1204", jax_version="0.10.2")
+    assert not any(note in render_rule(code, jax_version="0.6.2") for code in CODES if code != "OFL1204")
+
+
 # ---------------------------------------------------------------------------------------
 # Lowering the examples with the installed JAX
 def _lower(source: str, name: str, platform: str = "tpu"):
