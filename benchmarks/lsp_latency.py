@@ -17,6 +17,15 @@ version is new text (no analysis cache hit) and the finding stays. Median of ``-
     .venv/bin/python benchmarks/lsp_latency.py --lines 2000 --changes 20 --no-finding
 
 Target: median under 100 ms for 2,000 lines.
+
+``--large CHARS ...`` times instead the first answer to ``didOpen`` for documents of that many
+characters (one jitted function in twenty returns a value it moved to host, an error under
+JAX 0.4.26's rules, which this mode applies): the server analyses a
+document up to its limit (``engine.MAX_DOCUMENT_CHARS``) and refuses a larger one with a
+message, so its time is bounded either way; beside it ``offload-fixer check`` on the same file
+(what the refusal tells the user to run) and ``ruff server`` opening the same document.
+
+    .venv/bin/python benchmarks/lsp_latency.py --large 5000000 999000
 """
 
 from __future__ import annotations
@@ -128,6 +137,91 @@ async def serve_latencies(command: list[str], path: Path, texts: list[str], init
     return latencies
 
 
+LARGE_JAX_VERSION = "0.4.26"
+"""Rules under which the large documents' returns are findings (from 0.7.1 they are typed host)."""
+
+
+def large_document(size: int) -> str:
+    """A generated module of at least ``size`` characters, one jitted function in twenty
+    returning a value it moved to host."""
+    parts, total, i = [HEAD], len(HEAD), 0
+    while total < size:
+        block = (f"\n\n@jax.jit\ndef step_{i}(x):\n    h = jax.device_put(x, host)\n    return x * 2, h\n" if i % 20 == 0
+                 else f"\n\ndef helper_{i}(a, b):\n    total = 0\n    for k in range(a):\n        total += k * b\n"
+                      "    return total\n")
+        parts.append(block)
+        total += len(block)
+        i += 1
+    return "".join(parts)
+
+
+async def open_latency(command: list[str], path: Path, text: str, init: dict | None) -> tuple[float, int, str]:
+    """Seconds from ``didOpen`` to the first ``publishDiagnostics``, how many diagnostics it
+    carried, and what the server said meanwhile (``showMessage``)."""
+    from lsprotocol import types
+    from pygls.lsp.client import LanguageClient
+
+    client = LanguageClient("lsp-latency-benchmark", "1")
+    published: asyncio.Future = asyncio.get_running_loop().create_future()
+    shown: list[str] = []
+
+    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def publish(params: types.PublishDiagnosticsParams) -> None:
+        if not published.done():
+            published.set_result((time.perf_counter(), len(params.diagnostics)))
+
+    @client.feature(types.WINDOW_SHOW_MESSAGE)
+    def show(params: types.ShowMessageParams) -> None:
+        shown.append(params.message)
+
+    client.feature(types.WINDOW_LOG_MESSAGE)(lambda params: None)
+    await client.start_io(*command, cwd=str(REPO))
+    await client.initialize_async(
+        types.InitializeParams(
+            capabilities=types.ClientCapabilities(), root_uri=path.parent.as_uri(), initialization_options=init
+        )
+    )
+    client.initialized(types.InitializedParams())
+    sent = time.perf_counter()
+    client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(path.as_uri(), "python", 1, text)))
+    arrived, count = await asyncio.wait_for(published, 3600)
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    return arrived - sent, count, " / ".join(shown)
+
+
+def check_command_seconds(path: Path) -> float:
+    """Wall time of ``offload-fixer check FILE`` (the installed command, in a fresh process)."""
+    import subprocess
+
+    start = time.perf_counter()
+    subprocess.run([str(Path(sys.executable).with_name("offload-fixer")), "check", "-q", "--exit-zero",
+                    "--jax-version", LARGE_JAX_VERSION, str(path)],
+                   cwd=REPO, capture_output=True, check=True, timeout=3600)
+    return time.perf_counter() - start
+
+
+def large_documents(sizes: list[int], skip_ruff: bool) -> None:
+    ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
+    print(f"{'characters':>12} {'lsp s':>8} {'answer':>28} {'check s':>8} {'ruff server s':>14} {'lsp / ruff':>10}")
+    for size in sizes:
+        text = large_document(size)
+        with tempfile.TemporaryDirectory() as directory:
+            path = Path(directory) / "large.py"
+            path.write_text(text, encoding="utf-8")
+            took, count, shown = asyncio.run(open_latency([sys.executable, "-m", "offload_fixer.lsp"], path, text,
+                                                          {"jaxVersion": LARGE_JAX_VERSION}))
+            answer = "refused (message shown)" if shown else f"{count} diagnostics"
+            check = check_command_seconds(path)
+            peer = None
+            if not skip_ruff and Path(ruff).exists():
+                peer = asyncio.run(open_latency([ruff, "server"], path, text, None))[0]
+        ratio = f"{took / peer:10.1f}" if peer else f"{'-':>10}"
+        peer_text = f"{peer:14.2f}" if peer else f"{'-':>14}"
+        print(f"{len(text):12,} {took:8.2f} {answer:>28} {check:8.2f} {peer_text} {ratio}")
+
+
 def direct_latencies(path: Path, texts: list[str], cached: bool) -> list[float]:
     from offload_fixer.static import SourceCache, check_source
 
@@ -148,7 +242,12 @@ def main() -> None:
     parser.add_argument("--finding", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--debounce-ms", type=int, default=None, help="server debounce (default: its own)")
     parser.add_argument("--skip-ruff", action="store_true")
+    parser.add_argument("--large", type=int, nargs="+", metavar="CHARS",
+                        help="time the answer to didOpen for documents of these sizes instead")
     args = parser.parse_args()
+    if args.large:
+        large_documents(args.large, args.skip_ruff)
+        return
 
     base = generate(args.lines, args.finding)
     texts = [base] + [edited(base, i) for i in range(args.changes)]

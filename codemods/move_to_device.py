@@ -38,7 +38,7 @@ from codemods.pytree_source import (
     returned_values,
 )
 from codemods.reads import Read, leaf_part, reads_of
-from codemods.source_facts import FunctionInfo, Scope
+from codemods.source_facts import TRANSFER_TO_MEMORY_KIND, FunctionInfo, Scope, last_name
 from codemods.targets import FixTarget, PathKey, format_path, parse_path
 
 ENTRY_NOTE = (
@@ -338,6 +338,7 @@ class MoveToDeviceCommand(FixCommand):
         if host_input is not None:
             sources.append((host_input[0], host_input[1].scope))
         for source, written_in in sources:
+            source, written_in = self._transfer_call(source, written_in)
             if sx.is_memory_space(source) or not self.facts.portable(source, written_in, scope, line):
                 continue
             derived = sx.with_memory_kind(source.deep_clone(), kind, quote)
@@ -347,6 +348,16 @@ class MoveToDeviceCommand(FixCommand):
             name = self.facts.aliases.transfer_to_memory_kind[0]
             return self.parse(f"{name}({quote}{kind}{quote})"), []
         return self.single_device_sharding(kind), [SINGLE_DEVICE_REASON]
+
+    def _transfer_call(self, source: cst.BaseExpression, written_in: Scope) -> tuple[cst.BaseExpression, Scope]:
+        """A name bound once to ``TransferToMemoryKind(...)``: that call, respelled with the
+        device kind (the object has no ``with_memory_kind``); any other source as it is."""
+        if isinstance(source, cst.Name):
+            found = self.facts.scope_chain_binding(source.value, written_in)
+            value = found[0].value if found is not None else None
+            if isinstance(value, cst.Call) and last_name(value.func) == TRANSFER_TO_MEMORY_KIND:
+                return value, found[1]  # type: ignore[index]
+        return source, written_in
 
     def insert(self, block: cst.IndentedBlock, index: int, statement: cst.BaseStatement) -> None:
         """Insert ``statement`` before ``block.body[index]``; several targets may insert into

@@ -11,9 +11,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import signal
+import stat
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -201,20 +203,43 @@ class Outcome:
 # ---------------------------------------------------------------------------------------
 # Settings and selection
 def resolve_settings(invocation: Invocation, start: str, console: Console, **overrides: Any):
-    from offload_fixer.config import ConfigError, SettingsResolver, UnmodelledJaxVersion
+    from offload_fixer.config import SettingsResolver
 
     given = dict(target=invocation.target, strategy=invocation.strategy, jax_version=invocation.jax_version,
                  select=invocation.select, ignore=invocation.ignore, **overrides)
     if invocation.jax_version is not None:
         check_jax_version(invocation.jax_version, console)
+    with config_errors(console):
+        resolver = CheckedResolver(SettingsResolver(overrides={k: v for k, v in given.items() if v is not None},
+                                                    config=invocation.config), console)
+    return resolver, resolver.settings_for(start)
+
+
+@contextlib.contextmanager
+def config_errors(console: Console) -> Iterator[None]:
+    """A configuration that cannot be used exits 2; a JAX version offload-fixer does not model
+    exits 6, whether from the flag or from a ``pyproject.toml``."""
+    from offload_fixer.config import ConfigError, UnmodelledJaxVersion
+
     try:
-        resolver = SettingsResolver(overrides={k: v for k, v in given.items() if v is not None},
-                                    config=invocation.config)
-        return resolver, resolver.settings_for(start)
+        yield
     except UnmodelledJaxVersion as exc:
         fail(ExitCode.UNSUPPORTED_JAX, str(exc), console)
     except ConfigError as exc:
         fail(ExitCode.USAGE, str(exc), console)
+
+
+class CheckedResolver:
+    """Each file's settings (its nearest ``[tool.offload-fixer]`` table, read when first asked
+    for), a table that cannot be used exiting as :func:`config_errors` says."""
+
+    def __init__(self, resolver: Any, console: Console) -> None:
+        self.resolver = resolver
+        self.console = console
+
+    def settings_for(self, path: str):
+        with config_errors(self.console):
+            return self.resolver.settings_for(path)
 
 
 def check_jax_version(text: str, console: Console) -> None:
@@ -229,16 +254,40 @@ def check_jax_version(text: str, console: Console) -> None:
 def reportable(diagnostics: Sequence[Diagnostic], resolver, sources: dict[str, str] | None = None):
     """(selected by each file's settings and not suppressed, unused suppressions): what is
     reported is exactly what gets fixed."""
-    from offload_fixer.report import primary_span
     from offload_fixer.suppression import filter_suppressed
 
     selected = []
     for d in diagnostics:
-        span = primary_span(d)
-        settings = resolver.settings_for(span.path if span and os.path.exists(span.path) else ".")
-        selected.extend(settings.reportable([d]))
+        selected.extend(_settings_of(d, resolver).reportable([d]))
     kept, _suppressed, unused = filter_suppressed(selected, sources if sources is not None else _sources_for(selected))
     return list(kept), list(unused)
+
+
+def _settings_of(d: Diagnostic, resolver):
+    from offload_fixer.report import primary_span
+
+    span = primary_span(d)
+    return resolver.settings_for(span.path if span and span.path and os.path.exists(span.path) else ".")
+
+
+def without_excluded(diagnostics: Sequence[Diagnostic], resolver, console: Console) -> list[Diagnostic]:
+    """The findings of ``run`` and ``fix`` outside the files ``exclude`` leaves out (each file
+    by its own settings: the engine ``check``'s walk and the language server use); the
+    others are counted in a note, never dropped in silence."""
+    from offload_fixer.report import primary_span
+
+    kept, excluded = [], set()
+    for d in diagnostics:
+        span = primary_span(d)
+        if span and span.path and os.path.exists(span.path) and _settings_of(d, resolver).is_excluded(span.path):
+            excluded.add(span.path)
+        else:
+            kept.append(d)
+    if excluded:
+        count = len(diagnostics) - len(kept)
+        console.note(f"offload-fixer: {count} finding{'s' if count != 1 else ''} in {len(excluded)} excluded "
+                     f"file{'s' if len(excluded) != 1 else ''} not shown and not fixed (`exclude`)")
+    return kept
 
 
 def _sources_for(diagnostics: Iterable[Diagnostic]) -> dict[str, str]:
@@ -285,11 +334,21 @@ def apply_fixes(diagnostics: Sequence[Diagnostic], strategy: str, invocation: In
     from offload_fixer.findings import resolved_by
     from offload_fixer.fixes import FIXABLE_CODES, apply_plans, plan_fixes
     from offload_fixer.fixes.apply import apply_to_source
+    from offload_fixer.jax_compat import UnsupportedJaxVersion
+    from offload_fixer.recursion import call_allowing_deep_recursion
 
     if not any(d.code in FIXABLE_CODES for d in diagnostics):
         return FixRun([], [])
     texts = {source[0]: source[1]} if source else None
-    plans = plan_fixes(list(diagnostics), strategy=strategy, jax_version=jax_version, texts=texts, reports=reports)
+    try:
+        plans = call_allowing_deep_recursion(
+            lambda: plan_fixes(list(diagnostics), strategy=strategy, jax_version=jax_version, texts=texts,
+                               reports=reports))
+    except UnsupportedJaxVersion as exc:
+        fail(ExitCode.UNSUPPORTED_JAX, str(exc), console)
+    except RecursionError:
+        fail(ExitCode.INPUT_ERROR, "the source is nested too deeply to plan fixes for (Python's recursion limit)",
+             console)
     if expected_sha256:
         plans = [_with_expected_hash(plan, expected_sha256) for plan in plans]
     if source:
@@ -304,14 +363,46 @@ def apply_fixes(diagnostics: Sequence[Diagnostic], strategy: str, invocation: In
         if result.error is not None:
             why = getattr(result.error, "message", None) or str(result.error)
             console.note(console.styled_error(f"offload-fixer: {result.path}: fix refused: {why}"), always=True)
-            failure = ExitCode.FIX_REFUSED
+            code = _FIX_ERROR_CODES.get(type(result.error).__name__, ExitCode.FIX_REFUSED)
+            failure = ExitCode.FIX_REFUSED if ExitCode.FIX_REFUSED in (failure, code) else code
             continue
         if invocation.verbose:
             for plan, why in result.skipped:
-                console.note(f"offload-fixer: {result.path}: not applied ({plan.title}): {why}")
+                hint = " (--unsafe-fixes applies it)" if why.startswith("unsafe") else ""
+                console.note(f"offload-fixer: {result.path}: not applied ({plan.title}): {why}{hint}")
         for plan in result.applied:
             resolved.update(dict.fromkeys(resolved_by(plan, diagnostics)))
     return FixRun(results, list(resolved), failure)
+
+
+_FIX_ERROR_CODES = {
+    "SourceReadError": ExitCode.INPUT_ERROR,
+    "SourceEncodingError": ExitCode.INPUT_ERROR,
+    "SourceSyntaxError": ExitCode.INPUT_ERROR,
+}
+"""A fix that fails because the file cannot be read or compiled as it is: an input error, as
+``check`` reports it; every other refusal exits 5."""
+
+
+def apply_fixes_per_file(diagnostics: Sequence[Diagnostic], settings_for: Callable[[str], Any], default,
+                         invocation: Invocation, console: Console) -> FixRun:
+    """:func:`apply_fixes` with each file's own strategy and JAX version (its nearest
+    ``[tool.offload-fixer]`` table), one planning per combination."""
+    from offload_fixer.report import primary_span
+
+    groups: dict[tuple[str, str | None], list[Diagnostic]] = {}
+    for d in diagnostics:
+        span = primary_span(d)
+        own = settings_for(span.path) if span and span.path and os.path.exists(span.path) else default
+        groups.setdefault((own.strategy, own.jax_version), []).append(d)
+    combined = FixRun([], [])
+    for (strategy, jax_version), group in groups.items():
+        run = apply_fixes(group, strategy, invocation, jax_version, console)
+        combined.results += run.results
+        combined.resolved += run.resolved
+        failure = combined.failure, run.failure
+        combined.failure = ExitCode.FIX_REFUSED if ExitCode.FIX_REFUSED in failure else (failure[0] or failure[1])
+    return combined
 
 
 class FixConfirmation:
@@ -464,8 +555,13 @@ def marks_planner(strategy: str, invocation: Invocation, jax_version: str | None
                   texts: dict[str, bytes] | None = None, reports: Sequence[Any] = ()) -> Callable[[list[Diagnostic]], dict]:
     def marks(diagnostics: list[Diagnostic]) -> dict:
         from offload_fixer.findings import plan_marks
+        from offload_fixer.recursion import call_allowing_deep_recursion
 
-        return plan_marks(diagnostics, strategy, invocation.unsafe_fixes, jax_version, texts, reports)
+        try:
+            return call_allowing_deep_recursion(
+                lambda: plan_marks(diagnostics, strategy, invocation.unsafe_fixes, jax_version, texts, reports))
+        except RecursionError:  # too deep to plan a fix for: the findings are shown without marks
+            return {}
 
     return marks
 
@@ -496,7 +592,59 @@ def _version_callback(ctx: click.Context, _param: click.Parameter, value: bool) 
     ctx.exit(0)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]},
+class Commands(click.Group):
+    """Exit 130 on Ctrl-C (the shell's convention for SIGINT), never click's "Aborted!" with
+    status 1, which means "findings"; SIGTERM (143) unwinds the same way, so a temporary file
+    of a ``--fix`` in progress is removed and the file left as it was.
+
+    The signal is remembered as well as raised: an exception raised in the middle of a
+    library's cleanup can replace the one the signal raised, and the exit status must not
+    depend on where the signal landed."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        handled = ctx.protected_args[:1] in (["check"], ["fix"])
+        previous = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+        if handled:
+            for number in previous:
+                signal.signal(number, _on_signal)
+        try:
+            outcome = super().invoke(ctx)
+        except BaseException as exc:
+            if _signalled:
+                raise _signal_exit() from None
+            if isinstance(exc, KeyboardInterrupt):  # ``run`` and ``lsp`` keep Python's own handler
+                raise _signal_exit(int(ExitCode.INTERRUPTED)) from None
+            raise
+        finally:
+            if handled:
+                for number, handler in previous.items():
+                    signal.signal(number, handler)
+        if _signalled:
+            raise _signal_exit()
+        return outcome
+
+
+_signalled: list[int] = []
+"""The exit status of the first SIGINT/SIGTERM received."""
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    from offload_fixer.interrupts import defer_if_uninterrupted
+
+    status = int(ExitCode.INTERRUPTED if signum == signal.SIGINT else ExitCode.TERMINATED)
+    if not _signalled:
+        _signalled.append(status)
+    if not defer_if_uninterrupted():  # a file being written in place is finished first
+        raise KeyboardInterrupt
+
+
+def _signal_exit(status: int | None = None) -> click.exceptions.Exit:
+    status = status if status is not None else _signalled[0]
+    click.echo(f"\noffload-fixer: {'interrupted' if status == ExitCode.INTERRUPTED else 'terminated'}", err=True)
+    return click.exceptions.Exit(status)
+
+
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]},
              epilog="\b\nExit codes:\n" + exit_codes.describe())
 @click.option("-V", "--version", is_flag=True, expose_value=False, is_eager=True, callback=_version_callback,
               help="Show offload-fixer's version and the JAX version and regime in use.")
@@ -505,7 +653,7 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("paths", nargs=-1, type=click.Path())
+@click.argument("paths", nargs=-1, type=click.Path(readable=False))
 @options(*REPORT_OPTIONS, *FIX_OPTIONS, "jax_version", "jobs", "exclude", "extend_exclude", "force_exclude",
          "stdin_filename")
 def check(paths: tuple[str, ...], jobs: int | None, exclude: tuple[str, ...], extend_exclude: tuple[str, ...],
@@ -531,18 +679,21 @@ def check(paths: tuple[str, ...], jobs: int | None, exclude: tuple[str, ...], ex
                                  "scripts with a python #! line); name a directory to walk it", console)
     overrides = {"exclude": list(exclude) or None, "extend_exclude": list(extend_exclude) or None, "jobs": jobs}
     resolver, settings = resolve_settings(invocation, paths[0], console, **overrides)
-    files = list(files_to_check(paths, settings, force_exclude))
     named = {p for p in paths if not os.path.isdir(p)}
+    walked = list(files_to_check(paths, force_exclude, resolver.settings_for))
+    files = [item for item in walked if isinstance(item, str)]
+    unreadable = [item for item in walked if not isinstance(item, str)]
     # With --fix the files are checked again once fixed: their parsed statements are kept, so
     # that only the statements a fix changed are parsed twice, and their outlines go to the
     # planner (none is kept for a file without findings: nothing there is fixed).
     caches: dict | None = {} if invocation.fix or invocation.diff else None
-    outcome = check_files(files, named, settings, Progress(not invocation.quiet, delay=0.25), caches)
+    outcome = check_files(files, named, settings, Progress(not invocation.quiet, delay=0.25), resolver.settings_for,
+                          unreadable, caches)
     outcome.diagnostics, outcome.unused_suppressions = reportable(outcome.diagnostics, resolver)
     strategy = settings.strategy
     if invocation.fix or invocation.diff:
         share_outlines(caches or {})
-        run = apply_fixes(outcome.diagnostics, strategy, invocation, settings.jax_version, console)
+        run = apply_fixes_per_file(outcome.diagnostics, resolver.settings_for, settings, invocation, console)
         outcome.failure = run.failure
         if invocation.diff:
             show_diff(run, console, outcome.diagnostics)
@@ -553,7 +704,7 @@ def check(paths: tuple[str, ...], jobs: int | None, exclude: tuple[str, ...], ex
             if invocation.show_fixes:
                 show_fixed(run, outcome.diagnostics, invocation.fmt or settings.format, console)
             # report what is left, as ruff does: the fixed files checked again
-            again = check_files(files, named, settings, Progress(False), caches)
+            again = check_files(files, named, settings, Progress(False), resolver.settings_for, unreadable, caches)
             outcome.diagnostics, outcome.unused_suppressions = reportable(again.diagnostics, resolver)
             outcome.fixed = max(before - len(_findings(outcome.diagnostics)), 0)
     elif invocation.show_fixes and outcome.diagnostics:
@@ -587,10 +738,13 @@ def _show_planned_fixes(run: FixRun, console: Console) -> None:
 
 def is_python_file(path: str) -> bool:
     """A ``.py``/``.pyi`` file, a notebook, or a script whose ``#!`` line names python (what
-    pre-commit's ``types: [python]`` passes)."""
+    pre-commit's ``types: [python]`` passes). Anything but a regular file is left for the
+    check to refuse by its type: opening a FIFO to read its first line would never return."""
     if path.endswith(PYTHON_SUFFIXES):
         return True
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return True
         with open(path, "rb") as handle:
             first = handle.readline(256)
     except OSError:
@@ -598,27 +752,36 @@ def is_python_file(path: str) -> bool:
     return first.startswith(b"#!") and b"python" in first
 
 
-def files_to_check(paths: Sequence[str], settings, force_exclude: bool) -> Iterable[str]:
-    """The walk of each directory (``.gitignore``, ``exclude``, ``extend-exclude``); files named
-    on the command line as given, unless ``--force-exclude`` and excluded."""
-    from offload_fixer.static.files import python_files
+def files_to_check(paths: Sequence[str], force_exclude: bool, settings_for: Callable[[str], Any]) -> Iterable[Any]:
+    """The walk of each directory (``.gitignore``; ``exclude`` and ``extend-exclude``, each file
+    by its own ``[tool.offload-fixer]`` table and the command line's flags); files named on the
+    command line as given, unless ``--force-exclude`` and excluded. A path the walk could not
+    use (an unreadable directory, a symlink loop, a FIFO named ``*.py``) comes as an
+    ``Unreadable``."""
+    from offload_fixer.static.files import walk
 
-    patterns = [*settings.exclude, *settings.extend_exclude]
+    def excluded(path: str) -> bool:
+        return settings_for(path).is_excluded(path)
+
     for path in paths:
-        if force_exclude and settings.is_excluded(path):
+        if force_exclude and excluded(path):
             continue
-        yield from python_files([path], patterns)
+        yield from walk([path], excluded)
 
 
 def check_files(files: Sequence[str], named: set[str], settings, progress: Progress,
+                settings_for: Callable[[str], Any] | None = None, unreadable: Sequence[Any] = (),
                 caches: dict | None = None) -> Outcome:
-    """``caches``: the parsed statements of the files with findings, kept for a second check."""
+    """The static check of ``files``, each with its own target and JAX version, and a file
+    error for each path the walk could not use: nothing is skipped in silence. ``caches``:
+    the parsed statements of the files with findings, kept for a second check."""
     from offload_fixer.report import FileError
     from offload_fixer.static import check_paths
 
     outcome = Outcome(checked=f"{len(files)} file{'s' if len(files) != 1 else ''} checked")
+    outcome.file_errors += [FileError(item.path, 1, 1, item.reason) for item in unreadable]
     results = check_paths(files, target=settings.target, jax_version=settings.jax_version, jobs=settings.jobs,
-                          check_syntax=named, caches=caches)
+                          check_syntax=named, settings_for=settings_for, caches=caches)
     with progress, contextlib.closing(results):
         for done, result in enumerate(results, 1):
             progress.count("Checking", done, len(files))
@@ -717,6 +880,8 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
         find_program(program, module)
     except ProgramNotFound as exc:
         fail(ExitCode.INPUT_ERROR, str(exc), console)
+    if report_path:
+        check_writable_destination(report_path, console)
     resolver, settings = resolve_settings(invocation, program if not module else ".", console)
     try:
         jax_compat.check_runtime_supported()
@@ -727,64 +892,100 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
     fmt = invocation.fmt or settings.format
     keep_stdout_for_report = fmt in MACHINE_FORMATS and not invocation.output_file and not invocation.diff
     progress = Progress(not invocation.quiet)
-    with stdout_to_stderr() if keep_stdout_for_report else contextlib.nullcontext():
+    redirect = contextlib.ExitStack()
+    if keep_stdout_for_report:
+        redirect.enter_context(stdout_to_stderr())
+
+    def after_program(result) -> None:
+        """Everything after the program; the runner also calls it where the program ends the
+        process itself (``os._exit``) or leaves threads that Python waits for."""
+        redirect.close()  # the report goes to stdout again
+        sys.stdout.flush()
+        outcome = Outcome(checked=f"{result.checked} compilation{'s' if result.checked != 1 else ''} checked "
+                                  f"for {settings.target}")
+        found = without_excluded(result.diagnostics, resolver, console)
+        outcome.diagnostics, outcome.unused_suppressions = reportable(found, resolver)
+        if result.program_exception:
+            click.echo(result.program_exception, err=True, nl=False)
+        if invocation.verbose:
+            for warning in result.tool_warnings:
+                console.note(f"offload-fixer: warning: {warning}")
+        elif result.tool_warnings:
+            console.note(f"offload-fixer: {len(result.tool_warnings)} compilation(s) could not be checked "
+                         "(--verbose says which and why)")
+        if invocation.confirm:
+            report_unpredicted(result.reports, console, outcome)
+        if report_path:
+            try:
+                write_report_file(report_path, result.reports, settings.target, result.sources, result.texts,
+                                  calls=result.calls)
+            except OSError as exc:  # the findings are still shown
+                console.note(console.styled_error(
+                    f"offload-fixer: error: cannot write the report {report_path}: {exc.strerror or exc}"), always=True)
+                outcome.failure = ExitCode.USAGE
+        save_last_run(None if module else program, result, settings.target, console)
+        failed = result.program_exit_code not in (0, None)
+        console.note(f"offload-fixer: checked {result.checked} distinct compilation{'s' if result.checked != 1 else ''} "
+                     f"({result.intercepted} jit call{'s' if result.intercepted != 1 else ''} intercepted) for "
+                     f"{settings.target}" + (f"; the program failed (exit code {result.program_exit_code}), so later "
+                                             "compilations were not checked" if failed and not result.interrupted
+                                             else ""))
+        if result.interrupted:
+            console.note("offload-fixer: the program was interrupted (Ctrl-C); these are the findings so far",
+                         always=True)
+            outcome.failure = ExitCode.INTERRUPTED
+            outcome.complete = False
+            outcome.checked += " before the program was interrupted"
+        elif failed:
+            outcome.failure = outcome.failure or ExitCode.PROGRAM_FAILED
+            outcome.complete = False
+            outcome.checked += " before the program failed"
+        if invocation.fix or invocation.diff:
+            # the hashes the runner took when it analysed each file: a file edited since is refused
+            run_fixes = apply_fixes(outcome.diagnostics, settings.strategy, invocation, None, console,
+                                    expected_sha256=result.sources,
+                                    confirm=FixConfirmation(result.reports, result.calls, settings.target)
+                                    if invocation.confirm else None, reports=result.reports)
+            outcome.failure = outcome.failure or run_fixes.failure
+            if invocation.diff:
+                show_diff(run_fixes, console, outcome.diagnostics)
+                outcome.pending = run_fixes.changed
+                finish(outcome, invocation, settings, console)
+            if run_fixes.changed:
+                if invocation.show_fixes:
+                    show_fixed(run_fixes, outcome.diagnostics, fmt, console)
+                before = len(_findings(outcome.diagnostics))
+                resolved = set(run_fixes.resolved)
+                outcome.diagnostics = [d for d in outcome.diagnostics if d not in resolved]
+                outcome.fixed = max(before - len(_findings(outcome.diagnostics)), 0)
+                console.note("offload-fixer: run the program again to check the fixed code")
+        elif invocation.show_fixes and outcome.diagnostics:
+            planned = apply_fixes(outcome.diagnostics, settings.strategy, dataclasses.replace(invocation, fix=False),
+                                  None, console, expected_sha256=result.sources, reports=result.reports)
+            _show_planned_fixes(planned, console)
+        finish(outcome, invocation, settings, console,
+               marks_planner(settings.strategy, invocation, None, reports=result.reports))
+
+    try:
         result = run_program(program, list(program_args), target=settings.target, is_module=module, progress=progress,
-                             confirm=invocation.confirm)
-    sys.stdout.flush()
-    outcome = Outcome(checked=f"{result.checked} compilation{'s' if result.checked != 1 else ''} checked "
-                              f"for {settings.target}")
-    outcome.diagnostics, outcome.unused_suppressions = reportable(result.diagnostics, resolver)
-    if result.program_exception:
-        click.echo(result.program_exception, err=True, nl=False)
-    if invocation.verbose:
-        for warning in result.tool_warnings:
-            console.note(f"offload-fixer: warning: {warning}")
-    elif result.tool_warnings:
-        console.note(f"offload-fixer: {len(result.tool_warnings)} compilation(s) could not be checked "
-                     "(--verbose says which and why)")
-    if invocation.confirm:
-        report_unpredicted(result.reports, console, outcome)
-    if report_path:
-        try:
-            write_report_file(report_path, result.reports, settings.target, result.sources, result.texts,
-                              calls=result.calls)
-        except OSError as exc:
-            fail(ExitCode.USAGE, f"cannot write the report {report_path}: {exc.strerror or exc}", console)
-    save_last_run(None if module else program, result, settings.target, console)
-    failed = result.program_exit_code not in (0, None)
-    console.note(f"offload-fixer: checked {result.checked} distinct compilation{'s' if result.checked != 1 else ''} "
-                 f"({result.intercepted} jit call{'s' if result.intercepted != 1 else ''} intercepted) for "
-                 f"{settings.target}" + (f"; the program failed (exit code {result.program_exit_code}), so later "
-                                         "compilations were not checked" if failed else ""))
-    if failed:
-        outcome.failure = ExitCode.PROGRAM_FAILED
-        outcome.complete = False
-        outcome.checked += " before the program failed"
-    if invocation.fix or invocation.diff:
-        # the hashes the runner took when it analysed each file: a file edited since is refused
-        run_fixes = apply_fixes(outcome.diagnostics, settings.strategy, invocation, None, console,
-                                expected_sha256=result.sources,
-                                confirm=FixConfirmation(result.reports, result.calls, settings.target)
-                                if invocation.confirm else None, reports=result.reports)
-        outcome.failure = outcome.failure or run_fixes.failure
-        if invocation.diff:
-            show_diff(run_fixes, console, outcome.diagnostics)
-            outcome.pending = run_fixes.changed
-            finish(outcome, invocation, settings, console)
-        if run_fixes.changed:
-            if invocation.show_fixes:
-                show_fixed(run_fixes, outcome.diagnostics, fmt, console)
-            before = len(_findings(outcome.diagnostics))
-            resolved = set(run_fixes.resolved)
-            outcome.diagnostics = [d for d in outcome.diagnostics if d not in resolved]
-            outcome.fixed = max(before - len(_findings(outcome.diagnostics)), 0)
-            console.note("offload-fixer: run the program again to check the fixed code")
-    elif invocation.show_fixes and outcome.diagnostics:
-        planned = apply_fixes(outcome.diagnostics, settings.strategy, dataclasses.replace(invocation, fix=False), None,
-                              console, expected_sha256=result.sources, reports=result.reports)
-        _show_planned_fixes(planned, console)
-    finish(outcome, invocation, settings, console,
-           marks_planner(settings.strategy, invocation, None, reports=result.reports))
+                             confirm=invocation.confirm, finish=after_program)
+    except BaseException:
+        redirect.close()
+        raise
+    if not result.deferred:  # else the runner calls it once the program's threads are done
+        after_program(result)
+
+
+def check_writable_destination(path: str, console: Console) -> None:
+    """Refuse, before the program runs, a report path whose directory is missing or read-only:
+    after the run it would be too late to say so without losing what the run found."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        fail(ExitCode.USAGE, f"cannot write the report {path}: no directory {directory}", console)
+    if not os.access(directory, os.W_OK | os.X_OK):
+        fail(ExitCode.USAGE, f"cannot write the report {path}: {directory} is not writable", console)
+    if os.path.exists(path) and not os.path.isfile(path):
+        fail(ExitCode.USAGE, f"cannot write the report {path}: not a regular file", console)
 
 
 def save_last_run(program: str | None, result, target: str, console: Console) -> None:
@@ -801,8 +1002,8 @@ def save_last_run(program: str | None, result, target: str, console: Console) ->
 
 
 @main.command()
-@click.argument("log", type=click.Path(dir_okay=False, allow_dash=True), default="-")
-@click.option("--dump", "dump_dir", type=click.Path(file_okay=False), default=None,
+@click.argument("log", type=click.Path(allow_dash=True, readable=False), default="-")
+@click.option("--dump", "dump_dir", type=click.Path(file_okay=False, readable=False), default=None,
               help="An --xla_dump_to directory from the failing run.")
 @options("target", "color", "confirm")
 @click.option("--format", "--output-format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
@@ -810,24 +1011,29 @@ def explain(log: str, dump_dir: str | None, target: str | None, color: str, conf
     """Explain an XLA error-1200 message (a file, or stdin) and map it to source with a dump."""
     import json
 
+    from offload_fixer.explain import DumpReadError
     from offload_fixer.explain import explain as explain_log
 
     console = Console(Invocation(color=color))
     if dump_dir is not None and not os.path.isdir(dump_dir):
         fail(ExitCode.INPUT_ERROR, f"{dump_dir}: no such dump directory", console)
     try:
+        # A log may be a pipe (``explain <(cmd)``, stdin): read as it comes, bad bytes replaced.
         if log == "-":
-            text = sys.stdin.read()
+            text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
         else:
-            with open(log, encoding="utf-8", errors="replace") as handle:
-                text = handle.read()
+            with open(log, "rb") as handle:
+                text = handle.read().decode("utf-8", errors="replace")
     except OSError as exc:
         fail(ExitCode.INPUT_ERROR, f"cannot read the log {log}: {exc.strerror or exc}", console)
     if confirm:
         if dump_dir is None:
             fail(ExitCode.USAGE, "--confirm compiles the dumped modules: give --dump DIR", console)
         require_compiler(target or "tpu", console)
-    result = explain_log(text, dump_dir=dump_dir, target=target or "tpu", confirm=confirm)
+    try:
+        result = explain_log(text, dump_dir=dump_dir, target=target or "tpu", confirm=confirm)
+    except DumpReadError as exc:
+        fail(ExitCode.INPUT_ERROR, str(exc), console)
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2))
     else:
@@ -838,7 +1044,7 @@ def explain(log: str, dump_dir: str | None, target: str | None, color: str, conf
 
 
 @main.command()
-@click.argument("report_file", type=click.Path(dir_okay=False))
+@click.argument("report_file", type=click.Path(dir_okay=False, readable=False))
 @options("diff", "strategy", "unsafe_fixes", "show_fixes", "quiet", "color", "confirm")
 def fix(report_file: str, **params: Any) -> None:
     """Apply the fixes from a saved `offload-fixer run --report` file.
@@ -856,7 +1062,8 @@ def fix(report_file: str, **params: Any) -> None:
         fail(ExitCode.INPUT_ERROR, f"{report_file}: no such report", console)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         fail(ExitCode.INPUT_ERROR, f"cannot read the report {report_file}: {exc}", console)
-    diagnostics = [d for r in saved.reports for d in r.diagnostics]
+    resolver, _ = resolve_settings(invocation, ".", console)
+    diagnostics = without_excluded([d for r in saved.reports for d in r.diagnostics], resolver, console)
     confirmation = None
     if invocation.confirm:
         require_compiler(saved.target, console)

@@ -24,6 +24,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
 
 from offload_fixer.jax_compat import UnsupportedJaxVersion, check_modelled
 from offload_fixer.model import FORMATS, TARGET_CHOICES, Diagnostic
+from offload_fixer.source.text import read_regular_file
 
 TABLE = "offload-fixer"
 STRATEGIES = ("device", "host", "auto")
@@ -136,18 +137,27 @@ _KEY_FOR_FIELD = {field: key for key, field in _FIELD_FOR_KEY.items()}
 # Finding and reading configuration files
 def find_config(start: str | os.PathLike[str]) -> Path | None:
     """The nearest ``pyproject.toml`` at or above ``start`` with a ``[tool.offload-fixer]`` table."""
-    path = Path(start).resolve()
+    path = _resolved(start)
     directory = path if path.is_dir() else path.parent
     for candidate_dir in (directory, *directory.parents):
         candidate = candidate_dir / "pyproject.toml"
-        if candidate.is_file() and _read_table(candidate) is not None:
+        if _is_file(candidate) and _read_table(candidate) is not None:
             return candidate
     return None
 
 
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a file; False in a directory that cannot be entered (the walk
+    reports that directory; its settings are those of the nearest readable table above)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def load_settings(config_path: str | os.PathLike[str]) -> Settings:
     """Settings declared in one ``pyproject.toml`` (defaults where it says nothing)."""
-    path = Path(config_path).resolve()
+    path = _resolved(config_path)
     table = _read_table(path)
     if table is None:
         raise ConfigError(f"{path}: no [tool.{TABLE}] table")
@@ -174,7 +184,7 @@ class SettingsResolver:
         """``config`` given to the constructor applies everywhere, as ruff's ``--config`` does."""
         if self._fixed is not None:
             return self._settled(self._fixed.config_path, lambda: self._fixed)
-        resolved = Path(path).resolve()
+        resolved = _resolved(path)
         directory = resolved if resolved.is_dir() else resolved.parent
         if directory not in self._config_for_dir:
             self._config_for_dir[directory] = find_config(directory)
@@ -189,14 +199,21 @@ class SettingsResolver:
         return self._by_config[key]
 
 
+def _resolved(path: str | os.PathLike[str]) -> Path:
+    """The absolute path with symlinks followed where they lead somewhere; a symlink loop is
+    kept as written (``Path.resolve`` raises ``RuntimeError`` on one before Python 3.13)."""
+    return Path(os.path.realpath(path))
+
+
 def _read_table(path: Path) -> dict[str, Any] | None:
     try:
-        with path.open("rb") as handle:
-            document = tomllib.load(handle)
+        document = tomllib.loads(read_regular_file(path).decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text, so not TOML (byte {exc.start}: {exc.reason})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from exc
+        raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     tool = document.get("tool", {})
     if not isinstance(tool, dict):
         return None
@@ -317,9 +334,9 @@ def is_excluded(path: str | os.PathLike[str], patterns: Sequence[str], root: str
     name anywhere; a pattern with ``/`` (``src/gen/*.py``) matches the path relative to
     ``root``.
     """
-    absolute = Path(path).resolve()
+    absolute = _resolved(path)
     try:
-        relative = absolute.relative_to(Path(root).resolve())
+        relative = absolute.relative_to(_resolved(root))
     except ValueError:
         relative = absolute
     parts = relative.parts

@@ -24,11 +24,16 @@ class ExitCode(enum.IntEnum):
     PROGRAM_FAILED = 3, "`run`: your program itself failed (its own traceback is shown)"
     INPUT_ERROR = 4, (
         "an input that cannot be read: a missing file, program, report or log, a file that does not "
-        "parse or is not UTF-8"
+        "parse, that CPython cannot compile or that is not text (binary, UTF-16, undecodable), an "
+        "unreadable file or directory, a FIFO or device (refused by its type, never read)"
     )
-    FIX_REFUSED = 5, "a fix was refused: read-only file, file changed since analysis, result would not compile"
+    FIX_REFUSED = 5, (
+        "a fix was refused: read-only or append-only file, file changed since analysis, result would not compile"
+    )
     UNSUPPORTED_JAX = 6, "a JAX version offload-fixer does not model (installed, `--jax-version` or `jax-version`)"
     NO_COMPILER = 7, "`--confirm`: the released compiler of the target is not installed (or does not start)"
+    INTERRUPTED = 130, "interrupted (Ctrl-C: 128 + SIGINT); `run` prints what it found before the program was"
+    TERMINATED = 143, "terminated (128 + SIGTERM); a file being fixed is left as it was or fully fixed"
 
 
 def describe() -> str:

@@ -9,6 +9,9 @@ speak the same language.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import types
+import typing
 from dataclasses import dataclass
 from typing import Any, Iterable, Literal
 
@@ -358,13 +361,57 @@ def _to_jsonable(value: Any) -> Any:
 
 
 def _from_jsonable(cls: type, data: dict[str, Any]) -> Any:
+    """The dataclass a JSON object describes; ``TypeError`` naming the field where a value has
+    the wrong type (a corrupt or hand-edited report), so no wrong value travels further."""
+    if not isinstance(data, dict):
+        raise TypeError(f"{cls.__name__}: expected an object, got {type(data).__name__}")
     kwargs = {}
-    hints = {f.name: f for f in dataclasses.fields(cls)}
+    hints = _type_hints(cls)
     for name, value in data.items():
         if name not in hints:
             continue
-        kwargs[name] = _decode_field(cls, name, value)
-    return cls(**kwargs)
+        decoded = _decode_field(cls, name, value)
+        if not _conforms(decoded, hints[name]):
+            raise TypeError(f"{cls.__name__}.{name}: expected {_describe_hint(hints[name])}, got {value!r}")
+        kwargs[name] = decoded
+    try:
+        return cls(**kwargs)
+    except TypeError as exc:  # a required field is missing
+        raise TypeError(f"{cls.__name__}: {exc}") from None
+
+
+@functools.lru_cache(maxsize=None)
+def _type_hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _conforms(value: Any, hint: Any) -> bool:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return True
+    if hint is type(None):
+        return value is None
+    if origin in (typing.Union, types.UnionType):
+        return any(_conforms(value, arg) for arg in args)
+    if origin is Literal:
+        return value in args
+    if origin is tuple:
+        if not isinstance(value, tuple):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(_conforms(item, args[0]) for item in value)
+        return len(args) == len(value) and all(_conforms(item, arg) for item, arg in zip(value, args))
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if isinstance(origin or hint, type):
+        return isinstance(value, origin or hint)
+    return True
+
+
+def _describe_hint(hint: Any) -> str:
+    return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
 
 
 _FIELD_TYPES: dict[tuple[str, str], tuple[type, bool]] = {}
@@ -376,6 +423,8 @@ def _decode_field(cls: type, name: str, value: Any) -> Any:
         return tuple(value) if isinstance(value, list) else value
     nested, many = kind
     if many:
+        if not isinstance(value, (list, tuple)):
+            raise TypeError(f"{cls.__name__}.{name}: expected a list, got {value!r}")
         return tuple(_from_jsonable(nested, v) for v in value)
     return _from_jsonable(nested, value)
 

@@ -48,7 +48,7 @@ import threading
 import traceback
 import types
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -96,6 +96,10 @@ class RunResult:
     """Calls, ``.lower`` and ``.trace`` of jitted functions that went through the stand-in."""
     sources: dict[str, str] = field(default_factory=dict)
     """sha256 of every source file the reports point at, taken when it was analysed."""
+    deferred: bool = False
+    """The program left threads running: ``run_program``'s ``finish`` runs once they end."""
+    interrupted: bool = False
+    """The program ended with ``KeyboardInterrupt`` (Ctrl-C)."""
     texts: dict[str, str] = field(default_factory=dict)
     """Those files' text as it was hashed: the report keeps the lines its findings name."""
     calls: dict[int, AbstractCall] = field(default_factory=dict)
@@ -637,14 +641,26 @@ def find_program(program: str, is_module: bool) -> None:
 
 
 def run_program(
-    program: str, argv: Sequence[str] = (), target: str = "tpu", is_module: bool = False,
+    program: str,
+    argv: Sequence[str] = (),
+    target: str = "tpu",
+    is_module: bool = False,
     progress: Progress | None = None,
     confirm: bool = False,
+    finish: Callable[[RunResult], Any] | None = None,
 ) -> RunResult:
     """Run ``program`` (a script path, or a module name with ``is_module``) as ``__main__`` and
     check each distinct jit compilation it triggers for ``target``. ``sys.path`` starts as
     ``python`` sets it: the working directory for a module, the script's directory for a
-    script. ``progress`` shows which compilation is being checked."""
+    script. ``progress`` shows which compilation is being checked.
+
+    ``finish(result)`` is what the caller does with the result (print it, write the report,
+    fix); it may end with ``sys.exit``. Given, it also runs where the program ends the process
+    before this function could return: the program calls ``os._exit`` (``finish`` then runs
+    there, and the process exits with the status ``finish`` gives), or leaves non-daemon
+    threads running: Python waits for those before it exits, so their jits are checked too,
+    and ``finish`` runs once they are done (``result.deferred`` is then True and the caller
+    does nothing more)."""
     from offload_fixer import jax_compat
 
     jax_compat.check_runtime_supported()
@@ -653,11 +669,15 @@ def run_program(
 
     checker = CompilationChecker(target, progress, confirm=confirm)
     result = checker.result
+    ending = _Ending(checker, finish)
+    threads_before = set(threading.enumerate())
     saved_argv, saved_path = sys.argv[:], sys.path[:]
+    patch = ExitStack()
+    patch.enter_context(intercept_jit(checker))
+    if not patch.enter_context(jax_compat.observe_compilations(checker.check_eager)):
+        checker.warn(f"eager operations are not checked under jax {jax_compat.installed_version()}")
     try:
-        with intercept_jit(checker), jax_compat.observe_compilations(checker.check_eager) as observed:
-            if not observed:
-                checker.warn(f"eager operations are not checked under jax {jax_compat.installed_version()}")
+        try:
             if is_module:
                 sys.argv = [program, *argv]
                 sys.path.insert(0, os.getcwd())
@@ -667,19 +687,94 @@ def run_program(
                 sys.argv = [program, *argv]
                 sys.path.insert(0, os.path.dirname(path))
                 runpy.run_path(path, run_name="__main__")
-    except SystemExit as exc:
-        code = exc.code
-        if code is None or isinstance(code, int):
-            result.program_exit_code = code or 0
-        else:
+        except SystemExit as exc:
+            code = exc.code
+            if code is None or isinstance(code, int):
+                result.program_exit_code = code or 0
+            else:
+                result.program_exit_code = 1
+                result.program_exception = str(code)
+        except BaseException as exc:  # noqa: BLE001 - the user's uncaught exception, KeyboardInterrupt included
             result.program_exit_code = 1
-            result.program_exception = str(code)
-    except BaseException as exc:  # noqa: BLE001 - the user's uncaught exception, KeyboardInterrupt included
-        result.program_exit_code = 1
-        result.program_exception = format_user_traceback(exc)
+            result.program_exception = format_user_traceback(exc)
+            result.interrupted = isinstance(exc, KeyboardInterrupt)
+        finally:
+            sys.argv, sys.path[:] = saved_argv, saved_path
+        if finish is not None and _program_threads(threads_before):
+            result.deferred = True
+            ending.defer(patch)
+            return result
     finally:
-        sys.argv, sys.path[:] = saved_argv, saved_path
+        if not result.deferred:
+            ending.close()
+            patch.close()
     return result
+
+
+def _program_threads(before: set[threading.Thread]) -> list[threading.Thread]:
+    """Non-daemon threads the program started that still run: Python waits for them."""
+    return [t for t in threading.enumerate() if t not in before and not t.daemon and t.is_alive()]
+
+
+class _Ending:
+    """Runs the caller's ``finish`` where the program would end the process first.
+
+    ``os._exit`` is replaced while the program runs (only in this process: a forked child's
+    ``os._exit`` is its own). An exit hook registered before the program runs comes last,
+    after Python has waited for the program's threads and run its ``atexit`` handlers.
+    """
+
+    def __init__(self, checker: CompilationChecker, finish: Callable[[RunResult], Any] | None) -> None:
+        self.checker = checker
+        self.finish = finish
+        self.pid = os.getpid()
+        self.done = False
+        self.deferred = False
+        self.real_exit = os._exit
+        if finish is not None:
+            import atexit
+
+            os._exit = self._hard_exit  # type: ignore[assignment]
+            atexit.register(self._at_exit)
+
+    def _hard_exit(self, status: int) -> None:
+        if os.getpid() != self.pid or self.done:
+            self.real_exit(status)
+        self.checker.result.program_exit_code = status
+        self.real_exit(self._finish())
+
+    def defer(self, patch: Any) -> None:
+        """Keep ``jax.jit`` patched (``patch`` is its context, which must not be collected)."""
+        self.deferred = True
+        self.patch = patch
+
+    def _at_exit(self) -> None:
+        if self.deferred and not self.done and os.getpid() == self.pid:
+            self.real_exit(self._finish())
+
+    def close(self) -> None:
+        """The program ended normally: the caller finishes; ``os._exit`` is the real one again."""
+        if os._exit == self._hard_exit:
+            os._exit = self.real_exit  # type: ignore[assignment]
+        self.done = True
+
+    def _finish(self) -> int:
+        self.done = True
+        self.checker.active = False
+        status = 0
+        try:
+            self.finish(self.checker.result)  # type: ignore[misc]
+        except SystemExit as exc:
+            status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except BaseException:  # noqa: BLE001 - the process ends here: say why, as Python would
+            traceback.print_exc()
+            status = 1
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        return status
 
 
 _TOOL_FILES = (
@@ -779,22 +874,49 @@ def write_report_file(
 
 
 def read_report_file(path: str) -> ReportFile:
-    with open(path, encoding="utf-8") as handle:
-        data = json.load(handle)
+    """A saved report; ``ValueError`` (or ``OSError``) saying what is wrong with the file. A
+    FIFO or device is refused by its type before anything is read."""
+    from offload_fixer.source.text import read_regular_file
+
+    raw = read_regular_file(path)
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ValueError(f"{path}: not a JSON report ({exc})") from None
     if not isinstance(data, dict) or data.get("version") != REPORT_FILE_VERSION:
         found = data.get("version") if isinstance(data, dict) else None
         raise ValueError(
             f"{path}: not an offload-fixer report of version {REPORT_FILE_VERSION} (found {found!r})"
         )
-    return ReportFile(
-        target=data["target"],
-        jax_version=data["jax_version"],
-        reports=tuple(Report.from_dict(r) for r in data["reports"]),
-        sources=dict(data.get("sources", {})),
-        lines={source: {int(line): tuple(context) for line, context in lines.items()}
-               for source, lines in data.get("lines", {}).items()},
-        calls={int(index): call for index, call in data.get("calls", {}).items()},
-    )
+    try:
+        reports = data["reports"]
+        sources = data.get("sources", {})
+        if not isinstance(reports, list) or not isinstance(sources, dict):
+            raise TypeError("'reports' must be a list and 'sources' an object")
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in sources.items()):
+            raise TypeError("'sources' must map file paths to sha256 strings")
+        lines = data.get("lines", {})
+        if not isinstance(lines, dict) or not all(isinstance(v, dict) for v in lines.values()):
+            raise TypeError("'lines' must map file paths to objects of line numbers")
+        calls = data.get("calls", {})
+        if not isinstance(calls, dict) or not all(isinstance(v, dict) for v in calls.values()):
+            raise TypeError("'calls' must map report indices to objects")
+        target, jax_version = data["target"], data["jax_version"]
+        if not isinstance(target, str) or not isinstance(jax_version, str):
+            raise TypeError("'target' and 'jax_version' must be strings")
+        return ReportFile(
+            target=target,
+            jax_version=jax_version,
+            reports=tuple(Report.from_dict(r) for r in reports),
+            sources=dict(sources),
+            lines={source: {int(line): tuple(context) for line, context in numbered.items()}
+                   for source, numbered in lines.items()},
+            calls={int(index): call for index, call in calls.items()},
+        )
+    except KeyError as exc:
+        raise ValueError(f"{path}: not a valid report: missing {exc}") from None
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise ValueError(f"{path}: not a valid report: {exc}") from None
 
 
 # ---------------------------------------------------------------------------------------
@@ -940,3 +1062,9 @@ def _describe(fun: Any) -> str:
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+if __name__ == "__main__":  # ``python -m offload_fixer.runner ARGS`` is ``offload-fixer run ARGS``, nothing else
+    from offload_fixer.cli import main
+
+    main(["run", *sys.argv[1:]], prog_name="offload-fixer")

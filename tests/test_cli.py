@@ -103,6 +103,28 @@ def test_fix_is_idempotent_and_keeps_comments(broken: Path):
     assert second.exit_code == ExitCode.CLEAN
 
 
+UNSAFE_HOST_FIX = "import jax\n\n\n@jax.jit\ndef step(x):\n    h = jax.device_put(x, jax.memory.Space.Host)\n    return x, h\n"
+"""Its host-output fix needs a sharding the source does not show (one is built from
+``jax.devices()[0]``: a single device), so the planner labels it unsafe."""
+
+
+def test_a_fix_labelled_unsafe_needs_unsafe_fixes(tmp_path: Path):
+    """The report shows the plan's own label, and ``--fix`` treats the plan by it: declined,
+    with how to apply it, until ``--unsafe-fixes``."""
+    path = tmp_path / "step.py"
+    path.write_text(UNSAFE_HOST_FIX)
+    flags = ("--strategy", "host", "--jax-version", "0.4.26")
+    shown = invoke("check", *flags, str(path))
+    assert "fix (unsafe: --fix --unsafe-fixes): Declare output [1] as pinned_host memory" in shown.output
+    assert "1 hidden fix can be enabled with the `--unsafe-fixes` option" in shown.output
+    declined = invoke("check", "--fix", *flags, "--verbose", str(path))
+    assert path.read_text() == UNSAFE_HOST_FIX
+    assert declined.exit_code == ExitCode.FINDINGS
+    assert "(--unsafe-fixes applies it)" in declined.output and "unsafe=True" not in declined.output
+    applied = invoke("check", "--fix", *flags, "--unsafe-fixes", str(path))
+    assert applied.exit_code == ExitCode.CLEAN and "out_shardings" in path.read_text()
+
+
 def test_unparsable_and_non_utf8_files_are_input_errors(tmp_path: Path):
     bad = tmp_path / "bad.py"
     bad.write_text(BROKEN.replace("def double(x):", "def double(x:"))
@@ -238,6 +260,34 @@ def test_check_through_the_installed_entry_point(broken: Path, options, code, ex
     assert proc.returncode == code, proc.stderr
     assert expect in proc.stdout + proc.stderr
     assert broken.read_bytes() == before
+
+
+@pytest.mark.skipif(not HAS_PINNED_HOST, reason="this JAX's CPU build has no pinned_host memory")
+def test_an_interrupted_program_exits_130_with_what_was_found(tmp_path: Path):
+    script = tmp_path / "train.py"
+    script.write_text(BROKEN + "\nprint(double.trace(jax.ShapeDtypeStruct((4,), 'float32')).lower().as_text()[:1])\n"
+                      "raise KeyboardInterrupt\n")
+    result = invoke("run", str(script))
+    assert result.exit_code == ExitCode.INTERRUPTED
+    assert "OFL1200" in result.output and "interrupted" in result.output
+
+
+def test_sigint_exits_130_not_the_findings_code(tmp_path: Path):
+    import signal
+    import time
+
+    exe = shutil.which("offload-fixer", path=os.path.dirname(sys.executable))
+    if exe is None:
+        pytest.skip("the entry point is not installed in this environment")
+    script = tmp_path / "slow.py"
+    script.write_text("import time\nprint('started', flush=True)\ntime.sleep(60)\n")
+    process = subprocess.Popen([exe, "run", str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert process.stdout.readline().strip() == "started"
+    time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)
+    assert process.returncode == ExitCode.INTERRUPTED, err
+    assert "offload_fixer" not in err  # the program's own traceback, as Python prints it; none of ours
 
 
 # ---------------------------------------------------------------------------------------
@@ -429,13 +479,62 @@ def test_stdin_with_a_file_name(broken: Path):
     proc = offload_fixer("check", "-", "--stdin-filename", "src/train.py", stdin=BROKEN, cwd=broken.parent)
     assert proc.returncode == ExitCode.FINDINGS
     assert proc.stdout.startswith("src/train.py:9:")
-    fixed = offload_fixer("check", "--fix", "-", "--stdin-filename", "train.py", stdin=BROKEN, cwd=broken.parent)
+    fixed = offload_fixer("check", "--fix", "-", "--stdin-filename", "train.py", stdin=BROKEN,
+                          cwd=broken.parent)
     assert fixed.returncode == ExitCode.CLEAN, fixed.stderr
     assert fixed.stdout != BROKEN and "# keep this comment" in fixed.stdout  # the fixed source
     compile(fixed.stdout, "train.py", "exec")
     assert "Found 1 problem (1 fixed, 0 remaining)." in fixed.stderr
     broken_syntax = offload_fixer("check", "-", stdin="def f(:\n", cwd=broken.parent)
     assert broken_syntax.returncode == ExitCode.INPUT_ERROR and broken_syntax.stdout.startswith("-:1:")
+
+
+GENERATED = """\
+import sys
+
+import jax
+import jax.numpy as jnp
+
+sys.path.insert(0, "src")
+from gen.bad import HOST, double  # noqa: E402
+from kept import double as kept_double  # noqa: E402
+
+x = jax.device_put(jnp.ones(4), HOST)
+print(double(x).sum(), kept_double(x).sum())
+"""
+
+
+def test_one_exclude_engine_for_check_run_and_fix(tmp_path: Path):
+    """``exclude = ["src/gen/*.py"]`` leaves ``src/gen/bad.py`` out however the tree is named
+    (``check src/`` once reported it and ``check .`` did not); a file named on the command
+    line is checked unless ``--force-exclude``; ``run`` and ``fix`` say how many findings
+    they leave out and do not edit the file. The language server: tests/test_lsp.py."""
+    (tmp_path / "pyproject.toml").write_text('[tool.offload-fixer]\nexclude = ["src/gen/*.py"]\n')
+    (tmp_path / "src" / "gen").mkdir(parents=True)
+    (tmp_path / "src" / "gen" / "bad.py").write_text(BROKEN)
+    (tmp_path / "src" / "kept.py").write_text(BROKEN)
+    for cwd, args, kept in [(tmp_path, ["src/"], "src/kept.py"), (tmp_path, ["."], "src/kept.py"),
+                            (tmp_path, [], "src/kept.py"), (tmp_path / "src", ["."], "kept.py"),
+                            (tmp_path, ["src/gen"], None), (tmp_path / "src" / "gen", [], None)]:
+        proc = offload_fixer("check", *args, cwd=cwd)
+        assert "bad.py" not in proc.stdout + proc.stderr, (cwd, args, proc.stdout)
+        if kept:
+            assert proc.returncode == ExitCode.FINDINGS and proc.stdout.startswith(f"{kept}:9:"), (cwd, args)
+        else:
+            assert (proc.returncode, proc.stdout) == (ExitCode.CLEAN, "All checks passed! (0 files checked)\n")
+    named = offload_fixer("check", "src/gen/bad.py", cwd=tmp_path)
+    assert named.returncode == ExitCode.FINDINGS and named.stdout.startswith("src/gen/bad.py:9:")
+    assert offload_fixer("check", "--force-exclude", "src/gen/bad.py", cwd=tmp_path).returncode == ExitCode.CLEAN
+    if not HAS_PINNED_HOST:
+        return
+    (tmp_path / "train.py").write_text(GENERATED)
+    ran = offload_fixer("run", "--report", "run.json", "train.py", cwd=tmp_path)
+    assert "1 finding in 1 excluded file not shown and not fixed (`exclude`)" in ran.stderr, ran.stderr
+    assert "src/kept.py:" in ran.stdout and "bad.py" not in ran.stdout
+    fixed = offload_fixer("fix", "run.json", cwd=tmp_path)
+    assert fixed.returncode == ExitCode.CLEAN and "1 finding in 1 excluded file" in fixed.stderr, fixed.stderr
+    assert (tmp_path / "src" / "gen" / "bad.py").read_text() == BROKEN
+    assert (tmp_path / "src" / "kept.py").read_text() != BROKEN
 
 
 def test_force_exclude_applies_exclude_to_named_files(tmp_path: Path):

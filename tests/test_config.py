@@ -186,6 +186,33 @@ def test_settings_exclusion_uses_the_config_directory(tmp_path):
     assert not settings.is_excluded(tmp_path / "gen" / "a.py")
 
 
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [(b"\xff\xfe[tool]\n", "not UTF-8"), (bytes(range(256)), "not UTF-8"), (b"[tool\n", "not valid TOML")],
+)
+def test_a_configuration_that_is_not_toml_text_is_a_config_error(tmp_path, content, words):
+    (tmp_path / "pyproject.toml").write_bytes(content)
+    with pytest.raises(ConfigError, match=words):
+        find_config(tmp_path)
+
+
+def test_a_fifo_configuration_is_refused_without_blocking(tmp_path):
+    import os
+
+    os.mkfifo(tmp_path / "pyproject.toml")
+    with pytest.raises(ConfigError, match="FIFO"):
+        load_settings(tmp_path / "pyproject.toml")
+
+
+def test_a_symlink_loop_does_not_break_resolution(tmp_path):
+    import os
+
+    os.symlink("b.py", tmp_path / "a.py")
+    os.symlink("a.py", tmp_path / "b.py")
+    assert SettingsResolver().settings_for(tmp_path / "a.py").target == "tpu"
+    assert not is_excluded(tmp_path / "a.py", DEFAULT_EXCLUDE, tmp_path)
+
+
 def test_per_file_ignores_match_like_exclude_and_negate_with_a_bang(tmp_path):
     config = _write(tmp_path / "pyproject.toml", '[tool.offload-fixer]\nignore = ["OFL1206"]\n'
                     '[tool.offload-fixer.per-file-ignores]\n"tests/**" = ["OFL1201"]\n"!src/**" = ["OFL1200"]\n'

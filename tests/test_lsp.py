@@ -415,6 +415,11 @@ async def test_fixes_apply_to_the_unsaved_text_not_the_file(vscode: LanguageClie
 # Fix all
 @pytest.mark.asyncio
 async def test_fix_all_matches_the_cli(vscode: LanguageClient, tmp_path):
+    # Safe fixes to apply: JAX 0.6.2 moves host in_shardings arguments to device where the
+    # function starts (0.10.2 takes the host-output fix, labelled unsafe). The file is read
+    # when the first document is analysed, by the server and the CLI alike.
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.offload-fixer]\njax-version = "0.6.2"\nstrategy = "device"\n', encoding="utf-8")
     editor = Editor(vscode, copy_fixture("several_problems.py", tmp_path))
     editor.open()
     assert len(await editor.diagnostics()) >= 2
@@ -519,6 +524,22 @@ async def test_a_broken_configuration_is_shown_once_and_defaults_apply(client: L
 
     (message,) = client.messages
     assert message.type == types.MessageType.Error and "target" in message.message
+
+
+@pytest.mark.asyncio
+async def test_exclude_is_the_one_the_command_line_applies(client: LanguageClient, tmp_path):
+    """``exclude = ["src/gen/*.py"]``: the file ``offload-fixer check src/`` and ``check .``
+    leave out (tests/test_cli.py) gets no diagnostics in the editor; its sibling does."""
+    (tmp_path / "pyproject.toml").write_text(
+        f'[tool.offload-fixer]\njax-version = "{TYPED}"\nexclude = ["src/gen/*.py"]\n', encoding="utf-8")
+    (tmp_path / "src" / "gen").mkdir(parents=True)
+    await start(client, client_capabilities("visual-studio-code"), tmp_path)
+    kept = Editor(client, copy_fixture("in_shardings_host.py", tmp_path / "src"))
+    generated = Editor(client, copy_fixture("in_shardings_host.py", tmp_path / "src" / "gen"))
+    generated.open()
+    kept.open()
+    assert [d.code for d in await kept.diagnostics()] == ["OFL1200"]
+    assert await generated.diagnostics() == []
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 
@@ -51,3 +52,22 @@ def test_report_round_trips_through_json():
     report = Report((diagnostic,), "tpu", "0.10.2", "jit_step", FunctionRef("step"), (OutputInfo(1, "[1]", "device", "error"),))
     assert Report.from_dict(json.loads(json.dumps(report.to_dict()))) == report
     assert report.errors == (diagnostic,)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "words"),
+    [
+        (lambda d: d["origin"]["span"].update(line="ten"), "Span.line: expected int"),
+        (lambda d: d.update(severity="fatal"), "Diagnostic.severity"),
+        (lambda d: d.update(trace=7), "Diagnostic.trace"),
+        (lambda d: d.update(origin="here"), "Origin: expected an object"),
+        (lambda d: d.pop("code"), "Diagnostic: "),
+    ],
+)
+def test_a_corrupt_report_names_the_field(mutate, words):
+    """A hand-edited or truncated report is refused where it is wrong, not deep in the fixer."""
+    data = Diagnostic("OFL1200", "error", "tpu", "m", "e", output_path="[1]",
+                      origin=Origin("move_to_host", "pinned_host", Span("f.py", 3, 5))).to_dict()
+    mutate(data)
+    with pytest.raises(TypeError, match=re.escape(words)):
+        Diagnostic.from_dict(data)

@@ -6,9 +6,11 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -17,7 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from tests.cli_support import REPO, offload_fixer
+from tests.cli_support import REPO, environment, offload_fixer
 
 from offload_fixer import jax_compat
 from offload_fixer.exit_codes import ExitCode
@@ -117,6 +119,21 @@ def test_each_distinct_compilation_is_checked_once() -> None:
     assert_marked_findings(program, proc)
     assert [f["code"] for f in printed_findings(proc)].count("OFL1200") == 1
     assert "warning:" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_python_m_offload_fixer_runner_is_the_run_command() -> None:
+    """There is one ``run`` command line: ``python -m offload_fixer.runner`` hands its arguments
+    to ``offload-fixer run`` (same report, same exit code), and its help is that command's."""
+    program = str(PROGRAMS / "repeated_jit.py")
+    installed = offload_fixer("run", "--format", "concise", program, "1")
+    module = subprocess.run([sys.executable, "-m", "offload_fixer.runner", "--format", "concise", program, "1"],
+                            cwd=REPO, env=environment(), capture_output=True, text=True, timeout=600, check=False)
+    assert installed.returncode == module.returncode == ExitCode.FINDINGS, module.stderr
+    assert module.stdout == installed.stdout and "OFL1200" in module.stdout
+    usage = subprocess.run([sys.executable, "-m", "offload_fixer.runner", "--help"], cwd=REPO, env=environment(),
+                           capture_output=True, text=True, timeout=600, check=False)
+    assert usage.returncode == 0 and usage.stdout.startswith("Usage: offload-fixer run ")
 
 
 @pytest.mark.slow
@@ -353,3 +370,74 @@ def test_decorator_form_of_jit_goes_through_the_stand_in() -> None:
         times(jnp.ones(2), factor=3)
         times(jnp.ones(2), factor=3)
     assert checker.result.checked == 1
+
+
+# ---------------------------------------------------------------------------------------
+# Where the program ends the process itself
+FINISHER = (
+    "import sys\n"
+    "from offload_fixer.runner import run_program\n"
+    "def finish(result):\n"
+    "    print('finished', result.program_exit_code, result.checked, flush=True)\n"
+    "    sys.exit(7)\n"
+    "result = run_program(sys.argv[1], finish=finish)\n"
+    "if not result.deferred:\n"
+    "    finish(result)\n"
+)
+JITTED = (
+    "import jax, jax.numpy as jnp\n"
+    "@jax.jit\n"
+    "def double(x):\n"
+    "    return x * 2\n"
+)
+
+
+def _finish_of(tmp_path: Path, program: str) -> subprocess.CompletedProcess:
+    script = tmp_path / "program.py"
+    script.write_text(program)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    return subprocess.run([sys.executable, "-c", FINISHER, str(script)], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_finish_runs_when_the_program_calls_os_exit(tmp_path: Path) -> None:
+    done = _finish_of(tmp_path, JITTED + "print(double(jnp.ones(2)))\nimport os\nos._exit(3)\nprint('not reached')\n")
+    assert "finished 3 1" in done.stdout and "not reached" not in done.stdout, done.stderr
+    assert done.returncode == 7  # what finish exits with
+
+
+def test_a_forked_childs_os_exit_is_its_own(tmp_path: Path) -> None:
+    done = _finish_of(tmp_path, "import os\npid = os.fork()\nif pid == 0:\n    os._exit(0)\nos.waitpid(pid, 0)\n")
+    assert done.stdout.count("finished") == 1 and "finished 0" in done.stdout, done.stderr
+
+
+def test_threads_the_program_leaves_running_are_waited_for_and_checked(tmp_path: Path) -> None:
+    program = JITTED + (
+        "import threading, time\n"
+        "def later():\n"
+        "    time.sleep(0.5)\n"
+        "    print('thread done', double(jnp.ones(2)), flush=True)\n"
+        "threading.Thread(target=later).start()\n"
+    )
+    done = _finish_of(tmp_path, program)
+    assert done.stdout.index("thread done") < done.stdout.index("finished 0 1"), done.stdout + done.stderr
+    assert done.returncode == 7
+
+
+def test_a_keyboard_interrupt_in_the_program_is_marked(tmp_path: Path) -> None:
+    from offload_fixer.runner import run_program
+
+    script = tmp_path / "interrupted.py"
+    script.write_text("raise KeyboardInterrupt\n")
+    result = run_program(str(script))
+    assert result.interrupted and result.program_exit_code == 1 and "KeyboardInterrupt" in result.program_exception
+
+
+def test_a_corrupt_report_is_refused_naming_the_field(tmp_path: Path) -> None:
+    path = tmp_path / "report.json"
+    path.write_text(json.dumps({"version": 1, "target": "tpu", "jax_version": "0.10.2", "sources": {},
+                                "reports": [{"target": "tpu", "jax_version": "0.10.2", "diagnostics": [
+                                    {"code": "OFL1200", "severity": "error", "target": "tpu", "message": "m",
+                                     "explanation": "e", "span": {"path": "x.py", "line": "ten"}}]}]}))
+    with pytest.raises(ValueError, match=r"Span\.line: expected int"):
+        read_report_file(str(path))

@@ -68,6 +68,8 @@ BETWEEN_SLICE_AND_MOVE = frozenset(
 )
 INLINED_CALLS = frozenset({"func.call", "sdy.manual_computation"})
 """Calls XLA inlines before the host offloader runs (nested jits; a shard_map on one device)."""
+SHARD_MAP_BODY = "shmap_body"
+"""XLA's call inliner leaves a call whose callee's name contains this in place."""
 REGION_RESULT_OWNERS = frozenset({"stablehlo.case", "stablehlo.if", "sdy.manual_computation"})
 
 
@@ -198,7 +200,7 @@ class HostOffloadWalk:
 
         def passes_through(node: Node) -> bool:
             op = _op(node)
-            if node.kind == "res" and op is not None and op.name in INLINED_CALLS:
+            if node.kind == "res" and op is not None and op.name in INLINED_CALLS and _inlined(op):
                 return True  # XLA has inlined the call by now: its result is the callee's value
             return op is not None and not _starts_buffer(op) and _is_bitcast_like(op, self.target)
 
@@ -458,6 +460,12 @@ def op_role(op: ir.Operation, target: str) -> str:
     if _starts_buffer(op) or op.name in PURE_MEMORY_OPS or _is_bitcast_like(op, target):
         return Role.MEMORY_OP
     return Role.HOST_COMPUTE
+
+
+def _inlined(op: ir.Operation) -> bool:
+    """Whether XLA's call inliner has inlined the call: not a shard_map body called by name
+    (``shmap_body``, how JAX lowers ``shard_map`` before Shardy), which it keeps as a call."""
+    return op.name != "func.call" or SHARD_MAP_BODY not in irm.callee_name(op)
 
 
 def _op(node: Node) -> ir.Operation | None:

@@ -45,6 +45,7 @@ from offload_fixer.model import (
     parse_output_path,
 )
 from offload_fixer.source.locations import user_span
+from offload_fixer.source.text import read_regular_file
 
 HOST_MEMORY_SPACE = 5
 """``Layout::kHostMemorySpace``: ``S(5)`` in an HLO layout."""
@@ -63,7 +64,23 @@ _MEMORY_SPACE = re.compile(r"S\((?P<space>\d+)\)")
 
 
 class DumpReadError(ValueError):
-    """A dump file the installed jaxlib cannot read."""
+    """A dump file that cannot be read: not readable, not UTF-8, or not what jaxlib reads."""
+
+
+def _read_text(path: str) -> str:
+    """A dump file's text; a file that cannot be read or is not UTF-8 is a :class:`DumpReadError`."""
+    data = _read_bytes(path)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DumpReadError(f"{path}: not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})") from None
+
+
+def _read_bytes(path: str) -> bytes:
+    try:
+        return read_regular_file(path)
+    except OSError as exc:
+        raise DumpReadError(f"{path}: cannot read: {exc.strerror or exc}") from None
 
 
 @dataclass(frozen=True)
@@ -116,11 +133,15 @@ def find_dumped_modules(dump_dir: str | os.PathLike[str]) -> list[DumpedModule]:
     root = os.fspath(dump_dir)
     if not os.path.isdir(root):
         raise FileNotFoundError(f"not a directory: {root}")
+    try:
+        os.scandir(root).close()
+    except OSError as exc:
+        raise DumpReadError(f"{root}: cannot list the dump directory: {exc.strerror or exc}") from None
     found: dict[tuple[int, str], dict[str, Any]] = {}
     compiled: set[tuple[int, str]] = set()
     jax_files: dict[str, list[tuple[int, str]]] = {}
     for directory in _dump_directories(root):
-        for entry in os.scandir(directory):
+        for entry in _entries(directory):
             name = entry.name
             jax_match = _JAX_IR.match(name)
             if jax_match and entry.is_file():
@@ -177,9 +198,17 @@ def find_dumped_modules(dump_dir: str | os.PathLike[str]) -> list[DumpedModule]:
 
 def _dump_directories(root: str) -> Iterator[str]:
     yield root
-    for entry in os.scandir(root):
+    for entry in _entries(root):
         if entry.is_dir() and not _MODULE_DIR.search(entry.name):
             yield entry.path
+
+
+def _entries(directory: str) -> list[os.DirEntry]:
+    """A directory's entries; one that cannot be listed holds none (the root is checked first)."""
+    try:
+        return list(os.scandir(directory))
+    except OSError:
+        return []
 
 
 def _jax_safe_name(module_name: str) -> str:
@@ -225,8 +254,7 @@ class LoadedModule:
         back, with each entry value's memory kind read from the entry computation layout."""
         path = self.dumped.jax_mlir or self.dumped.xla_mlir
         if path:
-            with open(path, encoding="utf-8") as handle:
-                return handle.read()
+            return _read_text(path)
         module = self._hlo_as_stablehlo(self.hlo_module)
         _flatten_root_tuple(module)
         _annotate_memory_kinds(module, *self._entry_memory_spaces)
@@ -266,18 +294,13 @@ class LoadedModule:
         (the converter XLA itself runs, so the names match a run with the same jaxlib)."""
         api = _hlo_api()
         if self.dumped.hlo_text:
-            with open(self.dumped.hlo_text, encoding="utf-8") as handle:
-                return _checked(
-                    lambda: api.hlo_module_from_text(handle.read()),
-                    self.dumped.hlo_text,
-                )
+            text = _read_text(self.dumped.hlo_text)
+            return _checked(lambda: api.hlo_module_from_text(text), self.dumped.hlo_text)
         if self.dumped.hlo_proto:
-            with open(self.dumped.hlo_proto, "rb") as handle:
-                return _module_from_proto(handle.read(), self.dumped.hlo_proto)
+            return _module_from_proto(_read_bytes(self.dumped.hlo_proto), self.dumped.hlo_proto)
         path = self.dumped.jax_mlir or self.dumped.xla_mlir
         assert path is not None
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read()
+        text = _read_text(path)
         computation = _checked(
             lambda: _mlir_api().mlir_module_to_xla_computation(
                 text, use_tuple_args=False, return_tuple=False
@@ -289,8 +312,7 @@ class LoadedModule:
     @cached_property
     def hlo_text(self) -> str:
         if self.dumped.hlo_text:
-            with open(self.dumped.hlo_text, encoding="utf-8") as handle:
-                return handle.read()
+            return _read_text(self.dumped.hlo_text)
         return self.hlo_module.to_string()
 
     def mentions(self, instruction: str) -> bool:

@@ -185,7 +185,12 @@ class _DumpSession:
             report = self.report(module)
             if report is None:
                 continue
-            indices, located_by = self._indices(module, error, named)
+            try:
+                indices, located_by = self._indices(module, error, named)
+                module.outputs  # noqa: B018 - read here, where a broken file is a note
+            except DumpReadError as exc:
+                self.notes.append(f"{module.dumped.label}: {exc}")
+                continue
             same_code = [
                 d for d in report.diagnostics if d.code == error.diagnostic_code
             ]

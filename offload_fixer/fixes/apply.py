@@ -1,11 +1,13 @@
-"""Apply fix plans to files: new text, a unified diff, and (when asked) an atomic write.
+"""Apply fix plans to files: new text, a unified diff, and (when asked) a write that keeps the file.
 
 Per file: refuse it if its content changed since the analysis (sha256), decode it with its
-own encoding, run every plan's codemod until a pass changes nothing (capped), check that the
-result parses and compiles, and only then write it through a temporary file in the same
-directory renamed over the original (permissions kept). libcst works on the bytes, so the
-encoding cookie, a BOM, CRLF line ends and a missing final newline survive. A file that
-fails gets a :class:`FileResult` with ``error`` set and the other files still go through.
+own encoding, run every plan's codemod on the statements the fixes need (an excerpt of the
+file, :mod:`offload_fixer.fixes.excerpt`) until a pass changes nothing (capped), take only the
+lines the fixes changed from libcst's print and splice them into the original text (every
+other byte, line ends, cookie and BOM included, is the file's own), check that the changed
+statements parse and compile, and only then write it (:func:`write_source`: a rename that keeps
+owner, group, mode and attributes, or in place for a file with other hard links). A file
+that fails gets a :class:`FileResult` with ``error`` set and the other files still go through.
 A notebook is fixed as its code cells' program; the result goes back into the edited
 cells' sources only (``offload_fixer.notebook.fixing``), and its diff is shown per cell.
 """
@@ -13,8 +15,8 @@ cells' sources only (``offload_fixer.notebook.fixing``), and its diff is shown p
 from __future__ import annotations
 
 import difflib
+import errno
 import os
-import re
 import stat
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
@@ -23,6 +25,7 @@ from dataclasses import dataclass, replace
 import libcst as cst
 from libcst.codemod import CodemodContext
 
+from codemods.fix_command import FixCommand
 from codemods.targets import FixTarget
 from offload_fixer.fixes.errors import (
     FixError,
@@ -31,12 +34,16 @@ from offload_fixer.fixes.errors import (
     ReadOnlySourceError,
     SourceChangedError,
     SourceReadError,
+    SourceSyntaxError,
 )
 from offload_fixer.fixes.excerpt import FileOutline
-from offload_fixer.fixes.planner import COMMANDS, FixPlan
-from offload_fixer.fixes.source_io import check_fresh, decode_source, encode_source, read_source
+from offload_fixer.fixes.planner import FixPlan, Job
+from offload_fixer.fixes.source_io import check_fresh, decode_source_with_encoding, read_source
+from offload_fixer.interrupts import uninterrupted
 from offload_fixer.notebook import is_notebook
 from offload_fixer.notebook.fixing import edit_notebook
+from offload_fixer.recursion import call_allowing_deep_recursion
+from offload_fixer.source.text import decode, encode, split_lines
 
 MAX_PASSES = 6
 """Passes over one file before giving up; fixes settle in two (fix, then no-op), one more
@@ -83,51 +90,92 @@ def apply_to_source(path: str, data: bytes, plans: Iterable[FixPlan], *, unsafe:
     return _apply_file(path, list(plans), False, unsafe, MAX_PASSES, data)
 
 
-def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_passes: int,
-                data: bytes | None = None) -> FileResult:
+def choose_plans(plans: Iterable[FixPlan], unsafe: bool) -> tuple[list[FixPlan], list[tuple[FixPlan, str]]]:
+    """(the plans to apply, the others with why): safe plans, unsafe ones only with ``unsafe``
+    (``--unsafe-fixes``, or a quick fix the user picked), display-only ones never. The label
+    decides, the one a finding's ``fix`` line shows."""
     chosen: list[FixPlan] = []
     skipped: list[tuple[FixPlan, str]] = []
     for plan in plans:
         if plan.safety == "display-only":
             skipped.append((plan, "display-only: " + ("; ".join(plan.problems) or "no edit can be made")))
         elif plan.safety == "unsafe" and not unsafe:
-            skipped.append((plan, "unsafe (apply with unsafe=True): " + "; ".join(plan.unsafe_reasons)))
+            skipped.append((plan, "unsafe: " + ("; ".join(plan.unsafe_reasons) or plan.rationale)))
         else:
             chosen.append(plan)
+    return chosen, skipped
+
+
+def fix_text(path: str, text: str, plans: Sequence[FixPlan], *, encoding: str = "utf-8",
+             original: bytes | None = None, max_passes: int = MAX_PASSES) -> tuple[str, int]:
+    """``text`` (the source of ``path``) with every one of ``plans`` applied, and the passes it
+    took: the one way a fix is made, for files and stdin (:func:`apply_plans`), an editor's
+    buffer (the language server) and a kernel's cells (``%offload_fix``).
+
+    The codemods run on the statements the plans need until a pass changes nothing; only the
+    lines they changed are spliced into ``text``; the changed statements must parse and compile
+    (:func:`verify`, in ``encoding``; ``original``, the bytes ``text`` was decoded from, tells a
+    fix that breaks the file from a file that was broken). Raises a :class:`FixError`."""
+    jobs = [job for plan in plans for job in plan.jobs]
+    try:
+        new_text, changed, passes = call_allowing_deep_recursion(
+            lambda: fix_source_to_fixpoint(FileOutline.of(path, text), jobs, max_passes))
+    except RecursionError as exc:
+        raise _too_deep(path) from exc
+    if new_text != text:
+        try:
+            new_data = encode(new_text, encoding)
+        except UnicodeEncodeError as exc:
+            raise FixVerificationError(path, f"the fixed text cannot be written in {encoding} ({exc.reason}); "
+                                       "left unchanged") from exc
+        verify(path, new_data, changed, original=original if original is not None else encode(text, encoding))
+    return new_text, passes
+
+
+def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_passes: int,
+                data: bytes | None = None) -> FileResult:
+    chosen, skipped = choose_plans(plans, unsafe)
     if not path:  # diagnostics that name no file: nothing to read, only reasons to show
         return FileResult(path, "", "", "", skipped=tuple(skipped))
     try:
         if data is None:
             data = read_source(path)
         check_fresh(path, data, chosen)
-        old_text = decode_source(path, data)
-        source = FileOutline.of(path, old_text)
+        old_text, encoding = decode_source_with_encoding(path, data)
         if not chosen:
+            FileOutline.of(path, old_text)  # a file that is not Python is an error even with nothing to apply
             return FileResult(path, old_text, old_text, "", skipped=tuple(skipped))
-        new_text, changed, passes = fix_source_to_fixpoint(source, [job for p in chosen for job in p.jobs], max_passes)
-        new_data = encode_source(new_text, data)
+        new_text, passes = fix_text(path, old_text, chosen, encoding=encoding, original=data, max_passes=max_passes)
+        new_data = encode(new_text, encoding)
         written = False
         diff = ""
         if new_data != data:
-            verify(path, new_data, changed)
             expected, written_data, diff = data, new_data, unified_diff(path, old_text, new_text)
             if is_notebook(path):  # the program goes back into the edited cells only
                 edit = edit_notebook(path, data, new_text)
                 expected, written_data, diff = edit.old_bytes, edit.new_bytes, edit.diff
             if write:
-                write_atomically(path, expected, written_data)
+                write_source(path, expected, written_data)
                 written = True
         return FileResult(path, old_text, new_text, diff, tuple(chosen), tuple(skipped), written, None, passes)
-    except FixError as error:
-        return FileResult(path, "", "", "", (), tuple(skipped) + tuple((p, str(error)) for p in chosen), False, error)
+    except RecursionError:
+        error: FixError = _too_deep(path)
+    except FixError as exc:
+        error = exc
+    return FileResult(path, "", "", "", (), tuple(skipped) + tuple((p, str(error)) for p in chosen), False, error)
 
 
-def fix_source_to_fixpoint(source: FileOutline, jobs: Sequence[tuple[str, FixTarget]],
+def _too_deep(path: str) -> SourceSyntaxError:
+    return SourceSyntaxError(path, "nested too deeply for the fixer's tree walks (Python's recursion limit); "
+                             "nothing was written", 1, 1)
+
+
+def fix_source_to_fixpoint(source: FileOutline, jobs: Sequence[Job],
                            max_passes: int = MAX_PASSES) -> tuple[str, list[str], int]:
     """:func:`fix_to_fixpoint` on the statements the jobs need (an excerpt of the file), spliced
     back: (new text, the new text of each changed chunk, passes)."""
     excerpt = source.excerpt_for(target for _, target in jobs)
-    local = [(command, remap_target(target, excerpt.excerpt_line)) for command, target in jobs]
+    local = [(codemod, remap_target(target, excerpt.excerpt_line)) for codemod, target in jobs]
     fixed, passes = fix_to_fixpoint(source.path, excerpt.module, local, max_passes, source.reference_count)
     if fixed is excerpt.module:
         return source.text, [], passes
@@ -135,31 +183,31 @@ def fix_source_to_fixpoint(source: FileOutline, jobs: Sequence[tuple[str, FixTar
     return text, changed, passes
 
 
-def fix_to_fixpoint(path: str, module: cst.Module, jobs: Sequence[tuple[str, FixTarget]],
+def fix_to_fixpoint(path: str, module: cst.Module, jobs: Sequence[Job],
                     max_passes: int = MAX_PASSES,
                     reference_count: Callable[[str], int] | None = None) -> tuple[cst.Module, int]:
-    """Run the (command name, target) jobs until a whole pass leaves the module unchanged;
+    """Run the (codemod, target) jobs until a whole pass leaves the module unchanged;
     returns the module and the number of passes (2 when the fixes apply and then hold).
 
-    Each pass runs each command once over the file with all of its targets. Targets carry
+    Each pass runs each codemod once over the file with all of its targets. Targets carry
     line numbers of the analysed text; before each run they are moved to where those lines
     are now (an earlier edit may have added lines above them). Two targets that edit one
     node are applied in successive passes.
     """
-    batches: dict[str, list[FixTarget]] = {}
-    for command, target in jobs:
-        batches.setdefault(command, []).append(target)
+    batches: dict[type[FixCommand], list[FixTarget]] = {}
+    for codemod, target in jobs:
+        batches.setdefault(codemod, []).append(target)
     original = module.code
     current, code = module, original
     maps: dict[str, LineMap] = {}
     for passes in range(1, max_passes + 1):
         before = code
-        for command, targets in batches.items():
+        for codemod, targets in batches.items():
             if code != original:
                 lines = maps.get(code) or maps.setdefault(code, LineMap(split_lines(original), split_lines(code)))
                 targets = [remap_target(t, lines) for t in targets]
-            codemod = COMMANDS[command](CodemodContext(filename=path), targets=targets, reference_count=reference_count)
-            fixed = codemod.transform_module(current)
+            run = codemod(CodemodContext(filename=path), targets=targets, reference_count=reference_count)
+            fixed = run.transform_module(current)
             if fixed is not current:
                 current, code = fixed, fixed.code
         if code == before:
@@ -198,58 +246,145 @@ def remap_target(target: FixTarget, lines: Callable[[int | None], int | None]) -
     )
 
 
-def split_lines(text: str) -> list[str]:
-    """Lines with their ends, split on ``\\n`` only (what Python and diff count as lines)."""
-    return re.findall(r"[^\n]*\n|[^\n]+$", text)
-
-
 # ---------------------------------------------------------------------------------------
 # Checking and writing
-def verify(path: str, data: bytes, changed: Sequence[str] | None = None) -> None:
+def verify(path: str, data: bytes, changed: Sequence[str] | None = None, original: bytes | None = None) -> None:
     """The rewritten bytes must parse again (libcst) and compile (CPython): the whole file, or
     only its ``changed`` top-level statements when every other byte is the original text (a
     chunk of the outline parses alone as it does in the file; a ``__future__`` import, which
-    can change the syntax of the rest, makes it the whole file)."""
-    pieces: Sequence[bytes | str] = [data] if changed is None or b"__future__" in data else changed
+    can change the syntax of the rest, makes it the whole file). Where they do not and
+    ``original`` does not compile either, the file itself is the problem, not the fix."""
+    whole = changed is None or b"__future__" in data
     try:
-        for code in pieces:
-            cst.parse_module(code)
-            compile(code, path, "exec", dont_inherit=True)
-    except (cst.ParserSyntaxError, SyntaxError, ValueError) as exc:
+        if whole:
+            cst.parse_module(decode(data)[0])  # decoded as CPython does: libcst misreads CR-only cookies
+            compile(data, path, "exec", dont_inherit=True)
+        else:
+            for code in changed or ():
+                cst.parse_module(code)
+                compile(code, path, "exec", dont_inherit=True)
+    except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        if original is not None:
+            try:
+                compile(original, path, "exec", dont_inherit=True)
+            except SyntaxError as before:
+                raise SourceSyntaxError(path, f"CPython cannot compile it: {before.msg}", before.lineno or 1,
+                                        before.offset or 1) from exc
+            except (ValueError, RecursionError, MemoryError) as before:
+                raise SourceSyntaxError(path, f"CPython cannot compile it: {before}", 1, 1) from exc
         raise FixVerificationError(path, f"the fixed file would not compile ({exc}); left unchanged") from exc
 
 
-def write_atomically(path: str, expected: bytes, data: bytes) -> None:
-    """Replace the file (a symlink's target) with ``data`` in one rename, keeping its mode.
+def write_source(path: str, expected: bytes, data: bytes) -> None:
+    """Replace the content of the file (a symlink's target) with ``data``, keeping the file:
+    its mode, owner, group, extended attributes (ACLs) and hard links.
 
-    A file without write permission is refused even where the rename would succeed
-    (as root, or with a writable directory): read-only is the user's choice.
+    Normally by a temporary file in the same directory, given the original's metadata, then
+    renamed over it: a reader or an interrupted run sees the old bytes or the new ones, never
+    a mix. Where a rename cannot keep the file — it has other hard links (they would keep the
+    old content), or its owner, group or attributes cannot be given to a new file, or its
+    directory is not writable — the bytes are written into the file itself instead, after
+    the same checks (see ``README.md``, "Writing"). A file without write permission is
+    refused even where the rename would succeed (as root): read-only is the user's choice.
     """
     real = os.path.realpath(path)
     try:
-        mode = os.stat(real).st_mode
+        info = os.stat(real)
     except OSError as exc:
         raise SourceReadError(path, f"cannot stat: {exc.strerror or exc}") from exc
-    if not mode & stat.S_IWUSR or not os.access(real, os.W_OK):
+    if not stat.S_ISREG(info.st_mode):
+        raise SourceReadError(path, "is not a regular file; nothing was written")
+    if not info.st_mode & stat.S_IWUSR or not os.access(real, os.W_OK):
         raise ReadOnlySourceError(path, "is read-only; nothing was written")
     if _file_bytes(real) != expected:
         raise SourceChangedError(path, "changed while it was being fixed; nothing was written")
+    try:
+        if info.st_nlink > 1 or not _replace_keeping_metadata(real, info, data):
+            with uninterrupted():
+                _write_in_place(real, data)
+    except OSError as exc:
+        raise ReadOnlySourceError(path, f"cannot be written ({exc.strerror or exc}); nothing was written") from exc
+
+
+def _replace_keeping_metadata(real: str, info: os.stat_result, data: bytes) -> bool:
+    """Write ``data`` to a temporary file with ``info``'s owner, group, mode and extended
+    attributes and rename it over ``real``; False (nothing changed) where one of them cannot
+    be given to the new file or no file can be created next to it."""
     directory, name = os.path.split(real)
     try:
         handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".offload-fixer", dir=directory)
-    except OSError as exc:
-        raise ReadOnlySourceError(path, f"cannot create a file next to it ({exc.strerror or exc}); nothing was written") from exc
+    except OSError:
+        return False
     try:
         with os.fdopen(handle, "wb") as stream:
+            descriptor = stream.fileno()
+            if not _copy_metadata(real, descriptor, info):
+                os.unlink(temporary)
+                return False
             stream.write(data)
             stream.flush()
-            os.fsync(stream.fileno())
-        os.chmod(temporary, stat.S_IMODE(mode))
+            os.fsync(descriptor)
         os.replace(temporary, real)
     except BaseException:
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+    return True
+
+
+def _copy_metadata(real: str, descriptor: int, info: os.stat_result) -> bool:
+    """Give the new file the original's owner, group, mode and extended attributes (ACLs,
+    security labels); False where the system does not let this process do so."""
+    created = os.fstat(descriptor)
+    try:
+        if (created.st_uid, created.st_gid) != (info.st_uid, info.st_gid):
+            os.fchown(descriptor, info.st_uid, info.st_gid)
+        os.fchmod(descriptor, stat.S_IMODE(info.st_mode))  # after chown, which clears set-id bits
+        wanted, present = _xattrs(real), _xattrs(descriptor)
+        for attribute in present.keys() - wanted.keys():  # e.g. a default ACL the directory gave it
+            os.removexattr(descriptor, attribute)
+        for attribute, value in wanted.items():
+            if present.get(attribute) != value:
+                os.setxattr(descriptor, attribute, value)
+    except PermissionError:
+        return False
+    except OSError as exc:
+        if exc.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):  # a filesystem without xattrs
+            return False
+        raise
+    return stat.S_IMODE(os.fstat(descriptor).st_mode) == stat.S_IMODE(info.st_mode)
+
+
+def _xattrs(file: str | int) -> dict[str, bytes]:
+    if not hasattr(os, "listxattr"):
+        return {}
+    try:
+        return {name: os.getxattr(file, name) for name in os.listxattr(file)}
+    except OSError as exc:
+        if exc.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+            return {}
+        raise
+
+
+def _write_in_place(real: str, data: bytes) -> None:
+    """Overwrite the file's bytes (same inode: links, owner and attributes stay). Space is
+    reserved first, so a full disk fails before any byte changes."""
+    descriptor = os.open(real, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if hasattr(os, "posix_fallocate") and data:
+            try:
+                os.posix_fallocate(descriptor, 0, len(data))
+            except OSError as exc:
+                if exc.errno not in (errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP):
+                    raise
+        written = 0
+        view = memoryview(data)
+        while written < len(data):
+            written += os.pwrite(descriptor, view[written:], written)
+        os.ftruncate(descriptor, len(data))
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def _file_bytes(path: str) -> bytes:

@@ -33,6 +33,7 @@ import libcst as cst
 from codemods.targets import FixTarget
 from offload_fixer.fixes.errors import SourceSyntaxError
 from offload_fixer.fixes.source_io import parse_source
+from offload_fixer.fixes.splice import splice
 from offload_fixer.static.outline import NEWLINE, Outline, outline
 from offload_fixer.static.source import assemble_chunks
 
@@ -227,9 +228,12 @@ class Excerpt:
     def splice(self, fixed: cst.Module) -> tuple[str, list[str]]:
         """The file's text with the chunks whose statement ``fixed`` changed rewritten (an added
         statement, such as an import, joins the chunk before it), and those chunks' new texts.
-        Statements are matched by their code: a codemod pass rebuilds unchanged nodes too."""
+        Statements are matched by their code: a codemod pass rebuilds unchanged nodes too. In a
+        changed chunk only the lines the fix changed come from libcst's print
+        (:func:`~offload_fixer.fixes.splice.splice`)."""
         if self.whole:
-            return fixed.code, [fixed.code]
+            text = splice(self.source.text, self.module.code, fixed.code)
+            return text, [text]
         old_codes = [self.module.code_for_node(statement) for statement in self.module.body]
         new_codes = [fixed.code_for_node(statement) for statement in fixed.body]
         belongs: list[list[str]] = [[code] for code in old_codes]
@@ -250,6 +254,8 @@ class Excerpt:
                 belongs[i1] = new_codes[j1:j2]
         header = "".join(fixed.code_for_node(line) for line in fixed.header)
         footer = "".join(fixed.code_for_node(line) for line in fixed.footer)
+        old_header = "".join(self.module.code_for_node(line) for line in self.module.header)
+        old_footer = "".join(self.module.code_for_node(line) for line in self.module.footer)
         spans = self.source.spans
         assert spans is not None
         text = self.source.text
@@ -258,9 +264,14 @@ class Excerpt:
         for index, codes in enumerate(belongs):
             chunk = self.chunks[index]
             start, end = spans[chunk]
-            code = (header if chunk == 0 else "") + "".join(codes) + (footer if chunk == len(spans) - 1 else "")
-            if chunk == len(spans) - 1 and not fixed.has_trailing_newline:
+            last_chunk = chunk == len(spans) - 1
+            code = (header if chunk == 0 else "") + "".join(codes) + (footer if last_chunk else "")
+            reprinted = (old_header if chunk == 0 else "") + old_codes[index] + (old_footer if last_chunk else "")
+            if last_chunk and not fixed.has_trailing_newline:
                 code = _without_final_newline(code)
+            if last_chunk and not self.module.has_trailing_newline:
+                reprinted = _without_final_newline(reprinted)
+            code = splice(text[start:end], reprinted, code)  # libcst's print only where the fix changed it
             if code == text[start:end]:
                 continue
             pieces += [text[last:start], code]

@@ -49,11 +49,8 @@ from offload_fixer.model import (
 FIXABLE_CODES = (HOST_VALUE_DEVICE_OUTPUT, UNPINNED_HOST_MEMORY, *HOST_COMPUTE_CODES)
 COMPUTE_CODES = HOST_COMPUTE_CODES
 """Computations on a host value: fixed by moving it to device before them."""
-COMMANDS: Mapping[str, type[FixCommand]] = {
-    "move_to_device": MoveToDeviceCommand,
-    "host_output": HostOutputCommand,
-    "pin_host_memory": PinHostMemoryCommand,
-}
+Job = tuple[type[FixCommand], FixTarget]
+"""One edit to make: the codemod (a :class:`FixCommand` class) and its target."""
 
 RATIONALE = {
     "move_to_host": (
@@ -105,7 +102,9 @@ class FixPlan:
 
     path: str
     strategy: Literal["device", "host"]
-    command: Literal["move_to_device", "host_output", "pin_host_memory"]
+    codemod: type[FixCommand]
+    """What makes the edit: :class:`MoveToDeviceCommand`, :class:`HostOutputCommand` or
+    :class:`PinHostMemoryCommand`, held, not named."""
     target: FixTarget
     safety: Safety
     title: str
@@ -118,16 +117,16 @@ class FixPlan:
     problems: tuple[str, ...] = ()
     """Why the edit (or part of it) cannot be made; a display-only plan lists them."""
     notes: tuple[str, ...] = ()
-    more_jobs: tuple[tuple[str, FixTarget], ...] = ()
-    """Further (command, target) edits of the same fix (a streamed argument moved to device
+    more_jobs: tuple[Job, ...] = ()
+    """Further (codemod, target) edits of the same fix (a streamed argument moved to device
     and the state it becomes declared host, say)."""
     covered: tuple[Diagnostic, ...] = ()
     """The diagnostics these edits fix (a display-only plan fixes none)."""
 
     @property
-    def jobs(self) -> tuple[tuple[str, FixTarget], ...]:
-        """Every (command, target) the fix runs, the main one first."""
-        return ((self.command, self.target), *self.more_jobs)
+    def jobs(self) -> tuple[Job, ...]:
+        """Every (codemod, target) the fix runs, the main one first."""
+        return ((self.codemod, self.target), *self.more_jobs)
 
     @property
     def output_paths(self) -> tuple[str, ...]:
@@ -182,14 +181,14 @@ def plan_fixes(
         if diagnostic.code in FIXABLE_CODES:
             groups.setdefault(root_cause_key(diagnostic), []).append(diagnostic)  # type: ignore[arg-type]
     prepared = [_Group.prepare(group, strategy, spelling, sources, outputs) for group in groups.values()]
-    first_attempts: dict[tuple[str, str], list[FixTarget]] = {}
+    first_attempts: dict[tuple[str, type[FixCommand]], list[FixTarget]] = {}
     for group in prepared:
         if group.source is not None and group.source.outline is not None:
             for part in group.parts:
                 attempt = part.attempts[0]
-                first_attempts.setdefault((group.source.path, attempt.command), []).append(attempt.target)
-    for (path, command), targets in first_attempts.items():
-        sources.get(path).prefetch(command, list(dict.fromkeys(targets)))
+                first_attempts.setdefault((group.source.path, attempt.codemod), []).append(attempt.target)
+    for (path, codemod), targets in first_attempts.items():
+        sources.get(path).prefetch(codemod, list(dict.fromkeys(targets)))
     return [group.plan(spelling, _placer(group.base["path"], places or {})) for group in prepared]
 
 
@@ -265,7 +264,7 @@ def choose_strategy(origin: Origin | None, requested: str, spelling: jax_compat.
 @dataclass(frozen=True)
 class _Attempt:
     strategy: str
-    command: str
+    codemod: type[FixCommand]
     target: FixTarget
     covers: frozenset[str] = frozenset()
     """The codes of the group's diagnostics this edit fixes."""
@@ -314,7 +313,7 @@ class _Group:
             problem = (source.error if source is not None and source.error else
                        "the diagnostic names no source file" if source is None else "no edit fixes these findings")
             return self._display_only((problem,), place)
-        jobs: list[tuple[str, FixTarget]] = []
+        jobs: list[Job] = []
         edits: list[Edit] = []
         problems: list[str] = []
         titles: list[str] = []
@@ -325,9 +324,9 @@ class _Group:
         for part in self.parts:
             failed: list[str] = []
             for attempt in part.attempts:
-                run = source.dry_run(attempt.command, attempt.target)
+                run = source.dry_run(attempt.codemod, attempt.target)
                 if run.edits or (run.satisfied and not run.problems):
-                    jobs.append((attempt.command, attempt.target))
+                    jobs.append((attempt.codemod, attempt.target))
                     edits.extend(run.edits)
                     problems.extend(run.problems)
                     titles.append(_title(part.name, attempt, run, place))
@@ -349,17 +348,17 @@ class _Group:
         if left_out:
             rationale += f"; not done here: {'; '.join(left_out)}"
         safety: Safety = "unsafe" if any(e.safety == "unsafe" for e in edits) else "safe"
-        (command, target), *more = list(dict.fromkeys(jobs))
-        return FixPlan(strategy=strategy, command=command, target=target, safety=safety,  # type: ignore[arg-type]
+        (codemod, target), *more = list(dict.fromkeys(jobs))
+        return FixPlan(strategy=strategy, codemod=codemod, target=target, safety=safety,  # type: ignore[arg-type]
                        title="; ".join(dict.fromkeys(titles)), edits=tuple(edits),
                        problems=tuple(dict.fromkeys(problems)), more_jobs=tuple(more),
                        covered=tuple(d for d in self.diagnostics if d.code in covered),
                        **{**base, "rationale": rationale})
 
     def _display_only(self, problems: tuple[str, ...], place: Callable[[int], str]) -> FixPlan:
-        first = self.parts[0].attempts[0] if self.parts else _Attempt(self.strategy, _command(self.strategy), self.target)
+        first = self.parts[0].attempts[0] if self.parts else _Attempt(self.strategy, _codemod(self.strategy), self.target)
         name = self.parts[0].name if self.parts else ("declare" if self.strategy == "host" else "return")
-        return FixPlan(strategy=self.strategy, command=first.command, target=first.target,  # type: ignore[arg-type]
+        return FixPlan(strategy=self.strategy, codemod=first.codemod, target=first.target,  # type: ignore[arg-type]
                        safety="display-only", title=_title(name, first, None, place), problems=problems, **self.base)
 
 
@@ -381,33 +380,33 @@ def _parts(group: list[Diagnostic], origin: Origin | None, target: FixTarget, st
     outs = HOST_VALUE_DEVICE_OUTPUT in codes
     auto = requested == "auto"
 
-    def at(strategy: str, command: str, placement: str, covers: Iterable[str], **changes: Any) -> _Attempt:
-        return _Attempt(strategy, command, replace(target, placement=placement, **changes),  # type: ignore[arg-type]
+    def at(strategy: str, codemod: type[FixCommand], placement: str, covers: Iterable[str], **changes: Any) -> _Attempt:
+        return _Attempt(strategy, codemod, replace(target, placement=placement, **changes),  # type: ignore[arg-type]
                         frozenset(covers))
 
-    declare = [at("host", "host_output", "out_shardings", {HOST_VALUE_DEVICE_OUTPUT})] if outs else []
-    at_returns = [at("device", "move_to_device", "return", {HOST_VALUE_DEVICE_OUTPUT})] if outs else []
+    declare = [at("host", HostOutputCommand, "out_shardings", {HOST_VALUE_DEVICE_OUTPUT})] if outs else []
+    at_returns = [at("device", MoveToDeviceCommand, "return", {HOST_VALUE_DEVICE_OUTPUT})] if outs else []
     if kind == "host_argument":
-        entry = [at("device", "move_to_device", "entry", MOVE_COVERS)] if target.parameter else []
+        entry = [at("device", MoveToDeviceCommand, "entry", MOVE_COVERS)] if target.parameter else []
         if strategy == "host":
             return [_Part("declare", declare + (entry + at_returns if auto else []))]
         parts = [_Part("move", entry + at_returns + (declare if auto else []))]
         state = _state_outputs(group, target, source) if requested != "device" else ()
         if state:
-            parts.append(_Part("state", [at("host", "host_output", "out_shardings", (), output_paths=state)]))
+            parts.append(_Part("state", [at("host", HostOutputCommand, "out_shardings", (), output_paths=state)]))
         return parts
     if kind is None and codes == {UNPINNED_HOST_MEMORY}:
-        return [_Part("pin", [at("host", "pin_host_memory", "pin_memory", {UNPINNED_HOST_MEMORY})])]
+        return [_Part("pin", [at("host", PinHostMemoryCommand, "pin_memory", {UNPINNED_HOST_MEMORY})])]
     unpinned = (origin is not None and origin.memory_kind == UNPINNED_HOST and target.origin_line is not None
                 and spelling.regime is not jax_compat.Regime.LEGACY)
-    pin = [at("host", "pin_host_memory", "pin_memory", {UNPINNED_HOST_MEMORY, HOST_VALUE_DEVICE_OUTPUT})] if unpinned else []
-    operand = ([at("device", "move_to_device", "operand", MOVE_COVERS)]
+    pin = [at("host", PinHostMemoryCommand, "pin_memory", {UNPINNED_HOST_MEMORY, HOST_VALUE_DEVICE_OUTPUT})] if unpinned else []
+    operand = ([at("device", MoveToDeviceCommand, "operand", MOVE_COVERS)]
                if kind == "move_to_host" and target.compute_spans and target.origin_line is not None else [])
-    after_origin = ([at("device", "move_to_device", "after_origin", MOVE_COVERS)]
+    after_origin = ([at("device", MoveToDeviceCommand, "after_origin", MOVE_COVERS)]
                     if computed_on and target.origin_line is not None else [])
     parts: list[_Part] = []
     if UNPINNED_HOST_MEMORY in codes and pin and not (outs and strategy == "host"):
-        parts.append(_Part("pin", [at("host", "pin_host_memory", "pin_memory", {UNPINNED_HOST_MEMORY})]))
+        parts.append(_Part("pin", [at("host", PinHostMemoryCommand, "pin_memory", {UNPINNED_HOST_MEMORY})]))
     if outs and strategy == "host":
         parts.append(_Part("declare", pin + declare + (operand + at_returns + after_origin if auto else [])))
     elif outs:
@@ -450,10 +449,10 @@ def _computed_on(group: Sequence[Diagnostic]) -> bool:
         step.role == Role.HOST_COMPUTE for d in group for step in d.trace)
 
 
-def _command(strategy: str, placement: str | None = None) -> str:
+def _codemod(strategy: str, placement: str | None = None) -> type[FixCommand]:
     if placement == "pin_memory":
-        return "pin_host_memory"
-    return "host_output" if strategy == "host" else "move_to_device"
+        return PinHostMemoryCommand
+    return HostOutputCommand if strategy == "host" else MoveToDeviceCommand
 
 
 def _placer(path: str, places: Mapping[str, Callable[[int], str]]) -> Callable[[int], str]:
@@ -484,7 +483,7 @@ def _title(part: str, attempt: _Attempt, run: _DryRun | None, place: Callable[[i
     them = "them" if len({e.subject for e in edits}) > 1 or "," in subjects else "it"
     if t.placement == "pin_memory":
         return f"Use 'pinned_host' instead of 'unpinned_host'{where}, so the value is typed host memory"
-    if attempt.command == "host_output":
+    if attempt.codemod is HostOutputCommand:
         if part == "state":
             return f"Keep {subjects or outputs} (the state {function} returns) host memory in out_shardings{where}"
         return f"Declare {subjects or outputs} as {t.spelling.host_kind} memory in out_shardings{where}"
@@ -619,23 +618,23 @@ class _Source:
     sha256: str | None = None
     outline: FileOutline | None = None
     error: str | None = None
-    _runs: dict[tuple[str, FixTarget], _DryRun] = field(default_factory=dict, repr=False)
+    _runs: dict[Job, _DryRun] = field(default_factory=dict, repr=False)
 
-    def prefetch(self, command: str, targets: Sequence[FixTarget]) -> None:
+    def prefetch(self, codemod: type[FixCommand], targets: Sequence[FixTarget]) -> None:
         """Dry-run several targets in one pass over the statements they need."""
         assert self.outline is not None
         excerpt = self.outline.excerpt_for(targets)
-        codemod = COMMANDS[command](CodemodContext(filename=self.path), targets=targets,
-                                    line_map=excerpt.file_line, reference_count=self.outline.reference_count)
-        codemod.transform_module(excerpt.module)
-        for target, outcome in zip(targets, codemod.outcomes):
+        run = codemod(CodemodContext(filename=self.path), targets=targets,
+                      line_map=excerpt.file_line, reference_count=self.outline.reference_count)
+        run.transform_module(excerpt.module)
+        for target, outcome in zip(targets, run.outcomes):
             if not outcome.deferred:
-                self._runs[(command, target)] = _DryRun(outcome.edits, outcome.problems, outcome.satisfied)
+                self._runs[(codemod, target)] = _DryRun(outcome.edits, outcome.problems, outcome.satisfied)
 
-    def dry_run(self, command: str, target: FixTarget) -> _DryRun:
-        if (command, target) not in self._runs:
-            self.prefetch(command, [target])
-        return self._runs[(command, target)]
+    def dry_run(self, codemod: type[FixCommand], target: FixTarget) -> _DryRun:
+        if (codemod, target) not in self._runs:
+            self.prefetch(codemod, [target])
+        return self._runs[(codemod, target)]
 
     def facts(self, target: FixTarget) -> SourceFacts:
         """What the codemods know of the statements ``target`` needs, in file lines."""

@@ -4,8 +4,6 @@ failure as its own :class:`~offload_fixer.fixes.errors.FixError`."""
 from __future__ import annotations
 
 import hashlib
-import io
-import tokenize
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -17,13 +15,15 @@ from offload_fixer.fixes.errors import (
     SourceReadError,
     SourceSyntaxError,
 )
+from offload_fixer.source.text import SourceDecodeError, decode
 
 if TYPE_CHECKING:
     from offload_fixer.fixes.planner import FixPlan
 
 
 def read_source(path: str) -> bytes:
-    """The Python to fix: a file's bytes, or a notebook's code cells as one program."""
+    """The Python to fix: a file's bytes, or a notebook's code cells as one program; a FIFO
+    or device is refused by its type before anything is read."""
     from offload_fixer.notebook import NotebookError, read_program_bytes
 
     try:
@@ -44,35 +44,32 @@ def check_fresh(path: str, data: bytes, plans: Iterable[FixPlan]) -> None:
         raise SourceChangedError(path, "changed since it was analysed; analyse it again before fixing")
 
 
+def decode_source_with_encoding(path: str, data: bytes) -> tuple[str, str]:
+    """``(text, encoding)`` as CPython decodes the file (BOM, coding cookie, any line ends)."""
+    try:
+        return decode(data)
+    except SourceDecodeError as exc:
+        raise SourceEncodingError(path, f"line {exc.line}: {exc.message}") from exc
+
+
 def decode_source(path: str, data: bytes) -> str:
+    return decode_source_with_encoding(path, data)[0]
+
+
+def parse_source(path: str, source: bytes | str) -> cst.Module:
+    """Parse with libcst (bytes are decoded first, as CPython would); where it fails,
+    CPython's own message and position are clearer."""
+    text = decode_source(path, source) if isinstance(source, bytes) else source
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return data.decode(encoding)
-    except SyntaxError as exc:
-        raise SourceEncodingError(path, f"bad encoding declaration: {exc}") from exc
-    except LookupError as exc:
-        raise SourceEncodingError(path, f"unknown encoding: {exc}") from exc
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise SourceEncodingError(
-            path, f"line {line}: byte {data[exc.start]:#04x} is not valid {exc.encoding} "
-                  "(declare the file's encoding with a coding comment)") from exc
-
-
-def encode_source(text: str, original: bytes) -> bytes:
-    """``text`` in the encoding ``original`` was read with (its coding cookie or BOM)."""
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(original).readline)
-    return text.encode(encoding)
-
-
-def parse_source(path: str, data: bytes | str) -> cst.Module:
-    """Parse with libcst; where it fails, CPython's own message and position are clearer."""
-    try:
-        return cst.parse_module(data)
+        return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
         try:
-            compile(data, path, "exec", dont_inherit=True)
+            compile(text, path, "exec", dont_inherit=True)
         except SyntaxError as python_error:
             raise SourceSyntaxError(path, f"does not parse: {python_error.msg}", python_error.lineno or exc.raw_line,
                                     python_error.offset or exc.raw_column + 1) from exc
+        except (RecursionError, MemoryError, ValueError):
+            pass
         raise SourceSyntaxError(path, f"libcst cannot parse it: {exc.message}", exc.raw_line, exc.raw_column + 1) from exc
+    except RecursionError as exc:
+        raise SourceSyntaxError(path, "too deeply nested for libcst to parse", 1, 1) from exc

@@ -2,8 +2,8 @@
 compute the fixed text. Plain data in and out, no LSP types, so it runs in a worker thread.
 
 Everything works on the editor's in-memory text, never on the file on disk: the static
-check takes text, and fixes run the planner and the codemods (``fix_source_to_fixpoint``, the same
-passes as ``offload-fixer fix``) on a module parsed from that text. Each document keeps a
+check takes text, and fixes are planned and made from that text the one way the command line
+makes them (``fixes.apply.fix_text``). Each document keeps a
 :class:`offload_fixer.static.SourceCache`, so a change re-parses only the top-level statement
 it touched.
 """
@@ -11,9 +11,7 @@ it touched.
 from __future__ import annotations
 
 import hashlib
-import io
 import os
-import tokenize
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -29,6 +27,10 @@ if TYPE_CHECKING:
     from offload_fixer.static import SourceCache
 
 _CACHE_SIZE = 16
+MAX_DOCUMENT_CHARS = 1_000_000
+"""Larger documents are not analysed as you type: the check runs at roughly 0.1-0.2 MB/s on
+one core (libcst's parse dominates), so a 5 MB file would take about a minute after every
+change. They are refused with a message instead (``benchmarks/lsp_latency.py --large`` times both)."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,8 @@ class Analysis:
     diagnostics: tuple[Diagnostic, ...] = ()
     fixes: tuple[tuple[FixChoice, ...], ...] = ()
     parse_error: str | None = None
+    refused: str | None = None
+    """Why the text was not analysed at all (too large); the editor is told once."""
     dependencies: tuple[tuple[str, Any], ...] = ()
     """Other modules of the project the check read, with their stamps: a cached analysis
     holds while they are unchanged on disk."""
@@ -89,6 +93,10 @@ def _analyse(text: str, path: str, settings: Settings) -> Analysis:
 
     if os.path.isabs(path) and settings.is_excluded(path):
         return Analysis()
+    if len(text) > MAX_DOCUMENT_CHARS:
+        return Analysis(refused=(
+            f"{os.path.basename(path)} has {len(text):,} characters, over the {MAX_DOCUMENT_CHARS:,} the language "
+            "server analyses as you type; run `offload-fixer check` on it instead"))
     project = _project(settings)
     result = check_source(text, path, target=settings.target, jax_version=settings.jax_version,
                           cache=_source_cache(path), project=project)
@@ -118,7 +126,7 @@ def document_analysis(text: str, path: str, settings: Settings) -> Analysis:
 def _findings(text: str, path: str, settings: Settings) -> tuple[Analysis, tuple[Report, ...], list[Diagnostic]]:
     """The static analysis, the last run's reports placed in this text, and their findings shown."""
     static = analyse(text, path, settings)
-    if static.parse_error is not None:
+    if static.parse_error is not None or static.refused is not None:
         return static, (), []
     runs = _LAST_RUN.reports(path, text, _encoded(text))
     return static, runs, _reportable([d for report in runs for d in report.diagnostics], text, path, settings)
@@ -219,19 +227,20 @@ def apply_fix(text: str, path: str, diagnostic: Diagnostic, strategy: str, setti
     shown, runs = _shown(text, path, settings)
     others = [d for d in shown if d != diagnostic]
     plans = plan_on_text([diagnostic, *others], text, path, strategy, settings, runs)
-    return _apply(text, path, [p for p in plans if diagnostic in p.covered and p.safety != "display-only"])
+    return _apply(text, path, [p for p in plans if diagnostic in p.covered], unsafe=True)
 
 
 def fix_all(text: str, path: str, settings: Settings) -> str | None:
     """The text after every safe fix of the findings shown, as ``offload-fixer check --fix``
     writes the file."""
-    if analyse(text, path, settings).parse_error is not None:
+    analysis = analyse(text, path, settings)
+    if analysis.parse_error is not None or analysis.refused is not None:
         return None
     shown, runs = _shown(text, path, settings)
     if not shown:
         return None
     plans = plan_on_text(shown, text, path, settings.strategy, settings, runs)
-    return _apply(text, path, [p for p in plans if p.safety == "safe"])
+    return _apply(text, path, plans, unsafe=False)
 
 
 def plan_on_text(
@@ -246,30 +255,38 @@ def plan_on_text(
                       texts={path: _encoded(text)}, reports=reports)
 
 
-def _encoded(text: str) -> bytes:
-    """The bytes the file would hold: its coding cookie (PEP 263) decides, else UTF-8."""
-    head = text.encode("utf-8", "surrogatepass")
+def _encoding(text: str) -> str:
+    """The encoding the file would be written in: its coding cookie (PEP 263) decides, else UTF-8."""
+    from offload_fixer.source.text import SourceDecodeError, detect_encoding
+
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(head).readline)
-        return text.encode(encoding)
-    except (SyntaxError, LookupError, UnicodeEncodeError):
-        return head
+        encoding = detect_encoding(text.encode("utf-8", "surrogatepass"))
+        text.encode(encoding)
+    except (SourceDecodeError, LookupError, UnicodeEncodeError):
+        return "utf-8"
+    return encoding
 
 
-def _apply(text: str, path: str, plans: list[FixPlan]) -> str | None:
-    import libcst as cst
+def _encoded(text: str) -> bytes:
+    """The bytes the file would hold."""
+    return text.encode(_encoding(text), "surrogatepass")
 
+
+def _apply(text: str, path: str, plans: list[FixPlan], unsafe: bool) -> str | None:
+    """The text after ``plans``, chosen and made the way ``offload-fixer check --fix`` chooses
+    and makes them (``unsafe``: as with ``--unsafe-fixes``; :func:`~offload_fixer.fixes.apply.choose_plans`,
+    :func:`~offload_fixer.fixes.apply.fix_text`); ``None`` when nothing can be made."""
     from offload_fixer.fixes import FixError
-    from offload_fixer.fixes.apply import fix_source_to_fixpoint
-    from offload_fixer.fixes.excerpt import FileOutline
+    from offload_fixer.fixes.apply import choose_plans, fix_text
 
+    plans, _ = choose_plans(plans, unsafe)
     if not plans:
         return None
     try:
-        fixed, _, _ = fix_source_to_fixpoint(FileOutline.of(path, text), [job for p in plans for job in p.jobs])
-    except (cst.ParserSyntaxError, FixError):
+        fixed, _ = fix_text(path, text, plans, encoding=_encoding(text), original=_encoded(text))
+    except FixError:
         return None
-    return _verified(path, fixed)
+    return fixed
 
 
 def _verified(path: str, text: str) -> str | None:

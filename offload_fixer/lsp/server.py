@@ -63,6 +63,8 @@ class OffloadFixerServer(LanguageServer):
         self.notebooks = notebooks.NotebookDocuments(self)
         self.settings = SettingsStore()
         self.shown_errors: set[str] = set()
+        self.refused: set[str] = set()
+        """Documents told they are too large to analyse (told once each)."""
         self.heap_frozen = False
         self.analysis_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="offload-fixer-analysis")
         """One worker: analyses run one at a time, so a stale one never competes with the latest."""
@@ -110,6 +112,9 @@ class OffloadFixerServer(LanguageServer):
             return  # the document changed while we analysed: its own analysis is on the way
         state.analysed_version = version
         state.analysis = analysis
+        if analysis.refused is not None and uri not in self.refused:
+            self.refused.add(uri)
+            self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"offload-fixer: {analysis.refused}"))
         index = LineIndex.of(text)
         state.published = [self.to_lsp(d, fixes, uri, path, index, version) for d, fixes in analysis.items()]
         self.text_document_publish_diagnostics(

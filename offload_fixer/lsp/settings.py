@@ -9,7 +9,7 @@ and ``debounceMs`` (how long to wait after a change before analysing).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,29 +49,47 @@ class ClientOptions:
     select: tuple[str, ...] | None = None
     ignore: tuple[str, ...] | None = None
     debounce_ms: int | None = None
+    problems: tuple[str, ...] = field(default=(), compare=False)
+    """Values of the wrong type, left out (the server shows them to the user)."""
 
     @classmethod
     def parse(cls, raw: Any) -> ClientOptions:
-        """Accept ``{"target": ...}`` or ``{"offload-fixer": {"target": ...}}``; ignore the rest."""
-        if not isinstance(raw, dict):
+        """Accept ``{"target": ...}`` or ``{"offload-fixer": {"target": ...}}``; ignore other keys.
+        A value of the wrong type is left out and named in ``problems``: an editor's settings
+        never make ``initialize`` fail."""
+        if raw is None:
             return cls()
+        if not isinstance(raw, dict):
+            return cls(problems=(f"settings must be an object, got {_type_name(raw)}",))
         for name in _SECTION_SPELLINGS:
             if isinstance(raw.get(name), dict):
                 raw = raw[name]
                 break
         raw = {_ALIASES.get(key, key): value for key, value in raw.items()}
         values: dict[str, Any] = {}
+        problems: list[str] = []
         for key, field_name in _KEYS.items():
             value = raw.get(key)
             if value is None or value == "":
                 continue
             if field_name in ("select", "ignore"):
-                value = tuple([value] if isinstance(value, str) else value)
+                if isinstance(value, str):
+                    value = [value]
+                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                    problems.append(f"{key}: expected a list of codes (strings), got {value!r}; ignored")
+                    continue
+                value = tuple(value)
+            elif not isinstance(value, str):
+                problems.append(f"{key}: expected a string, got {value!r}; ignored")
+                continue
             values[field_name] = value
         debounce = raw.get("debounceMs")
-        if isinstance(debounce, (int, float)) and not isinstance(debounce, bool) and debounce >= 0:
-            values["debounce_ms"] = int(debounce)
-        return cls(**values)
+        if debounce is not None:
+            if isinstance(debounce, (int, float)) and not isinstance(debounce, bool) and 0 <= debounce < 3_600_000:
+                values["debounce_ms"] = int(debounce)
+            else:
+                problems.append(f"debounceMs: expected milliseconds (a number >= 0), got {debounce!r}; ignored")
+        return cls(**values, problems=tuple(problems))
 
     def overrides(self) -> dict[str, Any]:
         return {
@@ -81,6 +99,10 @@ class ClientOptions:
             "select": self.select,
             "ignore": self.ignore,
         }
+
+
+def _type_name(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
 
 
 class SettingsStore:
@@ -101,6 +123,7 @@ class SettingsStore:
         changed = options != self.client
         self.client = options
         self._resolver = None
+        self.errors.extend(f"editor settings: {problem}" for problem in options.problems)
         return changed
 
     def set_client_section(self, raw: Any) -> bool:

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
+from offload_fixer.source.text import read_regular_file
+
 from .program import Program, code_cells
 
 NOTEBOOK_SUFFIX = ".ipynb"
@@ -46,8 +48,7 @@ def read_program_bytes(path: str) -> bytes:
     code cells as one program (UTF-8). Raises ``OSError``, or :class:`NotebookError`."""
     if is_notebook(path):
         return NotebookFile.read(path).program.data
-    with open(path, "rb") as handle:
-        return handle.read()
+    return read_regular_file(path)
 
 
 @dataclass(frozen=True)
@@ -72,8 +73,7 @@ class NotebookFile:
     @classmethod
     def read(cls, path: str) -> NotebookFile:
         try:
-            with open(path, "rb") as handle:
-                data = handle.read()
+            data = read_regular_file(path)
         except OSError as exc:
             raise NotebookError(f"cannot read file: {exc.strerror or exc}") from exc
         return cls.from_bytes(path, data)

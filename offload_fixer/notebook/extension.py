@@ -211,30 +211,23 @@ class OffloadFixerExtension:
         import libcst as cst
 
         from offload_fixer.fixes import FixError, apply_plans, plan_fixes
-        from offload_fixer.fixes.apply import fix_to_fixpoint, verify
+        from offload_fixer.fixes.apply import choose_plans, fix_text
 
         program, names = kernel_program(self.shell)
         diagnostics, reports = _findings_in_program(findings, program, names)
         plans = plan_fixes(diagnostics, strategy=self.settings.strategy, texts={KERNEL_CELLS: program.data},
                            reports=reports)
-        notes = []
-        chosen = []
-        for plan in plans:
-            if plan.safety == "display-only" or plan.safety == "unsafe" and not unsafe:
-                why = "; ".join(plan.problems or plan.unsafe_reasons) or plan.safety
-                notes.append(f"not applied ({plan.title}): {plan.safety}: {why}")
-            else:
-                chosen.append(plan)
+        chosen, skipped = choose_plans(plans, unsafe)
+        notes = [f"not applied ({plan.title}): {why}" + (" (--unsafe applies it)" if why.startswith("unsafe") else "")
+                 for plan, why in skipped]
         in_cells = [p for p in chosen if p.path == KERNEL_CELLS]
         in_files = [p for p in chosen if p.path != KERNEL_CELLS]
         file_diffs = tuple(r.diff for r in apply_plans(in_files, write=False) if r.diff)
         cells: dict[int, str] = {}
         if in_cells:
             try:
-                fixed, _ = fix_to_fixpoint(KERNEL_CELLS, cst.parse_module(program.text),
-                                           [job for p in in_cells for job in p.jobs])
-                verify(KERNEL_CELLS, fixed.code.encode("utf-8"))
-                cells = program.split(fixed.code)
+                fixed, _ = fix_text(KERNEL_CELLS, program.text, in_cells)
+                cells = program.split(fixed)
             except (cst.ParserSyntaxError, FixError, CellSplitError) as exc:
                 notes.append(f"the fix could not be made in the cells: {exc}")
         return FixResult(cells, file_diffs, tuple(notes))

@@ -12,6 +12,7 @@ block) and to the cell below otherwise.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -139,9 +140,8 @@ class Program:
 
 
 def _lines(text: str) -> list[str]:
-    from offload_fixer.fixes.apply import split_lines
-
-    return split_lines(text)
+    """Lines cut where :class:`Program` counts them (at ``\\n``: cells are joined with it)."""
+    return re.findall(r"[^\n]*\n|[^\n]+$", text)
 
 
 def code_cells(cells: Sequence[dict]) -> list[tuple[int, str]]:

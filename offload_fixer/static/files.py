@@ -1,11 +1,19 @@
-"""Which ``.py`` files a directory holds for the check: ``.gitignore`` files, user excludes and
-the directories every Python tool skips (virtual environments, caches, VCS metadata)."""
+"""Which ``.py`` files (and ``.ipynb`` notebooks) a directory holds for the check: ``.gitignore``
+files, the directories every Python tool skips (virtual environments, caches, VCS metadata)
+and what the caller excludes. Exclusion is a predicate the caller passes: the one ``exclude``
+engine is :func:`offload_fixer.config.is_excluded` (each file's own settings), used alike by
+``check``, ``run``, ``fix`` and the language server."""
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
-from typing import Iterable, Iterator, Sequence
+import stat
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator, Sequence
+
+from offload_fixer.source.text import file_kind
 
 SKIPPED_DIRECTORIES = frozenset(
     {
@@ -67,44 +75,79 @@ def ignore_spec(lines: Sequence[str]):
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
-def python_files(paths: Iterable[str], excludes: Sequence[str] = ()) -> Iterator[str]:
+@dataclass(frozen=True)
+class Unreadable:
+    """A path the walk could not use: an unreadable directory, a symlink loop or a dangling
+    link, a ``.py`` name on a FIFO or device. Reported, never skipped in silence."""
+
+    path: str
+    reason: str
+
+
+def python_files(paths: Iterable[str], excluded: Callable[[str], bool] | None = None) -> Iterator[str]:
     """Files to check, in a stable order: given files as they are, directories walked for
     ``.py`` files, and for ``.ipynb`` notebooks too where nbformat is installed to read them."""
+    return (item for item in walk(paths, excluded) if isinstance(item, str))
+
+
+def walk(paths: Iterable[str], excluded: Callable[[str], bool] | None = None) -> Iterator[str | Unreadable]:
+    """:func:`python_files`, with an :class:`Unreadable` in place of each path it could not use.
+    ``excluded(path)``: a file or directory found in a walk that is left out (with everything
+    below it); a path given is never tested, as in ruff without ``--force-exclude``."""
     from offload_fixer.notebook import notebooks_supported
 
     suffixes = (".py", ".ipynb") if notebooks_supported() else (".py",)
     for path in map(os.fspath, paths):
         if os.path.isdir(path):
-            root_rules = [(path, ignore_spec(list(excludes)))] if excludes else []
-            yield from _walk(path, root_rules, suffixes)
+            yield from _walk(path, [], suffixes, excluded or _nothing)
         else:
             yield path
 
 
-def _walk(directory: str, rules: list, suffixes: tuple[str, ...]) -> Iterator[str]:
+def _nothing(path: str) -> bool:
+    return False
+
+
+def _walk(directory: str, rules: list, suffixes: tuple[str, ...],
+          excluded: Callable[[str], bool]) -> Iterator[str | Unreadable]:
     gitignore = os.path.join(directory, ".gitignore")
     if os.path.isfile(gitignore):
         try:
-            with open(gitignore, encoding="utf-8", errors="replace") as handle:
-                rules = rules + [(directory, ignore_spec(handle.read().splitlines()))]
+            with open(gitignore, "rb") as handle:
+                lines = handle.read().decode("utf-8", errors="replace").splitlines()
+            rules = rules + [(directory, ignore_spec(lines))]
         except OSError:
             pass
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
-    except OSError:
+    except OSError as exc:
+        yield Unreadable(directory, f"cannot list directory: {exc.strerror or exc}")
         return
     for entry in entries:
-        is_directory = entry.is_dir(follow_symlinks=False)
+        try:
+            is_directory = entry.is_dir(follow_symlinks=False)
+        except OSError:
+            is_directory = False
         if is_directory and entry.name in SKIPPED_DIRECTORIES:
             continue
-        if not is_directory and not (entry.name.endswith(suffixes) and entry.is_file()):
+        if not is_directory and not entry.name.endswith(suffixes):
             continue
-        if _ignored(entry.path, is_directory, rules):
+        if _ignored(entry.path, is_directory, rules) or excluded(entry.path):
             continue
         if is_directory:
-            yield from _walk(entry.path, rules, suffixes)
-        else:
+            yield from _walk(entry.path, rules, suffixes, excluded)
+            continue
+        try:
+            mode = entry.stat().st_mode  # follows a symlink: the file it names is what is read
+        except OSError as exc:
+            reason = "symlink loop" if exc.errno == errno.ELOOP else (
+                "dangling symlink" if entry.is_symlink() and exc.errno == errno.ENOENT else exc.strerror or str(exc))
+            yield Unreadable(entry.path, f"cannot read: {reason}")
+            continue
+        if stat.S_ISREG(mode):
             yield entry.path
+        elif not stat.S_ISDIR(mode):  # a symlink to a directory named *.py is not walked, as before
+            yield Unreadable(entry.path, f"is {file_kind(mode)}, not a regular file: not read")
 
 
 def _ignored(path: str, is_directory: bool, rules: list) -> bool:

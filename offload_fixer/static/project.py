@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import io
 import os
 import re
 import sys
-import tokenize
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from offload_fixer.source.text import SourceDecodeError, decode, read_regular_file
 
 from .outline import NEWLINE, Outline, SourceCache, outline
 from .prefilter import JIT_MARKER, spells_host
@@ -205,8 +205,7 @@ class Project:
         if cached is not None and cached[0] == stamp:
             return cached[1]
         try:
-            with open(key, "rb") as handle:
-                data = handle.read()
+            data = read_regular_file(key)  # a FIFO or device named like a module is never read
         except OSError:
             data = None
         self._stamped[key] = (stamp, data)
@@ -378,7 +377,6 @@ def _stamp(path: str) -> Any:
 
 def _decoded(data: bytes) -> str | None:
     try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        return data.decode(encoding)
-    except (SyntaxError, LookupError, UnicodeDecodeError):
+        return decode(data)[0]
+    except SourceDecodeError:
         return None

@@ -19,7 +19,10 @@ from libcst.codemod import CodemodContext
 
 from codemods.targets import FixTarget, SpellingOptions
 from offload_fixer.fixes.apply import fix_to_fixpoint, split_lines
-from offload_fixer.fixes.planner import COMMANDS
+from codemods.fix_command import FixCommand
+from codemods.host_output import HostOutputCommand
+from codemods.move_to_device import MoveToDeviceCommand
+from codemods.pin_host_memory import PinHostMemoryCommand
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OLD_JAX = SpellingOptions(api="sharding")
@@ -28,21 +31,21 @@ OLD_JAX = SpellingOptions(api="sharding")
 @dataclass(frozen=True)
 class Case:
     fixture: str
-    jobs: tuple[tuple[str, FixTarget], ...]
+    jobs: tuple[tuple[type[FixCommand], FixTarget], ...]
     safety: tuple[str, ...]
     """Expected safety of each edit made in the first pass, in order."""
 
 
-def md(**kwargs: object) -> tuple[str, FixTarget]:
-    return "move_to_device", FixTarget(**kwargs)  # type: ignore[arg-type]
+def md(**kwargs: object) -> tuple[type[FixCommand], FixTarget]:
+    return MoveToDeviceCommand, FixTarget(**kwargs)  # type: ignore[arg-type]
 
 
-def ho(**kwargs: object) -> tuple[str, FixTarget]:
-    return "host_output", FixTarget(**kwargs)  # type: ignore[arg-type]
+def ho(**kwargs: object) -> tuple[type[FixCommand], FixTarget]:
+    return HostOutputCommand, FixTarget(**kwargs)  # type: ignore[arg-type]
 
 
-def pin(**kwargs: object) -> tuple[str, FixTarget]:
-    return "pin_host_memory", FixTarget(placement="pin_memory", **kwargs)  # type: ignore[arg-type]
+def pin(**kwargs: object) -> tuple[type[FixCommand], FixTarget]:
+    return PinHostMemoryCommand, FixTarget(placement="pin_memory", **kwargs)  # type: ignore[arg-type]
 
 
 CASES = {
@@ -126,6 +129,12 @@ CASES = {
             ),
         ),
         ("unsafe",),
+    ),
+    # a name bound to TransferToMemoryKind(...): that call respelled (the object has no with_memory_kind)
+    "md_transfer_named": Case(
+        "md_transfer_named",
+        (md(function_line=7, output_paths=("[1]",), origin_line=9, spelling=OLD_JAX),),
+        ("safe",),
     ),
     "md_derived": Case(
         "md_derived",
@@ -223,7 +232,7 @@ def run_case(case: Case, source: str) -> tuple[str, int, list[str], set[int]]:
     fixed, passes = fix_to_fixpoint(case.fixture, module, case.jobs)
     safeties, lines = [], set()
     for command, target in case.jobs:
-        codemod = COMMANDS[command](CodemodContext(), target=target)
+        codemod = command(CodemodContext(), target=target)
         codemod.transform_module(module)
         assert not codemod.problems, codemod.problems
         safeties.extend(edit.safety for edit in codemod.edits)

@@ -7,11 +7,12 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.metadata import MetadataWrapper, PositionProvider
 
+from codemods.host_output import HostOutputCommand
+from codemods.move_to_device import MoveToDeviceCommand
 from codemods.source_facts import SourceFacts
 from codemods.targets import FixTarget
 from offload_fixer.fixes.apply import fix_source_to_fixpoint, fix_to_fixpoint
 from offload_fixer.fixes.excerpt import FileOutline
-from offload_fixer.fixes.planner import COMMANDS
 
 HEADER = '''\
 """Many helpers, one broken step."""  
@@ -70,7 +71,7 @@ def test_excerpt_holds_only_what_the_fix_needs() -> None:
 def test_edits_match_a_whole_module_edit_and_keep_every_other_byte() -> None:
     text = program()
     target = step_target(text)
-    for command in ("host_output", "move_to_device"):
+    for command in (HostOutputCommand, MoveToDeviceCommand):
         whole, _ = fix_to_fixpoint("p.py", cst.parse_module(text), [(command, target)])
         spliced, changed, passes = fix_source_to_fixpoint(FileOutline("p.py", text), [(command, target)])
         assert spliced == whole.code != text
@@ -85,8 +86,8 @@ def test_codemods_report_file_lines_from_an_excerpt() -> None:
     target = step_target(text)
     source = FileOutline("p.py", text)
     excerpt = source.excerpt_for([target])
-    codemod = COMMANDS["move_to_device"](CodemodContext(), targets=[target], line_map=excerpt.file_line,
-                                         reference_count=source.reference_count)
+    codemod = MoveToDeviceCommand(CodemodContext(), targets=[target], line_map=excerpt.file_line,
+                                  reference_count=source.reference_count)
     codemod.transform_module(excerpt.module)
     (edit,) = codemod.edits
     assert edit.line == target.function_line + 2  # the return, in the file's numbering
@@ -107,15 +108,15 @@ def test_a_file_that_cannot_be_cut_is_edited_whole() -> None:
     source = FileOutline("p.py", text)
     target = step_target(text)
     assert source.excerpt_for([target]).whole
-    spliced, _, _ = fix_source_to_fixpoint(source, [("host_output", target)])
-    whole, _ = fix_to_fixpoint("p.py", cst.parse_module(text), [("host_output", target)])
+    spliced, _, _ = fix_source_to_fixpoint(source, [(HostOutputCommand, target)])
+    whole, _ = fix_to_fixpoint("p.py", cst.parse_module(text), [(HostOutputCommand, target)])
     assert spliced == whole.code
 
 
 def test_an_added_import_joins_the_imports() -> None:
     text = program(4).replace("import functools\n", "").replace(JIT_SITE, "").replace("def step", "@jax.jit\ndef step")
     target = step_target(text)
-    spliced, _, _ = fix_source_to_fixpoint(FileOutline("p.py", text), [("host_output", target)])
-    whole, _ = fix_to_fixpoint("p.py", cst.parse_module(text), [("host_output", target)])
+    spliced, _, _ = fix_source_to_fixpoint(FileOutline("p.py", text), [(HostOutputCommand, target)])
+    whole, _ = fix_to_fixpoint("p.py", cst.parse_module(text), [(HostOutputCommand, target)])
     assert spliced == whole.code
     assert "from functools import partial\n" in spliced

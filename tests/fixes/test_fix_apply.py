@@ -127,7 +127,7 @@ def test_second_application_changes_nothing(tmp_path: Path) -> None:
     (plan,) = plan_fixes([diagnostic(path)], jax_version=NEW_JAX)  # host: adds an import line
     (result,) = apply_plans([plan], write=True)
     moved = remap_target(plan.target, LineMap(split_lines(SOURCE), split_lines(result.new_text)))
-    again, passes = fix_to_fixpoint(str(path), cst.parse_module(path.read_bytes()), [(plan.command, moved)])
+    again, passes = fix_to_fixpoint(str(path), cst.parse_module(path.read_bytes()), [(plan.codemod, moved)])
     assert passes == 1 and again.code == result.new_text
 
 
@@ -260,3 +260,124 @@ def test_added_lines_follow_the_files_line_ends(tmp_path: Path) -> None:
     assert b"from functools import partial\r\n" in data
     assert b"@partial(jax.jit, out_shardings=(None, host))\r\n" in data
     assert data.count(b"\n") == data.count(b"\r\n")
+
+
+# ---------------------------------------------------------------------------------------
+# Writing keeps the file: owner, group, mode, attributes, hard links
+def test_a_hard_linked_file_is_fixed_in_place_for_every_link(tmp_path: Path) -> None:
+    path = tmp_path / "step.py"
+    path.write_text(SOURCE)
+    other = tmp_path / "also.py"
+    os.link(path, other)
+    inode = path.stat().st_ino
+    (result,) = apply_plans(device_plans(path), write=True)
+    assert result.written and FIXED_RETURN in other.read_text()
+    assert path.stat().st_ino == inode and path.stat().st_nlink == 2
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_another_users_file_keeps_its_owner_group_and_mode(tmp_path: Path) -> None:
+    path = tmp_path / "step.py"
+    path.write_text(SOURCE)
+    os.chown(path, 65534, 65534)
+    os.chmod(path, 0o640)
+    (result,) = apply_plans(device_plans(path), write=True)
+    info = path.stat()
+    assert result.written and FIXED_RETURN in path.read_text()
+    assert (info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)) == (65534, 65534, 0o640)
+
+
+def test_extended_attributes_are_kept(tmp_path: Path) -> None:
+    path = tmp_path / "step.py"
+    path.write_text(SOURCE)
+    try:
+        os.setxattr(path, "user.reviewed-by", b"alice")
+    except OSError:
+        pytest.skip("this filesystem has no user extended attributes")
+    (result,) = apply_plans(device_plans(path), write=True)
+    assert result.written and os.getxattr(path, "user.reviewed-by") == b"alice"
+
+
+def test_a_writable_file_in_a_read_only_directory_is_fixed(tmp_path: Path) -> None:
+    directory = tmp_path / "locked"
+    directory.mkdir()
+    path = directory / "step.py"
+    path.write_text(SOURCE)
+    directory.chmod(0o555)
+    try:
+        (result,) = apply_plans(device_plans(path), write=True)
+    finally:
+        directory.chmod(0o755)
+    assert result.written and FIXED_RETURN in path.read_text()
+    assert sorted(p.name for p in directory.iterdir()) == ["step.py"]
+
+
+def test_an_append_only_file_is_refused_untouched(tmp_path: Path) -> None:
+    import subprocess
+
+    path = tmp_path / "step.py"
+    path.write_text(SOURCE)
+    if subprocess.run(["chattr", "+a", str(path)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +a is not possible here (not root, or the filesystem has no such flag)")
+    try:
+        (result,) = apply_plans(device_plans(path), write=True)
+        assert isinstance(result.error, ReadOnlySourceError) and "nothing was written" in str(result.error)
+        assert path.read_text() == SOURCE
+    finally:
+        subprocess.run(["chattr", "-a", str(path)], capture_output=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["step.py"]
+
+
+def test_a_cr_only_file_with_a_coding_cookie_is_fixed_byte_for_byte(tmp_path: Path) -> None:
+    path = tmp_path / "step.py"
+    text = "# -*- coding: latin-1 -*-\n# garde une copie \xe0 l'h\xf4te\n" + SOURCE
+    original = text.replace("\n", "\r").encode("latin-1")
+    path.write_bytes(original)
+    (result,) = apply_plans(device_plans(path, function_line=10), write=True)
+    assert result.error is None and result.written
+    old, new = b"    return x,   h  # spacing and comment kept\r", FIXED_RETURN.replace("\n", "\r").encode()
+    assert path.read_bytes() == original.replace(old, new)
+
+
+def test_a_plan_labelled_unsafe_is_shown_and_applied_as_unsafe(tmp_path: Path) -> None:
+    """The ``fix`` line a finding shows is its plan's label, and ``--fix`` treats the plan by
+    that same label: an unsafe plan waits for ``--unsafe-fixes``, in words a CLI user can act on."""
+    import dataclasses
+
+    from offload_fixer.findings import fix_marks
+
+    path = tmp_path / "step.py"
+    path.write_text(SOURCE)
+    (plan,) = plan_fixes([diagnostic(path)], strategy="host", jax_version=NEW_JAX)
+    unsafe = dataclasses.replace(plan, safety="unsafe")
+    assert {mark.status for mark in fix_marks(plan.diagnostics, [unsafe], unsafe=False).values()} == {"unsafe"}
+    (declined,) = apply_plans([unsafe], write=True)
+    assert not declined.written and declined.skipped[0][1].startswith("unsafe: ")
+    assert "unsafe=True" not in declined.skipped[0][1] and path.read_text() == SOURCE
+    (applied,) = apply_plans([unsafe], write=True, unsafe=True)
+    assert applied.written and path.read_text() != SOURCE
+
+
+def test_lines_move_across_edits_as_python_counts_them() -> None:
+    """A CR-only file is many lines to Python and libcst: targets below an inserted line move."""
+    old, new = "a\rb\rc\r", "a\rnew\rb\rc\r"
+    assert LineMap(split_lines(old), split_lines(new))(3) == 4
+
+
+def test_every_fix_of_a_cr_only_file_lands_in_one_run(tmp_path: Path) -> None:
+    from offload_fixer.static import check_paths
+
+    fixture = Path(__file__).resolve().parents[1] / "lsp_fixtures" / "several_problems.py"
+    path = tmp_path / "several.py"
+    path.write_bytes(fixture.read_bytes().replace(b"\n", b"\r"))
+
+    def findings():
+        return [d for r in check_paths([str(path)], jax_version="0.6.2") for d in r.diagnostics]
+
+    before = findings()
+    assert len(before) == 3
+    # two moves to device add a line each above the third fix (an out_shardings edit)
+    results = apply_plans(plan_fixes(before, strategy="auto", jax_version="0.6.2"), write=True, unsafe=True)
+    assert [r.error for r in results] == [None] and len(results[0].applied) == 3
+    assert findings() == []
+    assert b"\n" not in path.read_bytes()

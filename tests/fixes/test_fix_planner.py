@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from codemods.host_output import HostOutputCommand
+from codemods.pin_host_memory import PinHostMemoryCommand
 from offload_fixer import jax_compat
 from offload_fixer.fixes import apply_plans, choose_strategy, plan_fixes
 from offload_fixer.model import Diagnostic, FunctionRef, Origin, Report, Span, Step
@@ -159,7 +161,7 @@ def test_move_to_host_declares_host_output_with_the_moves_sharding(
 ) -> None:
     path = write(tmp_path, "offload.py", OFFLOAD)
     (plan,) = plan_fixes([ofl1200(path, "[1]", moved(path))], jax_version=OLD_JAX)
-    assert (plan.strategy, plan.command, plan.safety) == ("host", "host_output", "safe")
+    assert (plan.strategy, plan.codemod, plan.safety) == ("host", HostOutputCommand, "safe")
     (result,) = apply_plans([plan], write=False)
     assert "+@partial(jax.jit, out_shardings=(None, host))\n" in result.diff
     assert "+from functools import partial\n" in result.diff
@@ -388,14 +390,14 @@ def step(x):
 
 @pytest.mark.parametrize(
     ("version", "command"),
-    [(NEW_JAX, "pin_host_memory"), (OLD_JAX, "pin_host_memory"), (LEGACY_JAX, "host_output")],
+    [(NEW_JAX, PinHostMemoryCommand), (OLD_JAX, PinHostMemoryCommand), (LEGACY_JAX, HostOutputCommand)],
 )
-def test_unpinned_move_is_kept_on_host_by_spelling_pinned_host(tmp_path: Path, version: str, command: str) -> None:
+def test_unpinned_move_is_kept_on_host_by_spelling_pinned_host(tmp_path: Path, version: str, command: type) -> None:
     path = write(tmp_path, "unpinned.py", UNPINNED)
     origin = Origin("move_to_host", "unpinned_host", Span(path, 9, 13), key="move:9")
     (plan,) = plan_fixes([ofl1200(path, "[0]", origin, "step", 8)], jax_version=version)
     # before 0.4.29 an output's memory kind never follows the value: out_shardings must say it
-    assert (plan.strategy, plan.command, plan.safety) == ("host", command, "safe")
-    if command == "pin_host_memory":
+    assert (plan.strategy, plan.codemod, plan.safety) == ("host", command, "safe")
+    if command is PinHostMemoryCommand:
         (result,) = apply_plans([plan], write=False)
         assert '+STASH = SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")\n' in result.diff

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import textwrap
 
 import pytest
@@ -269,3 +270,51 @@ def test_source_hash_lets_a_fix_refuse_a_changed_file(tmp_path):
     (tmp_path / "train.py").write_bytes(data)
     (result,) = check_paths([str(tmp_path)], jax_version=LEGACY)
     assert {d.source_sha256 for d in result.diagnostics} == {hashlib.sha256(data).hexdigest()}
+
+
+def test_each_file_takes_its_own_packages_settings(tmp_path):
+    from offload_fixer.config import SettingsResolver
+
+    for package, version in (("a", LEGACY), ("b", "0.10.2")):
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "pyproject.toml").write_text(
+            f'[tool.offload-fixer]\njax-version = "{version}"\nextend-exclude = ["skipped.py"]\n')
+        (tmp_path / package / "train.py").write_text(SOURCE)
+        (tmp_path / package / "skipped.py").write_text(SOURCE)
+    resolver = SettingsResolver()
+    results = {os.path.relpath(r.path, tmp_path): r for r in check_paths(
+        [str(tmp_path / "b"), str(tmp_path / "a"), str(tmp_path / "a" / "skipped.py")],
+        settings_for=resolver.settings_for)}
+    assert sorted(results) == ["a/skipped.py", "a/train.py", "b/train.py"]  # named files are never excluded
+    assert len(results["a/train.py"].diagnostics) == 2  # 0.4.26's rules
+    assert results["b/train.py"].diagnostics == ()  # 0.10.2: the output follows the host value
+
+
+def test_files_the_prefilter_drops_are_still_checked_as_text(tmp_path):
+    (tmp_path / "u16.py").write_bytes("x = 1\n".encode("utf-16"))
+    (tmp_path / "blob.py").write_bytes(b"\x00\x01\xff")
+    (tmp_path / "syntax.py").write_text("x = (\n")
+    walked = {os.path.basename(r.path): r.parse_error for r in check_paths([str(tmp_path)])}
+    assert "UTF-16" in walked["u16.py"].message and "NUL" in walked["blob.py"].message
+    # compiling every file costs five times the whole check: a walked file is decoded, a named one compiled too
+    assert walked["syntax.py"] is None
+    (named,) = check_paths([str(tmp_path / "syntax.py")], check_syntax={str(tmp_path / "syntax.py")})
+    assert named.parse_error.message == "'(' was never closed"
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [" + ".join(["x"] * 350), "f(" * 150 + "x" + ")" * 150, "x" + ".real" * 400],
+    ids=["sum-of-350", "calls-150-deep", "attributes-400"],
+)
+def test_deep_expressions_are_analysed(expression):
+    body = SOURCE + f"\n\ndef f(v):\n    return v\n\n\n@jax.jit\ndef deep(x):\n    y = {expression}\n    return y, jax.device_put(x, host)\n"
+    result = check_source(body, "deep.py", jax_version=LEGACY)
+    assert result.parse_error is None
+    assert "deep" in {d.function.name for d in result.diagnostics if d.function}
+
+
+def test_what_cpython_cannot_compile_is_a_file_error():
+    result = check_source(SOURCE + "\ny = " + "(" * 250 + "1" + ")" * 250 + "\n", "p.py", jax_version=LEGACY)
+    assert result.parse_error is not None and result.parse_error.message == "too many nested parentheses"
+    assert result.diagnostics == ()

@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from offload_fixer.config import is_excluded
 from offload_fixer.static.files import SimpleIgnore, ignore_spec, python_files
 
 
@@ -28,18 +29,30 @@ def test_gitignore_files_apply_below_their_directory(tmp_path):
     assert _relative(tmp_path, python_files([str(tmp_path)])) == ["a.py", "src/c.py", "src/keep_pb2.py"]
 
 
-def test_excludes_are_patterns_relative_to_each_directory(tmp_path):
+def test_excludes_are_the_settings_engine(tmp_path):
+    """The walk takes its exclusions from ``config.is_excluded``, the engine the settings use:
+    a pattern without ``/`` names a file or directory anywhere, one with ``/`` a path from
+    the root; an excluded directory is not entered."""
     _tree(tmp_path, ["a.py", "tests/test_a.py", "pkg/tests/test_b.py", "pkg/c.py"])
-    files = python_files([str(tmp_path)], excludes=["tests/"])
-    assert _relative(tmp_path, files) == ["a.py", "pkg/c.py"]
-    files = python_files([str(tmp_path)], excludes=["/tests"])
+    root = str(tmp_path)
+    entered = []
+
+    def excluded(patterns):
+        def test(path):
+            entered.append(os.path.relpath(path, root).replace(os.sep, "/"))
+            return is_excluded(path, patterns, root)
+        return test
+
+    assert _relative(tmp_path, python_files([root], excluded(["tests"]))) == ["a.py", "pkg/c.py"]
+    assert "pkg/tests/test_b.py" not in entered  # pruned with its directory
+    files = python_files([root], excluded(["./tests"]))
     assert _relative(tmp_path, files) == ["a.py", "pkg/c.py", "pkg/tests/test_b.py"]
 
 
 def test_explicit_files_are_always_checked(tmp_path):
     _tree(tmp_path, [".venv/x.py"])
     explicit = str(tmp_path / ".venv" / "x.py")
-    assert list(python_files([explicit], excludes=["*.py"])) == [explicit]
+    assert list(python_files([explicit], lambda path: True)) == [explicit]
 
 
 @pytest.mark.parametrize(
@@ -66,3 +79,21 @@ def test_negation_re_includes_a_file():
     lines = ["*.py", "!keep.py"]
     for spec in (SimpleIgnore(lines), ignore_spec(lines)):
         assert spec.match_file("drop.py") and not spec.match_file("keep.py")
+
+
+def test_what_cannot_be_read_is_named_never_skipped(tmp_path):
+    from offload_fixer.static.files import Unreadable, walk
+
+    _tree(tmp_path, ["good.py"])
+    os.symlink("b.py", tmp_path / "a.py")
+    os.symlink("a.py", tmp_path / "b.py")
+    os.symlink("gone.py", tmp_path / "dangling.py")
+    os.mkfifo(tmp_path / "pipe.py")
+    os.symlink("/dev/zero", tmp_path / "zero.py")
+    found = {os.path.basename(getattr(item, "path", item)): item for item in walk([str(tmp_path)])}
+    assert found["good.py"] == str(tmp_path / "good.py")
+    reasons = {name: item.reason for name, item in found.items() if isinstance(item, Unreadable)}
+    assert "symlink loop" in reasons["a.py"] and "symlink loop" in reasons["b.py"]
+    assert "dangling" in reasons["dangling.py"]
+    assert "FIFO" in reasons["pipe.py"] and "character device" in reasons["zero.py"]
+    assert list(python_files([str(tmp_path)])) == [str(tmp_path / "good.py")]  # the plain listing

@@ -2,7 +2,9 @@
 -> E / E / ok.
 
 Each program also returns its argument, so the entry root is a tuple: a single output that is
-a move to host is repaired by the released compilers in every regime (``return_device_put``)."""
+a move to host is repaired by the released compilers in every regime (``return_device_put``).
+XLA's call inliner keeps a shard_map body (``shmap_body``) as a call, so its move would fail
+even as the whole single output."""
 
 import jax
 import numpy as np

@@ -1,0 +1,180 @@
+"""The LSP base protocol over stdio, strictly: every malformed message is answered, none wedges.
+
+pygls' own reader skips a header it does not understand and then reads the body as more
+headers: a ``Content-Length: abc`` makes it wait forever. A body that is not JSON, or whose
+params do not fit the method, is logged and never answered; requests after ``shutdown`` are
+dropped; ``exit`` without ``shutdown`` ends the process with status 0. This loop reads the
+frames itself and hands well-formed messages to pygls' protocol:
+
+* a header block without a valid ``Content-Length`` is answered with a JSON-RPC ``ParseError``
+  (id null, as JSON-RPC 2.0 says for a message whose id cannot be known), and the reader
+  resynchronises on the next ``Content-Length:`` header;
+* a body that is not JSON: ``ParseError``; JSON that is not a request, notification or
+  response: ``InvalidRequest``; params that do not fit the method: ``InvalidParams`` with the
+  request's id (a notification gets no answer, as the spec says);
+* before ``initialize``, requests are answered ``ServerNotInitialized``; after ``shutdown``,
+  ``InvalidRequest``; notifications then are dropped;
+* ``exit`` ends the loop: status 0 after ``shutdown``, else 1, as the LSP specifies.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
+SERVER_NOT_INITIALIZED = -32002
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+"""A frame announcing more is refused (its body skipped) rather than read into memory."""
+_SKIP_CHUNK = 1 << 20
+
+
+class Exit(Exception):
+    """The client sent ``exit`` (or closed stdin): the process status to end with."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+async def serve(protocol: Any, reader: Any, writer: Any) -> int:
+    """Read frames from ``reader`` until ``exit`` or the end of input; returns the exit status."""
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(_answered_here)
+    state = _State()
+    while True:
+        frame = await _read_frame(reader, state, writer)
+        if frame is None:  # stdin closed: the client is gone
+            return 0 if protocol._shutdown else 1
+        try:
+            _dispatch(protocol, frame, state, writer)
+        except Exit as done:
+            return done.status
+
+
+def _answered_here(record: logging.LogRecord) -> bool:
+    """pygls logs a traceback for params that do not fit; the client gets InvalidParams instead."""
+    return not str(record.msg).startswith("Unable to deserialize message")
+
+
+class _State:
+    def __init__(self) -> None:
+        self.initialized = False
+        self.resync = False
+        """After a bad header block: skip input up to the next ``Content-Length:`` header."""
+
+
+async def _read_frame(reader: Any, state: _State, writer: Any) -> bytes | None:
+    while True:
+        headers: dict[str, str] = {}
+        problem = None
+        while True:
+            line = await reader.readline()
+            if not line:
+                return None
+            if state.resync:
+                start = line.lower().find(b"content-length:")
+                if start < 0:
+                    continue
+                line, state.resync = line[start:], False
+            if line.strip() == b"":
+                if headers or problem:
+                    break
+                continue  # blank lines between messages
+            name, sep, value = line.decode("ascii", "replace").partition(":")
+            if not sep or not name.strip():
+                problem = problem or f"malformed header line {line[:80]!r}"
+                continue
+            headers[name.strip().lower()] = value.strip()
+        length = headers.get("content-length")
+        if problem is None and (length is None or not length.isdigit()):
+            problem = "missing Content-Length header" if length is None else f"invalid Content-Length {length!r}"
+        if problem is not None:
+            _send_error(writer, None, PARSE_ERROR, f"{problem}; the message was skipped")
+            state.resync = True
+            continue
+        size = int(length)
+        if size > MAX_MESSAGE_BYTES:
+            await _skip(reader, size)
+            _send_error(writer, None, INVALID_REQUEST,
+                        f"a message of {size} bytes is over the {MAX_MESSAGE_BYTES} bytes this server reads")
+            continue
+        body = await reader.readexactly(size) if size else b""
+        if len(body) < size:
+            return None
+        return body
+
+
+async def _skip(reader: Any, size: int) -> None:
+    while size > 0:
+        chunk = await reader.readexactly(min(size, _SKIP_CHUNK))
+        if not chunk:
+            return
+        size -= len(chunk)
+
+
+def _dispatch(protocol: Any, body: bytes, state: _State, writer: Any) -> None:
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, ValueError) as exc:
+        _send_error(writer, None, PARSE_ERROR, f"the message is not JSON: {exc}")
+        return
+    if not isinstance(data, dict) or data.get("jsonrpc") != "2.0":
+        _send_error(writer, data.get("id") if isinstance(data, dict) else None, INVALID_REQUEST,
+                    'not a JSON-RPC 2.0 message (an object with "jsonrpc": "2.0")')
+        return
+    method = data.get("method")
+    request_id = data.get("id")
+    is_request = method is not None and "id" in data
+    if method is not None and not isinstance(method, str):
+        _send_error(writer, request_id, INVALID_REQUEST, "method must be a string")
+        return
+    if "id" in data and not (request_id is None or isinstance(request_id, (int, str))) or isinstance(request_id, bool):
+        _send_error(writer, None, INVALID_REQUEST, "id must be a number or a string")
+        return
+    if method == "exit":
+        raise Exit(0 if protocol._shutdown else 1)
+    if method is not None and protocol._shutdown:
+        if is_request:
+            _send_error(writer, request_id, INVALID_REQUEST, f"{method}: the server has been shut down")
+        return
+    if method is not None and not state.initialized and method != "initialize":
+        if is_request:
+            _send_error(writer, request_id, SERVER_NOT_INITIALIZED, f"{method}: initialize first")
+        return
+    try:
+        message = protocol.structure_message(data)
+    except Exception as exc:  # noqa: BLE001 - cattrs says why the params do not fit
+        if is_request:
+            _send_error(writer, request_id, INVALID_PARAMS, f"{method}: invalid params ({_cause(exc)})")
+        else:
+            log.warning("ignored %s with invalid params: %s", method or "a response", _cause(exc))
+        return
+    if method == "initialize":
+        state.initialized = True
+    protocol.handle_message(message)
+
+
+def _cause(exc: BaseException) -> str:
+    """cattrs' account of what does not fit (``required field missing @ $.params.textDocument``)."""
+    cause = exc.__cause__ or exc
+    try:
+        from cattrs import transform_error
+
+        details = transform_error(cause, path="$")
+    except Exception:  # noqa: BLE001 - not a cattrs error: its own message
+        details = []
+    if details:
+        return "; ".join(details[:3])
+    text = str(cause).strip().splitlines()
+    return text[0] if text else type(cause).__name__
+
+
+def _send_error(writer: Any, request_id: Any, code: int, message: str) -> None:
+    log.warning("%s", message)
+    body = json.dumps({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}).encode()
+    writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)

@@ -1,0 +1,47 @@
+"""The editor makes a fix the way the command line does (one code path: ``fixes.apply.fix_text``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tests.cli_support import offload_fixer
+
+from offload_fixer.config import SettingsResolver
+from offload_fixer.exit_codes import ExitCode
+from offload_fixer.lsp import engine
+
+FIXTURES = Path(__file__).resolve().parents[1] / "lsp_fixtures"
+
+
+def test_fix_all_gives_the_bytes_check_fix_writes(tmp_path: Path) -> None:
+    """A latin-1 file with a coding cookie and CRLF line ends: the language server's fix-all
+    text, written in the file's encoding, is byte for byte what ``check --fix`` writes."""
+    (tmp_path / "pyproject.toml").write_text('[tool.offload-fixer]\njax-version = "0.6.2"\nstrategy = "device"\n')
+    source = (FIXTURES / "several_problems.py").read_text(encoding="utf-8")
+    text = ("# -*- coding: latin-1 -*-\n# copies gard\xe9es \xe0 l'h\xf4te\n" + source).replace("\n", "\r\n")
+    path = tmp_path / "several.py"
+    path.write_bytes(text.encode("latin-1"))
+    settings = SettingsResolver().settings_for(path)
+
+    edited = engine.fix_all(text, str(path), settings)
+    assert edited is not None and edited != text
+    proc = offload_fixer("check", "--fix", "--exit-zero", "-q", str(path), cwd=tmp_path)
+    assert proc.returncode == ExitCode.CLEAN, proc.stderr
+    assert edited.encode("latin-1") == path.read_bytes()
+    assert edited.count("\r\n") == len(edited.splitlines())  # every line keeps its CRLF
+
+
+def test_a_quick_fix_is_chosen_by_the_plan_label_as_the_command_line_chooses(tmp_path: Path) -> None:
+    """Fix-all applies the safe plans only, as ``--fix`` does; the quick fix for one finding
+    applies its plan whatever its label (the user picked it), as ``--fix --unsafe-fixes``."""
+    (tmp_path / "pyproject.toml").write_text('[tool.offload-fixer]\njax-version = "0.4.26"\nstrategy = "host"\n')
+    text = "import jax\n\n\n@jax.jit\ndef step(x):\n    h = jax.device_put(x, jax.memory.Space.Host)\n    return x, h\n"
+    path = tmp_path / "step.py"
+    path.write_text(text)
+    settings = SettingsResolver().settings_for(path)
+    (finding,) = engine.analyse(text, str(path), settings).diagnostics
+    assert engine.fix_all(text, str(path), settings) is None  # its only plan is labelled unsafe
+    picked = engine.apply_fix(text, str(path), finding, "host", settings)
+    assert picked is not None and "out_shardings" in picked
+    offload_fixer("check", "--fix", "--unsafe-fixes", "-q", str(path), cwd=tmp_path)
+    assert path.read_text() == picked

@@ -1,0 +1,65 @@
+"""Source bytes read as CPython reads them, and files refused by their type before reading."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from offload_fixer.source.text import (
+    NotRegularFileError,
+    SourceDecodeError,
+    decode,
+    detect_encoding,
+    read_regular_file,
+    split_lines,
+)
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_a_coding_cookie_is_read_whatever_ends_the_lines(newline: str) -> None:
+    data = newline.join(["#!/usr/bin/env python", "# -*- coding: latin-1 -*-", "x = 'caf\xe9'", ""]).encode("latin-1")
+    assert detect_encoding(data) == "iso-8859-1"
+    text, encoding = decode(data)
+    assert "caf\xe9" in text and encoding == "iso-8859-1"
+    exec(compile(data, "cookie.py", "exec"), namespace := {})  # CPython agrees
+    assert namespace["x"] == "caf\xe9"
+
+
+def test_a_bom_is_kept_as_the_codec() -> None:
+    assert decode(b"\xef\xbb\xbfx = 1\n") == ("x = 1\n", "utf-8-sig")
+
+
+@pytest.mark.parametrize(
+    ("data", "words", "where"),
+    [
+        ("x = 1\n".encode("utf-16"), "UTF-16", (1, 1)),
+        (b"x = 1\nab\x00c\n", "NUL", (2, 3)),
+        (b"x = 1\r\n# caf\xe9\n", "byte 0xe9", (2, 6)),
+        (b"# caf\xe9\n", "byte 0xe9", (1, 6)),  # not UTF-8 on line 1 and no cookie: where, not "missing declaration"
+        (b"# coding: klingon\n", "unknown encoding", (1, 1)),
+    ],
+)
+def test_what_is_not_source_text_says_where(data: bytes, words: str, where: tuple[int, int]) -> None:
+    with pytest.raises(SourceDecodeError) as caught:
+        decode(data)
+    assert words in caught.value.message and (caught.value.line, caught.value.col) == where
+
+
+def test_lines_end_as_cpython_ends_them() -> None:
+    assert split_lines("a\r\nb\rc\n\nd") == ["a\r\n", "b\r", "c\n", "\n", "d"]
+
+
+def test_fifos_and_devices_are_refused_without_blocking(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)  # no writer: reading would block forever
+    zero = tmp_path / "zero.py"
+    zero.symlink_to("/dev/zero")  # reading would never end
+    for path, kind in ((fifo, "FIFO"), (zero, "character device"), (tmp_path, "directory")):
+        with pytest.raises(NotRegularFileError) as caught:
+            read_regular_file(path)
+        assert kind in caught.value.strerror
+    regular = tmp_path / "ok.py"
+    regular.write_bytes(b"x = 1\n")
+    assert read_regular_file(regular) == b"x = 1\n"
