@@ -8,6 +8,7 @@ speak the same language.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import functools
 import types
@@ -295,28 +296,28 @@ PathKey = tuple[Literal["index", "key", "attr"], Any]
 def parse_output_path(path: str) -> tuple[PathKey, ...]:
     """Split ``[0]['mu'].count`` into ``(("index", 0), ("key", "mu"), ("attr", "count"))``.
 
-    Accepts JAX's ``jax.result_info`` spellings too (``result[0]``, ``result``, ``""``).
+    The one reader of pytree paths, for every stage (the analysis, the planner, the codemods'
+    ``--output-path``). Reads JAX's ``keystr`` and ``jax.result_info`` spellings (``result[0]``,
+    ``result``, ``""``): a subscript holds a Python literal (quoting as Python's), else the text
+    JAX wrote for a key that has none (``[<flat index 0>]`` of a custom pytree node), kept as a
+    key of that text.
     """
-    text = path[len("result"):] if path.startswith("result") else path
+    text = path.removeprefix("result")
     keys: list[PathKey] = []
     i = 0
     while i < len(text):
-        ch = text[i]
-        if ch == "[":
-            close = _matching_bracket(text, i)
-            inner = text[i + 1 : close]
-            if inner[:1] in ("'", '"'):
-                keys.append(("key", inner[1:-1]))
-            else:
-                try:
-                    keys.append(("index", int(inner)))
-                except ValueError:
-                    keys.append(("key", inner))
+        if text[i] == "[":
+            close = _closing_bracket(text, i, path)
+            if close == i + 1:
+                raise ValueError(f"not a pytree path: {path!r}")
+            keys.append(_subscript_key(text[i + 1 : close]))
             i = close + 1
-        elif ch == ".":
+        elif text[i] == ".":
             j = i + 1
             while j < len(text) and text[j] not in ".[":
                 j += 1
+            if not text[i + 1 : j].isidentifier():
+                raise ValueError(f"not a pytree path: {path!r}")
             keys.append(("attr", text[i + 1 : j]))
             i = j
         else:
@@ -325,29 +326,35 @@ def parse_output_path(path: str) -> tuple[PathKey, ...]:
 
 
 def format_output_path(keys: Iterable[PathKey]) -> str:
-    parts = []
-    for kind, value in keys:
-        if kind == "index":
-            parts.append(f"[{value}]")
-        elif kind == "key":
-            parts.append(f"[{value!r}]")
-        else:
-            parts.append(f".{value}")
-    return "".join(parts)
+    """The inverse of :func:`parse_output_path`: ``[0]['mu'].count``."""
+    return "".join(f".{value}" if kind == "attr" else f"[{value!r}]" for kind, value in keys)
 
 
-def _matching_bracket(text: str, start: int) -> int:
+def _subscript_key(inner: str) -> PathKey:
+    try:
+        value = ast.literal_eval(inner)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return ("key", inner)
+    return ("index", value) if isinstance(value, int) and not isinstance(value, bool) else ("key", value)
+
+
+def _closing_bracket(text: str, start: int, path: str) -> int:
+    """The ``]`` that closes ``text[start]``, past brackets inside quoted keys."""
     quote = None
-    for j in range(start + 1, len(text)):
+    j = start + 1
+    while j < len(text):
         ch = text[j]
         if quote:
-            if ch == quote:
+            if ch == "\\":
+                j += 1
+            elif ch == quote:
                 quote = None
         elif ch in ("'", '"'):
             quote = ch
         elif ch == "]":
             return j
-    raise ValueError(f"unbalanced brackets in pytree path: {text!r}")
+        j += 1
+    raise ValueError(f"not a pytree path: {path!r}")
 
 
 # ---------------------------------------------------------------------------------------

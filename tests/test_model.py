@@ -25,11 +25,25 @@ from offload_fixer.model import (
         ("result[0]", (("index", 0),)),
         ("[1]['mu']", (("index", 1), ("key", "mu"))),
         ("['a]b'][2].count", (("key", "a]b"), ("index", 2), ("attr", "count"))),
+        ("[\"it's\"]['a\\'b']", (("key", "it's"), ("key", "a'b"))),
+        ('["a b"][-1]', (("key", "a b"), ("index", -1))),
+        ("[(1, 2)][True]", (("key", (1, 2)), ("key", True))),
     ],
 )
 def test_output_paths_parse_and_format(text, keys):
     assert parse_output_path(text) == keys
     assert parse_output_path(format_output_path(keys)) == keys
+
+
+def test_a_key_jax_writes_without_a_literal_is_kept_as_text():
+    """``keystr`` of a custom pytree node registered without keys: ``FlattenedIndexKey``."""
+    assert parse_output_path("result[0][<flat index 1>]") == (("index", 0), ("key", "<flat index 1>"))
+
+
+@pytest.mark.parametrize("text", ["[0", "[]", "x", "[0]..a", "[0].1", "['a'] "])
+def test_what_is_not_a_pytree_path_is_refused(text):
+    with pytest.raises(ValueError, match="not a pytree path"):
+        parse_output_path(text)
 
 
 def test_report_round_trips_through_json():

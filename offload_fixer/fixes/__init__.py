@@ -4,7 +4,7 @@
     results = apply_plans(plans, write=False)          # per file: old/new text, diff
     shown = fix_options(plan_alternatives(diagnostics), diagnostics)  # fixes a finding can get
 
-The edits themselves are libcst codemods in the top-level ``codemods`` package; the rules
+The edits themselves are libcst codemods in :mod:`offload_fixer.codemods`; the rules
 for choosing a strategy, the safety labels and how shardings are derived are in README.md.
 """
 

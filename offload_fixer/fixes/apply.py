@@ -25,8 +25,8 @@ from dataclasses import dataclass, replace
 import libcst as cst
 from libcst.codemod import CodemodContext
 
-from codemods.fix_command import FixCommand
-from codemods.targets import FixTarget
+from offload_fixer.codemods.fix_command import FixCommand
+from offload_fixer.codemods.targets import FixTarget
 from offload_fixer.fixes.errors import (
     FixError,
     FixNotConvergedError,

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from codemods.targets import FixTarget
+from offload_fixer.codemods.targets import FixTarget
 from offload_fixer.fixes.errors import SourceSyntaxError
 from offload_fixer.fixes.source_io import parse_source
 from offload_fixer.fixes.splice import splice

@@ -21,15 +21,15 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from codemods.fix_command import FixCommand
-from codemods.host_output import HostOutputCommand
-from codemods.move_to_device import MoveToDeviceCommand
-from codemods.pin_host_memory import PinHostMemoryCommand
-from codemods.pytree_source import locate, returned_values
-from codemods.source_facts import FunctionInfo, SourceFacts
-from codemods.targets import Edit, FixTarget, SpellingOptions, format_path, parse_path
 from offload_fixer import jax_compat
 from offload_fixer.codes import HOST_COMPUTE_CODES, HOST_VALUE_DEVICE_OUTPUT, UNPINNED_HOST_MEMORY
+from offload_fixer.codemods.fix_command import FixCommand
+from offload_fixer.codemods.host_output import HostOutputCommand
+from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
+from offload_fixer.codemods.pin_host_memory import PinHostMemoryCommand
+from offload_fixer.codemods.pytree_source import locate, returned_values
+from offload_fixer.codemods.source_facts import FunctionInfo, SourceFacts
+from offload_fixer.codemods.targets import Edit, FixTarget, SpellingOptions
 from offload_fixer.fixes.errors import FixError
 from offload_fixer.fixes.excerpt import FileOutline
 from offload_fixer.fixes.source_io import decode_source, read_source, sha256_of
@@ -44,6 +44,8 @@ from offload_fixer.model import (
     Role,
     Safety,
     Span,
+    format_output_path,
+    parse_output_path,
 )
 
 FIXABLE_CODES = (HOST_VALUE_DEVICE_OUTPUT, UNPINNED_HOST_MEMORY, *HOST_COMPUTE_CODES)
@@ -422,12 +424,12 @@ def _state_outputs(group: list[Diagnostic], target: FixTarget, source: _Source |
     where a return gives back the parameter's name, else by the output tree's structure (the
     one sub-tree with the argument's host leaves), else, for an argument streamed whole into a
     function with a single array output (``ema = update(ema, w)``), that output."""
-    leaves = [parse_path(p) for p in (target.parameter_leaves or ("",))]
-    kinds = {parse_path(p): k for p, k in target.output_kinds}
+    leaves = [parse_output_path(p) for p in (target.parameter_leaves or ("",))]
+    kinds = {parse_output_path(p): k for p, k in target.output_kinds}
     prefixes: list[tuple] = []
     if source is not None and source.outline is not None and target.parameter:
         prefixes = source.returned_at(target, target.parameter)
-    offending = {parse_path(d.output_path or "") for d in group if d.code == HOST_VALUE_DEVICE_OUTPUT}
+    offending = {parse_output_path(d.output_path or "") for d in group if d.code == HOST_VALUE_DEVICE_OUTPUT}
     if not prefixes and kinds and all(leaves):
         candidates = {keys[: len(keys) - len(leaves[0])] for keys in kinds if keys[len(keys) - len(leaves[0]):] == leaves[0]}
         fitting = [q for q in candidates if all((*q, *leaf) in kinds for leaf in leaves)]
@@ -440,7 +442,7 @@ def _state_outputs(group: list[Diagnostic], target: FixTarget, source: _Source |
             keys = (*prefix, *leaf)
             kind = kinds.get(keys)
             if (kind is not None and kind not in HOST_KINDS) or (not kinds and keys in offending):
-                state.append(format_path(keys))
+                state.append(format_output_path(keys))
     return tuple(dict.fromkeys(state))
 
 

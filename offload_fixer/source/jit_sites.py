@@ -12,7 +12,7 @@ from functools import lru_cache
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from codemods.source_facts import SourceFacts
+from offload_fixer.codemods.source_facts import SourceFacts
 from offload_fixer.model import FunctionRef, Span
 from offload_fixer.source.texts import source_bytes
 

@@ -20,20 +20,18 @@ from typing import Any
 import libcst as cst
 
 from offload_fixer.model import DEVICE, PINNED_HOST, format_output_path
-
-from . import names
-from .project import Project, is_modeled
-from .scopes import (
+from offload_fixer.source.bindings import (
     Binding,
     BindingCollector,
-    ForeignScope,
-    Frame,
-    StaticScope,
     block_statements,
     inner_statements,
     parameter_names,
     target_names,
 )
+
+from . import names
+from .project import Project, is_modeled
+from .scopes import ForeignScope, Frame, StaticScope
 from .values import (
     DEVICE_LEAF,
     DEVICE_TREE,
@@ -1666,8 +1664,6 @@ def _may_mutate(callee: Any) -> bool:
 
 
 def _bound_names(statements: list) -> set[str]:
-    from .scopes import BindingCollector
-
     collector = BindingCollector().collect(statements)
     return set(collector.bindings) | collector.declared
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import libcst as cst
 
-from codemods.sharding_exprs import policy_destinations
 from offload_fixer import codes
 from offload_fixer.model import UNPINNED_HOST, Diagnostic, FixOption, Span
 from offload_fixer.rules import PIN_HOST_MEMORY, UNPINNED_POLICY, get_rule
+from offload_fixer.source.offload_policies import policy_destinations
 
 from .source import ParsedSource
 

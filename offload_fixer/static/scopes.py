@@ -1,177 +1,23 @@
-"""Name bindings per scope, collected from libcst statements without running anything.
+"""What each name of a scope holds, without running anything.
 
 The check resolves ``jnp``/``jax``/``NamedSharding`` through the file's own imports and
-assignments instead of libcst's whole-file scope analysis (several times the cost of parsing,
-see fixer-lessons.md). A name bound once has one possible value; a name bound several times
-is known only where all its bindings are straight-line statements of the scope, and then the
-value at a statement is the last binding before it.
+assignments, collected per scope by :mod:`offload_fixer.source.bindings` (the collector the
+codemods read too) instead of libcst's whole-file scope analysis. A name bound once has one
+possible value; a name bound several times is known only where all its bindings are
+straight-line statements of the scope, and then the value at a statement is the last binding
+before it.
 """
 
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass
 from typing import Any
 
-import libcst as cst
-
-from codemods.source_facts import target_names
+from offload_fixer.source.bindings import Binding, BindingCollector
 
 from .values import UNKNOWN, Ref
 
 _BUILTIN_NAMES = frozenset(vars(builtins))
-
-
-@dataclass(frozen=True, eq=False)
-class Binding:
-    kind: str
-    """``assign`` (``name = node``), ``def``, ``class``, ``import`` (``qualname``), ``other``."""
-    node: Any
-    index: int
-    """Index of the top-level statement of the scope that contains the binding."""
-    nested: bool
-    """Inside a compound statement (``if``/``for``/``with``/``try``) of the scope."""
-    qualname: str = ""
-
-
-def block_statements(block: Any) -> list:
-    """The statements of an indented block, or the one-line suite as a single statement."""
-    if isinstance(block, cst.IndentedBlock):
-        return list(block.body)
-    return [block]
-
-
-def dotted_name(node: Any) -> str | None:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        base = dotted_name(node.value)
-        return None if base is None else f"{base}.{node.attr.value}"
-    return None
-
-
-class BindingCollector:
-    """Collects the bindings of one scope: its statements, not nested functions or classes."""
-
-    def __init__(self) -> None:
-        self.bindings: dict[str, list[Binding]] = {}
-        self.declared: set[str] = set()
-        """Names declared ``global``/``nonlocal``: assigned through another scope."""
-        self.star_import = False
-
-    def add(self, name: str, kind: str, node: Any, index: int, nested: bool, qualname: str = "") -> None:
-        self.bindings.setdefault(name, []).append(Binding(kind, node, index, nested, qualname))
-
-    def collect(self, statements: list) -> "BindingCollector":
-        for index, statement in enumerate(statements):
-            self._statement(statement, index, nested=False)
-        return self
-
-    def _statement(self, statement: Any, index: int, nested: bool) -> None:
-        if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-            for small in statement.body:
-                self._small(small, index, nested)
-        elif isinstance(statement, cst.FunctionDef):
-            self.add(statement.name.value, "def", statement, index, nested)
-        elif isinstance(statement, cst.ClassDef):
-            self.add(statement.name.value, "class", statement, index, nested)
-        else:
-            self._compound(statement, index)
-
-    def _compound(self, statement: Any, index: int) -> None:
-        if isinstance(statement, cst.For):
-            for name in target_names(statement.target):
-                self.add(name, "other", statement, index, True)
-        elif isinstance(statement, cst.With):
-            for item in statement.items:
-                if item.asname is not None:
-                    for name in target_names(item.asname.name):
-                        self.add(name, "other", statement, index, True)
-        elif isinstance(statement, (cst.Try, cst.TryStar)):
-            for handler in statement.handlers:
-                if handler.name is not None:
-                    for name in target_names(handler.name.name):
-                        self.add(name, "other", statement, index, True)
-        for inner in inner_statements(statement):
-            self._statement(inner, index, nested=True)
-
-    def _small(self, small: Any, index: int, nested: bool) -> None:
-        if isinstance(small, cst.Assign):
-            for target in small.targets:
-                if isinstance(target.target, cst.Name):
-                    self.add(target.target.value, "assign", small.value, index, nested)
-                else:
-                    for name in target_names(target.target):
-                        self.add(name, "other", small, index, nested)
-        elif isinstance(small, cst.AnnAssign):
-            if isinstance(small.target, cst.Name):
-                kind = "assign" if small.value is not None else "other"
-                self.add(small.target.value, kind, small.value, index, nested)
-        elif isinstance(small, cst.AugAssign):
-            for name in target_names(small.target):
-                self.add(name, "other", small, index, nested)
-        elif isinstance(small, cst.Del):
-            for name in target_names(small.target):
-                self.add(name, "other", small, index, nested)
-        elif isinstance(small, cst.Import):
-            for alias in small.names:
-                full = dotted_name(alias.name) or ""
-                if alias.asname is not None:
-                    self.add(alias.asname.name.value, "import", small, index, nested, full)
-                else:
-                    head = full.split(".")[0]
-                    self.add(head, "import", small, index, nested, head)
-        elif isinstance(small, cst.ImportFrom):
-            self._import_from(small, index, nested)
-        elif isinstance(small, (cst.Global, cst.Nonlocal)):
-            self.declared.update(item.name.value for item in small.names)
-
-    def _import_from(self, small: cst.ImportFrom, index: int, nested: bool) -> None:
-        module = dotted_name(small.module) if small.module is not None else None
-        if isinstance(small.names, cst.ImportStar):
-            self.star_import = True
-            return
-        level = len(small.relative)
-        for alias in small.names:
-            name = alias.name.value if isinstance(alias.name, cst.Name) else dotted_name(alias.name)
-            local = alias.asname.name.value if alias.asname is not None else name
-            if level:
-                # ``from ..pkg import name`` is ``..pkg.name``: resolved against the file's package
-                qualname = "." * level + (f"{module}.{name}" if module else name)
-                self.add(local, "import", small, index, nested, qualname)
-            elif module is None:
-                self.add(local, "other", small, index, nested)
-            else:
-                self.add(local, "import", small, index, nested, f"{module}.{name}")
-
-
-def inner_statements(statement: Any) -> list:
-    """Statements nested in a compound statement that run in the same scope."""
-    blocks = []
-    if isinstance(statement, (cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar)):
-        blocks.append(statement.body)
-    if isinstance(statement, (cst.Try, cst.TryStar)):
-        blocks.extend(handler.body for handler in statement.handlers)
-        if statement.finalbody is not None:
-            blocks.append(statement.finalbody.body)
-    if isinstance(statement, cst.Match):
-        blocks.extend(case.body for case in statement.cases)
-    statements = [inner for block in blocks for inner in block_statements(block)]
-    orelse = getattr(statement, "orelse", None)
-    if isinstance(orelse, cst.If):
-        statements.append(orelse)
-    elif orelse is not None:
-        statements.extend(block_statements(orelse.body))
-    return statements
-
-
-def parameter_names(params: cst.Parameters) -> list[str]:
-    names = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
-    if isinstance(params.star_arg, cst.Param):
-        names.append(params.star_arg.name.value)
-    if params.star_kwarg is not None:
-        names.append(params.star_kwarg.name.value)
-    return names
 
 
 class StaticScope:
@@ -270,7 +116,7 @@ class ForeignScope(StaticScope):
                 return None
             self.chunks[index] = chunk
             collector = BindingCollector()
-            collector._statement(chunk.statements[0], index, nested=False)
+            collector.add_statement(chunk.statements[0], index, nested=False)
             found.extend(collector.bindings.get(name, ()))
             self.unknown.update(collector.declared)
         return found

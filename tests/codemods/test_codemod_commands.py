@@ -1,12 +1,15 @@
 """The codemod commands on their own: pytree paths, what they refuse and why, aliases, and
-``python -m libcst.tool codemod`` with the repository's ``.libcst.codemod.yaml``."""
+``python -m libcst.tool codemod`` run the way a user runs it: the installed package, from a
+project of their own whose ``.libcst.codemod.yaml`` lists ``offload_fixer.codemods``."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 
 import jax
@@ -14,30 +17,31 @@ import libcst as cst
 import pytest
 from libcst.codemod import CodemodContext
 
-from codemods.host_output import HostOutputCommand
-from codemods.move_to_device import MoveToDeviceCommand
-from codemods.targets import FixTarget, format_path, parse_path
-from offload_fixer.model import format_output_path, parse_output_path
+from offload_fixer.codemods.host_output import HostOutputCommand
+from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
+from offload_fixer.codemods.targets import FixTarget
 
-REPO = Path(__file__).resolve().parents[2]
 CPU_MEMORY_KINDS = {memory.kind for memory in jax.devices("cpu")[0].addressable_memories()}
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A scratch project set up as libcst's docs say: ``initialize``, then our module listed."""
+    root = tmp_path / "project"
+    root.mkdir()
+    subprocess.run([sys.executable, "-m", "libcst.tool", "initialize", "."], cwd=root, check=True,
+                   capture_output=True, timeout=120)
+    config = root / ".libcst.codemod.yaml"
+    listed = "- 'libcst.codemod.commands'\n"
+    assert listed in config.read_text()
+    config.write_text(config.read_text().replace(listed, listed + "- 'offload_fixer.codemods'\n"))
+    return root
 
 
 def run(command: type, source: str, **target: object) -> tuple[str, MoveToDeviceCommand | HostOutputCommand]:
     codemod = command(CodemodContext(), target=FixTarget(**target))  # type: ignore[arg-type]
     module = codemod.transform_module(cst.parse_module(textwrap.dedent(source)))
     return module.code, codemod
-
-
-@pytest.mark.parametrize("path", ["", "[0]", "['mu']", "[1]['mu'].count", "result[2][0]", '["a b"]'])
-def test_paths_read_like_the_data_model(path: str) -> None:
-    assert parse_path(path) == parse_output_path(path)
-    assert format_path(parse_path(path)) == format_output_path(parse_output_path(path))
-
-
-def test_bad_path_is_rejected() -> None:
-    with pytest.raises(ValueError, match="not a pytree path"):
-        parse_path("[0")
 
 
 def test_missing_function_is_a_problem_not_an_edit() -> None:
@@ -135,51 +139,79 @@ def f(x):
     [
         ("move_to_device.MoveToDeviceCommand", ["--output-path", "[1]"],
          "    return x, jax.device_put(h, jax.memory.Space.Device)\n"),
-        ("-x codemods.host_output.HostOutputCommand", ["--output-path", "[1]", "--origin-line", "9"],
+        ("-x offload_fixer.codemods.host_output.HostOutputCommand", ["--output-path", "[1]", "--origin-line", "9"],
          "@partial(jax.jit, out_shardings=(None, host))\n"),
     ],
 )
-def test_libcst_tool_runs_the_commands(tmp_path: Path, spelling: str, flags: list[str], expected: str) -> None:
-    target = tmp_path / "program.py"
-    target.write_text(LIBCST_SOURCE)
-    command = [sys.executable, "-m", "libcst.tool", "codemod", *spelling.split(), str(target),
-               "--function-line", "7", "--no-format", "--hide-progress", *flags]
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+def test_libcst_tool_runs_the_commands(project: Path, spelling: str, flags: list[str], expected: str) -> None:
+    done, target = libcst_tool(project, LIBCST_SOURCE, spelling, "--function-line", "7", *flags)
     assert done.returncode == 0, done.stderr
     assert expected in target.read_text()
 
 
-def test_codemods_import_neither_jax_nor_mlir() -> None:
-    probe = ("import sys, codemods.host_output, codemods.move_to_device; "
-             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib', 'offload_fixer')))")
-    done = subprocess.run([sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120,
+def test_libcst_tool_lists_the_commands(project: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "libcst.tool", "list"], cwd=project, capture_output=True,
+                          text=True, timeout=120, check=True)
+    for command in ("move_to_device.MoveToDeviceCommand", "host_output.HostOutputCommand",
+                    "pin_host_memory.PinHostMemoryCommand"):
+        assert command in done.stdout
+
+
+def test_libcst_tool_runs_a_command_named_in_full_without_a_configuration(tmp_path: Path) -> None:
+    done, target = libcst_tool(tmp_path, LIBCST_SOURCE, "-x offload_fixer.codemods.move_to_device.MoveToDeviceCommand",
+                               "--function-line", "7", "--output-path", "[1]")
+    assert done.returncode == 0, done.stderr
+    assert "    return x, jax.device_put(h, jax.memory.Space.Device)\n" in target.read_text()
+
+
+def test_codemods_import_neither_jax_nor_mlir(tmp_path: Path) -> None:
+    probe = ("import sys, offload_fixer.codemods.host_output, offload_fixer.codemods.move_to_device, "
+             "offload_fixer.codemods.pin_host_memory; "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib', 'mlir') "
+             "or m.startswith(('offload_fixer.analysis', 'offload_fixer.ir', 'offload_fixer.xla'))))")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                           check=True)
     assert done.stdout.strip() == "[]"
 
 
-def libcst_tool(tmp_path: Path, source: str, spelling: str, *flags: str) -> tuple[subprocess.CompletedProcess, Path]:
-    target = tmp_path / "program.py"
+@pytest.mark.slow
+def test_the_wheel_installs_the_codemods_inside_the_package(tmp_path: Path) -> None:
+    """No top-level ``codemods`` package lands in site-packages beside the user's own."""
+    source = tmp_path / "source"  # a clean copy: setuptools would reuse a checkout's build/
+    shutil.copytree(Path(__file__).resolve().parents[2], source,
+                    ignore=shutil.ignore_patterns(".venv*", ".git", "build", "*.egg-info", "__pycache__"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(source)],
+                   check=True, capture_output=True, timeout=600)
+    (wheel,) = tmp_path.glob("offload_fixer-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")} == {"offload_fixer"}
+    assert "offload_fixer/codemods/move_to_device.py" in names
+
+
+def libcst_tool(directory: Path, source: str, spelling: str, *flags: str) -> tuple[subprocess.CompletedProcess, Path]:
+    """``python -m libcst.tool codemod`` on ``program.py`` in ``directory``, run from there."""
+    target = directory / "program.py"
     target.write_text(textwrap.dedent(source))
     command = [sys.executable, "-m", "libcst.tool", "codemod", *spelling.split(), str(target), "--no-format",
                "--hide-progress", *flags]
-    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(command, cwd=directory, capture_output=True, text=True, timeout=120, check=False)
     return done, target
 
 
-def test_libcst_tool_skips_a_file_the_target_does_not_fit(tmp_path: Path) -> None:
+def test_libcst_tool_skips_a_file_the_target_does_not_fit(project: Path) -> None:
     """A wrong --function-line is reported by libcst as a skipped file, with the reason."""
-    done, target = libcst_tool(tmp_path, LIBCST_SOURCE, "move_to_device.MoveToDeviceCommand",
+    done, target = libcst_tool(project, LIBCST_SOURCE, "move_to_device.MoveToDeviceCommand",
                                "--function-line", "99", "--output-path", "[1]")
     assert target.read_text() == LIBCST_SOURCE
     assert "Skipped 1 files" in done.stderr and "Transformed 0 files" in done.stderr
     assert "--function-line 99 is not a line of this file (10 lines)" in done.stderr
-    done, _ = libcst_tool(tmp_path, LIBCST_SOURCE, "move_to_device.MoveToDeviceCommand",
+    done, _ = libcst_tool(project, LIBCST_SOURCE, "move_to_device.MoveToDeviceCommand",
                           "--function-name", "g", "--output-path", "[1]")
     assert "Skipped 1 files" in done.stderr and "function g (line None) not found" in done.stderr
 
 
-def test_libcst_tool_rejects_a_malformed_path(tmp_path: Path) -> None:
-    done, target = libcst_tool(tmp_path, LIBCST_SOURCE, "move_to_device.MoveToDeviceCommand",
+def test_libcst_tool_rejects_a_malformed_path(project: Path) -> None:
+    done, target = libcst_tool(project, LIBCST_SOURCE, "move_to_device.MoveToDeviceCommand",
                                "--function-line", "7", "--output-path", "[1")
     assert done.returncode == 2 and "not a pytree path" in done.stderr
     assert target.read_text() == LIBCST_SOURCE
@@ -221,8 +253,8 @@ def make(shardings):
          'out_shardings=(None, {**OPT_SHARDINGS, "mu": {**MOMENTS, "w": ON_DEVICE.with_memory_kind("pinned_host")}})'),
     ],
 )
-def test_libcst_tool_declares_leaves_of_a_named_sharding_tree(tmp_path: Path, path: str, expected: str) -> None:
-    done, target = libcst_tool(tmp_path, SHARDING_TREES, "-x codemods.host_output.HostOutputCommand",
+def test_libcst_tool_declares_leaves_of_a_named_sharding_tree(project: Path, path: str, expected: str) -> None:
+    done, target = libcst_tool(project, SHARDING_TREES, "-x offload_fixer.codemods.host_output.HostOutputCommand",
                                "--function-name", "step", "--output-path", path)
     assert done.returncode == 0 and "Transformed 1 files" in done.stderr, done.stderr
     fixed = target.read_text()
@@ -235,8 +267,8 @@ def test_libcst_tool_declares_leaves_of_a_named_sharding_tree(tmp_path: Path, pa
     assert imported.returncode == 0, imported.stderr
 
 
-def test_libcst_tool_does_not_guess_that_a_parameter_is_a_sharding(tmp_path: Path) -> None:
-    done, target = libcst_tool(tmp_path, SHARDING_TREES, "-x codemods.host_output.HostOutputCommand",
+def test_libcst_tool_does_not_guess_that_a_parameter_is_a_sharding(project: Path) -> None:
+    done, target = libcst_tool(project, SHARDING_TREES, "-x offload_fixer.codemods.host_output.HostOutputCommand",
                                "--function-name", "inner", "--output-path", "[1]")
     assert target.read_text() == SHARDING_TREES
     assert "Skipped 1 files" in done.stderr

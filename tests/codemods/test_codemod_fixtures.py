@@ -17,12 +17,12 @@ import libcst as cst
 import pytest
 from libcst.codemod import CodemodContext
 
-from codemods.targets import FixTarget, SpellingOptions
+from offload_fixer.codemods.fix_command import FixCommand
+from offload_fixer.codemods.host_output import HostOutputCommand
+from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
+from offload_fixer.codemods.pin_host_memory import PinHostMemoryCommand
+from offload_fixer.codemods.targets import FixTarget, SpellingOptions
 from offload_fixer.fixes.apply import fix_to_fixpoint, split_lines
-from codemods.fix_command import FixCommand
-from codemods.host_output import HostOutputCommand
-from codemods.move_to_device import MoveToDeviceCommand
-from codemods.pin_host_memory import PinHostMemoryCommand
 
 FIXTURES = Path(__file__).parent / "fixtures"
 OLD_JAX = SpellingOptions(api="sharding")

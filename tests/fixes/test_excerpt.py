@@ -7,10 +7,10 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from codemods.host_output import HostOutputCommand
-from codemods.move_to_device import MoveToDeviceCommand
-from codemods.source_facts import SourceFacts
-from codemods.targets import FixTarget
+from offload_fixer.codemods.host_output import HostOutputCommand
+from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
+from offload_fixer.codemods.source_facts import SourceFacts
+from offload_fixer.codemods.targets import FixTarget
 from offload_fixer.fixes.apply import fix_source_to_fixpoint, fix_to_fixpoint
 from offload_fixer.fixes.excerpt import FileOutline
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from codemods.host_output import HostOutputCommand
-from codemods.pin_host_memory import PinHostMemoryCommand
 from offload_fixer import jax_compat
+from offload_fixer.codemods.host_output import HostOutputCommand
+from offload_fixer.codemods.pin_host_memory import PinHostMemoryCommand
 from offload_fixer.fixes import apply_plans, choose_strategy, plan_fixes
 from offload_fixer.model import Diagnostic, FunctionRef, Origin, Report, Span, Step
 

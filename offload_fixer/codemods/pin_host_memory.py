@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods import sharding_exprs as sx
-from codemods.fix_command import FixCommand
-from codemods.source_facts import FunctionInfo
+from offload_fixer.codemods import sharding_exprs as sx
+from offload_fixer.codemods.fix_command import FixCommand
+from offload_fixer.codemods.source_facts import FunctionInfo
+from offload_fixer.model import PINNED_HOST as PINNED
+from offload_fixer.model import UNPINNED_HOST as UNPINNED
+from offload_fixer.source.offload_policies import policy_destinations
 
-UNPINNED = "unpinned_host"
-PINNED = "pinned_host"
 SHARED_REASON = "the sharding variable is used elsewhere too: every use moves to pinned_host memory"
 
 
@@ -72,7 +73,7 @@ class PinHostMemoryCommand(FixCommand):
 
         class Finder(cst.CSTVisitor):
             def visit_Call(self, node: cst.Call) -> None:
-                for value in sx.policy_destinations(node):
+                for value in policy_destinations(node):
                     if isinstance(value, cst.SimpleString) and facts.line(value) == line:
                         literals.append(value)
 

@@ -29,17 +29,19 @@ from collections.abc import Sequence
 import libcst as cst
 from libcst.codemod import CodemodContext
 
-from codemods import sharding_exprs as sx
-from codemods.fix_command import FixCommand
-from codemods.pytree_source import (
+from offload_fixer.codemods import sharding_exprs as sx
+from offload_fixer.codemods.fix_command import FixCommand
+from offload_fixer.codemods.pytree_source import (
     drop_covered,
     locate,
     parenthesized_if_tuple,
     returned_values,
 )
-from codemods.reads import Read, leaf_part, reads_of
-from codemods.source_facts import TRANSFER_TO_MEMORY_KIND, FunctionInfo, Scope, last_name
-from codemods.targets import FixTarget, PathKey, format_path, parse_path
+from offload_fixer.codemods.reads import Read, leaf_part, reads_of
+from offload_fixer.codemods.source_facts import TRANSFER_TO_MEMORY_KIND, FunctionInfo, Scope
+from offload_fixer.codemods.targets import FixTarget
+from offload_fixer.model import PathKey, format_output_path, parse_output_path
+from offload_fixer.source.bindings import last_name, target_name_nodes
 
 ENTRY_NOTE = (
     "the argument is on device for the whole function, as its device outputs and the compute "
@@ -87,7 +89,7 @@ class MoveToDeviceCommand(FixCommand):
         if not returns:
             self.report_problem(f"{function.name} has no return with a value to move to device")
             return
-        paths = drop_covered([parse_path(p) for p in self.target.output_paths])
+        paths = drop_covered([parse_output_path(p) for p in self.target.output_paths])
         for line, value in returns:
             for keys in paths:
                 located = locate(self.facts, function.scope, value, keys)
@@ -111,7 +113,7 @@ class MoveToDeviceCommand(FixCommand):
     def _all_device_below(self, prefix: tuple[PathKey, ...]) -> bool:
         """The analysis saw every output under ``prefix`` as device memory: moving all of the
         value there to device changes only the host leaves, which is the fix."""
-        kinds = [kind for path, kind in self.target.output_kinds if parse_path(path)[: len(prefix)] == prefix]
+        kinds = [kind for path, kind in self.target.output_kinds if parse_output_path(path)[: len(prefix)] == prefix]
         return bool(kinds) and not any(kind in sx.HOST_KINDS for kind in kinds)
 
     def _at_entry(self, function: FunctionInfo) -> None:
@@ -123,7 +125,7 @@ class MoveToDeviceCommand(FixCommand):
         if not isinstance(body, cst.IndentedBlock):
             self.report_problem(f"{function.name} is a one-line function; cannot add a statement to it")
             return
-        leaves = [parse_path(p) for p in self.target.parameter_leaves]
+        leaves = [parse_output_path(p) for p in self.target.parameter_leaves]
         why_whole = ""
         if leaves and all(leaves):
             why_whole = self._at_reads(function, body, name, leaves)
@@ -184,7 +186,7 @@ class MoveToDeviceCommand(FixCommand):
             return f"no read of its host leaves in {function.name} shows where they are used"
         sibling = self._sibling_move(statements, moved, last)
         for part, nodes in sorted(wanted.items(), key=lambda item: first_read[item[0]]):
-            label = f"{name}{format_path(part)}"
+            label = f"{name}{format_output_path(part)}"
             at = first_read[part]
             if sibling is not None and sibling[0] < at:
                 at, spec, reasons = sibling[0] + 1, sibling[1], []
@@ -453,7 +455,7 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
 
 
 def _label(keys: tuple) -> str:
-    return f"output {format_path(keys)}" if keys else "the result"
+    return f"output {format_output_path(keys)}" if keys else "the result"
 
 
 def _name_uses(body: cst.CSTNode, name: str) -> list[tuple[cst.Name, bool]]:
@@ -463,7 +465,7 @@ def _name_uses(body: cst.CSTNode, name: str) -> list[tuple[cst.Name, bool]]:
 
     class Visitor(cst.CSTVisitor):
         def _targets(self, target: cst.CSTNode) -> None:
-            for node in _names_in(target):
+            for node in target_name_nodes(target):
                 stores.add(id(node))
 
         def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
@@ -492,13 +494,3 @@ def _name_uses(body: cst.CSTNode, name: str) -> list[tuple[cst.Name, bool]]:
 
     body.visit(Visitor())
     return [(node, id(node) in stores) for node in found]
-
-
-def _names_in(target: cst.CSTNode) -> list[cst.Name]:
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in _names_in(element.value)]
-    if isinstance(target, cst.StarredElement):
-        return _names_in(target.value)
-    return []

@@ -10,20 +10,15 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods.source_facts import (
+from offload_fixer.codemods.source_facts import (
     DEVICE_PUT,
     SHARDING_CONSTRUCTORS,
     TRANSFER_TO_MEMORY_KIND,
     Aliases,
-    dotted_parts,
-    last_name,
 )
+from offload_fixer.model import DEVICE, DEVICE_KINDS, HOST_KINDS, PINNED_HOST  # noqa: F401  (HOST_KINDS: for sx.HOST_KINDS)
+from offload_fixer.source.bindings import dotted_name, last_name
 
-HOST_KINDS = ("pinned_host", "unpinned_host")
-POLICY_DESTINATION_KEYWORDS = ("offload_dst", "dst")
-POLICY_DESTINATION_POSITIONS = {"offload_dot_with_no_batch_dims": 1, "Offloadable": 1}
-"""Offload policies (and ``Offloadable``) whose destination is a positional argument, and its index."""
-DEVICE_KINDS = ("device", "tpu_hbm")
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.SimpleString, cst.ConcatenatedString)
 
 
@@ -43,9 +38,8 @@ def keyword(call: cst.Call, name: str) -> cst.Arg | None:
 
 def memory_kind_literal(expr: cst.BaseExpression) -> str | None:
     """The memory kind an expression spells out, or None when it does not say."""
-    parts = dotted_parts(expr)
-    if len(parts) >= 2 and parts[-2] == "Space":
-        return {"Device": "device", "Host": "pinned_host"}.get(parts[-1])
+    if is_memory_space(expr):
+        return {"Device": DEVICE, "Host": PINNED_HOST}.get(last_name(expr) or "")
     if not isinstance(expr, cst.Call):
         return None
     kind_arg = keyword(expr, "memory_kind")
@@ -61,7 +55,7 @@ def memory_kind_literal(expr: cst.BaseExpression) -> str | None:
 
 
 def is_memory_space(expr: cst.BaseExpression) -> bool:
-    parts = dotted_parts(expr)
+    parts = (dotted_name(expr) or "").split(".")
     return len(parts) >= 2 and parts[-2] == "Space"
 
 
@@ -168,15 +162,3 @@ def append_arg(call: cst.Call, arg: cst.Arg) -> cst.Call:
         args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         args.append(arg)
     return call.with_changes(args=args)
-
-
-def policy_destinations(call: cst.Call) -> list[cst.BaseExpression]:
-    """The destinations a remat offload policy call names: ``offload_dst=``/``dst=``, or the
-    positional destination of ``offload_dot_with_no_batch_dims``/``Offloadable``."""
-    position = POLICY_DESTINATION_POSITIONS.get(last_name(call.func) or "")
-    found = []
-    for index, arg in enumerate(call.args):
-        named = arg.keyword is not None and arg.keyword.value in POLICY_DESTINATION_KEYWORDS
-        if named or (arg.keyword is None and not arg.star and index == position):
-            found.append(arg.value)
-    return found

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from codemods.sharding_exprs import moved_value, string_value
-from codemods.targets import PathKey
+from offload_fixer.codemods.sharding_exprs import moved_value, string_value
+from offload_fixer.model import PathKey
 
 METADATA_ATTRIBUTES = frozenset({"shape", "dtype", "ndim", "size", "sharding", "aval", "weak_type"})
 """Attributes of an array that read no data: no move needed for them."""

@@ -1,10 +1,10 @@
-"""One walk over a module that collects what both codemods need: how ``jax``,
+"""One walk over a module that collects what the codemods need: how ``jax``,
 ``functools.partial`` and friends are imported, every function with its returns,
 parameters and bindings, every ``jax.jit`` site and every ``device_put`` call.
 
-Name resolution is deliberately small (import aliases plus per-scope bindings with their
-lines) rather than libcst's full scope analysis: it is all the fixes need and several
-times cheaper on large files.
+Each scope's bindings come from the collector the static check uses too
+(:mod:`offload_fixer.source.bindings`), read with their lines; imports resolve a name to
+what it stands for through the same import bindings.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange
 
+from offload_fixer.source.bindings import Binding, BindingCollector, block_statements, dotted_name, parameters
+
 JIT = "jax.jit"
 PARTIAL = "functools.partial"
 DEVICE_PUT = "jax.device_put"
@@ -24,67 +26,46 @@ TRANSFER_TO_MEMORY_KIND = "TransferToMemoryKind"
 _BUILTINS = frozenset(dir(builtins))
 
 
-@dataclass
 class Aliases:
-    """Local names bound by imports to the things the fixes read or write."""
+    """What each name bound by an import anywhere in the module stands for."""
 
-    jax_modules: list[str] = field(default_factory=list)
-    from_jax: dict[str, str] = field(default_factory=dict)
-    """local name -> attribute of ``jax`` (``from jax import jit as j`` gives ``{"j": "jit"}``)."""
-    partial: list[str] = field(default_factory=list)
-    functools_modules: list[str] = field(default_factory=list)
-    transfer_to_memory_kind: list[str] = field(default_factory=list)
+    def __init__(self, imported: Mapping[str, str]) -> None:
+        self.imported = dict(imported)
+        """local name -> qualified name (``jnp`` -> ``jax.numpy``, ``j`` -> ``jax.jit``)."""
+        self._locals: dict[str, list[str]] = {}
+        for local, qualname in self.imported.items():
+            self._locals.setdefault(qualname, []).append(local)
+
+    def locals_of(self, qualname: str) -> list[str]:
+        return self._locals.get(qualname, [])
 
     def jax_module(self) -> str | None:
-        if "jax" in self.jax_modules:
-            return "jax"
-        return self.jax_modules[0] if self.jax_modules else None
+        found = self.locals_of("jax")
+        return "jax" if "jax" in found else next(iter(found), None)
 
     def imported_from_jax(self, attr: str) -> str | None:
-        for local, name in self.from_jax.items():
-            if name == attr:
-                return local
-        return None
+        return next(iter(self.locals_of(f"jax.{attr}")), None)
+
+    @property
+    def partial(self) -> list[str]:
+        return self.locals_of(PARTIAL)
+
+    @property
+    def functools_modules(self) -> list[str]:
+        return self.locals_of("functools")
+
+    @property
+    def transfer_to_memory_kind(self) -> list[str]:
+        return [local for local, name in self.imported.items()
+                if name.startswith("jax") and name.rpartition(".")[2] == TRANSFER_TO_MEMORY_KIND]
 
     def qualify(self, expr: cst.BaseExpression) -> str | None:
         """``jx.jit`` -> ``"jax.jit"``, ``partial`` -> ``"functools.partial"`` (None if not dotted)."""
-        parts = dotted_parts(expr)
-        if not parts:
+        name = dotted_name(expr)
+        if name is None:
             return None
-        head, rest = parts[0], parts[1:]
-        if head in self.jax_modules:
-            return ".".join(["jax", *rest])
-        if head in self.from_jax:
-            return ".".join(["jax", self.from_jax[head], *rest])
-        if head in self.functools_modules:
-            return ".".join(["functools", *rest])
-        if head in self.partial and not rest:
-            return PARTIAL
-        return ".".join(parts)
-
-
-def dotted_parts(expr: cst.BaseExpression) -> list[str]:
-    if isinstance(expr, cst.Name):
-        return [expr.value]
-    if isinstance(expr, cst.Attribute):
-        head = dotted_parts(expr.value)
-        return [*head, expr.attr.value] if head else []
-    return []
-
-
-def last_name(expr: cst.BaseExpression) -> str | None:
-    if isinstance(expr, cst.Name):
-        return expr.value
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value
-    return None
-
-
-@dataclass
-class Binding:
-    line: int
-    value: cst.BaseExpression | None
-    """The right-hand side of a plain ``name = value`` (None for any other kind of binding)."""
+        head, dot, rest = name.partition(".")
+        return self.imported[head] + dot + rest if head in self.imported else name
 
 
 @dataclass
@@ -93,9 +74,7 @@ class Scope:
     node: cst.CSTNode
     parent: Scope | None
     bindings: dict[str, list[Binding]] = field(default_factory=dict)
-
-    def bind(self, name: str, line: int, value: cst.BaseExpression | None = None) -> None:
-        self.bindings.setdefault(name, []).append(Binding(line, value))
+    """The scope's bindings but annotations without a value, which bind nothing yet."""
 
     def single_value(self, name: str) -> Binding | None:
         """The one ``name = value`` binding of ``name`` here, if it is bound exactly once."""
@@ -287,6 +266,14 @@ class SourceFacts:
             return False
         return all(_binding_scope(name, written_in) is _binding_scope(name, scope) for name in names)
 
+    def binding_line(self, binding: Binding) -> int:
+        """The line a binding is written on (a decorated ``def``'s first decorator, as
+        ``co_firstlineno`` counts it)."""
+        site = binding.site
+        if isinstance(site, (cst.FunctionDef, cst.ClassDef)) and site.decorators:
+            return self.line(site.decorators[0])
+        return self.line(site)
+
     def _name_visible(self, name: str, scope: Scope, line: int) -> bool:
         at_import_time = scope.kind != "function"
         current: Scope | None = scope
@@ -297,7 +284,8 @@ class SourceFacts:
             bound = current.bindings.get(name, [])
             if bound:
                 if current is scope or at_import_time:
-                    return any(b.line < line or (current.kind == "function" and b.line <= line) for b in bound)
+                    lines = [self.binding_line(b) for b in bound]
+                    return any(at < line or (current.kind == "function" and at <= line) for at in lines)
                 return True
             current = current.parent
         return name in _BUILTINS
@@ -405,8 +393,10 @@ def _free_names(expr: cst.CSTNode) -> set[str] | None:
 class _Walker(cst.CSTVisitor):
     def __init__(self, module: cst.Module, positions: Mapping[cst.CSTNode, CodeRange]) -> None:
         self.positions = positions
-        self.aliases = Aliases()
-        self.module_scope = Scope("module", module, None)
+        self.imported: dict[str, str] = {}
+        """What the imports of every scope bind, for :class:`Aliases` once the walk is done."""
+        self.aliases = Aliases({})
+        self.module_scope = self._scope("module", module, None, list(module.body))
         self.scopes: list[Scope] = [self.module_scope]
         self.function_stack: list[FunctionInfo | None] = []
         self.class_stack: list[str | None] = []
@@ -425,45 +415,25 @@ class _Walker(cst.CSTVisitor):
     def _line(self, node: cst.CSTNode) -> int:
         return self.positions[node].start.line
 
-    # ---------------------------------------------------------------- imports
-    def visit_Import(self, node: cst.Import) -> None:
-        line = self._line(node)
-        for alias in node.names:
-            parts = dotted_parts(alias.name)
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                local = alias.asname.name.value
-                if parts == ["jax"]:
-                    self.aliases.jax_modules.append(local)
-                elif parts == ["functools"]:
-                    self.aliases.functools_modules.append(local)
-            else:
-                local = parts[0]
-                if local == "jax":
-                    self.aliases.jax_modules.append("jax")
-                elif parts == ["functools"]:
-                    self.aliases.functools_modules.append("functools")
-            self.scope.bind(local, line)
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        line = self._line(node)
-        module = ".".join(dotted_parts(node.module)) if node.module is not None else ""
-        if isinstance(node.names, cst.ImportStar):
-            return
-        for alias in node.names:
-            name = last_name(alias.name) or ""
-            local = alias.asname.name.value if alias.asname is not None and isinstance(alias.asname.name, cst.Name) else name
-            if module == "jax" and not node.relative:
-                self.aliases.from_jax[local] = name
-            elif module == "functools" and name == "partial":
-                self.aliases.partial.append(local)
-            elif name == TRANSFER_TO_MEMORY_KIND and module.startswith("jax"):
-                self.aliases.transfer_to_memory_kind.append(local)
-            self.scope.bind(local, line)
+    def _scope(self, kind: str, node: cst.CSTNode, parent: Scope | None, statements: list,
+               params: list[cst.Param] = ()) -> Scope:
+        """A scope with its statements' bindings (and ``params``), its imports noted in ``imported``."""
+        collector = BindingCollector()
+        for param in params:
+            collector.add(param.name.value, "parameter", param, param, 0, False)
+        collector.collect(statements)
+        bindings: dict[str, list[Binding]] = {}
+        for name, found in collector.bindings.items():
+            for binding in found:
+                if binding.kind == "import":
+                    self.imported[name] = binding.qualname
+                if binding.kind != "annotation":
+                    bindings.setdefault(name, []).append(binding)
+        return Scope(kind, node, parent, bindings)
 
     # ---------------------------------------------------------------- scopes
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self.scope.bind(node.name.value, self._line(node))
-        self.scopes.append(Scope("class", node, self.scope))
+        self.scopes.append(self._scope("class", node, self.scope, block_statements(node.body)))
         self.class_stack.append(node.name.value)
         self.function_stack.append(None)
 
@@ -476,9 +446,8 @@ class _Walker(cst.CSTVisitor):
         span = self.positions[node]
         def_line = self._line(node.name)
         first_line = min([def_line, *(self._line(d) for d in node.decorators)])
-        self.scope.bind(node.name.value, first_line)
         enclosing_is_class = self.scopes[-1].kind == "class"
-        scope = Scope("function", node, self.scope)
+        scope = self._scope("function", node, self.scope, block_statements(node.body), parameters(node.params))
         body_line = def_line
         if isinstance(node.body, cst.IndentedBlock) and node.body.body:
             body_line = self._line(node.body.body[0])
@@ -495,11 +464,6 @@ class _Walker(cst.CSTVisitor):
         params = node.params
         for param in [*params.posonly_params, *params.params]:
             info.positional_params.append(param.name.value)
-        for param in [*params.posonly_params, *params.params, *params.kwonly_params]:
-            scope.bind(param.name.value, def_line)
-        for star in (params.star_arg, params.star_kwarg):
-            if isinstance(star, cst.Param):
-                scope.bind(star.name.value, def_line)
         self.functions.append(info)
         self.scopes.append(scope)
         self.function_stack.append(info)
@@ -513,41 +477,12 @@ class _Walker(cst.CSTVisitor):
             where = self.positions[node]
             self.function_stack[-1].returns.append(ReturnSite(node, where.start.line, where.end.line))
 
-    # ---------------------------------------------------------------- bindings
-    def visit_Assign(self, node: cst.Assign) -> None:
-        line = self._line(node)
-        single = len(node.targets) == 1
-        for target in node.targets:
-            if isinstance(target.target, cst.Name) and single:
-                self.scope.bind(target.target.value, line, node.value)
-            else:
-                for name in target_names(target.target):
-                    self.scope.bind(name, line)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if isinstance(node.target, cst.Name) and node.value is not None:
-            self.scope.bind(node.target.value, self._line(node), node.value)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        for name in target_names(node.target):
-            self.scope.bind(name, self._line(node))
-
-    def visit_For(self, node: cst.For) -> None:
-        for name in target_names(node.target):
-            self.scope.bind(name, self._line(node))
-
-    def visit_WithItem(self, node: cst.WithItem) -> None:
-        if node.asname is not None:
-            for name in target_names(node.asname.name):
-                self.scope.bind(name, self._line(node))
-
-    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
-        if node.name is not None and isinstance(node.name.name, cst.Name):
-            self.scope.bind(node.name.name.value, self._line(node))
-
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        for name in target_names(node.target):
-            self.scope.bind(name, self._line(node))
+        """``:=`` binds in the enclosing scope from inside an expression, which the statement
+        collector does not enter."""
+        if isinstance(node.target, cst.Name):
+            self.scope.bindings.setdefault(node.target.value, []).append(
+                Binding("other", node, node, 0, True))
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if node.quote == "'":
@@ -562,6 +497,7 @@ class _Walker(cst.CSTVisitor):
         self.pending_calls.append((node, self.scope, self._line(node)))
 
     def leave_Module(self, original_node: cst.Module) -> None:
+        self.aliases = Aliases(self.imported)
         for call, scope, line in self.pending_calls:
             if isinstance(call.func, cst.Call):
                 self.inline_calls[call.func] = call
@@ -575,17 +511,3 @@ class _Walker(cst.CSTVisitor):
                 if (self.aliases.qualify(inner.func) == PARTIAL and inner.args
                         and self.aliases.qualify(inner.args[0].value) == JIT):
                     self.jit_calls.append((call, scope, line))
-
-
-def target_names(target: cst.BaseExpression) -> list[str]:
-    """The names an assignment target binds (through tuples, lists and starred targets)."""
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        names: list[str] = []
-        for element in target.elements:
-            names.extend(target_names(element.value))
-        return names
-    if isinstance(target, cst.StarredElement):
-        return target_names(target.value)
-    return []

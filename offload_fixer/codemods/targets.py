@@ -7,11 +7,11 @@ target from command-line flags.
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass, field
 from typing import Literal
 
-PathKey = tuple[Literal["index", "key", "attr"], object]
+from offload_fixer.model import DEVICE, PINNED_HOST
+
 Placement = Literal["return", "entry", "after_origin", "operand", "out_shardings", "pin_memory"]
 SpellingApi = Literal["memory_space", "sharding"]
 
@@ -25,8 +25,8 @@ class SpellingOptions:
     """
 
     api: SpellingApi = "memory_space"
-    device_kind: str = "device"
-    host_kind: str = "pinned_host"
+    device_kind: str = DEVICE
+    host_kind: str = PINNED_HOST
     tree_map: str = "tree.map"
     """``jax.<tree_map>``: ``tree.map`` from JAX 0.4.25, ``tree_util.tree_map`` before."""
 
@@ -70,33 +70,3 @@ class Edit:
     """Why an unsafe edit is unsafe."""
     subject: str = ""
     """What the edit moves or declares (``opt_state['mu']``, ``output [1]``), for a title."""
-
-
-def parse_path(path: str) -> tuple[PathKey, ...]:
-    """``"[0]['mu'].count"`` -> ``(("index", 0), ("key", "mu"), ("attr", "count"))``.
-
-    Read as a Python subscript/attribute chain, so quoting follows Python (and JAX's keystr).
-    """
-    text = path.removeprefix("result")
-    if not text:
-        return ()
-    try:
-        node = ast.parse("_" + text, mode="eval").body
-    except SyntaxError as exc:
-        raise ValueError(f"not a pytree path: {path!r}") from exc
-    keys: list[PathKey] = []
-    while not (isinstance(node, ast.Name) and node.id == "_"):
-        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
-            value = node.slice.value
-            keys.append(("index", value) if isinstance(value, int) else ("key", value))
-            node = node.value
-        elif isinstance(node, ast.Attribute):
-            keys.append(("attr", node.attr))
-            node = node.value
-        else:
-            raise ValueError(f"not a pytree path: {path!r}")
-    return tuple(reversed(keys))
-
-
-def format_path(keys: tuple[PathKey, ...]) -> str:
-    return "".join(f".{v}" if k == "attr" else f"[{v!r}]" for k, v in keys)

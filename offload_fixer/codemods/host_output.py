@@ -35,10 +35,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods import sharding_exprs as sx
-from codemods.fix_command import FixCommand
-from codemods.move_to_device import SINGLE_DEVICE_REASON
-from codemods.pytree_source import (
+from offload_fixer.codemods import sharding_exprs as sx
+from offload_fixer.codemods.fix_command import FixCommand
+from offload_fixer.codemods.move_to_device import SINGLE_DEVICE_REASON
+from offload_fixer.codemods.pytree_source import (
     OutputTree,
     build_like,
     child_at,
@@ -46,8 +46,8 @@ from codemods.pytree_source import (
     locate,
     returned_values,
 )
-from codemods.source_facts import FunctionInfo, JitSite
-from codemods.targets import PathKey, format_path, parse_path
+from offload_fixer.codemods.source_facts import FunctionInfo, JitSite
+from offload_fixer.model import PathKey, format_output_path, parse_output_path
 
 Keys = tuple[PathKey, ...]
 
@@ -64,7 +64,7 @@ class HostOutputCommand(FixCommand):
                 "out_shardings cannot be edited here"
             )
             return
-        paths = drop_covered([parse_path(p) for p in self.target.output_paths])
+        paths = drop_covered([parse_output_path(p) for p in self.target.output_paths])
         for site in sites:
             self._fix_site(function, site, paths)
 
@@ -116,7 +116,7 @@ class HostOutputCommand(FixCommand):
         for keys in paths:
             leaf, depth = _descend(root, keys)
             if leaf is None:
-                self.report_problem(f"out_shardings at line {site.line} does not match the output structure at {format_path(keys)}")
+                self.report_problem(f"out_shardings at line {site.line} does not match the output structure at {format_output_path(keys)}")
                 continue
             groups.setdefault(leaf, []).append((keys[:depth], keys[depth:]))
         for leaf, items in groups.items():
@@ -252,7 +252,7 @@ class HostOutputCommand(FixCommand):
 
     def output_tree(self) -> OutputTree | None:
         kinds = self.target.output_kinds
-        return OutputTree(tuple((parse_path(path), kind) for path, kind in kinds)) if kinds else None
+        return OutputTree(tuple((parse_output_path(path), kind) for path, kind in kinds)) if kinds else None
 
     def _single_output(self, prefix: Keys) -> bool:
         """The analysis saw exactly one array output at ``prefix``."""
@@ -303,7 +303,7 @@ class HostOutputCommand(FixCommand):
         children = _children(literal)
         if children is None:
             self.report_problem(f"`{ref}` is not visibly a tree of shardings: cannot reach "
-                                f"{', '.join(format_path(r) for r in rests)} inside it")
+                                f"{', '.join(format_output_path(r) for r in rests)} inside it")
             return None
         quote = self.facts.quote
         named = isinstance(expr, (cst.Name, cst.Attribute))
@@ -324,7 +324,7 @@ class HostOutputCommand(FixCommand):
             pieces[key] = text
         missing = [rest for rest in rests if rest and rest[0] not in children]
         if missing:
-            self.report_problem(f"`{ref}` has no entry for {', '.join(format_path(r) for r in missing)}")
+            self.report_problem(f"`{ref}` has no entry for {', '.join(format_output_path(r) for r in missing)}")
             return None
         if isinstance(literal, cst.Dict):
             if named:
@@ -404,7 +404,7 @@ class HostOutputCommand(FixCommand):
 
 
 def _label(keys: Keys) -> str:
-    return f"output {format_path(keys)}" if keys else "the result"
+    return f"output {format_output_path(keys)}" if keys else "the result"
 
 
 def _descend(root: cst.BaseExpression, keys: Keys) -> tuple[cst.BaseExpression | None, int]:

@@ -12,18 +12,19 @@ from libcst.codemod import CodemodCommand, CodemodContext, SkipFile
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from codemods import sharding_exprs as sx
-from codemods.pytree_source import child_at
-from codemods.source_facts import (
+from offload_fixer.codemods import sharding_exprs as sx
+from offload_fixer.codemods.pytree_source import child_at
+from offload_fixer.codemods.source_facts import (
     DEVICE_PUT,
     SHARDING_CONSTRUCTORS,
     FunctionInfo,
     JitSite,
     Scope,
     SourceFacts,
-    last_name,
 )
-from codemods.targets import Edit, FixTarget, SpellingOptions, parse_path
+from offload_fixer.codemods.targets import Edit, FixTarget, SpellingOptions
+from offload_fixer.model import DEVICE, PINNED_HOST, parse_output_path
+from offload_fixer.source.bindings import last_name
 
 Rewrite = Callable[[cst.CSTNode], cst.CSTNode]
 _POSITIONAL_OPTIONS = {"in_shardings": 1, "out_shardings": 2}
@@ -104,8 +105,8 @@ class FixCommand(CodemodCommand):
                                 help="a line computing on the offloaded value (--placement operand); repeatable")
         arg_parser.add_argument("--spelling-api", choices=["memory_space", "sharding"], default="memory_space",
                                 help="memory_space: jax.memory.Space.Device (JAX >= 0.7.1); sharding: memory_kind= (0.4.25-0.7.0)")
-        arg_parser.add_argument("--device-kind", default="device")
-        arg_parser.add_argument("--host-kind", default="pinned_host")
+        arg_parser.add_argument("--device-kind", default=DEVICE)
+        arg_parser.add_argument("--host-kind", default=PINNED_HOST)
         arg_parser.add_argument("--tree-map", default="tree.map", help="jax.<this> maps over a tree of shardings "
                                 "(tree_util.tree_map before JAX 0.4.25)")
 
@@ -299,7 +300,7 @@ class FixCommand(CodemodCommand):
                 else:
                     entry = hosts[0] if len(hosts) == 1 else None
             if entry is not None:
-                entry = self._leaf_for(entry, parse_path(self.target.parameter_path), site.scope)
+                entry = self._leaf_for(entry, parse_output_path(self.target.parameter_path), site.scope)
             if entry is not None and not sx.is_none(entry):
                 return entry, site
         return None
@@ -384,8 +385,8 @@ def _target_from_flags(flags: dict[str, object]) -> FixTarget:
         output_kinds=tuple(flags.get("output_kind") or ()),  # type: ignore[arg-type]
         spelling=SpellingOptions(
             api=flags.get("spelling_api") or "memory_space",  # type: ignore[arg-type]
-            device_kind=str(flags.get("device_kind") or "device"),
-            host_kind=str(flags.get("host_kind") or "pinned_host"),
+            device_kind=str(flags.get("device_kind") or DEVICE),
+            host_kind=str(flags.get("host_kind") or PINNED_HOST),
             tree_map=str(flags.get("tree_map") or "tree.map"),
         ),
     )
@@ -403,7 +404,7 @@ def _line(text: str) -> int:
 
 def _pytree_path(text: str) -> str:
     try:
-        parse_path(text)
+        parse_output_path(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
     return text

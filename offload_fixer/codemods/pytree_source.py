@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from codemods.sharding_exprs import HOST_KINDS, string_value
-from codemods.source_facts import FunctionInfo, Scope, SourceFacts
-from codemods.targets import PathKey, format_path
+from offload_fixer.codemods.sharding_exprs import HOST_KINDS, string_value
+from offload_fixer.codemods.source_facts import FunctionInfo, Scope, SourceFacts
+from offload_fixer.model import PathKey, format_output_path
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,7 @@ class OutputTree:
         below = self.under(at)
         keys = list(dict.fromkeys(rest[0] for rest, _ in below if rest))
         kinds = {kind for kind, _ in keys}
-        where = f"output {format_path(at)}" if at else "the result"
+        where = f"output {format_output_path(at)}" if at else "the result"
         if kinds == {"key"}:
             pieces = []
             for key in keys:
@@ -115,7 +115,7 @@ class OutputTree:
                 pieces.append(f"{quote}{key[1]}{quote}: {text}")
             return "{" + ", ".join(pieces) + "}", ""
         if kinds == {"index"}:
-            return None, (f"{where} holds {', '.join(format_path((k,)) for k in keys)}, and the source does not "
+            return None, (f"{where} holds {', '.join(format_output_path((k,)) for k in keys)}, and the source does not "
                           "show whether it is a tuple or a list, which out_shardings must match")
         if kinds == {"attr"}:
             return None, (f"{where} is a pytree node with fields {', '.join(str(k[1]) for k in keys)} (a named "
