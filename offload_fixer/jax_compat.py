@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from jaxlib.mlir import ir
 
+from offload_fixer.model import DEVICE, HOST_KINDS, PINNED_HOST, TPU_HBM, UNPINNED_HOST
+
 OLDEST_SUPPORTED = (0, 4, 35)
 """Oldest JAX the dynamic analysis runs under; static rules and spellings reach further back."""
 
@@ -154,8 +156,8 @@ def spelling(version: str | None = None) -> Spelling:
     return Spelling(
         version=text,
         regime=_regime_of(v),
-        device_kind="tpu_hbm" if old_names else "device",
-        host_kind="unpinned_host" if old_names else "pinned_host",
+        device_kind=TPU_HBM if old_names else DEVICE,
+        host_kind=UNPINNED_HOST if old_names else PINNED_HOST,
         memory_space_api=v >= (0, 7, 1),
         transfer_to_memory_kind=(0, 4, 15) <= v <= (0, 7, 0),
         none_leaf_inherits_host=v >= (0, 4, 29),
@@ -218,7 +220,7 @@ def host_memory_on_this_backend() -> bool:
         kinds = {m.kind for m in jax.devices()[0].addressable_memories()}
     except Exception:  # noqa: BLE001  # pragma: no cover - very old backends
         return False
-    return "pinned_host" in kinds
+    return PINNED_HOST in kinds
 
 
 def memory_move_target(memory_kind: str) -> Any:
@@ -598,7 +600,7 @@ def host_memory_kind(value: Any) -> str | None:
     (JAX's CPU build before 0.5 keeps every array in ``unpinned_host``: that is not offloading)."""
     sharding = getattr(value, "sharding", None)
     kind = getattr(sharding, "memory_kind", None)
-    if sharding is None or kind not in ("pinned_host", "unpinned_host") or not getattr(value, "committed", True):
+    if sharding is None or kind not in HOST_KINDS or not getattr(value, "committed", True):
         return None
     try:
         default = next(iter(sharding.device_set)).default_memory().kind

@@ -28,10 +28,14 @@ Severity = Literal["error", "warning", "info"]
 PINNED_HOST = "pinned_host"
 UNPINNED_HOST = "unpinned_host"
 DEVICE = "device"
+TPU_HBM = "tpu_hbm"
+"""The name of device memory before JAX 0.4.25 (when ``unpinned_host`` named host memory)."""
 HOST_KINDS: frozenset[str] = frozenset({PINNED_HOST, UNPINNED_HOST})
 """Memory kinds JAX treats as host memory (a move there is a move to host)."""
 HOST_MEMORY_SPACE_KINDS: frozenset[str] = frozenset({PINNED_HOST})
 """Memory kinds of parameters and outputs that XLA's entry layout puts in host memory (S(5))."""
+DEVICE_KINDS: frozenset[str] = frozenset({DEVICE, TPU_HBM})
+"""Memory kinds of device memory, under every JAX's names."""
 TARGETS: tuple[str, ...] = ("tpu", "gpu")
 DEPRECATED_TARGETS: dict[str, str] = {"gpu-legacy": "gpu"}
 """Targets of earlier releases: ``gpu-legacy`` modelled an XLA:GPU that failed like TPU, which
@@ -81,12 +85,33 @@ def position_text(path: str, line: int, col: int, cell: int | None = None) -> st
     return f"{where}:{line}:{col}"
 
 
+class Role:
+    """What a :class:`Step` does with the host value, in the words a trace shows; the fix
+    planner reads them (a step of host compute is fixed by a move to device before it)."""
+
+    MOVE_TO_HOST = "move to host"
+    MOVE_TO_DEVICE = "move to device"
+    HOST_ARGUMENT = "host argument"
+    PARAMETER = "parameter"
+    HOST_COMPUTE = "host compute"
+    HOST_COMPUTATION = "host computation"
+    """A computation the program itself runs on the host (``compute_on("device_host")``)."""
+    MEMORY_OP = "memory op"
+    LOOP_CARRY = "loop carry"
+    COPY = "copy"
+    NOOP_MOVE = "device_put that does not move it"
+    MIXED_COND = "cond with a device branch"
+    OUTPUT = "output"
+    FAILURE = "failure"
+
+
 @dataclass(frozen=True)
 class Step:
     """One instruction on the path from the origin to the output, as XLA's walk visits it."""
 
     op: str
     role: str
+    """One of :class:`Role`'s."""
     span: Span | None = None
 
 

@@ -2,21 +2,22 @@
 
 The CLI's ``rules`` page, SARIF's ``driver.rules[]`` and the language server's hover text all
 read from here, so the explanation a user sees is the same everywhere. Each rule carries an
-invalid and a valid example (Fixit style). The examples are real programs for the JAX version
-they are rendered for (spellings come from :mod:`offload_fixer.jax_compat`), and each defines
-``f`` (a jitted function) and ``args`` (arguments to trace it with) so tests can lower them.
+invalid and a valid example (Fixit style), the programs of :mod:`offload_fixer.rule_examples`.
+The tool's own message templates sit here too, beside the rules they word; XLA's own texts
+are :mod:`offload_fixer.xla_messages`'s and each code's constant is :mod:`offload_fixer.codes`'.
 """
 
 from __future__ import annotations
 
 import difflib
-import string
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from offload_fixer import codes
+from offload_fixer import rule_examples as examples
 from offload_fixer import xla_messages as msg
 from offload_fixer.jax_compat import Regime, Spelling, spelling
-from offload_fixer.model import TARGETS, Safety, Severity
+from offload_fixer.model import TARGETS, UNPINNED_HOST, Safety, Severity
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class FixDoc:
 @dataclass(frozen=True)
 class Rule:
     code: str
-    name: str
+    """One of :mod:`offload_fixer.codes`'s constants."""
     summary: str
     what_it_does: str
     why_bad: str
@@ -50,9 +51,21 @@ class Rule:
     fixes: tuple[FixDoc, ...]
     applies_to: str
     """Which JAX versions can produce the pattern, in words."""
-    invalid: Callable[[Spelling], str]
-    valid: Callable[[Spelling], str]
+    invalid: examples.Example
+    valid: examples.Example
     references: tuple[str, ...] = ()
+    applies: Callable[[Spelling], bool] = lambda sp: True
+    """Whether a JAX version (its spelling) can produce the pattern: where it cannot, the
+    invalid example is a program that version accepts, and the examples' tests say so."""
+
+    @property
+    def name(self) -> str:
+        return codes.NAMES[self.code]
+
+    @property
+    def checked_statically(self) -> bool:
+        """Whether ``offload-fixer check`` reports this code from source (``run`` reports all)."""
+        return self.code in codes.STATIC_CODES
 
     def severity(self, target: str) -> Severity:
         return self.targets[target].severity
@@ -72,257 +85,43 @@ class UnknownRule(KeyError):
 
 
 # ---------------------------------------------------------------------------------------
-# Example programs. Bodies use $HOST / $DEVICE (targets of a move inside jit),
-# $HOST_SHARDING / $DEVICE_SHARDING (shardings for in_shardings/out_shardings) and
-# $UNPINNED; the preamble defines whatever the chosen spelling of those needs.
-def _render_example(sp: Spelling, body: str) -> str:
-    typed = sp.regime is Regime.TYPED
-    if typed:
-        words = {
-            "HOST": "jax.memory.Space.Host",
-            "DEVICE": "jax.memory.Space.Device",
-            "HOST_SHARDING": "host_sharding",
-            "DEVICE_SHARDING": f'host_sharding.with_memory_kind("{sp.device_kind}")',
-        }
-    else:
-        words = {"HOST": "host", "DEVICE": "device", "HOST_SHARDING": "host", "DEVICE_SHARDING": "device"}
-    words["UNPINNED"] = "unpinned"
-    template = string.Template(body)
-    used = {name for name in words if f"${name}" in body or f"${{{name}}}" in body}
-    needs_sharding_import = bool(used & {"HOST_SHARDING", "DEVICE_SHARDING", "UNPINNED"}) or (
-        not typed and bool(used & {"HOST", "DEVICE"})
-    )
-    imports = ["import jax", "import jax.numpy as jnp"]
-    if "lax." in body:
-        imports.append("from jax import lax")
-    if needs_sharding_import:
-        imports.append("from jax.sharding import SingleDeviceSharding")
-    definitions = []
-    first_device = "jax.devices()[0]"
-    if typed and used & {"HOST_SHARDING", "DEVICE_SHARDING"}:
-        definitions.append(
-            f'host_sharding = SingleDeviceSharding({first_device}, memory_kind="{sp.host_kind}")'
-        )
-    if not typed and used & {"HOST", "DEVICE", "HOST_SHARDING", "DEVICE_SHARDING"}:
-        definitions.append(f'host = SingleDeviceSharding({first_device}, memory_kind="{sp.host_kind}")')
-        if used & {"DEVICE", "DEVICE_SHARDING"}:
-            definitions.append(f'device = host.with_memory_kind("{sp.device_kind}")')
-    if "UNPINNED" in used:
-        definitions.append(f'unpinned = SingleDeviceSharding({first_device}, memory_kind="unpinned_host")')
-    blocks = ["\n".join(imports)] + (["\n".join(definitions)] if definitions else [])
-    return "\n\n".join(blocks) + "\n\n\n" + template.substitute(words).strip("\n") + "\n"
+# The tool's own message templates, by code (mypy's ``message_registry``): what a diagnostic
+# says where XLA prints nothing yet (the source check) or nothing at all. XLA's own texts are
+# :mod:`offload_fixer.xla_messages`'s.
+@dataclass(frozen=True)
+class ToolMessage:
+    code: str
+    template: str
+    """``str.format`` template."""
+
+    def format(self, **fields: object) -> str:
+        return self.template.format(**fields)
 
 
-def _example(body: str) -> Callable[[Spelling], str]:
-    return lambda sp: _render_example(sp, body)
-
-
-def _by_regime(typed: str, older: str) -> Callable[[Spelling], str]:
-    return lambda sp: _render_example(sp, typed if sp.regime is Regime.TYPED else older)
-
-
-_OFL1200_INVALID_TYPED = """
-def update(params, grads, momentum):
-    momentum = 0.9 * momentum + grads
-    params = params - 0.1 * momentum  # `params` was passed in host memory
-    return params, jax.device_put(momentum, $HOST)
-
-
-# Compiled ahead of time from shapes, as large training loops do: `params` is typed as
-# device memory but arrives in host memory, and the update returns it as a device output.
-f = jax.jit(update, in_shardings=($HOST_SHARDING, None, None))
-args = (jax.ShapeDtypeStruct((8,), jnp.float32),) * 3
-"""
-
-_OFL1200_VALID_TYPED = """
-def update(params, grads, momentum):
-    momentum = 0.9 * momentum + grads
-    params = params - 0.1 * momentum
-    return params, jax.device_put(momentum, $HOST)
-
-
-# Every output names its memory kind, so XLA copies `params` back to device memory.
-f = jax.jit(
-    update,
-    in_shardings=($HOST_SHARDING, None, None),
-    out_shardings=($DEVICE_SHARDING, $HOST_SHARDING),
+HOST_OUTPUT_IN_SOURCE = ToolMessage(
+    codes.HOST_VALUE_DEVICE_OUTPUT,
+    "Output {output} of `{function}` receives a value in {memory_kind} memory but is declared device memory "
+    "(XLA error 1200)",
 )
-args = (jax.ShapeDtypeStruct((8,), jnp.float32),) * 3
-"""
+"""OFL1200 from the source check, which has no XLA instruction names to quote."""
+UNPINNED_MOVE = ToolMessage(
+    codes.UNPINNED_HOST_MEMORY,
+    "Value moved to 'unpinned_host': JAX types it as device memory while XLA moves it to host.",
+)
+UNPINNED_POLICY = ToolMessage(
+    codes.UNPINNED_HOST_MEMORY,
+    "Offload destination 'unpinned_host' offloads nothing: JAX treats it as device memory.",
+)
+PIN_HOST_MEMORY = ToolMessage(codes.UNPINNED_HOST_MEMORY, "Replace 'unpinned_host' with 'pinned_host'.")
+"""How the OFL1204 fix edits the source."""
+COMPILER_ABORTS = ToolMessage(codes.HOST_VALUE_IN_WHILE_CONDITION, "XLA aborts: {xla}")
+"""XLA's failed check, which ends the compiling process rather than raising an error."""
+COMPILER_FAILS = ToolMessage(codes.BACKEND_CANNOT_BUILD_HOST_COMPUTE, "XLA fails: {xla}")
+BACKEND_FAILS = ToolMessage(
+    codes.BACKEND_CANNOT_BUILD_HOST_COMPUTE, "{summary}{subject}: the {compiler} compiler fails ({status}: {xla})"
+)
+"""What a backend cannot build (``summary``), quoting the message the compiler fails with."""
 
-_OFL1200_INVALID_OLDER = """
-@jax.jit
-def f(x):
-    saved = jax.device_put(x * 2, $HOST)  # offloaded to host memory
-    return saved + 1  # computed in host memory, returned as a device output
-
-
-args = (jnp.ones(8),)
-"""
-
-_OFL1200_VALID_OLDER = """
-@jax.jit
-def f(x):
-    saved = jax.device_put(x * 2, $HOST)
-    return jax.device_put(saved, $DEVICE) + 1  # back on device before anything else
-
-
-args = (jnp.ones(8),)
-"""
-
-_OFL1201_INVALID = """
-@jax.jit
-def f(x):
-    offloaded = jax.device_put(x, $HOST)
-    y = jnp.sin(offloaded)  # runs on the host CPU, on data in host memory
-    return jax.device_put(y, $DEVICE)
-
-
-args = (jnp.ones(8),)
-"""
-
-_OFL1201_VALID = """
-@jax.jit
-def f(x):
-    offloaded = jax.device_put(x, $HOST)
-    return jnp.sin(jax.device_put(offloaded, $DEVICE))
-
-
-args = (jnp.ones(8),)
-"""
-
-_OFL1202_INVALID = """
-@jax.jit
-def f(history, row):
-    offloaded = jax.device_put(history, $HOST)
-    # XLA turns this update into a dynamic-update-slice of `history`, a device argument.
-    return offloaded.at[0].set(row), row
-
-
-args = (jnp.zeros((4, 8)), jnp.ones(8))
-"""
-
-_OFL1202_VALID = """
-@jax.jit
-def f(row):
-    # A fresh buffer: XLA allocates it in host memory in place of the broadcast.
-    offloaded = jax.device_put(jnp.zeros((4, 8)), $HOST)
-    return offloaded.at[0].set(row), row
-
-
-args = (jnp.ones(8),)
-"""
-
-_OFL1204_INVALID = """
-@jax.jit
-def f(x):
-    # JAX types "unpinned_host" as device memory; XLA still moves the value to host.
-    return jax.device_put(x * 2, $UNPINNED)
-
-
-args = (jnp.ones(8),)
-"""
-
-_OFL1204_VALID = """
-@jax.jit
-def f(x):
-    return jax.device_put(x * 2, $HOST)
-
-
-args = (jnp.ones(8),)
-"""
-
-_OFL1205_INVALID = """
-@jax.jit
-def f(rows):
-    history = jax.device_put(jnp.zeros_like(rows), $HOST)
-
-    def keep_going(state):
-        i, history = state
-        return (i < rows.shape[0]) & (jnp.sum(history) < 1e6)  # reads the offloaded buffer
-
-    def write_row(state):
-        i, history = state
-        row = jax.device_put(rows[i] * 2, $HOST)
-        return i + 1, lax.dynamic_update_slice(history, row[None], (i, 0))
-
-    return lax.while_loop(keep_going, write_row, (0, history))[1]
-
-
-args = (jnp.ones((4, 8)),)
-"""
-
-_OFL1205_VALID = """
-@jax.jit
-def f(rows):
-    history = jax.device_put(jnp.zeros_like(rows), $HOST)
-
-    def keep_going(state):
-        i, total, history = state
-        return (i < rows.shape[0]) & (total < 1e6)  # the running total stays on device
-
-    def write_row(state):
-        i, total, history = state
-        row = rows[i] * 2
-        written = lax.dynamic_update_slice(history, jax.device_put(row, $HOST)[None], (i, 0))
-        return i + 1, total + jnp.sum(row), written
-
-    return lax.while_loop(keep_going, write_row, (0, 0.0, history))[2]
-
-
-args = (jnp.ones((4, 8)),)
-"""
-
-_OFL1207_INVALID = """
-def mix(weights, x):
-    def layer(h, w):
-        # `w` is a slice of the host-resident weights: the dot runs in host memory.
-        return jnp.tanh(h @ w), None
-
-    h, _ = lax.scan(layer, x, weights)
-    return h
-
-
-f = jax.jit(mix, in_shardings=($HOST_SHARDING, None), out_shardings=$HOST_SHARDING)
-args = (jax.ShapeDtypeStruct((3, 128, 128), jnp.float32), jax.ShapeDtypeStruct((8, 128), jnp.float32))
-"""
-
-_OFL1207_VALID = """
-def mix(weights, x):
-    weights = jax.device_put(weights, $DEVICE)  # stream the weights in first
-
-    def layer(h, w):
-        return jnp.tanh(h @ w), None
-
-    h, _ = lax.scan(layer, x, weights)
-    return h
-
-
-f = jax.jit(mix, in_shardings=($HOST_SHARDING, None))
-args = (jax.ShapeDtypeStruct((3, 128, 128), jnp.float32), jax.ShapeDtypeStruct((8, 128), jnp.float32))
-"""
-
-_OFL1206_INVALID = """
-def first_half(x):
-    offloaded = jax.device_put(x, $HOST)
-    return offloaded[:4]  # sliced in host memory, never moved back
-
-
-f = jax.jit(first_half, out_shardings=$HOST_SHARDING)
-args = (jnp.ones(8),)
-"""
-
-_OFL1206_VALID = """
-@jax.jit
-def f(x):
-    offloaded = jax.device_put(x, $HOST)
-    return jax.device_put(offloaded[:4], $DEVICE)  # only the slice is copied to device
-
-
-args = (jnp.ones(8),)
-"""
-
-# ---------------------------------------------------------------------------------------
 _MSG_1200 = msg.OUTPUT_NOT_HOST.placeholder()
 _MSG_1201 = msg.HOST_COMPUTE.placeholder()
 _MSG_1202 = msg.DUS_DEVICE_PARAMETER.placeholder()
@@ -336,8 +135,7 @@ def _same_everywhere(severity: Severity, outcome: str, message: str | None) -> d
 
 _RULES: tuple[Rule, ...] = (
     Rule(
-        code="OFL1200",
-        name="host-value-device-output",
+        code=codes.HOST_VALUE_DEVICE_OUTPUT,
         summary="A value in host memory reaches an output whose memory kind is device",
         what_it_does=(
             "Follows every value that lives in host memory -- moved there with `device_put`, "
@@ -383,16 +181,15 @@ _RULES: tuple[Rule, ...] = (
             ),
         ),
         applies_to="Every JAX version; which programs trigger it differs by version (see above)",
-        invalid=_by_regime(_OFL1200_INVALID_TYPED, _OFL1200_INVALID_OLDER),
-        valid=_by_regime(_OFL1200_VALID_TYPED, _OFL1200_VALID_OLDER),
+        invalid=examples.OFL1200_INVALID,
+        valid=examples.OFL1200_VALID,
         references=(
             "https://openxla.org/xla/errors/error_1200",
             "https://github.com/openxla/xla/pull/40519",
         ),
     ),
     Rule(
-        code="OFL1201",
-        name="device-compute-on-host",
+        code=codes.DEVICE_COMPUTE_ON_HOST,
         summary="Device compute on a value that lives in host memory",
         what_it_does=(
             "Reports arithmetic, reshapes, reductions and other compute whose operand is a "
@@ -429,12 +226,11 @@ _RULES: tuple[Rule, ...] = (
             ),
         ),
         applies_to="Every JAX version",
-        invalid=_example(_OFL1201_INVALID),
-        valid=_example(_OFL1201_VALID),
+        invalid=examples.OFL1201_INVALID,
+        valid=examples.OFL1201_VALID,
     ),
     Rule(
-        code="OFL1202",
-        name="host-update-into-device-buffer",
+        code=codes.HOST_UPDATE_INTO_DEVICE_BUFFER,
         summary="A value moved to host is written into a buffer XLA cannot place in host memory",
         what_it_does=(
             "Reports a dynamic-update-slice whose update was moved to host (the pattern `scan` "
@@ -459,12 +255,11 @@ _RULES: tuple[Rule, ...] = (
             ),
         ),
         applies_to="Every JAX version (JAX >= 0.7.1 refuses to update a device buffer with a host value at trace time; a move of the whole buffer still gets here)",
-        invalid=_example(_OFL1202_INVALID),
-        valid=_example(_OFL1202_VALID),
+        invalid=examples.OFL1202_INVALID,
+        valid=examples.OFL1202_VALID,
     ),
     Rule(
-        code="OFL1204",
-        name="unpinned-host-memory",
+        code=codes.UNPINNED_HOST_MEMORY,
         summary='"unpinned_host" is typed as device memory by JAX but moved to host by XLA',
         what_it_does=(
             'Reports moves to `"unpinned_host"`, offload policies with `offload_dst="unpinned_host"`, '
@@ -474,8 +269,8 @@ _RULES: tuple[Rule, ...] = (
         why_bad=(
             "JAX treats `unpinned_host` as device memory when it decides output memory kinds, "
             "while XLA treats the annotation as a move to host: a returned value reaches a "
-            "device output (error 1200), and a remat policy that offloads to `unpinned_host` "
-            "silently offloads nothing. On TPU `unpinned_host` is memory space S(6), not the "
+            "device output (error 1200, unless it is the whole single output, which XLA "
+            "repairs), and a remat policy that offloads to `unpinned_host` silently offloads nothing. On TPU `unpinned_host` is memory space S(6), not the "
             "host memory (S(5)) XLA's host offloader streams from and to: libtpu cannot compile "
             "compute on such an argument, nor a device value returned into such an output."
         ),
@@ -507,12 +302,12 @@ _RULES: tuple[Rule, ...] = (
             'JAX 0.4.25 - 0.4.28 and >= 0.7.1 (0.4.29 - 0.7.0 propagate "unpinned_host" to '
             'outputs; before 0.4.25 "unpinned_host" was the name of host memory)'
         ),
-        invalid=_example(_OFL1204_INVALID),
-        valid=_example(_OFL1204_VALID),
+        invalid=examples.OFL1204_INVALID,
+        valid=examples.OFL1204_VALID,
+        applies=lambda sp: sp.regime is not Regime.PROPAGATION and sp.host_kind != UNPINNED_HOST,
     ),
     Rule(
-        code="OFL1205",
-        name="host-value-in-while-condition",
+        code=codes.HOST_VALUE_IN_WHILE_CONDITION,
         summary="A while loop's condition is computed from a value in host memory",
         what_it_does=(
             "Reports a loop whose condition reads a value that lives in host memory -- a "
@@ -535,12 +330,11 @@ _RULES: tuple[Rule, ...] = (
             ),
         ),
         applies_to="Every JAX version",
-        invalid=_example(_OFL1205_INVALID),
-        valid=_example(_OFL1205_VALID),
+        invalid=examples.OFL1205_INVALID,
+        valid=examples.OFL1205_VALID,
     ),
     Rule(
-        code="OFL1206",
-        name="host-slice-not-moved-to-device",
+        code=codes.HOST_SLICE_NOT_MOVED_TO_DEVICE,
         summary="A slice of a host value is not moved to device",
         what_it_does=(
             "Reports a slice or dynamic slice of a value in host memory whose result is not "
@@ -563,12 +357,11 @@ _RULES: tuple[Rule, ...] = (
             ),
         ),
         applies_to="Every JAX version",
-        invalid=_example(_OFL1206_INVALID),
-        valid=_example(_OFL1206_VALID),
+        invalid=examples.OFL1206_INVALID,
+        valid=examples.OFL1206_VALID,
     ),
     Rule(
-        code="OFL1207",
-        name="host-compute-the-backend-cannot-build",
+        code=codes.BACKEND_CANNOT_BUILD_HOST_COMPUTE,
         summary="Host compute the released compiler's backend cannot compile",
         what_it_does=(
             "Reports device compute on host data that the target's released compiler accepts "
@@ -596,8 +389,8 @@ _RULES: tuple[Rule, ...] = (
             ),
         ),
         applies_to="Every JAX version with a released TPU or GPU compiler",
-        invalid=_example(_OFL1207_INVALID),
-        valid=_example(_OFL1207_VALID),
+        invalid=examples.OFL1207_INVALID,
+        valid=examples.OFL1207_VALID,
     ),
 )
 
@@ -636,7 +429,14 @@ def render_rule(code: str, jax_version: str | None = None) -> str:
             out.append(f"  XLA: `{behaviour.message}`")
     out.append("")
     out += ["## Applies to", "", f"{rule.applies_to}.", ""]
-    out += [f"## Example (JAX {sp.version})", "", "```python", rule.invalid(sp).rstrip("\n"), "```", ""]
+    checked_by = "`offload-fixer run`, `fix` and `analyze()` (the lowered program)"
+    if rule.checked_statically:
+        checked_by += ", and `offload-fixer check` (the source, without running it)"
+    out += ["## Reported by", "", f"{checked_by}.", ""]
+    out += [f"## Example (JAX {sp.version})", ""]
+    if not rule.applies(sp):
+        out += [f"JAX {sp.version} does not produce this pattern (see Applies to); other versions do:", ""]
+    out += ["```python", rule.invalid(sp).rstrip("\n"), "```", ""]
     out += ["Use instead:", "", "```python", rule.valid(sp).rstrip("\n"), "```", ""]
     out += ["## Fixes", ""]
     for fix in rule.fixes:

@@ -14,6 +14,8 @@ import string
 from dataclasses import dataclass
 from typing import Literal
 
+from offload_fixer import codes
+
 Severity = Literal["error", "crash", "warning"]
 NAME = r"[\w.\-]+"
 FIELDS = {"name": r'[^"\s)]+', "start": NAME, "custom": r'[^"]+', "opcode": r"[\w\-]+", "index": r"[\d,\s]*", "count": r"\d+"}
@@ -104,7 +106,7 @@ OUTPUT_NOT_HOST = XlaMessage(
     "output-not-host",
     "Tensor which is moved to host (starting from {name}) is returned from the entry computation "
     "but the layout for this output is not set to host memory.",
-    "OFL1200",
+    codes.HOST_VALUE_DEVICE_OUTPUT,
     variants=(
         'Tensor which is moved to host (custom call "{custom}") is returned from the entry computation '
         "but the layout for this output is not set to host memory.",
@@ -115,7 +117,7 @@ HOST_COMPUTE = XlaMessage(
     'Found an instruction ("{name}") which does device compute in host memory space. Converting '
     "into host compute. This is likely to have a very slow execution time. If you're using JAX, "
     "use device_put() to move the inputs to the device so that computation happens on the device.",
-    "OFL1201",
+    codes.DEVICE_COMPUTE_ON_HOST,
     severity="warning",
     status="",
     stable='Found an instruction ("{name}") which does device compute in host memory space.',
@@ -124,30 +126,30 @@ SLICE_ON_HOST = XlaMessage(
     "slice-on-host",
     "Encountered {opcode} on tensor which is in host memory. {name} does not move the tensor back "
     "to device. {name} will be converted into host compute.",
-    "OFL1206",
+    codes.HOST_SLICE_NOT_MOVED_TO_DEVICE,
     severity="warning",
     status="",
 )
 DUS_NOT_BROADCAST = XlaMessage(
     "dus-not-broadcast",
     "DynamicUpdateSlice \"{name}\"'s first operand is not the result of a broadcast.",
-    "OFL1202",
+    codes.HOST_UPDATE_INTO_DEVICE_BUFFER,
 )
 DUS_DEVICE_PARAMETER = XlaMessage(
     "dus-device-parameter",
     'Entry computation parameter "{name}" (shape index {{{index}}}) is not in host memory space.',
-    "OFL1202",
+    codes.HOST_UPDATE_INTO_DEVICE_BUFFER,
 )
 WHILE_CONDITION_COMPUTE = XlaMessage(
     "while-condition",
     'Tensor which is moved to host is used by an invalid instruction ("{name}") during while '
     "condition body.",
-    "OFL1205",
+    codes.HOST_VALUE_IN_WHILE_CONDITION,
 )
 WHILE_CONDITION_ROOT = XlaMessage(
     "while-condition-root",
     "Check failed: !tmp_shape_index.empty() Expected shape index to be non-empty.",
-    "OFL1205",
+    codes.HOST_VALUE_IN_WHILE_CONDITION,
     severity="crash",
     status="",
 )
@@ -155,11 +157,11 @@ PURE_MEMORY_OFFLOAD = XlaMessage(
     "pure-memory-offload",
     'Tensor which is moved to host (starting from {start}) is used by an instruction ("{name}") '
     "which is not acceptable during pure memory offload.",
-    "OFL1201",
+    codes.DEVICE_COMPUTE_ON_HOST,
     stable='is used by an instruction ("{name}") which is not acceptable during pure memory offload.',
 )
 HOST_COMPUTE_DISABLED = XlaMessage(
-    "host-compute-disabled", "Automatic host compute offloading is disabled.", "OFL1201"
+    "host-compute-disabled", "Automatic host compute offloading is disabled.", codes.DEVICE_COMPUTE_ON_HOST
 )
 MULTI_OPERAND_CHECK = XlaMessage(
     "multi-operand-crash",
@@ -173,7 +175,7 @@ MULTI_OPERAND_CHECK = XlaMessage(
 FUSION_SHAPE = XlaMessage(
     "gpu-host-fusion-shape",
     "Fused computation shape (...) is not equal to the fusion shape (...:S(5))",
-    "OFL1207",
+    codes.BACKEND_CANNOT_BUILD_HOST_COMPUTE,
     status="INTERNAL",
     stable="Fused computation shape (",
 )
@@ -181,7 +183,7 @@ HOST_COMPUTE_ALIAS = XlaMessage(
     "tpu-host-compute-alias",
     "Check failed: host_execute_operand_subshape == ShapeUtil::GetSubshape(host_instr->shape(), "
     "host_execute_output_shape_index)",
-    "OFL1207",
+    codes.BACKEND_CANNOT_BUILD_HOST_COMPUTE,
     severity="crash",
     status="",
     stable="Check failed: host_execute_operand_subshape ==",
@@ -189,7 +191,7 @@ HOST_COMPUTE_ALIAS = XlaMessage(
 HOST_ASYNC_SHAPE = XlaMessage(
     "tpu-host-async-shape",
     "The async-start expects the shape of operand 0 to match the async shape at index {{0}} (... vs ...S(5))",
-    "OFL1207",
+    codes.BACKEND_CANNOT_BUILD_HOST_COMPUTE,
     status="INTERNAL",
     stable="The async-start expects the shape of operand 0 to match the async shape",
 )
@@ -199,32 +201,32 @@ CUSTOM_FUSION_BACKEND_CONFIG = XlaMessage(
     "tpu-host-custom-fusion",
     "RET_CHECK failure (.../cpu/thunk_emitter.cc) instruction->has_backend_config() Fusion must have "
     "backend config",
-    "OFL1207",
+    codes.BACKEND_CANNOT_BUILD_HOST_COMPUTE,
     status="INTERNAL",
     stable="instruction->has_backend_config() Fusion must have backend config",
 )
 HOST_TUPLE_SHAPE = XlaMessage(
     "gpu-host-tuple-shape",
     "Expected instruction to have shape equal to (...), actual shape is (...S(5)...)",
-    "OFL1207",
+    codes.BACKEND_CANNOT_BUILD_HOST_COMPUTE,
     status="INTERNAL",
     stable="Expected instruction to have shape equal to (",
 )
 UNPINNED_PARAMETER = XlaMessage(
     "tpu-unpinned-parameter",
     "Shape mismatch between parameter number {index} and its operand in {name}",
-    "OFL1204",
+    codes.UNPINNED_HOST_MEMORY,
     status="INTERNAL",
     stable="Shape mismatch between parameter number {index} and its operand in",
 )
 UNPINNED_OUTPUT = XlaMessage(
-    "tpu-unpinned-output", "Unimplemented DMA from hbm to hbm.", "OFL1204", status="FAILED_PRECONDITION"
+    "tpu-unpinned-output", "Unimplemented DMA from hbm to hbm.", codes.UNPINNED_HOST_MEMORY, status="FAILED_PRECONDITION"
 )
 SHAPE_CHANGING_ANNOTATION = XlaMessage(
     "shape-changing-annotation",
     "RET_CHECK failure (.../hlo_instruction.cc) ShapeUtil::CompatibleIgnoringFpPrecision(shape(), "
     "new_producer->shape())",
-    "OFL1207",
+    codes.BACKEND_CANNOT_BUILD_HOST_COMPUTE,
     status="INTERNAL",
     stable="ShapeUtil::CompatibleIgnoringFpPrecision(shape(), new_producer->shape())",
 )
@@ -254,3 +256,4 @@ BACKEND_MESSAGES: tuple[XlaMessage, ...] = (
 )
 """What the TPU and GPU backends say when they cannot build what the offloader decided."""
 ALL_MESSAGES = HOST_OFFLOADER_MESSAGES + BACKEND_MESSAGES
+BY_KIND: dict[str, XlaMessage] = {message.kind: message for message in ALL_MESSAGES}

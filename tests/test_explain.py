@@ -18,7 +18,7 @@ from string import Template
 
 import pytest
 
-from offload_fixer import jax_compat
+from offload_fixer import jax_compat, xla_messages
 from offload_fixer.explain import (
     TraceStep,
     explain,
@@ -129,6 +129,21 @@ def test_a_log_without_offload_messages_explains_nothing():
 
     assert explanation.errors == () and not explanation.has_errors
     assert "No XLA host-offload message" in explanation.text
+
+
+@pytest.mark.parametrize("message", xla_messages.HOST_OFFLOADER_MESSAGES, ids=lambda m: m.kind)
+def test_every_host_offloader_message_is_explained(message):
+    """Each message XLA's host offloader prints, as a failing compile shows it, says what it means."""
+    fields = {"name": "Arg_0.1", "start": "custom-call.2", "custom": "custom-call.2", "opcode": "slice",
+              "index": "", "count": "2"}
+    status = f"{message.status}: " if message.status else ""
+    log = f"jaxlib.xla_extension.XlaRuntimeError: {status}{message.format(**fields)}\n"
+
+    explanation = explain(log)
+
+    assert [error.kind for error in explanation.errors] == [message.kind]
+    if message.severity != "warning":
+        assert "What it means:" in explanation.text
 
 
 def test_traceback_frames_give_the_failing_call_and_the_script():

@@ -86,12 +86,19 @@ def test_render_rule_page():
     assert get_rule("OFL1200").invalid_example("0.10.2").strip() in page
 
 
+def test_a_page_for_a_version_the_pattern_does_not_reach_says_so():
+    note = "does not produce this pattern"
+    assert note in render_rule("OFL1204", jax_version="0.6.2")
+    assert note not in render_rule("OFL1204", jax_version="0.10.2")
+    assert not any(note in render_rule(code, jax_version="0.6.2") for code in CODES if code != "OFL1204")
+
+
 # ---------------------------------------------------------------------------------------
 # Lowering the examples with the installed JAX
-def _lower(source: str, name: str):
+def _lower(source: str, name: str, platform: str = "tpu"):
     namespace: dict = {}
     exec(compile(source, name, "exec"), namespace)
-    return jax_compat.lower_for_platform(namespace["f"], namespace["args"], {}, "tpu")
+    return jax_compat.lower_for_platform(namespace["f"], namespace["args"], {}, platform)
 
 
 def _operations(operation):
@@ -173,3 +180,51 @@ def test_the_ofl1200_page_is_right_that_a_move_at_the_start_is_kept_for_a_stream
     assert [d.code for d in analyze(lowered["broken"]).diagnostics if d.code == "OFL1200"] == ["OFL1200"]
     assert analyze(lowered["fixed"]).diagnostics == ()
     assert "the move is written where the function starts" in render_rule("OFL1200")
+
+
+# ---------------------------------------------------------------------------------------
+# Fixit's model: each rule's invalid example produces its own code, its valid example does
+# not -- through the source check (for the codes it reports) and through the analysis of the
+# program lowered with the installed JAX. tests/xla/test_rule_examples.py holds the examples
+# against the released compilers, which decide what is right.
+def _codes(diagnostics) -> set[str]:
+    return {d.code for d in diagnostics}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("version", VERSIONS)
+@pytest.mark.parametrize("code", CODES)
+def test_the_source_check_reports_each_invalid_example_and_no_valid_one(code, version, target):
+    from offload_fixer.static.api import check_source
+
+    rule = get_rule(code)
+    found = {kind: _codes(check_source(example(version), f"<{code} {kind}>", target=target,
+                                       jax_version=version).diagnostics)
+             for kind, example in (("invalid", rule.invalid_example), ("valid", rule.valid_example))}
+    assert code not in found["valid"]
+    if rule.checked_statically and rule.applies(jax_compat.spelling(version)):
+        assert code in found["invalid"]
+    else:
+        assert code not in found["invalid"], f"`check` reports {code}, which its rule page says it does not"
+
+
+@needs_host_memory
+@pytest.mark.parametrize("target", TARGETS)
+@pytest.mark.parametrize("code", CODES)
+def test_the_analysis_reports_each_invalid_example_and_no_valid_one(code, target):
+    from offload_fixer import analyze
+
+    rule = get_rule(code)
+    platform = jax_compat.lowering_platform(target)
+    reports = {kind: analyze(_lower(example(), f"<{code} {kind}>", platform), target)
+               for kind, example in (("invalid", rule.invalid_example), ("valid", rule.valid_example))}
+    valid = reports["valid"]
+    assert valid.diagnostics == (), f"the valid example of {code} is reported: {_codes(valid.diagnostics)}"
+    assert valid.predicted.outcome == "compiled"
+    invalid = reports["invalid"]
+    if not rule.applies(jax_compat.spelling()):
+        pytest.skip(f"JAX {jax_compat.installed_version()} does not produce {code} ({rule.applies_to})")
+    assert code in _codes(invalid.diagnostics)
+    if rule.severity(target) == "error" and code != "OFL1204":
+        # An error rule's pattern is what the compile stops at (OFL1204's move is a warning).
+        assert (invalid.predicted.outcome, invalid.predicted.code) in {("rejected", code), ("aborted", code)}

@@ -19,10 +19,11 @@ compilers, not rules of XLA's sources: each check below names the programs that 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Literal
+from typing import Any
 
 from jaxlib.mlir import ir
 
+from offload_fixer import xla_messages as msg
 from offload_fixer.analysis.offloader import (
     PURE_MEMORY_OPS,
     Failure,
@@ -35,12 +36,13 @@ from offload_fixer.analysis.offloader import (
 from offload_fixer.ir import module as irm
 from offload_fixer.model import UNPINNED_HOST
 
-GPU_HOST_DOT = "gpu-host-dot"
-GPU_HOST_SCATTER = "gpu-host-scatter"
-TPU_LOOP_DOT = "tpu-loop-dot"
-TPU_HOST_CUSTOM_FUSION = "tpu-host-custom-fusion"
-TPU_UNPINNED_PARAMETER = "tpu-unpinned-parameter"
-TPU_UNPINNED_OUTPUT = "tpu-unpinned-output"
+# What each backend failure is, by the message the compiler fails with.
+GPU_HOST_DOT = msg.FUSION_SHAPE
+GPU_HOST_SCATTER = msg.HOST_TUPLE_SHAPE
+TPU_LOOP_DOT = msg.HOST_COMPUTE_ALIAS
+TPU_HOST_CUSTOM_FUSION = msg.CUSTOM_FUSION_BACKEND_CONFIG
+TPU_UNPINNED_PARAMETER = msg.UNPINNED_PARAMETER
+TPU_UNPINNED_OUTPUT = msg.UNPINNED_OUTPUT
 
 DOTS = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"})
 
@@ -54,16 +56,17 @@ def backend_failures(walk: HostOffloadWalk, result: WalkResult, target: str) -> 
             seeds.setdefault(op, seed)
     failures: list[Failure] = []
     for op in dict.fromkeys(op for ops in result.host_compute.values() for op in ops):
-        reason = _host_compute_failure(walk.view, op, result, target)
-        if reason is not None:
-            outcome: Literal["rejected", "aborted"] = "aborted" if reason == TPU_LOOP_DOT else "rejected"
-            failures.append(Failure("OFL1207", seeds[op], op, reason, outcome=outcome))
+        message = _host_compute_failure(walk.view, op, result, target)
+        if message is not None:
+            failures.append(Failure(seeds[op], op, message))
     if target == "tpu":
         failures.extend(_unpinned_failures(walk, result))
     return failures
 
 
-def _host_compute_failure(view: irm.ModuleView, op: ir.Operation, result: WalkResult, target: str) -> str | None:
+def _host_compute_failure(
+    view: irm.ModuleView, op: ir.Operation, result: WalkResult, target: str
+) -> msg.XlaMessage | None:
     name = op.name
     if target == "gpu":
         if name in DOTS:
@@ -83,13 +86,13 @@ def _unpinned_failures(walk: HostOffloadWalk, result: WalkResult) -> Iterator[Fa
         if arg.memory_kind == UNPINNED_HOST:
             op = _first_compute_user(walk, Node("arg", walk.main_block, arg.index))
             if op is not None:
-                yield Failure("OFL1204", None, op, TPU_UNPINNED_PARAMETER, parameter=arg.index)
+                yield Failure(None, op, TPU_UNPINNED_PARAMETER, parameter=arg.index)
     if not walk.xla.tpu_unpinned_output_from_device_fails:
         return
     reached = {reach.output for reach in result.reaches}
     for output in walk.view.results:
         if output.memory_kind == UNPINNED_HOST and output.index not in reached:
-            yield Failure("OFL1204", None, None, TPU_UNPINNED_OUTPUT, parameter=output.index)
+            yield Failure(None, None, TPU_UNPINNED_OUTPUT, parameter=output.index)
 
 
 def _first_compute_user(walk: HostOffloadWalk, start: Node) -> ir.Operation | None:

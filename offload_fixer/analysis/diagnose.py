@@ -8,18 +8,20 @@ error XLA meets, which is what a released compiler's verdict is compared with.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import replace
 
 from jaxlib.mlir import ir
 
+from offload_fixer import codes
 from offload_fixer import xla_messages as msg
 from offload_fixer.analysis import backend
-from offload_fixer.analysis import offloader as walk_reasons
 from offload_fixer.analysis.offloader import Failure, Node, Reach, Seed, WalkResult, hlo_name, op_role
 from offload_fixer.ir import module as irm
 from offload_fixer.ir.hlo_names import HloNames
 from offload_fixer.model import (
+    DEVICE,
+    PINNED_HOST,
+    UNPINNED_HOST,
     Diagnostic,
     FixOption,
     FixStrategy,
@@ -29,11 +31,12 @@ from offload_fixer.model import (
     OutputInfo,
     OutputVerdict,
     Prediction,
+    Role,
     Severity,
     Span,
     Step,
 )
-from offload_fixer.rules import get_rule
+from offload_fixer.rules import BACKEND_FAILS, COMPILER_ABORTS, COMPILER_FAILS, UNPINNED_MOVE, get_rule
 from offload_fixer.source.jit_sites import in_shardings_span
 from offload_fixer.source.locations import frame_path, output_path, user_span, written_as_move
 
@@ -67,7 +70,7 @@ class Diagnoser:
                 seen_outputs.add(reach.output)
                 others = tuple(self._output_path(r.output) for r in reaches if r.output != reach.output)
                 out.append(self._host_output(reach, tuple(dict.fromkeys(others))))
-            if seed.memory_kind == "unpinned_host" and seed.op is not None:
+            if seed.memory_kind == UNPINNED_HOST and seed.op is not None:
                 out.append(self._unpinned_move(seed))
             if walk.host_compute.get(seed):
                 out.append(self._host_compute(seed, walk.host_compute[seed]))
@@ -85,7 +88,7 @@ class Diagnoser:
         if first is None:
             return Prediction("compiled")
         if isinstance(first, Reach):
-            return Prediction("rejected", "OFL1200", self._node_name(first.starting), first.output)
+            return Prediction("rejected", codes.HOST_VALUE_DEVICE_OUTPUT, self._node_name(first.starting), first.output)
         return Prediction(first.outcome, first.code, self._failure_subject(first))
 
     def outputs(self, walk: WalkResult) -> tuple[OutputInfo, ...]:
@@ -114,13 +117,13 @@ class Diagnoser:
         copied out of host memory, a host computation's result) in device memory, unless the
         output reuses a donated host argument's buffer."""
         if verdict == "repaired":
-            return "device" if self.target == "tpu" else "pinned_host"
+            return DEVICE if self.target == "tpu" else PINNED_HOST
         if self.target == "gpu":
-            if declared == "unpinned_host":
-                return "pinned_host"
+            if declared == UNPINNED_HOST:
+                return PINNED_HOST
             donor = self.view.aliased_outputs.get(index)
             if verdict == "host" and (donor is None or not self.view.args[donor].in_host_memory_space):
-                return "device"
+                return DEVICE
         return declared
 
     # -- one diagnostic per finding ---------------------------------------------------------
@@ -138,8 +141,8 @@ class Diagnoser:
             "sharding with memory_kind=\"pinned_host\"."
         )
         return Diagnostic(
-            code="OFL1200",
-            severity=_severity("OFL1200", self.target),
+            code=codes.HOST_VALUE_DEVICE_OUTPUT,
+            severity=_severity(codes.HOST_VALUE_DEVICE_OUTPUT, self.target),
             target=self.target,
             message=msg.OUTPUT_NOT_HOST.format(name=self._node_name(reach.starting)),
             explanation=explanation,
@@ -148,7 +151,7 @@ class Diagnoser:
             origin=origin,
             trace=self._trace(reach),
             span=origin.span,
-            fixes=(_fix("OFL1200", "device"), _fix("OFL1200", "host", 1)),
+            fixes=(_fix(codes.HOST_VALUE_DEVICE_OUTPUT, "device"), _fix(codes.HOST_VALUE_DEVICE_OUTPUT, "host", 1)),
             function=self.function,
             related_outputs=related,
         )
@@ -159,12 +162,12 @@ class Diagnoser:
         names = ", ".join(dict.fromkeys(self._op_name(op) for op in ops[:8]))
         if self.host_compute_offload:
             message = msg.HOST_COMPUTE.format(name=self._op_name(first))
-            severity = _severity("OFL1201", self.target)
+            severity = _severity(codes.DEVICE_COMPUTE_ON_HOST, self.target)
         else:
             message = msg.HOST_COMPUTE_DISABLED.format()
             severity = "error"
         return Diagnostic(
-            code="OFL1201",
+            code=codes.DEVICE_COMPUTE_ON_HOST,
             severity=severity,
             target=self.target,
             message=message,
@@ -175,17 +178,17 @@ class Diagnoser:
                 "value enters the computation."
             ),
             origin=origin,
-            trace=tuple(Step(op.name, "host compute", self._span(op)) for op in ops),
+            trace=tuple(Step(op.name, Role.HOST_COMPUTE, self._span(op)) for op in ops),
             span=self._span(first) or origin.span,
-            fixes=(_fix("OFL1201", "device"),),
+            fixes=(_fix(codes.DEVICE_COMPUTE_ON_HOST, "device"),),
             function=self.function,
         )
 
     def _host_copy(self, seed: Seed, op: ir.Operation) -> Diagnostic:
         origin = self._origin(seed)
         return Diagnostic(
-            code="OFL1201",
-            severity=_severity("OFL1201", self.target),
+            code=codes.DEVICE_COMPUTE_ON_HOST,
+            severity=_severity(codes.DEVICE_COMPUTE_ON_HOST, self.target),
             target=self.target,
             message=msg.HOST_COMPUTE.format(name="copy"),
             explanation=(
@@ -195,9 +198,9 @@ class Diagnoser:
                 "the update, or return it without reading the updated value."
             ),
             origin=origin,
-            trace=(Step(op.name, "host compute", self._span(op)),),
+            trace=(Step(op.name, Role.HOST_COMPUTE, self._span(op)),),
             span=self._span(op) or origin.span,
-            fixes=(_fix("OFL1201", "device"),),
+            fixes=(_fix(codes.DEVICE_COMPUTE_ON_HOST, "device"),),
             function=self.function,
         )
 
@@ -205,8 +208,8 @@ class Diagnoser:
         origin = self._origin(seed)
         name = self._op_name(op)
         return Diagnostic(
-            code="OFL1206",
-            severity=_severity("OFL1206", self.target),
+            code=codes.HOST_SLICE_NOT_MOVED_TO_DEVICE,
+            severity=_severity(codes.HOST_SLICE_NOT_MOVED_TO_DEVICE, self.target),
             target=self.target,
             message=msg.SLICE_ON_HOST.format(opcode=hlo_name(op), name=name),
             explanation=(
@@ -214,29 +217,23 @@ class Diagnoser:
                 "path, so XLA cannot turn it into a host-to-device copy and runs it on the host instead."
             ),
             origin=origin,
-            trace=(Step(op.name, "host compute", self._span(op)),),
+            trace=(Step(op.name, Role.HOST_COMPUTE, self._span(op)),),
             span=self._span(op) or origin.span,
-            fixes=(_fix("OFL1206", "device"),),
+            fixes=(_fix(codes.HOST_SLICE_NOT_MOVED_TO_DEVICE, "device"),),
             function=self.function,
         )
 
     def _unpinned_move(self, seed: Seed) -> Diagnostic:
         origin = self._origin(seed)
         return Diagnostic(
-            code="OFL1204",
+            code=codes.UNPINNED_HOST_MEMORY,
             severity="warning",
             target=self.target,
-            message="Value moved to 'unpinned_host': JAX types it as device memory while XLA moves it to host.",
-            explanation=(
-                "XLA treats an 'unpinned_host' placement as a move to host, but JAX 0.7.1 and newer "
-                "type the result as device memory, so a returned value fails with error 1200 unless it "
-                "is the whole output, and an offload policy with offload_dst='unpinned_host' silently "
-                "offloads nothing. On TPU 'unpinned_host' is another memory space (S(6)) than the one "
-                "XLA offloads to (S(5)). Use 'pinned_host' for host offloading."
-            ),
+            message=UNPINNED_MOVE.format(),
+            explanation=get_rule(codes.UNPINNED_HOST_MEMORY).why_bad,
             origin=origin,
             span=origin.span,
-            fixes=(_fix("OFL1204", "host"),),
+            fixes=(_fix(codes.UNPINNED_HOST_MEMORY, "host"),),
             function=self.function,
         )
 
@@ -252,7 +249,7 @@ class Diagnoser:
             message=message,
             explanation=explanation,
             origin=origin,
-            trace=(Step(failure.op.name, "failure", span),) if failure.op is not None else (),
+            trace=(Step(failure.op.name, Role.FAILURE, span),) if failure.op is not None else (),
             span=span or (origin.span if origin else None),
             fixes=(_fix(failure.code, "device"),),
             function=self.function,
@@ -260,47 +257,47 @@ class Diagnoser:
 
     def _failure_subject(self, failure: Failure) -> str | None:
         """The instruction or parameter XLA's message names for this failure."""
-        if failure.reason == walk_reasons.DUS_BUFFER_DEVICE_PARAMETER and failure.parameter is not None:
+        if failure.message is msg.DUS_DEVICE_PARAMETER and failure.parameter is not None:
             return self._parameter_name(failure.parameter)
-        if failure.reason in (walk_reasons.WHILE_CONDITION_ROOT, backend.TPU_UNPINNED_OUTPUT):
+        if failure.message in (msg.WHILE_CONDITION_ROOT, msg.UNPINNED_OUTPUT):
             return None
         return self._op_name(failure.op) if failure.op is not None else None
 
     def _failure_text(self, failure: Failure, subject: str | None) -> tuple[str, str]:
-        reason = failure.reason
-        if reason == walk_reasons.DUS_BUFFER_DEVICE_PARAMETER:
+        xla = failure.message
+        if xla is msg.DUS_DEVICE_PARAMETER:
             return msg.DUS_DEVICE_PARAMETER.format(name=subject, index=""), (
                 "A value moved to host is written into a buffer in place (a dynamic-update-slice, or "
                 "a scatter XLA turns into one) whose buffer is an argument in device memory. XLA can "
                 "only stream such updates into a buffer it allocates in host memory itself, from a "
                 "broadcast such as jnp.zeros, or into a host argument; it rejects the module."
             )
-        if reason == walk_reasons.DUS_BUFFER_NOT_BROADCAST:
+        if xla is msg.DUS_NOT_BROADCAST:
             return msg.DUS_NOT_BROADCAST.format(name=subject), (
                 "A value moved to host is written into a buffer with dynamic-update-slice (scan "
                 "streaming), but that buffer does not come from a broadcast (e.g. jnp.zeros) XLA "
                 "could allocate in host memory; XLA rejects the module."
             )
-        if reason == walk_reasons.WHILE_CONDITION_COMPUTE:
+        if xla is msg.WHILE_CONDITION_COMPUTE:
             return msg.WHILE_CONDITION_COMPUTE.format(name=subject), (
                 "A host buffer carried by a while loop is computed on in the loop's condition; XLA "
                 "only allows moving host data around there."
             )
-        if reason == walk_reasons.WHILE_CONDITION_ROOT:
-            return f"XLA aborts: {msg.WHILE_CONDITION_ROOT.format()}", (
+        if xla is msg.WHILE_CONDITION_ROOT:
+            return COMPILER_ABORTS.format(xla=msg.WHILE_CONDITION_ROOT.format()), (
                 "A value in host memory decides a while loop's condition. The released compilers' "
                 "host offloader fails a CHECK when its walk reaches the condition's result, and the "
                 "compiling process aborts with no error to catch. Keep what the condition reads on "
                 "device (a running count or total carried beside the host buffer)."
             )
-        if reason == walk_reasons.SHAPE_CHANGING_ANNOTATION:
-            return f"XLA fails: {msg.SHAPE_CHANGING_ANNOTATION.format()}", (
+        if xla is msg.SHAPE_CHANGING_ANNOTATION:
+            return COMPILER_FAILS.format(xla=msg.SHAPE_CHANGING_ANNOTATION.format()), (
                 "A placement annotation declares another shape than its operand's. XLA removes the "
                 "move once it has placed the value, replacing its uses with the operand, and that "
                 "replacement rejects the differing shape. JAX never writes such an annotation; "
                 "hand-written or rewritten StableHLO can."
             )
-        return _BACKEND_TEXTS[reason](self.target, subject)
+        return _backend_text(xla, self.target, subject)
 
     # -- helpers ----------------------------------------------------------------------------
     def _node_name(self, node: Node) -> str:
@@ -334,13 +331,13 @@ class Diagnoser:
     def _step(self, node: Node) -> Step:
         if node.kind == "root":
             assert node.index is not None, "an output node has its output index"
-            return Step(f"output {self._output_path(node.index) or '(result)'}", "output", None)
+            return Step(f"output {self._output_path(node.index) or '(result)'}", Role.OUTPUT, None)
         if node.kind == "arg":
             parent = node.owner.owner
-            role = "host argument" if node.owner == self.view.entry_block else "parameter"
+            role = Role.HOST_ARGUMENT if node.owner == self.view.entry_block else Role.PARAMETER
             return Step(f"{parent.name} argument {node.index}", role, None)
         op = node.owner
-        role = "memory op" if node.kind == "res" else op_role(op, self.target)
+        role = Role.MEMORY_OP if node.kind == "res" else op_role(op, self.target)
         return Step(op.name, role, self._span(op))
 
     def _origin(self, seed: Seed) -> Origin:
@@ -384,63 +381,70 @@ class Diagnoser:
         return output_path(info)
 
 
-def _backend_text(summary: str, why: str, xla: msg.XlaMessage) -> Callable[[str, str | None], tuple[str, str]]:
-    def text(target: str, subject: str | None) -> tuple[str, str]:
-        where = f' ("{subject}")' if subject else ""
-        return f"{summary}{where}: the {target.upper()} compiler fails ({xla.status}: {xla.placeholder()})", why
+def _backend_text(xla: msg.XlaMessage, target: str, subject: str | None) -> tuple[str, str]:
+    """What a backend cannot build, and why, quoting the message it fails with."""
+    summary, why = _BACKEND_TEXTS[xla]
+    where = f' ("{subject}")' if subject else ""
+    message = BACKEND_FAILS.format(summary=summary, subject=where, compiler=target.upper(), status=xla.status,
+                                   xla=xla.placeholder())
+    return message, why
 
-    return text
 
-
-_BACKEND_TEXTS = {
-    backend.GPU_HOST_DOT: _backend_text(
+_BACKEND_TEXTS: dict[msg.XlaMessage, tuple[str, str]] = {
+    backend.GPU_HOST_DOT: (
         "A dot computed in host memory cannot be compiled for GPU",
-        "XLA turns device compute on a host value into host compute, but XLA:GPU emits a dot as a "
-        "GEMM fusion whose shape loses the host memory space, and the compile fails with an "
-        "internal error. Move the operand back to device before the dot.",
-        msg.FUSION_SHAPE,
+        (
+            "XLA turns device compute on a host value into host compute, but XLA:GPU emits a dot as a "
+            "GEMM fusion whose shape loses the host memory space, and the compile fails with an "
+            "internal error. Move the operand back to device before the dot."
+        ),
     ),
-    backend.GPU_HOST_SCATTER: _backend_text(
+    backend.GPU_HOST_SCATTER: (
         "A scatter computed in host memory cannot be compiled for GPU",
-        "XLA:GPU rewrites a single-update scatter (a dynamic index, or an accumulating update) into "
-        "a dynamic slice and a select whose result loses the host memory space, and the compile "
-        "fails with an internal error. Move the buffer back to device before updating it.",
-        msg.HOST_TUPLE_SHAPE,
+        (
+            "XLA:GPU rewrites a single-update scatter (a dynamic index, or an accumulating update) into "
+            "a dynamic slice and a select whose result loses the host memory space, and the compile "
+            "fails with an internal error. Move the buffer back to device before updating it."
+        ),
     ),
-    backend.TPU_LOOP_DOT: _backend_text(
+    backend.TPU_LOOP_DOT: (
         "A dot in a loop body mixes host and device memory",
-        "A dot inside a loop whose operand lives in host memory while another is in device memory "
-        "becomes host compute tied to a device loop buffer, which libtpu cannot build: it fails a "
-        "CHECK in its host-compute alias assignment (the compiling process aborts) or, once the "
-        "loop is differentiated, with an internal error on the async host call. Move the host "
-        "operand to device before the loop (or inside it, before the dot).",
-        msg.HOST_COMPUTE_ALIAS,
+        (
+            "A dot inside a loop whose operand lives in host memory while another is in device memory "
+            "becomes host compute tied to a device loop buffer, which libtpu cannot build: it fails a "
+            "CHECK in its host-compute alias assignment (the compiling process aborts) or, once the "
+            "loop is differentiated, with an internal error on the async host call. Move the host "
+            "operand to device before the loop (or inside it, before the dot)."
+        ),
     ),
-    backend.TPU_HOST_CUSTOM_FUSION: _backend_text(
+    backend.TPU_HOST_CUSTOM_FUSION: (
         "A gather or multi-index scatter in host memory cannot be compiled for TPU",
-        "libtpu emits host compute of gathers and scatters of several updates as custom fusions "
-        "that its host backend has no configuration for, and the compile fails with an internal "
-        "error. Move the operand back to device first.",
-        msg.CUSTOM_FUSION_BACKEND_CONFIG,
+        (
+            "libtpu emits host compute of gathers and scatters of several updates as custom fusions "
+            "that its host backend has no configuration for, and the compile fails with an internal "
+            "error. Move the operand back to device first."
+        ),
     ),
-    backend.TPU_UNPINNED_PARAMETER: _backend_text(
+    backend.TPU_UNPINNED_PARAMETER: (
         "An 'unpinned_host' argument is computed on",
-        "On TPU 'unpinned_host' is memory space S(6), which the host offloader does not stream "
-        "from; a fusion that reads such an argument gets a parameter shape that disagrees with "
-        "its operand and libtpu fails with an internal error. Declare the argument 'pinned_host' "
-        "and move it to device before computing on it.",
-        msg.UNPINNED_PARAMETER,
+        (
+            "On TPU 'unpinned_host' is memory space S(6), which the host offloader does not stream "
+            "from; a fusion that reads such an argument gets a parameter shape that disagrees with "
+            "its operand and libtpu fails with an internal error. Declare the argument 'pinned_host' "
+            "and move it to device before computing on it."
+        ),
     ),
-    backend.TPU_UNPINNED_OUTPUT: _backend_text(
+    backend.TPU_UNPINNED_OUTPUT: (
         "An 'unpinned_host' output is computed in device memory",
-        "On TPU 'unpinned_host' is memory space S(6), and libtpu has no copy from device memory "
-        "into it for an output. Declare the output 'pinned_host' (or 'device').",
-        msg.UNPINNED_OUTPUT,
+        (
+            "On TPU 'unpinned_host' is memory space S(6), and libtpu has no copy from device memory "
+            "into it for an output. Declare the output 'pinned_host' (or 'device')."
+        ),
     ),
 }
 
 
-MERGED_CODES = ("OFL1201", "OFL1206", "OFL1207")
+MERGED_CODES = codes.HOST_COMPUTE_CODES
 
 
 def _merge_same_place(diagnostics: list[Diagnostic]) -> list[Diagnostic]:

@@ -33,8 +33,10 @@ from typing import Any, Literal, NamedTuple
 
 from jaxlib.mlir import ir
 
+from offload_fixer import xla_messages
 from offload_fixer.ir import module as irm
 from offload_fixer.jax_compat import XlaGeneration, xla_generation
+from offload_fixer.model import PINNED_HOST, Role
 
 # HLO opcodes that ``IsValidDuringPureMemoryOffload`` accepts, as the StableHLO ops they come from.
 PURE_MEMORY_OPS = frozenset(
@@ -108,24 +110,23 @@ class Reach:
 
 @dataclass
 class Failure:
-    """A verdict other than error 1200; ``reason`` names which (``diagnose`` words it)."""
+    """A verdict other than error 1200: the message XLA stops with, which knows its code."""
 
-    code: str
     seed: Seed | None
     op: ir.Operation | None
-    reason: str
-    outcome: Literal["rejected", "aborted"] = "rejected"
-    """``rejected`` (XLA returns an error) or ``aborted`` (a CHECK kills the compiler)."""
+    message: xla_messages.XlaMessage
     parameter: int | None = None
     """The entry parameter the failure names, where it names one."""
 
+    @property
+    def code(self) -> str:
+        assert self.message.code is not None, self.message.kind
+        return self.message.code
 
-# Failure reasons of the host offloader itself.
-DUS_BUFFER_NOT_BROADCAST = "dus-buffer-not-broadcast"
-DUS_BUFFER_DEVICE_PARAMETER = "dus-buffer-device-parameter"
-WHILE_CONDITION_COMPUTE = "while-condition-compute"
-WHILE_CONDITION_ROOT = "while-condition-root"
-SHAPE_CHANGING_ANNOTATION = "shape-changing-annotation"
+    @property
+    def outcome(self) -> Literal["rejected", "aborted"]:
+        """``rejected`` (XLA returns an error) or ``aborted`` (a CHECK kills the compiler)."""
+        return "aborted" if self.message.severity == "crash" else "rejected"
 
 
 @dataclass
@@ -167,7 +168,7 @@ class HostOffloadWalk:
         for op in self.view.placements:
             if not irm.is_move_to_host(op) or op in visited_moves:
                 continue
-            seed = Seed("move_to_host", irm.placement(op) or "pinned_host", op=op)
+            seed = Seed("move_to_host", irm.placement(op) or PINNED_HOST, op=op)
             result.seeds.append(seed)
             starts = self._starting_nodes(op)
             if self._is_repaired_root(starts):
@@ -179,7 +180,7 @@ class HostOffloadWalk:
             visited_moves.add(op)
             if op.results[0].type != op.operands[0].type:
                 # Removing the move replaces its uses with its operand, whose shape differs.
-                failure = Failure("OFL1207", seed, op, SHAPE_CHANGING_ANNOTATION)
+                failure = Failure(seed, op, xla_messages.SHAPE_CHANGING_ANNOTATION)
                 result.failures.append(failure)
                 result.errors.append(failure)
         return result
@@ -258,7 +259,7 @@ class HostOffloadWalk:
                 continue
             if node.kind == "cond":
                 if not errored:
-                    failure = Failure("OFL1205", seed, node.owner, WHILE_CONDITION_ROOT, outcome="aborted")
+                    failure = Failure(seed, node.owner, xla_messages.WHILE_CONDITION_ROOT)
                     result.failures.append(failure)
                     result.errors.append(failure)
                     errored = True
@@ -405,14 +406,14 @@ class HostOffloadWalk:
                 if self.view.args[number].in_host_memory_space:
                     found = True
                     continue
-                return Failure("OFL1202", seed, dus, DUS_BUFFER_DEVICE_PARAMETER, parameter=number)
+                return Failure(seed, dus, xla_messages.DUS_DEVICE_PARAMETER, parameter=number)
             predecessors, failure = self._predecessors(seed, value, path)
             if failure:
                 return failure
             queue.extend(predecessors)
         if found:
             return None
-        return Failure("OFL1202", seed, dus, DUS_BUFFER_NOT_BROADCAST)
+        return Failure(seed, dus, xla_messages.DUS_NOT_BROADCAST)
 
     def _predecessors(
         self, seed: Seed, value: ir.Value[Any], path: tuple[int, ...]
@@ -456,20 +457,20 @@ class HostOffloadWalk:
         for node in self._breadth_first([condition_argument], lambda _: True):
             op = _op(node)
             if op is not None and op.name not in PURE_MEMORY_OPS and not _is_bitcast_like(op, self.target):
-                return Failure("OFL1205", seed, op, WHILE_CONDITION_COMPUTE)
+                return Failure(seed, op, xla_messages.WHILE_CONDITION_COMPUTE)
         return None
 
 def op_role(op: ir.Operation, target: str) -> str:
     """What the walk makes of an instruction on a host path, in the words a trace shows."""
     if irm.is_move_to_host(op):
-        return "move to host"
+        return Role.MOVE_TO_HOST
     if irm.is_move_to_device(op):
-        return "move to device"
+        return Role.MOVE_TO_DEVICE
     if _is_host_computation(op):
-        return "host computation"
+        return Role.HOST_COMPUTATION
     if _starts_buffer(op) or op.name in PURE_MEMORY_OPS or _is_bitcast_like(op, target):
-        return "memory op"
-    return "host compute"
+        return Role.MEMORY_OP
+    return Role.HOST_COMPUTE
 
 
 def _op(node: Node) -> ir.Operation | None:

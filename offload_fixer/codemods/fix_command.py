@@ -24,7 +24,7 @@ from offload_fixer.codemods.source_facts import (
     SourceFacts,
 )
 from offload_fixer.codemods.targets import Edit, FixTarget, SpellingOptions
-from offload_fixer.model import PathKey, parse_output_path
+from offload_fixer.model import DEVICE, PINNED_HOST, PathKey, parse_output_path
 from offload_fixer.source.bindings import last_name
 
 Rewrite = Callable[[cst.CSTNode], cst.CSTNode]
@@ -106,8 +106,8 @@ class FixCommand(CodemodCommand):
                                 help="a line computing on the offloaded value (--placement operand); repeatable")
         arg_parser.add_argument("--spelling-api", choices=["memory_space", "sharding"], default="memory_space",
                                 help="memory_space: jax.memory.Space.Device (JAX >= 0.7.1); sharding: memory_kind= (0.4.25-0.7.0)")
-        arg_parser.add_argument("--device-kind", default="device")
-        arg_parser.add_argument("--host-kind", default="pinned_host")
+        arg_parser.add_argument("--device-kind", default=DEVICE)
+        arg_parser.add_argument("--host-kind", default=PINNED_HOST)
         arg_parser.add_argument("--tree-map", default="tree.map", help="jax.<this> maps over a tree of shardings "
                                 "(tree_util.tree_map before JAX 0.4.25)")
 
@@ -391,8 +391,8 @@ def _target_from_flags(flags: dict[str, Any]) -> FixTarget:
         output_kinds=tuple(flags.get("output_kind") or ()),
         spelling=SpellingOptions(
             api=flags.get("spelling_api") or "memory_space",
-            device_kind=str(flags.get("device_kind") or "device"),
-            host_kind=str(flags.get("host_kind") or "pinned_host"),
+            device_kind=str(flags.get("device_kind") or DEVICE),
+            host_kind=str(flags.get("host_kind") or PINNED_HOST),
             tree_map=str(flags.get("tree_map") or "tree.map"),
         ),
     )

@@ -20,10 +20,10 @@ import libcst as cst
 
 from offload_fixer.codemods.fix_command import FixCommand
 from offload_fixer.codemods.source_facts import FunctionInfo
+from offload_fixer.model import PINNED_HOST as PINNED
+from offload_fixer.model import UNPINNED_HOST as UNPINNED
 from offload_fixer.source.offload_policies import policy_destinations
 
-UNPINNED = "unpinned_host"
-PINNED = "pinned_host"
 SHARED_REASON = "the sharding variable is used elsewhere too: every use moves to pinned_host memory"
 
 

@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import libcst as cst
 
-from offload_fixer.codemods.source_facts import DEVICE_PUT, SHARDING_CONSTRUCTORS, TRANSFER_TO_MEMORY_KIND, Aliases
+from offload_fixer.codemods.source_facts import (
+    DEVICE_PUT,
+    SHARDING_CONSTRUCTORS,
+    TRANSFER_TO_MEMORY_KIND,
+    Aliases,
+)
+from offload_fixer.model import DEVICE, PINNED_HOST
+from offload_fixer.model import DEVICE_KINDS as DEVICE_KINDS  # the codemods read them from here
+from offload_fixer.model import HOST_KINDS as HOST_KINDS
 from offload_fixer.source.bindings import dotted_name, last_name
 
-HOST_KINDS = ("pinned_host", "unpinned_host")
-DEVICE_KINDS = ("device", "tpu_hbm")
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.SimpleString, cst.ConcatenatedString)
 
 
@@ -35,7 +41,7 @@ def keyword(call: cst.Call, name: str) -> cst.Arg | None:
 def memory_kind_literal(expr: cst.BaseExpression) -> str | None:
     """The memory kind an expression spells out, or None when it does not say."""
     if is_memory_space(expr):
-        return {"Device": "device", "Host": "pinned_host"}.get(last_name(expr) or "")
+        return {"Device": DEVICE, "Host": PINNED_HOST}.get(last_name(expr) or "")
     if not isinstance(expr, cst.Call):
         return None
     kind_arg = keyword(expr, "memory_kind")

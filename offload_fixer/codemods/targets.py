@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from offload_fixer.model import DEVICE, PINNED_HOST
+
 Placement = Literal["return", "entry", "after_origin", "operand", "out_shardings", "pin_memory"]
 SpellingApi = Literal["memory_space", "sharding"]
 
@@ -23,8 +25,8 @@ class SpellingOptions:
     """
 
     api: SpellingApi = "memory_space"
-    device_kind: str = "device"
-    host_kind: str = "pinned_host"
+    device_kind: str = DEVICE
+    host_kind: str = PINNED_HOST
     tree_map: str = "tree.map"
     """``jax.<tree_map>``: ``tree.map`` from JAX 0.4.25, ``tree_util.tree_map`` before."""
 

@@ -37,7 +37,14 @@ from offload_fixer.ir.module import (
     tuple_index,
     walk_operations,
 )
-from offload_fixer.model import HOST_KINDS, Span, format_output_path, parse_output_path
+from offload_fixer.model import (
+    DEVICE,
+    HOST_KINDS,
+    PINNED_HOST,
+    Span,
+    format_output_path,
+    parse_output_path,
+)
 from offload_fixer.source.locations import user_span
 from offload_fixer.source.text import read_regular_file
 
@@ -268,7 +275,7 @@ class LoadedModule:
         for index, value in enumerate(returned):
             entry = ir.DictAttr(attrs[index]) if index < len(attrs) else None
             info = _string_entry(entry, "jax.result_info")
-            kind = _string_entry(entry, "mhlo.memory_kind") or "device"
+            kind = _string_entry(entry, "mhlo.memory_kind") or DEVICE
             span = None
             owner = value.owner
             if not isinstance(owner, ir.Block):
@@ -638,7 +645,7 @@ def _annotate_memory_kinds(
                     old = ir.DictAttr(existing[index])
                     fields = {old[i].name: old[i].attr for i in range(len(old))}
                 if space == HOST_MEMORY_SPACE:
-                    fields["mhlo.memory_kind"] = ir.StringAttr.get("pinned_host")
+                    fields["mhlo.memory_kind"] = ir.StringAttr.get(PINNED_HOST)
                 entries.append(ir.DictAttr.get(fields))
             if entries:
                 main.attributes[attr_name] = ir.ArrayAttr.get(entries)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from offload_fixer import jax_compat
+from offload_fixer import xla_messages as msg
 from offload_fixer.explain.dump import (
     DumpedModule,
     DumpReadError,
@@ -30,7 +31,8 @@ from offload_fixer.explain.messages import (
     parse_error_log,
     traceback_frames,
 )
-from offload_fixer.model import Diagnostic, Report, normalize_target
+from offload_fixer.model import DEVICE, Diagnostic, Report, normalize_target
+from offload_fixer.rules import get_rule
 
 LocatedBy = Literal["trace", "instruction", "analysis"]
 
@@ -258,7 +260,7 @@ class _DumpSession:
                 fed = None
             if fed is not None:
                 return tuple(
-                    i for i in fed if _slot(module.outputs, i).memory_kind == "device"
+                    i for i in fed if _slot(module.outputs, i).memory_kind == DEVICE
                 ), "instruction"
         return (), "analysis"
 
@@ -275,45 +277,54 @@ def _slot(slots: tuple[OutputSlot, ...], index: int) -> OutputSlot:
     for slot in slots:
         if slot.index == index:
             return slot
-    return OutputSlot(index, None, "device", None)
+    return OutputSlot(index, None, DEVICE, None)
 
 
 # ---------------------------------------------------------------------------------------
 # Words
-_MEANING: dict[str, str] = {
-    "output-not-host": (
+_MEANING: dict[msg.XlaMessage, str] = {
+    msg.OUTPUT_NOT_HOST: (
         "A value that your program put in host memory (a jax.device_put to a host memory kind, an "
         "argument whose in_shardings say pinned_host, or a checkpoint offload policy) reaches an "
         "output of the jitted function whose memory kind is device. XLA does not move it back by "
         "itself: TPU (and GPU with older XLA) refuses to compile. Either move the value back to "
         "device before it is returned, or declare that output as host memory in out_shardings."
     ),
-    "dus-not-broadcast": (
+    msg.DUS_NOT_BROADCAST: (
         "A scan that streams its per-step outputs to host writes them with a dynamic-update-slice "
         "into a stacked buffer; XLA can only place that buffer in host memory when it starts as a "
         "broadcast (the zeros JAX creates). Here the buffer comes from something else, so the "
         "move to host sits on the wrong side of the update."
     ),
-    "while-condition": (
+    msg.WHILE_CONDITION_COMPUTE: (
         "A value in host memory is used by a compute instruction in a while loop's condition. "
         "XLA cannot run that condition on host memory. Move the value back to device before the "
         "loop, or keep host values out of the loop condition."
     ),
-    "host-compute-disabled": (
+    msg.HOST_COMPUTE_DISABLED: (
         "A value in host memory is used by device compute, which XLA would normally turn into host "
         "compute, but --xla_disable_automatic_host_compute_offload is set. Move the value back "
         "to device before computing with it."
     ),
-    "pure-memory-offload": (
+    msg.PURE_MEMORY_OFFLOAD: (
         "This XLA accepts no computation on a value in host memory: it may only be stored and "
         "moved back. Move the value back to device before computing with it."
     ),
-    "multi-operand-crash": (
+    msg.MULTI_OPERAND_CHECK: (
         "XLA aborted (openxla/xla#34565): the first instruction that uses the value moved to host "
         "takes several operands (add, multiply, select...), which the offloader does not expect. "
         "Move the value back to device before using it in that computation."
     ),
 }
+"""What an XLA message means where the rule page of its code does not say it in these words."""
+
+
+def _meaning(kind: str) -> str:
+    message = msg.BY_KIND[kind]
+    if message in _MEANING or message.code is None:
+        return _MEANING[message]
+    rule = get_rule(message.code)
+    return f"{rule.why_bad} {rule.fixes[0].title}."
 
 
 def _instruction_words(error: XlaError) -> str | None:
@@ -345,8 +356,8 @@ def _render(
     if not errors:
         return (
             "No XLA host-offload message was found in the log. offload-fixer explain reads error 1200 "
-            '("Tensor which is moved to host ... is returned from the entry computation"), with or '
-            "without its E1200 prefix, and the other host-offloader errors.\n"
+            f'("{msg.OUTPUT_NOT_HOST.placeholder()}"), with or without its E1200 prefix, and the other '
+            "host-offloader errors.\n"
         )
     lines: list[str] = []
     serious = [e for e in errors if e.severity != "warning"]
@@ -388,7 +399,7 @@ def _render_error(
         "",
     ]
     lines.append("    What it means:")
-    lines.extend(_wrap(_MEANING[error.kind], "      "))
+    lines.extend(_wrap(_meaning(error.kind), "      "))
     words = _instruction_words(error)
     if words:
         lines.extend(_wrap(words, "      "))

@@ -29,27 +29,29 @@ from offload_fixer.codemods.pin_host_memory import PinHostMemoryCommand
 from offload_fixer.codemods.pytree_source import locate, returned_values
 from offload_fixer.codemods.source_facts import FunctionInfo, SourceFacts
 from offload_fixer.codemods.targets import Edit, FixTarget, SpellingOptions
+from offload_fixer.codes import HOST_COMPUTE_CODES, HOST_VALUE_DEVICE_OUTPUT, UNPINNED_HOST_MEMORY
 from offload_fixer.fixes.errors import FixError
 from offload_fixer.fixes.excerpt import FileOutline
 from offload_fixer.fixes.source_io import decode_source, read_source, sha256_of
 from offload_fixer.model import (
+    HOST_KINDS,
+    UNPINNED_HOST,
     Diagnostic,
     FixOption,
     Origin,
     OutputInfo,
     PathKey,
     Report,
+    Role,
     Safety,
     Span,
     format_output_path,
     parse_output_path,
 )
 
-FIXABLE_CODES = ("OFL1200", "OFL1201", "OFL1204", "OFL1206", "OFL1207")
-HOST_COMPUTE_ROLE = "host compute"
-COMPUTE_CODES = ("OFL1201", "OFL1206", "OFL1207")
+FIXABLE_CODES = (HOST_VALUE_DEVICE_OUTPUT, UNPINNED_HOST_MEMORY, *HOST_COMPUTE_CODES)
+COMPUTE_CODES = HOST_COMPUTE_CODES
 """Computations on a host value: fixed by moving it to device before them."""
-HOST_KINDS = ("pinned_host", "unpinned_host")
 Job = tuple[type[FixCommand], FixTarget]
 """One edit to make: the codemod (a :class:`FixCommand` class) and its target."""
 
@@ -373,7 +375,7 @@ PART_WORDS = {"state": "keeping the returned state host memory", "declare": "dec
               "operand": "moving the operand to device"}
 """What a part of a plan does, for a rationale that says which part could not be made."""
 
-MOVE_COVERS = frozenset({"OFL1200", "OFL1201", "OFL1206", "OFL1207"})
+MOVE_COVERS = frozenset({HOST_VALUE_DEVICE_OUTPUT, *COMPUTE_CODES})
 """A move to device before the computation fixes the host compute and the output it reaches."""
 
 
@@ -383,15 +385,15 @@ def _parts(group: list[Diagnostic], origin: Origin | None, target: FixTarget, st
     back to the other strategy, an explicit request does not."""
     codes = {d.code for d in group}
     kind = origin.kind if origin is not None else None
-    outs = "OFL1200" in codes
+    outs = HOST_VALUE_DEVICE_OUTPUT in codes
     auto = requested == "auto"
 
     def at(strategy: str, codemod: type[FixCommand], placement: str, covers: Iterable[str], **changes: Any) -> _Attempt:
         return _Attempt(strategy, codemod, replace(target, placement=placement, **changes),  # type: ignore[arg-type]
                         frozenset(covers))
 
-    declare = [at("host", HostOutputCommand, "out_shardings", {"OFL1200"})] if outs else []
-    at_returns = [at("device", MoveToDeviceCommand, "return", {"OFL1200"})] if outs else []
+    declare = [at("host", HostOutputCommand, "out_shardings", {HOST_VALUE_DEVICE_OUTPUT})] if outs else []
+    at_returns = [at("device", MoveToDeviceCommand, "return", {HOST_VALUE_DEVICE_OUTPUT})] if outs else []
     if kind == "host_argument":
         entry = [at("device", MoveToDeviceCommand, "entry", MOVE_COVERS)] if target.parameter else []
         if strategy == "host":
@@ -401,18 +403,18 @@ def _parts(group: list[Diagnostic], origin: Origin | None, target: FixTarget, st
         if state:
             parts.append(_Part("state", [at("host", HostOutputCommand, "out_shardings", (), output_paths=state)]))
         return parts
-    if kind is None and codes == {"OFL1204"}:
-        return [_Part("pin", [at("host", PinHostMemoryCommand, "pin_memory", {"OFL1204"})])]
-    unpinned = (origin is not None and origin.memory_kind == "unpinned_host" and target.origin_line is not None
+    if kind is None and codes == {UNPINNED_HOST_MEMORY}:
+        return [_Part("pin", [at("host", PinHostMemoryCommand, "pin_memory", {UNPINNED_HOST_MEMORY})])]
+    unpinned = (origin is not None and origin.memory_kind == UNPINNED_HOST and target.origin_line is not None
                 and spelling.regime is not jax_compat.Regime.LEGACY)
-    pin = [at("host", PinHostMemoryCommand, "pin_memory", {"OFL1204", "OFL1200"})] if unpinned else []
+    pin = [at("host", PinHostMemoryCommand, "pin_memory", {UNPINNED_HOST_MEMORY, HOST_VALUE_DEVICE_OUTPUT})] if unpinned else []
     operand = ([at("device", MoveToDeviceCommand, "operand", MOVE_COVERS)]
                if kind == "move_to_host" and target.compute_spans and target.origin_line is not None else [])
     after_origin = ([at("device", MoveToDeviceCommand, "after_origin", MOVE_COVERS)]
                     if computed_on and target.origin_line is not None else [])
     parts = []
-    if "OFL1204" in codes and pin and not (outs and strategy == "host"):
-        parts.append(_Part("pin", [at("host", PinHostMemoryCommand, "pin_memory", {"OFL1204"})]))
+    if UNPINNED_HOST_MEMORY in codes and pin and not (outs and strategy == "host"):
+        parts.append(_Part("pin", [at("host", PinHostMemoryCommand, "pin_memory", {UNPINNED_HOST_MEMORY})]))
     if outs and strategy == "host":
         parts.append(_Part("declare", pin + declare + (operand + at_returns + after_origin if auto else [])))
     elif outs:
@@ -433,7 +435,7 @@ def _state_outputs(group: list[Diagnostic], target: FixTarget, source: _Source |
     prefixes: list[tuple[PathKey, ...]] = []
     if source is not None and source.outline is not None and target.parameter:
         prefixes = source.returned_at(target, target.parameter)
-    offending = {parse_output_path(d.output_path or "") for d in group if d.code == "OFL1200"}
+    offending = {parse_output_path(d.output_path or "") for d in group if d.code == HOST_VALUE_DEVICE_OUTPUT}
     if not prefixes and kinds and all(leaves):
         candidates = {keys[: len(keys) - len(leaves[0])] for keys in kinds if keys[len(keys) - len(leaves[0]):] == leaves[0]}
         fitting = [q for q in candidates if all((*q, *leaf) in kinds for leaf in leaves)]
@@ -452,7 +454,7 @@ def _state_outputs(group: list[Diagnostic], target: FixTarget, source: _Source |
 
 def _computed_on(group: Sequence[Diagnostic]) -> bool:
     return any(d.code in COMPUTE_CODES for d in group) or any(
-        step.role == HOST_COMPUTE_ROLE for d in group for step in d.trace)
+        step.role == Role.HOST_COMPUTE for d in group for step in d.trace)
 
 
 def _codemod(strategy: str, placement: str | None = None) -> type[FixCommand]:
@@ -510,15 +512,15 @@ def _target(group: list[Diagnostic], path: str | None, spelling: jax_compat.Spel
     function = next((d.function for d in group if d.function is not None), None)
     origin = next((d.origin for d in group if d.origin is not None), None)
     origin_span = _in_file(origin.span if origin else None, path)
-    if origin is None and first.code == "OFL1204":
+    if origin is None and first.code == UNPINNED_HOST_MEMORY:
         origin_span = _in_file(first.span, path)  # a policy's destination: the literal itself
-    offending = [d for d in group if d.code == "OFL1200"]
+    offending = [d for d in group if d.code == HOST_VALUE_DEVICE_OUTPUT]
     return_spans = [_in_file(d.return_span, path) for d in offending]
     function_line = function.line if function is not None and _same_file(function.path, path) else None
     inner_line = origin_span.line if origin_span else next((s.line for s in return_spans if s), None)
     compute = tuple(dict.fromkeys(
         (step.span.line, step.span.col) for d in group for step in d.trace
-        if step.role == HOST_COMPUTE_ROLE and step.span is not None and _same_file(step.span.path, path)))
+        if step.role == Role.HOST_COMPUTE and step.span is not None and _same_file(step.span.path, path)))
     target = FixTarget(
         function_name=function.name if function is not None else None,
         function_line=function_line,

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from offload_fixer.model import format_output_path
+from offload_fixer.model import DEVICE, PINNED_HOST, format_output_path
 
 from . import control_flow, names
 from .evaluator import ABSENT, Evaluator, call_argument
@@ -518,9 +518,9 @@ def memory_kind_of(value: Any) -> str | None:
         return None
     if isinstance(value, Ref):
         if value.qualname in names.SPACE_HOST:
-            return "pinned_host"
+            return PINNED_HOST
         if value.qualname in names.SPACE_DEVICE:
-            return "device"
+            return DEVICE
         return None
     if isinstance(value, DeviceRef):
         return "device_ref"

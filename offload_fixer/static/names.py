@@ -178,4 +178,4 @@ MUTATING_METHODS = frozenset(
     {"append", "extend", "insert", "pop", "remove", "clear", "update", "setdefault", "popitem", "sort", "reverse"}
 )
 
-DEVICE_KINDS = frozenset({"device", "tpu_hbm"})
+from offload_fixer.model import DEVICE_KINDS  # noqa: E402,F401  (memory kinds live in the model)

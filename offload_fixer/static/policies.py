@@ -12,18 +12,17 @@ from typing import Any
 
 import libcst as cst
 
-from offload_fixer.model import Diagnostic, FixOption, Span
-from offload_fixer.rules import get_rule
+from offload_fixer import codes
+from offload_fixer.model import UNPINNED_HOST, Diagnostic, FixOption, Span
+from offload_fixer.rules import PIN_HOST_MEMORY, UNPINNED_POLICY, get_rule
 from offload_fixer.source.offload_policies import policy_destinations
 
 from .source import ParsedSource
 
-UNPINNED = "unpinned_host"
-
 
 def unpinned_policies(parsed: ParsedSource, text: str, path: str, target: str,
                       source_sha256: str | None) -> list[Diagnostic]:
-    if UNPINNED not in text:  # the common case costs one substring search
+    if UNPINNED_HOST not in text:  # the common case costs one substring search
         return []
     found: list[cst.BaseExpression] = []
 
@@ -32,25 +31,24 @@ def unpinned_policies(parsed: ParsedSource, text: str, path: str, target: str,
             found.extend(value for value in policy_destinations(node) if _is_unpinned(value))
 
     parsed.module.visit(Finder())
-    rule = get_rule("OFL1204")
+    rule = get_rule(codes.UNPINNED_HOST_MEMORY)
     (use_pinned,) = rule.fixes
     out = []
     for literal in found:
         where = parsed.code_range(literal)
         span = Span(path, where.start.line, where.start.column + 1, where.end.line, where.end.column + 1)
         out.append(Diagnostic(
-            code="OFL1204",
+            code=rule.code,
             severity="warning",
             target=target,
-            message="Offload destination 'unpinned_host' offloads nothing: JAX treats it as device memory.",
+            message=UNPINNED_POLICY.format(),
             explanation=(
                 "An offload policy (or Offloadable) whose destination is 'unpinned_host' lowers to no "
                 "move at all, so the residuals it should offload stay in device memory and the "
                 "saving it was written for silently disappears. Use 'pinned_host'."
             ),
             span=span,
-            fixes=(FixOption("host", use_pinned.title, "Replace 'unpinned_host' with 'pinned_host'.",
-                             use_pinned.safety),),
+            fixes=(FixOption("host", use_pinned.title, PIN_HOST_MEMORY.format(), use_pinned.safety),),
             source="static",
             source_sha256=source_sha256,
         ))
@@ -58,4 +56,4 @@ def unpinned_policies(parsed: ParsedSource, text: str, path: str, target: str,
 
 
 def _is_unpinned(value: Any) -> bool:
-    return isinstance(value, cst.SimpleString) and value.evaluated_value == UNPINNED
+    return isinstance(value, cst.SimpleString) and value.evaluated_value == UNPINNED_HOST

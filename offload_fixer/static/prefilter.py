@@ -18,11 +18,14 @@ from __future__ import annotations
 import ast
 import re
 
+from offload_fixer.model import PINNED_HOST
+
 from .names import JIT
 
 JIT_MARKER = "jit"
-HOST_SPELLING = re.compile(r"pinned_host|\.Host\b")
+HOST_SPELLING = re.compile(PINNED_HOST + r"|\.Host\b")
 HOST_SPELLING_BYTES = re.compile(HOST_SPELLING.pattern.encode())
+_PINNED_HOST_BYTES = PINNED_HOST.encode()
 
 
 def may_hold_host_move(text: str | bytes) -> bool:
@@ -33,7 +36,7 @@ def may_hold_host_move(text: str | bytes) -> bool:
 
 
 def spells_host(data: bytes) -> bool:
-    if b"pinned_host" in data:
+    if _PINNED_HOST_BYTES in data:
         return True  # substring searches first: the regular expression only where ``.Host`` is
     return b".Host" in data and HOST_SPELLING_BYTES.search(data) is not None
 

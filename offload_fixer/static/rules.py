@@ -25,11 +25,23 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any
 
+from offload_fixer import codes
 from offload_fixer.jax_compat import Regime, Spelling
-from offload_fixer.model import Diagnostic, FixOption, FunctionRef, Origin, Span, Step, format_output_path
-from offload_fixer.rules import get_rule
+from offload_fixer.model import (
+    DEVICE_KINDS,
+    HOST_MEMORY_SPACE_KINDS,
+    UNPINNED_HOST,
+    Diagnostic,
+    FixOption,
+    FunctionRef,
+    Origin,
+    Role,
+    Span,
+    Step,
+    format_output_path,
+)
+from offload_fixer.rules import HOST_OUTPUT_IN_SOURCE, PIN_HOST_MEMORY, UNPINNED_MOVE, get_rule
 
-from . import names
 from .interpreter import ReturnedValue, SiteResult
 from .jax_api import memory_kind_of
 from .source import Sources
@@ -37,13 +49,14 @@ from .syntax import condition_key
 from .values import NONE, UNKNOWN, HostArray, HostOrigin, Mapping, Seq, is_single_array
 
 _ROLES = {
-    "compute": "host compute",
-    "maybe_identity": "host compute",
-    "carry": "loop carry",
-    "copy": "copy",
-    "noop_put": "device_put that does not move it",
-    "cond_mixed": "cond with a device branch",
+    "compute": Role.HOST_COMPUTE,
+    "maybe_identity": Role.HOST_COMPUTE,
+    "carry": Role.LOOP_CARRY,
+    "copy": Role.COPY,
+    "noop_put": Role.NOOP_MOVE,
+    "cond_mixed": Role.MIXED_COND,
 }
+"""The interpreter's steps (:class:`~offload_fixer.static.values.Step`) in a trace's words."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +68,9 @@ class Finding:
     keys: tuple
     index: int | None
     leaf: HostArray
+    repaired: bool = False
+    """The leaf is a move to host returned as the whole single output: XLA replaces the move
+    with a copy to host and compiles it (no OFL1200), whatever JAX declares the output."""
 
 
 def is_error(leaf: HostArray, spelling: Spelling) -> bool | None:
@@ -68,7 +84,7 @@ def is_error(leaf: HostArray, spelling: Spelling) -> bool | None:
         return None
     origin = leaf.origin
     typed_device = origin.kind == "host_argument" or (
-        origin.memory_kind == "unpinned_host" and spelling.host_kind != "unpinned_host"
+        origin.memory_kind == UNPINNED_HOST and spelling.host_kind != UNPINNED_HOST
     )
     if spelling.regime is Regime.LEGACY:
         return True
@@ -86,13 +102,15 @@ def is_error(leaf: HostArray, spelling: Spelling) -> bool | None:
 def findings(site: SiteResult, spelling: Spelling) -> list[Finding]:
     found = []
     for returned in site.returns:
-        for keys, leaf, index in output_leaves(returned.value):
+        leaves = output_leaves(returned.value)
+        for keys, leaf, index in leaves:
             if not isinstance(leaf, HostArray):
                 continue
             if output_declaration(site.out_shardings, keys) != "unspecified":
                 continue
             if is_error(leaf, spelling):
-                found.append(Finding(site, returned, keys, index, leaf))
+                repaired = len(leaves) == 1 and leaf.single and not leaf.steps and leaf.origin.kind == "move_to_host"
+                found.append(Finding(site, returned, keys, index, leaf, repaired))
     return found
 
 
@@ -142,7 +160,7 @@ def _subtree_declaration(tree: Any) -> str:
         found = {_subtree_declaration(item) for item in items} or {"unspecified"}
         return found.pop() if len(found) == 1 else "unknown"
     kind = memory_kind_of(tree)
-    if kind in names.HOST_MEMORY_SPACE_KINDS or kind in names.DEVICE_KINDS:
+    if kind in HOST_MEMORY_SPACE_KINDS or kind in DEVICE_KINDS:
         return "explicit"
     return "unknown"  # unpinned_host outputs are not host memory to XLA: left to `run`
 
@@ -151,7 +169,8 @@ def _subtree_declaration(tree: Any) -> str:
 # Diagnostics
 def diagnostics(found: list[Finding], source: Sources, target: str, spelling: Spelling) -> list[Diagnostic]:
     """Turn findings into Diagnostics, as the dynamic analysis words them: one OFL1200 per
-    offending output, and one OFL1204 per ``unpinned_host`` move that reaches an output.
+    offending output (a repaired one has none), and one OFL1204 per ``unpinned_host`` move
+    that reaches an output.
 
     ``source`` gives the file and code range of the findings' nodes; each diagnostic carries
     the hash of the file of its jitted function, which a fix edits.
@@ -174,10 +193,11 @@ def diagnostics(found: list[Finding], source: Sources, target: str, spelling: Sp
             continue  # one function jitted at several sites, or a pytree reached twice
         seen.add((origin.key, return_span, output_path))
         others = tuple(p for p in related[(id(f.returned), id(f.leaf.origin))] if p != output_path)
-        result.append(_host_output(f, function, origin, output_path, return_span, span, target, spelling,
-                                   others, source_sha256))
-        if _is_unpinned_trap(f.leaf.origin, spelling) and (origin.key, "OFL1204") not in seen:
-            seen.add((origin.key, "OFL1204"))
+        if not f.repaired:
+            result.append(_host_output(f, function, origin, output_path, return_span, span, target, spelling,
+                                       others, source_sha256))
+        if _is_unpinned_trap(f.leaf.origin, spelling) and (origin.key, codes.UNPINNED_HOST_MEMORY) not in seen:
+            seen.add((origin.key, codes.UNPINNED_HOST_MEMORY))
             result.append(_unpinned(origin, function, target, source_sha256))
     return result
 
@@ -217,8 +237,8 @@ def _origin(host: HostOrigin, span: _Spans, function: str) -> Origin:
 
 def _is_unpinned_trap(origin: HostOrigin, spelling: Spelling) -> bool:
     """``unpinned_host`` named host memory before 0.4.25; after, JAX and XLA disagree on it."""
-    return origin.kind == "move_to_host" and origin.memory_kind == "unpinned_host" \
-        and spelling.host_kind != "unpinned_host"
+    return origin.kind == "move_to_host" and origin.memory_kind == UNPINNED_HOST \
+        and spelling.host_kind != UNPINNED_HOST
 
 
 def _host_output(f: Finding, function: FunctionRef, origin: Origin, output_path: str, return_span: Span,
@@ -226,14 +246,14 @@ def _host_output(f: Finding, function: FunctionRef, origin: Origin, output_path:
                  source_sha256: str | None) -> Diagnostic:
     leaf = f.leaf
     if leaf.origin.kind == "move_to_host":
-        first = Step("device_put", "move to host", origin.span)
+        first = Step("device_put", Role.MOVE_TO_HOST, origin.span)
     else:
-        first = Step("in_shardings", "host argument", span(leaf.origin.declared_at))
+        first = Step("in_shardings", Role.HOST_ARGUMENT, span(leaf.origin.declared_at))
     steps = (first,) + tuple(Step(s.op, _ROLES.get(s.role, s.role), span(s.node)) for s in leaf.trace)
-    steps += (Step("return", "output", return_span),)
+    steps += (Step("return", Role.OUTPUT, return_span),)
     shown = output_path or "(the whole result)"
-    message = (f"Output {shown} of `{function.name}` receives a value in {leaf.origin.memory_kind} memory "
-               "but is declared device memory (XLA error 1200)")
+    message = HOST_OUTPUT_IN_SOURCE.format(output=shown, function=function.name,
+                                           memory_kind=leaf.origin.memory_kind)
     explanation = _explanation(leaf, spelling, target)
     condition = leaf.origin.condition
     if condition is not None:
@@ -245,8 +265,8 @@ def _host_output(f: Finding, function: FunctionRef, origin: Origin, output_path:
                        f"configured, and that branch is reachable, so it reports what happens there. "
                        f"{explanation}")
     return Diagnostic(
-        code="OFL1200",
-        severity=get_rule("OFL1200").severity(target),
+        code=codes.HOST_VALUE_DEVICE_OUTPUT,
+        severity=get_rule(codes.HOST_VALUE_DEVICE_OUTPUT).severity(target),
         target=target,
         message=message,
         explanation=explanation,
@@ -265,18 +285,17 @@ def _host_output(f: Finding, function: FunctionRef, origin: Origin, output_path:
 
 
 def _unpinned(origin: Origin, function: FunctionRef, target: str, source_sha256: str | None) -> Diagnostic:
-    rule = get_rule("OFL1204")
+    rule = get_rule(codes.UNPINNED_HOST_MEMORY)
     (use_pinned,) = rule.fixes
     return Diagnostic(
-        code="OFL1204",
+        code=rule.code,
         severity="warning",
         target=target,
-        message="Value moved to 'unpinned_host': JAX types it as device memory while XLA moves it to host.",
+        message=UNPINNED_MOVE.format(),
         explanation=rule.why_bad,
         origin=origin,
         span=origin.span,
-        fixes=(FixOption("host", use_pinned.title, "Replace 'unpinned_host' with 'pinned_host'.",
-                         use_pinned.safety),),
+        fixes=(FixOption("host", use_pinned.title, PIN_HOST_MEMORY.format(), use_pinned.safety),),
         function=function,
         source="static",
         source_sha256=source_sha256,
@@ -301,13 +320,13 @@ def _explanation(leaf: HostArray, spelling: Spelling, target: str) -> str:
     else:
         text = (f"JAX {version} types `unpinned_host` as device memory, but XLA treats the annotation as a "
                 "move to host, so the value is on host and its output is declared device.")
-    outcome = get_rule("OFL1200").targets[target].outcome
+    outcome = get_rule(codes.HOST_VALUE_DEVICE_OUTPUT).targets[target].outcome
     return f"{text} On {target}: {outcome}."
 
 
 def fix_options(leaf: HostArray, spelling: Spelling) -> tuple[FixOption, ...]:
     """The two remedies of the OFL1200 rule page, spelled for the JAX version."""
-    move_doc, host_doc = get_rule("OFL1200").fixes[:2]
+    move_doc, host_doc = get_rule(codes.HOST_VALUE_DEVICE_OUTPUT).fixes[:2]
     if spelling.memory_space_api:
         move = "`jax.device_put(x, jax.memory.Space.Device)`"
     else:

@@ -13,11 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from offload_fixer import codes
 from offload_fixer.model import Report, XlaVerdict
 from offload_fixer.xla_messages import summary
 
 Outcome = Literal["E1200", "compiled", "other", "unknown"]
-HOST_COMPUTE_CODES = ("OFL1201", "OFL1206")
+HOST_COMPUTE_CODES = codes.HOST_COMPUTE_WARNING_CODES
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ def outcome_class(outcome: str, code: str | None) -> Outcome:
     if outcome == "compiled":
         return "compiled"
     if outcome in ("rejected", "aborted"):
-        return "E1200" if code == "OFL1200" else "other"
+        return "E1200" if code == codes.HOST_VALUE_DEVICE_OUTPUT else "other"
     return "unknown"
 
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from offload_fixer.model import Diagnostic, Report, XlaVerdict
+from offload_fixer import codes
+from offload_fixer.model import PINNED_HOST, Diagnostic, Report, XlaVerdict
 from offload_fixer.xla.agreement import compare
 from offload_fixer.xla.oracle import Oracle, module_text, oracle
 
-WARNING_CODES = ("OFL1201", "OFL1206")
+WARNING_CODES = codes.HOST_COMPUTE_WARNING_CODES
 
 
 def confirm(report: Report, source: Any, judge: Oracle | None = None) -> Report:
@@ -42,18 +43,18 @@ def confirm(report: Report, source: Any, judge: Oracle | None = None) -> Report:
 def _error_1200_output(verdict: XlaVerdict, report: Report) -> int | None:
     """The output XLA's error 1200 is about: its trace's end, else the output the analysis
     traced from the instruction XLA names."""
-    if verdict.code != "OFL1200":
+    if verdict.code != codes.HOST_VALUE_DEVICE_OUTPUT:
         return None
     if verdict.output_index is not None:
         return verdict.output_index
-    for diagnostic in report.by_code("OFL1200"):
+    for diagnostic in report.by_code(codes.HOST_VALUE_DEVICE_OUTPUT):
         if verdict.instruction and f"starting from {verdict.instruction})" in diagnostic.message:
             return diagnostic.output_index
     return None
 
 
 def _confirmed(diagnostic: Diagnostic, rejected: dict[int, str], last: XlaVerdict, warned: list[str]) -> Diagnostic:
-    if diagnostic.code == "OFL1200":
+    if diagnostic.code == codes.HOST_VALUE_DEVICE_OUTPUT:
         message = rejected.get(diagnostic.output_index) if diagnostic.output_index is not None else None
         return replace(diagnostic, confirmed=message is not None, xla_message=message)
     if diagnostic.code in WARNING_CODES:
@@ -78,7 +79,7 @@ def with_host_output(text: str, index: int) -> str:
     results = len(ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).results)
     attrs += [ir.DictAttr.get({}, context=context)] * (results - len(attrs))
     entries = named_attributes(attrs[index])
-    entries["mhlo.memory_kind"] = ir.StringAttr.get("pinned_host", context=context)
+    entries["mhlo.memory_kind"] = ir.StringAttr.get(PINNED_HOST, context=context)
     attrs[index] = ir.DictAttr.get(entries, context=context)
     main.attributes["res_attrs"] = ir.ArrayAttr.get(attrs, context=context)
     return str(module.operation.get_asm(enable_debug_info=True))

@@ -20,6 +20,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from offload_fixer import codes
 from offload_fixer.model import XlaVerdict
 from offload_fixer.xla import compilers
 
@@ -253,8 +254,8 @@ def _verdict(target: str, compiler: str, answer: dict[str, Any]) -> XlaVerdict:
         output_index=first.trace_output_index if first else None,
         trace=tuple(step.instruction for step in first.trace) if first else (),
         output_memory_kinds=tuple(answer.get("output_memory_kinds", ())),
-        host_compute=tuple(w.instruction for w in warnings if w.diagnostic_code == "OFL1201" and w.instruction),
-        host_slices=tuple(w.instruction for w in warnings if w.diagnostic_code == "OFL1206" and w.instruction),
+        host_compute=tuple(w.instruction for w in warnings if w.diagnostic_code == codes.DEVICE_COMPUTE_ON_HOST and w.instruction),
+        host_slices=tuple(w.instruction for w in warnings if w.diagnostic_code == codes.HOST_SLICE_NOT_MOVED_TO_DEVICE and w.instruction),
     )
 
 

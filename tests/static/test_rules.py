@@ -27,6 +27,21 @@ def test_return_device_put_to_host():
     assert verdicts(body) == (error(), OK, OK)
 
 
+def test_a_move_to_host_returned_as_the_whole_single_output_is_repaired():
+    """XLA replaces such a move with a copy to host, and the released compilers compile it
+    under every JAX; ``x`` alone could be a pytree of several outputs, ``x * 2`` is one array."""
+    body = """
+    @jax.jit
+    def f(x):
+        return jax.device_put(x * 2, host)
+    """
+    assert verdicts(body) == (OK, OK, OK)
+    unpinned = body.replace("host)", "unpinned)")
+    assert verdicts(unpinned) == ([("OFL1204", None)], OK, [("OFL1204", None)])
+    several = body.replace("return jax.device_put(x * 2, host)", "return jax.device_put(x * 2, host), x")
+    assert verdicts(several) == (error("[0]"), OK, OK)
+
+
 @pytest.mark.parametrize(
     "expression",
     ["h * 2", "h + 0", "jnp.sin(h)", "-h", "h @ h", "h[0]", "h[:, 1:]", "h.sum()", "jnp.maximum(h, 0.0)",

@@ -1,0 +1,47 @@
+"""The diagnostic codes, each spelled once (mypy's ``errorcodes``): code -> rule name, and who checks it.
+
+Every module that makes, compares or groups diagnostics names a code through these constants;
+what a code means (its severities, XLA's message, prose, examples, fixes) is its rule's page in
+:mod:`offload_fixer.rules`. This module imports nothing, so the XLA model, the static check, the
+oracle and the fix planner can all use it without importing the rule pages.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+HOST_VALUE_DEVICE_OUTPUT: Final = "OFL1200"
+DEVICE_COMPUTE_ON_HOST: Final = "OFL1201"
+HOST_UPDATE_INTO_DEVICE_BUFFER: Final = "OFL1202"
+UNPINNED_HOST_MEMORY: Final = "OFL1204"
+HOST_VALUE_IN_WHILE_CONDITION: Final = "OFL1205"
+HOST_SLICE_NOT_MOVED_TO_DEVICE: Final = "OFL1206"
+BACKEND_CANNOT_BUILD_HOST_COMPUTE: Final = "OFL1207"
+
+NAMES: Final[dict[str, str]] = {
+    HOST_VALUE_DEVICE_OUTPUT: "host-value-device-output",
+    DEVICE_COMPUTE_ON_HOST: "device-compute-on-host",
+    HOST_UPDATE_INTO_DEVICE_BUFFER: "host-update-into-device-buffer",
+    UNPINNED_HOST_MEMORY: "unpinned-host-memory",
+    HOST_VALUE_IN_WHILE_CONDITION: "host-value-in-while-condition",
+    HOST_SLICE_NOT_MOVED_TO_DEVICE: "host-slice-not-moved-to-device",
+    BACKEND_CANNOT_BUILD_HOST_COMPUTE: "host-compute-the-backend-cannot-build",
+}
+"""Each code's rule name (``offload-fixer rules NAME``, SARIF's ``rules[].name``), in code order."""
+ALL_CODES: Final[tuple[str, ...]] = tuple(NAMES)
+"""OFL1203 (XLA aborting on a multi-operand starting instruction) was retired: no released
+compiler fails that check. Its number is not reused."""
+
+STATIC_CODES: Final[frozenset[str]] = frozenset({HOST_VALUE_DEVICE_OUTPUT, UNPINNED_HOST_MEMORY})
+"""The codes ``offload-fixer check`` (which never runs the program) reports; ``run`` and the
+Python API, which lower the program, report every code."""
+
+HOST_COMPUTE_CODES: Final[tuple[str, ...]] = (
+    DEVICE_COMPUTE_ON_HOST,
+    HOST_SLICE_NOT_MOVED_TO_DEVICE,
+    BACKEND_CANNOT_BUILD_HOST_COMPUTE,
+)
+"""Codes of device compute that XLA turns into host compute (or fails to build as such): one
+computation reached by several host values is one problem, and a move to device fixes each."""
+HOST_COMPUTE_WARNING_CODES: Final[tuple[str, ...]] = (DEVICE_COMPUTE_ON_HOST, HOST_SLICE_NOT_MOVED_TO_DEVICE)
+"""The host-compute codes a compiler only logs (it compiles the program): what its warnings confirm."""

@@ -1,0 +1,69 @@
+"""The diagnostic codes and memory-kind names are spelled once: in the registries, nowhere else."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+import offload_fixer
+from offload_fixer import codes, xla_messages
+from offload_fixer import rules as rule_pages
+from offload_fixer.model import HOST_KINDS, TPU_HBM
+from offload_fixer.rules import ToolMessage, all_rules
+
+PACKAGE = Path(offload_fixer.__file__).parent
+CODE = re.compile(r"OFL\d{4}")
+
+
+def _strings(path: Path) -> list[tuple[int, str]]:
+    """Every string constant of a module that is not a docstring, with its line."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
+    }
+    # A string on its own line after an assignment documents it (attribute docstrings).
+    docstrings |= {id(node.value) for node in ast.walk(tree) if isinstance(node, ast.Expr)
+                   and isinstance(node.value, ast.Constant)}
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings]
+
+
+MODULES = sorted(PACKAGE.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=[str(p.relative_to(PACKAGE)) for p in MODULES])
+def test_no_module_but_the_registry_spells_a_code(path):
+    if path == PACKAGE / "codes.py":
+        return
+    spelled = [(line, text) for line, text in _strings(path) if CODE.fullmatch(text)]
+    assert not spelled, f"use offload_fixer.codes' constants: {spelled}"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=[str(p.relative_to(PACKAGE)) for p in MODULES])
+def test_no_module_but_the_model_spells_a_memory_kind(path):
+    if path == PACKAGE / "model.py":
+        return
+    spelled = [(line, text) for line, text in _strings(path) if text in HOST_KINDS | {TPU_HBM}]
+    assert not spelled, f"use offload_fixer.model's memory kinds: {spelled}"
+
+
+def test_every_code_has_one_rule_page_in_code_order():
+    assert tuple(rule.code for rule in all_rules()) == codes.ALL_CODES
+    assert [rule.name for rule in all_rules()] == list(codes.NAMES.values())
+    assert set(codes.ALL_CODES) >= codes.STATIC_CODES
+    assert set(codes.HOST_COMPUTE_WARNING_CODES) <= set(codes.HOST_COMPUTE_CODES) <= set(codes.ALL_CODES)
+
+
+def test_every_message_names_a_registered_code():
+    tool_messages = [value for value in vars(rule_pages).values() if isinstance(value, ToolMessage)]
+    assert len(tool_messages) >= 5
+    for message in tool_messages:
+        assert message.code in codes.ALL_CODES, message
+    for message in xla_messages.ALL_MESSAGES:
+        assert message.code is None or message.code in codes.ALL_CODES, message.kind

@@ -1,0 +1,62 @@
+"""The rule pages' examples against the released compilers: each invalid example shows the
+rule's pattern to the compiler (the error it stops with, or the host compute it warns of),
+each valid example compiles without it. This is what decides whether an example is right;
+``tests/test_rules.py`` holds the analysis and the source check to the same examples."""
+
+from __future__ import annotations
+
+import pytest
+
+from offload_fixer import codes, jax_compat
+from offload_fixer.rules import get_rule
+
+PLATFORMS = {"tpu": "tpu", "gpu": "cuda"}
+
+
+def _lower(source: str, name: str, platform: str):
+    namespace: dict = {}
+    exec(compile(source, name, "exec"), namespace)
+    return jax_compat.lower_for_platform(namespace["f"], tuple(namespace["args"]), {}, platform)
+
+
+def _shown(code: str, verdict) -> bool:
+    """Whether the compiler's verdict shows the pattern of ``code``."""
+    if code == codes.DEVICE_COMPUTE_ON_HOST:
+        return bool(verdict.host_compute)
+    if code == codes.HOST_SLICE_NOT_MOVED_TO_DEVICE:
+        return bool(verdict.host_slices)
+    return verdict.outcome in ("rejected", "aborted") and verdict.code == code
+
+
+needs_host_memory = pytest.mark.skipif(
+    not jax_compat.host_memory_on_this_backend(),
+    reason="the examples build pinned_host shardings, which this JAX's CPU backend lacks",
+)
+
+
+@needs_host_memory
+@pytest.mark.parametrize("code", [c for c in codes.ALL_CODES if c != codes.UNPINNED_HOST_MEMORY])
+def test_the_compiler_shows_each_invalid_example_and_no_valid_one(code, judge):
+    """OFL1204 is left out: its trap is how JAX types the move, which the compiler never sees
+    (it compiles the move like any other)."""
+    rule = get_rule(code)
+    platform = PLATFORMS[judge.target]
+    valid = judge.judge(_lower(rule.valid_example(), f"<{code} valid>", platform))
+    assert valid.outcome == "compiled", valid.message
+    assert not (valid.host_compute or valid.host_slices), "the valid example warns of host compute"
+    invalid = judge.judge(_lower(rule.invalid_example(), f"<{code} invalid>", platform))
+    assert _shown(code, invalid), (invalid.outcome, invalid.code, invalid.message)
+
+
+@needs_host_memory
+@pytest.mark.parametrize("kind", ["invalid", "valid"])
+@pytest.mark.parametrize("code", codes.ALL_CODES)
+def test_the_source_check_reports_error_1200_on_an_example_only_where_the_compiler_does(code, kind, judge):
+    from offload_fixer.static.api import check_source
+
+    rule = get_rule(code)
+    source = rule.invalid_example() if kind == "invalid" else rule.valid_example()
+    static = {d.code for d in check_source(source, f"<{code} {kind}>", target=judge.target).diagnostics}
+    verdict = judge.judge(_lower(source, f"<{code} {kind}>", PLATFORMS[judge.target]))
+    rejected = verdict.outcome == "rejected" and verdict.code == codes.HOST_VALUE_DEVICE_OUTPUT
+    assert (codes.HOST_VALUE_DEVICE_OUTPUT in static) == rejected, (static, verdict.outcome, verdict.code)
