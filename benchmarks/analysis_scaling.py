@@ -79,7 +79,9 @@ def main() -> None:
         analyze_s = statistics.median(times)
         assert report.by_code("OFL1200"), "the benchmark module must exercise a full walk to the root"
         rows.append((layers, ops, analyze_s))
-        print(f"{layers:>7} {ops:>8} {lowering_s:>8.2f} {analyze_s:>10.3f} {analyze_s / ops * 1e6:>7.1f} {analyze_s / lowering_s:>13.1%}")
+        print(
+            f"{layers:>7} {ops:>8} {lowering_s:>8.2f} {analyze_s:>10.3f} {analyze_s / ops * 1e6:>7.1f} {analyze_s / lowering_s:>13.1%}"
+        )
     if len(rows) > 1:
         (_, ops0, t0), (_, ops1, t1) = rows[0], rows[-1]
         print(f"size x{ops1 / ops0:.1f} -> analysis time x{t1 / t0:.1f}")

@@ -18,8 +18,14 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-EXAMPLES = ("optimizer_offload_broken", "param_streaming_broken", "unpinned_host_trap", "kv_cache_host",
-            "activation_offload", "scan_stream_to_host")
+EXAMPLES = (
+    "optimizer_offload_broken",
+    "param_streaming_broken",
+    "unpinned_host_trap",
+    "kv_cache_host",
+    "activation_offload",
+    "scan_stream_to_host",
+)
 
 MEASURE = """
 import json, sys, time
@@ -34,7 +40,10 @@ def measure(example: str, target: str, confirm: bool) -> tuple[float, int]:
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     out = subprocess.run(
         [sys.executable, "-c", MEASURE, str(REPO / "examples" / f"{example}.py"), target, "1" if confirm else "0"],
-        capture_output=True, text=True, env=env, check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
     ).stdout
     data = json.loads(out.strip().splitlines()[-1])
     return data["seconds"], data["checked"]

@@ -47,18 +47,19 @@ def helper_{i}(params, batch):
     return scaled
 '''
 
-BROKEN = '''
+BROKEN = """
 
 @jax.jit
 def offload_step(x):
     h = jax.device_put(x, host)
     return h * 2, x
-'''
+"""
 
 JAX_VERSION = "0.6.2"
 """The static check reports this program's OFL1200 under the 0.4.29 - 0.7.0 rules."""
 
-CHILD = r'''
+CHILD = (
+    r'''
 import json, resource, sys, time  # one step in a fresh interpreter: its own time and peak RSS
 step, path, data = sys.argv[1], sys.argv[2], sys.argv[3]
 base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
@@ -74,7 +75,9 @@ elif step == "check":
     from offload_fixer.model import Diagnostic
     from offload_fixer.static import check_paths
     start = time.perf_counter()
-    found = [d for r in check_paths([path], target="tpu", jax_version="''' + JAX_VERSION + r'''", jobs=1, excludes=[])
+    found = [d for r in check_paths([path], target="tpu", jax_version="'''
+    + JAX_VERSION
+    + r'''", jobs=1, excludes=[])
              for d in r.diagnostics]
     json.dump([d.to_dict() for d in found], open(data, "w"))
 else:
@@ -82,12 +85,15 @@ else:
     from offload_fixer.model import Diagnostic
     found = [Diagnostic.from_dict(d) for d in json.load(open(data))]
     start = time.perf_counter()
-    results = apply_plans(plan_fixes(found, strategy="auto", jax_version="''' + JAX_VERSION + r'''"), write=True)
+    results = apply_plans(plan_fixes(found, strategy="auto", jax_version="'''
+    + JAX_VERSION
+    + r""""), write=True)
     assert [r.error for r in results] == [None] and results[0].written, results
 elapsed = time.perf_counter() - start
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({"seconds": elapsed, "peak_mb": peak / 1024, "start_mb": base / 1024}))
-'''
+"""
+)
 
 
 def generate(lines: int) -> str:
@@ -109,18 +115,28 @@ def generate(lines: int) -> str:
 
 def measure(step: str, path: Path, data: Path) -> dict:
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    out = subprocess.run([sys.executable, "-c", CHILD, step, str(path), str(data)], check=True,
-                         capture_output=True, text=True, env=env)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, step, str(path), str(data)], check=True, capture_output=True, text=True, env=env
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def measure_cli(path: Path) -> dict:
     """Wall time and the peak RSS of the command's own process (``wait4``: its rusage alone)."""
-    command = [str(Path(sys.executable).with_name("offload-fixer")), "check", "--fix", "--jax-version",
-               JAX_VERSION, "-j", "1", str(path)]
+    command = [
+        str(Path(sys.executable).with_name("offload-fixer")),
+        "check",
+        "--fix",
+        "--jax-version",
+        JAX_VERSION,
+        "-j",
+        "1",
+        str(path),
+    ]
     start = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    process = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "JAX_PLATFORMS": "cpu"}
+    )
     _, _, usage = os.wait4(process.pid, 0)
     elapsed = time.perf_counter() - start
     return {"seconds": elapsed, "peak_mb": usage.ru_maxrss / 1024}
@@ -152,9 +168,13 @@ def main() -> int:
                 shutil.copyfile(original, path)
                 cli.append(measure_cli(path))
             rows["cli"] = cli
-    names = {"ast": "peer: ast.parse of the file", "libcst": "peer: libcst.parse_module of the file",
-             "check": "static check (finds the OFL1200)", "fix": "plan_fixes + apply_plans (the fix)",
-             "cli": "`offload-fixer check --fix` (check, fix, check)"}
+    names = {
+        "ast": "peer: ast.parse of the file",
+        "libcst": "peer: libcst.parse_module of the file",
+        "check": "static check (finds the OFL1200)",
+        "fix": "plan_fixes + apply_plans (the fix)",
+        "cli": "`offload-fixer check --fix` (check, fix, check)",
+    }
     print(f"{args.lines:,} lines, {size / 1e6:.2f} MB; medians of {args.repeat}\n")
     print("| step | s | peak RSS MB | x ast.parse |")
     print("|---|---:|---:|---:|")

@@ -48,7 +48,7 @@ def step_{i}(params, batch):
     return {{"loss": loss, "saved": saved, "params": params}}
 '''
 
-CALLED = '''
+CALLED = """
 
 def update_{i}(x, y):
     h = jax.device_put(x * {i}, host)
@@ -57,7 +57,7 @@ def update_{i}(x, y):
 
 
 update_{i}_jit = jax.jit(update_{i}, in_shardings=(device, device))
-'''
+"""
 
 
 def generate(directory: Path, files: int, functions: int) -> list[Diagnostic]:
@@ -71,12 +71,19 @@ def generate(directory: Path, files: int, functions: int) -> list[Diagnostic]:
             block = template.format(i=i)
             offset = next(k for k, line in enumerate(block.splitlines()) if "device_put" in line)
             def_line = first + (1 if template is DECORATED else 0)
-            origin = Origin("move_to_host", "pinned_host", Span(str(path), first + offset - 1, 5),
-                            key=f"{path}:{i}")
-            diagnostics.append(Diagnostic(
-                "OFL1200", "error", "tpu", "host value reaches a device output", "", output_path=output,
-                origin=origin, function=FunctionRef(f"{'step' if template is DECORATED else 'update'}_{i}",
-                                                    str(path), def_line)))
+            origin = Origin("move_to_host", "pinned_host", Span(str(path), first + offset - 1, 5), key=f"{path}:{i}")
+            diagnostics.append(
+                Diagnostic(
+                    "OFL1200",
+                    "error",
+                    "tpu",
+                    "host value reaches a device output",
+                    "",
+                    output_path=output,
+                    origin=origin,
+                    function=FunctionRef(f"{'step' if template is DECORATED else 'update'}_{i}", str(path), def_line),
+                )
+            )
             text += block
         path.write_text(text)
     return diagnostics
@@ -122,15 +129,19 @@ def main() -> None:
                 restore()
                 results = apply_plans(plan_fixes(diagnostics, strategy=strategy, jax_version="0.10.2"), write=True)
                 assert all(r.written and r.error is None for r in results), results[0]
+
             return run
 
         baseline = median_time(parse_codegen, args.repeat)
         positions = median_time(parse_positions, args.repeat)
         print(f"{args.files} files, {args.functions} functions each, {size / 1e6:.2f} MB")
         print(f"{'operation':<34}{'s':>8}{'files/s':>10}{'x parse+codegen':>17}")
-        for name, seconds in [("libcst parse + codegen", baseline), ("libcst parse + positions", positions),
-                              ("fix (device: move at return)", median_time(fix("device"), args.repeat)),
-                              ("fix (host: out_shardings)", median_time(fix("host"), args.repeat))]:
+        for name, seconds in [
+            ("libcst parse + codegen", baseline),
+            ("libcst parse + positions", positions),
+            ("fix (device: move at return)", median_time(fix("device"), args.repeat)),
+            ("fix (host: out_shardings)", median_time(fix("host"), args.repeat)),
+        ]:
             print(f"{name:<34}{seconds:>8.2f}{args.files / seconds:>10.1f}{seconds / baseline:>17.1f}")
 
 

@@ -146,9 +146,12 @@ def large_document(size: int) -> str:
     returning a value it moved to host."""
     parts, total, i = [HEAD], len(HEAD), 0
     while total < size:
-        block = (f"\n\n@jax.jit\ndef step_{i}(x):\n    h = jax.device_put(x, host)\n    return x * 2, h\n" if i % 20 == 0
-                 else f"\n\ndef helper_{i}(a, b):\n    total = 0\n    for k in range(a):\n        total += k * b\n"
-                      "    return total\n")
+        block = (
+            f"\n\n@jax.jit\ndef step_{i}(x):\n    h = jax.device_put(x, host)\n    return x * 2, h\n"
+            if i % 20 == 0
+            else f"\n\ndef helper_{i}(a, b):\n    total = 0\n    for k in range(a):\n        total += k * b\n"
+            "    return total\n"
+        )
         parts.append(block)
         total += len(block)
         i += 1
@@ -183,7 +186,9 @@ async def open_latency(command: list[str], path: Path, text: str, init: dict | N
     )
     client.initialized(types.InitializedParams())
     sent = time.perf_counter()
-    client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(path.as_uri(), "python", 1, text)))
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(path.as_uri(), "python", 1, text))
+    )
     arrived, count = await asyncio.wait_for(published, 3600)
     await client.shutdown_async(None)
     client.exit(None)
@@ -196,9 +201,21 @@ def check_command_seconds(path: Path) -> float:
     import subprocess
 
     start = time.perf_counter()
-    subprocess.run([str(Path(sys.executable).with_name("offload-fixer")), "check", "-q", "--exit-zero",
-                    "--jax-version", LARGE_JAX_VERSION, str(path)],
-                   cwd=REPO, capture_output=True, check=True, timeout=3600)
+    subprocess.run(
+        [
+            str(Path(sys.executable).with_name("offload-fixer")),
+            "check",
+            "-q",
+            "--exit-zero",
+            "--jax-version",
+            LARGE_JAX_VERSION,
+            str(path),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+        timeout=3600,
+    )
     return time.perf_counter() - start
 
 
@@ -210,8 +227,9 @@ def large_documents(sizes: list[int], skip_ruff: bool) -> None:
         with tempfile.TemporaryDirectory() as directory:
             path = Path(directory) / "large.py"
             path.write_text(text, encoding="utf-8")
-            took, count, shown = asyncio.run(open_latency([sys.executable, "-m", "offload_fixer.lsp"], path, text,
-                                                          {"jaxVersion": LARGE_JAX_VERSION}))
+            took, count, shown = asyncio.run(
+                open_latency([sys.executable, "-m", "offload_fixer.lsp"], path, text, {"jaxVersion": LARGE_JAX_VERSION})
+            )
             answer = "refused (message shown)" if shown else f"{count} diagnostics"
             check = check_command_seconds(path)
             peer = None
@@ -242,8 +260,13 @@ def main() -> None:
     parser.add_argument("--finding", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--debounce-ms", type=int, default=None, help="server debounce (default: its own)")
     parser.add_argument("--skip-ruff", action="store_true")
-    parser.add_argument("--large", type=int, nargs="+", metavar="CHARS",
-                        help="time the answer to didOpen for documents of these sizes instead")
+    parser.add_argument(
+        "--large",
+        type=int,
+        nargs="+",
+        metavar="CHARS",
+        help="time the answer to didOpen for documents of these sizes instead",
+    )
     args = parser.parse_args()
     if args.large:
         large_documents(args.large, args.skip_ruff)

@@ -67,12 +67,8 @@ if __name__ == "__main__":
 def write_program(directory: Path, functions: int) -> Path:
     parts = [PROGRAM_HEAD.format(n=functions)]
     for i in range(1, functions + 1):
-        parts.append(
-            "\n\n" + FUNCTION_TEMPLATES[i % len(FUNCTION_TEMPLATES)].format(i=i)
-        )
-    parts.append(
-        PROGRAM_TAIL.format(names=", ".join(f"f{i}" for i in range(1, functions + 1)))
-    )
+        parts.append("\n\n" + FUNCTION_TEMPLATES[i % len(FUNCTION_TEMPLATES)].format(i=i))
+    parts.append(PROGRAM_TAIL.format(names=", ".join(f"f{i}" for i in range(1, functions + 1))))
     path = directory / "many_jits.py"
     path.write_text("".join(parts))
     return path
@@ -81,27 +77,17 @@ def write_program(directory: Path, functions: int) -> Path:
 def timed(command: list[str]) -> tuple[float, float, str, str]:
     env = dict(
         os.environ,
-        PYTHONPATH=os.pathsep.join(
-            filter(None, [str(REPO), os.environ.get("PYTHONPATH")])
-        ),
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
     )
     start = time.perf_counter()
-    proc = subprocess.run(
-        command, check=False, capture_output=True, text=True, env=env, cwd=REPO
-    )
+    proc = subprocess.run(command, check=False, capture_output=True, text=True, env=env, cwd=REPO)
     elapsed = time.perf_counter() - start
     if proc.returncode not in (
         0,
         1,
     ):  # 1: the runner found the offloading functions' errors
-        raise SystemExit(
-            f"{' '.join(command)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}"
-        )
-    steady = next(
-        float(line.split()[1])
-        for line in proc.stdout.splitlines()
-        if line.startswith("steady ")
-    )
+        raise SystemExit(f"{' '.join(command)} failed ({proc.returncode}):\n{proc.stderr[-3000:]}")
+    steady = next(float(line.split()[1]) for line in proc.stdout.splitlines() if line.startswith("steady "))
     return elapsed, steady, proc.stdout, proc.stderr
 
 
@@ -114,30 +100,31 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         program = write_program(Path(directory), options.functions)
         plain = [sys.executable, str(program), str(options.calls)]
-        checked = [sys.executable, "-m", "offload_fixer", "run", "--format", "concise",
-                   str(program), str(options.calls)]
+        checked = [
+            sys.executable,
+            "-m",
+            "offload_fixer",
+            "run",
+            "--format",
+            "concise",
+            str(program),
+            str(options.calls),
+        ]
         runs: dict[str, list[tuple[float, float]]] = {"plain": [], "checked": []}
         summary = ""
-        for _ in range(
-            options.repeats
-        ):  # interleaved, so machine load affects both alike
+        for _ in range(options.repeats):  # interleaved, so machine load affects both alike
             elapsed, steady, _, _ = timed(plain)
             runs["plain"].append((elapsed, steady))
             elapsed, steady, _, stderr = timed(checked)
             runs["checked"].append((elapsed, steady))
             summary = next(line for line in stderr.splitlines() if "distinct compilation" in line)
     medians = {
-        name: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs))
-        for name, rs in runs.items()
+        name: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs)) for name, rs in runs.items()
     }
-    print(
-        f"program: {options.functions} jitted functions x 2 shapes, then {options.calls} cached calls"
-    )
+    print(f"program: {options.functions} jitted functions x 2 shapes, then {options.calls} cached calls")
     print(f"runner: {summary}")
     for name, (elapsed, steady) in medians.items():
-        print(
-            f"{name:>8}: whole run {elapsed:7.2f} s   steady-state loop {steady * 1e3:8.2f} ms"
-        )
+        print(f"{name:>8}: whole run {elapsed:7.2f} s   steady-state loop {steady * 1e3:8.2f} ms")
     print(
         f"ratio (runner / plain): whole run {medians['checked'][0] / medians['plain'][0]:.2f}x, "
         f"steady-state calls {medians['checked'][1] / medians['plain'][1]:.2f}x"

@@ -137,12 +137,18 @@ def main() -> None:
     parser.add_argument("--fixit-repeat", type=int, default=1, help="runs of fixit lint (minutes each)")
     parser.add_argument("--jobs", type=int, default=1, help="processes for the static check")
     parser.add_argument("--skip-fixit", action="store_true")
-    parser.add_argument("--compare-jobs", action="store_true",
-                        help="only time `offload-fixer check` with -j 1, its default and -j <cores>, on this "
-                             "tree and on trees where every file offloads")
-    parser.add_argument("--without-prefilter", action="store_true",
-                        help="also time parsing and analysing every file that mentions jit, as a "
-                             "repository where every file offloads would cost")
+    parser.add_argument(
+        "--compare-jobs",
+        action="store_true",
+        help="only time `offload-fixer check` with -j 1, its default and -j <cores>, on this "
+        "tree and on trees where every file offloads",
+    )
+    parser.add_argument(
+        "--without-prefilter",
+        action="store_true",
+        help="also time parsing and analysing every file that mentions jit, as a "
+        "repository where every file offloads would cost",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="offload-fixer-bench-") as tmp:
@@ -162,10 +168,12 @@ def main() -> None:
 
         ours, output = timed([sys.executable, "-c", CHECK, str(args.jobs), *roots], args.repeat, REPO)
         summary = json.loads(output)
-        ruff, _ = timed([tool("ruff"), "check", "--isolated", "--no-cache", "--exit-zero", *roots],
-                        args.repeat, tree)
-        ruff_all, _ = timed([tool("ruff"), "check", "--isolated", "--no-cache", "--exit-zero", "--select", "ALL",
-                             *roots], args.repeat, tree)
+        ruff, _ = timed([tool("ruff"), "check", "--isolated", "--no-cache", "--exit-zero", *roots], args.repeat, tree)
+        ruff_all, _ = timed(
+            [tool("ruff"), "check", "--isolated", "--no-cache", "--exit-zero", "--select", "ALL", *roots],
+            args.repeat,
+            tree,
+        )
         rows = [("offload-fixer static check", ours), ("ruff check", ruff), ("ruff check --select ALL", ruff_all)]
         fixit = None
         if not args.skip_fixit:
@@ -175,8 +183,10 @@ def main() -> None:
             full, output = timed([sys.executable, "-c", ANALYSE_ALL, *roots], 1, REPO)
             analysed = json.loads(output)
 
-    print(f"static check: {summary['analysed']} files past the text prefilter, "
-          f"{summary['diagnostics']} diagnostics, {summary['parse_errors']} parse errors")
+    print(
+        f"static check: {summary['analysed']} files past the text prefilter, "
+        f"{summary['diagnostics']} diagnostics, {summary['parse_errors']} parse errors"
+    )
     for label, seconds in rows:
         print(f"{label:28s} {seconds:8.3f} s  {files / seconds:10.0f} files/s")
     print(f"ruff check / static check: {ruff / ours:.2f}x")
@@ -184,8 +194,10 @@ def main() -> None:
     if fixit is not None:
         print(f"fixit lint / static check: {fixit / ours:.1f}x (target >= 10)")
     if args.without_prefilter:
-        print(f"without the prefilter: {analysed['files']} files ({analysed['bytes'] / 1e6:.1f} MB) "
-              f"parsed and analysed in {full:.1f} s, {analysed['bytes'] / 1e6 / full:.2f} MB/s on one core")
+        print(
+            f"without the prefilter: {analysed['files']} files ({analysed['bytes'] / 1e6:.1f} MB) "
+            f"parsed and analysed in {full:.1f} s, {analysed['bytes'] / 1e6 / full:.2f} MB/s on one core"
+        )
 
 
 if __name__ == "__main__":

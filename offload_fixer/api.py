@@ -16,9 +16,7 @@ from offload_fixer.source.texts import is_interactive, source_bytes
 __all__ = ["check", "function_ref", "is_jitted", "python_function"]
 
 
-def check(
-    fn: Callable[..., Any], *args: Any, target: str = "tpu", confirm: bool = False, **kwargs: Any
-) -> Report:
+def check(fn: Callable[..., Any], *args: Any, target: str = "tpu", confirm: bool = False, **kwargs: Any) -> Report:
     """Analyse ``fn(*args, **kwargs)`` as it would compile for ``target`` (tpu or gpu).
 
     ``fn`` is a plain function or a ``jax.jit``-wrapped one; a jitted function keeps its own
@@ -36,9 +34,7 @@ def check(
     from offload_fixer.model import normalize_target
 
     target = normalize_target(target)
-    lowered = jax_compat.lower_for_platform(
-        fn, args, kwargs, jax_compat.lowering_platform(target)
-    )
+    lowered = jax_compat.lower_for_platform(fn, args, kwargs, jax_compat.lowering_platform(target))
     report = analyze(lowered, target=target, function=function_ref(fn))
     if confirm:
         from offload_fixer.xla.confirm import confirm as confirm_report
@@ -49,11 +45,7 @@ def check(
 
 def is_jitted(fn: Any) -> bool:
     """A ``jax.jit`` result (or anything standing in for one): it traces by itself."""
-    return (
-        callable(fn)
-        and callable(getattr(fn, "trace", None))
-        and callable(getattr(fn, "lower", None))
-    )
+    return callable(fn) and callable(getattr(fn, "trace", None)) and callable(getattr(fn, "lower", None))
 
 
 def function_ref(fn: Any) -> FunctionRef | None:
@@ -69,9 +61,7 @@ def function_ref(fn: Any) -> FunctionRef | None:
     if not path or (path.startswith("<") and not is_interactive(path)):
         return FunctionRef(name=name)
     path = path if is_interactive(path) else os.path.abspath(path)
-    return FunctionRef(
-        name=name, path=path, line=_def_line(path, code.co_firstlineno, code.co_name)
-    )
+    return FunctionRef(name=name, path=path, line=_def_line(path, code.co_firstlineno, code.co_name))
 
 
 def python_function(fn: Any) -> Any:
@@ -89,9 +79,7 @@ def python_function(fn: Any) -> Any:
             fn = fn.__func__
             continue
         if not hasattr(fn, "__code__") and not inspect.isroutine(fn):
-            call = (
-                type(fn).__call__ if callable(fn) else None
-            )  # an instance of a class with __call__
+            call = type(fn).__call__ if callable(fn) else None  # an instance of a class with __call__
             if hasattr(call, "__code__"):
                 return call
         break

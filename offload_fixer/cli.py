@@ -44,49 +44,115 @@ def _non_empty_codes(ctx: click.Context, param: click.Parameter, value: str | No
 
 
 OPTIONS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
-    "target": click.option("--target", type=click.Choice(TARGET_CHOICES), default=None,
-                           help="Accelerator to predict for [default: tpu]."),
-    "format": click.option("--format", "--output-format", "fmt", type=click.Choice(FORMATS), default=None,
-                           help="Output format [default: text]; concise is one line per finding."),
-    "output_file": click.option("-o", "--output-file", type=click.Path(dir_okay=False), default=None,
-                                help="Write the report to this file instead of stdout."),
-    "select": click.option("--select", default=None, callback=_non_empty_codes,
-                           help="Comma-separated codes or prefixes to report (e.g. OFL1200,OFL12)."),
-    "ignore": click.option("--ignore", default=None, callback=_non_empty_codes,
-                           help="Comma-separated codes or prefixes to leave out."),
+    "target": click.option(
+        "--target", type=click.Choice(TARGET_CHOICES), default=None, help="Accelerator to predict for [default: tpu]."
+    ),
+    "format": click.option(
+        "--format",
+        "--output-format",
+        "fmt",
+        type=click.Choice(FORMATS),
+        default=None,
+        help="Output format [default: text]; concise is one line per finding.",
+    ),
+    "output_file": click.option(
+        "-o",
+        "--output-file",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Write the report to this file instead of stdout.",
+    ),
+    "select": click.option(
+        "--select",
+        default=None,
+        callback=_non_empty_codes,
+        help="Comma-separated codes or prefixes to report (e.g. OFL1200,OFL12).",
+    ),
+    "ignore": click.option(
+        "--ignore", default=None, callback=_non_empty_codes, help="Comma-separated codes or prefixes to leave out."
+    ),
     "exit_zero": click.option("--exit-zero", is_flag=True, help="Exit 0 even when problems are found."),
-    "quiet": click.option("-q", "--quiet", is_flag=True, help="Print the findings only: no summary, notes or progress."),
-    "verbose": click.option("-v", "--verbose", is_flag=True, help="Also print notes (info), whole traces and tool warnings."),
-    "config": click.option("--config", type=click.Path(exists=True, dir_okay=False), default=None,
-                           help="A pyproject.toml to use instead of the nearest one."),
-    "color": click.option("--color", type=click.Choice(COLOR_CHOICES), default="auto", show_default=True,
-                          help="Colour the output; auto follows NO_COLOR, FORCE_COLOR and the terminal."),
-    "statistics": click.option("--statistics", is_flag=True, help="Count the findings per code instead of listing them."),
-    "show_fixes": click.option("--show-fixes", is_flag=True,
-                               help="With --fix, list what was fixed; without, print the fixes --fix would write."),
+    "quiet": click.option(
+        "-q", "--quiet", is_flag=True, help="Print the findings only: no summary, notes or progress."
+    ),
+    "verbose": click.option(
+        "-v", "--verbose", is_flag=True, help="Also print notes (info), whole traces and tool warnings."
+    ),
+    "config": click.option(
+        "--config",
+        type=click.Path(exists=True, dir_okay=False),
+        default=None,
+        help="A pyproject.toml to use instead of the nearest one.",
+    ),
+    "color": click.option(
+        "--color",
+        type=click.Choice(COLOR_CHOICES),
+        default="auto",
+        show_default=True,
+        help="Colour the output; auto follows NO_COLOR, FORCE_COLOR and the terminal.",
+    ),
+    "statistics": click.option(
+        "--statistics", is_flag=True, help="Count the findings per code instead of listing them."
+    ),
+    "show_fixes": click.option(
+        "--show-fixes",
+        is_flag=True,
+        help="With --fix, list what was fixed; without, print the fixes --fix would write.",
+    ),
     "fix": click.option("--fix", is_flag=True, help="Write the safe fixes, then report what is left."),
     "diff": click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing."),
-    "strategy": click.option("--strategy", type=click.Choice(STRATEGIES), default=None,
-                             help="device: move back to device; host: declare host outputs; auto: per origin [default: auto]."),
+    "strategy": click.option(
+        "--strategy",
+        type=click.Choice(STRATEGIES),
+        default=None,
+        help="device: move back to device; host: declare host outputs; auto: per origin [default: auto].",
+    ),
     "unsafe_fixes": click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes labelled unsafe."),
-    "jax_version": click.option("--jax-version", default=None,
-                                help="Apply the rules of this JAX version [default: installed]."),
-    "jobs": click.option("-j", "--jobs", type=click.IntRange(min=0), default=None,
-                         help="At most this many processes [default: a pool only for enough source to pay for it]."),
-    "exclude": click.option("--exclude", multiple=True,
-                            help="Glob of paths to skip, replacing the configured `exclude` (repeatable)."),
-    "extend_exclude": click.option("--extend-exclude", multiple=True,
-                                   help="Glob of paths to skip, added to `exclude` (repeatable)."),
-    "force_exclude": click.option("--force-exclude", is_flag=True,
-                                  help="Apply `exclude` to files named on the command line too (pre-commit)."),
-    "confirm": click.option("--confirm", is_flag=True,
-                            help="Also compile with the target's released compiler (libtpu, JAX's CUDA plugin) and say "
-                                 "whether it agrees; with --fix/--diff, only fixes that compile."),
-    "stdin_filename": click.option("--stdin-filename", default=None,
-                                   help="The file name of source read from stdin (`-`), for settings and messages."),
+    "jax_version": click.option(
+        "--jax-version", default=None, help="Apply the rules of this JAX version [default: installed]."
+    ),
+    "jobs": click.option(
+        "-j",
+        "--jobs",
+        type=click.IntRange(min=0),
+        default=None,
+        help="At most this many processes [default: a pool only for enough source to pay for it].",
+    ),
+    "exclude": click.option(
+        "--exclude", multiple=True, help="Glob of paths to skip, replacing the configured `exclude` (repeatable)."
+    ),
+    "extend_exclude": click.option(
+        "--extend-exclude", multiple=True, help="Glob of paths to skip, added to `exclude` (repeatable)."
+    ),
+    "force_exclude": click.option(
+        "--force-exclude", is_flag=True, help="Apply `exclude` to files named on the command line too (pre-commit)."
+    ),
+    "confirm": click.option(
+        "--confirm",
+        is_flag=True,
+        help="Also compile with the target's released compiler (libtpu, JAX's CUDA plugin) and say "
+        "whether it agrees; with --fix/--diff, only fixes that compile.",
+    ),
+    "stdin_filename": click.option(
+        "--stdin-filename",
+        default=None,
+        help="The file name of source read from stdin (`-`), for settings and messages.",
+    ),
 }
-REPORT_OPTIONS = ("target", "format", "output_file", "select", "ignore", "exit_zero", "quiet", "verbose",
-                  "config", "color", "statistics", "show_fixes")
+REPORT_OPTIONS = (
+    "target",
+    "format",
+    "output_file",
+    "select",
+    "ignore",
+    "exit_zero",
+    "quiet",
+    "verbose",
+    "config",
+    "color",
+    "statistics",
+    "show_fixes",
+)
 FIX_OPTIONS = ("fix", "diff", "strategy", "unsafe_fixes")
 
 
@@ -144,8 +210,11 @@ class Console:
         self.report_to_stderr = report_to_stderr
         """``check --fix -``: stdout carries the fixed source, so the report goes to stderr."""
         self.color_err = color_enabled(invocation.color, sys.stderr)
-        self.color_out = False if self.output_file else (
-            self.color_err if report_to_stderr else color_enabled(invocation.color, sys.stdout))
+        self.color_out = (
+            False
+            if self.output_file
+            else (self.color_err if report_to_stderr else color_enabled(invocation.color, sys.stdout))
+        )
         self._report: list[str] = []
 
     def report(self, text: str) -> None:
@@ -178,8 +247,7 @@ class Console:
 
 def fail(code: ExitCode, message: str, console: Console | None = None) -> NoReturn:
     text = f"offload-fixer: error: {message}"
-    click.echo(console.styled_error(text) if console else text, err=True,
-               color=console.color_err if console else None)
+    click.echo(console.styled_error(text) if console else text, err=True, color=console.color_err if console else None)
     sys.exit(int(code))
 
 
@@ -205,13 +273,21 @@ class Outcome:
 def resolve_settings(invocation: Invocation, start: str, console: Console, **overrides: Any):
     from offload_fixer.config import SettingsResolver
 
-    given = dict(target=invocation.target, strategy=invocation.strategy, jax_version=invocation.jax_version,
-                 select=invocation.select, ignore=invocation.ignore, **overrides)
+    given = dict(
+        target=invocation.target,
+        strategy=invocation.strategy,
+        jax_version=invocation.jax_version,
+        select=invocation.select,
+        ignore=invocation.ignore,
+        **overrides,
+    )
     if invocation.jax_version is not None:
         check_jax_version(invocation.jax_version, console)
     with config_errors(console):
-        resolver = CheckedResolver(SettingsResolver(overrides={k: v for k, v in given.items() if v is not None},
-                                                    config=invocation.config), console)
+        resolver = CheckedResolver(
+            SettingsResolver(overrides={k: v for k, v in given.items() if v is not None}, config=invocation.config),
+            console,
+        )
     return resolver, resolver.settings_for(start)
 
 
@@ -285,8 +361,10 @@ def without_excluded(diagnostics: Sequence[Diagnostic], resolver, console: Conso
             kept.append(d)
     if excluded:
         count = len(diagnostics) - len(kept)
-        console.note(f"offload-fixer: {count} finding{'s' if count != 1 else ''} in {len(excluded)} excluded "
-                     f"file{'s' if len(excluded) != 1 else ''} not shown and not fixed (`exclude`)")
+        console.note(
+            f"offload-fixer: {count} finding{'s' if count != 1 else ''} in {len(excluded)} excluded "
+            f"file{'s' if len(excluded) != 1 else ''} not shown and not fixed (`exclude`)"
+        )
     return kept
 
 
@@ -322,10 +400,17 @@ class FixRun:
         return any(r.changed and r.error is None for r in self.results)
 
 
-def apply_fixes(diagnostics: Sequence[Diagnostic], strategy: str, invocation: Invocation, jax_version: str | None,
-                console: Console, expected_sha256: dict[str, str] | None = None,
-                source: tuple[str, bytes] | None = None, confirm: FixConfirmation | None = None,
-                reports: Sequence[Any] = ()) -> FixRun:
+def apply_fixes(
+    diagnostics: Sequence[Diagnostic],
+    strategy: str,
+    invocation: Invocation,
+    jax_version: str | None,
+    console: Console,
+    expected_sha256: dict[str, str] | None = None,
+    source: tuple[str, bytes] | None = None,
+    confirm: FixConfirmation | None = None,
+    reports: Sequence[Any] = (),
+) -> FixRun:
     """Plan, then write (``--fix``) or only compute (``--diff``, stdin) the fixes.
     ``source``: (path, text) read from stdin, fixed in memory. ``confirm``: each fixed file's
     functions are compiled by the released compiler first; a file whose fix XLA rejects is
@@ -342,13 +427,18 @@ def apply_fixes(diagnostics: Sequence[Diagnostic], strategy: str, invocation: In
     texts = {source[0]: source[1]} if source else None
     try:
         plans = call_allowing_deep_recursion(
-            lambda: plan_fixes(list(diagnostics), strategy=strategy, jax_version=jax_version, texts=texts,
-                               reports=reports))
+            lambda: plan_fixes(
+                list(diagnostics), strategy=strategy, jax_version=jax_version, texts=texts, reports=reports
+            )
+        )
     except UnsupportedJaxVersion as exc:
         fail(ExitCode.UNSUPPORTED_JAX, str(exc), console)
     except RecursionError:
-        fail(ExitCode.INPUT_ERROR, "the source is nested too deeply to plan fixes for (Python's recursion limit)",
-             console)
+        fail(
+            ExitCode.INPUT_ERROR,
+            "the source is nested too deeply to plan fixes for (Python's recursion limit)",
+            console,
+        )
     if expected_sha256:
         plans = [_with_expected_hash(plan, expected_sha256) for plan in plans]
     if source:
@@ -384,8 +474,13 @@ _FIX_ERROR_CODES = {
 ``check`` reports it; every other refusal exits 5."""
 
 
-def apply_fixes_per_file(diagnostics: Sequence[Diagnostic], settings_for: Callable[[str], Any], default,
-                         invocation: Invocation, console: Console) -> FixRun:
+def apply_fixes_per_file(
+    diagnostics: Sequence[Diagnostic],
+    settings_for: Callable[[str], Any],
+    default,
+    invocation: Invocation,
+    console: Console,
+) -> FixRun:
     """:func:`apply_fixes` with each file's own strategy and JAX version (its nearest
     ``[tool.offload-fixer]`` table), one planning per combination."""
     from offload_fixer.report import primary_span
@@ -428,25 +523,36 @@ class FixConfirmation:
             checks = [
                 compile_fixed(result.path, result.new_text, report.function, call.args, call.kwargs, self.target)
                 for index, report in enumerate(self.reports)
-                if (call := self.calls.get(index)) is not None and report.function is not None
-                and report.function.path and os.path.abspath(report.function.path) == os.path.abspath(result.path)
+                if (call := self.calls.get(index)) is not None
+                and report.function is not None
+                and report.function.path
+                and os.path.abspath(report.function.path) == os.path.abspath(result.path)
             ]
             refused = [check.reason for check in checks if not check.confirmed]
             if refused or not checks:
                 from offload_fixer.fixes.errors import FixNotConfirmedError
 
                 reason = refused[0] if refused else "no checked compilation of this file to compile the fix with"
-                results.append(dataclasses.replace(
-                    result, error=FixNotConfirmedError(result.path, f"not confirmed by the compiler: {reason}")))
+                results.append(
+                    dataclasses.replace(
+                        result, error=FixNotConfirmedError(result.path, f"not confirmed by the compiler: {reason}")
+                    )
+                )
                 continue
             compiler = checks[0].verdict.compiler if checks[0].verdict is not None else "the compiler"
-            console.note(f"offload-fixer: {result.path}: the fix compiles ({compiler} confirmed "
-                         f"{len(checks)} compilation{'s' if len(checks) != 1 else ''})")
+            console.note(
+                f"offload-fixer: {result.path}: the fix compiles ({compiler} confirmed "
+                f"{len(checks)} compilation{'s' if len(checks) != 1 else ''})"
+            )
             confirmed.add(result.path)
             results.append(result)
         if invocation.write and confirmed:
-            written = {r.path: r for r in apply_plans([p for p in plans if p.path in confirmed], write=True,
-                                                      unsafe=invocation.unsafe_fixes)}
+            written = {
+                r.path: r
+                for r in apply_plans(
+                    [p for p in plans if p.path in confirmed], write=True, unsafe=invocation.unsafe_fixes
+                )
+            }
             results = [written.get(r.path, r) for r in results]
         return results
 
@@ -521,8 +627,13 @@ def fixed_listing(run: FixRun, diagnostics: Sequence[Diagnostic], root: str) -> 
 
 # ---------------------------------------------------------------------------------------
 # Reporting and the exit status
-def finish(outcome: Outcome, invocation: Invocation, settings, console: Console,
-           marks_for: Callable[[list[Diagnostic]], dict] | None = None) -> NoReturn:
+def finish(
+    outcome: Outcome,
+    invocation: Invocation,
+    settings,
+    console: Console,
+    marks_for: Callable[[list[Diagnostic]], dict] | None = None,
+) -> NoReturn:
     """Print the report (findings, or ``--statistics``; nothing more after ``--diff``'s diffs),
     then exit with the status it earns."""
     from offload_fixer.report import Tally, format_statistics, render
@@ -537,9 +648,19 @@ def finish(outcome: Outcome, invocation: Invocation, settings, console: Console,
     elif invocation.statistics:
         text = format_statistics(shown, "json" if fmt == "json" else "text", outcome.file_errors, marks, tally)
     else:
-        text = render(fmt, shown, outcome.file_errors, outcome.unused_suppressions, root=os.getcwd(),
-                      color=text_like and console.color_out, target=settings.target,
-                      jax_version=settings.jax_version, marks=marks, verbose=invocation.verbose, tally=tally)
+        text = render(
+            fmt,
+            shown,
+            outcome.file_errors,
+            outcome.unused_suppressions,
+            root=os.getcwd(),
+            color=text_like and console.color_out,
+            target=settings.target,
+            jax_version=settings.jax_version,
+            marks=marks,
+            verbose=invocation.verbose,
+            tally=tally,
+        )
     console.report(text)
     console.flush()
     if outcome.failure is not None:
@@ -552,15 +673,21 @@ def finish(outcome: Outcome, invocation: Invocation, settings, console: Console,
     sys.exit(int(ExitCode.CLEAN))
 
 
-def marks_planner(strategy: str, invocation: Invocation, jax_version: str | None,
-                  texts: dict[str, bytes] | None = None, reports: Sequence[Any] = ()) -> Callable[[list[Diagnostic]], dict]:
+def marks_planner(
+    strategy: str,
+    invocation: Invocation,
+    jax_version: str | None,
+    texts: dict[str, bytes] | None = None,
+    reports: Sequence[Any] = (),
+) -> Callable[[list[Diagnostic]], dict]:
     def marks(diagnostics: list[Diagnostic]) -> dict:
         from offload_fixer.findings import plan_marks
         from offload_fixer.recursion import call_allowing_deep_recursion
 
         try:
             return call_allowing_deep_recursion(
-                lambda: plan_marks(diagnostics, strategy, invocation.unsafe_fixes, jax_version, texts, reports))
+                lambda: plan_marks(diagnostics, strategy, invocation.unsafe_fixes, jax_version, texts, reports)
+            )
         except RecursionError:  # too deep to plan a fix for: the findings are shown without marks
             return {}
 
@@ -645,20 +772,38 @@ def _signal_exit(status: int | None = None) -> click.exceptions.Exit:
     return click.exceptions.Exit(status)
 
 
-@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"]},
-             epilog="\b\nExit codes:\n" + exit_codes.describe())
-@click.option("-V", "--version", is_flag=True, expose_value=False, is_eager=True, callback=_version_callback,
-              help="Show offload-fixer's version and the JAX version and regime in use.")
+@click.group(
+    cls=Commands,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="\b\nExit codes:\n" + exit_codes.describe(),
+)
+@click.option(
+    "-V",
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_version_callback,
+    help="Show offload-fixer's version and the JAX version and regime in use.",
+)
 def main() -> None:
     """Predict and fix JAX host-offload outputs that XLA rejects with error 1200."""
 
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(readable=False))
-@options(*REPORT_OPTIONS, *FIX_OPTIONS, "jax_version", "jobs", "exclude", "extend_exclude", "force_exclude",
-         "stdin_filename")
-def check(paths: tuple[str, ...], jobs: int | None, exclude: tuple[str, ...], extend_exclude: tuple[str, ...],
-          force_exclude: bool, stdin_filename: str | None, **params: Any) -> None:
+@options(
+    *REPORT_OPTIONS, *FIX_OPTIONS, "jax_version", "jobs", "exclude", "extend_exclude", "force_exclude", "stdin_filename"
+)
+def check(
+    paths: tuple[str, ...],
+    jobs: int | None,
+    exclude: tuple[str, ...],
+    extend_exclude: tuple[str, ...],
+    force_exclude: bool,
+    stdin_filename: str | None,
+    **params: Any,
+) -> None:
     """Static check of Python source: no code is imported or executed.
 
     PATHS are files and directories (default: the current directory); `-` reads source from
@@ -676,8 +821,12 @@ def check(paths: tuple[str, ...], jobs: int | None, exclude: tuple[str, ...], ex
         if not os.path.lexists(path):
             fail(ExitCode.INPUT_ERROR, f"{path}: no such file or directory", console)
         if not os.path.isdir(path) and not is_python_file(path):
-            fail(ExitCode.USAGE, f"{path}: not a Python file (checked: {', '.join(PYTHON_SUFFIXES)} files and "
-                                 "scripts with a python #! line); name a directory to walk it", console)
+            fail(
+                ExitCode.USAGE,
+                f"{path}: not a Python file (checked: {', '.join(PYTHON_SUFFIXES)} files and "
+                "scripts with a python #! line); name a directory to walk it",
+                console,
+            )
     overrides = {"exclude": list(exclude) or None, "extend_exclude": list(extend_exclude) or None, "jobs": jobs}
     resolver, settings = resolve_settings(invocation, paths[0], console, **overrides)
     named = {p for p in paths if not os.path.isdir(p)}
@@ -688,8 +837,9 @@ def check(paths: tuple[str, ...], jobs: int | None, exclude: tuple[str, ...], ex
     # that only the statements a fix changed are parsed twice, and their outlines go to the
     # planner (none is kept for a file without findings: nothing there is fixed).
     caches: dict | None = {} if invocation.fix or invocation.diff else None
-    outcome = check_files(files, named, settings, Progress(not invocation.quiet, delay=0.25), resolver.settings_for,
-                          unreadable, caches)
+    outcome = check_files(
+        files, named, settings, Progress(not invocation.quiet, delay=0.25), resolver.settings_for, unreadable, caches
+    )
     outcome.diagnostics, outcome.unused_suppressions = reportable(outcome.diagnostics, resolver)
     strategy = settings.strategy
     if invocation.fix or invocation.diff:
@@ -709,8 +859,9 @@ def check(paths: tuple[str, ...], jobs: int | None, exclude: tuple[str, ...], ex
             outcome.diagnostics, outcome.unused_suppressions = reportable(again.diagnostics, resolver)
             outcome.fixed = max(before - len(_findings(outcome.diagnostics)), 0)
     elif invocation.show_fixes and outcome.diagnostics:
-        run = apply_fixes(outcome.diagnostics, strategy, dataclasses.replace(invocation, fix=False), settings.jax_version,
-                          console)
+        run = apply_fixes(
+            outcome.diagnostics, strategy, dataclasses.replace(invocation, fix=False), settings.jax_version, console
+        )
         _show_planned_fixes(run, console)
     finish(outcome, invocation, settings, console, marks_planner(strategy, invocation, settings.jax_version))
 
@@ -734,7 +885,9 @@ def _show_planned_fixes(run: FixRun, console: Console) -> None:
     """``--show-fixes`` without ``--fix``: the diff ``--fix`` would write, after the findings."""
     diffs = [r.diff for r in run.results if r.changed and r.error is None]
     if diffs:
-        console.note("offload-fixer: the fixes --fix would write:\n" + colour_diff("".join(diffs), console.color_err).rstrip())
+        console.note(
+            "offload-fixer: the fixes --fix would write:\n" + colour_diff("".join(diffs), console.color_err).rstrip()
+        )
 
 
 def is_python_file(path: str) -> bool:
@@ -770,9 +923,15 @@ def files_to_check(paths: Sequence[str], force_exclude: bool, settings_for: Call
         yield from walk([path], excluded)
 
 
-def check_files(files: Sequence[str], named: set[str], settings, progress: Progress,
-                settings_for: Callable[[str], Any] | None = None, unreadable: Sequence[Any] = (),
-                caches: dict | None = None) -> Outcome:
+def check_files(
+    files: Sequence[str],
+    named: set[str],
+    settings,
+    progress: Progress,
+    settings_for: Callable[[str], Any] | None = None,
+    unreadable: Sequence[Any] = (),
+    caches: dict | None = None,
+) -> Outcome:
     """The static check of ``files``, each with its own target and JAX version, and a file
     error for each path the walk could not use: nothing is skipped in silence. ``caches``:
     the parsed statements of the files with findings, kept for a second check."""
@@ -781,8 +940,15 @@ def check_files(files: Sequence[str], named: set[str], settings, progress: Progr
 
     outcome = Outcome(checked=f"{len(files)} file{'s' if len(files) != 1 else ''} checked")
     outcome.file_errors += [FileError(item.path, 1, 1, item.reason) for item in unreadable]
-    results = check_paths(files, target=settings.target, jax_version=settings.jax_version, jobs=settings.jobs,
-                          check_syntax=named, settings_for=settings_for, caches=caches)
+    results = check_paths(
+        files,
+        target=settings.target,
+        jax_version=settings.jax_version,
+        jobs=settings.jobs,
+        check_syntax=named,
+        settings_for=settings_for,
+        caches=caches,
+    )
     with progress, contextlib.closing(results):
         for done, result in enumerate(results, 1):
             progress.count("Checking", done, len(files))
@@ -835,8 +1001,9 @@ def check_stdin(invocation: Invocation, console: Console, stdin_filename: str | 
     outcome.diagnostics, outcome.unused_suppressions = reportable(result.diagnostics, resolver, {path: text})
     marks = marks_planner(settings.strategy, invocation, settings.jax_version, {path: data})
     if (invocation.fix or invocation.diff) and outcome.diagnostics:
-        run = apply_fixes(outcome.diagnostics, settings.strategy, invocation, settings.jax_version, console,
-                          source=(path, data))
+        run = apply_fixes(
+            outcome.diagnostics, settings.strategy, invocation, settings.jax_version, console, source=(path, data)
+        )
         fixed = next((r for r in run.results if r.changed and r.error is None), None)
         if invocation.diff:
             show_diff(run, console, outcome.diagnostics)
@@ -849,7 +1016,8 @@ def check_stdin(invocation: Invocation, console: Console, stdin_filename: str | 
             before = len(_findings(outcome.diagnostics))
             again = check_source(new, path, target=settings.target, jax_version=settings.jax_version)
             outcome.diagnostics, outcome.unused_suppressions = reportable(
-                again.diagnostics, resolver, {path: new.decode("utf-8", errors="surrogateescape")})
+                again.diagnostics, resolver, {path: new.decode("utf-8", errors="surrogateescape")}
+            )
             outcome.fixed = max(before - len(_findings(outcome.diagnostics)), 0)
             marks = marks_planner(settings.strategy, invocation, settings.jax_version, {path: new})
     elif invocation.write:
@@ -859,9 +1027,16 @@ def check_stdin(invocation: Invocation, console: Console, stdin_filename: str | 
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("-m", "module", is_flag=True, help="Run PROGRAM as a module (python -m), the current directory on sys.path.")
-@click.option("--report", "report_path", type=click.Path(dir_okay=False), default=None,
-              help="Write the diagnostics as JSON for `offload-fixer fix`.")
+@click.option(
+    "-m", "module", is_flag=True, help="Run PROGRAM as a module (python -m), the current directory on sys.path."
+)
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the diagnostics as JSON for `offload-fixer fix`.",
+)
 @options(*REPORT_OPTIONS, *FIX_OPTIONS, "confirm")
 @click.argument("program")
 @click.argument("program_args", nargs=-1, type=click.UNPROCESSED)
@@ -911,28 +1086,41 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
             for warning in result.tool_warnings:
                 console.note(f"offload-fixer: warning: {warning}")
         elif result.tool_warnings:
-            console.note(f"offload-fixer: {len(result.tool_warnings)} compilation(s) could not be checked "
-                         "(--verbose says which and why)")
+            console.note(
+                f"offload-fixer: {len(result.tool_warnings)} compilation(s) could not be checked "
+                "(--verbose says which and why)"
+            )
         if invocation.confirm:
             report_unpredicted(result.reports, console, outcome)
         if report_path:
             try:
-                write_report_file(report_path, result.reports, settings.target, result.sources, result.texts,
-                                  calls=result.calls)
+                write_report_file(
+                    report_path, result.reports, settings.target, result.sources, result.texts, calls=result.calls
+                )
             except OSError as exc:  # the findings are still shown
-                console.note(console.styled_error(
-                    f"offload-fixer: error: cannot write the report {report_path}: {exc.strerror or exc}"), always=True)
+                console.note(
+                    console.styled_error(
+                        f"offload-fixer: error: cannot write the report {report_path}: {exc.strerror or exc}"
+                    ),
+                    always=True,
+                )
                 outcome.failure = ExitCode.USAGE
         save_last_run(None if module else program, result, settings.target, console)
         failed = result.program_exit_code not in (0, None)
-        console.note(f"offload-fixer: checked {result.checked} distinct compilation{'s' if result.checked != 1 else ''} "
-                     f"({result.intercepted} jit call{'s' if result.intercepted != 1 else ''} intercepted) for "
-                     f"{settings.target}" + (f"; the program failed (exit code {result.program_exit_code}), so later "
-                                             "compilations were not checked" if failed and not result.interrupted
-                                             else ""))
+        console.note(
+            f"offload-fixer: checked {result.checked} distinct compilation{'s' if result.checked != 1 else ''} "
+            f"({result.intercepted} jit call{'s' if result.intercepted != 1 else ''} intercepted) for "
+            f"{settings.target}"
+            + (
+                f"; the program failed (exit code {result.program_exit_code}), so later compilations were not checked"
+                if failed and not result.interrupted
+                else ""
+            )
+        )
         if result.interrupted:
-            console.note("offload-fixer: the program was interrupted (Ctrl-C); these are the findings so far",
-                         always=True)
+            console.note(
+                "offload-fixer: the program was interrupted (Ctrl-C); these are the findings so far", always=True
+            )
             outcome.failure = ExitCode.INTERRUPTED
             outcome.complete = False
             outcome.checked = checked + " before the program was interrupted"
@@ -942,10 +1130,16 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
             outcome.checked = checked + " before the program failed"
         if invocation.fix or invocation.diff:
             # the hashes the runner took when it analysed each file: a file edited since is refused
-            run_fixes = apply_fixes(outcome.diagnostics, settings.strategy, invocation, None, console,
-                                    expected_sha256=result.sources,
-                                    confirm=FixConfirmation(result.reports, result.calls, settings.target)
-                                    if invocation.confirm else None, reports=result.reports)
+            run_fixes = apply_fixes(
+                outcome.diagnostics,
+                settings.strategy,
+                invocation,
+                None,
+                console,
+                expected_sha256=result.sources,
+                confirm=FixConfirmation(result.reports, result.calls, settings.target) if invocation.confirm else None,
+                reports=result.reports,
+            )
             outcome.failure = outcome.failure or run_fixes.failure
             if invocation.diff:
                 show_diff(run_fixes, console, outcome.diagnostics)
@@ -960,15 +1154,34 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
                 outcome.fixed = max(before - len(_findings(outcome.diagnostics)), 0)
                 console.note("offload-fixer: run the program again to check the fixed code")
         elif invocation.show_fixes and outcome.diagnostics:
-            planned = apply_fixes(outcome.diagnostics, settings.strategy, dataclasses.replace(invocation, fix=False),
-                                  None, console, expected_sha256=result.sources, reports=result.reports)
+            planned = apply_fixes(
+                outcome.diagnostics,
+                settings.strategy,
+                dataclasses.replace(invocation, fix=False),
+                None,
+                console,
+                expected_sha256=result.sources,
+                reports=result.reports,
+            )
             _show_planned_fixes(planned, console)
-        finish(outcome, invocation, settings, console,
-               marks_planner(settings.strategy, invocation, None, reports=result.reports))
+        finish(
+            outcome,
+            invocation,
+            settings,
+            console,
+            marks_planner(settings.strategy, invocation, None, reports=result.reports),
+        )
 
     try:
-        result = run_program(program, list(program_args), target=settings.target, is_module=module, progress=progress,
-                             confirm=invocation.confirm, finish=after_program)
+        result = run_program(
+            program,
+            list(program_args),
+            target=settings.target,
+            is_module=module,
+            progress=progress,
+            confirm=invocation.confirm,
+            finish=after_program,
+        )
     except BaseException:
         redirect.close()
         raise
@@ -1003,10 +1216,17 @@ def save_last_run(program: str | None, result, target: str, console: Console) ->
 
 @main.command()
 @click.argument("log", type=click.Path(allow_dash=True, readable=False), default="-")
-@click.option("--dump", "dump_dir", type=click.Path(file_okay=False, readable=False), default=None,
-              help="An --xla_dump_to directory from the failing run.")
+@click.option(
+    "--dump",
+    "dump_dir",
+    type=click.Path(file_okay=False, readable=False),
+    default=None,
+    help="An --xla_dump_to directory from the failing run.",
+)
 @options("target", "color", "confirm")
-@click.option("--format", "--output-format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True)
+@click.option(
+    "--format", "--output-format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True
+)
 def explain(log: str, dump_dir: str | None, target: str | None, color: str, confirm: bool, fmt: str) -> None:
     """Explain an XLA error-1200 message (a file, or stdin) and map it to source with a dump."""
     import json
@@ -1069,8 +1289,16 @@ def fix(report_file: str, **params: Any) -> None:
         require_compiler(saved.target, console)
         calls = {index: AbstractCall(None, *decode_call(call)) for index, call in saved.calls.items()}
         confirmation = FixConfirmation(saved.reports, calls, saved.target)
-    run_fixes = apply_fixes(diagnostics, invocation.strategy or "auto", invocation, saved.jax_version, console,
-                            expected_sha256=saved.sources, confirm=confirmation, reports=saved.reports)
+    run_fixes = apply_fixes(
+        diagnostics,
+        invocation.strategy or "auto",
+        invocation,
+        saved.jax_version,
+        console,
+        expected_sha256=saved.sources,
+        confirm=confirmation,
+        reports=saved.reports,
+    )
     if invocation.diff:
         show_diff(run_fixes, console, diagnostics)
     elif invocation.show_fixes:

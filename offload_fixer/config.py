@@ -255,12 +255,17 @@ def _validate(raw: dict[str, Any], source: str) -> dict[str, Any]:
             if not isinstance(value, dict):
                 raise ConfigError(f'{where}: expected a table of glob = ["CODE", ...], got {value!r}')
             out["per_file_ignores"] = tuple(
-                (pattern, tuple(_selector(code, f"{where}.{pattern!r}") for code in _strings(codes, f"{where}.{pattern!r}")))
+                (
+                    pattern,
+                    tuple(_selector(code, f"{where}.{pattern!r}") for code in _strings(codes, f"{where}.{pattern!r}")),
+                )
                 for pattern, codes in value.items()
             )
         elif key == "jobs":
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ConfigError(f"{where}: expected a whole number >= 0 (0 = decided by the number of files to parse), got {value!r}")
+                raise ConfigError(
+                    f"{where}: expected a whole number >= 0 (0 = decided by the number of files to parse), got {value!r}"
+                )
             out["jobs"] = value
         else:
             raise ConfigError(f"{where}: unknown setting")

@@ -22,13 +22,17 @@ class ExitCode(enum.IntEnum):
     FINDINGS = 1, "problems found (errors or warnings), or `--diff` has changes pending"
     USAGE = 2, "bad command line or configuration (an unknown option, an empty `--select`, a non-Python file named)"
     PROGRAM_FAILED = 3, "`run`: your program itself failed (its own traceback is shown)"
-    INPUT_ERROR = 4, (
-        "an input that cannot be read: a missing file, program, report or log, a file that does not "
-        "parse, that CPython cannot compile or that is not text (binary, UTF-16, undecodable), an "
-        "unreadable file or directory, a FIFO or device (refused by its type, never read)"
+    INPUT_ERROR = (
+        4,
+        (
+            "an input that cannot be read: a missing file, program, report or log, a file that does not "
+            "parse, that CPython cannot compile or that is not text (binary, UTF-16, undecodable), an "
+            "unreadable file or directory, a FIFO or device (refused by its type, never read)"
+        ),
     )
-    FIX_REFUSED = 5, (
-        "a fix was refused: read-only or append-only file, file changed since analysis, result would not compile"
+    FIX_REFUSED = (
+        5,
+        ("a fix was refused: read-only or append-only file, file changed since analysis, result would not compile"),
     )
     UNSUPPORTED_JAX = 6, "a JAX version offload-fixer does not model (installed, `--jax-version` or `jax-version`)"
     NO_COMPILER = 7, "`--confirm`: the released compiler of the target is not installed (or does not start)"

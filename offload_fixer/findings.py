@@ -55,7 +55,9 @@ def root_cause(diagnostic: Diagnostic) -> tuple[Any, ...]:
     return root_cause_key(diagnostic)
 
 
-def group_findings(diagnostics: Iterable[Diagnostic], marks: Mapping[Diagnostic, FixMark] | None = None) -> list[Finding]:
+def group_findings(
+    diagnostics: Iterable[Diagnostic], marks: Mapping[Diagnostic, FixMark] | None = None
+) -> list[Finding]:
     """One :class:`Finding` per (code, root cause), ordered by where the root cause is, then
     by severity: an error and the warnings its host value causes stay together."""
     marks = marks or {}
@@ -64,12 +66,24 @@ def group_findings(diagnostics: Iterable[Diagnostic], marks: Mapping[Diagnostic,
         groups.setdefault((d.code, root_cause(d)), []).append(d)
     found = []
     for members in groups.values():
-        members.sort(key=lambda d: (SEVERITY_RANK.get(d.severity, 3), _where(location(d)),
-                                    d.output_index if d.output_index is not None else -1, d.output_path or ""))
+        members.sort(
+            key=lambda d: (
+                SEVERITY_RANK.get(d.severity, 3),
+                _where(location(d)),
+                d.output_index if d.output_index is not None else -1,
+                d.output_path or "",
+            )
+        )
         mark = min((marks[d] for d in members if d in marks), key=lambda m: _PREFERENCE[m.status], default=None)
         found.append(Finding(tuple(members), mark))
-    found.sort(key=lambda f: (_where(anchor(f.head)), SEVERITY_RANK.get(f.head.severity, 3), f.head.code,
-                              _where(location(f.head))))
+    found.sort(
+        key=lambda f: (
+            _where(anchor(f.head)),
+            SEVERITY_RANK.get(f.head.severity, 3),
+            f.head.code,
+            _where(location(f.head)),
+        )
+    )
     return found
 
 
@@ -117,8 +131,14 @@ def fix_marks(diagnostics: Sequence[Diagnostic], plans: Iterable[Any], unsafe: b
     return marks
 
 
-def plan_marks(diagnostics: Sequence[Diagnostic], strategy: str, unsafe: bool, jax_version: str | None,
-               texts: Mapping[str, bytes] | None = None, reports: Iterable[Any] = ()) -> dict[Diagnostic, FixMark]:
+def plan_marks(
+    diagnostics: Sequence[Diagnostic],
+    strategy: str,
+    unsafe: bool,
+    jax_version: str | None,
+    texts: Mapping[str, bytes] | None = None,
+    reports: Iterable[Any] = (),
+) -> dict[Diagnostic, FixMark]:
     """Plan the fixes (no file is written) and mark what they cover (``reports``: a run's, for
     the output trees)."""
     from offload_fixer.fixes import FIXABLE_CODES, plan_fixes

@@ -189,9 +189,7 @@ def check_runtime_supported() -> None:
 
 # ---------------------------------------------------------------------------------------
 # Lowering for an accelerator on whatever backend is present.
-def lower_for_platform(
-    fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any], platform: str
-) -> Any:
+def lower_for_platform(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any], platform: str) -> Any:
     """Lower ``fn`` (plain or ``jax.jit``-wrapped) for ``platform`` ("tpu" or "cuda").
 
     ``Traced.lower(lowering_platforms=...)`` is public since 0.4.3x and works on a CPU-only
@@ -283,9 +281,7 @@ def compile_only_devices(platform: str, topology: str, target_config: str | None
 
     if platform == "tpu":
         return list(topologies.get_topology_desc(topology_name=topology, platform="tpu").devices)
-    return list(
-        topologies.get_topology_desc(platform="cuda", topology=topology, target_config=target_config).devices
-    )
+    return list(topologies.get_topology_desc(platform="cuda", topology=topology, target_config=target_config).devices)
 
 
 def parse_stablehlo(text: str) -> Any:
@@ -313,7 +309,9 @@ def compile_stablehlo(module: Any, devices: Sequence[Any], num_replicas: int, nu
     if parse_version(installed_jaxlib_version()) < FIRST_JAXLIB_COMPILING_MLIR_MODULES:
         module = jax_mlir.module_to_bytecode(module)  # bytecode keeps the locations
     client = devices[0].client
-    assignment = np.array([d.id for d in devices[: num_replicas * num_partitions]]).reshape(num_replicas, num_partitions)
+    assignment = np.array([d.id for d in devices[: num_replicas * num_partitions]]).reshape(
+        num_replicas, num_partitions
+    )
     options = compiler.get_compile_options(
         num_replicas=num_replicas,
         num_partitions=num_partitions,
@@ -351,15 +349,36 @@ class XlaGeneration:
 
 
 XLA_GENERATIONS: tuple[tuple[tuple[int, int, int], XlaGeneration], ...] = (
-    ((0, 7, 0), XlaGeneration("libtpu 0.0.17.1 (jax 0.6.2)", slice_to_output_is_dma=False,
-                              tpu_unpinned_output_from_device_fails=True, while_condition_on_host_aborts=True,
-                              inlines_shard_map_body=True)),
-    ((0, 12, 0), XlaGeneration("libtpu 0.0.42.1 / jax-cuda12-plugin 0.10.2 (jax 0.10.2)", slice_to_output_is_dma=True,
-                               tpu_unpinned_output_from_device_fails=True, while_condition_on_host_aborts=True,
-                               inlines_shard_map_body=False)),
-    ((99, 0, 0), XlaGeneration("libtpu 0.0.50.1 / jax-cuda12-plugin 0.12.0.1 (jax 0.12.0.1)",
-                               slice_to_output_is_dma=True, tpu_unpinned_output_from_device_fails=False,
-                               while_condition_on_host_aborts=False, inlines_shard_map_body=False)),
+    (
+        (0, 7, 0),
+        XlaGeneration(
+            "libtpu 0.0.17.1 (jax 0.6.2)",
+            slice_to_output_is_dma=False,
+            tpu_unpinned_output_from_device_fails=True,
+            while_condition_on_host_aborts=True,
+            inlines_shard_map_body=True,
+        ),
+    ),
+    (
+        (0, 12, 0),
+        XlaGeneration(
+            "libtpu 0.0.42.1 / jax-cuda12-plugin 0.10.2 (jax 0.10.2)",
+            slice_to_output_is_dma=True,
+            tpu_unpinned_output_from_device_fails=True,
+            while_condition_on_host_aborts=True,
+            inlines_shard_map_body=False,
+        ),
+    ),
+    (
+        (99, 0, 0),
+        XlaGeneration(
+            "libtpu 0.0.50.1 / jax-cuda12-plugin 0.12.0.1 (jax 0.12.0.1)",
+            slice_to_output_is_dma=True,
+            tpu_unpinned_output_from_device_fails=False,
+            while_condition_on_host_aborts=False,
+            inlines_shard_map_body=False,
+        ),
+    ),
 )
 """Generations by the jaxlib release they ship with (the first jaxlib *not* in each): ``jax[tpu]``
 pins the libtpu of its release and the CUDA plugin is versioned with jaxlib, so the installed
@@ -415,7 +434,9 @@ def hlo_instructions(text: str) -> list[HloInstruction]:
             continue
         found = line_re.match(line)
         if found:
-            out.append(HloInstruction(computation, found.group(2), found.group(3), line.strip(), entry, bool(found.group(1))))
+            out.append(
+                HloInstruction(computation, found.group(2), found.group(3), line.strip(), entry, bool(found.group(1)))
+            )
     return out
 
 

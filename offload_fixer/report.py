@@ -31,9 +31,7 @@ from offload_fixer.xla_messages import summary as xla_summary
 TOOL_NAME = "offload-fixer"
 INFORMATION_URI = "https://pypi.org/project/offload-fixer/"
 SARIF_VERSION = "2.1.0"
-SARIF_SCHEMA_URI = (
-    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-)
+SARIF_SCHEMA_URI = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SRCROOT = "%SRCROOT%"
 
 
@@ -102,8 +100,17 @@ def render(
     if marks and diagnostics is not given:  # the marks follow their diagnostics into cell coordinates
         marks = {moved: marks[d] for d, moved in zip(given, diagnostics) if d in marks}
     if fmt in ("text", "concise"):
-        return format_text(diagnostics, file_errors, unused, root=root, color=color, marks=marks,
-                           verbose=verbose, concise=fmt == "concise", tally=tally)
+        return format_text(
+            diagnostics,
+            file_errors,
+            unused,
+            root=root,
+            color=color,
+            marks=marks,
+            verbose=verbose,
+            concise=fmt == "concise",
+            tally=tally,
+        )
     if fmt == "json":
         document = format_json(diagnostics, file_errors, unused, target=target, jax_version=jax_version)
         return json.dumps(document, indent=2) + "\n"
@@ -126,8 +133,9 @@ def render(
 
 # ---------------------------------------------------------------------------------------
 # Shared helpers
-def _in_cells(diagnostics: list[Diagnostic], file_errors: list[FileError],
-              unused: list[UnusedSuppression]) -> tuple[list[Diagnostic], list[FileError], list[UnusedSuppression]]:
+def _in_cells(
+    diagnostics: list[Diagnostic], file_errors: list[FileError], unused: list[UnusedSuppression]
+) -> tuple[list[Diagnostic], list[FileError], list[UnusedSuppression]]:
     """Everything that points into a notebook, in cell coordinates."""
     from offload_fixer.notebook import is_notebook
 
@@ -139,7 +147,11 @@ def _in_cells(diagnostics: list[Diagnostic], file_errors: list[FileError],
 
     def moved(item: Any) -> Any:
         span = cell_span(item.span)
-        return item if span is None or span is item.span else dataclasses.replace(item, line=span.line, col=span.col, cell=span.cell)
+        return (
+            item
+            if span is None or span is item.span
+            else dataclasses.replace(item, line=span.line, col=span.col, cell=span.cell)
+        )
 
     return [diagnostic_in_cells(d) for d in diagnostics], [moved(e) for e in file_errors], [moved(u) for u in unused]
 
@@ -232,9 +244,7 @@ def text_replacements(before: str, after: str) -> list[Replacement]:
         suffix = len(os.path.commonprefix([old_block[::-1], new_block[::-1]])[:room])  # noqa: RUF071 - texts
         start = starts[i1] + prefix
         end = starts[i2] - suffix
-        edits.append(
-            Replacement(*position(start), *position(end), new_block[prefix : len(new_block) - suffix])
-        )
+        edits.append(Replacement(*position(start), *position(end), new_block[prefix : len(new_block) - suffix]))
     return edits
 
 
@@ -296,8 +306,10 @@ def format_text(
         d = finding.head
         colour = _SEVERITY_COLOR.get(d.severity, "bold")
         star = f"{paint('[*]', 'green')} " if finding.fixable else ""
-        out.append(f"{paint(where(primary_span(d)) + ':', 'bold')} {paint(d.code, colour, 'bold')} {star}"
-                   f"{paint(f'[{d.severity}]', colour)} {d.message}")
+        out.append(
+            f"{paint(where(primary_span(d)) + ':', 'bold')} {paint(d.code, colour, 'bold')} {star}"
+            f"{paint(f'[{d.severity}]', colour)} {d.message}"
+        )
         if not concise:
             out.extend(_finding_details(finding, where, paint, verbose))
     for unused in unused_suppressions:
@@ -329,7 +341,9 @@ def _finding_details(finding: Finding, where, paint, verbose: bool) -> list[str]
         lines.append(f"  {number:>2}. {step.op} ({step.role}){at}")
     if len(d.trace) > len(shown):
         more = len(d.trace) - len(shown)
-        lines.append(f"      ... {more} more step{'s' if more != 1 else ''} (--verbose shows {'them' if more != 1 else 'it'})")
+        lines.append(
+            f"      ... {more} more step{'s' if more != 1 else ''} (--verbose shows {'them' if more != 1 else 'it'})"
+        )
     if d.explanation:
         lines.extend(textwrap.wrap(d.explanation, WRAP, initial_indent="  why: ", subsequent_indent="       "))
     confirmed = [m.confirmed for m in finding.diagnostics if m.confirmed is not None]
@@ -339,8 +353,10 @@ def _finding_details(finding: Finding, where, paint, verbose: bool) -> list[str]
         if all(confirmed):
             lines.append(f"  {paint('xla: confirmed' + by, 'green')}" + (f": {xla_summary(said)}" if said else ""))
         else:
-            lines.append(f"  {paint('xla: not confirmed' + by, 'yellow')}" + (f": {xla_summary(said)}" if said else
-                                                                               ": the compiler does not report this"))
+            lines.append(
+                f"  {paint('xla: not confirmed' + by, 'yellow')}"
+                + (f": {xla_summary(said)}" if said else ": the compiler does not report this")
+            )
     fix = finding.fix
     if fix is not None and fix.status == "applied":
         lines.append(f"  {paint('fix [*]', 'green')}: {fix.title}")
@@ -371,7 +387,9 @@ def _outputs_reached(finding: Finding, where) -> list[str]:
             if not any(key.startswith(related or "the whole result") for key in sources):
                 sources.setdefault(related or "the whole result", [])
     several = len({label for labels in sources.values() for label in labels}) > 1
-    return [f"{output} from {', '.join(labels)}" if several and labels else output for output, labels in sources.items()]
+    return [
+        f"{output} from {', '.join(labels)}" if several and labels else output for output, labels in sources.items()
+    ]
 
 
 def summary_lines(found: Sequence[Finding], file_errors: Sequence[FileError], tally: Tally) -> list[str]:
@@ -382,8 +400,11 @@ def summary_lines(found: Sequence[Finding], file_errors: Sequence[FileError], ta
     counts = {severity: 0 for severity in ("error", "warning", "info")}
     for finding in found:
         counts[finding.head.severity] = counts.get(finding.head.severity, 0) + 1
-    parts = [_plural(n, name) for name, n in (("error", counts["error"]), ("warning", counts["warning"]),
-                                               ("note", counts["info"])) if n]
+    parts = [
+        _plural(n, name)
+        for name, n in (("error", counts["error"]), ("warning", counts["warning"]), ("note", counts["info"]))
+        if n
+    ]
     if file_errors:
         parts.append(f"{_plural(len(file_errors), 'file')} not checked")
     lines = []
@@ -400,8 +421,11 @@ def summary_lines(found: Sequence[Finding], file_errors: Sequence[FileError], ta
         lines.append(f"All checks passed! ({tally.checked})" if tally.checked else "All checks passed!")
     fixable = sum(f.fixable for f in found)
     unsafe = sum(f.fix is not None and f.fix.status == "unsafe" for f in found)
-    hidden = (f"{_plural(unsafe, 'hidden fix', 'hidden fixes')} can be enabled with the "
-              "`--unsafe-fixes` option") if unsafe else ""
+    hidden = (
+        (f"{_plural(unsafe, 'hidden fix', 'hidden fixes')} can be enabled with the `--unsafe-fixes` option")
+        if unsafe
+        else ""
+    )
     if fixable:
         lines.append(f"[*] {fixable} fixable with the `--fix` option" + (f" ({hidden})." if hidden else "."))
     elif hidden:
@@ -409,16 +433,23 @@ def summary_lines(found: Sequence[Finding], file_errors: Sequence[FileError], ta
     return lines
 
 
-def format_statistics(diagnostics: Sequence[Diagnostic], fmt: str, file_errors: Sequence[FileError] = (),
-                      marks: Mapping[Diagnostic, FixMark] | None = None, tally: Tally | None = None) -> str:
+def format_statistics(
+    diagnostics: Sequence[Diagnostic],
+    fmt: str,
+    file_errors: Sequence[FileError] = (),
+    marks: Mapping[Diagnostic, FixMark] | None = None,
+    tally: Tally | None = None,
+) -> str:
     """``--statistics``: findings counted per code, most frequent first, as ruff prints them
     (``count<TAB>code<TAB>[*] name``); ``json`` gives the same as a list."""
     found = group_findings(diagnostics, marks)
     rows: dict[str, dict[str, Any]] = {}
     names = {rule.code: rule.name for rule in all_rules()}
     for finding in found:
-        row = rows.setdefault(finding.head.code, {"code": finding.head.code, "name": names.get(finding.head.code, ""),
-                                                  "count": 0, "fixable": 0})
+        row = rows.setdefault(
+            finding.head.code,
+            {"code": finding.head.code, "name": names.get(finding.head.code, ""), "count": 0, "fixable": 0},
+        )
         row["count"] += 1
         row["fixable"] += finding.fixable
     ordered = sorted(rows.values(), key=lambda r: (-r["count"], r["code"]))
@@ -522,8 +553,7 @@ def format_sarif(
         results.append(result)
 
     notifications = [
-        _notification("error", _cell_words(e.span) + e.message, e.span, base, "file-error")
-        for e in file_errors
+        _notification("error", _cell_words(e.span) + e.message, e.span, base, "file-error") for e in file_errors
     ] + [
         _notification("warning", _cell_words(u.span) + u.message, u.span, base, "unused-suppression")
         for u in unused_suppressions
@@ -537,9 +567,7 @@ def format_sarif(
                 "rules": [_sarif_rule(rule, target, jax_version) for rule in rules],
             }
         },
-        "invocations": [
-            {"executionSuccessful": not file_errors, "toolExecutionNotifications": notifications}
-        ],
+        "invocations": [{"executionSuccessful": not file_errors, "toolExecutionNotifications": notifications}],
         "originalUriBaseIds": {SRCROOT: {"uri": Path(os.path.abspath(base)).as_uri() + "/"}},
         "columnKind": "unicodeCodePoints",
         "results": results,
@@ -620,8 +648,7 @@ def _code_flow(d: Diagnostic, base: Path) -> dict[str, Any] | None:
     if len(trail) < 2:
         return None
     locations = [
-        {"location": {"physicalLocation": _physical(span, base), "message": {"text": text}}}
-        for span, text in trail
+        {"location": {"physicalLocation": _physical(span, base), "message": {"text": text}}} for span, text in trail
     ]
     return {"threadFlows": [{"locations": locations}]}
 
@@ -713,11 +740,7 @@ def format_github(
     """GitHub Actions annotations, one workflow command per line."""
     out = []
     for error in file_errors:
-        out.append(
-            _github_command(
-                "error", error.span, "offload-fixer", error.message, root
-            )
-        )
+        out.append(_github_command("error", error.span, "offload-fixer", error.message, root))
     for d in sorted(diagnostics, key=_sort_key):
         span = primary_span(d)
         lines = [f"{d.code} {d.message}"]
@@ -734,11 +757,7 @@ def format_github(
         else:
             out.append(_github_command(level, span, d.code, "\n".join(lines), root))
     for unused in unused_suppressions:
-        out.append(
-            _github_command(
-                "warning", unused.span, "offload-fixer", unused.message, root
-            )
-        )
+        out.append(_github_command("warning", unused.span, "offload-fixer", unused.message, root))
     return "\n".join(out) + ("\n" if out else "")
 
 

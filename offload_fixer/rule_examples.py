@@ -46,9 +46,7 @@ def _render_example(sp: Spelling, body: str) -> str:
     definitions = []
     first_device = "jax.devices()[0]"
     if typed and used & {"HOST_SHARDING", "DEVICE_SHARDING"}:
-        definitions.append(
-            f'host_sharding = SingleDeviceSharding({first_device}, memory_kind="{sp.host_kind}")'
-        )
+        definitions.append(f'host_sharding = SingleDeviceSharding({first_device}, memory_kind="{sp.host_kind}")')
     if not typed and used & {"HOST", "DEVICE", "HOST_SHARDING", "DEVICE_SHARDING"}:
         definitions.append(f'host = SingleDeviceSharding({first_device}, memory_kind="{sp.host_kind}")')
         if used & {"DEVICE", "DEVICE_SHARDING"}:

@@ -216,8 +216,7 @@ _RULES: tuple[Rule, ...] = (
             FixDoc(
                 "Move the operand back to device before the compute",
                 "safe",
-                "Values are unchanged and the compute runs on the accelerator; only where the "
-                "operand lives changes.",
+                "Values are unchanged and the compute runs on the accelerator; only where the operand lives changes.",
             ),
             FixDoc(
                 'Mark the compute as intended host compute: `compute_on` with `compute_type="device_host"`',
@@ -337,17 +336,14 @@ _RULES: tuple[Rule, ...] = (
         code=codes.HOST_SLICE_NOT_MOVED_TO_DEVICE,
         summary="A slice of a host value is not moved to device",
         what_it_does=(
-            "Reports a slice or dynamic slice of a value in host memory whose result is not "
-            "moved straight to device."
+            "Reports a slice or dynamic slice of a value in host memory whose result is not moved straight to device."
         ),
         why_bad=(
             "A slice that feeds only a move to device becomes a cheap copy of just that "
             "slice. Anything else makes XLA convert the slice into host compute, which runs "
             "on the host CPU."
         ),
-        targets=_same_everywhere(
-            "warning", "XLA logs a warning and converts the slice into host compute", _MSG_1206
-        ),
+        targets=_same_everywhere("warning", "XLA logs a warning and converts the slice into host compute", _MSG_1206),
         fixes=(
             FixDoc(
                 "Move the slice to device right after taking it",
@@ -384,8 +380,7 @@ _RULES: tuple[Rule, ...] = (
             FixDoc(
                 "Move the operand back to device before the compute",
                 "safe",
-                "Values are unchanged and the compute runs on the accelerator; only where the "
-                "operand lives changes.",
+                "Values are unchanged and the compute runs on the accelerator; only where the operand lives changes.",
             ),
         ),
         applies_to="Every JAX version with a released TPU or GPU compiler",

@@ -144,9 +144,7 @@ class CompilationChecker:
         """A small number for a (function, jit options) pair, so that signatures hash fast and
         a fresh ``jax.jit`` of the same function with the same options shares its checks."""
         with self._lock:
-            return self._identities.setdefault(
-                (_hashable(fun), options), len(self._identities)
-            )
+            return self._identities.setdefault((_hashable(fun), options), len(self._identities))
 
     def observe(self, key: Any) -> bool:
         """Count one intercepted operation; True the first time its ``key`` is seen (the
@@ -160,9 +158,7 @@ class CompilationChecker:
             self._seen.add(key)
             return True
 
-    def check(
-        self, jitted: Any, fun: Any, args: tuple, kwargs: dict, quiet: bool = False
-    ) -> None:
+    def check(self, jitted: Any, fun: Any, args: tuple, kwargs: dict, quiet: bool = False) -> None:
         """Analyse one compilation; ``quiet`` drops tool failures (the user's own call failed
         too, and its traceback already says why)."""
         from offload_fixer import jax_compat
@@ -171,24 +167,21 @@ class CompilationChecker:
 
         with self._lock:
             if self.progress is not None:
-                self.progress.show(f"offload-fixer: checking {_describe(fun)} for {self.target} "
-                                   f"({self.result.checked} checked so far)", force=True)
+                self.progress.show(
+                    f"offload-fixer: checking {_describe(fun)} for {self.target} "
+                    f"({self.result.checked} checked so far)",
+                    force=True,
+                )
             try:
-                lowered = jax_compat.lower_for_platform(
-                    jitted, args, kwargs, self.platform
-                )
-                report = analyze(
-                    lowered, target=self.target, function=function_ref(fun)
-                )
+                lowered = jax_compat.lower_for_platform(jitted, args, kwargs, self.platform)
+                report = analyze(lowered, target=self.target, function=function_ref(fun))
                 if self.confirm:
                     from offload_fixer.xla.confirm import confirm
 
                     report = confirm(report, lowered)
             except Exception as exc:  # noqa: BLE001 - the tool must never break the program
                 if not quiet:
-                    self.warn(
-                        f"could not check {_describe(fun)} for {self.target}: {_one_line(exc)}"
-                    )
+                    self.warn(f"could not check {_describe(fun)} for {self.target}: {_one_line(exc)}")
                 return
             finally:
                 if self.progress is not None:
@@ -196,8 +189,9 @@ class CompilationChecker:
             self.result.checked += 1
             self._add(report, AbstractCall(fun, _abstract(args), dict(kwargs)) if self.confirm else None)
 
-    def check_eager(self, fun: Any, args_flat: Sequence[Any], out_flat: Sequence[Any],
-                    lower: Callable[[str], Any]) -> None:
+    def check_eager(
+        self, fun: Any, args_flat: Sequence[Any], out_flat: Sequence[Any], lower: Callable[[str], Any]
+    ) -> None:
         """One of JAX's own jits (an eager ``jnp``/``lax`` operation) that took or returned an
         array in host memory: analysed like a user's jit, reported at the user's line."""
         from offload_fixer import jax_compat
@@ -283,9 +277,7 @@ class CheckedJit:
                 vars(self)[name] = value
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        checker = (
-            self._checker
-        )  # the fast path of _intercept, inlined: this runs every step
+        checker = self._checker  # the fast path of _intercept, inlined: this runs every step
         if not checker.active or not checker.outside_any_trace():
             return self._real(*args, **kwargs)
         if not checker.observe(self._signature(args, kwargs)):
@@ -310,9 +302,7 @@ class CheckedJit:
     def __repr__(self) -> str:
         return repr(self._real)
 
-    def _intercept(
-        self, operation: Callable[..., Any], args: tuple, kwargs: dict
-    ) -> Any:
+    def _intercept(self, operation: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         checker = self._checker
         if not checker.active or not checker.outside_any_trace():
             return operation(*args, **kwargs)
@@ -320,9 +310,7 @@ class CheckedJit:
             return operation(*args, **kwargs)
         return self._run_then_check(operation, args, kwargs)
 
-    def _run_then_check(
-        self, operation: Callable[..., Any], args: tuple, kwargs: dict
-    ) -> Any:
+    def _run_then_check(self, operation: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """The user's operation first (its result and errors are the program's), then the
         check, which reuses JAX's cached trace."""
         try:
@@ -340,28 +328,16 @@ class CheckedJit:
         try:
             if self._static_nums or self._static_names:
                 positions = {i if i >= 0 else i + len(args) for i in self._static_nums}
-                static = tuple(
-                    (i, _hashable(args[i]))
-                    for i in sorted(positions)
-                    if 0 <= i < len(args)
-                )
-                static += tuple(
-                    (k, _hashable(kwargs[k]))
-                    for k in sorted(kwargs)
-                    if k in self._static_names
-                )
+                static = tuple((i, _hashable(args[i])) for i in sorted(positions) if 0 <= i < len(args))
+                static += tuple((k, _hashable(kwargs[k])) for k in sorted(kwargs) if k in self._static_names)
                 args = tuple(a for i, a in enumerate(args) if i not in positions)
-                kwargs = {
-                    k: v for k, v in kwargs.items() if k not in self._static_names
-                }
+                kwargs = {k: v for k, v in kwargs.items() if k not in self._static_names}
             leaves, treedef = checker.tree_flatten((args, kwargs))
             leaf_keys = tuple(map(checker.leaf_signature, leaves))
         except _TracerArgument:
             return None
         except Exception as exc:  # noqa: BLE001 - an argument the tool does not understand: JAX will say more
-            checker.warn(
-                f"could not compute the signature of a call to {_describe(self._fun)}: {_one_line(exc)}"
-            )
+            checker.warn(f"could not compute the signature of a call to {_describe(self._fun)}: {_one_line(exc)}")
             return None
         return (self._identity, treedef, leaf_keys, static)
 
@@ -389,9 +365,7 @@ class LeafSignatures:
             (jax.ShapeDtypeStruct, _abstract_signature),
             ((np.ndarray, np.generic), _numpy_signature),
         )
-        self._by_type: dict[type, Callable[[Any], Any]] = {
-            t: type for t in (bool, int, float, complex)
-        }
+        self._by_type: dict[type, Callable[[Any], Any]] = {t: type for t in (bool, int, float, complex)}
 
     def __call__(self, leaf: Any) -> Any:
         kind = type(leaf)
@@ -437,8 +411,7 @@ def _at_user_line(report: Report, where: tuple[str, int, int] | None) -> Report:
         return report
     span = Span(where[0], where[1], where[2])
     diagnostics = tuple(
-        d if d.location is not None and d.location.path == where[0]
-        else dataclasses.replace(d, span=span)
+        d if d.location is not None and d.location.path == where[0] else dataclasses.replace(d, span=span)
         for d in report.diagnostics
     )
     return dataclasses.replace(report, diagnostics=diagnostics)
@@ -483,17 +456,13 @@ def _freeze_options(args: tuple, kwargs: dict) -> Any:
     import jax
 
     frozen = []
-    for name, value in [(i, v) for i, v in enumerate(args)] + sorted(
-        kwargs.items(), key=lambda kv: str(kv[0])
-    ):
+    for name, value in [(i, v) for i, v in enumerate(args)] + sorted(kwargs.items(), key=lambda kv: str(kv[0])):
         leaves, treedef = jax.tree_util.tree_flatten(value)
         frozen.append((name, treedef, tuple(_hashable(leaf) for leaf in leaves)))
     return tuple(frozen)
 
 
-def _static_arguments(
-    fun: Any, options: dict
-) -> tuple[tuple[int, ...], tuple[str, ...]]:
+def _static_arguments(fun: Any, options: dict) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """Static positions and names, each inferred from the other as ``jax.jit`` does."""
     import inspect
 
@@ -504,19 +473,11 @@ def _static_arguments(
     except (TypeError, ValueError):
         return nums, names
     positional = [
-        p
-        for p in parameters
-        if p.kind
-        in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        p for p in parameters if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     ]
-    nums += tuple(
-        i for i, p in enumerate(positional) if p.name in names and i not in nums
-    )
+    nums += tuple(i for i, p in enumerate(positional) if p.name in names and i not in nums)
     for i in nums:
-        if (
-            -len(positional) <= i < len(positional)
-            and positional[i].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
-        ):
+        if -len(positional) <= i < len(positional) and positional[i].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD:
             names += (positional[i].name,)
     return nums, names
 
@@ -534,18 +495,14 @@ def _jax_roots() -> tuple[str, ...]:
     import jax
     import jaxlib
 
-    return tuple(
-        os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (jax, jaxlib) if m.__file__ is not None
-    )
+    return tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (jax, jaxlib) if m.__file__ is not None)
 
 
 def _is_jax_internal(fun: Any) -> bool:
     from offload_fixer.api import python_function
 
     code = getattr(python_function(fun), "__code__", None)
-    return code is not None and os.path.abspath(code.co_filename).startswith(
-        _jax_roots()
-    )
+    return code is not None and os.path.abspath(code.co_filename).startswith(_jax_roots())
 
 
 def _called_from_jax() -> bool:
@@ -553,9 +510,7 @@ def _called_from_jax() -> bool:
     return os.path.abspath(sys._getframe(2).f_code.co_filename).startswith(_jax_roots())
 
 
-def _checked_jit(
-    real_jit: Callable[..., Any], checker: CompilationChecker
-) -> Callable[..., Any]:
+def _checked_jit(real_jit: Callable[..., Any], checker: CompilationChecker) -> Callable[..., Any]:
     from offload_fixer.api import is_jitted
 
     @functools.wraps(real_jit)
@@ -572,11 +527,7 @@ def _checked_jit(
                 fun: Any,
             ) -> Any:  # ``jax.jit(static_argnums=...)`` used as a decorator
                 inner = result(fun)
-                return (
-                    inner
-                    if isinstance(inner, CheckedJit)
-                    else wrap(inner, fun, (), kwargs)
-                )
+                return inner if isinstance(inner, CheckedJit) else wrap(inner, fun, (), kwargs)
 
             return decorate
         fun = args[0] if args else kwargs.get("fun")
@@ -791,8 +742,7 @@ def format_user_traceback(exc: BaseException) -> str:
         kept = [
             frame
             for frame in part.stack
-            if frame.filename not in _TOOL_FILES
-            and os.path.abspath(frame.filename) not in _TOOL_FILES
+            if frame.filename not in _TOOL_FILES and os.path.abspath(frame.filename) not in _TOOL_FILES
         ]
         part.stack = traceback.StackSummary.from_list(kept)
     return "".join(formatted.format())
@@ -829,9 +779,7 @@ class ReportFile:
 
     def stale_sources(self) -> list[str]:
         """Files changed (or gone) since they were analysed: fixes must not touch them."""
-        return [
-            path for path, digest in self.sources.items() if sha256_of(path) != digest
-        ]
+        return [path for path, digest in self.sources.items() if sha256_of(path) != digest]
 
 
 def write_report_file(
@@ -863,8 +811,9 @@ def write_report_file(
         "reports": [report.to_dict() for report in reports],
         "sources": dict(sorted(sources.items())),
         "lines": _named_lines(reports, texts or {}),
-        "calls": {str(index): encoded for index, call in (calls or {}).items()
-                  if (encoded := encode_call(call)) is not None},
+        "calls": {
+            str(index): encoded for index, call in (calls or {}).items() if (encoded := encode_call(call)) is not None
+        },
     }
     temporary = f"{path}.tmp{os.getpid()}"
     with open(temporary, "w", encoding="utf-8") as handle:
@@ -885,9 +834,7 @@ def read_report_file(path: str) -> ReportFile:
         raise ValueError(f"{path}: not a JSON report ({exc})") from None
     if not isinstance(data, dict) or data.get("version") != REPORT_FILE_VERSION:
         found = data.get("version") if isinstance(data, dict) else None
-        raise ValueError(
-            f"{path}: not an offload-fixer report of version {REPORT_FILE_VERSION} (found {found!r})"
-        )
+        raise ValueError(f"{path}: not an offload-fixer report of version {REPORT_FILE_VERSION} (found {found!r})")
     try:
         reports = data["reports"]
         sources = data.get("sources", {})
@@ -909,8 +856,10 @@ def read_report_file(path: str) -> ReportFile:
             jax_version=jax_version,
             reports=tuple(Report.from_dict(r) for r in reports),
             sources=dict(sources),
-            lines={source: {int(line): tuple(context) for line, context in numbered.items()}
-                   for source, numbered in lines.items()},
+            lines={
+                source: {int(line): tuple(context) for line, context in numbered.items()}
+                for source, numbered in lines.items()
+            },
             calls={int(index): call for index, call in calls.items()},
         )
     except KeyError as exc:
@@ -953,9 +902,14 @@ def _encode(value: Any) -> Any:
         devices = getattr(sharding, "device_set", None)
         if devices is not None and len(devices) > 1:
             raise _NotEncodable("a sharding over several devices")
-        return {"array": {"shape": list(value.shape), "dtype": str(value.dtype),
-                          "memory_kind": getattr(sharding, "memory_kind", None),
-                          "named": type(sharding).__name__ == "NamedSharding"}}
+        return {
+            "array": {
+                "shape": list(value.shape),
+                "dtype": str(value.dtype),
+                "memory_kind": getattr(sharding, "memory_kind", None),
+                "named": type(sharding).__name__ == "NamedSharding",
+            }
+        }
     raise _NotEncodable(type(value).__name__)
 
 
@@ -987,8 +941,11 @@ def _named_lines(reports: Sequence[Report], texts: dict[str, str]) -> dict[str, 
     split = {source: text.splitlines() for source, text in texts.items()}
     for report in reports:
         for d in report.diagnostics:
-            places = [(s.path, s.line) for s in (d.span, d.return_span, d.origin.span if d.origin else None,
-                                                 *(step.span for step in d.trace)) if s is not None]
+            places = [
+                (s.path, s.line)
+                for s in (d.span, d.return_span, d.origin.span if d.origin else None, *(step.span for step in d.trace))
+                if s is not None
+            ]
             if d.function is not None and d.function.path and d.function.line:
                 places.append((d.function.path, d.function.line))
             for source, number in places:

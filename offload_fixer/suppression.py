@@ -114,9 +114,7 @@ def filter_suppressed(
     for path, source in sources.items():
         found = find_suppressions(path, source)
         if found:
-            by_file[_key(path)] = [
-                (suppression, (suppression.line, suppression.line)) for suppression in found
-            ]
+            by_file[_key(path)] = [(suppression, (suppression.line, suppression.line)) for suppression in found]
     kept, suppressed, used = _match(diagnostics, by_file)
     widen = {
         _key(span.path)
@@ -142,9 +140,7 @@ def filter_suppressed(
                     unused.append(_unused(suppression, (), "unused"))
                 continue
             idle = tuple(
-                code
-                for code in suppression.codes
-                if code in known and code in enabled_codes and code not in silenced
+                code for code in suppression.codes if code in known and code in enabled_codes and code not in silenced
             )
             if idle:
                 unused.append(_unused(suppression, idle, "unused"))

@@ -18,7 +18,14 @@ from offload_fixer import codes
 
 Severity = Literal["error", "crash", "warning"]
 NAME = r"[\w.\-]+"
-FIELDS = {"name": r'[^"\s)]+', "start": NAME, "custom": r'[^"]+', "opcode": r"[\w\-]+", "index": r"[\d,\s]*", "count": r"\d+"}
+FIELDS = {
+    "name": r'[^"\s)]+',
+    "start": NAME,
+    "custom": r'[^"]+',
+    "opcode": r"[\w\-]+",
+    "index": r"[\d,\s]*",
+    "count": r"\d+",
+}
 """What each template field matches in a log."""
 
 
@@ -132,7 +139,7 @@ SLICE_ON_HOST = XlaMessage(
 )
 DUS_NOT_BROADCAST = XlaMessage(
     "dus-not-broadcast",
-    "DynamicUpdateSlice \"{name}\"'s first operand is not the result of a broadcast.",
+    'DynamicUpdateSlice "{name}"\'s first operand is not the result of a broadcast.',
     codes.HOST_UPDATE_INTO_DEVICE_BUFFER,
 )
 DUS_DEVICE_PARAMETER = XlaMessage(
@@ -142,8 +149,7 @@ DUS_DEVICE_PARAMETER = XlaMessage(
 )
 WHILE_CONDITION_COMPUTE = XlaMessage(
     "while-condition",
-    'Tensor which is moved to host is used by an invalid instruction ("{name}") during while '
-    "condition body.",
+    'Tensor which is moved to host is used by an invalid instruction ("{name}") during while condition body.',
     codes.HOST_VALUE_IN_WHILE_CONDITION,
 )
 WHILE_CONDITION_ROOT = XlaMessage(
@@ -199,8 +205,7 @@ HOST_ASYNC_SHAPE = XlaMessage(
 differentiated (the host compute becomes an async host call)."""
 CUSTOM_FUSION_BACKEND_CONFIG = XlaMessage(
     "tpu-host-custom-fusion",
-    "RET_CHECK failure (.../cpu/thunk_emitter.cc) instruction->has_backend_config() Fusion must have "
-    "backend config",
+    "RET_CHECK failure (.../cpu/thunk_emitter.cc) instruction->has_backend_config() Fusion must have backend config",
     codes.BACKEND_CANNOT_BUILD_HOST_COMPUTE,
     status="INTERNAL",
     stable="instruction->has_backend_config() Fusion must have backend config",
@@ -220,7 +225,10 @@ UNPINNED_PARAMETER = XlaMessage(
     stable="Shape mismatch between parameter number {index} and its operand in",
 )
 UNPINNED_OUTPUT = XlaMessage(
-    "tpu-unpinned-output", "Unimplemented DMA from hbm to hbm.", codes.UNPINNED_HOST_MEMORY, status="FAILED_PRECONDITION"
+    "tpu-unpinned-output",
+    "Unimplemented DMA from hbm to hbm.",
+    codes.UNPINNED_HOST_MEMORY,
+    status="FAILED_PRECONDITION",
 )
 SHAPE_CHANGING_ANNOTATION = XlaMessage(
     "shape-changing-annotation",

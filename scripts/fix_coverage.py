@@ -73,8 +73,12 @@ def findings(scratch: Path) -> list[tuple[str, list]]:
         static_paths.append(copy)
     shutil.copytree(ROOT / "examples" / "training", scratch / "training" / "examples" / "training")
     for package in sorted((scratch / "training" / "examples" / "training").glob("*/__main__.py")):
-        found.append((f"examples/training/{package.parent.name} (run)",
-                      list(_run_package(package.parent.name, scratch / "training").reports)))
+        found.append(
+            (
+                f"examples/training/{package.parent.name} (run)",
+                list(_run_package(package.parent.name, scratch / "training").reports),
+            )
+        )
     static_paths.append(scratch / "training" / "examples" / "training")
     for notebook in sorted((ROOT / "examples").glob("*.ipynb")):
         copy = scratch / "examples" / notebook.name
@@ -90,8 +94,9 @@ def findings(scratch: Path) -> list[tuple[str, list]]:
         copy.parent.mkdir(exist_ok=True)
         shutil.copyfile(program, copy)
         module = _load(copy)
-        found.append((f"tests/fixes/programs/{program.name} (run)",
-                      [check(module.entry, *module.abstract_args(), target="tpu")]))
+        found.append(
+            (f"tests/fixes/programs/{program.name} (run)", [check(module.entry, *module.abstract_args(), target="tpu")])
+        )
         static_paths.append(copy)
     for rule in all_rules():
         copy = scratch / "rules" / f"{rule.code.lower()}_invalid.py"
@@ -133,8 +138,9 @@ def main() -> int:
             for d in fixable:
                 labels = []
                 for strategy in STRATEGIES:
-                    safety = next((p.safety for p in by_strategy[strategy] if d in p.covered and p.edits),
-                                  "display-only")
+                    safety = next(
+                        (p.safety for p in by_strategy[strategy] if d in p.covered and p.edits), "display-only"
+                    )
                     counts[(d.code, strategy, safety)] += 1
                     labels.append(safety)
                 counts[(d.code, "total")] += 1

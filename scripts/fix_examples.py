@@ -38,8 +38,10 @@ def fix_example(name: str, strategy: str, out: Path) -> tuple[Path | None, list[
         raise RuntimeError(f"{name} failed under the analysis:\n{result.program_exception}")
     declined: list[str] = []
     written = False
-    for findings in (lambda: result.reports,
-                     lambda: [d for r in check_paths([str(copy)], target="tpu") for d in r.diagnostics]):
+    for findings in (
+        lambda: result.reports,
+        lambda: [d for r in check_paths([str(copy)], target="tpu") for d in r.diagnostics],
+    ):
         for file_result in apply_plans(plan_fixes(findings(), strategy=strategy), write=True):
             file_result.raise_for_error()
             declined.extend(f"{plan.title}: {why}" for plan, why in file_result.skipped)

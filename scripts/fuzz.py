@@ -41,9 +41,11 @@ def cli_table() -> tuple[Counter, list[str]]:
     for case in CASES:
         with tempfile.TemporaryDirectory(prefix="offload-fixer-bad-input-") as tmp:
             directory = Path(tmp)
-            if (case.needs_unreadable and not can_make_unreadable()) or (
-                    case.name == "fix-append-only-file" and not can_make_append_only(directory)) or (
-                    case.needs_pinned_host and not has_pinned_host()):
+            if (
+                (case.needs_unreadable and not can_make_unreadable())
+                or (case.name == "fix-append-only-file" and not can_make_append_only(directory))
+                or (case.needs_pinned_host and not has_pinned_host())
+            ):
                 counts["rows skipped"] += 1
                 continue
             problem, _ = run_case(case, directory)
@@ -117,8 +119,13 @@ def main() -> int:
     parser.add_argument("--skip-cli", action="store_true")
     parser.add_argument("--skip-lsp", action="store_true")
     parser.add_argument("--skip-lsp-timing", action="store_true")
-    parser.add_argument("--lsp-sizes", type=int, nargs="*", default=[5_000_000, 999_000],
-                        help="document sizes (characters) to time the language server on")
+    parser.add_argument(
+        "--lsp-sizes",
+        type=int,
+        nargs="*",
+        default=[5_000_000, 999_000],
+        help="document sizes (characters) to time the language server on",
+    )
     args = parser.parse_args()
     # JAX in this process (and the commands it starts) on the CPU, whatever plugins are
     # installed: libtpu and the CUDA plugin would otherwise look for their hardware
@@ -149,8 +156,11 @@ def main() -> int:
         details += found
     if args.interrupts:
         counts, found = interrupted_fixes(args.interrupts, args.files, args.seed)
-        report("interrupted --fix runs", counts, ("files half-written", "files lost", "temporary files left",
-                                                  "traceback", "hang", "wrong exit code"))
+        report(
+            "interrupted --fix runs",
+            counts,
+            ("files half-written", "files lost", "temporary files left", "traceback", "hang", "wrong exit code"),
+        )
         details += found
     if not args.skip_lsp:
         counts, found = lsp_scenarios()

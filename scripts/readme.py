@@ -41,12 +41,12 @@ if str(ROOT) not in sys.path:  # run as a script: the tests' helpers are the che
 from tests.cli_support import without_plugin_noise  # noqa: E402
 
 README = ROOT / "README.md"
-CONSOLE_BLOCK = re.compile(r"^(?:<!-- transcript: (?P<name>.+?) -->\n)?```console\n(?P<body>.*?)^```\n",
-                           re.S | re.M)
+CONSOLE_BLOCK = re.compile(r"^(?:<!-- transcript: (?P<name>.+?) -->\n)?```console\n(?P<body>.*?)^```\n", re.S | re.M)
 KERNEL = "kernel "
 """A transcript named ``kernel NOTEBOOK`` is a notebook's output in a kernel."""
-GENERATED_BLOCK = re.compile(r"^<!-- generated: (?P<name>[\w-]+) -->\n(?P<body>.*?)^<!-- end: (?P=name) -->\n",
-                             re.S | re.M)
+GENERATED_BLOCK = re.compile(
+    r"^<!-- generated: (?P<name>[\w-]+) -->\n(?P<body>.*?)^<!-- end: (?P=name) -->\n", re.S | re.M
+)
 PROMPT = "$ "
 
 
@@ -60,7 +60,7 @@ def parse_console(body: str) -> list[Command]:
     commands: list[Command] = []
     for line in body.splitlines(keepends=True):
         if line.startswith(PROMPT):
-            commands.append(Command(line[len(PROMPT):].rstrip("\n"), ""))
+            commands.append(Command(line[len(PROMPT) :].rstrip("\n"), ""))
         elif commands:
             commands[-1] = Command(commands[-1].line, commands[-1].output + line)
         else:
@@ -88,15 +88,30 @@ class Scratch:
         (self.path / ".venv" / "bin" / "offload-fixer").symlink_to(installed)
 
     def environment(self) -> dict[str, str]:
-        env = {key: value for key, value in os.environ.items()
-               if key not in ("FORCE_COLOR", "NO_COLOR", "PYTHONPATH", "XLA_FLAGS")}
-        env.update(PATH=os.pathsep.join([str(self.path / ".venv" / "bin"), env.get("PATH", "")]),
-                   PYTHONUNBUFFERED="1", JAX_PLATFORMS="cpu", TPU_SKIP_MDS_QUERY="1", TERM="dumb")
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if key not in ("FORCE_COLOR", "NO_COLOR", "PYTHONPATH", "XLA_FLAGS")
+        }
+        env.update(
+            PATH=os.pathsep.join([str(self.path / ".venv" / "bin"), env.get("PATH", "")]),
+            PYTHONUNBUFFERED="1",
+            JAX_PLATFORMS="cpu",
+            TPU_SKIP_MDS_QUERY="1",
+            TERM="dumb",
+        )
         return env
 
     def run(self, line: str) -> str:
-        proc = subprocess.run(["bash", "-c", line], cwd=self.path, env=self.environment(), stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=900)
+        proc = subprocess.run(
+            ["bash", "-c", line],
+            cwd=self.path,
+            env=self.environment(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=900,
+        )
         return without_plugin_noise(proc.stdout)
 
     def kernel_output(self, notebook: str) -> str:
@@ -106,11 +121,15 @@ class Scratch:
         from nbclient import NotebookClient
 
         document = nbformat.read(self.path / notebook, as_version=4)
-        client = NotebookClient(document, kernel_name="python3", timeout=600,
-                                resources={"metadata": {"path": str(self.path)}})
+        client = NotebookClient(
+            document, kernel_name="python3", timeout=600, resources={"metadata": {"path": str(self.path)}}
+        )
         client.execute(env=self.environment())
-        shown = ["".join(_output_text(output) for output in cell.get("outputs", ()))
-                 for cell in document.cells if cell.cell_type == "code"]
+        shown = [
+            "".join(_output_text(output) for output in cell.get("outputs", ()))
+            for cell in document.cells
+            if cell.cell_type == "code"
+        ]
         with_findings = [text for text in shown if re.search(r": OFL\d{4} ", text)]
         if len(with_findings) != 1:
             raise ValueError(f"{notebook}: {len(with_findings)} cells show findings; a kernel transcript needs one")
@@ -145,8 +164,10 @@ def diagnostic_codes_table() -> str:
     from offload_fixer.rules import all_rules
 
     header = "| code | " + " | ".join(f"`{t}`" for t in TARGETS) + " | meaning |"
-    rows = [f"| {rule.code} | " + " | ".join(rule.severity(t) for t in TARGETS) + f" | {rule.summary} |"
-            for rule in all_rules()]
+    rows = [
+        f"| {rule.code} | " + " | ".join(rule.severity(t) for t in TARGETS) + f" | {rule.summary} |"
+        for rule in all_rules()
+    ]
     return "\n".join([header, "|---|" + "---|" * len(TARGETS) + "---|", *rows]) + "\n"
 
 
@@ -175,11 +196,12 @@ def regenerate_tables(text: str) -> str:
 def regenerate_transcripts(text: str) -> str:
     scratch = Scratch()
     try:
+
         def transcript(match: re.Match[str]) -> str:
             name = match["name"]
             label = f"<!-- transcript: {name} -->\n" if name else ""
             if name and name.startswith(KERNEL):
-                return f"{label}```console\n{scratch.kernel_output(name[len(KERNEL):])}```\n"
+                return f"{label}```console\n{scratch.kernel_output(name[len(KERNEL) :])}```\n"
             lines = [f"{PROMPT}{command.line}\n{scratch.run(command.line)}" for command in parse_console(match["body"])]
             return f"{label}```console\n" + "".join(lines) + "```\n"
 
@@ -202,8 +224,9 @@ def main() -> None:
         README.write_text(fresh, encoding="utf-8")
         return
     if fresh != current:
-        sys.stdout.writelines(difflib.unified_diff(current.splitlines(True), fresh.splitlines(True), "README.md",
-                                                   "real output"))
+        sys.stdout.writelines(
+            difflib.unified_diff(current.splitlines(True), fresh.splitlines(True), "README.md", "real output")
+        )
         raise SystemExit(1)
 
 

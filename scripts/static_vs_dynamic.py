@@ -23,8 +23,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_PROGRAMS = sorted(
-    [*ROOT.glob("examples/*.py"), *ROOT.glob("tests/runner_programs/*.py"), *ROOT.glob("tests/lsp_fixtures/*.py"),
-     *(main.parent for main in ROOT.glob("examples/training/*/__main__.py"))]
+    [
+        *ROOT.glob("examples/*.py"),
+        *ROOT.glob("tests/runner_programs/*.py"),
+        *ROOT.glob("tests/lsp_fixtures/*.py"),
+        *(main.parent for main in ROOT.glob("examples/training/*/__main__.py")),
+    ]
 )
 """Scripts, and training packages (a directory with ``__main__.py``, run as ``python -m``)."""
 
@@ -110,9 +114,11 @@ def main() -> int:
         print(f"not compared: {program}: {why}")
     found = len(matrix.true_positive) + len(matrix.false_negative)
     if found:
-        print(f"static finds {len(matrix.true_positive)} of {found} dynamic findings "
-              f"({100 * len(matrix.false_negative) / found:.1f}% missed); "
-              f"{len(matrix.false_positive)} static false positives")
+        print(
+            f"static finds {len(matrix.true_positive)} of {found} dynamic findings "
+            f"({100 * len(matrix.false_negative) / found:.1f}% missed); "
+            f"{len(matrix.false_positive)} static false positives"
+        )
     return 1 if matrix.false_positive else 0
 
 

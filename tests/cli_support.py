@@ -39,16 +39,24 @@ def environment(**extra: str) -> dict[str, str]:
     return env
 
 
-def offload_fixer(*args: str, cwd: Path = REPO, stdin: str | None = None, timeout: float = 600,
-                  **env: str) -> subprocess.CompletedProcess:
-    proc = subprocess.run([*command(), *args], cwd=cwd, env=environment(**env), input=stdin, capture_output=True,
-                          text=True, timeout=timeout, check=False)
+def offload_fixer(
+    *args: str, cwd: Path = REPO, stdin: str | None = None, timeout: float = 600, **env: str
+) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        [*command(), *args],
+        cwd=cwd,
+        env=environment(**env),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
     proc.stderr = without_plugin_noise(proc.stderr)
     return proc
 
 
-def in_terminal(*args: str, cwd: Path = REPO, timeout: float = 600, columns: int = 100,
-                **env: str) -> tuple[int, str]:
+def in_terminal(*args: str, cwd: Path = REPO, timeout: float = 600, columns: int = 100, **env: str) -> tuple[int, str]:
     """Run ``offload-fixer ARGS`` with stdin, stdout and stderr on a pseudo-terminal, as in an
     interactive shell; returns the exit status and everything the terminal received."""
     import errno
@@ -60,8 +68,16 @@ def in_terminal(*args: str, cwd: Path = REPO, timeout: float = 600, columns: int
 
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, columns, 0, 0))
-    proc = subprocess.Popen([*command(), *args], cwd=cwd, env=environment(TERM="xterm", **env), stdin=slave,
-                            stdout=slave, stderr=slave, start_new_session=True, close_fds=True)
+    proc = subprocess.Popen(
+        [*command(), *args],
+        cwd=cwd,
+        env=environment(TERM="xterm", **env),
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        start_new_session=True,
+        close_fds=True,
+    )
     os.close(slave)
     chunks: list[bytes] = []
     deadline = time.monotonic() + timeout

@@ -48,4 +48,3 @@ def gpu_compiler():
 @pytest.fixture(params=["tpu", "gpu"])
 def judge(request):
     return request.getfixturevalue(f"{request.param}_compiler")
-

@@ -17,9 +17,7 @@ from offload_fixer.api import check, function_ref
 
 DEVICE = jax.devices()[0]
 
-if (
-    jax_compat.spelling().transfer_to_memory_kind
-):  # the result of jnp.sin loses the memory kind
+if jax_compat.spelling().transfer_to_memory_kind:  # the result of jnp.sin loses the memory kind
     from jax._src.sharding_impls import TransferToMemoryKind
 
     TO_HOST = TransferToMemoryKind("pinned_host")
@@ -38,9 +36,7 @@ needs_typed_memory = pytest.mark.skipif(
 
 def def_line(fn) -> int:
     lines, start = inspect.getsourcelines(inspect.unwrap(fn))
-    return start + next(
-        i for i, text in enumerate(lines) if text.lstrip().startswith("def ")
-    )
+    return start + next(i for i, text in enumerate(lines) if text.lstrip().startswith("def "))
 
 
 def sin_on_host(x):
@@ -72,9 +68,7 @@ def test_plain_function_with_a_move_to_host() -> None:
     assert error.origin.kind == "move_to_host"
     assert (error.origin.span.path, error.origin.span.line) == (__file__, MOVE_LINE)
     assert error.output_path == ""
-    assert error.function == offload_fixer.FunctionRef(
-        "sin_on_host", __file__, def_line(sin_on_host)
-    )
+    assert error.function == offload_fixer.FunctionRef("sin_on_host", __file__, def_line(sin_on_host))
 
 
 def test_move_in_a_function_named_offload_is_a_move_to_host() -> None:
@@ -118,9 +112,7 @@ def test_decorated_function_points_at_its_def_line() -> None:
         __file__,
         def_line(decorated),
     )
-    (error,) = host_errors(
-        check(decorated, jax.ShapeDtypeStruct((8,), jnp.float32), True)
-    )
+    (error,) = host_errors(check(decorated, jax.ShapeDtypeStruct((8,), jnp.float32), True))
     assert error.function == ref
 
 
@@ -135,32 +127,22 @@ def test_in_shardings_host_with_shape_dtype_structs() -> None:
     assert error.origin.kind == "host_argument"
     assert (error.origin.span.path, error.origin.span.line) == (__file__, jit_line)
     assert error.output_path == ""
-    assert error.function == offload_fixer.FunctionRef(
-        "double", __file__, def_line(double)
-    )
+    assert error.function == offload_fixer.FunctionRef("double", __file__, def_line(double))
     # NumPy arguments stream in through in_shardings just the same
     assert len(host_errors(check(jitted, np.ones(8, np.float32)))) == 1
     # declaring the output host memory is the other fix: out_shardings are respected
     streamed = jax.jit(double, in_shardings=(on_host,), out_shardings=on_host)
     report = check(streamed, jax.ShapeDtypeStruct((8,), jnp.float32))
-    assert host_errors(report) == () and [o.verdict for o in report.outputs] == [
-        "streamed"
-    ]
+    assert host_errors(report) == () and [o.verdict for o in report.outputs] == ["streamed"]
 
 
 @needs_pinned_host
 @needs_typed_memory
-def test_host_named_sharding_on_the_shape_dtype_struct_types_the_argument_host() -> (
-    None
-):
-    on_host = NamedSharding(
-        Mesh(jax.devices(), ("data",)), PartitionSpec(), memory_kind="pinned_host"
-    )
+def test_host_named_sharding_on_the_shape_dtype_struct_types_the_argument_host() -> None:
+    on_host = NamedSharding(Mesh(jax.devices(), ("data",)), PartitionSpec(), memory_kind="pinned_host")
     jitted = jax.jit(double, in_shardings=(on_host,))
     report = check(jitted, jax.ShapeDtypeStruct((8,), jnp.float32, sharding=on_host))
-    assert host_errors(report) == () and [o.verdict for o in report.outputs] == [
-        "streamed"
-    ]
+    assert host_errors(report) == () and [o.verdict for o in report.outputs] == ["streamed"]
 
 
 @needs_pinned_host

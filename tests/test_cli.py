@@ -102,7 +102,9 @@ def test_fix_is_idempotent_and_keeps_comments(broken: Path):
     assert second.exit_code == ExitCode.CLEAN
 
 
-UNSAFE_HOST_FIX = "import jax\n\n\n@jax.jit\ndef step(x):\n    h = jax.device_put(x, jax.memory.Space.Host)\n    return x, h\n"
+UNSAFE_HOST_FIX = (
+    "import jax\n\n\n@jax.jit\ndef step(x):\n    h = jax.device_put(x, jax.memory.Space.Host)\n    return x, h\n"
+)
 """Its host-output fix needs a sharding the source does not show (one is built from
 ``jax.devices()[0]``: a single device), so the planner labels it unsafe."""
 
@@ -209,14 +211,19 @@ def test_run_keeps_the_programs_failure_visible(tmp_path: Path):
     assert "the program itself failed" in result.output
 
 
-@pytest.mark.skipif(shutil.which("offload-fixer", path=os.path.dirname(sys.executable)) is None,
-                    reason="the entry point is not installed in this environment")
+@pytest.mark.skipif(
+    shutil.which("offload-fixer", path=os.path.dirname(sys.executable)) is None,
+    reason="the entry point is not installed in this environment",
+)
 @pytest.mark.skipif(not HAS_PINNED_HOST, reason="this JAX's CPU build has no pinned_host memory")
 def test_readme_main_job_through_the_installed_entry_point():
     exe = shutil.which("offload-fixer", path=os.path.dirname(sys.executable))
     proc = subprocess.run(
         [exe, "run", "--target", "tpu", "examples/optimizer_offload_broken.py"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == ExitCode.FINDINGS, proc.stderr
     assert "examples/optimizer_offload_broken.py" in proc.stdout and "OFL1200" in proc.stdout
@@ -241,8 +248,10 @@ def test_explain_reads_a_log_from_stdin_and_says_what_to_run():
     assert nothing.exit_code == ExitCode.INPUT_ERROR
 
 
-@pytest.mark.skipif(shutil.which("offload-fixer", path=os.path.dirname(sys.executable)) is None,
-                    reason="the entry point is not installed in this environment")
+@pytest.mark.skipif(
+    shutil.which("offload-fixer", path=os.path.dirname(sys.executable)) is None,
+    reason="the entry point is not installed in this environment",
+)
 @pytest.mark.parametrize(
     "options, code, expect",
     [
@@ -264,8 +273,10 @@ def test_check_through_the_installed_entry_point(broken: Path, options, code, ex
 @pytest.mark.skipif(not HAS_PINNED_HOST, reason="this JAX's CPU build has no pinned_host memory")
 def test_an_interrupted_program_exits_130_with_what_was_found(tmp_path: Path):
     script = tmp_path / "train.py"
-    script.write_text(BROKEN + "\nprint(double.trace(jax.ShapeDtypeStruct((4,), 'float32')).lower().as_text()[:1])\n"
-                      "raise KeyboardInterrupt\n")
+    script.write_text(
+        BROKEN + "\nprint(double.trace(jax.ShapeDtypeStruct((4,), 'float32')).lower().as_text()[:1])\n"
+        "raise KeyboardInterrupt\n"
+    )
     result = invoke("run", str(script))
     assert result.exit_code == ExitCode.INTERRUPTED
     assert "OFL1200" in result.output and "interrupted" in result.output
@@ -412,12 +423,16 @@ def test_fix_reports_what_is_left(broken: Path):
     (broken.parent / "kept.py").write_text(
         "import jax\nfrom jax.sharding import SingleDeviceSharding\n\nfrom steps import passthrough\n\n"
         'HOST = SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")\n'
-        "kept = jax.jit(passthrough, in_shardings=HOST)\n")
+        "kept = jax.jit(passthrough, in_shardings=HOST)\n"
+    )
     # JAX >= 0.7.1: a host argument returned as it is reaches a device output (before, it kept host memory)
     result = invoke("check", "--fix", "--strategy", "host", "--jax-version", "0.10.2", str(broken.parent))
     assert result.exit_code == ExitCode.FINDINGS, result.output
     assert "broken.py" not in result.output and "kept.py:7:29: OFL1200 [error]" in result.output
-    assert "fix (not automatic): Declare the result as pinned_host memory in out_shardings (no jax.jit site" in result.output
+    assert (
+        "fix (not automatic): Declare the result as pinned_host memory in out_shardings (no jax.jit site"
+        in result.output
+    )
     assert "Found 3 problems (2 fixed, 1 remaining: 1 error)." in result.output
 
 
@@ -441,7 +456,9 @@ def test_diff_prints_the_diff_and_would_fix_on_stderr(broken: Path):
 def test_fix_marks_only_what_fix_writes(broken: Path):
     broken.write_text(BROKEN + POLICY)
     lines = invoke("check", str(broken)).output.splitlines()
-    assert any(line.endswith("OFL1200 [*] [error] " + line.split("[error] ", 1)[-1]) for line in lines if "OFL1200" in line)
+    assert any(
+        line.endswith("OFL1200 [*] [error] " + line.split("[error] ", 1)[-1]) for line in lines if "OFL1200" in line
+    )
     assert [line for line in lines if "OFL1204" in line and "[*]" in line] != []  # the policy's destination too
     assert lines[-1] == "[*] 2 fixable with the `--fix` option."
     # --strategy host cannot edit a jit in another module: that finding is not marked
@@ -449,7 +466,8 @@ def test_fix_marks_only_what_fix_writes(broken: Path):
     (broken.parent / "kept.py").write_text(
         "import jax\nfrom jax.sharding import SingleDeviceSharding\n\nfrom steps import passthrough\n\n"
         'HOST = SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")\n'
-        "kept = jax.jit(passthrough, in_shardings=HOST)\n")
+        "kept = jax.jit(passthrough, in_shardings=HOST)\n"
+    )
     lines = invoke("check", "--strategy", "host", str(broken.parent)).output.splitlines()
     assert [line for line in lines if line.startswith(str(broken.parent / "kept.py")) and "[*]" in line] == []
     assert lines[-1] == "[*] 2 fixable with the `--fix` option."
@@ -478,8 +496,7 @@ def test_stdin_with_a_file_name(broken: Path):
     proc = offload_fixer("check", "-", "--stdin-filename", "src/train.py", stdin=BROKEN, cwd=broken.parent)
     assert proc.returncode == ExitCode.FINDINGS
     assert proc.stdout.startswith("src/train.py:9:")
-    fixed = offload_fixer("check", "--fix", "-", "--stdin-filename", "train.py", stdin=BROKEN,
-                          cwd=broken.parent)
+    fixed = offload_fixer("check", "--fix", "-", "--stdin-filename", "train.py", stdin=BROKEN, cwd=broken.parent)
     assert fixed.returncode == ExitCode.CLEAN, fixed.stderr
     assert fixed.stdout != BROKEN and "# keep this comment" in fixed.stdout  # the fixed source
     compile(fixed.stdout, "train.py", "exec")
@@ -512,9 +529,14 @@ def test_one_exclude_engine_for_check_run_and_fix(tmp_path: Path):
     (tmp_path / "src" / "gen").mkdir(parents=True)
     (tmp_path / "src" / "gen" / "bad.py").write_text(BROKEN)
     (tmp_path / "src" / "kept.py").write_text(BROKEN)
-    for cwd, args, kept in [(tmp_path, ["src/"], "src/kept.py"), (tmp_path, ["."], "src/kept.py"),
-                            (tmp_path, [], "src/kept.py"), (tmp_path / "src", ["."], "kept.py"),
-                            (tmp_path, ["src/gen"], None), (tmp_path / "src" / "gen", [], None)]:
+    for cwd, args, kept in [
+        (tmp_path, ["src/"], "src/kept.py"),
+        (tmp_path, ["."], "src/kept.py"),
+        (tmp_path, [], "src/kept.py"),
+        (tmp_path / "src", ["."], "kept.py"),
+        (tmp_path, ["src/gen"], None),
+        (tmp_path / "src" / "gen", [], None),
+    ]:
         proc = offload_fixer("check", *args, cwd=cwd)
         assert "bad.py" not in proc.stdout + proc.stderr, (cwd, args, proc.stdout)
         if kept:
@@ -544,14 +566,16 @@ def test_force_exclude_applies_exclude_to_named_files(tmp_path: Path):
     assert offload_fixer("check", "generated/model.py", cwd=tmp_path).returncode == ExitCode.FINDINGS
     excluded = offload_fixer("check", "--force-exclude", "generated/model.py", cwd=tmp_path)
     assert (excluded.returncode, excluded.stdout) == (ExitCode.CLEAN, "All checks passed! (0 files checked)\n")
-    piped = offload_fixer("check", "--force-exclude", "-", "--stdin-filename", "generated/model.py", stdin=BROKEN,
-                          cwd=tmp_path)
+    piped = offload_fixer(
+        "check", "--force-exclude", "-", "--stdin-filename", "generated/model.py", stdin=BROKEN, cwd=tmp_path
+    )
     assert (piped.returncode, piped.stdout) == (ExitCode.CLEAN, "")
 
 
 def test_per_file_ignores(tmp_path: Path):
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.offload-fixer.per-file-ignores]\n"tests/**" = ["OFL12"]\n"legacy_*.py" = ["OFL1200"]\n')
+        '[tool.offload-fixer.per-file-ignores]\n"tests/**" = ["OFL12"]\n"legacy_*.py" = ["OFL1200"]\n'
+    )
     for name in ("tests/test_model.py", "legacy_train.py", "train.py"):
         (tmp_path / name).parent.mkdir(exist_ok=True)
         (tmp_path / name).write_text(BROKEN)
@@ -619,8 +643,13 @@ def test_run_keeps_the_programs_stdout_out_of_a_machine_report(program: Path, fm
 def test_no_worker_process_outlives_the_command(tmp_path: Path):
     for number in range(6):
         (tmp_path / f"model_{number}.py").write_text(BROKEN)
-    proc = subprocess.Popen([*command(), "check", "-j", "2", str(tmp_path)], env=environment(), start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [*command(), "check", "-j", "2", str(tmp_path)],
+        env=environment(),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     assert proc.wait(timeout=300) == ExitCode.FINDINGS
     assert processes_in_session(proc.pid) == []
 
@@ -635,7 +664,7 @@ def processes_in_session(session: int) -> list[str]:
                     stat_line = handle.read()
             except OSError:
                 continue
-            if int(stat_line[stat_line.rindex(")") + 2:].split()[3]) == session:
+            if int(stat_line[stat_line.rindex(")") + 2 :].split()[3]) == session:
                 left.append(stat_line)
     return left
 

@@ -76,7 +76,10 @@ jobs = 4
         ("exclude = [1, 2]", "exclude: expected a list of strings"),
         ('jax-version = "latest"', "jax-version: not a JAX version"),
         ('jax-version = "0.3.25"', "jax-version: JAX 0.3.25 predates memory kinds"),
-        ('jax-version = "0.13"', "jax-version: JAX 0.13 is newer than what offload-fixer models .the newest is 0.12.0.1,"),
+        (
+            'jax-version = "0.13"',
+            "jax-version: JAX 0.13 is newer than what offload-fixer models .the newest is 0.12.0.1,",
+        ),
         ('per-file-ignores = ["OFL1200"]', "per-file-ignores: expected a table"),
         ('per-file-ignores = { "tests/**" = ["E501"] }', "per-file-ignores.'tests/..': 'E501' selects no rule"),
         ("jobs = -1", "jobs: expected a whole number"),
@@ -177,9 +180,7 @@ def test_exclusion_globs(tmp_path):
 
 
 def test_settings_exclusion_uses_the_config_directory(tmp_path):
-    config = _write(
-        tmp_path / "pkg" / "pyproject.toml", '[tool.offload-fixer]\nextend-exclude = ["gen/*.py"]\n'
-    )
+    config = _write(tmp_path / "pkg" / "pyproject.toml", '[tool.offload-fixer]\nextend-exclude = ["gen/*.py"]\n')
     settings = load_settings(config)
     assert settings.is_excluded(tmp_path / "pkg" / "gen" / "a.py")
     assert settings.is_excluded(tmp_path / "pkg" / "__pycache__" / "a.py")
@@ -214,9 +215,12 @@ def test_a_symlink_loop_does_not_break_resolution(tmp_path):
 
 
 def test_per_file_ignores_match_like_exclude_and_negate_with_a_bang(tmp_path):
-    config = _write(tmp_path / "pyproject.toml", '[tool.offload-fixer]\nignore = ["OFL1206"]\n'
-                    '[tool.offload-fixer.per-file-ignores]\n"tests/**" = ["OFL1201"]\n"!src/**" = ["OFL1200"]\n'
-                    '"conftest.py" = ["OFL12"]\n')
+    config = _write(
+        tmp_path / "pyproject.toml",
+        '[tool.offload-fixer]\nignore = ["OFL1206"]\n'
+        '[tool.offload-fixer.per-file-ignores]\n"tests/**" = ["OFL1201"]\n"!src/**" = ["OFL1200"]\n'
+        '"conftest.py" = ["OFL12"]\n',
+    )
     settings = load_settings(config)
     assert settings.ignored_in(tmp_path / "tests" / "test_a.py") == ("OFL1206", "OFL1201", "OFL1200")
     assert settings.ignored_in(tmp_path / "src" / "train.py") == ("OFL1206",)

@@ -38,8 +38,10 @@ def test_doctor_says_what_can_be_confirmed():
     assert "its verdicts were checked against:" in proc.stdout
 
 
-@pytest.mark.skipif(not jax_compat.host_memory_on_this_backend(),
-                    reason="the examples build pinned_host shardings, which this JAX's CPU backend lacks")
+@pytest.mark.skipif(
+    not jax_compat.host_memory_on_this_backend(),
+    reason="the examples build pinned_host shardings, which this JAX's CPU backend lacks",
+)
 @pytest.mark.skipif(not has_tpu_compiler(), reason="libtpu is not installed")
 def test_fix_confirm_writes_a_fix_that_compiles_and_refuses_one_that_does_not(tmp_path: Path):
     good = tmp_path / "optimizer_offload_broken.py"

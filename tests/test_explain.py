@@ -61,9 +61,7 @@ def test_old_format_in_a_chained_traceback_is_read_once():
     assert error.error_name is None and error.url is None
     assert error.line == 21
     assert error.diagnostic_code == "OFL1200"
-    assert error.message.startswith(
-        "INVALID_ARGUMENT: Tensor which is moved to host (starting from tuple.64)"
-    )
+    assert error.message.startswith("INVALID_ARGUMENT: Tensor which is moved to host (starting from tuple.64)")
 
 
 def test_new_format_reads_the_code_line_and_the_link():
@@ -77,16 +75,12 @@ def test_new_format_reads_the_code_line_and_the_link():
     assert error.instruction == "square.790" and not error.custom_call
     assert error.url == "https://openxla.org/xla/errors/error_1200"
     assert error.line == 9
-    assert error.message.startswith(
-        "INVALID_ARGUMENT: E1200: CompileTimeHostOffloadOutputLocationMismatch: Tensor"
-    )
+    assert error.message.startswith("INVALID_ARGUMENT: E1200: CompileTimeHostOffloadOutputLocationMismatch: Tensor")
     assert error.message.endswith("for more details.")
 
 
 def test_custom_call_form_names_the_move_itself():
-    [error] = parse_error_log(
-        render("new_format.log", reference='custom call "device_put.3"')
-    )
+    [error] = parse_error_log(render("new_format.log", reference='custom call "device_put.3"'))
 
     assert error.instruction == "device_put.3"
     assert error.custom_call
@@ -123,9 +117,7 @@ def test_sibling_messages_each_get_their_kind_and_code():
 
 
 def test_a_log_without_offload_messages_explains_nothing():
-    explanation = explain(
-        "Traceback (most recent call last):\nValueError: shapes do not match\n"
-    )
+    explanation = explain("Traceback (most recent call last):\nValueError: shapes do not match\n")
 
     assert explanation.errors == () and not explanation.has_errors
     assert "No XLA host-offload message" in explanation.text
@@ -134,8 +126,14 @@ def test_a_log_without_offload_messages_explains_nothing():
 @pytest.mark.parametrize("message", xla_messages.HOST_OFFLOADER_MESSAGES, ids=lambda m: m.kind)
 def test_every_host_offloader_message_is_explained(message):
     """Each message XLA's host offloader prints, as a failing compile shows it, says what it means."""
-    fields = {"name": "Arg_0.1", "start": "custom-call.2", "custom": "custom-call.2", "opcode": "slice",
-              "index": "", "count": "2"}
+    fields = {
+        "name": "Arg_0.1",
+        "start": "custom-call.2",
+        "custom": "custom-call.2",
+        "opcode": "slice",
+        "index": "",
+        "count": "2",
+    }
     status = f"{message.status}: " if message.status else ""
     log = f"jaxlib.xla_extension.XlaRuntimeError: {status}{message.format(**fields)}\n"
 
@@ -150,25 +148,14 @@ def test_traceback_frames_give_the_failing_call_and_the_script():
     text = render("old_format.log", instruction="tuple.64")
     frames = traceback_frames(text)
 
-    assert (
-        frames[0].path == "/home/researcher/project/train.py"
-        and frames[0].function == "<module>"
-    )
+    assert frames[0].path == "/home/researcher/project/train.py" and frames[0].function == "<module>"
     explanation = explain(text)
-    assert (
-        "The failing call: /home/researcher/project/train.py:81 (in main)."
-        in explanation.text
-    )
-    assert (
-        "offload-fixer run --target tpu /home/researcher/project/train.py"
-        in explanation.text
-    )
+    assert "The failing call: /home/researcher/project/train.py:81 (in main)." in explanation.text
+    assert "offload-fixer run --target tpu /home/researcher/project/train.py" in explanation.text
 
 
 def test_without_a_dump_the_message_is_explained_with_next_steps():
-    explanation = explain(
-        render("new_format.log", reference='custom call "device_put.3"'), target="gpu"
-    )
+    explanation = explain(render("new_format.log", reference='custom call "device_put.3"'), target="gpu")
 
     text = explanation.text
     assert explanation.matches == () and explanation.reports == ()
@@ -201,14 +188,10 @@ def full_dump(tmp_path_factory) -> Path:
     """XLA's text and proto HLO, its module.mlir copies, and JAX's StableHLO dump."""
     root = tmp_path_factory.mktemp("xla_dump")
     env = dict(os.environ)
-    env["XLA_FLAGS"] = (
-        f"--xla_dump_to={root} --xla_dump_hlo_as_text --xla_dump_hlo_as_proto"
-    )
+    env["XLA_FLAGS"] = f"--xla_dump_to={root} --xla_dump_hlo_as_text --xla_dump_hlo_as_proto"
     env["JAX_DUMP_IR_TO"] = str(root / "jax")
     env["JAX_PLATFORMS"] = "cpu"
-    env["PYTHONPATH"] = os.pathsep.join(
-        [str(Path(__file__).parent.parent), env.get("PYTHONPATH", "")]
-    )
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent.parent), env.get("PYTHONPATH", "")])
     result = subprocess.run(
         [sys.executable, str(SCENARIOS)],
         check=False,
@@ -273,9 +256,7 @@ def move_to_host_name(hlo: str) -> str:
 def first_user_of_move_to_host(hlo: str) -> str:
     """XLA's starting instruction: the first user of the ``annotate_device_placement`` call."""
     move = move_to_host_name(hlo)
-    return re.search(
-        r"%?([\w.\-]+) = [^\n=]*\([^\n]*%?" + re.escape(move) + r"[,)]", hlo
-    ).group(1)
+    return re.search(r"%?([\w.\-]+) = [^\n=]*\([^\n]*%?" + re.escape(move) + r"[,)]", hlo).group(1)
 
 
 def returns_line(function: str) -> int:
@@ -314,9 +295,7 @@ def test_dump_modules_pair_xla_and_jax_files(full_dump):
 @pytest.mark.parametrize("dump_kind", ["text_dump", "proto_dump", "full_dump"])
 def test_old_format_error_maps_to_output_and_source(dump_kind, request):
     dump = request.getfixturevalue(dump_kind)
-    starting = first_user_of_move_to_host(
-        hlo_text(request.getfixturevalue("full_dump"), "move_then_scale")
-    )
+    starting = first_user_of_move_to_host(hlo_text(request.getfixturevalue("full_dump"), "move_then_scale"))
     log = render("old_format.log", instruction=starting)
 
     explanation = explain(log, dump)
@@ -366,9 +345,7 @@ def test_new_format_root_tuple_maps_to_the_host_output(dump_kind, request):
     assert match.entry_outputs[2].memory_kind == "pinned_host"
     assert not [d for d in match.report.diagnostics if d.output_index == 2]
     # stream_param's root tuple has the same name, but no host value goes into it there.
-    assert name == root_name(
-        hlo_text(request.getfixturevalue("full_dump"), "stream_param")
-    )
+    assert name == root_name(hlo_text(request.getfixturevalue("full_dump"), "stream_param"))
     assert not any("stream_param" in note for note in explanation.notes)
     assert (match.located_by, match.output_indices) == ("instruction", (1,))
     assert match.outputs[0].span.line == returns_line("unpinned_pair") - 1
@@ -385,9 +362,7 @@ def test_custom_call_root_message_matches_the_module_the_analysis_confirms(dump_
     the one whose error it confirms."""
     dump = request.getfixturevalue(dump_kind)
     move = root_name(hlo_text(request.getfixturevalue("full_dump"), "unpinned_single"))
-    explanation = explain(
-        render("new_format.log", reference=f'custom call "{move}"'), dump
-    )
+    explanation = explain(render("new_format.log", reference=f'custom call "{move}"'), dump)
 
     [match] = explanation.matches
     assert match.module.name == "jit_unpinned_pair"
@@ -397,9 +372,7 @@ def test_custom_call_root_message_matches_the_module_the_analysis_confirms(dump_
 @typed_only
 def test_streamed_parameter_reaches_both_outputs(full_dump):
     name = parameter_name(hlo_text(full_dump, "stream_param"))
-    explanation = explain(
-        render("new_format.log", reference=f"starting from {name}"), full_dump
-    )
+    explanation = explain(render("new_format.log", reference=f"starting from {name}"), full_dump)
 
     [match] = explanation.matches
     assert match.module.name == "jit_stream_param"
@@ -418,9 +391,7 @@ def test_the_module_that_did_not_finish_compiling_is_preferred(full_dump, tmp_pa
     """A TPU run that failed leaves only ``before_optimizations`` files for that module. The
     function's retrace compiled later, with the same names, would fit the message as well."""
     function = "unpinned_pair" if TYPED else "move_then_scale"
-    compiles = [
-        m for m in find_dumped_modules(full_dump) if m.name == f"jit_{function}"
-    ]
+    compiles = [m for m in find_dumped_modules(full_dump) if m.name == f"jit_{function}"]
     assert len(compiles) == 2
     failed = min(m.number for m in compiles)
     prefix = f"module_{failed:04d}."
@@ -469,11 +440,7 @@ def test_stablehlo_dump_alone_is_enough(kept, full_dump, tmp_path):
     in_kept = (
         (lambda p: "jax" in p.parts[-2:])
         if kept == "jax"
-        else (
-            lambda p: (
-                (p.is_dir() and p.name.startswith("module_")) or p.name == "module.mlir"
-            )
-        )
+        else (lambda p: (p.is_dir() and p.name.startswith("module_")) or p.name == "module.mlir")
     )
     dump = copy_dump(full_dump, tmp_path / "stablehlo_only", in_kept)
     function = "unpinned_pair" if TYPED else "move_then_scale"
@@ -501,6 +468,4 @@ def test_an_empty_dump_directory_is_reported(tmp_path):
 
     assert explanation.matches == ()
     assert any("holds no XLA or JAX module dump" in note for note in explanation.notes)
-    assert (
-        "The dump did not contain the module this error came from." in explanation.text
-    )
+    assert "The dump did not contain the module this error came from." in explanation.text

@@ -42,7 +42,10 @@ def test_the_newest_modelled_line_is_accepted(version):
 
 @pytest.mark.parametrize("version", ["0.13", "0.13.0", "1.0", "99.0"])
 def test_a_newer_version_is_refused_naming_the_newest(version):
-    with pytest.raises(UnsupportedJaxVersion, match=rf"JAX {version} is newer than what offload-fixer models \(the newest is 0\.12\.0\.1, with its 0\.12\.x"):
+    with pytest.raises(
+        UnsupportedJaxVersion,
+        match=rf"JAX {version} is newer than what offload-fixer models \(the newest is 0\.12\.0\.1, with its 0\.12\.x",
+    ):
         jax_compat.check_modelled(version)
     with pytest.raises(UnsupportedJaxVersion):
         jax_compat.spelling(version)
@@ -78,7 +81,8 @@ def test_compute_on_host_lowers_to_a_host_call():
     lowered = jax_compat.lower_for_platform(moved_then_doubled, (jnp.arange(8.0),), {}, "tpu")
     view = load(lowered)
     host_calls = [
-        op for op in walk_operations(view.main)
+        op
+        for op in walk_operations(view.main)
         if op.name == "func.call" and frontend_attribute(op, "_xla_compute_type") == "host"
     ]
     assert host_calls
@@ -138,7 +142,9 @@ def test_each_computation_s_instructions_are_listed_where_jaxlib_lists_them():
         instructions = jax_compat.hlo_instructions_of(computation)
         if instructions is not None:
             assert {str(i.opcode).rsplit(".", 1)[-1].removeprefix("k").lower() for i in instructions} >= {
-                "parameter", "multiply"}
+                "parameter",
+                "multiply",
+            }
 
 
 def test_trace_state_and_tracers_are_seen_inside_jit_only():

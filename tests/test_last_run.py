@@ -29,15 +29,17 @@ needs_host_memory = pytest.mark.skipif(
 
 
 def run(program: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([COMMAND, "run", program.name], cwd=program.parent, capture_output=True, text=True,
-                          timeout=300)
+    return subprocess.run(
+        [COMMAND, "run", program.name], cwd=program.parent, capture_output=True, text=True, timeout=300
+    )
 
 
 @needs_host_memory
 @pytest.mark.slow
 @pytest.mark.asyncio
-async def test_a_run_appears_in_the_editor_with_its_fix_and_goes_when_its_line_is_edited(vscode: LanguageClient,
-                                                                                         tmp_path):
+async def test_a_run_appears_in_the_editor_with_its_fix_and_goes_when_its_line_is_edited(
+    vscode: LanguageClient, tmp_path
+):
     program = copy_fixture("checkpointed_stream.py", tmp_path)
     assert check_source(program.read_bytes(), str(program)).diagnostics == ()  # the static check is silent
     done = run(program)

@@ -293,8 +293,10 @@ async def test_moving_the_streamed_argument_clears_the_diagnostic(vscode: Langua
     fixes = {a.data["requested"]: a for a in actions if "suppress" not in a.data}
     assert set(fixes) == {"auto", "device"}
     assert fixes["auto"].is_preferred and not fixes["device"].is_preferred
-    assert fixes["auto"].title == ("offload-fixer: Move argument x to device where scale starts (line 10); "
-                                   "Keep the result (the state scale returns) host memory in out_shardings (line 13)")
+    assert fixes["auto"].title == (
+        "offload-fixer: Move argument x to device where scale starts (line 10); "
+        "Keep the result (the state scale returns) host memory in out_shardings (line 13)"
+    )
     assert fixes["device"].title == "offload-fixer: Move argument x to device where scale starts (line 10)"
     assert fixes["auto"].edit is None  # computed on codeAction/resolve
 
@@ -419,7 +421,8 @@ async def test_fix_all_matches_the_cli(vscode: LanguageClient, tmp_path):
     # function starts (0.10.2 takes the host-output fix, labelled unsafe). The file is read
     # when the first document is analysed, by the server and the CLI alike.
     (tmp_path / "pyproject.toml").write_text(
-        '[tool.offload-fixer]\njax-version = "0.6.2"\nstrategy = "device"\n', encoding="utf-8")
+        '[tool.offload-fixer]\njax-version = "0.6.2"\nstrategy = "device"\n', encoding="utf-8"
+    )
     editor = Editor(vscode, copy_fixture("several_problems.py", tmp_path))
     editor.open()
     assert len(await editor.diagnostics()) >= 2
@@ -494,8 +497,10 @@ async def test_configuration_from_pyproject_and_from_the_editor(client: Language
         )
 
     (watcher,) = await wait_for(lambda: client.registrations or None)
-    assert watcher.register_options["watchers"] == [{"globPattern": "**/pyproject.toml"},
-                                                    {"globPattern": "**/.offload-fixer/last-run.json"}]
+    assert watcher.register_options["watchers"] == [
+        {"globPattern": "**/pyproject.toml"},
+        {"globPattern": "**/.offload-fixer/last-run.json"},
+    ]
     pyproject.write_text(f'[tool.offload-fixer]\njax-version = "{TYPED}"\n', encoding="utf-8")
     changed = types.FileEvent(uri=pyproject.as_uri(), type=types.FileChangeType.Changed)
     assert (
@@ -531,7 +536,8 @@ async def test_exclude_is_the_one_the_command_line_applies(client: LanguageClien
     """``exclude = ["src/gen/*.py"]``: the file ``offload-fixer check src/`` and ``check .``
     leave out (tests/test_cli.py) gets no diagnostics in the editor; its sibling does."""
     (tmp_path / "pyproject.toml").write_text(
-        f'[tool.offload-fixer]\njax-version = "{TYPED}"\nexclude = ["src/gen/*.py"]\n', encoding="utf-8")
+        f'[tool.offload-fixer]\njax-version = "{TYPED}"\nexclude = ["src/gen/*.py"]\n', encoding="utf-8"
+    )
     (tmp_path / "src" / "gen").mkdir(parents=True)
     await start(client, client_capabilities("visual-studio-code"), tmp_path)
     kept = Editor(client, copy_fixture("in_shardings_host.py", tmp_path / "src"))
@@ -636,15 +642,17 @@ async def test_neovim_0_7_resolves_the_actions_it_is_offered(client: LanguageCli
     "code_action",
     [
         None,  # no codeAction capabilities at all
-        types.CodeActionClientCapabilities(resolve_support=types.ClientCodeActionResolveOptions(properties=["command"])),
+        types.CodeActionClientCapabilities(
+            resolve_support=types.ClientCodeActionResolveOptions(properties=["command"])
+        ),
     ],
     ids=["no-resolve-support", "resolves-other-properties"],
 )
 @pytest.mark.asyncio
-async def test_a_client_that_does_not_resolve_edits_gets_them_with_the_actions(client: LanguageClient, tmp_path,
-                                                                                code_action):
-    capabilities = types.ClientCapabilities(
-        text_document=types.TextDocumentClientCapabilities(code_action=code_action))
+async def test_a_client_that_does_not_resolve_edits_gets_them_with_the_actions(
+    client: LanguageClient, tmp_path, code_action
+):
+    capabilities = types.ClientCapabilities(text_document=types.TextDocumentClientCapabilities(code_action=code_action))
     await start(client, capabilities, tmp_path, jaxVersion=TYPED)
     editor = Editor(client, copy_fixture("in_shardings_host.py", tmp_path))
     editor.open()
@@ -688,7 +696,7 @@ end })
 def readme_neovim_config() -> str:
     text = (REPO / "README.md").read_text(encoding="utf-8")
     start = text.index("```lua\n-- offload-fixer: one language server")
-    return text[start + len("```lua\n"): text.index("```", start + 6)]
+    return text[start + len("```lua\n") : text.index("```", start + 6)]
 
 
 @pytest.mark.slow
@@ -712,8 +720,14 @@ def test_the_readme_neovim_setup_fixes_a_file_in_neovim(tmp_path):
     }
     if not shutil.which("offload-fixer", path=env["PATH"]):
         pytest.skip("the offload-fixer entry point is not installed next to this Python")
-    proc = subprocess.run([NVIM, "--headless", "-n", "-i", "NONE", "-u", str(init), path.name], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [NVIM, "--headless", "-n", "-i", "NONE", "-u", str(init), path.name],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     log = result.read_text() if result.exists() else ""
     assert proc.returncode == 0, proc.stdout + proc.stderr + log
     assert log.splitlines() == [

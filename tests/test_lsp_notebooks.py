@@ -25,8 +25,9 @@ CELLS = [
     "scale_on_host = jax.jit(scale, in_shardings=host)\n!echo compiled",
 ]
 NOTEBOOK_CAPABILITIES = types.NotebookDocumentClientCapabilities(
-    synchronization=types.NotebookDocumentSyncClientCapabilities(dynamic_registration=True,
-                                                                 execution_summary_support=True)
+    synchronization=types.NotebookDocumentSyncClientCapabilities(
+        dynamic_registration=True, execution_summary_support=True
+    )
 )
 
 
@@ -46,7 +47,7 @@ class NotebookEditor:
 
     def _new_cell(self, text: str) -> str:
         # VS Code's cell URIs: the notebook's path, a fragment naming the cell (percent-encoded)
-        uri = f"vscode-notebook-cell:{self.uri[len('file://'):]}#W{len(self.texts)}sZmlsZQ%3D%3D"
+        uri = f"vscode-notebook-cell:{self.uri[len('file://') :]}#W{len(self.texts)}sZmlsZQ%3D%3D"
         self.texts[uri], self.versions[uri] = text, 1
         return uri
 
@@ -58,11 +59,18 @@ class NotebookEditor:
 
     def open(self) -> None:
         self.order = list(self.texts)
-        self.client.notebook_document_did_open(types.DidOpenNotebookDocumentParams(
-            notebook_document=types.NotebookDocument(uri=self.uri, notebook_type="jupyter-notebook",
-                                                     version=self.version, cells=self._cells(self.order),
-                                                     metadata={"kernelspec": {"name": "python3"}}),
-            cell_text_documents=[self._item(uri) for uri in self.order]))
+        self.client.notebook_document_did_open(
+            types.DidOpenNotebookDocumentParams(
+                notebook_document=types.NotebookDocument(
+                    uri=self.uri,
+                    notebook_type="jupyter-notebook",
+                    version=self.version,
+                    cells=self._cells(self.order),
+                    metadata={"kernelspec": {"name": "python3"}},
+                ),
+                cell_text_documents=[self._item(uri) for uri in self.order],
+            )
+        )
 
     def type_in(self, index: int, old: str, new: str) -> None:
         """An incremental edit of one cell, as the editor sends a keystroke burst."""
@@ -76,48 +84,77 @@ class NotebookEditor:
         self.texts[uri] = text.replace(old, new, 1)
         self.versions[uri] += 1
         self.version += 1
-        self.client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
-            notebook_document=types.VersionedNotebookDocumentIdentifier(version=self.version, uri=self.uri),
-            change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(text_content=[
-                types.NotebookDocumentCellContentChanges(
-                    document=types.VersionedTextDocumentIdentifier(version=self.versions[uri], uri=uri),
-                    changes=[types.TextDocumentContentChangePartial(range=types.Range(start, end), text=new)])
-            ]))))
+        self.client.notebook_document_did_change(
+            types.DidChangeNotebookDocumentParams(
+                notebook_document=types.VersionedNotebookDocumentIdentifier(version=self.version, uri=self.uri),
+                change=types.NotebookDocumentChangeEvent(
+                    cells=types.NotebookDocumentCellChanges(
+                        text_content=[
+                            types.NotebookDocumentCellContentChanges(
+                                document=types.VersionedTextDocumentIdentifier(version=self.versions[uri], uri=uri),
+                                changes=[
+                                    types.TextDocumentContentChangePartial(range=types.Range(start, end), text=new)
+                                ],
+                            )
+                        ]
+                    )
+                ),
+            )
+        )
 
     def add_cell(self, index: int, text: str) -> str:
         uri = self._new_cell(text)
         self.order.insert(index, uri)
         self.version += 1
-        self.client.notebook_document_did_change(types.DidChangeNotebookDocumentParams(
-            notebook_document=types.VersionedNotebookDocumentIdentifier(version=self.version, uri=self.uri),
-            change=types.NotebookDocumentChangeEvent(cells=types.NotebookDocumentCellChanges(
-                structure=types.NotebookDocumentCellChangeStructure(
-                    array=types.NotebookCellArrayChange(start=index, delete_count=0, cells=self._cells([uri])),
-                    did_open=[self._item(uri)])))))
+        self.client.notebook_document_did_change(
+            types.DidChangeNotebookDocumentParams(
+                notebook_document=types.VersionedNotebookDocumentIdentifier(version=self.version, uri=self.uri),
+                change=types.NotebookDocumentChangeEvent(
+                    cells=types.NotebookDocumentCellChanges(
+                        structure=types.NotebookDocumentCellChangeStructure(
+                            array=types.NotebookCellArrayChange(start=index, delete_count=0, cells=self._cells([uri])),
+                            did_open=[self._item(uri)],
+                        )
+                    )
+                ),
+            )
+        )
         return uri
 
     def save(self) -> None:
-        self.client.notebook_document_did_save(types.DidSaveNotebookDocumentParams(
-            notebook_document=types.NotebookDocumentIdentifier(self.uri)))
+        self.client.notebook_document_did_save(
+            types.DidSaveNotebookDocumentParams(notebook_document=types.NotebookDocumentIdentifier(self.uri))
+        )
 
     def close(self) -> None:
-        self.client.notebook_document_did_close(types.DidCloseNotebookDocumentParams(
-            notebook_document=types.NotebookDocumentIdentifier(self.uri),
-            cell_text_documents=[types.TextDocumentIdentifier(uri) for uri in self.order]))
+        self.client.notebook_document_did_close(
+            types.DidCloseNotebookDocumentParams(
+                notebook_document=types.NotebookDocumentIdentifier(self.uri),
+                cell_text_documents=[types.TextDocumentIdentifier(uri) for uri in self.order],
+            )
+        )
 
     async def diagnostics(self, index: int) -> list[types.Diagnostic]:
         """What was published for a cell at its current version."""
         uri = self.order[index]
         version = self.versions[uri]
-        found = await wait_for(lambda: next((p for p in reversed(self.client.published)
-                                             if p.uri == uri and p.version == version), None))
+        found = await wait_for(
+            lambda: next((p for p in reversed(self.client.published) if p.uri == uri and p.version == version), None)
+        )
         return list(found.diagnostics)
 
     async def actions(self, index: int, diagnostics: list[types.Diagnostic]) -> list[types.CodeAction]:
         uri = self.order[index]
-        return await self.client.text_document_code_action_async(types.CodeActionParams(
-            types.TextDocumentIdentifier(uri), diagnostics[0].range,
-            types.CodeActionContext(diagnostics=diagnostics))) or []
+        return (
+            await self.client.text_document_code_action_async(
+                types.CodeActionParams(
+                    types.TextDocumentIdentifier(uri),
+                    diagnostics[0].range,
+                    types.CodeActionContext(diagnostics=diagnostics),
+                )
+            )
+            or []
+        )
 
     def apply(self, edit: types.WorkspaceEdit) -> dict[str, str]:
         """Each edited cell's new text, applied with pygls' document model as a client does."""
@@ -126,10 +163,12 @@ class NotebookEditor:
             uri = change.text_document.uri
             assert change.text_document.version == self.versions[uri]
             document = TextDocument(uri, self.texts[uri], position_codec=PositionCodec("utf-16"))
-            for text_edit in sorted(change.edits, key=lambda e: (e.range.start.line, e.range.start.character),
-                                    reverse=True):
-                document.apply_change(types.TextDocumentContentChangePartial(range=text_edit.range,
-                                                                              text=text_edit.new_text))
+            for text_edit in sorted(
+                change.edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True
+            ):
+                document.apply_change(
+                    types.TextDocumentContentChangePartial(range=text_edit.range, text=text_edit.new_text)
+                )
             changed[self.order.index(uri)] = document.source
         return changed
 
@@ -141,7 +180,8 @@ async def vscode(lsp_client: LanguageClient, tmp_path: Path):
     capabilities = client_capabilities("visual-studio-code")
     capabilities.notebook_document = NOTEBOOK_CAPABILITIES
     result = await lsp_client.initialize_session(
-        types.InitializeParams(capabilities=capabilities, root_uri=tmp_path.as_uri()))
+        types.InitializeParams(capabilities=capabilities, root_uri=tmp_path.as_uri())
+    )
     lsp_client.server_capabilities = result.capabilities
     yield
     await lsp_client.shutdown_session()
@@ -212,5 +252,8 @@ async def test_typing_adding_a_cell_saving_and_closing(vscode: LanguageClient, t
     await wait_for(lambda: True if len(vscode.published) > published else None)
 
     editor.close()
-    await wait_for(lambda: True if any(p.uri == new and p.diagnostics == [] and p.version is None
-                                       for p in vscode.published) else None)
+    await wait_for(
+        lambda: (
+            True if any(p.uri == new and p.diagnostics == [] and p.version is None for p in vscode.published) else None
+        )
+    )

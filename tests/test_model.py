@@ -63,7 +63,9 @@ def test_report_round_trips_through_json():
         function=FunctionRef("step", "train.py", 10),
         related_outputs=("[2]",),
     )
-    report = Report((diagnostic,), "tpu", "0.10.2", "jit_step", FunctionRef("step"), (OutputInfo(1, "[1]", "device", "error"),))
+    report = Report(
+        (diagnostic,), "tpu", "0.10.2", "jit_step", FunctionRef("step"), (OutputInfo(1, "[1]", "device", "error"),)
+    )
     assert Report.from_dict(json.loads(json.dumps(report.to_dict()))) == report
     assert report.errors == (diagnostic,)
 
@@ -80,8 +82,15 @@ def test_report_round_trips_through_json():
 )
 def test_a_corrupt_report_names_the_field(mutate, words):
     """A hand-edited or truncated report is refused where it is wrong, not deep in the fixer."""
-    data = Diagnostic("OFL1200", "error", "tpu", "m", "e", output_path="[1]",
-                      origin=Origin("move_to_host", "pinned_host", Span("f.py", 3, 5))).to_dict()
+    data = Diagnostic(
+        "OFL1200",
+        "error",
+        "tpu",
+        "m",
+        "e",
+        output_path="[1]",
+        origin=Origin("move_to_host", "pinned_host", Span("f.py", 3, 5)),
+    ).to_dict()
     mutate(data)
     with pytest.raises(TypeError, match=re.escape(words)):
         Diagnostic.from_dict(data)

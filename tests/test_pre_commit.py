@@ -59,8 +59,15 @@ def test_the_readme_pins_the_release_tag_and_names_real_hooks():
 
 
 def git(*args: str, cwd: Path) -> str:
-    env = dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@example.invalid", GIT_COMMITTER_NAME="t",
-               GIT_COMMITTER_EMAIL="t@example.invalid", GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
+    env = dict(
+        os.environ,
+        GIT_AUTHOR_NAME="t",
+        GIT_AUTHOR_EMAIL="t@example.invalid",
+        GIT_COMMITTER_NAME="t",
+        GIT_COMMITTER_EMAIL="t@example.invalid",
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_CONFIG_NOSYSTEM="1",
+    )
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
 
 
@@ -97,13 +104,19 @@ def test_pre_commit_runs_the_hook_pinned_to_the_tag(tmp_path: Path):
     (project / ".pre-commit-config.yaml").write_text(config)
     git("init", "-q", "-b", "main", cwd=project)
     git("add", "-A", cwd=project)
-    env = dict(os.environ, PRE_COMMIT_HOME=str(tmp_path / "cache"), PIP_CONSTRAINT=str(REPO / "constraints.txt"),
-               GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1")
+    env = dict(
+        os.environ,
+        PRE_COMMIT_HOME=str(tmp_path / "cache"),
+        PIP_CONSTRAINT=str(REPO / "constraints.txt"),
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_CONFIG_NOSYSTEM="1",
+    )
     env.pop("PYTHONPATH", None)  # the hook runs from the environment pre-commit builds, not from this checkout
 
     def pre_commit(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([PRE_COMMIT, "run", *args], cwd=project, env=env, capture_output=True, text=True,
-                              timeout=1200)
+        return subprocess.run(
+            [PRE_COMMIT, "run", *args], cwd=project, env=env, capture_output=True, text=True, timeout=1200
+        )
 
     caught = pre_commit("--all-files")
     assert caught.returncode == 1, caught.stdout + caught.stderr

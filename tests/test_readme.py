@@ -30,8 +30,10 @@ def test_generated_tables_match_the_code():
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("offload-fixer", path=os.path.dirname(sys.executable)) is None,
-                    reason="the offload-fixer entry point is not installed in this environment")
+@pytest.mark.skipif(
+    shutil.which("offload-fixer", path=os.path.dirname(sys.executable)) is None,
+    reason="the offload-fixer entry point is not installed in this environment",
+)
 def test_every_transcript_is_real_output():
     script = readme_script()
     import jax
@@ -46,7 +48,7 @@ def test_every_transcript_is_real_output():
 
 def test_the_ruff_table_names_only_options_that_exist():
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    table = readme[readme.index("| ruff convention | offload-fixer |"):]
+    table = readme[readme.index("| ruff convention | offload-fixer |") :]
     table = table[: table.index("\n\n")]
     ours = "\n".join(row.split(" | ", 1)[1] for row in table.splitlines()[2:])
     options = {opt for command in main.commands.values() for param in command.params for opt in param.opts}

@@ -53,9 +53,7 @@ def _diagnostic(path: str, severity="error", code="OFL1200", line=6) -> Diagnost
         explanation="XLA rejects it",
         output_index=1,
         output_path="['params']",
-        origin=Origin(
-            "move_to_host", "pinned_host", Span(path, line, 13, line, 40, "step"), "device_put", "o1"
-        ),
+        origin=Origin("move_to_host", "pinned_host", Span(path, line, 13, line, 40, "step"), "device_put", "o1"),
         trace=(
             Step("subtract", "host compute", Span(path, 7, 11, 7, 30)),
             Step("tuple", "output"),
@@ -103,8 +101,9 @@ def test_text_lists_location_origin_outputs_trace_why_and_help(project):
 def test_one_finding_per_root_cause_with_its_outputs_beneath(project):
     root, path = project
     first = _diagnostic(path)
-    second = dataclasses.replace(first, output_index=0, output_path="['grads']", related_outputs=(),
-                                 return_span=None, message="second output")
+    second = dataclasses.replace(
+        first, output_index=0, output_path="['grads']", related_outputs=(), return_span=None, message="second output"
+    )
     warning = _diagnostic(path, severity="warning", code="OFL1201", line=6)
     text = render("text", [warning, second, first], root=root)
     heads = [line for line in text.splitlines() if not line.startswith(" ")]
@@ -154,7 +153,11 @@ def test_statistics_count_findings_per_code(project):
     lines = format_statistics([error, warning], "text", marks=marks).splitlines()
     assert lines[:2] == ["1\tOFL1200\t[*] host-value-device-output", "1\tOFL1201\t[ ] device-compute-on-host"]
     assert json.loads(format_statistics([error, warning], "json", marks=marks))[0] == {
-        "code": "OFL1200", "name": "host-value-device-output", "count": 1, "fixable": 1}
+        "code": "OFL1200",
+        "name": "host-value-device-output",
+        "count": 1,
+        "fixable": 1,
+    }
 
 
 def test_text_colour_only_when_asked_and_sorted(project):
@@ -170,7 +173,8 @@ def test_a_clean_text_report_says_so_and_what_was_checked():
     assert render("text", []) == "All checks passed!\n"
     assert render("text", [], tally=Tally(checked="3 files checked")) == "All checks passed! (3 files checked)\n"
     assert render("text", [], tally=Tally(checked="2 compilations checked", complete=False)) == (
-        "No problems found (2 compilations checked).\n")
+        "No problems found (2 compilations checked).\n"
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -251,10 +255,7 @@ def test_sarif_rules_results_and_locations(project):
     assert location["artifactLocation"] == {"uri": "pkg/train.py", "uriBaseId": "%SRCROOT%"}
     assert location["region"] == {"startLine": 6, "startColumn": 13, "endLine": 6, "endColumn": 40}
     assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == root.resolve().as_uri() + "/"
-    related = [
-        (r["physicalLocation"]["region"]["startLine"], r["message"]["text"])
-        for r in result["relatedLocations"]
-    ]
+    related = [(r["physicalLocation"]["region"]["startLine"], r["message"]["text"]) for r in result["relatedLocations"]]
     assert [line for line, _ in related] == [6, 7, 8]
     assert related[0][1].startswith("Host memory starts here") and related[2][1].startswith("Returned here")
     flow = result["codeFlows"][0]["threadFlows"][0]["locations"]
@@ -288,9 +289,7 @@ def test_sarif_fix_replacements_rebuild_the_fixed_file(project):
     root, path = project
     diagnostic = _diagnostic(path)
     after = SOURCE.replace("saved - 0.1", "jax.device_put(saved, device) - 0.1")
-    document = format_sarif(
-        [diagnostic], root=root, fixes={diagnostic: [SourceChange(path, SOURCE, after, "fix")]}
-    )
+    document = format_sarif([diagnostic], root=root, fixes={diagnostic: [SourceChange(path, SOURCE, after, "fix")]})
     (change,) = document["runs"][0]["results"][0]["fixes"][0]["artifactChanges"]
     (replacement,) = change["replacements"]
     assert replacement["deletedRegion"] == {"startLine": 7, "startColumn": 11, "endLine": 7, "endColumn": 16}
@@ -341,10 +340,7 @@ def test_github_annotations(project):
     )
     assert lines[1].endswith("fix (unsafe): Declare the output as host memory")
     assert lines[2].startswith("::notice file=pkg/train.py,line=7,")
-    assert (
-        lines[3]
-        == "::warning file=pkg/train.py,line=2,col=12,title=offload-fixer::unused offload-fixer suppression"
-    )
+    assert lines[3] == "::warning file=pkg/train.py,line=2,col=12,title=offload-fixer::unused offload-fixer suppression"
     assert len(lines) == 4
 
 

@@ -58,11 +58,7 @@ def test_examples_are_python_for_every_version(code, version):
         tree = ast.parse(source)
         compile(tree, f"<{code} {version}>", "exec")
         assigned = {
-            t.id
-            for node in tree.body
-            if isinstance(node, ast.Assign)
-            for t in node.targets
-            if isinstance(t, ast.Name)
+            t.id for node in tree.body if isinstance(node, ast.Assign) for t in node.targets if isinstance(t, ast.Name)
         }
         defined = assigned | {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
         assert {"f", "args"} <= defined
@@ -175,8 +171,10 @@ def test_the_ofl1200_page_is_right_that_a_move_at_the_start_is_kept_for_a_stream
         return x * 2
 
     shape = jax.ShapeDtypeStruct((8,), jnp.float32)
-    lowered = {f.__name__: jax_compat.lower_for_platform(jax.jit(f, in_shardings=host), (shape,), {}, "tpu")
-               for f in (broken, fixed)}
+    lowered = {
+        f.__name__: jax_compat.lower_for_platform(jax.jit(f, in_shardings=host), (shape,), {}, "tpu")
+        for f in (broken, fixed)
+    }
     assert [d.code for d in analyze(lowered["broken"]).diagnostics if d.code == "OFL1200"] == ["OFL1200"]
     assert analyze(lowered["fixed"]).diagnostics == ()
     assert "the move is written where the function starts" in render_rule("OFL1200")
@@ -198,9 +196,10 @@ def test_the_source_check_reports_each_invalid_example_and_no_valid_one(code, ve
     from offload_fixer.static.api import check_source
 
     rule = get_rule(code)
-    found = {kind: _codes(check_source(example(version), f"<{code} {kind}>", target=target,
-                                       jax_version=version).diagnostics)
-             for kind, example in (("invalid", rule.invalid_example), ("valid", rule.valid_example))}
+    found = {
+        kind: _codes(check_source(example(version), f"<{code} {kind}>", target=target, jax_version=version).diagnostics)
+        for kind, example in (("invalid", rule.invalid_example), ("valid", rule.valid_example))
+    }
     assert code not in found["valid"]
     if rule.checked_statically and rule.applies(jax_compat.spelling(version)):
         assert code in found["invalid"]
@@ -216,8 +215,10 @@ def test_the_analysis_reports_each_invalid_example_and_no_valid_one(code, target
 
     rule = get_rule(code)
     platform = jax_compat.lowering_platform(target)
-    reports = {kind: analyze(_lower(example(), f"<{code} {kind}>", platform), target)
-               for kind, example in (("invalid", rule.invalid_example), ("valid", rule.valid_example))}
+    reports = {
+        kind: analyze(_lower(example(), f"<{code} {kind}>", platform), target)
+        for kind, example in (("invalid", rule.invalid_example), ("valid", rule.valid_example))
+    }
     valid = reports["valid"]
     assert valid.diagnostics == (), f"the valid example of {code} is reported: {_codes(valid.diagnostics)}"
     assert valid.predicted.outcome == "compiled"

@@ -34,9 +34,7 @@ from offload_fixer.runner import (
 from tests.cli_support import REPO, environment, offload_fixer
 
 PROGRAMS = REPO / "tests" / "runner_programs"
-SUMMARY = re.compile(
-    r"checked (?P<checked>\d+) distinct compilations? \((?P<intercepted>\d+) jit calls? intercepted\)"
-)
+SUMMARY = re.compile(r"checked (?P<checked>\d+) distinct compilations? \((?P<intercepted>\d+) jit calls? intercepted\)")
 EXPECT = re.compile(r"#\s*expect:\s*(?P<code>OFL\d{4})\s+(?P<output>\S+)")
 
 needs_pinned_host = pytest.mark.skipif(
@@ -64,8 +62,15 @@ def printed_findings(proc: subprocess.CompletedProcess) -> list[dict]:
     found = []
     for d in proc.report.diagnostics:
         span = location(d)
-        found.append({"path": str(Path(span.path).resolve()), "line": span.line, "code": d.code,
-                      "output": d.output_path, "severity": d.severity})
+        found.append(
+            {
+                "path": str(Path(span.path).resolve()),
+                "line": span.line,
+                "code": d.code,
+                "output": d.output_path,
+                "severity": d.severity,
+            }
+        )
     return found
 
 
@@ -79,11 +84,7 @@ def marked_expectations(program: Path) -> set[tuple[int, str, str]]:
 
 
 def line_of(program: Path, text: str) -> int:
-    return next(
-        n
-        for n, line in enumerate(program.read_text().splitlines(), start=1)
-        if text in line
-    )
+    return next(n for n, line in enumerate(program.read_text().splitlines(), start=1) if text in line)
 
 
 def summary(stderr: str) -> tuple[int, int]:
@@ -94,13 +95,9 @@ def summary(stderr: str) -> tuple[int, int]:
 
 def assert_marked_findings(program: Path, proc: subprocess.CompletedProcess, code: str = "OFL1200") -> None:
     """The ``code`` findings are exactly the lines marked ``# expect: CODE OUTPUT``."""
-    expected = {
-        (line, output) for line, c, output in marked_expectations(program) if c == code
-    }
+    expected = {(line, output) for line, c, output in marked_expectations(program) if c == code}
     printed = [f for f in printed_findings(proc) if f["code"] == code]
-    assert expected and {(f["line"], f.get("output")) for f in printed} == expected, (
-        proc.report
-    )
+    assert expected and {(f["line"], f.get("output")) for f in printed} == expected, proc.report
     assert {f["path"] for f in printed} == {str(program)}
 
 
@@ -126,12 +123,26 @@ def test_python_m_offload_fixer_runner_is_the_run_command() -> None:
     to ``offload-fixer run`` (same report, same exit code), and its help is that command's."""
     program = str(PROGRAMS / "repeated_jit.py")
     installed = offload_fixer("run", "--format", "concise", program, "1")
-    module = subprocess.run([sys.executable, "-m", "offload_fixer.runner", "--format", "concise", program, "1"],
-                            cwd=REPO, env=environment(), capture_output=True, text=True, timeout=600, check=False)
+    module = subprocess.run(
+        [sys.executable, "-m", "offload_fixer.runner", "--format", "concise", program, "1"],
+        cwd=REPO,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert installed.returncode == module.returncode == ExitCode.FINDINGS, module.stderr
     assert module.stdout == installed.stdout and "OFL1200" in module.stdout
-    usage = subprocess.run([sys.executable, "-m", "offload_fixer.runner", "--help"], cwd=REPO, env=environment(),
-                           capture_output=True, text=True, timeout=600, check=False)
+    usage = subprocess.run(
+        [sys.executable, "-m", "offload_fixer.runner", "--help"],
+        cwd=REPO,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert usage.returncode == 0 and usage.stdout.startswith("Usage: offload-fixer run ")
 
 
@@ -141,7 +152,9 @@ def test_gpu_target_reports_the_error_like_tpu() -> None:
     assert proc.returncode == ExitCode.FINDINGS, proc.stderr
     assert {(f["code"], f["severity"]) for f in printed_findings(proc)} >= {("OFL1200", "error")}
     assert {d.target for d in proc.report.diagnostics} == {"gpu"}
-    assert offload_fixer("run", "--target", "gpu", "--exit-zero", str(PROGRAMS / "repeated_jit.py"), "1").returncode == 0
+    assert (
+        offload_fixer("run", "--target", "gpu", "--exit-zero", str(PROGRAMS / "repeated_jit.py"), "1").returncode == 0
+    )
 
 
 @pytest.mark.slow
@@ -154,9 +167,7 @@ def test_crashing_program_shows_its_own_traceback_and_a_distinct_exit_code() -> 
     assert f'File "{program}", line {crash_line}, in main' in proc.stderr
     assert "TypeError: dot_general requires contracting dimensions" in proc.stderr
     assert "runner.py" not in proc.stderr and "runpy" not in proc.stderr
-    assert (
-        "offload-fixer: warning" not in proc.stderr
-    )  # the failed trace is the user's, not the tool's
+    assert "offload-fixer: warning" not in proc.stderr  # the failed trace is the user's, not the tool's
     assert summary(proc.stderr) == (1, 2)
     assert "the program failed (exit code 1)" in proc.stderr
 
@@ -224,10 +235,7 @@ def test_tool_failure_is_a_warning_not_a_crash() -> None:
     proc = run_cli("--verbose", str(PROGRAMS / "cpu_only.py"))
     assert proc.returncode == ExitCode.CLEAN
     assert "eigenvalues [1.0, 2.0, 3.0]" in proc.stdout and "trace 6.0" in proc.stdout
-    assert (
-        "offload-fixer: warning: could not check jit(eigenvalues) for tpu: NotImplementedError"
-        in proc.stderr
-    )
+    assert "offload-fixer: warning: could not check jit(eigenvalues) for tpu: NotImplementedError" in proc.stderr
     assert summary(proc.stderr) == (1, 2)
 
 
@@ -240,11 +248,7 @@ def test_report_file_records_sources_for_the_fix_step(tmp_path: Path) -> None:
     proc = run_cli("--report", str(report_path), str(program), "2")
     assert proc.returncode == ExitCode.FINDINGS, proc.stderr
     data = json.loads(report_path.read_text())
-    assert (
-        data["version"] == 1
-        and data["target"] == "tpu"
-        and data["jax_version"] == jax.__version__
-    )
+    assert data["version"] == 1 and data["target"] == "tpu" and data["jax_version"] == jax.__version__
     assert data["sources"] == {str(program): sha256_of(str(program))}
     saved = read_report_file(str(report_path))
     error = next(d for r in saved.reports for d in r.diagnostics if d.code == "OFL1200")
@@ -289,11 +293,7 @@ def test_a_module_is_found_in_the_working_directory_as_python_m_finds_it(tmp_pat
 
 def test_report_file_of_another_version_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "report.json"
-    path.write_text(
-        json.dumps(
-            {"version": 2, "target": "tpu", "jax_version": "0.10.2", "reports": []}
-        )
-    )
+    path.write_text(json.dumps({"version": 2, "target": "tpu", "jax_version": "0.10.2", "reports": []}))
     with pytest.raises(ValueError, match="version 1"):
         read_report_file(str(path))
 
@@ -319,13 +319,9 @@ def test_stand_in_behaves_like_the_jitted_function() -> None:
         assert checker.result.checked == 0
         np.testing.assert_allclose(jitted(x, 2), 2 * np.ones(4))
         jitted(x, 2)
-        jitted(
-            np.ones(4, np.float32) * 3, 2
-        )  # NumPy, not a jax.Array: a different compilation
+        jitted(np.ones(4, np.float32) * 3, 2)  # NumPy, not a jax.Array: a different compilation
         assert (checker.result.checked, checker.result.intercepted) == (2, 3)
-        assert jitted.lower(jax.ShapeDtypeStruct((4,), jnp.float32), 5).compile()(
-            x
-        ).shape == (4,)
+        assert jitted.lower(jax.ShapeDtypeStruct((4,), jnp.float32), 5).compile()(x).shape == (4,)
         assert checker.result.checked == 3
     assert jax.jit is real_jit
     jitted(x, 7)  # after the run: delegates only
@@ -383,20 +379,21 @@ FINISHER = (
     "if not result.deferred:\n"
     "    finish(result)\n"
 )
-JITTED = (
-    "import jax, jax.numpy as jnp\n"
-    "@jax.jit\n"
-    "def double(x):\n"
-    "    return x * 2\n"
-)
+JITTED = "import jax, jax.numpy as jnp\n@jax.jit\ndef double(x):\n    return x * 2\n"
 
 
 def _finish_of(tmp_path: Path, program: str) -> subprocess.CompletedProcess:
     script = tmp_path / "program.py"
     script.write_text(program)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
-    return subprocess.run([sys.executable, "-c", FINISHER, str(script)], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-c", FINISHER, str(script)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_finish_runs_when_the_program_calls_os_exit(tmp_path: Path) -> None:
@@ -434,9 +431,31 @@ def test_a_keyboard_interrupt_in_the_program_is_marked(tmp_path: Path) -> None:
 
 def test_a_corrupt_report_is_refused_naming_the_field(tmp_path: Path) -> None:
     path = tmp_path / "report.json"
-    path.write_text(json.dumps({"version": 1, "target": "tpu", "jax_version": "0.10.2", "sources": {},
-                                "reports": [{"target": "tpu", "jax_version": "0.10.2", "diagnostics": [
-                                    {"code": "OFL1200", "severity": "error", "target": "tpu", "message": "m",
-                                     "explanation": "e", "span": {"path": "x.py", "line": "ten"}}]}]}))
+    path.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "target": "tpu",
+                "jax_version": "0.10.2",
+                "sources": {},
+                "reports": [
+                    {
+                        "target": "tpu",
+                        "jax_version": "0.10.2",
+                        "diagnostics": [
+                            {
+                                "code": "OFL1200",
+                                "severity": "error",
+                                "target": "tpu",
+                                "message": "m",
+                                "explanation": "e",
+                                "span": {"path": "x.py", "line": "ten"},
+                            }
+                        ],
+                    }
+                ],
+            }
+        )
+    )
     with pytest.raises(ValueError, match=r"Span\.line: expected int"):
         read_report_file(str(path))

@@ -11,8 +11,9 @@ from offload_fixer.runner import run_program
 
 PROGRAM = Path(__file__).parent / "runner_programs" / "eager_host_ops.py"
 
-pytestmark = pytest.mark.skipif(not jax_compat.host_memory_on_this_backend(),
-                                reason="the program needs pinned_host memory (JAX >= 0.5 on CPU)")
+pytestmark = pytest.mark.skipif(
+    not jax_compat.host_memory_on_this_backend(), reason="the program needs pinned_host memory (JAX >= 0.5 on CPU)"
+)
 
 
 def expected_lines() -> dict[int, str]:

@@ -100,7 +100,9 @@ def _first_compute_user(walk: HostOffloadWalk, start: Node) -> ir.Operation | No
 
     def passes(node: Node) -> bool:
         op = node.owner if node.kind in ("op", "res") else None
-        return node.kind == "arg" or (op is not None and (op.name in PURE_MEMORY_OPS or _is_bitcast_like(op, walk.target)))
+        return node.kind == "arg" or (
+            op is not None and (op.name in PURE_MEMORY_OPS or _is_bitcast_like(op, walk.target))
+        )
 
     for node in walk._breadth_first(walk.successors(start), passes):
         if node.kind in ("op", "res") and not passes(node):

@@ -105,8 +105,13 @@ class Diagnoser:
             default: OutputVerdict = "host" if value.in_host_memory_space else "device"
             verdict = verdicts.get(value.index, default)
             infos.append(
-                OutputInfo(value.index, self._output_path(value.index), value.memory_kind, verdict,
-                           self._compiled_kind(value.index, value.memory_kind, verdict))
+                OutputInfo(
+                    value.index,
+                    self._output_path(value.index),
+                    value.memory_kind,
+                    verdict,
+                    self._compiled_kind(value.index, value.memory_kind, verdict),
+                )
             )
         return tuple(infos)
 
@@ -138,7 +143,7 @@ class Diagnoser:
             f"'{self.view.results[reach.output].memory_kind}'. "
             f"XLA's host offloader rejects this on {self.target} (error 1200) when it compiles; "
             "either move the value back to device before it is returned, or declare this output's "
-            "sharding with memory_kind=\"pinned_host\"."
+            'sharding with memory_kind="pinned_host".'
         )
         return Diagnostic(
             code=codes.HOST_VALUE_DEVICE_OUTPUT,
@@ -385,8 +390,9 @@ def _backend_text(xla: msg.XlaMessage, target: str, subject: str | None) -> tupl
     """What a backend cannot build, and why, quoting the message it fails with."""
     summary, why = _BACKEND_TEXTS[xla]
     where = f' ("{subject}")' if subject else ""
-    message = BACKEND_FAILS.format(summary=summary, subject=where, compiler=target.upper(), status=xla.status,
-                                   xla=xla.placeholder())
+    message = BACKEND_FAILS.format(
+        summary=summary, subject=where, compiler=target.upper(), status=xla.status, xla=xla.placeholder()
+    )
     return message, why
 
 
@@ -457,7 +463,9 @@ def _merge_same_place(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     for diagnostic in diagnostics:
         key = (diagnostic.code, diagnostic.span)
         if diagnostic.code in MERGED_CODES and diagnostic.span is not None and key in merged:
-            others.setdefault(merged[key], []).append(diagnostic.origin.detail if diagnostic.origin else "another host value")
+            others.setdefault(merged[key], []).append(
+                diagnostic.origin.detail if diagnostic.origin else "another host value"
+            )
             continue
         merged[key] = len(out)
         out.append(diagnostic)
@@ -496,7 +504,7 @@ def _function_from_module(view: irm.ModuleView) -> FunctionRef | None:
     """``jit_step`` -> ``step``, with the file of the first op traced inside it."""
     name = view.name or ""
     if name.startswith("jit_"):
-        name = name[len("jit_"):]
+        name = name[len("jit_") :]
     if not name:
         return None
     for op in irm.walk_operations(view.main):

@@ -378,7 +378,9 @@ class HostOffloadWalk:
             if succ.kind == "cond":
                 return False
             op = _op(succ)
-            if op is not None and not (irm.is_move_to_device(op) or _is_bitcast_like(op, self.target) or op.name in BETWEEN_SLICE_AND_MOVE):
+            if op is not None and not (
+                irm.is_move_to_device(op) or _is_bitcast_like(op, self.target) or op.name in BETWEEN_SLICE_AND_MOVE
+            ):
                 return False
         return True
 
@@ -459,6 +461,7 @@ class HostOffloadWalk:
             if op is not None and op.name not in PURE_MEMORY_OPS and not _is_bitcast_like(op, self.target):
                 return Failure(seed, op, xla_messages.WHILE_CONDITION_COMPUTE)
         return None
+
 
 def op_role(op: ir.Operation, target: str) -> str:
     """What the walk makes of an instruction on a host path, in the words a trace shows."""

@@ -52,9 +52,16 @@ class FixCommand(CodemodCommand):
     NEEDS_FUNCTION = True
     """False: a target may name only a line (a module-level policy's destination, say)."""
 
-    def __init__(self, context: CodemodContext, target: FixTarget | None = None,
-                 targets: Sequence[FixTarget] = (), *, line_map: Callable[[int], int] | None = None,
-                 reference_count: Callable[[str], int] | None = None, **flags: Any) -> None:
+    def __init__(
+        self,
+        context: CodemodContext,
+        target: FixTarget | None = None,
+        targets: Sequence[FixTarget] = (),
+        *,
+        line_map: Callable[[int], int] | None = None,
+        reference_count: Callable[[str], int] | None = None,
+        **flags: Any,
+    ) -> None:
         """``line_map``/``reference_count``: the module is an excerpt of a file (see
         ``SourceFacts.collect``); lines in targets, edits and messages are the file's."""
         super().__init__(context)
@@ -86,30 +93,62 @@ class FixCommand(CodemodCommand):
         arg_parser.add_argument("--function-name", help="name of the jitted function")
         arg_parser.add_argument("--function-line", type=_line, help="a line of its def or decorators")
         arg_parser.add_argument("--inner-line", type=_line, help="a line inside the function")
-        arg_parser.add_argument("--output-path", action="append", default=None, type=_pytree_path,
-                                help="pytree path of an offending output ('' whole result, \"[0]['mu']\"); repeatable")
-        arg_parser.add_argument("--output-kind", action="append", default=None, type=_output_kind,
-                                help="PATH=KIND for every flat output (\"[0]['w']=device\"), as the analysis saw "
-                                     "them: out_shardings is shaped like them where the returns do not show it")
-        arg_parser.add_argument("--return-line", type=_line, action="append", default=None,
-                                help="edit only the return spanning this line; repeatable")
+        arg_parser.add_argument(
+            "--output-path",
+            action="append",
+            default=None,
+            type=_pytree_path,
+            help="pytree path of an offending output ('' whole result, \"[0]['mu']\"); repeatable",
+        )
+        arg_parser.add_argument(
+            "--output-kind",
+            action="append",
+            default=None,
+            type=_output_kind,
+            help="PATH=KIND for every flat output (\"[0]['w']=device\"), as the analysis saw "
+            "them: out_shardings is shaped like them where the returns do not show it",
+        )
+        arg_parser.add_argument(
+            "--return-line",
+            type=_line,
+            action="append",
+            default=None,
+            help="edit only the return spanning this line; repeatable",
+        )
         arg_parser.add_argument("--parameter", help="the host argument, for --placement entry")
         arg_parser.add_argument("--parameter-index", type=int)
-        arg_parser.add_argument("--parameter-path", default="", type=_pytree_path,
-                                help="pytree path of the host leaf inside the parameter")
-        arg_parser.add_argument("--parameter-leaf", action="append", default=None, type=_pytree_path,
-                                help="a host leaf (or sub-tree) of the parameter to move, \"['mu']\"; repeatable "
-                                     "(default: all of it)")
+        arg_parser.add_argument(
+            "--parameter-path", default="", type=_pytree_path, help="pytree path of the host leaf inside the parameter"
+        )
+        arg_parser.add_argument(
+            "--parameter-leaf",
+            action="append",
+            default=None,
+            type=_pytree_path,
+            help="a host leaf (or sub-tree) of the parameter to move, \"['mu']\"; repeatable (default: all of it)",
+        )
         arg_parser.add_argument("--origin-line", type=_line, help="line of the move to host")
         arg_parser.add_argument("--origin-col", type=int)
-        arg_parser.add_argument("--compute-line", type=_line, action="append", default=None,
-                                help="a line computing on the offloaded value (--placement operand); repeatable")
-        arg_parser.add_argument("--spelling-api", choices=["memory_space", "sharding"], default="memory_space",
-                                help="memory_space: jax.memory.Space.Device (JAX >= 0.7.1); sharding: memory_kind= (0.4.25-0.7.0)")
+        arg_parser.add_argument(
+            "--compute-line",
+            type=_line,
+            action="append",
+            default=None,
+            help="a line computing on the offloaded value (--placement operand); repeatable",
+        )
+        arg_parser.add_argument(
+            "--spelling-api",
+            choices=["memory_space", "sharding"],
+            default="memory_space",
+            help="memory_space: jax.memory.Space.Device (JAX >= 0.7.1); sharding: memory_kind= (0.4.25-0.7.0)",
+        )
         arg_parser.add_argument("--device-kind", default=DEVICE)
         arg_parser.add_argument("--host-kind", default=PINNED_HOST)
-        arg_parser.add_argument("--tree-map", default="tree.map", help="jax.<this> maps over a tree of shardings "
-                                "(tree_util.tree_map before JAX 0.4.25)")
+        arg_parser.add_argument(
+            "--tree-map",
+            default="tree.map",
+            help="jax.<this> maps over a tree of shardings (tree_util.tree_map before JAX 0.4.25)",
+        )
 
     # ------------------------------------------------------------------ running
     def transform_module(self, tree: cst.Module) -> cst.Module:
@@ -149,10 +188,13 @@ class FixCommand(CodemodCommand):
 
     def _lines_exist(self, tree: cst.Module, target: FixTarget) -> bool:
         last = len(tree.code.splitlines())
-        given = [("--function-line", target.function_line), ("--inner-line", target.inner_line),
-                 ("--origin-line", target.origin_line),
-                 *(("--return-line", line) for line in target.return_lines),
-                 *(("--compute-line", line) for line, _ in target.compute_spans)]
+        given = [
+            ("--function-line", target.function_line),
+            ("--inner-line", target.inner_line),
+            ("--origin-line", target.origin_line),
+            *(("--return-line", line) for line in target.return_lines),
+            *(("--compute-line", line) for line, _ in target.compute_spans),
+        ]
         wrong = [f"{flag} {line}" for flag, line in given if line is not None and not 1 <= line <= last]
         if wrong:
             self.report_problem(f"{', '.join(wrong)} is not a line of this file ({last} lines)")
@@ -240,11 +282,16 @@ class FixCommand(CodemodCommand):
         if sx.is_none(expr):
             return "none"
         if isinstance(expr, (cst.Tuple, cst.List, cst.Dict)) or (
-                isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "dict"):
+            isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "dict"
+        ):
             return "container"
         if sx.is_memory_space(expr):
             return "space"
-        if isinstance(expr, cst.Call) and last_name(expr.func) in (*SHARDING_CONSTRUCTORS, "with_memory_kind", "Format"):
+        if isinstance(expr, cst.Call) and last_name(expr.func) in (
+            *SHARDING_CONSTRUCTORS,
+            "with_memory_kind",
+            "Format",
+        ):
             return "sharding"
         if isinstance(expr, cst.Attribute) and expr.attr.value == "sharding":
             return "sharding"
@@ -309,7 +356,9 @@ class FixCommand(CodemodCommand):
                 return entry, site
         return None
 
-    def _leaf_for(self, entry: cst.BaseExpression, keys: tuple[PathKey, ...], scope: Scope) -> cst.BaseExpression | None:
+    def _leaf_for(
+        self, entry: cst.BaseExpression, keys: tuple[PathKey, ...], scope: Scope
+    ) -> cst.BaseExpression | None:
         """The sharding that covers ``keys`` inside an ``in_shardings`` entry; None when the
         path ends on a container (several shardings)."""
         for key in keys:

@@ -76,7 +76,9 @@ class HostOutputCommand(FixCommand):
         if existing is not None:
             self._edit_existing(function, site, existing.value, paths)
         elif site.options is not None and any(a.star == "**" for a in site.options.args):
-            self.report_problem(f"the jit at line {site.line} takes options from **kwargs; cannot tell its out_shardings")
+            self.report_problem(
+                f"the jit at line {site.line} takes options from **kwargs; cannot tell its out_shardings"
+            )
         else:
             self._add(function, site, paths)
 
@@ -103,11 +105,18 @@ class HostOutputCommand(FixCommand):
             claimed = self.claim(site.options, lambda updated: sx.append_arg(_as_call(updated), new_arg))
         if not claimed:
             return
-        self.record(site.node, f"declare {self._labels(paths)} as {self.spelling.host_kind} memory at the jit "
-                               f"on line {site.line}: out_shardings={value}", reasons, self._labels(paths))
+        self.record(
+            site.node,
+            f"declare {self._labels(paths)} as {self.spelling.host_kind} memory at the jit "
+            f"on line {site.line}: out_shardings={value}",
+            reasons,
+            self._labels(paths),
+        )
 
     # ------------------------------------------------------------------ editing out_shardings
-    def _edit_existing(self, function: FunctionInfo, site: JitSite, root: cst.BaseExpression, paths: list[Keys]) -> None:
+    def _edit_existing(
+        self, function: FunctionInfo, site: JitSite, root: cst.BaseExpression, paths: list[Keys]
+    ) -> None:
         reasons: list[str] = []
         if isinstance(root, cst.Name) and not sx.is_none(root):
             found = self.facts.scope_chain_binding(root.value, site.scope)
@@ -119,7 +128,9 @@ class HostOutputCommand(FixCommand):
         for keys in paths:
             leaf, depth = _descend(root, keys)
             if leaf is None:
-                self.report_problem(f"out_shardings at line {site.line} does not match the output structure at {format_output_path(keys)}")
+                self.report_problem(
+                    f"out_shardings at line {site.line} does not match the output structure at {format_output_path(keys)}"
+                )
                 continue
             groups.setdefault(leaf, []).append((keys[:depth], keys[depth:]))
         for leaf, items in groups.items():
@@ -130,11 +141,15 @@ class HostOutputCommand(FixCommand):
             else:
                 self._expand_leaf(function, site, leaf, prefix, rests, reasons)
 
-    def _rewrite_leaf(self, function: FunctionInfo, site: JitSite, leaf: cst.BaseExpression,
-                      prefix: Keys, reasons: list[str]) -> None:
+    def _rewrite_leaf(
+        self, function: FunctionInfo, site: JitSite, leaf: cst.BaseExpression, prefix: Keys, reasons: list[str]
+    ) -> None:
         label = _label(prefix)
-        if (self._spells_host(leaf, site.scope) or self.memory_kind(leaf, site.scope) in sx.HOST_KINDS
-                or self._is_known_host(leaf, function)):
+        if (
+            self._spells_host(leaf, site.scope)
+            or self.memory_kind(leaf, site.scope) in sx.HOST_KINDS
+            or self._is_known_host(leaf, function)
+        ):
             self.already(f"{label} is already declared host memory at the jit on line {site.line}")
             return
         if isinstance(leaf, (cst.Tuple, cst.List, cst.Dict)):
@@ -153,36 +168,57 @@ class HostOutputCommand(FixCommand):
         elif kind == "container":
             whole = self._host_tree(leaf, site)
             if whole is None:
-                self.report_problem(f"out_shardings for {label} is `{self.code(leaf)}`, a tree whose leaves are not "
-                                    "all visibly shardings: cannot declare each of them host memory")
+                self.report_problem(
+                    f"out_shardings for {label} is `{self.code(leaf)}`, a tree whose leaves are not "
+                    "all visibly shardings: cannot declare each of them host memory"
+                )
                 return
             new = self.parse(whole)
         elif kind == "sharding" or self._single_output(prefix):
             changed = sx.with_memory_kind(leaf, self.spelling.host_kind, self.facts.quote)
             if changed is None:
-                self.report_problem(f"out_shardings for {label} is `{self.code(leaf)}`, which cannot carry a memory kind")
+                self.report_problem(
+                    f"out_shardings for {label} is `{self.code(leaf)}`, which cannot carry a memory kind"
+                )
                 return
             new = changed
             if kind != "sharding":
-                extra = [f"`{self.code(leaf)}` is taken for the sharding of {label} (a single array); the source "
-                         "does not show it is one, and None there would fail"]
+                extra = [
+                    f"`{self.code(leaf)}` is taken for the sharding of {label} (a single array); the source "
+                    "does not show it is one, and None there would fail"
+                ]
         else:
-            self.report_problem(f"out_shardings for {label} is `{self.code(leaf)}`, which the source does not show to "
-                                "be a sharding (it could be a tree of shardings or None): cannot give it a memory kind")
+            self.report_problem(
+                f"out_shardings for {label} is `{self.code(leaf)}`, which the source does not show to "
+                "be a sharding (it could be a tree of shardings or None): cannot give it a memory kind"
+            )
             return
         if not self.claim(leaf, lambda updated: new):
             return
-        self.record(leaf, f"declare {label} as {self.spelling.host_kind} memory at the jit on line {site.line}: "
-                          f"`{self.code(leaf)}` -> `{self.code(new)}`", [*reasons, *extra], label)
+        self.record(
+            leaf,
+            f"declare {label} as {self.spelling.host_kind} memory at the jit on line {site.line}: "
+            f"`{self.code(leaf)}` -> `{self.code(new)}`",
+            [*reasons, *extra],
+            label,
+        )
 
-    def _expand_leaf(self, function: FunctionInfo, site: JitSite, leaf: cst.BaseExpression,
-                     prefix: Keys, rests: list[Keys], reasons: list[str]) -> None:
+    def _expand_leaf(
+        self,
+        function: FunctionInfo,
+        site: JitSite,
+        leaf: cst.BaseExpression,
+        prefix: Keys,
+        rests: list[Keys],
+        reasons: list[str],
+    ) -> None:
         """One sharding (or None) covers a subtree holding the outputs: spell the subtree out.
         A name bound to a tree of shardings keeps its other uses: it is patched here."""
         kind = self.value_kind(leaf, site.scope)
         full = [(*prefix, *rest) for rest in rests]
-        if kind == "sharding" and (self.memory_kind(leaf, site.scope) in sx.HOST_KINDS
-                                   or self._is_known_host(leaf, function)):
+        if kind == "sharding" and (
+            self.memory_kind(leaf, site.scope) in sx.HOST_KINDS or self._is_known_host(leaf, function)
+        ):
             self.already(f"{self._labels(full)} are already declared host memory at the jit on line {site.line}")
             return
         if kind == "container":
@@ -191,14 +227,20 @@ class HostOutputCommand(FixCommand):
                 return
             if not self.claim(leaf, lambda updated: self.parse(patched)):
                 return
-            self.record(leaf, f"declare {self._labels(full)} as {self.spelling.host_kind} memory at the jit on line "
-                              f"{site.line}, keeping `{self.code(leaf)}` for its other outputs: `{patched}`", reasons,
-                        self._labels(full))
+            self.record(
+                leaf,
+                f"declare {self._labels(full)} as {self.spelling.host_kind} memory at the jit on line "
+                f"{site.line}, keeping `{self.code(leaf)}` for its other outputs: `{patched}`",
+                reasons,
+                self._labels(full),
+            )
             return
         if kind == "unknown":
-            self.report_problem(f"out_shardings for {_label(prefix)} is `{self.code(leaf)}`, which the source does not "
-                                "show to be a sharding or a tree of them: cannot tell how it covers "
-                                f"{self._labels(full)}")
+            self.report_problem(
+                f"out_shardings for {_label(prefix)} is `{self.code(leaf)}`, which the source does not "
+                "show to be a sharding or a tree of them: cannot tell how it covers "
+                f"{self._labels(full)}"
+            )
             return
         if sx.is_none(leaf):
             host = self.host_sharding(function, site, leaf)
@@ -208,7 +250,9 @@ class HostOutputCommand(FixCommand):
         else:
             new = sx.with_memory_kind(leaf, self.spelling.host_kind, self.facts.quote)
             if new is None:
-                self.report_problem(f"out_shardings for {_label(prefix)} is `{self.code(leaf)}`, which cannot carry a memory kind")
+                self.report_problem(
+                    f"out_shardings for {_label(prefix)} is `{self.code(leaf)}`, which cannot carry a memory kind"
+                )
                 return
             target_text, extra, sibling = self.code(new), [], self.code(leaf)
         value = self._shaped_like_returns(function, prefix, rests, target_text, sibling, site)
@@ -216,11 +260,17 @@ class HostOutputCommand(FixCommand):
             return
         if not self.claim(leaf, lambda updated: self.parse(value)):
             return
-        self.record(leaf, f"declare {self._labels(full)} as {self.spelling.host_kind} memory at the jit on line "
-                          f"{site.line}: `{self.code(leaf)}` -> `{value}`", [*reasons, *extra], self._labels(full))
+        self.record(
+            leaf,
+            f"declare {self._labels(full)} as {self.spelling.host_kind} memory at the jit on line "
+            f"{site.line}: `{self.code(leaf)}` -> `{value}`",
+            [*reasons, *extra],
+            self._labels(full),
+        )
 
-    def _shaped_like_returns(self, function: FunctionInfo, prefix: Keys, rests: list[Keys],
-                             target_text: str, other_text: str, site: JitSite) -> str | None:
+    def _shaped_like_returns(
+        self, function: FunctionInfo, prefix: Keys, rests: list[Keys], target_text: str, other_text: str, site: JitSite
+    ) -> str | None:
         """A prefix for the sub-tree at ``prefix`` with ``target_text`` at ``rests``: shaped
         like the returns, and like the output tree where they do not show the structure."""
         if rests == [()]:
@@ -277,8 +327,10 @@ class HostOutputCommand(FixCommand):
             return None
         literal = self._through_name(expr, site.scope) if isinstance(expr, cst.Name) else expr
         if isinstance(expr, cst.Name) and self._all_shardings(literal, site):
-            return (f"{self.jax_module()}.{self.spelling.tree_map}(lambda s: s.with_memory_kind("
-                    f"{quote}{host_kind}{quote}), {expr.value})")
+            return (
+                f"{self.jax_module()}.{self.spelling.tree_map}(lambda s: s.with_memory_kind("
+                f"{quote}{host_kind}{quote}), {expr.value})"
+            )
         return self._patched(self.code(expr), expr, [()], site, whole=True)
 
     def _all_shardings(self, expr: cst.BaseExpression, site: JitSite) -> bool:
@@ -291,8 +343,9 @@ class HostOutputCommand(FixCommand):
         children = _children(literal)
         return children is not None and all(self._all_shardings(child, site) for child in children.values())
 
-    def _patched(self, ref: str, expr: cst.BaseExpression, rests: list[Keys], site: JitSite,
-                 whole: bool = False) -> str | None:
+    def _patched(
+        self, ref: str, expr: cst.BaseExpression, rests: list[Keys], site: JitSite, whole: bool = False
+    ) -> str | None:
         """Text that reads ``ref`` (the code of a tree of shardings ``expr``), host memory at
         ``rests`` and as it was elsewhere: ``{**ref, "k": ...}``, ``(ref[0], ..., ref[2])``."""
         if any(not rest for rest in rests) and not whole:
@@ -300,14 +353,18 @@ class HostOutputCommand(FixCommand):
             if found is None:
                 host = self.host_sharding_text(site) if self.value_kind(expr, site.scope) == "none" else None
                 if host is None:
-                    self.report_problem(f"`{ref}` is not visibly a sharding or a tree of them: cannot make it host memory")
+                    self.report_problem(
+                        f"`{ref}` is not visibly a sharding or a tree of them: cannot make it host memory"
+                    )
                 return host
             return found
         literal = self._through_name(expr, site.scope)
         children = _children(literal)
         if children is None:
-            self.report_problem(f"`{ref}` is not visibly a tree of shardings: cannot reach "
-                                f"{', '.join(format_output_path(r) for r in rests)} inside it")
+            self.report_problem(
+                f"`{ref}` is not visibly a tree of shardings: cannot reach "
+                f"{', '.join(format_output_path(r) for r in rests)} inside it"
+            )
             return None
         quote = self.facts.quote
         named = isinstance(expr, (cst.Name, cst.Attribute))
@@ -318,8 +375,11 @@ class HostOutputCommand(FixCommand):
                 sub = [()]
             if not sub:
                 continue
-            child_ref = (f"{ref}[{quote}{key[1]}{quote}]" if key[0] == "key" else f"{ref}[{key[1]}]") if named \
+            child_ref = (
+                (f"{ref}[{quote}{key[1]}{quote}]" if key[0] == "key" else f"{ref}[{key[1]}]")
+                if named
                 else self.code(child)
+            )
             if isinstance(child, (cst.Name, cst.Attribute)) and self.value_kind(child, site.scope) != "none":
                 child_ref = self.code(child)
             text = self._patched(child_ref, child, sub, site)
@@ -333,10 +393,19 @@ class HostOutputCommand(FixCommand):
         if isinstance(literal, cst.Dict):
             if named:
                 return "{**" + ref + "".join(f", {quote}{k[1]}{quote}: {v}" for k, v in pieces.items()) + "}"
-            return "{" + ", ".join(f"{self.code(e.key)}: {_piece(pieces, e, self.code(e.value))}"
-                                   for e in literal.elements if isinstance(e, cst.DictElement)) + "}"
-        items = [pieces.get(("index", i), f"{ref}[{i}]" if named else self.code(child))
-                 for i, child in enumerate(children.values())]
+            return (
+                "{"
+                + ", ".join(
+                    f"{self.code(e.key)}: {_piece(pieces, e, self.code(e.value))}"
+                    for e in literal.elements
+                    if isinstance(e, cst.DictElement)
+                )
+                + "}"
+            )
+        items = [
+            pieces.get(("index", i), f"{ref}[{i}]" if named else self.code(child))
+            for i, child in enumerate(children.values())
+        ]
         if isinstance(literal, cst.List):
             return "[" + ", ".join(items) + "]"
         return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
@@ -346,8 +415,9 @@ class HostOutputCommand(FixCommand):
         return self.code(host[0]) if host is not None else None
 
     # ------------------------------------------------------------------ the host sharding
-    def host_sharding(self, function: FunctionInfo, site: JitSite,
-                      at: cst.BaseExpression | None) -> tuple[cst.BaseExpression, list[str]] | None:
+    def host_sharding(
+        self, function: FunctionInfo, site: JitSite, at: cst.BaseExpression | None
+    ) -> tuple[cst.BaseExpression, list[str]] | None:
         """An explicit host sharding usable at ``site``, and why it is unsafe if it is."""
         kind, quote = self.spelling.host_kind, self.facts.quote
         exact = []
@@ -383,17 +453,25 @@ class HostOutputCommand(FixCommand):
         out = self.option(site, "out_shardings")
         for leaf in _leaves(out.value) if out is not None else []:
             if leaf is not at and not sx.is_none(leaf) and not sx.is_memory_space(leaf):
-                yield leaf, f"built from another output's sharding `{self.code(leaf)}`: its partition spec may not fit this output"
+                yield (
+                    leaf,
+                    f"built from another output's sharding `{self.code(leaf)}`: its partition spec may not fit this output",
+                )
         ins = self.option(site, "in_shardings")
         for leaf in _leaves(ins.value) if ins is not None else []:
             if not sx.is_none(leaf) and not sx.is_memory_space(leaf):
-                yield leaf, f"built from an input's sharding `{self.code(leaf)}`: its partition spec may not fit this output"
+                yield (
+                    leaf,
+                    f"built from an input's sharding `{self.code(leaf)}`: its partition spec may not fit this output",
+                )
         outer = self.facts.inline_calls.get(site.options) if site.options is not None else None
         if outer is not None and outer.args and outer.args[0].keyword is None and not outer.args[0].star:
             argument = outer.args[0].value
             if isinstance(argument, (cst.Name, cst.Attribute)):
-                why = (f"built from the argument's `{self.code(argument)}.sharding`: it must be a jax.Array "
-                       "or ShapeDtypeStruct, and its partition spec may not fit this output")
+                why = (
+                    f"built from the argument's `{self.code(argument)}.sharding`: it must be a jax.Array "
+                    "or ShapeDtypeStruct, and its partition spec may not fit this output"
+                )
                 yield cst.Attribute(value=argument, attr=cst.Name("sharding")), why
 
     def _partial_callee(self) -> str:
@@ -469,8 +547,12 @@ def _children(expr: cst.BaseExpression | None) -> dict[PathKey, cst.BaseExpressi
                 return None
             out[_dict_key(element)] = element.value  # type: ignore[index]
         return out
-    if (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value == "dict"
-            and all(arg.keyword is not None and not arg.star for arg in expr.args)):
+    if (
+        isinstance(expr, cst.Call)
+        and isinstance(expr.func, cst.Name)
+        and expr.func.value == "dict"
+        and all(arg.keyword is not None and not arg.star for arg in expr.args)
+    ):
         return {("key", arg.keyword.value): arg.value for arg in expr.args if arg.keyword is not None}
     return None
 

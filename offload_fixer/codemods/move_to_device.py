@@ -52,9 +52,7 @@ AFTER_ORIGIN_REASON = (
     "copies the offloaded value back to device right after it was moved to host: it occupies "
     "device memory from there on, undoing the offload for the rest of the function"
 )
-SINGLE_DEVICE_REASON = (
-    "no sharding in scope to derive this one from: jax.devices()[0] assumes a single-device program"
-)
+SINGLE_DEVICE_REASON = "no sharding in scope to derive this one from: jax.devices()[0] assumes a single-device program"
 
 
 class MoveToDeviceCommand(FixCommand):
@@ -63,13 +61,22 @@ class MoveToDeviceCommand(FixCommand):
     @staticmethod
     def add_args(arg_parser: argparse.ArgumentParser) -> None:
         FixCommand.add_args(arg_parser)
-        arg_parser.add_argument("--placement", choices=["return", "entry", "after_origin", "operand"], default="return",
-                                help="return: at the returned output; entry: the host parameter (--parameter, "
-                                     "--parameter-leaf) where it is read; after_origin: right after the move to "
-                                     "host; operand: where the moved value is computed on (--compute-line)")
+        arg_parser.add_argument(
+            "--placement",
+            choices=["return", "entry", "after_origin", "operand"],
+            default="return",
+            help="return: at the returned output; entry: the host parameter (--parameter, "
+            "--parameter-leaf) where it is read; after_origin: right after the move to "
+            "host; operand: where the moved value is computed on (--compute-line)",
+        )
 
-    def __init__(self, context: CodemodContext, target: FixTarget | None = None,
-                 targets: Sequence[FixTarget] = (), **options: Any) -> None:
+    def __init__(
+        self,
+        context: CodemodContext,
+        target: FixTarget | None = None,
+        targets: Sequence[FixTarget] = (),
+        **options: Any,
+    ) -> None:
         super().__init__(context, target, targets, **options)
         self.insertions: dict[cst.IndentedBlock, list[tuple[int, cst.BaseStatement]]] = {}
 
@@ -105,12 +112,19 @@ class MoveToDeviceCommand(FixCommand):
                     continue
                 reasons = list(spec[1])
                 if located.rest and not self._all_device_below(keys[: len(keys) - len(located.rest)]):
-                    reasons.insert(0, f"the source does not show where {label} is inside `{self.code(node)}`, "
-                                      "so every array in it moves to device")
+                    reasons.insert(
+                        0,
+                        f"the source does not show where {label} is inside `{self.code(node)}`, "
+                        "so every array in it moves to device",
+                    )
                 where = "its assignment" if located.through_name else "the return"
-                self.record(node, f"move {label} back to device at {where}: "
-                                  f"{self.device_put_callee()}({self.code(node)}, {self.code(spec[0])})", reasons,
-                            label)
+                self.record(
+                    node,
+                    f"move {label} back to device at {where}: "
+                    f"{self.device_put_callee()}({self.code(node)}, {self.code(spec[0])})",
+                    reasons,
+                    label,
+                )
 
     def _all_device_below(self, prefix: tuple[PathKey, ...]) -> bool:
         """The analysis saw every output under ``prefix`` as device memory: moving all of the
@@ -145,12 +159,17 @@ class MoveToDeviceCommand(FixCommand):
         statement = self._rebind(name, spec)
         self.insert(body, start, statement)
         whole = f"all of {name}, since {why_whole}; " if why_whole else ""
-        self.record(body.body[start] if start < len(body.body) else function.node.name,
-                    f"move argument {name} to device where {function.name} starts (line {function.body_line}; "
-                    f"{whole}{ENTRY_NOTE}): {self.code(statement).strip()}", spec_reasons, f"argument {name}")
+        self.record(
+            body.body[start] if start < len(body.body) else function.node.name,
+            f"move argument {name} to device where {function.name} starts (line {function.body_line}; "
+            f"{whole}{ENTRY_NOTE}): {self.code(statement).strip()}",
+            spec_reasons,
+            f"argument {name}",
+        )
 
-    def _at_reads(self, function: FunctionInfo, body: cst.IndentedBlock, name: str,
-                  leaves: list[tuple[PathKey, ...]]) -> str:
+    def _at_reads(
+        self, function: FunctionInfo, body: cst.IndentedBlock, name: str, leaves: list[tuple[PathKey, ...]]
+    ) -> str:
         """Move only the host ``leaves`` of parameter ``name``, where the function reads them:
         ``leaf = device_put(name[...], ...)`` before the statement that first reads it (right
         after a sibling already moved that way, with the sibling's destination), the reads
@@ -199,20 +218,29 @@ class MoveToDeviceCommand(FixCommand):
             if local is None:
                 for node in nodes:
                     if self.claim(node, self._wrapper(spec)):
-                        self.record(node, f"move {label} to device where {function.name} reads it: "
-                                          f"{self.device_put_callee()}({self.code(node)}, {self.code(spec)})", reasons,
-                                    label)
+                        self.record(
+                            node,
+                            f"move {label} to device where {function.name} reads it: "
+                            f"{self.device_put_callee()}({self.code(node)}, {self.code(spec)})",
+                            reasons,
+                            label,
+                        )
                 continue
             statement = cst.parse_statement(
                 f"{local} = {self.device_put_callee()}({self.code(nodes[0])}, {self.code(spec)})\n",
-                config=self.facts.module.config_for_parsing)
+                config=self.facts.module.config_for_parsing,
+            )
             if not all(self.claim(node, _to_name(local)) for node in nodes):
                 continue
             self.insert(body, at, statement)
             beside = " beside its siblings" if sibling is not None and at == sibling[0] + 1 else ""
-            self.record(statements[first_read[part]], f"move {label} to device{beside} before {function.name} reads "
-                        f"it (line {self.facts.line(statements[first_read[part]])}): {self.code(statement).strip()}",
-                        reasons, label)
+            self.record(
+                statements[first_read[part]],
+                f"move {label} to device{beside} before {function.name} reads "
+                f"it (line {self.facts.line(statements[first_read[part]])}): {self.code(statement).strip()}",
+                reasons,
+                label,
+            )
         return ""
 
     def _top_index(self, statements: Sequence[cst.BaseStatement], node: cst.CSTNode) -> int | None:
@@ -224,8 +252,9 @@ class MoveToDeviceCommand(FixCommand):
                 return index
         return None
 
-    def _sibling_move(self, statements: Sequence[cst.BaseStatement], moved: list[Read],
-                      last: int) -> tuple[int, cst.BaseExpression] | None:
+    def _sibling_move(
+        self, statements: Sequence[cst.BaseStatement], moved: list[Read], last: int
+    ) -> tuple[int, cst.BaseExpression] | None:
         """(index, destination) of the last ``x = device_put(param[...], dst)`` statement that
         already moves a sibling sub-tree, when the function has one."""
         best = None
@@ -234,15 +263,20 @@ class MoveToDeviceCommand(FixCommand):
             index = self._top_index(statements, read.move)
             destination = sx.device_put_destination(read.move)
             statement = statements[index] if index is not None else None
-            if (index is not None and index <= last and destination is not None
-                    and _assigned_name(statement) is not None
-                    and statement.body[0].value is read.move  # type: ignore[union-attr]
-                    and (best is None or index > best[0])):
+            if (
+                index is not None
+                and index <= last
+                and destination is not None
+                and _assigned_name(statement) is not None
+                and statement.body[0].value is read.move  # type: ignore[union-attr]
+                and (best is None or index > best[0])
+            ):
                 best = (index, destination)
         return best
 
-    def _free_name(self, function: FunctionInfo, statements: Sequence[cst.BaseStatement],
-                   part: tuple[PathKey, ...], first: int) -> str | None:
+    def _free_name(
+        self, function: FunctionInfo, statements: Sequence[cst.BaseStatement], part: tuple[PathKey, ...], first: int
+    ) -> str | None:
         """A local name for the moved sub-tree: its last key (``nu`` for ``opt_state["nu"]``),
         when the function neither uses that name before the statement that reads the sub-tree
         nor reads it in that statement, and reads it after only if that statement assigns it
@@ -252,8 +286,12 @@ class MoveToDeviceCommand(FixCommand):
         if kind == "index" or not local.isidentifier() or keyword.iskeyword(local):
             return None
         params = function.node.params
-        every = [*params.posonly_params, *params.params, *params.kwonly_params,
-                 *(p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param))]
+        every = [
+            *params.posonly_params,
+            *params.params,
+            *params.kwonly_params,
+            *(p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)),
+        ]
         if any(p.name.value == local for p in every):
             return None
         assigns_it = False
@@ -275,7 +313,9 @@ class MoveToDeviceCommand(FixCommand):
         held = self.facts.statement_of(found[0], function) if found else None
         name = _assigned_name(held[0]) if held else None
         if held is None or name is None:
-            self.report_problem(f"the move to host at line {t.origin_line} is not assigned to a name in {function.name}")
+            self.report_problem(
+                f"the move to host at line {t.origin_line} is not assigned to a name in {function.name}"
+            )
             return
         lines = sorted({line for line, _ in t.compute_spans if function.contains(line)})
         if not lines:
@@ -299,15 +339,22 @@ class MoveToDeviceCommand(FixCommand):
             if moved:
                 self.already(f"{name} is already moved to device where it is computed on")
             else:
-                self.report_problem(f"no computation in {function.name} reads {name} on the lines the analysis names "
-                                    f"({', '.join(map(str, lines))})")
+                self.report_problem(
+                    f"no computation in {function.name} reads {name} on the lines the analysis names "
+                    f"({', '.join(map(str, lines))})"
+                )
             return
         for node in targets:
             line = self.facts.line(node)
             spec, reasons = self.device_spec(function, function.scope, line)
             if self.claim(node, self._wrapper(spec)):
-                self.record(node, f"move {name} to device where it is computed on (line {line}): "
-                                  f"{self.device_put_callee()}({name}, {self.code(spec)})", reasons, name)
+                self.record(
+                    node,
+                    f"move {name} to device where it is computed on (line {line}): "
+                    f"{self.device_put_callee()}({name}, {self.code(spec)})",
+                    reasons,
+                    name,
+                )
 
     def _after_origin(self, function: FunctionInfo) -> None:
         t = self.target
@@ -315,7 +362,9 @@ class MoveToDeviceCommand(FixCommand):
         held = self.facts.statement_of(found[0], function) if found else None
         name = _assigned_name(held[0]) if held else None
         if held is None or name is None:
-            self.report_problem(f"no `name = device_put(...)` statement for the move to host at line {t.origin_line} in {function.name}")
+            self.report_problem(
+                f"no `name = device_put(...)` statement for the move to host at line {t.origin_line} in {function.name}"
+            )
             return
         origin_statement, block = held
         position = next(i for i, s in enumerate(block.body) if s is origin_statement)
@@ -326,8 +375,12 @@ class MoveToDeviceCommand(FixCommand):
         spec, spec_reasons = self.device_spec(function, function.scope, self.facts.line(origin_statement) + 1)
         statement = self._rebind(name, spec)
         self.insert(block, position + 1, statement)
-        self.record(origin_statement, f"move {name} back to device before it is computed on: "
-                                      f"{self.code(statement).strip()}", [AFTER_ORIGIN_REASON, *spec_reasons], name)
+        self.record(
+            origin_statement,
+            f"move {name} back to device before it is computed on: {self.code(statement).strip()}",
+            [AFTER_ORIGIN_REASON, *spec_reasons],
+            name,
+        )
 
     # ------------------------------------------------------------------ spelling
     def device_spec(self, function: FunctionInfo, scope: Scope, line: int) -> tuple[cst.BaseExpression, list[str]]:
@@ -387,7 +440,9 @@ class MoveToDeviceCommand(FixCommand):
             return cst.Call(
                 func=callee.deep_clone(),
                 args=[
-                    cst.Arg(parenthesized_if_tuple(updated), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                    cst.Arg(
+                        parenthesized_if_tuple(updated), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+                    ),
                     cst.Arg(spec.deep_clone()),
                 ],
             )
@@ -415,8 +470,7 @@ class MoveToDeviceCommand(FixCommand):
 
     def _parameter(self, function: FunctionInfo) -> str | None:
         t = self.target
-        names = [*function.positional_params,
-                 *(p.name.value for p in function.node.params.kwonly_params)]
+        names = [*function.positional_params, *(p.name.value for p in function.node.params.kwonly_params)]
         if t.parameter in names:
             return t.parameter
         if t.parameter_index is not None and t.parameter_index < len(function.positional_params):
@@ -424,7 +478,9 @@ class MoveToDeviceCommand(FixCommand):
         return None
 
 
-def _with_inserted(body: Sequence[cst.BaseStatement], pending: list[tuple[int, cst.BaseStatement]]) -> list[cst.BaseStatement]:
+def _with_inserted(
+    body: Sequence[cst.BaseStatement], pending: list[tuple[int, cst.BaseStatement]]
+) -> list[cst.BaseStatement]:
     out: list[cst.BaseStatement] = []
     for index, statement in enumerate(body):
         inserted = [new for at, new in pending if at == index]

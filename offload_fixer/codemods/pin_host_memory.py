@@ -62,9 +62,12 @@ class PinHostMemoryCommand(FixCommand):
             return
         for node in unpinned:
             if self.claim(node, _respelled):
-                self.record(node, f"memory kind 'unpinned_host' -> 'pinned_host' for the move on line "
-                                  f"{target.origin_line}", reasons, "'unpinned_host'")
-
+                self.record(
+                    node,
+                    f"memory kind 'unpinned_host' -> 'pinned_host' for the move on line {target.origin_line}",
+                    reasons,
+                    "'unpinned_host'",
+                )
 
     def _pin_policy(self, line: int) -> None:
         literals: list[cst.SimpleString] = []
@@ -86,8 +89,13 @@ class PinHostMemoryCommand(FixCommand):
             return
         for node in unpinned:
             if self.claim(node, _respelled):
-                self.record(node, f"offload destination 'unpinned_host' -> 'pinned_host' on line {line} (a policy "
-                                  "that offloads to unpinned_host offloads nothing)", [], "'unpinned_host'")
+                self.record(
+                    node,
+                    f"offload destination 'unpinned_host' -> 'pinned_host' on line {line} (a policy "
+                    "that offloads to unpinned_host offloads nothing)",
+                    [],
+                    "'unpinned_host'",
+                )
 
 
 def _destination(call: cst.Call) -> cst.BaseExpression | None:
@@ -110,7 +118,9 @@ def _kind_literals(expr: cst.BaseExpression) -> list[cst.SimpleString]:
             is_with = isinstance(node.func, cst.Attribute) and node.func.attr.value == "with_memory_kind"
             for arg in node.args:
                 keyword = arg.keyword.value if arg.keyword is not None else None
-                if (keyword == "memory_kind" or (is_with and keyword is None)) and isinstance(arg.value, cst.SimpleString):
+                if (keyword == "memory_kind" or (is_with and keyword is None)) and isinstance(
+                    arg.value, cst.SimpleString
+                ):
                     found.append(arg.value)
 
     expr.visit(Visitor())

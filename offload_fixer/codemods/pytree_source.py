@@ -88,16 +88,18 @@ class OutputTree:
     leaves: tuple[tuple[Keys, str], ...]
 
     def under(self, at: Keys) -> list[tuple[Keys, str]]:
-        return [(keys[len(at):], kind) for keys, kind in self.leaves if keys[: len(at)] == at]
+        return [(keys[len(at) :], kind) for keys, kind in self.leaves if keys[: len(at)] == at]
 
     def covered(self, at: Keys, targets: Sequence[Keys]) -> bool:
         """Every output under ``at`` is a target or host memory already: one sharding for all."""
         below = self.under(at)
-        return bool(below) and all(kind in HOST_KINDS or any(rest[: len(t)] == t for t in targets)
-                                   for rest, kind in below)
+        return bool(below) and all(
+            kind in HOST_KINDS or any(rest[: len(t)] == t for t in targets) for rest, kind in below
+        )
 
-    def prefix(self, at: Keys, targets: Sequence[Keys], target_text: str, other_text: str,
-               quote: str) -> tuple[str | None, str]:
+    def prefix(
+        self, at: Keys, targets: Sequence[Keys], target_text: str, other_text: str, quote: str
+    ) -> tuple[str | None, str]:
         """(text of a prefix for the sub-tree at ``at``, or None and why not)."""
         if any(not t for t in targets) or self.covered(at, targets):
             return target_text, ""
@@ -110,19 +112,24 @@ class OutputTree:
         if kinds == {"key"}:
             pieces = []
             for key in keys:
-                text, why = self.prefix((*at, key), [t[1:] for t in targets if t[0] == key], target_text,
-                                        other_text, quote)
+                text, why = self.prefix(
+                    (*at, key), [t[1:] for t in targets if t[0] == key], target_text, other_text, quote
+                )
                 if text is None:
                     return None, why
                 pieces.append(f"{quote}{key[1]}{quote}: {text}")
             return "{" + ", ".join(pieces) + "}", ""
         if kinds == {"index"}:
-            return None, (f"{where} holds {', '.join(format_output_path((k,)) for k in keys)}, and the source does not "
-                          "show whether it is a tuple or a list, which out_shardings must match")
+            return None, (
+                f"{where} holds {', '.join(format_output_path((k,)) for k in keys)}, and the source does not "
+                "show whether it is a tuple or a list, which out_shardings must match"
+            )
         if kinds == {"attr"}:
-            return None, (f"{where} is a pytree node with fields {', '.join(str(k[1]) for k in keys)} (a named "
-                          "tuple or dataclass); out_shardings needs an instance of that type here, which the "
-                          "source does not build where it is returned")
+            return None, (
+                f"{where} is a pytree node with fields {', '.join(str(k[1]) for k in keys)} (a named "
+                "tuple or dataclass); out_shardings needs an instance of that type here, which the "
+                "source does not build where it is returned"
+            )
         return None, f"{where} has a structure out_shardings cannot spell"
 
 
@@ -153,7 +160,8 @@ def build_like(
         return target_text
     seen: set[int] = set()
     while not isinstance(expr, (cst.Tuple, cst.List, cst.Dict, cst.Call)) or (
-            isinstance(expr, cst.Call) and not _is_constructor(expr)):
+        isinstance(expr, cst.Call) and not _is_constructor(expr)
+    ):
         value = follow_name(facts, scope, expr) if not isinstance(expr, cst.Call) else None
         if value is None or id(value) in seen:
             if tree is None:
@@ -259,7 +267,9 @@ def _is_plain_call(call: cst.Call) -> bool:
 def _is_constructor(call: cst.Call) -> bool:
     """``dict(k=...)`` or ``Name(field=...)`` with a class-like name (a named tuple or
     dataclass built by keyword)."""
-    name = call.func.value if isinstance(call.func, cst.Name) else (
-        call.func.attr.value if isinstance(call.func, cst.Attribute) else "")
+    name = (
+        call.func.value
+        if isinstance(call.func, cst.Name)
+        else (call.func.attr.value if isinstance(call.func, cst.Attribute) else "")
+    )
     return _is_plain_call(call) and bool(call.args) and (name == "dict" or name[:1].isupper())
-

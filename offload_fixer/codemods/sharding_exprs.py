@@ -124,8 +124,10 @@ def with_memory_kind(expr: cst.BaseExpression, kind: str, quote: str) -> cst.Bas
                 equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
             )
             return append_arg(expr, new_arg)
-    receiver = expr if isinstance(expr, _ATOMS) or expr.lpar else expr.with_changes(
-        lpar=[cst.LeftParen()], rpar=[cst.RightParen()]
+    receiver = (
+        expr
+        if isinstance(expr, _ATOMS) or expr.lpar
+        else expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
     )
     return cst.Call(
         func=cst.Attribute(value=receiver, attr=cst.Name("with_memory_kind")),

@@ -57,8 +57,11 @@ class Aliases:
 
     @property
     def transfer_to_memory_kind(self) -> list[str]:
-        return [local for local, name in self.imported.items()
-                if name.startswith("jax") and name.rpartition(".")[2] == TRANSFER_TO_MEMORY_KIND]
+        return [
+            local
+            for local, name in self.imported.items()
+            if name.startswith("jax") and name.rpartition(".")[2] == TRANSFER_TO_MEMORY_KIND
+        ]
 
     def qualify(self, expr: cst.BaseExpression) -> str | None:
         """``jx.jit`` -> ``"jax.jit"``, ``partial`` -> ``"functools.partial"`` (None if not dotted)."""
@@ -149,9 +152,13 @@ class SourceFacts:
     """Counts a name's uses in the whole file when ``module`` is an excerpt of it."""
 
     @classmethod
-    def collect(cls, module: cst.Module, positions: Mapping[cst.CSTNode, CodeRange],
-                line_map: Callable[[int], int] | None = None,
-                reference_count: Callable[[str], int] | None = None) -> SourceFacts:
+    def collect(
+        cls,
+        module: cst.Module,
+        positions: Mapping[cst.CSTNode, CodeRange],
+        line_map: Callable[[int], int] | None = None,
+        reference_count: Callable[[str], int] | None = None,
+    ) -> SourceFacts:
         """``line_map``: when ``module`` is an excerpt, its lines -> the file's, so that every
         position (and every line a target gives) is a file line."""
         if line_map is not None:
@@ -231,14 +238,19 @@ class SourceFacts:
         found.sort(key=lambda item: (item[0], item[1]))
         return found[0][2], found[0][3]
 
-    def statement_of(self, node: cst.CSTNode, function: FunctionInfo) -> tuple[cst.SimpleStatementLine, cst.IndentedBlock] | None:
+    def statement_of(
+        self, node: cst.CSTNode, function: FunctionInfo
+    ) -> tuple[cst.SimpleStatementLine, cst.IndentedBlock] | None:
         """The simple statement holding ``node`` inside ``function`` and the block it sits in."""
         target = self.positions[node]
         for block in _blocks(function.node.body):
             for statement in block.body:
                 span = self.positions[statement]
-                if (isinstance(statement, cst.SimpleStatementLine)
-                        and span.start.line <= target.start.line and target.end.line <= span.end.line):
+                if (
+                    isinstance(statement, cst.SimpleStatementLine)
+                    and span.start.line <= target.start.line
+                    and target.end.line <= span.end.line
+                ):
                     return statement, block
         return None
 
@@ -318,8 +330,9 @@ class FileLines(Mapping[cst.CSTNode, CodeRange]):
     def __getitem__(self, node: cst.CSTNode) -> CodeRange:
         where = self._positions[node]
         start, end = where.start, where.end
-        return CodeRange(CodePosition(self._line_map(start.line), start.column),
-                         CodePosition(self._line_map(end.line), end.column))
+        return CodeRange(
+            CodePosition(self._line_map(start.line), start.column), CodePosition(self._line_map(end.line), end.column)
+        )
 
     def __iter__(self) -> Iterator[cst.CSTNode]:
         return iter(self._positions)
@@ -413,8 +426,14 @@ class _Walker(cst.CSTVisitor):
     def _line(self, node: cst.CSTNode) -> int:
         return self.positions[node].start.line
 
-    def _scope(self, kind: str, node: cst.CSTNode, parent: Scope | None, statements: list[Any],
-               params: Sequence[cst.Param] = ()) -> Scope:
+    def _scope(
+        self,
+        kind: str,
+        node: cst.CSTNode,
+        parent: Scope | None,
+        statements: list[Any],
+        params: Sequence[cst.Param] = (),
+    ) -> Scope:
         """A scope with its statements' bindings (and ``params``), its imports noted in ``imported``."""
         collector = BindingCollector()
         for param in params:
@@ -479,8 +498,7 @@ class _Walker(cst.CSTVisitor):
         """``:=`` binds in the enclosing scope from inside an expression, which the statement
         collector does not enter."""
         if isinstance(node.target, cst.Name):
-            self.scope.bindings.setdefault(node.target.value, []).append(
-                Binding("other", node, node, 0, True))
+            self.scope.bindings.setdefault(node.target.value, []).append(Binding("other", node, node, 0, True))
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
         if node.quote == "'":
@@ -506,6 +524,9 @@ class _Walker(cst.CSTVisitor):
                 self.device_puts.append((call, scope, line))
             elif isinstance(call.func, cst.Call):
                 inner = call.func
-                if (self.aliases.qualify(inner.func) == PARTIAL and inner.args
-                        and self.aliases.qualify(inner.args[0].value) == JIT):
+                if (
+                    self.aliases.qualify(inner.func) == PARTIAL
+                    and inner.args
+                    and self.aliases.qualify(inner.args[0].value) == JIT
+                ):
                     self.jit_calls.append((call, scope, line))

@@ -53,12 +53,8 @@ HOST_MEMORY_SPACE = 5
 
 SourceKind = Literal["jax-ir", "xla-mlir", "hlo-text", "hlo-proto"]
 
-_BEFORE = re.compile(
-    r"(?:^|\.)module_(?P<number>\d+)\.(?P<name>.+?)\.before_optimizations\.(?P<ext>txt|hlo\.pb)$"
-)
-_AFTER = re.compile(
-    r"(?:^|\.)module_(?P<number>\d+)\.(?P<name>.+?)\.(?:\w+_)?after_optimizations"
-)
+_BEFORE = re.compile(r"(?:^|\.)module_(?P<number>\d+)\.(?P<name>.+?)\.before_optimizations\.(?P<ext>txt|hlo\.pb)$")
+_AFTER = re.compile(r"(?:^|\.)module_(?P<number>\d+)\.(?P<name>.+?)\.(?:\w+_)?after_optimizations")
 _MODULE_DIR = re.compile(r"(?:^|\.)module_(?P<number>\d+)\.(?P<name>.+)$")
 _JAX_IR = re.compile(r"^jax_ir(?P<number>\d+)_(?P<name>.+)_compile\.mlir$")
 _MEMORY_SPACE = re.compile(r"S\((?P<space>\d+)\)")
@@ -101,27 +97,17 @@ class DumpedModule:
 
     @property
     def label(self) -> str:
-        return (
-            f"module_{self.number:04d}.{self.name}"
-            if self.number is not None
-            else self.name
-        )
+        return f"module_{self.number:04d}.{self.name}" if self.number is not None else self.name
 
     @property
     def jax_number(self) -> int | None:
         """JAX's dump counter (``jax_ir0007_...``): later lowerings have larger numbers."""
-        match = (
-            _JAX_IR.match(os.path.basename(self.jax_mlir)) if self.jax_mlir else None
-        )
+        match = _JAX_IR.match(os.path.basename(self.jax_mlir)) if self.jax_mlir else None
         return int(match.group("number")) if match else None
 
     @property
     def files(self) -> tuple[str, ...]:
-        return tuple(
-            p
-            for p in (self.hlo_text, self.hlo_proto, self.xla_mlir, self.jax_mlir)
-            if p
-        )
+        return tuple(p for p in (self.hlo_text, self.hlo_proto, self.xla_mlir, self.jax_mlir) if p)
 
 
 def find_dumped_modules(dump_dir: str | os.PathLike[str]) -> list[DumpedModule]:
@@ -146,9 +132,7 @@ def find_dumped_modules(dump_dir: str | os.PathLike[str]) -> list[DumpedModule]:
             name = entry.name
             jax_match = _JAX_IR.match(name)
             if jax_match and entry.is_file():
-                jax_files.setdefault(jax_match.group("name"), []).append(
-                    (int(jax_match.group("number")), entry.path)
-                )
+                jax_files.setdefault(jax_match.group("name"), []).append((int(jax_match.group("number")), entry.path))
                 continue
             if directory != root:
                 continue
@@ -163,15 +147,9 @@ def find_dumped_modules(dump_dir: str | os.PathLike[str]) -> list[DumpedModule]:
                 compiled.add((int(after.group("number")), after.group("name")))
                 continue
             module_dir = _MODULE_DIR.search(name)
-            if (
-                module_dir
-                and entry.is_dir()
-                and os.path.isfile(os.path.join(entry.path, "module.mlir"))
-            ):
+            if module_dir and entry.is_dir() and os.path.isfile(os.path.join(entry.path, "module.mlir")):
                 key = (int(module_dir.group("number")), module_dir.group("name"))
-                found.setdefault(key, {})["xla_mlir"] = os.path.join(
-                    entry.path, "module.mlir"
-                )
+                found.setdefault(key, {})["xla_mlir"] = os.path.join(entry.path, "module.mlir")
 
     modules = []
     latest_number: dict[str, int] = {}
@@ -265,11 +243,7 @@ class LoadedModule:
     def outputs(self) -> tuple[OutputSlot, ...]:
         module = ir.Module.parse(self.stablehlo, context=self._context)
         main = _function(module, "main")
-        attrs = (
-            list(ir.ArrayAttr(main.attributes["res_attrs"]))
-            if "res_attrs" in main.attributes
-            else []
-        )
+        attrs = list(ir.ArrayAttr(main.attributes["res_attrs"])) if "res_attrs" in main.attributes else []
         returned = _returned_values(main)
         slots = []
         for index, value in enumerate(returned):
@@ -280,11 +254,7 @@ class LoadedModule:
             owner = value.owner
             if not isinstance(owner, ir.Block):
                 span = user_span(decode(owner.operation.location))
-            path = (
-                format_output_path(parse_output_path(info))
-                if info is not None
-                else None
-            )
+            path = format_output_path(parse_output_path(info)) if info is not None else None
             slots.append(OutputSlot(index, path, kind, span))
         return tuple(slots)
 
@@ -332,21 +302,14 @@ class LoadedModule:
     def _entry_memory_spaces(self) -> tuple[list[int | None], list[int | None]]:
         """Memory space of each entry parameter and result (``S(5)`` is host)."""
         shape = (
-            jax_compat.hlo_bindings()
-            .XlaComputation(self.hlo_module.as_serialized_hlo_module_proto())
-            .program_shape()
+            jax_compat.hlo_bindings().XlaComputation(self.hlo_module.as_serialized_hlo_module_proto()).program_shape()
         )
         params = [_memory_space(s) for s in shape.parameter_shapes()]
         result = shape.result_shape()
-        results = [
-            _memory_space(s)
-            for s in (result.tuple_shapes() if result.is_tuple() else [result])
-        ]
+        results = [_memory_space(s) for s in (result.tuple_shapes() if result.is_tuple() else [result])]
         return params, results
 
-    def outputs_fed_by(
-        self, instruction: str, custom_call: bool = False
-    ) -> tuple[int, ...] | None:
+    def outputs_fed_by(self, instruction: str, custom_call: bool = False) -> tuple[int, ...] | None:
         """Flat outputs the named instruction's host value reaches without a move back to device.
 
         ``()`` when the name cannot be where XLA's walk starts here (no operand of it is in
@@ -356,17 +319,11 @@ class LoadedModule:
         """
         module = self._names_module
         main = _function(module, "main")
-        starts = _starting_values(
-            module, main, instruction, self.host_arguments, custom_call
-        )
+        starts = _starting_values(module, main, instruction, self.host_arguments, custom_call)
         if starts is None:
             if self._is_flattened_root_tuple(instruction):
                 returned = _returned_values(main)
-                return tuple(
-                    i
-                    for i, v in enumerate(returned)
-                    if _is_host_value(v, self.host_arguments)
-                )
+                return tuple(i for i, v in enumerate(returned) if _is_host_value(v, self.host_arguments))
             return None
         tuple_return = _returns_one_tuple(main)
         outputs: set[int] = set()
@@ -379,11 +336,7 @@ class LoadedModule:
             seen.add((value, path))
             for use in value.uses:
                 user = use.owner.operation
-                queue.extend(
-                    _successors(
-                        user, use.operand_number, path, main, tuple_return, outputs
-                    )
-                )
+                queue.extend(_successors(user, use.operand_number, path, main, tuple_return, outputs))
         return tuple(sorted(outputs))
 
     @cached_property
@@ -393,10 +346,7 @@ class LoadedModule:
         main = _function(module, "main")
         if "arg_attrs" not in main.attributes:
             return frozenset()
-        kinds = [
-            _string_entry(ir.DictAttr(a), "mhlo.memory_kind")
-            for a in ir.ArrayAttr(main.attributes["arg_attrs"])
-        ]
+        kinds = [_string_entry(ir.DictAttr(a), "mhlo.memory_kind") for a in ir.ArrayAttr(main.attributes["arg_attrs"])]
         return frozenset(i for i, kind in enumerate(kinds) if kind in HOST_KINDS)
 
     def _is_flattened_root_tuple(self, instruction: str) -> bool:
@@ -435,25 +385,15 @@ def _starting_values(
             if top != op:
                 return [(result, ()) for result in top.results]
             if custom_call:
-                return (
-                    [(result, ()) for result in op.results]
-                    if is_move_to_host(op)
-                    else []
-                )
-            host = [
-                i
-                for i, v in enumerate(op.operands)
-                if _is_host_value(v, host_arguments)
-            ]
+                return [(result, ()) for result in op.results] if is_move_to_host(op) else []
+            host = [i for i, v in enumerate(op.operands) if _is_host_value(v, host_arguments)]
             if op.name == "stablehlo.tuple":
                 return [(op.result, (position,)) for position in host]
             return [(result, ()) for result in op.results] if host else []
     for argument in main.regions[0].blocks[0].arguments:
         location = jax_compat.value_location(argument)
         if location is not None and decode(location).name == instruction:
-            return (
-                [(argument, ())] if _argument_number(argument) in host_arguments else []
-            )
+            return [(argument, ())] if _argument_number(argument) in host_arguments else []
     return None
 
 
@@ -481,9 +421,7 @@ def _successors(
         parent = user.parent
         if parent is None:
             return []
-        return (
-            [(parent.results[operand], path)] if operand < len(parent.results) else []
-        )
+        return [(parent.results[operand], path)] if operand < len(parent.results) else []
     if name == "stablehlo.custom_call":
         if is_move_to_device(user):
             return []
@@ -516,9 +454,7 @@ def _is_host_value(value: ir.Value, host_arguments: frozenset[int]) -> bool:
             "mhlo.copy",
             "stablehlo.copy",
         )
-        if not len(op.operands) or not (
-            passthrough or custom_call_target(op) in SHARDING_TARGETS
-        ):
+        if not len(op.operands) or not (passthrough or custom_call_target(op) in SHARDING_TARGETS):
             return False
         value = op.operands[0]
 
@@ -547,11 +483,7 @@ def _parent_function(op: ir.Operation) -> ir.Operation | None:
 # ---------------------------------------------------------------------------------------
 # Module helpers
 def _functions(module: ir.Module) -> list[ir.Operation]:
-    return [
-        op.operation
-        for op in module.body.operations
-        if op.operation.name == "func.func"
-    ]
+    return [op.operation for op in module.body.operations if op.operation.name == "func.func"]
 
 
 def _function(module: ir.Module, name: str) -> ir.Operation:
@@ -569,18 +501,13 @@ def _returned_values(main: ir.Operation) -> list[ir.Value]:
     operands = list(terminator.operands)
     if _returns_one_tuple(main):
         owner = operands[0].owner
-        if (
-            not isinstance(owner, ir.Block)
-            and owner.operation.name == "stablehlo.tuple"
-        ):
+        if not isinstance(owner, ir.Block) and owner.operation.name == "stablehlo.tuple":
             return list(owner.operation.operands)
     return operands
 
 
 def _returns_one_tuple(main: ir.Operation) -> bool:
-    results = list(
-        ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).results
-    )
+    results = list(ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value).results)
     return len(results) == 1 and _is_tuple_type(results[0])
 
 
@@ -616,28 +543,18 @@ def _flatten_root_tuple(module: ir.Module) -> None:
         terminator.erase()
         if not list(root_tuple.result.uses):
             root_tuple.erase()
-        function_type = ir.FunctionType(
-            ir.TypeAttr(main.attributes["function_type"]).value
-        )
-        flat = ir.FunctionType.get(
-            list(function_type.inputs), [value.type for value in values]
-        )
+        function_type = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
+        flat = ir.FunctionType.get(list(function_type.inputs), [value.type for value in values])
         main.attributes["function_type"] = ir.TypeAttr.get(flat)
 
 
-def _annotate_memory_kinds(
-    module: ir.Module, params: list[int | None], results: list[int | None]
-) -> None:
+def _annotate_memory_kinds(module: ir.Module, params: list[int | None], results: list[int | None]) -> None:
     """Write each host entry value's memory kind as JAX would (``mhlo.memory_kind``)."""
     main = _function(module, "main")
     context = module.context
     with context:
         for attr_name, spaces in (("arg_attrs", params), ("res_attrs", results)):
-            existing = (
-                list(ir.ArrayAttr(main.attributes[attr_name]))
-                if attr_name in main.attributes
-                else []
-            )
+            existing = list(ir.ArrayAttr(main.attributes[attr_name])) if attr_name in main.attributes else []
             entries = []
             for index, space in enumerate(spaces):
                 fields = {}
@@ -671,9 +588,7 @@ def _module_from_proto(data: bytes, path: str) -> Any:
             return api.HloModule.from_serialized_hlo_module_proto(candidate)
         except RuntimeError:  # jaxlib's XlaRuntimeError / JaxRuntimeError
             continue
-    raise DumpReadError(
-        f"{path}: not an HloProto or HloModuleProto this jaxlib can read"
-    )
+    raise DumpReadError(f"{path}: not an HloProto or HloModuleProto this jaxlib can read")
 
 
 def _length_delimited_field(data: bytes, number: int) -> bytes | None:

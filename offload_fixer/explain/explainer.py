@@ -123,9 +123,7 @@ def explain(
 class _DumpSession:
     """Loads, converts and analyses each dumped module at most once."""
 
-    def __init__(
-        self, modules: list[DumpedModule], target: str, notes: list[str], confirm: bool = False
-    ) -> None:
+    def __init__(self, modules: list[DumpedModule], target: str, notes: list[str], confirm: bool = False) -> None:
         self.confirm = confirm
         self.modules = modules
         self.target = target
@@ -140,9 +138,7 @@ class _DumpSession:
         loaded = [self.load(m) for m in order]
         if error.instruction is None:
             return loaded
-        naming = [
-            module for module in loaded if self._mentions(module, error.instruction)
-        ]
+        naming = [module for module in loaded if self._mentions(module, error.instruction)]
         return naming + [module for module in loaded if module not in naming]
 
     def load(self, dumped: DumpedModule) -> LoadedModule:
@@ -179,9 +175,7 @@ class _DumpSession:
         points to; else the first module that names the instruction, undiagnosed."""
         fallback: ErrorMatch | None = None
         for module in self.candidates(error):
-            named = error.instruction is not None and self._mentions(
-                module, error.instruction
-            )
+            named = error.instruction is not None and self._mentions(module, error.instruction)
             report = self.report(module)
             if report is None:
                 continue
@@ -191,9 +185,7 @@ class _DumpSession:
             except DumpReadError as exc:
                 self.notes.append(f"{module.dumped.label}: {exc}")
                 continue
-            same_code = [
-                d for d in report.diagnostics if d.code == error.diagnostic_code
-            ]
+            same_code = [d for d in report.diagnostics if d.code == error.diagnostic_code]
             if error.kind != OUTPUT_NOT_HOST:
                 chosen, others = same_code, []
             elif located_by != "analysis":
@@ -204,9 +196,7 @@ class _DumpSession:
                 )
             else:
                 chosen, others = same_code[:1], same_code[1:]
-                indices = tuple(
-                    d.output_index for d in chosen if d.output_index is not None
-                )
+                indices = tuple(d.output_index for d in chosen if d.output_index is not None)
             match = ErrorMatch(
                 error=error,
                 module=module.dumped,
@@ -243,9 +233,7 @@ class _DumpSession:
                 f"{match.module.label} was chosen as the latest module the analysis confirms"
             )
 
-    def _indices(
-        self, module: LoadedModule, error: XlaError, named: bool
-    ) -> tuple[tuple[int, ...], LocatedBy]:
+    def _indices(self, module: LoadedModule, error: XlaError, named: bool) -> tuple[tuple[int, ...], LocatedBy]:
         """The outputs the message points at in this module. An empty tuple located by the
         instruction means the name cannot start XLA's walk here: another module is meant."""
         if error.kind != OUTPUT_NOT_HOST:
@@ -259,9 +247,7 @@ class _DumpSession:
                 self.notes.append(f"{module.dumped.label}: {exc}")
                 fed = None
             if fed is not None:
-                return tuple(
-                    i for i in fed if _slot(module.outputs, i).memory_kind == DEVICE
-                ), "instruction"
+                return tuple(i for i in fed if _slot(module.outputs, i).memory_kind == DEVICE), "instruction"
         return (), "analysis"
 
 
@@ -365,16 +351,10 @@ def _render(
     by_error = {id(m.error): m for m in matches}
     user_frames = [f for f in frames if not _is_library_path(f.path)]
     for number, error in enumerate(serious, 1):
-        lines.extend(
-            _render_error(
-                number, error, by_error.get(id(error)), target, dump is not None
-            )
-        )
+        lines.extend(_render_error(number, error, by_error.get(id(error)), target, dump is not None))
     if warnings:
         names = ", ".join(sorted({w.instruction for w in warnings if w.instruction}))
-        lines.append(
-            f"XLA also warned ({len(warnings)}): host compute on host-memory values ({names})."
-        )
+        lines.append(f"XLA also warned ({len(warnings)}): host compute on host-memory values ({names}).")
         lines.append("")
     if user_frames:
         call = user_frames[-1]
@@ -386,13 +366,9 @@ def _render(
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _render_error(
-    number: int, error: XlaError, match: ErrorMatch | None, target: str, dumped: bool
-) -> list[str]:
+def _render_error(number: int, error: XlaError, match: ErrorMatch | None, target: str, dumped: bool) -> list[str]:
     code = f"E{error.code}" if error.code is not None else "error"
-    title = error.error_name or {"crash": "crash"}.get(
-        error.severity, "host offload error"
-    )
+    title = error.error_name or {"crash": "crash"}.get(error.severity, "host offload error")
     lines = [
         f"[{number}] XLA {code} {title} (log line {error.line})",
         f"    {error.message}",
@@ -404,15 +380,10 @@ def _render_error(
     if words:
         lines.extend(_wrap(words, "      "))
     if error.trace:
-        steps = " -> ".join(
-            f"{s.instruction}{{{','.join(map(str, s.shape_index))}}}"
-            for s in error.trace
-        )
+        steps = " -> ".join(f"{s.instruction}{{{','.join(map(str, s.shape_index))}}}" for s in error.trace)
         lines.append(f"      XLA's trace: {steps}")
         if error.trace_output_index is not None:
-            lines.append(
-                f"      The trace ends at flat output {error.trace_output_index}."
-            )
+            lines.append(f"      The trace ends at flat output {error.trace_output_index}.")
     if match is not None:
         lines.append("")
         lines.extend(_render_match(match, target))
@@ -455,26 +426,16 @@ def _render_match(match: ErrorMatch, target: str) -> list[str]:
             for d in match.other_diagnostics
             if d.output_index is not None
         )
-        lines.append(
-            f"    XLA stops at the first; the same problem also reaches: {others}."
-        )
+        lines.append(f"    XLA stops at the first; the same problem also reaches: {others}.")
     return lines
 
 
-def _render_diagnostic(
-    diagnostic: Diagnostic, entry_outputs: tuple[OutputSlot, ...]
-) -> list[str]:
+def _render_diagnostic(diagnostic: Diagnostic, entry_outputs: tuple[OutputSlot, ...]) -> list[str]:
     lines = [f"      {diagnostic.code} {diagnostic.severity}: {diagnostic.message}"]
     if diagnostic.output_index is not None:
-        lines.append(
-            f"        output: {_output_name(_slot(entry_outputs, diagnostic.output_index))}"
-        )
+        lines.append(f"        output: {_output_name(_slot(entry_outputs, diagnostic.output_index))}")
     if diagnostic.origin is not None:
-        where = (
-            f" at {_span_text(diagnostic.origin.span)}"
-            if diagnostic.origin.span
-            else ""
-        )
+        where = f" at {_span_text(diagnostic.origin.span)}" if diagnostic.origin.span else ""
         lines.append(
             f"        host memory from: {diagnostic.origin.kind.replace('_', ' ')} ({diagnostic.origin.memory_kind}){where}"
         )
@@ -483,8 +444,11 @@ def _render_diagnostic(
     if diagnostic.return_span is not None:
         lines.append(f"        returned at {_span_text(diagnostic.return_span)}")
     if diagnostic.confirmed is not None:
-        lines.append("        confirmed by the installed compiler" if diagnostic.confirmed
-                     else "        NOT confirmed by the installed compiler")
+        lines.append(
+            "        confirmed by the installed compiler"
+            if diagnostic.confirmed
+            else "        NOT confirmed by the installed compiler"
+        )
     if diagnostic.explanation:
         lines.extend(_wrap(diagnostic.explanation, "        "))
     for fix in diagnostic.fixes:
@@ -492,12 +456,8 @@ def _render_diagnostic(
     return lines
 
 
-def _next_steps(
-    user_frames: list[TracebackFrame], target: str, dump: str | None
-) -> list[str]:
-    script = next(
-        (f.path for f in user_frames if f.function == "<module>"), "script.py"
-    )
+def _next_steps(user_frames: list[TracebackFrame], target: str, dump: str | None) -> list[str]:
+    script = next((f.path for f in user_frames if f.function == "<module>"), "script.py")
     spelling = jax_compat.spelling()
     to_device = (
         "jax.device_put(x, jax.memory.Space.Device)"
@@ -514,8 +474,7 @@ def _next_steps(
     if dump is None:
         lines += [
             "  or rerun once with a dump and explain again:",
-            "      XLA_FLAGS=--xla_dump_to=/tmp/xla_dump JAX_DUMP_IR_TO=/tmp/xla_dump/jax python "
-            + script,
+            "      XLA_FLAGS=--xla_dump_to=/tmp/xla_dump JAX_DUMP_IR_TO=/tmp/xla_dump/jax python " + script,
             "      offload-fixer explain LOG --dump /tmp/xla_dump",
             "  XLA's own trace of the path: TF_CPP_VMODULE=host_offloader=1 TF_CPP_MIN_LOG_LEVEL=0",
         ]
@@ -554,6 +513,4 @@ def _is_library_path(path: str) -> bool:
 
 
 def _wrap(text: str, indent: str, width: int = 96) -> list[str]:
-    return textwrap.wrap(
-        text, width=width, initial_indent=indent, subsequent_indent=indent
-    )
+    return textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=indent)

@@ -78,9 +78,7 @@ _STATUS = re.compile(
 )
 _LINK = re.compile(r"See (?P<url>https?://\S+?/errors?/error_(?P<code>\d+))[^\n]*")
 _TRACE_HEADER = re.compile(r"Instruction trace leading to error")
-_TRACE_STEP = re.compile(
-    r"\{Instr: (?P<name>" + msg.NAME + r"), ShapeIndex: \{(?P<index>[\d,\s]*)\}\}"
-)
+_TRACE_STEP = re.compile(r"\{Instr: (?P<name>" + msg.NAME + r"), ShapeIndex: \{(?P<index>[\d,\s]*)\}\}")
 
 
 def parse_error_log(text: str) -> list[XlaError]:
@@ -183,11 +181,7 @@ def _build(
 
 def _attach_traces(found: list[tuple[int, XlaError]], text: str) -> list[XlaError]:
     errors = [error for _, error in found]
-    targets = [
-        (offset, i)
-        for i, (offset, error) in enumerate(found)
-        if error.kind == OUTPUT_NOT_HOST
-    ]
+    targets = [(offset, i) for i, (offset, error) in enumerate(found) if error.kind == OUTPUT_NOT_HOST]
     for header_at, steps in _traces(text):
         after = [i for offset, i in targets if offset >= header_at]
         before = [i for offset, i in targets if offset < header_at]
@@ -207,11 +201,7 @@ def _traces(text: str) -> list[tuple[int, tuple[TraceStep, ...]]]:
             line_steps = [
                 TraceStep(
                     m.group("name"),
-                    tuple(
-                        int(i)
-                        for i in m.group("index").replace(" ", "").split(",")
-                        if i
-                    ),
+                    tuple(int(i) for i in m.group("index").replace(" ", "").split(",") if i),
                 )
                 for m in _TRACE_STEP.finditer(line)
             ]
@@ -251,7 +241,4 @@ class TracebackFrame:
 
 def traceback_frames(text: str) -> list[TracebackFrame]:
     """The ``File "...", line N, in f`` frames of every traceback in the log, in order."""
-    return [
-        TracebackFrame(m.group("path"), int(m.group("line")), m.group("function"))
-        for m in _FRAME.finditer(text)
-    ]
+    return [TracebackFrame(m.group("path"), int(m.group("line")), m.group("function")) for m in _FRAME.finditer(text)]

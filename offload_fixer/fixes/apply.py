@@ -72,8 +72,9 @@ class FileResult:
             raise self.error
 
 
-def apply_plans(plans: Iterable[FixPlan], write: bool, *, unsafe: bool = False,
-                max_passes: int = MAX_PASSES) -> list[FileResult]:
+def apply_plans(
+    plans: Iterable[FixPlan], write: bool, *, unsafe: bool = False, max_passes: int = MAX_PASSES
+) -> list[FileResult]:
     """Apply ``plans`` file by file; write the files only if ``write``.
 
     Safe plans are applied; unsafe ones only with ``unsafe=True``; display-only ones never.
@@ -106,8 +107,15 @@ def choose_plans(plans: Iterable[FixPlan], unsafe: bool) -> tuple[list[FixPlan],
     return chosen, skipped
 
 
-def fix_text(path: str, text: str, plans: Sequence[FixPlan], *, encoding: str = "utf-8",
-             original: bytes | None = None, max_passes: int = MAX_PASSES) -> tuple[str, int]:
+def fix_text(
+    path: str,
+    text: str,
+    plans: Sequence[FixPlan],
+    *,
+    encoding: str = "utf-8",
+    original: bytes | None = None,
+    max_passes: int = MAX_PASSES,
+) -> tuple[str, int]:
     """``text`` (the source of ``path``) with every one of ``plans`` applied, and the passes it
     took: the one way a fix is made, for files and stdin (:func:`apply_plans`), an editor's
     buffer (the language server) and a kernel's cells (``%offload_fix``).
@@ -119,21 +127,24 @@ def fix_text(path: str, text: str, plans: Sequence[FixPlan], *, encoding: str = 
     jobs = [job for plan in plans for job in plan.jobs]
     try:
         new_text, changed, passes = call_allowing_deep_recursion(
-            lambda: fix_source_to_fixpoint(FileOutline.of(path, text), jobs, max_passes))
+            lambda: fix_source_to_fixpoint(FileOutline.of(path, text), jobs, max_passes)
+        )
     except RecursionError as exc:
         raise _too_deep(path) from exc
     if new_text != text:
         try:
             new_data = encode(new_text, encoding)
         except UnicodeEncodeError as exc:
-            raise FixVerificationError(path, f"the fixed text cannot be written in {encoding} ({exc.reason}); "
-                                       "left unchanged") from exc
+            raise FixVerificationError(
+                path, f"the fixed text cannot be written in {encoding} ({exc.reason}); left unchanged"
+            ) from exc
         verify(path, new_data, changed, original=original if original is not None else encode(text, encoding))
     return new_text, passes
 
 
-def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_passes: int,
-                data: bytes | None = None) -> FileResult:
+def _apply_file(
+    path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_passes: int, data: bytes | None = None
+) -> FileResult:
     chosen, skipped = choose_plans(plans, unsafe)
     if not path:  # diagnostics that name no file: nothing to read, only reasons to show
         return FileResult(path, "", "", "", skipped=tuple(skipped))
@@ -166,12 +177,14 @@ def _apply_file(path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_
 
 
 def _too_deep(path: str) -> SourceSyntaxError:
-    return SourceSyntaxError(path, "nested too deeply for the fixer's tree walks (Python's recursion limit); "
-                             "nothing was written", 1, 1)
+    return SourceSyntaxError(
+        path, "nested too deeply for the fixer's tree walks (Python's recursion limit); nothing was written", 1, 1
+    )
 
 
-def fix_source_to_fixpoint(source: FileOutline, jobs: Sequence[Job],
-                           max_passes: int = MAX_PASSES) -> tuple[str, list[str], int]:
+def fix_source_to_fixpoint(
+    source: FileOutline, jobs: Sequence[Job], max_passes: int = MAX_PASSES
+) -> tuple[str, list[str], int]:
     """:func:`fix_to_fixpoint` on the statements the jobs need (an excerpt of the file), spliced
     back: (new text, the new text of each changed chunk, passes)."""
     excerpt = source.excerpt_for(target for _, target in jobs)
@@ -183,9 +196,13 @@ def fix_source_to_fixpoint(source: FileOutline, jobs: Sequence[Job],
     return text, changed, passes
 
 
-def fix_to_fixpoint(path: str, module: cst.Module, jobs: Sequence[Job],
-                    max_passes: int = MAX_PASSES,
-                    reference_count: Callable[[str], int] | None = None) -> tuple[cst.Module, int]:
+def fix_to_fixpoint(
+    path: str,
+    module: cst.Module,
+    jobs: Sequence[Job],
+    max_passes: int = MAX_PASSES,
+    reference_count: Callable[[str], int] | None = None,
+) -> tuple[cst.Module, int]:
     """Run the (codemod, target) jobs until a whole pass leaves the module unchanged;
     returns the module and the number of passes (2 when the fixes apply and then hold).
 
@@ -268,8 +285,9 @@ def verify(path: str, data: bytes, changed: Sequence[str] | None = None, origina
             try:
                 compile(original, path, "exec", dont_inherit=True)
             except SyntaxError as before:
-                raise SourceSyntaxError(path, f"CPython cannot compile it: {before.msg}", before.lineno or 1,
-                                        before.offset or 1) from exc
+                raise SourceSyntaxError(
+                    path, f"CPython cannot compile it: {before.msg}", before.lineno or 1, before.offset or 1
+                ) from exc
             except (ValueError, RecursionError, MemoryError) as before:
                 raise SourceSyntaxError(path, f"CPython cannot compile it: {before}", 1, 1) from exc
         raise FixVerificationError(path, f"the fixed file would not compile ({exc}); left unchanged") from exc

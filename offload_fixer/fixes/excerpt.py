@@ -44,8 +44,13 @@ _KEPT_OUTLINES = 2
 
 def target_lines(target: FixTarget) -> list[int]:
     """Every file line a target points at: the statements its codemod must see."""
-    lines = [target.function_line, target.inner_line, target.origin_line, *target.return_lines,
-             *(line for line, _ in target.compute_spans)]
+    lines = [
+        target.function_line,
+        target.inner_line,
+        target.origin_line,
+        *target.return_lines,
+        *(line for line, _ in target.compute_spans),
+    ]
     return [line for line in lines if line is not None]
 
 
@@ -144,15 +149,20 @@ class FileOutline:
     def mentions(self, name: str) -> set[int]:
         """Chunks whose text has ``name`` as a word (a superset of those that use it)."""
         assert self.spans is not None
-        return {bisect.bisect_right(self.starts, match.start()) - 1
-                for match in re.finditer(rf"(?<![\w.]){re.escape(name)}\b|\.\s*{re.escape(name)}\b", self.text)}
+        return {
+            bisect.bisect_right(self.starts, match.start()) - 1
+            for match in re.finditer(rf"(?<![\w.]){re.escape(name)}\b|\.\s*{re.escape(name)}\b", self.text)
+        }
 
     def loads(self, index: int) -> frozenset[str]:
         found = self._loads.get(index)
         if found is None:
             found = self._loads[index] = frozenset(
-                node.id for statement in self.groups[index] for node in ast.walk(statement)
-                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load))
+                node.id
+                for statement in self.groups[index]
+                for node in ast.walk(statement)
+                if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+            )
         return found
 
     def _functions_at(self, index: int, lines: Sequence[int]) -> set[str]:
@@ -195,8 +205,13 @@ class FileOutline:
             order = sorted(chunks)
             parsed = assemble_chunks(self.text, [self.spans[i] for i in order])
             if parsed is not None:
-                return Excerpt(self, tuple(order), parsed.module, [self.first_lines[i] for i in order],
-                               [offset + 1 for offset, _ in parsed.pieces])
+                return Excerpt(
+                    self,
+                    tuple(order),
+                    parsed.module,
+                    [self.first_lines[i] for i in order],
+                    [offset + 1 for offset, _ in parsed.pieces],
+                )
         return Excerpt(self, (), parse_source(self.path, self.text), [1], [1])
 
 
@@ -260,7 +275,7 @@ class Excerpt:
                 # statement per old chunk from the end, so no statement moves to a chunk
                 # before another chunk it followed.
                 paired = min(i2 - i1, j2 - j1)
-                extra = new_codes[j1:j2 - paired]
+                extra = new_codes[j1 : j2 - paired]
                 for offset in range(paired):
                     belongs[i2 - paired + offset] = [new_codes[j2 - paired + offset]]
                 if extra:

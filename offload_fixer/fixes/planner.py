@@ -58,23 +58,28 @@ Job = tuple[type[FixCommand], FixTarget]
 RATIONALE = {
     "move_to_host": (
         "host",
-        ("your code moved this value to host on purpose (offloaded state): keep it there "
-         "and declare the output as host memory"),
+        (
+            "your code moved this value to host on purpose (offloaded state): keep it there "
+            "and declare the output as host memory"
+        ),
     ),
     "host_argument": (
         "device",
-        ("the argument is streamed from host by in_shardings: moving it to device where the function "
-         "reads it fixes every output it reaches, and the state it becomes stays declared host memory"),
+        (
+            "the argument is streamed from host by in_shardings: moving it to device where the function "
+            "reads it fixes every output it reaches, and the state it becomes stays declared host memory"
+        ),
     ),
     "offload_policy": (
         "device",
-        ("these are residuals a remat offload policy put on host for the backward pass; "
-         "returning them is incidental, so move them back to device"),
+        (
+            "these are residuals a remat offload policy put on host for the backward pass; "
+            "returning them is incidental, so move them back to device"
+        ),
     ),
     "host_compute": (
         "device",
-        ("the value was computed on host (compute_on); return it in device memory like "
-         "the function's other results"),
+        ("the value was computed on host (compute_on); return it in device memory like the function's other results"),
     ),
     None: ("device", "the origin of the host value is unknown: move it back to device where it is returned"),
 }
@@ -213,12 +218,12 @@ def plan_alternatives(
     fixes a finding can get, the one ``--fix`` applies first."""
     reports = list(reports)
     order = [strategy, *(s for s in ("device", "host") if s != strategy)]
-    return [(s, plan_fixes(diagnostics, s, jax_version, texts=texts, reports=reports, places=places))
-            for s in order]
+    return [(s, plan_fixes(diagnostics, s, jax_version, texts=texts, reports=reports, places=places)) for s in order]
 
 
-def fix_options(alternatives: Sequence[tuple[str, Sequence[FixPlan]]],
-                diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+def fix_options(
+    alternatives: Sequence[tuple[str, Sequence[FixPlan]]], diagnostics: Iterable[Diagnostic]
+) -> list[Diagnostic]:
     """The diagnostics with their ``fixes`` replaced by what the plans can apply: one option
     per plan that fixes it (the configured strategy's first, then another strategy's that
     edits differently, titled with the flag that picks it), each titled with where the edit
@@ -239,19 +244,22 @@ def fix_options(alternatives: Sequence[tuple[str, Sequence[FixPlan]]],
                     options.append(FixOption(plan.strategy, plan.title + flag, plan.rationale, plan.safety))
         if not options:
             options = [f for f in d.fixes if f.safety == "display-only"]
-            problems = [p for _, plans in alternatives[:1] for plan in plans if d in plan.diagnostics
-                        for p in plan.problems]
+            problems = [
+                p for _, plans in alternatives[:1] for plan in plans if d in plan.diagnostics for p in plan.problems
+            ]
             if problems:
-                options.insert(0, FixOption("device", "No edit can be made", "; ".join(dict.fromkeys(problems)),
-                                            "display-only"))
+                options.insert(
+                    0, FixOption("device", "No edit can be made", "; ".join(dict.fromkeys(problems)), "display-only")
+                )
         out.append(replace(d, fixes=tuple(options)))
     return out
 
 
 # ---------------------------------------------------------------------------------------
 # Strategy
-def choose_strategy(origin: Origin | None, requested: str, spelling: jax_compat.Spelling,
-                    computed_on: bool = False) -> tuple[str, str]:
+def choose_strategy(
+    origin: Origin | None, requested: str, spelling: jax_compat.Spelling, computed_on: bool = False
+) -> tuple[str, str]:
     """(strategy, why) for a root cause. ``computed_on``: the host value goes through host
     compute before it is returned (host-compute steps, OFL1201/OFL1206)."""
     del spelling  # every version takes the same rule (see the README)
@@ -297,8 +305,14 @@ class _Group:
     base: dict[str, Any]
 
     @classmethod
-    def prepare(cls, group: list[Diagnostic], requested: str, spelling: jax_compat.Spelling,
-                sources: _Sources, outputs: Mapping[Diagnostic, tuple[OutputInfo, ...]]) -> _Group:
+    def prepare(
+        cls,
+        group: list[Diagnostic],
+        requested: str,
+        spelling: jax_compat.Spelling,
+        sources: _Sources,
+        outputs: Mapping[Diagnostic, tuple[OutputInfo, ...]],
+    ) -> _Group:
         first = group[0]
         origin = next((d.origin for d in group if d.origin is not None), None)
         path = _source_path(first)
@@ -308,18 +322,32 @@ class _Group:
         source = sources.get(path) if path else None
         sha = next((d.source_sha256 for d in group if d.source_sha256), None) or (source.sha256 if source else None)
         tree = next((outputs[d] for d in group if outputs.get(d)), ())
-        base = {"path": path or "", "rationale": rationale, "origin_key": _origin_key(first),
-                "diagnostics": tuple(group), "source_sha256": sha, "notes": notes}
+        base = {
+            "path": path or "",
+            "rationale": rationale,
+            "origin_key": _origin_key(first),
+            "diagnostics": tuple(group),
+            "source_sha256": sha,
+            "notes": notes,
+        }
         target = _target(group, path, spelling, source, tree)
-        parts = [part for part in _parts(group, origin, target, strategy, requested, spelling, computed_on, source)
-                 if part.attempts]
+        parts = [
+            part
+            for part in _parts(group, origin, target, strategy, requested, spelling, computed_on, source)
+            if part.attempts
+        ]
         return cls(group, strategy, rationale, target, parts, source, base)
 
     def plan(self, spelling: jax_compat.Spelling, place: Callable[[int], str]) -> FixPlan:
         source, base = self.source, self.base
         if source is None or source.error is not None or not self.parts:
-            problem = (source.error if source is not None and source.error else
-                       "the diagnostic names no source file" if source is None else "no edit fixes these findings")
+            problem = (
+                source.error
+                if source is not None and source.error
+                else "the diagnostic names no source file"
+                if source is None
+                else "no edit fixes these findings"
+            )
             return self._display_only((problem,), place)
         jobs: list[Job] = []
         edits: list[Edit] = []
@@ -352,35 +380,65 @@ class _Group:
         strategy = self.strategy if self.strategy in strategies else strategies[0]
         rationale = self.rationale
         if fell_back:
-            rationale += f"; the first choice is not possible here ({'; '.join(dict.fromkeys(fell_back))}), so another is used"
+            rationale += (
+                f"; the first choice is not possible here ({'; '.join(dict.fromkeys(fell_back))}), so another is used"
+            )
         if left_out:
             rationale += f"; not done here: {'; '.join(left_out)}"
         safety: Safety = "unsafe" if any(e.safety == "unsafe" for e in edits) else "safe"
         (codemod, target), *more = list(dict.fromkeys(jobs))
-        return FixPlan(strategy=strategy, codemod=codemod, target=target, safety=safety,  # type: ignore[arg-type]
-                       title="; ".join(dict.fromkeys(titles)), edits=tuple(edits),
-                       problems=tuple(dict.fromkeys(problems)), more_jobs=tuple(more),
-                       covered=tuple(d for d in self.diagnostics if d.code in covered),
-                       **{**base, "rationale": rationale})
+        return FixPlan(
+            strategy=strategy,  # type: ignore[arg-type]
+            codemod=codemod,
+            target=target,
+            safety=safety,
+            title="; ".join(dict.fromkeys(titles)),
+            edits=tuple(edits),
+            problems=tuple(dict.fromkeys(problems)),
+            more_jobs=tuple(more),
+            covered=tuple(d for d in self.diagnostics if d.code in covered),
+            **{**base, "rationale": rationale},
+        )
 
     def _display_only(self, problems: tuple[str, ...], place: Callable[[int], str]) -> FixPlan:
-        first = self.parts[0].attempts[0] if self.parts else _Attempt(self.strategy, _codemod(self.strategy), self.target)
+        first = (
+            self.parts[0].attempts[0] if self.parts else _Attempt(self.strategy, _codemod(self.strategy), self.target)
+        )
         name = self.parts[0].name if self.parts else ("declare" if self.strategy == "host" else "return")
-        return FixPlan(strategy=self.strategy, codemod=first.codemod, target=first.target,  # type: ignore[arg-type]
-                       safety="display-only", title=_title(name, first, None, place), problems=problems, **self.base)
+        return FixPlan(
+            strategy=self.strategy,  # type: ignore[arg-type]
+            codemod=first.codemod,
+            target=first.target,
+            safety="display-only",
+            title=_title(name, first, None, place),
+            problems=problems,
+            **self.base,
+        )
 
 
-PART_WORDS = {"state": "keeping the returned state host memory", "declare": "declaring the output host memory",
-              "pin": "spelling 'pinned_host'", "move": "moving the value to device",
-              "operand": "moving the operand to device"}
+PART_WORDS = {
+    "state": "keeping the returned state host memory",
+    "declare": "declaring the output host memory",
+    "pin": "spelling 'pinned_host'",
+    "move": "moving the value to device",
+    "operand": "moving the operand to device",
+}
 """What a part of a plan does, for a rationale that says which part could not be made."""
 
 MOVE_COVERS = frozenset({HOST_VALUE_DEVICE_OUTPUT, *COMPUTE_CODES})
 """A move to device before the computation fixes the host compute and the output it reaches."""
 
 
-def _parts(group: list[Diagnostic], origin: Origin | None, target: FixTarget, strategy: str, requested: str,
-           spelling: jax_compat.Spelling, computed_on: bool, source: _Source | None) -> list[_Part]:
+def _parts(
+    group: list[Diagnostic],
+    origin: Origin | None,
+    target: FixTarget,
+    strategy: str,
+    requested: str,
+    spelling: jax_compat.Spelling,
+    computed_on: bool,
+    source: _Source | None,
+) -> list[_Part]:
     """The edits a group needs, each with its attempts in order of preference; ``auto`` falls
     back to the other strategy, an explicit request does not."""
     codes = {d.code for d in group}
@@ -389,8 +447,12 @@ def _parts(group: list[Diagnostic], origin: Origin | None, target: FixTarget, st
     auto = requested == "auto"
 
     def at(strategy: str, codemod: type[FixCommand], placement: str, covers: Iterable[str], **changes: Any) -> _Attempt:
-        return _Attempt(strategy, codemod, replace(target, placement=placement, **changes),  # type: ignore[arg-type]
-                        frozenset(covers))
+        return _Attempt(
+            strategy,
+            codemod,
+            replace(target, placement=placement, **changes),  # type: ignore[arg-type]
+            frozenset(covers),
+        )
 
     declare = [at("host", HostOutputCommand, "out_shardings", {HOST_VALUE_DEVICE_OUTPUT})] if outs else []
     at_returns = [at("device", MoveToDeviceCommand, "return", {HOST_VALUE_DEVICE_OUTPUT})] if outs else []
@@ -405,13 +467,27 @@ def _parts(group: list[Diagnostic], origin: Origin | None, target: FixTarget, st
         return parts
     if kind is None and codes == {UNPINNED_HOST_MEMORY}:
         return [_Part("pin", [at("host", PinHostMemoryCommand, "pin_memory", {UNPINNED_HOST_MEMORY})])]
-    unpinned = (origin is not None and origin.memory_kind == UNPINNED_HOST and target.origin_line is not None
-                and spelling.regime is not jax_compat.Regime.LEGACY)
-    pin = [at("host", PinHostMemoryCommand, "pin_memory", {UNPINNED_HOST_MEMORY, HOST_VALUE_DEVICE_OUTPUT})] if unpinned else []
-    operand = ([at("device", MoveToDeviceCommand, "operand", MOVE_COVERS)]
-               if kind == "move_to_host" and target.compute_spans and target.origin_line is not None else [])
-    after_origin = ([at("device", MoveToDeviceCommand, "after_origin", MOVE_COVERS)]
-                    if computed_on and target.origin_line is not None else [])
+    unpinned = (
+        origin is not None
+        and origin.memory_kind == UNPINNED_HOST
+        and target.origin_line is not None
+        and spelling.regime is not jax_compat.Regime.LEGACY
+    )
+    pin = (
+        [at("host", PinHostMemoryCommand, "pin_memory", {UNPINNED_HOST_MEMORY, HOST_VALUE_DEVICE_OUTPUT})]
+        if unpinned
+        else []
+    )
+    operand = (
+        [at("device", MoveToDeviceCommand, "operand", MOVE_COVERS)]
+        if kind == "move_to_host" and target.compute_spans and target.origin_line is not None
+        else []
+    )
+    after_origin = (
+        [at("device", MoveToDeviceCommand, "after_origin", MOVE_COVERS)]
+        if computed_on and target.origin_line is not None
+        else []
+    )
     parts = []
     if UNPINNED_HOST_MEMORY in codes and pin and not (outs and strategy == "host"):
         parts.append(_Part("pin", [at("host", PinHostMemoryCommand, "pin_memory", {UNPINNED_HOST_MEMORY})]))
@@ -437,7 +513,9 @@ def _state_outputs(group: list[Diagnostic], target: FixTarget, source: _Source |
         prefixes = source.returned_at(target, target.parameter)
     offending = {parse_output_path(d.output_path or "") for d in group if d.code == HOST_VALUE_DEVICE_OUTPUT}
     if not prefixes and kinds and all(leaves):
-        candidates = {keys[: len(keys) - len(leaves[0])] for keys in kinds if keys[len(keys) - len(leaves[0]):] == leaves[0]}
+        candidates = {
+            keys[: len(keys) - len(leaves[0])] for keys in kinds if keys[len(keys) - len(leaves[0]) :] == leaves[0]
+        }
         fitting = [q for q in candidates if all((*q, *leaf) in kinds for leaf in leaves)]
         prefixes = fitting if len(fitting) == 1 else []
     if not prefixes and leaves == [()] and (list(kinds) == [()] if kinds else offending == {()}):
@@ -454,7 +532,8 @@ def _state_outputs(group: list[Diagnostic], target: FixTarget, source: _Source |
 
 def _computed_on(group: Sequence[Diagnostic]) -> bool:
     return any(d.code in COMPUTE_CODES for d in group) or any(
-        step.role == Role.HOST_COMPUTE for d in group for step in d.trace)
+        step.role == Role.HOST_COMPUTE for d in group for step in d.trace
+    )
 
 
 def _codemod(strategy: str, placement: str | None = None) -> type[FixCommand]:
@@ -506,8 +585,13 @@ def _title(part: str, attempt: _Attempt, run: _DryRun | None, place: Callable[[i
     return f"Move {subjects or outputs} back to device where {function} returns {them}{where}"
 
 
-def _target(group: list[Diagnostic], path: str | None, spelling: jax_compat.Spelling,
-            source: _Source | None, tree: tuple[OutputInfo, ...]) -> FixTarget:
+def _target(
+    group: list[Diagnostic],
+    path: str | None,
+    spelling: jax_compat.Spelling,
+    source: _Source | None,
+    tree: tuple[OutputInfo, ...],
+) -> FixTarget:
     first = group[0]
     function = next((d.function for d in group if d.function is not None), None)
     origin = next((d.origin for d in group if d.origin is not None), None)
@@ -518,9 +602,14 @@ def _target(group: list[Diagnostic], path: str | None, spelling: jax_compat.Spel
     return_spans = [_in_file(d.return_span, path) for d in offending]
     function_line = function.line if function is not None and _same_file(function.path, path) else None
     inner_line = origin_span.line if origin_span else next((s.line for s in return_spans if s), None)
-    compute = tuple(dict.fromkeys(
-        (step.span.line, step.span.col) for d in group for step in d.trace
-        if step.role == Role.HOST_COMPUTE and step.span is not None and _same_file(step.span.path, path)))
+    compute = tuple(
+        dict.fromkeys(
+            (step.span.line, step.span.col)
+            for d in group
+            for step in d.trace
+            if step.role == Role.HOST_COMPUTE and step.span is not None and _same_file(step.span.path, path)
+        )
+    )
     target = FixTarget(
         function_name=function.name if function is not None else None,
         function_line=function_line,
@@ -541,11 +630,21 @@ def _target(group: list[Diagnostic], path: str | None, spelling: jax_compat.Spel
     if origin is not None and origin.kind == "host_argument" and source is not None and source.outline is not None:
         parameter = source.host_parameter(target, origin)
         if parameter is not None:
-            leaves = sorted({_split_argument(d.origin.argument)[1] for d in group
-                             if d.origin is not None and d.origin.argument
-                             and _split_argument(d.origin.argument)[0] == parameter[0]})
-            target = replace(target, parameter=parameter[0], parameter_path=parameter[1],
-                             parameter_leaves=tuple(leaves) if all(leaves) else ())
+            leaves = sorted(
+                {
+                    _split_argument(d.origin.argument)[1]
+                    for d in group
+                    if d.origin is not None
+                    and d.origin.argument
+                    and _split_argument(d.origin.argument)[0] == parameter[0]
+                }
+            )
+            target = replace(
+                target,
+                parameter=parameter[0],
+                parameter_path=parameter[1],
+                parameter_leaves=tuple(leaves) if all(leaves) else (),
+            )
     return target
 
 
@@ -632,8 +731,12 @@ class _Source:
         """Dry-run several targets in one pass over the statements they need."""
         assert self.outline is not None
         excerpt = self.outline.excerpt_for(targets)
-        run = codemod(CodemodContext(filename=self.path), targets=targets,
-                      line_map=excerpt.file_line, reference_count=self.outline.reference_count)
+        run = codemod(
+            CodemodContext(filename=self.path),
+            targets=targets,
+            line_map=excerpt.file_line,
+            reference_count=self.outline.reference_count,
+        )
         run.transform_module(excerpt.module)
         for target, outcome in zip(targets, run.outcomes):
             if not outcome.deferred:
@@ -649,8 +752,9 @@ class _Source:
         assert self.outline is not None
         excerpt = self.outline.excerpt_for([target])
         wrapper = MetadataWrapper(excerpt.module, unsafe_skip_copy=True)
-        return SourceFacts.collect(wrapper.module, wrapper.resolve(PositionProvider), excerpt.file_line,
-                                   self.outline.reference_count)
+        return SourceFacts.collect(
+            wrapper.module, wrapper.resolve(PositionProvider), excerpt.file_line, self.outline.reference_count
+        )
 
     def function(self, target: FixTarget) -> tuple[SourceFacts, FunctionInfo] | None:
         facts = self.facts(target)

@@ -66,10 +66,16 @@ def parse_source(path: str, source: bytes | str) -> cst.Module:
         try:
             compile(text, path, "exec", dont_inherit=True)
         except SyntaxError as python_error:
-            raise SourceSyntaxError(path, f"does not parse: {python_error.msg}", python_error.lineno or exc.raw_line,
-                                    python_error.offset or exc.raw_column + 1) from exc
+            raise SourceSyntaxError(
+                path,
+                f"does not parse: {python_error.msg}",
+                python_error.lineno or exc.raw_line,
+                python_error.offset or exc.raw_column + 1,
+            ) from exc
         except (RecursionError, MemoryError, ValueError):
             pass
-        raise SourceSyntaxError(path, f"libcst cannot parse it: {exc.message}", exc.raw_line, exc.raw_column + 1) from exc
+        raise SourceSyntaxError(
+            path, f"libcst cannot parse it: {exc.message}", exc.raw_line, exc.raw_column + 1
+        ) from exc
     except RecursionError as exc:
         raise SourceSyntaxError(path, "too deeply nested for libcst to parse", 1, 1) from exc

@@ -40,7 +40,7 @@ def splice(original: str, reprinted: str, fixed: str) -> str:
 
     def emit_through(index: int) -> None:
         nonlocal taken
-        out.extend(original_lines[taken:index + 1])
+        out.extend(original_lines[taken : index + 1])
         taken = max(taken, index + 1)
 
     for tag, i1, i2, j1, j2 in _opcodes(reprinted_lines, fixed_lines):
@@ -93,7 +93,7 @@ def _opcodes(a: Sequence[str], b: Sequence[str]) -> list[tuple[str, int, int, in
     stop = 0
     while stop < limit - start and ka[len(ka) - 1 - stop] == kb[len(kb) - 1 - stop]:
         stop += 1
-    mid_a, mid_b = ka[start:len(ka) - stop], kb[start:len(kb) - stop]
+    mid_a, mid_b = ka[start : len(ka) - stop], kb[start : len(kb) - stop]
     ops: list[tuple[str, int, int, int, int]] = []
     if start:
         ops.append(("equal", 0, start, 0, start))
@@ -117,8 +117,8 @@ def _last_known(original_of: Sequence[int | None], index: int, floor: int = 0) -
 
 def _body(line: str) -> str:
     match = LINE_END.search(line, max(len(line) - 2, 0))
-    return line[:match.start()] if match else line
+    return line[: match.start()] if match else line
 
 
 def _end(line: str) -> str:
-    return line[len(_body(line)):]
+    return line[len(_body(line)) :]

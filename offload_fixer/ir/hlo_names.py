@@ -83,5 +83,3 @@ def _tagged_copy(module: ir.Module) -> ir.Module:
             op.attributes["mhlo.frontend_attributes"] = ir.DictAttr.get(entries, context=context)
             index += 1
     return copy
-
-

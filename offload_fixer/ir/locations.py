@@ -67,8 +67,14 @@ def _walk_typed(loc: Any, names: list[str], frames: list[Frame], label: str | No
     elif isinstance(loc, ir.FileLineColLoc):
         is_range = (loc.end_line, loc.end_col) != (loc.start_line, loc.start_col)
         frames.append(
-            Frame(label, loc.filename, loc.start_line, loc.start_col,
-                  loc.end_line if is_range else None, loc.end_col if is_range else None)
+            Frame(
+                label,
+                loc.filename,
+                loc.start_line,
+                loc.start_col,
+                loc.end_line if is_range else None,
+                loc.end_col if is_range else None,
+            )
         )
     elif isinstance(loc, ir.FusedLoc):
         for inner in loc.locations:
@@ -195,7 +201,7 @@ class _LocParser:
         start = self.pos
         while self.pos < len(self.text) and self.text[self.pos].isdigit():
             self.pos += 1
-        return int(self.text[start:self.pos])
+        return int(self.text[start : self.pos])
 
     def _skip_balanced(self, open_ch: str, close_ch: str) -> None:
         depth = 0

@@ -105,7 +105,9 @@ class ModuleView:
             if info is None and isinstance(value, ir.Value):
                 location = jax_compat.value_location(value)
                 info = None if location is None else decode(location).name
-            yield EntryValue(index, kind, info or "", _element_bits(value.type if isinstance(value, ir.Value) else value))
+            yield EntryValue(
+                index, kind, info or "", _element_bits(value.type if isinstance(value, ir.Value) else value)
+            )
 
     def location(self, op: ir.Operation) -> OpLocation:
         cached = self._location_cache.get(op)

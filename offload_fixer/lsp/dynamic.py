@@ -67,8 +67,11 @@ class LastRunFeed:
         analysed_path = next((p for p in run.sources if _same_file(p, document)), None)
         digest = hashlib.sha256(encoded).hexdigest()
         unchanged = analysed_path is not None and run.sources[analysed_path] == digest
-        moved = {} if unchanged else line_moves(run.lines.get(analysed_path, {}) if analysed_path else {},
-                                                text.splitlines())
+        moved = (
+            {}
+            if unchanged
+            else line_moves(run.lines.get(analysed_path, {}) if analysed_path else {}, text.splitlines())
+        )
         placed_reports = []
         for report in run.reports:
             placed = []
@@ -129,8 +132,9 @@ def _moved(d: Diagnostic, document: str, moves: dict[int, int]) -> Diagnostic | 
         # the ``def`` line is recorded too; if it changed, it moved as the finding's own line did
         line = moves.get(function.line, function.line + moves[primary.line] - primary.line)
         function = dataclasses.replace(function, line=line)
-    return dataclasses.replace(d, span=span(d.span), return_span=span(d.return_span), origin=origin,
-                               trace=trace, function=function)
+    return dataclasses.replace(
+        d, span=span(d.span), return_span=span(d.return_span), origin=origin, trace=trace, function=function
+    )
 
 
 def _primary_in(d: Diagnostic, document: str) -> bool:

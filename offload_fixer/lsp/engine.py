@@ -46,8 +46,13 @@ class FixChoice:
     requested: str = ""
 
     def to_data(self) -> dict[str, Any]:
-        return {"strategy": self.strategy, "title": self.title, "safety": self.safety, "preferred": self.preferred,
-                "requested": self.requested or self.strategy}
+        return {
+            "strategy": self.strategy,
+            "title": self.title,
+            "safety": self.safety,
+            "preferred": self.preferred,
+            "requested": self.requested or self.strategy,
+        }
 
 
 @dataclass(frozen=True)
@@ -94,20 +99,25 @@ def _analyse(text: str, path: str, settings: Settings) -> Analysis:
     if os.path.isabs(path) and settings.is_excluded(path):
         return Analysis()
     if len(text) > MAX_DOCUMENT_CHARS:
-        return Analysis(refused=(
-            f"{os.path.basename(path)} has {len(text):,} characters, over the {MAX_DOCUMENT_CHARS:,} the language "
-            "server analyses as you type; run `offload-fixer check` on it instead"))
+        return Analysis(
+            refused=(
+                f"{os.path.basename(path)} has {len(text):,} characters, over the {MAX_DOCUMENT_CHARS:,} the language "
+                "server analyses as you type; run `offload-fixer check` on it instead"
+            )
+        )
     project = _project(settings)
-    result = check_source(text, path, target=settings.target, jax_version=settings.jax_version,
-                          cache=_source_cache(path), project=project)
+    result = check_source(
+        text, path, target=settings.target, jax_version=settings.jax_version, cache=_source_cache(path), project=project
+    )
     if result.parse_error is not None:
         return Analysis(parse_error=str(result.parse_error))
     # A finding of another file (reached through an import) is that file's to show.
     mine = [d for d in result.diagnostics if same_path(_primary_path(d), path)]
     kept = _reportable(mine, text, path, settings)
     dependencies = tuple((p, project.stamp(p)) for p in result.dependencies)
-    return Analysis(tuple(kept), fix_choices(kept, text, path, settings, _source_cache(path).outline),
-                    dependencies=dependencies)
+    return Analysis(
+        tuple(kept), fix_choices(kept, text, path, settings, _source_cache(path).outline), dependencies=dependencies
+    )
 
 
 def document_analysis(text: str, path: str, settings: Settings) -> Analysis:
@@ -191,8 +201,14 @@ def forget(path: str) -> None:
     _sources.pop(path, None)
 
 
-def fix_choices(diagnostics: Sequence[Diagnostic], text: str, path: str, settings: Settings,
-                outline: Any = None, reports: Sequence[Report] = ()) -> tuple[tuple[FixChoice, ...], ...]:
+def fix_choices(
+    diagnostics: Sequence[Diagnostic],
+    text: str,
+    path: str,
+    settings: Settings,
+    outline: Any = None,
+    reports: Sequence[Report] = (),
+) -> tuple[tuple[FixChoice, ...], ...]:
     """For each diagnostic, the fixes the planner can make for it in this text: one per
     strategy whose edits differ, titled with where the edit goes, the configured strategy's
     preferred. A finding no edit can fix gets none (only the suppression action). The check's
@@ -204,8 +220,9 @@ def fix_choices(diagnostics: Sequence[Diagnostic], text: str, path: str, setting
     if not any(d.code in FIXABLE_CODES for d in diagnostics):
         return tuple(() for _ in diagnostics)
     FileOutline.of(path, text, outline)
-    alternatives = plan_alternatives(diagnostics, settings.strategy, settings.jax_version,
-                                     texts={path: _encoded(text)}, reports=reports)
+    alternatives = plan_alternatives(
+        diagnostics, settings.strategy, settings.jax_version, texts={path: _encoded(text)}, reports=reports
+    )
     out = []
     for d in diagnostics:
         choices: list[FixChoice] = []
@@ -214,8 +231,9 @@ def fix_choices(diagnostics: Sequence[Diagnostic], text: str, path: str, setting
             for plan in plans:
                 if d in plan.covered and plan.edits and plan.edits not in seen:
                     seen.append(plan.edits)
-                    choices.append(FixChoice(plan.strategy, f"offload-fixer: {plan.title}", plan.safety, index == 0,
-                                             strategy))
+                    choices.append(
+                        FixChoice(plan.strategy, f"offload-fixer: {plan.title}", plan.safety, index == 0, strategy)
+                    )
         out.append(tuple(choices))
     return tuple(out)
 
@@ -244,15 +262,20 @@ def fix_all(text: str, path: str, settings: Settings) -> str | None:
 
 
 def plan_on_text(
-    diagnostics: Sequence[Diagnostic], text: str, path: str, strategy: str, settings: Settings,
+    diagnostics: Sequence[Diagnostic],
+    text: str,
+    path: str,
+    strategy: str,
+    settings: Settings,
     reports: Sequence[Report] = (),
 ) -> list[FixPlan]:
     """``plan_fixes`` against the editor's text instead of the file on disk (``reports``: a
     run's, for its findings' output trees)."""
     from offload_fixer.fixes import plan_fixes
 
-    return plan_fixes(diagnostics, strategy=strategy, jax_version=settings.jax_version,
-                      texts={path: _encoded(text)}, reports=reports)
+    return plan_fixes(
+        diagnostics, strategy=strategy, jax_version=settings.jax_version, texts={path: _encoded(text)}, reports=reports
+    )
 
 
 def _encoding(text: str) -> str:

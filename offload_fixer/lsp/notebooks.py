@@ -30,7 +30,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SYNC_OPTIONS = types.NotebookDocumentSyncOptions(
-    notebook_selector=[types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage("python")], notebook="*")],
+    notebook_selector=[
+        types.NotebookDocumentFilterWithCells(cells=[types.NotebookCellLanguage("python")], notebook="*")
+    ],
     save=True,
 )
 """Every notebook type (Jupyter, VS Code's interactive window...), its Python cells."""
@@ -82,8 +84,14 @@ class NotebookDocuments:
             if cell.kind == types.NotebookCellKind.Code and document is not None:
                 cells.append((cell.document, document.version or 0, document.source))
         program = Program((number, text) for number, (_, _, text) in enumerate(cells, 1))
-        return Snapshot(notebook.uri, to_fs_path(notebook.uri) or notebook.uri, notebook.version,
-                        tuple(uri for uri, _, _ in cells), tuple(v for _, v, _ in cells), program)
+        return Snapshot(
+            notebook.uri,
+            to_fs_path(notebook.uri) or notebook.uri,
+            notebook.version,
+            tuple(uri for uri, _, _ in cells),
+            tuple(v for _, v, _ in cells),
+            program,
+        )
 
     # ------------------------------------------------------------------ analysis
     def schedule(self, notebook_uri: str, delay: float) -> None:
@@ -101,17 +109,23 @@ class NotebookDocuments:
         settings = self.server.settings_for(snapshot.path)
         loop = asyncio.get_running_loop()
         try:
-            analysis = await loop.run_in_executor(self.server.analysis_pool, engine.analyse,
-                                                  snapshot.program.text, snapshot.path, settings)
+            analysis = await loop.run_in_executor(
+                self.server.analysis_pool, engine.analyse, snapshot.program.text, snapshot.path, settings
+            )
         except Exception as exc:  # a checker bug must not take the server down
             log.exception("analysis of %s failed", notebook_uri)
             self.server.window_log_message(
-                types.LogMessageParams(types.MessageType.Error, f"offload-fixer: {notebook_uri}: {exc!r}"))
+                types.LogMessageParams(types.MessageType.Error, f"offload-fixer: {notebook_uri}: {exc!r}")
+            )
             return
         state = self.states.get(notebook_uri)
         current = self.snapshot(notebook_uri)
-        if state is None or current is None or current.version != snapshot.version \
-                or current.program.text != snapshot.program.text:
+        if (
+            state is None
+            or current is None
+            or current.version != snapshot.version
+            or current.program.text != snapshot.program.text
+        ):
             return  # the notebook changed meanwhile: its own analysis is on the way
         state.snapshot, state.analysis = snapshot, analysis
         self.publish(state, snapshot, analysis)
@@ -130,7 +144,8 @@ class NotebookDocuments:
         for uri, diagnostics in by_cell.items():
             version = dict(zip(snapshot.cell_uris, snapshot.cell_versions)).get(uri)
             self.server.text_document_publish_diagnostics(
-                types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version))
+                types.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version)
+            )
         state.published = {uri: d for uri, d in by_cell.items() if uri in snapshot.cell_uris}
 
     def _cell_range(self, snapshot: Snapshot, span: Span | None) -> tuple[str, types.Range] | None:
@@ -146,8 +161,9 @@ class NotebookDocuments:
         moved = Span(span.path, line, span.col, end_line, span.end_col)
         return snapshot.cell_uri(cell.number), self.server.span_range(moved, LineIndex.of(cell.source))
 
-    def _to_lsp(self, snapshot: Snapshot, diagnostic: Diagnostic, fixes: tuple[engine.FixChoice, ...],
-                range_: types.Range) -> types.Diagnostic:
+    def _to_lsp(
+        self, snapshot: Snapshot, diagnostic: Diagnostic, fixes: tuple[engine.FixChoice, ...], range_: types.Range
+    ) -> types.Diagnostic:
         from offload_fixer.lsp.server import _SEVERITY as SEVERITY
         from offload_fixer.lsp.server import NAME
 
@@ -198,8 +214,9 @@ class NotebookDocuments:
             self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
 
     # ------------------------------------------------------------------ code actions
-    def code_actions(self, params: types.CodeActionParams, notebook: types.NotebookDocument,
-                     wanted: Any, fix_all_kind: str) -> list[types.CodeAction]:
+    def code_actions(
+        self, params: types.CodeActionParams, notebook: types.NotebookDocument, wanted: Any, fix_all_kind: str
+    ) -> list[types.CodeAction]:
         from offload_fixer.lsp.server import NAME
 
         state = self.states.get(notebook.uri)
@@ -212,22 +229,42 @@ class NotebookDocuments:
                     continue
                 base = {"notebook": notebook.uri, "version": notebook.version}
                 for fix in data.get("fixes", []):
-                    actions.append(types.CodeAction(
-                        title=fix["title"], kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
-                        is_preferred=bool(fix.get("preferred")),
-                        data={**base, "strategy": fix["strategy"], "requested": fix.get("requested", fix["strategy"]),
-                              "diagnostic": data["diagnostic"]}))
+                    actions.append(
+                        types.CodeAction(
+                            title=fix["title"],
+                            kind=types.CodeActionKind.QuickFix,
+                            diagnostics=[diagnostic],
+                            is_preferred=bool(fix.get("preferred")),
+                            data={
+                                **base,
+                                "strategy": fix["strategy"],
+                                "requested": fix.get("requested", fix["strategy"]),
+                                "diagnostic": data["diagnostic"],
+                            },
+                        )
+                    )
                 if data.get("line") is not None:
-                    actions.append(types.CodeAction(
-                        title=f"offload-fixer: Suppress {data['code']} for this statement",
-                        kind=types.CodeActionKind.QuickFix, diagnostics=[diagnostic],
-                        data={**base, "suppress": data["code"], "line": data["line"]}))
-        safe = state is not None and state.analysis is not None and any(
-            f.safety == "safe" for _, fixes in state.analysis.items() for f in fixes)
+                    actions.append(
+                        types.CodeAction(
+                            title=f"offload-fixer: Suppress {data['code']} for this statement",
+                            kind=types.CodeActionKind.QuickFix,
+                            diagnostics=[diagnostic],
+                            data={**base, "suppress": data["code"], "line": data["line"]},
+                        )
+                    )
+        safe = (
+            state is not None
+            and state.analysis is not None
+            and any(f.safety == "safe" for _, fixes in state.analysis.items() for f in fixes)
+        )
         if wanted(fix_all_kind, only) and (only or safe):
-            actions.append(types.CodeAction(title="offload-fixer: Fix all safe fixes", kind=fix_all_kind,
-                                            data={"notebook": notebook.uri, "version": notebook.version,
-                                                  "fix_all": True}))
+            actions.append(
+                types.CodeAction(
+                    title="offload-fixer: Fix all safe fixes",
+                    kind=fix_all_kind,
+                    data={"notebook": notebook.uri, "version": notebook.version, "fix_all": True},
+                )
+            )
         return actions
 
     async def resolve(self, action: types.CodeAction) -> types.CodeAction:
@@ -247,8 +284,15 @@ class NotebookDocuments:
             new_text = await loop.run_in_executor(pool, engine.suppress, text, path, data["line"], data["suppress"])
         elif data.get("diagnostic"):
             diagnostic = Diagnostic.from_dict(data["diagnostic"])
-            new_text = await loop.run_in_executor(pool, engine.apply_fix, text, path, diagnostic,
-                                                  data.get("requested") or data.get("strategy") or "auto", settings)
+            new_text = await loop.run_in_executor(
+                pool,
+                engine.apply_fix,
+                text,
+                path,
+                diagnostic,
+                data.get("requested") or data.get("strategy") or "auto",
+                settings,
+            )
         else:
             return action
         current = self.snapshot(data["notebook"])
@@ -264,7 +308,8 @@ class NotebookDocuments:
         for number, source in sorted(changed.items()):
             old = snapshot.program.cell(number).source
             identifier = types.OptionalVersionedTextDocumentIdentifier(
-                uri=snapshot.cell_uri(number), version=snapshot.cell_versions[number - 1])
+                uri=snapshot.cell_uri(number), version=snapshot.cell_versions[number - 1]
+            )
             cell_edits = minimal_edits(old, source, self.server.encoding)
             edits.append(types.TextDocumentEdit(identifier, cell_edits))
             changes[identifier.uri] = cell_edits

@@ -58,8 +58,12 @@ class OffloadFixerServer(LanguageServer):
     def __init__(self) -> None:
         # Incremental: VS Code sends a notebook cell's edits as ranges whatever a server asks
         # for (vscode-languageclient's notebook sync), and pygls applies both kinds under it.
-        super().__init__(NAME, __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
-                         notebook_document_sync=notebooks.SYNC_OPTIONS)
+        super().__init__(
+            NAME,
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            notebook_document_sync=notebooks.SYNC_OPTIONS,
+        )
         self.documents: dict[str, DocumentState] = {}
         self.notebooks = notebooks.NotebookDocuments(self)
         self.settings = SettingsStore()
@@ -115,7 +119,9 @@ class OffloadFixerServer(LanguageServer):
         state.analysis = analysis
         if analysis.refused is not None and uri not in self.refused:
             self.refused.add(uri)
-            self.window_show_message(types.ShowMessageParams(types.MessageType.Warning, f"offload-fixer: {analysis.refused}"))
+            self.window_show_message(
+                types.ShowMessageParams(types.MessageType.Warning, f"offload-fixer: {analysis.refused}")
+            )
         index = LineIndex.of(text)
         state.published = [self.to_lsp(d, fixes, uri, path, index, version) for d, fixes in analysis.items()]
         self.text_document_publish_diagnostics(
@@ -143,8 +149,10 @@ class OffloadFixerServer(LanguageServer):
         ):
             return
         options = types.DidChangeWatchedFilesRegistrationOptions(
-            watchers=[types.FileSystemWatcher(glob_pattern="**/pyproject.toml"),
-                      types.FileSystemWatcher(glob_pattern=last_run.WATCH_GLOB)]
+            watchers=[
+                types.FileSystemWatcher(glob_pattern="**/pyproject.toml"),
+                types.FileSystemWatcher(glob_pattern=last_run.WATCH_GLOB),
+            ]
         )
         registration = types.Registration(
             id=f"{NAME}-pyproject", method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES, register_options=options
@@ -266,8 +274,13 @@ class OffloadFixerServer(LanguageServer):
                 kind=types.CodeActionKind.QuickFix,
                 diagnostics=[diagnostic],
                 is_preferred=bool(fix.get("preferred")),
-                data={"uri": uri, "version": version, "strategy": fix["strategy"],
-                      "requested": fix.get("requested", fix["strategy"]), "diagnostic": data["diagnostic"]},
+                data={
+                    "uri": uri,
+                    "version": version,
+                    "strategy": fix["strategy"],
+                    "requested": fix.get("requested", fix["strategy"]),
+                    "diagnostic": data["diagnostic"],
+                },
             )
             for fix in data.get("fixes", [])
         ]
@@ -332,8 +345,13 @@ class OffloadFixerServer(LanguageServer):
         elif data.get("diagnostic"):
             diagnostic = Diagnostic.from_dict(data["diagnostic"])
             new_text = await loop.run_in_executor(
-                self.analysis_pool, engine.apply_fix, text, path, diagnostic,
-                data.get("requested") or data.get("strategy") or "auto", settings
+                self.analysis_pool,
+                engine.apply_fix,
+                text,
+                path,
+                diagnostic,
+                data.get("requested") or data.get("strategy") or "auto",
+                settings,
             )
         else:
             return action

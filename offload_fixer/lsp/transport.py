@@ -100,8 +100,12 @@ async def _read_frame(reader: Any, state: _State, writer: Any) -> bytes | None:
         size = int(length)
         if size > MAX_MESSAGE_BYTES:
             await _skip(reader, size)
-            _send_error(writer, None, INVALID_REQUEST,
-                        f"a message of {size} bytes is over the {MAX_MESSAGE_BYTES} bytes this server reads")
+            _send_error(
+                writer,
+                None,
+                INVALID_REQUEST,
+                f"a message of {size} bytes is over the {MAX_MESSAGE_BYTES} bytes this server reads",
+            )
             continue
         body = await reader.readexactly(size) if size else b""
         if len(body) < size:
@@ -124,8 +128,12 @@ def _dispatch(protocol: Any, body: bytes, state: _State, writer: Any) -> None:
         _send_error(writer, None, PARSE_ERROR, f"the message is not JSON: {exc}")
         return
     if not isinstance(data, dict) or data.get("jsonrpc") != "2.0":
-        _send_error(writer, data.get("id") if isinstance(data, dict) else None, INVALID_REQUEST,
-                    'not a JSON-RPC 2.0 message (an object with "jsonrpc": "2.0")')
+        _send_error(
+            writer,
+            data.get("id") if isinstance(data, dict) else None,
+            INVALID_REQUEST,
+            'not a JSON-RPC 2.0 message (an object with "jsonrpc": "2.0")',
+        )
         return
     method = data.get("method")
     request_id = data.get("id")
@@ -133,7 +141,9 @@ def _dispatch(protocol: Any, body: bytes, state: _State, writer: Any) -> None:
     if method is not None and not isinstance(method, str):
         _send_error(writer, request_id, INVALID_REQUEST, "method must be a string")
         return
-    if ("id" in data and not (request_id is None or isinstance(request_id, (int, str)))) or isinstance(request_id, bool):
+    if ("id" in data and not (request_id is None or isinstance(request_id, (int, str)))) or isinstance(
+        request_id, bool
+    ):
         _send_error(writer, None, INVALID_REQUEST, "id must be a number or a string")
         return
     if method == "exit":

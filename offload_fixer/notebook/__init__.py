@@ -13,5 +13,12 @@ extension (``%load_ext offload_fixer``) is :mod:`offload_fixer.notebook.extensio
 from .document import NotebookError, NotebookFile, is_notebook, notebooks_supported, read_program_bytes
 from .program import CellSplitError, Program
 
-__all__ = ["CellSplitError", "NotebookError", "NotebookFile", "Program", "is_notebook", "notebooks_supported",
-           "read_program_bytes"]
+__all__ = [
+    "CellSplitError",
+    "NotebookError",
+    "NotebookFile",
+    "Program",
+    "is_notebook",
+    "notebooks_supported",
+    "read_program_bytes",
+]

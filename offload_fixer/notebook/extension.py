@@ -151,8 +151,9 @@ class OffloadFixerExtension:
         try:
             view = self.view(findings)
         except Exception as exc:  # noqa: BLE001 - the tool must never break the user's cell
-            view = FindingsView("", [f"offload-fixer: could not show what it found: {type(exc).__name__}: {exc}"],
-                                (), (), False)
+            view = FindingsView(
+                "", [f"offload-fixer: could not show what it found: {type(exc).__name__}: {exc}"], (), (), False
+            )
         display(view)
 
     def _reportable(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
@@ -178,12 +179,17 @@ class OffloadFixerExtension:
         names = cell_names(self.shell)
         shown = [_labelled(d, names) for d in findings.diagnostics]
         marks = self.fix_marks(findings)
-        text = format_text(shown, root=os.getcwd(),
-                           marks={label: marks[d] for d, label in zip(findings.diagnostics, shown) if d in marks})
+        text = format_text(
+            shown,
+            root=os.getcwd(),
+            marks={label: marks[d] for d, label in zip(findings.diagnostics, shown) if d in marks},
+        )
         warnings = [f"offload-fixer: could not check a compilation: {w}" for w in findings.warnings]
         fix = self.fixes(findings) if findings.diagnostics else FixResult({})
-        diffs = [_cell_diff(number, _history_source(self.shell, number), source)
-                 for number, source in sorted(fix.cells.items())]
+        diffs = [
+            _cell_diff(number, _history_source(self.shell, number), source)
+            for number, source in sorted(fix.cells.items())
+        ]
         return FindingsView(text, warnings, diffs + list(fix.file_diffs), list(fix.notes), bool(fix.cells))
 
     # ------------------------------------------------------------------ fixing
@@ -200,8 +206,13 @@ class OffloadFixerExtension:
             cell, in_cell = program.locate(line)
             return f"In [{cell.number}], line {in_cell}"
 
-        plans = plan_fixes(diagnostics, strategy=self.settings.strategy, texts={KERNEL_CELLS: program.data},
-                           reports=reports, places={KERNEL_CELLS: place})
+        plans = plan_fixes(
+            diagnostics,
+            strategy=self.settings.strategy,
+            texts={KERNEL_CELLS: program.data},
+            reports=reports,
+            places={KERNEL_CELLS: place},
+        )
         marks = fix_marks(diagnostics, plans, unsafe=False)
         return {d: marks[moved] for d, moved in zip(findings.diagnostics, diagnostics) if moved in marks}
 
@@ -215,11 +226,14 @@ class OffloadFixerExtension:
 
         program, names = kernel_program(self.shell)
         diagnostics, reports = _findings_in_program(findings, program, names)
-        plans = plan_fixes(diagnostics, strategy=self.settings.strategy, texts={KERNEL_CELLS: program.data},
-                           reports=reports)
+        plans = plan_fixes(
+            diagnostics, strategy=self.settings.strategy, texts={KERNEL_CELLS: program.data}, reports=reports
+        )
         chosen, skipped = choose_plans(plans, unsafe)
-        notes = [f"not applied ({plan.title}): {why}" + (" (--unsafe applies it)" if why.startswith("unsafe") else "")
-                 for plan, why in skipped]
+        notes = [
+            f"not applied ({plan.title}): {why}" + (" (--unsafe applies it)" if why.startswith("unsafe") else "")
+            for plan, why in skipped
+        ]
         in_cells = [p for p in chosen if p.path == KERNEL_CELLS]
         in_files = [p for p in chosen if p.path != KERNEL_CELLS]
         file_diffs = tuple(r.diff for r in apply_plans(in_files, write=False) if r.diff)
@@ -254,10 +268,14 @@ class OffloadFixerExtension:
             (number,) = result.cells
         if number not in result.cells:
             return f"offload-fixer: the fix does not edit In [{number}]; it edits " + ", ".join(
-                f"In [{n}]" for n in sorted(result.cells))
+                f"In [{n}]" for n in sorted(result.cells)
+            )
         self.shell.set_next_input(result.cells[number], replace=True)
-        lines.insert(0, f"offload-fixer: this cell now holds In [{number}] with the fix: run it, then the cells "
-                        "that call the fixed function")
+        lines.insert(
+            0,
+            f"offload-fixer: this cell now holds In [{number}] with the fix: run it, then the cells "
+            "that call the fixed function",
+        )
         return "\n".join(lines)
 
     def configure(self, argument: str) -> str:
@@ -277,15 +295,18 @@ class OffloadFixerExtension:
                 changes[key] = tuple(code.strip() for code in changes[key].split(",") if code.strip())
         self.reconfigure(dataclasses.replace(self.settings, **changes))
         s = self.settings
-        return (f"offload-fixer: checking new jit compilations for {s.target} (strategy {s.strategy}"
-                f"{', confirmed by the compiler' if s.confirm else ''})")
+        return (
+            f"offload-fixer: checking new jit compilations for {s.target} (strategy {s.strategy}"
+            f"{', confirmed by the compiler' if s.confirm else ''})"
+        )
 
 
 def _compilation_checker(factory: Any, settings: ExtensionSettings) -> Any:
     """The runner's checker for these settings: the one place ``run``'s options reach it."""
     if settings.confirm:
-        raise UsageError("--confirm (each finding compiled with the real compiler) is not available in the "
-                         "kernel extension yet")
+        raise UsageError(
+            "--confirm (each finding compiled with the real compiler) is not available in the kernel extension yet"
+        )
     return factory(settings.target)
 
 
@@ -366,14 +387,17 @@ def _in_program(diagnostic: Diagnostic, program: Program, names: Mapping[str, in
     return _remapped(diagnostic, {k: v for k, v in names.items() if _in(program, v)}, program)
 
 
-def _findings_in_program(findings: CellFindings, program: Program,
-                         names: Mapping[str, int]) -> tuple[list[Diagnostic], list[Any]]:
+def _findings_in_program(
+    findings: CellFindings, program: Program, names: Mapping[str, int]
+) -> tuple[list[Diagnostic], list[Any]]:
     """The findings and their reports (holding them, for the output trees) moved into the
     kernel's program."""
     diagnostics = [_in_program(d, program, names) for d in findings.diagnostics]
     moved = dict(zip(findings.diagnostics, diagnostics))
-    reports = [dataclasses.replace(r, diagnostics=tuple(moved[d] for d in r.diagnostics if d in moved))
-               for r in findings.reports]
+    reports = [
+        dataclasses.replace(r, diagnostics=tuple(moved[d] for d in r.diagnostics if d in moved))
+        for r in findings.reports
+    ]
     return diagnostics, [r for r in reports if r.diagnostics]
 
 
@@ -408,8 +432,9 @@ class FindingsView:
         parts = [("findings", self.text.rstrip("\n"))] if self.text else []
         parts += [("warning", w) for w in self.warnings]
         if self.diffs:
-            how = ("%offload_fix puts the fixed cell into the cell it runs in" if self.fixable
-                   else "apply it in the file")
+            how = (
+                "%offload_fix puts the fixed cell into the cell it runs in" if self.fixable else "apply it in the file"
+            )
             parts.append(("note", f"Fix ({how}):"))
             parts += [("diff", d.rstrip("\n")) for d in self.diffs]
         parts += [("note", n) for n in self.notes]

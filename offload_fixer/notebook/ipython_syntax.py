@@ -43,7 +43,7 @@ class MaskedCell:
             number = int(match.group(1)) if match else None
             if match is not None and number in self.commands and not body[: match.start()].strip():
                 found.add(number)
-                out.append(self.commands[number] + line[len(body):])
+                out.append(self.commands[number] + line[len(body) :])
             else:
                 out.append(line)
         missing = set(self.commands) - found
@@ -68,7 +68,7 @@ def mask_cell(source: str, first_number: int = 0) -> MaskedCell | None:
             number = first_number + len(commands)
             commands[number] = body
             indent = body[: len(body) - len(body.lstrip())] if not continued else _indent_of(out)
-            out.append(indent + PLACEHOLDER.format(number=number) + line[len(body):])
+            out.append(indent + PLACEHOLDER.format(number=number) + line[len(body) :])
             continued = body.endswith("\\")
         else:
             out.append(line)

@@ -67,8 +67,12 @@ def diagnostic_in_cells(diagnostic: Diagnostic) -> Diagnostic:
         if located is not None and located.cell is not None:
             function = dataclasses.replace(function, line=located.line, cell=located.cell)
     return dataclasses.replace(
-        diagnostic, span=move(diagnostic.span), origin=origin, trace=trace,
-        return_span=move(diagnostic.return_span), function=function,
+        diagnostic,
+        span=move(diagnostic.span),
+        origin=origin,
+        trace=trace,
+        return_span=move(diagnostic.return_span),
+        function=function,
     )
 
 

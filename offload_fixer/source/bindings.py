@@ -52,8 +52,9 @@ class BindingCollector:
         """Names declared ``global``/``nonlocal``: assigned through another scope."""
         self.star_import = False
 
-    def add(self, name: str, kind: BindingKind, node: Any, site: cst.CSTNode, index: int, nested: bool,
-            qualname: str = "") -> None:
+    def add(
+        self, name: str, kind: BindingKind, node: Any, site: cst.CSTNode, index: int, nested: bool, qualname: str = ""
+    ) -> None:
         self.bindings.setdefault(name, []).append(Binding(kind, node, site, index, nested, qualname))
 
     def collect(self, statements: list) -> BindingCollector:

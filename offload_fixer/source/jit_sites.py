@@ -35,8 +35,9 @@ def in_shardings_span(function: FunctionRef) -> Span | None:
                     node = arg
                     break
         where = facts.positions[node]
-        return Span(function.path, where.start.line, where.start.column + 1, where.end.line, where.end.column + 1,
-                    function.name)
+        return Span(
+            function.path, where.start.line, where.start.column + 1, where.end.line, where.end.column + 1, function.name
+        )
     return None
 
 

@@ -67,7 +67,7 @@ def frame_path(location: OpLocation, function: str) -> str | None:
 
 def output_path(result_info: str) -> str:
     """``jax.result_info`` (``result[0]['mu']``, ``result``, ``""``) -> keystr ``[0]['mu']``."""
-    return result_info[len("result"):] if result_info.startswith("result") else result_info
+    return result_info[len("result") :] if result_info.startswith("result") else result_info
 
 
 MOVE_SPELLINGS = ("device_put", "Space.Host", "memory_kind", "TransferToMemoryKind", PINNED_HOST)

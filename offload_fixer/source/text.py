@@ -37,9 +37,13 @@ class NotRegularFileError(OSError):
 
 
 def file_kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
-                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-                       (stat.S_ISSOCK, "a socket")):
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
         if test(mode):
             return name
     return "not a regular file"
@@ -69,8 +73,9 @@ def detect_encoding(data: bytes) -> str:
 
     Raises :class:`SourceDecodeError` for a bad or unknown cookie, as CPython refuses them."""
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
-        raise SourceDecodeError("UTF-16 or UTF-32 text (byte-order mark): Python source must be UTF-8 "
-                                "or another ASCII-compatible encoding")
+        raise SourceDecodeError(
+            "UTF-16 or UTF-32 text (byte-order mark): Python source must be UTF-8 or another ASCII-compatible encoding"
+        )
     first = _first_lines(data, 2)
     lines = iter(first)
     try:
@@ -98,7 +103,10 @@ def decode(data: bytes) -> tuple[str, str]:
         line, col = _position(data, exc.start)
         raise SourceDecodeError(
             f"not valid {encoding}: byte 0x{data[exc.start]:02x} ({exc.reason}); "
-            "declare the file's encoding with a coding comment", line, col) from exc
+            "declare the file's encoding with a coding comment",
+            line,
+            col,
+        ) from exc
     return text, encoding
 
 

@@ -65,9 +65,15 @@ together: 5 of 855 files, 0.29 MB), and there one process is faster than a pool.
 ``benchmarks/static_check.py --compare-jobs`` measures it."""
 
 
-def check_source(source: str | bytes, path: str = "<string>", target: str = "tpu",
-                 jax_version: str | None = None, cache: SourceCache | None = None,
-                 project: Project | None = None, require_syntax: bool = False) -> StaticResult:
+def check_source(
+    source: str | bytes,
+    path: str = "<string>",
+    target: str = "tpu",
+    jax_version: str | None = None,
+    cache: SourceCache | None = None,
+    project: Project | None = None,
+    require_syntax: bool = False,
+) -> StaticResult:
     """Check one file's text without importing or running it.
 
     ``jax_version`` picks the rules of that JAX release (default: the installed one);
@@ -87,11 +93,17 @@ def check_source(source: str | bytes, path: str = "<string>", target: str = "tpu
     return result
 
 
-def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | None = None,
-                jobs: int | None = 1, excludes: Sequence[str] = (),
-                check_syntax: Collection[str] = (),
-                settings_for: Callable[[str], Settings] | None = None, *,
-                caches: MutableMapping[str, SourceCache] | None = None) -> Generator[StaticResult, None, None]:
+def check_paths(
+    paths: Iterable[str],
+    target: str = "tpu",
+    jax_version: str | None = None,
+    jobs: int | None = 1,
+    excludes: Sequence[str] = (),
+    check_syntax: Collection[str] = (),
+    settings_for: Callable[[str], Settings] | None = None,
+    *,
+    caches: MutableMapping[str, SourceCache] | None = None,
+) -> Generator[StaticResult, None, None]:
     """Check files and directories (walked, honouring ``.gitignore`` and ``excludes``, which
     are patterns as in the ``exclude`` setting, relative to the current directory: one without
     ``/`` matches a name anywhere, one with ``/`` the path). Yields one result per
@@ -119,7 +131,8 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
 
     def excluded(path: str) -> bool:
         return (bool(excludes) and is_excluded(path, excludes, cwd)) or (
-            settings_for is not None and settings_for(path).is_excluded(path))
+            settings_for is not None and settings_for(path).is_excluded(path)
+        )
 
     pending: list[StaticResult | tuple[bytes, str, str, jax_compat.Spelling]] = []
     for item in walk(paths, excluded):
@@ -134,7 +147,9 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
         try:
             data = read_program_bytes(path)
         except OSError as exc:
-            pending.append(StaticResult(path, parse_error=ParseError(path, 1, 1, f"cannot read: {exc.strerror or exc}")))
+            pending.append(
+                StaticResult(path, parse_error=ParseError(path, 1, 1, f"cannot read: {exc.strerror or exc}"))
+            )
             continue
         except NotebookError as exc:
             pending.append(StaticResult(path, parse_error=ParseError(path, 1, 1, str(exc))))
@@ -143,8 +158,12 @@ def check_paths(paths: Iterable[str], target: str = "tpu", jax_version: str | No
         pending.append((data, path, file_target, spelling))
     # Every file is read before any is selected: a host spelling in one module makes the
     # modules that import it candidates. A file that cannot hold a finding is still screened.
-    pending = [entry if isinstance(entry, StaticResult) or project.selects(entry[1], entry[0])
-               else _unselected(entry[0], entry[1], check_syntax) for entry in pending]
+    pending = [
+        entry
+        if isinstance(entry, StaticResult) or project.selects(entry[1], entry[0])
+        else _unselected(entry[0], entry[1], check_syntax)
+        for entry in pending
+    ]
     candidates = [entry for entry in pending if isinstance(entry, tuple)]
     workers = worker_count(jobs, len(candidates), sum(len(entry[0]) for entry in candidates))
     if workers <= 1:
@@ -245,8 +264,9 @@ def screen(source: str | bytes, path: str, compile_it: bool = True) -> ParseErro
 _WORKER_PROJECTS: dict[tuple[str, ...], Project] = {}
 
 
-def _check_in_worker(source: bytes, path: str, target: str, spelling: jax_compat.Spelling,
-                     roots: tuple[str, ...]) -> StaticResult:
+def _check_in_worker(
+    source: bytes, path: str, target: str, spelling: jax_compat.Spelling, roots: tuple[str, ...]
+) -> StaticResult:
     """One file in a worker process, which keeps one project per set of roots for all its files."""
     project = _WORKER_PROJECTS.get(roots)
     if project is None:
@@ -254,18 +274,35 @@ def _check_in_worker(source: bytes, path: str, target: str, spelling: jax_compat
     return _check(source, path, target, spelling, None, project)
 
 
-def _check(source: str | bytes, path: str, target: str, spelling: jax_compat.Spelling,
-           cache: SourceCache | None, project: Project) -> StaticResult:
+def _check(
+    source: str | bytes,
+    path: str,
+    target: str,
+    spelling: jax_compat.Spelling,
+    cache: SourceCache | None,
+    project: Project,
+) -> StaticResult:
     """One file; a tree too deep for the walks gets a file error of its own, never a traceback."""
     try:
         return call_allowing_deep_recursion(_check_once, source, path, target, spelling, cache, project)
     except RecursionError:
-        return StaticResult(path, parse_error=ParseError(
-            path, 1, 1, "nested too deeply for offload-fixer to analyse (Python's recursion limit)"), analysed=True)
+        return StaticResult(
+            path,
+            parse_error=ParseError(
+                path, 1, 1, "nested too deeply for offload-fixer to analyse (Python's recursion limit)"
+            ),
+            analysed=True,
+        )
 
 
-def _check_once(source: str | bytes, path: str, target: str, spelling: jax_compat.Spelling,
-                cache: SourceCache | None, project: Project) -> StaticResult:
+def _check_once(
+    source: str | bytes,
+    path: str,
+    target: str,
+    spelling: jax_compat.Spelling,
+    cache: SourceCache | None,
+    project: Project,
+) -> StaticResult:
     data = source if isinstance(source, bytes) else source.encode("utf-8", "surrogatepass")
     if not project.selects(path, data):
         return StaticResult(path)
@@ -318,9 +355,15 @@ def _cpython_limit(error: BaseException | None, path: str) -> ParseError | None:
     return None
 
 
-def _analyse(parsed: ParsedSource | libcst.Module, text: str, path: str, target: str, spelling: jax_compat.Spelling,
-             source_sha256: str | None = None,
-             project: Project | None = None) -> tuple[list[Diagnostic], tuple[str, ...]]:
+def _analyse(
+    parsed: ParsedSource | libcst.Module,
+    text: str,
+    path: str,
+    target: str,
+    spelling: jax_compat.Spelling,
+    source_sha256: str | None = None,
+    project: Project | None = None,
+) -> tuple[list[Diagnostic], tuple[str, ...]]:
     """Diagnostics of a parsed text (a module parsed whole is located statement by statement),
     and the other modules of the project read for them."""
     from .interpreter import Interpreter

@@ -106,8 +106,11 @@ def _carry_result(carry_in: Any, carry_out: Any) -> Any:
         return carry_in
     if isinstance(carry_in, Seq) and isinstance(carry_out, Seq) and len(carry_in.items) == len(carry_out.items):
         return Seq(tuple(_carry_result(a, b) for a, b in zip(carry_in.items, carry_out.items)), carry_in.is_list)
-    if isinstance(carry_in, Mapping) and isinstance(carry_out, Mapping) and \
-            [k for k, _ in carry_in.items] == [k for k, _ in carry_out.items]:
+    if (
+        isinstance(carry_in, Mapping)
+        and isinstance(carry_out, Mapping)
+        and [k for k, _ in carry_in.items] == [k for k, _ in carry_out.items]
+    ):
         return Mapping(tuple((k, _carry_result(a, b)) for (k, a), (_, b) in zip(carry_in.items, carry_out.items)))
     if isinstance(carry_in, (DeviceArray, Const)) and isinstance(carry_out, (DeviceArray, Const)):
         return DeviceArray(False, any(getattr(c, "explicit", False) for c in (carry_in, carry_out)))
@@ -118,19 +121,22 @@ def _merge_branches(values: list, node: Any) -> Any:
     """The result of ``cond``/``switch``: host if a branch returns host at that leaf."""
     first = values[0]
     if all(isinstance(v, Seq) and len(v.items) == len(first.items) for v in values):
-        return Seq(tuple(_merge_branches([v.items[i] for v in values], node) for i in range(len(first.items))),
-                   first.is_list)
+        return Seq(
+            tuple(_merge_branches([v.items[i] for v in values], node) for i in range(len(first.items))), first.is_list
+        )
     if all(isinstance(v, Mapping) and [k for k, _ in v.items] == [k for k, _ in first.items] for v in values):
-        return Mapping(tuple((k, _merge_branches([v.items[i][1] for v in values], node))
-                             for i, (k, _) in enumerate(first.items)))
+        return Mapping(
+            tuple((k, _merge_branches([v.items[i][1] for v in values], node)) for i, (k, _) in enumerate(first.items))
+        )
     if all(v is NONE for v in values):
         return NONE
     if not all(isinstance(v, (HostArray, DeviceArray, Const)) for v in values):
         return UNKNOWN
     hosts = [v for v in values if isinstance(v, HostArray)]
     if not hosts:
-        return DeviceArray(all(is_single_array(v) for v in values),
-                           any(isinstance(v, DeviceArray) and v.explicit for v in values))
+        return DeviceArray(
+            all(is_single_array(v) for v in values), any(isinstance(v, DeviceArray) and v.explicit for v in values)
+        )
     if len({(h.origin.kind, h.origin.memory_kind) for h in hosts}) > 1:
         return UNKNOWN
     merged = hosts[0]

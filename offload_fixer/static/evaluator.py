@@ -37,6 +37,7 @@ class Evaluator:
     """The functions being traced, outermost first."""
 
     if TYPE_CHECKING:
+
         @abstractmethod
         def ev(self, node: Any, scope: Any) -> Any:
             """The abstract value of expression ``node`` in ``scope``."""

@@ -57,10 +57,21 @@ from .values import (
 )
 
 _OPERATOR_NAMES = {
-    "Add": "add", "Subtract": "subtract", "Multiply": "multiply", "Divide": "divide",
-    "FloorDivide": "floor_divide", "Modulo": "remainder", "Power": "power",
-    "MatrixMultiply": "matmul", "BitAnd": "and", "BitOr": "or", "BitXor": "xor",
-    "LeftShift": "shift_left", "RightShift": "shift_right", "Minus": "negate", "Plus": "plus",
+    "Add": "add",
+    "Subtract": "subtract",
+    "Multiply": "multiply",
+    "Divide": "divide",
+    "FloorDivide": "floor_divide",
+    "Modulo": "remainder",
+    "Power": "power",
+    "MatrixMultiply": "matmul",
+    "BitAnd": "and",
+    "BitOr": "or",
+    "BitXor": "xor",
+    "LeftShift": "shift_left",
+    "RightShift": "shift_right",
+    "Minus": "negate",
+    "Plus": "plus",
     "BitInvert": "not",
 }
 _PYTHON_COMPARISONS = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
@@ -123,8 +134,11 @@ class ExpressionEvaluator(Evaluator):
             if isinstance(base, Mapping):
                 item = base.get(key.value)
                 return UNKNOWN if item is None else item
-            if isinstance(key.value, int) and not isinstance(key.value, bool) \
-                    and -len(base.items) <= key.value < len(base.items):
+            if (
+                isinstance(key.value, int)
+                and not isinstance(key.value, bool)
+                and -len(base.items) <= key.value < len(base.items)
+            ):
                 return base.items[key.value]
             return UNKNOWN
         if isinstance(base, (HostArray, DeviceArray)) and not base.single:
@@ -335,8 +349,9 @@ class ExpressionEvaluator(Evaluator):
             return jax_api.transform_of(callee.kind, args[0])
         return UNKNOWN
 
-    def _method(self, receiver: Any, name: str, args: list, kwargs: dict, node: Any,
-                receiver_node: Any, scope: Any) -> Any:
+    def _method(
+        self, receiver: Any, name: str, args: list, kwargs: dict, node: Any, receiver_node: Any, scope: Any
+    ) -> Any:
         if isinstance(receiver, Optimizer):
             return jax_api.optimizer_method(self, receiver, name, args, kwargs, node)
         if name == "with_memory_kind":
@@ -394,7 +409,7 @@ class ExpressionEvaluator(Evaluator):
         env: dict[str, Any] = {}
         for param, value in zip(positional, args):
             env[param.name.value] = value
-        extra = args[len(positional):]
+        extra = args[len(positional) :]
         if isinstance(params.star_arg, cst.Param):
             env[params.star_arg.name.value] = Seq(tuple(extra))
         elif extra:

@@ -17,9 +17,28 @@ from offload_fixer.source.text import file_kind
 
 SKIPPED_DIRECTORIES = frozenset(
     {
-        ".git", ".hg", ".svn", ".bzr", ".venv", "venv", ".tox", ".nox", "__pycache__", ".mypy_cache",
-        ".pytest_cache", ".ruff_cache", ".pytype", ".eggs", "node_modules", "__pypackages__",
-        "site-packages", "build", "dist", "_build", "buck-out", ".ipynb_checkpoints",
+        ".git",
+        ".hg",
+        ".svn",
+        ".bzr",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        "__pycache__",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".pytype",
+        ".eggs",
+        "node_modules",
+        "__pypackages__",
+        "site-packages",
+        "build",
+        "dist",
+        "_build",
+        "buck-out",
+        ".ipynb_checkpoints",
         ".offload-fixer-cache",
     }
 )
@@ -108,8 +127,9 @@ def _nothing(path: str) -> bool:
     return False
 
 
-def _walk(directory: str, rules: list, suffixes: tuple[str, ...],
-          excluded: Callable[[str], bool]) -> Iterator[str | Unreadable]:
+def _walk(
+    directory: str, rules: list, suffixes: tuple[str, ...], excluded: Callable[[str], bool]
+) -> Iterator[str | Unreadable]:
     gitignore = os.path.join(directory, ".gitignore")
     if os.path.isfile(gitignore):
         try:
@@ -140,8 +160,13 @@ def _walk(directory: str, rules: list, suffixes: tuple[str, ...],
         try:
             mode = entry.stat().st_mode  # follows a symlink: the file it names is what is read
         except OSError as exc:
-            reason = "symlink loop" if exc.errno == errno.ELOOP else (
-                "dangling symlink" if entry.is_symlink() and exc.errno == errno.ENOENT else exc.strerror or str(exc))
+            reason = (
+                "symlink loop"
+                if exc.errno == errno.ELOOP
+                else (
+                    "dangling symlink" if entry.is_symlink() and exc.errno == errno.ENOENT else exc.strerror or str(exc)
+                )
+            )
             yield Unreadable(entry.path, f"cannot read: {reason}")
             continue
         if stat.S_ISREG(mode):

@@ -83,8 +83,14 @@ class SiteResult:
 class Interpreter(StatementRunner, ExpressionEvaluator):
     """The static check of one module: its jit sites, and what each one returns."""
 
-    def __init__(self, module: cst.Module, text: str, memos: Sequence[dict] | None = None,
-                 project: Project | None = None, path: str | None = None) -> None:
+    def __init__(
+        self,
+        module: cst.Module,
+        text: str,
+        memos: Sequence[dict] | None = None,
+        project: Project | None = None,
+        path: str | None = None,
+    ) -> None:
         """``memos``: one dict per top-level statement that outlives this interpreter (a cached
         chunk's, :meth:`ParsedSource.memos`), where what the statement's syntax alone tells (the
         calls in each simple statement, the names each function binds) is kept for the next
@@ -95,8 +101,7 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
         )
         self.path = None if path is None else os.path.abspath(path)
         self.project = project
-        self.module_scope = StaticScope(self, list(module.body), None, unknown=mutated_globals,
-                                        module_path=self.path)
+        self.module_scope = StaticScope(self, list(module.body), None, unknown=mutated_globals, module_path=self.path)
         self.foreign: dict[str, ForeignScope | None] = {}
         """Modules of the project read so far, by absolute path."""
         self.module = module
@@ -128,8 +133,9 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
         for index, statement in enumerate(statements):
             self._discover_statement(statement, scope, closure, index, sites)
 
-    def _discover_statement(self, statement: Any, scope: StaticScope, closure: StaticScope,
-                            index: int, sites: dict) -> None:
+    def _discover_statement(
+        self, statement: Any, scope: StaticScope, closure: StaticScope, index: int, sites: dict
+    ) -> None:
         here = scope.at(index)
         if isinstance(statement, cst.FunctionDef):
             if statement.decorators:
@@ -182,8 +188,9 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
             if collector is None:
                 collector = self._memo[key] = BindingCollector().collect(block_statements(node.body))
             self._collectors[node] = collector
-            scope = StaticScope(self, block_statements(node.body), parent,
-                                params=parameter_names(node.params), collector=collector)
+            scope = StaticScope(
+                self, block_statements(node.body), parent, params=parameter_names(node.params), collector=collector
+            )
             self._function_scopes[node] = scope
         return scope
 
@@ -265,8 +272,10 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
         (decorator,) = decorators
         if isinstance(decorator, Ref) and decorator.qualname in names.DATACLASS:
             pass
-        elif not (isinstance(node.decorators[0].decorator, cst.Call) and self._is_dataclass_call(
-                node.decorators[0].decorator, scope)):
+        elif not (
+            isinstance(node.decorators[0].decorator, cst.Call)
+            and self._is_dataclass_call(node.decorators[0].decorator, scope)
+        ):
             return UNKNOWN
         body = block_statements(node.body)
         class_scope = StaticScope(self, body, closure, is_class=True)
@@ -276,7 +285,9 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
                 continue
             for small in statement.body:
                 if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
-                    default = UNKNOWN if small.value is None else self._field_default(small.value, class_scope.at(index))
+                    default = (
+                        UNKNOWN if small.value is None else self._field_default(small.value, class_scope.at(index))
+                    )
                     fields.append((small.target.value, default))
         return DataclassType(tuple(fields))
 
@@ -325,8 +336,9 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
                 else:
                     collected: list = []
                     self.exec_block(block_statements(target.node.body), frame, collected)
-                    returns = tuple(ReturnedValue(node.value, value) for node, value in collected
-                                    if node.value is not None)
+                    returns = tuple(
+                        ReturnedValue(node.value, value) for node, value in collected if node.value is not None
+                    )
             finally:
                 self._stack.pop()
         except Unsupported:
@@ -348,9 +360,13 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
         in_tree = NONE if found is None else self._sharding_tree(*found)
         written = options.argument("in_shardings", "in_axis_resources")
         dynamic = [
-            param for i, param in enumerate(positional_params)
-            if i >= len(bound_args) and param.name.value not in bound_kwargs and static is not None
-            and i not in static and param.name.value not in static
+            param
+            for i, param in enumerate(positional_params)
+            if i >= len(bound_args)
+            and param.name.value not in bound_kwargs
+            and static is not None
+            and i not in static
+            and param.name.value not in static
         ]
         required = sum(1 for param in dynamic if param.default is None)
         for i, name in enumerate(positional):
@@ -362,8 +378,7 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
             elif param not in dynamic:
                 env[name] = UNKNOWN
             else:
-                env[name] = self._traced_argument(in_tree, dynamic.index(param), required, len(dynamic), param,
-                                                  written)
+                env[name] = self._traced_argument(in_tree, dynamic.index(param), required, len(dynamic), param, written)
         for p in params.kwonly_params:
             name = p.name.value
             env[name] = bound_kwargs.get(name, UNKNOWN if static is None or name in static else DEVICE_TREE)
@@ -394,8 +409,9 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
                     static.add(positional.index(entry))
         return static
 
-    def _traced_argument(self, in_tree: Any, position: int, required: int, count: int, param: cst.Param,
-                         written: Any) -> Any:
+    def _traced_argument(
+        self, in_tree: Any, position: int, required: int, count: int, param: cst.Param, written: Any
+    ) -> Any:
         """One positional parameter: ``in_shardings`` covers the arguments actually passed, so
         a parameter with a default that it does not clearly cover may be a Python constant."""
         if in_tree is NONE:

@@ -156,14 +156,18 @@ def put(x: Any, target: Any, node: Any) -> Any:
     if isinstance(target, (Seq, Mapping)):
         if isinstance(x, Seq) and isinstance(target, Seq) and len(x.items) == len(target.items):
             return Seq(tuple(put(a, t, node) for a, t in zip(x.items, target.items)), x.is_list)
-        if isinstance(x, Mapping) and isinstance(target, Mapping) and \
-                sorted(map(repr, (k for k, _ in x.items))) == sorted(map(repr, (k for k, _ in target.items))):
+        if (
+            isinstance(x, Mapping)
+            and isinstance(target, Mapping)
+            and sorted(map(repr, (k for k, _ in x.items))) == sorted(map(repr, (k for k, _ in target.items)))
+        ):
             return Mapping(tuple((k, put(v, target.get(k), node)) for k, v in x.items))
         return UNKNOWN
     kind = memory_kind_of(target)
     if kind in names.HOST_KINDS:
-        origin = HostOrigin("move_to_host", kind, node, f"jax.device_put to {kind} memory",
-                            condition=condition_of(target))
+        origin = HostOrigin(
+            "move_to_host", kind, node, f"jax.device_put to {kind} memory", condition=condition_of(target)
+        )
         return map_leaves(x, lambda leaf: HostArray(origin, single=is_single_array(leaf)))
     if kind in names.DEVICE_KINDS:
         return map_leaves(x, lambda leaf: DeviceArray(single=is_single_array(leaf), explicit=True))
@@ -191,14 +195,18 @@ def _compute_on(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: A
 def _transform(kind: str) -> Api:
     """``jax.vmap``/``shard_map``/``checkpoint``/``custom_jvp``: applied to a function, or
     called with options only (a decorator factory)."""
+
     def transform(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
         return transform_of(kind, args[0]) if args else TransformFactory(kind)
 
     def custom_jvp(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
         return transform_of(kind, args[0]) if args else UNKNOWN
 
-    return Api(custom_jvp if kind == "custom_jvp" else transform, lambda value: transform_of(kind, value),
-               lambda node, scope: TransformFactory(kind))
+    return Api(
+        custom_jvp if kind == "custom_jvp" else transform,
+        lambda value: transform_of(kind, value),
+        lambda node, scope: TransformFactory(kind),
+    )
 
 
 def _optax_with_state(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
@@ -251,6 +259,7 @@ def _dataclass_replace(interp: Evaluator, args: list, kwargs: dict, node: Any, s
 
 def _differentiation(with_value: bool) -> Handler:
     """``jax.grad``/``value_and_grad`` with the ``argnums`` and ``has_aux`` it can read."""
+
     def differentiate(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
         if not args or len(args) > 1 or set(kwargs) - {"argnums", "has_aux"}:
             return UNKNOWN
@@ -280,14 +289,20 @@ def _tree_map(interp: Evaluator, fn: Any, tree: Any, rest: list, node: Any, scop
     if isinstance(tree, Seq):
         if not all(isinstance(r, Seq) and len(r.items) == len(tree.items) for r in rest):
             return UNKNOWN
-        return Seq(tuple(_tree_map(interp, fn, t, [r.items[i] for r in rest], node, scope)
-                         for i, t in enumerate(tree.items)), tree.is_list)
+        return Seq(
+            tuple(_tree_map(interp, fn, t, [r.items[i] for r in rest], node, scope) for i, t in enumerate(tree.items)),
+            tree.is_list,
+        )
     if isinstance(tree, Mapping):
         keys = [k for k, _ in tree.items]
         if not all(isinstance(r, Mapping) and [k for k, _ in r.items] == keys for r in rest):
             return UNKNOWN
-        return Mapping(tuple((k, _tree_map(interp, fn, t, [r.items[i][1] for r in rest], node, scope))
-                             for i, (k, t) in enumerate(tree.items)))
+        return Mapping(
+            tuple(
+                (k, _tree_map(interp, fn, t, [r.items[i][1] for r in rest], node, scope))
+                for i, (k, t) in enumerate(tree.items)
+            )
+        )
     if tree is NONE:
         return NONE
     result = interp.apply(fn, [tree, *rest], {}, node, scope)
@@ -304,6 +319,7 @@ def _tree_map(interp: Evaluator, fn: Any, tree: Any, rest: list, node: Any, scop
 
 def _pytree_preserving(op: str) -> Handler:
     """``stop_gradient``, ``optimization_barrier``...: every leaf's data, the same structure."""
+
     def preserve(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
         return after_each(args[0], "compute", op, node) if args else UNKNOWN
 
@@ -363,8 +379,10 @@ def _table() -> dict[str, Api]:
                 raise ValueError(f"{qualname} has two entries in the JAX-API table")
             table[qualname] = api if isinstance(api, Api) else Api(api)
 
-    add(names.JIT, Api(_jit, lambda value: Jitted(value, JitOptions()),
-                       lambda node, scope: JitFactory(keywords(node, scope))))
+    add(
+        names.JIT,
+        Api(_jit, lambda value: Jitted(value, JitOptions()), lambda node, scope: JitFactory(keywords(node, scope))),
+    )
     add(names.PARTIAL, _partial)
     add(names.STATICMETHOD, Api(_unknown, lambda value: value))
     add(names.DEVICE_PUT, _device_put)
@@ -439,21 +457,23 @@ def differentiated(interp: Evaluator, grad: Differentiated, args: list, kwargs: 
     if not all(-len(args) <= i < len(args) for i in positions):
         return UNKNOWN
     on_device = all(isinstance(leaf, (DeviceArray, Const)) for a in (*args, *kwargs.values()) for leaf in leaves(a))
-    grads = [map_leaves(args[i], lambda leaf: DeviceArray(is_single_array(leaf)) if on_device else UNKNOWN)
-             for i in positions]
+    grads = [
+        map_leaves(args[i], lambda leaf: DeviceArray(is_single_array(leaf)) if on_device else UNKNOWN)
+        for i in positions
+    ]
     gradient = grads[0] if not isinstance(grad.argnums, tuple) else Seq(tuple(grads))
     if grad.has_aux:
         return Seq((Seq((value, aux)), gradient)) if grad.with_value else Seq((gradient, aux))
     return Seq((value, gradient)) if grad.with_value else gradient
 
 
-def optimizer_method(interp: Evaluator, optimizer: Optimizer, name: str, args: list, kwargs: dict,
-                     node: Any) -> Any:
+def optimizer_method(interp: Evaluator, optimizer: Optimizer, name: str, args: list, kwargs: dict, node: Any) -> Any:
     """``tx.update(grads, state, params)`` -> ``(updates, new_state)``: updates computed
     from the gradients and, for an optimizer with moments, from its state; ``tx.init``."""
     if name == "init" and len(args) == 1:
-        return map_leaves(args[0], lambda leaf: DeviceArray(is_single_array(leaf))
-                          if isinstance(leaf, DeviceArray) else UNKNOWN)
+        return map_leaves(
+            args[0], lambda leaf: DeviceArray(is_single_array(leaf)) if isinstance(leaf, DeviceArray) else UNKNOWN
+        )
     if name != "update" or not 2 <= len(args) <= 3 or kwargs:
         return UNKNOWN
     grads, state = args[0], args[1]
@@ -464,20 +484,26 @@ def optimizer_method(interp: Evaluator, optimizer: Optimizer, name: str, args: l
         reads_state = True
     operands = (state,) if reads_state else ()
     updates = _map_keeping_structure(grads, lambda g: interp.compute("optax update", (g, *operands), node))
-    new_state = _map_keeping_structure(state, lambda s: interp.compute("optax update", (s, grads), node)) \
-        if reads_state else state
+    new_state = (
+        _map_keeping_structure(state, lambda s: interp.compute("optax update", (s, grads), node))
+        if reads_state
+        else state
+    )
     return Seq((updates, new_state))
 
 
 def _leafwise_pair(interp: Evaluator, tree: Any, other: Any, op: str, node: Any) -> Any:
     """An elementwise function of two pytrees of the same structure (``apply_updates``)."""
     if isinstance(tree, Seq) and isinstance(other, Seq) and len(tree.items) == len(other.items):
-        return Seq(tuple(_leafwise_pair(interp, a, b, op, node) for a, b in zip(tree.items, other.items)),
-                   tree.is_list)
-    if isinstance(tree, Mapping) and isinstance(other, Mapping) and \
-            [k for k, _ in tree.items] == [k for k, _ in other.items]:
-        return Mapping(tuple((k, _leafwise_pair(interp, a, b, op, node))
-                             for (k, a), (_, b) in zip(tree.items, other.items)))
+        return Seq(tuple(_leafwise_pair(interp, a, b, op, node) for a, b in zip(tree.items, other.items)), tree.is_list)
+    if (
+        isinstance(tree, Mapping)
+        and isinstance(other, Mapping)
+        and [k for k, _ in tree.items] == [k for k, _ in other.items]
+    ):
+        return Mapping(
+            tuple((k, _leafwise_pair(interp, a, b, op, node)) for (k, a), (_, b) in zip(tree.items, other.items))
+        )
     return _map_keeping_structure(tree, lambda leaf: interp.compute(op, (leaf, other), node))
 
 
@@ -488,6 +514,7 @@ def _uniform(value: Any) -> bool:
 
 def _map_keeping_structure(tree: Any, fn: Any) -> Any:
     """``fn`` on each leaf; a leaf standing for a subtree of unknown structure stays one."""
+
     def leaf(value: Any) -> Any:
         result = fn(value)
         if is_single_array(value) or not isinstance(result, (HostArray, DeviceArray)):
@@ -545,11 +572,14 @@ def with_spelling(value: Any, node: Any) -> Any:
 def argument_from_shardings(tree: Any, name: str, keys: tuple, written: Any) -> Any:
     """A traced argument's abstract value, following its ``in_shardings`` prefix tree."""
     if isinstance(tree, Seq):
-        return Seq(tuple(argument_from_shardings(t, name, keys + (("index", i),), written)
-                         for i, t in enumerate(tree.items)), tree.is_list)
+        return Seq(
+            tuple(argument_from_shardings(t, name, keys + (("index", i),), written) for i, t in enumerate(tree.items)),
+            tree.is_list,
+        )
     if isinstance(tree, Mapping):
-        return Mapping(tuple((k, argument_from_shardings(t, name, keys + (("key", k),), written))
-                             for k, t in tree.items))
+        return Mapping(
+            tuple((k, argument_from_shardings(t, name, keys + (("key", k),), written)) for k, t in tree.items)
+        )
     if tree is NONE:
         return DEVICE_TREE
     if isinstance(tree, ShardingLeaf):
@@ -558,8 +588,15 @@ def argument_from_shardings(tree: Any, name: str, keys: tuple, written: Any) -> 
             return UNKNOWN  # unpinned_host arguments are not host memory to XLA (S(6) on TPU)
         if kind in names.HOST_KINDS:
             label = name + format_output_path(keys)
-            origin = HostOrigin("host_argument", kind, written, f"argument {label} declared {kind} (in_shardings)",
-                                argument=label, declared_at=tree.node, condition=condition_of(tree.value))
+            origin = HostOrigin(
+                "host_argument",
+                kind,
+                written,
+                f"argument {label} declared {kind} (in_shardings)",
+                argument=label,
+                declared_at=tree.node,
+                condition=condition_of(tree.value),
+            )
             return HostArray(origin, single=False)
         if kind in names.DEVICE_KINDS or kind == "nokind":
             return DEVICE_TREE

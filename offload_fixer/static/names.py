@@ -34,7 +34,8 @@ COMPUTE_ON = frozenset({"jax.experimental.compute_on.compute_on"})
 STATICMETHOD = "builtins.staticmethod"
 GRAD = frozenset({"jax.grad"})
 OPTAX_WITH_STATE = frozenset(
-    f"optax.{n}" for n in """
+    f"optax.{n}"
+    for n in """
     adam adamw adamax adamaxw nadam nadamw radam amsgrad lamb lion lars rmsprop adagrad adafactor
     adabelief yogi novograd sm3 adadelta rprop
     """.split()
@@ -138,19 +139,28 @@ SINGLE_POSITIONAL_ONLY = frozenset({"jax.numpy.where"})
 """``jnp.where(c)`` returns a tuple of index arrays; only the 3-argument form is modelled."""
 
 MAYBE_IDENTITY = frozenset(
-    [f"jax.numpy.{n}" for n in """
+    [
+        f"jax.numpy.{n}"
+        for n in """
     reshape ravel transpose permute_dims matrix_transpose swapaxes moveaxis squeeze broadcast_to
     atleast_1d atleast_2d atleast_3d real conj conjugate positive round around rint fix floor ceil
     trunc nan_to_num clip abs absolute pad tile repeat roll astype float16 float32 float64
     bfloat16 int8 int16 int32 int64 uint8 uint16 uint32 uint64 bool_ complex64 complex128
-    """.split()]
-    + [f"jax.lax.{n}" for n in """
+    """.split()
+    ]
+    + [
+        f"jax.lax.{n}"
+        for n in """
     convert_element_type bitcast_convert_type reduce_precision reshape transpose squeeze
     broadcast_in_dim broadcast expand_dims collapse pad rev
-    """.split()]
-    + [f"method.{n}" for n in """
+    """.split()
+    ]
+    + [
+        f"method.{n}"
+        for n in """
     reshape astype transpose squeeze ravel flatten swapaxes clip round conj conjugate view repeat
-    """.split()]
+    """.split()
+    ]
     + ["attribute.T", "attribute.mT", "attribute.real", "operator.plus"]
 )
 """Operations JAX skips when they would not change the value (``astype`` to the same dtype,

@@ -141,9 +141,12 @@ def _outline_after(previous: Outline, text: str) -> Outline | None:
             region_spans[-1] = (region_spans[-1][0], len(region))
             return Outline(
                 text,
-                [*previous.groups[:first], *groups, *previous.groups[until + 1:]],
-                [*spans[:first], *((begin + a, begin + b) for a, b in region_spans),
-                 *((a + shift, b + shift) for a, b in spans[until + 1:])],
+                [*previous.groups[:first], *groups, *previous.groups[until + 1 :]],
+                [
+                    *spans[:first],
+                    *((begin + a, begin + b) for a, b in region_spans),
+                    *((a + shift, b + shift) for a, b in spans[until + 1 :]),
+                ],
             )
     return None
 
@@ -164,7 +167,7 @@ def _common_suffix(a: str, b: str, limit: int) -> int:
     low, high = 0, limit
     while low < high:
         middle = (low + high + 1) // 2
-        if a[len(a) - middle:] == b[len(b) - middle:]:
+        if a[len(a) - middle :] == b[len(b) - middle :]:
             low = middle
         else:
             high = middle - 1

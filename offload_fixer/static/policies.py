@@ -20,8 +20,9 @@ from offload_fixer.source.offload_policies import policy_destinations
 from .source import ParsedSource
 
 
-def unpinned_policies(parsed: ParsedSource, text: str, path: str, target: str,
-                      source_sha256: str | None) -> list[Diagnostic]:
+def unpinned_policies(
+    parsed: ParsedSource, text: str, path: str, target: str, source_sha256: str | None
+) -> list[Diagnostic]:
     if UNPINNED_HOST not in text:  # the common case costs one substring search
         return []
     found: list[cst.BaseExpression] = []
@@ -37,21 +38,23 @@ def unpinned_policies(parsed: ParsedSource, text: str, path: str, target: str,
     for literal in found:
         where = parsed.code_range(literal)
         span = Span(path, where.start.line, where.start.column + 1, where.end.line, where.end.column + 1)
-        out.append(Diagnostic(
-            code=rule.code,
-            severity="warning",
-            target=target,
-            message=UNPINNED_POLICY.format(),
-            explanation=(
-                "An offload policy (or Offloadable) whose destination is 'unpinned_host' lowers to no "
-                "move at all, so the residuals it should offload stay in device memory and the "
-                "saving it was written for silently disappears. Use 'pinned_host'."
-            ),
-            span=span,
-            fixes=(FixOption("host", use_pinned.title, PIN_HOST_MEMORY.format(), use_pinned.safety),),
-            source="static",
-            source_sha256=source_sha256,
-        ))
+        out.append(
+            Diagnostic(
+                code=rule.code,
+                severity="warning",
+                target=target,
+                message=UNPINNED_POLICY.format(),
+                explanation=(
+                    "An offload policy (or Offloadable) whose destination is 'unpinned_host' lowers to no "
+                    "move at all, so the residuals it should offload stay in device memory and the "
+                    "saving it was written for silently disappears. Use 'pinned_host'."
+                ),
+                span=span,
+                fixes=(FixOption("host", use_pinned.title, PIN_HOST_MEMORY.format(), use_pinned.safety),),
+                source="static",
+                source_sha256=source_sha256,
+            )
+        )
     return out
 
 

@@ -360,8 +360,7 @@ class Project:
         self._host[key] = (stamp, False)  # an import cycle adds nothing
         data = self.data(key)
         found = data is not None and (
-            spells_host(data)
-            or any(self.host_reachable(target) for target in self.imported_files(key, data))
+            spells_host(data) or any(self.host_reachable(target) for target in self.imported_files(key, data))
         )
         self._host[key] = (stamp, found)
         return found

@@ -184,8 +184,11 @@ def diagnostics(found: list[Finding], source: Sources, target: str, spelling: Sp
     result = []
     for f in found:
         output_path = format_output_path(f.keys)
-        function = FunctionRef(_function_name(f.site.function), source.path_of(f.site.function),
-                               source.code_range(f.site.function).start.line)
+        function = FunctionRef(
+            _function_name(f.site.function),
+            source.path_of(f.site.function),
+            source.code_range(f.site.function).start.line,
+        )
         source_sha256 = source.sha256_of(f.site.function)
         origin = _origin(f.leaf.origin, span, function.name)
         return_span = span(f.returned.node)
@@ -194,8 +197,11 @@ def diagnostics(found: list[Finding], source: Sources, target: str, spelling: Sp
         seen.add((origin.key, return_span, output_path))
         others = tuple(p for p in related[(id(f.returned), id(f.leaf.origin))] if p != output_path)
         if not f.repaired:
-            result.append(_host_output(f, function, origin, output_path, return_span, span, target, spelling,
-                                       others, source_sha256))
+            result.append(
+                _host_output(
+                    f, function, origin, output_path, return_span, span, target, spelling, others, source_sha256
+                )
+            )
         if _is_unpinned_trap(f.leaf.origin, spelling) and (origin.key, codes.UNPINNED_HOST_MEMORY) not in seen:
             seen.add((origin.key, codes.UNPINNED_HOST_MEMORY))
             result.append(_unpinned(origin, function, target, source_sha256))
@@ -215,8 +221,14 @@ class _Spans:
         functions = ((_bounds(r), name) for r, name in self.source.functions_around(node))
         containing = [(bounds, name) for bounds, name in functions if bounds[0] <= start and end <= bounds[1]]
         function = max(containing)[1] if containing else None
-        return Span(self.source.path_of(node), code_range.start.line, code_range.start.column + 1,
-                    code_range.end.line, code_range.end.column + 1, function)
+        return Span(
+            self.source.path_of(node),
+            code_range.start.line,
+            code_range.start.column + 1,
+            code_range.end.line,
+            code_range.end.column + 1,
+            function,
+        )
 
 
 def _bounds(code_range: Any) -> tuple:
@@ -230,20 +242,33 @@ def _origin(host: HostOrigin, span: _Spans, function: str) -> Origin:
     where = span(host.node)
     if host.kind == "host_argument":
         where = replace(where, function=function)
-    return Origin(kind=host.kind, memory_kind=host.memory_kind, span=where, detail=host.detail,
-                  key=f"{where.path}:{where.line}:{where.col}" + (f":{host.argument}" if host.argument else ""),
-                  argument=host.argument)
+    return Origin(
+        kind=host.kind,
+        memory_kind=host.memory_kind,
+        span=where,
+        detail=host.detail,
+        key=f"{where.path}:{where.line}:{where.col}" + (f":{host.argument}" if host.argument else ""),
+        argument=host.argument,
+    )
 
 
 def _is_unpinned_trap(origin: HostOrigin, spelling: Spelling) -> bool:
     """``unpinned_host`` named host memory before 0.4.25; after, JAX and XLA disagree on it."""
-    return origin.kind == "move_to_host" and origin.memory_kind == UNPINNED_HOST \
-        and spelling.host_kind != UNPINNED_HOST
+    return origin.kind == "move_to_host" and origin.memory_kind == UNPINNED_HOST and spelling.host_kind != UNPINNED_HOST
 
 
-def _host_output(f: Finding, function: FunctionRef, origin: Origin, output_path: str, return_span: Span,
-                 span: _Spans, target: str, spelling: Spelling, related: tuple,
-                 source_sha256: str | None) -> Diagnostic:
+def _host_output(
+    f: Finding,
+    function: FunctionRef,
+    origin: Origin,
+    output_path: str,
+    return_span: Span,
+    span: _Spans,
+    target: str,
+    spelling: Spelling,
+    related: tuple,
+    source_sha256: str | None,
+) -> Diagnostic:
     leaf = f.leaf
     if leaf.origin.kind == "move_to_host":
         first = Step("device_put", Role.MOVE_TO_HOST, origin.span)
@@ -252,18 +277,19 @@ def _host_output(f: Finding, function: FunctionRef, origin: Origin, output_path:
     steps = (first,) + tuple(Step(s.op, _ROLES.get(s.role, s.role), span(s.node)) for s in leaf.trace)
     steps += (Step("return", Role.OUTPUT, return_span),)
     shown = output_path or "(the whole result)"
-    message = HOST_OUTPUT_IN_SOURCE.format(output=shown, function=function.name,
-                                           memory_kind=leaf.origin.memory_kind)
+    message = HOST_OUTPUT_IN_SOURCE.format(output=shown, function=function.name, memory_kind=leaf.origin.memory_kind)
     explanation = _explanation(leaf, spelling, target)
     condition = leaf.origin.condition
     if condition is not None:
         (test, positive), where = condition_key(condition.test), span(condition.test)
         branch = f"`{test}` is {'true' if condition.holds == positive else 'false'}"
         message += f" when {branch} ({_display(where.path)}:{where.line})"
-        explanation = (f"The value is host memory only on the branch taken when {branch} (the `if` at "
-                       f"{_display(where.path)}:{where.line}); the check cannot tell how the program is "
-                       f"configured, and that branch is reachable, so it reports what happens there. "
-                       f"{explanation}")
+        explanation = (
+            f"The value is host memory only on the branch taken when {branch} (the `if` at "
+            f"{_display(where.path)}:{where.line}); the check cannot tell how the program is "
+            f"configured, and that branch is reachable, so it reports what happens there. "
+            f"{explanation}"
+        )
     return Diagnostic(
         code=codes.HOST_VALUE_DEVICE_OUTPUT,
         severity=get_rule(codes.HOST_VALUE_DEVICE_OUTPUT).severity(target),
@@ -305,21 +331,29 @@ def _unpinned(origin: Origin, function: FunctionRef, target: str, source_sha256:
 def _explanation(leaf: HostArray, spelling: Spelling, target: str) -> str:
     version = spelling.version
     if spelling.regime is Regime.LEGACY:
-        text = (f"JAX {version} (<= 0.4.28) never infers output memory kinds: an output is host memory "
-                "only when out_shardings says so, so XLA finds a host value returned through a device output.")
+        text = (
+            f"JAX {version} (<= 0.4.28) never infers output memory kinds: an output is host memory "
+            "only when out_shardings says so, so XLA finds a host value returned through a device output."
+        )
     elif spelling.regime is Regime.PROPAGATION:
         lost = sorted({s.op for s in leaf.trace if s.role in ("compute", "noop_put", "cond_mixed")})
-        text = (f"JAX {version} (0.4.29-0.7.0) propagates memory kinds only through device_put, scan and "
-                f"copy; {', '.join(f'`{op}`' for op in lost)} lose the host kind, so the output is declared "
-                "device memory while XLA keeps the value on host.")
+        text = (
+            f"JAX {version} (0.4.29-0.7.0) propagates memory kinds only through device_put, scan and "
+            f"copy; {', '.join(f'`{op}`' for op in lost)} lose the host kind, so the output is declared "
+            "device memory while XLA keeps the value on host."
+        )
     elif leaf.origin.kind == "host_argument":
-        text = (f"The {leaf.origin.detail}, but when the function is traced with abstract "
-                f"(ShapeDtypeStruct), NumPy or uncommitted arguments JAX {version} types it as device "
-                "memory; XLA streams it from host and finds it returned through a device output. A source "
-                "check cannot see the call site, so this is reported.")
+        text = (
+            f"The {leaf.origin.detail}, but when the function is traced with abstract "
+            f"(ShapeDtypeStruct), NumPy or uncommitted arguments JAX {version} types it as device "
+            "memory; XLA streams it from host and finds it returned through a device output. A source "
+            "check cannot see the call site, so this is reported."
+        )
     else:
-        text = (f"JAX {version} types `unpinned_host` as device memory, but XLA treats the annotation as a "
-                "move to host, so the value is on host and its output is declared device.")
+        text = (
+            f"JAX {version} types `unpinned_host` as device memory, but XLA treats the annotation as a "
+            "move to host, so the value is on host and its output is declared device."
+        )
     outcome = get_rule(codes.HOST_VALUE_DEVICE_OUTPUT).targets[target].outcome
     return f"{text} On {target}: {outcome}."
 
@@ -330,17 +364,21 @@ def fix_options(leaf: HostArray, spelling: Spelling) -> tuple[FixOption, ...]:
     if spelling.memory_space_api:
         move = "`jax.device_put(x, jax.memory.Space.Device)`"
     else:
-        move = (f"`jax.device_put(x, s.with_memory_kind({spelling.device_kind!r}))` with a sharding `s` the "
-                f"code already uses (or `TransferToMemoryKind({spelling.device_kind!r})` where the file "
-                "imports it)")
+        move = (
+            f"`jax.device_put(x, s.with_memory_kind({spelling.device_kind!r}))` with a sharding `s` the "
+            f"code already uses (or `TransferToMemoryKind({spelling.device_kind!r})` where the file "
+            "imports it)"
+        )
     device = FixOption(
-        "device", move_doc.title,
+        "device",
+        move_doc.title,
         f"Return {move} instead of the host value. `jax.device_put(x, jax.devices()[0])`, "
         "`jax.device_put(x)` and `jnp.copy(x)` do not move it.",
         move_doc.safety,
     )
     host = FixOption(
-        "host", host_doc.title,
+        "host",
+        host_doc.title,
         f"Give this output an out_shardings leaf with memory_kind={spelling.host_kind!r} "
         f"(`NamedSharding(mesh, spec, memory_kind={spelling.host_kind!r})` or "
         f"`s.with_memory_kind({spelling.host_kind!r})`); never `jax.memory.Space.Host`, which "

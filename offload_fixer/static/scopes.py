@@ -25,9 +25,17 @@ class StaticScope:
     """A module, class or function body seen from outside its execution: what each name
     holds once the scope has run (for closures and globals) or at a given statement."""
 
-    def __init__(self, interpreter: Any, statements: list, parent: StaticScope | None,
-                 params: Sequence[str] = (), unknown: frozenset = frozenset(), is_class: bool = False,
-                 collector: BindingCollector | None = None, module_path: str | None = None) -> None:
+    def __init__(
+        self,
+        interpreter: Any,
+        statements: list,
+        parent: StaticScope | None,
+        params: Sequence[str] = (),
+        unknown: frozenset = frozenset(),
+        is_class: bool = False,
+        collector: BindingCollector | None = None,
+        module_path: str | None = None,
+    ) -> None:
         """``collector``: the bindings of ``statements`` when already collected (it is not changed);
         ``module_path``: the file of a module scope (other scopes take their parent's)."""
         if collector is None:
@@ -100,8 +108,13 @@ class ForeignScope(StaticScope):
             loaded = self._load(name)
             if loaded is None:
                 parsed = self.facts.parsed_whole()
-                self.whole = StaticScope(self.interpreter, list(parsed.module.body), None,
-                                         unknown=self.facts.mutated_globals, module_path=self.facts.path)
+                self.whole = StaticScope(
+                    self.interpreter,
+                    list(parsed.module.body),
+                    None,
+                    unknown=self.facts.mutated_globals,
+                    module_path=self.facts.path,
+                )
                 return self.whole.lookup_at(name, index)
             self.bindings[name] = loaded
         return super().lookup_at(name, index)

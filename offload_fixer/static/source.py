@@ -30,19 +30,48 @@ from .outline import NEWLINE, Outline, SourceCache
 
 _DEFAULT_INDENT = " " * 4
 _DEFAULT_NEWLINE = "\n"
-_LAYOUT_FIELDS = frozenset({
-    "lpar", "rpar", "comma", "semicolon", "leading_lines", "lines_after_decorators", "header", "footer",
-    "newline", "equal", "colon", "lbrace", "rbrace", "lbracket", "rbracket", "first_line", "empty_lines",
-    "indent", "dot", "asynchronous", "operator",
-})
+_LAYOUT_FIELDS = frozenset(
+    {
+        "lpar",
+        "rpar",
+        "comma",
+        "semicolon",
+        "leading_lines",
+        "lines_after_decorators",
+        "header",
+        "footer",
+        "newline",
+        "equal",
+        "colon",
+        "lbrace",
+        "rbrace",
+        "lbracket",
+        "rbracket",
+        "first_line",
+        "empty_lines",
+        "indent",
+        "dot",
+        "asynchronous",
+        "operator",
+    }
+)
 """Node fields (with ``whitespace*``) that hold only layout tokens: no node a diagnostic names."""
 
 
 class Chunk:
     """The statement(s) of one chunk of text, parsed alone, with what the assembly needs."""
 
-    def __init__(self, statements: tuple, header: tuple, footer: tuple, has_trailing_newline: bool,
-                 default_indent: str, default_newline: str, own_indent: bool, own_newline: bool) -> None:
+    def __init__(
+        self,
+        statements: tuple,
+        header: tuple,
+        footer: tuple,
+        has_trailing_newline: bool,
+        default_indent: str,
+        default_newline: str,
+        own_indent: bool,
+        own_newline: bool,
+    ) -> None:
         self.statements = statements
         self.header = header
         """Lines above the statement when the chunk starts the file (else in its ``leading_lines``)."""
@@ -75,9 +104,16 @@ class Chunk:
         if module.header and not starts_file:
             statement = statement.with_changes(leading_lines=(*module.header, *statement.leading_lines))
             header = ()
-        return cls((statement,), tuple(header), tuple(module.footer), module.has_trailing_newline,
-                   module.default_indent, module.default_newline, _first_block(statement) is not None,
-                   NEWLINE.search(text) is not None)
+        return cls(
+            (statement,),
+            tuple(header),
+            tuple(module.footer),
+            module.has_trailing_newline,
+            module.default_indent,
+            module.default_newline,
+            _first_block(statement) is not None,
+            NEWLINE.search(text) is not None,
+        )
 
     def laid_out(self, indent: str, newline: str) -> Chunk:
         """This chunk for a file whose default indentation or line end differs from its own:
@@ -89,20 +125,37 @@ class Chunk:
         key = (indent, newline)
         variant = self._variants.get(key)
         if variant is None:
-            layout = _ExplicitLayout(self.default_indent if indent_differs else None,
-                                     self.default_newline if newline_differs else None)
-            module = cst.Module(body=self.statements, header=self.header, default_indent=self.default_indent,
-                                default_newline=self.default_newline).visit(layout)
-            variant = Chunk(tuple(module.body), tuple(module.header), self.footer, self.has_trailing_newline,
-                            self.default_indent, self.default_newline, False, False)
+            layout = _ExplicitLayout(
+                self.default_indent if indent_differs else None, self.default_newline if newline_differs else None
+            )
+            module = cst.Module(
+                body=self.statements,
+                header=self.header,
+                default_indent=self.default_indent,
+                default_newline=self.default_newline,
+            ).visit(layout)
+            variant = Chunk(
+                tuple(module.body),
+                tuple(module.header),
+                self.footer,
+                self.has_trailing_newline,
+                self.default_indent,
+                self.default_newline,
+                False,
+                False,
+            )
             self._variants[key] = variant
         return variant
 
     def positions(self) -> dict:
         """Code ranges of every node, lines counted from the chunk's first line."""
         if self._positions is None:
-            module = cst.Module(body=self.statements, header=self.header, default_indent=self.default_indent,
-                                default_newline=self.default_newline)
+            module = cst.Module(
+                body=self.statements,
+                header=self.header,
+                default_indent=self.default_indent,
+                default_newline=self.default_newline,
+            )
             self._positions = dict(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
         return self._positions
 
@@ -115,8 +168,11 @@ class Chunk:
         """``(range, name)`` of each ``def`` in the chunk, chunk-relative."""
         if self._functions is None:
             positions = self.positions()
-            self._functions = [(positions[node], node.name.value) for node in _walk(self.statements)
-                               if isinstance(node, cst.FunctionDef)]
+            self._functions = [
+                (positions[node], node.name.value)
+                for node in _walk(self.statements)
+                if isinstance(node, cst.FunctionDef)
+            ]
         return self._functions
 
 
@@ -194,8 +250,13 @@ class Sources:
     it (a jitted function or a sharding may live in another module): each node is found in
     the source that holds it, and reported with that file's path."""
 
-    def __init__(self, primary: ParsedSource, path: str, others: Sequence[tuple[str, ParsedSource, str]] = (),
-                 sha256: str | None = None) -> None:
+    def __init__(
+        self,
+        primary: ParsedSource,
+        path: str,
+        others: Sequence[tuple[str, ParsedSource, str]] = (),
+        sha256: str | None = None,
+    ) -> None:
         """``others``: ``(path, parsed statements, sha256 of the file)`` of each other module."""
         self.path = path
         self._sources = [(path, primary, sha256), *others]
@@ -336,8 +397,11 @@ def _walk(nodes: Sequence[Any]) -> Iterator[Any]:
         yield node
         fields = _NODE_FIELDS.get(type(node))
         if fields is None:
-            fields = tuple(name for name in type(node).__dataclass_fields__
-                           if name not in _LAYOUT_FIELDS and not name.startswith("whitespace"))
+            fields = tuple(
+                name
+                for name in type(node).__dataclass_fields__
+                if name not in _LAYOUT_FIELDS and not name.startswith("whitespace")
+            )
             _NODE_FIELDS[type(node)] = fields
         for name in fields:
             child = getattr(node, name)

@@ -195,9 +195,9 @@ class StatementRunner(Evaluator):
                 split, tail = starred[0], len(elements) - starred[0] - 1
                 for element, item in zip(elements[:split], value.items[:split]):
                     self._assign(element.value, item, frame)
-                rest = value.items[split:len(value.items) - tail]
+                rest = value.items[split : len(value.items) - tail]
                 self._assign(elements[split].value, Seq(rest, True), frame)
-                for element, item in zip(elements[split + 1:], value.items[len(value.items) - tail:]):
+                for element, item in zip(elements[split + 1 :], value.items[len(value.items) - tail :]):
                     self._assign(element.value, item, frame)
             else:
                 self._forget(target_names(target), frame)
@@ -217,8 +217,13 @@ class StatementRunner(Evaluator):
                 updated = Mapping(container.items + ((key.value, value),))
             else:
                 updated = Mapping(tuple((k, value if k == key.value else v) for k, v in container.items))
-        elif isinstance(container, Seq) and container.is_list and key is not None and isinstance(key.value, int) \
-                and -len(container.items) <= key.value < len(container.items):
+        elif (
+            isinstance(container, Seq)
+            and container.is_list
+            and key is not None
+            and isinstance(key.value, int)
+            and -len(container.items) <= key.value < len(container.items)
+        ):
             items = list(container.items)
             items[key.value] = value
             updated = Seq(tuple(items), True)

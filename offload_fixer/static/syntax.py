@@ -18,9 +18,31 @@ from offload_fixer.source.bindings import BindingCollector
 
 _EMPTY_MODULE = cst.Module(body=())
 _SKIPPED_FIELDS = (
-    "whitespace", "lpar", "rpar", "comma", "semicolon", "leading_lines", "lines_after", "header",
-    "footer", "newline", "equal", "colon", "lbrace", "rbrace", "lbracket", "rbracket", "first_line",
-    "empty_lines", "indent", "dot", "star", "asynchronous", "operator", "annotation", "returns",
+    "whitespace",
+    "lpar",
+    "rpar",
+    "comma",
+    "semicolon",
+    "leading_lines",
+    "lines_after",
+    "header",
+    "footer",
+    "newline",
+    "equal",
+    "colon",
+    "lbrace",
+    "rbrace",
+    "lbracket",
+    "rbracket",
+    "first_line",
+    "empty_lines",
+    "indent",
+    "dot",
+    "star",
+    "asynchronous",
+    "operator",
+    "annotation",
+    "returns",
 )
 _NEW_SCOPES = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.FunctionDef, cst.ClassDef)
 _FIELDS: dict[type, tuple] = {}

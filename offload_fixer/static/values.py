@@ -350,19 +350,31 @@ def join_branches(taken: Any, not_taken: Any, test: Any) -> Any:
     branch recorded, so that a finding can say when it holds. A value that is already
     conditional is not refined again: a second branch may be correlated with the first
     (``if offload: x = device_put(x, device)``), so it is unknown."""
-    if isinstance(taken, Seq) and isinstance(not_taken, Seq) and len(taken.items) == len(not_taken.items) \
-            and taken.is_list == not_taken.is_list:
+    if (
+        isinstance(taken, Seq)
+        and isinstance(not_taken, Seq)
+        and len(taken.items) == len(not_taken.items)
+        and taken.is_list == not_taken.is_list
+    ):
         return Seq(tuple(join_branches(a, b, test) for a, b in zip(taken.items, not_taken.items)), taken.is_list)
-    if isinstance(taken, Mapping) and isinstance(not_taken, Mapping) and \
-            [k for k, _ in taken.items] == [k for k, _ in not_taken.items]:
+    if (
+        isinstance(taken, Mapping)
+        and isinstance(not_taken, Mapping)
+        and [k for k, _ in taken.items] == [k for k, _ in not_taken.items]
+    ):
         return Mapping(tuple((k, join_branches(a, b, test)) for (k, a), (_, b) in zip(taken.items, not_taken.items)))
     for host, other, holds in ((taken, not_taken, True), (not_taken, taken, False)):
         if isinstance(host, HostArray) and host.origin.condition is None and isinstance(other, (DeviceArray, Const)):
             origin = replace(host.origin, condition=Condition(test, holds))
             return HostArray(origin, host.steps, host.trace, host.single and is_single_array(other))
-        if isinstance(host, ShardingSpec) and host.condition is None and host.memory_kind in HOST_KINDS \
-                and isinstance(other, ShardingSpec) and other.condition is None \
-                and other.memory_kind not in HOST_KINDS:
+        if (
+            isinstance(host, ShardingSpec)
+            and host.condition is None
+            and host.memory_kind in HOST_KINDS
+            and isinstance(other, ShardingSpec)
+            and other.condition is None
+            and other.memory_kind not in HOST_KINDS
+        ):
             return ShardingSpec(host.memory_kind, Condition(test, holds))
     return join(taken, not_taken)
 
@@ -372,4 +384,3 @@ def is_single_array(value: Any) -> bool:
     if isinstance(value, (DeviceArray, HostArray)):
         return value.single
     return isinstance(value, Const)
-

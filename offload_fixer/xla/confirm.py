@@ -35,8 +35,9 @@ def confirm(report: Report, source: Any, judge: Oracle | None = None) -> Report:
         text = with_host_output(text, index)
         verdict = judge.judge(text)
         warned += [name for name in verdict.host_compute + verdict.host_slices if name not in warned]
-    diagnostics = tuple(replace(_confirmed(d, rejected, verdict, warned), confirmed_by=first.compiler)
-                        for d in report.diagnostics)
+    diagnostics = tuple(
+        replace(_confirmed(d, rejected, verdict, warned), confirmed_by=first.compiler) for d in report.diagnostics
+    )
     return replace(report, diagnostics=diagnostics, xla=first, unpredicted=compare(report, first).differences)
 
 
@@ -58,7 +59,11 @@ def _confirmed(diagnostic: Diagnostic, rejected: dict[int, str], last: XlaVerdic
         message = rejected.get(diagnostic.output_index) if diagnostic.output_index is not None else None
         return replace(diagnostic, confirmed=message is not None, xla_message=message)
     if diagnostic.code in WARNING_CODES:
-        said = f"warns of host compute in {', '.join(warned[:6])}" + (", ..." if len(warned) > 6 else "") if warned else None
+        said = (
+            f"warns of host compute in {', '.join(warned[:6])}" + (", ..." if len(warned) > 6 else "")
+            if warned
+            else None
+        )
         return replace(diagnostic, confirmed=bool(warned), xla_message=said)
     if diagnostic.severity == "error":
         agrees = last.outcome in ("rejected", "aborted") and last.code == diagnostic.code

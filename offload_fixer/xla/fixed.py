@@ -31,8 +31,9 @@ class FixCheck:
     verdict: XlaVerdict | None = None
 
 
-def compile_fixed(path: str, fixed_text: str, function: FunctionRef, args: tuple, kwargs: dict,
-                  target: str) -> FixCheck:
+def compile_fixed(
+    path: str, fixed_text: str, function: FunctionRef, args: tuple, kwargs: dict, target: str
+) -> FixCheck:
     """Lower ``function`` from ``fixed_text`` (the new contents of ``path``) and compile it."""
     from offload_fixer import jax_compat
     from offload_fixer.xla.oracle import judge

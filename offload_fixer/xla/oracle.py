@@ -84,7 +84,9 @@ class Oracle:
                 from offload_fixer import jax_compat
 
                 requirements = jax_compat.compiler_requirements(self.target)
-                reason = f"no {self.target.upper()} compiler is installed ({' or '.join(compilers.PACKAGES[self.target])})"
+                reason = (
+                    f"no {self.target.upper()} compiler is installed ({' or '.join(compilers.PACKAGES[self.target])})"
+                )
                 if requirements is None:
                     reason += f"; the package registry has none for JAX {jax_compat.installed_version()}"
                 raise CompilerUnavailable(self.target, reason, requirements)
@@ -117,7 +119,11 @@ class Oracle:
         if hello is None or not hello.get("ready"):
             process.kill()
             process.wait()
-            reason = (hello or {}).get("message") or _last_lines(self._log_dir) or "the compiler process exited while starting"
+            reason = (
+                (hello or {}).get("message")
+                or _last_lines(self._log_dir)
+                or "the compiler process exited while starting"
+            )
             self._remove_logs()
             raise CompilerUnavailable(self.target, f"the {self.target.upper()} compiler did not start: {reason}")
         self.compiler = hello.get("compiler", "")
@@ -254,8 +260,14 @@ def _verdict(target: str, compiler: str, answer: dict[str, Any]) -> XlaVerdict:
         output_index=first.trace_output_index if first else None,
         trace=tuple(step.instruction for step in first.trace) if first else (),
         output_memory_kinds=tuple(answer.get("output_memory_kinds", ())),
-        host_compute=tuple(w.instruction for w in warnings if w.diagnostic_code == codes.DEVICE_COMPUTE_ON_HOST and w.instruction),
-        host_slices=tuple(w.instruction for w in warnings if w.diagnostic_code == codes.HOST_SLICE_NOT_MOVED_TO_DEVICE and w.instruction),
+        host_compute=tuple(
+            w.instruction for w in warnings if w.diagnostic_code == codes.DEVICE_COMPUTE_ON_HOST and w.instruction
+        ),
+        host_slices=tuple(
+            w.instruction
+            for w in warnings
+            if w.diagnostic_code == codes.HOST_SLICE_NOT_MOVED_TO_DEVICE and w.instruction
+        ),
     )
 
 

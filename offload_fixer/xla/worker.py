@@ -151,8 +151,10 @@ def serve(target: str, target_config_path: str | None, requests: TextIO, answers
     logs = LogTail(patterns)
     from offload_fixer.xla import compilers
 
-    _answer(answers, {"ready": True, "jax": compiler.compat.installed_version(),
-                      "compiler": str(compilers.installed(target))})
+    _answer(
+        answers,
+        {"ready": True, "jax": compiler.compat.installed_version(), "compiler": str(compilers.installed(target))},
+    )
     for line in requests:
         if not line.strip():
             continue
@@ -163,9 +165,7 @@ def serve(target: str, target_config_path: str | None, requests: TextIO, answers
         except Exception as exc:  # noqa: BLE001 - a module the compiler's MLIR cannot read, a topology too small
             answer = {"outcome": "unsupported", "message": f"{type(exc).__name__}: {exc}"}
         logs.settle()
-        answer["log"] = "".join(
-            text for text in logs.read().splitlines(keepends=True) if HOST_OFFLOADER_LOG in text
-        )
+        answer["log"] = "".join(text for text in logs.read().splitlines(keepends=True) if HOST_OFFLOADER_LOG in text)
         _answer(answers, answer)
 
 
@@ -181,7 +181,9 @@ def _answer(stream: TextIO, payload: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m offload_fixer.xla.worker")
     parser.add_argument("--target", choices=("tpu", "gpu"), required=True)
-    parser.add_argument("--log-dir", required=True, help="where the compilers' logs go (the caller reads an abort there)")
+    parser.add_argument(
+        "--log-dir", required=True, help="where the compilers' logs go (the caller reads an abort there)"
+    )
     parser.add_argument("--gpu-target-config", default=None)
     args = parser.parse_args(argv)
     configure_environment(args.target, args.log_dir)

@@ -63,17 +63,11 @@ def _analyze(case: Case):
 
 def _expected_output(case: Case) -> int:
     """The flat output index of the row's offending leaf, from JAX's own view of the result."""
-    leaves, _ = jax.tree_util.tree_flatten_with_path(
-        jax.eval_shape(case.fn, *case.args())
-    )
+    leaves, _ = jax.tree_util.tree_flatten_with_path(jax.eval_shape(case.fn, *case.args()))
     if case.output_leaf is not None:
         (index,) = [i for i, (_, leaf) in enumerate(leaves) if case.output_leaf(leaf)]
     else:
-        (index,) = [
-            i
-            for i, (path, _) in enumerate(leaves)
-            if jax.tree_util.keystr(path) == case.output_path
-        ]
+        (index,) = [i for i, (path, _) in enumerate(leaves) if jax.tree_util.keystr(path) == case.output_path]
     return index
 
 

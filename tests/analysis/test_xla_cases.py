@@ -59,30 +59,20 @@ EXPECTED: dict[str, Expect] = {
     "TupleParameterStreaming": Expect((DEV,), absent=frozenset({"OFL1201"})),
     "ParameterStreamingFeedingIntoWhile": Expect((DEV,), absent=frozenset({"OFL1201"})),
     "OffloadPassedToEntryComputationRoot": Expect((DEV,), paths=("[0]",)),
-    "NoCopyWithOptBarrierMoreElaborate": Expect(
-        (DEV,), absent=frozenset({"OFL1201", "OFL1206"})
-    ),
+    "NoCopyWithOptBarrierMoreElaborate": Expect((DEV,), absent=frozenset({"OFL1201", "OFL1206"})),
     "Conditional": Expect((STREAM, STREAM, DEV)),
-    "DusFirstOperandIsNotFromABroadcast": Expect(
-        (DEV,), failures=frozenset({"OFL1202"})
-    ),
+    "DusFirstOperandIsNotFromABroadcast": Expect((DEV,), failures=frozenset({"OFL1202"})),
     "BasicDusDsDusAnnotationOnWrongSide": Expect((DEV,), failures=frozenset({"OFL1207"})),
     "DusAnnotationAfterUpdateWellFormed": Expect((DEV,), absent=frozenset({"OFL1202"})),
     "AutomaticHostComputeOffloadDisabled": Expect((DEV,)),
     "BasicAsyncHostOffloadedCall_RemoveRedundantCopies": Expect((STREAM, STREAM)),
-    "BasicAsyncHostOffloadedCall_NoChangesWhenEntryLayoutExpectsHBM": Expect(
-        (DEV, DEV)
-    ),
+    "BasicAsyncHostOffloadedCall_NoChangesWhenEntryLayoutExpectsHBM": Expect((DEV, DEV)),
     "BasicAsyncHostOffloadedCall_RemoveOnlyRedundantCopies": Expect((STREAM, STREAM)),
     "SingleOutputToHost": Expect(("repaired",), paths=("",)),
-    "TupleOutputMixedMemorySpaces": Expect(
-        (DEV, ERR, DEV), paths=("[0]", "[1]", "[2]")
-    ),
+    "TupleOutputMixedMemorySpaces": Expect((DEV, ERR, DEV), paths=("[0]", "[1]", "[2]")),
 }
 
-ASYNC_HOST_CALL_CASES = sorted(
-    name for name in EXPECTED if name.startswith("BasicAsyncHostOffloadedCall_")
-)
+ASYNC_HOST_CALL_CASES = sorted(name for name in EXPECTED if name.startswith("BasicAsyncHostOffloadedCall_"))
 
 
 def _load(name: str) -> str:
@@ -91,11 +81,7 @@ def _load(name: str) -> str:
 
 def _codes(report: Report, severity: str | None = None) -> list[tuple[str, int | None]]:
     return sorted(
-        (
-            (d.code, d.output_index)
-            for d in report.diagnostics
-            if severity is None or d.severity == severity
-        ),
+        ((d.code, d.output_index) for d in report.diagnostics if severity is None or d.severity == severity),
         key=repr,
     )
 
@@ -130,9 +116,7 @@ def test_xla_case(name: str, target: str):
     for diagnostic in ofl1200:
         assert diagnostic.severity == "error"
         assert diagnostic.output_path == report.outputs[diagnostic.output_index].path
-        assert (
-            diagnostic.origin is not None and diagnostic.origin.kind == "move_to_host"
-        )
+        assert diagnostic.origin is not None and diagnostic.origin.kind == "move_to_host"
 
     errors = [code for code, _ in _codes(report, "error")]
     expected_errors = sorted(expect.failures) + ["OFL1200"] * len(host_to_device_outputs)
@@ -176,12 +160,8 @@ def test_compute_on_call_is_not_accidental_host_compute(name: str):
 
 def test_invalid_output_streaming_message_names_the_starting_tuple():
     """XLA names the first non-bitcast user of the MoveToHost: the entry root tuple."""
-    (diagnostic,) = analyze(_load("InvalidOutputStreaming"), target="tpu").by_code(
-        "OFL1200"
-    )
-    assert diagnostic.message.startswith(
-        "Tensor which is moved to host (starting from tuple"
-    )
+    (diagnostic,) = analyze(_load("InvalidOutputStreaming"), target="tpu").by_code("OFL1200")
+    assert diagnostic.message.startswith("Tensor which is moved to host (starting from tuple")
 
 
 @pytest.mark.parametrize("target", TARGETS)

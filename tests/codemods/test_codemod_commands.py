@@ -29,8 +29,9 @@ def project(tmp_path: Path) -> Path:
     """A scratch project set up as libcst's docs say: ``initialize``, then our module listed."""
     root = tmp_path / "project"
     root.mkdir()
-    subprocess.run([sys.executable, "-m", "libcst.tool", "initialize", "."], cwd=root, check=True,
-                   capture_output=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "libcst.tool", "initialize", "."], cwd=root, check=True, capture_output=True, timeout=120
+    )
     config = root / ".libcst.codemod.yaml"
     listed = "- 'libcst.codemod.commands'\n"
     assert listed in config.read_text()
@@ -159,10 +160,16 @@ def f(x):
 @pytest.mark.parametrize(
     ("spelling", "flags", "expected"),
     [
-        ("move_to_device.MoveToDeviceCommand", ["--output-path", "[1]"],
-         "    return x, jax.device_put(h, jax.memory.Space.Device)\n"),
-        ("-x offload_fixer.codemods.host_output.HostOutputCommand", ["--output-path", "[1]", "--origin-line", "9"],
-         "@partial(jax.jit, out_shardings=(None, host))\n"),
+        (
+            "move_to_device.MoveToDeviceCommand",
+            ["--output-path", "[1]"],
+            "    return x, jax.device_put(h, jax.memory.Space.Device)\n",
+        ),
+        (
+            "-x offload_fixer.codemods.host_output.HostOutputCommand",
+            ["--output-path", "[1]", "--origin-line", "9"],
+            "@partial(jax.jit, out_shardings=(None, host))\n",
+        ),
     ],
 )
 def test_libcst_tool_runs_the_commands(project: Path, spelling: str, flags: list[str], expected: str) -> None:
@@ -172,27 +179,46 @@ def test_libcst_tool_runs_the_commands(project: Path, spelling: str, flags: list
 
 
 def test_libcst_tool_lists_the_commands(project: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "libcst.tool", "list"], cwd=project, capture_output=True,
-                          text=True, timeout=120, check=True)
-    for command in ("move_to_device.MoveToDeviceCommand", "host_output.HostOutputCommand",
-                    "pin_host_memory.PinHostMemoryCommand"):
+    done = subprocess.run(
+        [sys.executable, "-m", "libcst.tool", "list"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    for command in (
+        "move_to_device.MoveToDeviceCommand",
+        "host_output.HostOutputCommand",
+        "pin_host_memory.PinHostMemoryCommand",
+    ):
         assert command in done.stdout
 
 
 def test_libcst_tool_runs_a_command_named_in_full_without_a_configuration(tmp_path: Path) -> None:
-    done, target = libcst_tool(tmp_path, LIBCST_SOURCE, "-x offload_fixer.codemods.move_to_device.MoveToDeviceCommand",
-                               "--function-line", "7", "--output-path", "[1]")
+    done, target = libcst_tool(
+        tmp_path,
+        LIBCST_SOURCE,
+        "-x offload_fixer.codemods.move_to_device.MoveToDeviceCommand",
+        "--function-line",
+        "7",
+        "--output-path",
+        "[1]",
+    )
     assert done.returncode == 0, done.stderr
     assert "    return x, jax.device_put(h, jax.memory.Space.Device)\n" in target.read_text()
 
 
 def test_codemods_import_neither_jax_nor_mlir(tmp_path: Path) -> None:
-    probe = ("import sys, offload_fixer.codemods.host_output, offload_fixer.codemods.move_to_device, "
-             "offload_fixer.codemods.pin_host_memory; "
-             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib', 'mlir') "
-             "or m.startswith(('offload_fixer.analysis', 'offload_fixer.ir', 'offload_fixer.xla'))))")
-    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                          check=True)
+    probe = (
+        "import sys, offload_fixer.codemods.host_output, offload_fixer.codemods.move_to_device, "
+        "offload_fixer.codemods.pin_host_memory; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib', 'mlir') "
+        "or m.startswith(('offload_fixer.analysis', 'offload_fixer.ir', 'offload_fixer.xla'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=True
+    )
     assert done.stdout.strip() == "[]"
 
 
@@ -200,10 +226,17 @@ def test_codemods_import_neither_jax_nor_mlir(tmp_path: Path) -> None:
 def test_the_wheel_installs_the_codemods_inside_the_package(tmp_path: Path) -> None:
     """No top-level ``codemods`` package lands in site-packages beside the user's own."""
     source = tmp_path / "source"  # a clean copy: setuptools would reuse a checkout's build/
-    shutil.copytree(Path(__file__).resolve().parents[2], source,
-                    ignore=shutil.ignore_patterns(".venv*", ".git", "build", "*.egg-info", "__pycache__"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(source)],
-                   check=True, capture_output=True, timeout=600)
+    shutil.copytree(
+        Path(__file__).resolve().parents[2],
+        source,
+        ignore=shutil.ignore_patterns(".venv*", ".git", "build", "*.egg-info", "__pycache__"),
+    )
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(source)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     (wheel,) = tmp_path.glob("offload_fixer-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")} == {"offload_fixer"}
@@ -214,21 +247,32 @@ def libcst_tool(directory: Path, source: str, spelling: str, *flags: str) -> tup
     """``python -m libcst.tool codemod`` on ``program.py`` in ``directory``, run from there."""
     target = directory / "program.py"
     target.write_text(textwrap.dedent(source))
-    command = [sys.executable, "-m", "libcst.tool", "codemod", *spelling.split(), str(target), "--no-format",
-               "--hide-progress", *flags]
+    command = [
+        sys.executable,
+        "-m",
+        "libcst.tool",
+        "codemod",
+        *spelling.split(),
+        str(target),
+        "--no-format",
+        "--hide-progress",
+        *flags,
+    ]
     done = subprocess.run(command, cwd=directory, capture_output=True, text=True, timeout=120, check=False)
     return done, target
 
 
 def test_libcst_tool_skips_a_file_the_target_does_not_fit(project: Path) -> None:
     """A wrong --function-line is reported by libcst as a skipped file, with the reason."""
-    done, target = libcst_tool(project, LIBCST_SOURCE, "move_to_device.MoveToDeviceCommand",
-                               "--function-line", "99", "--output-path", "[1]")
+    done, target = libcst_tool(
+        project, LIBCST_SOURCE, "move_to_device.MoveToDeviceCommand", "--function-line", "99", "--output-path", "[1]"
+    )
     assert target.read_text() == LIBCST_SOURCE
     assert "Skipped 1 files" in done.stderr and "Transformed 0 files" in done.stderr
     assert "--function-line 99 is not a line of this file (10 lines)" in done.stderr
-    done, _ = libcst_tool(project, LIBCST_SOURCE, "move_to_device.MoveToDeviceCommand",
-                          "--function-name", "g", "--output-path", "[1]")
+    done, _ = libcst_tool(
+        project, LIBCST_SOURCE, "move_to_device.MoveToDeviceCommand", "--function-name", "g", "--output-path", "[1]"
+    )
     assert "Skipped 1 files" in done.stderr and "function g (line None) not found" in done.stderr
 
 
@@ -240,8 +284,9 @@ def test_every_repeated_line_flag_is_checked_against_the_file() -> None:
 
 
 def test_libcst_tool_rejects_a_malformed_path(project: Path) -> None:
-    done, target = libcst_tool(project, LIBCST_SOURCE, "move_to_device.MoveToDeviceCommand",
-                               "--function-line", "7", "--output-path", "[1")
+    done, target = libcst_tool(
+        project, LIBCST_SOURCE, "move_to_device.MoveToDeviceCommand", "--function-line", "7", "--output-path", "[1"
+    )
     assert done.returncode == 2 and "not a pytree path" in done.stderr
     assert target.read_text() == LIBCST_SOURCE
 
@@ -278,27 +323,50 @@ def make(shardings):
         # the whole tree: each leaf re-kinded, the variable left alone for its other uses
         ("[1]", 'out_shardings=(None, jax.tree.map(lambda s: s.with_memory_kind("pinned_host"), OPT_SHARDINGS))'),
         # one leaf of it: patched here, not re-kinded as if the dict were a sharding
-        ("[1]['mu']['w']",
-         'out_shardings=(None, {**OPT_SHARDINGS, "mu": {**MOMENTS, "w": ON_DEVICE.with_memory_kind("pinned_host")}})'),
+        (
+            "[1]['mu']['w']",
+            'out_shardings=(None, {**OPT_SHARDINGS, "mu": {**MOMENTS, "w": ON_DEVICE.with_memory_kind("pinned_host")}})',
+        ),
     ],
 )
 def test_libcst_tool_declares_leaves_of_a_named_sharding_tree(project: Path, path: str, expected: str) -> None:
-    done, target = libcst_tool(project, SHARDING_TREES, "-x offload_fixer.codemods.host_output.HostOutputCommand",
-                               "--function-name", "step", "--output-path", path)
+    done, target = libcst_tool(
+        project,
+        SHARDING_TREES,
+        "-x offload_fixer.codemods.host_output.HostOutputCommand",
+        "--function-name",
+        "step",
+        "--output-path",
+        path,
+    )
     assert done.returncode == 0 and "Transformed 1 files" in done.stderr, done.stderr
     fixed = target.read_text()
     assert expected in fixed and "OPT_SHARDINGS.with_memory_kind" not in fixed
     assert 'OPT_SHARDINGS = {"count": ON_DEVICE, "mu": MOMENTS}\n' in fixed
     if not {"device", "pinned_host"} <= CPU_MEMORY_KINDS:
-        pytest.skip(f"the fixed program builds device and pinned_host shardings; this CPU has {sorted(CPU_MEMORY_KINDS)}")
-    imported = subprocess.run([sys.executable, str(target)], capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "JAX_PLATFORMS": "cpu"})
+        pytest.skip(
+            f"the fixed program builds device and pinned_host shardings; this CPU has {sorted(CPU_MEMORY_KINDS)}"
+        )
+    imported = subprocess.run(
+        [sys.executable, str(target)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )
     assert imported.returncode == 0, imported.stderr
 
 
 def test_libcst_tool_does_not_guess_that_a_parameter_is_a_sharding(project: Path) -> None:
-    done, target = libcst_tool(project, SHARDING_TREES, "-x offload_fixer.codemods.host_output.HostOutputCommand",
-                               "--function-name", "inner", "--output-path", "[1]")
+    done, target = libcst_tool(
+        project,
+        SHARDING_TREES,
+        "-x offload_fixer.codemods.host_output.HostOutputCommand",
+        "--function-name",
+        "inner",
+        "--output-path",
+        "[1]",
+    )
     assert target.read_text() == SHARDING_TREES
     assert "Skipped 1 files" in done.stderr
     assert "`shardings`, which the source does not show to be a sharding or a tree of them" in done.stderr

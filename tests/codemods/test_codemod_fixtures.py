@@ -79,9 +79,7 @@ CASES = {
         ),
         ("safe",) * 4,
     ),
-    "md_nested": Case(
-        "md_nested", (md(function_line=8, output_paths=("['opt'][0]",)),), ("safe",)
-    ),
+    "md_nested": Case("md_nested", (md(function_line=8, output_paths=("['opt'][0]",)),), ("safe",)),
     "md_several_returns": Case(
         "md_several_returns",
         (md(function_name="step", inner_line=11, output_paths=("[0]",)),),
@@ -263,9 +261,7 @@ def test_fixture_changes_only_edited_lines(name: str) -> None:
     old, new = split_lines(before), split_lines(after)
     changed: set[int] = set()
     added = 0
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
-        None, old, new, autojunk=False
-    ).get_opcodes():
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
         if tag != "equal":
             changed.update(range(i1 + 1, i2 + 1))
             added += sum(1 for line in new[j1:j2] if line.strip()) - sum(1 for line in old[i1:i2] if line.strip())

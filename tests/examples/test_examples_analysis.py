@@ -43,8 +43,7 @@ def test_every_jitted_function_has_arguments():
 
 # Where the analysis and the recorded expectation disagree today (reported to the lead; see
 # examples/README.md). Strict: once the analysis changes, the marker has to go.
-DISAGREEMENTS = {
-}
+DISAGREEMENTS = {}
 
 
 @pytest.mark.parametrize(

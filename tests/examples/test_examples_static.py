@@ -22,16 +22,25 @@ COMMAND = str(Path(sys.executable).parent / "offload-fixer")
 )
 def test_check_finds_both_broken_quick_start_examples(name, needle, outputs):
     path = EXAMPLES_DIR / f"{name}.py"
-    done = subprocess.run([COMMAND, "check", "--jax-version", "0.10.2", "--format", "json", str(path)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [COMMAND, "check", "--jax-version", "0.10.2", "--format", "json", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 1, done.stderr
     found = [d for d in json.loads(done.stdout)["diagnostics"] if d["code"] == "OFL1200"]
     line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if needle in text)
     assert sorted(d["output_path"] for d in found) == outputs
     assert {d["span"]["line"] for d in found} == {line}
 
+
 @pytest.mark.parametrize("name", ["optimizer_offload", "param_streaming"])
 def test_check_passes_their_fixed_versions(name):
-    done = subprocess.run([COMMAND, "check", "--jax-version", "0.10.2", str(EXAMPLES_DIR / f"{name}.py")],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [COMMAND, "check", "--jax-version", "0.10.2", str(EXAMPLES_DIR / f"{name}.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout

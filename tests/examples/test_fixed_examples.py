@@ -35,8 +35,14 @@ def _script():
 
 
 def _losses(path: Path) -> list[str]:
-    done = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "JAX_PLATFORMS": "cpu"}, check=True)
+    done = subprocess.run(
+        [sys.executable, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+        check=True,
+    )
     return [line for line in done.stdout.splitlines() if line.startswith("step")]
 
 
@@ -51,8 +57,9 @@ def _step_and_inputs(path: Path):
 
 @pytest.mark.parametrize("name", _script().BROKEN)
 @pytest.mark.parametrize("strategy", _script().STRATEGIES)
-def test_committed_fix_is_what_the_tool_writes(request: pytest.FixtureRequest, tmp_path: Path, name: str,
-                                               strategy: str):
+def test_committed_fix_is_what_the_tool_writes(
+    request: pytest.FixtureRequest, tmp_path: Path, name: str, strategy: str
+):
     produced, _declined = _script().fix_example(name, strategy, tmp_path)
     committed = FIXED / f"{name}.{strategy}.py"
     if produced is None:

@@ -33,15 +33,18 @@ COMMAND = shutil.which("offload-fixer", path=os.path.dirname(sys.executable))
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(not jax_compat.host_memory_on_this_backend(), reason="the programs need pinned_host memory"),
-    pytest.mark.skipif(jax_compat.regime() is not jax_compat.Regime.TYPED,
-                       reason="their broken steps trigger error 1200 from JAX 0.7.1"),
+    pytest.mark.skipif(
+        jax_compat.regime() is not jax_compat.Regime.TYPED,
+        reason="their broken steps trigger error 1200 from JAX 0.7.1",
+    ),
     pytest.mark.skipif(COMMAND is None, reason="the offload-fixer command is not installed in this environment"),
 ]
 
 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(list(args), cwd=cwd, capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    return subprocess.run(
+        list(args), cwd=cwd, capture_output=True, text=True, timeout=600, env={**os.environ, "JAX_PLATFORMS": "cpu"}
+    )
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -52,6 +55,7 @@ def _tree(root: Path) -> dict[str, bytes]:
 def _own_modules(cwd: Path) -> Iterator[None]:
     """Import ``examples.training`` from ``cwd`` in this process, then forget it: another test
     (or the repository's own copy) may have imported the same module names."""
+
     def ours() -> list[str]:
         return [name for name in sys.modules if name == "examples" or name.startswith("examples.")]
 
@@ -79,8 +83,9 @@ def _script(notebook: Path) -> Path:
     return script
 
 
-def _fixed_copies(tmp_path: Path, populate: Callable[[Path], object],
-                  fix: list[str]) -> tuple[Path, list[tuple[str, Path]]]:
+def _fixed_copies(
+    tmp_path: Path, populate: Callable[[Path], object], fix: list[str]
+) -> tuple[Path, list[tuple[str, Path]]]:
     """A pristine directory (``populate`` fills it), and one copy of it fixed by
     ``offload-fixer COMMAND --fix --strategy S ARGS...`` (``fix``: COMMAND, ARGS...) per
     strategy whose edits differ from the others'."""
@@ -128,7 +133,8 @@ def test_fix_training_package(request: pytest.FixtureRequest, tmp_path: Path, pa
     module = f"examples.training.{package}"
     fix = ["run", "-m", module]
     pristine, copies = _fixed_copies(
-        tmp_path, lambda into: shutil.copytree(ROOT / "examples" / "training", into / "examples" / "training"), fix)
+        tmp_path, lambda into: shutil.copytree(ROOT / "examples" / "training", into / "examples" / "training"), fix
+    )
     before = _run(sys.executable, "-m", module, cwd=pristine)
     assert before.returncode == 0, before.stderr
     for strategy, copy in copies:

@@ -28,23 +28,23 @@ host = NamedSharding(mesh, P(), memory_kind="pinned_host")
 unrelated = host   # uses host: counted, not needed
 '''
 
-HELPER = '''
+HELPER = """
 
 def helper_{i}(x):\t# a tab, trailing spaces   
     return x * {i}
-'''
+"""
 
-STEP = '''
+STEP = """
 
 def step(x):
     h = jax.device_put(x, host)
     return h * 2, x
-'''
+"""
 
-JIT_SITE = '''
+JIT_SITE = """
 
 step_jit = jax.jit(step)
-'''
+"""
 
 
 def program(helpers: int = 40) -> str:
@@ -54,8 +54,7 @@ def program(helpers: int = 40) -> str:
 
 def step_target(text: str, **kwargs: object) -> FixTarget:
     line = text.splitlines().index("def step(x):") + 1
-    return FixTarget(function_name="step", function_line=line, output_paths=("[0]",),
-                     origin_line=line + 1, **kwargs)  # type: ignore[arg-type]
+    return FixTarget(function_name="step", function_line=line, output_paths=("[0]",), origin_line=line + 1, **kwargs)  # type: ignore[arg-type]
 
 
 def test_excerpt_holds_only_what_the_fix_needs() -> None:
@@ -88,8 +87,9 @@ def test_codemods_report_file_lines_from_an_excerpt() -> None:
     target = step_target(text)
     source = FileOutline("p.py", text)
     excerpt = source.excerpt_for([target])
-    codemod = MoveToDeviceCommand(CodemodContext(), targets=[target], line_map=excerpt.file_line,
-                                  reference_count=source.reference_count)
+    codemod = MoveToDeviceCommand(
+        CodemodContext(), targets=[target], line_map=excerpt.file_line, reference_count=source.reference_count
+    )
     codemod.transform_module(excerpt.module)
     (edit,) = codemod.edits
     assert edit.line == target.function_line + 2  # the return, in the file's numbering

@@ -49,8 +49,16 @@ FIXED_RETURN = "    return x,   jax.device_put(h, jax.memory.Space.Device)  # sp
 
 def diagnostic(path: Path, output: str = "[1]", function_line: int = 8) -> Diagnostic:
     origin = Origin("move_to_host", "pinned_host", Span(str(path), 11, 9), key="move:11")
-    return Diagnostic("OFL1200", "error", "tpu", "m", "e", output_path=output, origin=origin,
-                      function=FunctionRef("step", str(path), function_line))
+    return Diagnostic(
+        "OFL1200",
+        "error",
+        "tpu",
+        "m",
+        "e",
+        output_path=output,
+        origin=origin,
+        function=FunctionRef("step", str(path), function_line),
+    )
 
 
 def device_plans(path: Path, **kwargs: object):
@@ -96,8 +104,9 @@ def test_write_through_a_symlink_edits_its_target(tmp_path: Path) -> None:
         pytest.param(lambda text: text.rstrip("\n").encode(), id="no-final-newline"),
         pytest.param(lambda text: b"\xef\xbb\xbf" + text.encode(), id="bom"),
         pytest.param(
-            lambda text: ("# -*- coding: latin-1 -*-\n" + text.replace("keep a host copy", "garde une copie à l'hôte"))
-            .encode("latin-1"),
+            lambda text: (
+                "# -*- coding: latin-1 -*-\n" + text.replace("keep a host copy", "garde une copie à l'hôte")
+            ).encode("latin-1"),
             id="latin-1-cookie",
         ),
     ],
@@ -212,9 +221,16 @@ def test_two_origins_editing_one_jit_settle_in_successive_passes(tmp_path: Path)
     path = tmp_path / "step.py"
     path.write_text(TWO_OFFLOADS)
     diagnostics = [
-        Diagnostic("OFL1200", "error", "tpu", "m", "e", output_path=f"[{i}]",
-                   origin=Origin("move_to_host", "pinned_host", Span(str(path), 6, col), key=f"move:{col}"),
-                   function=FunctionRef("step", str(path), 4))
+        Diagnostic(
+            "OFL1200",
+            "error",
+            "tpu",
+            "m",
+            "e",
+            output_path=f"[{i}]",
+            origin=Origin("move_to_host", "pinned_host", Span(str(path), 6, col), key=f"move:{col}"),
+            function=FunctionRef("step", str(path), 4),
+        )
         for i, col in ((1, 15), (2, 38))
     ]
     plans = plan_fixes(diagnostics, jax_version=NEW_JAX)
@@ -234,12 +250,25 @@ def test_two_streamed_parameters_move_in_one_pass(tmp_path: Path) -> None:
         "step_jit = jax.jit(step, in_shardings=(HOST, HOST, None))\n"
     )
     diagnostics = [
-        Diagnostic("OFL1200", "error", "tpu", "m", "e", output_path=f"[{i}]",
-                   origin=Origin("host_argument", "pinned_host", None,
-                                 f"argument {name} declared pinned_host (in_shardings)", key=f"arg:{i}",
-                                 argument=name, argument_index=i),
-                   trace=(Step("stablehlo.multiply", "host compute", Span(str(path), 5, 12)),),
-                   function=FunctionRef("step", str(path), 3))
+        Diagnostic(
+            "OFL1200",
+            "error",
+            "tpu",
+            "m",
+            "e",
+            output_path=f"[{i}]",
+            origin=Origin(
+                "host_argument",
+                "pinned_host",
+                None,
+                f"argument {name} declared pinned_host (in_shardings)",
+                key=f"arg:{i}",
+                argument=name,
+                argument_index=i,
+            ),
+            trace=(Step("stablehlo.multiply", "host compute", Span(str(path), 5, 12)),),
+            function=FunctionRef("step", str(path), 3),
+        )
         for i, name in enumerate(["params", "opt"])
     ]
     plans = plan_fixes(diagnostics, jax_version="0.6.2")

@@ -121,8 +121,10 @@ def _example_inputs(module: ModuleType):
         opt_state = jax.device_put(module.init_opt_state(module.init_params()), module.OPT_SHARDINGS)
         concrete = (params, opt_state, jax.device_put(module.make_batch(0), module.BATCH_SHARDINGS))
     else:
-        concrete = (jax.device_put(module.init_params(), module.ON_HOST),
-                    jax.device_put(module.make_batch(0), module.ON_DEVICE))
+        concrete = (
+            jax.device_put(module.init_params(), module.ON_HOST),
+            jax.device_put(module.make_batch(0), module.ON_DEVICE),
+        )
     return abstract, concrete
 
 

@@ -95,8 +95,15 @@ def moved(path: str, line: int = 10, col: int = 9) -> Origin:
 def streamed(argument: str | None = "params", index: int = 0) -> Origin:
     """A host-argument origin as the analysis writes it: JAX's argument label and flat index."""
     label = argument if argument is not None else f"argument {index}"
-    return Origin("host_argument", "pinned_host", None, f"argument {label} declared pinned_host (in_shardings)",
-                  key=f"arg:{index}", argument=argument, argument_index=index)
+    return Origin(
+        "host_argument",
+        "pinned_host",
+        None,
+        f"argument {label} declared pinned_host (in_shardings)",
+        key=f"arg:{index}",
+        argument=argument,
+        argument_index=index,
+    )
 
 
 @pytest.mark.parametrize(
@@ -186,17 +193,8 @@ def test_return_span_limits_the_edit_to_that_return(tmp_path: Path) -> None:
     )
     assert plan.target.return_lines == (13,)
     (result,) = apply_plans([plan], write=False)
-    assert (
-        sum(
-            1
-            for line in result.diff.splitlines()
-            if line.startswith("+") and not line.startswith("+++")
-        )
-        == 1
-    )
-    assert (
-        "+    return x * 2, jax.device_put(h, jax.memory.Space.Device)\n" in result.diff
-    )
+    assert sum(1 for line in result.diff.splitlines() if line.startswith("+") and not line.startswith("+++")) == 1
+    assert "+    return x * 2, jax.device_put(h, jax.memory.Space.Device)\n" in result.diff
 
 
 COMPUTED = OFFLOAD.replace("return x, h\n", "return x, h * 2\n")
@@ -205,9 +203,19 @@ COMPUTED = OFFLOAD.replace("return x, h\n", "return x, h * 2\n")
 def test_host_compute_moves_the_operand_back_where_it_is_computed_on(tmp_path: Path) -> None:
     path = write(tmp_path, "offload.py", COMPUTED)
     trace = (Step("device_put", "move to host"), Step("stablehlo.multiply", "host compute", Span(path, 12, 19)))
-    diagnostics = [ofl1200(path, "[1]", moved(path), trace=trace),
-                   Diagnostic("OFL1201", "warning", "tpu", "m", "e", origin=moved(path), trace=trace[1:],
-                              function=FunctionRef("step", path, 8))]
+    diagnostics = [
+        ofl1200(path, "[1]", moved(path), trace=trace),
+        Diagnostic(
+            "OFL1201",
+            "warning",
+            "tpu",
+            "m",
+            "e",
+            origin=moved(path),
+            trace=trace[1:],
+            function=FunctionRef("step", path, 8),
+        ),
+    ]
     (plan,) = plan_fixes(diagnostics, jax_version=NEW_JAX)  # auto: computed on, so device
     assert (plan.strategy, plan.target.placement, plan.safety) == ("device", "operand", "safe")
     assert plan.covered == tuple(diagnostics)
@@ -228,13 +236,24 @@ def test_host_compute_elsewhere_moves_back_right_after_the_offload(tmp_path: Pat
         jax_version=NEW_JAX,
     )
     assert plan.target.placement == "return"
-    plan = plan_fixes([Diagnostic("OFL1201", "warning", "tpu", "m", "e", origin=moved(path), trace=trace[1:],
-                                  function=FunctionRef("step", path, 8))], jax_version=NEW_JAX)[0]
+    plan = plan_fixes(
+        [
+            Diagnostic(
+                "OFL1201",
+                "warning",
+                "tpu",
+                "m",
+                "e",
+                origin=moved(path),
+                trace=trace[1:],
+                function=FunctionRef("step", path, 8),
+            )
+        ],
+        jax_version=NEW_JAX,
+    )[0]
     assert plan.target.placement == "after_origin"
     assert plan.safety == "unsafe" and "undoing the offload" in plan.unsafe_reasons[0]
-    assert (
-        apply_plans([plan], write=False)[0].diff == ""
-    )  # unsafe: not applied by default
+    assert apply_plans([plan], write=False)[0].diff == ""  # unsafe: not applied by default
     (result,) = apply_plans([plan], write=False, unsafe=True)
     assert "+    h = jax.device_put(h, jax.memory.Space.Device)\n" in result.diff
 
@@ -246,9 +265,7 @@ def test_streamed_parameter_computed_on_moves_to_device_at_entry(
     tmp_path: Path,
 ) -> None:
     path = write(tmp_path, "streamed.py", STREAMED)
-    (plan,) = plan_fixes(
-        [ofl1200(path, "[0]", streamed(), "train_step", 9, trace=HOST_COMPUTE)], jax_version=OLD_JAX
-    )
+    (plan,) = plan_fixes([ofl1200(path, "[0]", streamed(), "train_step", 9, trace=HOST_COMPUTE)], jax_version=OLD_JAX)
     assert (plan.strategy, plan.target.placement, plan.target.parameter) == (
         "device",
         "entry",
@@ -256,18 +273,13 @@ def test_streamed_parameter_computed_on_moves_to_device_at_entry(
     )
     assert plan.safety == "safe"  # reusing the file's own sharding, at the intended place
     (result,) = apply_plans([plan], write=False)
-    assert (
-        '+    params = jax.device_put(params, host.with_memory_kind("device"))\n'
-        in result.diff
-    )
+    assert '+    params = jax.device_put(params, host.with_memory_kind("device"))\n' in result.diff
 
 
 def test_parameter_from_argument_index(tmp_path: Path) -> None:
     path = write(tmp_path, "streamed.py", STREAMED)
     origin = streamed(None, 1)
-    (plan,) = plan_fixes(
-        [ofl1200(path, "[1]", origin, "train_step", 9, trace=HOST_COMPUTE)], jax_version=OLD_JAX
-    )
+    (plan,) = plan_fixes([ofl1200(path, "[1]", origin, "train_step", 9, trace=HOST_COMPUTE)], jax_version=OLD_JAX)
     assert plan.target.parameter == "batch"
 
 
@@ -279,10 +291,7 @@ def test_streamed_parameter_passed_through_stays_host_memory(tmp_path: Path) -> 
     )
     assert (plan.strategy, plan.safety) == ("host", "safe")
     (result,) = apply_plans([plan], write=False)
-    assert (
-        "+train = jax.jit(train_step, in_shardings=(host, device), out_shardings=(host, None))\n"
-        in result.diff
-    )
+    assert "+train = jax.jit(train_step, in_shardings=(host, device), out_shardings=(host, None))\n" in result.diff
 
 
 def test_auto_falls_back_to_device_without_a_jit_site(tmp_path: Path) -> None:
@@ -297,9 +306,7 @@ def test_auto_falls_back_to_device_without_a_jit_site(tmp_path: Path) -> None:
             return x, h
         """,
     )
-    (plan,) = plan_fixes(
-        [ofl1200(path, "[1]", moved(path, 4, 9), line=3)], jax_version=NEW_JAX
-    )
+    (plan,) = plan_fixes([ofl1200(path, "[1]", moved(path, 4, 9), line=3)], jax_version=NEW_JAX)
     assert plan.strategy == "device"
     assert "no jax.jit site" in plan.rationale
 
@@ -335,13 +342,9 @@ def test_legacy_jax_notes_none_leaves(tmp_path: Path) -> None:
 
 def test_plans_from_a_json_report(tmp_path: Path) -> None:
     path = write(tmp_path, "offload.py", OFFLOAD)
-    report = Report(
-        (ofl1200(path, "[1]", moved(path)),), target="tpu", jax_version=OLD_JAX
-    )
+    report = Report((ofl1200(path, "[1]", moved(path)),), target="tpu", jax_version=OLD_JAX)
     (plan,) = plan_fixes(report.to_dict())
-    assert (
-        plan.target.spelling.api == "sharding"
-    )  # the report's JAX version, not the installed one
+    assert plan.target.spelling.api == "sharding"  # the report's JAX version, not the installed one
     assert plan.source_sha256 is not None
 
 
@@ -378,8 +381,9 @@ def test_streamed_leaves_of_one_argument_are_one_plan(tmp_path: Path) -> None:
 def test_plans_against_an_unsaved_text(tmp_path: Path) -> None:
     path = write(tmp_path, "offload.py", OFFLOAD)
     unsaved = OFFLOAD.replace("    return x * 2, h\n", "    return x * 3, h\n")
-    (plan,) = plan_fixes([ofl1200(path, "[1]", moved(path))], strategy="device", jax_version=NEW_JAX,
-                         texts={path: unsaved.encode()})
+    (plan,) = plan_fixes(
+        [ofl1200(path, "[1]", moved(path))], strategy="device", jax_version=NEW_JAX, texts={path: unsaved.encode()}
+    )
     assert plan.source_sha256 == hashlib.sha256(unsaved.encode()).hexdigest()
     assert [e.description for e in plan.edits][-1].endswith("jax.device_put(h, jax.memory.Space.Device)")
 

@@ -49,8 +49,9 @@ def skip_reason(name: str) -> str | None:
     regime = jax_compat.regime().name
     if "REGIMES = (" in text and f'"{regime}"' not in text.split("REGIMES = (", 1)[1].split(")", 1)[0]:
         return f"{name} triggers error 1200 only in other JAX regimes than {regime}"
-    if (('memory_kind="pinned_host"' in text or 'with_memory_kind("pinned_host")' in text)
-            and not jax_compat.host_memory_on_this_backend()):
+    if (
+        'memory_kind="pinned_host"' in text or 'with_memory_kind("pinned_host")' in text
+    ) and not jax_compat.host_memory_on_this_backend():
         return "this JAX's CPU backend cannot build a pinned_host sharding"
     return None
 

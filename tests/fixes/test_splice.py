@@ -22,7 +22,11 @@ def fixed(original: str, edit) -> str:
         ("x = 1\n\n  ", lambda c: c.replace("x = 1", "x = 2"), "x = 2\n\n  "),
         ("def f():\n    pass\n\n\n   \n", lambda c: c.replace("pass", "return 1"), "def f():\n    return 1\n\n\n   \n"),
         # a mixed file keeps every line's own end next to an inserted line
-        ("a = 1\r\nb = 2\nc = 3\r\n", lambda c: c.replace("b = 2\n", "b = 2\nnew = 1\n"), "a = 1\r\nb = 2\nnew = 1\nc = 3\r\n"),
+        (
+            "a = 1\r\nb = 2\nc = 3\r\n",
+            lambda c: c.replace("b = 2\n", "b = 2\nnew = 1\n"),
+            "a = 1\r\nb = 2\nnew = 1\nc = 3\r\n",
+        ),
         ("import os\r\nx = 1\n", lambda c: "import sys\n" + c, "import sys\nimport os\r\nx = 1\n"),
         # a line added after the last one still leaves the file ending a line
         ("x = 1\r", lambda c: c + "\ry = 2", "x = 1\ry = 2\r"),

@@ -41,7 +41,9 @@ FIXABLE = textwrap.dedent(
         return x, h
     """
 )
-UNSAFE_FIXABLE = "import jax\n\n\n@jax.jit\ndef step(x):\n    h = jax.device_put(x, jax.memory.Space.Host)\n    return x, h\n"
+UNSAFE_FIXABLE = (
+    "import jax\n\n\n@jax.jit\ndef step(x):\n    h = jax.device_put(x, jax.memory.Space.Host)\n    return x, h\n"
+)
 """Its host-output fix builds a sharding the source does not show: labelled unsafe."""
 RUNNABLE = textwrap.dedent(
     """\
@@ -91,8 +93,9 @@ def run_case(case: Case, directory: Path) -> tuple[str | None, subprocess.Comple
         command = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--", *command]
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "TPU_SKIP_MDS_QUERY": "1", "NO_COLOR": "1"}
     try:
-        done = subprocess.run(command, cwd=directory, capture_output=True, text=True, timeout=TIMEOUT_S, env=env,
-                              stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            command, cwd=directory, capture_output=True, text=True, timeout=TIMEOUT_S, env=env, stdin=subprocess.DEVNULL
+        )
     except subprocess.TimeoutExpired:
         return f"hang: still running after {TIMEOUT_S} s", None
     finally:
@@ -178,12 +181,31 @@ def _tree_with(directory: Path, make: Callable[[Path], object]) -> list[str]:
 def _report(directory: Path, mutate: Callable[[dict], object]) -> Path:
     program = _write(directory, "prog.py", FIXABLE)
     report = {
-        "version": 1, "target": "tpu", "jax_version": OLD,
-        "reports": [{"target": "tpu", "jax_version": OLD, "diagnostics": [{
-            "code": "OFL1200", "severity": "error", "target": "tpu", "message": "m", "explanation": "e",
-            "output_path": "[1]", "origin": {"kind": "move_to_host", "memory_kind": "pinned_host",
-                                              "span": {"path": str(program), "line": 10, "col": 9}},
-            "function": {"name": "step", "path": str(program), "line": 8}}]}],
+        "version": 1,
+        "target": "tpu",
+        "jax_version": OLD,
+        "reports": [
+            {
+                "target": "tpu",
+                "jax_version": OLD,
+                "diagnostics": [
+                    {
+                        "code": "OFL1200",
+                        "severity": "error",
+                        "target": "tpu",
+                        "message": "m",
+                        "explanation": "e",
+                        "output_path": "[1]",
+                        "origin": {
+                            "kind": "move_to_host",
+                            "memory_kind": "pinned_host",
+                            "span": {"path": str(program), "line": 10, "col": 9},
+                        },
+                        "function": {"name": "step", "path": str(program), "line": 8},
+                    }
+                ],
+            }
+        ],
         "sources": {},
     }
     mutate(report)
@@ -201,6 +223,7 @@ def _dump(directory: Path, files: dict[str, bytes]) -> list[str]:
 def _untouched(name: str, original: str = FIXABLE) -> Callable[[Path, subprocess.CompletedProcess], str | None]:
     def check(directory: Path, _done: subprocess.CompletedProcess) -> str | None:
         return None if (directory / name).read_text() == original else f"{name} was changed"
+
     return check
 
 
@@ -208,6 +231,7 @@ def _says(*words: str) -> Callable[[Path, subprocess.CompletedProcess], str | No
     def check(_directory: Path, done: subprocess.CompletedProcess) -> str | None:
         missing = [w for w in words if w not in done.stdout + done.stderr]
         return f"the output does not say {missing}" if missing else None
+
     return check
 
 
@@ -217,7 +241,10 @@ def _deep(kind: str) -> str:
         "calls": "f(" * 150 + "x" + ")" * 150,
         "attributes": "x" + ".real" * 400,
     }[kind]
-    return FIXABLE + f"\n\ndef f(v):\n    return v\n\n\n@jax.jit\ndef deep(x):\n    y = {expression}\n    return y, jax.device_put(x, host)\n"
+    return (
+        FIXABLE
+        + f"\n\ndef f(v):\n    return v\n\n\n@jax.jit\ndef deep(x):\n    y = {expression}\n    return y, jax.device_put(x, host)\n"
+    )
 
 
 def _per_package(directory: Path) -> list[str]:
@@ -260,58 +287,137 @@ def _report_written(directory: Path, done: subprocess.CompletedProcess) -> str |
 CASES: tuple[Case, ...] = (
     # check: what is not a regular file is refused by its type before anything is read
     Case("check-fifo", lambda d: ["check", str(_fifo(d, "pipe.py"))], ExitCode.INPUT_ERROR, _says("FIFO")),
-    Case("check-symlink-to-dev-zero", lambda d: (os.symlink("/dev/zero", d / "zero.py"), ["check", "zero.py"])[1],
-         ExitCode.INPUT_ERROR, _says("character device")),
+    Case(
+        "check-symlink-to-dev-zero",
+        lambda d: (os.symlink("/dev/zero", d / "zero.py"), ["check", "zero.py"])[1],
+        ExitCode.INPUT_ERROR,
+        _says("character device"),
+    ),
     Case("check-dev-null", lambda d: ["check", "/dev/null"], ExitCode.INPUT_ERROR),
-    Case("check-directory-with-fifo", lambda d: _tree_with(d, lambda t: _fifo(t, "pipe.py")), ExitCode.INPUT_ERROR,
-         _says("pipe.py", "FIFO")),
-    Case("check-symlink-loop-in-tree",
-         lambda d: _tree_with(d, lambda t: (os.symlink("b.py", t / "a.py"), os.symlink("a.py", t / "b.py"))),
-         ExitCode.INPUT_ERROR, _says("symlink loop")),
-    Case("check-dangling-symlink-in-tree", lambda d: _tree_with(d, lambda t: os.symlink("gone.py", t / "link.py")),
-         ExitCode.INPUT_ERROR, _says("link.py")),
-    Case("check-unreadable-directory-in-tree",
-         lambda d: _tree_with(d, lambda t: (_write(t / "secret", "x.py", FIXABLE), _unreadable(t / "secret"))),
-         ExitCode.INPUT_ERROR, _says("secret", "cannot list"), needs_unreadable=True),
-    Case("check-unreadable-file-named", lambda d: (_unreadable(_write(d, "x.py", FIXABLE)), ["check", "x.py"])[1],
-         ExitCode.INPUT_ERROR, needs_unreadable=True),
-    Case("check-unreadable-file-in-tree", lambda d: _tree_with(d, lambda t: _unreadable(_write(t, "x.py", FIXABLE))),
-         ExitCode.INPUT_ERROR, needs_unreadable=True),
+    Case(
+        "check-directory-with-fifo",
+        lambda d: _tree_with(d, lambda t: _fifo(t, "pipe.py")),
+        ExitCode.INPUT_ERROR,
+        _says("pipe.py", "FIFO"),
+    ),
+    Case(
+        "check-symlink-loop-in-tree",
+        lambda d: _tree_with(d, lambda t: (os.symlink("b.py", t / "a.py"), os.symlink("a.py", t / "b.py"))),
+        ExitCode.INPUT_ERROR,
+        _says("symlink loop"),
+    ),
+    Case(
+        "check-dangling-symlink-in-tree",
+        lambda d: _tree_with(d, lambda t: os.symlink("gone.py", t / "link.py")),
+        ExitCode.INPUT_ERROR,
+        _says("link.py"),
+    ),
+    Case(
+        "check-unreadable-directory-in-tree",
+        lambda d: _tree_with(d, lambda t: (_write(t / "secret", "x.py", FIXABLE), _unreadable(t / "secret"))),
+        ExitCode.INPUT_ERROR,
+        _says("secret", "cannot list"),
+        needs_unreadable=True,
+    ),
+    Case(
+        "check-unreadable-file-named",
+        lambda d: (_unreadable(_write(d, "x.py", FIXABLE)), ["check", "x.py"])[1],
+        ExitCode.INPUT_ERROR,
+        needs_unreadable=True,
+    ),
+    Case(
+        "check-unreadable-file-in-tree",
+        lambda d: _tree_with(d, lambda t: _unreadable(_write(t, "x.py", FIXABLE))),
+        ExitCode.INPUT_ERROR,
+        needs_unreadable=True,
+    ),
     # check: what is not Python text is reported, also where the prefilter would drop it
-    Case("check-binary-named", lambda d: (_write(d, "blob.py", bytes(range(256))), ["check", "blob.py"])[1],
-         ExitCode.INPUT_ERROR),
-    Case("check-binary-in-tree", lambda d: _tree_with(d, lambda t: _write(t, "blob.py", b"\x00\x01\x02\xff" * 64)),
-         ExitCode.INPUT_ERROR, _says("NUL")),
-    Case("check-utf16-in-tree", lambda d: _tree_with(d, lambda t: _write(t, "u16.py", "x = 1\n".encode("utf-16"))),
-         ExitCode.INPUT_ERROR, _says("UTF-16")),
-    Case("check-latin1-without-cookie-in-tree",
-         lambda d: _tree_with(d, lambda t: _write(t, "l1.py", "# caf\xe9\nx = 1\n".encode("latin-1"))),
-         ExitCode.INPUT_ERROR, _says("l1.py:1:6", "coding")),
-    Case("check-syntax-error-named", lambda d: (_write(d, "bad.py", "x = (\n"), ["check", "bad.py"])[1],
-         ExitCode.INPUT_ERROR, _says("bad.py:1")),
-    Case("check-250-nested-parentheses",
-         lambda d: (_write(d, "p.py", FIXABLE + "\ny = " + "(" * 250 + "1" + ")" * 250 + "\n"),
-                    ["check", "--jax-version", OLD, "p.py"])[1],
-         ExitCode.INPUT_ERROR, _says("too many nested parentheses")),
+    Case(
+        "check-binary-named",
+        lambda d: (_write(d, "blob.py", bytes(range(256))), ["check", "blob.py"])[1],
+        ExitCode.INPUT_ERROR,
+    ),
+    Case(
+        "check-binary-in-tree",
+        lambda d: _tree_with(d, lambda t: _write(t, "blob.py", b"\x00\x01\x02\xff" * 64)),
+        ExitCode.INPUT_ERROR,
+        _says("NUL"),
+    ),
+    Case(
+        "check-utf16-in-tree",
+        lambda d: _tree_with(d, lambda t: _write(t, "u16.py", "x = 1\n".encode("utf-16"))),
+        ExitCode.INPUT_ERROR,
+        _says("UTF-16"),
+    ),
+    Case(
+        "check-latin1-without-cookie-in-tree",
+        lambda d: _tree_with(d, lambda t: _write(t, "l1.py", "# caf\xe9\nx = 1\n".encode("latin-1"))),
+        ExitCode.INPUT_ERROR,
+        _says("l1.py:1:6", "coding"),
+    ),
+    Case(
+        "check-syntax-error-named",
+        lambda d: (_write(d, "bad.py", "x = (\n"), ["check", "bad.py"])[1],
+        ExitCode.INPUT_ERROR,
+        _says("bad.py:1"),
+    ),
+    Case(
+        "check-250-nested-parentheses",
+        lambda d: (
+            _write(d, "p.py", FIXABLE + "\ny = " + "(" * 250 + "1" + ")" * 250 + "\n"),
+            ["check", "--jax-version", OLD, "p.py"],
+        )[1],
+        ExitCode.INPUT_ERROR,
+        _says("too many nested parentheses"),
+    ),
     # check: valid Python, however deep or however stored, is analysed
-    Case("check-sum-of-350-terms", lambda d: (_write(d, "s.py", _deep("sum")), ["check", "--jax-version", OLD, "s.py"])[1],
-         ExitCode.FINDINGS, _says("of `deep`")),
-    Case("check-calls-nested-150-deep",
-         lambda d: (_write(d, "c.py", _deep("calls")), ["check", "--jax-version", OLD, "c.py"])[1], ExitCode.FINDINGS),
-    Case("check-attribute-chain-of-400",
-         lambda d: (_write(d, "a.py", _deep("attributes")), ["check", "--jax-version", OLD, "a.py"])[1], ExitCode.FINDINGS),
-    Case("check-cr-only-with-coding-cookie",
-         lambda d: (_write(d, "cr.py", ("# -*- coding: latin-1 -*-\n# caf\xe9\n" + FIXABLE).replace("\n", "\r")
-                           .encode("latin-1")), ["check", "--jax-version", OLD, "cr.py"])[1], ExitCode.FINDINGS),
+    Case(
+        "check-sum-of-350-terms",
+        lambda d: (_write(d, "s.py", _deep("sum")), ["check", "--jax-version", OLD, "s.py"])[1],
+        ExitCode.FINDINGS,
+        _says("of `deep`"),
+    ),
+    Case(
+        "check-calls-nested-150-deep",
+        lambda d: (_write(d, "c.py", _deep("calls")), ["check", "--jax-version", OLD, "c.py"])[1],
+        ExitCode.FINDINGS,
+    ),
+    Case(
+        "check-attribute-chain-of-400",
+        lambda d: (_write(d, "a.py", _deep("attributes")), ["check", "--jax-version", OLD, "a.py"])[1],
+        ExitCode.FINDINGS,
+    ),
+    Case(
+        "check-cr-only-with-coding-cookie",
+        lambda d: (
+            _write(
+                d, "cr.py", ("# -*- coding: latin-1 -*-\n# caf\xe9\n" + FIXABLE).replace("\n", "\r").encode("latin-1")
+            ),
+            ["check", "--jax-version", OLD, "cr.py"],
+        )[1],
+        ExitCode.FINDINGS,
+    ),
     # configuration and options
-    Case("config-not-utf8", lambda d: (_write(d, "pyproject.toml", b"\xff\xfe[tool]"), _write(d, "x.py", "x = 1\n"),
-                                       ["check", "x.py"])[2], ExitCode.USAGE, _says("pyproject.toml")),
-    Case("config-binary", lambda d: (_write(d, "pyproject.toml", bytes(range(256))), ["check", "."])[1], ExitCode.USAGE),
-    Case("config-fifo", lambda d: (_fifo(d, "cfg.toml"), ["check", "--config", "cfg.toml", "."])[1], ExitCode.USAGE,
-         _says("FIFO")),
-    Case("config-jax-version-unsupported",
-         lambda d: (_write(d, "pyproject.toml", '[tool.offload-fixer]\njax-version = "0.1"\n'), ["check", "."])[1],
-         ExitCode.UNSUPPORTED_JAX),
+    Case(
+        "config-not-utf8",
+        lambda d: (_write(d, "pyproject.toml", b"\xff\xfe[tool]"), _write(d, "x.py", "x = 1\n"), ["check", "x.py"])[2],
+        ExitCode.USAGE,
+        _says("pyproject.toml"),
+    ),
+    Case(
+        "config-binary", lambda d: (_write(d, "pyproject.toml", bytes(range(256))), ["check", "."])[1], ExitCode.USAGE
+    ),
+    Case(
+        "config-fifo",
+        lambda d: (_fifo(d, "cfg.toml"), ["check", "--config", "cfg.toml", "."])[1],
+        ExitCode.USAGE,
+        _says("FIFO"),
+    ),
+    Case(
+        "config-jax-version-unsupported",
+        lambda d: (_write(d, "pyproject.toml", '[tool.offload-fixer]\njax-version = "0.1"\n'), ["check", "."])[1],
+        ExitCode.UNSUPPORTED_JAX,
+    ),
     Case("flag-jax-version-unsupported", lambda d: ["check", "--jax-version", "banana", "."], ExitCode.UNSUPPORTED_JAX),
     Case("select-names-no-code", lambda d: ["check", "--select", ",,,", "."], ExitCode.USAGE, _says("names no code")),
     Case("select-unknown-code", lambda d: ["check", "--select", "OFL9999", "."], ExitCode.USAGE),
@@ -320,60 +426,132 @@ CASES: tuple[Case, ...] = (
     # check --fix: refusals
     Case("fix-append-only-file", _append_only, ExitCode.FIX_REFUSED, _untouched("locked.py")),
     Case("fix-read-only-file", _read_only, ExitCode.FIX_REFUSED, _untouched("ro.py")),
-    Case("fix-unsafe-without-consent",
-         lambda d: (_write(d, "u.py", UNSAFE_FIXABLE),
-                    ["check", "--fix", "--jax-version", OLD, "--strategy", "host", "u.py"])[1],
-         ExitCode.FINDINGS, lambda d, done: _untouched("u.py", UNSAFE_FIXABLE)(d, done) or _says("--unsafe-fixes")(d, done)
-         or ("unsafe=True" in done.stderr and "a message names the Python API's unsafe=True") or None),
+    Case(
+        "fix-unsafe-without-consent",
+        lambda d: (
+            _write(d, "u.py", UNSAFE_FIXABLE),
+            ["check", "--fix", "--jax-version", OLD, "--strategy", "host", "u.py"],
+        )[1],
+        ExitCode.FINDINGS,
+        lambda d, done: (
+            _untouched("u.py", UNSAFE_FIXABLE)(d, done)
+            or _says("--unsafe-fixes")(d, done)
+            or ("unsafe=True" in done.stderr and "a message names the Python API's unsafe=True")
+            or None
+        ),
+    ),
     # fix REPORT
     Case("fix-report-fifo", lambda d: ["fix", str(_fifo(d, "report.json"))], ExitCode.INPUT_ERROR, _says("FIFO")),
-    Case("fix-report-not-json", lambda d: (_write(d, "report.json", "{not json"), ["fix", "report.json"])[1],
-         ExitCode.INPUT_ERROR),
-    Case("fix-report-binary", lambda d: (_write(d, "report.json", b"\xff\xfe\x00"), ["fix", "report.json"])[1],
-         ExitCode.INPUT_ERROR),
-    Case("fix-report-corrupt-field-type",
-         lambda d: (_report(d, lambda r: r["reports"][0]["diagnostics"][0]["origin"]["span"].update(line="ten")),
-                    ["fix", "report.json"])[1], ExitCode.INPUT_ERROR, _says("Span.line")),
-    Case("fix-report-diagnostics-not-a-list",
-         lambda d: (_report(d, lambda r: r["reports"][0].update(diagnostics=7)), ["fix", "report.json"])[1],
-         ExitCode.INPUT_ERROR),
-    Case("fix-report-missing-field",
-         lambda d: (_report(d, lambda r: r.pop("target")), ["fix", "report.json"])[1], ExitCode.INPUT_ERROR),
-    Case("fix-report-file-cpython-cannot-compile",
-         lambda d: (_report(d, lambda r: None),
-                    (d / "prog.py").write_text(FIXABLE + "\ny = " + "(" * 250 + "1" + ")" * 250 + "\n"),
-                    ["fix", "--unsafe-fixes", "report.json"])[2],
-         ExitCode.INPUT_ERROR, _says("too many nested parentheses")),
-    Case("fix-report-unsupported-jax",
-         lambda d: (_report(d, lambda r: r.update(jax_version="0.1")), ["fix", "--unsafe-fixes", "report.json"])[1],
-         ExitCode.UNSUPPORTED_JAX),
+    Case(
+        "fix-report-not-json",
+        lambda d: (_write(d, "report.json", "{not json"), ["fix", "report.json"])[1],
+        ExitCode.INPUT_ERROR,
+    ),
+    Case(
+        "fix-report-binary",
+        lambda d: (_write(d, "report.json", b"\xff\xfe\x00"), ["fix", "report.json"])[1],
+        ExitCode.INPUT_ERROR,
+    ),
+    Case(
+        "fix-report-corrupt-field-type",
+        lambda d: (
+            _report(d, lambda r: r["reports"][0]["diagnostics"][0]["origin"]["span"].update(line="ten")),
+            ["fix", "report.json"],
+        )[1],
+        ExitCode.INPUT_ERROR,
+        _says("Span.line"),
+    ),
+    Case(
+        "fix-report-diagnostics-not-a-list",
+        lambda d: (_report(d, lambda r: r["reports"][0].update(diagnostics=7)), ["fix", "report.json"])[1],
+        ExitCode.INPUT_ERROR,
+    ),
+    Case(
+        "fix-report-missing-field",
+        lambda d: (_report(d, lambda r: r.pop("target")), ["fix", "report.json"])[1],
+        ExitCode.INPUT_ERROR,
+    ),
+    Case(
+        "fix-report-file-cpython-cannot-compile",
+        lambda d: (
+            _report(d, lambda r: None),
+            (d / "prog.py").write_text(FIXABLE + "\ny = " + "(" * 250 + "1" + ")" * 250 + "\n"),
+            ["fix", "--unsafe-fixes", "report.json"],
+        )[2],
+        ExitCode.INPUT_ERROR,
+        _says("too many nested parentheses"),
+    ),
+    Case(
+        "fix-report-unsupported-jax",
+        lambda d: (_report(d, lambda r: r.update(jax_version="0.1")), ["fix", "--unsafe-fixes", "report.json"])[1],
+        ExitCode.UNSUPPORTED_JAX,
+    ),
     # run
-    Case("run-report-into-missing-directory",
-         lambda d: (_write(d, "p.py", "open('ran', 'w').close()\n"), ["run", "--report", "no/dir/r.json", "p.py"])[1],
-         ExitCode.USAGE, _report_marker_absent),
-    Case("run-program-ends-with-os-exit",
-         lambda d: (_write(d, "p.py", RUNNABLE + "\nprint(scaled(jax.numpy.ones(2)))\nimport os\nos._exit(0)\n"),
-                    ["run", "--report", "report.json", "p.py"])[1], ExitCode.FINDINGS, _report_written,
-         needs_pinned_host=True),
-    Case("run-jit-in-a-thread-that-outlives-the-script",
-         lambda d: (_write(d, "p.py", RUNNABLE + "\nimport threading, time\n\ndef later():\n    time.sleep(0.5)\n"
-                           "    print(scaled(jnp.ones(2)))\n\nthreading.Thread(target=later).start()\n"),
-                    ["run", "--report", "report.json", "p.py"])[1], ExitCode.FINDINGS, _report_written,
-         needs_pinned_host=True),
+    Case(
+        "run-report-into-missing-directory",
+        lambda d: (_write(d, "p.py", "open('ran', 'w').close()\n"), ["run", "--report", "no/dir/r.json", "p.py"])[1],
+        ExitCode.USAGE,
+        _report_marker_absent,
+    ),
+    Case(
+        "run-program-ends-with-os-exit",
+        lambda d: (
+            _write(d, "p.py", RUNNABLE + "\nprint(scaled(jax.numpy.ones(2)))\nimport os\nos._exit(0)\n"),
+            ["run", "--report", "report.json", "p.py"],
+        )[1],
+        ExitCode.FINDINGS,
+        _report_written,
+        needs_pinned_host=True,
+    ),
+    Case(
+        "run-jit-in-a-thread-that-outlives-the-script",
+        lambda d: (
+            _write(
+                d,
+                "p.py",
+                RUNNABLE + "\nimport threading, time\n\ndef later():\n    time.sleep(0.5)\n"
+                "    print(scaled(jnp.ones(2)))\n\nthreading.Thread(target=later).start()\n",
+            ),
+            ["run", "--report", "report.json", "p.py"],
+        )[1],
+        ExitCode.FINDINGS,
+        _report_written,
+        needs_pinned_host=True,
+    ),
     # explain
     Case("explain-log-is-a-directory", lambda d: ["explain", "."], ExitCode.INPUT_ERROR),
     Case("explain-missing-log", lambda d: ["explain", "no-such.log"], ExitCode.INPUT_ERROR),
-    Case("explain-unreadable-log", lambda d: (_unreadable(_write(d, "err.log", ERROR_LOG)), ["explain", "err.log"])[1],
-         ExitCode.INPUT_ERROR, needs_unreadable=True),
-    Case("explain-dump-not-utf8",
-         lambda d: _dump(d, {"module_0001.jit_f.before_optimizations.txt": b"\xff\xfe garbage"}), ExitCode.FINDINGS,
-         _says("not UTF-8")),
-    Case("explain-dump-jax-ir-not-utf8", lambda d: _dump(d, {"jax_ir0001_jit_f_compile.mlir": b"\xffxx"}),
-         ExitCode.FINDINGS),
-    Case("explain-dump-unreadable-file",
-         lambda d: (_dump(d, {"module_0001.jit_f.before_optimizations.txt": b"HloModule m\n"}),
-                    _unreadable(d / "dump" / "module_0001.jit_f.before_optimizations.txt"))[0],
-         ExitCode.FINDINGS, _says("cannot read"), needs_unreadable=True),
-    Case("explain-dump-unreadable-directory", lambda d: (_dump(d, {}), _unreadable(d / "dump"))[0],
-         ExitCode.INPUT_ERROR, needs_unreadable=True),
+    Case(
+        "explain-unreadable-log",
+        lambda d: (_unreadable(_write(d, "err.log", ERROR_LOG)), ["explain", "err.log"])[1],
+        ExitCode.INPUT_ERROR,
+        needs_unreadable=True,
+    ),
+    Case(
+        "explain-dump-not-utf8",
+        lambda d: _dump(d, {"module_0001.jit_f.before_optimizations.txt": b"\xff\xfe garbage"}),
+        ExitCode.FINDINGS,
+        _says("not UTF-8"),
+    ),
+    Case(
+        "explain-dump-jax-ir-not-utf8",
+        lambda d: _dump(d, {"jax_ir0001_jit_f_compile.mlir": b"\xffxx"}),
+        ExitCode.FINDINGS,
+    ),
+    Case(
+        "explain-dump-unreadable-file",
+        lambda d: (
+            _dump(d, {"module_0001.jit_f.before_optimizations.txt": b"HloModule m\n"}),
+            _unreadable(d / "dump" / "module_0001.jit_f.before_optimizations.txt"),
+        )[0],
+        ExitCode.FINDINGS,
+        _says("cannot read"),
+        needs_unreadable=True,
+    ),
+    Case(
+        "explain-dump-unreadable-directory",
+        lambda d: (_dump(d, {}), _unreadable(d / "dump"))[0],
+        ExitCode.INPUT_ERROR,
+        needs_unreadable=True,
+    ),
 )

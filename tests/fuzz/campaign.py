@@ -199,8 +199,13 @@ def run_programs(paths: list[Path], timeout_s: int = 120) -> dict[str, str | Non
         return {}
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "TPU_SKIP_MDS_QUERY": "1"}
     done = subprocess.run(
-        [sys.executable, "-c", RUNNER % (timeout_s, timeout_s)], input=json.dumps([str(p) for p in paths]),
-        capture_output=True, text=True, env=env, cwd=str(ROOT), timeout=timeout_s * len(paths) + 120,
+        [sys.executable, "-c", RUNNER % (timeout_s, timeout_s)],
+        input=json.dumps([str(p) for p in paths]),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(ROOT),
+        timeout=timeout_s * len(paths) + 120,
     )
     if done.returncode != 0:
         raise RuntimeError(f"the program runner failed: {done.stderr[-2000:]}")
@@ -214,8 +219,11 @@ def check_programs_run(outcomes: list[Outcome], directory: Path) -> int:
     from offload_fixer import jax_compat
 
     installed = jax_compat.regime()
-    changed = [(i, o) for i, o in enumerate(outcomes) if o.files_changed and not o.problems
-               and jax_compat.spelling(o.variant.jax_version).regime is installed]
+    changed = [
+        (i, o)
+        for i, o in enumerate(outcomes)
+        if o.files_changed and not o.problems and jax_compat.spelling(o.variant.jax_version).regime is installed
+    ]
     pairs = []
     for i, outcome in changed:
         before = directory / f"run{i:04d}_before.py"

@@ -26,8 +26,11 @@ from pathlib import Path
 from .bad_input import ENTRY, FIXABLE, OLD
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
-EXPECTED_STATUS = {signal.SIGINT: (130, -signal.SIGINT), signal.SIGTERM: (143, -signal.SIGTERM),
-                   signal.SIGKILL: (-signal.SIGKILL,)}
+EXPECTED_STATUS = {
+    signal.SIGINT: (130, -signal.SIGINT),
+    signal.SIGTERM: (143, -signal.SIGTERM),
+    signal.SIGKILL: (-signal.SIGKILL,),
+}
 """The statuses a shell reports as 128 + the signal: the command's own exit (130, 143), or
 death by the signal itself, which a signal landing in the interpreter's teardown (after the
 command has restored the handlers it replaced and every file is written) still gives."""
@@ -111,8 +114,9 @@ def reference(directory: Path, files: int) -> tuple[dict[str, bytes], dict[str, 
     return originals, fixed, took
 
 
-def interrupt_once(directory: Path, originals: dict[str, bytes], fixed: dict[str, bytes], duration_s: float,
-                   rng: random.Random) -> Interrupted:
+def interrupt_once(
+    directory: Path, originals: dict[str, bytes], fixed: dict[str, bytes], duration_s: float, rng: random.Random
+) -> Interrupted:
     shutil.rmtree(directory / "src", ignore_errors=True)
     shutil.rmtree(directory / "links", ignore_errors=True)
     make_tree(directory, len(originals))

@@ -53,10 +53,15 @@ class RawServer:
     """``offload-fixer lsp`` in a process, spoken to in bytes."""
 
     def __init__(self, cwd: Path) -> None:
-        env = {**os.environ, "JAX_PLATFORMS": "cpu", "TPU_SKIP_MDS_QUERY": "1",
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-        self.process = subprocess.Popen(SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        cwd=cwd, env=env)
+        env = {
+            **os.environ,
+            "JAX_PLATFORMS": "cpu",
+            "TPU_SKIP_MDS_QUERY": "1",
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        }
+        self.process = subprocess.Popen(
+            SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env
+        )
         self.buffer = b""
         self.received: list[dict] = []
 
@@ -121,8 +126,9 @@ class RawServer:
         head, sep, rest = self.buffer.partition(b"\r\n\r\n")
         if not sep:
             return None
-        length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
-                      if line.lower().startswith(b"content-length:"))
+        length = next(
+            int(line.split(b":", 1)[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:")
+        )
         if len(rest) < length:
             return None
         self.buffer = rest[length:]
@@ -169,6 +175,7 @@ def _initialized(server: RawServer, options: object = None, root: Path | None = 
 def _malformed_frame(data: bytes, code: int = PARSE_ERROR) -> Callable[[RawServer, Path], str | None]:
     def run(server: RawServer, _root: Path) -> str | None:
         return _initialized(server) or (server.send(data), _expect(server, code))[1] or _then_alive(server)
+
     return run
 
 
@@ -179,6 +186,7 @@ def _sequence(*steps: Callable[[RawServer, Path], str | None]) -> Callable[[RawS
             if problem:
                 return problem
         return None
+
     return run
 
 
@@ -190,6 +198,7 @@ def _exits_with(status: int) -> Callable[[RawServer, Path], str | None]:
     def run(server: RawServer, _root: Path) -> str | None:
         got = server.status()
         return None if got == status else f"exit status {got}, expected {status}"
+
     return run
 
 
@@ -201,6 +210,7 @@ def _answered(id_: int) -> Callable[[RawServer, Path], str | None]:
     def run(server: RawServer, _root: Path) -> str | None:
         answer = server.answer_to(id_)
         return None if answer is not None and "result" in answer else f"request {id_}: {answer}"
+
     return run
 
 
@@ -210,34 +220,50 @@ def _start(options: object = None) -> Callable[[RawServer, Path], str | None]:
 
 def _open(name: str, text: str, version: int = 1) -> Callable[[RawServer, Path], str | None]:
     def run(server: RawServer, root: Path) -> str | None:
-        server.send(notification("textDocument/didOpen", {"textDocument": {
-            "uri": (root / name).as_uri(), "languageId": "python", "version": version, "text": text}}))
+        server.send(
+            notification(
+                "textDocument/didOpen",
+                {
+                    "textDocument": {
+                        "uri": (root / name).as_uri(),
+                        "languageId": "python",
+                        "version": version,
+                        "text": text,
+                    }
+                },
+            )
+        )
         return None
+
     return run
 
 
 def _published(name: str, check: Callable[[list], str | None]) -> Callable[[RawServer, Path], str | None]:
     def run(server: RawServer, root: Path) -> str | None:
         uri = (root / name).as_uri()
-        message = server.wait_for(lambda m: m.get("method") == "textDocument/publishDiagnostics"
-                                  and m["params"]["uri"] == uri)
+        message = server.wait_for(
+            lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri
+        )
         return f"no diagnostics published for {name}" if message is None else check(message["params"]["diagnostics"])
+
     return run
 
 
 def _shown(*words: str) -> Callable[[RawServer, Path], str | None]:
     def run(server: RawServer, _root: Path) -> str | None:
-        message = server.wait_for(lambda m: m.get("method") == "window/showMessage"
-                                  and all(w in m["params"]["message"] for w in words))
+        message = server.wait_for(
+            lambda m: m.get("method") == "window/showMessage" and all(w in m["params"]["message"] for w in words)
+        )
         return None if message is not None else f"no window/showMessage saying {words}"
+
     return run
 
 
 FINDING = (
-    'import jax\nfrom jax.sharding import NamedSharding, PartitionSpec as P\n\n'
+    "import jax\nfrom jax.sharding import NamedSharding, PartitionSpec as P\n\n"
     'mesh = jax.make_mesh((1,), ("x",))\nhost = NamedSharding(mesh, P(), memory_kind="pinned_host")\n\n\n'
-    '@jax.jit\ndef step(x):\n    # caf\u00e9: not ASCII, so bytes and characters differ\n'
-    '    h = jax.device_put(x, host)\n    return x, h\n'
+    "@jax.jit\ndef step(x):\n    # caf\u00e9: not ASCII, so bytes and characters differ\n"
+    "    h = jax.device_put(x, host)\n    return x, h\n"
 )
 
 
@@ -254,9 +280,12 @@ def large_document(size: int) -> str:
     head, parts, i = FINDING, [FINDING], 0
     total = len(head)
     while total < size:
-        block = (f"\n\n@jax.jit\ndef step_{i}(x):\n    h = jax.device_put(x, host)\n    return x * 2, h\n" if i % 20 == 0
-                 else f"\n\ndef helper_{i}(a, b):\n    total = 0\n    for k in range(a):\n        total += k * b\n"
-                      "    return total\n")
+        block = (
+            f"\n\n@jax.jit\ndef step_{i}(x):\n    h = jax.device_put(x, host)\n    return x * 2, h\n"
+            if i % 20 == 0
+            else f"\n\ndef helper_{i}(a, b):\n    total = 0\n    for k in range(a):\n        total += k * b\n"
+            "    return total\n"
+        )
         parts.append(block)
         total += len(block)
         i += 1
@@ -271,39 +300,94 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario("body-not-json", _malformed_frame(frame(raw=b"{not json"))),
     Scenario("body-not-utf8", _malformed_frame(frame(raw=b'{"jsonrpc": "2.0", "\xff": 1}'))),
     Scenario("body-a-json-array", _malformed_frame(frame([1, 2]), INVALID_REQUEST)),
-    Scenario("body-without-jsonrpc", _sequence(_start(), _send(frame({"id": 5, "method": "shutdown"})),
-                                               _error(5, INVALID_REQUEST), _then_alive)),
-    Scenario("request-before-initialize", _sequence(_send(request(3, "textDocument/codeAction", {})),
-                                                    _error(3, SERVER_NOT_INITIALIZED), _start(), _then_alive)),
-    Scenario("invalid-params", _sequence(_start(), _send(request(4, "textDocument/codeAction", {"bogus": 1})),
-                                         _error(4, INVALID_PARAMS), _then_alive)),
-    Scenario("params-of-the-wrong-type", _sequence(_start(), _send(request(4, "textDocument/codeAction", [1, "x"])),
-                                                   _error(4, INVALID_PARAMS), _then_alive)),
-    Scenario("notification-with-invalid-params", _sequence(_start(), _send(notification("textDocument/didOpen", {"x": 1})),
-                                                           _then_alive)),
-    Scenario("unknown-method", _sequence(_start(), _send(request(6, "offload/nothing", {})),
-                                         _error(6, METHOD_NOT_FOUND), _then_alive)),
+    Scenario(
+        "body-without-jsonrpc",
+        _sequence(_start(), _send(frame({"id": 5, "method": "shutdown"})), _error(5, INVALID_REQUEST), _then_alive),
+    ),
+    Scenario(
+        "request-before-initialize",
+        _sequence(
+            _send(request(3, "textDocument/codeAction", {})), _error(3, SERVER_NOT_INITIALIZED), _start(), _then_alive
+        ),
+    ),
+    Scenario(
+        "invalid-params",
+        _sequence(
+            _start(), _send(request(4, "textDocument/codeAction", {"bogus": 1})), _error(4, INVALID_PARAMS), _then_alive
+        ),
+    ),
+    Scenario(
+        "params-of-the-wrong-type",
+        _sequence(
+            _start(), _send(request(4, "textDocument/codeAction", [1, "x"])), _error(4, INVALID_PARAMS), _then_alive
+        ),
+    ),
+    Scenario(
+        "notification-with-invalid-params",
+        _sequence(_start(), _send(notification("textDocument/didOpen", {"x": 1})), _then_alive),
+    ),
+    Scenario(
+        "unknown-method",
+        _sequence(_start(), _send(request(6, "offload/nothing", {})), _error(6, METHOD_NOT_FOUND), _then_alive),
+    ),
     Scenario("unknown-notification", _sequence(_start(), _send(notification("offload/nothing", {})), _then_alive)),
-    Scenario("settings-of-the-wrong-type",
-             _sequence(_start({"select": 5, "target": 7, "debounceMs": "soon", "ignore": [1]}),
-                       _open("train.py", FINDING), _shown("editor settings", "select"),
-                       _published("train.py", lambda d: None), _then_alive)),
+    Scenario(
+        "settings-of-the-wrong-type",
+        _sequence(
+            _start({"select": 5, "target": 7, "debounceMs": "soon", "ignore": [1]}),
+            _open("train.py", FINDING),
+            _shown("editor settings", "select"),
+            _published("train.py", lambda d: None),
+            _then_alive,
+        ),
+    ),
     Scenario("settings-not-an-object", _sequence(_start("tpu"), _then_alive)),
-    Scenario("request-after-shutdown", _sequence(_start(), _send(request(2, "shutdown")), _answered(2),
-                                                 _send(request(3, "textDocument/codeAction", {})),
-                                                 _error(3, INVALID_REQUEST), _send(notification("exit")), _exits_with(0))),
+    Scenario(
+        "request-after-shutdown",
+        _sequence(
+            _start(),
+            _send(request(2, "shutdown")),
+            _answered(2),
+            _send(request(3, "textDocument/codeAction", {})),
+            _error(3, INVALID_REQUEST),
+            _send(notification("exit")),
+            _exits_with(0),
+        ),
+    ),
     Scenario("exit-without-shutdown", _sequence(_start(), _send(notification("exit")), _exits_with(1))),
-    Scenario("shutdown-then-exit", _sequence(_start(), _send(request(2, "shutdown")), _answered(2),
-                                             _send(notification("exit")), _exits_with(0))),
+    Scenario(
+        "shutdown-then-exit",
+        _sequence(_start(), _send(request(2, "shutdown")), _answered(2), _send(notification("exit")), _exits_with(0)),
+    ),
     Scenario("input-closed-without-exit", _sequence(_start(), lambda s, _r: s.close_input(), _exits_with(1))),
-    Scenario("message-over-the-size-limit",
-             _sequence(_start(), _send(b"Content-Length: %d\r\n\r\n" % (64 * 1024 * 1024 + 1)),
-                       lambda s, _r: s.close_input(), _exits_with(1))),
-    Scenario("non-ascii-document", _sequence(_start({"jaxVersion": "0.4.26"}), _open("train.py", FINDING),
-                                             _published("train.py", _some_diagnostics), _then_alive)),
-    Scenario("five-megabyte-document-refused",
-             _sequence(_start({"jaxVersion": "0.4.26"}), _open("huge.py", large_document(5_000_000)),
-                       _shown("huge.py", "characters"), _published("huge.py", _no_diagnostics), _then_alive)),
+    Scenario(
+        "message-over-the-size-limit",
+        _sequence(
+            _start(),
+            _send(b"Content-Length: %d\r\n\r\n" % (64 * 1024 * 1024 + 1)),
+            lambda s, _r: s.close_input(),
+            _exits_with(1),
+        ),
+    ),
+    Scenario(
+        "non-ascii-document",
+        _sequence(
+            _start({"jaxVersion": "0.4.26"}),
+            _open("train.py", FINDING),
+            _published("train.py", _some_diagnostics),
+            _then_alive,
+        ),
+    ),
+    Scenario(
+        "five-megabyte-document-refused",
+        _sequence(
+            _start({"jaxVersion": "0.4.26"}),
+            _open("huge.py", large_document(5_000_000)),
+            _shown("huge.py", "characters"),
+            _published("huge.py", _no_diagnostics),
+            _then_alive,
+        ),
+    ),
 )
 
 
@@ -333,8 +417,13 @@ def time_large_document(root: Path, size: int, jax_version: str = "0.4.26") -> t
         uri = (root / "large.py").as_uri()
         start = time.perf_counter()
         _open("large.py", large_document(size))(server, root)
-        answer = server.wait_for(lambda m: m.get("method") == "window/showMessage" or (
-            m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri), timeout=3600)
+        answer = server.wait_for(
+            lambda m: (
+                m.get("method") == "window/showMessage"
+                or (m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri)
+            ),
+            timeout=3600,
+        )
         took = time.perf_counter() - start
         if answer is None:
             return took, 0, "no answer"

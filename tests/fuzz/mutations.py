@@ -96,7 +96,7 @@ def add_comments(text: str, rng: random.Random) -> str | None:
     for number in sorted(rng.sample(safe, max(1, len(safe) // 4)), reverse=True):
         line = lines[number - 1]
         body = line.rstrip("\r\n")
-        lines[number - 1] = f"{body}  # note {rng.randint(0, 999)}{line[len(body):]}"
+        lines[number - 1] = f"{body}  # note {rng.randint(0, 999)}{line[len(body) :]}"
     return "".join(lines)
 
 
@@ -207,8 +207,10 @@ class Variant:
 
     @property
     def label(self) -> str:
-        return f"{self.source} [{', '.join(self.mutations) or 'as written'}; {self.storage.label}; " \
-               f"jax {self.jax_version}; {self.strategy}]"
+        return (
+            f"{self.source} [{', '.join(self.mutations) or 'as written'}; {self.storage.label}; "
+            f"jax {self.jax_version}; {self.strategy}]"
+        )
 
 
 def make_variant(source: str, text: str, rng: random.Random, jax_version: str, strategy: str) -> Variant:
@@ -233,9 +235,14 @@ def _simple_return(line: str) -> bool:
     if not match:
         return False
     value = match.group("value")
-    return value.count("(") == value.count(")") and value.count("[") == value.count("]") and \
-        value.count("{") == value.count("}") and not value.rstrip().endswith(("\\", ",")) and "'" not in value \
+    return (
+        value.count("(") == value.count(")")
+        and value.count("[") == value.count("]")
+        and value.count("{") == value.count("}")
+        and not value.rstrip().endswith(("\\", ","))
+        and "'" not in value
         and '"' not in value
+    )
 
 
 def _split_return(line: str) -> tuple[str, str, str, str]:
@@ -300,11 +307,14 @@ def _lines_ending_statements(tree: ast.Module, text: str) -> set[int]:
     """Last lines of simple statements that are not inside a string (a comment fits there)."""
     found = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.stmt) and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-                                                                  ast.If, ast.For, ast.While, ast.With, ast.Try)):
+        if isinstance(node, ast.stmt) and not isinstance(
+            node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For, ast.While, ast.With, ast.Try)
+        ):
             found.add(node.end_lineno)
     lines = text.splitlines()
-    return {n for n in found if n <= len(lines) and "#" not in lines[n - 1] and not lines[n - 1].rstrip().endswith("\\")}
+    return {
+        n for n in found if n <= len(lines) and "#" not in lines[n - 1] and not lines[n - 1].rstrip().endswith("\\")
+    }
 
 
 def _rename_names(text: str, names: dict[str, str]) -> str | None:
@@ -322,8 +332,12 @@ def _rename_names(text: str, names: dict[str, str]) -> str | None:
             in_import = token.string in ("import", "from")
         if token.type not in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
             logical_start = token.type == tokenize.NEWLINE
-        if token.type == tokenize.NAME and token.string in names and not in_import and not (
-                previous is not None and previous.string == "."):
+        if (
+            token.type == tokenize.NAME
+            and token.string in names
+            and not in_import
+            and not (previous is not None and previous.string == ".")
+        ):
             edits.append((token.start, token.end, names[token.string]))
         if token.type not in (tokenize.NL, tokenize.COMMENT):
             previous = token

@@ -29,7 +29,7 @@ def notebook(cells: list[str], outputs: bool = True) -> nbformat.NotebookNode:
     count = 0
     for index, text in enumerate(cells):
         if text.startswith(MARKDOWN):
-            cell = nbformat.v4.new_markdown_cell(text[len(MARKDOWN):])
+            cell = nbformat.v4.new_markdown_cell(text[len(MARKDOWN) :])
         else:
             count += 1
             cell = nbformat.v4.new_code_cell(text, execution_count=count)

@@ -15,8 +15,15 @@ from offload_fixer.exit_codes import ExitCode
 
 from .notebooks import HOST, IMPORTS, JIT_SITE, SCALE, TYPED, source_lines, write
 
-CELLS = ["md:# Scaling on host", "%load_ext offload_fixer\n" + IMPORTS, HOST, "md:The step", SCALE,
-         "%%time\nslow = jax.jit(scale, in_shardings=host)", JIT_SITE + "\n!echo compiled"]
+CELLS = [
+    "md:# Scaling on host",
+    "%load_ext offload_fixer\n" + IMPORTS,
+    HOST,
+    "md:The step",
+    SCALE,
+    "%%time\nslow = jax.jit(scale, in_shardings=host)",
+    JIT_SITE + "\n!echo compiled",
+]
 """The jit (cell 7) of a function defined in cell 5 with a sharding from cell 3."""
 
 
@@ -94,8 +101,12 @@ def test_fix_rewrites_only_the_edited_cell_source(project):
     assert old[jit.start + 2 :] == new[jit.start + 3 :]
     fixed = nbformat.reads(after, as_version=4)
     nbformat.validate(fixed)
-    assert fixed.cells[4].source == "def scale(x):\n    x = jax.device_put(x, jax.memory.Space.Device)\n    return x * 2"
-    assert fixed.cells[6].source == "scale_on_host = jax.jit(scale, in_shardings=host, out_shardings=host)\n!echo compiled"
+    assert (
+        fixed.cells[4].source == "def scale(x):\n    x = jax.device_put(x, jax.memory.Space.Device)\n    return x * 2"
+    )
+    assert (
+        fixed.cells[6].source == "scale_on_host = jax.jit(scale, in_shardings=host, out_shardings=host)\n!echo compiled"
+    )
     original = nbformat.reads(before, as_version=4)
     assert [c.get("outputs") for c in fixed.cells] == [c.get("outputs") for c in original.cells]
     assert check("train.ipynb").exit_code == ExitCode.CLEAN
@@ -146,10 +157,17 @@ def test_a_file_that_is_not_a_notebook_is_an_input_error(tmp_path, monkeypatch):
 def test_a_notebook_written_by_another_tool_is_fixed_in_its_own_layout(tmp_path, monkeypatch):
     """nbformat 4.4 without cell ids, two-space indentation, one string per source."""
     monkeypatch.chdir(tmp_path)
-    cells = [{"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [], "source": source}
-             for source in (IMPORTS, HOST, SCALE, JIT_SITE)]
-    text = json.dumps({"metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 4,
-                       "cells": cells}, indent=2) + "\n"
+    cells = [
+        {"cell_type": "code", "execution_count": 1, "metadata": {}, "outputs": [], "source": source}
+        for source in (IMPORTS, HOST, SCALE, JIT_SITE)
+    ]
+    text = (
+        json.dumps(
+            {"metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 4, "cells": cells},
+            indent=2,
+        )
+        + "\n"
+    )
     path = tmp_path / "other.ipynb"
     path.write_text(text)
     result = check("--fix", "--jax-version", TYPED, "other.ipynb")
@@ -158,4 +176,5 @@ def test_a_notebook_written_by_another_tool_is_fixed_in_its_own_layout(tmp_path,
     fixed_jit = JIT_SITE.replace("=host)", "=host, out_shardings=host)")
     fixed_scale = SCALE.replace("\n", "\n    x = jax.device_put(x, jax.memory.Space.Device)\n", 1)
     assert path.read_text() == text.replace(json.dumps(JIT_SITE), json.dumps(fixed_jit)).replace(
-        json.dumps(SCALE), json.dumps(fixed_scale))
+        json.dumps(SCALE), json.dumps(fixed_scale)
+    )

@@ -22,15 +22,19 @@ from ..readme_transcripts import transcript
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(not jax_compat.host_memory_on_this_backend(),
-                       reason="this JAX's CPU build has no pinned_host memory for the cells to use"),
+    pytest.mark.skipif(
+        not jax_compat.host_memory_on_this_backend(),
+        reason="this JAX's CPU build has no pinned_host memory for the cells to use",
+    ),
 ]
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "momentum_offload_notebook.ipynb"
 STEP_CELL, TRAIN_CELL = 7, 9
 """Positions (0-based) of the step's and the training loop's cells in the example."""
-SETUP = "import jax\nimport numpy as np\nfrom jax.sharding import SingleDeviceSharding\n" \
-        'host = SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")'
+SETUP = (
+    "import jax\nimport numpy as np\nfrom jax.sharding import SingleDeviceSharding\n"
+    'host = SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")'
+)
 SCALE = "def scale(x):\n    return x * 2"
 JIT = "scale_on_host = jax.jit(scale, in_shardings=host)"
 CALL = "print(scale_on_host(np.arange(4, dtype=np.float32)))"
@@ -43,8 +47,7 @@ class Kernel:
     def __init__(self, notebook: nbformat.NotebookNode) -> None:
         self.notebook = notebook
         self.replies: dict[int, dict] = {}
-        self.client = NotebookClient(self.notebook, kernel_name="python3", timeout=300,
-                                     on_cell_executed=self._executed)
+        self.client = NotebookClient(self.notebook, kernel_name="python3", timeout=300, on_cell_executed=self._executed)
 
     @classmethod
     def of(cls, cells: list[str]) -> Kernel:
@@ -102,7 +105,9 @@ def test_example_finding_under_its_cell_then_fix_and_rerun_leaves_none():
         assert "In [5]:10:5: OFL1200 [*] [error]" in shown
         assert "--- a/In [5]\n+++ b/In [5]\n" in shown
         # only the moments are moved, where the step reads them
-        (moved,) = re.findall(r'^\+(    velocity = jax\.device_put\(opt_state\["velocity"\], .+\))$', shown, re.MULTILINE)
+        (moved,) = re.findall(
+            r'^\+(    velocity = jax\.device_put\(opt_state\["velocity"\], .+\))$', shown, re.MULTILINE
+        )
 
         wrong = kernel.append("%offload_fix 3")
         assert "does not edit In [3]; it edits In [5]" in kernel.run(wrong)
@@ -112,10 +117,13 @@ def test_example_finding_under_its_cell_then_fix_and_rerun_leaves_none():
         fixed = kernel.notebook.cells[fix].source
         read = '    velocity = jax.tree.map(lambda v, g: MOMENTUM * v + g, opt_state["velocity"], grads)'
         assert fixed == kernel.notebook.cells[STEP_CELL].source.replace(
-            read, f"{moved}\n" + read.replace('opt_state["velocity"]', "velocity"))
+            read, f"{moved}\n" + read.replace('opt_state["velocity"]', "velocity")
+        )
         assert kernel.run(fix) == ""
         again = kernel.run(kernel.append(kernel.notebook.cells[TRAIN_CELL].source))
-        assert again == "".join(line for line in shown.splitlines(keepends=True) if line.startswith(("step", "velocity")))
+        assert again == "".join(
+            line for line in shown.splitlines(keepends=True) if line.startswith(("step", "velocity"))
+        )
 
 
 def test_the_extension_never_changes_what_the_cells_compute():
@@ -127,7 +135,7 @@ def test_the_extension_never_changes_what_the_cells_compute():
     checked = Kernel(_example())
     with checked.client.setup_kernel():
         found = _run_all(checked)[TRAIN_CELL]
-    assert found.startswith(expected) and "OFL1200" in found[len(expected):]
+    assert found.startswith(expected) and "OFL1200" in found[len(expected) :]
 
 
 def test_ipython_input_cells_of_a_terminal_shell_map_back_too():
@@ -148,8 +156,13 @@ def test_ipython_input_cells_of_a_terminal_shell_map_back_too():
         shell.run_cell("%unload_ext offload_fixer", store_history=True)
         print("RESTORED:", jax.jit is real_jit)
     """)
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )
     assert result.returncode == 0, result.stderr
     output = result.stdout + result.stderr
     assert "In [3]:2:12: OFL1201" in output

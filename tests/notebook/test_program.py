@@ -14,7 +14,12 @@ CELLS = [(2, "import jax\n!pip list"), (3, "%%time\nx = 1"), (4, "def f(x):\n   
 def test_cells_are_concatenated_in_order_and_cell_magics_left_out():
     program = Program(CELLS)
     assert program.text == "import jax\npass  # ipython-command 0\ndef f(x):\n    return x * 2\ny = f(1)\n"
-    assert [(c.number, c.first_line, c.line_count) for c in program.cells] == [(2, 1, 2), (3, 3, 0), (4, 3, 2), (6, 5, 1)]
+    assert [(c.number, c.first_line, c.line_count) for c in program.cells] == [
+        (2, 1, 2),
+        (3, 3, 0),
+        (4, 3, 2),
+        (6, 5, 1),
+    ]
     assert program.locate(4) == (program.cell(4), 2)
     assert program.locate(5)[0].number == 6
     assert program.program_line(4, 2) == 4

@@ -23,10 +23,14 @@ def test_the_readme_has_the_notebook_transcripts():
     ]
 
 
-@pytest.mark.skipif(jax_compat.installed_version() != readme_script().pinned_jax(),
-                    reason="the README's transcripts are made with the JAX constraints.txt pins")
-@pytest.mark.skipif(shutil.which("offload-fixer", path=os.path.dirname(sys.executable)) is None,
-                    reason="offload-fixer is not installed in this environment")
+@pytest.mark.skipif(
+    jax_compat.installed_version() != readme_script().pinned_jax(),
+    reason="the README's transcripts are made with the JAX constraints.txt pins",
+)
+@pytest.mark.skipif(
+    shutil.which("offload-fixer", path=os.path.dirname(sys.executable)) is None,
+    reason="offload-fixer is not installed in this environment",
+)
 @pytest.mark.parametrize("transcript", COMMANDS, ids=lambda t: t.command)
 def test_transcript_is_real_output(transcript):
     scratch = readme_script().Scratch()

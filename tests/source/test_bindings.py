@@ -57,8 +57,9 @@ def collected() -> BindingCollector:
 
 def test_each_binding_has_its_kind_statement_and_qualified_name() -> None:
     found = collected()
-    kinds = {name: [(b.kind, b.index, b.nested, b.qualname) for b in bindings]
-             for name, bindings in found.bindings.items()}
+    kinds = {
+        name: [(b.kind, b.index, b.nested, b.qualname) for b in bindings] for name, bindings in found.bindings.items()
+    }
     assert kinds["jax"] == [("import", 0, False, "jax"), ("import", 1, False, "jax")]
     assert kinds["jnp"] == [("import", 2, False, "jax.numpy")]
     assert kinds["j"] == [("import", 3, False, "jax.jit")]
@@ -83,8 +84,10 @@ def test_a_binding_knows_the_clause_that_writes_it() -> None:
     assert error.value is None
 
 
-@pytest.mark.parametrize(("code", "name"), [("a", "a"), ("a.b.c", "a.b.c"), ("f(x).y", None), ("x[0].y", None),
-                                            ("(a + b).c", None), ("f(x)", None)])
+@pytest.mark.parametrize(
+    ("code", "name"),
+    [("a", "a"), ("a.b.c", "a.b.c"), ("f(x).y", None), ("x[0].y", None), ("(a + b).c", None), ("f(x)", None)],
+)
 def test_dotted_names_are_names_and_attribute_chains_only(code: str, name: str | None) -> None:
     assert dotted_name(cst.parse_expression(code)) == name
 
@@ -106,8 +109,11 @@ def test_the_static_check_and_the_codemods_see_the_same_bindings() -> None:
 
 def test_the_static_check_reads_source_facts_without_the_codemods(tmp_path: Path) -> None:
     """Both sides share ``offload_fixer.source``; neither imports the other."""
-    probe = ("import sys, offload_fixer.static.api, offload_fixer.static.interpreter, offload_fixer.static.policies; "
-             "print(sorted(m for m in sys.modules if m.startswith(('offload_fixer.codemods', 'offload_fixer.fixes'))))")
-    done = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                          check=True)
+    probe = (
+        "import sys, offload_fixer.static.api, offload_fixer.static.interpreter, offload_fixer.static.policies; "
+        "print(sorted(m for m in sys.modules if m.startswith(('offload_fixer.codemods', 'offload_fixer.fixes'))))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=True
+    )
     assert done.stdout.strip() == "[]"

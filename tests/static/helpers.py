@@ -29,9 +29,7 @@ def program(body: str) -> str:
     return HEADER + textwrap.dedent(body)
 
 
-def found(
-    body: str, version: str, target: str = "tpu", header: bool = True
-) -> list[tuple[str, str]]:
+def found(body: str, version: str, target: str = "tpu", header: bool = True) -> list[tuple[str, str]]:
     """``(code, output_path)`` of every diagnostic, sorted."""
     source = program(body) if header else textwrap.dedent(body)
     result = check_source(source, "prog.py", target=target, jax_version=version)
@@ -45,6 +43,4 @@ def verdicts(body: str, header: bool = True) -> tuple:
 
 
 def diagnostics(body: str, version: str = LEGACY, target: str = "tpu"):
-    return check_source(
-        program(body), "prog.py", target=target, jax_version=version
-    ).diagnostics
+    return check_source(program(body), "prog.py", target=target, jax_version=version).diagnostics

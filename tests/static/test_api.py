@@ -14,7 +14,7 @@ from offload_fixer.static.api import BYTES_PER_WORKER, worker_count
 
 from .helpers import LEGACY, PROPAGATION, TYPED, diagnostics
 
-SOURCE = textwrap.dedent('''\
+SOURCE = textwrap.dedent("""\
     import jax
     from functools import partial
     from jax.sharding import NamedSharding, PartitionSpec as P
@@ -26,7 +26,7 @@ SOURCE = textwrap.dedent('''\
     def step(params, x):
         moved = jax.device_put(params, host)
         return x, {"mu": moved * 2, "nu": moved}
-''')
+""")
 
 
 def test_diagnostic_locates_function_origin_output_and_return():
@@ -39,7 +39,10 @@ def test_diagnostic_locates_function_origin_output_and_return():
     assert d.output_path == "[1]['mu']"
     assert (d.return_span.line, d.return_span.col, d.return_span.end_col) == (11, 12, 45)
     assert [(s.op, s.role) for s in d.trace] == [
-        ("device_put", "move to host"), ("multiply", "host compute"), ("return", "output")]
+        ("device_put", "move to host"),
+        ("multiply", "host compute"),
+        ("return", "output"),
+    ]
     assert d.trace[1].span.line == 11
     assert "0.4.29-0.7.0" in d.explanation and "`multiply`" in d.explanation
 
@@ -86,8 +89,7 @@ def test_fix_options_are_spelled_for_the_version():
 
 
 def test_host_argument_origin_is_the_in_shardings_argument_and_its_leaf():
-    (d,) = diagnostics("@partial(jax.jit, in_shardings=(None, host))\ndef f(a, b):\n    return b + a\n",
-                       version=LEGACY)
+    (d,) = diagnostics("@partial(jax.jit, in_shardings=(None, host))\ndef f(a, b):\n    return b + a\n", version=LEGACY)
     decorator = "@partial(jax.jit, in_shardings=(None, host))"
     assert d.origin.kind == "host_argument" and d.origin.argument == "b"
     # Where the dynamic analysis points too: the jit site's ``in_shardings=``, named after ``f``.
@@ -104,8 +106,10 @@ def test_in_shardings_given_by_position():
 
 
 def test_host_argument_leaves_are_labelled_as_jax_does():
-    (d,) = diagnostics("@partial(jax.jit, in_shardings=({'mu': host, 'nu': None},))\n"
-                       "def f(opt):\n    return opt['mu'] * 2\n", version=PROPAGATION)
+    (d,) = diagnostics(
+        "@partial(jax.jit, in_shardings=({'mu': host, 'nu': None},))\ndef f(opt):\n    return opt['mu'] * 2\n",
+        version=PROPAGATION,
+    )
     assert d.origin.argument == "opt['mu']"
     assert d.origin.key.endswith(":opt['mu']")
 
@@ -164,7 +168,7 @@ def test_check_paths_walks_directories(tmp_path):
     (tmp_path / ".gitignore").write_text("generated/\n")
 
     results = list(check_paths([str(tmp_path)], jax_version=LEGACY, excludes=["skip_*.py"]))
-    by_name = {r.path[len(str(tmp_path)) + 1:]: r for r in results}
+    by_name = {r.path[len(str(tmp_path)) + 1 :]: r for r in results}
     assert sorted(by_name) == ["pkg/broken.py", "pkg/plain.py", "pkg/train.py"]
     assert len(by_name["pkg/train.py"].diagnostics) == 2
     assert (by_name["pkg/broken.py"].parse_error.line, by_name["pkg/broken.py"].parse_error.col) == (4, 7)
@@ -232,7 +236,7 @@ def test_unreadable_path_is_reported(tmp_path):
 
 
 def test_spans_name_the_function_that_contains_them():
-    source = SOURCE + textwrap.dedent('''
+    source = SOURCE + textwrap.dedent("""
 
         def offload(v):
             return jax.device_put(v, host)
@@ -241,7 +245,7 @@ def test_spans_name_the_function_that_contains_them():
         @partial(jax.jit, in_shardings=(host,))
         def outer(x):
             return offload(x) * 2, x + 1
-    ''')
+    """)
     found = check_source(source, "train.py", jax_version=LEGACY).diagnostics
     by_path = {(d.function.name, d.output_path): d for d in found}
     moved = by_path[("outer", "[0]")]
@@ -253,10 +257,10 @@ def test_spans_name_the_function_that_contains_them():
 
 
 def test_unpinned_host_gets_the_companion_diagnostic_of_the_dynamic_analysis():
-    found = diagnostics("@jax.jit\ndef f(x):\n    u = jax.device_put(x, unpinned)\n    return u, u * 2\n",
-                        version=TYPED, target="gpu")
-    assert sorted((d.code, d.output_path) for d in found) == [
-        ("OFL1200", "[0]"), ("OFL1200", "[1]"), ("OFL1204", None)]
+    found = diagnostics(
+        "@jax.jit\ndef f(x):\n    u = jax.device_put(x, unpinned)\n    return u, u * 2\n", version=TYPED, target="gpu"
+    )
+    assert sorted((d.code, d.output_path) for d in found) == [("OFL1200", "[0]"), ("OFL1200", "[1]"), ("OFL1204", None)]
     (companion,) = [d for d in found if d.code == "OFL1204"]
     assert companion.severity == "warning" and companion.origin.memory_kind == "unpinned_host"
     assert [(f.strategy, f.safety) for f in companion.fixes] == [("host", "safe")]
@@ -278,13 +282,18 @@ def test_each_file_takes_its_own_packages_settings(tmp_path):
     for package, version in (("a", LEGACY), ("b", "0.10.2")):
         (tmp_path / package).mkdir()
         (tmp_path / package / "pyproject.toml").write_text(
-            f'[tool.offload-fixer]\njax-version = "{version}"\nextend-exclude = ["skipped.py"]\n')
+            f'[tool.offload-fixer]\njax-version = "{version}"\nextend-exclude = ["skipped.py"]\n'
+        )
         (tmp_path / package / "train.py").write_text(SOURCE)
         (tmp_path / package / "skipped.py").write_text(SOURCE)
     resolver = SettingsResolver()
-    results = {os.path.relpath(r.path, tmp_path): r for r in check_paths(
-        [str(tmp_path / "b"), str(tmp_path / "a"), str(tmp_path / "a" / "skipped.py")],
-        settings_for=resolver.settings_for)}
+    results = {
+        os.path.relpath(r.path, tmp_path): r
+        for r in check_paths(
+            [str(tmp_path / "b"), str(tmp_path / "a"), str(tmp_path / "a" / "skipped.py")],
+            settings_for=resolver.settings_for,
+        )
+    }
     assert sorted(results) == ["a/skipped.py", "a/train.py", "b/train.py"]  # named files are never excluded
     assert len(results["a/train.py"].diagnostics) == 2  # 0.4.26's rules
     assert results["b/train.py"].diagnostics == ()  # 0.10.2: the output follows the host value
@@ -308,7 +317,10 @@ def test_files_the_prefilter_drops_are_still_checked_as_text(tmp_path):
     ids=["sum-of-350", "calls-150-deep", "attributes-400"],
 )
 def test_deep_expressions_are_analysed(expression):
-    body = SOURCE + f"\n\ndef f(v):\n    return v\n\n\n@jax.jit\ndef deep(x):\n    y = {expression}\n    return y, jax.device_put(x, host)\n"
+    body = (
+        SOURCE
+        + f"\n\ndef f(v):\n    return v\n\n\n@jax.jit\ndef deep(x):\n    y = {expression}\n    return y, jax.device_put(x, host)\n"
+    )
     result = check_source(body, "deep.py", jax_version=LEGACY)
     assert result.parse_error is None
     assert "deep" in {d.function.name for d in result.diagnostics if d.function}

@@ -22,8 +22,20 @@ def _relative(root, files):
 
 
 def test_gitignore_files_apply_below_their_directory(tmp_path):
-    _tree(tmp_path, ["a.py", "gen/b.py", "src/c.py", "src/d_pb2.py", "src/out/e.py", "src/keep_pb2.py",
-                     "node_modules/f.py", "__pycache__/g.py", "src/h.txt"])
+    _tree(
+        tmp_path,
+        [
+            "a.py",
+            "gen/b.py",
+            "src/c.py",
+            "src/d_pb2.py",
+            "src/out/e.py",
+            "src/keep_pb2.py",
+            "node_modules/f.py",
+            "__pycache__/g.py",
+            "src/h.txt",
+        ],
+    )
     (tmp_path / ".gitignore").write_text("# generated\ngen/\n")
     (tmp_path / "src" / ".gitignore").write_text("*_pb2.py\n!keep_pb2.py\n/out\n")
     assert _relative(tmp_path, python_files([str(tmp_path)])) == ["a.py", "src/c.py", "src/keep_pb2.py"]
@@ -41,6 +53,7 @@ def test_excludes_are_the_settings_engine(tmp_path):
         def test(path):
             entered.append(os.path.relpath(path, root).replace(os.sep, "/"))
             return is_excluded(path, patterns, root)
+
         return test
 
     assert _relative(tmp_path, python_files([root], excluded(["tests"]))) == ["a.py", "pkg/c.py"]

@@ -11,7 +11,7 @@ from offload_fixer.static import check_paths
 
 from .helpers import LEGACY, PROPAGATION, TYPED
 
-PROGRAM = textwrap.dedent('''\
+PROGRAM = textwrap.dedent("""\
     from functools import partial
 
     import jax
@@ -30,7 +30,7 @@ PROGRAM = textwrap.dedent('''\
     @partial(jax.jit, in_shardings=(host, None))
     def arg_step(opt, x):
         return opt * 2, x
-''')
+""")
 
 
 @pytest.mark.parametrize("version", [LEGACY, PROPAGATION, TYPED])

@@ -28,12 +28,19 @@ def test_host_on_one_branch_of_a_flag_is_a_finding_that_says_when():
     "body, expected",
     [
         # the else branch, a negated test, a conditional expression, a sharding chosen by a flag
-        ("def f(x, cfg):\n    if not cfg.offload:\n        y = x\n    else:\n"
-         "        y = jax.device_put(x, host)\n    return y * 2\n", "`cfg.offload` is true"),
-        ("def f(x, cfg):\n    y = jax.device_put(x, host) if cfg.offload else x\n    return y + 1\n",
-         "`cfg.offload` is true"),
-        ("def f(x, cfg):\n    s = dev if cfg.on_device else host\n    return jax.device_put(x, s) + 1\n",
-         "`cfg.on_device` is false"),
+        (
+            "def f(x, cfg):\n    if not cfg.offload:\n        y = x\n    else:\n"
+            "        y = jax.device_put(x, host)\n    return y * 2\n",
+            "`cfg.offload` is true",
+        ),
+        (
+            "def f(x, cfg):\n    y = jax.device_put(x, host) if cfg.offload else x\n    return y + 1\n",
+            "`cfg.offload` is true",
+        ),
+        (
+            "def f(x, cfg):\n    s = dev if cfg.on_device else host\n    return jax.device_put(x, s) + 1\n",
+            "`cfg.on_device` is false",
+        ),
     ],
     ids=["else-branch", "if-expression", "sharding"],
 )

@@ -34,13 +34,25 @@ def error(path: str = "", code: str = "OFL1200") -> list:
         "class Model:\n    @partial(jax.jit, static_argnums=0)\n    def f(self, x):\n"
         "        return jax.device_put(x, host)\n",
         "class Model:\n    @staticmethod\n    @jax.jit\n    def f(x):\n        return jax.device_put(x, host)\n",
-        "def main():\n    def f(x):\n        return jax.device_put(x, host)\n    step = jax.jit(f)\n"
-        "    return step\n",
+        "def main():\n    def f(x):\n        return jax.device_put(x, host)\n    step = jax.jit(f)\n    return step\n",
         "if __name__ == '__main__':\n    def f(x):\n        return jax.device_put(x, host)\n"
         "    print(jax.jit(f)(1.0))\n",
     ],
-    ids=["decorator", "partial", "functools-partial", "assigned", "inline-call", "lambda", "rebound",
-         "named-partial", "pjit", "method", "staticmethod", "inside-function", "main-block"],
+    ids=[
+        "decorator",
+        "partial",
+        "functools-partial",
+        "assigned",
+        "inline-call",
+        "lambda",
+        "rebound",
+        "named-partial",
+        "pjit",
+        "method",
+        "staticmethod",
+        "inside-function",
+        "main-block",
+    ],
 )
 def test_jit_sites(definition):
     assert found(definition, LEGACY) == error()
@@ -68,16 +80,29 @@ def test_plain_functions_are_not_jit_sites():
         ("", 'jax.device_put(x, dev.with_memory_kind("pinned_host"))'),
         ("", 'jax.device_put(x, x.sharding.with_memory_kind("pinned_host"))'),
         ("", 'jax.device_put(x, jax.typeof(x).sharding.with_memory_kind("pinned_host"))'),
-        ("from jax._src.sharding_impls import TransferToMemoryKind\n",
-         'jax.device_put(x, TransferToMemoryKind("pinned_host"))'),
+        (
+            "from jax._src.sharding_impls import TransferToMemoryKind\n",
+            'jax.device_put(x, TransferToMemoryKind("pinned_host"))',
+        ),
         ("", "jax.device_put(x, jax.memory.Space.Host)"),
         ("from jax.memory import Space\n", "jax.device_put(x, Space.Host)"),
         ("from jax import memory as mem\n", "jax.device_put(x, mem.Space.Host)"),
         ('KIND = "pinned_host"\nHOST2 = NamedSharding(mesh, P(), memory_kind=KIND)\n', "jax.device_put(x, HOST2)"),
         ("", "jax.device_put(x, device=host)"),
     ],
-    ids=["named", "single-device", "with-memory-kind", "x-sharding", "typeof", "transfer", "space",
-         "space-import", "memory-alias", "kind-variable", "device-keyword"],
+    ids=[
+        "named",
+        "single-device",
+        "with-memory-kind",
+        "x-sharding",
+        "typeof",
+        "transfer",
+        "space",
+        "space-import",
+        "memory-alias",
+        "kind-variable",
+        "device-keyword",
+    ],
 )
 def test_spellings_of_a_move_to_host(setup, move):
     body = f"{setup}@jax.jit\ndef f(x):\n    return {move}\n"
@@ -248,10 +273,26 @@ def test_output_index_follows_jax_flattening_order():
         # not jitted
         "def f(x):\n    return jax.device_put(x, host) * 2\n",
     ],
-    ids=["device-sharding", "space-device", "with-memory-kind-device", "transfer-device", "zeros-like",
-         "unknown-function", "unknown-sharding", "unknown-kind", "sharding-without-kind", "checkpoint",
-         "comprehension", "conditional-global", "correlated-branches", "param-named-jax", "shadowed-jnp",
-         "unknown-out-shardings", "mutated-by-helper", "not-jitted"],
+    ids=[
+        "device-sharding",
+        "space-device",
+        "with-memory-kind-device",
+        "transfer-device",
+        "zeros-like",
+        "unknown-function",
+        "unknown-sharding",
+        "unknown-kind",
+        "sharding-without-kind",
+        "checkpoint",
+        "comprehension",
+        "conditional-global",
+        "correlated-branches",
+        "param-named-jax",
+        "shadowed-jnp",
+        "unknown-out-shardings",
+        "mutated-by-helper",
+        "not-jitted",
+    ],
 )
 def test_stays_silent(body):
     for version in VERSIONS:

@@ -11,12 +11,39 @@ from offload_fixer.static.values import UNKNOWN, Const, ShardingSpec
 from .helpers import LEGACY, TYPED, found
 
 CALLABLES = (
-    names.JIT | names.PARTIAL | names.DEVICE_PUT | names.SHARDING_CLASSES | names.DEVICE_LISTS | names.VMAP
-    | names.SHARD_MAP | names.CHECKPOINT | names.CUSTOM_JVP | names.COMPUTE_ON | names.GRAD | names.VALUE_AND_GRAD
-    | names.OPTAX_WITH_STATE | names.NNX_SPLIT | names.NNX_STATE | names.NNX_MERGE | names.DATACLASS_REPLACE
-    | names.TREE_MAP | names.COPIES | names.COMPUTE_FUNCTIONS | set(names.PYTREE_PRESERVING)
-    | {names.STATICMETHOD, names.OPTAX_SGD, names.OPTAX_CHAIN, names.OPTAX_APPLY_UPDATES, names.LAX_SCAN,
-       names.LAX_MAP, names.LAX_FORI, names.LAX_WHILE, names.LAX_COND, names.LAX_SWITCH}
+    names.JIT
+    | names.PARTIAL
+    | names.DEVICE_PUT
+    | names.SHARDING_CLASSES
+    | names.DEVICE_LISTS
+    | names.VMAP
+    | names.SHARD_MAP
+    | names.CHECKPOINT
+    | names.CUSTOM_JVP
+    | names.COMPUTE_ON
+    | names.GRAD
+    | names.VALUE_AND_GRAD
+    | names.OPTAX_WITH_STATE
+    | names.NNX_SPLIT
+    | names.NNX_STATE
+    | names.NNX_MERGE
+    | names.DATACLASS_REPLACE
+    | names.TREE_MAP
+    | names.COPIES
+    | names.COMPUTE_FUNCTIONS
+    | set(names.PYTREE_PRESERVING)
+    | {
+        names.STATICMETHOD,
+        names.OPTAX_SGD,
+        names.OPTAX_CHAIN,
+        names.OPTAX_APPLY_UPDATES,
+        names.LAX_SCAN,
+        names.LAX_MAP,
+        names.LAX_FORI,
+        names.LAX_WHILE,
+        names.LAX_COND,
+        names.LAX_SWITCH,
+    }
 )
 DECORATOR_FACTORIES = names.JIT | names.VMAP | names.SHARD_MAP | names.CHECKPOINT | names.CUSTOM_JVP
 
@@ -48,15 +75,28 @@ INNER = "def inner(v):\n    return jax.device_put(v, host)\n"
         ("@jax.vmap\n" + INNER, "inner(x)", True),
         ("@partial(jax.vmap, in_axes=0)\n" + INNER, "inner(x)", True),
         ("@functools.partial(jax.custom_jvp, nondiff_argnums=())\n" + INNER, "inner(x)", True),
-        ("from jax.experimental.shard_map import shard_map\n"
-         "@partial(shard_map, mesh=mesh, in_specs=P(), out_specs=P())\n" + INNER, "inner(x)", True),
+        (
+            "from jax.experimental.shard_map import shard_map\n"
+            "@partial(shard_map, mesh=mesh, in_specs=P(), out_specs=P())\n" + INNER,
+            "inner(x)",
+            True,
+        ),
         (INNER, "jax.checkpoint(inner)(x)", False),
         ("@jax.checkpoint\n" + INNER, "inner(x)", False),
         ("@jax.remat\n" + INNER, "inner(x)", False),
         ("@partial(jax.checkpoint, policy=jax.checkpoint_policies.nothing_saveable)\n" + INNER, "inner(x)", False),
     ],
-    ids=["vmap-called", "vmap-decorator", "vmap-partial", "custom-jvp-partial", "shard-map-partial",
-         "checkpoint-called", "checkpoint-decorator", "remat-decorator", "checkpoint-partial"],
+    ids=[
+        "vmap-called",
+        "vmap-decorator",
+        "vmap-partial",
+        "custom-jvp-partial",
+        "shard-map-partial",
+        "checkpoint-called",
+        "checkpoint-decorator",
+        "remat-decorator",
+        "checkpoint-partial",
+    ],
 )
 def test_transform_roles(definitions, call, legacy):
     """vmap, shard_map and custom_jvp trace the function and keep its host result (an error
@@ -69,4 +109,3 @@ def f(x):
 """
     assert found(body, LEGACY) == ([("OFL1200", "")] if legacy else [])
     assert found(body, TYPED) == []
-

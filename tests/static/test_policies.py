@@ -24,7 +24,7 @@ TEMPLATE = textwrap.dedent(
 @pytest.mark.parametrize(
     "policy",
     [
-        'jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=[], '
+        "jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=[], "
         'names_which_can_be_offloaded=["h"], offload_src="device", offload_dst="unpinned_host")',
         'jax.checkpoint_policies.offload_dot_with_no_batch_dims("device", "unpinned_host")',
         'lambda prim, *_, **__: Offloadable(src="device", dst="unpinned_host")',
@@ -36,7 +36,7 @@ def test_unpinned_destination_is_reported_where_it_is_written(policy):
     assert diagnostic.severity == "warning"
     line = source.splitlines()[diagnostic.span.line - 1]
     start = diagnostic.span.col - 1
-    assert line[start:start + len('"unpinned_host"')] == '"unpinned_host"'
+    assert line[start : start + len('"unpinned_host"')] == '"unpinned_host"'
 
 
 def test_pinned_destination_is_fine():

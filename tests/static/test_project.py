@@ -64,10 +64,13 @@ def check(path: Path, version: str = PROPAGATION):
 
 
 def test_module_level_shardings_of_a_sibling_package_module(tmp_path):
-    write(tmp_path, {
-        "trainer/__init__.py": "",
-        "trainer/shardings.py": SHARDINGS,
-        "trainer/step.py": STEP + """
+    write(
+        tmp_path,
+        {
+            "trainer/__init__.py": "",
+            "trainer/shardings.py": SHARDINGS,
+            "trainer/step.py": STEP
+            + """
 from functools import partial
 from .shardings import DEVICE, MOMENTS
 
@@ -76,7 +79,8 @@ from .shardings import DEVICE, MOMENTS
 def jitted_step(state, grads):
     return train_step(state, grads)
 """,
-    })
+        },
+    )
     result = check(tmp_path / "trainer" / "step.py")
     assert codes(result) == [("OFL1200", "['mu']"), ("OFL1200", "['params']")]
     assert str(tmp_path / "trainer" / "shardings.py") in result.dependencies
@@ -86,11 +90,13 @@ def jitted_step(state, grads):
 
 
 def test_jit_of_a_function_from_another_module_with_shardings_from_a_third(tmp_path):
-    write(tmp_path, {
-        "trainer/__init__.py": "",
-        "trainer/shardings.py": SHARDINGS,
-        "trainer/step.py": STEP,
-        "trainer/main.py": """\
+    write(
+        tmp_path,
+        {
+            "trainer/__init__.py": "",
+            "trainer/shardings.py": SHARDINGS,
+            "trainer/step.py": STEP,
+            "trainer/main.py": """\
             import jax
             from trainer import shardings
             from trainer.step import train_step
@@ -100,7 +106,8 @@ def test_jit_of_a_function_from_another_module_with_shardings_from_a_third(tmp_p
                 s = shardings.state_shardings(offload)
                 return jax.jit(train_step, in_shardings=(s, shardings.DEVICE), out_shardings=None)
             """,
-    })
+        },
+    )
     main = tmp_path / "trainer" / "main.py"
     result = check(main)
     assert codes(result) == [("OFL1200", "['mu']"), ("OFL1200", "['params']")]
@@ -118,10 +125,12 @@ def test_jit_of_a_function_from_another_module_with_shardings_from_a_third(tmp_p
 
 
 def test_a_constant_flag_decides_the_branch(tmp_path):
-    write(tmp_path, {
-        "shardings.py": SHARDINGS,
-        "step.py": STEP,
-        "train.py": """\
+    write(
+        tmp_path,
+        {
+            "shardings.py": SHARDINGS,
+            "step.py": STEP,
+            "train.py": """\
             import jax
             import shardings
             from step import train_step
@@ -129,7 +138,8 @@ def test_a_constant_flag_decides_the_branch(tmp_path):
             OFFLOAD = {flag}
             step = jax.jit(train_step, in_shardings=(shardings.state_shardings(OFFLOAD), shardings.DEVICE))
             """,
-    })
+        },
+    )
     train = tmp_path / "train.py"
     for flag, expected in (("True", 2), ("False", 0)):
         train.write_text(train.read_text().replace("{flag}", flag).replace("True", flag).replace("False", flag))
@@ -139,9 +149,11 @@ def test_a_constant_flag_decides_the_branch(tmp_path):
 
 
 def test_script_style_imports_and_tree_map_over_a_sharding_tree(tmp_path):
-    write(tmp_path, {
-        "shardings.py": SHARDINGS,
-        "run.py": """\
+    write(
+        tmp_path,
+        {
+            "shardings.py": SHARDINGS,
+            "run.py": """\
             import jax
             from shardings import all_on_host, DEVICE
 
@@ -159,16 +171,19 @@ def test_script_style_imports_and_tree_map_over_a_sharding_tree(tmp_path):
 
             compiled = jax.jit(step, in_shardings=(STATE,)).lower
             """,
-    })
+        },
+    )
     assert codes(check(tmp_path / "run.py", LEGACY)) == [("OFL1200", "['opt']"), ("OFL1200", "['params']")]
 
 
 def test_relative_parent_imports_and_package_attributes(tmp_path):
-    write(tmp_path, {
-        "pkg/__init__.py": "from .config import KIND\n",
-        "pkg/config.py": 'KIND = "pinned_host"\n',
-        "pkg/sub/__init__.py": "",
-        "pkg/sub/train.py": """\
+    write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "from .config import KIND\n",
+            "pkg/config.py": 'KIND = "pinned_host"\n',
+            "pkg/sub/__init__.py": "",
+            "pkg/sub/train.py": """\
             import jax
             from jax.sharding import SingleDeviceSharding
             from .. import KIND
@@ -184,17 +199,20 @@ def test_relative_parent_imports_and_package_attributes(tmp_path):
             def g(x):
                 return jax.device_put(x, SingleDeviceSharding(jax.devices()[0], memory_kind=config.KIND)) + 1
             """,
-    })
+        },
+    )
     result = check(tmp_path / "pkg" / "sub" / "train.py")
     assert sorted(d.function.name for d in result.diagnostics) == ["f", "g"]
 
 
 def test_names_the_project_does_not_define_stay_unknown(tmp_path):
-    write(tmp_path, {
-        "pkg/__init__.py": "",
-        "pkg/a.py": "import jax\nfrom .b import *\nfrom .missing import THING\n",
-        "pkg/b.py": "from .a import *\n",  # an import cycle
-        "pkg/train.py": """\
+    write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/a.py": "import jax\nfrom .b import *\nfrom .missing import THING\n",
+            "pkg/b.py": "from .a import *\n",  # an import cycle
+            "pkg/train.py": """\
             import jax
             from .a import THING, OTHER
             from . import nothing_here
@@ -204,15 +222,18 @@ def test_names_the_project_does_not_define_stay_unknown(tmp_path):
             def f(x):
                 return jax.device_put(x, THING) * jax.device_put(x, OTHER) + nothing_here.host
             """,
-    })
+        },
+    )
     assert check(tmp_path / "pkg" / "train.py").diagnostics == ()
 
 
 def test_modeled_libraries_are_never_project_modules(tmp_path):
     # A checked tree that holds a package named like JAX: its names stay JAX's.
-    write(tmp_path, {
-        "jax/__init__.py": "def device_put(x, s):\n    return x\n",
-        "train.py": """\
+    write(
+        tmp_path,
+        {
+            "jax/__init__.py": "def device_put(x, s):\n    return x\n",
+            "train.py": """\
             import jax
             from jax.sharding import NamedSharding
 
@@ -221,24 +242,28 @@ def test_modeled_libraries_are_never_project_modules(tmp_path):
             def f(x):
                 return jax.device_put(x, NamedSharding(None, None, memory_kind="pinned_host")) * 2
             """,
-    })
+        },
+    )
     assert codes(check(tmp_path / "train.py")) == [("OFL1200", "")]
 
 
 def test_check_paths_selects_files_by_what_they_import(tmp_path):
-    write(tmp_path, {
-        "shardings.py": SHARDINGS,
-        "step.py": STEP,
-        "train.py": """\
+    write(
+        tmp_path,
+        {
+            "shardings.py": SHARDINGS,
+            "step.py": STEP,
+            "train.py": """\
             import jax
             import shardings
             from step import train_step
 
             step = jax.jit(train_step, in_shardings=(shardings.state_shardings(True), shardings.DEVICE))
             """,
-        "unrelated.py": "import jax\n\n@jax.jit\ndef f(x):\n    return x * 2\n",
-        "hosts.py": "import jax\nfrom tensors import HostTensors\n\n@jax.jit\ndef f(x):\n    return x.HostTensors\n",
-    })
+            "unrelated.py": "import jax\n\n@jax.jit\ndef f(x):\n    return x * 2\n",
+            "hosts.py": "import jax\nfrom tensors import HostTensors\n\n@jax.jit\ndef f(x):\n    return x.HostTensors\n",
+        },
+    )
     results = {Path(r.path).name: r for r in check_paths([str(tmp_path)], jax_version=TYPED)}
     assert results["train.py"].analysed and len(results["train.py"].diagnostics) == 2
     # No host spelling in it or in anything it imports: not even parsed.
@@ -247,12 +272,15 @@ def test_check_paths_selects_files_by_what_they_import(tmp_path):
 
 
 def test_parallel_check_resolves_imports_in_its_workers(tmp_path):
-    write(tmp_path, {
-        "shardings.py": SHARDINGS,
-        "step.py": STEP,
-        "a.py": "import jax, shardings, step\nf = jax.jit(step.train_step, in_shardings=(shardings.state_shardings(1), None))\n",
-        "b.py": "import jax, shardings, step\ng = jax.jit(step.train_step, in_shardings=(shardings.state_shardings(0), None))\n",
-    })
+    write(
+        tmp_path,
+        {
+            "shardings.py": SHARDINGS,
+            "step.py": STEP,
+            "a.py": "import jax, shardings, step\nf = jax.jit(step.train_step, in_shardings=(shardings.state_shardings(1), None))\n",
+            "b.py": "import jax, shardings, step\ng = jax.jit(step.train_step, in_shardings=(shardings.state_shardings(0), None))\n",
+        },
+    )
     serial = [(r.path, codes(r)) for r in check_paths([str(tmp_path)], jax_version=LEGACY)]
     parallel = [(r.path, codes(r)) for r in check_paths([str(tmp_path)], jax_version=LEGACY, jobs=2)]
     assert serial == parallel
@@ -260,10 +288,17 @@ def test_parallel_check_resolves_imports_in_its_workers(tmp_path):
 
 
 def test_a_project_sees_a_module_edited_on_disk(tmp_path):
-    write(tmp_path, {"shardings.py": SHARDINGS, "step.py": STEP, "train.py": """\
+    write(
+        tmp_path,
+        {
+            "shardings.py": SHARDINGS,
+            "step.py": STEP,
+            "train.py": """\
         import jax, shardings, step
         f = jax.jit(step.train_step, in_shardings=(shardings.state_shardings(True), None))
-        """})
+        """,
+        },
+    )
     project = Project()
     train = tmp_path / "train.py"
     assert len(check_source(train.read_text(), str(train), jax_version=LEGACY, project=project).diagnostics) == 2

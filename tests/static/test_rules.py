@@ -44,8 +44,22 @@ def test_a_move_to_host_returned_as_the_whole_single_output_is_repaired():
 
 @pytest.mark.parametrize(
     "expression",
-    ["h * 2", "h + 0", "jnp.sin(h)", "-h", "h @ h", "h[0]", "h[:, 1:]", "h.sum()", "jnp.maximum(h, 0.0)",
-     "h.at[0].set(1.0)", "jnp.concatenate([h, h])", "jnp.stack([h])", "jax.nn.relu(h)", "h > 0"],
+    [
+        "h * 2",
+        "h + 0",
+        "jnp.sin(h)",
+        "-h",
+        "h @ h",
+        "h[0]",
+        "h[:, 1:]",
+        "h.sum()",
+        "jnp.maximum(h, 0.0)",
+        "h.at[0].set(1.0)",
+        "jnp.concatenate([h, h])",
+        "jnp.stack([h])",
+        "jax.nn.relu(h)",
+        "h > 0",
+    ],
 )
 def test_host_value_then_compute_returned(expression):
     body = f"""
@@ -59,9 +73,22 @@ def test_host_value_then_compute_returned(expression):
 
 @pytest.mark.parametrize(
     "expression",
-    ["h.reshape(-1)", "jnp.reshape(h, (-1,))", "h.T", "jnp.transpose(h)", "h.astype(jnp.bfloat16)",
-     "lax.convert_element_type(h, jnp.bfloat16)", "jnp.float32(h)", "h[:]", "h[...]", "+h", "h.real",
-     "jnp.squeeze(h)", "jnp.concatenate([h])", "jnp.floor(h)"],
+    [
+        "h.reshape(-1)",
+        "jnp.reshape(h, (-1,))",
+        "h.T",
+        "jnp.transpose(h)",
+        "h.astype(jnp.bfloat16)",
+        "lax.convert_element_type(h, jnp.bfloat16)",
+        "jnp.float32(h)",
+        "h[:]",
+        "h[...]",
+        "+h",
+        "h.real",
+        "jnp.squeeze(h)",
+        "jnp.concatenate([h])",
+        "jnp.floor(h)",
+    ],
 )
 def test_reshape_transpose_astype_may_keep_the_kind(expression):
     # JAX 0.4.29-0.7.0 returns the operand itself when these change nothing (same shape or
@@ -175,9 +202,10 @@ def test_cond_with_both_branches_host():
         ("@jax.custom_jvp\ndef inner(v):\n    return jax.device_put(v, host)\n", "inner(x)"),
         ("", "lax.stop_gradient(jax.device_put(x, host))"),
         ("", "lax.optimization_barrier(jax.device_put(x, host))"),
-        ("from jax.experimental.shard_map import shard_map\n"
-         "def inner(v):\n    return jax.device_put(v, host)\n",
-         "shard_map(inner, mesh=mesh, in_specs=P(), out_specs=P())(x)"),
+        (
+            "from jax.experimental.shard_map import shard_map\ndef inner(v):\n    return jax.device_put(v, host)\n",
+            "shard_map(inner, mesh=mesh, in_specs=P(), out_specs=P())(x)",
+        ),
     ],
     ids=["nested-jit", "custom-jvp", "stop-gradient", "optimization-barrier", "shard-map"],
 )
@@ -257,9 +285,7 @@ def test_host_in_shardings_with_explicit_out_shardings(out):
     assert verdicts(body) == (OK, OK, OK)
 
 
-@pytest.mark.parametrize(
-    "move", ["jax.device_put(x, dev)", "jax.device_put(x, host.with_memory_kind('device'))"]
-)
+@pytest.mark.parametrize("move", ["jax.device_put(x, dev)", "jax.device_put(x, host.with_memory_kind('device'))"])
 def test_host_input_moved_to_device_before_compute(move):
     body = f"""
     @partial(jax.jit, in_shardings=host)

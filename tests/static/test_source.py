@@ -29,8 +29,11 @@ from .helpers import LEGACY, program
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = sorted(
-    [*(ROOT / "tests" / "lsp_fixtures").glob("*.py"), *(ROOT / "examples").glob("*.py"),
-     *(ROOT / "tests" / "analysis" / "catalogue").glob("*.py")],
+    [
+        *(ROOT / "tests" / "lsp_fixtures").glob("*.py"),
+        *(ROOT / "examples").glob("*.py"),
+        *(ROOT / "tests" / "analysis" / "catalogue").glob("*.py"),
+    ],
     key=str,
 )
 
@@ -88,10 +91,28 @@ PROGRAMS = jit_programs_in_static_tests()
 
 
 LAYOUT_NODES = (
-    cst.EmptyLine, cst.BaseParenthesizableWhitespace, cst.TrailingWhitespace, cst.Newline, cst.Comment,
-    cst.Comma, cst.Dot, cst.Colon, cst.AssignEqual, cst.Semicolon, cst.LeftParen, cst.RightParen,
-    cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace, cst.RightCurlyBrace, cst.BaseBinaryOp,
-    cst.BaseBooleanOp, cst.BaseCompOp, cst.BaseUnaryOp, cst.BaseAugOp, cst.Asynchronous,
+    cst.EmptyLine,
+    cst.BaseParenthesizableWhitespace,
+    cst.TrailingWhitespace,
+    cst.Newline,
+    cst.Comment,
+    cst.Comma,
+    cst.Dot,
+    cst.Colon,
+    cst.AssignEqual,
+    cst.Semicolon,
+    cst.LeftParen,
+    cst.RightParen,
+    cst.LeftSquareBracket,
+    cst.RightSquareBracket,
+    cst.LeftCurlyBrace,
+    cst.RightCurlyBrace,
+    cst.BaseBinaryOp,
+    cst.BaseBooleanOp,
+    cst.BaseCompOp,
+    cst.BaseUnaryOp,
+    cst.BaseAugOp,
+    cst.Asynchronous,
 )
 """Layout, which diagnostics never name; blank and comment lines may also change owner (a
 block's footer or the next statement)."""
@@ -123,14 +144,20 @@ def parsed(text: str, cache: SourceCache | None = None) -> ParsedSource:
 
 @pytest.mark.parametrize("name", [*LAYOUTS, *(path.name for path in FILES), "benchmark"])
 def test_chunks_assemble_the_file_and_keep_every_position(name):
-    text = LAYOUTS.get(name) or (benchmark_module() if name == "benchmark" else
-                                 next(p for p in FILES if p.name == name).read_text(encoding="utf-8"))
+    text = LAYOUTS.get(name) or (
+        benchmark_module()
+        if name == "benchmark"
+        else next(p for p in FILES if p.name == name).read_text(encoding="utf-8")
+    )
     whole = cst.parse_module(text)
     chunked = parsed(text)
     assert len(chunked.pieces) == len(whole.body)
     assert chunked.module.code == whole.code == text
-    assert (chunked.module.default_indent, chunked.module.default_newline, chunked.module.has_trailing_newline) == \
-        (whole.default_indent, whole.default_newline, whole.has_trailing_newline)
+    assert (chunked.module.default_indent, chunked.module.default_newline, chunked.module.has_trailing_newline) == (
+        whole.default_indent,
+        whole.default_newline,
+        whole.has_trailing_newline,
+    )
     whole_positions = MetadataWrapper(whole, unsafe_skip_copy=True).resolve(PositionProvider)
     expected = node_layout(whole, whole_positions.__getitem__)
     assert node_layout(chunked.module, chunked.code_range) == expected
@@ -198,7 +225,7 @@ def edits(text: str, rng: random.Random, count: int) -> list[str]:
         changed = list(lines)
         if kind == "number" and any(ch.isdigit() for ch in line):
             digit = next(i for i, ch in enumerate(line) if ch.isdigit())
-            changed[index] = line[:digit] + "7" + line[digit + 1:]
+            changed[index] = line[:digit] + "7" + line[digit + 1 :]
         elif kind == "insert":
             changed.insert(index, "\n")
         elif kind == "delete":
@@ -306,7 +333,7 @@ def test_layouts_check_the_same_through_a_cache(name):
 def test_functions_of_one_statement_keep_their_own_names():
     """What a cached chunk keeps for the interpreter is per function, not per statement: here
     ``a`` binds ``helper`` but ``b`` calls the module's."""
-    text = program('''
+    text = program("""
         def helper(x):
             return jax.device_put(x, host) * 2
 
@@ -321,7 +348,7 @@ def test_functions_of_one_statement_keep_their_own_names():
             @jax.jit
             def b(x):
                 return helper(x)
-    ''')
+    """)
     cache = SourceCache()
     for _ in range(2):  # the second check reads what the first kept
         result = check_source(text, "prog.py", jax_version=LEGACY, cache=cache)

@@ -22,7 +22,7 @@ examples = pytest.mark.skipif(not jax_runs_examples(), reason="the examples targ
 @pytest.mark.parametrize("name", ["optimizer_offload_broken", "param_streaming_broken", "unpinned_host_trap"])
 def test_every_error_1200_of_the_broken_examples_is_confirmed(name, judge):
     module = import_example(name)
-    (function, build), = ARGUMENTS[name].items()
+    ((function, build),) = ARGUMENTS[name].items()
     report = offload_fixer.check(getattr(module, function), *build(module), target=judge.target, confirm=True)
     errors = report.by_code("OFL1200")
     assert errors and all(d.confirmed for d in errors)
@@ -52,8 +52,11 @@ def test_declaring_an_output_host_memory_is_what_xla_then_accepts(tpu_compiler):
         pytest.skip("needs pinned_host shardings on the CPU backend")
     host = jax.sharding.SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")
     vector = jax.ShapeDtypeStruct((8, 128), jnp.float32)
-    lowered = jax.jit(lambda x, y: (x * 2, y), in_shardings=(host, None)).trace(vector, vector).lower(
-        lowering_platforms=("tpu",))
+    lowered = (
+        jax.jit(lambda x, y: (x * 2, y), in_shardings=(host, None))
+        .trace(vector, vector)
+        .lower(lowering_platforms=("tpu",))
+    )
     assert tpu_compiler.judge(lowered).code == "OFL1200"
     assert tpu_compiler.judge(with_host_output(lowered.as_text(debug_info=True), 0)).outcome == "compiled"
 
@@ -92,9 +95,13 @@ step = jax.jit(layers, in_shardings=(HOST, None){out})
 def test_a_fix_is_compiled_from_the_fixed_file_before_it_is_written(tmp_path: Path, out, confirmed, tpu_compiler):
     path = tmp_path / "train.py"
     path.write_text(BROKEN.format(out=""))
-    fixed = BROKEN.format(out=out) if out is not None else BROKEN.format(out="").replace(
-        "    return lax.scan(layer, x, w)[0]",
-        "    w = jax.device_put(w, jax.memory.Space.Device)\n    return lax.scan(layer, x, w)[0]",
+    fixed = (
+        BROKEN.format(out=out)
+        if out is not None
+        else BROKEN.format(out="").replace(
+            "    return lax.scan(layer, x, w)[0]",
+            "    w = jax.device_put(w, jax.memory.Space.Device)\n    return lax.scan(layer, x, w)[0]",
+        )
     )
     if out is None and not jax_compat.spelling().memory_space_api:
         pytest.skip("the device fix is spelled with jax.memory.Space here")

@@ -44,8 +44,7 @@ def test_a_streamed_argument_returned_is_error_1200_named_as_xla_names_it(judge)
 
 @needs_host_memory
 def test_a_compiled_module_reports_each_outputs_memory_kind(judge):
-    lowered = lower(lambda x: (x * 2, x + 1), vector(), platform=PLATFORMS[judge.target],
-                    out_shardings=(host(), None))
+    lowered = lower(lambda x: (x * 2, x + 1), vector(), platform=PLATFORMS[judge.target], out_shardings=(host(), None))
     verdict = judge.judge(lowered)
     assert verdict.outcome == "compiled" and verdict.code is None
     assert verdict.output_memory_kinds == ("pinned_host", "device")
@@ -121,4 +120,7 @@ def test_a_missing_compiler_is_a_clear_refusal_with_the_install_command(monkeypa
 def test_install_commands_per_jax_version():
     assert jax_compat.compiler_requirements("tpu", "0.10.2") == ["jax[tpu]==0.10.2"]
     assert jax_compat.compiler_requirements("tpu", "0.4.35") is None
-    assert jax_compat.compiler_requirements("gpu", "0.12.0.1") == ["jax-cuda12-plugin==0.12.0.1", "jax-cuda12-pjrt==0.12.0.1"]
+    assert jax_compat.compiler_requirements("gpu", "0.12.0.1") == [
+        "jax-cuda12-plugin==0.12.0.1",
+        "jax-cuda12-pjrt==0.12.0.1",
+    ]
