@@ -1,0 +1,541 @@
+"""The ``offload-fixer`` command line: thin shells over check / run / explain / fix / lsp / rules.
+
+Options are declared once, in :data:`OPTIONS`, and each command names the ones it takes, so a
+flag means the same thing wherever it appears. The conventions are ruff's (the README has the
+table). Heavy modules (JAX, libcst) are imported inside the commands that need them, so
+``offload-fixer check`` on a tree without host moves and ``--help`` start fast.
+
+The commands are here; what they share is beside them: :mod:`.options` (the options and one
+invocation's console and outcome), :mod:`.settings` (settings and which findings are
+reported), :mod:`.checking` (what ``check`` reads), :mod:`.fixing` (``--fix``, ``--diff``,
+``--confirm``) and :mod:`.reporting` (the report, the summary and the exit status).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import signal
+import sys
+from typing import Any
+
+import click
+
+from offload_fixer import __version__, exit_codes
+from offload_fixer.cli.checking import (
+    check_files,
+    check_stdin,
+    files_to_check,
+    grouped_findings,
+    is_python_file,
+    share_outlines,
+    show_fixed,
+    show_planned_fixes,
+)
+from offload_fixer.cli.fixing import (
+    FixConfirmation,
+    apply_fixes,
+    apply_fixes_per_file,
+    fixed_listing,
+    report_unpredicted,
+    require_compiler,
+)
+from offload_fixer.cli.options import (
+    FIX_OPTIONS,
+    MACHINE_FORMATS,
+    PYTHON_SUFFIXES,
+    REPORT_OPTIONS,
+    Console,
+    Invocation,
+    Outcome,
+    fail,
+    options,
+)
+from offload_fixer.cli.reporting import finish, marks_planner, show_diff
+from offload_fixer.cli.settings import check_jax_version, reportable, resolve_settings, without_excluded
+from offload_fixer.console import Progress
+from offload_fixer.exit_codes import ExitCode
+
+
+# ---------------------------------------------------------------------------------------
+def _version_callback(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if not value or ctx.resilient_parsing:
+        return
+    from offload_fixer import jax_compat
+
+    try:
+        jax_line = jax_compat.describe_installed()
+    except jax_compat.UnsupportedJaxVersion as exc:
+        jax_line = f"jax: {exc}"
+    click.echo(f"offload-fixer {__version__}\n{jax_line}")
+    ctx.exit(0)
+
+
+class Commands(click.Group):
+    """Exit 130 on Ctrl-C (the shell's convention for SIGINT), never click's "Aborted!" with
+    status 1, which means "findings"; SIGTERM (143) unwinds the same way, so a temporary file
+    of a ``--fix`` in progress is removed and the file left as it was.
+
+    The signal is remembered as well as raised: an exception raised in the middle of a
+    library's cleanup can replace the one the signal raised, and the exit status must not
+    depend on where the signal landed."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        handled = ctx.protected_args[:1] in (["check"], ["fix"])
+        previous = {number: signal.getsignal(number) for number in (signal.SIGINT, signal.SIGTERM)}
+        if handled:
+            for number in previous:
+                signal.signal(number, _on_signal)
+        try:
+            outcome = super().invoke(ctx)
+        except BaseException as exc:
+            if _signalled:
+                raise _signal_exit() from None
+            if isinstance(exc, KeyboardInterrupt):  # ``run`` and ``lsp`` keep Python's own handler
+                raise _signal_exit(int(ExitCode.INTERRUPTED)) from None
+            raise
+        finally:
+            if handled:
+                for number, handler in previous.items():
+                    signal.signal(number, handler)
+        if _signalled:
+            raise _signal_exit()
+        return outcome
+
+
+_signalled: list[int] = []
+"""The exit status of the first SIGINT/SIGTERM received."""
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    from offload_fixer.interrupts import defer_if_uninterrupted
+
+    status = int(ExitCode.INTERRUPTED if signum == signal.SIGINT else ExitCode.TERMINATED)
+    if not _signalled:
+        _signalled.append(status)
+    if not defer_if_uninterrupted():  # a file being written in place is finished first
+        raise KeyboardInterrupt
+
+
+def _signal_exit(status: int | None = None) -> click.exceptions.Exit:
+    status = status if status is not None else _signalled[0]
+    click.echo(f"\noffload-fixer: {'interrupted' if status == ExitCode.INTERRUPTED else 'terminated'}", err=True)
+    return click.exceptions.Exit(status)
+
+
+@click.group(
+    cls=Commands,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="\b\nExit codes:\n" + exit_codes.describe(),
+)
+@click.option(
+    "-V",
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_version_callback,
+    help="Show offload-fixer's version and the JAX version and regime in use.",
+)
+def main() -> None:
+    """Predict and fix JAX host-offload outputs that XLA rejects with error 1200."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(readable=False))
+@options(
+    *REPORT_OPTIONS, *FIX_OPTIONS, "jax_version", "jobs", "exclude", "extend_exclude", "force_exclude", "stdin_filename"
+)
+def check(
+    paths: tuple[str, ...],
+    jobs: int | None,
+    exclude: tuple[str, ...],
+    extend_exclude: tuple[str, ...],
+    force_exclude: bool,
+    stdin_filename: str | None,
+    **params: Any,
+) -> None:
+    """Static check of Python source: no code is imported or executed.
+
+    PATHS are files and directories (default: the current directory); `-` reads source from
+    stdin (name it with --stdin-filename). Directories are walked for .py files, skipping
+    .gitignore'd and excluded paths.
+    """
+    invocation = Invocation.take(params)
+    console = Console(invocation)
+    if "-" in paths or (not paths and stdin_filename):
+        if len(paths) > 1:
+            fail(ExitCode.USAGE, "`-` (stdin) cannot be combined with other paths", console)
+        check_stdin(invocation, console, stdin_filename, force_exclude)
+    paths = paths or (".",)
+    for path in paths:
+        if not os.path.lexists(path):
+            fail(ExitCode.INPUT_ERROR, f"{path}: no such file or directory", console)
+        if not os.path.isdir(path) and not is_python_file(path):
+            fail(
+                ExitCode.USAGE,
+                f"{path}: not a Python file (checked: {', '.join(PYTHON_SUFFIXES)} files and "
+                "scripts with a python #! line); name a directory to walk it",
+                console,
+            )
+    overrides = {"exclude": list(exclude) or None, "extend_exclude": list(extend_exclude) or None, "jobs": jobs}
+    resolver, settings = resolve_settings(invocation, paths[0], console, **overrides)
+    named = {p for p in paths if not os.path.isdir(p)}
+    walked = list(files_to_check(paths, force_exclude, resolver.settings_for))
+    files = [item for item in walked if isinstance(item, str)]
+    unreadable = [item for item in walked if not isinstance(item, str)]
+    # With --fix the files are checked again once fixed: their parsed statements are kept, so
+    # that only the statements a fix changed are parsed twice, and their outlines go to the
+    # planner (none is kept for a file without findings: nothing there is fixed).
+    caches: dict | None = {} if invocation.fix or invocation.diff else None
+    outcome = check_files(
+        files, named, settings, Progress(not invocation.quiet, delay=0.25), resolver.settings_for, unreadable, caches
+    )
+    outcome.diagnostics, outcome.unused_suppressions = reportable(outcome.diagnostics, resolver)
+    strategy = settings.strategy
+    if invocation.fix or invocation.diff:
+        share_outlines(caches or {})
+        run = apply_fixes_per_file(outcome.diagnostics, resolver.settings_for, settings, invocation, console)
+        outcome.failure = run.failure
+        if invocation.diff:
+            show_diff(run, console, outcome.diagnostics)
+            outcome.pending = run.changed
+            finish(outcome, invocation, settings, console)
+        if run.changed:
+            before = len(grouped_findings(outcome.diagnostics))
+            if invocation.show_fixes:
+                show_fixed(run, outcome.diagnostics, invocation.fmt or settings.format, console)
+            # report what is left, as ruff does: the fixed files checked again
+            again = check_files(files, named, settings, Progress(False), resolver.settings_for, unreadable, caches)
+            outcome.diagnostics, outcome.unused_suppressions = reportable(again.diagnostics, resolver)
+            outcome.fixed = max(before - len(grouped_findings(outcome.diagnostics)), 0)
+    elif invocation.show_fixes and outcome.diagnostics:
+        run = apply_fixes(
+            outcome.diagnostics, strategy, dataclasses.replace(invocation, fix=False), settings.jax_version, console
+        )
+        show_planned_fixes(run, console)
+    finish(outcome, invocation, settings, console, marks_planner(strategy, invocation, settings.jax_version))
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option(
+    "-m", "module", is_flag=True, help="Run PROGRAM as a module (python -m), the current directory on sys.path."
+)
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Write the diagnostics as JSON for `offload-fixer fix`.",
+)
+@options(*REPORT_OPTIONS, *FIX_OPTIONS, "confirm")
+@click.argument("program")
+@click.argument("program_args", nargs=-1, type=click.UNPROCESSED)
+def run(module: bool, report_path: str | None, program: str, program_args: tuple[str, ...], **params: Any) -> None:
+    """Run PROGRAM unchanged and check every distinct jit compilation it triggers for the target.
+
+    The program's own output goes where it always does; with a machine --format and no
+    --output-file its stdout goes to stderr, so stdout holds only the report.
+    """
+    from offload_fixer import jax_compat
+    from offload_fixer.runner import ProgramNotFound, find_program, run_program, stdout_to_stderr, write_report_file
+
+    invocation = Invocation.take(params)
+    console = Console(invocation)
+    try:
+        find_program(program, module)
+    except ProgramNotFound as exc:
+        fail(ExitCode.INPUT_ERROR, str(exc), console)
+    if report_path:
+        check_writable_destination(report_path, console)
+    resolver, settings = resolve_settings(invocation, program if not module else ".", console)
+    try:
+        jax_compat.check_runtime_supported()
+    except jax_compat.UnsupportedJaxVersion as exc:
+        fail(ExitCode.UNSUPPORTED_JAX, str(exc), console)
+    if invocation.confirm:
+        require_compiler(settings.target, console)
+    fmt = invocation.fmt or settings.format
+    keep_stdout_for_report = fmt in MACHINE_FORMATS and not invocation.output_file and not invocation.diff
+    progress = Progress(not invocation.quiet)
+    redirect = contextlib.ExitStack()
+    if keep_stdout_for_report:
+        redirect.enter_context(stdout_to_stderr())
+
+    def after_program(result) -> None:
+        """Everything after the program; the runner also calls it where the program ends the
+        process itself (``os._exit``) or leaves threads that Python waits for."""
+        redirect.close()  # the report goes to stdout again
+        sys.stdout.flush()
+        checked = f"{result.checked} compilation{'s' if result.checked != 1 else ''} checked for {settings.target}"
+        outcome = Outcome(checked=checked)
+        found = without_excluded(result.diagnostics, resolver, console)
+        outcome.diagnostics, outcome.unused_suppressions = reportable(found, resolver)
+        if result.program_exception:
+            click.echo(result.program_exception, err=True, nl=False)
+        if invocation.verbose:
+            for warning in result.tool_warnings:
+                console.note(f"offload-fixer: warning: {warning}")
+        elif result.tool_warnings:
+            console.note(
+                f"offload-fixer: {len(result.tool_warnings)} compilation(s) could not be checked "
+                "(--verbose says which and why)"
+            )
+        if invocation.confirm:
+            report_unpredicted(result.reports, console, outcome)
+        if report_path:
+            try:
+                write_report_file(
+                    report_path, result.reports, settings.target, result.sources, result.texts, calls=result.calls
+                )
+            except OSError as exc:  # the findings are still shown
+                console.note(
+                    console.styled_error(
+                        f"offload-fixer: error: cannot write the report {report_path}: {exc.strerror or exc}"
+                    ),
+                    always=True,
+                )
+                outcome.failure = ExitCode.USAGE
+        save_last_run(None if module else program, result, settings.target, console)
+        failed = result.program_exit_code not in (0, None)
+        console.note(
+            f"offload-fixer: checked {result.checked} distinct compilation{'s' if result.checked != 1 else ''} "
+            f"({result.intercepted} jit call{'s' if result.intercepted != 1 else ''} intercepted) for "
+            f"{settings.target}"
+            + (
+                f"; the program failed (exit code {result.program_exit_code}), so later compilations were not checked"
+                if failed and not result.interrupted
+                else ""
+            )
+        )
+        if result.interrupted:
+            console.note(
+                "offload-fixer: the program was interrupted (Ctrl-C); these are the findings so far", always=True
+            )
+            outcome.failure = ExitCode.INTERRUPTED
+            outcome.complete = False
+            outcome.checked = checked + " before the program was interrupted"
+        elif failed:
+            outcome.failure = outcome.failure or ExitCode.PROGRAM_FAILED
+            outcome.complete = False
+            outcome.checked = checked + " before the program failed"
+        if invocation.fix or invocation.diff:
+            # the hashes the runner took when it analysed each file: a file edited since is refused
+            run_fixes = apply_fixes(
+                outcome.diagnostics,
+                settings.strategy,
+                invocation,
+                None,
+                console,
+                expected_sha256=result.sources,
+                confirm=FixConfirmation(result.reports, result.calls, settings.target) if invocation.confirm else None,
+                reports=result.reports,
+            )
+            outcome.failure = outcome.failure or run_fixes.failure
+            if invocation.diff:
+                show_diff(run_fixes, console, outcome.diagnostics)
+                outcome.pending = run_fixes.changed
+                finish(outcome, invocation, settings, console)
+            if run_fixes.changed:
+                if invocation.show_fixes:
+                    show_fixed(run_fixes, outcome.diagnostics, fmt, console)
+                before = len(grouped_findings(outcome.diagnostics))
+                resolved = set(run_fixes.resolved)
+                outcome.diagnostics = [d for d in outcome.diagnostics if d not in resolved]
+                outcome.fixed = max(before - len(grouped_findings(outcome.diagnostics)), 0)
+                console.note("offload-fixer: run the program again to check the fixed code")
+        elif invocation.show_fixes and outcome.diagnostics:
+            planned = apply_fixes(
+                outcome.diagnostics,
+                settings.strategy,
+                dataclasses.replace(invocation, fix=False),
+                None,
+                console,
+                expected_sha256=result.sources,
+                reports=result.reports,
+            )
+            show_planned_fixes(planned, console)
+        finish(
+            outcome,
+            invocation,
+            settings,
+            console,
+            marks_planner(settings.strategy, invocation, None, reports=result.reports),
+        )
+
+    try:
+        result = run_program(
+            program,
+            list(program_args),
+            target=settings.target,
+            is_module=module,
+            progress=progress,
+            confirm=invocation.confirm,
+            finish=after_program,
+        )
+    except BaseException:
+        redirect.close()
+        raise
+    if not result.deferred:  # else the runner calls it once the program's threads are done
+        after_program(result)
+
+
+def check_writable_destination(path: str, console: Console) -> None:
+    """Refuse, before the program runs, a report path whose directory is missing or read-only:
+    after the run it would be too late to say so without losing what the run found."""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(directory):
+        fail(ExitCode.USAGE, f"cannot write the report {path}: no directory {directory}", console)
+    if not os.access(directory, os.W_OK | os.X_OK):
+        fail(ExitCode.USAGE, f"cannot write the report {path}: {directory} is not writable", console)
+    if os.path.exists(path) and not os.path.isfile(path):
+        fail(ExitCode.USAGE, f"cannot write the report {path}: not a regular file", console)
+
+
+def save_last_run(program: str | None, result, target: str, console: Console) -> None:
+    """Every run leaves its findings where the language server looks (:mod:`offload_fixer.last_run`)."""
+    from offload_fixer import last_run
+    from offload_fixer.runner import write_report_file
+
+    report = last_run.report_path_for(program)
+    try:
+        last_run.prepare(report)
+        write_report_file(str(report), result.reports, target, result.sources, result.texts)
+    except OSError as exc:
+        console.note(f"offload-fixer: could not save the run for the editor in {report}: {exc.strerror or exc}")
+
+
+@main.command()
+@click.argument("log", type=click.Path(allow_dash=True, readable=False), default="-")
+@click.option(
+    "--dump",
+    "dump_dir",
+    type=click.Path(file_okay=False, readable=False),
+    default=None,
+    help="An --xla_dump_to directory from the failing run.",
+)
+@options("target", "color", "confirm")
+@click.option(
+    "--format", "--output-format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True
+)
+def explain(log: str, dump_dir: str | None, target: str | None, color: str, confirm: bool, fmt: str) -> None:
+    """Explain an XLA error-1200 message (a file, or stdin) and map it to source with a dump."""
+    import json
+
+    from offload_fixer.explain import DumpReadError
+    from offload_fixer.explain import explain as explain_log
+
+    console = Console(Invocation(color=color))
+    if dump_dir is not None and not os.path.isdir(dump_dir):
+        fail(ExitCode.INPUT_ERROR, f"{dump_dir}: no such dump directory", console)
+    try:
+        # A log may be a pipe (``explain <(cmd)``, stdin): read as it comes, bad bytes replaced.
+        if log == "-":
+            text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
+        else:
+            with open(log, "rb") as handle:
+                text = handle.read().decode("utf-8", errors="replace")
+    except OSError as exc:
+        fail(ExitCode.INPUT_ERROR, f"cannot read the log {log}: {exc.strerror or exc}", console)
+    if confirm:
+        if dump_dir is None:
+            fail(ExitCode.USAGE, "--confirm compiles the dumped modules: give --dump DIR", console)
+        require_compiler(target or "tpu", console)
+    try:
+        result = explain_log(text, dump_dir=dump_dir, target=target or "tpu", confirm=confirm)
+    except DumpReadError as exc:
+        fail(ExitCode.INPUT_ERROR, str(exc), console)
+    if fmt == "json":
+        click.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        click.echo(result.text)
+    if not result.errors:
+        sys.exit(int(ExitCode.INPUT_ERROR))
+    sys.exit(int(ExitCode.FINDINGS))
+
+
+@main.command()
+@click.argument("report_file", type=click.Path(dir_okay=False, readable=False))
+@options("diff", "strategy", "unsafe_fixes", "show_fixes", "quiet", "color", "confirm")
+def fix(report_file: str, **params: Any) -> None:
+    """Apply the fixes from a saved `offload-fixer run --report` file.
+
+    With --confirm (the report written by `run --confirm --report`), each fixed function is
+    compiled by the released compiler first, with the arguments the run recorded."""
+    from offload_fixer.runner import AbstractCall, decode_call, read_report_file
+
+    invocation = Invocation.take(params)
+    invocation.fix = True
+    console = Console(invocation)
+    try:
+        saved = read_report_file(report_file)
+    except FileNotFoundError:
+        fail(ExitCode.INPUT_ERROR, f"{report_file}: no such report", console)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        fail(ExitCode.INPUT_ERROR, f"cannot read the report {report_file}: {exc}", console)
+    resolver, _ = resolve_settings(invocation, ".", console)
+    diagnostics = without_excluded([d for r in saved.reports for d in r.diagnostics], resolver, console)
+    confirmation = None
+    if invocation.confirm:
+        require_compiler(saved.target, console)
+        calls = {index: AbstractCall(None, *decode_call(call)) for index, call in saved.calls.items()}
+        confirmation = FixConfirmation(saved.reports, calls, saved.target)
+    run_fixes = apply_fixes(
+        diagnostics,
+        invocation.strategy or "auto",
+        invocation,
+        saved.jax_version,
+        console,
+        expected_sha256=saved.sources,
+        confirm=confirmation,
+        reports=saved.reports,
+    )
+    if invocation.diff:
+        show_diff(run_fixes, console, diagnostics)
+    elif invocation.show_fixes:
+        console.report(fixed_listing(run_fixes, diagnostics, os.getcwd()))
+    if not invocation.diff:
+        count = len(grouped_findings(run_fixes.resolved))
+        console.note(f"Fixed {count} problem{'s' if count != 1 else ''}." if count else "No fixes applied.")
+    if run_fixes.failure is not None:
+        sys.exit(int(run_fixes.failure))
+    sys.exit(int(ExitCode.FINDINGS if invocation.diff and run_fixes.changed else ExitCode.CLEAN))
+
+
+@main.command()
+def doctor() -> None:
+    """Which JAX, jaxlib and compilers are installed, what --confirm can check, and which
+    compilers the analysis was checked against."""
+    from offload_fixer.xla.doctor import report_lines
+
+    click.echo("\n".join(report_lines()))
+
+
+@main.command()
+def lsp() -> None:
+    """Start the language server on stdio (diagnostics and quick fixes for editors)."""
+    from offload_fixer.lsp import main as serve
+
+    serve()
+
+
+@main.command()
+@click.argument("code", required=False)
+@options("jax_version")
+def rules(code: str | None, jax_version: str | None) -> None:
+    """List the diagnostic codes, or print the page for CODE."""
+    from offload_fixer.rules import UnknownRule, all_rules, render_rule
+
+    console = Console(Invocation())
+    if jax_version is not None:
+        check_jax_version(jax_version, console)
+    if code is None:
+        width = max(len(rule.name) for rule in all_rules())
+        for rule in all_rules():
+            click.echo(f"{rule.code}  {rule.name:<{width}}  {rule.summary}")
+        return
+    try:
+        click.echo(render_rule(code, jax_version=jax_version))
+    except UnknownRule as exc:
+        fail(ExitCode.USAGE, str(exc.args[0] if exc.args else exc), console)

@@ -1,0 +1,3 @@
+from offload_fixer.cli import main
+
+main()

@@ -1,0 +1,257 @@
+"""Applying and showing fixes for the commands: ``--fix``, ``--diff``, ``--unsafe-fixes`` and
+``--confirm`` (a fix the compiler still rejects is refused)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from offload_fixer.cli.options import Console, Invocation, Outcome, fail
+from offload_fixer.exit_codes import ExitCode
+from offload_fixer.model import Diagnostic
+
+
+# ---------------------------------------------------------------------------------------
+# Fixes
+@dataclass
+class FixRun:
+    """What applying (or diffing) the fixes did."""
+
+    results: list[Any]
+    resolved: list[Diagnostic]
+    """Diagnostics the applied fixes remove."""
+    failure: ExitCode | None = None
+
+    @property
+    def changed(self) -> bool:
+        return any(r.changed and r.error is None for r in self.results)
+
+
+def apply_fixes(
+    diagnostics: Sequence[Diagnostic],
+    strategy: str,
+    invocation: Invocation,
+    jax_version: str | None,
+    console: Console,
+    expected_sha256: dict[str, str] | None = None,
+    source: tuple[str, bytes] | None = None,
+    confirm: FixConfirmation | None = None,
+    reports: Sequence[Any] = (),
+) -> FixRun:
+    """Plan, then write (``--fix``) or only compute (``--diff``, stdin) the fixes.
+    ``source``: (path, text) read from stdin, fixed in memory. ``confirm``: each fixed file's
+    functions are compiled by the released compiler first; a file whose fix XLA rejects is
+    left untouched. ``reports``: the analysis reports of ``run``, whose output trees
+    host-output fixes mirror."""
+    from offload_fixer.findings import resolved_by
+    from offload_fixer.fixes import FIXABLE_CODES, apply_plans, plan_fixes
+    from offload_fixer.fixes.apply import apply_to_source
+    from offload_fixer.jax_compat import UnsupportedJaxVersion
+    from offload_fixer.recursion import call_allowing_deep_recursion
+
+    if not any(d.code in FIXABLE_CODES for d in diagnostics):
+        return FixRun([], [])
+    texts = {source[0]: source[1]} if source else None
+    try:
+        plans = call_allowing_deep_recursion(
+            lambda: plan_fixes(
+                list(diagnostics), strategy=strategy, jax_version=jax_version, texts=texts, reports=reports
+            )
+        )
+    except UnsupportedJaxVersion as exc:
+        fail(ExitCode.UNSUPPORTED_JAX, str(exc), console)
+    except RecursionError:
+        fail(
+            ExitCode.INPUT_ERROR,
+            "the source is nested too deeply to plan fixes for (Python's recursion limit)",
+            console,
+        )
+    if expected_sha256:
+        plans = [_with_expected_hash(plan, expected_sha256) for plan in plans]
+    if source:
+        results = [apply_to_source(source[0], source[1], plans, unsafe=invocation.unsafe_fixes)]
+    elif confirm is not None:
+        results = confirm.apply(plans, invocation, console)
+    else:
+        results = apply_plans(plans, write=invocation.write, unsafe=invocation.unsafe_fixes)
+    failure = None
+    resolved: dict[Diagnostic, None] = {}
+    for result in results:
+        if result.error is not None:
+            why = getattr(result.error, "message", None) or str(result.error)
+            console.note(console.styled_error(f"offload-fixer: {result.path}: fix refused: {why}"), always=True)
+            code = _FIX_ERROR_CODES.get(type(result.error).__name__, ExitCode.FIX_REFUSED)
+            failure = ExitCode.FIX_REFUSED if ExitCode.FIX_REFUSED in (failure, code) else code
+            continue
+        if invocation.verbose:
+            for plan, why in result.skipped:
+                hint = " (--unsafe-fixes applies it)" if why.startswith("unsafe") else ""
+                console.note(f"offload-fixer: {result.path}: not applied ({plan.title}): {why}{hint}")
+        for plan in result.applied:
+            resolved.update(dict.fromkeys(resolved_by(plan, diagnostics)))
+    return FixRun(results, list(resolved), failure)
+
+
+_FIX_ERROR_CODES = {
+    "SourceReadError": ExitCode.INPUT_ERROR,
+    "SourceEncodingError": ExitCode.INPUT_ERROR,
+    "SourceSyntaxError": ExitCode.INPUT_ERROR,
+}
+"""A fix that fails because the file cannot be read or compiled as it is: an input error, as
+``check`` reports it; every other refusal exits 5."""
+
+
+def apply_fixes_per_file(
+    diagnostics: Sequence[Diagnostic],
+    settings_for: Callable[[str], Any],
+    default,
+    invocation: Invocation,
+    console: Console,
+) -> FixRun:
+    """:func:`apply_fixes` with each file's own strategy and JAX version (its nearest
+    ``[tool.offload-fixer]`` table), one planning per combination."""
+    from offload_fixer.report import primary_span
+
+    groups: dict[tuple[str, str | None], list[Diagnostic]] = {}
+    for d in diagnostics:
+        span = primary_span(d)
+        own = settings_for(span.path) if span and span.path and os.path.exists(span.path) else default
+        groups.setdefault((own.strategy, own.jax_version), []).append(d)
+    combined = FixRun([], [])
+    for (strategy, jax_version), group in groups.items():
+        run = apply_fixes(group, strategy, invocation, jax_version, console)
+        combined.results += run.results
+        combined.resolved += run.resolved
+        failure = combined.failure, run.failure
+        combined.failure = ExitCode.FIX_REFUSED if ExitCode.FIX_REFUSED in failure else (failure[0] or failure[1])
+    return combined
+
+
+class FixConfirmation:
+    """``--fix --confirm``: each fixed file's checked functions lowered again from the fixed
+    text and compiled before anything is written (:mod:`offload_fixer.xla.fixed`)."""
+
+    def __init__(self, reports: Sequence[Any], calls: dict[int, Any], target: str) -> None:
+        self.reports = list(reports)
+        self.calls = calls
+        self.target = target
+
+    def apply(self, plans: Sequence[Any], invocation: Invocation, console: Console) -> list[Any]:
+        from offload_fixer.fixes import apply_plans
+        from offload_fixer.xla.fixed import compile_fixed
+
+        planned = apply_plans(plans, write=False, unsafe=invocation.unsafe_fixes)
+        confirmed: set[str] = set()
+        results = []
+        for result in planned:
+            if not result.changed or result.error is not None:
+                results.append(result)
+                continue
+            checks = [
+                compile_fixed(result.path, result.new_text, report.function, call.args, call.kwargs, self.target)
+                for index, report in enumerate(self.reports)
+                if (call := self.calls.get(index)) is not None
+                and report.function is not None
+                and report.function.path
+                and os.path.abspath(report.function.path) == os.path.abspath(result.path)
+            ]
+            refused = [check.reason for check in checks if not check.confirmed]
+            if refused or not checks:
+                from offload_fixer.fixes.errors import FixNotConfirmedError
+
+                reason = refused[0] if refused else "no checked compilation of this file to compile the fix with"
+                results.append(
+                    dataclasses.replace(
+                        result, error=FixNotConfirmedError(result.path, f"not confirmed by the compiler: {reason}")
+                    )
+                )
+                continue
+            compiler = checks[0].verdict.compiler if checks[0].verdict is not None else "the compiler"
+            console.note(
+                f"offload-fixer: {result.path}: the fix compiles ({compiler} confirmed "
+                f"{len(checks)} compilation{'s' if len(checks) != 1 else ''})"
+            )
+            confirmed.add(result.path)
+            results.append(result)
+        if invocation.write and confirmed:
+            written = {
+                r.path: r
+                for r in apply_plans(
+                    [p for p in plans if p.path in confirmed], write=True, unsafe=invocation.unsafe_fixes
+                )
+            }
+            results = [written.get(r.path, r) for r in results]
+        return results
+
+
+def require_compiler(target: str, console: Console) -> None:
+    """``--confirm`` without the target's compiler: a clear refusal with the install command."""
+    from offload_fixer import xla
+
+    try:
+        xla.oracle(target).spawn()
+    except xla.CompilerUnavailable as exc:
+        fail(ExitCode.NO_COMPILER, f"--confirm needs the {target} compiler: {exc}", console)
+
+
+def report_unpredicted(reports: Sequence[Any], console: Console, outcome: Outcome) -> None:
+    """A compilation the compiler judges otherwise than the analysis: said in XLA's words, and
+    an error of the run."""
+    for report in reports:
+        for difference in report.unpredicted:
+            name = report.function.name if report.function else report.module_name
+            console.note(console.styled_error(f"offload-fixer: {name}: {difference}"), always=True)
+            outcome.failure = outcome.failure or ExitCode.FINDINGS
+
+
+def _with_expected_hash(plan, expected: dict[str, str]):
+    digest = expected.get(plan.path) or expected.get(os.path.abspath(plan.path))
+    return dataclasses.replace(plan, source_sha256=digest) if digest else plan
+
+
+def colour_diff(diff: str, color: bool) -> str:
+    if not color:
+        return diff
+    colours = {"+": "green", "-": "red", "@": "cyan"}
+    out = []
+    for line in diff.splitlines(keepends=True):
+        colour = None if line.startswith(("+++", "---")) else colours.get(line[:1])
+        out.append(click.style(line, fg=colour) if colour else line)
+    return "".join(out)
+
+
+def would_fix_line(count: int) -> str:
+    """ruff's closing line for ``--diff``."""
+    return f"Would fix {count} problem{'s' if count != 1 else ''}." if count else "No fixes to apply."
+
+
+def fixed_listing(run: FixRun, diagnostics: Sequence[Diagnostic], root: str) -> str:
+    """``--fix --show-fixes``: what was fixed, per file and code, as ruff lists it."""
+    from offload_fixer.findings import group_findings
+    from offload_fixer.report import display_path, primary_span
+    from offload_fixer.rules import UnknownRule, get_rule
+
+    resolved = set(run.resolved)
+    found = [f for f in group_findings(diagnostics) if all(d in resolved for d in f.diagnostics)]
+    if not found:
+        return ""
+    per_file: dict[str, dict[str, int]] = {}
+    for finding in found:
+        span = primary_span(finding.head)
+        codes = per_file.setdefault(display_path(span.path, root) if span else "<unknown>", {})
+        codes[finding.head.code] = codes.get(finding.head.code, 0) + 1
+    lines = [f"Fixed {len(found)} problem{'s' if len(found) != 1 else ''}:"]
+    for path, codes in sorted(per_file.items()):
+        lines.append(f"- {path}:")
+        for code, count in sorted(codes.items()):
+            try:
+                name = f" ({get_rule(code).name})"
+            except UnknownRule:
+                name = ""
+            lines.append(f"    {count} × {code}{name}")
+    return "\n".join(lines) + "\n\n"

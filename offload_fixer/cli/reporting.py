@@ -1,0 +1,94 @@
+"""The end of a command: the report, the summary line and the exit status."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+from offload_fixer.cli.fixing import FixRun, colour_diff, would_fix_line
+from offload_fixer.cli.options import Console, Invocation, Outcome
+from offload_fixer.exit_codes import ExitCode
+from offload_fixer.model import Diagnostic
+
+
+# ---------------------------------------------------------------------------------------
+# Reporting and the exit status
+def finish(
+    outcome: Outcome,
+    invocation: Invocation,
+    settings,
+    console: Console,
+    marks_for: Callable[[list[Diagnostic]], dict] | None = None,
+) -> NoReturn:
+    """Print the report (findings, or ``--statistics``; nothing more after ``--diff``'s diffs),
+    then exit with the status it earns."""
+    from offload_fixer.report import Tally, format_statistics, render
+
+    fmt = invocation.fmt or settings.format
+    shown = [d for d in outcome.diagnostics if invocation.verbose or fmt != "text" or d.severity != "info"]
+    text_like = fmt in ("text", "concise")
+    marks = marks_for(shown) if marks_for and shown and (text_like or invocation.statistics) else {}
+    tally = Tally(checked=outcome.checked, fixed=outcome.fixed, complete=outcome.complete, shown=not invocation.quiet)
+    if invocation.diff:
+        text = ""
+    elif invocation.statistics:
+        text = format_statistics(shown, "json" if fmt == "json" else "text", outcome.file_errors, marks, tally)
+    else:
+        text = render(
+            fmt,
+            shown,
+            outcome.file_errors,
+            outcome.unused_suppressions,
+            root=os.getcwd(),
+            color=text_like and console.color_out,
+            target=settings.target,
+            jax_version=settings.jax_version,
+            marks=marks,
+            verbose=invocation.verbose,
+            tally=tally,
+        )
+    console.report(text)
+    console.flush()
+    if outcome.failure is not None:
+        sys.exit(int(outcome.failure))
+    if outcome.file_errors:
+        sys.exit(int(ExitCode.INPUT_ERROR))
+    found = not invocation.diff and any(d.severity in ("error", "warning") for d in shown)  # --diff: ruff's "fix only"
+    if (found or outcome.pending) and not invocation.exit_zero:
+        sys.exit(int(ExitCode.FINDINGS))
+    sys.exit(int(ExitCode.CLEAN))
+
+
+def marks_planner(
+    strategy: str,
+    invocation: Invocation,
+    jax_version: str | None,
+    texts: dict[str, bytes] | None = None,
+    reports: Sequence[Any] = (),
+) -> Callable[[list[Diagnostic]], dict]:
+    def marks(diagnostics: list[Diagnostic]) -> dict:
+        from offload_fixer.findings import plan_marks
+        from offload_fixer.recursion import call_allowing_deep_recursion
+
+        try:
+            return call_allowing_deep_recursion(
+                lambda: plan_marks(diagnostics, strategy, invocation.unsafe_fixes, jax_version, texts, reports)
+            )
+        except RecursionError:  # too deep to plan a fix for: the findings are shown without marks
+            return {}
+
+    return marks
+
+
+def show_diff(run: FixRun, console: Console, diagnostics: Sequence[Diagnostic]) -> None:
+    """``--diff``: the diffs on stdout, ``Would fix N problems.`` on stderr (ruff's split)."""
+    from offload_fixer.findings import group_findings
+
+    for result in run.results:
+        if result.changed and result.error is None:
+            console.report(colour_diff(result.diff, console.color_out))
+    resolved = set(run.resolved)
+    count = sum(all(d in resolved for d in f.diagnostics) for f in group_findings(diagnostics))
+    console.note(would_fix_line(count))

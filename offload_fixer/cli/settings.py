@@ -1,0 +1,129 @@
+"""Settings and selection: each file's ``[tool.offload-fixer]`` table, the JAX version,
+which findings are reported (select, ignore, exclude, suppressions)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+from offload_fixer.cli.options import Console, Invocation, fail
+from offload_fixer.exit_codes import ExitCode
+from offload_fixer.model import Diagnostic
+
+
+# ---------------------------------------------------------------------------------------
+# Settings and selection
+def resolve_settings(invocation: Invocation, start: str, console: Console, **overrides: Any):
+    from offload_fixer.config import SettingsResolver
+
+    given = dict(
+        target=invocation.target,
+        strategy=invocation.strategy,
+        jax_version=invocation.jax_version,
+        select=invocation.select,
+        ignore=invocation.ignore,
+        **overrides,
+    )
+    if invocation.jax_version is not None:
+        check_jax_version(invocation.jax_version, console)
+    with config_errors(console):
+        resolver = CheckedResolver(
+            SettingsResolver(overrides={k: v for k, v in given.items() if v is not None}, config=invocation.config),
+            console,
+        )
+    return resolver, resolver.settings_for(start)
+
+
+@contextlib.contextmanager
+def config_errors(console: Console) -> Iterator[None]:
+    """A configuration that cannot be used exits 2; a JAX version offload-fixer does not model
+    exits 6, whether from the flag or from a ``pyproject.toml``."""
+    from offload_fixer.config import ConfigError, UnmodelledJaxVersion
+
+    try:
+        yield
+    except UnmodelledJaxVersion as exc:
+        fail(ExitCode.UNSUPPORTED_JAX, str(exc), console)
+    except ConfigError as exc:
+        fail(ExitCode.USAGE, str(exc), console)
+
+
+class CheckedResolver:
+    """Each file's settings (its nearest ``[tool.offload-fixer]`` table, read when first asked
+    for), a table that cannot be used exiting as :func:`config_errors` says."""
+
+    def __init__(self, resolver: Any, console: Console) -> None:
+        self.resolver = resolver
+        self.console = console
+
+    def settings_for(self, path: str):
+        with config_errors(self.console):
+            return self.resolver.settings_for(path)
+
+
+def check_jax_version(text: str, console: Console) -> None:
+    from offload_fixer import jax_compat
+
+    try:
+        jax_compat.check_modelled(text)
+    except jax_compat.UnsupportedJaxVersion as exc:
+        fail(ExitCode.UNSUPPORTED_JAX, str(exc), console)
+
+
+def reportable(diagnostics: Sequence[Diagnostic], resolver, sources: dict[str, str] | None = None):
+    """(selected by each file's settings and not suppressed, unused suppressions): what is
+    reported is exactly what gets fixed."""
+    from offload_fixer.suppression import filter_suppressed
+
+    selected = []
+    for d in diagnostics:
+        selected.extend(_settings_of(d, resolver).reportable([d]))
+    kept, _suppressed, unused = filter_suppressed(selected, sources if sources is not None else _sources_for(selected))
+    return list(kept), list(unused)
+
+
+def _settings_of(d: Diagnostic, resolver):
+    from offload_fixer.report import primary_span
+
+    span = primary_span(d)
+    return resolver.settings_for(span.path if span and span.path and os.path.exists(span.path) else ".")
+
+
+def without_excluded(diagnostics: Sequence[Diagnostic], resolver, console: Console) -> list[Diagnostic]:
+    """The findings of ``run`` and ``fix`` outside the files ``exclude`` leaves out (each file
+    by its own settings: the engine ``check``'s walk and the language server use); the
+    others are counted in a note, never dropped in silence."""
+    from offload_fixer.report import primary_span
+
+    kept, excluded = [], set()
+    for d in diagnostics:
+        span = primary_span(d)
+        if span and span.path and os.path.exists(span.path) and _settings_of(d, resolver).is_excluded(span.path):
+            excluded.add(span.path)
+        else:
+            kept.append(d)
+    if excluded:
+        count = len(diagnostics) - len(kept)
+        console.note(
+            f"offload-fixer: {count} finding{'s' if count != 1 else ''} in {len(excluded)} excluded "
+            f"file{'s' if len(excluded) != 1 else ''} not shown and not fixed (`exclude`)"
+        )
+    return kept
+
+
+def _sources_for(diagnostics: Iterable[Diagnostic]) -> dict[str, str]:
+    """Source text of every file a diagnostic points into (suppression comments live there;
+    a notebook's is its code cells as one program, whose lines the diagnostics count)."""
+    from offload_fixer.notebook import NotebookError, read_program_bytes
+
+    sources: dict[str, str] = {}
+    for d in diagnostics:
+        for span in (d.span, d.origin.span if d.origin else None, d.return_span):
+            if span and span.path not in sources and os.path.isfile(span.path):
+                try:
+                    sources[span.path] = read_program_bytes(span.path).decode("utf-8")
+                except (OSError, UnicodeDecodeError, NotebookError):
+                    continue
+    return sources
