@@ -47,38 +47,16 @@ import sys
 import threading
 import traceback
 import types
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from offload_fixer.model import Diagnostic, Report, Span, normalize_target
+from offload_fixer.report_file import AbstractCall, abstract_arguments, read_source_bytes, report_paths
 
 if TYPE_CHECKING:
     from offload_fixer.console import Progress
-
-REPORT_FILE_VERSION = 1
-
-
-@dataclass(frozen=True)
-class AbstractCall:
-    """A checked compilation's function and its arguments as shapes and shardings: enough to
-    lower the function again, from its fixed source, without the program's data."""
-
-    fun: Any
-    args: tuple
-    kwargs: dict
-
-
-def _abstract(args: tuple) -> tuple:
-    import jax
-
-    def shape_of(leaf: Any) -> Any:
-        if hasattr(leaf, "shape") and hasattr(leaf, "dtype"):
-            return jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=getattr(leaf, "sharding", None))
-        return leaf
-
-    return jax.tree_util.tree_map(shape_of, args)
 
 
 @dataclass
@@ -187,7 +165,7 @@ class CompilationChecker:
                 if self.progress is not None:
                     self.progress.clear()  # the program's own output follows on the terminal
             self.result.checked += 1
-            self._add(report, AbstractCall(fun, _abstract(args), dict(kwargs)) if self.confirm else None)
+            self._add(report, AbstractCall(fun, abstract_arguments(args), dict(kwargs)) if self.confirm else None)
 
     def check_eager(
         self, fun: Any, args_flat: Sequence[Any], out_flat: Sequence[Any], lower: Callable[[str], Any]
@@ -246,7 +224,7 @@ class CompilationChecker:
         self.result.reports.append(report)
         for path in report_paths(report):
             if path not in self.result.sources:
-                data = _read_bytes(path)
+                data = read_source_bytes(path)
                 if data is not None:
                     self.result.sources[path] = hashlib.sha256(data).hexdigest()
                     self.result.texts[path] = data.decode("utf-8", "replace")
@@ -761,227 +739,6 @@ def _chain(
         yield part
         pending.extend(p for p in (part.__cause__, part.__context__) if p is not None)
         pending.extend(getattr(part, "exceptions", None) or ())
-
-
-# ---------------------------------------------------------------------------------------
-# Report files (``--report FILE``), read back by the fix step
-@dataclass(frozen=True)
-class ReportFile:
-    target: str
-    jax_version: str
-    reports: tuple[Report, ...]
-    sources: dict[str, str]
-    lines: dict[str, dict[int, tuple[str, str, str]]] = field(default_factory=dict)
-    """Per source file, each line a finding names with its neighbours (before, the line,
-    after) as analysed: the editor finds the line again after edits elsewhere."""
-    calls: dict[int, dict[str, Any]] = field(default_factory=dict)
-    """``run --confirm --report``: each report's arguments, encoded (:func:`decode_call`)."""
-
-    def stale_sources(self) -> list[str]:
-        """Files changed (or gone) since they were analysed: fixes must not touch them."""
-        return [path for path, digest in self.sources.items() if sha256_of(path) != digest]
-
-
-def write_report_file(
-    path: str,
-    reports: Iterable[Report],
-    target: str,
-    sources: dict[str, str] | None = None,
-    texts: dict[str, str] | None = None,
-    calls: dict[int, AbstractCall] | None = None,
-) -> None:
-    """Write the reports as JSON, atomically; ``sources`` defaults to hashing the files now,
-    ``texts`` (the files as hashed) to reading them now. ``calls`` (``--confirm``): each
-    report's arguments as shapes, for ``fix --confirm`` to compile the fixed functions with."""
-    from offload_fixer import jax_compat
-
-    reports = list(reports)
-    if sources is None:
-        sources, texts = {}, {}
-        for report in reports:
-            for source in report_paths(report):
-                data = _read_bytes(source)
-                if data is not None and source not in sources:
-                    sources[source] = hashlib.sha256(data).hexdigest()
-                    texts[source] = data.decode("utf-8", "replace")
-    record = {
-        "version": REPORT_FILE_VERSION,
-        "target": target,
-        "jax_version": jax_compat.installed_version(),
-        "reports": [report.to_dict() for report in reports],
-        "sources": dict(sorted(sources.items())),
-        "lines": _named_lines(reports, texts or {}),
-        "calls": {
-            str(index): encoded for index, call in (calls or {}).items() if (encoded := encode_call(call)) is not None
-        },
-    }
-    temporary = f"{path}.tmp{os.getpid()}"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(record, handle, indent=1)
-        handle.write("\n")
-    os.replace(temporary, path)
-
-
-def read_report_file(path: str) -> ReportFile:
-    """A saved report; ``ValueError`` (or ``OSError``) saying what is wrong with the file. A
-    FIFO or device is refused by its type before anything is read."""
-    from offload_fixer.source.text import read_regular_file
-
-    raw = read_regular_file(path)
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ValueError(f"{path}: not a JSON report ({exc})") from None
-    if not isinstance(data, dict) or data.get("version") != REPORT_FILE_VERSION:
-        found = data.get("version") if isinstance(data, dict) else None
-        raise ValueError(f"{path}: not an offload-fixer report of version {REPORT_FILE_VERSION} (found {found!r})")
-    try:
-        reports = data["reports"]
-        sources = data.get("sources", {})
-        if not isinstance(reports, list) or not isinstance(sources, dict):
-            raise TypeError("'reports' must be a list and 'sources' an object")
-        if not all(isinstance(k, str) and isinstance(v, str) for k, v in sources.items()):
-            raise TypeError("'sources' must map file paths to sha256 strings")
-        lines = data.get("lines", {})
-        if not isinstance(lines, dict) or not all(isinstance(v, dict) for v in lines.values()):
-            raise TypeError("'lines' must map file paths to objects of line numbers")
-        calls = data.get("calls", {})
-        if not isinstance(calls, dict) or not all(isinstance(v, dict) for v in calls.values()):
-            raise TypeError("'calls' must map report indices to objects")
-        target, jax_version = data["target"], data["jax_version"]
-        if not isinstance(target, str) or not isinstance(jax_version, str):
-            raise TypeError("'target' and 'jax_version' must be strings")
-        return ReportFile(
-            target=target,
-            jax_version=jax_version,
-            reports=tuple(Report.from_dict(r) for r in reports),
-            sources=dict(sources),
-            lines={
-                source: {int(line): tuple(context) for line, context in numbered.items()}
-                for source, numbered in lines.items()
-            },
-            calls={int(index): call for index, call in calls.items()},
-        )
-    except KeyError as exc:
-        raise ValueError(f"{path}: not a valid report: missing {exc}") from None
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise ValueError(f"{path}: not a valid report: {exc}") from None
-
-
-# ---------------------------------------------------------------------------------------
-# Abstract calls in a report file: pytrees of dicts, lists and tuples over array shapes
-def encode_call(call: AbstractCall) -> dict[str, Any] | None:
-    """JSON for the call's arguments, or ``None`` where they hold something a file cannot
-    carry (a pytree node of the user's own, a sharding over several devices)."""
-    try:
-        return {"args": _encode(call.args), "kwargs": _encode(call.kwargs)}
-    except _NotEncodable:
-        return None
-
-
-def decode_call(data: dict[str, Any]) -> tuple[tuple, dict]:
-    """The arguments of an encoded call, as ``ShapeDtypeStruct``s on this machine's device."""
-    return tuple(_decode(data["args"])), dict(_decode(data["kwargs"]))
-
-
-class _NotEncodable(Exception):
-    pass
-
-
-def _encode(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return {"tuple": [_encode(v) for v in value]}
-    if isinstance(value, list):
-        return [_encode(v) for v in value]
-    if type(value) is dict and all(isinstance(k, str) for k in value):
-        return {"dict": {k: _encode(v) for k, v in value.items()}}
-    if hasattr(value, "shape") and hasattr(value, "dtype"):
-        sharding = getattr(value, "sharding", None)
-        devices = getattr(sharding, "device_set", None)
-        if devices is not None and len(devices) > 1:
-            raise _NotEncodable("a sharding over several devices")
-        return {
-            "array": {
-                "shape": list(value.shape),
-                "dtype": str(value.dtype),
-                "memory_kind": getattr(sharding, "memory_kind", None),
-                "named": type(sharding).__name__ == "NamedSharding",
-            }
-        }
-    raise _NotEncodable(type(value).__name__)
-
-
-def _decode(value: Any) -> Any:
-    if isinstance(value, list):
-        return [_decode(v) for v in value]
-    if not isinstance(value, dict):
-        return value
-    if "tuple" in value:
-        return tuple(_decode(v) for v in value["tuple"])
-    if "dict" in value:
-        return {k: _decode(v) for k, v in value["dict"].items()}
-    import jax
-
-    array = value["array"]
-    kind = array.get("memory_kind")
-    sharding: jax.sharding.Sharding | None = None
-    if kind and array.get("named"):  # only a NamedSharding puts the memory space in the type
-        mesh = jax.sharding.Mesh(jax.devices()[:1], ("x",))
-        sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(), memory_kind=kind)
-    elif kind:
-        sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0], memory_kind=kind)
-    return jax.ShapeDtypeStruct(tuple(array["shape"]), array["dtype"], sharding=sharding)
-
-
-def _named_lines(reports: Sequence[Report], texts: dict[str, str]) -> dict[str, dict[str, list[str]]]:
-    """The lines the reports' spans name, with one neighbour on each side, per file."""
-    named: dict[str, dict[str, list[str]]] = {}
-    split = {source: text.splitlines() for source, text in texts.items()}
-    for report in reports:
-        for d in report.diagnostics:
-            places = [
-                (s.path, s.line)
-                for s in (d.span, d.return_span, d.origin.span if d.origin else None, *(step.span for step in d.trace))
-                if s is not None
-            ]
-            if d.function is not None and d.function.path and d.function.line:
-                places.append((d.function.path, d.function.line))
-            for source, number in places:
-                lines = split.get(source)
-                if not lines or not 1 <= number <= len(lines):
-                    continue
-                at = number - 1
-                context = [lines[at - 1] if at > 0 else "", lines[at], lines[at + 1] if at + 1 < len(lines) else ""]
-                named.setdefault(source, {})[str(number)] = context
-    return {source: dict(sorted(lines.items(), key=lambda kv: int(kv[0]))) for source, lines in sorted(named.items())}
-
-
-def _read_bytes(path: str) -> bytes | None:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError:
-        return None
-
-
-def report_paths(report: Report) -> list[str]:
-    """Every source file a report points at: the function, origins, spans, trace steps."""
-    spans: list[Span | None] = []
-    paths = [report.function.path] if report.function and report.function.path else []
-    for d in report.diagnostics:
-        if d.function and d.function.path:
-            paths.append(d.function.path)
-        spans += [d.span, d.return_span, d.origin.span if d.origin else None]
-        spans += [step.span for step in d.trace]
-    paths += [s.path for s in spans if s is not None]
-    return list(dict.fromkeys(p for p in paths if p and not p.startswith("<")))
-
-
-def sha256_of(path: str) -> str | None:
-    data = _read_bytes(path)
-    return None if data is None else hashlib.sha256(data).hexdigest()
 
 
 # ---------------------------------------------------------------------------------------

@@ -23,13 +23,12 @@ from offload_fixer import jax_compat
 from offload_fixer.exit_codes import ExitCode
 from offload_fixer.findings import location
 from offload_fixer.model import Report
+from offload_fixer.report_file import read_report_file, sha256_of
 from offload_fixer.runner import (
     CheckedJit,
     CompilationChecker,
     find_program,
     intercept_jit,
-    read_report_file,
-    sha256_of,
 )
 from tests.cli_support import REPO, environment, offload_fixer
 

@@ -239,7 +239,8 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
     --output-file its stdout goes to stderr, so stdout holds only the report.
     """
     from offload_fixer import jax_compat
-    from offload_fixer.runner import ProgramNotFound, find_program, run_program, stdout_to_stderr, write_report_file
+    from offload_fixer.report_file import write_report_file
+    from offload_fixer.runner import ProgramNotFound, find_program, run_program, stdout_to_stderr
 
     invocation = Invocation.take(params)
     console = Console(invocation)
@@ -396,7 +397,7 @@ def check_writable_destination(path: str, console: Console) -> None:
 def save_last_run(program: str | None, result, target: str, console: Console) -> None:
     """Every run leaves its findings where the language server looks (:mod:`offload_fixer.last_run`)."""
     from offload_fixer import last_run
-    from offload_fixer.runner import write_report_file
+    from offload_fixer.report_file import write_report_file
 
     report = last_run.report_path_for(program)
     try:
@@ -463,7 +464,7 @@ def fix(report_file: str, **params: Any) -> None:
 
     With --confirm (the report written by `run --confirm --report`), each fixed function is
     compiled by the released compiler first, with the arguments the run recorded."""
-    from offload_fixer.runner import AbstractCall, decode_call, read_report_file
+    from offload_fixer.report_file import AbstractCall, decode_call, read_report_file
 
     invocation = Invocation.take(params)
     invocation.fix = True

@@ -34,7 +34,7 @@ class LastRunFeed:
     def report_for(self, document: str) -> tuple[Path, Any] | None:
         """The nearest report above ``document`` and its contents (None when there is none,
         or it cannot be read: the editor then shows only the static check)."""
-        from offload_fixer.runner import read_report_file
+        from offload_fixer.report_file import read_report_file
 
         path = last_run.find_for(document)
         if path is None:

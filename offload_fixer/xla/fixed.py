@@ -1,7 +1,7 @@
 """Fixes compiled before they are written: the fixed source lowered again and judged by XLA.
 
 ``run --fix --confirm`` knows each checked compilation's function and its arguments as shapes
-and shardings (``runner.AbstractCall``). The fixed text of the function's file is written to
+and shardings (``report_file.AbstractCall``). The fixed text of the function's file is written to
 a temporary file beside it (so its imports and relative paths resolve as they do for the
 original), imported as a fresh module — not as ``__main__``, so a script's ``main()`` does not
 run — and the function, with the jit options the fixed source gives it, is lowered for the
