@@ -8,6 +8,11 @@ move to device, the declaration of host outputs, the respelled memory kind), eac
 order of preference against the file (a dry run of its codemod), so the plan's edits, its
 safety, the diagnostics it fixes and the reasons an edit is not possible are known before
 anything is written. See ``README.md`` in this package for the rules and the safety labels.
+
+It is one module of about 850 lines on purpose: the parts, attempts and dry runs of a plan
+share one group's state (its target, its source file cut into statements, its places), and
+split apart they would pass that state back and forth. Its sections: the plans, the
+strategy, groups and parts, reading diagnostics, the source files.
 """
 
 from __future__ import annotations
