@@ -675,3 +675,17 @@ def test_quiet_prints_the_findings_only(broken: Path, tmp_path: Path):
     assert "OFL1200" in result.output and "Found" not in result.output and "fixable" not in result.output
     (tmp_path / "clean.py").write_text(CLEAN)
     assert invoke("check", "-q", str(tmp_path / "clean.py")).output == ""
+
+
+def test_fix_fixes_what_its_first_fix_uncovers(tmp_path: Path):
+    # The step computes params from opt_state["mu"] and opt_state["nu"], both streamed: the
+    # check names the first, and once it is moved the second; one --fix moves both, as ruff
+    # fixes again until nothing changes.
+    program = tmp_path / "optimizer_offload_broken.py"
+    shutil.copy(Path(__file__).parent.parent / "examples" / "optimizer_offload_broken.py", program)
+    result = invoke("check", "--fix", "--jax-version", "0.10.2", str(program))
+    assert result.exit_code == ExitCode.CLEAN, result.output
+    assert "Found 1 problem (1 fixed, 0 remaining)." in result.output
+    fixed = program.read_text()
+    assert 'mu = jax.device_put(opt_state["mu"]' in fixed and 'nu = jax.device_put(opt_state["nu"]' in fixed
+    assert invoke("check", "--jax-version", "0.10.2", str(program)).exit_code == ExitCode.CLEAN

@@ -124,6 +124,10 @@ def _signal_exit(status: int | None = None) -> click.exceptions.Exit:
     return click.exceptions.Exit(status)
 
 
+MAX_FIX_ROUNDS = 4
+"""Checks after a ``check --fix`` at most: one fix can uncover the next finding (ruff loops too)."""
+
+
 @click.group(
     cls=Commands,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -204,12 +208,26 @@ def check(
             finish(outcome, invocation, settings, console)
         if run.changed:
             before = len(grouped_findings(outcome.diagnostics))
-            if invocation.show_fixes:
-                show_fixed(run, outcome.diagnostics, invocation.fmt or settings.format, console)
-            # report what is left, as ruff does: the fixed files checked again
-            again = check_files(files, named, settings, Progress(False), resolver.settings_for, unreadable, caches)
-            outcome.diagnostics, outcome.unused_suppressions = reportable(again.diagnostics, resolver)
+            found = list(outcome.diagnostics)
+            # report what is left, as ruff does: the fixed files checked again, and fixed again
+            # while that changes something (a fix can uncover the next finding: the second
+            # streamed leaf computed with the first, say)
+            for round_number in range(MAX_FIX_ROUNDS):
+                again = check_files(files, named, settings, Progress(False), resolver.settings_for, unreadable, caches)
+                outcome.diagnostics, outcome.unused_suppressions = reportable(again.diagnostics, resolver)
+                if not invocation.fix or round_number == MAX_FIX_ROUNDS - 1:
+                    break
+                share_outlines(caches or {})
+                found += outcome.diagnostics
+                more = apply_fixes_per_file(outcome.diagnostics, resolver.settings_for, settings, invocation, console)
+                outcome.failure = outcome.failure or more.failure
+                if not more.changed:
+                    break
+                run.results += more.results
+                run.resolved += more.resolved
             outcome.fixed = max(before - len(grouped_findings(outcome.diagnostics)), 0)
+            if invocation.show_fixes:
+                show_fixed(run, found, invocation.fmt or settings.format, console)
     elif invocation.show_fixes and outcome.diagnostics:
         run = apply_fixes(
             outcome.diagnostics, strategy, dataclasses.replace(invocation, fix=False), settings.jax_version, console
