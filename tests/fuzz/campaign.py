@@ -89,21 +89,29 @@ def fix_variant(variant: Variant, directory: Path, index: int = 0) -> Outcome:
 
 
 def _fix_once(path: Path, variant: Variant) -> tuple[int, list[str]]:
+    """One ``check --fix`` (unsafe fixes included): check, fix, and again while a fix changes
+    the file, as many rounds as the command makes."""
+    from offload_fixer.cli import MAX_FIX_ROUNDS
     from offload_fixer.fixes import apply_plans, plan_fixes
     from offload_fixer.static import check_paths
 
     problems = []
-    results = list(check_paths([str(path)], jax_version=variant.jax_version))
-    for result in results:
-        if result.parse_error is not None:
-            problems.append(f"refused: a valid program was refused: {result.parse_error}")
-    diagnostics = [d for r in results for d in r.diagnostics]
-    plans = plan_fixes(diagnostics, strategy=variant.strategy, jax_version=variant.jax_version)
     applied = 0
-    for result in apply_plans(plans, write=True, unsafe=True):
-        if result.error is not None:
-            problems.append(f"fix-refused: {result.error}")
-        applied += len(result.applied) if result.written else 0
+    for _ in range(MAX_FIX_ROUNDS - 1):
+        results = list(check_paths([str(path)], jax_version=variant.jax_version))
+        for result in results:
+            if result.parse_error is not None:
+                problems.append(f"refused: a valid program was refused: {result.parse_error}")
+        diagnostics = [d for r in results for d in r.diagnostics]
+        plans = plan_fixes(diagnostics, strategy=variant.strategy, jax_version=variant.jax_version)
+        written = 0
+        for result in apply_plans(plans, write=True, unsafe=True):
+            if result.error is not None:
+                problems.append(f"fix-refused: {result.error}")
+            written += len(result.applied) if result.written else 0
+        applied += written
+        if not written or problems:
+            break
     return applied, problems
 
 
