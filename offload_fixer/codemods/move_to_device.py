@@ -305,13 +305,21 @@ class MoveToDeviceCommand(FixCommand):
                 return None
         return local
 
+    def _origin_assignment(
+        self, function: FunctionInfo
+    ) -> tuple[tuple[cst.SimpleStatementLine, cst.IndentedBlock] | None, str | None]:
+        """The statement (and its block) holding the target's move to host, and the name it
+        assigns the moved value to."""
+        t = self.target
+        found = self.facts.device_put_at(t.origin_line, t.origin_col) if t.origin_line else None
+        held = self.facts.statement_of(found[0], function) if found else None
+        return held, _assigned_name(held[0]) if held else None
+
     def _at_operands(self, function: FunctionInfo) -> None:
         """Wrap the offloaded name where a computation reads it (the compute then runs on
         device; the offloaded value itself stays on host for its other uses)."""
         t = self.target
-        found = self.facts.device_put_at(t.origin_line, t.origin_col) if t.origin_line else None
-        held = self.facts.statement_of(found[0], function) if found else None
-        name = _assigned_name(held[0]) if held else None
+        held, name = self._origin_assignment(function)
         if held is None or name is None:
             self.report_problem(
                 f"the move to host at line {t.origin_line} is not assigned to a name in {function.name}"
@@ -358,9 +366,7 @@ class MoveToDeviceCommand(FixCommand):
 
     def _after_origin(self, function: FunctionInfo) -> None:
         t = self.target
-        found = self.facts.device_put_at(t.origin_line, t.origin_col) if t.origin_line else None
-        held = self.facts.statement_of(found[0], function) if found else None
-        name = _assigned_name(held[0]) if held else None
+        held, name = self._origin_assignment(function)
         if held is None or name is None:
             self.report_problem(
                 f"no `name = device_put(...)` statement for the move to host at line {t.origin_line} in {function.name}"
