@@ -23,14 +23,16 @@ import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from offload_fixer import __version__
 from offload_fixer.findings import Finding, FixMark, group_findings
 from offload_fixer.findings import location as primary_span
 from offload_fixer.model import FORMATS, Diagnostic, Report, Span, position_text
-from offload_fixer.rules import Rule, all_rules, render_rule
-from offload_fixer.suppression import UnusedSuppression
-from offload_fixer.xla_messages import summary as xla_summary
+
+if TYPE_CHECKING:  # the rule pages and XLA's texts are imported by the formats that show them
+    from offload_fixer.rules import Rule
+    from offload_fixer.suppression import UnusedSuppression
 
 TOOL_NAME = "offload-fixer"
 INFORMATION_URI = "https://pypi.org/project/offload-fixer/"
@@ -352,6 +354,8 @@ def _finding_details(finding: Finding, where, paint, verbose: bool) -> list[str]
         lines.extend(textwrap.wrap(d.explanation, WRAP, initial_indent="  why: ", subsequent_indent="       "))
     confirmed = [m.confirmed for m in finding.diagnostics if m.confirmed is not None]
     if confirmed:
+        from offload_fixer.xla_messages import summary as xla_summary
+
         said = next((m.xla_message for m in finding.diagnostics if m.xla_message), None)
         by = next((f" by {m.confirmed_by}" for m in finding.diagnostics if m.confirmed_by), "")
         if all(confirmed):
@@ -446,6 +450,8 @@ def format_statistics(
 ) -> str:
     """``--statistics``: findings counted per code, most frequent first, as ruff prints them
     (``count<TAB>code<TAB>[*] name``); ``json`` gives the same as a list."""
+    from offload_fixer.rules import all_rules
+
     found = group_findings(diagnostics, marks)
     rows: dict[str, dict[str, Any]] = {}
     names = {rule.code: rule.name for rule in all_rules()}
@@ -486,7 +492,7 @@ def format_json(
         jax_version=jax_version or _installed_jax(),
     )
     document = report.to_dict()
-    document["tool"] = {"name": TOOL_NAME, "version": _tool_version()}
+    document["tool"] = {"name": TOOL_NAME, "version": __version__}
     document["file_errors"] = [dataclasses.asdict(e) for e in file_errors]
     document["unused_suppressions"] = [
         {"path": u.path, "line": u.line, "col": u.col, "cell": u.cell, "codes": list(u.codes), "message": u.message}
@@ -512,6 +518,8 @@ def format_sarif(
     fixes: Mapping[Diagnostic, Sequence[SourceChange]] | None = None,
 ) -> dict[str, Any]:
     """A SARIF 2.1.0 log with one run; files that could not be checked become notifications."""
+    from offload_fixer.rules import all_rules
+
     target = target or _common_target(diagnostics)
     rules = all_rules()
     index = {rule.code: i for i, rule in enumerate(rules)}
@@ -566,7 +574,7 @@ def format_sarif(
         "tool": {
             "driver": {
                 "name": TOOL_NAME,
-                "version": _tool_version(),
+                "version": __version__,
                 "informationUri": INFORMATION_URI,
                 "rules": [_sarif_rule(rule, target, jax_version) for rule in rules],
             }
@@ -581,6 +589,8 @@ def format_sarif(
 
 
 def _sarif_rule(rule: Rule, target: str, jax_version: str | None) -> dict[str, Any]:
+    from offload_fixer.rules import render_rule
+
     page = render_rule(rule.code, jax_version)
     return {
         "id": rule.code,
@@ -778,12 +788,3 @@ def _installed_jax() -> str:
         return installed_version()
     except UnsupportedJaxVersion:
         return "unknown"
-
-
-def _tool_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(TOOL_NAME)
-    except PackageNotFoundError:
-        return "0+unknown"

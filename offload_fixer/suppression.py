@@ -24,6 +24,7 @@ import tokenize
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from offload_fixer import codes
 from offload_fixer.model import Diagnostic, Span
 
 MARKER = "offload-fixer"
@@ -102,9 +103,7 @@ def filter_suppressed(
     ``enabled`` is the set of codes this run could report: a directive for a code that was
     not checked is not called unused (``None``: every known code was checked).
     """
-    from offload_fixer.rules import all_rules
-
-    known = {rule.code for rule in all_rules()}
+    known = set(codes.ALL_CODES)
     enabled_codes = known if enabled is None else set(enabled)
     diagnostics = list(diagnostics)
     texts = {_key(path): source for path, source in sources.items()}

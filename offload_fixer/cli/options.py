@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
@@ -226,6 +225,8 @@ class Console:
         """Write the output file in one rename, so a reader never sees half a report."""
         if not self.output_file:
             return
+        import tempfile
+
         path = os.path.abspath(self.output_file)
         try:
             handle, temporary = tempfile.mkstemp(prefix=".offload-fixer-", dir=os.path.dirname(path))

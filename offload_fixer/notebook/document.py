@@ -9,6 +9,7 @@ must differ in those cells' sources and nowhere else before it is written.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import warnings
@@ -35,12 +36,11 @@ def is_notebook(path: str) -> bool:
 
 
 def notebooks_supported() -> bool:
-    """Whether nbformat is installed (the ``notebook`` extra), so notebooks can be read."""
-    try:
-        import nbformat  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """Whether nbformat is installed (the ``notebook`` extra), so notebooks can be read.
+
+    Found, not imported: nbformat (and jsonschema under it) costs more than the rest of a
+    one-file check, and is imported only when a notebook is read."""
+    return importlib.util.find_spec("nbformat") is not None
 
 
 def read_program_bytes(path: str) -> bytes:

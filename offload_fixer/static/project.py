@@ -24,7 +24,6 @@ long-lived language server sees edits on disk.
 from __future__ import annotations
 
 import ast
-import hashlib
 import os
 import re
 import sys
@@ -104,6 +103,8 @@ class ModuleFacts:
     (the chunks of :mod:`.outline`) and which of them bind each name."""
 
     def __init__(self, path: str, data: bytes, text: str, found: Outline) -> None:
+        import hashlib  # here, not at start-up: a tree with nothing to analyse hashes nothing
+
         self.path = path
         self.data = data
         self.text = text

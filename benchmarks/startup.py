@@ -1,0 +1,139 @@
+"""Start-up of ``offload-fixer`` beside ``ruff``: CPU seconds of one-file commands, same run.
+
+Each command runs as a fresh process, as a pre-commit hook or an editor's save runs it, and its
+CPU time (user + system, from ``wait4``) and peak RSS are read from the kernel, so a loaded
+machine stretches the wall time but hardly the CPU figure. The commands run interleaved, round
+by round, so the load falls on all alike; medians and minima are printed (on a busy machine
+the minimum is the steadier figure). Python's bytecode cache is
+allowed (``PYTHONDONTWRITEBYTECODE`` is dropped from the environment) and warmed by one
+untimed round, as an installed tool has it.
+
+    .venv/bin/python benchmarks/startup.py --repeat 10
+    .venv/bin/python benchmarks/startup.py --imports   # also: which modules `check` loads
+
+The files: a clean module (no jit, what most files of a project are); a jitted function that
+moves a value to host and back (parsed with libcst and analysed, no finding); and
+``examples/param_streaming_broken.py`` (an OFL1200, whose fix is planned to mark it ``[*]``).
+Target: a one-file ``check`` of the clean module in at most 0.15 s of CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+CLEAN = '''"""Utilities for reading a configuration."""
+
+import json
+from pathlib import Path
+
+
+def load(path: Path) -> dict:
+    with path.open() as handle:
+        return json.load(handle)
+
+
+def merged(*configs: dict) -> dict:
+    out: dict = {}
+    for config in configs:
+        out.update(config)
+    return out
+'''
+
+JITTED = """import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def step(x):
+    y = jax.device_put(jnp.sin(x), jax.memory.Space.Host)
+    return jax.device_put(y * 2, jax.memory.Space.Device)
+"""
+REPO = Path(__file__).resolve().parent.parent
+BROKEN = REPO / "examples" / "param_streaming_broken.py"
+
+
+def tool(name: str) -> str:
+    found = shutil.which(name, path=str(Path(sys.executable).parent))
+    if found is None:
+        sys.exit(f"{name} is not installed beside {sys.executable}")
+    return found
+
+
+def measured(command: list[str], cwd: str, env: dict[str, str]) -> tuple[float, float]:
+    """(CPU seconds, peak RSS in MB) of one run of ``command``."""
+    process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _pid, _status, usage = os.wait4(process.pid, 0)
+    process.returncode = 0
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def imported_modules(command: list[str], cwd: str, env: dict[str, str]) -> list[str]:
+    """The modules ``command`` (a Python entry point) imports, from ``-X importtime``."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", *command], cwd=cwd, env=env, capture_output=True, text=True
+    )
+    return [line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")][1:]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=10, help="rounds (medians)")
+    parser.add_argument("--imports", action="store_true", help="list what `check` of the clean file imports")
+    args = parser.parse_args()
+
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    ours, ruff = tool("offload-fixer"), tool("ruff")
+    with tempfile.TemporaryDirectory(prefix="offload-fixer-startup-") as tmp:
+        Path(tmp, "clean.py").write_text(CLEAN)
+        Path(tmp, "jitted.py").write_text(JITTED)
+        shutil.copyfile(BROKEN, Path(tmp, "broken.py"))
+        commands = {
+            "python -c pass (the floor)": [sys.executable, "-c", "pass"],
+            "offload-fixer --version": [ours, "--version"],
+            "ruff --version": [ruff, "--version"],
+            "offload-fixer check clean.py": [ours, "check", "--no-cache", "clean.py"],
+            "ruff check clean.py": [ruff, "check", "--isolated", "--no-cache", "clean.py"],
+            "offload-fixer check jitted.py": [ours, "check", "--no-cache", "jitted.py"],
+            "ruff check jitted.py": [ruff, "check", "--isolated", "--no-cache", "jitted.py"],
+            "offload-fixer check broken.py": [ours, "check", "--no-cache", "broken.py"],
+            "ruff check broken.py": [ruff, "check", "--isolated", "--no-cache", "broken.py"],
+        }
+        if "--no-cache" not in subprocess.run([ours, "check", "--help"], capture_output=True, text=True).stdout:
+            for name in commands:  # a version before the cache: nothing to turn off
+                if name.startswith("offload-fixer check"):
+                    commands[name].remove("--no-cache")
+        for command in commands.values():  # warm the bytecode cache
+            measured(command, tmp, env)
+        cpu: dict[str, list[float]] = {name: [] for name in commands}
+        rss: dict[str, list[float]] = {name: [] for name in commands}
+        for _ in range(args.repeat):
+            for name, command in commands.items():
+                seconds, megabytes = measured(command, tmp, env)
+                cpu[name].append(seconds)
+                rss[name].append(megabytes)
+        if args.imports:
+            modules = imported_modules([ours, "check", "clean.py"], tmp, env)
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, {args.repeat} rounds")
+    print(f"{'command':36s} {'CPU s median':>12s} {'min':>6s} {'max RSS MB':>11s}")
+    for name in commands:
+        print(
+            f"{name:36s} {statistics.median(cpu[name]):12.3f} {min(cpu[name]):6.3f} {statistics.median(rss[name]):11.1f}"
+        )
+    for file in ("clean.py", "jitted.py", "broken.py"):
+        ratio = statistics.median(cpu[f"offload-fixer check {file}"]) / statistics.median(cpu[f"ruff check {file}"])
+        print(f"check {file}: offload-fixer / ruff = {ratio:.1f}x")
+    print(f"target: check clean.py <= 0.150 s CPU: {statistics.median(cpu['offload-fixer check clean.py']):.3f} s")
+    if args.imports:
+        ours_only = sorted({module.split(".")[0] for module in modules} - set(sys.stdlib_module_names))
+        print(f"`check clean.py` imports {len(modules)} modules; outside the standard library: {', '.join(ours_only)}")
+
+
+if __name__ == "__main__":
+    main()
