@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import concurrent.futures
-import hashlib
-import multiprocessing
+import functools
 import os
 import sys
 import threading
@@ -23,6 +21,8 @@ from .prefilter import references_jit
 from .project import Project
 
 if TYPE_CHECKING:
+    import multiprocessing.context
+
     import libcst
 
     from offload_fixer.config import Settings
@@ -123,7 +123,9 @@ def check_paths(
     from offload_fixer.config import is_excluded
     from offload_fixer.notebook import NotebookError, read_program_bytes
 
-    default = (normalize_target(target), jax_compat.spelling(jax_version))
+    if jax_version is not None:
+        jax_compat.check_modelled(jax_version)
+    default = (normalize_target(target), jax_version)
     paths = [os.fspath(p) for p in paths]
     roots = tuple(p for p in paths if os.path.isdir(p))
     project = Project(roots)
@@ -134,16 +136,16 @@ def check_paths(
             settings_for is not None and settings_for(path).is_excluded(path)
         )
 
-    pending: list[StaticResult | tuple[bytes, str, str, jax_compat.Spelling]] = []
+    pending: list[StaticResult | tuple[bytes, str, str, str | None]] = []
     for item in walk(paths, excluded):
         if isinstance(item, Unreadable):
             pending.append(StaticResult(item.path, parse_error=ParseError(item.path, 1, 1, item.reason)))
             continue
         path = item
-        file_target, spelling = default
+        file_target, file_jax_version = default
         if settings_for is not None:
             settings = settings_for(path)
-            file_target, spelling = normalize_target(settings.target), jax_compat.spelling(settings.jax_version)
+            file_target, file_jax_version = normalize_target(settings.target), settings.jax_version
         try:
             data = read_program_bytes(path)
         except OSError as exc:
@@ -155,29 +157,36 @@ def check_paths(
             pending.append(StaticResult(path, parse_error=ParseError(path, 1, 1, str(exc))))
             continue
         project.remember(path, data)
-        pending.append((data, path, file_target, spelling))
+        pending.append((data, path, file_target, file_jax_version))
     # Every file is read before any is selected: a host spelling in one module makes the
     # modules that import it candidates. A file that cannot hold a finding is still screened.
-    pending = [
+    # The JAX version's spelling is looked up for candidates only (the installed version is
+    # package metadata, which costs more to read than a tree without a candidate).
+    spellings = functools.cache(jax_compat.spelling)
+    selected: list[StaticResult | tuple[bytes, str, str, jax_compat.Spelling]] = [
         entry
-        if isinstance(entry, StaticResult) or project.selects(entry[1], entry[0])
+        if isinstance(entry, StaticResult)
+        else (entry[0], entry[1], entry[2], spellings(entry[3]))
+        if project.selects(entry[1], entry[0])
         else _unselected(entry[0], entry[1], check_syntax)
         for entry in pending
     ]
-    candidates = [entry for entry in pending if isinstance(entry, tuple)]
+    candidates = [entry for entry in selected if isinstance(entry, tuple)]
     workers = worker_count(jobs, len(candidates), sum(len(entry[0]) for entry in candidates))
     if workers <= 1:
-        for entry in pending:
+        for entry in selected:
             if not isinstance(entry, tuple):
                 yield entry
                 continue
             cache = caches.setdefault(entry[1], SourceCache()) if caches is not None else None
             yield _check(*entry, cache, project)
         return
+    import concurrent.futures  # a pool's machinery (multiprocessing, pickle, sockets) only for a pool
+
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
         futures = {id(entry): pool.submit(_check_in_worker, *entry, roots) for entry in candidates}
         try:
-            for entry in pending:
+            for entry in selected:
                 yield futures[id(entry)].result() if isinstance(entry, tuple) else entry
         finally:  # a caller that stops early: drop what has not started, wait for the rest
             for future in futures.values():
@@ -186,26 +195,26 @@ def check_paths(
 
 def worker_count(jobs: int | None, candidates: int, size: int) -> int:
     """Processes for ``candidates`` files (``size`` bytes) that passed the text prefilter:
-    ``jobs`` > 0 caps them; otherwise one per :data:`BYTES_PER_WORKER`, and no more than the
-    cores other work leaves idle (on a busy machine a pool only adds its start-up)."""
+    ``jobs`` > 0 caps them; otherwise one per :data:`BYTES_PER_WORKER`. Never more than the
+    cores this process may run on (:func:`available_cores`), whoever asks: a second process
+    on one core only adds its start-up. The load average is not consulted: it counts work
+    that has cores of its own, and on a busy machine it left one process where two were
+    faster (``benchmarks/static_check.py --compare-jobs``)."""
     if candidates < 2:
         return 1
+    limit = min(available_cores(), candidates)
     if jobs:
-        return max(1, min(jobs, candidates))
-    return max(1, min(idle_cores() + 1, candidates, size // BYTES_PER_WORKER))
+        return max(1, min(jobs, limit))
+    return max(1, min(limit, size // BYTES_PER_WORKER))
 
 
-def idle_cores() -> int:
-    """Cores this process may use, less the one-minute load average (this process included)."""
+def available_cores() -> int:
+    """The cores this process may run on: its CPU affinity (a container's or ``taskset``'s
+    share), not every core of the machine."""
     try:
-        cores = len(os.sched_getaffinity(0))
+        return len(os.sched_getaffinity(0))
     except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
-    try:
-        load = os.getloadavg()[0]
-    except OSError:
-        load = 0.0
-    return max(int(cores - load), 0)
+        return os.cpu_count() or 1
 
 
 def _pool_context() -> multiprocessing.context.BaseContext:
@@ -214,6 +223,8 @@ def _pool_context() -> multiprocessing.context.BaseContext:
     running (an editor's language server, a test run, a process that imported JAX) would
     risk a deadlock in the forked child, so it gets forkserver, whose workers fork from a
     clean server."""
+    import multiprocessing
+
     methods = multiprocessing.get_all_start_methods()
     if "fork" in methods and _single_threaded() and "jax" not in sys.modules:
         from . import interpreter, policies, rules, source  # noqa: F401  (inherited by every worker)
@@ -339,6 +350,8 @@ def _check_once(
         else:
             error = ParseError(path, exc.raw_line, exc.raw_column + 1, exc.message)
         return StaticResult(path, parse_error=error, analysed=True)
+    import hashlib
+
     digest = hashlib.sha256(data).hexdigest()
     diagnostics, dependencies = _analyse(parsed, text, path, target, spelling, digest, project)
     return StaticResult(path, tuple(diagnostics), analysed=True, dependencies=dependencies)

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
+import sys
 import textwrap
 
 import pytest
 
 from offload_fixer.model import Diagnostic
 from offload_fixer.static import ParseError, StaticResult, check_paths, check_source
-from offload_fixer.static.api import BYTES_PER_WORKER, worker_count
+from offload_fixer.static.api import BYTES_PER_WORKER, available_cores, worker_count
 
 from .helpers import LEGACY, PROPAGATION, TYPED, diagnostics
 
@@ -214,20 +216,33 @@ def test_a_named_file_is_parsed_even_when_the_prefilter_rules_it_out(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "jobs, files, size, idle, expected",
+    "jobs, files, size, cores, expected",
     [
         (None, 5, 290_000, 8, 1),  # jax, flax and optax: five files reach the parser, one process is faster
         (0, 200, 3 * BYTES_PER_WORKER, 8, 3),  # one process per MiB of source to parse
-        (0, 200, 3 * BYTES_PER_WORKER, 1, 2),  # at most the idle cores and this one
-        (None, 200, 30 * BYTES_PER_WORKER, 0, 1),  # a busy machine: no pool
+        (0, 200, 3 * BYTES_PER_WORKER, 2, 2),  # at most one per core
+        (None, 200, 30 * BYTES_PER_WORKER, 1, 1),  # one core: no pool
         (None, 1, 10 * BYTES_PER_WORKER, 8, 1),  # one file: nothing to share
-        (4, 3, 100, 0, 3),  # an explicit -j is a cap, not a demand
+        (4, 3, 100, 8, 3),  # an explicit -j is a cap, not a demand
+        (16, 100, 100, 4, 4),  # ... capped by the cores, as a project's `jobs = 16` is
         (1, 100, 10 * BYTES_PER_WORKER, 8, 1),
     ],
 )
-def test_a_pool_only_for_enough_source_and_idle_cores(monkeypatch, jobs, files, size, idle, expected):
-    monkeypatch.setattr("offload_fixer.static.api.idle_cores", lambda: idle)
+def test_a_pool_only_for_enough_source_and_never_more_than_the_cores(monkeypatch, jobs, files, size, cores, expected):
+    monkeypatch.setattr("offload_fixer.static.api.available_cores", lambda: cores)
     assert worker_count(jobs, files, size) == expected
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="CPU affinity is Linux's")
+def test_the_cores_are_the_ones_this_process_may_run_on():
+    assert available_cores() == len(os.sched_getaffinity(0))
+    one = next(iter(os.sched_getaffinity(0)))
+    script = (
+        f"import os; os.sched_setaffinity(0, {{{one}}}); "
+        "from offload_fixer.static.api import worker_count; print(worker_count(8, 100, 100))"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "1"  # -j 8 on a process pinned to one core: one process
 
 
 def test_unreadable_path_is_reported(tmp_path):
