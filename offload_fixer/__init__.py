@@ -8,9 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from offload_fixer.model import Diagnostic, FunctionRef, Origin, Report, Span, Step
+from offload_fixer.version import __version__
 
-__version__ = "0.2.0"
-"""The one place the version is written (pyproject.toml reads it); releases are tagged ``v<version>``."""
 __all__ = ["Diagnostic", "FunctionRef", "Origin", "Report", "Span", "Step", "__version__", "analyze", "check"]
 
 

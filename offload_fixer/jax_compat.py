@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import enum
 import functools
-import os
-import sys
 import threading
 import types
 from collections.abc import Callable, Iterator, Sequence
@@ -29,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from jaxlib.mlir import ir
 
+from offload_fixer import installed
 from offload_fixer.model import DEVICE, HOST_KINDS, PINNED_HOST, TPU_HBM, UNPINNED_HOST
 
 OLDEST_SUPPORTED = (0, 4, 35)
@@ -88,42 +87,19 @@ def check_modelled(text: str) -> tuple[int, int, int]:
 
 @functools.cache
 def installed_version() -> str:
-    return _distribution_version("jax", "JAX is not installed")
+    found = installed.version("jax")
+    if found is None:  # pragma: no cover - jax is a dependency
+        raise UnsupportedJaxVersion("JAX is not installed")
+    return found
 
 
 @functools.cache
 def installed_jaxlib_version() -> str:
     """The installed jaxlib's version (package metadata: importing jaxlib is not needed)."""
-    return _distribution_version("jaxlib", "jaxlib is not installed")
-
-
-def _distribution_version(name: str, missing: str) -> str:
-    """The installed version of the distribution ``name``, as ``importlib.metadata.version``
-    finds it: the first entry of ``sys.path`` that holds its metadata. Where that is a
-    ``.dist-info`` directory, the version is read from the directory's name, which installers
-    write as ``{name}-{version}.dist-info``; any other layout (an egg, a zip) is left to
-    ``importlib.metadata``, whose import alone costs more than ``offload-fixer --version``."""
-    for entry in sys.path:
-        try:
-            found = [item for item in os.listdir(entry or ".") if _is_metadata_of(name, item.lower())]
-        except OSError:
-            continue
-        if not found:
-            continue
-        versions = [item[len(name) + 1 : -len(".dist-info")] for item in found if item.endswith(".dist-info")]
-        if len(versions) == 1 and len(found) == 1 and versions[0][:1].isdigit():
-            return versions[0]
-        break
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(name)
-    except PackageNotFoundError as exc:  # pragma: no cover - jax and jaxlib are dependencies
-        raise UnsupportedJaxVersion(missing) from exc
-
-
-def _is_metadata_of(name: str, item: str) -> bool:
-    return item.startswith((f"{name}-", f"{name}.")) and item.endswith((".dist-info", ".egg-info", ".egg"))
+    found = installed.version("jaxlib")
+    if found is None:  # pragma: no cover - jaxlib is a dependency of jax
+        raise UnsupportedJaxVersion("jaxlib is not installed")
+    return found
 
 
 def regime(version: str | None = None) -> Regime:

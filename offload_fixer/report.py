@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from offload_fixer import __version__
 from offload_fixer.findings import Finding, FixMark, group_findings
 from offload_fixer.findings import location as primary_span
 from offload_fixer.model import FORMATS, Diagnostic, Report, Span, position_text
+from offload_fixer.version import __version__
 
 if TYPE_CHECKING:  # the rule pages and XLA's texts are imported by the formats that show them
     from offload_fixer.rules import Rule

@@ -160,35 +160,3 @@ def test_trace_state_and_tracers_are_seen_inside_jit_only():
     assert outside_any_trace()
     assert not isinstance(jnp.arange(3.0), jax_compat.tracer_class())
 
-
-@pytest.mark.parametrize("distribution", ["jax", "jaxlib"])
-def test_the_installed_versions_are_the_ones_package_metadata_gives(distribution):
-    """Read from the ``.dist-info`` directory's name, without importing ``importlib.metadata``."""
-    import importlib.metadata
-
-    assert jax_compat._distribution_version(distribution, "missing") == importlib.metadata.version(distribution)
-
-
-@pytest.mark.parametrize(
-    "entries, expected",
-    [
-        ({"jax-9.1.0.dist-info": "9.1.0"}, "9.1.0"),
-        ({"jax-9.1.0.dist-info": "9.1.0", "jax_cuda12_plugin-9.1.0.dist-info": "9.1.0"}, "9.1.0"),
-        ({"jax.egg-info": "9.2.0"}, "9.2.0"),  # no dist-info: importlib.metadata reads it
-        ({"jax-9.3.0.dist-info": "9.3.0", "jax-9.4.0.dist-info": "9.4.0"}, None),  # two: as importlib.metadata picks
-    ],
-)
-def test_the_first_metadata_on_sys_path_gives_the_version(tmp_path, monkeypatch, entries, expected):
-    import importlib.metadata
-
-    for entry, version in entries.items():
-        name = entry.partition("-")[0].partition(".")[0]
-        (tmp_path / entry).mkdir()
-        (tmp_path / entry / ("PKG-INFO" if entry.endswith("egg-info") else "METADATA")).write_text(
-            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-        )
-    monkeypatch.syspath_prepend(str(tmp_path))
-    importlib.invalidate_caches()
-    found = jax_compat._distribution_version("jax", "missing")
-    assert found == importlib.metadata.version("jax")
-    assert expected is None or found == expected

@@ -31,7 +31,7 @@ from offload_fixer.analysis.offloader import (
     Node,
     Seed,
     WalkResult,
-    _is_bitcast_like,
+    is_bitcast_like,
 )
 from offload_fixer.ir import module as irm
 from offload_fixer.model import UNPINNED_HOST
@@ -101,7 +101,7 @@ def _first_compute_user(walk: HostOffloadWalk, start: Node) -> ir.Operation | No
     def passes(node: Node) -> bool:
         op = node.owner if node.kind in ("op", "res") else None
         return node.kind == "arg" or (
-            op is not None and (op.name in PURE_MEMORY_OPS or _is_bitcast_like(op, walk.target))
+            op is not None and (op.name in PURE_MEMORY_OPS or is_bitcast_like(op, walk.target))
         )
 
     for node in walk._breadth_first(walk.successors(start), passes):

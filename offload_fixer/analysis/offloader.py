@@ -212,7 +212,7 @@ class HostOffloadWalk:
             op = _op(node)
             if node.kind == "res" and op is not None and op.name in INLINED_CALLS and self._inlined(op):
                 return True  # XLA has inlined the call by now: its result is the callee's value
-            return op is not None and not _starts_buffer(op) and _is_bitcast_like(op, self.target)
+            return op is not None and not _starts_buffer(op) and is_bitcast_like(op, self.target)
 
         first_users = self.successors(Node("op", move, None))
         return [node for node in self._breadth_first(first_users, passes_through) if not passes_through(node)]
@@ -280,7 +280,7 @@ class HostOffloadWalk:
                         result.host_copies.setdefault(seed, []).append(op)
                 elif _is_host_computation(op):
                     continue
-                elif op.name in PURE_MEMORY_OPS or _is_bitcast_like(op, self.target):
+                elif op.name in PURE_MEMORY_OPS or is_bitcast_like(op, self.target):
                     pass
                 elif op.name in SLICES and self._slice_leads_to_move_to_device(node):
                     continue
@@ -379,7 +379,7 @@ class HostOffloadWalk:
                 return False
             op = _op(succ)
             if op is not None and not (
-                irm.is_move_to_device(op) or _is_bitcast_like(op, self.target) or op.name in BETWEEN_SLICE_AND_MOVE
+                irm.is_move_to_device(op) or is_bitcast_like(op, self.target) or op.name in BETWEEN_SLICE_AND_MOVE
             ):
                 return False
         return True
@@ -458,7 +458,7 @@ class HostOffloadWalk:
         condition_argument = Node("arg", loop.regions[0].blocks[0], number)
         for node in self._breadth_first([condition_argument], lambda _: True):
             op = _op(node)
-            if op is not None and op.name not in PURE_MEMORY_OPS and not _is_bitcast_like(op, self.target):
+            if op is not None and op.name not in PURE_MEMORY_OPS and not is_bitcast_like(op, self.target):
                 return Failure(seed, op, xla_messages.WHILE_CONDITION_COMPUTE)
         return None
 
@@ -471,7 +471,7 @@ def op_role(op: ir.Operation, target: str) -> str:
         return Role.MOVE_TO_DEVICE
     if _is_host_computation(op):
         return Role.HOST_COMPUTATION
-    if _starts_buffer(op) or op.name in PURE_MEMORY_OPS or _is_bitcast_like(op, target):
+    if _starts_buffer(op) or op.name in PURE_MEMORY_OPS or is_bitcast_like(op, target):
         return Role.MEMORY_OP
     return Role.HOST_COMPUTE
 
@@ -487,7 +487,7 @@ def _starts_buffer(op: ir.Operation) -> bool:
     return op.name == "stablehlo.dynamic_update_slice" or irm.is_constant_index_set_scatter(op)
 
 
-def _is_bitcast_like(op: ir.Operation, target: str) -> bool:
+def is_bitcast_like(op: ir.Operation, target: str) -> bool:
     """What XLA has turned into a bitcast (or removed) by the time the host offloader runs.
 
     Every reshape: layout assignment gives it layouts that make it one (no released compiler

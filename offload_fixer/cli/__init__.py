@@ -22,13 +22,14 @@ from typing import Any
 
 import click
 
-from offload_fixer import __version__, exit_codes
+from offload_fixer import exit_codes
 from offload_fixer.cli.checking import (
     check_files,
     check_stdin,
     files_to_check,
     grouped_findings,
     is_python_file,
+    result_cache,
     share_outlines,
     show_fixed,
     show_planned_fixes,
@@ -56,6 +57,7 @@ from offload_fixer.cli.reporting import finish, marks_planner, show_diff
 from offload_fixer.cli.settings import check_jax_version, reportable, resolve_settings, without_excluded
 from offload_fixer.console import Progress
 from offload_fixer.exit_codes import ExitCode
+from offload_fixer.version import __version__
 
 
 # ---------------------------------------------------------------------------------------
@@ -149,11 +151,20 @@ def main() -> None:
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(readable=False))
 @options(
-    *REPORT_OPTIONS, *FIX_OPTIONS, "jax_version", "jobs", "exclude", "extend_exclude", "force_exclude", "stdin_filename"
+    *REPORT_OPTIONS,
+    *FIX_OPTIONS,
+    "jax_version",
+    "jobs",
+    "no_cache",
+    "exclude",
+    "extend_exclude",
+    "force_exclude",
+    "stdin_filename",
 )
 def check(
     paths: tuple[str, ...],
     jobs: int | None,
+    no_cache: bool,
     exclude: tuple[str, ...],
     extend_exclude: tuple[str, ...],
     force_exclude: bool,
@@ -193,9 +204,19 @@ def check(
     # that only the statements a fix changed are parsed twice, and their outlines go to the
     # planner (none is kept for a file without findings: nothing there is fixed).
     caches: dict | None = {} if invocation.fix or invocation.diff else None
+    results = None if no_cache else result_cache(settings)
     outcome = check_files(
-        files, named, settings, Progress(not invocation.quiet, delay=0.25), resolver.settings_for, unreadable, caches
+        files,
+        named,
+        settings,
+        Progress(not invocation.quiet, delay=0.25),
+        resolver.settings_for,
+        unreadable,
+        caches,
+        results,
     )
+    if invocation.verbose and outcome.analysed:
+        console.note(outcome.analysed)
     outcome.diagnostics, outcome.unused_suppressions = reportable(outcome.diagnostics, resolver)
     strategy = settings.strategy
     if invocation.fix or invocation.diff:
@@ -213,7 +234,9 @@ def check(
             # while that changes something (a fix can uncover the next finding: the second
             # streamed leaf computed with the first, say)
             for round_number in range(MAX_FIX_ROUNDS):
-                again = check_files(files, named, settings, Progress(False), resolver.settings_for, unreadable, caches)
+                again = check_files(
+                    files, named, settings, Progress(False), resolver.settings_for, unreadable, caches, results
+                )
                 outcome.diagnostics, outcome.unused_suppressions = reportable(again.diagnostics, resolver)
                 if not invocation.fix or round_number == MAX_FIX_ROUNDS - 1:
                     break

@@ -83,16 +83,19 @@ def check_files(
     settings_for: Callable[[str], Any] | None = None,
     unreadable: Sequence[Any] = (),
     caches: dict | None = None,
+    results: Any = None,
 ) -> Outcome:
     """The static check of ``files``, each with its own target and JAX version, and a file
     error for each path the walk could not use: nothing is skipped in silence. ``caches``:
-    the parsed statements of the files with findings, kept for a second check."""
+    the parsed statements of the files with findings, kept for a second check; ``results``:
+    the :class:`~offload_fixer.static.cache.ResultCache` of earlier runs."""
     from offload_fixer.report import FileError
     from offload_fixer.static import check_paths
 
     outcome = Outcome(checked=f"{len(files)} file{'s' if len(files) != 1 else ''} checked")
     outcome.file_errors += [FileError(item.path, 1, 1, item.reason) for item in unreadable]
-    results = check_paths(
+    hits = results.hits if results is not None else 0
+    checked = check_paths(
         files,
         target=settings.target,
         jax_version=settings.jax_version,
@@ -100,9 +103,12 @@ def check_files(
         check_syntax=named,
         settings_for=settings_for,
         caches=caches,
+        results=results,
     )
-    with progress, contextlib.closing(results):
-        for done, result in enumerate(results, 1):
+    analysed = 0
+    with progress, contextlib.closing(checked):
+        for done, result in enumerate(checked, 1):
+            analysed += result.analysed
             progress.count("Checking", done, len(files))
             if result.parse_error is not None:
                 err = result.parse_error
@@ -110,7 +116,21 @@ def check_files(
             if caches is not None and not result.diagnostics:
                 caches.pop(result.path, None)
             outcome.diagnostics.extend(result.diagnostics)
+    cached = (results.hits - hits) if results is not None else 0
+    outcome.analysed = (
+        f"offload-fixer: {len(files)} file{'s' if len(files) != 1 else ''}: {analysed} analysed"
+        + (f" ({cached} read from the cache)" if cached else "")
+        + f", {len(files) - analysed} ruled out by the prefilter"
+    )
     return outcome
+
+
+def result_cache(settings: Any) -> Any:
+    """The results earlier runs kept in the project's ``.offload-fixer-cache/`` (the directory
+    of the ``pyproject.toml`` that configures the run, else the working directory)."""
+    from offload_fixer.static.cache import ResultCache
+
+    return ResultCache(settings.root or os.getcwd())
 
 
 def share_outlines(caches: dict) -> None:

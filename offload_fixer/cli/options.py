@@ -108,6 +108,12 @@ OPTIONS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
         default=None,
         help="At most this many processes [default: a pool only for enough source to pay for it].",
     ),
+    "no_cache": click.option(
+        "--no-cache",
+        is_flag=True,
+        envvar="OFFLOAD_FIXER_NO_CACHE",
+        help="Neither read nor write the results kept in .offload-fixer-cache/ [env: OFFLOAD_FIXER_NO_CACHE].",
+    ),
     "exclude": click.option(
         "--exclude", multiple=True, help="Glob of paths to skip, replacing the configured `exclude` (repeatable)."
     ),
@@ -258,3 +264,5 @@ class Outcome:
     """Program failed (3) or fix refused (5): exits with it whatever was found."""
     pending: bool = False
     """``--diff`` has changes to show."""
+    analysed: str | None = None
+    """How many files were analysed, read from the cache, or ruled out by the prefilter (``--verbose``)."""

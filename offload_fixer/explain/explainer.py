@@ -149,7 +149,7 @@ class _DumpSession:
     def report(self, module: LoadedModule) -> Report | None:
         label = module.dumped.label
         if label not in self._reports:
-            from offload_fixer import analyze
+            from offload_fixer.analysis import analyze
 
             try:
                 report = analyze(module.stablehlo, self.target)

@@ -8,7 +8,7 @@ The edits themselves are libcst codemods in :mod:`offload_fixer.codemods`; the r
 for choosing a strategy, the safety labels and how shardings are derived are in README.md.
 """
 
-from offload_fixer.fixes.apply import FileResult, apply_plans, unified_diff
+from offload_fixer.fixes.apply import FileResult, apply_plans
 from offload_fixer.fixes.errors import (
     FixError,
     FixNotConvergedError,
@@ -47,5 +47,4 @@ __all__ = [
     "plan_alternatives",
     "plan_fixes",
     "root_cause_key",
-    "unified_diff",
 ]

@@ -43,6 +43,7 @@ from offload_fixer.interrupts import uninterrupted
 from offload_fixer.notebook import is_notebook
 from offload_fixer.notebook.fixing import edit_notebook
 from offload_fixer.recursion import call_allowing_deep_recursion
+from offload_fixer.source.diffs import unified_diff
 from offload_fixer.source.text import decode, encode, split_lines
 
 MAX_PASSES = 6
@@ -151,7 +152,7 @@ def _apply_file(
     try:
         if data is None:
             data = read_source(path)
-        check_fresh(path, data, chosen)
+        check_fresh(path, data, (plan.source_sha256 for plan in chosen))
         old_text, encoding = decode_source_with_encoding(path, data)
         if not chosen:
             FileOutline.of(path, old_text)  # a file that is not Python is an error even with nothing to apply
@@ -411,16 +412,3 @@ def _file_bytes(path: str) -> bytes:
             return handle.read()
     except OSError as exc:
         raise SourceReadError(path, f"cannot read: {exc.strerror or exc}") from exc
-
-
-def unified_diff(path: str, old: str, new: str) -> str:
-    """A ``git apply``-able diff, with the "No newline at end of file" marker where needed."""
-    shown = os.path.relpath(path) if os.path.isabs(path) else path
-    if shown.startswith(".."):
-        shown = path.lstrip("/")
-    out = []
-    for line in difflib.unified_diff(split_lines(old), split_lines(new), f"a/{shown}", f"b/{shown}"):
-        out.append(line)
-        if not line.endswith("\n"):
-            out.append("\n\\ No newline at end of file\n")
-    return "".join(out)

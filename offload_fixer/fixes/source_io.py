@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 import libcst as cst
 
@@ -16,9 +15,6 @@ from offload_fixer.fixes.errors import (
     SourceSyntaxError,
 )
 from offload_fixer.source.text import SourceDecodeError, decode
-
-if TYPE_CHECKING:
-    from offload_fixer.fixes.planner import FixPlan
 
 
 def read_source(path: str) -> bytes:
@@ -38,9 +34,11 @@ def sha256_of(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def check_fresh(path: str, data: bytes, plans: Iterable[FixPlan]) -> None:
+def check_fresh(path: str, data: bytes, analysed: Iterable[str | None]) -> None:
+    """Refuse to fix ``data`` unless it is the text the plans were made from (``analysed``:
+    their sources' SHA-256, None where a plan does not know it)."""
     digest = sha256_of(data)
-    if any(p.source_sha256 and p.source_sha256 != digest for p in plans):
+    if any(expected and expected != digest for expected in analysed):
         raise SourceChangedError(path, "changed since it was analysed; analyse it again before fixing")
 
 

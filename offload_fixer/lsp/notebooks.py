@@ -12,20 +12,24 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from offload_fixer.lsp import engine
-from offload_fixer.lsp.text_edits import LineIndex, minimal_edits
+from offload_fixer.lsp.publishing import NAME, SEVERITY
+from offload_fixer.lsp.text_edits import LineIndex, minimal_edits, span_range
 from offload_fixer.model import Diagnostic, Span
 from offload_fixer.notebook import CellSplitError, Program
 
 if TYPE_CHECKING:
-    from offload_fixer.lsp.server import OffloadFixerServer
+    from pygls.workspace import Workspace
+
+    from offload_fixer.config import Settings
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +66,31 @@ class NotebookState:
     published: dict[str, list[types.Diagnostic]] = field(default_factory=dict)
 
 
+class Server(Protocol):
+    """What the notebook documents ask of the language server (:mod:`.server`'s, which
+    holds them, so this module does not import it)."""
+
+    analysis_pool: Executor
+
+    @property
+    def workspace(self) -> Workspace: ...
+
+    @property
+    def encoding(self) -> str: ...
+
+    def settings_for(self, path: str) -> Settings: ...
+
+    def supports_document_changes(self) -> bool: ...
+
+    def text_document_publish_diagnostics(self, params: types.PublishDiagnosticsParams) -> None: ...
+
+    def window_log_message(self, params: types.LogMessageParams) -> None: ...
+
+
 class NotebookDocuments:
     """What the server knows about open notebooks, and how it answers for their cells."""
 
-    def __init__(self, server: OffloadFixerServer) -> None:
+    def __init__(self, server: Server) -> None:
         self.server = server
         self.states: dict[str, NotebookState] = {}
 
@@ -159,14 +184,11 @@ class NotebookDocuments:
             if end_cell is not cell:
                 end_line = cell.line_count
         moved = Span(span.path, line, span.col, end_line, span.end_col)
-        return snapshot.cell_uri(cell.number), self.server.span_range(moved, LineIndex.of(cell.source))
+        return snapshot.cell_uri(cell.number), span_range(moved, LineIndex.of(cell.source), self.server.encoding)
 
     def _to_lsp(
         self, snapshot: Snapshot, diagnostic: Diagnostic, fixes: tuple[engine.FixChoice, ...], range_: types.Range
     ) -> types.Diagnostic:
-        from offload_fixer.lsp.server import _SEVERITY as SEVERITY
-        from offload_fixer.lsp.server import NAME
-
         preferred = next((f for f in fixes if f.preferred), None)
         url = engine.rule_url(diagnostic.code)
         return types.Diagnostic(
@@ -217,8 +239,6 @@ class NotebookDocuments:
     def code_actions(
         self, params: types.CodeActionParams, notebook: types.NotebookDocument, wanted: Any, fix_all_kind: str
     ) -> list[types.CodeAction]:
-        from offload_fixer.lsp.server import NAME
-
         state = self.states.get(notebook.uri)
         only = params.context.only
         actions: list[types.CodeAction] = []

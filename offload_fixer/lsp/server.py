@@ -24,24 +24,20 @@ from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
 
-from offload_fixer import __version__, last_run
+from offload_fixer import last_run
 from offload_fixer.config import Settings
 from offload_fixer.lsp import engine, notebooks
+from offload_fixer.lsp.publishing import NAME, SEVERITY
 from offload_fixer.lsp.settings import ClientOptions, SettingsStore
-from offload_fixer.lsp.text_edits import LineIndex, minimal_edits
+from offload_fixer.lsp.text_edits import LineIndex, minimal_edits, span_range
 from offload_fixer.model import Diagnostic, Span
+from offload_fixer.version import __version__
 
 log = logging.getLogger(__name__)
 
-NAME = "offload-fixer"
 FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.{NAME}"
 DYNAMIC_SUFFIX = " [found by `offload-fixer run`]"
 """Told apart from the static check's: the run saw it happen in a real compilation."""
-_SEVERITY = {
-    "error": types.DiagnosticSeverity.Error,
-    "warning": types.DiagnosticSeverity.Warning,
-    "info": types.DiagnosticSeverity.Information,
-}
 
 
 @dataclass
@@ -183,9 +179,9 @@ class OffloadFixerServer(LanguageServer):
         preferred = next((f for f in fixes if f.preferred), None)
         url = engine.rule_url(diagnostic.code)
         return types.Diagnostic(
-            range=self.span_range(span, index),
+            range=span_range(span, index, self.encoding),
             message=diagnostic.message + (DYNAMIC_SUFFIX if diagnostic.source == "dynamic" else ""),
-            severity=_SEVERITY.get(diagnostic.severity, types.DiagnosticSeverity.Warning),
+            severity=SEVERITY.get(diagnostic.severity, types.DiagnosticSeverity.Warning),
             code=diagnostic.code,
             code_description=types.CodeDescription(href=url) if url else None,
             source=NAME,
@@ -200,21 +196,6 @@ class OffloadFixerServer(LanguageServer):
             },
         )
 
-    def span_range(self, span: Span | None, index: LineIndex) -> types.Range:
-        """A model span (1-based lines, 1-based code-point columns) as an LSP range."""
-        if span is None:
-            start = types.Position(0, 0)
-            return types.Range(start, start)
-        line = max(span.line - 1, 0)
-        start = index.position_at_column(line, span.col - 1, self.encoding)
-        if span.end_line is not None and span.end_col is not None:
-            end = index.position_at_column(max(span.end_line - 1, 0), span.end_col - 1, self.encoding)
-        else:
-            end = index.position_at_column(line, len(index.line_text(line)), self.encoding)
-        if (end.line, end.character) < (start.line, start.character):
-            end = start
-        return types.Range(start, end)
-
     def related(
         self, diagnostic: Diagnostic, uri: str, path: str, index: LineIndex
     ) -> list[types.DiagnosticRelatedInformation]:
@@ -226,7 +207,7 @@ class OffloadFixerServer(LanguageServer):
                 return
             same_file = engine.same_path(span.path, path)
             target_uri = uri if same_file else engine.uri_of(span.path)
-            range_ = self.span_range(span, index) if same_file else _plain_range(span)
+            range_ = span_range(span, index, self.encoding) if same_file else _plain_range(span)
             found.append(types.DiagnosticRelatedInformation(types.Location(target_uri, range_), message))
 
         for span, message in engine.related_spans(diagnostic):

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from lsprotocol import types
 
+from offload_fixer.model import Span
+
 _LINE_END = re.compile(r"\r\n|\r|\n")
 
 
@@ -36,19 +38,6 @@ def code_units(text: str, encoding: str) -> int:
     if encoding == types.PositionEncodingKind.Utf8:
         return len(text.encode("utf-8"))
     return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
-
-
-def column_from_units(line: str, units: int, encoding: str) -> int:
-    """Code-point column of a client column (clamped to the line, line end excluded)."""
-    body = line.rstrip("\r\n")
-    if encoding == types.PositionEncodingKind.Utf32 or body.isascii():
-        return min(units, len(body))
-    counted = 0
-    for index, ch in enumerate(body):
-        if counted >= units:
-            return index
-        counted += code_units(ch, encoding)
-    return len(body)
 
 
 @dataclass(frozen=True)
@@ -79,6 +68,22 @@ class LineIndex:
             return self.position(len(self.text), encoding)
         body = self.line_text(line)
         return types.Position(line, code_units(body[: max(0, column)], encoding))
+
+
+def span_range(span: Span | None, index: LineIndex, encoding: str) -> types.Range:
+    """A model span (1-based lines, 1-based code-point columns) as an LSP range."""
+    if span is None:
+        start = types.Position(0, 0)
+        return types.Range(start, start)
+    line = max(span.line - 1, 0)
+    start = index.position_at_column(line, span.col - 1, encoding)
+    if span.end_line is not None and span.end_col is not None:
+        end = index.position_at_column(max(span.end_line - 1, 0), span.end_col - 1, encoding)
+    else:
+        end = index.position_at_column(line, len(index.line_text(line)), encoding)
+    if (end.line, end.character) < (start.line, start.character):
+        end = start
+    return types.Range(start, end)
 
 
 def minimal_edits(old: str, new: str, encoding: str) -> list[types.TextEdit]:

@@ -410,7 +410,7 @@ def _in(program: Program, number: int) -> bool:
 
 
 def _cell_diff(number: int, old: str, new: str) -> str:
-    from offload_fixer.fixes import unified_diff
+    from offload_fixer.source.diffs import unified_diff
 
     return unified_diff(f"In [{number}]", old, new)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from offload_fixer.fixes.errors import FixVerificationError, SourceChangedError, SourceReadError
+from offload_fixer.source.diffs import unified_diff
 
 from .document import NotebookError, NotebookFile
 from .program import CellSplitError
@@ -28,8 +29,6 @@ class NotebookEdit:
 def edit_notebook(path: str, analysed: bytes, new_program: str) -> NotebookEdit:
     """The notebook at ``path`` with ``new_program`` (an edit of the program ``analysed``)
     put back into its cells."""
-    from offload_fixer.fixes.apply import unified_diff
-
     try:
         notebook = NotebookFile.read(path)
     except NotebookError as exc:

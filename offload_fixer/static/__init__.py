@@ -16,7 +16,8 @@ change touched are parsed again.
 libcst is imported only when a file passes the prefilter, so start-up stays small.
 """
 
-from .api import ParseError, StaticResult, check_paths, check_source
+from .api import check_paths, check_source
 from .outline import SourceCache
+from .results import ParseError, StaticResult
 
 __all__ = ["ParseError", "SourceCache", "StaticResult", "check_paths", "check_source"]

@@ -7,7 +7,6 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Collection, Generator, Iterable, MutableMapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from offload_fixer import jax_compat
@@ -19,6 +18,7 @@ from .files import Unreadable, walk
 from .outline import SourceCache, outline
 from .prefilter import references_jit
 from .project import Project
+from .results import ParseError, StaticResult
 
 if TYPE_CHECKING:
     import multiprocessing.context
@@ -27,34 +27,8 @@ if TYPE_CHECKING:
 
     from offload_fixer.config import Settings
 
+    from .cache import ResultCache
     from .source import ParsedSource
-
-
-@dataclass(frozen=True)
-class ParseError:
-    """A file the check could not read as Python: 1-based line and column."""
-
-    path: str
-    line: int
-    col: int
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}:{self.col}: {self.message}"
-
-
-@dataclass(frozen=True)
-class StaticResult:
-    """The check of one file: its diagnostics, or why it could not be read."""
-
-    path: str
-    diagnostics: tuple[Diagnostic, ...] = ()
-    parse_error: ParseError | None = None
-    analysed: bool = False
-    """False when the prefilter showed the file cannot hold a host move the check models."""
-    dependencies: tuple[str, ...] = ()
-    """Other modules of the project the check read for this file (absolute paths): the result
-    holds while they are unchanged."""
 
 
 BYTES_PER_WORKER = 1 << 20
@@ -103,6 +77,7 @@ def check_paths(
     settings_for: Callable[[str], Settings] | None = None,
     *,
     caches: MutableMapping[str, SourceCache] | None = None,
+    results: ResultCache | None = None,
 ) -> Generator[StaticResult, None, None]:
     """Check files and directories (walked, honouring ``.gitignore`` and ``excludes``, which
     are patterns as in the ``exclude`` setting, relative to the current directory: one without
@@ -112,7 +87,9 @@ def check_paths(
     file in ``check_syntax`` (a file named on the command line) is compiled even when the
     prefilter rules it out, so a syntax error in it is reported. ``caches``: a
     :class:`SourceCache` per path, filled and reused by the files checked in this process, so
-    that checking again after a fix parses only the statements the fix changed.
+    that checking again after a fix parses only the statements the fix changed. ``results``:
+    the results of earlier runs (:class:`~offload_fixer.static.cache.ResultCache`), read for
+    each file whose check they still answer, and written for each file checked anew.
 
     ``settings_for(path)``: each file's own settings (its nearest ``[tool.offload-fixer]``):
     their target and JAX version replace ``target``/``jax_version``, and a file or directory
@@ -171,7 +148,12 @@ def check_paths(
         else _unselected(entry[0], entry[1], check_syntax)
         for entry in pending
     ]
+    if results is not None:  # what an earlier run found, where it still holds
+        selected = [
+            entry if isinstance(entry, StaticResult) else results.get(*entry, project) or entry for entry in selected
+        ]
     candidates = [entry for entry in selected if isinstance(entry, tuple)]
+    recording = results is not None
     workers = worker_count(jobs, len(candidates), sum(len(entry[0]) for entry in candidates))
     if workers <= 1:
         for entry in selected:
@@ -179,15 +161,24 @@ def check_paths(
                 yield entry
                 continue
             cache = caches.setdefault(entry[1], SourceCache()) if caches is not None else None
-            yield _check(*entry, cache, project)
+            result, digests = _check_consulting(*entry, cache, project, recording)
+            if results is not None and digests is not None:
+                results.put(*entry, result, digests)
+            yield result
         return
     import concurrent.futures  # a pool's machinery (multiprocessing, pickle, sockets) only for a pool
 
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
-        futures = {id(entry): pool.submit(_check_in_worker, *entry, roots) for entry in candidates}
+        futures = {id(entry): pool.submit(_check_in_worker, *entry, roots, recording) for entry in candidates}
         try:
             for entry in selected:
-                yield futures[id(entry)].result() if isinstance(entry, tuple) else entry
+                if not isinstance(entry, tuple):
+                    yield entry
+                    continue
+                result, digests = futures[id(entry)].result()
+                if results is not None and digests is not None:
+                    results.put(*entry, result, digests)
+                yield result
         finally:  # a caller that stops early: drop what has not started, wait for the rest
             for future in futures.values():
                 future.cancel()
@@ -276,13 +267,31 @@ _WORKER_PROJECTS: dict[tuple[str, ...], Project] = {}
 
 
 def _check_in_worker(
-    source: bytes, path: str, target: str, spelling: jax_compat.Spelling, roots: tuple[str, ...]
-) -> StaticResult:
+    source: bytes, path: str, target: str, spelling: jax_compat.Spelling, roots: tuple[str, ...], recording: bool
+) -> tuple[StaticResult, dict[str, str] | None]:
     """One file in a worker process, which keeps one project per set of roots for all its files."""
     project = _WORKER_PROJECTS.get(roots)
     if project is None:
         project = _WORKER_PROJECTS[roots] = Project(roots)
-    return _check(source, path, target, spelling, None, project)
+    return _check_consulting(source, path, target, spelling, None, project, recording)
+
+
+def _check_consulting(
+    source: bytes,
+    path: str,
+    target: str,
+    spelling: jax_compat.Spelling,
+    cache: SourceCache | None,
+    project: Project,
+    recording: bool,
+) -> tuple[StaticResult, dict[str, str] | None]:
+    """One file, and (``recording``) digests of what its check read from the disk, for the
+    result cache: the result holds while they are unchanged."""
+    if not recording:
+        return _check(source, path, target, spelling, cache, project), None
+    with project.consulting() as consulted:
+        result = _check(source, path, target, spelling, cache, project)
+    return result, project.digests(consulted)
 
 
 def _check(

@@ -19,10 +19,7 @@ import ast
 import bisect
 import re
 from collections import OrderedDict
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from .source import Chunk
+from typing import Any
 
 NEWLINE = re.compile(r"\r\n?|\n")
 """Line ends as both ``ast`` (universal newlines) and libcst count them."""
@@ -32,30 +29,29 @@ class SourceCache:
     """Parsed chunks of the texts seen lately, by chunk text: keep one per open document so
     that a new version of it re-parses only its changed chunks. Holds the chunks of the
     latest text and up to ``spare`` others (older versions of edited statements: an undo
-    finds them), least recently used going first."""
+    finds them), least recently used going first. The chunks are :mod:`.source`'s, which
+    parses them (``source.cached_chunk``); they are opaque here, where no libcst is."""
 
     def __init__(self, spare: int = 1024) -> None:
         self.spare = spare
-        self._chunks: OrderedDict[tuple, Chunk] = OrderedDict()
+        self._chunks: OrderedDict[tuple, Any] = OrderedDict()
         self.outline: Outline | None = None
         """The latest text's, which the next version's is computed from."""
         self.parsed = 0
         """How many chunks were parsed (not found here), for tests and benchmarks."""
 
-    def chunk(self, text: str, starts_file: bool, occurrence: int) -> Chunk | None:
-        # ``occurrence`` tells apart equal chunks of one file: a node must not be in a module twice.
-        key = (text, starts_file, occurrence)
+    def get(self, key: tuple) -> Any:
+        """The chunk kept for ``key``, None when there is none."""
         found = self._chunks.get(key)
         if found is not None:
             self._chunks.move_to_end(key)
-            return found
-        from .source import Chunk
-
-        found = Chunk.parse(text, starts_file)
-        self.parsed += 1
-        if found is not None:
-            self._chunks[key] = found
         return found
+
+    def add(self, key: tuple, chunk: Any) -> None:
+        """A chunk just parsed for ``key`` (None: the text did not parse alone, kept nowhere)."""
+        self.parsed += 1
+        if chunk is not None:
+            self._chunks[key] = chunk
 
     def trim(self, in_use: int) -> None:
         while len(self._chunks) > in_use + self.spare:

@@ -24,6 +24,7 @@ long-lived language server sees edits on disk.
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import re
 import sys
@@ -129,12 +130,14 @@ class ModuleFacts:
 
     def chunk(self, index: int) -> Any:
         """The libcst chunk of one top-level statement group (None when it does not parse alone)."""
+        from .source import cached_chunk
+
         if self.outline.spans is None:
             return None
         start, end = self.outline.spans[index]
         piece = self.text[start:end]
         occurrence = sum(1 for s, e in self.outline.spans[:index] if self.text[s:e] == piece)
-        return self.cache.chunk(piece, index == 0, occurrence)
+        return cached_chunk(self.cache, piece, index == 0, occurrence)
 
     def line_offset(self, index: int) -> int:
         if self._line_offsets is None:
@@ -178,6 +181,17 @@ def _bound_names(statement: ast.stmt) -> Iterator[str]:
         stack.extend(ast.iter_child_nodes(node))
 
 
+@dataclass
+class Consulted:
+    """What finding and reading the modules of one check asked of the disk: the directories
+    whose entries decided what an import found, and the files read. A result holds while
+    both are as they were (:meth:`Project.digests`), whatever was added, removed or edited."""
+
+    directories: set[str]
+    files: dict[str, bytes | None]
+    """Each file read, with the bytes the check was given (None: it could not be read)."""
+
+
 class Project:
     """Modules found from the checked files, their facts, and the prefilter's answers."""
 
@@ -190,6 +204,43 @@ class Project:
         self._exists: dict[str, bool] = {}
         self._listings: dict[str, frozenset[str]] = {}
         self._remembered: dict[str, bytes] = {}
+        self._consulted: Consulted | None = None
+        self._listing_digests: dict[str, str] = {}
+
+    @contextlib.contextmanager
+    def consulting(self) -> Iterator[Consulted]:
+        """Record what the disk is asked inside the block (one file's check)."""
+        outer, self._consulted = self._consulted, Consulted(set(), {})
+        try:
+            yield self._consulted
+        finally:
+            self._consulted = outer
+
+    def digests(self, consulted: Consulted) -> dict[str, str]:
+        """A digest of each directory's entries and each file's bytes, as they are now: equal
+        digests, equal answers to every question the check asked."""
+        import hashlib
+
+        found = {}
+        for directory in consulted.directories:
+            digest = self._listing_digests.get(directory)
+            if digest is None:
+                digest = self._listing_digests[directory] = _listing_digest(directory)
+            found[f"dir:{directory}"] = digest
+        for path, data in consulted.files.items():
+            found[f"file:{path}"] = "" if data is None else hashlib.sha256(data).hexdigest()
+        return found
+
+    def unchanged(self, digests: dict[str, str]) -> bool:
+        """Whether the directories and files behind ``digests`` are as they were."""
+        consulted = Consulted(set(), {})
+        for key in digests:
+            kind, _, path = key.partition(":")
+            if kind == "dir":
+                consulted.directories.add(path)
+            else:
+                consulted.files[path] = self.data(path)
+        return self.digests(consulted) == digests
 
     # ------------------------------------------------------------------ files
     def remember(self, path: str, data: bytes) -> None:
@@ -198,6 +249,12 @@ class Project:
         self._remembered[os.path.abspath(path)] = data
 
     def data(self, path: str) -> bytes | None:
+        data = self._read(path)
+        if self._consulted is not None:
+            self._consulted.files[os.path.abspath(path)] = data
+        return data
+
+    def _read(self, path: str) -> bytes | None:
         key = os.path.abspath(path)
         if key in self._remembered:
             return self._remembered[key]
@@ -215,6 +272,8 @@ class Project:
     def facts(self, path: str) -> ModuleFacts | None:
         """The module's ``ast`` facts; None when it cannot be read or parsed."""
         key = os.path.abspath(path)
+        if self._consulted is not None:
+            self.data(key)  # what the facts are read from, noted even when they are known
         stamp = self.stamp(key)
         cached = self._facts.get(key)
         if cached is not None and cached[0] == stamp:
@@ -241,7 +300,10 @@ class Project:
         root, the project roots."""
         directory = os.path.dirname(os.path.abspath(path))
         package_root = directory
-        while os.path.isfile(os.path.join(package_root, "__init__.py")):
+        while True:
+            self._consult(package_root)
+            if not os.path.isfile(os.path.join(package_root, "__init__.py")):
+                break
             parent = os.path.dirname(package_root)
             if parent == package_root:
                 break
@@ -293,6 +355,7 @@ class Project:
 
     def _names_in(self, directory: str) -> frozenset[str]:
         """Module and package names a directory holds (listed once per run)."""
+        self._consult(directory)
         found = self._listings.get(directory)
         if found is None:
             try:
@@ -303,17 +366,24 @@ class Project:
         return found
 
     def _is_file(self, path: str) -> bool:
+        self._consult(os.path.dirname(path))
         found = self._exists.get(path)
         if found is None:
             found = self._exists[path] = os.path.isfile(path)
         return found
 
     def _is_dir(self, path: str) -> bool:
+        self._consult(os.path.dirname(path))
         key = path + os.sep
         found = self._exists.get(key)
         if found is None:
             found = self._exists[key] = os.path.isdir(path)
         return found
+
+    def _consult(self, directory: str) -> None:
+        """Note a directory whose entries an answer depends on."""
+        if self._consulted is not None:
+            self._consulted.directories.add(directory)
 
     # ------------------------------------------------------------------ prefilter
     def selects(self, path: str, data: bytes) -> bool:
@@ -365,6 +435,25 @@ class Project:
         )
         self._host[key] = (stamp, found)
         return found
+
+
+def _listing_digest(directory: str) -> str:
+    """The entries of a directory an import can find (``name.py`` files and ``name``
+    directories), each with its kind, as one digest; "" when it cannot be listed. Other entries
+    (``__pycache__``, an editor's swap file, a cache directory) change no answer."""
+    import hashlib
+
+    try:
+        with os.scandir(directory) as entries:
+            listing = sorted(
+                f"{entry.name}/" if entry.is_dir() else entry.name
+                for entry in entries
+                if (entry.name.endswith(".py") and entry.name[:-3].isidentifier())
+                or (entry.name.isidentifier() and entry.name != "__pycache__" and entry.is_dir())
+            )
+    except OSError:
+        return ""
+    return hashlib.sha256("\0".join(listing).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def _stamp(path: str) -> Any:

@@ -307,6 +307,18 @@ def _statement_pieces(module: cst.Module) -> list[tuple[int, Chunk]]:
     return pieces
 
 
+def cached_chunk(cache: SourceCache, text: str, starts_file: bool, occurrence: int) -> Chunk | None:
+    """The chunk of ``text`` parsed alone, from ``cache`` when it holds it (None: it does not
+    parse alone). ``occurrence`` tells equal chunks of one file apart: a node must not be in a
+    module twice."""
+    key = (text, starts_file, occurrence)
+    found: Chunk | None = cache.get(key)
+    if found is None:
+        found = Chunk.parse(text, starts_file)
+        cache.add(key, found)
+    return found
+
+
 def _assemble(text: str, spans: list[tuple[int, int]], cache: SourceCache) -> ParsedSource | None:
     parsed = []
     seen: dict[str, int] = {}
@@ -314,7 +326,7 @@ def _assemble(text: str, spans: list[tuple[int, int]], cache: SourceCache) -> Pa
         piece = text[start:end]
         occurrence = seen.get(piece, 0)
         seen[piece] = occurrence + 1
-        chunk = cache.chunk(piece, index == 0, occurrence)
+        chunk = cached_chunk(cache, piece, index == 0, occurrence)
         if chunk is None or (chunk.footer and index < len(spans) - 1):
             return None
         parsed.append(chunk)

@@ -37,7 +37,8 @@ def target_status(target: str) -> TargetStatus:
 
 
 def report_lines() -> list[str]:
-    from offload_fixer import __version__, jax_compat
+    from offload_fixer import jax_compat
+    from offload_fixer.version import __version__
 
     lines = [
         f"offload-fixer {__version__}",

@@ -1,0 +1,142 @@
+"""The static check's results kept between runs, as ruff keeps its own: a second ``check`` of
+an unchanged tree reads them instead of parsing and analysing again.
+
+One entry per checked file and settings, a small JSON file under
+``<project>/.offload-fixer-cache/<version>/`` (the project is the directory of the
+``pyproject.toml`` that configures the run, else the working directory). An entry holds while
+
+- the file's bytes are the same (its SHA-256 is in the entry's key, with the target, the JAX
+  rules' spelling, the working directory the paths are relative to, the Python, libcst and
+  offload-fixer versions, and the size and time of every module of offload-fixer itself, so
+  an edited or reinstalled tool never reads an older one's results);
+- every project module the check read has the same bytes, and every directory whose entries
+  decided where an import led lists the same modules (:meth:`Project.digests`): a module
+  added where an import now finds it makes the entry stale as an edit would.
+
+Only files the prefilter lets through are kept: the rest cost less to screen again than to
+look up. Entries are written to a temporary file and renamed into place, so concurrent runs
+(pre-commit's parallel batches, an editor's save beside a CI job) each read a whole entry or
+none; a file that cannot be read, parsed or written is a miss, never an error. JSON, never
+pickle: a cache directory can come from anywhere a checkout does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from offload_fixer import installed
+from offload_fixer.jax_compat import Spelling
+from offload_fixer.model import Diagnostic
+from offload_fixer.version import __version__
+
+from .project import Project
+from .results import ParseError, StaticResult
+
+DIRECTORY = ".offload-fixer-cache"
+FORMAT = 1
+"""Bumped when an entry's layout changes."""
+
+
+class ResultCache:
+    """The results of one project's checks, in ``root / DIRECTORY``."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.directory = Path(root) / DIRECTORY / __version__
+        self._tool: str | None = None
+        self._ready: bool | None = None
+        self.hits = self.misses = 0
+
+    def get(self, data: bytes, path: str, target: str, spelling: Spelling, project: Project) -> StaticResult | None:
+        """The result kept for this file, if it still holds."""
+        try:
+            entry = json.loads(self._entry(path, target, spelling).read_bytes())
+            if entry["key"] != self._key(data) or not project.unchanged(entry["consulted"]):
+                raise LookupError
+            result = _result(entry["result"])
+        except (OSError, ValueError, LookupError, TypeError, AttributeError):
+            self.misses += 1
+            return None
+        self.hits += 1
+        return result
+
+    def put(
+        self, data: bytes, path: str, target: str, spelling: Spelling, result: StaticResult, digests: dict[str, str]
+    ) -> None:
+        """Keep ``result``, found while the disk answered as ``digests`` say."""
+        if not self._prepared():
+            return
+        entry = {"key": self._key(data), "consulted": digests, "result": _encoded(result)}
+        destination = self._entry(path, target, spelling)
+        import tempfile  # here: a run that analyses nothing writes nothing
+
+        try:
+            handle, temporary = tempfile.mkstemp(prefix=".entry-", dir=self.directory)
+            with os.fdopen(handle, "w", encoding="utf-8") as stream:
+                json.dump(entry, stream)
+            os.replace(temporary, destination)
+        except OSError:
+            try:
+                os.unlink(temporary)
+            except (OSError, UnboundLocalError):
+                pass
+
+    def _prepared(self) -> bool:
+        if self._ready is None:
+            try:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                top = self.directory.parent
+                for name, text in (
+                    (".gitignore", "# Written by offload-fixer.\n*\n"),
+                    ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n# offload-fixer's results\n"),
+                ):
+                    if not (top / name).exists():
+                        (top / name).write_text(text, encoding="utf-8")
+                self._ready = True
+            except OSError:  # a read-only checkout: no cache, as with --no-cache
+                self._ready = False
+        return self._ready
+
+    def _entry(self, path: str, target: str, spelling: Spelling) -> Path:
+        name = json.dumps([os.path.abspath(path), path, os.getcwd(), target, repr(spelling)])
+        return self.directory / f"{hashlib.sha256(name.encode('utf-8', 'surrogateescape')).hexdigest()[:40]}.json"
+
+    def _key(self, data: bytes) -> str:
+        return hashlib.sha256(self._tool_fingerprint().encode() + hashlib.sha256(data).digest()).hexdigest()
+
+    def _tool_fingerprint(self) -> str:
+        if self._tool is None:
+            package = Path(__file__).resolve().parent.parent
+            modules = sorted(
+                (str(p.relative_to(package)), p.stat().st_size, p.stat().st_mtime_ns) for p in package.rglob("*.py")
+            )
+            self._tool = json.dumps(
+                [FORMAT, __version__, sys.version, installed.version("libcst"), modules], separators=(",", ":")
+            )
+        return self._tool
+
+
+def _encoded(result: StaticResult) -> dict[str, Any]:
+    error = result.parse_error
+    return {
+        "path": result.path,
+        "diagnostics": [d.to_dict() for d in result.diagnostics],
+        "parse_error": None if error is None else [error.path, error.line, error.col, error.message],
+        "analysed": result.analysed,
+        "dependencies": list(result.dependencies),
+    }
+
+
+def _result(encoded: dict[str, Any]) -> StaticResult:
+    error = encoded["parse_error"]
+    return StaticResult(
+        encoded["path"],
+        tuple(Diagnostic.from_dict(d) for d in encoded["diagnostics"]),
+        None if error is None else ParseError(*error),
+        bool(encoded["analysed"]),
+        tuple(encoded["dependencies"]),
+    )
