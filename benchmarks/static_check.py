@@ -9,8 +9,19 @@ Every tool runs as a fresh process, start-up included, as a pre-commit hook or C
     .venv/bin/python benchmarks/static_check.py            # medians of 5 runs, fixit once
     .venv/bin/python benchmarks/static_check.py --skip-fixit --repeat 10
     .venv/bin/python benchmarks/static_check.py --compare-jobs   # `check -j 1` against its default
+    .venv/bin/python benchmarks/static_check.py --trees /work/ext/jax,/work/ext/flax,/work/ext/optax \
+        /work/ext/axlearn /work/ext/maxtext --repeat 3      # real repositories, kept out of the project
 
 Targets: at least 10x faster than ``fixit lint``, no slower than ``ruff check --select ALL``.
+
+``--trees`` takes checkouts of real repositories (their tests included; fetch them outside
+this repository), each argument one tree of comma-separated directories. On each the
+installed ``offload-fixer check`` runs cold (an empty result cache, which it fills) and again
+with the cache it left, beside ``ruff check`` with its default rules and with ``--select ALL``,
+interleaved run by run; medians of wall time and CPU seconds, and the largest peak RSS. The
+trees are read where they are: every tool runs from a temporary working directory, so the
+cache goes there and nothing is written into the checkouts. Targets: cold no slower than ruff's
+default rules, cached at least 10x faster than cold, peak RSS at most ruff ``--select ALL``'s.
 """
 
 from __future__ import annotations
@@ -118,6 +129,55 @@ def compare_jobs(trees: dict[str, list[str]], repeat: int) -> None:
         print(f"{label:44s} {cells}  default / -j 1: {medians['default'] / medians['-j 1']:.2f}")
 
 
+def real_trees(groups: list[str], repeat: int) -> None:
+    """``--trees``: offload-fixer cold and cached beside ruff on real repositories."""
+    ours = [tool("offload-fixer"), "check", "--exit-zero", "-v"]
+    ruff = [tool("ruff"), "check", "--isolated", "--no-cache", "--exit-zero", "--quiet"]
+    print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, medians of {repeat}")
+    for group in groups:
+        roots = [str(Path(p).resolve()) for p in group.split(",")]
+        files = sum(1 for root in roots for _ in Path(root).rglob("*.py"))
+        runs: dict[str, list[tuple[float, float, float]]] = {}
+        share = ""
+        for _ in range(repeat):
+            with tempfile.TemporaryDirectory(prefix="offload-fixer-trees-") as work:
+                variants = {
+                    "offload-fixer check, cold": [*ours, *roots],
+                    "offload-fixer check, cached": [*ours, *roots],
+                    "ruff check (default rules)": [*ruff, *roots],
+                    "ruff check --select ALL": [*ruff, "--select", "ALL", *roots],
+                }
+                for name, command in variants.items():
+                    wall, cpu, rss, stderr = _timed_child(command, work)
+                    runs.setdefault(name, []).append((wall, cpu, rss))
+                    if name.startswith("offload-fixer"):
+                        share = next((line for line in stderr.splitlines() if " analysed" in line), share)
+        label = " + ".join(Path(root).name for root in roots)
+        print(f"\n{label}: {files} .py files; {share.removeprefix('offload-fixer: ')}")
+        print(f"{'':30s} {'wall s':>8s} {'CPU s':>8s} {'max RSS MB':>11s}   wall and CPU / ruff default, / ruff ALL")
+        medians = {name: [statistics.median(v[i] for v in values) for i in (0, 1)] for name, values in runs.items()}
+        peaks = {name: max(v[2] for v in values) for name, values in runs.items()}
+        default, every = medians["ruff check (default rules)"], medians["ruff check --select ALL"]
+        for name in runs:
+            wall, cpu = medians[name]
+            ratios = f"{wall / default[0]:5.2f} {cpu / default[1]:5.2f}   {wall / every[0]:5.2f} {cpu / every[1]:5.2f}"
+            print(f"{name:30s} {wall:8.2f} {cpu:8.2f} {peaks[name]:11.0f}   {ratios}")
+        cold, cached = medians["offload-fixer check, cold"], medians["offload-fixer check, cached"]
+        print(f"cold / cached: {cold[0] / cached[0]:.1f}x wall, {cold[1] / cached[1]:.1f}x CPU (target >= 10)")
+
+
+def _timed_child(command: list[str], cwd: str) -> tuple[float, float, float, str]:
+    """(wall s, CPU s, peak RSS MB, stderr) of one run, CPU and RSS from ``wait4``."""
+    with tempfile.TemporaryFile("w+") as errors:
+        start = time.perf_counter()
+        process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=errors)
+        _pid, _status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - start
+        process.returncode = 0
+        errors.seek(0)
+        return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, errors.read()
+
+
 def offloading_tree(destination: Path, megabytes: float) -> tuple[int, int]:
     """Copies of the examples (every one offloads) up to ``megabytes``: a repository where every
     file reaches the parser, the case a pool is for."""
@@ -144,12 +204,21 @@ def main() -> None:
         "tree and on trees where every file offloads",
     )
     parser.add_argument(
+        "--trees",
+        nargs="+",
+        metavar="DIR[,DIR...]",
+        help="real repositories to check beside ruff, cold and cached (each argument one tree)",
+    )
+    parser.add_argument(
         "--without-prefilter",
         action="store_true",
         help="also time parsing and analysing every file that mentions jit, as a "
         "repository where every file offloads would cost",
     )
     args = parser.parse_args()
+    if args.trees:
+        real_trees(args.trees, args.repeat)
+        return
 
     with tempfile.TemporaryDirectory(prefix="offload-fixer-bench-") as tmp:
         tree = Path(tmp)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from offload_fixer.model import FunctionRef, Report
-from offload_fixer.source.texts import is_interactive, source_bytes
+from offload_fixer.source.lookup import is_interactive, source_bytes
 
 __all__ = ["check", "function_ref", "is_jitted", "python_function"]
 

@@ -24,11 +24,10 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 from offload_fixer.jax_compat import UnsupportedJaxVersion, check_modelled
-from offload_fixer.model import FORMATS, TARGET_CHOICES, Diagnostic
-from offload_fixer.source.text import read_regular_file
+from offload_fixer.model import FORMATS, STRATEGIES, TARGET_CHOICES, Diagnostic
+from offload_fixer.source.decoding import read_regular_file
 
 TABLE = "offload-fixer"
-STRATEGIES = ("device", "host", "auto")
 DEFAULT_EXCLUDE: tuple[str, ...] = (
     ".bzr",
     ".direnv",

@@ -2,7 +2,7 @@
 
 The analysis reports one diagnostic per output a host value reaches (the JSON keeps them
 all). A user fixes a root cause: the place where a value became host memory in one jitted
-function, which is what the fix planner groups by (:func:`~offload_fixer.fixes.root_cause_key`).
+function, which is what the fix planner groups by too (:func:`root_cause_key`).
 So the text output shows one finding per code and root cause, with the outputs it reaches
 beneath it, and marks it ``[*]`` only when ``--fix`` would write a fix for it.
 """
@@ -48,13 +48,6 @@ class Finding:
         return self.fix is not None and self.fix.status == "applied"
 
 
-def root_cause(diagnostic: Diagnostic) -> tuple[Any, ...]:
-    """The planner's grouping by root cause, for every code."""
-    from offload_fixer.fixes import root_cause_key
-
-    return root_cause_key(diagnostic)
-
-
 def group_findings(
     diagnostics: Iterable[Diagnostic], marks: Mapping[Diagnostic, FixMark] | None = None
 ) -> list[Finding]:
@@ -63,7 +56,7 @@ def group_findings(
     marks = marks or {}
     groups: dict[tuple[Any, ...], list[Diagnostic]] = {}
     for d in diagnostics:
-        groups.setdefault((d.code, root_cause(d)), []).append(d)
+        groups.setdefault((d.code, root_cause_key(d)), []).append(d)
     found = []
     for members in groups.values():
         members.sort(
@@ -85,6 +78,52 @@ def group_findings(
         )
     )
     return found
+
+
+# ---------------------------------------------------------------------------------------
+# Root causes: how the findings are grouped, and the fix planner's jobs
+def source_path(d: Diagnostic) -> str | None:
+    """The file a fix of ``d`` edits: its jitted function's, else its origin's, its return's or its own."""
+    candidates = [
+        d.function.path if d.function else None,
+        d.origin.span.path if d.origin and d.origin.span else None,
+        d.return_span.path if d.return_span else None,
+        d.span.path if d.span else None,
+    ]
+    return next((p for p in candidates if p), None)
+
+
+def origin_key(d: Diagnostic) -> str:
+    """Where ``d``'s host value comes from, as one string."""
+    origin = d.origin
+    if origin is None:
+        span = d.span
+        return f"{d.code}:{span.path}:{span.line}:{span.col}" if span else f"output:{d.output_path}"
+    if origin.key:
+        return origin.key
+    span = origin.span
+    return f"{origin.kind}:{span.path}:{span.line}:{span.col}" if span else f"{origin.kind}:{origin.detail}"
+
+
+def root_cause_key(d: Diagnostic) -> tuple[Any, ...]:
+    """By root cause: the origin; the leaves of one streamed argument (one origin each) are
+    one, and so are the codes (OFL1200, OFL1201, ...) a root cause produces."""
+    function = (d.function.name, d.function.line) if d.function else None
+    origin = origin_key(d)
+    if d.origin is not None and d.origin.kind == "host_argument" and d.origin.argument:
+        origin = f"argument:{split_argument(d.origin.argument)[0]}"
+    elif d.origin is not None and d.origin.span is not None:
+        span = d.origin.span  # a device_put of a pytree: one move per leaf, one line of source
+        origin = f"{d.origin.kind}:{span.path}:{span.line}:{span.col}"
+    return (source_path(d), function, origin)
+
+
+def split_argument(label: str) -> tuple[str, str]:
+    """``params['mu'].count`` -> (``params``, ``['mu'].count``): JAX's argument label."""
+    end = 0
+    while end < len(label) and (label[end].isalnum() or label[end] == "_"):
+        end += 1
+    return label[:end], label[end:]
 
 
 def location(diagnostic: Diagnostic) -> Span | None:
@@ -129,21 +168,3 @@ def fix_marks(diagnostics: Sequence[Diagnostic], plans: Iterable[Any], unsafe: b
             if d not in marks or _PREFERENCE[mark.status] < _PREFERENCE[marks[d].status]:
                 marks[d] = mark
     return marks
-
-
-def plan_marks(
-    diagnostics: Sequence[Diagnostic],
-    strategy: str,
-    unsafe: bool,
-    jax_version: str | None,
-    texts: Mapping[str, bytes] | None = None,
-    reports: Iterable[Any] = (),
-) -> dict[Diagnostic, FixMark]:
-    """Plan the fixes (no file is written) and mark what they cover (``reports``: a run's, for
-    the output trees)."""
-    from offload_fixer.fixes import FIXABLE_CODES, plan_fixes
-
-    if not any(d.code in FIXABLE_CODES for d in diagnostics):
-        return {}
-    plans = plan_fixes(list(diagnostics), strategy=strategy, jax_version=jax_version, texts=texts, reports=reports)
-    return fix_marks(diagnostics, plans, unsafe)

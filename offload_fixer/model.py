@@ -55,8 +55,15 @@ def normalize_target(target: str) -> str:
 
 
 OriginKind = Literal["move_to_host", "host_argument", "offload_policy", "host_compute"]
-Safety = Literal["safe", "unsafe", "display-only"]
+EditSafety = Literal["safe", "unsafe"]
+"""What one edit is: ``unsafe`` where it can change what the program computes or where a value lives."""
+Safety = Literal[EditSafety, "display-only"]
+"""What a fix is: its edits' safety, or ``display-only`` where no edit can be made."""
 FixStrategy = Literal["device", "host"]
+FIX_STRATEGIES: tuple[FixStrategy, ...] = typing.get_args(FixStrategy)
+"""The ways to fix a host value at a device output: move it back to device, or declare the output host."""
+STRATEGIES: tuple[str, ...] = ("auto", *FIX_STRATEGIES)
+"""What ``--strategy`` and ``strategy`` accept: ``auto`` chooses per origin."""
 OutputVerdict = Literal["device", "host", "streamed", "repaired", "error"]
 
 

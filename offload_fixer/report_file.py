@@ -103,7 +103,7 @@ def write_report_file(
 def read_report_file(path: str) -> ReportFile:
     """A saved report; ``ValueError`` (or ``OSError``) saying what is wrong with the file. A
     FIFO or device is refused by its type before anything is read."""
-    from offload_fixer.source.text import read_regular_file
+    from offload_fixer.source.decoding import read_regular_file
 
     raw = read_regular_file(path)
     try:

@@ -24,8 +24,9 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
+from offload_fixer.model import STRATEGIES
+
 ROOT = Path(__file__).resolve().parent.parent
-STRATEGIES = ("auto", "device", "host")
 _names = itertools.count()
 
 

@@ -20,9 +20,10 @@ import shutil
 import sys
 from pathlib import Path
 
+from offload_fixer.model import STRATEGIES
+
 ROOT = Path(__file__).resolve().parent.parent
 BROKEN = ("optimizer_offload_broken", "param_streaming_broken", "unpinned_host_trap")
-STRATEGIES = ("auto", "device", "host")
 
 
 def fix_example(name: str, strategy: str, out: Path) -> tuple[Path | None, list[str]]:

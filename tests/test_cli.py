@@ -19,6 +19,7 @@ from offload_fixer.cli import main
 from offload_fixer.exit_codes import ExitCode
 from offload_fixer.rules import all_rules
 from tests.cli_support import command, environment, in_terminal, offload_fixer
+from tests.jax_versions import NEWEST_NAMED, NEXT_MINOR
 
 ROOT = Path(__file__).resolve().parents[1]
 HAS_PINNED_HOST = "pinned_host" in {m.kind for m in __import__("jax").devices()[0].addressable_memories()}
@@ -592,8 +593,8 @@ def test_per_file_ignores(tmp_path: Path):
         (["check", "missing.py"], ExitCode.INPUT_ERROR, "missing.py: no such file or directory"),
         (["explain", "missing.log"], ExitCode.INPUT_ERROR, "cannot read the log missing.log"),
         (["fix", "missing.json"], ExitCode.INPUT_ERROR, "missing.json: no such report"),
-        (["check", "--jax-version", "0.13", "clean.py"], ExitCode.UNSUPPORTED_JAX, "the newest is 0.12.0.1"),
-        (["rules", "OFL1200", "--jax-version", "0.13"], ExitCode.UNSUPPORTED_JAX, "the newest is 0.12.0.1"),
+        (["check", "--jax-version", NEXT_MINOR, "clean.py"], ExitCode.UNSUPPORTED_JAX, NEWEST_NAMED),
+        (["rules", "OFL1200", "--jax-version", NEXT_MINOR], ExitCode.UNSUPPORTED_JAX, NEWEST_NAMED),
         (["check", "--select", ",,,", "clean.py"], ExitCode.USAGE, "names no code"),
         (["check", "--ignore", "", "clean.py"], ExitCode.USAGE, "names no code"),
         (["check", "--select", "OFL9999", "clean.py"], ExitCode.USAGE, "selects no rule"),
@@ -609,10 +610,10 @@ def test_bad_inputs_get_a_message_and_their_exit_code(tmp_path: Path, args, code
 
 
 def test_a_configured_jax_version_offload_fixer_does_not_model(tmp_path: Path):
-    (tmp_path / "pyproject.toml").write_text('[tool.offload-fixer]\njax-version = "0.13.0"\n')
+    (tmp_path / "pyproject.toml").write_text(f'[tool.offload-fixer]\njax-version = "{NEXT_MINOR}.0"\n')
     (tmp_path / "clean.py").write_text(CLEAN)
     proc = offload_fixer("check", "clean.py", cwd=tmp_path)
-    assert proc.returncode == ExitCode.UNSUPPORTED_JAX and "the newest is 0.12.0.1" in proc.stderr
+    assert proc.returncode == ExitCode.UNSUPPORTED_JAX and NEWEST_NAMED in proc.stderr
 
 
 def test_a_python_script_without_suffix_is_checked(tmp_path: Path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from offload_fixer.config import (
     select_codes,
 )
 from offload_fixer.model import Diagnostic, Span
+from tests.jax_versions import NEWEST_NAMED, NEXT_MINOR
 
 
 def _write(path: Path, text: str) -> Path:
@@ -77,8 +79,8 @@ jobs = 4
         ('jax-version = "latest"', "jax-version: not a JAX version"),
         ('jax-version = "0.3.25"', "jax-version: JAX 0.3.25 predates memory kinds"),
         (
-            'jax-version = "0.13"',
-            "jax-version: JAX 0.13 is newer than what offload-fixer models .the newest is 0.12.0.1,",
+            f'jax-version = "{NEXT_MINOR}"',
+            f"jax-version: JAX {re.escape(NEXT_MINOR)} is newer than what offload-fixer models .{re.escape(NEWEST_NAMED)},",
         ),
         ('per-file-ignores = ["OFL1200"]', "per-file-ignores: expected a table"),
         ('per-file-ignores = { "tests/**" = ["E501"] }', "per-file-ignores.'tests/..': 'E501' selects no rule"),

@@ -450,9 +450,6 @@ _BACKEND_TEXTS: dict[msg.XlaMessage, tuple[str, str]] = {
 }
 
 
-MERGED_CODES = codes.HOST_COMPUTE_CODES
-
-
 def _merge_same_place(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     """One computation reached by several host values (the leaves of one streamed pytree, say)
     is one problem at one place: keep the first diagnostic and name the other origins in it.
@@ -462,7 +459,7 @@ def _merge_same_place(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     for diagnostic in diagnostics:
         key = (diagnostic.code, diagnostic.span)
-        if diagnostic.code in MERGED_CODES and diagnostic.span is not None and key in merged:
+        if diagnostic.code in codes.HOST_COMPUTE_CODES and diagnostic.span is not None and key in merged:
             others.setdefault(merged[key], []).append(
                 diagnostic.origin.detail if diagnostic.origin else "another host value"
             )

@@ -256,7 +256,13 @@ def check(
             outcome.diagnostics, strategy, dataclasses.replace(invocation, fix=False), settings.jax_version, console
         )
         show_planned_fixes(run, console)
-    finish(outcome, invocation, settings, console, marks_planner(strategy, invocation, settings.jax_version))
+    finish(
+        outcome,
+        invocation,
+        settings,
+        console,
+        marks_planner(strategy, invocation, settings.jax_version, results=results),
+    )
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})

@@ -134,7 +134,7 @@ def apply_fixes_per_file(
 
 class FixConfirmation:
     """``--fix --confirm``: each fixed file's checked functions lowered again from the fixed
-    text and compiled before anything is written (:mod:`offload_fixer.xla.fixed`)."""
+    text and compiled before anything is written (:mod:`offload_fixer.xla.confirm_fixes`)."""
 
     def __init__(self, reports: Sequence[Any], calls: dict[int, Any], target: str) -> None:
         self.reports = list(reports)
@@ -143,7 +143,7 @@ class FixConfirmation:
 
     def apply(self, plans: Sequence[Any], invocation: Invocation, console: Console) -> list[Any]:
         from offload_fixer.fixes import apply_plans
-        from offload_fixer.xla.fixed import compile_fixed
+        from offload_fixer.xla.confirm_fixes import compile_fixed
 
         planned = apply_plans(plans, write=False, unsafe=invocation.unsafe_fixes)
         confirmed: set[str] = set()

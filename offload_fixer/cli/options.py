@@ -14,10 +14,9 @@ import click
 
 from offload_fixer.console import COLOR_CHOICES, color_enabled
 from offload_fixer.exit_codes import ExitCode
-from offload_fixer.model import FORMATS, TARGET_CHOICES, Diagnostic
+from offload_fixer.model import FORMATS, STRATEGIES, TARGET_CHOICES, Diagnostic
 
 MACHINE_FORMATS = ("json", "sarif", "github")
-STRATEGIES = ("auto", "device", "host")
 PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
 """What ``check`` takes when a file is named (a notebook needs the ``notebook`` extra)."""
 

@@ -67,15 +67,32 @@ def marks_planner(
     jax_version: str | None,
     texts: dict[str, bytes] | None = None,
     reports: Sequence[Any] = (),
+    results: Any = None,
 ) -> Callable[[list[Diagnostic]], dict]:
+    """What ``--fix`` would do about each finding, for the ``[*]`` marks; ``results``: the
+    result cache, which keeps the marks of findings seen before (files named, not ``texts``)."""
+
     def marks(diagnostics: list[Diagnostic]) -> dict:
-        from offload_fixer.findings import plan_marks
+        from offload_fixer.findings import fix_marks
         from offload_fixer.recursion import call_allowing_deep_recursion
 
-        try:
-            return call_allowing_deep_recursion(
-                lambda: plan_marks(diagnostics, strategy, invocation.unsafe_fixes, jax_version, texts, reports)
+        def plan() -> dict:
+            """Plan the fixes (no file is written) and mark what they cover."""
+            from offload_fixer.fixes import FIXABLE_CODES, plan_fixes
+
+            if not any(d.code in FIXABLE_CODES for d in diagnostics):
+                return {}
+            plans = call_allowing_deep_recursion(
+                lambda: plan_fixes(
+                    diagnostics, strategy=strategy, jax_version=jax_version, texts=texts, reports=reports
+                )
             )
+            return fix_marks(diagnostics, plans, invocation.unsafe_fixes)
+
+        try:
+            if results is not None and texts is None and not reports:
+                return results.fix_marks(diagnostics, (strategy, invocation.unsafe_fixes, jax_version), plan)
+            return plan()
         except RecursionError:  # too deep to plan a fix for: the findings are shown without marks
             return {}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import libcst as cst
 from libcst.codemod import CodemodCommand, CodemodContext, SkipFile
@@ -24,7 +24,7 @@ from offload_fixer.codemods.source_facts import (
     SourceFacts,
 )
 from offload_fixer.codemods.targets import Edit, FixTarget, SpellingOptions
-from offload_fixer.model import DEVICE, PINNED_HOST, PathKey, parse_output_path
+from offload_fixer.model import DEVICE, PINNED_HOST, EditSafety, PathKey, parse_output_path
 from offload_fixer.source.bindings import last_name
 
 Rewrite = Callable[[cst.CSTNode], cst.CSTNode]
@@ -224,7 +224,7 @@ class FixCommand(CodemodCommand):
 
     def record(self, node: cst.CSTNode, description: str, reasons: list[str], subject: str = "") -> None:
         """An edit at ``node``'s line (where its text changes or a statement goes in)."""
-        safety: Literal["safe", "unsafe"] = "unsafe" if reasons else "safe"
+        safety: EditSafety = "unsafe" if reasons else "safe"
         self.outcome.edits.append(Edit(self.facts.line(node), description, safety, "; ".join(reasons), subject))
 
     def already(self, note: str) -> None:

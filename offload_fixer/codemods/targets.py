@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from offload_fixer.model import DEVICE, PINNED_HOST
+from offload_fixer.model import DEVICE, PINNED_HOST, EditSafety
 
 Placement = Literal["return", "entry", "after_origin", "operand", "out_shardings", "pin_memory"]
 SpellingApi = Literal["memory_space", "sharding"]
@@ -65,7 +65,7 @@ class FixTarget:
 class Edit:
     line: int
     description: str
-    safety: Literal["safe", "unsafe"]
+    safety: EditSafety
     reason: str = ""
     """Why an unsafe edit is unsafe."""
     subject: str = ""

@@ -48,8 +48,8 @@ from offload_fixer.model import (
     format_output_path,
     parse_output_path,
 )
+from offload_fixer.source.decoding import read_regular_file
 from offload_fixer.source.locations import user_span
-from offload_fixer.source.text import read_regular_file
 
 HOST_MEMORY_SPACE = 5
 """``Layout::kHostMemorySpace``: ``S(5)`` in an HLO layout."""

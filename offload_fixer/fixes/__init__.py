@@ -26,7 +26,6 @@ from offload_fixer.fixes.planner import (
     fix_options,
     plan_alternatives,
     plan_fixes,
-    root_cause_key,
 )
 
 __all__ = [
@@ -46,5 +45,4 @@ __all__ = [
     "fix_options",
     "plan_alternatives",
     "plan_fixes",
-    "root_cause_key",
 ]

@@ -43,8 +43,8 @@ from offload_fixer.interrupts import uninterrupted
 from offload_fixer.notebook import is_notebook
 from offload_fixer.notebook.fixing import edit_notebook
 from offload_fixer.recursion import call_allowing_deep_recursion
+from offload_fixer.source.decoding import decode, encode, split_lines
 from offload_fixer.source.diffs import unified_diff
-from offload_fixer.source.text import decode, encode, split_lines
 
 MAX_PASSES = 6
 """Passes over one file before giving up; fixes settle in two (fix, then no-op), one more

@@ -35,11 +35,14 @@ from offload_fixer.codemods.pytree_source import locate, returned_values
 from offload_fixer.codemods.source_facts import FunctionInfo, SourceFacts
 from offload_fixer.codemods.targets import Edit, FixTarget, SpellingOptions
 from offload_fixer.codes import HOST_COMPUTE_CODES, HOST_VALUE_DEVICE_OUTPUT, UNPINNED_HOST_MEMORY
+from offload_fixer.findings import origin_key, root_cause_key, source_path, split_argument
 from offload_fixer.fixes.errors import FixError
 from offload_fixer.fixes.excerpt import FileOutline
 from offload_fixer.fixes.source_io import decode_source, read_source, sha256_of
 from offload_fixer.model import (
+    FIX_STRATEGIES,
     HOST_KINDS,
+    STRATEGIES,
     UNPINNED_HOST,
     Diagnostic,
     FixOption,
@@ -55,7 +58,6 @@ from offload_fixer.model import (
 )
 
 FIXABLE_CODES = (HOST_VALUE_DEVICE_OUTPUT, UNPINNED_HOST_MEMORY, *HOST_COMPUTE_CODES)
-COMPUTE_CODES = HOST_COMPUTE_CODES
 """Computations on a host value: fixed by moving it to device before them."""
 Job = tuple[type[FixCommand], FixTarget]
 """One edit to make: the codemod (a :class:`FixCommand` class) and its target."""
@@ -171,7 +173,7 @@ def plan_fixes(
     of a file whose lines are not the user's (a program of notebook cells: ``In [5], line 3``);
     a notebook's lines are named by its cells without it.
     """
-    if strategy not in ("auto", "device", "host"):
+    if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; expected auto, device or host")
     if isinstance(diagnostics, Mapping):
         diagnostics = Report.from_dict(dict(diagnostics))
@@ -222,7 +224,7 @@ def plan_alternatives(
     """(strategy, plans) for the configured strategy, then for each other explicit one: the
     fixes a finding can get, the one ``--fix`` applies first."""
     reports = list(reports)
-    order = [strategy, *(s for s in ("device", "host") if s != strategy)]
+    order = [strategy, *(s for s in FIX_STRATEGIES if s != strategy)]
     return [(s, plan_fixes(diagnostics, s, jax_version, texts=texts, reports=reports, places=places)) for s in order]
 
 
@@ -320,7 +322,7 @@ class _Group:
     ) -> _Group:
         first = group[0]
         origin = next((d.origin for d in group if d.origin is not None), None)
-        path = _source_path(first)
+        path = source_path(first)
         computed_on = _computed_on(group)
         strategy, rationale = choose_strategy(origin, requested, spelling, computed_on)
         notes = (NONE_LEAF_NOTE.format(version=spelling.version),) if not spelling.none_leaf_inherits_host else ()
@@ -330,7 +332,7 @@ class _Group:
         base = {
             "path": path or "",
             "rationale": rationale,
-            "origin_key": _origin_key(first),
+            "origin_key": origin_key(first),
             "diagnostics": tuple(group),
             "source_sha256": sha,
             "notes": notes,
@@ -430,7 +432,7 @@ PART_WORDS = {
 }
 """What a part of a plan does, for a rationale that says which part could not be made."""
 
-MOVE_COVERS = frozenset({HOST_VALUE_DEVICE_OUTPUT, *COMPUTE_CODES})
+MOVE_COVERS = frozenset({HOST_VALUE_DEVICE_OUTPUT, *HOST_COMPUTE_CODES})
 """A move to device before the computation fixes the host compute and the output it reaches."""
 
 
@@ -500,7 +502,7 @@ def _parts(
         parts.append(_Part("declare", pin + declare + (operand + at_returns + after_origin if auto else [])))
     elif outs:
         parts.append(_Part("move", operand + at_returns + after_origin + (pin + declare if auto else [])))
-    elif codes & set(COMPUTE_CODES) and (operand or after_origin):
+    elif codes & set(HOST_COMPUTE_CODES) and (operand or after_origin):
         parts.append(_Part("operand", operand + after_origin))
     return parts
 
@@ -536,7 +538,7 @@ def _state_outputs(group: list[Diagnostic], target: FixTarget, source: _Source |
 
 
 def _computed_on(group: Sequence[Diagnostic]) -> bool:
-    return any(d.code in COMPUTE_CODES for d in group) or any(
+    return any(d.code in HOST_COMPUTE_CODES for d in group) or any(
         step.role == Role.HOST_COMPUTE for d in group for step in d.trace
     )
 
@@ -637,11 +639,11 @@ def _target(
         if parameter is not None:
             leaves = sorted(
                 {
-                    _split_argument(d.origin.argument)[1]
+                    split_argument(d.origin.argument)[1]
                     for d in group
                     if d.origin is not None
                     and d.origin.argument
-                    and _split_argument(d.origin.argument)[0] == parameter[0]
+                    and split_argument(d.origin.argument)[0] == parameter[0]
                 }
             )
             target = replace(
@@ -655,40 +657,6 @@ def _target(
 
 # ---------------------------------------------------------------------------------------
 # Reading diagnostics
-def _source_path(d: Diagnostic) -> str | None:
-    candidates = [
-        d.function.path if d.function else None,
-        d.origin.span.path if d.origin and d.origin.span else None,
-        d.return_span.path if d.return_span else None,
-        d.span.path if d.span else None,
-    ]
-    return next((p for p in candidates if p), None)
-
-
-def _origin_key(d: Diagnostic) -> str:
-    origin = d.origin
-    if origin is None:
-        span = d.span
-        return f"{d.code}:{span.path}:{span.line}:{span.col}" if span else f"output:{d.output_path}"
-    if origin.key:
-        return origin.key
-    span = origin.span
-    return f"{origin.kind}:{span.path}:{span.line}:{span.col}" if span else f"{origin.kind}:{origin.detail}"
-
-
-def root_cause_key(d: Diagnostic) -> tuple[Any, ...]:
-    """By root cause: the origin; the leaves of one streamed argument (one origin each) are
-    one, and so are the codes (OFL1200, OFL1201, ...) a root cause produces."""
-    function = (d.function.name, d.function.line) if d.function else None
-    origin = _origin_key(d)
-    if d.origin is not None and d.origin.kind == "host_argument" and d.origin.argument:
-        origin = f"argument:{_split_argument(d.origin.argument)[0]}"
-    elif d.origin is not None and d.origin.span is not None:
-        span = d.origin.span  # a device_put of a pytree: one move per leaf, one line of source
-        origin = f"{d.origin.kind}:{span.path}:{span.line}:{span.col}"
-    return (_source_path(d), function, origin)
-
-
 def _output_paths(group: Sequence[Diagnostic]) -> tuple[str, ...]:
     paths: list[str] = []
     for d in group:
@@ -705,14 +673,6 @@ def _same_file(a: str | None, b: str | None) -> bool:
 
 def _in_file(span: Span | None, path: str | None) -> Span | None:
     return span if span is not None and _same_file(span.path, path) else None
-
-
-def _split_argument(label: str) -> tuple[str, str]:
-    """``params['mu'].count`` -> (``params``, ``['mu'].count``): JAX's argument label."""
-    end = 0
-    while end < len(label) and (label[end].isalnum() or label[end] == "_"):
-        end += 1
-    return label[:end], label[end:]
 
 
 # ---------------------------------------------------------------------------------------
@@ -785,7 +745,7 @@ class _Source:
                 ):
                     return name, ""
         if origin.argument:
-            name, path = _split_argument(origin.argument)
+            name, path = split_argument(origin.argument)
             if name in names:
                 return name, path
         index = origin.argument_index

@@ -14,7 +14,7 @@ from offload_fixer.fixes.errors import (
     SourceReadError,
     SourceSyntaxError,
 )
-from offload_fixer.source.text import SourceDecodeError, decode
+from offload_fixer.source.decoding import SourceDecodeError, decode
 
 
 def read_source(path: str) -> bytes:

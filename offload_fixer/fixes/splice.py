@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
-from offload_fixer.source.text import LINE_END, split_lines
+from offload_fixer.source.decoding import LINE_END, split_lines
 
 _LARGE = 2000
 """Lines above which the diff lets popular lines (blank ones) not seed matches: without it,

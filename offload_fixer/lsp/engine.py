@@ -280,7 +280,7 @@ def plan_on_text(
 
 def _encoding(text: str) -> str:
     """The encoding the file would be written in: its coding cookie (PEP 263) decides, else UTF-8."""
-    from offload_fixer.source.text import SourceDecodeError, detect_encoding
+    from offload_fixer.source.decoding import SourceDecodeError, detect_encoding
 
     try:
         encoding = detect_encoding(text.encode("utf-8", "surrogatepass"))

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
-from offload_fixer.source.text import read_regular_file
+from offload_fixer.source.decoding import read_regular_file
 
 from .program import Program, code_cells
 

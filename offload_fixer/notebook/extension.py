@@ -29,13 +29,12 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
-from offload_fixer.model import Diagnostic, FunctionRef, Span
+from offload_fixer.model import STRATEGIES, Diagnostic, FunctionRef, Span
 
 from .program import CellSplitError, Program
 
 KERNEL_CELLS = "<ipython cells>"
 """The path the kernel's history is planned and fixed under, as one program."""
-STRATEGIES = ("auto", "device", "host")
 
 
 class UsageError(ValueError):
@@ -159,7 +158,7 @@ class OffloadFixerExtension:
     def _reportable(self, diagnostics: list[Diagnostic]) -> list[Diagnostic]:
         """Selected codes, less what a suppression comment in the cell silences."""
         from offload_fixer.config import select_codes
-        from offload_fixer.source.texts import source_bytes
+        from offload_fixer.source.lookup import source_bytes
         from offload_fixer.suppression import filter_suppressed
 
         selected = select_codes(diagnostics, self.settings.select, self.settings.ignore)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import difflib
 import os
 
-from offload_fixer.source.text import split_lines
+from offload_fixer.source.decoding import split_lines
 
 
 def unified_diff(path: str, old: str, new: str) -> str:

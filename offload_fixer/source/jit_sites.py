@@ -14,7 +14,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from offload_fixer.codemods.source_facts import SourceFacts
 from offload_fixer.model import FunctionRef, Span
-from offload_fixer.source.texts import source_bytes
+from offload_fixer.source.lookup import source_bytes
 
 
 def in_shardings_span(function: FunctionRef) -> Span | None:

@@ -8,7 +8,7 @@ from functools import lru_cache
 
 from offload_fixer.ir.locations import Frame, OpLocation
 from offload_fixer.model import PINNED_HOST, Span
-from offload_fixer.source.texts import is_interactive
+from offload_fixer.source.lookup import is_interactive
 
 
 @lru_cache(maxsize=1)

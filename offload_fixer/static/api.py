@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from offload_fixer import jax_compat
 from offload_fixer.model import Diagnostic, normalize_target
 from offload_fixer.recursion import call_allowing_deep_recursion
-from offload_fixer.source.text import SourceDecodeError, decode
+from offload_fixer.source.decoding import SourceDecodeError, decode
 
 from .files import Unreadable, walk
 from .outline import SourceCache, outline

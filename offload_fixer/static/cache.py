@@ -22,16 +22,18 @@ pickle: a cache directory can come from anywhere a checkout does.
 
 from __future__ import annotations
 
-import hashlib
+import contextlib
 import json
 import os
 import sys
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from offload_fixer import installed
+from offload_fixer.findings import FixMark
 from offload_fixer.jax_compat import Spelling
-from offload_fixer.model import Diagnostic
+from offload_fixer.model import Diagnostic, Span
 from offload_fixer.version import __version__
 
 from .project import Project
@@ -68,22 +70,60 @@ class ResultCache:
         self, data: bytes, path: str, target: str, spelling: Spelling, result: StaticResult, digests: dict[str, str]
     ) -> None:
         """Keep ``result``, found while the disk answered as ``digests`` say."""
+        entry = {"key": self._key(data), "consulted": digests, "result": _encoded(result)}
+        self._write(self._entry(path, target, spelling), entry)
+
+    def fix_marks(
+        self,
+        diagnostics: Sequence[Diagnostic],
+        settings: Sequence[Any],
+        plan: Callable[[], Mapping[Diagnostic, FixMark]],
+    ) -> dict[Diagnostic, FixMark]:
+        """What ``--fix`` would do about each finding (``plan()``: the planner's answer), kept
+        for these findings, the planner's ``settings`` and the bytes of every file the findings
+        name: a second run over unchanged findings plans no fix again."""
+        import hashlib
+
+        files = sorted({span.path for d in diagnostics for span in _spans(d) if span.path})
+        contents = []
+        for path in files:
+            try:
+                with open(path, "rb") as handle:
+                    contents.append(hashlib.sha256(handle.read()).hexdigest())
+            except OSError:
+                contents.append("")
+        described = json.dumps(
+            [[d.to_dict() for d in diagnostics], list(settings), files, contents, os.getcwd()], default=str
+        )
+        key = hashlib.sha256(self._tool_fingerprint().encode() + described.encode("utf-8", "surrogateescape"))
+        entry = self.directory / f"marks-{key.hexdigest()[:40]}.json"
+        try:
+            kept = json.loads(entry.read_bytes())
+            return {diagnostics[index]: FixMark(**mark) for index, mark in kept}
+        except (OSError, ValueError, LookupError, TypeError):
+            pass
+        marks = dict(plan())
+        index = {d: i for i, d in enumerate(diagnostics)}
+        self._write(entry, [[index[d], vars(mark)] for d, mark in marks.items() if d in index])
+        return marks
+
+    def _write(self, destination: Path, value: Any) -> None:
+        """``value`` as JSON at ``destination``, whole or not at all."""
         if not self._prepared():
             return
-        entry = {"key": self._key(data), "consulted": digests, "result": _encoded(result)}
-        destination = self._entry(path, target, spelling)
-        import tempfile  # here: a run that analyses nothing writes nothing
+        import tempfile
 
         try:
             handle, temporary = tempfile.mkstemp(prefix=".entry-", dir=self.directory)
+        except OSError:
+            return
+        try:
             with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                json.dump(entry, stream)
+                json.dump(value, stream)
             os.replace(temporary, destination)
         except OSError:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(temporary)
-            except (OSError, UnboundLocalError):
-                pass
 
     def _prepared(self) -> bool:
         if self._ready is None:
@@ -102,10 +142,14 @@ class ResultCache:
         return self._ready
 
     def _entry(self, path: str, target: str, spelling: Spelling) -> Path:
+        import hashlib  # here: a run whose files the prefilter all rules out needs none of this
+
         name = json.dumps([os.path.abspath(path), path, os.getcwd(), target, repr(spelling)])
         return self.directory / f"{hashlib.sha256(name.encode('utf-8', 'surrogateescape')).hexdigest()[:40]}.json"
 
     def _key(self, data: bytes) -> str:
+        import hashlib
+
         return hashlib.sha256(self._tool_fingerprint().encode() + hashlib.sha256(data).digest()).hexdigest()
 
     def _tool_fingerprint(self) -> str:
@@ -118,6 +162,13 @@ class ResultCache:
                 [FORMAT, __version__, sys.version, installed.version("libcst"), modules], separators=(",", ":")
             )
         return self._tool
+
+
+def _spans(d: Diagnostic) -> list[Span]:
+    spans = [d.span, d.return_span, d.origin.span if d.origin else None, *(step.span for step in d.trace)]
+    if d.function is not None and d.function.path:
+        spans.append(Span(d.function.path, d.function.line or 1))
+    return [span for span in spans if span is not None]
 
 
 def _encoded(result: StaticResult) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from offload_fixer.source.text import file_kind
+from offload_fixer.source.decoding import file_kind
 
 SKIPPED_DIRECTORIES = frozenset(
     {

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from offload_fixer.source.text import SourceDecodeError, decode, read_regular_file
+from offload_fixer.source.decoding import SourceDecodeError, decode, read_regular_file
 
 from .outline import NEWLINE, Outline, SourceCache, outline
 from .prefilter import JIT_MARKER, spells_host

@@ -18,7 +18,6 @@ from offload_fixer.model import Report, XlaVerdict
 from offload_fixer.xla_messages import summary
 
 Outcome = Literal["E1200", "compiled", "other", "unknown"]
-HOST_COMPUTE_CODES = codes.HOST_COMPUTE_WARNING_CODES
 
 
 @dataclass(frozen=True)
@@ -66,7 +65,7 @@ def compare(report: Report, verdict: XlaVerdict) -> Agreement:
         if verdict.code and predicted.code != verdict.code:
             differences.append(f"XLA's error is {verdict.code}, the analysis predicts {predicted.code}")
     elif xla == "compiled":
-        tool_host_compute = any(d.code in HOST_COMPUTE_CODES for d in report.diagnostics)
+        tool_host_compute = any(d.code in codes.HOST_COMPUTE_WARNING_CODES for d in report.diagnostics)
         if tool_host_compute != bool(verdict.host_compute):
             differences.append(
                 f"host compute: XLA warns of {list(verdict.host_compute) or 'none'}, the analysis reports "

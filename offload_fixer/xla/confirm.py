@@ -16,8 +16,6 @@ from offload_fixer.model import PINNED_HOST, Diagnostic, Report, XlaVerdict
 from offload_fixer.xla.agreement import compare
 from offload_fixer.xla.oracle import Oracle, module_text, oracle
 
-WARNING_CODES = codes.HOST_COMPUTE_WARNING_CODES
-
 
 def confirm(report: Report, source: Any, judge: Oracle | None = None) -> Report:
     """``report`` (the analysis of ``source``) with the compiler's verdict on every finding."""
@@ -58,7 +56,7 @@ def _confirmed(diagnostic: Diagnostic, rejected: dict[int, str], last: XlaVerdic
     if diagnostic.code == codes.HOST_VALUE_DEVICE_OUTPUT:
         message = rejected.get(diagnostic.output_index) if diagnostic.output_index is not None else None
         return replace(diagnostic, confirmed=message is not None, xla_message=message)
-    if diagnostic.code in WARNING_CODES:
+    if diagnostic.code in codes.HOST_COMPUTE_WARNING_CODES:
         said = (
             f"warns of host compute in {', '.join(warned[:6])}" + (", ..." if len(warned) > 6 else "")
             if warned

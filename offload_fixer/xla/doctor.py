@@ -7,6 +7,8 @@ import sys
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 
+from offload_fixer.model import TARGETS
+
 
 @dataclass(frozen=True)
 class TargetStatus:
@@ -50,7 +52,7 @@ def report_lines() -> list[str]:
         if found:
             lines.append(f"{package} {found}")
     lines.append("")
-    for target in ("tpu", "gpu"):
+    for target in TARGETS:
         status = target_status(target)
         if status.compiler:
             lines.append(f"--confirm --target {target}: yes, with {status.compiler}")

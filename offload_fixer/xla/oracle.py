@@ -28,7 +28,6 @@ PYTHON_ENV = "OFFLOAD_FIXER_XLA_PYTHON"
 """An interpreter of another environment whose compiler judges (its JAX must read the module)."""
 START_TIMEOUT_S = 120.0
 COMPILE_TIMEOUT_S = 600.0
-COMPILER_TARGETS = ("tpu", "gpu")
 
 
 class CompilerUnavailable(RuntimeError):

@@ -11,7 +11,7 @@ stdin, one answer per line on the original stdout. Why a process of its own:
   owns its file descriptors 1 and 2 and reads back what each compile logged;
 * a compiler that aborts takes down this process, not the caller, which reports the abort.
 
-Only the standard library, JAX and :mod:`offload_fixer.jax_compat` are imported here.
+Only the standard library, JAX, :mod:`offload_fixer.jax_compat` and the model's targets are imported here.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ import os
 import sys
 import traceback
 from typing import Any, TextIO
+
+from offload_fixer.model import TARGETS
 
 TPU_TOPOLOGIES = (("v5e:2x2", 4), ("v5e:4x4", 16))
 """Compile-only TPU topologies by size; a single chip (``v5e:1x1``) is refused by libtpu."""
@@ -180,7 +182,7 @@ def _answer(stream: TextIO, payload: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m offload_fixer.xla.worker")
-    parser.add_argument("--target", choices=("tpu", "gpu"), required=True)
+    parser.add_argument("--target", choices=TARGETS, required=True)
     parser.add_argument(
         "--log-dir", required=True, help="where the compilers' logs go (the caller reads an abort there)"
     )

@@ -21,13 +21,13 @@ from pathlib import Path
 import pytest
 
 from offload_fixer import jax_compat
+from offload_fixer.model import STRATEGIES
 from offload_fixer.runner import run_program
 from offload_fixer.static import check_paths
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = sorted(main.parent.name for main in (ROOT / "examples" / "training").glob("*/__main__.py"))
 NOTEBOOKS = sorted(path.name for path in (ROOT / "examples").glob("*.ipynb"))
-STRATEGIES = ("auto", "device", "host")
 COMMAND = shutil.which("offload-fixer", path=os.path.dirname(sys.executable))
 
 pytestmark = [

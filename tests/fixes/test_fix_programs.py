@@ -26,11 +26,11 @@ import pytest
 from offload_fixer import jax_compat
 from offload_fixer.api import check
 from offload_fixer.fixes import apply_plans, plan_fixes
+from offload_fixer.model import STRATEGIES
 from offload_fixer.xla.agreement import compare
 
 PROGRAMS = Path(__file__).parent / "programs"
 NAMES = sorted(p.stem for p in PROGRAMS.glob("*.py") if not p.stem.endswith(".after"))
-STRATEGIES = ("auto", "device", "host")
 _names = itertools.count()
 
 

@@ -32,6 +32,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from offload_fixer.model import STRATEGIES
+
 from .mutations import Variant, make_variant
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +45,6 @@ SOURCES = (
 )
 JAX_VERSIONS = ("0.4.26", "0.6.2", "0.10.2")
 """One per regime: the spellings and the findings differ, so do the fixes."""
-STRATEGIES = ("auto", "device", "host")
 _LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 
 

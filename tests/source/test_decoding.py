@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from offload_fixer.source.text import (
+from offload_fixer.source.decoding import (
     NotRegularFileError,
     SourceDecodeError,
     decode,

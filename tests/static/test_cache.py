@@ -1,0 +1,154 @@
+"""Results kept between runs: read only while the file, the modules it read and the directories
+its imports were looked up in are as they were; written whole or not at all."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from offload_fixer.static import check_paths
+from offload_fixer.static.cache import DIRECTORY, ResultCache
+from tests.cli_support import offload_fixer
+
+from .helpers import LEGACY
+from .test_project import SHARDINGS, STEP, write
+
+TRAIN = """\
+import jax, shardings, step
+f = jax.jit(step.train_step, in_shardings=(shardings.state_shardings(True), None))
+"""
+
+
+def checked(root: Path, cache: ResultCache) -> dict[str, list]:
+    results = check_paths([str(root / "src")], jax_version=LEGACY, results=cache)
+    return {Path(r.path).name: [d.to_dict() for d in r.diagnostics] for r in results}
+
+
+def project(tmp_path: Path) -> Path:
+    return write(tmp_path, {"src/shardings.py": SHARDINGS, "src/step.py": STEP, "src/train.py": TRAIN})
+
+
+def test_a_second_run_reads_what_the_first_found(tmp_path):
+    root = project(tmp_path)
+    first = checked(root, ResultCache(root))
+    assert len(first["train.py"]) == 2
+    again = ResultCache(root)
+    assert checked(root, again) == first
+    assert (again.hits, again.misses) == (1, 0)  # train.py: the one file the prefilter let through
+    assert checked(root, ResultCache(tmp_path / "elsewhere")) == first  # another cache: computed again
+
+
+def test_an_edit_of_the_file_is_checked_anew(tmp_path):
+    root = project(tmp_path)
+    checked(root, ResultCache(root))
+    (root / "src" / "train.py").write_text(TRAIN.replace("(True)", "(False)"))
+    cache = ResultCache(root)
+    assert checked(root, cache)["train.py"] == []
+    assert cache.misses == 1
+
+
+def test_an_edit_of_a_module_it_imports_is_checked_anew(tmp_path):
+    root = project(tmp_path)
+    checked(root, ResultCache(root))
+    (root / "src" / "shardings.py").write_text(SHARDINGS.replace('"pinned_host"', '"device"'))
+    assert checked(root, ResultCache(root))["train.py"] == []
+
+
+def test_a_module_added_where_an_import_now_leads_is_checked_anew(tmp_path):
+    """``train`` imports ``helpers``, which no file defines: unknown, so silent. Adding
+    ``helpers.py`` changes what the import finds although no file the check read changed."""
+    root = write(
+        tmp_path,
+        {
+            "src/train.py": """\
+            import jax
+            from helpers import HOST
+
+            f = jax.jit(lambda x: x, in_shardings=HOST, out_shardings=None)
+            """,
+        },
+    )
+    assert checked(root, ResultCache(root))["train.py"] == []
+    (root / "src" / "helpers.py").write_text(SHARDINGS)
+    cache = ResultCache(root)
+    assert len(checked(root, cache)["train.py"]) == 1
+    assert cache.misses >= 1
+
+
+def test_a_broken_entry_is_a_miss(tmp_path):
+    root = project(tmp_path)
+    first = checked(root, ResultCache(root))
+    for entry in (root / DIRECTORY).rglob("*.json"):
+        entry.write_text(entry.read_text()[:20])
+    cache = ResultCache(root)
+    assert checked(root, cache) == first
+    assert cache.hits == 0
+
+
+def test_an_entry_of_other_settings_or_another_tool_is_never_read(tmp_path):
+    root = project(tmp_path)
+    checked(root, ResultCache(root))
+    gpu = list(check_paths([str(root / "src")], target="gpu", jax_version=LEGACY, results=ResultCache(root)))
+    assert all(d.target == "gpu" for r in gpu for d in r.diagnostics)
+    entries = list((root / DIRECTORY).rglob("*.json"))
+    for entry in entries:  # as an older offload-fixer would have keyed them
+        kept = json.loads(entry.read_text())
+        kept["key"] = "0" * 64
+        entry.write_text(json.dumps(kept))
+    cache = ResultCache(root)
+    checked(root, cache)
+    assert cache.hits == 0
+
+
+def test_a_cache_that_cannot_be_written_is_no_cache(tmp_path):
+    root = project(tmp_path)
+    (root / DIRECTORY).write_text("a file where the directory would be\n")
+    assert len(checked(root, ResultCache(root))["train.py"]) == 2
+    assert len(checked(root, ResultCache(root))["train.py"]) == 2
+    assert (root / DIRECTORY).read_text() == "a file where the directory would be\n"
+
+
+def test_the_command_keeps_its_cache_in_the_project_and_prints_the_same_report(tmp_path):
+    root = project(tmp_path)
+    (root / "pyproject.toml").write_text('[tool.offload-fixer]\njax-version = "0.4.26"\n')
+    work = root / "src"
+    cold = offload_fixer("check", "--no-cache", ".", cwd=work)
+    assert cold.returncode == 1 and not (root / DIRECTORY).exists()  # --no-cache writes nothing
+    first = offload_fixer("check", "-v", ".", cwd=work)
+    second = offload_fixer("check", "-v", ".", cwd=work)
+    assert first.stdout == second.stdout
+    assert offload_fixer("check", ".", cwd=work).stdout == cold.stdout
+    assert "3 files: 1 analysed, 2 ruled out by the prefilter" in first.stderr
+    assert "3 files: 1 analysed (1 read from the cache), 2 ruled out" in second.stderr
+    top = root / DIRECTORY
+    assert (top / ".gitignore").read_text().splitlines()[-1] == "*"
+    assert (top / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+
+
+def test_concurrent_runs_leave_whole_entries(tmp_path):
+    """Four checks at once, as pre-commit's parallel batches run: each reads a whole entry or
+    none, and the cache they leave answers a fifth run with the same report."""
+    root = project(tmp_path)
+    for number in range(12):
+        write(root, {f"src/train_{number}.py": TRAIN})
+    from tests.cli_support import command, environment
+
+    runs = [
+        subprocess.Popen(
+            [*command(), "check", "--jax-version", LEGACY, "."],
+            cwd=root / "src",
+            env=environment(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    outputs = [run.communicate(timeout=600) for run in runs]
+    assert len({out for out, _ in outputs}) == 1 and all(run.returncode == 1 for run in runs)
+    leftovers = [p.name for p in (root / DIRECTORY).rglob("*") if p.name.startswith(".entry-")]
+    assert leftovers == []
+    assert offload_fixer("check", "--jax-version", LEGACY, ".", cwd=root / "src").stdout == outputs[0][0]
+    counted = offload_fixer("check", "-v", "--jax-version", LEGACY, ".", cwd=root / "src").stderr
+    assert "13 analysed (13 read from the cache)" in counted
