@@ -39,6 +39,14 @@ NEWEST_MODELLED = "0.12.0.1"
 where a user names it; an installed newer JAX is checked with these rules."""
 
 
+MEMORY_SPACE = "jax.memory.Space"
+"""JAX's enum of memory spaces (0.7.1 on, :attr:`Spelling.memory_space_api`), the one spelling
+of it in the package: the static check's names, the codemods, the fix texts, the rule
+examples and the prefilter all derive theirs from these."""
+SPACE_HOST = f"{MEMORY_SPACE}.Host"
+SPACE_DEVICE = f"{MEMORY_SPACE}.Device"
+
+
 class UnsupportedJaxVersion(ValueError):
     """A JAX version string that cannot be parsed, or one outside what the tool models."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import string
 from collections.abc import Callable
 
-from offload_fixer.jax_compat import Regime, Spelling
+from offload_fixer.jax_compat import SPACE_DEVICE, SPACE_HOST, Regime, Spelling
 from offload_fixer.model import UNPINNED_HOST
 
 Example = Callable[[Spelling], str]
@@ -25,8 +25,8 @@ def _render_example(sp: Spelling, body: str) -> str:
     typed = sp.regime is Regime.TYPED
     if typed:
         words = {
-            "HOST": "jax.memory.Space.Host",
-            "DEVICE": "jax.memory.Space.Device",
+            "HOST": SPACE_HOST,
+            "DEVICE": SPACE_DEVICE,
             "HOST_SHARDING": "host_sharding",
             "DEVICE_SHARDING": f'host_sharding.with_memory_kind("{sp.device_kind}")',
         }

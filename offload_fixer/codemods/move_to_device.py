@@ -41,6 +41,7 @@ from offload_fixer.codemods.pytree_source import (
 from offload_fixer.codemods.reads import Read, leaf_part, reads_of
 from offload_fixer.codemods.source_facts import TRANSFER_TO_MEMORY_KIND, FunctionInfo, Scope
 from offload_fixer.codemods.targets import FixTarget
+from offload_fixer.jax_compat import SPACE_DEVICE
 from offload_fixer.model import PathKey, format_output_path, parse_output_path
 from offload_fixer.source.bindings import last_name, target_name_nodes
 
@@ -392,7 +393,7 @@ class MoveToDeviceCommand(FixCommand):
     def device_spec(self, function: FunctionInfo, scope: Scope, line: int) -> tuple[cst.BaseExpression, list[str]]:
         """The second argument of the move to device, and why it is unsafe if it is."""
         if self.spelling.api == "memory_space":
-            return self.parse(f"{self.jax_module()}.memory.Space.Device"), []
+            return self.parse(self.jax_module() + SPACE_DEVICE.removeprefix("jax")), []
         kind, quote = self.spelling.device_kind, self.facts.quote
         sources = []
         origin = self.origin_destination(function)

@@ -460,7 +460,7 @@ def _next_steps(user_frames: list[TracebackFrame], target: str, dump: str | None
     script = next((f.path for f in user_frames if f.function == "<module>"), "script.py")
     spelling = jax_compat.spelling()
     to_device = (
-        "jax.device_put(x, jax.memory.Space.Device)"
+        f"jax.device_put(x, {jax_compat.SPACE_DEVICE})"
         if spelling.memory_space_api
         else 'jax.device_put(x, sharding.with_memory_kind("device"))'
     )

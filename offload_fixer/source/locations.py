@@ -7,6 +7,7 @@ import os
 from functools import lru_cache
 
 from offload_fixer.ir.locations import Frame, OpLocation
+from offload_fixer.jax_compat import SPACE_HOST
 from offload_fixer.model import PINNED_HOST, Span
 from offload_fixer.source.lookup import is_interactive
 
@@ -70,7 +71,13 @@ def output_path(result_info: str) -> str:
     return result_info[len("result") :] if result_info.startswith("result") else result_info
 
 
-MOVE_SPELLINGS = ("device_put", "Space.Host", "memory_kind", "TransferToMemoryKind", PINNED_HOST)
+MOVE_SPELLINGS = (
+    "device_put",
+    SPACE_HOST.removeprefix("jax.memory."),
+    "memory_kind",
+    "TransferToMemoryKind",
+    PINNED_HOST,
+)
 
 
 def written_as_move(span: Span) -> bool:

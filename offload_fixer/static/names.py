@@ -9,6 +9,7 @@ through it.
 from __future__ import annotations
 
 # Memory kinds live in the model; the interpreter reads them here with the API names.
+from offload_fixer import jax_compat
 from offload_fixer.model import HOST_KINDS, HOST_MEMORY_SPACE_KINDS  # noqa: F401 - re-exported
 
 JIT = frozenset({"jax.jit", "jax.pjit", "jax.experimental.pjit.pjit"})
@@ -23,8 +24,8 @@ SHARDING_CLASSES = frozenset(
         "jax.sharding.GSPMDSharding",
     }
 )
-SPACE_HOST = frozenset({"jax.memory.Space.Host"})
-SPACE_DEVICE = frozenset({"jax.memory.Space.Device"})
+SPACE_HOST = frozenset({jax_compat.SPACE_HOST})
+SPACE_DEVICE = frozenset({jax_compat.SPACE_DEVICE})
 DEVICE_LISTS = frozenset({"jax.devices", "jax.local_devices"})
 VMAP = frozenset({"jax.vmap"})
 SHARD_MAP = frozenset({"jax.shard_map", "jax.experimental.shard_map.shard_map"})

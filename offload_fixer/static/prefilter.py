@@ -18,14 +18,18 @@ from __future__ import annotations
 import ast
 import re
 
+from offload_fixer.jax_compat import SPACE_HOST
 from offload_fixer.model import PINNED_HOST
 
 from .names import JIT
 
 JIT_MARKER = "jit"
-HOST_SPELLING = re.compile(PINNED_HOST + r"|\.Host\b")
+HOST_MEMBER = SPACE_HOST[SPACE_HOST.rindex(".") :]
+"""``.Host``: the memory-space member, spelled through any alias of ``jax.memory`` or ``Space``."""
+HOST_SPELLING = re.compile(rf"{re.escape(PINNED_HOST)}|{re.escape(HOST_MEMBER)}\b")
 HOST_SPELLING_BYTES = re.compile(HOST_SPELLING.pattern.encode())
 _PINNED_HOST_BYTES = PINNED_HOST.encode()
+_HOST_MEMBER_BYTES = HOST_MEMBER.encode()
 
 
 def may_hold_host_move(text: str | bytes) -> bool:
@@ -38,7 +42,7 @@ def may_hold_host_move(text: str | bytes) -> bool:
 def spells_host(data: bytes) -> bool:
     if _PINNED_HOST_BYTES in data:
         return True  # substring searches first: the regular expression only where ``.Host`` is
-    return b".Host" in data and HOST_SPELLING_BYTES.search(data) is not None
+    return _HOST_MEMBER_BYTES in data and HOST_SPELLING_BYTES.search(data) is not None
 
 
 def references_jit(tree: ast.Module) -> bool:

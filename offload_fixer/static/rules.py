@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from offload_fixer import codes
-from offload_fixer.jax_compat import Regime, Spelling
+from offload_fixer.jax_compat import SPACE_DEVICE, SPACE_HOST, Regime, Spelling
 from offload_fixer.model import (
     DEVICE_KINDS,
     HOST_MEMORY_SPACE_KINDS,
@@ -362,7 +362,7 @@ def fix_options(leaf: HostArray, spelling: Spelling) -> tuple[FixOption, ...]:
     """The two remedies of the OFL1200 rule page, spelled for the JAX version."""
     move_doc, host_doc = get_rule(codes.HOST_VALUE_DEVICE_OUTPUT).fixes[:2]
     if spelling.memory_space_api:
-        move = "`jax.device_put(x, jax.memory.Space.Device)`"
+        move = f"`jax.device_put(x, {SPACE_DEVICE})`"
     else:
         move = (
             f"`jax.device_put(x, s.with_memory_kind({spelling.device_kind!r}))` with a sharding `s` the "
@@ -381,7 +381,7 @@ def fix_options(leaf: HostArray, spelling: Spelling) -> tuple[FixOption, ...]:
         host_doc.title,
         f"Give this output an out_shardings leaf with memory_kind={spelling.host_kind!r} "
         f"(`NamedSharding(mesh, spec, memory_kind={spelling.host_kind!r})` or "
-        f"`s.with_memory_kind({spelling.host_kind!r})`); never `jax.memory.Space.Host`, which "
+        f"`s.with_memory_kind({spelling.host_kind!r})`); never `{SPACE_HOST}`, which "
         "out_shardings rejects. Callers then receive this output in host memory.",
         host_doc.safety,
     )

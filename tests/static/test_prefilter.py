@@ -6,6 +6,8 @@ import ast
 
 import pytest
 
+from offload_fixer import jax_compat
+from offload_fixer.jax_compat import NEWEST_MODELLED
 from offload_fixer.static.prefilter import may_hold_host_move, references_jit
 
 
@@ -45,3 +47,22 @@ def test_text_markers(text, expected):
 )
 def test_jit_references(text, expected):
     assert references_jit(ast.parse(text)) is expected
+
+
+@pytest.mark.parametrize(
+    "version", ["0.4.20", "0.4.26", "0.4.29", "0.6.2", "0.7.1", "0.10.2", "0.11.1", NEWEST_MODELLED]
+)
+def test_every_host_spelling_jax_compat_produces_passes_the_text_prefilter(version):
+    """The prefilter's pattern is made from ``jax_compat``'s spellings: whatever a version
+    spells a host move with (its host memory kind, the memory-space member, the compute_on
+    wrapper's output spaces), through an alias too, a jitted file holding it is parsed."""
+    spelling = jax_compat.spelling(version)
+    written = [f"memory_kind={spelling.host_kind!r}", f"TransferToMemoryKind({spelling.host_kind!r})"]
+    if spelling.memory_space_api:
+        space = jax_compat.SPACE_HOST
+        written += [space, f"Space{space[space.rindex('.') :]}", f"mem.Space{space[space.rindex('.') :]}"]
+    if spelling.host_compute is jax_compat.HostCompute.FUNCTION:
+        written.append(spelling.host_compute.value)
+    for text in written:
+        source = f"import jax\n\n@jax.jit\ndef f(x):\n    return jax.device_put(x, {text})\n"
+        assert may_hold_host_move(source) and may_hold_host_move(source.encode()), text
