@@ -11,6 +11,7 @@ cache, which the ``(cached)`` rows read and the ``--no-cache`` rows neither read
 
     .venv/bin/python benchmarks/startup.py --repeat 10
     .venv/bin/python benchmarks/startup.py --imports   # also: which modules `check` loads
+    .venv/bin/python benchmarks/startup.py --baseline ../main   # before and after, in one run
 
 The files: a clean module (no jit, what most files of a project are); a jitted function that
 moves a value to host and back (parsed with libcst and analysed, no finding); and
@@ -87,57 +88,74 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=10, help="rounds (medians)")
     parser.add_argument("--imports", action="store_true", help="list what `check` of the clean file imports")
+    parser.add_argument(
+        "--baseline",
+        metavar="CHECKOUT",
+        help="also run offload-fixer from this checkout (PYTHONPATH), interleaved: before and after in one run",
+    )
     args = parser.parse_args()
 
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    trees = {"": env}
+    if args.baseline:
+        trees[" [baseline]"] = {**env, "PYTHONPATH": str(Path(args.baseline).resolve())}
     ours, ruff = tool("offload-fixer"), tool("ruff")
     with tempfile.TemporaryDirectory(prefix="offload-fixer-startup-") as tmp:
         Path(tmp, "clean.py").write_text(CLEAN)
         Path(tmp, "jitted.py").write_text(JITTED)
         shutil.copyfile(BROKEN, Path(tmp, "broken.py"))
-        commands = {
-            "python -c pass (the floor)": [sys.executable, "-c", "pass"],
-            "offload-fixer --version": [ours, "--version"],
-            "ruff --version": [ruff, "--version"],
-            "offload-fixer check clean.py": [ours, "check", "clean.py"],
-            "ruff check clean.py": [ruff, "check", "--isolated", "--no-cache", "clean.py"],
-            "offload-fixer check --no-cache jitted.py": [ours, "check", "--no-cache", "jitted.py"],
-            "offload-fixer check jitted.py (cached)": [ours, "check", "jitted.py"],
-            "ruff check jitted.py": [ruff, "check", "--isolated", "--no-cache", "jitted.py"],
-            "offload-fixer check --no-cache broken.py": [ours, "check", "--no-cache", "broken.py"],
-            "offload-fixer check broken.py (cached)": [ours, "check", "broken.py"],
-            "ruff check broken.py": [ruff, "check", "--isolated", "--no-cache", "broken.py"],
+        commands: dict[str, tuple[list[str], dict[str, str]]] = {
+            "python -c pass (the floor)": ([sys.executable, "-c", "pass"], env),
+            "ruff --version": ([ruff, "--version"], env),
         }
-        if "--no-cache" not in subprocess.run([ours, "check", "--help"], capture_output=True, text=True).stdout:
-            for command in commands.values():  # a version before the cache: nothing to turn off
-                if "--no-cache" in command and command[0] == ours:
-                    command.remove("--no-cache")
-        for command in commands.values():  # warm the bytecode cache
-            measured(command, tmp, env)
+        for file in ("clean.py", "jitted.py", "broken.py"):
+            commands[f"ruff check {file}"] = ([ruff, "check", "--isolated", "--no-cache", file], env)
+        for suffix, tree_env in trees.items():
+            cache = (
+                "--no-cache"
+                in subprocess.run([ours, "check", "--help"], capture_output=True, text=True, env=tree_env).stdout
+            )
+            commands[f"offload-fixer --version{suffix}"] = ([ours, "--version"], tree_env)
+            commands[f"offload-fixer check clean.py{suffix}"] = ([ours, "check", "clean.py"], tree_env)
+            for file in ("jitted.py", "broken.py"):
+                cold = [ours, "check", "--no-cache", file] if cache else [ours, "check", file]
+                commands[f"offload-fixer check --no-cache {file}{suffix}"] = (cold, tree_env)
+                if cache:  # a version before the cache has no cached run
+                    commands[f"offload-fixer check {file} (cached){suffix}"] = ([ours, "check", file], tree_env)
+        for command, command_env in commands.values():  # warm the bytecode cache (and the result cache)
+            measured(command, tmp, command_env)
         cpu: dict[str, list[float]] = {name: [] for name in commands}
         rss: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(args.repeat):
-            for name, command in commands.items():
-                seconds, megabytes = measured(command, tmp, env)
+            for name, (command, command_env) in commands.items():
+                seconds, megabytes = measured(command, tmp, command_env)
                 cpu[name].append(seconds)
                 rss[name].append(megabytes)
         if args.imports:
             modules = imported_modules([ours, "check", "clean.py"], tmp, env)
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, {args.repeat} rounds")
-    print(f"{'command':36s} {'CPU s median':>12s} {'min':>6s} {'max RSS MB':>11s}")
-    for name in commands:
+    print(f"{'command':54s} {'CPU s median':>12s} {'min':>6s} {'max RSS MB':>11s} {'x ruff':>7s}")
+    for name in sorted(commands, key=_row_order):
+        file = next((f for f in ("clean.py", "jitted.py", "broken.py") if f in name), None)
+        peer = cpu[f"ruff check {file}"] if file and name.startswith("offload-fixer") else None
+        ratio = f"{statistics.median(cpu[name]) / statistics.median(peer):7.1f}" if peer else ""
         print(
-            f"{name:36s} {statistics.median(cpu[name]):12.3f} {min(cpu[name]):6.3f} {statistics.median(rss[name]):11.1f}"
+            f"{name:54s} {statistics.median(cpu[name]):12.3f} {min(cpu[name]):6.3f} "
+            f"{statistics.median(rss[name]):11.1f} {ratio}"
         )
-    for name in commands:
-        if name.startswith("offload-fixer check"):
-            file = name.split()[-1] if not name.endswith("(cached)") else name.split()[-2]
-            ratio = statistics.median(cpu[name]) / statistics.median(cpu[f"ruff check {file}"])
-            print(f"{name}: {ratio:.1f}x ruff's CPU")
-    print(f"target: check clean.py <= 0.150 s CPU: {statistics.median(cpu['offload-fixer check clean.py']):.3f} s")
+    clean = statistics.median(cpu["offload-fixer check clean.py"])
+    print(f"target: check clean.py <= 0.150 s CPU: {clean:.3f} s")
     if args.imports:
         ours_only = sorted({module.split(".")[0] for module in modules} - set(sys.stdlib_module_names))
         print(f"`check clean.py` imports {len(modules)} modules; outside the standard library: {', '.join(ours_only)}")
+
+
+def _row_order(name: str) -> tuple[int, str]:
+    """The floor and --version first, then each file's rows together."""
+    for rank, word in enumerate(("python", "--version", "clean.py", "jitted.py", "broken.py")):
+        if word in name:
+            return rank, name
+    return 9, name
 
 
 if __name__ == "__main__":

@@ -392,7 +392,7 @@ class ExpressionEvaluator(Evaluator):
                 results = [value for _, value in collected]
                 if not leaves_always:
                     results.append(NONE)
-                result = functools.reduce(join, results)
+                result = functools.reduce(join, results) if results else UNKNOWN  # it always raises
         except Unsupported:
             if self._budget < 0:
                 raise

@@ -395,3 +395,20 @@ def test_diagnostics_for_gpu_are_errors_like_tpu():
     source = program("@jax.jit\ndef f(x):\n    return jax.device_put(x, host) * 2\n")
     (d,) = check_source(source, "p.py", target="gpu", jax_version=PROPAGATION).diagnostics
     assert d.severity == "error"
+
+
+def test_a_helper_that_always_raises_is_unknown_not_a_crash():
+    """Found in maxtext (``experimental/rl/grpo_utils.py``): a helper whose every path raises
+    returns nothing, so its call is unknown and the check stays silent."""
+    source = (
+        "import jax\n"
+        "from jax.sharding import NamedSharding, PartitionSpec as P\n"
+        'HOST = NamedSharding(jax.make_mesh((1,), ("d",)), P(), memory_kind="pinned_host")\n'
+        "def unsupported(x):\n"
+        '    raise NotImplementedError("not on this backend")\n'
+        "@jax.jit\n"
+        "def step(x):\n"
+        "    return unsupported(jax.device_put(x, HOST))\n"
+    )
+    for version in VERSIONS:
+        assert check_source(source, "step.py", jax_version=version).diagnostics == ()
