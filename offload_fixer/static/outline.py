@@ -22,6 +22,7 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from .incremental import KeptAnalysis
     from .source import Chunk
 
 NEWLINE = re.compile(r"\r\n?|\n")
@@ -41,6 +42,8 @@ class SourceCache:
         """The latest text's, which the next version's is computed from."""
         self.parsed = 0
         """How many chunks were parsed (not found here), for tests and benchmarks."""
+        self.analysis: KeptAnalysis | None = None
+        """The findings of the latest text, per top-level statement (:mod:`.incremental`)."""
 
     def chunk(self, text: str, starts_file: bool, occurrence: int) -> Chunk | None:
         # ``occurrence`` tells apart equal chunks of one file: a node must not be in a module twice.
