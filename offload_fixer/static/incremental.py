@@ -94,6 +94,8 @@ class KeptAnalysis:
     its findings). Ids compare fast, and cannot be reused: every node they name is a key here."""
     foreign: dict[str, tuple[Any, Any]]
     """Project modules read, by path: (stamp, the scope read)."""
+    reanalysed: tuple[int, ...] = ()
+    """The indices of the statements this version analysed again (for tests and benchmarks)."""
 
 
 class Increment:
@@ -166,4 +168,5 @@ class Increment:
                 for index, node in enumerate(self.body)
             },
             recorded,
+            tuple(sorted(fresh)),
         )
