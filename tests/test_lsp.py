@@ -478,6 +478,82 @@ async def test_quick_changes_publish_only_the_latest_version(client: LanguageCli
 
 
 # ---------------------------------------------------------------------------------------
+# Incremental analysis
+INCREMENTAL = """\
+import jax
+import jax.numpy as jnp
+from jax.sharding import SingleDeviceSharding
+
+host = SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")
+device = SingleDeviceSharding(jax.devices()[0], memory_kind="device")
+place = device
+
+
+def helper(x):
+    return x * 2
+
+
+def scale(x):
+    return helper(x)
+
+
+scale_jit = jax.jit(scale, in_shardings=place)
+
+
+@jax.jit
+def unrelated(x):
+    return jnp.tanh(x)
+"""
+
+
+def shown(diagnostics: list[types.Diagnostic]) -> list[tuple]:
+    """What an editor shows of diagnostics, without the document's URI and version."""
+    return [
+        (
+            d.code,
+            d.message,
+            d.range,
+            [(r.location.range, r.message) for r in d.related_information or ()],
+            {k: v for k, v in (d.data or {}).items() if k not in ("version", "diagnostic")},
+        )
+        for d in diagnostics
+    ]
+
+
+@pytest.mark.asyncio
+async def test_edits_to_a_global_and_a_helper_reanalyse_their_users(vscode: LanguageClient, tmp_path):
+    """The server keeps each document's analysis per top-level statement and re-analyses only
+    what an edit affects: a global that ``in_shardings`` reads, a helper the jitted function
+    calls, lines added above (which move the finding). After every edit it publishes what a
+    fresh server publishes for a document opened with that text."""
+    path = tmp_path / "edited.py"
+    path.write_text(INCREMENTAL, encoding="utf-8")
+    editor = Editor(vscode, path)
+    editor.open()
+    assert await editor.diagnostics() == []
+    streamed = INCREMENTAL.replace("place = device", "place = host")  # the global: scale_jit streams x
+    versions = [
+        streamed,
+        streamed.replace("jnp.tanh(x)", "jnp.tanh(x) + 1"),
+        streamed.replace("return x * 2", "return jax.device_put(x, jax.memory.Space.Device) * 2"),  # the helper
+        streamed,
+        "# moved down\n\n" + streamed,
+    ]
+    published = []
+    for text in versions:
+        editor.change(text)
+        published.append(await editor.diagnostics())
+    assert [len(p) for p in published] == [1, 1, 0, 1, 1]
+    assert published[4][0].range.start.line == published[0][0].range.start.line + 2
+    for index, text in enumerate(versions):
+        fresh = tmp_path / f"fresh_{index}.py"
+        fresh.write_text(text, encoding="utf-8")
+        opened = Editor(vscode, fresh)
+        opened.open()
+        assert shown(await opened.diagnostics()) == shown(published[index]), text
+
+
+# ---------------------------------------------------------------------------------------
 # Configuration
 @pytest.mark.asyncio
 async def test_configuration_from_pyproject_and_from_the_editor(client: LanguageClient, tmp_path):
