@@ -36,6 +36,10 @@ log = logging.getLogger(__name__)
 NAME = "offload-fixer"
 FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.{NAME}"
 DYNAMIC_SUFFIX = " [found by `offload-fixer run`]"
+PLAN_AFTER_S = 0.3
+"""How long a document stays unchanged after its findings are published before their quick
+fixes are planned (the planner reads the whole text; a code action plans them at once). A
+change meanwhile cancels the planning, so it never holds up the analysis of the next version."""
 """Told apart from the static check's: the run saw it happen in a real compilation."""
 _SEVERITY = {
     "error": types.DiagnosticSeverity.Error,
@@ -119,6 +123,7 @@ class OffloadFixerServer(LanguageServer):
             self._publish(uri, state, version, text, path, analysis)
             if analysis.planned:
                 return
+            await asyncio.sleep(PLAN_AFTER_S)
 
     async def _document_analysis(self, uri: str, text: str, path: str, plan: bool) -> engine.Analysis | None:
         settings = self.settings_for(path)
