@@ -121,6 +121,19 @@ class Editor:
         published = await wait_for(lambda: self.published(version))
         return list(published.diagnostics)
 
+    async def planned_diagnostics(self, version: int | None = None) -> list[types.Diagnostic]:
+        """The diagnostics published for ``version`` with their quick fixes planned: the server
+        publishes the findings first and their fix choices after."""
+        version = self.version if version is None else version
+
+        def planned() -> types.PublishDiagnosticsParams | None:
+            for params in reversed(self.client.published):
+                if params.uri == self.uri and params.version == version:
+                    return params if all(d.data["fixes"] is not None for d in params.diagnostics) else None
+            return None
+
+        return list((await wait_for(planned)).diagnostics)
+
     def published(self, version: int) -> types.PublishDiagnosticsParams | None:
         for params in self.client.published:
             if params.uri == self.uri and params.version == version:
@@ -234,6 +247,21 @@ async def test_host_in_shardings_is_reported_with_related_locations(vscode: Lang
     assert diagnostic.data["code"] == "OFL1200"
     assert diagnostic.data["version"] == editor.version
     assert {"title", "applicability", "fixes"} <= set(diagnostic.data)
+
+
+@pytest.mark.asyncio
+async def test_findings_are_published_before_their_quick_fixes(vscode: LanguageClient, tmp_path):
+    """Planning fixes reads the whole text, so the findings of a version are published first
+    and again with their fix choices; a code action asked for in between plans them then."""
+    editor = Editor(vscode, copy_fixture("in_shardings_host.py", tmp_path))
+    editor.open()
+    (first,) = await editor.diagnostics()
+    assert first.data["fixes"] is None and first.data["applicability"] is None
+    fixes = [a for a in await editor.actions([first]) if a.kind == types.CodeActionKind.QuickFix]
+    assert {a.data.get("requested") for a in fixes} == {"auto", "device", None}  # None: suppress
+    (planned,) = await editor.planned_diagnostics()
+    assert (planned.range, planned.message) == (first.range, first.message)
+    assert planned.data["applicability"] == "safe" and len(planned.data["fixes"]) == 2
 
 
 @pytest.mark.asyncio
@@ -475,6 +503,82 @@ async def test_quick_changes_publish_only_the_latest_version(client: LanguageCli
     (diagnostic,) = await editor.diagnostics(3)
     assert diagnostic.range == expected_range(editor.text, path)
     assert editor.published(2) is None
+
+
+# ---------------------------------------------------------------------------------------
+# Incremental analysis
+INCREMENTAL = """\
+import jax
+import jax.numpy as jnp
+from jax.sharding import SingleDeviceSharding
+
+host = SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")
+device = SingleDeviceSharding(jax.devices()[0], memory_kind="device")
+place = device
+
+
+def helper(x):
+    return x * 2
+
+
+def scale(x):
+    return helper(x)
+
+
+scale_jit = jax.jit(scale, in_shardings=place)
+
+
+@jax.jit
+def unrelated(x):
+    return jnp.tanh(x)
+"""
+
+
+def shown(diagnostics: list[types.Diagnostic]) -> list[tuple]:
+    """What an editor shows of diagnostics, without the document's URI and version."""
+    return [
+        (
+            d.code,
+            d.message,
+            d.range,
+            [(r.location.range, r.message) for r in d.related_information or ()],
+            {k: v for k, v in (d.data or {}).items() if k not in ("version", "diagnostic")},
+        )
+        for d in diagnostics
+    ]
+
+
+@pytest.mark.asyncio
+async def test_edits_to_a_global_and_a_helper_reanalyse_their_users(vscode: LanguageClient, tmp_path):
+    """The server keeps each document's analysis per top-level statement and re-analyses only
+    what an edit affects: a global that ``in_shardings`` reads, a helper the jitted function
+    calls, lines added above (which move the finding). After every edit it publishes what a
+    fresh server publishes for a document opened with that text."""
+    path = tmp_path / "edited.py"
+    path.write_text(INCREMENTAL, encoding="utf-8")
+    editor = Editor(vscode, path)
+    editor.open()
+    assert await editor.diagnostics() == []
+    streamed = INCREMENTAL.replace("place = device", "place = host")  # the global: scale_jit streams x
+    versions = [
+        streamed,
+        streamed.replace("jnp.tanh(x)", "jnp.tanh(x) + 1"),
+        streamed.replace("return x * 2", "return jax.device_put(x, jax.memory.Space.Device) * 2"),  # the helper
+        streamed,
+        "# moved down\n\n" + streamed,
+    ]
+    published = []
+    for text in versions:
+        editor.change(text)
+        published.append(await editor.planned_diagnostics())
+    assert [len(p) for p in published] == [1, 1, 0, 1, 1]
+    assert published[4][0].range.start.line == published[0][0].range.start.line + 2
+    for index, text in enumerate(versions):
+        fresh = tmp_path / f"fresh_{index}.py"
+        fresh.write_text(text, encoding="utf-8")
+        opened = Editor(vscode, fresh)
+        opened.open()
+        assert shown(await opened.planned_diagnostics()) == shown(published[index]), text
 
 
 # ---------------------------------------------------------------------------------------

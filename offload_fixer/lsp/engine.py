@@ -14,7 +14,7 @@ import hashlib
 import os
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -68,6 +68,9 @@ class Analysis:
     dependencies: tuple[tuple[str, Any], ...] = ()
     """Other modules of the project the check read, with their stamps: a cached analysis
     holds while they are unchanged on disk."""
+    planned: bool = True
+    """False when the fix choices were not planned yet (each diagnostic's are then empty):
+    the editor is shown the findings first, their quick fixes after (``analyse(plan=False)``)."""
 
     def items(self) -> Iterator[tuple[Diagnostic, tuple[FixChoice, ...]]]:
         return zip(self.diagnostics, self.fixes)
@@ -78,15 +81,21 @@ _sources: OrderedDict[str, SourceCache] = OrderedDict()
 """Per document: its parsed top-level statements, so that a change re-parses only its own."""
 
 
-def analyse(text: str, path: str, settings: Settings) -> Analysis:
+def analyse(text: str, path: str, settings: Settings, plan: bool = True) -> Analysis:
     """Static check, code selection and suppression comments, as ``offload-fixer check`` does;
-    cached by text and settings, so saving an analysed text costs nothing."""
+    cached by text and settings, so saving an analysed text costs nothing. ``plan``: also plan
+    each finding's fix choices (which costs more than a change's check: the planner reads the
+    whole text); a later call with ``plan`` adds them to the cached analysis."""
     key = (hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), path, _settings_key(settings))
     cached = _cache.get(key)
     if cached is not None and all(_project(settings).stamp(p) == stamp for p, stamp in cached.dependencies):
         _cache.move_to_end(key)
+        if plan and not cached.planned:
+            cached = _cache[key] = _planned(cached, text, path, settings)
         return cached
     result = _analyse(text, path, settings)
+    if plan:
+        result = _planned(result, text, path, settings)
     _cache[key] = result
     if len(_cache) > _CACHE_SIZE:
         _cache.popitem(last=False)
@@ -115,27 +124,48 @@ def _analyse(text: str, path: str, settings: Settings) -> Analysis:
     mine = [d for d in result.diagnostics if same_path(_primary_path(d), path)]
     kept = _reportable(mine, text, path, settings)
     dependencies = tuple((p, project.stamp(p)) for p in result.dependencies)
-    return Analysis(
-        tuple(kept), fix_choices(kept, text, path, settings, _source_cache(path).outline), dependencies=dependencies
+    return Analysis(tuple(kept), tuple(() for _ in kept), dependencies=dependencies, planned=not kept)
+
+
+def _planned(analysis: Analysis, text: str, path: str, settings: Settings) -> Analysis:
+    if analysis.planned:
+        return analysis
+    return replace(
+        analysis, fixes=fix_choices(analysis.diagnostics, text, path, settings, _outline_of(path, text)), planned=True
     )
 
 
-def document_analysis(text: str, path: str, settings: Settings) -> Analysis:
+def _outline_of(path: str, text: str) -> Any:
+    """The check's own outline of ``text``, when it is still the latest the document's cache holds."""
+    found = _source_cache(path).outline
+    return found if found is not None and found.text == text else None
+
+
+def document_analysis(text: str, path: str, settings: Settings, plan: bool = True) -> Analysis:
     """What the editor shows: the static check, and the last ``offload-fixer run``'s findings
     in this document while it still holds the lines they name (:mod:`.dynamic`). A static
-    finding the run also made is shown once, as the run's."""
-    static, runs, dynamic = _findings(text, path, settings)
+    finding the run also made is shown once, as the run's. ``plan``: with the fix choices."""
+    static, runs, dynamic = _findings(text, path, settings, plan)
     if not dynamic:
         return static
     seen = {_identity(d) for d in dynamic}
     items = [(d, f) for d, f in static.items() if _identity(d) not in seen]
-    items += zip(dynamic, fix_choices(dynamic, text, path, settings, _source_cache(path).outline, reports=runs))
-    return Analysis(tuple(d for d, _ in items), tuple(f for _, f in items), dependencies=static.dependencies)
+    choices = (
+        fix_choices(dynamic, text, path, settings, _outline_of(path, text), reports=runs)
+        if plan
+        else tuple(() for _ in dynamic)
+    )
+    items += zip(dynamic, choices)
+    return Analysis(
+        tuple(d for d, _ in items), tuple(f for _, f in items), dependencies=static.dependencies, planned=plan
+    )
 
 
-def _findings(text: str, path: str, settings: Settings) -> tuple[Analysis, tuple[Report, ...], list[Diagnostic]]:
+def _findings(
+    text: str, path: str, settings: Settings, plan: bool = True
+) -> tuple[Analysis, tuple[Report, ...], list[Diagnostic]]:
     """The static analysis, the last run's reports placed in this text, and their findings shown."""
-    static = analyse(text, path, settings)
+    static = analyse(text, path, settings, plan)
     if static.parse_error is not None or static.refused is not None:
         return static, (), []
     runs = _LAST_RUN.reports(path, text, _encoded(text))
@@ -145,7 +175,7 @@ def _findings(text: str, path: str, settings: Settings) -> tuple[Analysis, tuple
 def _shown(text: str, path: str, settings: Settings) -> tuple[list[Diagnostic], tuple[Report, ...]]:
     """The diagnostics :func:`document_analysis` shows (without planning their fixes), and the
     run's reports they come with."""
-    static, runs, dynamic = _findings(text, path, settings)
+    static, runs, dynamic = _findings(text, path, settings, plan=False)
     seen = {_identity(d) for d in dynamic}
     return [d for d in static.diagnostics if _identity(d) not in seen] + dynamic, runs
 
@@ -251,7 +281,7 @@ def apply_fix(text: str, path: str, diagnostic: Diagnostic, strategy: str, setti
 def fix_all(text: str, path: str, settings: Settings) -> str | None:
     """The text after every safe fix of the findings shown, as ``offload-fixer check --fix``
     writes the file."""
-    analysis = analyse(text, path, settings)
+    analysis = analyse(text, path, settings, plan=False)
     if analysis.parse_error is not None or analysis.refused is not None:
         return None
     shown, runs = _shown(text, path, settings)

@@ -37,6 +37,10 @@ log = logging.getLogger(__name__)
 
 FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.{NAME}"
 DYNAMIC_SUFFIX = " [found by `offload-fixer run`]"
+PLAN_AFTER_S = 0.3
+"""How long a document stays unchanged after its findings are published before their quick
+fixes are planned (the planner reads the whole text; a code action plans them at once). A
+change meanwhile cancels the planning, so it never holds up the analysis of the next version."""
 """Told apart from the static check's: the run saw it happen in a real compilation."""
 
 
@@ -99,18 +103,52 @@ class OffloadFixerServer(LanguageServer):
         if document is None:
             return
         version, text, path = document.version, document.source, _path_of(uri)
+        # The findings first, their quick fixes (planned on the whole text) in a second publish.
+        for plan in (False, True):
+            analysis = await self._document_analysis(uri, text, path, plan)
+            state = self.documents.get(uri)
+            current = self.workspace.text_documents.get(uri)
+            if (
+                analysis is None
+                or state is None
+                or current is None
+                or current.version != version
+                or current.source != text
+            ):
+                return  # the document changed while we analysed: its own analysis is on the way
+            self._publish(uri, state, version, text, path, analysis)
+            if analysis.planned:
+                return
+            await asyncio.sleep(PLAN_AFTER_S)
+
+    async def _document_analysis(self, uri: str, text: str, path: str, plan: bool) -> engine.Analysis | None:
         settings = self.settings_for(path)
         loop = asyncio.get_running_loop()
         try:
-            analysis = await loop.run_in_executor(self.analysis_pool, engine.document_analysis, text, path, settings)
+            return await loop.run_in_executor(self.analysis_pool, engine.document_analysis, text, path, settings, plan)
         except Exception as exc:  # a checker bug must not take the server down
             log.exception("analysis of %s failed", uri)
             self.window_log_message(types.LogMessageParams(types.MessageType.Error, f"offload-fixer: {uri}: {exc!r}"))
-            return
+            return None
+
+    async def planned(self, uri: str, version: int | None) -> None:
+        """Plan the fix choices of the analysis of ``version`` now, if its second publish has
+        not come yet (a code action asked first), and publish them."""
         state = self.documents.get(uri)
-        current = self.workspace.text_documents.get(uri)
-        if state is None or current is None or current.version != version or current.source != text:
-            return  # the document changed while we analysed: its own analysis is on the way
+        document = self.workspace.text_documents.get(uri)
+        if state is None or document is None or state.analysis is None or state.analysis.planned:
+            return
+        if state.analysed_version != version or document.version != version:
+            return
+        text, path = document.source, _path_of(uri)
+        analysis = await self._document_analysis(uri, text, path, True)
+        document = self.workspace.text_documents.get(uri)
+        if analysis is not None and document is not None and document.version == version and document.source == text:
+            self._publish(uri, state, version, text, path, analysis)
+
+    def _publish(
+        self, uri: str, state: DocumentState, version: int | None, text: str, path: str, analysis: engine.Analysis
+    ) -> None:
         state.analysed_version = version
         state.analysis = analysis
         if analysis.refused is not None and uri not in self.refused:
@@ -119,7 +157,9 @@ class OffloadFixerServer(LanguageServer):
                 types.ShowMessageParams(types.MessageType.Warning, f"offload-fixer: {analysis.refused}")
             )
         index = LineIndex.of(text)
-        state.published = [self.to_lsp(d, fixes, uri, path, index, version) for d, fixes in analysis.items()]
+        state.published = [
+            self.to_lsp(d, fixes, uri, path, index, version, analysis.planned) for d, fixes in analysis.items()
+        ]
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=state.published, version=version)
         )
@@ -174,6 +214,7 @@ class OffloadFixerServer(LanguageServer):
         path: str,
         index: LineIndex,
         version: int | None,
+        planned: bool = True,
     ) -> types.Diagnostic:
         span = engine.primary_span(diagnostic)
         preferred = next((f for f in fixes if f.preferred), None)
@@ -190,9 +231,10 @@ class OffloadFixerServer(LanguageServer):
                 "code": diagnostic.code,
                 "title": engine.rule_title(diagnostic.code),
                 "version": version,
-                "applicability": preferred.safety if preferred else "none",
-                "fixes": [f.to_data() for f in fixes],
-                "diagnostic": diagnostic.to_dict() if fixes else None,
+                # None: not planned yet (the publish that follows has them; a code action plans them)
+                "applicability": (preferred.safety if preferred else "none") if planned else None,
+                "fixes": [f.to_data() for f in fixes] if planned else None,
+                "diagnostic": diagnostic.to_dict() if fixes or not planned else None,
             },
         )
 
@@ -228,6 +270,7 @@ class OffloadFixerServer(LanguageServer):
             return []
         only = params.context.only
         actions = []
+        await self.planned(uri, document.version)
         if _wanted(types.CodeActionKind.QuickFix, only):
             for diagnostic in params.context.diagnostics:
                 actions.extend(self.quick_fixes(diagnostic, uri, document.version))
@@ -263,7 +306,7 @@ class OffloadFixerServer(LanguageServer):
                     "diagnostic": data["diagnostic"],
                 },
             )
-            for fix in data.get("fixes", [])
+            for fix in data.get("fixes") or []
         ]
         code = data["code"]
         actions.append(
@@ -280,8 +323,10 @@ class OffloadFixerServer(LanguageServer):
         """The ``data`` published with a diagnostic, if it was published for the text the
         client holds now (older ranges no longer hold). A client that drops ``data`` gets it
         back from the last publish by range, code and message."""
-        if isinstance(diagnostic.data, dict):
+        if isinstance(diagnostic.data, dict) and diagnostic.data.get("fixes") is not None:
             return diagnostic.data if diagnostic.data.get("version") == version else None
+        if isinstance(diagnostic.data, dict) and diagnostic.data.get("version") != version:
+            return None
         state = self.documents.get(uri)
         if state is None or state.analysed_version != version:
             return None

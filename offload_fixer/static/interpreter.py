@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -117,12 +117,20 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
 
     # ------------------------------------------------------------------ jit sites
     def jit_sites(self) -> list[Jitted]:
-        sites: dict[Any, Jitted] = {}
-        for index, statement in enumerate(self.module.body):
+        return [jitted for sites in self.jit_sites_by_statement().values() for jitted in sites]
+
+    def jit_sites_by_statement(self, indices: Iterable[int] | None = None) -> dict[int, list[Jitted]]:
+        """The jit sites of each top-level statement (of those at ``indices``, in file order):
+        a site's node is in the statement it was found in, so each is found once."""
+        found: dict[int, list[Jitted]] = {}
+        body = self.module.body
+        for index in range(len(body)) if indices is None else indices:
             if self._memos is not None:
                 self._memo = self._memos[index]
-            self._discover_statement(statement, self.module_scope, self.module_scope, index, sites)
-        return list(sites.values())
+            sites: dict[Any, Jitted] = {}
+            self._discover_statement(body[index], self.module_scope, self.module_scope, index, sites)
+            found[index] = list(sites.values())
+        return found
 
     def _discover(self, statements: list, scope: StaticScope, closure: StaticScope, sites: dict) -> None:
         """Find decorated jitted ``def``s and ``jax.jit(f, ...)`` calls in ``statements``.

@@ -19,7 +19,10 @@ import ast
 import bisect
 import re
 from collections import OrderedDict
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .incremental import KeptAnalysis
 
 NEWLINE = re.compile(r"\r\n?|\n")
 """Line ends as both ``ast`` (universal newlines) and libcst count them."""
@@ -39,6 +42,8 @@ class SourceCache:
         """The latest text's, which the next version's is computed from."""
         self.parsed = 0
         """How many chunks were parsed (not found here), for tests and benchmarks."""
+        self.analysis: KeptAnalysis | None = None
+        """The findings of the latest text, per top-level statement (:mod:`.incremental`)."""
 
     def get(self, key: tuple) -> Any:
         """The chunk kept for ``key``, None when there is none."""

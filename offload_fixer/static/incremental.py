@@ -1,0 +1,172 @@
+"""Which top-level statements of a new version of a document must be analysed again.
+
+An editor changes one statement at a time, yet every version used to be analysed whole: every
+jit site discovered and every jitted function run again. The findings of a top-level
+statement (its jit sites' findings) depend on its own text and, through the module-level
+names it reads, on the statements that bind them, and so on transitively. A
+:class:`~offload_fixer.static.outline.SourceCache` gives an unchanged statement the same
+libcst node in every version, so the findings of a statement are kept, by that node, with
+the nodes of the statements binding the names it reads; the next version re-analyses a
+statement only when that list changed (its text, a binder's text, a binder added, removed
+or moved across it) or when a statement it reads from is re-analysed itself.
+
+Reads and bindings are over-approximated from ``ast``: every name a statement loads,
+in any scope (and every attribute name, for ``module.name`` reached through an import of the
+file itself), is a read; the names it stores or deletes outside its functions and classes,
+its ``def``s, classes and imports, the base name of an attribute or item it assigns there,
+and any name declared ``global`` or bound by a walrus are bindings; a star import binds
+everything. A new version with other ``global`` declarations, another target or JAX
+version, or a project module changed on disk since, is analysed whole. From scratch or not,
+statements are searched and their sites analysed in file order, so the findings are the
+same as a whole analysis's (``tests/static/test_incremental.py``).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+_STAR = "*"
+
+
+@dataclass(frozen=True)
+class StatementNames:
+    """The module-level names one top-level statement may bind, and the names it may read."""
+
+    binds: frozenset[str]
+    reads: frozenset[str]
+
+
+def statement_names(statements: Sequence[ast.stmt]) -> StatementNames:
+    binds: set[str] = set()
+    reads: set[str] = set()
+    stack: list[tuple[ast.AST, bool]] = [(statement, False) for statement in statements]
+    while stack:
+        node, nested = stack.pop()
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                reads.add(node.id)
+            elif not nested:
+                binds.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            reads.add(node.attr)
+            if not nested and not isinstance(node.ctx, ast.Load):
+                binds.add(_base_name(node))
+        elif isinstance(node, ast.Subscript) and not nested and not isinstance(node.ctx, ast.Load):
+            binds.add(_base_name(node))
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and not nested:
+            binds.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)) and not nested:
+            for alias in node.names:
+                binds.add(_STAR if alias.name == _STAR else (alias.asname or alias.name).split(".")[0])
+        elif isinstance(node, ast.Global):
+            binds.update(node.names)
+            reads.update(node.names)
+        elif isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+            binds.add(node.target.id)  # a walrus binds in the enclosing function, or the module
+        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name and not nested:
+            binds.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest and not nested:
+            binds.add(node.rest)
+        # Names bound inside a def, class or lambda are its own (a ``global`` aside).
+        inner = nested or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+    binds.discard("")
+    return StatementNames(frozenset(binds), frozenset(reads))
+
+
+def _base_name(node: ast.expr) -> str:
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Starred)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else ""
+
+
+@dataclass
+class KeptAnalysis:
+    """What the last analysis of a document found, per top-level statement node."""
+
+    context: tuple
+    """Path, target, JAX rules and ``global`` declarations it was made under."""
+    statements: dict[Any, tuple[tuple[int, ...], list]]
+    """statement node -> (the ids of the nodes it depended on, in file order, itself included;
+    its findings). Ids compare fast, and cannot be reused: every node they name is a key here."""
+    foreign: dict[str, tuple[Any, Any]]
+    """Project modules read, by path: (stamp, the scope read)."""
+    reanalysed: tuple[int, ...] = ()
+    """The indices of the statements this version analysed again (for tests and benchmarks)."""
+
+
+class Increment:
+    """The plan for one version: which statements to analyse, and the findings kept for the others."""
+
+    def __init__(
+        self,
+        body: Sequence[Any],
+        names: Sequence[StatementNames],
+        kept: KeptAnalysis | None,
+        context: tuple,
+        stamp: Callable[[str], Any],
+    ) -> None:
+        binders: dict[str, list[int]] = {}
+        stars: list[int] = []
+        for index, found in enumerate(names):
+            for name in found.binds:
+                if name == _STAR:
+                    stars.append(index)
+                else:
+                    binders.setdefault(name, []).append(index)
+        readers: list[list[int]] = [[] for _ in body]
+        self.keys: list[tuple] = []
+        for index, found in enumerate(names):
+            depends = {index, *stars}
+            for name in found.reads:
+                depends.update(binders.get(name, ()))
+            ordered = sorted(depends)
+            for other in ordered:
+                if other != index:
+                    readers[other].append(index)
+            self.keys.append(tuple(id(body[i]) for i in ordered))
+        usable = (
+            kept is not None
+            and kept.context == context
+            and all(stamp(path) == recorded for path, (recorded, _) in kept.foreign.items())
+        )
+        self.kept = kept if usable else None
+        statements = self.kept.statements if self.kept is not None else {}
+        changed = [
+            index
+            for index, node in enumerate(body)
+            if (entry := statements.get(node)) is None or entry[0] != self.keys[index]
+        ]
+        dirty = set(changed)
+        while changed:
+            for reader in readers[changed.pop()]:
+                if reader not in dirty:
+                    dirty.add(reader)
+                    changed.append(reader)
+        self.body = body
+        self.context = context
+        self.dirty = sorted(dirty)
+
+    def findings(self, fresh: dict[int, list]) -> list:
+        """All findings in file order: ``fresh`` (by statement index) for the analysed ones."""
+        statements = self.kept.statements if self.kept is not None else {}
+        return [f for index, node in enumerate(self.body) for f in fresh.get(index, statements.get(node, ((), []))[1])]
+
+    def keep(self, fresh: dict[int, list], foreign: dict[str, tuple[Any, Any]]) -> KeptAnalysis:
+        """What the next version starts from. The project modules read stay recorded while
+        their stamps hold, also those read only for statements kept from earlier versions."""
+        statements = self.kept.statements if self.kept is not None else {}
+        recorded = dict(self.kept.foreign) if self.kept is not None else {}
+        recorded.update(foreign)
+        return KeptAnalysis(
+            self.context,
+            {
+                node: (self.keys[index], fresh[index] if index in fresh else statements[node][1])
+                for index, node in enumerate(self.body)
+            },
+            recorded,
+            tuple(sorted(fresh)),
+        )

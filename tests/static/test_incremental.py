@@ -1,0 +1,137 @@
+"""A document checked again through its ``SourceCache`` re-analyses only the top-level
+statements an edit can affect (its own, and those reading a name it binds, transitively),
+and reports exactly what a check from scratch reports."""
+
+from __future__ import annotations
+
+import os
+
+from offload_fixer.static import SourceCache, check_source
+from offload_fixer.static.project import Project
+
+from .helpers import LEGACY
+
+HEAD = """\
+import jax
+import jax.numpy as jnp
+from jax.sharding import SingleDeviceSharding
+
+host = SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")
+device = SingleDeviceSharding(jax.devices()[0], memory_kind="device")
+place = host
+"""
+HELPER = """
+
+def helper(x):
+    return x * 2
+"""
+HOST_HELPER = """
+
+def helper(x):
+    return jax.device_put(x, place)
+"""
+USERS = """
+
+@jax.jit
+def step(x):
+    return helper(x)
+
+
+@jax.jit
+def unrelated(x):
+    return jnp.tanh(x)
+"""
+
+
+class Document:
+    """One document edited version by version, checked through one cache and one project."""
+
+    def __init__(self, path: str = "prog.py", project: Project | None = None) -> None:
+        self.path = path
+        self.cache = SourceCache()
+        self.project = project or Project()
+
+    def check(self, text: str) -> tuple:
+        """The diagnostics through the cache, after asserting they are a fresh check's."""
+        result = check_source(text, self.path, jax_version=LEGACY, cache=self.cache, project=self.project)
+        assert result == check_source(text, self.path, jax_version=LEGACY, project=Project()), text
+        return result.diagnostics
+
+    def reanalysed(self, text: str) -> list[str]:
+        """The first line of each statement analysed again for this version."""
+        assert self.cache.analysis is not None
+        module = self.cache.outline
+        assert module is not None
+        spans = module.spans or []
+        return [text[spans[i][0] : spans[i][1]].strip().splitlines()[0] for i in self.cache.analysis.reanalysed]
+
+
+def test_an_edit_to_a_helper_reanalyses_the_functions_that_call_it():
+    document = Document()
+    assert document.check(HEAD + HELPER + USERS) == ()
+    text = HEAD + HOST_HELPER + USERS
+    found = document.check(text)
+    assert [d.code for d in found] == ["OFL1200"]
+    assert document.reanalysed(text) == ["def helper(x):", "@jax.jit"]  # helper, then step
+
+
+def test_an_edit_to_a_global_reanalyses_its_readers_transitively():
+    document = Document()
+    text = HEAD + HOST_HELPER + USERS
+    assert document.check(text)
+    on_device = text.replace("place = host", "place = device")
+    assert document.check(on_device) == ()
+    # place, then helper (reads place), then step (reads helper); never `unrelated`.
+    assert document.reanalysed(on_device) == [
+        "place = device",
+        "def helper(x):",
+        "@jax.jit",
+    ]
+    assert document.check(text)
+
+
+def test_an_unrelated_edit_reanalyses_one_statement():
+    document = Document()
+    text = HEAD + HOST_HELPER + USERS
+    found = document.check(text)
+    edited = text.replace("jnp.tanh(x)", "jnp.tanh(x) * 3")
+    assert [(d.code, d.message) for d in document.check(edited)] == [(d.code, d.message) for d in found]
+    assert len(document.cache.analysis.reanalysed) == 1
+
+
+def test_a_binding_added_between_reanalyses_its_readers():
+    """A second ``helper`` above ``step`` shadows the first where ``step`` reads it; lines
+    added above a kept statement move its finding down."""
+    document = Document()
+    text = HEAD + HOST_HELPER + USERS
+    assert document.check(text)
+    shadowed = HEAD + HOST_HELPER + HELPER + USERS
+    assert document.check(shadowed) == ()
+    assert document.check("# a comment\n\n" + text)
+    assert document.check(HEAD + USERS) == ()  # the helper removed: unknown
+
+
+def test_a_global_declaration_or_other_rules_start_again():
+    document = Document()
+    text = HEAD + HOST_HELPER + USERS
+    assert document.check(text)
+    declared = text + "\n\ndef reset():\n    global place\n    place = None\n"
+    assert document.check(declared) == ()
+    assert len(document.cache.analysis.reanalysed) == len(document.cache.outline.spans)
+    assert document.check(text)
+    fresh = check_source(text, "prog.py", jax_version="0.10.2", project=Project())
+    assert check_source(text, "prog.py", jax_version="0.10.2", cache=document.cache, project=document.project) == fresh
+
+
+def test_a_project_module_changed_on_disk_starts_again(tmp_path):
+    shardings = tmp_path / "shardings.py"
+    shardings.write_text(HEAD, encoding="utf-8")
+    main = tmp_path / "main.py"
+    text = "import jax\nimport jax.numpy as jnp\nfrom shardings import place\n" + HOST_HELPER + USERS
+    main.write_text(text, encoding="utf-8")
+    document = Document(str(main), Project((str(tmp_path),)))
+    assert document.check(text)
+    shardings.write_text(HEAD.replace("place = host", "place = device"), encoding="utf-8")
+    stat = os.stat(shardings)
+    os.utime(shardings, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    assert document.check(text) == ()
