@@ -515,8 +515,14 @@ def fix(report_file: str, **params: Any) -> None:
     elif invocation.show_fixes:
         console.report(fixed_listing(run_fixes, diagnostics, os.getcwd()))
     if not invocation.diff:
-        count = len(grouped_findings(run_fixes.resolved))
-        console.note(f"Fixed {count} problem{'s' if count != 1 else ''}." if count else "No fixes applied.")
+        from offload_fixer.report import Tally, summary_lines
+
+        resolved = set(run_fixes.resolved)
+        remaining = grouped_findings([d for d in diagnostics if d not in resolved])
+        fixed = len(grouped_findings(diagnostics)) - len(remaining)
+        # the words of ``check --fix`` and ``run --fix``: what was fixed and what is left
+        tally = Tally(fixed=fixed, shown=not invocation.quiet)
+        console.report("".join(line + "\n" for line in summary_lines(remaining, [], tally)))
     if run_fixes.failure is not None:
         sys.exit(int(run_fixes.failure))
     sys.exit(int(ExitCode.FINDINGS if invocation.diff and run_fixes.changed else ExitCode.CLEAN))

@@ -225,9 +225,13 @@ def colour_diff(diff: str, color: bool) -> str:
     return "".join(out)
 
 
-def would_fix_line(count: int) -> str:
-    """ruff's closing line for ``--diff``."""
-    return f"Would fix {count} problem{'s' if count != 1 else ''}." if count else "No fixes to apply."
+def would_fix_line(count: int, unsafe: int = 0) -> str:
+    """ruff's closing line for ``--diff`` (``unsafe``: findings only ``--unsafe-fixes`` would
+    fix); empty when there is nothing to fix, where ruff prints nothing."""
+    fixes = f"{unsafe} {'additional ' if count else ''}fix{'es' if unsafe != 1 else ''} available with `--unsafe-fixes`"
+    if count:
+        return f"Would fix {count} problem{'s' if count != 1 else ''}" + (f" ({fixes})." if unsafe else ".")
+    return f"No problems would be fixed ({fixes})." if unsafe else ""
 
 
 def fixed_listing(run: FixRun, diagnostics: Sequence[Diagnostic], root: str) -> str:
