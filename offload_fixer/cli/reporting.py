@@ -101,7 +101,9 @@ def show_diff(run: FixRun, console: Console, diagnostics: Sequence[Diagnostic]) 
     }
     findings = group_findings(diagnostics)
     count = sum(all(d in resolved for d in f.diagnostics) for f in findings)
-    hidden = sum(any(d in unsafe for d in f.diagnostics) and not all(d in resolved for d in f.diagnostics) for f in findings)
+    hidden = sum(
+        any(d in unsafe for d in f.diagnostics) and not all(d in resolved for d in f.diagnostics) for f in findings
+    )
     line = would_fix_line(count, hidden)
     if line and not console.quiet:
         console.report(line + "\n")
