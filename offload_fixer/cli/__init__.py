@@ -392,6 +392,7 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
             progress=progress,
             confirm=invocation.confirm,
             finish=after_program,
+            show_start_up=invocation.verbose,
         )
     except BaseException:
         redirect.close()
