@@ -149,11 +149,20 @@ def main() -> None:
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(readable=False))
 @options(
-    *REPORT_OPTIONS, *FIX_OPTIONS, "jax_version", "jobs", "exclude", "extend_exclude", "force_exclude", "stdin_filename"
+    *REPORT_OPTIONS,
+    *FIX_OPTIONS,
+    "jax_version",
+    "target_version",
+    "jobs",
+    "exclude",
+    "extend_exclude",
+    "force_exclude",
+    "stdin_filename",
 )
 def check(
     paths: tuple[str, ...],
     jobs: int | None,
+    target_version: str | None,
     exclude: tuple[str, ...],
     extend_exclude: tuple[str, ...],
     force_exclude: bool,
@@ -183,7 +192,12 @@ def check(
                 "scripts with a python #! line); name a directory to walk it",
                 console,
             )
-    overrides = {"exclude": list(exclude) or None, "extend_exclude": list(extend_exclude) or None, "jobs": jobs}
+    overrides = {
+        "exclude": list(exclude) or None,
+        "extend_exclude": list(extend_exclude) or None,
+        "jobs": jobs,
+        "target_version": target_version,
+    }
     resolver, settings = resolve_settings(invocation, paths[0], console, **overrides)
     named = {p for p in paths if not os.path.isdir(p)}
     walked = list(files_to_check(paths, force_exclude, resolver.settings_for))

@@ -43,6 +43,7 @@ from offload_fixer.interrupts import uninterrupted
 from offload_fixer.notebook import is_notebook
 from offload_fixer.notebook.fixing import edit_notebook
 from offload_fixer.recursion import call_allowing_deep_recursion
+from offload_fixer.source.python_version import compile_any_version
 from offload_fixer.source.text import decode, encode, split_lines
 
 MAX_PASSES = 6
@@ -275,11 +276,11 @@ def verify(path: str, data: bytes, changed: Sequence[str] | None = None, origina
     try:
         if whole:
             cst.parse_module(decode(data)[0])  # decoded as CPython does: libcst misreads CR-only cookies
-            compile(data, path, "exec", dont_inherit=True)
+            compile_any_version(data, path)
         else:
             for code in changed or ():
                 cst.parse_module(code)
-                compile(code, path, "exec", dont_inherit=True)
+                compile_any_version(code, path)
     except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         if original is not None:
             try:

@@ -62,7 +62,7 @@ class ExtensionSettings:
             settings = SettingsResolver().settings_for(directory)
         except ConfigError as exc:
             raise UsageError(str(exc)) from exc
-        return cls(settings.target, settings.strategy, settings.select, settings.ignore)
+        return cls(settings.target, settings.strategy, settings.selected, settings.ignore)
 
 
 @dataclass

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from offload_fixer import jax_compat
 from offload_fixer.model import Diagnostic, normalize_target
 from offload_fixer.recursion import call_allowing_deep_recursion
+from offload_fixer.source.python_version import judged_by_cpython, newer_syntax_message, only_newer_syntax
 from offload_fixer.source.text import SourceDecodeError, decode
 
 from .files import Unreadable, walk
@@ -134,16 +135,18 @@ def check_paths(
             settings_for is not None and settings_for(path).is_excluded(path)
         )
 
-    pending: list[StaticResult | tuple[bytes, str, str, jax_compat.Spelling]] = []
+    pending: list[StaticResult | tuple[bytes, str, str, jax_compat.Spelling, tuple[int, int] | None]] = []
     for item in walk(paths, excluded):
         if isinstance(item, Unreadable):
             pending.append(StaticResult(item.path, parse_error=ParseError(item.path, 1, 1, item.reason)))
             continue
         path = item
         file_target, spelling = default
+        python = None
         if settings_for is not None:
             settings = settings_for(path)
             file_target, spelling = normalize_target(settings.target), jax_compat.spelling(settings.jax_version)
+            python = settings.python
         try:
             data = read_program_bytes(path)
         except OSError as exc:
@@ -155,13 +158,13 @@ def check_paths(
             pending.append(StaticResult(path, parse_error=ParseError(path, 1, 1, str(exc))))
             continue
         project.remember(path, data)
-        pending.append((data, path, file_target, spelling))
+        pending.append((data, path, file_target, spelling, python))
     # Every file is read before any is selected: a host spelling in one module makes the
     # modules that import it candidates. A file that cannot hold a finding is still screened.
     pending = [
         entry
         if isinstance(entry, StaticResult) or project.selects(entry[1], entry[0])
-        else _unselected(entry[0], entry[1], check_syntax)
+        else _unselected(entry[0], entry[1], check_syntax, entry[4])
         for entry in pending
     ]
     candidates = [entry for entry in pending if isinstance(entry, tuple)]
@@ -172,10 +175,10 @@ def check_paths(
                 yield entry
                 continue
             cache = caches.setdefault(entry[1], SourceCache()) if caches is not None else None
-            yield _check(*entry, cache, project)
+            yield _check(*entry[:4], cache, project, entry[4])
         return
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
-        futures = {id(entry): pool.submit(_check_in_worker, *entry, roots) for entry in candidates}
+        futures = {id(entry): pool.submit(_check_in_worker, *entry[:4], roots, entry[4]) for entry in candidates}
         try:
             for entry in pending:
                 yield futures[id(entry)].result() if isinstance(entry, tuple) else entry
@@ -229,33 +232,40 @@ def _single_threaded() -> bool:
         return threading.active_count() == 1
 
 
-def _unselected(data: bytes, path: str, check_syntax: Collection[str]) -> StaticResult:
+def _unselected(
+    data: bytes, path: str, check_syntax: Collection[str], python: tuple[int, int] | None = None
+) -> StaticResult:
     """A file the prefilter rules out: still screened (:func:`screen`), compiled too when it
     was named on the command line."""
-    error = screen(data, path, compile_it=path in check_syntax)
+    error = screen(data, path, compile_it=path in check_syntax, python=python)
     return StaticResult(path, parse_error=error, analysed=error is not None)
 
 
-def screen(source: str | bytes, path: str, compile_it: bool = True) -> ParseError | None:
+def screen(
+    source: str | bytes, path: str, compile_it: bool = True, python: tuple[int, int] | None = None
+) -> ParseError | None:
     """Why a file the prefilter rules out is still not Python source, if it is not: bytes
     that do not decode (binary, UTF-16, a wrong or unknown coding cookie), a NUL byte, or
     (``compile_it``) a syntax error CPython reports, or a limit of CPython's compiler. Such a
     file cannot hold a finding, but it is reported rather than passed over in silence.
+    Syntax newer than this interpreter's is Python where the file's target (``python``,
+    :mod:`~offload_fixer.source.python_version`) is newer too, or not set.
 
     Decoding runs at memory speed; compiling at about 12 MB/s, five times what the whole
     check of a tree costs (``benchmarks/static_check.py``), so only files named on the
     command line are compiled: those are the ones a user (or a pre-commit hook) asked about."""
-    text = source
     if isinstance(source, bytes):
         text, error = _decode(source, path)
         if error is not None or not compile_it:
             return error
     elif not compile_it:
         return None
+    else:
+        text = source
     try:
         compile(text, path, "exec", dont_inherit=True)
     except SyntaxError as exc:
-        return ParseError(path, exc.lineno or 1, exc.offset or 1, exc.msg)
+        return _syntax_error(exc, text, path, python)
     except (RecursionError, MemoryError, ValueError) as exc:
         return ParseError(path, 1, 1, f"CPython cannot compile this file: {exc}")
     return None
@@ -265,13 +275,18 @@ _WORKER_PROJECTS: dict[tuple[str, ...], Project] = {}
 
 
 def _check_in_worker(
-    source: bytes, path: str, target: str, spelling: jax_compat.Spelling, roots: tuple[str, ...]
+    source: bytes,
+    path: str,
+    target: str,
+    spelling: jax_compat.Spelling,
+    roots: tuple[str, ...],
+    python: tuple[int, int] | None = None,
 ) -> StaticResult:
     """One file in a worker process, which keeps one project per set of roots for all its files."""
     project = _WORKER_PROJECTS.get(roots)
     if project is None:
         project = _WORKER_PROJECTS[roots] = Project(roots)
-    return _check(source, path, target, spelling, None, project)
+    return _check(source, path, target, spelling, None, project, python)
 
 
 def _check(
@@ -281,10 +296,11 @@ def _check(
     spelling: jax_compat.Spelling,
     cache: SourceCache | None,
     project: Project,
+    python: tuple[int, int] | None = None,
 ) -> StaticResult:
     """One file; a tree too deep for the walks gets a file error of its own, never a traceback."""
     try:
-        return call_allowing_deep_recursion(_check_once, source, path, target, spelling, cache, project)
+        return call_allowing_deep_recursion(_check_once, source, path, target, spelling, cache, project, python)
     except RecursionError:
         return StaticResult(
             path,
@@ -302,6 +318,7 @@ def _check_once(
     spelling: jax_compat.Spelling,
     cache: SourceCache | None,
     project: Project,
+    python: tuple[int, int] | None = None,
 ) -> StaticResult:
     data = source if isinstance(source, bytes) else source.encode("utf-8", "surrogatepass")
     if not project.selects(path, data):
@@ -324,6 +341,9 @@ def _check_once(
     limit = _cpython_limit(syntax_error, path)
     if limit is not None:
         return StaticResult(path, parse_error=limit, analysed=True)
+    if isinstance(syntax_error, SyntaxError) and judged_by_cpython(python):
+        # the file is written for this interpreter's Python or an older one: CPython decides
+        return StaticResult(path, parse_error=_syntax_error(syntax_error, text, path, python), analysed=True)
     if found is not None and not references_jit(found.tree):
         return StaticResult(path, analysed=True)
 
@@ -342,6 +362,18 @@ def _check_once(
     digest = hashlib.sha256(data).hexdigest()
     diagnostics, dependencies = _analyse(parsed, text, path, target, spelling, digest, project)
     return StaticResult(path, tuple(diagnostics), analysed=True, dependencies=dependencies)
+
+
+def _syntax_error(exc: SyntaxError, text: str, path: str, python: tuple[int, int] | None) -> ParseError | None:
+    """What CPython's refusal means for a file written for ``python``: syntax of a newer Python
+    that libcst's grammar reads is no error where the target is newer than this interpreter
+    (or not set); where the target is a Python this interpreter covers, it is, and it says so."""
+    if only_newer_syntax(exc, text):
+        if not judged_by_cpython(python):
+            return None
+        assert python is not None
+        return ParseError(path, exc.lineno or 1, exc.offset or 1, newer_syntax_message(exc.msg, python))
+    return ParseError(path, exc.lineno or 1, exc.offset or 1, exc.msg)
 
 
 def _cpython_limit(error: BaseException | None, path: str) -> ParseError | None:
