@@ -110,6 +110,10 @@ class Settings:
         """``select`` and ``extend-select`` together; ``None``: every rule."""
         return None if self.select is None else (*self.select, *self.extend_select)
 
+    def as_table(self) -> dict[str, Any]:
+        """The settings as ``[tool.offload-fixer]`` spells them (``check --show-settings``)."""
+        return {key: getattr(self, field) for field, key in _KEY_FOR_FIELD.items()}
+
     def is_selected(self, code: str) -> bool:
         return _is_selected(code, self.selected, self.ignore)
 

@@ -18,7 +18,7 @@ import dataclasses
 import os
 import signal
 import sys
-from typing import Any
+from typing import Any, ClassVar
 
 import click
 
@@ -80,6 +80,12 @@ class Commands(click.Group):
     The signal is remembered as well as raised: an exception raised in the middle of a
     library's cleanup can replace the one the signal raised, and the exit status must not
     depend on where the signal landed."""
+
+    ALIASES: ClassVar[dict[str, str]] = {"rule": "rules"}
+    """ruff's spelling of a command, taken for ours (``offload-fixer rule OFL1200``)."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return super().get_command(ctx, self.ALIASES.get(cmd_name, cmd_name))
 
     def invoke(self, ctx: click.Context) -> Any:
         handled = ctx.protected_args[:1] in (["check"], ["fix"])
@@ -158,6 +164,10 @@ def main() -> None:
     "extend_exclude",
     "force_exclude",
     "stdin_filename",
+    "show_settings",
+    "show_files",
+    "add_noqa",
+    "watch",
 )
 def check(
     paths: tuple[str, ...],
@@ -167,6 +177,10 @@ def check(
     extend_exclude: tuple[str, ...],
     force_exclude: bool,
     stdin_filename: str | None,
+    show_settings: bool,
+    show_files: bool,
+    add_noqa: bool,
+    watch: bool,
     **params: Any,
 ) -> None:
     """Static check of Python source: no code is imported or executed.
@@ -199,10 +213,29 @@ def check(
         "target_version": target_version,
     }
     resolver, settings = resolve_settings(invocation, paths[0], console, **overrides)
+    if show_settings:
+        from offload_fixer.cli.inspecting import show_settings as print_settings
+
+        print_settings(paths[0], settings)
+        sys.exit(int(ExitCode.CLEAN))
     named = {p for p in paths if not os.path.isdir(p)}
     walked = list(files_to_check(paths, force_exclude, resolver.settings_for))
     files = [item for item in walked if isinstance(item, str)]
     unreadable = [item for item in walked if not isinstance(item, str)]
+    if show_files:
+        from offload_fixer.cli.inspecting import show_files as print_files
+
+        print_files(files)
+        sys.exit(int(ExitCode.CLEAN))
+    if watch:
+        from offload_fixer.cli.watch import watch as watch_files
+
+        argv = [arg for arg in sys.argv[sys.argv.index("check") + 1 :] if arg not in ("-w", "--watch")]
+        watch_files(
+            argv,
+            paths,
+            lambda: [f for f in files_to_check(paths, force_exclude, resolver.settings_for) if isinstance(f, str)],
+        )
     # With --fix the files are checked again once fixed: their parsed statements are kept, so
     # that only the statements a fix changed are parsed twice, and their outlines go to the
     # planner (none is kept for a file without findings: nothing there is fixed).
@@ -212,6 +245,13 @@ def check(
     )
     outcome.diagnostics, outcome.unused_suppressions = reportable(outcome.diagnostics, resolver)
     strategy = settings.strategy
+    if add_noqa:
+        from offload_fixer.cli.add_noqa import write_noqa
+
+        added = write_noqa([d for d in outcome.diagnostics if d.severity != "info"], console)
+        if added:
+            console.note(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
+        sys.exit(int(ExitCode.INPUT_ERROR if outcome.file_errors else ExitCode.CLEAN))
     if invocation.fix or invocation.diff:
         share_outlines(caches or {})
         run = apply_fixes_per_file(outcome.diagnostics, resolver.settings_for, settings, invocation, console)
@@ -564,7 +604,7 @@ def lsp() -> None:
 @click.argument("code", required=False)
 @options("jax_version")
 def rules(code: str | None, jax_version: str | None) -> None:
-    """List the diagnostic codes, or print the page for CODE."""
+    """List the diagnostic codes, or print the page for CODE (also spelt `rule`, as ruff does)."""
     from offload_fixer.rules import UnknownRule, all_rules, render_rule
 
     console = Console(Invocation())

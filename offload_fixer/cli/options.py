@@ -110,6 +110,14 @@ OPTIONS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
         callback=_non_empty_codes,
         help="Comma-separated codes or prefixes to report besides `select`.",
     ),
+    "show_settings": click.option(
+        "--show-settings", is_flag=True, help="Print the settings the first path is checked with, and exit."
+    ),
+    "show_files": click.option("--show-files", is_flag=True, help="Print the files that would be checked, and exit."),
+    "add_noqa": click.option(
+        "--add-noqa", is_flag=True, help="Add a `# noqa: OFL…` on each line a finding points at (ruff's spelling)."
+    ),
+    "watch": click.option("-w", "--watch", is_flag=True, help="Check again whenever a checked file changes."),
     "silent": click.option(
         "-s",
         "--silent",
