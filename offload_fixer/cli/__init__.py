@@ -38,6 +38,7 @@ from offload_fixer.cli.fixing import (
     apply_fixes,
     apply_fixes_per_file,
     fixed_listing,
+    report_compiled,
     report_unpredicted,
     require_compiler,
 )
@@ -357,6 +358,7 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
             )
         if invocation.confirm:
             report_unpredicted(result.reports, console, outcome)
+            report_compiled(result.reports, console)
         if report_path:
             try:
                 write_report_file(
@@ -489,7 +491,13 @@ def save_last_run(program: str | None, result, target: str, console: Console) ->
     default=None,
     help="An --xla_dump_to directory from the failing run.",
 )
-@options("target", "color", "confirm")
+@options("target", "color")
+@click.option(
+    "--confirm",
+    is_flag=True,
+    help="Also compile the dumped modules (--dump) with the target's released compiler (libtpu, JAX's "
+    "CUDA plugin) and say whether it agrees.",
+)
 @click.option(
     "--format", "--output-format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True
 )

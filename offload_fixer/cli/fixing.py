@@ -209,6 +209,21 @@ def report_unpredicted(reports: Sequence[Any], console: Console, outcome: Outcom
             outcome.failure = outcome.failure or ExitCode.FINDINGS
 
 
+def report_compiled(reports: Sequence[Any], console: Console) -> None:
+    """``--confirm`` where the compiler compiled every compilation: said, so that a clean
+    report is known to be the compiler's verdict too, not only the analysis's."""
+    verdicts = [report.xla for report in reports if report.xla is not None]
+    if not verdicts or len(verdicts) != len(reports) or any(v.outcome != "compiled" for v in verdicts):
+        return
+    if any(report.unpredicted for report in reports):
+        return
+    compilers = ", ".join(sorted({v.compiler for v in verdicts}))
+    count = len(verdicts)
+    console.note(
+        f"offload-fixer: --confirm: {compilers} compiled {count} compilation{'s' if count != 1 else ''}, as predicted"
+    )
+
+
 def _with_expected_hash(plan, expected: dict[str, str]):
     digest = expected.get(plan.path) or expected.get(os.path.abspath(plan.path))
     return dataclasses.replace(plan, source_sha256=digest) if digest else plan

@@ -76,3 +76,36 @@ def test_noqa_with_our_code_silences_and_an_unused_one_is_reported(broken: Path)
     assert in_terminal("check", "broken.py", cwd=broken.parent)[0] == ExitCode.CLEAN
     broken.write_text(BROKEN.replace("in_shardings=HOST)", "in_shardings=HOST)  # noqa: E501"))
     assert in_terminal("check", "broken.py", cwd=broken.parent)[0] == ExitCode.FINDINGS  # another tool's
+
+
+@needs_pty
+def test_fix_report_says_what_is_left_as_check_does(tmp_path: Path):
+    """``fix REPORT`` closes with ``check --fix``'s words (a report written by ``run``)."""
+    program = tmp_path / "train.py"
+    program.write_text(
+        BROKEN + '\n\nif __name__ == "__main__":\n    print(double.trace(jax.ShapeDtypeStruct((4,), "float32")).lower())\n'
+    )
+    assert offload_fixer("run", "-q", "--report", "run.json", "train.py", cwd=tmp_path).returncode == ExitCode.FINDINGS
+    code, screen = in_terminal("fix", "--color", "never", "run.json", cwd=tmp_path)
+    # error 1200 and the multiply on host, both fixed by one move back to device
+    assert code == ExitCode.CLEAN and "Found 2 problems (2 fixed, 0 remaining)." in screen, screen
+    assert "Fixed 2 problems." not in screen
+
+
+@needs_pty
+def test_explain_help_describes_its_own_confirm():
+    code, screen = in_terminal("explain", "--help", columns=200)
+    assert code == 0 and "--confirm" in screen and "--dump" in screen
+    assert "--fix" not in screen and "--diff" not in screen
+
+
+@needs_pty
+def test_explain_says_every_released_gpu_compiler_refuses(tmp_path: Path):
+    log = tmp_path / "err.log"
+    log.write_text(
+        "jaxlib.xla_extension.XlaRuntimeError: INVALID_ARGUMENT: Tensor which is moved to host (starting from "
+        "tuple.64) is returned from the entry computation but the layout for this output is not set to host memory.\n"
+    )
+    code, screen = in_terminal("explain", str(log), columns=200)
+    assert code == ExitCode.FINDINGS, screen
+    assert "every released TPU and GPU compiler refuses" in " ".join(screen.split()) and "older XLA" not in screen
