@@ -83,7 +83,8 @@ def test_fix_report_says_what_is_left_as_check_does(tmp_path: Path):
     """``fix REPORT`` closes with ``check --fix``'s words (a report written by ``run``)."""
     program = tmp_path / "train.py"
     program.write_text(
-        BROKEN + '\n\nif __name__ == "__main__":\n    print(double.trace(jax.ShapeDtypeStruct((4,), "float32")).lower())\n'
+        BROKEN
+        + '\n\nif __name__ == "__main__":\n    print(double.trace(jax.ShapeDtypeStruct((4,), "float32")).lower())\n'
     )
     assert offload_fixer("run", "-q", "--report", "run.json", "train.py", cwd=tmp_path).returncode == ExitCode.FINDINGS
     code, screen = in_terminal("fix", "--color", "never", "run.json", cwd=tmp_path)
