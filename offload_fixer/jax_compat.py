@@ -671,12 +671,13 @@ def accelerator_visible() -> bool:
 
 
 def start_quietly(verbose: bool = False) -> None:
-    """Import JAX and register its plugins before ``run`` starts the user's program, so that
-    what the plugins print where their hardware is missing never reaches the user; and where
-    JAX has no accelerator to find, start only its CPU backend (``jax_platforms="cpu"``)
-    instead of probing for a TPU for seconds. ``JAX_PLATFORMS`` (or ``JAX_PLATFORM_NAME``) set
-    by the user always wins: then JAX starts what it names, and only its start-up noise is
-    left out. ``verbose`` shows everything the plugins printed."""
+    """Import JAX and register its plugins before ``run`` starts the user's program (or the
+    kernel extension its cells), so that what the plugins print where their hardware is
+    missing never reaches the user; and where JAX has no accelerator to find, start only its
+    CPU backend (``jax_platforms="cpu"``) instead of probing for a TPU for seconds.
+    ``JAX_PLATFORMS`` (or ``JAX_PLATFORM_NAME``, or ``jax_platforms`` set in code) chosen by
+    the user always wins: then JAX starts what it names, and only its start-up noise is left
+    out. ``verbose`` shows everything the plugins printed."""
     import os
     import sys
 
@@ -685,12 +686,15 @@ def start_quietly(verbose: bool = False) -> None:
         from jax._src import xla_bridge
 
         state.plugins_fail_as_noise = not accelerator_visible()
-        if state.plugins_fail_as_noise and not {"JAX_PLATFORMS", "JAX_PLATFORM_NAME"} & set(os.environ):
+        user_chose = {"JAX_PLATFORMS", "JAX_PLATFORM_NAME"} & set(os.environ) or getattr(jax.config, "jax_platforms", None)
+        if state.plugins_fail_as_noise and not user_chose and not xla_bridge.backends_are_initialized():
             jax.config.update("jax_platforms", "cpu")
         # loads each plugin once (the CUDA plugin logs as it loads); a backend starts later, on
         # the program's first operation, and may start libtpu (the user asked for it)
         xla_bridge._discover_and_register_pjrt_plugins()
     start_backends = xla_bridge.backends
+    if getattr(start_backends, "started_quietly", False):
+        return  # a kernel that loads the extension again
 
     @functools.wraps(start_backends)
     def backends_quietly() -> Any:
@@ -701,6 +705,7 @@ def start_quietly(verbose: bool = False) -> None:
             state_now.plugins_fail_as_noise = state.plugins_fail_as_noise
             return start_backends()
 
+    backends_quietly.started_quietly = True  # type: ignore[attr-defined]
     xla_bridge.backends = backends_quietly  # JAX's own calls look the name up in its module
 
 

@@ -212,3 +212,30 @@ def test_the_users_jax_platforms_wins(tmp_path):
     assert "TPU_WORKER_HOSTNAMES" not in screen and "host bounds" not in screen, screen
     code, screen = in_terminal("run", str(program), cwd=tmp_path, raw=True, JAX_PLATFORMS="tpu")
     assert code == 3 and "Unable to initialize backend 'tpu'" in screen, screen
+
+
+@needs_libtpu_without_tpu
+@pytest.mark.slow
+def test_the_kernel_extension_starts_jax_quietly_too(tmp_path):
+    """``%load_ext offload_fixer`` in IPython: the cells' JAX starts on the CPU backend, and
+    none of the plugins' start-up lines reach the user."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.cli_support import environment
+
+    ipython = shutil.which("ipython", path=os.path.dirname(sys.executable))
+    if ipython is None:
+        pytest.skip("IPython (the notebook extra) is not installed")
+    cell = (
+        "get_ipython().run_line_magic('load_ext', 'offload_fixer'); import jax; print('backend', jax.default_backend())"
+    )
+    env = {k: v for k, v in environment().items() if k != "JAX_PLATFORMS"}
+    proc = subprocess.run(
+        [ipython, "--no-banner", "-c", cell], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0 and "backend cpu" in proc.stdout, proc.stdout + proc.stderr
+    for noise in ("TPU_WORKER_HOSTNAMES", "host bounds", "cudart_stub", "absl::", "Jax plugin configuration error"):
+        assert noise not in proc.stdout + proc.stderr, proc.stderr

@@ -125,6 +125,7 @@ class OffloadFixerExtension:
             jax_compat.check_runtime_supported()
         except jax_compat.UnsupportedJaxVersion as exc:
             raise UsageError(str(exc)) from exc
+        jax_compat.start_quietly()  # no TPU probe where there is none, no plugin noise under the cells
         checker = _compilation_checker(CompilationChecker, settings)
         self.stop()  # the interception patches jax.jit: never twice at once
         self._stack = ExitStack()
