@@ -11,6 +11,7 @@ syntax is accepted.
 
 from __future__ import annotations
 
+import ast
 import re
 import sys
 
@@ -58,10 +59,19 @@ def newer_syntax(text: str) -> bool:
 
 
 def only_newer_syntax(error: SyntaxError, text: str) -> bool:
-    """Whether CPython refuses ``text`` only for syntax newer than this interpreter's: not for
-    one of its compiler's limits (``too many nested parentheses``, which every version has),
-    and libcst's grammar reads it."""
-    return not (error.msg or "").startswith("too many") and newer_syntax(text)
+    """Whether CPython refuses ``text`` only for syntax newer than this interpreter's: its
+    parser refuses it (not its compiler: ``nonlocal x`` without a binding, ``return`` outside
+    a function are errors in every version), not for one of its limits (``too many nested
+    parentheses``), and libcst's grammar reads it."""
+    if (error.msg or "").startswith("too many"):
+        return False
+    try:
+        ast.parse(text)
+    except SyntaxError:
+        return newer_syntax(text)
+    except (ValueError, RecursionError, MemoryError):
+        return False
+    return False
 
 
 def newer_syntax_message(message: str, target: tuple[int, int]) -> str:

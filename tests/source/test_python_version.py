@@ -102,3 +102,11 @@ def test_a_real_syntax_error_is_one_in_every_version(tmp_path: Path):
     assert proc.returncode == ExitCode.INPUT_ERROR and proc.stdout.startswith("broken.py:1:"), proc.stdout
     bad = offload_fixer("check", "--target-version", "py399", "broken.py", cwd=tmp_path)
     assert bad.returncode == ExitCode.USAGE and "py312" in bad.stderr
+
+
+def test_what_the_compiler_refuses_in_every_version_stays_an_error(tmp_path: Path):
+    """``nonlocal`` without a binding parses (libcst and CPython's parser read it) but no
+    Python compiles it: not a newer Python's syntax."""
+    (tmp_path / "scope.py").write_text("def f():\n    nonlocal x\n")
+    proc = offload_fixer("check", "scope.py", cwd=tmp_path)
+    assert proc.returncode == ExitCode.INPUT_ERROR and "no binding for nonlocal 'x' found" in proc.stdout, proc.stdout
