@@ -686,7 +686,9 @@ def start_quietly(verbose: bool = False) -> None:
         from jax._src import xla_bridge
 
         state.plugins_fail_as_noise = not accelerator_visible()
-        user_chose = {"JAX_PLATFORMS", "JAX_PLATFORM_NAME"} & set(os.environ) or getattr(jax.config, "jax_platforms", None)
+        user_chose = {"JAX_PLATFORMS", "JAX_PLATFORM_NAME"} & set(os.environ) or getattr(
+            jax.config, "jax_platforms", None
+        )
         if state.plugins_fail_as_noise and not user_chose and not xla_bridge.backends_are_initialized():
             jax.config.update("jax_platforms", "cpu")
         # loads each plugin once (the CUDA plugin logs as it loads); a backend starts later, on
