@@ -24,7 +24,7 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 from offload_fixer.jax_compat import UnsupportedJaxVersion, check_modelled
-from offload_fixer.model import FORMATS, STRATEGIES, TARGET_CHOICES, Diagnostic
+from offload_fixer.model import FORMAT_ALIASES, FORMATS, STRATEGIES, TARGET_CHOICES, Diagnostic
 from offload_fixer.source.decoding import read_regular_file
 
 TABLE = "offload-fixer"
@@ -66,6 +66,8 @@ class Settings:
     strategy: str = "auto"
     select: tuple[str, ...] | None = None
     """Codes or code prefixes to report; ``None`` reports every rule."""
+    extend_select: tuple[str, ...] = ()
+    """Reported besides ``select`` (every rule is, when ``select`` is not set)."""
     ignore: tuple[str, ...] = ()
     exclude: tuple[str, ...] = DEFAULT_EXCLUDE
     extend_exclude: tuple[str, ...] = ()
@@ -77,6 +79,9 @@ class Settings:
     does not match). Globs follow ``exclude``'s rules, relative to ``root``."""
     jobs: int = 0
     """Worker processes; 0 decides by how many files reach the parser (see ``static.api``)."""
+    target_version: str | None = None
+    """The Python the code is written for (``py312``): ``target-version``, else the lowest
+    Python ``requires-python`` admits; ``None``: any (:mod:`offload_fixer.source.python_version`)."""
     root: Path | None = None
     """Directory exclusion globs are relative to: the config file's, or the working directory."""
     config_path: Path | None = None
@@ -84,14 +89,32 @@ class Settings:
     def with_overrides(self, **overrides: Any) -> Settings:
         """Apply command-line values; ``None`` means "not given" and keeps the file's value."""
         given = {key: value for key, value in overrides.items() if value is not None}
-        raw = {_KEY_FOR_FIELD[key]: value for key, value in given.items() if key in _KEY_FOR_FIELD}
         unknown = set(given) - set(_KEY_FOR_FIELD)
         if unknown:
             raise TypeError(f"not a setting: {', '.join(sorted(unknown))}")
+        raw = {_KEY_FOR_FIELD[key]: value for key, value in given.items()}
+        if isinstance(raw.get("per-file-ignores"), tuple):  # already checked (``--config``)
+            raw["per-file-ignores"] = {pattern: list(codes) for pattern, codes in raw["per-file-ignores"]}
         return dataclasses.replace(self, **_validate(raw, source="command line"))
 
+    @property
+    def python(self) -> tuple[int, int] | None:
+        """:attr:`target_version` as ``(3, 12)``."""
+        from offload_fixer.source.python_version import parse_target_version
+
+        return parse_target_version(self.target_version) if self.target_version else None
+
+    @property
+    def selected(self) -> tuple[str, ...] | None:
+        """``select`` and ``extend-select`` together; ``None``: every rule."""
+        return None if self.select is None else (*self.select, *self.extend_select)
+
+    def as_table(self) -> dict[str, Any]:
+        """The settings as ``[tool.offload-fixer]`` spells them (``check --show-settings``)."""
+        return {key: getattr(self, field) for field, key in _KEY_FOR_FIELD.items()}
+
     def is_selected(self, code: str) -> bool:
-        return _is_selected(code, self.select, self.ignore)
+        return _is_selected(code, self.selected, self.ignore)
 
     def is_excluded(self, path: str | os.PathLike[str]) -> bool:
         return is_excluded(path, (*self.exclude, *self.extend_exclude), self.root or Path.cwd())
@@ -108,7 +131,7 @@ class Settings:
 
     def reportable(self, diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
         """The diagnostics ``select``, ``ignore`` and ``per-file-ignores`` let through."""
-        select = None if self.select is None else [s.upper() for s in self.select]
+        select = None if self.selected is None else [s.upper() for s in self.selected]
         kept = []
         for d in diagnostics:
             path = _report_path(d)
@@ -122,6 +145,7 @@ _FIELD_FOR_KEY = {
     "target": "target",
     "strategy": "strategy",
     "select": "select",
+    "extend-select": "extend_select",
     "ignore": "ignore",
     "exclude": "exclude",
     "extend-exclude": "extend_exclude",
@@ -129,8 +153,24 @@ _FIELD_FOR_KEY = {
     "per-file-ignores": "per_file_ignores",
     "format": "format",
     "jobs": "jobs",
+    "target-version": "target_version",
 }
 _KEY_FOR_FIELD = {field: key for key, field in _FIELD_FOR_KEY.items()}
+
+
+def parse_setting_argument(text: str) -> dict[str, Any]:
+    """``--config 'KEY = VALUE'`` (a line of TOML, as ruff takes it): the setting as a
+    :meth:`Settings.with_overrides` value, checked as a file's would be."""
+    try:
+        table = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"--config {text!r}: not a TOML `KEY = VALUE` setting: {exc}") from exc
+    unknown = [key for key in table if key not in _FIELD_FOR_KEY]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], list(_FIELD_FOR_KEY), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(_FIELD_FOR_KEY)}"
+        raise ConfigError(f"--config {text!r}: unknown key {unknown[0]!r}{hint}")
+    return _validate(table, source="--config")
 
 
 # ---------------------------------------------------------------------------------------
@@ -168,7 +208,33 @@ def load_settings(config_path: str | os.PathLike[str]) -> Settings:
         hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(_FIELD_FOR_KEY)}"
         raise ConfigError(f"{path}: unknown key {key!r} in [tool.{TABLE}]{hint}")
     values = _validate(table, source=str(path))
+    values.setdefault("target_version", _requires_python_target(path))
     return Settings(root=path.parent, config_path=path, **values)
+
+
+def _requires_python_target(path: Path | None) -> str | None:
+    """The ``target-version`` the ``[project] requires-python`` of a ``pyproject.toml`` implies."""
+    from offload_fixer.source.python_version import from_requires_python
+
+    if path is None:
+        return None
+    try:
+        project = tomllib.loads(read_regular_file(path).decode("utf-8")).get("project")
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    spec = project.get("requires-python") if isinstance(project, dict) else None
+    return from_requires_python(spec) if isinstance(spec, str) else None
+
+
+def find_project(start: str | os.PathLike[str]) -> Path | None:
+    """The nearest ``pyproject.toml`` at or above ``start`` (the project's, for
+    ``requires-python`` where no ``[tool.offload-fixer]`` table is found)."""
+    path = _resolved(start)
+    directory = path if path.is_dir() else path.parent
+    for candidate_dir in (directory, *directory.parents):
+        if _is_file(candidate_dir / "pyproject.toml"):
+            return candidate_dir / "pyproject.toml"
+    return None
 
 
 class SettingsResolver:
@@ -179,6 +245,7 @@ class SettingsResolver:
         self._fixed = load_settings(config) if config is not None else None
         self._by_config: dict[Path | None, Settings] = {}
         self._config_for_dir: dict[Path, Path | None] = {}
+        self._project_for_dir: dict[Path, Path | None] = {}
 
     def settings_for(self, path: str | os.PathLike[str]) -> Settings:
         """``config`` given to the constructor applies everywhere, as ruff's ``--config`` does."""
@@ -189,8 +256,13 @@ class SettingsResolver:
         if directory not in self._config_for_dir:
             self._config_for_dir[directory] = find_config(directory)
         config_path = self._config_for_dir[directory]
+        if config_path is not None:
+            return self._settled(config_path, lambda: load_settings(config_path))
+        if directory not in self._project_for_dir:
+            self._project_for_dir[directory] = find_project(directory)
+        project = self._project_for_dir[directory]  # without a table: its requires-python only
         return self._settled(
-            config_path, lambda: load_settings(config_path) if config_path else Settings(root=Path.cwd())
+            project, lambda: Settings(root=Path.cwd(), target_version=_requires_python_target(project))
         )
 
     def _settled(self, key: Path | None, load: Any) -> Settings:
@@ -236,10 +308,11 @@ def _validate(raw: dict[str, Any], source: str) -> dict[str, Any]:
     for key, value in raw.items():
         where = f"{source}: {key}"
         if key in ("target", "strategy", "format"):
-            choices = {"target": TARGET_CHOICES, "strategy": STRATEGIES, "format": FORMATS}[key]
-            out[_FIELD_FOR_KEY[key]] = _choice(value, choices, where)
-        elif key in ("select", "ignore"):
-            out[key] = tuple(_selector(code, where) for code in _strings(value, where))
+            choices = {"target": TARGET_CHOICES, "strategy": STRATEGIES, "format": (*FORMATS, *FORMAT_ALIASES)}[key]
+            chosen = _choice(value, choices, where)
+            out[_FIELD_FOR_KEY[key]] = FORMAT_ALIASES.get(chosen, chosen) if key == "format" else chosen
+        elif key in ("select", "extend-select", "ignore"):
+            out[_FIELD_FOR_KEY[key]] = tuple(_selector(code, where) for code in _strings(value, where))
         elif key in ("exclude", "extend-exclude"):
             out[_FIELD_FOR_KEY[key]] = tuple(_strings(value, where))
         elif key == "jax-version":
@@ -260,6 +333,14 @@ def _validate(raw: dict[str, Any], source: str) -> dict[str, Any]:
                 )
                 for pattern, codes in value.items()
             )
+        elif key == "target-version":
+            from offload_fixer.source.python_version import parse_target_version
+
+            try:
+                parse_target_version(value)
+            except (TypeError, ValueError) as exc:
+                raise ConfigError(f"{where}: {exc}") from exc
+            out["target_version"] = value
         elif key == "jobs":
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import re
 import threading
 import types
 from collections.abc import Callable, Iterator, Sequence
@@ -633,3 +634,125 @@ def host_memory_kind(value: Any) -> str | None:
     except Exception:  # noqa: BLE001 - a sharding without devices to ask: keep the kind
         return kind
     return None if kind == default else kind
+
+
+# ---------------------------------------------------------------------------------------
+# Starting JAX under `run` on a machine without an accelerator
+ACCELERATOR_START_UP_NOISE = (
+    # the CUDA plugin (jax-cuda12-plugin 0.6 - 0.12), once per library it loads, without a GPU
+    r"WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR",
+    r"I\d{4} [\d:.]+ +\d+ cudart_stub\.cc:\d+\] Could not find cuda drivers on your machine, GPU will not be used\.",
+    # libtpu (0.0.17.1 - 0.0.50.1) starting where there is no TPU to find
+    r"Failed to find host bounds for accelerator type: WARNING: could not determine TPU accelerator type.*",
+    r"WARNING: Logging before InitGoogle\(\) is written to STDERR",
+    r"E\d{4} [\d:.]+ +\d+ common_lib\.cc:\d+\] INVALID_ARGUMENT: Error: unexpected worker hostname .*",
+    r"=== Source Location Trace: === ?",
+    r"learning/[\w/]+\.cc:\d+",
+)
+"""What the released compilers' plugins write to stderr while JAX starts on a machine without
+their hardware: a line each, in this order, measured with libtpu 0.0.17.1, 0.0.42.1, 0.0.50.1
+and jax-cuda12-plugin 0.10.2, 0.12.0.1. None of it is about the user's program."""
+_PLUGIN_FAILURE = "Jax plugin configuration error:"
+_TRACEBACK_LINE = re.compile(r"\s|Traceback |The above exception|During handling|[\w.]+(Error|Exception)\b.*: |$")
+"""A line of the traceback that follows :data:`_PLUGIN_FAILURE`."""
+"""JAX's log line (``xla_bridge.discover_pjrt_plugins``) when a plugin fails to initialise;
+its traceback follows. Without a GPU the CUDA plugin fails so every time ("Unable to load
+CUDA"): only there is it noise."""
+
+
+def accelerator_visible() -> bool:
+    """Whether JAX could find a TPU or a GPU here, asked as JAX asks before it starts a backend
+    (``jax._src.hardware_utils``, 0.4.35 - 0.12: TPU chips on the PCI bus, NVIDIA device
+    nodes; AMD's ``/dev/kfd``). Cheap: no plugin is loaded."""
+    import os
+
+    from jax._src import hardware_utils
+
+    return (
+        hardware_utils.num_available_tpu_chips_and_device_id()[0] > 0
+        or hardware_utils.has_visible_nvidia_gpu()
+        or os.path.exists("/dev/kfd")
+    )
+
+
+def start_quietly(verbose: bool = False) -> None:
+    """Import JAX and register its plugins before ``run`` starts the user's program (or the
+    kernel extension its cells), so that what the plugins print where their hardware is
+    missing never reaches the user; and where JAX has no accelerator to find, start only its
+    CPU backend (``jax_platforms="cpu"``) instead of probing for a TPU for seconds.
+    ``JAX_PLATFORMS`` (or ``JAX_PLATFORM_NAME``, or ``jax_platforms`` set in code) chosen by
+    the user always wins: then JAX starts what it names, and only its start-up noise is left
+    out. ``verbose`` shows everything the plugins printed."""
+    import os
+    import sys
+
+    with _stderr_without_start_up_noise(verbose) as state:
+        import jax
+        from jax._src import xla_bridge
+
+        state.plugins_fail_as_noise = not accelerator_visible()
+        user_chose = {"JAX_PLATFORMS", "JAX_PLATFORM_NAME"} & set(os.environ) or getattr(
+            jax.config, "jax_platforms", None
+        )
+        if state.plugins_fail_as_noise and not user_chose and not xla_bridge.backends_are_initialized():
+            jax.config.update("jax_platforms", "cpu")
+        # loads each plugin once (the CUDA plugin logs as it loads); a backend starts later, on
+        # the program's first operation, and may start libtpu (the user asked for it)
+        xla_bridge._discover_and_register_pjrt_plugins()
+    start_backends = xla_bridge.backends
+    if getattr(start_backends, "started_quietly", False):
+        return  # a kernel that loads the extension again
+
+    @functools.wraps(start_backends)
+    def backends_quietly() -> Any:
+        if xla_bridge.backends_are_initialized():
+            return start_backends()
+        sys.stderr.flush()
+        with _stderr_without_start_up_noise(verbose) as state_now:
+            state_now.plugins_fail_as_noise = state.plugins_fail_as_noise
+            return start_backends()
+
+    backends_quietly.started_quietly = True  # type: ignore[attr-defined]
+    xla_bridge.backends = backends_quietly  # JAX's own calls look the name up in its module
+
+
+@dataclass
+class _StartUp:
+    plugins_fail_as_noise: bool = False
+
+
+@contextmanager
+def _stderr_without_start_up_noise(verbose: bool) -> Iterator[_StartUp]:
+    """Capture file descriptor 2 (C++ logs bypass ``sys.stderr``) while JAX starts, then write
+    back what is not :data:`ACCELERATOR_START_UP_NOISE`."""
+    import os
+    import sys
+    import tempfile
+
+    state = _StartUp()
+    if verbose:
+        yield state
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as capture:
+        os.dup2(capture.fileno(), 2)
+        try:
+            yield state
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            capture.seek(0)
+            text = capture.read().decode("utf-8", errors="replace")
+            noise = re.compile("|".join(ACCELERATOR_START_UP_NOISE))
+            kept: list[str] = []
+            in_traceback = False
+            for line in text.splitlines(keepends=True):
+                if in_traceback and _TRACEBACK_LINE.match(line):
+                    continue
+                in_traceback = state.plugins_fail_as_noise and line.startswith(_PLUGIN_FAILURE)
+                if not in_traceback and not noise.fullmatch(line.rstrip("\r\n")):
+                    kept.append(line)
+            if kept:
+                os.write(2, "".join(kept).encode())

@@ -43,6 +43,8 @@ every released XLA:GPU does, so it is ``gpu`` now."""
 TARGET_CHOICES: tuple[str, ...] = TARGETS + tuple(DEPRECATED_TARGETS)
 """What a command line or a configuration accepts (deprecated names still work)."""
 FORMATS: tuple[str, ...] = ("text", "concise", "json", "sarif", "github")
+FORMAT_ALIASES = {"full": "text"}
+"""ruff's name of the text output (``--output-format full``), accepted for it."""
 """Output formats of the command line and ``format`` in ``[tool.offload-fixer]``."""
 
 

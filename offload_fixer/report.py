@@ -429,15 +429,11 @@ def summary_lines(found: Sequence[Finding], file_errors: Sequence[FileError], ta
         lines.append(f"All checks passed! ({tally.checked})" if tally.checked else "All checks passed!")
     fixable = sum(f.fixable for f in found)
     unsafe = sum(f.fix is not None and f.fix.status == "unsafe" for f in found)
-    hidden = (
-        (f"{_plural(unsafe, 'hidden fix', 'hidden fixes')} can be enabled with the `--unsafe-fixes` option")
-        if unsafe
-        else ""
-    )
+    hidden = f"{_plural(unsafe, 'unsafe fix', 'unsafe fixes')} available with `--fix --unsafe-fixes`" if unsafe else ""
     if fixable:
-        lines.append(f"[*] {fixable} fixable with the `--fix` option" + (f" ({hidden})." if hidden else "."))
+        lines.append(f"[*] {fixable} fixable with `--fix`" + (f" ({hidden})." if hidden else "."))
     elif hidden:
-        lines.append(f"No fixes available ({hidden}).")
+        lines.append(f"{hidden}.")
     return lines
 
 

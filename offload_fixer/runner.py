@@ -577,6 +577,7 @@ def run_program(
     progress: Progress | None = None,
     confirm: bool = False,
     finish: Callable[[RunResult], Any] | None = None,
+    show_start_up: bool = False,
 ) -> RunResult:
     """Run ``program`` (a script path, or a module name with ``is_module``) as ``__main__`` and
     check each distinct jit compilation it triggers for ``target``. ``sys.path`` starts as
@@ -589,12 +590,14 @@ def run_program(
     there, and the process exits with the status ``finish`` gives), or leaves non-daemon
     threads running: Python waits for those before it exits, so their jits are checked too,
     and ``finish`` runs once they are done (``result.deferred`` is then True and the caller
-    does nothing more)."""
+    does nothing more). JAX is started first, without the plugins' start-up noise (all of
+    it with ``show_start_up``) and without a TPU probe where there is no accelerator
+    (:func:`~offload_fixer.jax_compat.start_quietly`)."""
     from offload_fixer import jax_compat
 
     jax_compat.check_runtime_supported()
     find_program(program, is_module)
-    import jax  # noqa: F401  (jax's own jits are created before the patch, on purpose)
+    jax_compat.start_quietly(verbose=show_start_up)  # jax's own jits are created before the patch, on purpose
 
     checker = CompilationChecker(target, progress, confirm=confirm)
     result = checker.result

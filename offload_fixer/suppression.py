@@ -1,4 +1,5 @@
-"""``# offload-fixer: ignore[OFL1200]`` comments: which diagnostics they silence, which are unused.
+"""``# offload-fixer: ignore[OFL1200]`` comments (and ruff's ``# noqa: OFL1200``): which
+diagnostics they silence, which are unused.
 
 A directive silences the diagnostics whose location, origin or return statement falls in
 the code it is attached to:
@@ -8,6 +9,12 @@ the code it is attached to:
 * a comment on the header of another compound statement (``with``, ``for``...) covers the
   header;
 * a comment alone on its line covers the statement right below it.
+
+ruff's spelling is honoured as ruff honours it: ``# noqa: OFL1200`` (codes of other tools on
+it are theirs) and a bare ``# noqa`` silence the findings that point at their own line (the
+underline, the origin, the return or the ``def``), never a whole statement. An unused
+``# noqa: OFL…`` code is reported like an unused directive; a bare ``# noqa`` is anyone's, so
+it never is.
 
 Comments are found with ``tokenize`` (cheap). Statement extents need libcst positions,
 which cost about three times a parse, so they are computed only for a file where a
@@ -29,6 +36,9 @@ from offload_fixer.model import Diagnostic, Span
 
 MARKER = "offload-fixer"
 _DIRECTIVE = re.compile(r"#\s*offload-fixer\s*:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.IGNORECASE)
+NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
+"""ruff's ``# noqa`` and ``# noqa: CODE, CODE`` (its own pattern)."""
+CODE_PREFIX = "OFL"
 
 
 @dataclass(frozen=True)
@@ -41,6 +51,8 @@ class Suppression:
     codes: tuple[str, ...]
     standalone: bool
     """Nothing but the comment is on its line."""
+    noqa: bool = False
+    """ruff's ``# noqa``: its own line only; a bare one is never reported unused."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +65,8 @@ class UnusedSuppression:
     reason: str = "unused"
     cell: int | None = None
     """The notebook cell ``line`` counts in, as :attr:`Span.cell`."""
+    noqa: bool = False
+    """Written as ruff's ``# noqa: OFL…``."""
 
     @property
     def span(self) -> Span:
@@ -60,16 +74,17 @@ class UnusedSuppression:
 
     @property
     def message(self) -> str:
+        kind = "`# noqa`" if self.noqa else "offload-fixer suppression"
         if self.reason == "unknown":
-            return f"unknown code in offload-fixer suppression: {', '.join(self.codes)}"
+            return f"unknown code in {kind}: {', '.join(self.codes)}"
         if self.codes:
-            return f"unused offload-fixer suppression: {', '.join(self.codes)}"
-        return "unused offload-fixer suppression"
+            return f"unused {kind}: {', '.join(self.codes)}"
+        return f"unused {kind}"
 
 
 def find_suppressions(path: str, source: str) -> list[Suppression]:
     """Every directive in ``source``; a file that does not tokenize has none we can trust."""
-    if MARKER not in source:
+    if MARKER not in source and "noqa" not in source.lower():
         return []
     found = []
     lines = source.splitlines()
@@ -83,6 +98,14 @@ def find_suppressions(path: str, source: str) -> list[Suppression]:
                 line, col = token.start
                 standalone = not lines[line - 1][:col].strip()
                 found.append(Suppression(path, line, col + match.start() + 1, codes, standalone))
+            for match in NOQA.finditer(token.string):
+                codes_text = match.group("codes")
+                codes = () if codes_text is None else _split_codes(codes_text)
+                ours = tuple(code for code in codes if code.startswith(CODE_PREFIX))
+                if codes and not ours:  # codes of another tool only (F401): theirs
+                    continue
+                line, col = token.start
+                found.append(Suppression(path, line, col + match.start() + 1, ours, False, noqa=True))
     except (tokenize.TokenError, SyntaxError):
         return found
     return found
@@ -124,7 +147,7 @@ def filter_suppressed(
     if widen:
         for key in widen:
             extents = _StatementExtents.of(texts[key])
-            by_file[key] = [(s, extents.region(s)) for s, _ in by_file[key]]
+            by_file[key] = [(s, (s.line, s.line) if s.noqa else extents.region(s)) for s, _ in by_file[key]]
         kept, suppressed, used = _match(diagnostics, by_file)
 
     unused = []
@@ -135,7 +158,7 @@ def filter_suppressed(
                 unused.append(_unused(suppression, unknown, "unknown"))
             silenced = used.get(suppression, set())
             if not suppression.codes:
-                if not silenced:
+                if not silenced and not suppression.noqa:
                     unused.append(_unused(suppression, (), "unused"))
                 continue
             idle = tuple(
@@ -148,7 +171,7 @@ def filter_suppressed(
 
 
 def _unused(s: Suppression, codes: tuple[str, ...], reason: str) -> UnusedSuppression:
-    return UnusedSuppression(s.path, s.line, s.col, codes, reason)
+    return UnusedSuppression(s.path, s.line, s.col, codes, reason, noqa=s.noqa)
 
 
 _Regions = Mapping[str, Sequence[tuple[Suppression, tuple[int, int]]]]

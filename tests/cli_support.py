@@ -56,9 +56,19 @@ def offload_fixer(
     return proc
 
 
-def in_terminal(*args: str, cwd: Path = REPO, timeout: float = 600, columns: int = 100, **env: str) -> tuple[int, str]:
+def in_terminal(
+    *args: str,
+    cwd: Path = REPO,
+    timeout: float = 600,
+    columns: int = 100,
+    unset: tuple[str, ...] = (),
+    raw: bool = False,
+    **env: str,
+) -> tuple[int, str]:
     """Run ``offload-fixer ARGS`` with stdin, stdout and stderr on a pseudo-terminal, as in an
-    interactive shell; returns the exit status and everything the terminal received."""
+    interactive shell; returns the exit status and everything the terminal received (``raw``:
+    the plugins' noise too). ``unset``: variables of the test's environment the command must
+    not see (``JAX_PLATFORMS``, as on a user's machine)."""
     import errno
     import fcntl
     import select
@@ -71,7 +81,7 @@ def in_terminal(*args: str, cwd: Path = REPO, timeout: float = 600, columns: int
     proc = subprocess.Popen(
         [*command(), *args],
         cwd=cwd,
-        env=environment(TERM="xterm", **env),
+        env={k: v for k, v in environment(TERM="xterm", **env).items() if k not in unset},
         stdin=slave,
         stdout=slave,
         stderr=slave,
@@ -103,4 +113,5 @@ def in_terminal(*args: str, cwd: Path = REPO, timeout: float = 600, columns: int
             chunks.append(data)
     finally:
         os.close(master)
-    return proc.wait(timeout=60), without_plugin_noise(b"".join(chunks).decode("utf-8", errors="replace"))
+    screen = b"".join(chunks).decode("utf-8", errors="replace")
+    return proc.wait(timeout=60), screen if raw else without_plugin_noise(screen)

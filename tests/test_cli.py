@@ -118,7 +118,7 @@ def test_a_fix_labelled_unsafe_needs_unsafe_fixes(tmp_path: Path):
     flags = ("--strategy", "host", "--jax-version", "0.4.26")
     shown = invoke("check", *flags, str(path))
     assert "fix (unsafe: --fix --unsafe-fixes): Declare output [1] as pinned_host memory" in shown.output
-    assert "1 hidden fix can be enabled with the `--unsafe-fixes` option" in shown.output
+    assert shown.output.endswith("\n1 unsafe fix available with `--fix --unsafe-fixes`.\n")
     declined = invoke("check", "--fix", *flags, "--verbose", str(path))
     assert path.read_text() == UNSAFE_HOST_FIX
     assert declined.exit_code == ExitCode.FINDINGS
@@ -327,7 +327,7 @@ def test_check_in_a_terminal_colours_and_exits_with_the_findings(broken: Path):
     assert code == ExitCode.FINDINGS, screen
     assert "Traceback" not in screen
     assert "OFL1200" in COLOUR.sub("", screen) and COLOUR.search(screen)
-    assert "[*] 1 fixable with the `--fix` option." in COLOUR.sub("", screen)
+    assert "[*] 1 fixable with `--fix`." in COLOUR.sub("", screen)
 
 
 @needs_pty
@@ -443,15 +443,26 @@ def test_show_fixes_lists_what_was_fixed(broken: Path):
     assert f"Fixed 1 problem:\n- {broken}:\n    1 × OFL1200 (host-value-device-output)\n" in result.output
 
 
-def test_diff_prints_the_diff_and_would_fix_on_stderr(broken: Path):
+def test_diff_prints_the_diff_and_would_fix_on_stdout(broken: Path):
+    """ruff 0.17: ``Would fix N errors.`` after the diffs on stdout; a clean ``--diff`` prints nothing."""
     proc = offload_fixer("check", "--diff", str(broken), cwd=broken.parent)
     assert proc.returncode == ExitCode.FINDINGS
     assert proc.stdout.startswith("--- a/broken.py\n+++ b/broken.py\n")
-    assert proc.stderr == "Would fix 1 problem.\n"
+    assert proc.stdout.endswith("\nWould fix 1 problem.\n") and proc.stderr == ""
     clean = broken.parent / "clean.py"
     clean.write_text(CLEAN)
     proc = offload_fixer("check", "--diff", str(clean), cwd=broken.parent)
-    assert (proc.returncode, proc.stdout, proc.stderr) == (ExitCode.CLEAN, "", "No fixes to apply.\n")
+    assert (proc.returncode, proc.stdout, proc.stderr) == (ExitCode.CLEAN, "", "")
+
+
+def test_diff_counts_the_fixes_only_unsafe_fixes_would_make(tmp_path: Path):
+    path = tmp_path / "step.py"
+    path.write_text(UNSAFE_HOST_FIX)
+    proc = offload_fixer("check", "--diff", "--strategy", "host", "--jax-version", "0.4.26", str(path), cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (
+        ExitCode.CLEAN,
+        "No problems would be fixed (1 fix available with `--unsafe-fixes`).\n",
+    )
 
 
 def test_fix_marks_only_what_fix_writes(broken: Path):
@@ -461,7 +472,7 @@ def test_fix_marks_only_what_fix_writes(broken: Path):
         line.endswith("OFL1200 [*] [error] " + line.split("[error] ", 1)[-1]) for line in lines if "OFL1200" in line
     )
     assert [line for line in lines if "OFL1204" in line and "[*]" in line] != []  # the policy's destination too
-    assert lines[-1] == "[*] 2 fixable with the `--fix` option."
+    assert lines[-1] == "[*] 2 fixable with `--fix`."
     # --strategy host cannot edit a jit in another module: that finding is not marked
     (broken.parent / "steps.py").write_text("def passthrough(x):\n    return x\n")
     (broken.parent / "kept.py").write_text(
@@ -471,7 +482,7 @@ def test_fix_marks_only_what_fix_writes(broken: Path):
     )
     lines = invoke("check", "--strategy", "host", str(broken.parent)).output.splitlines()
     assert [line for line in lines if line.startswith(str(broken.parent / "kept.py")) and "[*]" in line] == []
-    assert lines[-1] == "[*] 2 fixable with the `--fix` option."
+    assert lines[-1] == "[*] 2 fixable with `--fix`."
 
 
 def test_output_file_and_output_format_alias(broken: Path, tmp_path: Path):

@@ -9,7 +9,7 @@ import pytest
 
 from offload_fixer import jax_compat, xla
 from offload_fixer.exit_codes import ExitCode
-from tests.cli_support import offload_fixer
+from tests.cli_support import in_terminal, offload_fixer
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -89,3 +89,15 @@ def f(rows):
 if __name__ == "__main__":
     print(f.lower(jax.ShapeDtypeStruct((4, 8), jnp.float32)).compile() is not None)
 """
+
+
+@pytest.mark.skipif(
+    not jax_compat.host_memory_on_this_backend(),
+    reason="the examples build pinned_host shardings, which this JAX's CPU backend lacks",
+)
+@pytest.mark.skipif(not has_tpu_compiler(), reason="libtpu is not installed")
+def test_confirm_on_clean_code_says_the_compiler_compiled_it(tmp_path: Path):
+    shutil.copy(EXAMPLES / "optimizer_offload.py", tmp_path)
+    code, screen = in_terminal("run", "--confirm", "optimizer_offload.py", cwd=tmp_path)
+    assert code == ExitCode.CLEAN, screen
+    assert "offload-fixer: --confirm: libtpu " in screen and "compiled 1 compilation, as predicted" in screen, screen

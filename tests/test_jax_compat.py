@@ -6,6 +6,7 @@ environment (JAX 0.4.35, 0.6.2, 0.10.2, 0.12), so each spelling is checked where
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import re
 
@@ -16,6 +17,7 @@ import pytest
 from offload_fixer import jax_compat
 from offload_fixer.ir.module import frontend_attribute, load, walk_operations
 from offload_fixer.jax_compat import HostCompute, Regime, UnsupportedJaxVersion
+from tests.cli_support import in_terminal
 from tests.jax_versions import NEWEST_NAMED, TOO_NEW
 
 
@@ -163,3 +165,81 @@ def test_trace_state_and_tracers_are_seen_inside_jit_only():
     assert seen == [(False, True)]
     assert outside_any_trace()
     assert not isinstance(jnp.arange(3.0), jax_compat.tracer_class())
+
+
+# ---------------------------------------------------------------------------------------
+# `run` starts JAX quietly, and only its CPU backend where there is no accelerator
+WHICH_BACKEND = """\
+import os
+import sys
+
+import jax
+
+print("JAX_PLATFORMS", os.environ.get("JAX_PLATFORMS"), "backend", jax.default_backend())
+print("the program's own warning", file=sys.stderr)
+"""
+needs_libtpu_without_tpu = pytest.mark.skipif(
+    importlib.util.find_spec("libtpu") is None or jax_compat.accelerator_visible(),
+    reason="needs libtpu installed on a machine without an accelerator",
+)
+
+
+@needs_libtpu_without_tpu
+@pytest.mark.slow
+def test_run_keeps_the_plugins_start_up_off_the_terminal(tmp_path):
+    """libtpu (and the CUDA plugin, where installed) print their start-up complaints on a
+    machine without their hardware; under ``run`` none of it reaches the user, the program
+    runs on the CPU backend without a TPU probe, and its own stderr is kept."""
+    program = tmp_path / "which.py"
+    program.write_text(WHICH_BACKEND)
+    code, screen = in_terminal("run", str(program), cwd=tmp_path, unset=("JAX_PLATFORMS",), raw=True)
+    assert code == 0, screen
+    assert "JAX_PLATFORMS None backend cpu" in screen  # the user's environment is left as it was
+    assert "the program's own warning" in screen
+    for noise in ("TPU_WORKER_HOSTNAMES", "host bounds", "InitGoogle", "Source Location", "cudart_stub", "absl::"):
+        assert noise not in screen, screen
+    assert "Jax plugin configuration error" not in screen and "Traceback" not in screen
+    shown = in_terminal("run", "--verbose", str(program), cwd=tmp_path, unset=("JAX_PLATFORMS",), raw=True)[1]
+    assert "JAX_PLATFORMS None backend cpu" in shown
+
+
+@needs_libtpu_without_tpu
+@pytest.mark.slow
+def test_the_users_jax_platforms_wins(tmp_path):
+    """``JAX_PLATFORMS=""`` asks JAX to probe every backend: it does (libtpu starts, finds no
+    TPU, and the CPU backend is the default), still without libtpu's noise; ``tpu`` alone
+    fails as JAX fails, with JAX's own message."""
+    program = tmp_path / "which.py"
+    program.write_text(WHICH_BACKEND)
+    code, screen = in_terminal("run", str(program), cwd=tmp_path, raw=True, JAX_PLATFORMS="")
+    assert code == 0 and "JAX_PLATFORMS  backend cpu" in screen, screen
+    assert "TPU_WORKER_HOSTNAMES" not in screen and "host bounds" not in screen, screen
+    code, screen = in_terminal("run", str(program), cwd=tmp_path, raw=True, JAX_PLATFORMS="tpu")
+    assert code == 3 and "Unable to initialize backend 'tpu'" in screen, screen
+
+
+@needs_libtpu_without_tpu
+@pytest.mark.slow
+def test_the_kernel_extension_starts_jax_quietly_too(tmp_path):
+    """``%load_ext offload_fixer`` in IPython: the cells' JAX starts on the CPU backend, and
+    none of the plugins' start-up lines reach the user."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.cli_support import environment
+
+    ipython = shutil.which("ipython", path=os.path.dirname(sys.executable))
+    if ipython is None:
+        pytest.skip("IPython (the notebook extra) is not installed")
+    cell = (
+        "get_ipython().run_line_magic('load_ext', 'offload_fixer'); import jax; print('backend', jax.default_backend())"
+    )
+    env = {k: v for k, v in environment().items() if k != "JAX_PLATFORMS"}
+    proc = subprocess.run(
+        [ipython, "--no-banner", "-c", cell], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0 and "backend cpu" in proc.stdout, proc.stdout + proc.stderr
+    for noise in ("TPU_WORKER_HOSTNAMES", "host bounds", "cudart_stub", "absl::", "Jax plugin configuration error"):
+        assert noise not in proc.stdout + proc.stderr, proc.stderr

@@ -128,12 +128,12 @@ def test_fix_marks_and_what_fix_can_do(project):
     assert "  fix (unsafe: --fix --unsafe-fixes): Declare host output" in lines
     assert lines[-2:] == [
         "Found 2 problems (1 error, 1 warning).",
-        "[*] 1 fixable with the `--fix` option (1 hidden fix can be enabled with the `--unsafe-fixes` option).",
+        "[*] 1 fixable with `--fix` (1 unsafe fix available with `--fix --unsafe-fixes`).",
     ]
     fixed = render("text", [warning], root=root, marks=marks, tally=Tally(fixed=1)).splitlines()
     assert fixed[-2:] == [
         "Found 2 problems (1 fixed, 1 remaining: 1 warning).",
-        "No fixes available (1 hidden fix can be enabled with the `--unsafe-fixes` option).",
+        "1 unsafe fix available with `--fix --unsafe-fixes`.",
     ]
 
 

@@ -242,3 +242,40 @@ def test_a_directive_on_the_diagnostics_own_line_gets_the_credit():
     assert unused == []
     kept, suppressed, unused = _run(text, on_line_three)
     assert [(u.line, u.codes) for u in unused] == [(1, ())]
+
+
+# ---------------------------------------------------------------------------------------
+# ruff's noqa comments, honoured as ruff honours them
+def test_noqa_with_our_code_silences_findings_on_its_line_only():
+    text = """
+    def f(x):
+        y = jax.device_put(x, host)  # noqa: OFL1200
+        return (
+            y
+        )
+    """
+    on_the_line = _diagnostic("OFL1200", origin_line=2)
+    below = _diagnostic("OFL1200", span_line=4)  # in the statement after, not on the noqa's line
+    kept, suppressed, unused = _run(text, on_the_line, below)
+    assert suppressed == [on_the_line] and kept == [below] and unused == []
+
+
+def test_bare_noqa_silences_every_code_and_is_never_called_unused():
+    text = """
+    y = jax.device_put(x, host)  # noqa
+    z = 1  # noqa
+    """
+    hit = _diagnostic("OFL1201", span_line=1)
+    kept, suppressed, unused = _run(text, hit)
+    assert suppressed == [hit] and kept == [] and unused == []
+
+
+def test_noqa_of_other_tools_is_theirs_and_ours_unused_is_reported():
+    text = """
+    y = jax.device_put(x, host)  # noqa: E501
+    z = 1  # noqa: E501, OFL1200
+    """
+    hit = _diagnostic("OFL1200", origin_line=1)
+    kept, suppressed, unused = _run(text, hit)
+    assert kept == [hit] and suppressed == []
+    assert [(u.line, u.codes, u.message) for u in unused] == [(2, ("OFL1200",), "unused `# noqa`: OFL1200")]

@@ -18,7 +18,7 @@ import dataclasses
 import os
 import signal
 import sys
-from typing import Any
+from typing import Any, ClassVar
 
 import click
 
@@ -39,6 +39,7 @@ from offload_fixer.cli.fixing import (
     apply_fixes,
     apply_fixes_per_file,
     fixed_listing,
+    report_compiled,
     report_unpredicted,
     require_compiler,
 )
@@ -82,6 +83,12 @@ class Commands(click.Group):
     The signal is remembered as well as raised: an exception raised in the middle of a
     library's cleanup can replace the one the signal raised, and the exit status must not
     depend on where the signal landed."""
+
+    ALIASES: ClassVar[dict[str, str]] = {"rule": "rules"}
+    """ruff's spelling of a command, taken for ours (``offload-fixer rule OFL1200``)."""
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        return super().get_command(ctx, self.ALIASES.get(cmd_name, cmd_name))
 
     def invoke(self, ctx: click.Context) -> Any:
         handled = ctx.protected_args[:1] in (["check"], ["fix"])
@@ -154,21 +161,31 @@ def main() -> None:
     *REPORT_OPTIONS,
     *FIX_OPTIONS,
     "jax_version",
+    "target_version",
     "jobs",
     "no_cache",
     "exclude",
     "extend_exclude",
     "force_exclude",
     "stdin_filename",
+    "show_settings",
+    "show_files",
+    "add_noqa",
+    "watch",
 )
 def check(
     paths: tuple[str, ...],
     jobs: int | None,
     no_cache: bool,
+    target_version: str | None,
     exclude: tuple[str, ...],
     extend_exclude: tuple[str, ...],
     force_exclude: bool,
     stdin_filename: str | None,
+    show_settings: bool,
+    show_files: bool,
+    add_noqa: bool,
+    watch: bool,
     **params: Any,
 ) -> None:
     """Static check of Python source: no code is imported or executed.
@@ -194,12 +211,36 @@ def check(
                 "scripts with a python #! line); name a directory to walk it",
                 console,
             )
-    overrides = {"exclude": list(exclude) or None, "extend_exclude": list(extend_exclude) or None, "jobs": jobs}
+    overrides = {
+        "exclude": list(exclude) or None,
+        "extend_exclude": list(extend_exclude) or None,
+        "jobs": jobs,
+        "target_version": target_version,
+    }
     resolver, settings = resolve_settings(invocation, paths[0], console, **overrides)
+    if show_settings:
+        from offload_fixer.cli.inspecting import show_settings as print_settings
+
+        print_settings(paths[0], settings)
+        sys.exit(int(ExitCode.CLEAN))
     named = {p for p in paths if not os.path.isdir(p)}
     walked = list(files_to_check(paths, force_exclude, resolver.settings_for))
     files = [item for item in walked if isinstance(item, str)]
     unreadable = [item for item in walked if not isinstance(item, str)]
+    if show_files:
+        from offload_fixer.cli.inspecting import show_files as print_files
+
+        print_files(files)
+        sys.exit(int(ExitCode.CLEAN))
+    if watch:
+        from offload_fixer.cli.watch import watch as watch_files
+
+        argv = [arg for arg in sys.argv[sys.argv.index("check") + 1 :] if arg not in ("-w", "--watch")]
+        watch_files(
+            argv,
+            paths,
+            lambda: [f for f in files_to_check(paths, force_exclude, resolver.settings_for) if isinstance(f, str)],
+        )
     # With --fix the files are checked again once fixed: their parsed statements are kept, so
     # that only the statements a fix changed are parsed twice, and their outlines go to the
     # planner (none is kept for a file without findings: nothing there is fixed).
@@ -219,6 +260,13 @@ def check(
         console.note(outcome.analysed)
     outcome.diagnostics, outcome.unused_suppressions = reportable(outcome.diagnostics, resolver)
     strategy = settings.strategy
+    if add_noqa:
+        from offload_fixer.cli.add_noqa import write_noqa
+
+        added = write_noqa([d for d in outcome.diagnostics if d.severity != "info"], console)
+        if added:
+            console.note(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
+        sys.exit(int(ExitCode.INPUT_ERROR if outcome.file_errors else ExitCode.CLEAN))
     if invocation.fix or invocation.diff:
         share_outlines(caches or {})
         run = apply_fixes_per_file(outcome.diagnostics, resolver.settings_for, settings, invocation, console)
@@ -332,6 +380,7 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
             )
         if invocation.confirm:
             report_unpredicted(result.reports, console, outcome)
+            report_compiled(result.reports, console)
         if report_path:
             try:
                 write_report_file(
@@ -421,6 +470,7 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
             progress=progress,
             confirm=invocation.confirm,
             finish=after_program,
+            show_start_up=invocation.verbose,
         )
     except BaseException:
         redirect.close()
@@ -463,7 +513,13 @@ def save_last_run(program: str | None, result, target: str, console: Console) ->
     default=None,
     help="An --xla_dump_to directory from the failing run.",
 )
-@options("target", "color", "confirm")
+@options("target", "color")
+@click.option(
+    "--confirm",
+    is_flag=True,
+    help="Also compile the dumped modules (--dump) with the target's released compiler (libtpu, JAX's "
+    "CUDA plugin) and say whether it agrees.",
+)
 @click.option(
     "--format", "--output-format", "fmt", type=click.Choice(("text", "json")), default="text", show_default=True
 )
@@ -544,8 +600,14 @@ def fix(report_file: str, **params: Any) -> None:
     elif invocation.show_fixes:
         console.report(fixed_listing(run_fixes, diagnostics, os.getcwd()))
     if not invocation.diff:
-        count = len(grouped_findings(run_fixes.resolved))
-        console.note(f"Fixed {count} problem{'s' if count != 1 else ''}." if count else "No fixes applied.")
+        from offload_fixer.report import Tally, summary_lines
+
+        resolved = set(run_fixes.resolved)
+        remaining = grouped_findings([d for d in diagnostics if d not in resolved])
+        fixed = len(grouped_findings(diagnostics)) - len(remaining)
+        # the words of ``check --fix`` and ``run --fix``: what was fixed and what is left
+        tally = Tally(fixed=fixed, shown=not invocation.quiet)
+        console.report("".join(line + "\n" for line in summary_lines(remaining, [], tally)))
     if run_fixes.failure is not None:
         sys.exit(int(run_fixes.failure))
     sys.exit(int(ExitCode.FINDINGS if invocation.diff and run_fixes.changed else ExitCode.CLEAN))
@@ -572,7 +634,7 @@ def lsp() -> None:
 @click.argument("code", required=False)
 @options("jax_version")
 def rules(code: str | None, jax_version: str | None) -> None:
-    """List the diagnostic codes, or print the page for CODE."""
+    """List the diagnostic codes, or print the page for CODE (also spelt `rule`, as ruff does)."""
     from offload_fixer.rules import UnknownRule, all_rules, render_rule
 
     console = Console(Invocation())

@@ -209,6 +209,21 @@ def report_unpredicted(reports: Sequence[Any], console: Console, outcome: Outcom
             outcome.failure = outcome.failure or ExitCode.FINDINGS
 
 
+def report_compiled(reports: Sequence[Any], console: Console) -> None:
+    """``--confirm`` where the compiler compiled every compilation: said, so that a clean
+    report is known to be the compiler's verdict too, not only the analysis's."""
+    verdicts = [report.xla for report in reports if report.xla is not None]
+    if not verdicts or len(verdicts) != len(reports) or any(v.outcome != "compiled" for v in verdicts):
+        return
+    if any(report.unpredicted for report in reports):
+        return
+    compilers = ", ".join(sorted({v.compiler for v in verdicts}))
+    count = len(verdicts)
+    console.note(
+        f"offload-fixer: --confirm: {compilers} compiled {count} compilation{'s' if count != 1 else ''}, as predicted"
+    )
+
+
 def _with_expected_hash(plan, expected: dict[str, str]):
     digest = expected.get(plan.path) or expected.get(os.path.abspath(plan.path))
     return dataclasses.replace(plan, source_sha256=digest) if digest else plan
@@ -225,9 +240,13 @@ def colour_diff(diff: str, color: bool) -> str:
     return "".join(out)
 
 
-def would_fix_line(count: int) -> str:
-    """ruff's closing line for ``--diff``."""
-    return f"Would fix {count} problem{'s' if count != 1 else ''}." if count else "No fixes to apply."
+def would_fix_line(count: int, unsafe: int = 0) -> str:
+    """ruff's closing line for ``--diff`` (``unsafe``: findings only ``--unsafe-fixes`` would
+    fix); empty when there is nothing to fix, where ruff prints nothing."""
+    fixes = f"{unsafe} {'additional ' if count else ''}fix{'es' if unsafe != 1 else ''} available with `--unsafe-fixes`"
+    if count:
+        return f"Would fix {count} problem{'s' if count != 1 else ''}" + (f" ({fixes})." if unsafe else ".")
+    return f"No problems would be fixed ({fixes})." if unsafe else ""
 
 
 def fixed_listing(run: FixRun, diagnostics: Sequence[Diagnostic], root: str) -> str:

@@ -14,7 +14,8 @@ import click
 
 from offload_fixer.console import COLOR_CHOICES, color_enabled
 from offload_fixer.exit_codes import ExitCode
-from offload_fixer.model import FORMATS, STRATEGIES, TARGET_CHOICES, Diagnostic
+from offload_fixer.model import FORMAT_ALIASES, FORMATS, STRATEGIES, TARGET_CHOICES, Diagnostic
+from offload_fixer.source.python_version import TARGET_VERSIONS
 
 MACHINE_FORMATS = ("json", "sarif", "github")
 PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
@@ -32,6 +33,25 @@ def _non_empty_codes(ctx: click.Context, param: click.Parameter, value: str | No
     return codes
 
 
+def _config_arguments(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
+    """``--config``: a file, or ``KEY = VALUE`` in TOML (ruff's two forms); one file at most."""
+    files = [value for value in values if not is_setting_argument(value)]
+    for value in files:
+        if not os.path.isfile(value) and os.path.exists(value):
+            if os.path.isdir(value):
+                raise click.BadParameter(f"{value!r} is a directory; give a pyproject.toml or KEY = VALUE")
+        elif not os.path.exists(value):
+            raise click.BadParameter(f"{value!r}: no such file, and not a KEY = VALUE setting")
+    if len(files) > 1:
+        raise click.BadParameter("names more than one configuration file")
+    return values
+
+
+def is_setting_argument(value: str) -> bool:
+    """``--config 'target = "gpu"'`` rather than ``--config path/pyproject.toml``."""
+    return "=" in value and not os.path.exists(value)
+
+
 OPTIONS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
     "target": click.option(
         "--target", type=click.Choice(TARGET_CHOICES), default=None, help="Accelerator to predict for [default: tpu]."
@@ -40,9 +60,10 @@ OPTIONS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
         "--format",
         "--output-format",
         "fmt",
-        type=click.Choice(FORMATS),
+        type=click.Choice((*FORMATS, *FORMAT_ALIASES)),
         default=None,
-        help="Output format [default: text]; concise is one line per finding.",
+        callback=lambda ctx, param, value: FORMAT_ALIASES.get(value, value),
+        help="Output format [default: text, or full as ruff calls it]; concise is one line per finding.",
     ),
     "output_file": click.option(
         "-o",
@@ -69,9 +90,37 @@ OPTIONS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
     ),
     "config": click.option(
         "--config",
-        type=click.Path(exists=True, dir_okay=False),
+        multiple=True,
+        callback=_config_arguments,
+        metavar="FILE|KEY=VALUE",
+        help="A pyproject.toml to use instead of the nearest one, or a setting as TOML "
+        "(`--config 'target = \"gpu\"'`) over every file's (repeatable).",
+    ),
+    "target_version": click.option(
+        "--target-version",
+        type=click.Choice(TARGET_VERSIONS),
         default=None,
-        help="A pyproject.toml to use instead of the nearest one.",
+        help="The Python the code is written for [default: from requires-python; else any].",
+    ),
+    "extend_select": click.option(
+        "--extend-select",
+        default=None,
+        callback=_non_empty_codes,
+        help="Comma-separated codes or prefixes to report besides `select`.",
+    ),
+    "show_settings": click.option(
+        "--show-settings", is_flag=True, help="Print the settings the first path is checked with, and exit."
+    ),
+    "show_files": click.option("--show-files", is_flag=True, help="Print the files that would be checked, and exit."),
+    "add_noqa": click.option(
+        "--add-noqa", is_flag=True, help="Add a `# noqa: OFL…` on each line a finding points at (ruff's spelling)."
+    ),
+    "watch": click.option("-w", "--watch", is_flag=True, help="Check again whenever a checked file changes."),
+    "silent": click.option(
+        "-s",
+        "--silent",
+        is_flag=True,
+        help="Print no findings, summary or notes, only errors (the exit status says what was found).",
     ),
     "color": click.option(
         "--color",
@@ -147,6 +196,8 @@ REPORT_OPTIONS = (
     "color",
     "statistics",
     "show_fixes",
+    "extend_select",
+    "silent",
 )
 FIX_OPTIONS = ("fix", "diff", "strategy", "unsafe_fixes")
 
@@ -174,7 +225,8 @@ class Invocation:
     exit_zero: bool = False
     quiet: bool = False
     verbose: bool = False
-    config: str | None = None
+    config: tuple[str, ...] = ()
+    """``--config``: a file and ``KEY = VALUE`` settings (:func:`is_setting_argument`)."""
     color: str = "auto"
     statistics: bool = False
     show_fixes: bool = False
@@ -184,12 +236,16 @@ class Invocation:
     unsafe_fixes: bool = False
     jax_version: str | None = None
     confirm: bool = False
+    extend_select: list[str] | None = None
+    silent: bool = False
 
     @classmethod
     def take(cls, params: dict[str, Any]) -> Invocation:
         """Pop the shared options out of a command's parameters."""
         names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{name: params.pop(name) for name in list(params) if name in names})
+        taken = cls(**{name: params.pop(name) for name in list(params) if name in names})
+        taken.quiet = taken.quiet or taken.silent
+        return taken
 
     @property
     def write(self) -> bool:
@@ -202,6 +258,8 @@ class Console:
     def __init__(self, invocation: Invocation, report_to_stderr: bool = False) -> None:
         self.output_file = invocation.output_file
         self.quiet = invocation.quiet
+        self.silent = invocation.silent
+        """``--silent``: no report and no notes; errors only (the exit status says the rest)."""
         self.report_to_stderr = report_to_stderr
         """``check --fix -``: stdout carries the fixed source, so the report goes to stderr."""
         self.color_err = color_enabled(invocation.color, sys.stderr)
@@ -214,6 +272,8 @@ class Console:
 
     def report(self, text: str) -> None:
         """Part of the report: stdout, or the output file (written once, at the end)."""
+        if self.silent:
+            return
         if self.output_file:
             self._report.append(text)
         elif text:

@@ -100,12 +100,27 @@ def marks_planner(
 
 
 def show_diff(run: FixRun, console: Console, diagnostics: Sequence[Diagnostic]) -> None:
-    """``--diff``: the diffs on stdout, ``Would fix N problems.`` on stderr (ruff's split)."""
-    from offload_fixer.findings import group_findings
+    """``--diff``: the diffs, then ``Would fix N problems.``, on stdout as ruff 0.17 prints
+    them; nothing at all when there is nothing to fix."""
+    from offload_fixer.findings import group_findings, resolved_by
 
     for result in run.results:
         if result.changed and result.error is None:
             console.report(colour_diff(result.diff, console.color_out))
     resolved = set(run.resolved)
-    count = sum(all(d in resolved for d in f.diagnostics) for f in group_findings(diagnostics))
-    console.note(would_fix_line(count))
+    unsafe = {
+        d
+        for result in run.results
+        if result.error is None
+        for plan, why in result.skipped
+        if why.startswith("unsafe")
+        for d in resolved_by(plan, diagnostics)
+    }
+    findings = group_findings(diagnostics)
+    count = sum(all(d in resolved for d in f.diagnostics) for f in findings)
+    hidden = sum(
+        any(d in unsafe for d in f.diagnostics) and not all(d in resolved for d in f.diagnostics) for f in findings
+    )
+    line = would_fix_line(count, hidden)
+    if line and not console.quiet:
+        console.report(line + "\n")

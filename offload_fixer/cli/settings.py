@@ -16,23 +16,28 @@ from offload_fixer.model import Diagnostic
 # ---------------------------------------------------------------------------------------
 # Settings and selection
 def resolve_settings(invocation: Invocation, start: str, console: Console, **overrides: Any):
-    from offload_fixer.config import SettingsResolver
+    from offload_fixer.cli.options import is_setting_argument
+    from offload_fixer.config import SettingsResolver, parse_setting_argument
 
     given = dict(
         target=invocation.target,
         strategy=invocation.strategy,
         jax_version=invocation.jax_version,
         select=invocation.select,
+        extend_select=invocation.extend_select,
         ignore=invocation.ignore,
         **overrides,
     )
     if invocation.jax_version is not None:
         check_jax_version(invocation.jax_version, console)
     with config_errors(console):
-        resolver = CheckedResolver(
-            SettingsResolver(overrides={k: v for k, v in given.items() if v is not None}, config=invocation.config),
-            console,
-        )
+        # ``--config KEY=VALUE`` over every file's table, the dedicated flags over those
+        settings: dict[str, Any] = {}
+        for argument in filter(is_setting_argument, invocation.config):
+            settings.update(parse_setting_argument(argument))
+        settings.update({k: v for k, v in given.items() if v is not None})
+        config_file = next((c for c in invocation.config if not is_setting_argument(c)), None)
+        resolver = CheckedResolver(SettingsResolver(overrides=settings, config=config_file), console)
     return resolver, resolver.settings_for(start)
 
 

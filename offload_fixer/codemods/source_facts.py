@@ -317,7 +317,7 @@ class SourceFacts:
         """How many times ``name`` is read or bound as a plain name anywhere in the file."""
         if self.reference_count is not None:
             return self.reference_count(name)
-        return sum(1 for node in _iter_names(self.module) if node.value == name)
+        return count_references(self.module, name)
 
 
 class FileLines(Mapping[cst.CSTNode, CodeRange]):
@@ -370,6 +370,11 @@ def _blocks(node: cst.CSTNode) -> Iterator[cst.IndentedBlock]:
     for child in node.children:
         if isinstance(child, (cst.IndentedBlock, cst.Else, cst.ExceptHandler, cst.Finally, cst.If)):
             yield from _blocks(child)
+
+
+def count_references(module: cst.CSTNode, name: str) -> int:
+    """How many times ``name`` is read or bound as a plain name in ``module``."""
+    return sum(1 for node in _iter_names(module) if node.value == name)
 
 
 def _iter_names(node: cst.CSTNode) -> Iterator[cst.Name]:

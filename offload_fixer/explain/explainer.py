@@ -273,7 +273,7 @@ _MEANING: dict[msg.XlaMessage, str] = {
         "A value that your program put in host memory (a jax.device_put to a host memory kind, an "
         "argument whose in_shardings say pinned_host, or a checkpoint offload policy) reaches an "
         "output of the jitted function whose memory kind is device. XLA does not move it back by "
-        "itself: TPU (and GPU with older XLA) refuses to compile. Either move the value back to "
+        "itself: every released TPU and GPU compiler refuses to compile it. Either move the value back to "
         "device before it is returned, or declare that output as host memory in out_shardings."
     ),
     msg.DUS_NOT_BROADCAST: (

@@ -45,6 +45,7 @@ from offload_fixer.notebook.fixing import edit_notebook
 from offload_fixer.recursion import call_allowing_deep_recursion
 from offload_fixer.source.decoding import decode, encode, split_lines
 from offload_fixer.source.diffs import unified_diff
+from offload_fixer.source.python_version import compile_any_version
 
 MAX_PASSES = 6
 """Passes over one file before giving up; fixes settle in two (fix, then no-op), one more
@@ -276,11 +277,11 @@ def verify(path: str, data: bytes, changed: Sequence[str] | None = None, origina
     try:
         if whole:
             cst.parse_module(decode(data)[0])  # decoded as CPython does: libcst misreads CR-only cookies
-            compile(data, path, "exec", dont_inherit=True)
+            compile_any_version(data, path)
         else:
             for code in changed or ():
                 cst.parse_module(code)
-                compile(code, path, "exec", dont_inherit=True)
+                compile_any_version(code, path)
     except (cst.ParserSyntaxError, SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         if original is not None:
             try:

@@ -31,10 +31,12 @@ from typing import ClassVar
 
 import libcst as cst
 
+from offload_fixer.codemods.source_facts import count_references
 from offload_fixer.codemods.targets import FixTarget
 from offload_fixer.fixes.errors import SourceSyntaxError
 from offload_fixer.fixes.source_io import parse_source
 from offload_fixer.fixes.splice import splice
+from offload_fixer.source.python_version import only_newer_syntax
 from offload_fixer.static.outline import NEWLINE, Outline, outline
 from offload_fixer.static.source import assemble_chunks
 
@@ -86,7 +88,11 @@ class FileOutline:
             if found is None or found.text != text:
                 found = outline(text)
         except SyntaxError as exc:
-            raise SourceSyntaxError(path, f"does not parse: {exc.msg}", exc.lineno or 1, exc.offset or 1) from exc
+            if not only_newer_syntax(exc, text):
+                raise SourceSyntaxError(path, f"does not parse: {exc.msg}", exc.lineno or 1, exc.offset or 1) from exc
+            # a newer Python's syntax than this interpreter's ``ast`` reads: the file is one
+            # chunk, read by libcst alone
+            found = Outline(text, [], None)
         except ValueError as exc:  # a null byte
             raise SourceSyntaxError(path, f"does not parse: {exc}", 1, 1) from exc
         self.spans: list[tuple[int, int]] | None = found.spans
@@ -180,6 +186,9 @@ class FileOutline:
         """How often ``name`` is written as a plain name in the whole file (what
         ``SourceFacts.references`` counts in a whole-file module)."""
         if name not in self._references:
+            if not self.groups:  # no ``ast`` outline (newer syntax): libcst's names of the whole file
+                self._references[name] = count_references(self.excerpt(frozenset({0})).module, name)
+                return self._references[name]
             if self.spans is None:
                 chunks = [0]
                 statements = [s for group in self.groups for s in group]

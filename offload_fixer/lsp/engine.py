@@ -453,7 +453,7 @@ def _settings_key(settings: Settings) -> tuple[Any, ...]:
         settings.target,
         settings.strategy,
         settings.jax_version,
-        settings.select,
+        settings.selected,
         settings.ignore,
         settings.per_file_ignores,
         settings.exclude,

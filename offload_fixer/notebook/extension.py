@@ -61,7 +61,7 @@ class ExtensionSettings:
             settings = SettingsResolver().settings_for(directory)
         except ConfigError as exc:
             raise UsageError(str(exc)) from exc
-        return cls(settings.target, settings.strategy, settings.select, settings.ignore)
+        return cls(settings.target, settings.strategy, settings.selected, settings.ignore)
 
 
 @dataclass
@@ -124,6 +124,7 @@ class OffloadFixerExtension:
             jax_compat.check_runtime_supported()
         except jax_compat.UnsupportedJaxVersion as exc:
             raise UsageError(str(exc)) from exc
+        jax_compat.start_quietly()  # no TPU probe where there is none, no plugin noise under the cells
         checker = _compilation_checker(CompilationChecker, settings)
         self.stop()  # the interception patches jax.jit: never twice at once
         self._stack = ExitStack()
@@ -140,13 +141,18 @@ class OffloadFixerExtension:
         reports, warnings = run.reports[self._seen_reports :], run.tool_warnings[self._seen_warnings :]
         self._seen_reports, self._seen_warnings = len(run.reports), len(run.tool_warnings)
         diagnostics = self._reportable([d for report in reports for d in report.diagnostics])
+        from IPython.display import display
+
         if not diagnostics and not warnings:
+            if reports:  # checked, and clean: said, so a checked cell does not look unchecked
+                checked = (
+                    f"{len(reports)} compilation{'s' if len(reports) != 1 else ''} checked for {self.settings.target}"
+                )
+                display(FindingsView(f"All checks passed! ({checked})", (), (), (), False))
             return
         findings = CellFindings(getattr(result, "execution_count", None), diagnostics, list(warnings), list(reports))
         if diagnostics:
             self.latest = findings
-        from IPython.display import display
-
         try:
             view = self.view(findings)
         except Exception as exc:  # noqa: BLE001 - the tool must never break the user's cell

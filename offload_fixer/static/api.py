@@ -13,6 +13,7 @@ from offload_fixer import jax_compat
 from offload_fixer.model import Diagnostic, normalize_target
 from offload_fixer.recursion import call_allowing_deep_recursion
 from offload_fixer.source.decoding import SourceDecodeError, decode
+from offload_fixer.source.python_version import judged_by_cpython, newer_syntax_message, only_newer_syntax
 
 from .files import Unreadable, walk
 from .incremental import Increment, statement_names
@@ -114,16 +115,18 @@ def check_paths(
             settings_for is not None and settings_for(path).is_excluded(path)
         )
 
-    pending: list[StaticResult | tuple[bytes, str, str, str | None]] = []
+    pending: list[StaticResult | tuple[bytes, str, str, str | None, tuple[int, int] | None]] = []
     for item in walk(paths, excluded):
         if isinstance(item, Unreadable):
             pending.append(StaticResult(item.path, parse_error=ParseError(item.path, 1, 1, item.reason)))
             continue
         path = item
         file_target, file_jax_version = default
+        python = None
         if settings_for is not None:
             settings = settings_for(path)
             file_target, file_jax_version = normalize_target(settings.target), settings.jax_version
+            python = settings.python
         try:
             data = read_program_bytes(path)
         except OSError as exc:
@@ -135,18 +138,18 @@ def check_paths(
             pending.append(StaticResult(path, parse_error=ParseError(path, 1, 1, str(exc))))
             continue
         project.remember(path, data)
-        pending.append((data, path, file_target, file_jax_version))
+        pending.append((data, path, file_target, file_jax_version, python))
     # Every file is read before any is selected: a host spelling in one module makes the
     # modules that import it candidates. A file that cannot hold a finding is still screened.
     # The JAX version's spelling is looked up for candidates only (the installed version is
     # package metadata, which costs more to read than a tree without a candidate).
     spellings = functools.cache(jax_compat.spelling)
-    selected: list[StaticResult | tuple[bytes, str, str, jax_compat.Spelling]] = [
+    selected: list[StaticResult | tuple[bytes, str, str, jax_compat.Spelling, tuple[int, int] | None]] = [
         entry
         if isinstance(entry, StaticResult)
-        else (entry[0], entry[1], entry[2], spellings(entry[3]))
+        else (entry[0], entry[1], entry[2], spellings(entry[3]), entry[4])
         if project.selects(entry[1], entry[0])
-        else _unselected(entry[0], entry[1], check_syntax)
+        else _unselected(entry[0], entry[1], check_syntax, entry[4])
         for entry in pending
     ]
     if results is not None:  # what an earlier run found, where it still holds
@@ -232,33 +235,40 @@ def _single_threaded() -> bool:
         return threading.active_count() == 1
 
 
-def _unselected(data: bytes, path: str, check_syntax: Collection[str]) -> StaticResult:
+def _unselected(
+    data: bytes, path: str, check_syntax: Collection[str], python: tuple[int, int] | None = None
+) -> StaticResult:
     """A file the prefilter rules out: still screened (:func:`screen`), compiled too when it
     was named on the command line."""
-    error = screen(data, path, compile_it=path in check_syntax)
+    error = screen(data, path, compile_it=path in check_syntax, python=python)
     return StaticResult(path, parse_error=error, analysed=error is not None)
 
 
-def screen(source: str | bytes, path: str, compile_it: bool = True) -> ParseError | None:
+def screen(
+    source: str | bytes, path: str, compile_it: bool = True, python: tuple[int, int] | None = None
+) -> ParseError | None:
     """Why a file the prefilter rules out is still not Python source, if it is not: bytes
     that do not decode (binary, UTF-16, a wrong or unknown coding cookie), a NUL byte, or
     (``compile_it``) a syntax error CPython reports, or a limit of CPython's compiler. Such a
     file cannot hold a finding, but it is reported rather than passed over in silence.
+    Syntax newer than this interpreter's is Python where the file's target (``python``,
+    :mod:`~offload_fixer.source.python_version`) is newer too, or not set.
 
     Decoding runs at memory speed; compiling at about 12 MB/s, five times what the whole
     check of a tree costs (``benchmarks/static_check.py``), so only files named on the
     command line are compiled: those are the ones a user (or a pre-commit hook) asked about."""
-    text = source
     if isinstance(source, bytes):
         text, error = _decode(source, path)
         if error is not None or not compile_it:
             return error
     elif not compile_it:
         return None
+    else:
+        text = source
     try:
         compile(text, path, "exec", dont_inherit=True)
     except SyntaxError as exc:
-        return ParseError(path, exc.lineno or 1, exc.offset or 1, exc.msg)
+        return _syntax_error(exc, text, path, python)
     except (RecursionError, MemoryError, ValueError) as exc:
         return ParseError(path, 1, 1, f"CPython cannot compile this file: {exc}")
     return None
@@ -268,13 +278,19 @@ _WORKER_PROJECTS: dict[tuple[str, ...], Project] = {}
 
 
 def _check_in_worker(
-    source: bytes, path: str, target: str, spelling: jax_compat.Spelling, roots: tuple[str, ...], recording: bool
+    source: bytes,
+    path: str,
+    target: str,
+    spelling: jax_compat.Spelling,
+    python: tuple[int, int] | None,
+    roots: tuple[str, ...],
+    recording: bool,
 ) -> tuple[StaticResult, dict[str, str] | None]:
     """One file in a worker process, which keeps one project per set of roots for all its files."""
     project = _WORKER_PROJECTS.get(roots)
     if project is None:
         project = _WORKER_PROJECTS[roots] = Project(roots)
-    return _check_consulting(source, path, target, spelling, None, project, recording)
+    return _check_consulting(source, path, target, spelling, python, None, project, recording)
 
 
 def _check_consulting(
@@ -282,6 +298,7 @@ def _check_consulting(
     path: str,
     target: str,
     spelling: jax_compat.Spelling,
+    python: tuple[int, int] | None,
     cache: SourceCache | None,
     project: Project,
     recording: bool,
@@ -289,9 +306,9 @@ def _check_consulting(
     """One file, and (``recording``) digests of what its check read from the disk, for the
     result cache: the result holds while they are unchanged."""
     if not recording:
-        return _check(source, path, target, spelling, cache, project), None
+        return _check(source, path, target, spelling, cache, project, python), None
     with project.consulting() as consulted:
-        result = _check(source, path, target, spelling, cache, project)
+        result = _check(source, path, target, spelling, cache, project, python)
     return result, project.digests(consulted)
 
 
@@ -302,10 +319,11 @@ def _check(
     spelling: jax_compat.Spelling,
     cache: SourceCache | None,
     project: Project,
+    python: tuple[int, int] | None = None,
 ) -> StaticResult:
     """One file; a tree too deep for the walks gets a file error of its own, never a traceback."""
     try:
-        return call_allowing_deep_recursion(_check_once, source, path, target, spelling, cache, project)
+        return call_allowing_deep_recursion(_check_once, source, path, target, spelling, cache, project, python)
     except RecursionError:
         return StaticResult(
             path,
@@ -323,6 +341,7 @@ def _check_once(
     spelling: jax_compat.Spelling,
     cache: SourceCache | None,
     project: Project,
+    python: tuple[int, int] | None = None,
 ) -> StaticResult:
     data = source if isinstance(source, bytes) else source.encode("utf-8", "surrogatepass")
     if not project.selects(path, data):
@@ -345,6 +364,9 @@ def _check_once(
     limit = _cpython_limit(syntax_error, path)
     if limit is not None:
         return StaticResult(path, parse_error=limit, analysed=True)
+    if isinstance(syntax_error, SyntaxError) and judged_by_cpython(python):
+        # the file is written for this interpreter's Python or an older one: CPython decides
+        return StaticResult(path, parse_error=_syntax_error(syntax_error, text, path, python), analysed=True)
     if found is not None and not references_jit(found.tree):
         return StaticResult(path, analysed=True)
 
@@ -365,6 +387,18 @@ def _check_once(
     digest = hashlib.sha256(data).hexdigest()
     diagnostics, dependencies = _analyse(parsed, text, path, target, spelling, digest, project, found, cache)
     return StaticResult(path, tuple(diagnostics), analysed=True, dependencies=dependencies)
+
+
+def _syntax_error(exc: SyntaxError, text: str, path: str, python: tuple[int, int] | None) -> ParseError | None:
+    """What CPython's refusal means for a file written for ``python``: syntax of a newer Python
+    that libcst's grammar reads is no error where the target is newer than this interpreter
+    (or not set); where the target is a Python this interpreter covers, it is, and it says so."""
+    if only_newer_syntax(exc, text):
+        if not judged_by_cpython(python):
+            return None
+        assert python is not None
+        return ParseError(path, exc.lineno or 1, exc.offset or 1, newer_syntax_message(exc.msg, python))
+    return ParseError(path, exc.lineno or 1, exc.offset or 1, exc.msg)
 
 
 def _cpython_limit(error: BaseException | None, path: str) -> ParseError | None:

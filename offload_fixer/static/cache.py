@@ -53,10 +53,18 @@ class ResultCache:
         self._ready: bool | None = None
         self.hits = self.misses = 0
 
-    def get(self, data: bytes, path: str, target: str, spelling: Spelling, project: Project) -> StaticResult | None:
+    def get(
+        self,
+        data: bytes,
+        path: str,
+        target: str,
+        spelling: Spelling,
+        python: tuple[int, int] | None,
+        project: Project,
+    ) -> StaticResult | None:
         """The result kept for this file, if it still holds."""
         try:
-            entry = json.loads(self._entry(path, target, spelling).read_bytes())
+            entry = json.loads(self._entry(path, target, spelling, python).read_bytes())
             if entry["key"] != self._key(data) or not project.unchanged(entry["consulted"]):
                 raise LookupError
             result = _result(entry["result"])
@@ -67,11 +75,18 @@ class ResultCache:
         return result
 
     def put(
-        self, data: bytes, path: str, target: str, spelling: Spelling, result: StaticResult, digests: dict[str, str]
+        self,
+        data: bytes,
+        path: str,
+        target: str,
+        spelling: Spelling,
+        python: tuple[int, int] | None,
+        result: StaticResult,
+        digests: dict[str, str],
     ) -> None:
         """Keep ``result``, found while the disk answered as ``digests`` say."""
         entry = {"key": self._key(data), "consulted": digests, "result": _encoded(result)}
-        self._write(self._entry(path, target, spelling), entry)
+        self._write(self._entry(path, target, spelling, python), entry)
 
     def fix_marks(
         self,
@@ -141,10 +156,11 @@ class ResultCache:
                 self._ready = False
         return self._ready
 
-    def _entry(self, path: str, target: str, spelling: Spelling) -> Path:
+    def _entry(self, path: str, target: str, spelling: Spelling, python: tuple[int, int] | None) -> Path:
         import hashlib  # here: a run whose files the prefilter all rules out needs none of this
 
-        name = json.dumps([os.path.abspath(path), path, os.getcwd(), target, repr(spelling)])
+        # ``python``: the file's target-version, which decides whether newer syntax is an error
+        name = json.dumps([os.path.abspath(path), path, os.getcwd(), target, repr(spelling), python])
         return self.directory / f"{hashlib.sha256(name.encode('utf-8', 'surrogateescape')).hexdigest()[:40]}.json"
 
     def _key(self, data: bytes) -> str:

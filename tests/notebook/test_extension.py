@@ -121,9 +121,11 @@ def test_example_finding_under_its_cell_then_fix_and_rerun_leaves_none():
         )
         assert kernel.run(fix) == ""
         again = kernel.run(kernel.append(kernel.notebook.cells[TRAIN_CELL].source))
-        assert again == "".join(
-            line for line in shown.splitlines(keepends=True) if line.startswith(("step", "velocity"))
-        )
+        assert (
+            again
+            == "".join(line for line in shown.splitlines(keepends=True) if line.startswith(("step", "velocity")))
+            + "All checks passed! (1 compilation checked for tpu)\n"
+        )  # checked, and clean: said so
 
 
 def test_the_extension_never_changes_what_the_cells_compute():

@@ -1,0 +1,39 @@
+"""``check --add-noqa``: ruff's directive written on each line a finding points at, the rest
+of the file byte for byte, through the installed command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from offload_fixer.exit_codes import ExitCode
+from tests.cli.programs import BROKEN
+from tests.cli_support import offload_fixer
+
+
+def test_add_noqa_writes_the_directive_and_the_check_passes(tmp_path: Path):
+    path = tmp_path / "train.py"
+    original = BROKEN.replace("\n", "\r\n").encode()  # line ends are kept as they are
+    path.write_bytes(original)
+    added = offload_fixer("check", "--add-noqa", "train.py", cwd=tmp_path)
+    assert (added.returncode, added.stdout, added.stderr) == (ExitCode.CLEAN, "", "Added 1 noqa directive.\n")
+    after = path.read_bytes()
+    line = b"@functools.partial(jax.jit, in_shardings=HOST)"
+    assert after == original.replace(line, line + b"  # noqa: OFL1200")
+    assert offload_fixer("check", "train.py", cwd=tmp_path).stdout == "All checks passed! (1 file checked)\n"
+    again = offload_fixer("check", "--add-noqa", "train.py", cwd=tmp_path)
+    assert (again.returncode, again.stderr) == (ExitCode.CLEAN, "") and path.read_bytes() == after
+
+
+def test_add_noqa_merges_into_another_tools_directive_and_skips_strings(tmp_path: Path):
+    source = BROKEN.replace(
+        "@functools.partial(jax.jit, in_shardings=HOST)",
+        '@functools.partial(jax.jit, in_shardings=HOST)  # noqa: E501\ndef doc(x):\n    """a\n    b"""\n    return x\n\n\n'
+        "@functools.partial(jax.jit, in_shardings=HOST)",
+    )
+    path = tmp_path / "train.py"
+    path.write_text(source)
+    assert offload_fixer("check", "--add-noqa", "train.py", cwd=tmp_path).returncode == ExitCode.CLEAN
+    text = path.read_text()
+    assert "in_shardings=HOST)  # noqa: E501, OFL1200\ndef doc(x):" in text, text
+    assert text.count("# noqa: OFL1200") == 1
+    assert offload_fixer("check", "train.py", cwd=tmp_path).returncode == ExitCode.CLEAN

@@ -1,0 +1,112 @@
+"""ruff's options and spellings, through the installed command (in a terminal where the
+output is the point): ``--silent``, ``--extend-select``, ``--config KEY=VALUE``,
+``--output-format full``, ``rule CODE`` and ``# noqa``."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from offload_fixer.exit_codes import ExitCode
+from tests.cli.programs import BROKEN
+from tests.cli_support import in_terminal, offload_fixer
+
+needs_pty = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+COLOUR = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@pytest.fixture()
+def broken(tmp_path: Path) -> Path:
+    path = tmp_path / "broken.py"
+    path.write_text(BROKEN)
+    return path
+
+
+@needs_pty
+def test_silent_prints_nothing_and_exits_with_the_findings(broken: Path):
+    assert in_terminal("check", "--silent", "broken.py", cwd=broken.parent) == (ExitCode.FINDINGS, "")
+    code, screen = in_terminal("check", "-s", "missing.py", cwd=broken.parent)
+    assert code == ExitCode.INPUT_ERROR and "missing.py: no such file" in screen  # errors still say why
+
+
+@needs_pty
+def test_output_format_full_is_the_text_report(broken: Path):
+    full = in_terminal("check", "--output-format", "full", "--color", "never", "broken.py", cwd=broken.parent)
+    text = in_terminal("check", "--color", "never", "broken.py", cwd=broken.parent)
+    assert full == text and "OFL1200 [*] [error]" in full[1]
+
+
+def test_extend_select_adds_to_select(broken: Path):
+    only_1201 = offload_fixer("check", "--select", "OFL1201", "broken.py", cwd=broken.parent)
+    assert only_1201.returncode == ExitCode.CLEAN
+    both = offload_fixer("check", "--select", "OFL1201", "--extend-select", "OFL1200", "broken.py", cwd=broken.parent)
+    assert both.returncode == ExitCode.FINDINGS and "OFL1200" in both.stdout
+
+
+def test_config_takes_a_setting_as_toml(broken: Path):
+    ignored = offload_fixer("check", "--config", 'ignore = ["OFL1200"]', "broken.py", cwd=broken.parent)
+    assert ignored.returncode == ExitCode.CLEAN, ignored.stdout + ignored.stderr
+    flag_wins = offload_fixer(
+        "check", "--config", 'select = ["OFL1201"]', "--select", "OFL1200", "broken.py", cwd=broken.parent
+    )
+    assert flag_wins.returncode == ExitCode.FINDINGS
+    wrong = offload_fixer("check", "--config", 'selct = ["OFL1200"]', "broken.py", cwd=broken.parent)
+    assert wrong.returncode == ExitCode.USAGE and "did you mean 'select'?" in wrong.stderr
+
+
+@needs_pty
+def test_rule_is_rules(broken: Path):
+    assert in_terminal("rule", "OFL1200") == in_terminal("rules", "OFL1200")
+    code, screen = in_terminal("rule", "OFL1200")
+    assert code == 0 and screen.startswith("# OFL1200")
+
+
+@needs_pty
+def test_noqa_with_our_code_silences_and_an_unused_one_is_reported(broken: Path):
+    broken.write_text(
+        BROKEN.replace("in_shardings=HOST)", "in_shardings=HOST)  # noqa: OFL1200") + "y = 1  # noqa: OFL1201\n"
+    )
+    code, screen = in_terminal("check", "--color", "never", "broken.py", cwd=broken.parent)
+    assert code == ExitCode.CLEAN and "OFL1200 [" not in screen, screen
+    assert "broken.py:12:8: warning: unused `# noqa`: OFL1201" in screen
+    broken.write_text(BROKEN.replace("in_shardings=HOST)", "in_shardings=HOST)  # noqa"))
+    assert in_terminal("check", "broken.py", cwd=broken.parent)[0] == ExitCode.CLEAN
+    broken.write_text(BROKEN.replace("in_shardings=HOST)", "in_shardings=HOST)  # noqa: E501"))
+    assert in_terminal("check", "broken.py", cwd=broken.parent)[0] == ExitCode.FINDINGS  # another tool's
+
+
+@needs_pty
+def test_fix_report_says_what_is_left_as_check_does(tmp_path: Path):
+    """``fix REPORT`` closes with ``check --fix``'s words (a report written by ``run``)."""
+    program = tmp_path / "train.py"
+    program.write_text(
+        BROKEN
+        + '\n\nif __name__ == "__main__":\n    print(double.trace(jax.ShapeDtypeStruct((4,), "float32")).lower())\n'
+    )
+    assert offload_fixer("run", "-q", "--report", "run.json", "train.py", cwd=tmp_path).returncode == ExitCode.FINDINGS
+    code, screen = in_terminal("fix", "--color", "never", "run.json", cwd=tmp_path)
+    # error 1200 and the multiply on host, both fixed by one move back to device
+    assert code == ExitCode.CLEAN and "Found 2 problems (2 fixed, 0 remaining)." in screen, screen
+    assert "Fixed 2 problems." not in screen
+
+
+@needs_pty
+def test_explain_help_describes_its_own_confirm():
+    code, screen = in_terminal("explain", "--help", columns=200)
+    assert code == 0 and "--confirm" in screen and "--dump" in screen
+    assert "--fix" not in screen and "--diff" not in screen
+
+
+@needs_pty
+def test_explain_says_every_released_gpu_compiler_refuses(tmp_path: Path):
+    log = tmp_path / "err.log"
+    log.write_text(
+        "jaxlib.xla_extension.XlaRuntimeError: INVALID_ARGUMENT: Tensor which is moved to host (starting from "
+        "tuple.64) is returned from the entry computation but the layout for this output is not set to host memory.\n"
+    )
+    code, screen = in_terminal("explain", str(log), columns=200)
+    assert code == ExitCode.FINDINGS, screen
+    assert "every released TPU and GPU compiler refuses" in " ".join(screen.split()) and "older XLA" not in screen
