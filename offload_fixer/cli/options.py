@@ -257,3 +257,6 @@ class Outcome:
     """Program failed (3) or fix refused (5): exits with it whatever was found."""
     pending: bool = False
     """``--diff`` has changes to show."""
+    internal_errors: list[str] = field(default_factory=list)
+    """Files the check itself failed on (a bug of offload-fixer): a note each, on stderr; the
+    exit code stays that of the findings."""

@@ -392,7 +392,8 @@ class ExpressionEvaluator(Evaluator):
                 results = [value for _, value in collected]
                 if not leaves_always:
                     results.append(NONE)
-                result = functools.reduce(join, results)
+                # No return reached: the function always raises (or returns where the check cannot follow).
+                result = functools.reduce(join, results) if results else UNKNOWN
         except Unsupported:
             if self._budget < 0:
                 raise

@@ -320,3 +320,48 @@ def test_a_project_sees_a_module_edited_on_disk(tmp_path):
 )
 def test_imports_are_read_from_text(text, expected):
     assert [(i.level, i.module, i.names) for i in scan_imports(text.encode())] == expected
+
+
+def test_a_helper_that_returns_from_try_else_in_a_loop_then_raises(tmp_path):
+    """maxtext's factory lookup: the only returns are in a loop's ``try/except/else``, the
+    function ends in ``raise``. The check once failed there (``reduce()`` of no returns)."""
+    write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/factories.py": """\
+            def build(name, factories):
+                for factory in factories:
+                    try:
+                        model = factory(name)
+                    except KeyError:
+                        continue
+                    else:
+                        return model
+                raise ValueError(name)
+
+
+            def always_raises(name):
+                raise ValueError(name)
+            """,
+            "pkg/step.py": """\
+            import jax
+            from jax.sharding import NamedSharding, PartitionSpec as P
+
+            from pkg.factories import always_raises, build
+
+            HOST = NamedSharding(jax.make_mesh((1,), ("data",)), P(), memory_kind="pinned_host")
+
+
+            @jax.jit
+            def step(x, factories):
+                model = build("a", factories)
+                always_raises("b")
+                return jax.device_put(x, HOST) * 2, model
+            """,
+        },
+    )
+    results = {os.path.basename(r.path): r for r in check_paths([str(tmp_path)], jax_version=PROPAGATION)}
+    step = results["step.py"]
+    assert step.internal_error is None and step.parse_error is None
+    assert codes(step) == [("OFL1200", "[0]")]
