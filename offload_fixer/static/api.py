@@ -19,7 +19,7 @@ from offload_fixer.source.text import SourceDecodeError, decode
 
 from .files import Unreadable, walk
 from .outline import SourceCache, outline
-from .prefilter import references_jit
+from .prefilter import checks_policy_alone, references_jit
 from .project import Project
 
 if TYPE_CHECKING:
@@ -347,7 +347,7 @@ def _check_once(
     limit = _cpython_limit(syntax_error, path)
     if limit is not None:
         return StaticResult(path, parse_error=limit, analysed=True)
-    if found is not None and not references_jit(found.tree):
+    if found is not None and not references_jit(found.tree) and not checks_policy_alone(data):
         return StaticResult(path, analysed=True)
 
     import libcst as cst

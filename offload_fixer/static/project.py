@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 from offload_fixer.source.text import SourceDecodeError, decode, read_regular_file
 
 from .outline import NEWLINE, Outline, SourceCache, outline
-from .prefilter import JIT_MARKER, spells_host
+from .prefilter import JIT_MARKER, checks_policy_alone, spells_host, spells_offload
 
 if TYPE_CHECKING:
     from .source import ParsedSource
@@ -317,10 +317,11 @@ class Project:
     # ------------------------------------------------------------------ prefilter
     def selects(self, path: str, data: bytes) -> bool:
         """Whether the check must parse this file: it mentions jit, and a host memory kind can
-        reach it (spelled in it, or in a project module it imports, directly or not)."""
+        reach it (spelled in it, or in a project module it imports, directly or not; an offload
+        policy or ``compute_on`` counts); or its offload policies' destinations need a check."""
         if JIT_MARKER.encode() not in data:
-            return False
-        if spells_host(data):
+            return checks_policy_alone(data)
+        if spells_host(data) or spells_offload(data):
             return True
         if path.startswith("<"):
             return False  # a text of no file: no project around it
@@ -360,7 +361,9 @@ class Project:
         self._host[key] = (stamp, False)  # an import cycle adds nothing
         data = self.data(key)
         found = data is not None and (
-            spells_host(data) or any(self.host_reachable(target) for target in self.imported_files(key, data))
+            spells_host(data)
+            or spells_offload(data)
+            or any(self.host_reachable(target) for target in self.imported_files(key, data))
         )
         self._host[key] = (stamp, found)
         return found

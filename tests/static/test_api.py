@@ -330,3 +330,29 @@ def test_what_cpython_cannot_compile_is_a_file_error():
     result = check_source(SOURCE + "\ny = " + "(" * 250 + "1" + ")" * 250 + "\n", "p.py", jax_version=LEGACY)
     assert result.parse_error is not None and result.parse_error.message == "too many nested parentheses"
     assert result.diagnostics == ()
+
+
+def test_a_module_whose_only_offload_is_a_remat_policy_is_analysed(tmp_path):
+    """maxtext's layers build the policy; another module jits the model. No jit here, and
+    the destination is checked where it is written."""
+    layers = tmp_path / "layers.py"
+    layers.write_text(
+        textwrap.dedent("""\
+            import jax
+            from jax import checkpoint_policies as cp
+
+
+            def remat(layer):
+                policy = cp.save_and_offload_only_these_names(
+                    names_which_can_be_saved=[],
+                    names_which_can_be_offloaded=["attn_out"],
+                    offload_src="device",
+                    offload_dst="unpinned_host",
+                )
+                dots = cp.offload_dot_with_no_batch_dims("device", "unpinned_host")
+                return jax.checkpoint(layer, policy=policy), dots
+            """)
+    )
+    (result,) = check_paths([str(tmp_path)])
+    assert result.analysed
+    assert [(d.code, d.span.line) for d in result.diagnostics] == [("OFL1204", 10), ("OFL1204", 12)]
