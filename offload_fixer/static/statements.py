@@ -136,12 +136,22 @@ class StatementRunner(Evaluator):
         body = block_statements(statement.body)
         before = dict(frame.env)
         self._loop_pass(statement, body, frame, [])
-        joined = _join_env(before, frame.env)
+        # A loop over the layers of a pytree (or a non-empty literal) runs at least once: what
+        # one iteration leaves is the state the next starts from, not the state before the loop.
+        joined = dict(frame.env) if self._runs_once(statement, frame) else _join_env(before, frame.env)
         frame.env = dict(joined)
         self._loop_pass(statement, body, frame, returns)
         frame.env = _join_env(joined, frame.env)
         if statement.orelse is not None:
             self.exec_block(block_statements(statement.orelse.body), frame, returns)
+
+    def _runs_once(self, statement: Any, frame: Frame) -> bool:
+        if not isinstance(statement, cst.For) or not isinstance(statement.iter, cst.Name):
+            return False
+        iterated = frame.lookup(statement.iter.value)
+        if isinstance(iterated, Seq):
+            return bool(iterated.items)
+        return isinstance(iterated, (HostArray, DeviceArray)) and not iterated.single
 
     def _loop_pass(self, statement: Any, body: list, frame: Frame, returns: list) -> None:
         if isinstance(statement, cst.For):
