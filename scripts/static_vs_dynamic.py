@@ -74,6 +74,12 @@ def _in(diagnostic, files: set[str]) -> bool:
     return span is not None and os.path.realpath(span.path) in files
 
 
+def _compiled(diagnostic, checked: set) -> bool:
+    """A finding of a function the program compiled (``run`` cannot judge the others)."""
+    function = diagnostic.function
+    return function is None or (os.path.realpath(function.path or ""), function.name.rsplit(".", 1)[-1]) in checked
+
+
 def _names_host_compute(diagnostic) -> bool:
     from offload_fixer.model import Role
 
@@ -118,13 +124,13 @@ def compare(programs: list[Path]) -> Matrix:
         dynamic = {u for u in _units(result.diagnostics) if u[0] in files}
         static_diagnostics = [d for r in check_paths([str(program)]) for d in r.diagnostics]
         dynamic_codes = sorted({d.code for d in result.diagnostics if _in(d, files)})
-        static_codes = sorted({d.code for d in static_diagnostics if _in(d, files)})
+        static_codes = sorted({d.code for d in static_diagnostics if _in(d, files) and _compiled(d, checked)})
         matrix.codes[str(program)] = (dynamic_codes, static_codes)
         if "OFL1201" in dynamic_codes:
             matrix.host_compute.add(str(program))
             if "OFL1201" in static_codes:
                 matrix.host_compute_found.add(str(program))
-            if any(_names_host_compute(d) for d in static_diagnostics if _in(d, files)):
+            if any(_names_host_compute(d) for d in static_diagnostics if _in(d, files) and _compiled(d, checked)):
                 matrix.host_compute_named.add(str(program))
         elif "OFL1201" in static_codes:
             matrix.host_compute_static_only.add(str(program))

@@ -470,12 +470,11 @@ def differentiated(interp: Evaluator, grad: Differentiated, args: list, kwargs: 
         return UNKNOWN
     inputs = [leaf for a in (*args, *kwargs.values()) for leaf in leaves(a)]
     on_device = all(isinstance(leaf, (DeviceArray, Const)) for leaf in inputs)
-    hosts = [leaf for leaf in inputs if isinstance(leaf, HostArray)]
-    host = None
-    if hosts and len({(h.origin.kind, h.origin.memory_kind) for h in hosts}) == 1:
-        # The backward pass reads residuals computed from the host input: every gradient is
-        # computed on host, before any move back to device.
-        host = hosts[0].after("compute", "grad", node)
+    # A value computed on host (a host input used before any move to device): the backward
+    # pass reads those residuals, so every gradient is computed on host too. A host input
+    # moved to device first gets its gradient through the move's transpose: left unknown.
+    primal = next((leaf for leaf in leaves(value) if isinstance(leaf, HostArray)), None)
+    host = None if primal is None else primal.after("compute", "grad", node)
 
     def gradient_leaf(leaf: Any) -> Any:
         if on_device:
