@@ -347,7 +347,9 @@ class Project:
     def selects(self, path: str, data: bytes) -> bool:
         """Whether the check must parse this file: it mentions jit, and a host memory kind can
         reach it (spelled in it, or in a project module it imports, directly or not; an offload
-        policy or ``compute_on`` counts); or its offload policies' destinations need a check."""
+        policy or ``compute_on`` in the file itself counts); or its offload policies'
+        destinations need a check. A module that only imports a policy is not selected for it:
+        what a policy offloads is the residuals, which ``run`` judges."""
         if JIT_MARKER.encode() not in data:
             return checks_policy_alone(data)
         if spells_host(data) or spells_offload(data):
@@ -390,9 +392,7 @@ class Project:
         self._host[key] = (stamp, False)  # an import cycle adds nothing
         data = self.data(key)
         found = data is not None and (
-            spells_host(data)
-            or spells_offload(data)
-            or any(self.host_reachable(target) for target in self.imported_files(key, data))
+            spells_host(data) or any(self.host_reachable(target) for target in self.imported_files(key, data))
         )
         self._host[key] = (stamp, found)
         return found
