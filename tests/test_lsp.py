@@ -505,12 +505,11 @@ async def test_configuration_from_pyproject_and_from_the_editor(client: Language
     ]
     pyproject.write_text(f'[tool.offload-fixer]\njax-version = "{TYPED}"\n', encoding="utf-8")
     changed = types.FileEvent(uri=pyproject.as_uri(), type=types.FileChangeType.Changed)
-    assert (
-        await next_publish(
-            lambda: client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[changed]))
-        )
-        == []
+    republished = await next_publish(
+        lambda: client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[changed]))
     )
+    # JAX 0.10.2 types the product host memory: the output compiles, the multiply runs on host
+    assert [d.code for d in republished] == ["OFL1201"]
 
     settings = {"offload-fixer": {"jaxVersion": "0.6.2"}}  # the editor's setting wins over the file
     diagnostics = await next_publish(
