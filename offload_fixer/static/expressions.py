@@ -75,7 +75,9 @@ _OPERATOR_NAMES = {
     "BitInvert": "not",
 }
 _PYTHON_COMPARISONS = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
-_MEMORY_OPS = frozenset({"at[].set", "at[].get"})
+_MEMORY_OPS = frozenset(
+    {"at[].set", "at[].get", "dynamic_update_slice", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim"}
+)
 """Updates of a host buffer and reads from one: XLA does them as dynamic-update-slices and
 slices (memory transfers), not as host compute; slices are their own category."""
 _MAX_HOST_COMPUTATIONS = 64
