@@ -32,7 +32,9 @@ ALL_CODES: Final[tuple[str, ...]] = tuple(NAMES)
 """OFL1203 (XLA aborting on a multi-operand starting instruction) was retired: no released
 compiler fails that check. Its number is not reused."""
 
-STATIC_CODES: Final[frozenset[str]] = frozenset({HOST_VALUE_DEVICE_OUTPUT, UNPINNED_HOST_MEMORY})
+STATIC_CODES: Final[frozenset[str]] = frozenset(
+    {HOST_VALUE_DEVICE_OUTPUT, DEVICE_COMPUTE_ON_HOST, UNPINNED_HOST_MEMORY}
+)
 """The codes ``offload-fixer check`` (which never runs the program) reports; ``run`` and the
 Python API, which lower the program, report every code."""
 

@@ -1,13 +1,16 @@
 """How far the static check agrees with the dynamic analysis: a confusion matrix.
 
 Each program is run under ``offload-fixer run`` (the dynamic analysis: the judge) and checked
-statically from its source. A unit is one (file, jitted function, output path) that either side
+statically from its source. The corpus is the examples, the training packages, the test
+programs and ``tests/static_vs_dynamic/`` (programs written for this comparison: meshes of 8
+CPU devices, scans streaming layers, loops, ``custom_vjp``, dataclasses, helpers, ``where``). A unit is one (file, jitted function, output path) that either side
 reports with OFL1200, plus every jitted function neither side reports (true negatives, counted
 per function). Only functions the program actually compiled are compared (the dynamic analysis
 cannot judge the others), and a static finding on a subtree (``[1]``) matches dynamic findings
 on its leaves (``[1]['w']``). The static check must have no false positives on programs the
 dynamic analysis passes; misses are expected where a value flows through something the static
-rules do not model.
+rules do not model. Host compute (OFL1201) is compared per program: how many of the programs
+where ``run`` reports it the static check reports it in too, and in how many it alone does.
 
     .venv/bin/python scripts/static_vs_dynamic.py                 # examples/, training packages, test programs
     .venv/bin/python scripts/static_vs_dynamic.py path/to/prog.py  # any programs that run (or package dirs)
@@ -18,6 +21,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+
+# The meshes of ``tests/static_vs_dynamic/`` have 4 and 8 devices: CPU devices, set before JAX starts.
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +33,7 @@ DEFAULT_PROGRAMS = sorted(
         *ROOT.glob("examples/*.py"),
         *ROOT.glob("tests/runner_programs/*.py"),
         *ROOT.glob("tests/lsp_fixtures/*.py"),
+        *ROOT.glob("tests/static_vs_dynamic/*.py"),
         *(main.parent for main in ROOT.glob("examples/training/*/__main__.py")),
     ]
 )
@@ -40,6 +47,18 @@ class Matrix:
     false_negative: set = field(default_factory=set)
     true_negative: set = field(default_factory=set)
     not_run: list = field(default_factory=list)
+    host_compute: set = field(default_factory=set)
+    """Programs where ``run`` reports host compute (OFL1201)."""
+    host_compute_found: set = field(default_factory=set)
+    """... and the static check reports OFL1201 too."""
+    host_compute_named: set = field(default_factory=set)
+    """... and the static check reports OFL1201, or an OFL1200 whose trace names the host compute
+    (the static check reports one root cause once: a host value computed on that reaches a
+    device output is that output's finding)."""
+    host_compute_static_only: set = field(default_factory=set)
+    """Programs where only the static check reports host compute."""
+    codes: dict = field(default_factory=dict)
+    """program -> (codes ``run`` reports, codes ``check`` reports), for ``--verbose``."""
 
 
 def _units(diagnostics) -> set[tuple[str, str, str]]:
@@ -48,6 +67,25 @@ def _units(diagnostics) -> set[tuple[str, str, str]]:
         for d in diagnostics
         if d.code == "OFL1200" and d.function is not None
     }
+
+
+def _in(diagnostic, files: set[str]) -> bool:
+    span = diagnostic.span or (diagnostic.origin.span if diagnostic.origin else None)
+    return span is not None and os.path.realpath(span.path) in files
+
+
+def _compiled(diagnostic, checked: set) -> bool:
+    """A finding of a function the program compiled (``run`` cannot judge the others)."""
+    function = diagnostic.function
+    return function is None or (os.path.realpath(function.path or ""), function.name.rsplit(".", 1)[-1]) in checked
+
+
+def _names_host_compute(diagnostic) -> bool:
+    from offload_fixer.model import Role
+
+    return diagnostic.code == "OFL1201" or (
+        diagnostic.code == "OFL1200" and any(step.role == Role.HOST_COMPUTE for step in diagnostic.trace)
+    )
 
 
 def _covers(static_path: str, dynamic_path: str) -> bool:
@@ -85,6 +123,17 @@ def compare(programs: list[Path]) -> Matrix:
         }
         dynamic = {u for u in _units(result.diagnostics) if u[0] in files}
         static_diagnostics = [d for r in check_paths([str(program)]) for d in r.diagnostics]
+        dynamic_codes = sorted({d.code for d in result.diagnostics if _in(d, files)})
+        static_codes = sorted({d.code for d in static_diagnostics if _in(d, files) and _compiled(d, checked)})
+        matrix.codes[str(program)] = (dynamic_codes, static_codes)
+        if "OFL1201" in dynamic_codes:
+            matrix.host_compute.add(str(program))
+            if "OFL1201" in static_codes:
+                matrix.host_compute_found.add(str(program))
+            if any(_names_host_compute(d) for d in static_diagnostics if _in(d, files) and _compiled(d, checked)):
+                matrix.host_compute_named.add(str(program))
+        elif "OFL1201" in static_codes:
+            matrix.host_compute_static_only.add(str(program))
         static = {u for u in _units(static_diagnostics) if u[0] in files and (u[0], u[1]) in checked}
         for unit in dynamic:
             found = any(s[:2] == unit[:2] and _covers(s[2], unit[2]) for s in static)
@@ -100,8 +149,16 @@ def compare(programs: list[Path]) -> Matrix:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("programs", nargs="*", type=Path, default=DEFAULT_PROGRAMS)
+    parser.add_argument("--verbose", action="store_true", help="the codes each side reports, per program")
     args = parser.parse_args()
     matrix = compare(args.programs)
+    if args.verbose:
+        for program, (dynamic_codes, static_codes) in sorted(matrix.codes.items()):
+            mark = "" if dynamic_codes == static_codes else "  <-"
+            print(
+                f"{os.path.relpath(program, ROOT)}: run {','.join(dynamic_codes) or '-'}; "
+                f"check {','.join(static_codes) or '-'}{mark}"
+            )
     print(f"{len(args.programs)} programs")
     print("units: (function, output) with OFL1200; true negatives: clean compiled functions")
     print(f"{'':>16} {'dynamic: E':>11} {'dynamic: ok':>12}")
@@ -119,6 +176,19 @@ def main() -> int:
             f"({100 * len(matrix.false_negative) / found:.1f}% missed); "
             f"{len(matrix.false_positive)} static false positives"
         )
+    if matrix.host_compute:
+        print(
+            f"host compute (OFL1201): the static check reports it in {len(matrix.host_compute_found)} of the "
+            f"{len(matrix.host_compute)} programs where run does "
+            f"({100 * len(matrix.host_compute_found) / len(matrix.host_compute):.1f}%), and alone in "
+            f"{len(matrix.host_compute_static_only)}; it names the host compute (OFL1201, or an OFL1200 "
+            f"whose trace shows it) in {len(matrix.host_compute_named)} "
+            f"({100 * len(matrix.host_compute_named) / len(matrix.host_compute):.1f}%)"
+        )
+    for program in sorted(matrix.host_compute - matrix.host_compute_named):
+        print(f"static host-compute misses: {os.path.relpath(program, ROOT)}")
+    for program in sorted(matrix.host_compute_static_only):
+        print(f"static host compute that run does not report: {os.path.relpath(program, ROOT)}")
     return 1 if matrix.false_positive else 0
 
 

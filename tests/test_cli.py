@@ -138,6 +138,34 @@ def test_unparsable_and_non_utf8_files_are_input_errors(tmp_path: Path):
     assert invoke("check", str(latin)).exit_code == ExitCode.INPUT_ERROR
 
 
+def test_a_failure_of_the_check_in_one_file_leaves_the_others_reported(tmp_path: Path, monkeypatch):
+    """A bug of the static check inside one file's analysis (injected here: the interpreter
+    fails on ``crashes.py``) is a note for that file; the other file's finding is reported
+    with the exit code of the findings."""
+    from offload_fixer.static.interpreter import Interpreter
+
+    analyse = Interpreter.analyse
+
+    def failing(self, jitted):
+        if self.path is not None and self.path.endswith("crashes.py"):
+            raise TypeError("reduce() of empty iterable with no initial value")
+        return analyse(self, jitted)
+
+    monkeypatch.setattr(Interpreter, "analyse", failing)
+    (tmp_path / "broken.py").write_text(BROKEN)
+    (tmp_path / "crashes.py").write_text(BROKEN)
+    result = CliRunner().invoke(main, ["check", "--jobs", "1", str(tmp_path)], catch_exceptions=False)
+    assert result.exit_code == ExitCode.FINDINGS
+    (note,) = [line for line in result.output.splitlines() if "internal error" in line]
+    findings = [line for line in result.output.splitlines() if "OFL1200" in line]
+    assert findings and all("broken.py:" in line for line in findings)
+    assert note.startswith(f"{tmp_path / 'crashes.py'}: internal error")
+    assert "TypeError: reduce() of empty iterable" in note and "offload_fixer/static/" in note
+    (tmp_path / "broken.py").unlink()
+    clean = CliRunner().invoke(main, ["check", str(tmp_path)], catch_exceptions=False)
+    assert clean.exit_code == ExitCode.CLEAN and "internal error" in clean.output
+
+
 def test_read_only_file_is_refused_untouched(broken: Path):
     broken.chmod(stat.S_IRUSR)  # refused by its mode bits, so even as root (as CI runs)
     try:
@@ -697,7 +725,8 @@ def test_fix_fixes_what_its_first_fix_uncovers(tmp_path: Path):
     shutil.copy(Path(__file__).parent.parent / "examples" / "optimizer_offload_broken.py", program)
     result = invoke("check", "--fix", "--jax-version", "0.10.2", str(program))
     assert result.exit_code == ExitCode.CLEAN, result.output
-    assert "Found 1 problem (1 fixed, 0 remaining)." in result.output
+    # the first moment's output (OFL1200) and the second's update on host (OFL1201)
+    assert "Found 2 problems (2 fixed, 0 remaining)." in result.output
     fixed = program.read_text()
     assert 'mu = jax.device_put(opt_state["mu"]' in fixed and 'nu = jax.device_put(opt_state["nu"]' in fixed
     assert invoke("check", "--jax-version", "0.10.2", str(program)).exit_code == ExitCode.CLEAN

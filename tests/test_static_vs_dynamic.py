@@ -38,3 +38,33 @@ def test_the_static_check_finds_the_training_packages_findings():
     assert not matrix.false_positive
     assert matrix.true_positive and not matrix.false_negative
     assert matrix.true_negative
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not jax_compat.host_memory_on_this_backend(), reason="the corpus needs pinned_host memory")
+def test_the_corpus_of_helpers_loops_custom_derivatives_and_containers():
+    """tests/static_vs_dynamic/: programs a user writes (8-device meshes, scans streaming
+    layers, loops, custom_vjp, dataclasses, helpers, where), run by the script as a user
+    runs it (its own process: the meshes need 8 CPU devices before JAX starts)."""
+    import subprocess
+
+    programs = sorted(str(p) for p in (ROOT / "tests" / "static_vs_dynamic").glob("*.py"))
+    assert len(programs) >= 60
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "static_vs_dynamic.py"), *programs],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+        env={**__import__("os").environ, "ALLOW_MULTIPLE_LIBTPU_LOAD": "1"},
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]  # no static false positives
+    summary = proc.stdout
+    assert "0 static false positives" in summary and "not compared" not in summary
+    found, total = (int(n) for n in summary.split("static finds ")[1].split(" dynamic")[0].split(" of "))
+    assert found >= 0.95 * total
+    named = int(
+        summary.split("it names the host compute (OFL1201, or an OFL1200 whose trace shows it) in ")[1].split()[0]
+    )
+    programs_with_host_compute = int(summary.split(" programs where run does")[0].rsplit(" ", 1)[1])
+    assert named >= 0.9 * programs_with_host_compute

@@ -113,6 +113,8 @@ def check_files(
             if result.parse_error is not None:
                 err = result.parse_error
                 outcome.file_errors.append(FileError(result.path, err.line, err.col, err.message))
+            if result.internal_error is not None:
+                outcome.internal_errors.append(result.internal_error)
             if caches is not None and not result.diagnostics:
                 caches.pop(result.path, None)
             outcome.diagnostics.extend(result.diagnostics)
@@ -163,6 +165,8 @@ def check_stdin(invocation: Invocation, console: Console, stdin_filename: str | 
         sys.exit(int(ExitCode.CLEAN))
     result = check_source(data, path, target=settings.target, jax_version=settings.jax_version, require_syntax=True)
     outcome = Outcome(checked="stdin")
+    if result.internal_error is not None:
+        outcome.internal_errors.append(result.internal_error)
     if result.parse_error is not None:
         err = result.parse_error
         outcome.file_errors.append(FileError(path, err.line, err.col, err.message))

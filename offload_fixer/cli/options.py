@@ -325,3 +325,6 @@ class Outcome:
     """``--diff`` has changes to show."""
     analysed: str | None = None
     """How many files were analysed, read from the cache, or ruled out by the prefilter (``--verbose``)."""
+    internal_errors: list[str] = field(default_factory=list)
+    """Files the check itself failed on (a bug of offload-fixer): a note each, on stderr; the
+    exit code stays that of the findings."""

@@ -51,6 +51,8 @@ def finish(
         )
     console.report(text)
     console.flush()
+    for note in outcome.internal_errors:
+        console.note(console.styled_error(note), always=True)
     if outcome.failure is not None:
         sys.exit(int(outcome.failure))
     if outcome.file_errors:

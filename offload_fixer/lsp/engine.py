@@ -120,6 +120,8 @@ def _analyse(text: str, path: str, settings: Settings) -> Analysis:
     )
     if result.parse_error is not None:
         return Analysis(parse_error=str(result.parse_error))
+    if result.internal_error is not None:
+        return Analysis(refused=result.internal_error)
     # A finding of another file (reached through an import) is that file's to show.
     mine = [d for d in result.diagnostics if same_path(_primary_path(d), path)]
     kept = _reportable(mine, text, path, settings)

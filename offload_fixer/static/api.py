@@ -18,9 +18,9 @@ from offload_fixer.source.python_version import judged_by_cpython, newer_syntax_
 from .files import Unreadable, walk
 from .incremental import Increment, statement_names
 from .outline import Outline, SourceCache, outline
-from .prefilter import references_jit
+from .prefilter import checks_policy_alone, references_jit
 from .project import Project
-from .results import ParseError, StaticResult
+from .results import ParseError, StaticResult, internal_error_note
 
 if TYPE_CHECKING:
     import multiprocessing.context
@@ -321,7 +321,8 @@ def _check(
     project: Project,
     python: tuple[int, int] | None = None,
 ) -> StaticResult:
-    """One file; a tree too deep for the walks gets a file error of its own, never a traceback."""
+    """One file; a tree too deep for the walks gets a file error of its own, and a failure of
+    the check an internal-error note of its own, never a traceback."""
     try:
         return call_allowing_deep_recursion(_check_once, source, path, target, spelling, cache, project, python)
     except RecursionError:
@@ -332,6 +333,8 @@ def _check(
             ),
             analysed=True,
         )
+    except Exception as exc:  # noqa: BLE001 (a bug of the check: this file's note, never the run's traceback)
+        return StaticResult(path, analysed=True, internal_error=internal_error_note(path, exc))
 
 
 def _check_once(
@@ -367,7 +370,7 @@ def _check_once(
     if isinstance(syntax_error, SyntaxError) and judged_by_cpython(python):
         # the file is written for this interpreter's Python or an older one: CPython decides
         return StaticResult(path, parse_error=_syntax_error(syntax_error, text, path, python), analysed=True)
-    if found is not None and not references_jit(found.tree):
+    if found is not None and not references_jit(found.tree) and not checks_policy_alone(data):
         return StaticResult(path, analysed=True)
 
     import libcst as cst

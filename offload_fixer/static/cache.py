@@ -84,7 +84,10 @@ class ResultCache:
         result: StaticResult,
         digests: dict[str, str],
     ) -> None:
-        """Keep ``result``, found while the disk answered as ``digests`` say."""
+        """Keep ``result``, found while the disk answered as ``digests`` say. A failure of the
+        check itself is not kept: the next run tries the file again."""
+        if result.internal_error is not None:
+            return
         entry = {"key": self._key(data), "consulted": digests, "result": _encoded(result)}
         self._write(self._entry(path, target, spelling, python), entry)
 

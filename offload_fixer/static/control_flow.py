@@ -114,6 +114,14 @@ def _carry_result(carry_in: Any, carry_out: Any) -> Any:
         return Mapping(tuple((k, _carry_result(a, b)) for (k, a), (_, b) in zip(carry_in.items, carry_out.items)))
     if isinstance(carry_in, (DeviceArray, Const)) and isinstance(carry_out, (DeviceArray, Const)):
         return DeviceArray(False, any(getattr(c, "explicit", False) for c in (carry_in, carry_out)))
+    if isinstance(carry_out, HostArray) and (
+        isinstance(carry_in, (DeviceArray, Const))
+        or (isinstance(carry_in, HostArray) and carry_in.origin == carry_out.origin)
+    ):
+        # Computed from host data in the body: host from the first iteration on, and every
+        # later one computes on it there (the walk of XLA's host offloader through the loop).
+        steps = carry_out.steps | (carry_in.steps if isinstance(carry_in, HostArray) else frozenset())
+        return HostArray(carry_out.origin, steps | {"carry"}, carry_out.trace, carry_out.single)
     return UNKNOWN
 
 

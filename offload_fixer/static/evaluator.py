@@ -35,6 +35,9 @@ class Evaluator:
     """How many ``with compute_on("device_host")`` blocks enclose the code being run."""
     _stack: list
     """The functions being traced, outermost first."""
+    host_computations: list
+    """``(origin, op, node)`` of each computation on a host value of the current jit site
+    (:meth:`.expressions.ExpressionEvaluator.compute`): the source of OFL1201."""
 
     if TYPE_CHECKING:
 

@@ -75,6 +75,12 @@ _OPERATOR_NAMES = {
     "BitInvert": "not",
 }
 _PYTHON_COMPARISONS = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
+_MEMORY_OPS = frozenset(
+    {"at[].set", "at[].get", "dynamic_update_slice", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim"}
+)
+"""Updates of a host buffer and reads from one: XLA does them as dynamic-update-slices and
+slices (memory transfers), not as host compute; slices are their own category."""
+_MAX_HOST_COMPUTATIONS = 64
 
 
 class ExpressionEvaluator(Evaluator):
@@ -150,7 +156,7 @@ class ExpressionEvaluator(Evaluator):
             if isinstance(base, AtIndexer):
                 return AtIndexed(base.base, operands)
             trivial = all(whole_axis(element.slice) for element in node.slice)
-            return self.compute("index", (base, *operands), node, "maybe_identity" if trivial else "compute")
+            return self.compute("index", (base, *operands), node, "maybe_identity" if trivial else "slice")
         return UNKNOWN
 
     def constant_index(self, node: cst.Subscript, scope: Any) -> Const | None:
@@ -249,9 +255,13 @@ class ExpressionEvaluator(Evaluator):
         """An operation whose single array result is computed from its operands' data.
 
         ``kind`` names the operation for :data:`names.MAYBE_IDENTITY`; those that may be
-        skipped by JAX are recorded as ``maybe_identity`` rather than ``compute``.
+        skipped by JAX are recorded as ``maybe_identity`` rather than ``compute``, slices
+        (``kind="slice"``) as ``slice``. A computation on a host value is recorded for OFL1201.
         """
-        category = "maybe_identity" if kind == "maybe_identity" or kind in names.MAYBE_IDENTITY else "compute"
+        if kind == "maybe_identity" or kind in names.MAYBE_IDENTITY:
+            category = "maybe_identity"
+        else:
+            category = "slice" if kind == "slice" else "compute"
         host = None
         unknown = explicit = False
         for operand in operands:
@@ -267,6 +277,8 @@ class ExpressionEvaluator(Evaluator):
                 elif not isinstance(leaf, (Const, Ref, ShardingSpec, DeviceRef)):
                     unknown = True
         if host is not None:
+            if category == "compute" and not explicit and not self._host_compute_depth and op not in _MEMORY_OPS:
+                self.record_host_compute(host, op, node)
             result = host.after(category, op, node)
             if explicit:
                 result = replace(result, steps=result.steps | {"explicit_device"})
@@ -274,6 +286,12 @@ class ExpressionEvaluator(Evaluator):
         if unknown or self._host_compute_depth:
             return UNKNOWN
         return DeviceArray(True, explicit) if explicit else DEVICE_LEAF
+
+    def record_host_compute(self, host: HostArray, op: str, node: Any) -> None:
+        """A computation XLA runs on the host CPU over a host value (OFL1201); a value host
+        only on one branch of a configuration ``if`` is left to ``run``."""
+        if host.origin.condition is None and len(self.host_computations) < _MAX_HOST_COMPUTATIONS:
+            self.host_computations.append((host.origin, op, node))
 
     # ------------------------------------------------------------------ calls
     def _ev_call(self, node: cst.Call, scope: Any) -> Any:
@@ -392,15 +410,16 @@ class ExpressionEvaluator(Evaluator):
                 results = [value for _, value in collected]
                 if not leaves_always:
                     results.append(NONE)
-                result = functools.reduce(join, results) if results else UNKNOWN  # it always raises
+                # No return reached: the function always raises (or returns where the check cannot follow).
+                result = functools.reduce(join, results) if results else UNKNOWN
         except Unsupported:
             if self._budget < 0:
                 raise
             result = UNKNOWN
         finally:
             self._stack.pop()
-        if fn.wrapper == "custom_jvp":
-            result = after_each(result, "compute", "custom_jvp", node)
+        if fn.wrapper is not None:  # custom_jvp/custom_vjp: the body runs inside a custom-derivative call
+            result = after_each(result, "compute", fn.wrapper, node)
         return result
 
     def _bind(self, fn: Function, args: list, kwargs: dict) -> dict | None:

@@ -55,6 +55,7 @@ from .values import (
     Ref,
     Seq,
     TransformFactory,
+    after_each,
 )
 
 _GLOBAL_STATEMENT = re.compile(r"^[ \t]*global[ \t]+([\w \t,]+)", re.MULTILINE)
@@ -78,6 +79,8 @@ class SiteResult:
     returns: tuple
     out_shardings: Any
     """Abstract value of ``out_shardings``: ``NONE`` when absent."""
+    host_computations: tuple = ()
+    """``(origin, op, node)``: computations on host values before any move back to device."""
 
 
 class Interpreter(StatementRunner, ExpressionEvaluator):
@@ -111,6 +114,7 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
         self._stack: list[Any] = []
         self._budget = MAX_EVALUATIONS
         self._host_compute_depth = 0
+        self.host_computations = []
         self._function_scopes: dict[Any, StaticScope] = {}
         self._collectors: dict[Any, BindingCollector] = {}
         self._locals: dict[Any, frozenset] = {}
@@ -272,18 +276,28 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
         return value
 
     def _class_value(self, node: cst.ClassDef, scope: Any, closure: StaticScope) -> Any:
-        """A ``@dataclass`` (a configuration object): its fields and their defaults, so that
-        ``Config().offload`` is the default the program runs with. Any other class is unknown."""
-        decorators = [self.ev(d.decorator, scope) for d in node.decorators]
-        if len(decorators) != 1:
-            return UNKNOWN
-        (decorator,) = decorators
-        if isinstance(decorator, Ref) and decorator.qualname in names.DATACLASS:
+        """A ``@dataclass`` (a configuration object, or state registered as a pytree) or a
+        ``NamedTuple``: its fields and their defaults, so that ``Config().offload`` is the
+        default the program runs with and ``state.moment`` the field it was given. Any other
+        class is unknown."""
+        written = [
+            (d.decorator, value)
+            for d in node.decorators
+            if not (
+                isinstance(value := self.ev(d.decorator, scope), Ref) and value.qualname in names.PYTREE_REGISTRATIONS
+            )
+        ]
+        named_tuple = not written and any(
+            isinstance(base := self.ev(arg.value, scope), Ref) and base.qualname in names.NAMED_TUPLE
+            for arg in node.bases
+        )
+        if named_tuple:
             pass
-        elif not (
-            isinstance(node.decorators[0].decorator, cst.Call)
-            and self._is_dataclass_call(node.decorators[0].decorator, scope)
-        ):
+        elif len(written) != 1:
+            return UNKNOWN
+        elif isinstance(written[0][1], Ref) and written[0][1].qualname in names.DATACLASS:
+            pass
+        elif not (isinstance(written[0][0], cst.Call) and self._is_dataclass_call(written[0][0], scope)):
             return UNKNOWN
         body = block_statements(node.body)
         class_scope = StaticScope(self, body, closure, is_class=True)
@@ -326,11 +340,14 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
     # ------------------------------------------------------------------ one jit site
     def analyse(self, jitted: Jitted) -> SiteResult | None:
         target, bound_args, bound_kwargs = jitted.target, (), ()
+        while isinstance(target, Jitted) and not target.options.keywords:
+            target = target.target  # jit of a jitted function: the outer jit's options decide
         if isinstance(target, Bound):
             target, bound_args, bound_kwargs = target.fn, target.args, target.kwargs
-        if not isinstance(target, Function) or target.wrapper is not None:
+        if not isinstance(target, Function):
             return None
         self._budget = MAX_EVALUATIONS
+        self.host_computations = []
         options = jitted.options
         try:
             out_shardings = self._option(options, "out_shardings", "out_axis_resources")
@@ -347,11 +364,16 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
                     returns = tuple(
                         ReturnedValue(node.value, value) for node, value in collected if node.value is not None
                     )
+                if target.wrapper is not None:  # a custom_jvp/custom_vjp function jitted itself
+                    returns = tuple(
+                        ReturnedValue(r.node, after_each(r.value, "compute", target.wrapper, target.node))
+                        for r in returns
+                    )
             finally:
                 self._stack.pop()
         except Unsupported:
             return None
-        return SiteResult(target.node, returns, out_shardings)
+        return SiteResult(target.node, returns, out_shardings, tuple(self.host_computations))
 
     def _option(self, options: JitOptions, *keywords: str) -> Any:
         found = options.get(*keywords)

@@ -88,8 +88,8 @@ def decorated(qualname: str, value: Any) -> Any:
 
 def transform_of(kind: str, fn: Any) -> Any:
     """``fn`` under the transform ``kind`` (:data:`names.VMAP`, ... or ``custom_jvp``)."""
-    if kind == "custom_jvp":
-        return Function(fn.node, fn.scope, "custom_jvp") if isinstance(fn, Function) else UNKNOWN
+    if kind in ("custom_jvp", "custom_vjp"):
+        return Function(fn.node, fn.scope, kind) if isinstance(fn, Function) else UNKNOWN
     return Transform(kind, fn)
 
 
@@ -203,7 +203,7 @@ def _transform(kind: str) -> Api:
         return transform_of(kind, args[0]) if args else UNKNOWN
 
     return Api(
-        custom_jvp if kind == "custom_jvp" else transform,
+        custom_jvp if kind in ("custom_jvp", "custom_vjp") else transform,
         lambda value: transform_of(kind, value),
         lambda node, scope: TransformFactory(kind),
     )
@@ -338,13 +338,14 @@ def _computation(qualname: str) -> Handler:
     multi_result_keyword = names.MULTI_RESULT_WHEN.get(qualname)
     three_arguments_only = qualname in names.SINGLE_POSITIONAL_ONLY
     identity_alone = qualname in names.SINGLE_OPERAND_IDENTITY
+    slice_kind = "slice" if qualname in names.SLICES else qualname
 
     def compute(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
         if multi_result_keyword in kwargs:
             return UNKNOWN
         if three_arguments_only and len(args) != 3:
             return UNKNOWN
-        kind = "maybe_identity" if identity_alone and _one_operand(args) else qualname
+        kind = "maybe_identity" if identity_alone and _one_operand(args) else slice_kind
         return interp.compute(op, (*args, *kwargs.values()), node, kind)
 
     return compute
@@ -390,6 +391,7 @@ def _table() -> dict[str, Api]:
     add(names.DEVICE_LISTS, _devices)
     add(names.COMPUTE_ON, _compute_on)
     add(names.CUSTOM_JVP, _transform("custom_jvp"))
+    add(names.CUSTOM_VJP, _transform("custom_vjp"))
     add(names.VMAP, _transform("vmap"))
     add(names.SHARD_MAP, _transform("shard_map"))
     add(names.CHECKPOINT, _transform("checkpoint"))
@@ -439,7 +441,17 @@ def transformed(interp: Evaluator, transform: Transform, args: list, kwargs: dic
     if transform.kind == "shard_map":
         return after_each(result, "compute", "shard_map", node)
     if transform.kind == "checkpoint":
-        return map_leaves(result, lambda leaf: UNKNOWN if isinstance(leaf, HostArray) else leaf)
+        # A host value passed in is computed on in the body like anywhere else; a move to host
+        # inside a rematerialised body is the offload machinery's, which the check leaves to ``run``.
+        entering = {leaf.origin for a in (*args, *kwargs.values()) for leaf in leaves(a) if isinstance(leaf, HostArray)}
+        return map_leaves(
+            result,
+            lambda leaf: (
+                (leaf.after("compute", "checkpoint", node) if leaf.origin in entering else UNKNOWN)
+                if isinstance(leaf, HostArray)
+                else leaf
+            ),
+        )
     return result
 
 
@@ -456,11 +468,22 @@ def differentiated(interp: Evaluator, grad: Differentiated, args: list, kwargs: 
     positions = grad.argnums if isinstance(grad.argnums, tuple) else (grad.argnums,)
     if not all(-len(args) <= i < len(args) for i in positions):
         return UNKNOWN
-    on_device = all(isinstance(leaf, (DeviceArray, Const)) for a in (*args, *kwargs.values()) for leaf in leaves(a))
-    grads = [
-        map_leaves(args[i], lambda leaf: DeviceArray(is_single_array(leaf)) if on_device else UNKNOWN)
-        for i in positions
-    ]
+    inputs = [leaf for a in (*args, *kwargs.values()) for leaf in leaves(a)]
+    on_device = all(isinstance(leaf, (DeviceArray, Const)) for leaf in inputs)
+    # A value computed on host (a host input used before any move to device): the backward
+    # pass reads those residuals, so every gradient is computed on host too. A host input
+    # moved to device first gets its gradient through the move's transpose: left unknown.
+    primal = next((leaf for leaf in leaves(value) if isinstance(leaf, HostArray)), None)
+    host = None if primal is None else primal.after("compute", "grad", node)
+
+    def gradient_leaf(leaf: Any) -> Any:
+        if on_device:
+            return DeviceArray(is_single_array(leaf))
+        if host is not None and isinstance(leaf, (HostArray, DeviceArray, Const)):
+            return HostArray(host.origin, host.steps, host.trace, is_single_array(leaf))
+        return UNKNOWN
+
+    grads = [map_leaves(args[i], gradient_leaf) for i in positions]
     gradient = grads[0] if not isinstance(grad.argnums, tuple) else Seq(tuple(grads))
     if grad.has_aux:
         return Seq((Seq((value, aux)), gradient)) if grad.with_value else Seq((gradient, aux))
@@ -560,6 +583,8 @@ def condition_of(target: Any) -> Any:
 
 def with_spelling(value: Any, node: Any) -> Any:
     """Each leaf of an evaluated ``in_shardings`` (sub)tree, with the expression that spells it."""
+    if isinstance(value, Instance):
+        return Instance(tuple((k, with_spelling(v, node)) for k, v in value.fields))
     if isinstance(value, Seq):
         return Seq(tuple(with_spelling(v, node) for v in value.items), value.is_list)
     if isinstance(value, Mapping):
@@ -570,7 +595,12 @@ def with_spelling(value: Any, node: Any) -> Any:
 
 
 def argument_from_shardings(tree: Any, name: str, keys: tuple, written: Any) -> Any:
-    """A traced argument's abstract value, following its ``in_shardings`` prefix tree."""
+    """A traced argument's abstract value, following its ``in_shardings`` prefix tree (a
+    dataclass or NamedTuple of shardings gives its fields, labelled ``state.moment``)."""
+    if isinstance(tree, Instance):
+        return Instance(
+            tuple((k, argument_from_shardings(t, name, keys + (("attr", k),), written)) for k, t in tree.fields)
+        )
     if isinstance(tree, Seq):
         return Seq(
             tuple(argument_from_shardings(t, name, keys + (("index", i),), written) for i, t in enumerate(tree.items)),

@@ -31,6 +31,7 @@ VMAP = frozenset({"jax.vmap"})
 SHARD_MAP = frozenset({"jax.shard_map", "jax.experimental.shard_map.shard_map"})
 CHECKPOINT = frozenset({"jax.checkpoint", "jax.remat", "jax.ad_checkpoint.checkpoint"})
 CUSTOM_JVP = frozenset({"jax.custom_jvp"})
+CUSTOM_VJP = frozenset({"jax.custom_vjp"})
 COMPUTE_ON = frozenset({"jax.experimental.compute_on.compute_on"})
 STATICMETHOD = "builtins.staticmethod"
 GRAD = frozenset({"jax.grad"})
@@ -50,6 +51,9 @@ NNX_SPLIT = frozenset({"flax.nnx.split"})
 NNX_STATE = frozenset({"flax.nnx.state"})
 NNX_MERGE = frozenset({"flax.nnx.merge"})
 DATACLASS = frozenset({"dataclasses.dataclass", "flax.struct.dataclass", "chex.dataclass"})
+PYTREE_REGISTRATIONS = frozenset({"jax.tree_util.register_dataclass", "jax.tree_util.register_static"})
+"""Decorators that register a dataclass as a pytree: the class is still the dataclass."""
+NAMED_TUPLE = frozenset({"typing.NamedTuple"})
 DATACLASS_FIELD = frozenset({"dataclasses.field", "flax.struct.field"})
 DATACLASS_REPLACE = frozenset({"dataclasses.replace"})
 VALUE_AND_GRAD = frozenset({"jax.value_and_grad"})
@@ -90,7 +94,7 @@ not_equal less less_equal greater greater_equal logical_and logical_or logical_x
 bitwise_or bitwise_xor left_shift right_shift bitwise_left_shift bitwise_right_shift copysign
 nextafter heaviside ldexp gcd lcm float_power reshape ravel transpose permute_dims swapaxes
 moveaxis squeeze expand_dims broadcast_to flip fliplr flipud rot90 roll tile repeat concatenate
-concat stack hstack vstack dstack column_stack pad take take_along_axis select clip
+concat stack hstack vstack dstack column_stack pad take take_along_axis select where clip
 matrix_transpose diagonal diag trace tril triu outer inner dot vdot vecdot matmul tensordot
 einsum kron cross cumsum cumprod cumulative_sum cumulative_prod diff sort argsort sum prod mean
 std var max min amax amin argmax argmin any all median nanmean nansum nanmax nanmin nanprod
@@ -136,6 +140,12 @@ MULTI_RESULT_WHEN = {
     "jax.numpy.average": "returned",
     "jax.nn.logsumexp": "return_sign",
 }
+SLICES = frozenset(
+    f"jax.lax.{n}"
+    for n in "slice slice_in_dim dynamic_slice dynamic_slice_in_dim dynamic_index_in_dim index_in_dim".split()
+)
+"""Slices: of a host parameter XLA makes a DMA, and a slice that feeds a move to device is the
+streaming idiom (a layer taken from a host stack), so neither is host compute by itself."""
 SINGLE_POSITIONAL_ONLY = frozenset({"jax.numpy.where"})
 """``jnp.where(c)`` returns a tuple of index arrays; only the 3-argument form is modelled."""
 

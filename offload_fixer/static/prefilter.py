@@ -8,6 +8,12 @@
    (``device_put``, ``memory_kind``, ``offload``) would let through files where nothing can
    be decided. The host spelling may be in the file or in a project module it imports
    (:meth:`offload_fixer.static.project.Project.selects`, which reads imports from text).
+   A remat offload policy (``save_and_offload_only_these_names``,
+   ``offload_dot_with_no_batch_dims``, ``Offloadable``) or ``compute_on`` offloads too, with
+   its destination often taken from configuration, so spelling one counts as spelling host
+   memory. A file with such a policy and ``unpinned_host`` is analysed even without a jit
+   (:func:`checks_policy_alone`): the policy is applied where another module jits it, and
+   its destination (OFL1204) is checked where it is written.
 2. Structure: stdlib ``ast`` (about ten times faster than libcst) checks that some name in the
    file resolves, through its imports, to ``jax.jit``/``pjit``. JAX's own sources mention
    memory kinds often but jit only through private modules, so they stop here.
@@ -19,7 +25,7 @@ import ast
 import re
 
 from offload_fixer.jax_compat import SPACE_HOST
-from offload_fixer.model import PINNED_HOST
+from offload_fixer.model import PINNED_HOST, UNPINNED_HOST
 
 from .names import JIT
 
@@ -30,13 +36,28 @@ HOST_SPELLING = re.compile(rf"{re.escape(PINNED_HOST)}|{re.escape(HOST_MEMBER)}\
 HOST_SPELLING_BYTES = re.compile(HOST_SPELLING.pattern.encode())
 _PINNED_HOST_BYTES = PINNED_HOST.encode()
 _HOST_MEMBER_BYTES = HOST_MEMBER.encode()
+_UNPINNED_HOST_BYTES = UNPINNED_HOST.encode()
+OFFLOAD_SPELLING = re.compile(
+    rb"save_and_offload_only_these_names|offload_dot_with_no_batch_dims|Offloadable|compute_on"
+)
+"""Remat offload policies and ``compute_on``: host memory whatever names the destination."""
 
 
 def may_hold_host_move(text: str | bytes) -> bool:
-    """Whether one file on its own spells both a jit and a host memory kind."""
-    if isinstance(text, bytes):
-        return JIT_MARKER.encode() in text and spells_host(text)
-    return JIT_MARKER in text and HOST_SPELLING.search(text) is not None
+    """Whether one file on its own spells both a jit and a host memory kind, or an offload
+    policy or ``compute_on``."""
+    data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
+    return checks_policy_alone(data) or (JIT_MARKER.encode() in data and (spells_host(data) or spells_offload(data)))
+
+
+def spells_offload(data: bytes) -> bool:
+    """A remat offload policy or ``compute_on``."""
+    return OFFLOAD_SPELLING.search(data) is not None
+
+
+def checks_policy_alone(data: bytes) -> bool:
+    """An offload policy and ``unpinned_host``: its destination is checked without a jit."""
+    return _UNPINNED_HOST_BYTES in data and spells_offload(data)
 
 
 def spells_host(data: bytes) -> bool:

@@ -3,8 +3,12 @@
 A sharding is often built in one module and used by a jit in another (a ``shardings``
 module next to a ``train_step`` module). The check follows imports inside the project: the
 directory of the checked file (as Python puts a script's directory on ``sys.path``), the
-root of the package the file belongs to (above its last ``__init__.py``), and the
-directories given to ``check``. Imports of the libraries the check models by name (JAX,
+root of the package the file belongs to (above its last ``__init__.py``), the project root
+(:func:`project_root`: the nearest directory above the file with a ``pyproject.toml``,
+``setup.py``, ``setup.cfg`` or ``.git``, else the current directory) and its ``src/``, as
+ruff's default ``src = [".", "src"]`` does, and the directories given to ``check``. The
+search depends on the file alone, so ``check DIR``, ``check FILE`` (pre-commit) and the
+language server resolve an import alike. Imports of the libraries the check models by name (JAX,
 flax, optax, NumPy, the standard library) are never followed: those stay names.
 
 Two costs are kept apart:
@@ -35,10 +39,13 @@ from typing import TYPE_CHECKING, Any
 from offload_fixer.source.decoding import SourceDecodeError, decode, read_regular_file
 
 from .outline import NEWLINE, Outline, SourceCache, outline
-from .prefilter import JIT_MARKER, spells_host
+from .prefilter import JIT_MARKER, checks_policy_alone, spells_host, spells_offload
 
 if TYPE_CHECKING:
     from .source import ParsedSource
+
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+"""What marks a project's root directory (as for ruff and pip)."""
 
 MODELED_PACKAGES = frozenset({"jax", "jaxlib", "flax", "optax", "numpy", "functools", "builtins"})
 """Top-level packages whose APIs the check knows by name (``names.py``): never project modules."""
@@ -60,6 +67,22 @@ class Import:
     level: int
     module: str
     names: tuple[str, ...] = ()
+
+
+def project_root(directory: str) -> str | None:
+    """The nearest directory at or above ``directory`` with a :data:`PROJECT_MARKERS` file;
+    else the current directory when ``directory`` is inside it (a checkout without one)."""
+    here = os.path.abspath(directory)
+    while True:
+        if any(os.path.exists(os.path.join(here, marker)) for marker in PROJECT_MARKERS):
+            return here
+        parent = os.path.dirname(here)
+        if parent == here:
+            break
+        here = parent
+    cwd = os.getcwd()
+    inside = os.path.commonpath([cwd, os.path.abspath(directory)]) == cwd
+    return cwd if inside else None
 
 
 def scan_imports(data: bytes) -> Iterator[Import]:
@@ -206,6 +229,8 @@ class Project:
         self._remembered: dict[str, bytes] = {}
         self._consulted: Consulted | None = None
         self._listing_digests: dict[str, str] = {}
+        self._project_roots: dict[str, tuple[str, ...]] = {}
+        """directory -> its project root and the root's ``src/`` (:func:`project_root`)."""
 
     @contextlib.contextmanager
     def consulting(self) -> Iterator[Consulted]:
@@ -297,7 +322,7 @@ class Project:
     # ------------------------------------------------------------------ modules
     def search_roots(self, path: str) -> list[str]:
         """Where absolute imports of ``path`` are looked for: its directory, its package's
-        root, the project roots."""
+        root, the project root and its ``src/``, the roots given."""
         directory = os.path.dirname(os.path.abspath(path))
         package_root = directory
         while True:
@@ -308,7 +333,11 @@ class Project:
             if parent == package_root:
                 break
             package_root = parent
-        return list(dict.fromkeys([directory, package_root, *self.roots]))
+        found = self._project_roots.get(directory)
+        if found is None:
+            root = project_root(directory)
+            found = self._project_roots[directory] = () if root is None else (root, os.path.join(root, "src"))
+        return list(dict.fromkeys([directory, package_root, *found, *self.roots]))
 
     def module_path(self, parts: Sequence[str], roots: Iterable[str]) -> str | None:
         """The file (or namespace directory) of a dotted module name under ``roots``."""
@@ -388,10 +417,13 @@ class Project:
     # ------------------------------------------------------------------ prefilter
     def selects(self, path: str, data: bytes) -> bool:
         """Whether the check must parse this file: it mentions jit, and a host memory kind can
-        reach it (spelled in it, or in a project module it imports, directly or not)."""
+        reach it (spelled in it, or in a project module it imports, directly or not; an offload
+        policy or ``compute_on`` in the file itself counts); or its offload policies'
+        destinations need a check. A module that only imports a policy is not selected for it:
+        what a policy offloads is the residuals, which ``run`` judges."""
         if JIT_MARKER.encode() not in data:
-            return False
-        if spells_host(data):
+            return checks_policy_alone(data)
+        if spells_host(data) or spells_offload(data):
             return True
         if path.startswith("<"):
             return False  # a text of no file: no project around it

@@ -32,3 +32,23 @@ class StaticResult:
     dependencies: tuple[str, ...] = ()
     """Other modules of the project the check read for this file (absolute paths): the result
     holds while they are unchanged."""
+    internal_error: str | None = None
+    """The check itself failed on this file (:func:`internal_error_note`): a bug of
+    offload-fixer, reported as a note; the other files' results stand."""
+
+
+def internal_error_note(path: str, error: BaseException) -> str:
+    """The one text of a failure of the check inside one file's analysis: what failed and
+    where in offload-fixer, so the report of the bug can name it."""
+    import traceback
+
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if "offload_fixer" in f.filename]
+    where = ""
+    if frames:
+        filename = frames[-1].filename
+        where = f" at {filename[filename.rindex('offload_fixer') :]}:{frames[-1].lineno}"
+    return (
+        f"{path}: internal error: offload-fixer's static check failed on this file "
+        f"({type(error).__name__}: {error}{where}); its findings are missing, the other files are reported. "
+        "Please report this bug with the file"
+    )

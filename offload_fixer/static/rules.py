@@ -41,12 +41,13 @@ from offload_fixer.model import (
     format_output_path,
 )
 from offload_fixer.rules import HOST_OUTPUT_IN_SOURCE, PIN_HOST_MEMORY, UNPINNED_MOVE, get_rule
+from offload_fixer.xla_messages import HOST_COMPUTE
 
 from .interpreter import ReturnedValue, SiteResult
 from .jax_api import memory_kind_of
 from .source import Sources
 from .syntax import condition_key
-from .values import NONE, UNKNOWN, HostArray, HostOrigin, Mapping, Seq, is_single_array
+from .values import NONE, UNKNOWN, HostArray, HostOrigin, Instance, Mapping, Seq, is_single_array
 
 _ROLES = {
     "compute": Role.HOST_COMPUTE,
@@ -55,6 +56,7 @@ _ROLES = {
     "copy": Role.COPY,
     "noop_put": Role.NOOP_MOVE,
     "cond_mixed": Role.MIXED_COND,
+    "slice": Role.HOST_COMPUTE,
 }
 """The interpreter's steps (:class:`~offload_fixer.static.values.Step`) in a trace's words."""
 
@@ -83,6 +85,11 @@ def is_error(leaf: HostArray, spelling: Spelling) -> bool | None:
     if "explicit_device" in leaf.steps:
         return None
     origin = leaf.origin
+    steps = leaf.steps
+    if "slice" in steps:
+        if origin.kind == "host_argument" and steps == {"slice"}:
+            return False  # the released compilers turn a slice of a host parameter into a DMA to device
+        steps = (steps - {"slice"}) | {"compute"}
     typed_device = origin.kind == "host_argument" or (
         origin.memory_kind == UNPINNED_HOST and spelling.host_kind != UNPINNED_HOST
     )
@@ -91,16 +98,30 @@ def is_error(leaf: HostArray, spelling: Spelling) -> bool | None:
     if spelling.regime is Regime.TYPED:
         if typed_device:
             return True
-        return None if "cond_mixed" in leaf.steps else False
-    if leaf.steps & {"compute", "noop_put", "cond_mixed"}:
+        return None if "cond_mixed" in steps else False
+    if steps & {"compute", "noop_put", "cond_mixed"}:
         return True
-    if leaf.steps & {"carry", "copy", "maybe_identity"}:
+    if steps & {"carry", "copy", "maybe_identity"}:
         return None
     return False
 
 
-def findings(site: SiteResult, spelling: Spelling) -> list[Finding]:
-    found = []
+@dataclass(frozen=True)
+class HostCompute:
+    """Computations on one host value of a jit site before any move back to device (OFL1201)."""
+
+    site: SiteResult
+    origin: HostOrigin
+    ops: tuple
+    """``(op, node)`` in the order they were traced."""
+
+
+def findings(site: SiteResult, spelling: Spelling) -> list[Finding | HostCompute]:
+    """The outputs a host value reaches (OFL1200), then the host values computed on before any
+    move back to device (OFL1201) whose computations reach no such output: where they do, the
+    output's finding is the one report of that root cause (its trace names the host compute,
+    and its fix, a move to device before the value is read, removes both)."""
+    found: list[Finding | HostCompute] = []
     for returned in site.returns:
         leaves = output_leaves(returned.value)
         for keys, leaf, index in leaves:
@@ -111,6 +132,12 @@ def findings(site: SiteResult, spelling: Spelling) -> list[Finding]:
             if is_error(leaf, spelling):
                 repaired = len(leaves) == 1 and leaf.single and not leaf.steps and leaf.origin.kind == "move_to_host"
                 found.append(Finding(site, returned, keys, index, leaf, repaired))
+    reported = {f.leaf.origin for f in found if isinstance(f, Finding) and not f.repaired}
+    by_origin: dict[HostOrigin, list] = {}
+    for origin, op, node in site.host_computations:
+        if origin not in reported:
+            by_origin.setdefault(origin, []).append((op, node))
+    found.extend(HostCompute(site, origin, tuple(ops)) for origin, ops in by_origin.items())
     return found
 
 
@@ -123,6 +150,9 @@ def output_leaves(value: Any) -> list[tuple]:
         if isinstance(v, Seq):
             for i, item in enumerate(v.items):
                 walk(item, keys + (("index", i),))
+        elif isinstance(v, Instance):  # a registered dataclass or NamedTuple: its fields in order
+            for name, item in v.fields:
+                walk(item, keys + (("attr", name),))
         elif isinstance(v, Mapping):
             for key, item in sorted(v.items, key=lambda kv: (type(kv[0]).__name__, kv[0])):
                 walk(item, keys + (("key", key),))
@@ -145,7 +175,7 @@ def output_declaration(out_shardings: Any, keys: tuple) -> str:
             tree = tree.items[key]
         elif isinstance(tree, Mapping) and kind == "key" and tree.get(key) is not None:
             tree = tree.get(key)
-        elif isinstance(tree, (Seq, Mapping)) or tree is UNKNOWN:
+        elif isinstance(tree, (Seq, Mapping, Instance)) or tree is UNKNOWN:
             return "unknown"
         else:
             break  # one sharding for the whole subtree
@@ -167,7 +197,9 @@ def _subtree_declaration(tree: Any) -> str:
 
 # ---------------------------------------------------------------------------------------
 # Diagnostics
-def diagnostics(found: list[Finding], source: Sources, target: str, spelling: Spelling) -> list[Diagnostic]:
+def diagnostics(
+    found: list[Finding | HostCompute], source: Sources, target: str, spelling: Spelling
+) -> list[Diagnostic]:
     """Turn findings into Diagnostics, as the dynamic analysis words them: one OFL1200 per
     offending output (a repaired one has none), and one OFL1204 per ``unpinned_host`` move
     that reaches an output.
@@ -176,13 +208,14 @@ def diagnostics(found: list[Finding], source: Sources, target: str, spelling: Sp
     the hash of the file of its jitted function, which a fix edits.
     """
     span = _Spans(source)
+    result = _host_computations([f for f in found if isinstance(f, HostCompute)], source, span, target)
+    outputs = [f for f in found if isinstance(f, Finding)]
     related: dict[tuple, list[str]] = {}
-    for f in found:
+    for f in outputs:
         related.setdefault((id(f.returned), id(f.leaf.origin)), []).append(format_output_path(f.keys))
 
     seen: set[tuple[object, ...]] = set()
-    result = []
-    for f in found:
+    for f in outputs:
         output_path = format_output_path(f.keys)
         function = FunctionRef(
             _function_name(f.site.function),
@@ -206,6 +239,53 @@ def diagnostics(found: list[Finding], source: Sources, target: str, spelling: Sp
             seen.add((origin.key, codes.UNPINNED_HOST_MEMORY))
             result.append(_unpinned(origin, function, target, source_sha256))
     return result
+
+
+def _host_computations(found: list[HostCompute], source: Sources, span: _Spans, target: str) -> list[Diagnostic]:
+    """One OFL1201 per host value and jitted function, at its first computation, worded as
+    ``run`` words XLA's warning."""
+    rule = get_rule(codes.DEVICE_COMPUTE_ON_HOST)
+    fix = rule.fixes[0]
+    out = []
+    seen: set[tuple] = set()
+    for f in found:
+        node = f.site.function
+        function = FunctionRef(_function_name(node), source.path_of(node), source.code_range(node).start.line)
+        origin = _origin(f.origin, span, function.name)
+        first_op, first_node = f.ops[0]
+        where = span(first_node)
+        if (origin.key, where) in seen:
+            continue  # one function jitted at several sites
+        seen.add((origin.key, where))
+        ops = ", ".join(dict.fromkeys(op for op, _ in f.ops[:8]))
+        if f.origin.kind == "move_to_host":
+            start = Step("device_put", Role.MOVE_TO_HOST, origin.span)
+        else:
+            start = Step("in_shardings", Role.HOST_ARGUMENT, span(f.origin.declared_at))
+        others = sorted({f"{s.path}:{s.line}" for s in (span(n) for _, n in f.ops[1:]) if s.line != where.line})
+        out.append(
+            Diagnostic(
+                code=rule.code,
+                severity=rule.severity(target),
+                target=target,
+                message=HOST_COMPUTE.format(name=first_op),
+                explanation=(
+                    f"The {f.origin.detail} is used by {len(f.ops)} computation(s) ({ops}) before any move "
+                    "back to device. XLA runs them on the host CPU over host memory, which is usually far "
+                    "slower than intended; the usual cause is a missing move back to device where the "
+                    "value enters the computation."
+                    + (f" Also at: {', '.join(_display(o) for o in others[:6])}." if others else "")
+                ),
+                origin=origin,
+                trace=(start, *(Step(op, Role.HOST_COMPUTE, span(n)) for op, n in f.ops[:16])),
+                span=where,
+                fixes=(FixOption("device", fix.title, fix.why, fix.safety),),
+                function=function,
+                source="static",
+                source_sha256=source.sha256_of(node),
+            )
+        )
+    return out
 
 
 class _Spans:

@@ -58,9 +58,7 @@ class StatementRunner(Evaluator):
             frame.env[statement.name.value] = self.decorate(statement, frame, frame)
             return False
         if isinstance(statement, (cst.Try, cst.TryStar)):
-            self.exec_block(block_statements(statement.body), frame, returns)
-            self._forget(bound_names([statement]), frame)
-            return False
+            return self._exec_try(statement, frame, returns)
         self._forget(bound_names([statement]), frame)
         return False
 
@@ -99,6 +97,28 @@ class StatementRunner(Evaluator):
             return self.exec_block(block_statements(statement.orelse.body), frame, returns)
         return False
 
+    def _exec_try(self, statement: cst.Try | cst.TryStar, frame: Frame, returns: list) -> bool:
+        """The body, then ``else`` when the body completes; each handler starts from a state
+        where what the body assigned may or may not have happened. Paths that complete meet;
+        ``finally`` runs after them."""
+        before = dict(frame.env)
+        leaves = self.exec_block(block_statements(statement.body), frame, returns)
+        if not leaves and statement.orelse is not None:
+            leaves = self.exec_block(block_statements(statement.orelse.body), frame, returns)
+        completed = [] if leaves else [frame.env]
+        raised = _join_env(before, frame.env)
+        for handler in statement.handlers:
+            frame.env = dict(raised)
+            if handler.name is not None:
+                self._forget(target_names(handler.name.name), frame)
+            if not self.exec_block(block_statements(handler.body), frame, returns):
+                completed.append(frame.env)
+        frame.env = functools.reduce(_join_env, completed) if completed else raised
+        finally_leaves = False
+        if statement.finalbody is not None:
+            finally_leaves = self.exec_block(block_statements(statement.finalbody.body), frame, returns)
+        return finally_leaves or not completed
+
     def is_flag(self, node: Any, test: Any, scope: Any) -> bool:
         """Whether an ``if`` test is a configuration flag: it names no array (a test on the
         values themselves, such as their memory kind, is correlated with what they hold)."""
@@ -116,12 +136,22 @@ class StatementRunner(Evaluator):
         body = block_statements(statement.body)
         before = dict(frame.env)
         self._loop_pass(statement, body, frame, [])
-        joined = _join_env(before, frame.env)
+        # A loop over the layers of a pytree (or a non-empty literal) runs at least once: what
+        # one iteration leaves is the state the next starts from, not the state before the loop.
+        joined = dict(frame.env) if self._runs_once(statement, frame) else _join_env(before, frame.env)
         frame.env = dict(joined)
         self._loop_pass(statement, body, frame, returns)
         frame.env = _join_env(joined, frame.env)
         if statement.orelse is not None:
             self.exec_block(block_statements(statement.orelse.body), frame, returns)
+
+    def _runs_once(self, statement: Any, frame: Frame) -> bool:
+        if not isinstance(statement, cst.For) or not isinstance(statement.iter, cst.Name):
+            return False
+        iterated = frame.lookup(statement.iter.value)
+        if isinstance(iterated, Seq):
+            return bool(iterated.items)
+        return isinstance(iterated, (HostArray, DeviceArray)) and not iterated.single
 
     def _loop_pass(self, statement: Any, body: list, frame: Frame, returns: list) -> None:
         if isinstance(statement, cst.For):

@@ -301,6 +301,8 @@ class AtIndexed:
 
 def map_leaves(value: Any, fn: Callable[[Any], Any]) -> Any:
     """Apply ``fn`` to every array leaf (host, device, unknown) of a pytree literal."""
+    if isinstance(value, Instance):
+        return Instance(tuple((k, map_leaves(v, fn)) for k, v in value.fields))
     if isinstance(value, Seq):
         return Seq(tuple(map_leaves(v, fn) for v in value.items), value.is_list)
     if isinstance(value, Mapping):
@@ -320,6 +322,9 @@ def leaves(value: Any):
     if isinstance(value, Seq):
         for v in value.items:
             yield from leaves(v)
+    elif isinstance(value, Instance):
+        for _, v in value.fields:
+            yield from leaves(v)
     elif isinstance(value, Mapping):
         for _, v in value.items:
             yield from leaves(v)
@@ -335,6 +340,8 @@ def join(a: Any, b: Any) -> Any:
         return Seq(tuple(join(x, y) for x, y in zip(a.items, b.items)), a.is_list)
     if isinstance(a, Mapping) and isinstance(b, Mapping) and [k for k, _ in a.items] == [k for k, _ in b.items]:
         return Mapping(tuple((k, join(x, y)) for (k, x), (_, y) in zip(a.items, b.items)))
+    if isinstance(a, Instance) and isinstance(b, Instance) and [k for k, _ in a.fields] == [k for k, _ in b.fields]:
+        return Instance(tuple((k, join(x, y)) for (k, x), (_, y) in zip(a.fields, b.fields)))
     if isinstance(a, DeviceArray) and isinstance(b, DeviceArray):
         return DeviceArray(False, a.explicit or b.explicit)
     if isinstance(a, HostArray) and isinstance(b, HostArray) and a.origin == b.origin:

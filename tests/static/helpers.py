@@ -7,6 +7,8 @@ import textwrap
 from offload_fixer.static import check_source
 
 LEGACY, PROPAGATION, TYPED = "0.4.26", "0.6.2", "0.10.2"
+FLOW_CODES = frozenset({"OFL1200", "OFL1204"})
+"""What reaches an output; host compute on the way (OFL1201) has tests of its own."""
 VERSIONS = (LEGACY, PROPAGATION, TYPED)
 
 HEADER = """\
@@ -34,7 +36,7 @@ def found(body: str, version: str, target: str = "tpu", header: bool = True) -> 
     source = program(body) if header else textwrap.dedent(body)
     result = check_source(source, "prog.py", target=target, jax_version=version)
     assert result.parse_error is None, result.parse_error
-    return sorted((d.code, d.output_path) for d in result.diagnostics)
+    return sorted((d.code, d.output_path) for d in result.diagnostics if d.code in FLOW_CODES)
 
 
 def verdicts(body: str, header: bool = True) -> tuple:
@@ -43,4 +45,17 @@ def verdicts(body: str, header: bool = True) -> tuple:
 
 
 def diagnostics(body: str, version: str = LEGACY, target: str = "tpu"):
-    return check_source(program(body), "prog.py", target=target, jax_version=version).diagnostics
+    found = check_source(program(body), "prog.py", target=target, jax_version=version).diagnostics
+    return tuple(d for d in found if d.code in FLOW_CODES)
+
+
+def host_compute(body: str, version: str = TYPED, target: str = "tpu") -> list[tuple[int, str]]:
+    """``(line, first operation)`` of each OFL1201, the line counted in ``body``."""
+    found = check_source(program(body), "prog.py", target=target, jax_version=version).diagnostics
+    offset = HEADER.count("\n")
+    return sorted((d.span.line - offset, d.trace[1].op) for d in found if d.code == "OFL1201")
+
+
+def flow(result) -> tuple:
+    """A result's diagnostics of what reaches an output (:data:`FLOW_CODES`)."""
+    return tuple(d for d in result.diagnostics if d.code in FLOW_CODES)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .helpers import LEGACY, PROPAGATION, TYPED, VERSIONS, diagnostics, found
+from .helpers import LEGACY, PROPAGATION, TYPED, VERSIONS, diagnostics, found, host_compute
 
 # --------------------------------------------------------------------------- branches on a flag
 FLAG_BRANCH = """
@@ -252,3 +252,186 @@ def test_host_data_mixed_with_a_value_moved_to_device_is_undecided():
     """
     for version in VERSIONS:
         assert found(body, version) == [], version
+
+
+# ---------------------------------------------------------------------------------------
+# Memory kinds through helpers, loops, custom derivatives, containers (issue 25's programs,
+# each checked against ``run`` in tests/static_vs_dynamic/)
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        # a helper returning a tuple: ``grads, _ = helper(params)``
+        (
+            """
+            def helper(p):
+                return jax.tree.map(jnp.ones_like, p), 0.0
+
+            def step(params, nu):
+                grads, _ = helper(params)
+                nu = jax.tree.map(lambda v, g: 0.9 * v + g, nu, grads)
+                return jax.tree.map(lambda p, v: p - 0.01 * v, params, nu)
+
+            train = jax.jit(step, in_shardings=(dev, host))
+            """,
+            [("OFL1200", "")],
+        ),
+        # loop carries: fori_loop adding a host bias, a while_loop and a scan started from host
+        (
+            "f = jax.jit(lambda b, x: lax.fori_loop(0, 4, lambda i, acc: acc + b, x), in_shardings=(host, dev))",
+            [("OFL1200", "")],
+        ),
+        (
+            """
+            def iterate(state):
+                return lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] * 0.5), (0, state))[1]
+
+            run = jax.jit(iterate, in_shardings=host)
+            """,
+            [("OFL1200", "")],
+        ),
+        (
+            """
+            def forward(stack, x):
+                def body(h, i):
+                    w = lax.dynamic_index_in_dim(stack, i, keepdims=False)
+                    return jnp.tanh(h @ w), None
+
+                return lax.scan(body, x, jnp.arange(4))[0]
+
+            run = jax.jit(forward, in_shardings=(host, dev))
+            """,
+            [("OFL1200", "")],
+        ),
+        # the streaming idiom: each layer moved to device in the body
+        (
+            """
+            def forward(stack, x):
+                def body(h, i):
+                    w = jax.device_put(lax.dynamic_index_in_dim(stack, i, keepdims=False), dev)
+                    return jnp.tanh(h @ w), None
+
+                return lax.scan(body, x, jnp.arange(4))[0]
+
+            run = jax.jit(forward, in_shardings=(host, dev))
+            """,
+            [],
+        ),
+        # a Python loop over the layers runs at least once
+        (
+            """
+            def forward(layers, x):
+                for w in layers:
+                    x = jax.nn.relu(x @ w)
+                return x
+
+            run = jax.jit(forward, in_shardings=(host, dev))
+            """,
+            [("OFL1200", "")],
+        ),
+        # custom_vjp, a custom_jvp function jitted itself, a checkpointed block on host weights
+        (
+            """
+            @jax.custom_vjp
+            def scale(w, x):
+                return w * x
+
+            scale.defvjp(lambda w, x: (w * x, (w, x)), lambda res, g: (g * res[1], g * res[0]))
+            run = jax.jit(lambda w, x: scale(w, x), in_shardings=(host, dev))
+            """,
+            [("OFL1200", "")],
+        ),
+        (
+            """
+            @jax.custom_jvp
+            def softplus(x):
+                return jnp.log1p(jnp.exp(x))
+
+            run = jax.jit(softplus, in_shardings=host)
+            """,
+            [("OFL1200", "")],
+        ),
+        (
+            "run = jax.jit(lambda w, x: jax.checkpoint(lambda w, x: jnp.tanh(x @ w))(w, x), in_shardings=(host, dev))",
+            [("OFL1200", "")],
+        ),
+        # where/select mixing host and device
+        ("run = jax.jit(lambda h, x: jnp.where(x > 0, h, x), in_shardings=(host, dev))", [("OFL1200", "")]),
+        (
+            "run = jax.jit(lambda h, k: lax.select(k, h, jnp.zeros_like(h)), in_shardings=(host, dev))",
+            [("OFL1200", "")],
+        ),
+        # gradients with respect to host params are computed on host
+        (
+            """
+            def grads(params, x):
+                return jax.grad(lambda p: jnp.mean((x @ p["w"] + p["b"]) ** 2))(params)
+
+            run = jax.jit(grads, in_shardings=(host, dev))
+            """,
+            [("OFL1200", "")],
+        ),
+        # a jit of a jitted function: the outer jit's in_shardings
+        ("inner = jax.jit(lambda p: p * 2)\nrun = jax.jit(inner, in_shardings=host)", [("OFL1200", "")]),
+        # a slice of a host parameter returned is a DMA to device; computed on, it is host compute
+        ("run = jax.jit(lambda h: h[0:4], in_shardings=host)", []),
+        ("run = jax.jit(lambda h: h[0:4] * 2, in_shardings=host)", [("OFL1200", "")]),
+    ],
+)
+def test_memory_kinds_flow_through_what_jax_code_does(body, expected):
+    assert found(body, TYPED) == expected
+
+
+def test_registered_dataclass_and_named_tuple_state_keep_their_fields():
+    body = """
+    import dataclasses
+    from typing import NamedTuple
+
+
+    @jax.tree_util.register_dataclass
+    @dataclasses.dataclass
+    class State:
+        params: jax.Array
+        moment: jax.Array
+
+
+    class Momentum(NamedTuple):
+        velocity: jax.Array
+        count: jax.Array
+
+
+    def update(state, grad):
+        moment = 0.9 * state.moment + grad
+        return State(params=state.params - 0.1 * moment, moment=moment)
+
+
+    def momentum(state, grad):
+        return Momentum(0.9 * state.velocity + grad, state.count + 1)
+
+
+    run = jax.jit(update, in_shardings=(State(dev, host), dev))
+    run_momentum = jax.jit(momentum, in_shardings=(Momentum(host, dev), dev))
+    """
+    assert found(body, TYPED) == [("OFL1200", ".moment"), ("OFL1200", ".params"), ("OFL1200", ".velocity")]
+
+
+def test_host_compute_is_reported_where_no_output_finding_names_it():
+    """Adam on host moments declared host: XLA compiles it, and computes the update on the
+    host CPU (OFL1201, ``run``'s warning). Where the host value also reaches a device output,
+    that OFL1200 is the one report (its trace names the computations)."""
+    body = """
+    def step(params, mu, grads):
+        mu = jax.tree.map(lambda m, g: 0.9 * m + 0.1 * g, mu, grads)
+        params = jax.tree.map(lambda p, m: p - 0.01 * m, params, mu)
+        return params, mu, jnp.sum(grads)
+
+
+    run = jax.jit(step, in_shardings=(dev, host, dev), out_shardings=(dev, host, dev))
+    """
+    assert found(body, TYPED) == []
+    assert host_compute(body) == [(3, "multiply")]
+    returned = "run = jax.jit(lambda h: h * 2, in_shardings=host)"
+    assert found(returned, TYPED) == [("OFL1200", "")] and host_compute(returned) == []
+    moved_first = "run = jax.jit(lambda h: jax.device_put(h, dev) * 2, in_shardings=host, out_shardings=dev)"
+    assert host_compute(moved_first) == []
+    streamed_update = "run = jax.jit(lambda c, e: c.at[0].set(e), in_shardings=(host, dev), out_shardings=host)"
+    assert host_compute(streamed_update) == []  # a dynamic-update-slice into the host buffer

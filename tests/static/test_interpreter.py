@@ -11,7 +11,7 @@ import pytest
 
 from offload_fixer.static import check_source
 
-from .helpers import LEGACY, PROPAGATION, TYPED, VERSIONS, found, program
+from .helpers import LEGACY, PROPAGATION, TYPED, VERSIONS, flow, found, program
 
 
 def error(path: str = "", code: str = "OFL1200") -> list:
@@ -222,7 +222,7 @@ def test_output_index_follows_jax_flattening_order():
     def f(x):
         return x, {"z": x, "a": jax.device_put(x, host)}
     """)
-    (diagnostic,) = check_source(source, "p.py", jax_version=LEGACY).diagnostics
+    (diagnostic,) = flow(check_source(source, "p.py", jax_version=LEGACY))
     assert diagnostic.output_path == "[1]['a']"
     assert diagnostic.output_index is None  # ``x`` is an argument of unknown structure
 
@@ -231,7 +231,7 @@ def test_output_index_follows_jax_flattening_order():
     def f(x):
         return x * 1, {"z": x * 1, "a": jax.device_put(x * 1, host)}
     """)
-    (diagnostic,) = check_source(source, "p.py", jax_version=LEGACY).diagnostics
+    (diagnostic,) = flow(check_source(source, "p.py", jax_version=LEGACY))
     assert diagnostic.output_index == 1  # dict keys flatten sorted: 'a' before 'z'
 
 
@@ -319,7 +319,7 @@ def test_typed_regime_host_argument_gap_is_reported_by_default_version():
     def f(x):
         return x * 2
     """)
-    assert [d.code for d in check_source(source, "p.py").diagnostics] == ["OFL1200"]
+    assert [d.code for d in flow(check_source(source, "p.py"))] == ["OFL1200"]
     assert found("@partial(jax.jit, in_shardings=host)\ndef f(x):\n    return x * 2\n", TYPED) == error()
 
 
@@ -393,7 +393,7 @@ def test_diagnostics_for_gpu_are_errors_like_tpu():
     """Every released XLA:GPU rejects error 1200 like libtpu (the main branch's silent switch of
     the output to host memory is in no released compiler)."""
     source = program("@jax.jit\ndef f(x):\n    return jax.device_put(x, host) * 2\n")
-    (d,) = check_source(source, "p.py", target="gpu", jax_version=PROPAGATION).diagnostics
+    (d,) = flow(check_source(source, "p.py", target="gpu", jax_version=PROPAGATION))
     assert d.severity == "error"
 
 

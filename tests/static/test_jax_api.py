@@ -45,7 +45,7 @@ CALLABLES = (
         names.LAX_SWITCH,
     }
 )
-DECORATOR_FACTORIES = names.JIT | names.VMAP | names.SHARD_MAP | names.CHECKPOINT | names.CUSTOM_JVP
+DECORATOR_FACTORIES = names.JIT | names.VMAP | names.SHARD_MAP | names.CHECKPOINT | names.CUSTOM_JVP | names.CUSTOM_VJP
 
 
 def test_every_callable_the_names_list_has_an_entry():

@@ -23,6 +23,12 @@ from offload_fixer.static.prefilter import may_hold_host_move, references_jit
         ("@jax.jit\ndef f(x): return x.HostTensors(x.Hosts)", False),  # other names than .Host
         ("@jax.jit\ndef f(x): return jax.device_put(x, jax.memory.Space.Host)", True),
         ("", False),
+        # remat offload policies and compute_on offload whatever spells the destination
+        ("@jax.jit\ndef f(x): return jax.checkpoint(g, policy=cp.save_and_offload_only_these_names(**cfg))(x)", True),
+        ("@jax.jit\ndef f(x): return jax.checkpoint(g, policy=cp.offload_dot_with_no_batch_dims(*cfg))(x)", True),
+        ("policy = cp.offload_dot_with_no_batch_dims('device', 'unpinned_host')", True),  # checked without jit
+        ("policy = cp.offload_dot_with_no_batch_dims('device', cfg.dst)", False),  # nothing to decide
+        ("@jax.jit\ndef f(x):\n    with compute_on('device_host'):\n        return x * 2", True),
     ],
 )
 def test_text_markers(text, expected):

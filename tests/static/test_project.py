@@ -11,7 +11,7 @@ import pytest
 from offload_fixer.static import check_paths, check_source
 from offload_fixer.static.project import Project, scan_imports
 
-from .helpers import LEGACY, PROPAGATION, TYPED
+from .helpers import LEGACY, PROPAGATION, TYPED, flow
 
 SHARDINGS = """\
 import jax
@@ -56,7 +56,7 @@ def write(root: Path, files: dict[str, str]) -> Path:
 
 
 def codes(result) -> list[tuple[str, str]]:
-    return sorted((d.code, d.output_path) for d in result.diagnostics)
+    return sorted((d.code, d.output_path) for d in flow(result))
 
 
 def check(path: Path, version: str = PROPAGATION):
@@ -84,7 +84,7 @@ def jitted_step(state, grads):
     result = check(tmp_path / "trainer" / "step.py")
     assert codes(result) == [("OFL1200", "['mu']"), ("OFL1200", "['params']")]
     assert str(tmp_path / "trainer" / "shardings.py") in result.dependencies
-    d = result.diagnostics[0]
+    d = flow(result)[0]
     assert d.origin.kind == "host_argument" and d.origin.argument == "state['mu']"
     assert "when" not in d.message
 
@@ -111,7 +111,7 @@ def test_jit_of_a_function_from_another_module_with_shardings_from_a_third(tmp_p
     main = tmp_path / "trainer" / "main.py"
     result = check(main)
     assert codes(result) == [("OFL1200", "['mu']"), ("OFL1200", "['params']")]
-    d = next(d for d in result.diagnostics if d.output_path == "['mu']")
+    d = next(d for d in flow(result) if d.output_path == "['mu']")
     # The branch in shardings.py decides: the finding says when it holds, and where.
     assert d.message.endswith(f"when `offload` is true ({tmp_path / 'trainer' / 'shardings.py'}:11)")
     assert "configured" in d.explanation
@@ -144,8 +144,8 @@ def test_a_constant_flag_decides_the_branch(tmp_path):
     for flag, expected in (("True", 2), ("False", 0)):
         train.write_text(train.read_text().replace("{flag}", flag).replace("True", flag).replace("False", flag))
         result = check(train)
-        assert len(result.diagnostics) == expected, flag
-        assert all("when" not in d.message for d in result.diagnostics)
+        assert len(flow(result)) == expected, flag
+        assert all("when" not in d.message for d in flow(result))
 
 
 def test_script_style_imports_and_tree_map_over_a_sharding_tree(tmp_path):
@@ -202,7 +202,7 @@ def test_relative_parent_imports_and_package_attributes(tmp_path):
         },
     )
     result = check(tmp_path / "pkg" / "sub" / "train.py")
-    assert sorted(d.function.name for d in result.diagnostics) == ["f", "g"]
+    assert sorted(d.function.name for d in flow(result)) == ["f", "g"]
 
 
 def test_names_the_project_does_not_define_stay_unknown(tmp_path):
@@ -265,7 +265,7 @@ def test_check_paths_selects_files_by_what_they_import(tmp_path):
         },
     )
     results = {Path(r.path).name: r for r in check_paths([str(tmp_path)], jax_version=TYPED)}
-    assert results["train.py"].analysed and len(results["train.py"].diagnostics) == 2
+    assert results["train.py"].analysed and len(flow(results["train.py"])) == 2
     # No host spelling in it or in anything it imports: not even parsed.
     assert not results["unrelated.py"].analysed and not results["hosts.py"].analysed
     assert not results["step.py"].analysed  # `jit` appears nowhere in it
@@ -301,11 +301,11 @@ def test_a_project_sees_a_module_edited_on_disk(tmp_path):
     )
     project = Project()
     train = tmp_path / "train.py"
-    assert len(check_source(train.read_text(), str(train), jax_version=LEGACY, project=project).diagnostics) == 2
+    assert len(flow(check_source(train.read_text(), str(train), jax_version=LEGACY, project=project))) == 2
     shardings = tmp_path / "shardings.py"
     shardings.write_text(SHARDINGS.replace('"pinned_host"', '"device"'))
     os.utime(shardings, ns=(1, 1))  # a new stamp even within the clock's resolution
-    assert check_source(train.read_text(), str(train), jax_version=LEGACY, project=project).diagnostics == ()
+    assert flow(check_source(train.read_text(), str(train), jax_version=LEGACY, project=project)) == ()
 
 
 @pytest.mark.parametrize(
@@ -320,3 +320,48 @@ def test_a_project_sees_a_module_edited_on_disk(tmp_path):
 )
 def test_imports_are_read_from_text(text, expected):
     assert [(i.level, i.module, i.names) for i in scan_imports(text.encode())] == expected
+
+
+def test_a_helper_that_returns_from_try_else_in_a_loop_then_raises(tmp_path):
+    """maxtext's factory lookup: the only returns are in a loop's ``try/except/else``, the
+    function ends in ``raise``. The check once failed there (``reduce()`` of no returns)."""
+    write(
+        tmp_path,
+        {
+            "pkg/__init__.py": "",
+            "pkg/factories.py": """\
+            def build(name, factories):
+                for factory in factories:
+                    try:
+                        model = factory(name)
+                    except KeyError:
+                        continue
+                    else:
+                        return model
+                raise ValueError(name)
+
+
+            def always_raises(name):
+                raise ValueError(name)
+            """,
+            "pkg/step.py": """\
+            import jax
+            from jax.sharding import NamedSharding, PartitionSpec as P
+
+            from pkg.factories import always_raises, build
+
+            HOST = NamedSharding(jax.make_mesh((1,), ("data",)), P(), memory_kind="pinned_host")
+
+
+            @jax.jit
+            def step(x, factories):
+                model = build("a", factories)
+                always_raises("b")
+                return jax.device_put(x, HOST) * 2, model
+            """,
+        },
+    )
+    results = {os.path.basename(r.path): r for r in check_paths([str(tmp_path)], jax_version=PROPAGATION)}
+    step = results["step.py"]
+    assert step.internal_error is None and step.parse_error is None
+    assert codes(step) == [("OFL1200", "[0]")]

@@ -25,7 +25,7 @@ from offload_fixer.static.prefilter import may_hold_host_move
 from offload_fixer.static.rules import diagnostics, findings
 from offload_fixer.static.source import ParsedSource, parse_source
 
-from .helpers import LEGACY, program
+from .helpers import LEGACY, flow, program
 
 ROOT = Path(__file__).resolve().parents[2]
 FILES = sorted(
@@ -200,7 +200,7 @@ def test_equal_statements_stay_distinct_nodes():
     assert module.body[-1] is not module.body[-2] and module.body[-1].deep_equals(module.body[-2])
     cached = check_source(text, "prog.py", jax_version=LEGACY, cache=SourceCache())
     assert cached == check_source(text, "prog.py", jax_version=LEGACY)
-    assert len({d.return_span.line for d in cached.diagnostics}) == 2
+    assert len({d.return_span.line for d in flow(cached)}) == 2
 
 
 def test_cache_keeps_the_latest_text_and_a_bounded_rest():
@@ -353,4 +353,4 @@ def test_functions_of_one_statement_keep_their_own_names():
     for _ in range(2):  # the second check reads what the first kept
         result = check_source(text, "prog.py", jax_version=LEGACY, cache=cache)
         assert result.diagnostics == whole_file_diagnostics(text)
-        assert [d.function.name for d in result.diagnostics] == ["b"]
+        assert [d.function.name for d in flow(result)] == ["b"]

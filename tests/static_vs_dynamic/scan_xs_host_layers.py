@@ -1,0 +1,30 @@
+"""A scan over host-streamed layers as xs; the body computes with each layer on host."""
+
+import os
+
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+MESH = jax.make_mesh((8,), ("data",))
+DEVICE = NamedSharding(MESH, P(), memory_kind="device")
+HOST = DEVICE.with_memory_kind("pinned_host")
+
+
+def forward(layers, x):
+    def body(h, w):
+        return jnp.tanh(h @ w), None
+
+    return lax.scan(body, x, layers)[0]
+
+
+run = jax.jit(forward, in_shardings=(HOST, DEVICE))
+
+
+if __name__ == "__main__":
+    print(run(np.ones((4, 8, 8), np.float32) * 0.1, np.ones((2, 8), np.float32)).shape)
