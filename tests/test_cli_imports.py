@@ -33,7 +33,7 @@ import jax.numpy as jnp
 @jax.jit
 def step(x):
     y = jax.device_put(jnp.sin(x), jax.memory.Space.Host)
-    return jax.device_put(y * 2, jax.memory.Space.Device)
+    return jax.device_put(y, jax.memory.Space.Device) * 2
 """
 
 NEVER_AT_START_UP = (
