@@ -260,6 +260,29 @@ class Prediction:
 
 
 @dataclass(frozen=True)
+class MemoryFigures:
+    """A compiled program's memory, as the compiler's ``memory_analysis()`` gives it
+    deviceless: device (HBM) and host bytes of its arguments, outputs and temporaries."""
+
+    argument: int = 0
+    output: int = 0
+    temp: int = 0
+    alias: int = 0
+    host_argument: int = 0
+    host_output: int = 0
+    host_temp: int = 0
+
+    @property
+    def device_total(self) -> int:
+        """HBM the program holds while it runs (aliased outputs counted once)."""
+        return self.argument + self.output + self.temp - self.alias
+
+    @property
+    def host_total(self) -> int:
+        return self.host_argument + self.host_output + self.host_temp
+
+
+@dataclass(frozen=True)
 class XlaVerdict:
     """What a released XLA compiler made of one module: the ground truth of every verdict."""
 
@@ -286,6 +309,8 @@ class XlaVerdict:
     """Instructions XLA's warnings say it converted into host compute, in log order."""
     host_slices: tuple[str, ...] = ()
     """Slices XLA's warnings say stay on host (converted into host compute)."""
+    memory: MemoryFigures | None = None
+    """The compiled program's memory figures (when it compiled and the compiler gives them)."""
 
     def to_dict(self) -> dict[str, Any]:
         return _to_dict(self)
