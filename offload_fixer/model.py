@@ -130,6 +130,8 @@ class Origin:
     as JAX writes it (``opt_state['mu']['b']``); the fix planner finds the parameter by it."""
     argument_index: int | None = None
     """For ``host_argument``: the flat index of the argument among ``@main``'s parameters."""
+    value_type: str = ""
+    """For ``host_argument``: the argument's tensor type (``tensor<8xf32>``)."""
 
 
 @dataclass(frozen=True)
@@ -240,6 +242,9 @@ class OutputInfo:
     compiled_memory_kind: str | None = None
     """The memory kind the compiled executable returns this output in, where it differs from
     what the module declares on some target (``unpinned_host`` outputs, repaired moves)."""
+    value_type: str = ""
+    """The output's tensor type (``tensor<4x8xf32>``): which outputs can give back a streamed
+    argument (the same type)."""
 
 
 @dataclass(frozen=True)

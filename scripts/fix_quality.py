@@ -168,12 +168,13 @@ def _argument_kinds(text: str) -> list[str]:
     return [a.memory_kind for a in view.args]
 
 
-def assess(path: Path, strategies: tuple[str, ...], compilers: bool = True) -> list[Row]:
+def assess(path: Path, strategies: tuple[str, ...], compilers: bool = True, show_diff: bool = False) -> list[Row]:
     """One row per strategy for the corpus program ``path`` (a copy in a scratch directory)."""
-    from offload_fixer import codes, jax_compat
+    from offload_fixer import codes
     from offload_fixer.fixes import plan_fixes
     from offload_fixer.fixes.apply import apply_to_source
     from offload_fixer.runner import run_program
+    from offload_fixer.xla.fixed import find_jitted, lower_fixed
     from offload_fixer.xla.oracle import module_text
 
     intended = intended_host_outputs(path)
@@ -201,6 +202,8 @@ def assess(path: Path, strategies: tuple[str, ...], compilers: bool = True) -> l
             row.why = "; ".join(dict.fromkeys(reasons)) or "no plan"
             continue
         row.fix = "fixed"
+        if show_diff:
+            print(fixed.diff, file=sys.stderr)
         try:
             module = _import(path, fixed.new_text)
         except Exception as exc:  # noqa: BLE001 - a fix that breaks the import is a finding of this script
@@ -212,56 +215,53 @@ def assess(path: Path, strategies: tuple[str, ...], compilers: bool = True) -> l
         except Exception as exc:  # noqa: BLE001
             row.cpu = False
             row.problems.append(f"cpu: {type(exc).__name__}: {str(exc)[:200]}")
-        row.lowers, row.tpu, row.gpu, row.placement = True, True, True, True
-        hbm = [0, 0, 0, 0]
+        row.lowers = True
+        before: list[Any] = []
+        after: list[Any] = []
         for index, report in enumerate(result.reports):
             call = result.calls.get(index)
             if call is None or report.function is None or not report.by_code(codes.HOST_VALUE_DEVICE_OUTPUT):
                 continue
-            from offload_fixer.xla.fixed import _find_jitted
-
-            jitted = _find_jitted(module, report.function)
+            jitted = find_jitted(module, report.function)
             if jitted is None:
                 row.lowers = False
                 row.problems.append(f"{report.function.name} not found in the fixed source")
                 continue
             try:
-                lowered = {
-                    t: jax_compat.lower_for_platform(jitted, call.args, call.kwargs, jax_compat.lowering_platform(t))
-                    for t in ("tpu", "gpu")
-                }
+                lowered = {t: lower_fixed(jitted, module, call.args, call.kwargs, t) for t in ("tpu", "gpu")}
             except Exception as exc:  # noqa: BLE001
-                row.lowers = False
+                row.lowers, row.tpu, row.gpu, row.placement = False, None, None, None
                 row.problems.append(f"lower: {type(exc).__name__}: {str(exc)[:300]}")
-                continue
+                break
             if not compilers:
                 continue
             if index not in lowered_before:
                 original_module = _import(path)
-                before = jax_compat.lower_for_platform(
-                    _find_jitted(original_module, report.function), call.args, call.kwargs, "tpu"
+                before = lower_fixed(
+                    find_jitted(original_module, report.function), original_module, call.args, call.kwargs, "tpu"
                 )
                 lowered_before[index] = module_text(before)
             verdicts = {t: _judge(lowered[t], t) for t in ("tpu", "gpu")}
-            row.tpu = row.tpu and verdicts["tpu"].outcome == "compiled"
-            row.gpu = row.gpu and verdicts["gpu"].outcome == "compiled"
+            row.tpu = row.tpu is not False and verdicts["tpu"].outcome == "compiled"
+            row.gpu = row.gpu is not False and verdicts["gpu"].outcome == "compiled"
             for t, v in verdicts.items():
                 if v.outcome != "compiled":
                     row.problems.append(f"{t}: {v.outcome}: {v.message.splitlines()[0] if v.message else ''}"[:300])
-            baseline = _baseline(report, lowered_before[index])
-            if baseline.memory is not None and verdicts["tpu"].memory is not None:
-                after = verdicts["tpu"].memory
-                hbm[0] += baseline.memory.device_total
-                hbm[1] += after.device_total
-                hbm[2] += baseline.memory.host_total
-                hbm[3] += after.host_total
+            before.append(_baseline(report, lowered_before[index]).memory)
+            after.append(verdicts["tpu"].memory)
+            if row.placement is None:
+                row.placement = True
             _check_placement(row, report, intended, lowered_before[index], module_text(lowered["tpu"]), verdicts)
-        if compilers and row.tpu:
-            row.hbm_before, row.hbm_after, row.host_before, row.host_after = hbm
+        if before and all(m is not None for m in before):
+            row.hbm_before = sum(m.device_total for m in before)
+            row.host_before = sum(m.host_total for m in before)
+        if after and all(m is not None for m in after):
+            row.hbm_after = sum(m.device_total for m in after)
+            row.host_after = sum(m.host_total for m in after)
     return rows
 
 
-def _check_placement(row: Row, report: Any, intended: tuple[str, ...], before: str, after: str, verdicts) -> None:
+def _check_placement(row: Row, report: Any, intended: tuple[str, ...], before: str, after: str, verdicts: Any) -> None:
     from offload_fixer import codes
     from offload_fixer.model import HOST_KINDS
 
@@ -271,6 +271,8 @@ def _check_placement(row: Row, report: Any, intended: tuple[str, ...], before: s
         return
     offending = {d.output_path for d in report.by_code(codes.HOST_VALUE_DEVICE_OUTPUT)}
     kinds = verdicts["tpu"].output_memory_kinds
+    if not kinds:
+        return  # not compiled: no placement to read
     for info in report.outputs:
         if info.index >= len(kinds):
             continue
@@ -298,9 +300,7 @@ def _mark(value: bool | None) -> str:
 
 
 def table(rows: list[Row]) -> str:
-    header = (
-        "| program | strategy | fix | lowers | tpu | gpu | cpu | placement | HBM before -> after | host before -> after |"
-    )
+    header = "| program | strategy | fix | lowers | tpu | gpu | cpu | placement | HBM before -> after | host before -> after |"
     lines = [header, "|" + "---|" * 10]
     for r in rows:
         fix = r.fix if r.fix == "fixed" else f"left: {r.why[:80]}"
@@ -320,10 +320,11 @@ def summary(rows: list[Row]) -> str:
         findings = sum(r.findings for r in mine)
         safe = sum(r.safe for r in mine)
         grown = [r for r in written if r.hbm_after is not None and r.hbm_before is not None]
+        measured = [r for r in written if r.hbm_after is not None]
         lines.append(
             f"{strategy}: {len(written)}/{len(mine)} programs fixed, {sum(r.good for r in written)} of them pass "
             f"every check; {safe}/{findings} OFL1200 findings get a safe fix ({100 * safe / max(findings, 1):.0f}%); "
-            f"HBM measured for {len(grown)}, total delta {_bytes(sum(r.hbm_after - r.hbm_before for r in grown))}"
+            f"HBM measured after {len(measured)}/{len(written)} fixes, before and after {len(grown)}, total delta {_bytes(sum(r.hbm_after - r.hbm_before for r in grown))}"
         )
     return "\n".join(lines)
 
@@ -334,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--strategy", action="append", choices=STRATEGIES, help="default: every strategy")
     parser.add_argument("--json", help="write the rows as JSON here")
     parser.add_argument("--no-compilers", action="store_true", help="lower only; do not compile")
+    parser.add_argument("--show-diff", action="store_true", help="print each fix's diff to stderr")
     args = parser.parse_args(argv)
     strategies = tuple(args.strategy or STRATEGIES)
     scratch = Path(tempfile.mkdtemp(prefix="fix-quality-"))
@@ -343,11 +345,13 @@ def main(argv: list[str] | None = None) -> int:
         for program in programs(args.programs):
             copy = scratch / "quality" / program.name
             try:
-                rows += assess(copy, strategies, compilers=not args.no_compilers)
+                rows += assess(copy, strategies, compilers=not args.no_compilers, show_diff=args.show_diff)
             except Exception as exc:  # noqa: BLE001 - one program's failure is a row, not the end
                 rows += [Row(program.stem, s, why=f"error: {type(exc).__name__}: {exc}") for s in strategies]
-            print(f"{program.stem}: " + ", ".join(f"{r.strategy} {r.fix}" for r in rows[-len(strategies) :]),
-                  file=sys.stderr)
+            print(
+                f"{program.stem}: " + ", ".join(f"{r.strategy} {r.fix}" for r in rows[-len(strategies) :]),
+                file=sys.stderr,
+            )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if args.json:

@@ -215,6 +215,8 @@ class MoveToDeviceCommand(FixCommand):
             else:
                 spec, reasons = self.device_spec(function, function.scope, self.facts.line(statements[at]))
             local = self._free_name(function, statements, part, first_read[part])
+            if local is not None and _assigns_exactly(statements[first_read[part]], local, nodes):
+                local = None  # ``opt = state["opt"]``: moved in place, not ``opt = opt`` after a move
             if local is None:
                 for node in nodes:
                     if self.claim(node, self._wrapper(spec)):
@@ -509,6 +511,20 @@ def _apart(statement: cst.BaseStatement) -> cst.BaseStatement:
 def _to_name(local: str) -> Rewrite:
     """A rewrite that puts the name ``local`` in a node's place."""
     return lambda _updated: cst.Name(local)
+
+
+def _assigns_exactly(statement: cst.BaseStatement, name: str, reads: Sequence[cst.BaseExpression]) -> bool:
+    """``statement`` is ``name = <the one read>``."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1 or len(reads) != 1:
+        return False
+    assign = statement.body[0]
+    return (
+        isinstance(assign, cst.Assign)
+        and len(assign.targets) == 1
+        and isinstance(assign.targets[0].target, cst.Name)
+        and assign.targets[0].target.value == name
+        and assign.value is reads[0]
+    )
 
 
 def _assigned_name(statement: cst.CSTNode | None) -> str | None:

@@ -10,6 +10,7 @@ target with the same arguments and compiled. A fix is confirmed when XLA compile
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import itertools
 import os
@@ -35,7 +36,6 @@ def compile_fixed(
     path: str, fixed_text: str, function: FunctionRef, args: tuple, kwargs: dict, target: str
 ) -> FixCheck:
     """Lower ``function`` from ``fixed_text`` (the new contents of ``path``) and compile it."""
-    from offload_fixer import jax_compat
     from offload_fixer.xla.oracle import judge
 
     directory = os.path.dirname(os.path.abspath(path))
@@ -46,13 +46,13 @@ def compile_fixed(
             out.write(fixed_text)
         try:
             module = _import(name, temporary, directory)
-            jitted = _find_jitted(module, function)
+            jitted = find_jitted(module, function)
         except Exception as exc:  # noqa: BLE001 - the user's module may fail to import here
             return FixCheck(False, f"the fixed file could not be imported to compile it: {type(exc).__name__}: {exc}")
         if jitted is None:
             return FixCheck(False, f"`{function.name}` is not a module-level function of the fixed file")
         try:
-            lowered = jax_compat.lower_for_platform(jitted, args, kwargs, jax_compat.lowering_platform(target))
+            lowered = lower_fixed(jitted, module, args, kwargs, target)
         except Exception as exc:  # noqa: BLE001
             return FixCheck(False, f"the fixed `{function.name}` no longer lowers: {type(exc).__name__}: {exc}")
         verdict = judge(lowered, target)
@@ -68,6 +68,46 @@ def compile_fixed(
             os.unlink(temporary)
         except OSError:
             pass
+
+
+def lower_fixed(jitted: Any, module: Any, args: tuple, kwargs: dict, target: str) -> Any:
+    """``jitted`` (from the fixed ``module``) lowered for ``target`` with the recorded arguments,
+    their dataclass and NamedTuple nodes rebuilt from the fixed module's classes of the same
+    name: the recorded ones belong to the original module, whose pytree types JAX compares by
+    identity with the ``in_shardings`` the fixed module builds."""
+    from offload_fixer import jax_compat
+
+    args, kwargs = rehome((args, kwargs), module)
+    return jax_compat.lower_for_platform(jitted, args, kwargs, jax_compat.lowering_platform(target))
+
+
+def rehome(value: Any, module: Any) -> Any:
+    """``value`` with each dataclass or NamedTuple whose class ``module`` also defines (by
+    qualified name, a class of another module) rebuilt as an instance of ``module``'s class."""
+    kind = type(value)
+    own = _same_class(kind, module)
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return (own or kind)(*(rehome(v, module) for v in value))
+    if isinstance(value, (tuple, list)):
+        return kind(rehome(v, module) for v in value)
+    if isinstance(value, dict):
+        return {k: rehome(v, module) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {f.name: rehome(getattr(value, f.name), module) for f in dataclasses.fields(value)}
+        built = object.__new__(own or kind)
+        for name, field_value in changes.items():
+            object.__setattr__(built, name, field_value)
+        return built
+    return value
+
+
+def _same_class(kind: type, module: Any) -> type | None:
+    found: Any = module
+    for part in kind.__qualname__.split("."):
+        found = getattr(found, part, None)
+        if found is None:
+            return None
+    return found if isinstance(found, type) and found is not kind else None
 
 
 def _import(name: str, path: str, directory: str) -> Any:
@@ -86,7 +126,7 @@ def _import(name: str, path: str, directory: str) -> Any:
     return module
 
 
-def _find_jitted(module: Any, function: FunctionRef) -> Any:
+def find_jitted(module: Any, function: FunctionRef) -> Any:
     """The module's jitted object for ``function``: the name itself when it is jitted there,
     else the module-level jit of a function of that name (``step = jax.jit(train_step, ...)``)."""
     from offload_fixer.api import is_jitted, python_function

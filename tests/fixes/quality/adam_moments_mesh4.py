@@ -31,7 +31,11 @@ def update(params, opt, grads):
 
 def values():
     params = np.arange(64, dtype=np.float32).reshape(8, 8) / 64
-    return params, {"mu": np.zeros((8, 8), np.float32), "nu": np.ones((8, 8), np.float32)}, np.full((8, 8), 0.5, np.float32)
+    return (
+        params,
+        {"mu": np.zeros((8, 8), np.float32), "nu": np.ones((8, 8), np.float32)},
+        np.full((8, 8), 0.5, np.float32),
+    )
 
 
 def example():
