@@ -237,10 +237,10 @@ def assess(path: Path, strategies: tuple[str, ...], compilers: bool = True, show
                 continue
             if index not in lowered_before:
                 original_module = _import(path)
-                before = lower_fixed(
+                original_lowered = lower_fixed(
                     find_jitted(original_module, report.function), original_module, call.args, call.kwargs, "tpu"
                 )
-                lowered_before[index] = module_text(before)
+                lowered_before[index] = module_text(original_lowered)
             verdicts = {t: _judge(lowered[t], t) for t in ("tpu", "gpu")}
             row.tpu = row.tpu is not False and verdicts["tpu"].outcome == "compiled"
             row.gpu = row.gpu is not False and verdicts["gpu"].outcome == "compiled"

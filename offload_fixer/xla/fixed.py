@@ -30,12 +30,16 @@ class FixCheck:
     reason: str
     """Why the fix is refused (or what XLA said when it compiled it: empty)."""
     verdict: XlaVerdict | None = None
+    located: bool = True
+    """The fixed function was found and imported (else nothing was lowered)."""
 
 
 def compile_fixed(
-    path: str, fixed_text: str, function: FunctionRef, args: tuple, kwargs: dict, target: str
+    path: str, fixed_text: str, function: FunctionRef, args: tuple, kwargs: dict, target: str, compile: bool = True
 ) -> FixCheck:
-    """Lower ``function`` from ``fixed_text`` (the new contents of ``path``) and compile it."""
+    """Lower ``function`` from ``fixed_text`` (the new contents of ``path``) and, with
+    ``compile``, compile it. Lowering needs JAX only: a fix whose ``out_shardings`` does not
+    fit the returned pytree, or whose edit no longer traces, fails here."""
     from offload_fixer.xla.oracle import judge
 
     directory = os.path.dirname(os.path.abspath(path))
@@ -48,13 +52,17 @@ def compile_fixed(
             module = _import(name, temporary, directory)
             jitted = find_jitted(module, function)
         except Exception as exc:  # noqa: BLE001 - the user's module may fail to import here
-            return FixCheck(False, f"the fixed file could not be imported to compile it: {type(exc).__name__}: {exc}")
+            return FixCheck(
+                False, f"the fixed file could not be imported to compile it: {type(exc).__name__}: {exc}", located=False
+            )
         if jitted is None:
-            return FixCheck(False, f"`{function.name}` is not a module-level function of the fixed file")
+            return FixCheck(False, f"`{function.name}` is not a module-level function of the fixed file", located=False)
         try:
             lowered = lower_fixed(jitted, module, args, kwargs, target)
         except Exception as exc:  # noqa: BLE001
             return FixCheck(False, f"the fixed `{function.name}` no longer lowers: {type(exc).__name__}: {exc}")
+        if not compile:
+            return FixCheck(True, "")
         verdict = judge(lowered, target)
         if verdict.outcome == "compiled":
             return FixCheck(True, "", verdict)
@@ -68,6 +76,29 @@ def compile_fixed(
             os.unlink(temporary)
         except OSError:
             pass
+
+
+def import_safe(text: str) -> bool:
+    """Whether importing ``text`` only defines things: imports, definitions, assignments and an
+    ``if __name__ == "__main__":`` block, so lowering a fix by importing the fixed file does not
+    run the user's program again (a script that trains at module level is not imported)."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return False
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test):
+            continue
+        return False
+    return True
 
 
 def lower_fixed(jitted: Any, module: Any, args: tuple, kwargs: dict, target: str) -> Any:
