@@ -159,13 +159,23 @@ def _import(name: str, path: str, directory: str) -> Any:
 
 def find_jitted(module: Any, function: FunctionRef) -> Any:
     """The module's jitted object for ``function``: the name itself when it is jitted there,
-    else the module-level jit of a function of that name (``step = jax.jit(train_step, ...)``)."""
+    else the module-level jit of a function of that name (``step = jax.jit(train_step, ...)``),
+    else such a jit held by a module-level object (``TRAINER.step``)."""
     from offload_fixer.api import is_jitted, python_function
 
     direct = getattr(module, function.name, None)
     if direct is not None and is_jitted(direct):
         return direct
-    for value in vars(module).values():
-        if is_jitted(value) and getattr(python_function(value), "__name__", None) == function.name:
+    def named(value: Any) -> bool:
+        return is_jitted(value) and getattr(python_function(value), "__name__", None) == function.name
+
+    values = list(vars(module).values())
+    for value in values:
+        if named(value):
             return value
+    for value in values:  # a module-level object's jitted attribute: ``self.step = jax.jit(self.update)``
+        if not isinstance(value, type) and not callable(value) and hasattr(value, "__dict__"):
+            for attribute in vars(value).values():
+                if named(attribute):
+                    return attribute
     return None

@@ -24,3 +24,8 @@ def train_state_shardings(mesh):
 def host_tree(mesh, keys):
     host = replicated(mesh, "pinned_host")
     return {key: host for key in keys}
+
+
+MESH4 = make_mesh(4)
+STATE_SHARDINGS = train_state_shardings(MESH4)
+"""A module-level tree other modules import by name."""
