@@ -71,6 +71,8 @@ class Row:
     hbm_after: int | None = None
     host_before: int | None = None
     host_after: int | None = None
+    whole_moved: list[str] = field(default_factory=list)
+    """Host arguments the fixed program moves to device whole (every byte of them in HBM)."""
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -159,6 +161,20 @@ def _baseline(report: Any, lowered_text: str) -> Any:
         if d.output_index is not None:
             text = with_host_output(text, d.output_index)
     return judge(text, "tpu")
+
+
+def _moved_whole(text: str) -> list[str]:
+    """The host entry arguments a module moves to device as they are, not a slice of them."""
+    from offload_fixer.ir.module import is_move_to_device, load
+
+    view = load(text)
+    moved = []
+    for arg in view.args:
+        if arg.in_host_memory_space:
+            value = view.entry_block.arguments[arg.index]
+            if any(is_move_to_device(use.owner) for use in value.uses):
+                moved.append(arg.info or f"argument {arg.index}")
+    return moved
 
 
 def _argument_kinds(text: str) -> list[str]:
@@ -251,6 +267,7 @@ def assess(path: Path, strategies: tuple[str, ...], compilers: bool = True, show
             after.append(verdicts["tpu"].memory)
             if row.placement is None:
                 row.placement = True
+            row.whole_moved += _moved_whole(module_text(lowered["tpu"]))
             _check_placement(row, report, intended, lowered_before[index], module_text(lowered["tpu"]), verdicts)
         if before and all(m is not None for m in before):
             row.hbm_before = sum(m.device_total for m in before)
@@ -300,14 +317,18 @@ def _mark(value: bool | None) -> str:
 
 
 def table(rows: list[Row]) -> str:
-    header = "| program | strategy | fix | lowers | tpu | gpu | cpu | placement | HBM before -> after | host before -> after |"
-    lines = [header, "|" + "---|" * 10]
+    header = (
+        "| program | strategy | fix | lowers | tpu | gpu | cpu | placement | HBM before -> after "
+        "| host before -> after | moved to HBM whole |"
+    )
+    lines = [header, "|" + "---|" * 11]
     for r in rows:
         fix = r.fix if r.fix == "fixed" else f"left: {r.why[:80]}"
         lines.append(
             f"| {r.program} | {r.strategy} | {fix} | {_mark(r.lowers)} | {_mark(r.tpu)} | {_mark(r.gpu)} "
             f"| {_mark(r.cpu)} | {_mark(r.placement)}{(' (' + r.placement_why + ')') if r.placement_why else ''} "
-            f"| {_bytes(r.hbm_before)} -> {_bytes(r.hbm_after)} | {_bytes(r.host_before)} -> {_bytes(r.host_after)} |"
+            f"| {_bytes(r.hbm_before)} -> {_bytes(r.hbm_after)} | {_bytes(r.host_before)} -> {_bytes(r.host_after)} "
+            f"| {', '.join(r.whole_moved) or '-'} |"
         )
     return "\n".join(lines)
 
@@ -324,6 +345,7 @@ def summary(rows: list[Row]) -> str:
         lines.append(
             f"{strategy}: {len(written)}/{len(mine)} programs fixed, {sum(r.good for r in written)} of them pass "
             f"every check; {safe}/{findings} OFL1200 findings get a safe fix ({100 * safe / max(findings, 1):.0f}%); "
+            f"{sum(bool(r.whole_moved) for r in written)} move a host argument to HBM whole; "
             f"HBM measured after {len(measured)}/{len(written)} fixes, before and after {len(grown)}, total delta {_bytes(sum(r.hbm_after - r.hbm_before for r in grown))}"
         )
     return "\n".join(lines)

@@ -142,6 +142,8 @@ class MoveToDeviceCommand(FixCommand):
             self.report_problem(f"{function.name} is a one-line function; cannot add a statement to it")
             return
         leaves = [parse_output_path(p) for p in self.target.parameter_leaves]
+        if self._in_scan_bodies(function, name):
+            return
         why_whole = ""
         if leaves and all(leaves):
             why_whole = self._at_reads(function, body, name, leaves)
@@ -166,6 +168,55 @@ class MoveToDeviceCommand(FixCommand):
             spec_reasons,
             f"argument {name}",
         )
+
+    def _in_scan_bodies(self, function: FunctionInfo, name: str) -> bool:
+        """A host stack only scanned over (``lax.scan(layer, h, name)``, every read of ``name``):
+        each slice moved to device where the scan's body starts (``w = device_put(w, ...)``),
+        so one layer at a time is in device memory, not the whole stack. False when a read of
+        ``name`` is not such a scan's ``xs``, or a body is not a ``def`` of this file."""
+        scans = _scans_over(function.node.body, name)
+        uses = [node for node, is_store in _name_uses(function.node.body, name)]
+        if not scans or any(is_store for _, is_store in _name_uses(function.node.body, name)):
+            return False
+        if {id(xs) for _, xs in scans} != {id(node) for node in uses}:
+            return False
+        bodies = []
+        for call, _ in scans:
+            found = self._body_def(call, function)
+            if found is None or not isinstance(found.body, cst.IndentedBlock):
+                return False
+            params = found.params.params
+            if len(params) < 2:
+                return False
+            bodies.append((found, params[1].name.value))
+        for body_def, slice_name in dict.fromkeys(bodies):
+            block = body_def.body
+            assert isinstance(block, cst.IndentedBlock)
+            start = 1 if block.body and _is_docstring(block.body[0]) else 0
+            if start < len(block.body) and self._moved_name(block.body[start], function) == slice_name:
+                self.already(f"each slice of {name} is already moved to device in {body_def.name.value}")
+                continue
+            spec, reasons = self.device_spec(function, function.scope, self.facts.line(body_def))
+            statement = self._rebind(slice_name, spec)
+            self.insert(block, start, statement)
+            label = f"each slice of {name}"
+            self.record(
+                block.body[start] if start < len(block.body) else body_def.name,
+                f"move {label} to device where the scan body {body_def.name.value} starts (line "
+                f"{self.facts.line(body_def)}; one slice at a time is in device memory, not all of {name}): "
+                f"{self.code(statement).strip()}",
+                reasons,
+                label,
+            )
+        return True
+
+    def _body_def(self, call: cst.Call, function: FunctionInfo) -> cst.FunctionDef | None:
+        """The ``def`` a scan's body argument names: nested in ``function`` or at module level."""
+        body = call.args[0].value if call.args and call.args[0].keyword is None else None
+        if not isinstance(body, cst.Name):
+            return None
+        candidates = [*_defs(function.node.body), *_defs(self.facts.module)]
+        return next((d for d in candidates if d.name.value == body.value), None)
 
     def _at_reads(
         self, function: FunctionInfo, body: cst.IndentedBlock, name: str, leaves: list[tuple[PathKey, ...]]
@@ -545,6 +596,31 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
         and isinstance(statement.body[0], cst.Expr)
         and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
     )
+
+
+def _scans_over(root: cst.CSTNode, name: str) -> list[tuple[cst.Call, cst.Name]]:
+    """``(call, xs)`` for each ``scan(f, init, name)`` (or ``xs=name``) under ``root``."""
+    found: list[tuple[cst.Call, cst.Name]] = []
+
+    class Visitor(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            if last_name(node.func) != "scan":
+                return
+            positional = [a for a in node.args if a.keyword is None and not a.star]
+            xs = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "xs"), None)
+            if xs is None and len(positional) >= 3:
+                xs = positional[2].value
+            if isinstance(xs, cst.Name) and xs.value == name:
+                found.append((node, xs))
+
+    root.visit(Visitor())
+    return found
+
+
+def _defs(root: cst.CSTNode) -> list[cst.FunctionDef]:
+    """The ``def`` statements directly in ``root``'s body (a function's block or a module)."""
+    body = root.body if isinstance(root, (cst.Module, cst.IndentedBlock)) else []
+    return [statement for statement in body if isinstance(statement, cst.FunctionDef)]
 
 
 def _label(keys: tuple[PathKey, ...]) -> str:

@@ -166,6 +166,7 @@ def find_jitted(module: Any, function: FunctionRef) -> Any:
     direct = getattr(module, function.name, None)
     if direct is not None and is_jitted(direct):
         return direct
+
     def named(value: Any) -> bool:
         return is_jitted(value) and getattr(python_function(value), "__name__", None) == function.name
 

@@ -21,7 +21,10 @@ train_step = jax.jit(update, in_shardings=(STATE_SHARDINGS, STATE_SHARDINGS["par
 
 def example():
     params = {"w": np.ones((4, 4), np.float32), "b": np.zeros((4,), np.float32)}
-    state = {"params": params, "opt": {"mu": jax.tree.map(np.zeros_like, params), "nu": jax.tree.map(np.ones_like, params)}}
+    state = {
+        "params": params,
+        "opt": {"mu": jax.tree.map(np.zeros_like, params), "nu": jax.tree.map(np.ones_like, params)},
+    }
     grads = jax.tree.map(lambda p: p + 1.0, params)
     shapes = jax.tree.map(lambda v: jax.ShapeDtypeStruct(v.shape, v.dtype), (state, grads))
     compiled = train_step.lower(*shapes).compile()

@@ -27,8 +27,8 @@ def decode(layers, token):
 
 def example():
     rng = np.random.default_rng(10)
-    layers = (rng.normal(size=(4, 8, 8)) / 3).astype(np.float32)
-    token = rng.normal(size=(8,)).astype(np.float32)
+    layers = (rng.normal(size=(16, 128, 128)) / 11).astype(np.float32)  # 1 MiB on host
+    token = rng.normal(size=(128,)).astype(np.float32)
     shapes = jax.tree.map(lambda v: jax.ShapeDtypeStruct(v.shape, v.dtype), (layers, token))
     compiled = decode.lower(*shapes).compile()
     return compiled(jax.device_put(layers, HOST), jax.device_put(token, DEVICE))

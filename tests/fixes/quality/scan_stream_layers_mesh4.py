@@ -32,8 +32,8 @@ def forward(layers, x):
 
 def example():
     rng = np.random.default_rng(0)
-    layers = (rng.normal(size=(4, 16, 16)) / 4).astype(np.float32)
-    x = rng.normal(size=(8, 16)).astype(np.float32)
+    layers = (rng.normal(size=(8, 256, 256)) / 16).astype(np.float32)  # 2 MiB on host
+    x = rng.normal(size=(8, 256)).astype(np.float32)
     shapes = jax.tree.map(lambda v: jax.ShapeDtypeStruct(v.shape, v.dtype), (layers, x))
     compiled = forward.lower(*shapes).compile()
     return compiled(jax.device_put(layers, HOST), jax.device_put(x, BATCH))
