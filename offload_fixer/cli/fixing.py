@@ -191,7 +191,7 @@ class FixConfirmation:
             compiler = checks[0].verdict.compiler if checks[0].verdict is not None else "the compiler"
             console.note(
                 f"offload-fixer: {result.path}: the fix compiles ({compiler} confirmed "
-                f"{len(checks)} compilation{'s' if len(checks) != 1 else ''})"
+                f"{len(checks)} compilation{'s' if len(checks) != 1 else ''}){self._memory(result, checks)}"
             )
             confirmed.add(result.path)
             results.append(result)
@@ -204,6 +204,30 @@ class FixConfirmation:
             }
             results = [written.get(r.path, r) for r in results]
         return results
+
+    def _memory(self, result: Any, checks: Sequence[Any]) -> str:
+        """``: HBM +4.0 MiB (temporaries), host 2.0 GiB kept`` for the first checked function:
+        the compiler's figures of the fix against the unfixed program with its failing outputs
+        declared host."""
+        from offload_fixer.xla.fixed import describe_memory, original_memory
+
+        after = checks[0].verdict.memory if checks[0].verdict is not None else None
+        found = [
+            (report, call)
+            for index, report in enumerate(self.reports)
+            if (call := self.calls.get(index)) is not None
+            and report.function is not None
+            and report.function.path
+            and os.path.abspath(report.function.path) == os.path.abspath(result.path)
+        ]
+        if after is None or not found:
+            return ""
+        report, call = found[0]
+        failing = [d.output_index for d in report.by_code("OFL1200") if d.output_index is not None]
+        before = original_memory(
+            result.path, result.old_text, report.function, call.args, call.kwargs, self.target, failing
+        )
+        return f": {describe_memory(before, after)}"
 
 
 def require_compiler(target: str, console: Console) -> None:

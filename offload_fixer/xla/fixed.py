@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-from offload_fixer.model import FunctionRef, XlaVerdict
+from offload_fixer.model import FunctionRef, MemoryFigures, XlaVerdict
 
 _names = itertools.count()
 
@@ -76,6 +76,65 @@ def compile_fixed(
             os.unlink(temporary)
         except OSError:
             pass
+
+
+def original_memory(
+    path: str, text: str, function: FunctionRef, args: tuple, kwargs: dict, target: str, host_outputs: list[int]
+) -> MemoryFigures | None:
+    """The memory figures of ``function`` as ``text`` (the unfixed file) has it, with the outputs
+    error 1200 names declared host memory (the program XLA accepts unchanged, as ``--confirm``
+    compiles it): what a fix's figures are compared with. ``None`` where XLA rejects even that."""
+    from offload_fixer.xla.confirm import with_host_output
+    from offload_fixer.xla.oracle import judge, module_text
+
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix=".offload-fixer-confirm-", suffix=".py", dir=directory)
+    name = f"_offload_fixer_original_{next(_names)}"
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        try:
+            module = _import(name, temporary, directory)
+            jitted = find_jitted(module, function)
+            if jitted is None:
+                return None
+            lowered = module_text(lower_fixed(jitted, module, args, kwargs, target))
+        except Exception:  # noqa: BLE001 - no baseline is a missing figure, not an error
+            return None
+        for index in host_outputs:
+            lowered = with_host_output(lowered, index)
+        return judge(lowered, target).memory
+    finally:
+        sys.modules.pop(name, None)
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+
+
+def describe_memory(before: MemoryFigures | None, after: MemoryFigures) -> str:
+    """A fix's cost in the compiler's figures: ``HBM +4.0 MiB (temporaries), host 2.0 GiB kept``."""
+    if before is None:
+        return f"HBM {_size(after.device_total)}, host {_size(after.host_total)}"
+    parts = {
+        "arguments": after.argument - before.argument,
+        "outputs": after.output - before.output,
+        "temporaries": after.temp - before.temp,
+    }
+    largest = max(parts, key=lambda part: abs(parts[part]))
+    delta = after.device_total - before.device_total
+    hbm = f"HBM {'+' if delta >= 0 else '-'}{_size(abs(delta))}" + (f" ({largest})" if delta else "")
+    host_delta = after.host_total - before.host_total
+    if host_delta >= 0:
+        return f"{hbm}, host {_size(after.host_total)} kept"
+    return f"{hbm}, host -{_size(-host_delta)} (now {_size(after.host_total)})"
+
+
+def _size(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
 
 
 def import_safe(text: str) -> bool:
