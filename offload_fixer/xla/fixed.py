@@ -184,7 +184,7 @@ def rehome(value: Any, module: Any) -> Any:
         return {k: rehome(v, module) for k, v in value.items()}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         changes = {f.name: rehome(getattr(value, f.name), module) for f in dataclasses.fields(value)}
-        built = object.__new__(own or kind)
+        built: Any = object.__new__(own or kind)
         for name, field_value in changes.items():
             object.__setattr__(built, name, field_value)
         return built
