@@ -467,7 +467,7 @@ def _parts(
         if strategy == "host":
             return [_Part("declare", declare + (entry + at_returns if auto else []))]
         parts: list[_Part] = [_Part("move", entry + at_returns + (declare if auto else []))]
-        state = _state_outputs(group, target, source, tree)  # host state in stays host out, whatever the strategy
+        state = _state_outputs(group, target, source, tree) if requested != "device" else ()
         if state:
             parts.append(_Part("state", [at("host", HostOutputCommand, "out_shardings", (), output_paths=state)]))
         return parts

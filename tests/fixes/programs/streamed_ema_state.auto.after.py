@@ -1,7 +1,7 @@
 """A moving average of the weights kept on host between steps: ``in_shardings`` streams it in,
 and the function returns its update, one array. The fix computes the update on device and
-keeps the average it returns host memory, under every strategy: host state that comes in
-stays host."""
+keeps the average it returns host memory (``--strategy device`` returns it as device memory,
+as asked)."""
 
 import jax
 import numpy as np

@@ -1,6 +1,6 @@
 """Parameters streamed from host every step (``in_shardings``) and returned: the intent is that
 they live on host between steps. The fix computes on them on device and keeps the returned
-parameters host memory, under every strategy: host state that comes in stays host."""
+parameters host memory (``--strategy device`` brings them back to device instead, as asked)."""
 
 import jax
 import jax.numpy as jnp

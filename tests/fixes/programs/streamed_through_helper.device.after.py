@@ -24,7 +24,7 @@ def step(state, x):
     return next_state(state, params), jnp.sum(x)
 
 
-entry = jax.jit(step, in_shardings=({"params": DEVICE, "opt": HOST}, DEVICE), out_shardings=({"opt": HOST, "params": None}, None))
+entry = jax.jit(step, in_shardings=({"params": DEVICE, "opt": HOST}, DEVICE))
 
 
 def _values():
