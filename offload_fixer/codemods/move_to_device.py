@@ -174,15 +174,12 @@ class MoveToDeviceCommand(FixCommand):
         each slice moved to device where the scan's body starts (``w = device_put(w, ...)``),
         so one layer at a time is in device memory, not the whole stack. False when a read of
         ``name`` is not such a scan's ``xs``, or a body is not a ``def`` of this file."""
-        scans = _scans_over(function.node.body, name)
-        uses = [node for node, is_store in _name_uses(function.node.body, name)]
-        if not scans or any(is_store for _, is_store in _name_uses(function.node.body, name)):
-            return False
-        if {id(xs) for _, xs in scans} != {id(node) for node in uses}:
+        found_scans = self._scans_of(function.node, name, depth=2)
+        if found_scans is None:
             return False
         bodies = []
-        for call, _ in scans:
-            found = self._body_def(call, function)
+        for call, owner in found_scans:
+            found = self._body_def(call, owner)
             if found is None or not isinstance(found.body, cst.IndentedBlock):
                 return False
             params = found.params.params
@@ -210,12 +207,49 @@ class MoveToDeviceCommand(FixCommand):
             )
         return True
 
-    def _body_def(self, call: cst.Call, function: FunctionInfo) -> cst.FunctionDef | None:
-        """The ``def`` a scan's body argument names: nested in ``function`` or at module level."""
+    def _scans_of(self, node: cst.FunctionDef, name: str, depth: int) -> list[tuple[cst.Call, cst.FunctionDef]] | None:
+        """The scans over parameter ``name`` of ``node`` when they are its only reads: directly,
+        or through a module-level helper it is passed to (``forward(stack, x)`` whose ``stack``
+        is only scanned over), ``depth`` levels down; None otherwise."""
+        uses = _name_uses(node.body, name)
+        if not uses or any(is_store for _, is_store in uses):
+            return None
+        scans = _scans_over(node.body, name)
+        direct = {id(xs) for _, xs in scans}
+        found = [(call, node) for call, _ in scans]
+        for use, _ in uses:
+            if id(use) in direct:
+                continue
+            helper = self._helper_parameter(node, use) if depth > 1 else None
+            if helper is None:
+                return None
+            inner = self._scans_of(helper[0], helper[1], depth - 1)
+            if inner is None:
+                return None
+            found += inner
+        return found or None
+
+    def _helper_parameter(self, node: cst.FunctionDef, use: cst.Name) -> tuple[cst.FunctionDef, str] | None:
+        """(def, parameter) when ``use`` is a plain positional argument of a call to a
+        module-level ``def`` of this file: the parameter it binds."""
+        for call in _calls_with_argument(node.body, use):
+            if not isinstance(call.func, cst.Name):
+                continue
+            helper = next((d for d in _defs(self.facts.module) if d.name.value == call.func.value), None)
+            positional = [a for a in call.args if a.keyword is None and not a.star]
+            index = next((i for i, a in enumerate(positional) if a.value is use), None)
+            if helper is None or index is None or index >= len(helper.params.params):
+                return None
+            return helper, helper.params.params[index].name.value
+        return None
+
+    def _body_def(self, call: cst.Call, owner: cst.FunctionDef) -> cst.FunctionDef | None:
+        """The ``def`` a scan's body argument names: nested in ``owner`` (the function that
+        calls the scan) or at module level."""
         body = call.args[0].value if call.args and call.args[0].keyword is None else None
         if not isinstance(body, cst.Name):
             return None
-        candidates = [*_defs(function.node.body), *_defs(self.facts.module)]
+        candidates = [*_defs(owner.body), *_defs(self.facts.module)]
         return next((d for d in candidates if d.name.value == body.value), None)
 
     def _at_reads(
@@ -612,6 +646,19 @@ def _scans_over(root: cst.CSTNode, name: str) -> list[tuple[cst.Call, cst.Name]]
                 xs = positional[2].value
             if isinstance(xs, cst.Name) and xs.value == name:
                 found.append((node, xs))
+
+    root.visit(Visitor())
+    return found
+
+
+def _calls_with_argument(root: cst.CSTNode, argument: cst.Name) -> list[cst.Call]:
+    """The calls under ``root`` that take ``argument`` (that very node) as an argument."""
+    found: list[cst.Call] = []
+
+    class Visitor(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            if any(a.value is argument for a in node.args):
+                found.append(node)
 
     root.visit(Visitor())
     return found
