@@ -333,6 +333,31 @@ def output_memory_kinds(executable: Any) -> list[str]:
     return list(kinds[0]) if kinds and isinstance(kinds[0], (list, tuple)) else list(kinds)
 
 
+MEMORY_STAT_FIELDS = {
+    "argument": "argument_size_in_bytes",
+    "output": "output_size_in_bytes",
+    "temp": "temp_size_in_bytes",
+    "alias": "alias_size_in_bytes",
+    "host_argument": "host_argument_size_in_bytes",
+    "host_output": "host_output_size_in_bytes",
+    "host_temp": "host_temp_size_in_bytes",
+}
+"""``model.MemoryFigures`` fields -> ``CompiledMemoryStats`` attributes (libtpu and the CUDA
+plugin both give them deviceless)."""
+
+
+def memory_figures(executable: Any) -> dict[str, int] | None:
+    """A compiled executable's memory figures, or ``None`` where the compiler gives none."""
+    stats_of = getattr(executable, "get_compiled_memory_stats", None)
+    if stats_of is None:
+        return None
+    try:
+        stats = stats_of()
+    except Exception:  # noqa: BLE001 - a compiler that does not implement it raises its own error
+        return None
+    return {name: int(getattr(stats, attribute, 0) or 0) for name, attribute in MEMORY_STAT_FIELDS.items()}
+
+
 @dataclass(frozen=True)
 class XlaGeneration:
     """What one generation of released compilers does where generations differ (measured with

@@ -139,6 +139,8 @@ class Origin:
     as JAX writes it (``opt_state['mu']['b']``); the fix planner finds the parameter by it."""
     argument_index: int | None = None
     """For ``host_argument``: the flat index of the argument among ``@main``'s parameters."""
+    value_type: str = ""
+    """For ``host_argument``: the argument's tensor type (``tensor<8xf32>``)."""
 
 
 @dataclass(frozen=True)
@@ -249,6 +251,9 @@ class OutputInfo:
     compiled_memory_kind: str | None = None
     """The memory kind the compiled executable returns this output in, where it differs from
     what the module declares on some target (``unpinned_host`` outputs, repaired moves)."""
+    value_type: str = ""
+    """The output's tensor type (``tensor<4x8xf32>``): which outputs can give back a streamed
+    argument (the same type)."""
 
 
 @dataclass(frozen=True)
@@ -266,6 +271,29 @@ class Prediction:
     """The instruction XLA's message names, as XLA names it (``params.1``, ``mul.3``)."""
     output_index: int | None = None
     """For ``OFL1200``: the flat output the offending value reaches."""
+
+
+@dataclass(frozen=True)
+class MemoryFigures:
+    """A compiled program's memory, as the compiler's ``memory_analysis()`` gives it
+    deviceless: device (HBM) and host bytes of its arguments, outputs and temporaries."""
+
+    argument: int = 0
+    output: int = 0
+    temp: int = 0
+    alias: int = 0
+    host_argument: int = 0
+    host_output: int = 0
+    host_temp: int = 0
+
+    @property
+    def device_total(self) -> int:
+        """HBM the program holds while it runs (aliased outputs counted once)."""
+        return self.argument + self.output + self.temp - self.alias
+
+    @property
+    def host_total(self) -> int:
+        return self.host_argument + self.host_output + self.host_temp
 
 
 @dataclass(frozen=True)
@@ -295,6 +323,8 @@ class XlaVerdict:
     """Instructions XLA's warnings say it converted into host compute, in log order."""
     host_slices: tuple[str, ...] = ()
     """Slices XLA's warnings say stay on host (converted into host compute)."""
+    memory: MemoryFigures | None = None
+    """The compiled program's memory figures (when it compiled and the compiler gives them)."""
 
     def to_dict(self) -> dict[str, Any]:
         return _to_dict(self)

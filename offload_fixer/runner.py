@@ -81,7 +81,7 @@ class RunResult:
     texts: dict[str, str] = field(default_factory=dict)
     """Those files' text as it was hashed: the report keeps the lines its findings name."""
     calls: dict[int, AbstractCall] = field(default_factory=dict)
-    """With ``--confirm``: for each report (by its index), the call to lower again once fixed."""
+    """For each report with findings (by its index), the call its fixes are lowered again with."""
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -165,7 +165,13 @@ class CompilationChecker:
                 if self.progress is not None:
                     self.progress.clear()  # the program's own output follows on the terminal
             self.result.checked += 1
-            self._add(report, AbstractCall(fun, abstract_arguments(args), dict(kwargs)) if self.confirm else None)
+            # the call a fix is lowered again with before it is written
+            call = (
+                AbstractCall(fun, abstract_arguments(args), dict(kwargs))
+                if self.confirm or report.diagnostics
+                else None
+            )
+            self._add(report, call)
 
     def check_eager(
         self, fun: Any, args_flat: Sequence[Any], out_flat: Sequence[Any], lower: Callable[[str], Any]

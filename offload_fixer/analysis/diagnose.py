@@ -111,6 +111,7 @@ class Diagnoser:
                     value.memory_kind,
                     verdict,
                     self._compiled_kind(value.index, value.memory_kind, verdict),
+                    value.value_type,
                 )
             )
         return tuple(infos)
@@ -358,6 +359,7 @@ class Diagnoser:
                 key=f"arg:{seed.arg_index}",
                 argument=arg.info or None,
                 argument_index=seed.arg_index,
+                value_type=arg.value_type,
             )
         op = seed.op
         assert op is not None, "a move-to-host seed has its move"

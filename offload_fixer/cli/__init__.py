@@ -426,7 +426,8 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
                 None,
                 console,
                 expected_sha256=result.sources,
-                confirm=FixConfirmation(result.reports, result.calls, settings.target) if invocation.confirm else None,
+                # every fix lowered again before it is written; compiled too with --confirm
+                confirm=FixConfirmation(result.reports, result.calls, settings.target, compile=invocation.confirm),
                 reports=result.reports,
             )
             outcome.failure = outcome.failure or run_fixes.failure
@@ -580,11 +581,10 @@ def fix(report_file: str, **params: Any) -> None:
         fail(ExitCode.INPUT_ERROR, f"cannot read the report {report_file}: {exc}", console)
     resolver, _ = resolve_settings(invocation, ".", console)
     diagnostics = without_excluded([d for r in saved.reports for d in r.diagnostics], resolver, console)
-    confirmation = None
     if invocation.confirm:
         require_compiler(saved.target, console)
-        calls = {index: AbstractCall(None, *decode_call(call)) for index, call in saved.calls.items()}
-        confirmation = FixConfirmation(saved.reports, calls, saved.target)
+    calls = {index: AbstractCall(None, *decode_call(call)) for index, call in saved.calls.items()}
+    confirmation = FixConfirmation(saved.reports, calls, saved.target, compile=invocation.confirm)
     run_fixes = apply_fixes(
         diagnostics,
         invocation.strategy or "auto",

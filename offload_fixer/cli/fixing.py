@@ -133,17 +133,19 @@ def apply_fixes_per_file(
 
 
 class FixConfirmation:
-    """``--fix --confirm``: each fixed file's checked functions lowered again from the fixed
-    text and compiled before anything is written (:mod:`offload_fixer.xla.confirm_fixes`)."""
+    """Each fixed file's checked functions lowered again from the fixed text before anything
+    is written, and with ``--confirm`` (``compile``) compiled as well
+    (:mod:`offload_fixer.xla.confirm_fixes`)."""
 
-    def __init__(self, reports: Sequence[Any], calls: dict[int, Any], target: str) -> None:
+    def __init__(self, reports: Sequence[Any], calls: dict[int, Any], target: str, compile: bool = True) -> None:
         self.reports = list(reports)
         self.calls = calls
         self.target = target
+        self.compile = compile
 
     def apply(self, plans: Sequence[Any], invocation: Invocation, console: Console) -> list[Any]:
         from offload_fixer.fixes import apply_plans
-        from offload_fixer.xla.confirm_fixes import compile_fixed
+        from offload_fixer.xla.confirm_fixes import compile_fixed, import_safe
 
         planned = apply_plans(plans, write=False, unsafe=invocation.unsafe_fixes)
         confirmed: set[str] = set()
@@ -152,29 +154,44 @@ class FixConfirmation:
             if not result.changed or result.error is not None:
                 results.append(result)
                 continue
+            if not self.compile and not import_safe(result.new_text):
+                results.append(result)  # importing it would run the program again: not lowered
+                confirmed.add(result.path)
+                continue
             checks = [
-                compile_fixed(result.path, result.new_text, report.function, call.args, call.kwargs, self.target)
+                compile_fixed(
+                    result.path, result.new_text, report.function, call.args, call.kwargs, self.target, self.compile
+                )
                 for index, report in enumerate(self.reports)
                 if (call := self.calls.get(index)) is not None
                 and report.function is not None
                 and report.function.path
                 and os.path.abspath(report.function.path) == os.path.abspath(result.path)
             ]
+            if not self.compile:
+                checks = [check for check in checks if check.located]
             refused = [check.reason for check in checks if not check.confirmed]
+            if not checks and not self.compile:
+                results.append(result)  # no recorded call of this file's functions: nothing to lower
+                confirmed.add(result.path)
+                continue
             if refused or not checks:
                 from offload_fixer.fixes.errors import FixNotConfirmedError
 
                 reason = refused[0] if refused else "no checked compilation of this file to compile the fix with"
+                said = "not confirmed by the compiler" if self.compile else "the fixed function does not lower"
                 results.append(
-                    dataclasses.replace(
-                        result, error=FixNotConfirmedError(result.path, f"not confirmed by the compiler: {reason}")
-                    )
+                    dataclasses.replace(result, error=FixNotConfirmedError(result.path, f"{said}: {reason}"))
                 )
+                continue
+            if not self.compile:
+                confirmed.add(result.path)
+                results.append(result)
                 continue
             compiler = checks[0].verdict.compiler if checks[0].verdict is not None else "the compiler"
             console.note(
                 f"offload-fixer: {result.path}: the fix compiles ({compiler} confirmed "
-                f"{len(checks)} compilation{'s' if len(checks) != 1 else ''})"
+                f"{len(checks)} compilation{'s' if len(checks) != 1 else ''}){self._memory(result, checks)}"
             )
             confirmed.add(result.path)
             results.append(result)
@@ -187,6 +204,30 @@ class FixConfirmation:
             }
             results = [written.get(r.path, r) for r in results]
         return results
+
+    def _memory(self, result: Any, checks: Sequence[Any]) -> str:
+        """``: HBM +4.0 MiB (temporaries), host 2.0 GiB kept`` for the first checked function:
+        the compiler's figures of the fix against the unfixed program with its failing outputs
+        declared host."""
+        from offload_fixer.xla.confirm_fixes import describe_memory, original_memory
+
+        after = checks[0].verdict.memory if checks[0].verdict is not None else None
+        found = [
+            (report, call)
+            for index, report in enumerate(self.reports)
+            if (call := self.calls.get(index)) is not None
+            and report.function is not None
+            and report.function.path
+            and os.path.abspath(report.function.path) == os.path.abspath(result.path)
+        ]
+        if after is None or not found:
+            return ""
+        report, call = found[0]
+        failing = [d.output_index for d in report.by_code("OFL1200") if d.output_index is not None]
+        before = original_memory(
+            result.path, result.old_text, report.function, call.args, call.kwargs, self.target, failing
+        )
+        return f": {describe_memory(before, after)}"
 
 
 def require_compiler(target: str, console: Console) -> None:

@@ -361,15 +361,29 @@ class FixCommand(CodemodCommand):
     ) -> cst.BaseExpression | None:
         """The sharding that covers ``keys`` inside an ``in_shardings`` entry; None when the
         path ends on a container (several shardings)."""
-        for key in keys:
+        for depth, key in enumerate(keys):
             container = self._through_name(entry, scope)
             if not isinstance(container, (cst.Tuple, cst.List, cst.Dict)):
-                return entry
+                if self.value_kind(entry, scope) in ("sharding", "space"):
+                    return entry  # one sharding, a pytree prefix of the whole subtree
+                return self._indexed(entry, keys[depth:])
             child = child_at(container, key)
             if child is None:
                 return None
             entry = child
         return None if isinstance(self._through_name(entry, scope), (cst.Tuple, cst.List, cst.Dict)) else entry
+
+    def _indexed(self, tree: cst.BaseExpression, keys: tuple[PathKey, ...]) -> cst.BaseExpression:
+        """``tree`` (a tree of shardings the source does not spell, ``make_shardings()``'s
+        result) indexed as the argument is: ``SH["opt"]``, ``SH.momentum``, ``SH[1]``."""
+        quote = self.facts.quote
+        for kind, key in keys:
+            if kind == "attr":
+                tree = cst.Attribute(value=tree, attr=cst.Name(str(key)))
+            else:
+                index = cst.Integer(str(key)) if kind == "index" else cst.SimpleString(f"{quote}{key}{quote}")
+                tree = cst.Subscript(value=tree, slice=[cst.SubscriptElement(cst.Index(index))])
+        return tree
 
     def _argument_index(self, function: FunctionInfo, site: JitSite) -> int | None:
         t = self.target

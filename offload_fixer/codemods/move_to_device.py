@@ -143,6 +143,8 @@ class MoveToDeviceCommand(FixCommand):
             self.report_problem(f"{function.name} is a one-line function; cannot add a statement to it")
             return
         leaves = [parse_output_path(p) for p in self.target.parameter_leaves]
+        if self._in_scan_bodies(function, name):
+            return
         why_whole = ""
         if leaves and all(leaves):
             why_whole = self._at_reads(function, body, name, leaves)
@@ -167,6 +169,89 @@ class MoveToDeviceCommand(FixCommand):
             spec_reasons,
             f"argument {name}",
         )
+
+    def _in_scan_bodies(self, function: FunctionInfo, name: str) -> bool:
+        """A host stack only scanned over (``lax.scan(layer, h, name)``, every read of ``name``):
+        each slice moved to device where the scan's body starts (``w = device_put(w, ...)``),
+        so one layer at a time is in device memory, not the whole stack. False when a read of
+        ``name`` is not such a scan's ``xs``, or a body is not a ``def`` of this file."""
+        found_scans = self._scans_of(function.node, name, depth=2)
+        if found_scans is None:
+            return False
+        bodies = []
+        for call, owner in found_scans:
+            found = self._body_def(call, owner)
+            if found is None or not isinstance(found.body, cst.IndentedBlock):
+                return False
+            params = found.params.params
+            if len(params) < 2:
+                return False
+            bodies.append((found, params[1].name.value))
+        for body_def, slice_name in dict.fromkeys(bodies):
+            block = body_def.body
+            assert isinstance(block, cst.IndentedBlock)
+            start = 1 if block.body and _is_docstring(block.body[0]) else 0
+            if start < len(block.body) and self._moved_name(block.body[start], function) == slice_name:
+                self.already(f"each slice of {name} is already moved to device in {body_def.name.value}")
+                continue
+            spec, reasons = self.device_spec(function, function.scope, self.facts.line(body_def))
+            statement = self._rebind(slice_name, spec)
+            self.insert(block, start, statement)
+            label = f"each slice of {name}"
+            self.record(
+                block.body[start] if start < len(block.body) else body_def.name,
+                f"move {label} to device where the scan body {body_def.name.value} starts (line "
+                f"{self.facts.line(body_def)}; one slice at a time is in device memory, not all of {name}): "
+                f"{self.code(statement).strip()}",
+                reasons,
+                label,
+            )
+        return True
+
+    def _scans_of(self, node: cst.FunctionDef, name: str, depth: int) -> list[tuple[cst.Call, cst.FunctionDef]] | None:
+        """The scans over parameter ``name`` of ``node`` when they are its only reads: directly,
+        or through a module-level helper it is passed to (``forward(stack, x)`` whose ``stack``
+        is only scanned over), ``depth`` levels down; None otherwise."""
+        uses = _name_uses(node.body, name)
+        if not uses or any(is_store for _, is_store in uses):
+            return None
+        scans = _scans_over(node.body, name)
+        direct = {id(xs) for _, xs in scans}
+        found = [(call, node) for call, _ in scans]
+        for use, _ in uses:
+            if id(use) in direct:
+                continue
+            helper = self._helper_parameter(node, use) if depth > 1 else None
+            if helper is None:
+                return None
+            inner = self._scans_of(helper[0], helper[1], depth - 1)
+            if inner is None:
+                return None
+            found += inner
+        return found or None
+
+    def _helper_parameter(self, node: cst.FunctionDef, use: cst.Name) -> tuple[cst.FunctionDef, str] | None:
+        """(def, parameter) when ``use`` is a plain positional argument of a call to a
+        module-level ``def`` of this file: the parameter it binds."""
+        for call in _calls_with_argument(node.body, use):
+            if not isinstance(call.func, cst.Name):
+                continue
+            helper = next((d for d in _defs(self.facts.module) if d.name.value == call.func.value), None)
+            positional = [a for a in call.args if a.keyword is None and not a.star]
+            index = next((i for i, a in enumerate(positional) if a.value is use), None)
+            if helper is None or index is None or index >= len(helper.params.params):
+                return None
+            return helper, helper.params.params[index].name.value
+        return None
+
+    def _body_def(self, call: cst.Call, owner: cst.FunctionDef) -> cst.FunctionDef | None:
+        """The ``def`` a scan's body argument names: nested in ``owner`` (the function that
+        calls the scan) or at module level."""
+        body = call.args[0].value if call.args and call.args[0].keyword is None else None
+        if not isinstance(body, cst.Name):
+            return None
+        candidates = [*_defs(owner.body), *_defs(self.facts.module)]
+        return next((d for d in candidates if d.name.value == body.value), None)
 
     def _at_reads(
         self, function: FunctionInfo, body: cst.IndentedBlock, name: str, leaves: list[tuple[PathKey, ...]]
@@ -216,6 +301,8 @@ class MoveToDeviceCommand(FixCommand):
             else:
                 spec, reasons = self.device_spec(function, function.scope, self.facts.line(statements[at]))
             local = self._free_name(function, statements, part, first_read[part])
+            if local is not None and _assigns_exactly(statements[first_read[part]], local, nodes):
+                local = None  # ``opt = state["opt"]``: moved in place, not ``opt = opt`` after a move
             if local is None:
                 for node in nodes:
                     if self.claim(node, self._wrapper(spec)):
@@ -512,6 +599,20 @@ def _to_name(local: str) -> Rewrite:
     return lambda _updated: cst.Name(local)
 
 
+def _assigns_exactly(statement: cst.BaseStatement, name: str, reads: Sequence[cst.BaseExpression]) -> bool:
+    """``statement`` is ``name = <the one read>``."""
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1 or len(reads) != 1:
+        return False
+    assign = statement.body[0]
+    return (
+        isinstance(assign, cst.Assign)
+        and len(assign.targets) == 1
+        and isinstance(assign.targets[0].target, cst.Name)
+        and assign.targets[0].target.value == name
+        and assign.value is reads[0]
+    )
+
+
 def _assigned_name(statement: cst.CSTNode | None) -> str | None:
     if not (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1):
         return None
@@ -530,6 +631,44 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
         and isinstance(statement.body[0], cst.Expr)
         and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
     )
+
+
+def _scans_over(root: cst.CSTNode, name: str) -> list[tuple[cst.Call, cst.Name]]:
+    """``(call, xs)`` for each ``scan(f, init, name)`` (or ``xs=name``) under ``root``."""
+    found: list[tuple[cst.Call, cst.Name]] = []
+
+    class Visitor(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            if last_name(node.func) != "scan":
+                return
+            positional = [a for a in node.args if a.keyword is None and not a.star]
+            xs = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "xs"), None)
+            if xs is None and len(positional) >= 3:
+                xs = positional[2].value
+            if isinstance(xs, cst.Name) and xs.value == name:
+                found.append((node, xs))
+
+    root.visit(Visitor())
+    return found
+
+
+def _calls_with_argument(root: cst.CSTNode, argument: cst.Name) -> list[cst.Call]:
+    """The calls under ``root`` that take ``argument`` (that very node) as an argument."""
+    found: list[cst.Call] = []
+
+    class Visitor(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            if any(a.value is argument for a in node.args):
+                found.append(node)
+
+    root.visit(Visitor())
+    return found
+
+
+def _defs(root: cst.CSTNode) -> list[cst.FunctionDef]:
+    """The ``def`` statements directly in ``root``'s body (a function's block or a module)."""
+    body = root.body if isinstance(root, (cst.Module, cst.IndentedBlock)) else []
+    return [statement for statement in body if isinstance(statement, cst.FunctionDef)]
 
 
 def _label(keys: tuple[PathKey, ...]) -> str:

@@ -340,7 +340,7 @@ class _Group:
         target = _target(group, path, spelling, source, tree)
         parts = [
             part
-            for part in _parts(group, origin, target, strategy, requested, spelling, computed_on, source)
+            for part in _parts(group, origin, target, strategy, requested, spelling, computed_on, source, tree)
             if part.attempts
         ]
         return cls(group, strategy, rationale, target, parts, source, base)
@@ -445,6 +445,7 @@ def _parts(
     spelling: jax_compat.Spelling,
     computed_on: bool,
     source: _Source | None,
+    tree: tuple[OutputInfo, ...] = (),
 ) -> list[_Part]:
     """The edits a group needs, each with its attempts in order of preference; ``auto`` falls
     back to the other strategy, an explicit request does not."""
@@ -468,7 +469,7 @@ def _parts(
         if strategy == "host":
             return [_Part("declare", declare + (entry + at_returns if auto else []))]
         parts: list[_Part] = [_Part("move", entry + at_returns + (declare if auto else []))]
-        state = _state_outputs(group, target, source) if requested != "device" else ()
+        state = _state_outputs(group, target, source, tree) if requested != "device" else ()
         if state:
             parts.append(_Part("state", [at("host", HostOutputCommand, "out_shardings", (), output_paths=state)]))
         return parts
@@ -507,12 +508,16 @@ def _parts(
     return parts
 
 
-def _state_outputs(group: list[Diagnostic], target: FixTarget, source: _Source | None) -> tuple[str, ...]:
+def _state_outputs(
+    group: list[Diagnostic], target: FixTarget, source: _Source | None, tree: tuple[OutputInfo, ...] = ()
+) -> tuple[str, ...]:
     """Outputs that return the streamed argument's host leaves (the state that enters as host)
     and are declared device memory: they are declared host, so the state stays host. Found
     where a return gives back the parameter's name, else by the output tree's structure (the
     one sub-tree with the argument's host leaves), else, for an argument streamed whole into a
-    function with a single array output (``ema = update(ema, w)``), that output."""
+    function with a single array output (``ema = update(ema, w)``), that output. An output whose
+    tensor type differs from the host leaf's (``relu(x + bias)`` for a streamed ``bias``) is a new
+    value, not the state."""
     leaves = [parse_output_path(p) for p in (target.parameter_leaves or ("",))]
     kinds = {parse_output_path(p): k for p, k in target.output_kinds}
     prefixes: list[tuple[PathKey, ...]] = []
@@ -527,10 +532,19 @@ def _state_outputs(group: list[Diagnostic], target: FixTarget, source: _Source |
         prefixes = fitting if len(fitting) == 1 else []
     if not prefixes and leaves == [()] and (list(kinds) == [()] if kinds else offending == {()}):
         prefixes = [()]  # the whole argument in, one array out: the function returns the state
+    types = {parse_output_path(info.path): info.value_type for info in tree if info.value_type}
+    leaf_types = {
+        parse_output_path(split_argument(d.origin.argument)[1]): d.origin.value_type
+        for d in group
+        if d.origin is not None and d.origin.argument and d.origin.value_type
+    }
     state = []
     for prefix in prefixes:
         for leaf in leaves:
             keys = (*prefix, *leaf)
+            out_type, in_type = types.get(keys), leaf_types.get(leaf)
+            if out_type and in_type and out_type != in_type:
+                continue
             kind = kinds.get(keys)
             if (kind is not None and kind not in HOST_KINDS) or (not kinds and keys in offending):
                 state.append(format_output_path(keys))

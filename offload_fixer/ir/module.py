@@ -40,6 +40,8 @@ class EntryValue:
     info: str
     """``jax.result_info`` / ``jax.arg_info``, or the argument's location name."""
     element_bits: int | None
+    value_type: str = ""
+    """The tensor type, ``tensor<4x8xf32>``."""
 
     @property
     def in_host_memory_space(self) -> bool:
@@ -105,9 +107,8 @@ class ModuleView:
             if info is None and isinstance(value, ir.Value):
                 location = jax_compat.value_location(value)
                 info = None if location is None else decode(location).name
-            yield EntryValue(
-                index, kind, info or "", _element_bits(value.type if isinstance(value, ir.Value) else value)
-            )
+            type_ = value.type if isinstance(value, ir.Value) else value
+            yield EntryValue(index, kind, info or "", _element_bits(type_), str(type_))
 
     def location(self, op: ir.Operation) -> OpLocation:
         cached = self._location_cache.get(op)

@@ -10,6 +10,7 @@ target with the same arguments and compiled. A fix is confirmed when XLA compile
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import itertools
 import os
@@ -18,7 +19,7 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any
 
-from offload_fixer.model import FunctionRef, XlaVerdict
+from offload_fixer.model import FunctionRef, MemoryFigures, XlaVerdict
 
 _names = itertools.count()
 
@@ -29,13 +30,16 @@ class FixCheck:
     reason: str
     """Why the fix is refused (or what XLA said when it compiled it: empty)."""
     verdict: XlaVerdict | None = None
+    located: bool = True
+    """The fixed function was found and imported (else nothing was lowered)."""
 
 
 def compile_fixed(
-    path: str, fixed_text: str, function: FunctionRef, args: tuple, kwargs: dict, target: str
+    path: str, fixed_text: str, function: FunctionRef, args: tuple, kwargs: dict, target: str, compile: bool = True
 ) -> FixCheck:
-    """Lower ``function`` from ``fixed_text`` (the new contents of ``path``) and compile it."""
-    from offload_fixer import jax_compat
+    """Lower ``function`` from ``fixed_text`` (the new contents of ``path``) and, with
+    ``compile``, compile it. Lowering needs JAX only: a fix whose ``out_shardings`` does not
+    fit the returned pytree, or whose edit no longer traces, fails here."""
     from offload_fixer.xla.oracle import judge
 
     directory = os.path.dirname(os.path.abspath(path))
@@ -46,15 +50,19 @@ def compile_fixed(
             out.write(fixed_text)
         try:
             module = _import(name, temporary, directory)
-            jitted = _find_jitted(module, function)
+            jitted = find_jitted(module, function)
         except Exception as exc:  # noqa: BLE001 - the user's module may fail to import here
-            return FixCheck(False, f"the fixed file could not be imported to compile it: {type(exc).__name__}: {exc}")
+            return FixCheck(
+                False, f"the fixed file could not be imported to compile it: {type(exc).__name__}: {exc}", located=False
+            )
         if jitted is None:
-            return FixCheck(False, f"`{function.name}` is not a module-level function of the fixed file")
+            return FixCheck(False, f"`{function.name}` is not a module-level function of the fixed file", located=False)
         try:
-            lowered = jax_compat.lower_for_platform(jitted, args, kwargs, jax_compat.lowering_platform(target))
+            lowered = lower_fixed(jitted, module, args, kwargs, target)
         except Exception as exc:  # noqa: BLE001
             return FixCheck(False, f"the fixed `{function.name}` no longer lowers: {type(exc).__name__}: {exc}")
+        if not compile:
+            return FixCheck(True, "")
         verdict = judge(lowered, target)
         if verdict.outcome == "compiled":
             return FixCheck(True, "", verdict)
@@ -68,6 +76,128 @@ def compile_fixed(
             os.unlink(temporary)
         except OSError:
             pass
+
+
+def original_memory(
+    path: str, text: str, function: FunctionRef, args: tuple, kwargs: dict, target: str, host_outputs: list[int]
+) -> MemoryFigures | None:
+    """The memory figures of ``function`` as ``text`` (the unfixed file) has it, with the outputs
+    error 1200 names declared host memory (the program XLA accepts unchanged, as ``--confirm``
+    compiles it): what a fix's figures are compared with. ``None`` where XLA rejects even that."""
+    from offload_fixer.xla.confirm import with_host_output
+    from offload_fixer.xla.oracle import judge, module_text
+
+    directory = os.path.dirname(os.path.abspath(path))
+    handle, temporary = tempfile.mkstemp(prefix=".offload-fixer-confirm-", suffix=".py", dir=directory)
+    name = f"_offload_fixer_original_{next(_names)}"
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        try:
+            module = _import(name, temporary, directory)
+            jitted = find_jitted(module, function)
+            if jitted is None:
+                return None
+            lowered = module_text(lower_fixed(jitted, module, args, kwargs, target))
+        except Exception:  # noqa: BLE001 - no baseline is a missing figure, not an error
+            return None
+        for index in host_outputs:
+            lowered = with_host_output(lowered, index)
+        return judge(lowered, target).memory
+    finally:
+        sys.modules.pop(name, None)
+        try:
+            os.unlink(temporary)
+        except OSError:
+            pass
+
+
+def describe_memory(before: MemoryFigures | None, after: MemoryFigures) -> str:
+    """A fix's cost in the compiler's figures: ``HBM +4.0 MiB (temporaries), host 2.0 GiB kept``."""
+    if before is None:
+        return f"HBM {_size(after.device_total)}, host {_size(after.host_total)}"
+    parts = {
+        "arguments": after.argument - before.argument,
+        "outputs": after.output - before.output,
+        "temporaries": after.temp - before.temp,
+    }
+    largest = max(parts, key=lambda part: abs(parts[part]))
+    delta = after.device_total - before.device_total
+    hbm = f"HBM {'+' if delta >= 0 else '-'}{_size(abs(delta))}" + (f" ({largest})" if delta else "")
+    host_delta = after.host_total - before.host_total
+    if host_delta >= 0:
+        return f"{hbm}, host {_size(after.host_total)} kept"
+    return f"{hbm}, host -{_size(-host_delta)} (now {_size(after.host_total)})"
+
+
+def _size(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def import_safe(text: str) -> bool:
+    """Whether importing ``text`` only defines things: imports, definitions, assignments and an
+    ``if __name__ == "__main__":`` block, so lowering a fix by importing the fixed file does not
+    run the user's program again (a script that trains at module level is not imported)."""
+    import ast
+
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return False
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            continue
+        if isinstance(node, ast.If) and "__name__" in ast.unparse(node.test):
+            continue
+        return False
+    return True
+
+
+def lower_fixed(jitted: Any, module: Any, args: tuple, kwargs: dict, target: str) -> Any:
+    """``jitted`` (from the fixed ``module``) lowered for ``target`` with the recorded arguments,
+    their dataclass and NamedTuple nodes rebuilt from the fixed module's classes of the same
+    name: the recorded ones belong to the original module, whose pytree types JAX compares by
+    identity with the ``in_shardings`` the fixed module builds."""
+    from offload_fixer import jax_compat
+
+    args, kwargs = rehome((args, kwargs), module)
+    return jax_compat.lower_for_platform(jitted, args, kwargs, jax_compat.lowering_platform(target))
+
+
+def rehome(value: Any, module: Any) -> Any:
+    """``value`` with each dataclass or NamedTuple whose class ``module`` also defines (by
+    qualified name, a class of another module) rebuilt as an instance of ``module``'s class."""
+    kind = type(value)
+    own = _same_class(kind, module)
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return (own or kind)(*(rehome(v, module) for v in value))
+    if isinstance(value, (tuple, list)):
+        return kind(rehome(v, module) for v in value)
+    if isinstance(value, dict):
+        return {k: rehome(v, module) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {f.name: rehome(getattr(value, f.name), module) for f in dataclasses.fields(value)}
+        built: Any = object.__new__(own or kind)
+        for name, field_value in changes.items():
+            object.__setattr__(built, name, field_value)
+        return built
+    return value
+
+
+def _same_class(kind: type, module: Any) -> type | None:
+    found: Any = module
+    for part in kind.__qualname__.split("."):
+        found = getattr(found, part, None)
+        if found is None:
+            return None
+    return found if isinstance(found, type) and found is not kind else None
 
 
 def _import(name: str, path: str, directory: str) -> Any:
@@ -86,15 +216,26 @@ def _import(name: str, path: str, directory: str) -> Any:
     return module
 
 
-def _find_jitted(module: Any, function: FunctionRef) -> Any:
+def find_jitted(module: Any, function: FunctionRef) -> Any:
     """The module's jitted object for ``function``: the name itself when it is jitted there,
-    else the module-level jit of a function of that name (``step = jax.jit(train_step, ...)``)."""
+    else the module-level jit of a function of that name (``step = jax.jit(train_step, ...)``),
+    else such a jit held by a module-level object (``TRAINER.step``)."""
     from offload_fixer.api import is_jitted, python_function
 
     direct = getattr(module, function.name, None)
     if direct is not None and is_jitted(direct):
         return direct
-    for value in vars(module).values():
-        if is_jitted(value) and getattr(python_function(value), "__name__", None) == function.name:
+
+    def named(value: Any) -> bool:
+        return is_jitted(value) and getattr(python_function(value), "__name__", None) == function.name
+
+    values = list(vars(module).values())
+    for value in values:
+        if named(value):
             return value
+    for value in values:  # a module-level object's jitted attribute: ``self.step = jax.jit(self.update)``
+        if not isinstance(value, type) and not callable(value) and hasattr(value, "__dict__"):
+            for attribute in vars(value).values():
+                if named(attribute):
+                    return attribute
     return None

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from offload_fixer import codes
-from offload_fixer.model import XlaVerdict
+from offload_fixer.model import MemoryFigures, XlaVerdict
 from offload_fixer.xla import compilers
 
 PYTHON_ENV = "OFFLOAD_FIXER_XLA_PYTHON"
@@ -259,6 +259,7 @@ def _verdict(target: str, compiler: str, answer: dict[str, Any]) -> XlaVerdict:
         output_index=first.trace_output_index if first else None,
         trace=tuple(step.instruction for step in first.trace) if first else (),
         output_memory_kinds=tuple(answer.get("output_memory_kinds", ())),
+        memory=MemoryFigures(**answer["memory"]) if answer.get("memory") else None,
         host_compute=tuple(
             w.instruction for w in warnings if w.diagnostic_code == codes.DEVICE_COMPUTE_ON_HOST and w.instruction
         ),

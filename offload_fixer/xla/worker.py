@@ -129,7 +129,11 @@ class Compiler:
             if type(exc).__name__ not in XLA_ERRORS:
                 raise
             return {"outcome": "rejected", "message": str(exc)}
-        return {"outcome": "compiled", "output_memory_kinds": self.compat.output_memory_kinds(executable)}
+        return {
+            "outcome": "compiled",
+            "output_memory_kinds": self.compat.output_memory_kinds(executable),
+            "memory": self.compat.memory_figures(executable),
+        }
 
 
 def _int_attr(attrs: Any, name: str) -> int:

@@ -1,7 +1,7 @@
 """Layer weights kept in host memory and scanned over, one layer per step: the dot with each
 host slice would be host compute the TPU backend cannot build (a loop dot with a device
-operand, OFL1207). The fix moves the weights to device where the function starts, as the rule
-page shows; the result stays host memory, as declared."""
+operand, OFL1207). The fix moves each layer to device where the scan body starts, so one layer
+at a time is in device memory, not the whole stack; the result stays host memory, as declared."""
 
 import jax
 import jax.numpy as jnp

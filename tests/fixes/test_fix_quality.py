@@ -1,0 +1,83 @@
+"""The fix-quality corpus (``tests/fixes/quality/``): under ``auto``, every program's OFL1200
+findings get a safe fix, and the written fix holds, as ``scripts/fix_quality.py`` judges it:
+the fixed function lowers again from the fixed source, libtpu and the CUDA plugin compile it,
+``example()`` gives the same outputs on CPU, every argument keeps its memory kind and every output
+the one its author intends, and libtpu reports the fix's memory figures.
+
+The corpus runs in a few subprocesses (the script needs 8 CPU devices, which a process must ask
+for before JAX starts), one per shard of programs, so xdist spreads them over its workers."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from offload_fixer import jax_compat
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARDS = 4
+
+pytestmark = pytest.mark.skipif(
+    jax_compat.regime() is not jax_compat.Regime.TYPED or not jax_compat.host_memory_on_this_backend(),
+    reason="the corpus is written for JAX >= 0.7.1 with pinned_host memory on the CPU",
+)
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("fix_quality", ROOT / "scripts" / "fix_quality.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+PROGRAMS = [p.stem for p in _script().programs()]
+
+
+def test_the_corpus_covers_what_the_issue_lists():
+    assert len(PROGRAMS) >= 40
+    for family in ("mesh8", "scan_stream", "remat", "donated", "dataclass", "namedtuple", "kv_cache", "scatter"):
+        assert any(family in name for name in PROGRAMS), family
+    texts = {name: (ROOT / "tests" / "fixes" / "quality" / f"{name}.py").read_text() for name in PROGRAMS}
+    assert any("quality_shardings" in text for text in texts.values())
+    assert all("def example()" in text for text in texts.values())
+
+
+@pytest.mark.parametrize("shard", range(SHARDS))
+def test_every_auto_fix_of_the_corpus_holds(shard, tpu_compiler, gpu_compiler, tmp_path):
+    names = PROGRAMS[shard::SHARDS]
+    out = tmp_path / "rows.json"
+    env = {
+        **os.environ,
+        "JAX_PLATFORMS": "cpu",
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=8",
+        "PYTHONPATH": str(ROOT),
+    }
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "fix_quality.py"), "--strategy", "auto", "--json", str(out), *names],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+        cwd=ROOT,
+    )
+    assert out.exists(), done.stderr[-3000:]
+    rows = json.loads(out.read_text())
+    assert [r["program"] for r in rows] == names
+    failures = []
+    for r in rows:
+        checks = {k: r[k] for k in ("lowers", "tpu", "gpu", "cpu", "placement")}
+        if (
+            r["fix"] != "fixed"
+            or r["findings"] == 0
+            or r["safe"] != r["findings"]
+            or not all(checks.values())
+            or r["hbm_after"] is None
+        ):
+            failures.append(f"{r['program']}: {r['fix']} {r['why']} {checks} {r['placement_why']} {r['problems']}")
+    assert not failures, "\n".join(failures)
+    assert done.returncode == 0, done.stdout[-3000:]
