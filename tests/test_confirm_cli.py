@@ -89,3 +89,47 @@ def f(rows):
 if __name__ == "__main__":
     print(f.lower(jax.ShapeDtypeStruct((4, 8), jnp.float32)).compile() is not None)
 """
+
+
+TILES = """\
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+host = jax.sharding.SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")
+
+
+def step(stack, x):
+    def outer(h, i):
+        def inner(h, j):
+            tile = lax.dynamic_slice(stack, (i, j, 0, 0), (1, 1, 64, 128))
+            return h + jax.device_put(tile, jax.memory.Space.Device)[0, 0], None
+
+        return lax.scan(inner, h, jnp.arange(4))[0], None
+
+    return lax.scan(outer, x, jnp.arange(4))[0]
+
+
+f = jax.jit(step, in_shardings=(host, None))
+f(jax.device_put(jnp.ones((4, 4, 64, 128)), host), jnp.zeros((64, 128)))
+"""
+"""A host tile sliced in two dimensions at once: libtpu (0.0.42.1) cannot make that slice
+async, an error no rule models yet (issue 24): once one does, this test needs another such program."""
+
+
+@pytest.mark.skipif(not jax_compat.spelling().memory_space_api, reason="the program spells jax.memory.Space")
+@pytest.mark.skipif(not has_tpu_compiler(), reason="libtpu is not installed")
+def test_confirm_json_lists_an_xla_error_the_analysis_did_not_predict(tmp_path: Path):
+    import json
+
+    program = tmp_path / "tiles.py"
+    program.write_text(TILES)
+    proc = offload_fixer("run", "--confirm", "--format", "json", str(program), cwd=tmp_path)
+    assert proc.returncode == ExitCode.FINDINGS, proc.stderr
+    document = json.loads(proc.stdout)
+    (compiled,) = document["compilations"]
+    assert (compiled["predicted"]["outcome"], compiled["xla"]["outcome"]) == ("compiled", "rejected")
+    assert "Async slice only supports slicing in 1 dimension" in compiled["xla"]["message"]
+    assert document["unpredicted"] == [f"step: {compiled['unpredicted'][0]}"]
+    assert "UNIMPLEMENTED: Async slice only supports slicing in 1 dimension" in document["unpredicted"][0]
+    assert document["unpredicted"][0] in proc.stderr

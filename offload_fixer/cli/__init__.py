@@ -303,6 +303,7 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
             )
         if invocation.confirm:
             report_unpredicted(result.reports, console, outcome)
+            outcome.compilations = list(result.reports)
         if report_path:
             try:
                 write_report_file(

@@ -257,3 +257,5 @@ class Outcome:
     """Program failed (3) or fix refused (5): exits with it whatever was found."""
     pending: bool = False
     """``--diff`` has changes to show."""
+    compilations: list[Any] = field(default_factory=list)
+    """``--confirm``: each compilation's report with the compiler's verdict on it."""
