@@ -99,44 +99,39 @@ from jax import lax
 host = jax.sharding.SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")
 
 
-def step(stack, x):
-    def outer(h, i):
-        def inner(h, j):
-            tile = lax.dynamic_slice(stack, (i, j, 0, 0), (1, 1, 64, 128))
-            return h + jax.device_put(tile, jax.memory.Space.Device)[0, 0], None
-
-        return lax.scan(inner, h, jnp.arange(4))[0], None
-
-    return lax.scan(outer, x, jnp.arange(4))[0]
+def tile(stack, i):
+    # Sublanes and lanes both sliced, half a lane row wide.
+    return jax.device_put(lax.dynamic_slice(stack, (0, 0, i, i), (4, 4, 8, 64)), jax.memory.Space.Device)
 
 
-f = jax.jit(step, in_shardings=(host, None))
-f(jax.device_put(jnp.ones((4, 4, 64, 128)), host), jnp.zeros((64, 128)))
+f = jax.jit(tile, in_shardings=(host, None))
+f(jax.device_put(jnp.ones((4, 4, 64, 128)), host), 1)
 """
-"""A host tile sliced in two dimensions at once: libtpu 0.0.42.1 cannot make that slice
-async (0.0.50.1 can), an error no rule models yet (issue 24): once one does, this test needs another such program."""
+"""A host tile sliced in its last two dimensions and copied to device: libtpu 0.0.42.1 cannot
+make it an async slice (OFL1208, predicted); libtpu 0.0.50.1 rejects its lane slice of 64, an
+error no rule models yet (issue 24): once one does, this test needs another such program."""
 
 
 @pytest.mark.skipif(not jax_compat.spelling().memory_space_api, reason="the program spells jax.memory.Space")
 @pytest.mark.skipif(not has_tpu_compiler(), reason="libtpu is not installed")
-def test_confirm_json_lists_an_xla_error_the_analysis_did_not_predict(tmp_path: Path):
+def test_confirm_json_records_every_xla_verdict_and_lists_the_unpredicted(tmp_path: Path):
     import json
 
     program = tmp_path / "tiles.py"
     program.write_text(TILES)
     proc = offload_fixer("run", "--confirm", "--format", "json", str(program), cwd=tmp_path)
+    assert proc.returncode == ExitCode.FINDINGS, proc.stderr
     document = json.loads(proc.stdout)
     (compiled,) = document["compilations"]
-    if compiled["xla"]["compiler"] != "libtpu 0.0.42.1":  # libtpu 0.0.50.1 compiles it
-        assert (proc.returncode, compiled["xla"]["outcome"], document["unpredicted"]) == (
-            ExitCode.CLEAN,
-            "compiled",
-            [],
-        )
+    assert compiled["function"] == "tile" and compiled["xla"]["outcome"] == "rejected"
+    if compiled["xla"]["compiler"] == "libtpu 0.0.42.1":
+        assert compiled["predicted"]["code"] == compiled["xla"]["code"] == "OFL1208"
+        assert "Async slice only supports slicing in 1 dimension" in compiled["xla"]["message"]
+        assert document["unpredicted"] == compiled["unpredicted"] == []
+        assert [d["code"] for d in document["diagnostics"]] == ["OFL1208"]
         return
-    assert proc.returncode == ExitCode.FINDINGS, proc.stderr
-    assert (compiled["predicted"]["outcome"], compiled["xla"]["outcome"]) == ("compiled", "rejected")
-    assert "Async slice only supports slicing in 1 dimension" in compiled["xla"]["message"]
-    assert document["unpredicted"] == [f"step: {compiled['unpredicted'][0]}"]
-    assert "UNIMPLEMENTED: Async slice only supports slicing in 1 dimension" in document["unpredicted"][0]
+    assert compiled["predicted"]["outcome"] == "compiled"
+    assert "Slicing lane dimension is only supported" in compiled["xla"]["message"]
+    assert document["unpredicted"] == [f"tile: {compiled['unpredicted'][0]}"]
+    assert "UNIMPLEMENTED: Slicing lane dimension" in document["unpredicted"][0]
     assert document["unpredicted"][0] in proc.stderr

@@ -105,7 +105,10 @@ def test_a_page_for_a_version_the_pattern_does_not_reach_says_so():
     note = "does not produce this pattern"
     assert note in render_rule("OFL1204", jax_version="0.6.2")
     assert note not in render_rule("OFL1204", jax_version="0.10.2")
-    assert not any(note in render_rule(code, jax_version="0.6.2") for code in CODES if code != "OFL1204")
+    assert note in render_rule("OFL1208", jax_version="0.12.0.1")  # libtpu 0.0.50.1 compiles it
+    assert not any(
+        note in render_rule(code, jax_version="0.6.2") for code in CODES if code not in ("OFL1204", "OFL1208")
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -246,8 +249,10 @@ def test_the_analysis_reports_each_invalid_example_and_no_valid_one(code, target
     for valid in reports["valid"]:
         assert valid.diagnostics == (), f"the valid example of {code} is reported: {_codes(valid.diagnostics)}"
         assert valid.predicted.outcome == "compiled"
-    if not rule.applies(jax_compat.spelling()):
-        pytest.skip(f"JAX {jax_compat.installed_version()} does not produce {code} ({rule.applies_to})")
+    if not rule.applies(jax_compat.spelling()) or rule.severity(target) == "info":
+        # The compilers of this JAX (or this target) accept the pattern: nothing to report.
+        assert not any(code in _codes(invalid.diagnostics) for invalid in reports["invalid"])
+        return
     for invalid in reports["invalid"]:
         assert code in _codes(invalid.diagnostics)
         if rule.severity(target) == "error" and code != "OFL1204":

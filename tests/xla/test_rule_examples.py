@@ -45,9 +45,13 @@ def test_the_compiler_shows_each_invalid_example_and_no_valid_one(code, judge):
         valid = judge.judge(_lower(source, f"<{code} valid>", platform))
         assert valid.outcome == "compiled", valid.message
         assert not (valid.host_compute or valid.host_slices), "the valid example warns of host compute"
+    shown = rule.applies(jax_compat.spelling()) and rule.severity(judge.target) != "info"
     for source in rule.examples("invalid"):
         invalid = judge.judge(_lower(source, f"<{code} invalid>", platform))
-        assert _shown(code, invalid), (invalid.outcome, invalid.code, invalid.message)
+        if shown:
+            assert _shown(code, invalid), (invalid.outcome, invalid.code, invalid.message)
+        else:  # the page says this compiler accepts the pattern
+            assert invalid.outcome == "compiled", invalid.message
 
 
 @needs_host_memory
