@@ -377,6 +377,11 @@ class XlaGeneration:
     """XLA's call inliner inlines a shard_map body called by name (``shmap_body``) before the
     host offloader runs (libtpu 0.0.17.1); later generations keep it as a call, so a move to
     host inside it is not the entry's root."""
+    tpu_async_slice_one_dimension_only: bool = False
+    """libtpu copies a slice of a host value to device as an async slice that may slice one
+    dimension only ('Async slice only supports slicing in 1 dimension'; libtpu 0.0.42.1).
+    libtpu 0.0.50.1 and the CUDA plugins compile such slices; libtpu 0.0.17.1 is not measured
+    (JAX 0.6.2's CPU backend cannot build the programs), so it is not predicted there."""
 
 
 XLA_GENERATIONS: tuple[tuple[tuple[int, int, int], XlaGeneration], ...] = (
@@ -398,6 +403,7 @@ XLA_GENERATIONS: tuple[tuple[tuple[int, int, int], XlaGeneration], ...] = (
             tpu_unpinned_output_from_device_fails=True,
             while_condition_on_host_aborts=True,
             inlines_shard_map_body=False,
+            tpu_async_slice_one_dimension_only=True,
         ),
     ),
     (

@@ -93,9 +93,12 @@ def render(
     marks: Mapping[Diagnostic, FixMark] | None = None,
     verbose: bool = False,
     tally: Tally | None = None,
+    compilations: Sequence[Report] = (),
 ) -> str:
     """The whole output for ``--format fmt``, ending with a newline unless it is empty.
-    ``marks``, ``verbose`` and ``tally`` are for the text formats.
+    ``marks``, ``verbose`` and ``tally`` are for the text formats. ``compilations``: the
+    reports ``--confirm`` had the compiler judge; the machine formats record every verdict and
+    every one the analysis did not predict (the text formats say those on stderr).
 
     Positions in notebooks, which count the lines of their code cells' program, are shown
     per cell (``nb.ipynb:cell 3:12:5``; in SARIF and GitHub annotations, where the ``.ipynb``
@@ -118,7 +121,9 @@ def render(
             tally=tally,
         )
     if fmt == "json":
-        document = format_json(diagnostics, file_errors, unused, target=target, jax_version=jax_version)
+        document = format_json(
+            diagnostics, file_errors, unused, target=target, jax_version=jax_version, compilations=compilations
+        )
         return json.dumps(document, indent=2) + "\n"
     if fmt == "sarif":
         document = format_sarif(
@@ -130,10 +135,11 @@ def render(
             jax_version=jax_version,
             sources=sources,
             fixes=fixes,
+            compilations=compilations,
         )
         return json.dumps(document, indent=2) + "\n"
     if fmt == "github":
-        return format_github(diagnostics, file_errors, unused, root=root)
+        return format_github(diagnostics, file_errors, unused, root=root, compilations=compilations)
     raise ValueError(f"unknown output format {fmt!r}; choose one of {', '.join(FORMATS)}")
 
 
@@ -480,14 +486,20 @@ def format_json(
     *,
     target: str | None = None,
     jax_version: str | None = None,
+    compilations: Sequence[Report] = (),
 ) -> dict[str, Any]:
-    """A :class:`Report` document (``Report.from_dict`` reads it back) plus what was not checked."""
+    """A :class:`Report` document (``Report.from_dict`` reads it back) plus what was not checked.
+    With ``--confirm``, ``unpredicted`` lists every verdict the analysis did not predict
+    (``function: difference``) and ``compilations`` every compiler verdict, in XLA's words."""
     report = Report(
         diagnostics=tuple(sorted(diagnostics, key=_sort_key)),
         target=target or _common_target(diagnostics),
         jax_version=jax_version or _installed_jax(),
+        unpredicted=unpredicted(compilations),
     )
     document = report.to_dict()
+    if compilations:
+        document["compilations"] = [_verdict_record(compiled) for compiled in compilations]
     document["tool"] = {"name": TOOL_NAME, "version": __version__}
     document["file_errors"] = [dataclasses.asdict(e) for e in file_errors]
     document["unused_suppressions"] = [
@@ -512,8 +524,11 @@ def format_sarif(
     jax_version: str | None = None,
     sources: Mapping[str, str] | None = None,
     fixes: Mapping[Diagnostic, Sequence[SourceChange]] | None = None,
+    compilations: Sequence[Report] = (),
 ) -> dict[str, Any]:
-    """A SARIF 2.1.0 log with one run; files that could not be checked become notifications."""
+    """A SARIF 2.1.0 log with one run; files that could not be checked become notifications,
+    and so does each ``--confirm`` verdict the analysis did not predict (every verdict is in
+    the run's ``properties.compilations``)."""
     from offload_fixer.rules import all_rules
 
     target = target or _common_target(diagnostics)
@@ -560,12 +575,21 @@ def format_sarif(
             result["fixes"] = [_sarif_fix(change, base) for change in changes]
         results.append(result)
 
-    notifications = [
-        _notification("error", _cell_words(e.span) + e.message, e.span, base, "file-error") for e in file_errors
-    ] + [
-        _notification("warning", _cell_words(u.span) + u.message, u.span, base, "unused-suppression")
-        for u in unused_suppressions
-    ]
+    notifications = (
+        [_notification("error", _cell_words(e.span) + e.message, e.span, base, "file-error") for e in file_errors]
+        + [
+            _notification("warning", _cell_words(u.span) + u.message, u.span, base, "unused-suppression")
+            for u in unused_suppressions
+        ]
+        + [
+            {
+                "level": "error",
+                "message": {"text": difference},
+                "descriptor": {"id": "unpredicted-xla-verdict"},
+            }
+            for difference in unpredicted(compilations)
+        ]
+    )
     run: dict[str, Any] = {
         "tool": {
             "driver": {
@@ -581,6 +605,8 @@ def format_sarif(
         "results": results,
         "properties": {"target": target, "jaxVersion": jax_version or _installed_jax()},
     }
+    if compilations:
+        run["properties"]["compilations"] = [_verdict_record(compiled) for compiled in compilations]
     return {"$schema": SARIF_SCHEMA_URI, "version": SARIF_VERSION, "runs": [run]}
 
 
@@ -746,9 +772,12 @@ def format_github(
     unused_suppressions: Sequence[UnusedSuppression] = (),
     *,
     root: str | os.PathLike[str] | None = None,
+    compilations: Sequence[Report] = (),
 ) -> str:
     """GitHub Actions annotations, one workflow command per line."""
     out = []
+    for difference in unpredicted(compilations):
+        out.append(f"::error title=offload-fixer --confirm::{escape_data(difference)}")
     for error in file_errors:
         out.append(_github_command("error", error.span, "offload-fixer", error.message, root))
     for d in sorted(diagnostics, key=_sort_key):
@@ -769,6 +798,29 @@ def format_github(
     for unused in unused_suppressions:
         out.append(_github_command("warning", unused.span, "offload-fixer", unused.message, root))
     return "\n".join(out) + ("\n" if out else "")
+
+
+# ---------------------------------------------------------------------------------------
+# --confirm's verdicts
+def unpredicted(compilations: Sequence[Report]) -> tuple[str, ...]:
+    """Every verdict of the compiler the analysis did not predict, named by its function."""
+    return tuple(f"{_compilation_name(c)}: {difference}" for c in compilations for difference in c.unpredicted)
+
+
+def _compilation_name(report: Report) -> str:
+    return report.function.name if report.function else report.module_name or "(module)"
+
+
+def _verdict_record(report: Report) -> dict[str, Any]:
+    """One compilation as ``--confirm`` judged it: the compiler's whole verdict (its error
+    text as XLA raised it) beside what the analysis predicted."""
+    return {
+        "function": _compilation_name(report),
+        "module": report.module_name,
+        "predicted": dataclasses.asdict(report.predicted) if report.predicted else None,
+        "xla": dataclasses.asdict(report.xla) if report.xla else None,
+        "unpredicted": list(report.unpredicted),
+    }
 
 
 # ---------------------------------------------------------------------------------------

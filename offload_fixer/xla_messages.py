@@ -230,6 +230,14 @@ UNPINNED_OUTPUT = XlaMessage(
     codes.UNPINNED_HOST_MEMORY,
     status="FAILED_PRECONDITION",
 )
+ASYNC_SLICE_DIMENSIONS = XlaMessage(
+    "tpu-async-slice-dimensions",
+    "Async slice only supports slicing in 1 dimension",
+    codes.HOST_SLICE_IN_SEVERAL_DIMENSIONS,
+    status="UNIMPLEMENTED",
+)
+"""libtpu 0.0.42.1 copies a slice of a host value to device as an async slice, which takes
+one sliced dimension only (``XlaGeneration.tpu_async_slice_one_dimension_only``)."""
 SHAPE_CHANGING_ANNOTATION = XlaMessage(
     "shape-changing-annotation",
     "RET_CHECK failure (.../hlo_instruction.cc) ShapeUtil::CompatibleIgnoringFpPrecision(shape(), "
@@ -261,6 +269,7 @@ BACKEND_MESSAGES: tuple[XlaMessage, ...] = (
     UNPINNED_PARAMETER,
     UNPINNED_OUTPUT,
     SHAPE_CHANGING_ANNOTATION,
+    ASYNC_SLICE_DIMENSIONS,
 )
 """What the TPU and GPU backends say when they cannot build what the offloader decided."""
 ALL_MESSAGES = HOST_OFFLOADER_MESSAGES + BACKEND_MESSAGES

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 from pathlib import Path
 
@@ -10,7 +11,6 @@ import pytest
 
 import offload_fixer
 from offload_fixer import codes, xla_messages
-from offload_fixer import rules as rule_pages
 from offload_fixer.model import HOST_KINDS, TPU_HBM
 from offload_fixer.rules import ToolMessage, all_rules
 
@@ -67,7 +67,8 @@ def test_every_code_has_one_rule_page_in_code_order():
 
 
 def test_every_message_names_a_registered_code():
-    tool_messages = [value for value in vars(rule_pages).values() if isinstance(value, ToolMessage)]
+    modules = [importlib.import_module(f"offload_fixer.rules.{code.lower()}") for code in codes.ALL_CODES]
+    tool_messages = [value for module in modules for value in vars(module).values() if isinstance(value, ToolMessage)]
     assert len(tool_messages) >= 5
     for message in tool_messages:
         assert message.code in codes.ALL_CODES, message

@@ -101,3 +101,49 @@ def test_confirm_on_clean_code_says_the_compiler_compiled_it(tmp_path: Path):
     code, screen = in_terminal("run", "--confirm", "optimizer_offload.py", cwd=tmp_path)
     assert code == ExitCode.CLEAN, screen
     assert "offload-fixer: --confirm: libtpu " in screen and "compiled 1 compilation, as predicted" in screen, screen
+
+
+TILES = """\
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+host = jax.sharding.SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")
+
+
+def tile(stack, i):
+    # Sublanes and lanes both sliced, half a lane row wide.
+    return jax.device_put(lax.dynamic_slice(stack, (0, 0, i, i), (4, 4, 8, 64)), jax.memory.Space.Device)
+
+
+f = jax.jit(tile, in_shardings=(host, None))
+f(jax.device_put(jnp.ones((4, 4, 64, 128)), host), 1)
+"""
+"""A host tile sliced in its last two dimensions and copied to device: libtpu 0.0.42.1 cannot
+make it an async slice (OFL1208, predicted); libtpu 0.0.50.1 rejects its lane slice of 64, an
+error no rule models yet (issue 24): once one does, this test needs another such program."""
+
+
+@pytest.mark.skipif(not jax_compat.spelling().memory_space_api, reason="the program spells jax.memory.Space")
+@pytest.mark.skipif(not has_tpu_compiler(), reason="libtpu is not installed")
+def test_confirm_json_records_every_xla_verdict_and_lists_the_unpredicted(tmp_path: Path):
+    import json
+
+    program = tmp_path / "tiles.py"
+    program.write_text(TILES)
+    proc = offload_fixer("run", "--confirm", "--format", "json", str(program), cwd=tmp_path)
+    assert proc.returncode == ExitCode.FINDINGS, proc.stderr
+    document = json.loads(proc.stdout)
+    (compiled,) = document["compilations"]
+    assert compiled["function"] == "tile" and compiled["xla"]["outcome"] == "rejected"
+    if compiled["xla"]["compiler"] == "libtpu 0.0.42.1":
+        assert compiled["predicted"]["code"] == compiled["xla"]["code"] == "OFL1208"
+        assert "Async slice only supports slicing in 1 dimension" in compiled["xla"]["message"]
+        assert document["unpredicted"] == compiled["unpredicted"] == []
+        assert [d["code"] for d in document["diagnostics"]] == ["OFL1208"]
+        return
+    assert compiled["predicted"]["outcome"] == "compiled"
+    assert "Slicing lane dimension is only supported" in compiled["xla"]["message"]
+    assert document["unpredicted"] == [f"tile: {compiled['unpredicted'][0]}"]
+    assert "UNIMPLEMENTED: Slicing lane dimension" in document["unpredicted"][0]
+    assert document["unpredicted"][0] in proc.stderr

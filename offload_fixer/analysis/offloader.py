@@ -144,6 +144,8 @@ class WalkResult:
     """Updated host buffers XLA copies (host compute) because the output and a reader both hold them."""
     host_nodes: set[Node] = field(default_factory=set)
     """Every (instruction, index) a host value reached: what the backend finds in host memory."""
+    copied_slices: dict[Seed, list[ir.Operation]] = field(default_factory=dict)
+    """Slices of host values that XLA turns into host-to-device copies of just the slice."""
 
 
 class HostOffloadWalk:
@@ -283,6 +285,7 @@ class HostOffloadWalk:
                 elif op.name in PURE_MEMORY_OPS or is_bitcast_like(op, self.target):
                     pass
                 elif op.name in SLICES and self._slice_leads_to_move_to_device(node):
+                    result.copied_slices.setdefault(seed, []).append(op)
                     continue
                 else:
                     if op.name in SLICES:

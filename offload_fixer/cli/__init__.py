@@ -381,6 +381,7 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
         if invocation.confirm:
             report_unpredicted(result.reports, console, outcome)
             report_compiled(result.reports, console)
+            outcome.compilations = list(result.reports)
         if report_path:
             try:
                 write_report_file(

@@ -328,3 +328,5 @@ class Outcome:
     internal_errors: list[str] = field(default_factory=list)
     """Files the check itself failed on (a bug of offload-fixer): a note each, on stderr; the
     exit code stays that of the findings."""
+    compilations: list[Any] = field(default_factory=list)
+    """``--confirm``: each compilation's report with the compiler's verdict on it."""

@@ -48,6 +48,7 @@ def finish(
             marks=marks,
             verbose=invocation.verbose,
             tally=tally,
+            compilations=outcome.compilations,
         )
     console.report(text)
     console.flush()

@@ -13,8 +13,9 @@ from typing import Any
 import libcst as cst
 
 from offload_fixer import codes
-from offload_fixer.model import UNPINNED_HOST, Diagnostic, FixOption, Span
-from offload_fixer.rules import PIN_HOST_MEMORY, UNPINNED_POLICY, get_rule
+from offload_fixer.model import UNPINNED_HOST, Diagnostic, Span
+from offload_fixer.rules import get_rule
+from offload_fixer.rules.ofl1204 import PIN_HOST_MEMORY, UNPINNED_POLICY
 from offload_fixer.source.offload_policies import policy_destinations
 
 from .source import ParsedSource
@@ -33,7 +34,6 @@ def unpinned_policies(
 
     parsed.module.visit(Finder())
     rule = get_rule(codes.UNPINNED_HOST_MEMORY)
-    (use_pinned,) = rule.fixes
     out = []
     for literal in found:
         where = parsed.code_range(literal)
@@ -50,7 +50,7 @@ def unpinned_policies(
                     "saving it was written for silently disappears. Use 'pinned_host'."
                 ),
                 span=span,
-                fixes=(FixOption("host", use_pinned.title, PIN_HOST_MEMORY.format(), use_pinned.safety),),
+                fixes=(rule.fix_option("host", PIN_HOST_MEMORY.format()),),
                 source="static",
                 source_sha256=source_sha256,
             )

@@ -26,13 +26,12 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from offload_fixer import codes
-from offload_fixer.jax_compat import SPACE_DEVICE, SPACE_HOST, Regime, Spelling
+from offload_fixer.jax_compat import Regime, Spelling
 from offload_fixer.model import (
     DEVICE_KINDS,
     HOST_MEMORY_SPACE_KINDS,
     UNPINNED_HOST,
     Diagnostic,
-    FixOption,
     FunctionRef,
     Origin,
     Role,
@@ -40,7 +39,7 @@ from offload_fixer.model import (
     Step,
     format_output_path,
 )
-from offload_fixer.rules import HOST_OUTPUT_IN_SOURCE, PIN_HOST_MEMORY, UNPINNED_MOVE, get_rule
+from offload_fixer.rules import all_rules, get_rule
 from offload_fixer.xla_messages import HOST_COMPUTE
 
 from .interpreter import ReturnedValue, SiteResult
@@ -215,6 +214,7 @@ def diagnostics(
         related.setdefault((id(f.returned), id(f.leaf.origin)), []).append(format_output_path(f.keys))
 
     seen: set[tuple[object, ...]] = set()
+    hooks = [rule.from_static for rule in all_rules() if rule.from_static is not None]
     for f in outputs:
         output_path = format_output_path(f.keys)
         function = FunctionRef(
@@ -229,23 +229,63 @@ def diagnostics(
             continue  # one function jitted at several sites, or a pytree reached twice
         seen.add((origin.key, return_span, output_path))
         others = tuple(p for p in related[(id(f.returned), id(f.leaf.origin))] if p != output_path)
-        if not f.repaired:
-            result.append(
-                _host_output(
-                    f, function, origin, output_path, return_span, span, target, spelling, others, source_sha256
-                )
-            )
-        if _is_unpinned_trap(f.leaf.origin, spelling) and (origin.key, codes.UNPINNED_HOST_MEMORY) not in seen:
-            seen.add((origin.key, codes.UNPINNED_HOST_MEMORY))
-            result.append(_unpinned(origin, function, target, source_sha256))
+        site = StaticSite(
+            f, function, origin, output_path, return_span, others, target, spelling, source_sha256, span, seen
+        )
+        for hook in hooks:
+            result.extend(hook(site))
     return result
+
+
+@dataclass(frozen=True)
+class StaticSite:
+    """One offending output leaf, located: what each rule's ``from_static`` hook is handed."""
+
+    finding: Finding
+    function: FunctionRef
+    origin: Origin
+    output_path: str
+    return_span: Span
+    related: tuple[str, ...]
+    """The other outputs the same host value reaches."""
+    target: str
+    spelling: Spelling
+    source_sha256: str | None
+    spans: _Spans
+    seen: set[tuple[object, ...]]
+    """What the hooks have reported for this check, shared by its sites."""
+
+    def first(self, code: str) -> bool:
+        """Whether this is the first ``code`` reported for this site's origin (and record it)."""
+        key = (self.origin.key, code)
+        if key in self.seen:
+            return False
+        self.seen.add(key)
+        return True
+
+    def trace(self) -> tuple[Step, ...]:
+        """The move to host (or the host argument), each step the leaf took, then the return."""
+        leaf = self.finding.leaf
+        if leaf.origin.kind == "move_to_host":
+            first = Step("device_put", Role.MOVE_TO_HOST, self.origin.span)
+        else:
+            first = Step("in_shardings", Role.HOST_ARGUMENT, self.spans(leaf.origin.declared_at))
+        steps = (first,) + tuple(Step(s.op, _ROLES.get(s.role, s.role), self.spans(s.node)) for s in leaf.trace)
+        return steps + (Step("return", Role.OUTPUT, self.return_span),)
+
+    def condition(self) -> tuple[str, str, int] | None:
+        """``(branch in words, path, line)`` where the value is host memory on one branch only."""
+        condition = self.finding.leaf.origin.condition
+        if condition is None:
+            return None
+        (test, positive), where = condition_key(condition.test), self.spans(condition.test)
+        return f"`{test}` is {'true' if condition.holds == positive else 'false'}", _display(where.path), where.line
 
 
 def _host_computations(found: list[HostCompute], source: Sources, span: _Spans, target: str) -> list[Diagnostic]:
     """One OFL1201 per host value and jitted function, at its first computation, worded as
     ``run`` words XLA's warning."""
     rule = get_rule(codes.DEVICE_COMPUTE_ON_HOST)
-    fix = rule.fixes[0]
     out = []
     seen: set[tuple] = set()
     for f in found:
@@ -279,7 +319,7 @@ def _host_computations(found: list[HostCompute], source: Sources, span: _Spans, 
                 origin=origin,
                 trace=(start, *(Step(op, Role.HOST_COMPUTE, span(n)) for op, n in f.ops[:16])),
                 span=where,
-                fixes=(FixOption("device", fix.title, fix.why, fix.safety),),
+                fixes=(rule.fix_option("device"),),
                 function=function,
                 source="static",
                 source_sha256=source.sha256_of(node),
@@ -330,145 +370,6 @@ def _origin(host: HostOrigin, span: _Spans, function: str) -> Origin:
         key=f"{where.path}:{where.line}:{where.col}" + (f":{host.argument}" if host.argument else ""),
         argument=host.argument,
     )
-
-
-def _is_unpinned_trap(origin: HostOrigin, spelling: Spelling) -> bool:
-    """``unpinned_host`` named host memory before 0.4.25; after, JAX and XLA disagree on it."""
-    return origin.kind == "move_to_host" and origin.memory_kind == UNPINNED_HOST and spelling.host_kind != UNPINNED_HOST
-
-
-def _host_output(
-    f: Finding,
-    function: FunctionRef,
-    origin: Origin,
-    output_path: str,
-    return_span: Span,
-    span: _Spans,
-    target: str,
-    spelling: Spelling,
-    related: tuple,
-    source_sha256: str | None,
-) -> Diagnostic:
-    leaf = f.leaf
-    if leaf.origin.kind == "move_to_host":
-        first = Step("device_put", Role.MOVE_TO_HOST, origin.span)
-    else:
-        first = Step("in_shardings", Role.HOST_ARGUMENT, span(leaf.origin.declared_at))
-    steps = (first,) + tuple(Step(s.op, _ROLES.get(s.role, s.role), span(s.node)) for s in leaf.trace)
-    steps += (Step("return", Role.OUTPUT, return_span),)
-    shown = output_path or "(the whole result)"
-    message = HOST_OUTPUT_IN_SOURCE.format(output=shown, function=function.name, memory_kind=leaf.origin.memory_kind)
-    explanation = _explanation(leaf, spelling, target)
-    condition = leaf.origin.condition
-    if condition is not None:
-        (test, positive), where = condition_key(condition.test), span(condition.test)
-        branch = f"`{test}` is {'true' if condition.holds == positive else 'false'}"
-        message += f" when {branch} ({_display(where.path)}:{where.line})"
-        explanation = (
-            f"The value is host memory only on the branch taken when {branch} (the `if` at "
-            f"{_display(where.path)}:{where.line}); the check cannot tell how the program is "
-            f"configured, and that branch is reachable, so it reports what happens there. "
-            f"{explanation}"
-        )
-    return Diagnostic(
-        code=codes.HOST_VALUE_DEVICE_OUTPUT,
-        severity=get_rule(codes.HOST_VALUE_DEVICE_OUTPUT).severity(target),
-        target=target,
-        message=message,
-        explanation=explanation,
-        output_index=f.index,
-        output_path=output_path,
-        origin=origin,
-        trace=steps,
-        span=origin.span,
-        return_span=return_span,
-        fixes=fix_options(leaf, spelling),
-        function=function,
-        related_outputs=related,
-        source="static",
-        source_sha256=source_sha256,
-    )
-
-
-def _unpinned(origin: Origin, function: FunctionRef, target: str, source_sha256: str | None) -> Diagnostic:
-    rule = get_rule(codes.UNPINNED_HOST_MEMORY)
-    (use_pinned,) = rule.fixes
-    return Diagnostic(
-        code=rule.code,
-        severity="warning",
-        target=target,
-        message=UNPINNED_MOVE.format(),
-        explanation=rule.why_bad,
-        origin=origin,
-        span=origin.span,
-        fixes=(FixOption("host", use_pinned.title, PIN_HOST_MEMORY.format(), use_pinned.safety),),
-        function=function,
-        source="static",
-        source_sha256=source_sha256,
-    )
-
-
-def _explanation(leaf: HostArray, spelling: Spelling, target: str) -> str:
-    version = spelling.version
-    if spelling.regime is Regime.LEGACY:
-        text = (
-            f"JAX {version} (<= 0.4.28) never infers output memory kinds: an output is host memory "
-            "only when out_shardings says so, so XLA finds a host value returned through a device output."
-        )
-    elif spelling.regime is Regime.PROPAGATION:
-        lost = sorted({s.op for s in leaf.trace if s.role in ("compute", "noop_put", "cond_mixed")})
-        text = (
-            f"JAX {version} (0.4.29-0.7.0) propagates memory kinds only through device_put, scan and "
-            f"copy; {', '.join(f'`{op}`' for op in lost)} lose the host kind, so the output is declared "
-            "device memory while XLA keeps the value on host."
-        )
-    elif leaf.origin.kind == "host_argument":
-        text = (
-            f"The {leaf.origin.detail}, but when the function is traced with abstract "
-            f"(ShapeDtypeStruct), NumPy or uncommitted arguments JAX {version} types it as device "
-            "memory; XLA streams it from host and finds it returned through a device output. A source "
-            "check cannot see the call site, so this is reported."
-        )
-    else:
-        text = (
-            f"JAX {version} types `unpinned_host` as device memory, but XLA treats the annotation as a "
-            "move to host, so the value is on host and its output is declared device."
-        )
-    outcome = get_rule(codes.HOST_VALUE_DEVICE_OUTPUT).targets[target].outcome
-    return f"{text} On {target}: {outcome}."
-
-
-def fix_options(leaf: HostArray, spelling: Spelling) -> tuple[FixOption, ...]:
-    """The two remedies of the OFL1200 rule page, spelled for the JAX version."""
-    move_doc, host_doc = get_rule(codes.HOST_VALUE_DEVICE_OUTPUT).fixes[:2]
-    if spelling.memory_space_api:
-        move = f"`jax.device_put(x, {SPACE_DEVICE})`"
-    else:
-        move = (
-            f"`jax.device_put(x, s.with_memory_kind({spelling.device_kind!r}))` with a sharding `s` the "
-            f"code already uses (or `TransferToMemoryKind({spelling.device_kind!r})` where the file "
-            "imports it)"
-        )
-    device = FixOption(
-        "device",
-        move_doc.title,
-        f"Return {move} instead of the host value. `jax.device_put(x, jax.devices()[0])`, "
-        "`jax.device_put(x)` and `jnp.copy(x)` do not move it.",
-        move_doc.safety,
-    )
-    host = FixOption(
-        "host",
-        host_doc.title,
-        f"Give this output an out_shardings leaf with memory_kind={spelling.host_kind!r} "
-        f"(`NamedSharding(mesh, spec, memory_kind={spelling.host_kind!r})` or "
-        f"`s.with_memory_kind({spelling.host_kind!r})`); never `{SPACE_HOST}`, which "
-        "out_shardings rejects. Callers then receive this output in host memory.",
-        host_doc.safety,
-    )
-    typed_argument = spelling.regime is Regime.TYPED and leaf.origin.kind == "host_argument"
-    # In the >=0.7.1 abstract-argument gap the value is typed device and a same-space
-    # device_put may be elided, so declaring the output host comes first there.
-    return (host, device) if typed_argument else (device, host)
 
 
 def _display(path: str) -> str:

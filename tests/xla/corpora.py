@@ -122,31 +122,36 @@ def _lower_example(path: Path, function: str, build_args: Callable[[Any], Any], 
 
 # -- the rule pages' examples --------------------------------------------------------------
 def rule_examples() -> Iterator[Program]:
+    """Every example of every rule page: ``OFL1200:invalid``, then ``OFL1200:invalid.2``, ..."""
     from offload_fixer.rules import all_rules
 
     for rule in all_rules():
         for kind in ("invalid", "valid"):
-            yield Program(
-                "rules",
-                f"{rule.code}:{kind}",
-                lambda platform, rule=rule, kind=kind: _lower_rule_example(rule, kind, platform),
-                lambda rule=rule, kind=kind: _rule_example_skip(rule, kind),
-            )
+            for number in range(len(getattr(rule, kind))):
+                name = f"{rule.code}:{kind}" + (f".{number + 1}" if number else "")
+                yield Program(
+                    "rules",
+                    name,
+                    lambda platform, rule=rule, kind=kind, number=number: _lower_rule_example(
+                        rule, kind, number, platform
+                    ),
+                    lambda rule=rule, kind=kind, number=number: _rule_example_skip(rule, kind, number),
+                )
 
 
-def _rule_example_skip(rule: Any, kind: str) -> str | None:
+def _rule_example_skip(rule: Any, kind: str, number: int) -> str | None:
     """The examples build shardings in host memory on the local device, which JAX's CPU
     backend offers only from 0.7 (earlier ones run on the accelerator they describe)."""
     from offload_fixer import jax_compat
 
-    source = rule.invalid_example() if kind == "invalid" else rule.valid_example()
+    source = rule.examples(kind)[number]
     if "memory_kind=" in source and not jax_compat.host_memory_on_this_backend():
         return "the example builds a host-memory sharding, which this JAX's CPU backend lacks"
     return None
 
 
-def _lower_rule_example(rule: Any, kind: str, platform: str) -> Any:
-    source = rule.invalid_example() if kind == "invalid" else rule.valid_example()
+def _lower_rule_example(rule: Any, kind: str, number: int, platform: str) -> Any:
+    source = rule.examples(kind)[number]
     namespace: dict[str, Any] = {}
     exec(compile(source, f"<{rule.code} {kind} example>", "exec"), namespace)
     return _lower(namespace["f"], tuple(namespace["args"]), platform)

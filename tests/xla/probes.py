@@ -99,6 +99,7 @@ def index_arg() -> Any:
 V = (8, 128)
 M = (128, 128)
 LAYERS = (3, 128, 128)
+STACK = (4, 4, 64, 128)
 
 
 # -- the programs ----------------------------------------------------------------------------
@@ -228,6 +229,31 @@ def elementwise_carry(w):
     from jax import lax
 
     return lax.scan(lambda c, _: (c * 2, None), w, None, length=3)[0]
+
+
+def tile_of_stack(stack, i):
+    import jax.lax as lax
+
+    return _put(lax.dynamic_slice(stack, (i, i, 0, 0), (1, 1, 64, 128)), device_move())
+
+
+def row_of_stack(stack, i):
+    import jax.lax as lax
+
+    return _put(lax.dynamic_slice(stack, (i, 0, 0, 0), (1, 4, 64, 128)), device_move())
+
+
+def tile_in_nested_scans(stack, x):
+    import jax.lax as lax
+    import jax.numpy as jnp
+
+    def outer(h, i):
+        def inner(h, j):
+            return h + _put(lax.dynamic_slice(stack, (i, j, 0, 0), (1, 1, 64, 128)), device_move())[0, 0], None
+
+        return lax.scan(inner, h, jnp.arange(4))[0], None
+
+    return lax.scan(outer, x, jnp.arange(4))[0]
 
 
 def gather_rows(w, i):
@@ -448,6 +474,33 @@ PROBES: tuple[Probe, ...] = (
         lambda: (*shapes(M)(), *shapes((4,), dtype="int32")()),
         {"tpu": OTHER, "gpu": COMPILED},
         jit=lambda: {"in_shardings": (host(), device()), "out_shardings": host()},
+    ),
+    # copies of host slices to device (async slices on TPU)
+    Probe(
+        "slice_two_dimensions",
+        "libtpu 0.0.42.1's async slice slices one dimension only",
+        tile_of_stack,
+        lambda: (*shapes(STACK)(), index_arg()),
+        {"tpu": OTHER, "gpu": COMPILED},
+        jit=lambda: {"in_shardings": (host(), None)},
+        unless=lambda g: None if g.tpu_async_slice_one_dimension_only else both(COMPILED),
+    ),
+    Probe(
+        "slice_one_dimension",
+        "a slice of the leading dimension is copied to device on every compiler",
+        row_of_stack,
+        lambda: (*shapes(STACK)(), index_arg()),
+        both(COMPILED),
+        jit=lambda: {"in_shardings": (host(), None)},
+    ),
+    Probe(
+        "slice_two_dimensions_in_nested_scans",
+        "the same tile taken inside nested scans (issue 24's report)",
+        tile_in_nested_scans,
+        shapes(STACK, (64, 128)),
+        {"tpu": OTHER, "gpu": COMPILED},
+        jit=lambda: {"in_shardings": (host(), None)},
+        unless=lambda g: None if g.tpu_async_slice_one_dimension_only else both(COMPILED),
     ),
     Probe(
         "elementwise_on_host",

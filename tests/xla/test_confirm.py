@@ -112,3 +112,39 @@ def test_a_fix_is_compiled_from_the_fixed_file_before_it_is_written(tmp_path: Pa
         assert "still rejects the fixed `layers`" in check.reason
     assert path.read_text() == BROKEN.format(out="")  # nothing is written here
     assert [p.name for p in tmp_path.iterdir()] == ["train.py"]  # the temporary copy is gone
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif", "github"])
+def test_every_format_records_a_verdict_the_analysis_did_not_predict_in_xlas_words(fmt, judge):
+    import json
+
+    from offload_fixer.report import render
+
+    if not jax_compat.host_memory_on_this_backend():
+        pytest.skip("needs pinned_host shardings on the CPU backend")
+    host = jax.sharding.SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")
+    platform = "tpu" if judge.target == "tpu" else "cuda"
+    vector = jax.ShapeDtypeStruct((8, 128), jnp.float32)
+    clean = jax.jit(lambda x: x + 1).trace(vector).lower(lowering_platforms=(platform,))
+    broken = jax.jit(lambda x: x * 2, in_shardings=host).trace(vector).lower(lowering_platforms=(platform,))
+    report = confirm(offload_fixer.analyze(clean, judge.target), broken, judge)
+    (difference,) = report.unpredicted
+    text = render(fmt, [], target=judge.target, compilations=[report])
+    if fmt == "github":
+        assert text.startswith("::error title=offload-fixer --confirm::") and "the analysis predicts compiled" in text
+        return
+    document = json.loads(text)
+    if fmt == "json":
+        assert document["unpredicted"] == [f"{report.function.name}: {difference}"]
+        (compiled,) = document["compilations"]
+    else:
+        (run,) = document["runs"]
+        notes = run["invocations"][0]["toolExecutionNotifications"]
+        assert [n["message"]["text"] for n in notes] == [f"{report.function.name}: {difference}"]
+        assert notes[0]["level"] == "error"
+        (compiled,) = run["properties"]["compilations"]
+    assert (
+        compiled["xla"]["message"] == report.xla.message
+        and "is returned from the entry computation" in report.xla.message
+    )
+    assert compiled["predicted"]["outcome"] == "compiled" and compiled["unpredicted"] == [difference]

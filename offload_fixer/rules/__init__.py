@@ -1,0 +1,234 @@
+"""One :class:`Rule` per diagnostic code, each in its own module (``ofl1200.py``, ...), as
+ruff keeps a violation and its documentation together.
+
+A rule module holds everything about its code: the page (what, why, per-target behaviour),
+its examples (any number of invalid and valid programs, Fixit style), the tool's message
+templates for it, its fix documentation keyed by strategy, and its hook into each engine:
+``from_walk`` (the host-offload walk of a lowered module -> diagnostics), ``from_static``
+(one offending output leaf of the source check -> diagnostics) and ``failure_texts`` (how a
+compile failure of that code is worded). The engines loop over :func:`all_rules` and never
+name a rule, so adding one is adding its module (the recipe is in ``ARCHITECTURE.md``).
+
+The CLI's ``rules`` page, SARIF's ``driver.rules[]`` and the language server's hover text all
+read from here, so the explanation a user sees is the same everywhere. XLA's own texts are
+:mod:`offload_fixer.xla_messages`'s and each code's constant is :mod:`offload_fixer.codes`'.
+A rule module imports neither MLIR nor the static interpreter: the engines hand their hooks
+what they need (:class:`offload_fixer.analysis.diagnose.Diagnoser`,
+:class:`offload_fixer.static.rules.StaticSite`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import importlib
+import pkgutil
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from offload_fixer import codes
+from offload_fixer import xla_messages as msg
+from offload_fixer.jax_compat import Spelling, spelling
+from offload_fixer.model import TARGETS, Diagnostic, FixOption, FixStrategy, Origin, Safety, Severity
+from offload_fixer.rules.examples import Example
+
+if TYPE_CHECKING:
+    from offload_fixer.analysis.diagnose import Diagnoser
+    from offload_fixer.analysis.offloader import Seed, WalkResult
+    from offload_fixer.static.rules import StaticSite
+
+WalkHook = Callable[["Diagnoser", "Seed", "WalkResult"], Iterable[Diagnostic]]
+"""The dynamic engine's hook: one host value (a seed) of a walked module -> its diagnostics."""
+StaticHook = Callable[["StaticSite"], Iterable[Diagnostic]]
+"""The source check's hook: one offending output leaf of a jit site -> its diagnostics."""
+FailureText = Callable[[str | None, str], tuple[str, str]]
+"""A compile failure's (message, explanation), from XLA's subject name and the target."""
+
+
+@dataclass(frozen=True)
+class TargetBehaviour:
+    """What XLA does on one target when the rule's pattern reaches it."""
+
+    severity: Severity
+    outcome: str
+    message: str | None
+    """XLA's message, with ``NAME``, ``N`` and ``OPCODE`` standing for an instruction's name,
+    a count and an opcode; ``None`` when XLA says nothing."""
+
+
+@dataclass(frozen=True)
+class FixDoc:
+    """A remedy as the rules page documents it; the planner decides per diagnostic."""
+
+    strategy: FixStrategy | None
+    """The fix strategy this remedy is (``--strategy``); ``None``: advice no codemod makes."""
+    title: str
+    safety: Safety
+    why: str
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str
+    """One of :mod:`offload_fixer.codes`'s constants."""
+    summary: str
+    what_it_does: str
+    why_bad: str
+    targets: Mapping[str, TargetBehaviour]
+    fixes: tuple[FixDoc, ...]
+    """In the page's order; each engine asks for one by strategy (:meth:`fix`)."""
+    applies_to: str
+    """Which JAX versions can produce the pattern, in words."""
+    invalid: tuple[Example, ...]
+    """Programs that show the pattern; the first is the page's."""
+    valid: tuple[Example, ...]
+    """Programs that avoid it; the first is the page's "Use instead"."""
+    references: tuple[str, ...] = ()
+    applies: Callable[[Spelling], bool] = lambda sp: True
+    """Whether a JAX version (its spelling) can produce the pattern: where it cannot, the
+    invalid example is a program that version accepts, and the examples' tests say so."""
+    from_walk: WalkHook | None = None
+    from_static: StaticHook | None = None
+    failure_texts: Mapping[msg.XlaMessage, FailureText] = field(default_factory=dict)
+    """How each compile failure of this code (by XLA's message) is worded."""
+    failure_fix: FixStrategy = "device"
+    """The remedy a compile failure of this code offers."""
+
+    @property
+    def name(self) -> str:
+        return codes.NAMES[self.code]
+
+    @property
+    def checked_statically(self) -> bool:
+        """Whether ``offload-fixer check`` reports this code from source (``run`` reports all)."""
+        return self.code in codes.STATIC_CODES
+
+    def severity(self, target: str) -> Severity:
+        return self.targets[target].severity
+
+    def invalid_example(self, jax_version: str | None = None) -> str:
+        return self.invalid[0](spelling(jax_version))
+
+    def valid_example(self, jax_version: str | None = None) -> str:
+        return self.valid[0](spelling(jax_version))
+
+    def examples(self, kind: str, jax_version: str | None = None) -> tuple[str, ...]:
+        """Every ``invalid`` or ``valid`` program, rendered for a JAX version."""
+        sp = spelling(jax_version)
+        return tuple(example(sp) for example in (self.invalid if kind == "invalid" else self.valid))
+
+    def fix(self, strategy: FixStrategy) -> FixDoc:
+        """The documented remedy of ``strategy``: by strategy, never by position."""
+        for doc in self.fixes:
+            if doc.strategy == strategy:
+                return doc
+        raise KeyError(f"{self.code} documents no {strategy!r} fix")
+
+    def fix_option(self, strategy: FixStrategy, description: str | None = None) -> FixOption:
+        """The remedy as a diagnostic offers it: the page's title and safety, in every engine;
+        ``description`` is how to make it where the engine spells it for the JAX version."""
+        doc = self.fix(strategy)
+        return FixOption(strategy, doc.title, doc.why if description is None else description, doc.safety)
+
+
+@dataclass(frozen=True)
+class ToolMessage:
+    """The tool's own message templates, by code (mypy's ``message_registry``): what a
+    diagnostic says where XLA prints nothing yet (the source check) or nothing at all. Each
+    sits in its rule's module."""
+
+    code: str
+    template: str
+    """``str.format`` template."""
+
+    def format(self, **fields: object) -> str:
+        return self.template.format(**fields)
+
+
+def origin_phrase(origin: Origin) -> str:
+    """How a diagnostic's explanation names where its host value comes from."""
+    return {
+        "host_argument": "A host-memory argument",
+        "move_to_host": "A value moved to host memory",
+        "offload_policy": "A residual offloaded to host by a checkpoint policy",
+        "host_compute": "A value computed on host",
+    }[origin.kind]
+
+
+def same_everywhere(severity: Severity, outcome: str, message: str | None) -> dict[str, TargetBehaviour]:
+    return {target: TargetBehaviour(severity, outcome, message) for target in TARGETS}
+
+
+class UnknownRule(KeyError):
+    """A code or rule name that no rule has."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+_RULE_MODULE = re.compile(r"ofl\d{4}")
+
+
+@functools.cache
+def all_rules() -> tuple[Rule, ...]:
+    """Every rule in code order (the order SARIF's ``rules[]`` indexes): each ``oflNNNN``
+    module of this package, found on first use, so a new rule is a new module only."""
+    found = (
+        importlib.import_module(f"{__name__}.{module.name}").RULE
+        for module in pkgutil.iter_modules(__path__)
+        if _RULE_MODULE.fullmatch(module.name)
+    )
+    return tuple(sorted(found, key=lambda rule: codes.ALL_CODES.index(rule.code)))
+
+
+@functools.cache
+def _lookup() -> tuple[dict[str, Rule], dict[str, Rule]]:
+    rules = all_rules()
+    return {rule.code: rule for rule in rules}, {rule.name: rule for rule in rules}
+
+
+def get_rule(code_or_name: str) -> Rule:
+    """Look a rule up by code (``OFL1200``, any case) or by name (``host-value-device-output``)."""
+    key = code_or_name.strip()
+    by_code, by_name = _lookup()
+    rule = by_code.get(key.upper()) or by_name.get(key.lower())
+    if rule is None:
+        close = difflib.get_close_matches(key, [*by_code, *by_name], n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else f"; known codes: {', '.join(by_code)}"
+        raise UnknownRule(f"no rule {code_or_name!r}{hint}")
+    return rule
+
+
+def render_rule(code: str, jax_version: str | None = None) -> str:
+    """The text page ``offload-fixer rules CODE`` prints (markdown that reads as plain text)."""
+    rule = get_rule(code)
+    sp = spelling(jax_version)
+    levels = ", ".join(f"{rule.severity(t)} on {t}" for t in TARGETS)
+    out = [f"# {rule.code} {rule.name}", "", f"{rule.summary} ({levels}).", ""]
+    out += ["## What it does", "", rule.what_it_does, ""]
+    out += ["## Why is this bad?", "", rule.why_bad, ""]
+    for target in TARGETS:
+        behaviour = rule.targets[target]
+        out.append(f"- `{target}` ({behaviour.severity}): {behaviour.outcome}.")
+        if behaviour.message:
+            out.append(f"  XLA: `{behaviour.message}`")
+    out.append("")
+    out += ["## Applies to", "", f"{rule.applies_to}.", ""]
+    checked_by = "`offload-fixer run`, `fix` and `analyze()` (the lowered program)"
+    if rule.checked_statically:
+        checked_by += ", and `offload-fixer check` (the source, without running it)"
+    out += ["## Reported by", "", f"{checked_by}.", ""]
+    out += [f"## Example (JAX {sp.version})", ""]
+    if not rule.applies(sp):
+        out += [f"JAX {sp.version} does not produce this pattern (see Applies to); other versions do:", ""]
+    out += ["```python", rule.invalid[0](sp).rstrip("\n"), "```", ""]
+    out += ["Use instead:", "", "```python", rule.valid[0](sp).rstrip("\n"), "```", ""]
+    out += ["## Fixes", ""]
+    for fix in rule.fixes:
+        out.append(f"- {fix.title} ({fix.safety}): {fix.why}")
+    out.append("")
+    if rule.references:
+        out += ["## References", ""] + [f"- {ref}" for ref in rule.references] + [""]
+    return "\n".join(out)

@@ -1,0 +1,145 @@
+"""OFL1201 device-compute-on-host: device compute on a value that lives in host memory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from offload_fixer import codes
+from offload_fixer import xla_messages as msg
+from offload_fixer.model import Diagnostic, Role, Step
+from offload_fixer.rules import FixDoc, Rule, TargetBehaviour, origin_phrase
+from offload_fixer.rules.examples import example
+
+if TYPE_CHECKING:
+    from jaxlib.mlir import ir
+
+    from offload_fixer.analysis.diagnose import Diagnoser
+    from offload_fixer.analysis.offloader import Seed, WalkResult
+
+_INVALID = """
+@jax.jit
+def f(x):
+    offloaded = jax.device_put(x, $HOST)
+    y = jnp.sin(offloaded)  # runs on the host CPU, on data in host memory
+    return jax.device_put(y, $DEVICE)
+
+
+args = (jnp.ones(8),)
+"""
+
+_VALID = """
+@jax.jit
+def f(x):
+    offloaded = jax.device_put(x, $HOST)
+    return jnp.sin(jax.device_put(offloaded, $DEVICE))
+
+
+args = (jnp.ones(8),)
+"""
+
+
+def from_walk(d: Diagnoser, seed: Seed, walk: WalkResult) -> Iterator[Diagnostic]:
+    """The computations the seed reaches before a move to device, and the copies XLA makes of
+    an updated host buffer that is both returned and read again."""
+    if walk.host_compute.get(seed):
+        yield _host_compute(d, seed, walk.host_compute[seed])
+    for op in walk.host_copies.get(seed, ()):
+        yield _host_copy(d, seed, op)
+
+
+def _host_compute(d: Diagnoser, seed: Seed, ops: list[ir.Operation]) -> Diagnostic:
+    origin = d.origin(seed)
+    first = ops[0]
+    names = ", ".join(dict.fromkeys(d.op_name(op) for op in ops[:8]))
+    if d.host_compute_offload:
+        message = msg.HOST_COMPUTE.format(name=d.op_name(first))
+        severity = RULE.severity(d.target)
+    else:
+        message = msg.HOST_COMPUTE_DISABLED.format()
+        severity = "error"
+    return Diagnostic(
+        code=RULE.code,
+        severity=severity,
+        target=d.target,
+        message=message,
+        explanation=(
+            f"{origin_phrase(origin)} is used by {len(ops)} computation(s) ({names}) before any "
+            "move back to device. XLA runs them on the host CPU over host memory, which is usually "
+            "far slower than intended; the usual cause is a missing move back to device where the "
+            "value enters the computation."
+        ),
+        origin=origin,
+        trace=tuple(Step(op.name, Role.HOST_COMPUTE, d.span(op)) for op in ops),
+        span=d.span(first) or origin.span,
+        fixes=(RULE.fix_option("device"),),
+        function=d.function,
+    )
+
+
+def _host_copy(d: Diagnoser, seed: Seed, op: ir.Operation) -> Diagnostic:
+    origin = d.origin(seed)
+    return Diagnostic(
+        code=RULE.code,
+        severity=RULE.severity(d.target),
+        target=d.target,
+        message=msg.HOST_COMPUTE.format(name="copy"),
+        explanation=(
+            f"The buffer {d.op_name(op)} updates in host memory is both returned and read "
+            "again (moved to device). XLA gives the output its own copy of the buffer, and that "
+            "copy of the whole buffer runs as host compute on every call. Read the buffer before "
+            "the update, or return it without reading the updated value."
+        ),
+        origin=origin,
+        trace=(Step(op.name, Role.HOST_COMPUTE, d.span(op)),),
+        span=d.span(op) or origin.span,
+        fixes=(RULE.fix_option("device"),),
+        function=d.function,
+    )
+
+
+RULE = Rule(
+    code=codes.DEVICE_COMPUTE_ON_HOST,
+    summary="Device compute on a value that lives in host memory",
+    what_it_does=(
+        "Reports arithmetic, reshapes, reductions and other compute whose operand is a "
+        "value in host memory that has not been moved back to device."
+    ),
+    why_bad=(
+        "XLA cannot run device kernels on host memory. It marks each such instruction as "
+        "host compute, so it runs on the host CPU, usually far slower than on the "
+        "accelerator, and the result stays in host memory. This is almost always a missing "
+        "move back to device."
+    ),
+    targets={
+        "tpu": TargetBehaviour(
+            "warning",
+            "XLA converts the instruction into host compute and logs a warning to libtpu's log "
+            "files (tpu_logs), not to the program's output",
+            msg.HOST_COMPUTE.placeholder(),
+        ),
+        "gpu": TargetBehaviour(
+            "warning",
+            "XLA logs a warning to stderr and converts the instruction into host compute",
+            msg.HOST_COMPUTE.placeholder(),
+        ),
+    },
+    fixes=(
+        FixDoc(
+            "device",
+            "Move the operand back to device before the compute",
+            "safe",
+            "Values are unchanged and the compute runs on the accelerator; only where the operand lives changes.",
+        ),
+        FixDoc(
+            None,
+            'Mark the compute as intended host compute: `compute_on` with `compute_type="device_host"`',
+            "display-only",
+            "Only the author knows whether running this on the host CPU is intended.",
+        ),
+    ),
+    applies_to="Every JAX version",
+    invalid=(example(_INVALID),),
+    valid=(example(_VALID),),
+    from_walk=from_walk,
+)
