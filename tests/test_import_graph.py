@@ -5,6 +5,11 @@ import is still a dependency), and under ``if TYPE_CHECKING:`` (a type is one to
 means neither module can be understood, tested or loaded without the other, and a lazy import
 that closes one only hides it; a private name (``_SEVERITY``) is one its module may change
 without telling anyone. The graph is read from the source with ``ast``; nothing is imported.
+
+One exception is allowed, and only one: the rule modules (``offload_fixer.rules``) name the
+types of the context each engine hands their hooks (``Diagnoser``, ``StaticSite``) for the
+type checker alone, while the engines import the rules to call them. Such a cycle closes only
+through a ``TYPE_CHECKING`` import out of the rules package; any other is a failure.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ class Reach:
     line: int
     target: str
     name: str
+    typing_only: bool = False
+    """Written under ``if TYPE_CHECKING:``."""
 
 
 def modules() -> dict[str, Path]:
@@ -53,12 +60,19 @@ def reaches(module: str, path: Path, known: dict[str, Path]) -> Iterator[Reach]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
     tree.body = [statement for statement in tree.body if not _runs_as_program(statement)]
     is_package = path.name == "__init__.py"
+    typing_lines = {
+        id(inner)
+        for statement in ast.walk(tree)
+        if isinstance(statement, ast.If) and _dotted(statement.test).endswith("TYPE_CHECKING")
+        for inner in ast.walk(statement)
+    }
     bound: dict[str, str] = {}  # local name -> module of the package
     for node in ast.walk(tree):
+        typing_only = id(node) in typing_lines
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.startswith(PACKAGE + ".") or alias.name == PACKAGE:
-                    yield Reach(module, node.lineno, alias.name, "")
+                    yield Reach(module, node.lineno, alias.name, "", typing_only)
                     bound[alias.asname or alias.name] = alias.name
         elif isinstance(node, ast.ImportFrom):
             source = _absolute(module, is_package, node)
@@ -67,10 +81,10 @@ def reaches(module: str, path: Path, known: dict[str, Path]) -> Iterator[Reach]:
             for alias in node.names:
                 submodule = f"{source}.{alias.name}"
                 if submodule in known:
-                    yield Reach(module, node.lineno, submodule, "")
+                    yield Reach(module, node.lineno, submodule, "", typing_only)
                     bound[alias.asname or alias.name] = submodule
                 else:
-                    yield Reach(module, node.lineno, source, alias.name)
+                    yield Reach(module, node.lineno, source, alias.name, typing_only)
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound:
             yield Reach(module, node.lineno, bound[node.value.id], node.attr)
@@ -100,16 +114,35 @@ def _dotted(node: ast.expr) -> str:
     return ""
 
 
-def graph() -> tuple[dict[str, set[str]], list[Reach]]:
+def graph(typing: bool = True) -> tuple[dict[str, set[str]], list[Reach]]:
+    """The edges between the package's modules (``typing``: imports made for the type checker
+    alone count too), and every reach."""
     known = modules()
     edges: dict[str, set[str]] = {name: set() for name in known}
     everything = []
     for name, path in known.items():
         for reach in reaches(name, path, known):
             everything.append(reach)
-            if reach.target in known and reach.target != name:
+            if reach.target in known and reach.target != name and (typing or not reach.typing_only):
                 edges[name].add(reach.target)
     return edges, everything
+
+
+RULES = f"{PACKAGE}.rules"
+
+
+def _without_rule_hook_types(edges: dict[str, set[str]], reaches_: list[Reach]) -> dict[str, set[str]]:
+    """``edges`` less the one allowed kind of type-only import: out of the rules package."""
+    hook_types = {
+        (r.module, r.target)
+        for r in reaches_
+        if r.typing_only and (r.module == RULES or r.module.startswith(RULES + "."))
+    }
+    runtime, _ = graph(typing=False)
+    return {
+        module: {t for t in targets if (module, t) not in hook_types or t in runtime[module]}
+        for module, targets in edges.items()
+    }
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -152,8 +185,16 @@ def _is_private(name: str) -> bool:
 
 
 def test_the_package_has_no_import_cycle() -> None:
+    edges, everything = graph()
+    assert cycles(_without_rule_hook_types(edges, everything)) == []
+
+
+def test_the_rule_hooks_types_are_the_only_typing_cycles_and_none_is_real() -> None:
+    runtime, _ = graph(typing=False)
+    assert cycles(runtime) == []
     edges, _ = graph()
-    assert cycles(edges) == []
+    for component in cycles(edges):
+        assert any(m == RULES or m.startswith(RULES + ".") for m in component), component
 
 
 def test_no_module_uses_another_modules_private_names() -> None:

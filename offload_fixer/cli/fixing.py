@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 
+from offload_fixer import codes
 from offload_fixer.cli.options import Console, Invocation, Outcome, fail
 from offload_fixer.exit_codes import ExitCode
 from offload_fixer.model import Diagnostic
@@ -223,7 +224,7 @@ class FixConfirmation:
         if after is None or not found:
             return ""
         report, call = found[0]
-        failing = [d.output_index for d in report.by_code("OFL1200") if d.output_index is not None]
+        failing = [d.output_index for d in report.by_code(codes.HOST_VALUE_DEVICE_OUTPUT) if d.output_index is not None]
         before = original_memory(
             result.path, result.old_text, report.function, call.args, call.kwargs, self.target, failing
         )
