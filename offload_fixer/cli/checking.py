@@ -83,10 +83,12 @@ def check_files(
     settings_for: Callable[[str], Any] | None = None,
     unreadable: Sequence[Any] = (),
     caches: dict | None = None,
+    texts: dict[str, bytes] | None = None,
 ) -> Outcome:
     """The static check of ``files``, each with its own target and JAX version, and a file
     error for each path the walk could not use: nothing is skipped in silence. ``caches``:
-    the parsed statements of the files with findings, kept for a second check."""
+    the parsed statements of the files with findings, kept for a second check. ``texts``: files
+    as fixed in memory, checked instead of what they hold."""
     from offload_fixer.report import FileError
     from offload_fixer.static import check_paths
 
@@ -100,6 +102,7 @@ def check_files(
         check_syntax=named,
         settings_for=settings_for,
         caches=caches,
+        texts=texts,
     )
     with progress, contextlib.closing(results):
         for done, result in enumerate(results, 1):

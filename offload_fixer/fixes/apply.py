@@ -19,7 +19,7 @@ import errno
 import os
 import stat
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import libcst as cst
@@ -62,6 +62,10 @@ class FileResult:
     written: bool = False
     error: FixError | None = None
     passes: int = 0
+    old_data: bytes = b""
+    """The bytes fixed (a notebook's: its program), as read or as given."""
+    new_data: bytes = b""
+    """Those bytes after the fixes, in the file's own encoding."""
 
     @property
     def changed(self) -> bool:
@@ -73,16 +77,41 @@ class FileResult:
 
 
 def apply_plans(
-    plans: Iterable[FixPlan], write: bool, *, unsafe: bool = False, max_passes: int = MAX_PASSES
+    plans: Iterable[FixPlan],
+    write: bool,
+    *,
+    unsafe: bool = False,
+    max_passes: int = MAX_PASSES,
+    texts: Mapping[str, bytes] | None = None,
 ) -> list[FileResult]:
     """Apply ``plans`` file by file; write the files only if ``write``.
 
     Safe plans are applied; unsafe ones only with ``unsafe=True``; display-only ones never.
+    ``texts``: a file's bytes as already fixed in memory (a notebook's: its program), fixed
+    again instead of what the file holds; with ``texts`` nothing is written.
     """
     by_path: dict[str, list[FixPlan]] = {}
     for plan in plans:
         by_path.setdefault(plan.path, []).append(plan)
-    return [_apply_file(path, file_plans, write, unsafe, max_passes) for path, file_plans in by_path.items()]
+    texts = texts or {}
+    return [
+        _apply_file(path, file_plans, write and path not in texts, unsafe, max_passes, texts.get(path))
+        for path, file_plans in by_path.items()
+    ]
+
+
+def write_fixed(path: str, analysed: bytes, fixed: bytes) -> str:
+    """Replace the file whose content (a notebook's: its program) was ``analysed`` with its
+    ``fixed`` bytes, once, atomically (:func:`write_source`); the diff written. Raises a
+    :class:`FixError`, the file left as it was, where it changed since it was analysed."""
+    if is_notebook(path):
+        edit = edit_notebook(path, analysed, fixed.decode("utf-8"))
+        write_source(path, edit.old_bytes, edit.new_bytes)
+        return edit.diff
+    write_source(path, analysed, fixed)
+    old_text, _ = decode_source_with_encoding(path, analysed)
+    new_text, _ = decode_source_with_encoding(path, fixed)
+    return unified_diff(path, old_text, new_text)
 
 
 def apply_to_source(path: str, data: bytes, plans: Iterable[FixPlan], *, unsafe: bool = False) -> FileResult:
@@ -148,6 +177,7 @@ def _apply_file(
     chosen, skipped = choose_plans(plans, unsafe)
     if not path:  # diagnostics that name no file: nothing to read, only reasons to show
         return FileResult(path, "", "", "", skipped=tuple(skipped))
+    from_file = data is None
     try:
         if data is None:
             data = read_source(path)
@@ -155,20 +185,22 @@ def _apply_file(
         old_text, encoding = decode_source_with_encoding(path, data)
         if not chosen:
             FileOutline.of(path, old_text)  # a file that is not Python is an error even with nothing to apply
-            return FileResult(path, old_text, old_text, "", skipped=tuple(skipped))
+            return FileResult(path, old_text, old_text, "", skipped=tuple(skipped), old_data=data, new_data=data)
         new_text, passes = fix_text(path, old_text, chosen, encoding=encoding, original=data, max_passes=max_passes)
         new_data = encode(new_text, encoding)
         written = False
         diff = ""
         if new_data != data:
             expected, written_data, diff = data, new_data, unified_diff(path, old_text, new_text)
-            if is_notebook(path):  # the program goes back into the edited cells only
+            if is_notebook(path) and from_file:  # the program goes back into the edited cells only
                 edit = edit_notebook(path, data, new_text)
                 expected, written_data, diff = edit.old_bytes, edit.new_bytes, edit.diff
             if write:
                 write_source(path, expected, written_data)
                 written = True
-        return FileResult(path, old_text, new_text, diff, tuple(chosen), tuple(skipped), written, None, passes)
+        return FileResult(
+            path, old_text, new_text, diff, tuple(chosen), tuple(skipped), written, None, passes, data, new_data
+        )
     except RecursionError:
         error: FixError = _too_deep(path)
     except FixError as exc:

@@ -8,7 +8,7 @@ import multiprocessing
 import os
 import sys
 import threading
-from collections.abc import Callable, Collection, Generator, Iterable, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Generator, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -103,6 +103,7 @@ def check_paths(
     settings_for: Callable[[str], Settings] | None = None,
     *,
     caches: MutableMapping[str, SourceCache] | None = None,
+    texts: Mapping[str, bytes] | None = None,
 ) -> Generator[StaticResult, None, None]:
     """Check files and directories (walked, honouring ``.gitignore`` and ``excludes``, which
     are patterns as in the ``exclude`` setting, relative to the current directory: one without
@@ -112,7 +113,8 @@ def check_paths(
     file in ``check_syntax`` (a file named on the command line) is compiled even when the
     prefilter rules it out, so a syntax error in it is reported. ``caches``: a
     :class:`SourceCache` per path, filled and reused by the files checked in this process, so
-    that checking again after a fix parses only the statements the fix changed.
+    that checking again after a fix parses only the statements the fix changed. ``texts``: a
+    file's content (a notebook's: its program) as fixed in memory, checked instead of the file.
 
     ``settings_for(path)``: each file's own settings (its nearest ``[tool.offload-fixer]``):
     their target and JAX version replace ``target``/``jax_version``, and a file or directory
@@ -145,7 +147,7 @@ def check_paths(
             settings = settings_for(path)
             file_target, spelling = normalize_target(settings.target), jax_compat.spelling(settings.jax_version)
         try:
-            data = read_program_bytes(path)
+            data = texts[path] if texts and path in texts else read_program_bytes(path)
         except OSError as exc:
             pending.append(
                 StaticResult(path, parse_error=ParseError(path, 1, 1, f"cannot read: {exc.strerror or exc}"))
