@@ -107,6 +107,8 @@ def check_files(
     with progress, contextlib.closing(results):
         for done, result in enumerate(results, 1):
             progress.count("Checking", done, len(files))
+            if result.skipped is not None:
+                outcome.notes.append(f"{result.path}: {result.skipped}")
             if result.parse_error is not None:
                 err = result.parse_error
                 outcome.file_errors.append(FileError(result.path, err.line, err.col, err.message))

@@ -257,3 +257,5 @@ class Outcome:
     """Program failed (3) or fix refused (5): exits with it whatever was found."""
     pending: bool = False
     """``--diff`` has changes to show."""
+    notes: list[str] = field(default_factory=list)
+    """Said before the report: files not checked and why (a notebook of another language)."""

@@ -14,11 +14,13 @@ cells' sources only (``offload_fixer.notebook.fixing``), and its diff is shown p
 
 from __future__ import annotations
 
+import ast
 import difflib
 import errno
 import os
 import stat
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -36,9 +38,10 @@ from offload_fixer.fixes.errors import (
     SourceReadError,
     SourceSyntaxError,
 )
-from offload_fixer.fixes.excerpt import FileOutline
+from offload_fixer.fixes.excerpt import Excerpt, FileOutline
 from offload_fixer.fixes.planner import FixPlan, Job
 from offload_fixer.fixes.source_io import check_fresh, decode_source_with_encoding, read_source
+from offload_fixer.fixes.splice import libcst_view, restore
 from offload_fixer.interrupts import uninterrupted
 from offload_fixer.notebook import is_notebook
 from offload_fixer.notebook.fixing import edit_notebook
@@ -154,12 +157,16 @@ def fix_text(
     (:func:`verify`, in ``encoding``; ``original``, the bytes ``text`` was decoded from, tells a
     fix that breaks the file from a file that was broken). Raises a :class:`FixError`."""
     jobs = [job for plan in plans for job in plan.jobs]
+    view = libcst_view(text)  # what libcst prints back as it is (form feeds in indentation cut)
     try:
-        new_text, changed, passes = call_allowing_deep_recursion(
-            lambda: fix_source_to_fixpoint(FileOutline.of(path, text), jobs, max_passes)
+        new_view, changed, passes = call_allowing_deep_recursion(
+            lambda: fix_source_to_fixpoint(FileOutline.of(path, view), jobs, max_passes)
         )
     except RecursionError as exc:
         raise _too_deep(path) from exc
+    new_text = restore(text, view, new_view)
+    if new_text != text and libcst_view(new_text) != new_view:
+        raise FixVerificationError(path, "the fix could not be put back around the file's form feeds; left unchanged")
     if new_text != text:
         try:
             new_data = encode(new_text, encoding)
@@ -225,7 +232,30 @@ def fix_source_to_fixpoint(
     if fixed is excerpt.module:
         return source.text, [], passes
     text, changed = excerpt.splice(fixed)
+    check_intended(source, excerpt, fixed, text)
     return text, changed, passes
+
+
+def check_intended(source: FileOutline, excerpt: Excerpt, fixed: cst.Module, text: str) -> None:
+    """The spliced ``text`` must hold exactly the file's statements with the excerpt's replaced
+    by the fixed ones (compared as ``ast`` trees, top-level statement by statement): a splice
+    that duplicates a definition or drops a body compiles, and is refused here."""
+    path = source.path
+    try:
+        found = Counter(ast.dump(statement) for statement in ast.parse(text).body)
+        expected = Counter(ast.dump(statement) for group in source.groups for statement in group)
+        expected.subtract(ast.dump(statement) for statement in ast.parse(excerpt.module.code).body)
+        expected.update(ast.dump(statement) for statement in ast.parse(fixed.code).body)
+    except (SyntaxError, ValueError) as exc:
+        raise FixVerificationError(path, f"the fixed file would not compile ({exc}); left unchanged") from exc
+    if +expected != found:
+        extra = sum((found - expected).values())
+        missing = sum((expected - found).values())
+        raise FixVerificationError(
+            path,
+            f"the fixed text is not the intended edit ({extra} statement(s) more, {missing} fewer than the fix "
+            "made); left unchanged",
+        )
 
 
 def fix_to_fixpoint(

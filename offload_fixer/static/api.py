@@ -52,10 +52,16 @@ class StaticResult:
     parse_error: ParseError | None = None
     analysed: bool = False
     """False when the prefilter showed the file cannot hold a host move the check models."""
+    skipped: str | None = None
+    """Why a file was not checked, for a note (a notebook whose kernel runs another language)."""
     dependencies: tuple[str, ...] = ()
     """Other modules of the project the check read for this file (absolute paths): the result
     holds while they are unchanged."""
 
+
+LIBCST_LIMIT = (
+    "libcst, the parser the check and its fixes use, cannot parse this file, which CPython compiles; not checked"
+)
 
 BYTES_PER_WORKER = 1 << 20
 """Source that passed the text prefilter per process when ``jobs`` is left to the check:
@@ -123,7 +129,7 @@ def check_paths(
     loop, a FIFO or device named ``*.py``, and a file that is not Python text (binary, UTF-16,
     undecodable) each get a result with ``parse_error`` set: nothing is skipped in silence."""
     from offload_fixer.config import is_excluded
-    from offload_fixer.notebook import NotebookError, read_program_bytes
+    from offload_fixer.notebook import NotebookError, NotPythonNotebook, read_program_bytes
 
     default = (normalize_target(target), jax_compat.spelling(jax_version))
     paths = [os.fspath(p) for p in paths]
@@ -152,6 +158,9 @@ def check_paths(
             pending.append(
                 StaticResult(path, parse_error=ParseError(path, 1, 1, f"cannot read: {exc.strerror or exc}"))
             )
+            continue
+        except NotPythonNotebook as exc:
+            pending.append(StaticResult(path, skipped=str(exc)))
             continue
         except NotebookError as exc:
             pending.append(StaticResult(path, parse_error=ParseError(path, 1, 1, str(exc))))
@@ -338,8 +347,9 @@ def _check_once(
     except cst.ParserSyntaxError as exc:
         if isinstance(syntax_error, SyntaxError):
             error = ParseError(path, syntax_error.lineno or 1, syntax_error.offset or 1, syntax_error.msg)
-        else:
-            error = ParseError(path, exc.raw_line, exc.raw_column + 1, exc.message)
+        else:  # CPython compiles it: a limit of libcst's parser (5,000 implicitly joined strings)
+            detail = " ".join(exc.message.split())
+            error = ParseError(path, exc.raw_line, exc.raw_column + 1, f"{LIBCST_LIMIT} ({detail})")
         return StaticResult(path, parse_error=error, analysed=True)
     digest = hashlib.sha256(data).hexdigest()
     diagnostics, dependencies = _analyse(parsed, text, path, target, spelling, digest, project)
