@@ -22,7 +22,18 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FAILURES = ("traceback", "refused", "fix-refused", "not-compiling", "not-idempotent", "outside-edit", "program-fails")
+FAILURES = (
+    "traceback",
+    "refused",
+    "fix-refused",
+    "not-compiling",
+    "not-idempotent",
+    "outside-edit",
+    "program-fails",
+    "write-outside",
+    "replaced-twice",
+    "wrong-exit-code",
+)
 
 
 def fix_variants(count: int, seed: int, run: bool) -> tuple[Counter, list[str]]:

@@ -41,12 +41,12 @@ from offload_fixer.fixes.errors import (
 from offload_fixer.fixes.excerpt import Excerpt, FileOutline
 from offload_fixer.fixes.planner import FixPlan, Job
 from offload_fixer.fixes.source_io import check_fresh, decode_source_with_encoding, read_source
-from offload_fixer.fixes.splice import libcst_view, restore
+from offload_fixer.fixes.splice import restore
 from offload_fixer.interrupts import uninterrupted
 from offload_fixer.notebook import is_notebook
 from offload_fixer.notebook.fixing import edit_notebook
 from offload_fixer.recursion import call_allowing_deep_recursion
-from offload_fixer.source.text import decode, encode, split_lines
+from offload_fixer.source.text import decode, encode, libcst_view, split_lines
 
 MAX_PASSES = 6
 """Passes over one file before giving up; fixes settle in two (fix, then no-op), one more

@@ -11,7 +11,7 @@ taken from the fixed print; every other line is the original's, its line end inc
 One blind spot changes what libcst parses: a form feed in a statement's indentation (a page
 break, as older and Emacs-edited code has) is dropped with the whitespace before it, so its
 print has lines the file does not, and a splice by content would take the wrong ones. The
-fixer therefore gives libcst :func:`libcst_view`, the text with such indentation cut to what
+fixer therefore gives libcst :func:`~offload_fixer.source.text.libcst_view`, the text with such indentation cut to what
 follows its last form feed (how CPython's tokenizer counts it: a form feed resets the
 column), and :func:`restore` puts the cut prefixes back around the edit.
 """
@@ -19,7 +19,6 @@ column), and :func:`restore` puts the cut prefixes back around the edit.
 from __future__ import annotations
 
 import difflib
-import tokenize
 from collections.abc import Sequence
 
 from offload_fixer.source.text import LINE_END, split_lines
@@ -132,32 +131,8 @@ def _end(line: str) -> str:
     return line[len(_body(line)) :]
 
 
-_INDENT_CHARS = " \t\f"
-
-
-def libcst_view(text: str) -> str:
-    """``text`` with each line whose indentation holds a form feed cut to the indentation after
-    its last one; lines inside a multi-line string are left alone. The same program for
-    CPython, and one libcst prints back as it is. ``text`` itself where it has no form feed
-    (or does not tokenize)."""
-    if "\f" not in text:
-        return text
-    lines = split_lines(text)
-    protected = _string_continuation_lines(lines)
-    if protected is None:
-        return text
-    out = []
-    for number, line in enumerate(lines, 1):
-        body = line.lstrip(_INDENT_CHARS)
-        indent = line[: len(line) - len(body)]
-        if "\f" in indent and number not in protected:
-            line = indent[indent.rindex("\f") + 1 :] + body
-        out.append(line)
-    return "".join(out)
-
-
 def restore(original: str, view: str, fixed_view: str) -> str:
-    """``fixed_view``, an edit of ``view`` (:func:`libcst_view` of ``original``), as the same
+    """``fixed_view``, an edit of ``view`` (``libcst_view`` of ``original``), as the same
     edit of ``original``: unchanged lines are the original's, and a changed line keeps the
     prefix the view cut (the first line of a statement a fix replaced by several)."""
     if fixed_view == view:
@@ -177,23 +152,3 @@ def restore(original: str, view: str, fixed_view: str) -> str:
             replacement[offset] = prefix + replacement[offset]
         out.extend(replacement)
     return "".join(out)
-
-
-def _string_continuation_lines(lines: Sequence[str]) -> set[int] | None:
-    """1-based lines a multi-line string token continues onto (its whitespace is data);
-    ``None`` for text that does not tokenize."""
-    protected: set[int] = set()
-    feed = iter(lines)
-    opened: list[int] = []
-    try:
-        for token in tokenize.generate_tokens(lambda: next(feed, "")):
-            kind = tokenize.tok_name.get(token.type, "")
-            if kind == "FSTRING_START":
-                opened.append(token.start[0])
-            elif kind == "FSTRING_END" and opened:
-                protected.update(range(opened.pop() + 1, token.end[0] + 1))
-            elif token.type == tokenize.STRING and token.end[0] > token.start[0]:
-                protected.update(range(token.start[0] + 1, token.end[0] + 1))
-    except (tokenize.TokenError, SyntaxError):
-        return None
-    return protected

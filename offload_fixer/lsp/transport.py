@@ -158,7 +158,7 @@ def _dispatch(protocol: Any, body: bytes, state: _State, writer: Any) -> None:
         if is_request:
             _send_error(writer, request_id, SERVER_NOT_INITIALIZED, f"{method}: initialize first")
         return
-    if is_request and not _known_method(protocol, method):  # before its params are looked at
+    if is_request and method is not None and not _known_method(protocol, method):  # before its params are looked at
         _send_error(writer, request_id, METHOD_NOT_FOUND, f"{method}: no such method")
         return
     try:

@@ -124,7 +124,7 @@ class Program:
                 source = cell.masked.restore(python)
             except ValueError as exc:
                 raise CellSplitError(str(exc)) from exc
-            if source != _newlines(cell.source):  # the cell's own line ends where the fix kept its lines
+            if "\r" in cell.source:  # the cell's own line ends where the fix kept its lines
                 source = _own_line_ends(cell.source, source)
             if source != cell.source:
                 changed[cell.number] = source

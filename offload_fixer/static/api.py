@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from offload_fixer import jax_compat
 from offload_fixer.model import Diagnostic, normalize_target
 from offload_fixer.recursion import call_allowing_deep_recursion
-from offload_fixer.source.text import SourceDecodeError, decode
+from offload_fixer.source.text import SourceDecodeError, decode, libcst_view
 
 from .files import Unreadable, walk
 from .outline import SourceCache, outline
@@ -324,6 +324,7 @@ def _check_once(
         text = decoded
     else:
         text = source
+    text = libcst_view(text)  # form feeds in indentation cut, as CPython counts them: libcst misreads them
     syntax_error = None
     found = None
     try:
