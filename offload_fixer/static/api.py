@@ -114,7 +114,7 @@ def check_paths(
     """Check files and directories (walked, honouring ``.gitignore`` and ``excludes``, which
     are patterns as in the ``exclude`` setting, relative to the current directory: one without
     ``/`` matches a name anywhere, one with ``/`` the path). Yields one result per
-    ``.py`` file (and ``.ipynb`` notebook where nbformat is installed), in walk order.
+    ``.py`` file and ``.ipynb`` notebook, in walk order.
     ``jobs``: at most that many processes; 0 or ``None`` lets :func:`worker_count` decide. A
     file in ``check_syntax`` (a file named on the command line) is compiled even when the
     prefilter rules it out, so a syntax error in it is reported. ``caches``: a
@@ -324,7 +324,7 @@ def _check_once(
         text = decoded
     else:
         text = source
-    text = libcst_view(text)  # form feeds in indentation cut, as CPython counts them: libcst misreads them
+    original, text = text, libcst_view(text)  # form feeds in indentation cut, as CPython counts them
     syntax_error = None
     found = None
     try:
@@ -354,7 +354,40 @@ def _check_once(
         return StaticResult(path, parse_error=error, analysed=True)
     digest = hashlib.sha256(data).hexdigest()
     diagnostics, dependencies = _analyse(parsed, text, path, target, spelling, digest, project)
+    if original != text:
+        diagnostics = _columns_of(original, text, path, diagnostics)
     return StaticResult(path, tuple(diagnostics), analysed=True, dependencies=dependencies)
+
+
+def _columns_of(original: str, view: str, path: str, diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """The diagnostics of ``view`` (:func:`libcst_view` of ``original``) with the columns of
+    ``original``: a line whose form feeds the view cut starts that much later in the file."""
+    import dataclasses
+
+    from offload_fixer.source.text import split_lines
+
+    cuts = {
+        number: len(line) - len(cut)
+        for number, (line, cut) in enumerate(zip(split_lines(original), split_lines(view)), 1)
+        if len(line) != len(cut)
+    }
+
+    def moved(span):
+        if span is None or span.path != path or not (span.line in cuts or span.end_line in cuts):
+            return span
+        end = span.end_col + cuts.get(span.end_line or span.line, 0) if span.end_col is not None else None
+        return dataclasses.replace(span, col=span.col + cuts.get(span.line, 0), end_col=end)
+
+    return [
+        dataclasses.replace(
+            d,
+            span=moved(d.span),
+            return_span=moved(d.return_span),
+            origin=dataclasses.replace(d.origin, span=moved(d.origin.span)) if d.origin else None,
+            trace=tuple(dataclasses.replace(step, span=moved(step.span)) for step in d.trace),
+        )
+        for d in diagnostics
+    ]
 
 
 def _cpython_limit(error: BaseException | None, path: str) -> ParseError | None:
