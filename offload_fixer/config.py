@@ -12,6 +12,7 @@ import dataclasses
 import difflib
 import fnmatch
 import os
+import stat
 import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ else:  # pragma: no cover - Python 3.10
 
 from offload_fixer.jax_compat import UnsupportedJaxVersion, check_modelled
 from offload_fixer.model import FORMAT_ALIASES, FORMATS, STRATEGIES, TARGET_CHOICES, Diagnostic
-from offload_fixer.source.decoding import read_regular_file
+from offload_fixer.source.decoding import file_kind, read_regular_file
 
 TABLE = "offload-fixer"
 DEFAULT_EXCLUDE: tuple[str, ...] = (
@@ -188,11 +189,15 @@ def find_config(start: str | os.PathLike[str]) -> Path | None:
 
 def _is_file(path: Path) -> bool:
     """Whether ``path`` is a file; False in a directory that cannot be entered (the walk
-    reports that directory; its settings are those of the nearest readable table above)."""
+    reports that directory; its settings are those of the nearest readable table above). A
+    FIFO or device (a link to ``/dev/zero``) is refused by its type, never read or skipped."""
     try:
-        return path.is_file()
+        mode = path.stat().st_mode
     except OSError:
         return False
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return stat.S_ISREG(mode)
+    raise ConfigError(f"{path}: is {file_kind(mode)}, not a regular file: not read")
 
 
 def load_settings(config_path: str | os.PathLike[str]) -> Settings:
@@ -284,6 +289,8 @@ def _read_table(path: Path) -> dict[str, Any] | None:
         raise ConfigError(f"{path}: not UTF-8 text, so not TOML (byte {exc.start}: {exc.reason})") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from exc
+    except RecursionError as exc:  # tomllib parses nested arrays and tables by recursion
+        raise ConfigError(f"{path}: nested too deeply to read as TOML") from exc
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror or exc}") from exc
     tool = document.get("tool", {})

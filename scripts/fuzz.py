@@ -3,9 +3,11 @@
     .venv/bin/python scripts/fuzz.py --variants 800                # everything
     .venv/bin/python scripts/fuzz.py --variants 200 --interrupts 10 --skip-lsp-timing
 
-Parts: mutated variants of the examples and fixtures fixed and checked (bytes outside the
-edits, compiling, idempotence, the programs still run); the CLI bad-input table; interrupted
-many-file ``--fix`` runs; the language server's protocol scenarios and its time on a 5 MB
+Parts: mutated variants of the examples and fixtures (form feeds included) fixed by the real
+``check --fix`` and checked (bytes outside the edits, compiling, idempotence, each file
+written once and no other, the programs still run); the CLI bad-input table; interrupted
+many-file ``--fix`` runs (two-round fixes among them); seeded path cases (report paths,
+symlinked trees, notebooks' line ends, deep JSON and TOML); the language server's protocol scenarios and its time on a 5 MB
 document (and on one at the size limit it analyses). Prints the counts; exits 1 when any
 failure count is not 0.
 """
@@ -22,7 +24,18 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FAILURES = ("traceback", "refused", "fix-refused", "not-compiling", "not-idempotent", "outside-edit", "program-fails")
+FAILURES = (
+    "traceback",
+    "refused",
+    "fix-refused",
+    "not-compiling",
+    "not-idempotent",
+    "outside-edit",
+    "program-fails",
+    "write-outside",
+    "replaced-twice",
+    "wrong-exit-code",
+)
 
 
 def fix_variants(count: int, seed: int, run: bool) -> tuple[Counter, list[str]]:
@@ -83,6 +96,13 @@ def interrupted_fixes(runs: int, files: int, seed: int) -> tuple[Counter, list[s
     return counts, details
 
 
+def path_cases(count: int, seed: int) -> tuple[Counter, list[str]]:
+    from tests.fuzz.paths import run_path_cases
+
+    with tempfile.TemporaryDirectory(prefix="offload-fixer-paths-") as tmp:
+        return run_path_cases(count, seed, Path(tmp))
+
+
 def lsp_scenarios() -> tuple[Counter, list[str]]:
     from tests.fuzz.lsp_protocol import SCENARIOS, run_scenario
 
@@ -116,6 +136,12 @@ def main() -> int:
     parser.add_argument("--no-run", action="store_true", help="do not run the fixed programs")
     parser.add_argument("--interrupts", type=int, default=30, help="interrupted --fix runs")
     parser.add_argument("--files", type=int, default=200, help="files in each interrupted --fix run")
+    parser.add_argument(
+        "--path-cases",
+        type=int,
+        default=200,
+        help="seeded report paths, symlinked trees, notebooks' line ends, deep JSON and TOML",
+    )
     parser.add_argument("--skip-cli", action="store_true")
     parser.add_argument("--skip-lsp", action="store_true")
     parser.add_argument("--skip-lsp-timing", action="store_true")
@@ -161,6 +187,12 @@ def main() -> int:
             counts,
             ("files half-written", "files lost", "temporary files left", "traceback", "hang", "wrong exit code"),
         )
+        details += found
+    if args.path_cases:
+        from tests.fuzz.paths import PATH_FAILURES
+
+        counts, found = path_cases(args.path_cases, args.seed)
+        report(f"path and hostile-file cases (seed {args.seed})", counts, PATH_FAILURES)
         details += found
     if not args.skip_lsp:
         counts, found = lsp_scenarios()

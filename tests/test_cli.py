@@ -730,3 +730,22 @@ def test_fix_fixes_what_its_first_fix_uncovers(tmp_path: Path):
     fixed = program.read_text()
     assert 'mu = jax.device_put(opt_state["mu"]' in fixed and 'nu = jax.device_put(opt_state["nu"]' in fixed
     assert invoke("check", "--jax-version", "0.10.2", str(program)).exit_code == ExitCode.CLEAN
+
+
+def test_one_fix_replaces_each_file_once_after_fixing_again_in_memory(tmp_path: Path, monkeypatch):
+    # the second streamed moment is found once the first is moved: both rounds are made in
+    # memory, and the file is replaced once (an interrupt never leaves the first round's text)
+    from offload_fixer.fixes import apply as fix_apply
+
+    program = tmp_path / "optimizer_offload_broken.py"
+    shutil.copy(Path(__file__).parent.parent / "examples" / "optimizer_offload_broken.py", program)
+    written: list[str] = []
+    write_source = fix_apply.write_source
+    monkeypatch.setattr(
+        fix_apply, "write_source", lambda path, *rest: (written.append(path), write_source(path, *rest))
+    )
+    result = invoke("check", "--fix", "--jax-version", "0.10.2", str(program))
+    assert result.exit_code == ExitCode.CLEAN, result.output
+    assert written == [str(program)]
+    fixed = program.read_text()
+    assert 'mu = jax.device_put(opt_state["mu"]' in fixed and 'nu = jax.device_put(opt_state["nu"]' in fixed

@@ -230,3 +230,19 @@ def test_per_file_ignores_match_like_exclude_and_negate_with_a_bang(tmp_path):
     located = Diagnostic("OFL1201", "warning", "tpu", "m", "e", span=Span(str(tmp_path / "tests" / "t.py"), 1))
     elsewhere = Diagnostic("OFL1201", "warning", "tpu", "m", "e", span=Span(str(tmp_path / "src" / "t.py"), 1))
     assert settings.reportable([located, elsewhere]) == [elsewhere]
+
+
+def test_a_pyproject_nested_too_deep_or_not_a_regular_file_is_a_config_error(tmp_path):
+    import os
+
+    _write(tmp_path / "deep" / "pyproject.toml", "a = " + "[" * 3000 + "]" * 3000 + "\n")
+    with pytest.raises(ConfigError, match=r"pyproject\.toml: nested too deeply"):
+        find_config(tmp_path / "deep")
+    (tmp_path / "fifo").mkdir()
+    os.mkfifo(tmp_path / "fifo" / "pyproject.toml")
+    with pytest.raises(ConfigError, match=r"pyproject\.toml: is a FIFO"):
+        find_config(tmp_path / "fifo")
+    (tmp_path / "zero").mkdir()
+    (tmp_path / "zero" / "pyproject.toml").symlink_to("/dev/zero")
+    with pytest.raises(ConfigError, match="is a character device"):
+        find_config(tmp_path / "zero")

@@ -38,6 +38,7 @@ from offload_fixer.cli.fixing import (
     FixConfirmation,
     apply_fixes,
     apply_fixes_per_file,
+    fix_in_memory_then_write,
     fixed_listing,
     report_compiled,
     report_unpredicted,
@@ -132,6 +133,11 @@ def _signal_exit(status: int | None = None) -> click.exceptions.Exit:
     click.echo(f"\noffload-fixer: {'interrupted' if status == ExitCode.INTERRUPTED else 'terminated'}", err=True)
     return click.exceptions.Exit(status)
 
+
+REPORT_WITHOUT_HASHES = (
+    "the report holds no sha256 of the files it analysed ('sources'), so a fix cannot tell them from files "
+    "changed since; run `offload-fixer run --report` again. Nothing was written"
+)
 
 MAX_FIX_ROUNDS = 4
 """Checks after a ``check --fix`` at most: one fix can uncover the next finding (ruff loops too)."""
@@ -268,34 +274,43 @@ def check(
             console.note(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
         sys.exit(int(ExitCode.INPUT_ERROR if outcome.file_errors else ExitCode.CLEAN))
     if invocation.fix or invocation.diff:
+        from offload_fixer.fixes.scope import WriteScope, project_root
+
+        # a fix writes only inside the project or the trees and files named
+        scope = WriteScope.of([project_root(os.getcwd()), *(p for p in paths if os.path.isdir(p))], named)
         share_outlines(caches or {})
-        run = apply_fixes_per_file(outcome.diagnostics, resolver.settings_for, settings, invocation, console)
-        outcome.failure = run.failure
         if invocation.diff:
+            run = apply_fixes_per_file(
+                outcome.diagnostics, resolver.settings_for, settings, invocation, console, scope=scope
+            )
+            outcome.failure = run.failure
             show_diff(run, console, outcome.diagnostics)
             outcome.pending = run.changed
             finish(outcome, invocation, settings, console)
+
+        def check_again(texts: dict[str, bytes]) -> list:
+            """The files checked again as fixed in memory (their statements parsed once more
+            only where a fix changed them)."""
+            again = check_files(
+                files, named, settings, Progress(False), resolver.settings_for, unreadable, caches, texts=texts
+            )
+            share_outlines(caches or {})
+            found, outcome.unused_suppressions = reportable(again.diagnostics, resolver, texts=texts)
+            return found
+
+        before = len(grouped_findings(outcome.diagnostics))
+        run, outcome.diagnostics, found = fix_in_memory_then_write(
+            outcome.diagnostics,
+            check_again,
+            resolver.settings_for,
+            settings,
+            invocation,
+            console,
+            scope,
+            MAX_FIX_ROUNDS,
+        )
+        outcome.failure = run.failure
         if run.changed:
-            before = len(grouped_findings(outcome.diagnostics))
-            found = list(outcome.diagnostics)
-            # report what is left, as ruff does: the fixed files checked again, and fixed again
-            # while that changes something (a fix can uncover the next finding: the second
-            # streamed leaf computed with the first, say)
-            for round_number in range(MAX_FIX_ROUNDS):
-                again = check_files(
-                    files, named, settings, Progress(False), resolver.settings_for, unreadable, caches, results
-                )
-                outcome.diagnostics, outcome.unused_suppressions = reportable(again.diagnostics, resolver)
-                if not invocation.fix or round_number == MAX_FIX_ROUNDS - 1:
-                    break
-                share_outlines(caches or {})
-                found += outcome.diagnostics
-                more = apply_fixes_per_file(outcome.diagnostics, resolver.settings_for, settings, invocation, console)
-                outcome.failure = outcome.failure or more.failure
-                if not more.changed:
-                    break
-                run.results += more.results
-                run.resolved += more.resolved
             outcome.fixed = max(before - len(grouped_findings(outcome.diagnostics)), 0)
             if invocation.show_fixes:
                 show_fixed(run, found, invocation.fmt or settings.format, console)
@@ -419,6 +434,8 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
             outcome.complete = False
             outcome.checked = checked + " before the program failed"
         if invocation.fix or invocation.diff:
+            from offload_fixer.fixes.scope import WriteScope, project_root
+
             # the hashes the runner took when it analysed each file: a file edited since is refused
             run_fixes = apply_fixes(
                 outcome.diagnostics,
@@ -430,6 +447,7 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
                 # every fix lowered again before it is written; compiled too with --confirm
                 confirm=FixConfirmation(result.reports, result.calls, settings.target, compile=invocation.confirm),
                 reports=result.reports,
+                scope=WriteScope.of([project_root(os.getcwd())], [] if module else [program]),
             )
             outcome.failure = outcome.failure or run_fixes.failure
             if invocation.diff:
@@ -580,6 +598,10 @@ def fix(report_file: str, **params: Any) -> None:
         fail(ExitCode.INPUT_ERROR, f"{report_file}: no such report", console)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         fail(ExitCode.INPUT_ERROR, f"cannot read the report {report_file}: {exc}", console)
+    from offload_fixer.fixes.scope import WriteScope, project_root
+
+    if not saved.sources:
+        fail(ExitCode.INPUT_ERROR, f"{report_file}: {REPORT_WITHOUT_HASHES}", console)
     resolver, _ = resolve_settings(invocation, ".", console)
     diagnostics = without_excluded([d for r in saved.reports for d in r.diagnostics], resolver, console)
     if invocation.confirm:
@@ -595,11 +617,14 @@ def fix(report_file: str, **params: Any) -> None:
         expected_sha256=saved.sources,
         confirm=confirmation,
         reports=saved.reports,
+        scope=WriteScope.of([project_root(os.getcwd())]),  # a report is shared: it names paths, it is not trusted
     )
     if invocation.diff:
         show_diff(run_fixes, console, diagnostics)
     elif invocation.show_fixes:
         console.report(fixed_listing(run_fixes, diagnostics, os.getcwd()))
+    for written in (r for r in run_fixes.results if r.written):
+        console.note(f"offload-fixer: {written.path}: fixed")
     if not invocation.diff:
         from offload_fixer.report import Tally, summary_lines
 

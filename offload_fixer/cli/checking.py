@@ -84,11 +84,13 @@ def check_files(
     unreadable: Sequence[Any] = (),
     caches: dict | None = None,
     results: Any = None,
+    texts: dict[str, bytes] | None = None,
 ) -> Outcome:
     """The static check of ``files``, each with its own target and JAX version, and a file
     error for each path the walk could not use: nothing is skipped in silence. ``caches``:
     the parsed statements of the files with findings, kept for a second check; ``results``:
-    the :class:`~offload_fixer.static.cache.ResultCache` of earlier runs."""
+    the :class:`~offload_fixer.static.cache.ResultCache` of earlier runs. ``texts``: files
+    as fixed in memory, checked instead of what they hold (never from or into ``results``)."""
     from offload_fixer.report import FileError
     from offload_fixer.static import check_paths
 
@@ -103,13 +105,16 @@ def check_files(
         check_syntax=named,
         settings_for=settings_for,
         caches=caches,
-        results=results,
+        results=None if texts else results,
+        texts=texts,
     )
     analysed = 0
     with progress, contextlib.closing(checked):
         for done, result in enumerate(checked, 1):
             analysed += result.analysed
             progress.count("Checking", done, len(files))
+            if result.skipped is not None:
+                outcome.notes.append(f"{result.path}: {result.skipped}")
             if result.parse_error is not None:
                 err = result.parse_error
                 outcome.file_errors.append(FileError(result.path, err.line, err.col, err.message))

@@ -7,7 +7,7 @@ import dataclasses
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -15,6 +15,9 @@ from offload_fixer import codes
 from offload_fixer.cli.options import Console, Invocation, Outcome, fail
 from offload_fixer.exit_codes import ExitCode
 from offload_fixer.model import Diagnostic
+
+if TYPE_CHECKING:
+    from offload_fixer.fixes.scope import WriteScope
 
 
 # ---------------------------------------------------------------------------------------
@@ -43,21 +46,28 @@ def apply_fixes(
     source: tuple[str, bytes] | None = None,
     confirm: FixConfirmation | None = None,
     reports: Sequence[Any] = (),
+    scope: WriteScope | None = None,
+    texts: dict[str, bytes] | None = None,
 ) -> FixRun:
     """Plan, then write (``--fix``) or only compute (``--diff``, stdin) the fixes.
     ``source``: (path, text) read from stdin, fixed in memory. ``confirm``: each fixed file's
     functions are compiled by the released compiler first; a file whose fix XLA rejects is
     left untouched. ``reports``: the analysis reports of ``run``, whose output trees
-    host-output fixes mirror."""
+    host-output fixes mirror. ``expected_sha256`` (a saved or just-made run's hashes): a file
+    it holds no hash of is refused. ``scope``: the files a fix may write, any other refused
+    with its path. ``texts``: the files' contents as fixed so far in memory (``check --fix``'s
+    later rounds), fixed again in memory whatever ``invocation.write`` says."""
     from offload_fixer.findings import resolved_by
     from offload_fixer.fixes import FIXABLE_CODES, apply_plans, plan_fixes
     from offload_fixer.fixes.apply import apply_to_source
+    from offload_fixer.fixes.errors import NOTHING_WRITTEN, UNHASHED, OutsideScopeError, UnhashedSourceError
     from offload_fixer.jax_compat import UnsupportedJaxVersion
     from offload_fixer.recursion import call_allowing_deep_recursion
 
     if not any(d.code in FIXABLE_CODES for d in diagnostics):
         return FixRun([], [])
-    texts = {source[0]: source[1]} if source else None
+    if source:
+        texts = {source[0]: source[1]}
     try:
         plans = call_allowing_deep_recursion(
             lambda: plan_fixes(
@@ -72,14 +82,29 @@ def apply_fixes(
             "the source is nested too deeply to plan fixes for (Python's recursion limit)",
             console,
         )
-    if expected_sha256:
+    refused = []
+    if expected_sha256 is not None:
         plans = [_with_expected_hash(plan, expected_sha256) for plan in plans]
+        refused += [
+            refuse(p.path, UnhashedSourceError(p.path, UNHASHED)) for p in plans if not p.source_sha256 and p.path
+        ]
+    if scope is not None and not source:
+        refused += [
+            refuse(p.path, OutsideScopeError(p.path, f"{why}; {NOTHING_WRITTEN}"))
+            for p in plans
+            if p.path and (why := scope.refusal(p.path))
+        ]
+    refused = list({r.path: r for r in refused}.values())
+    plans = [p for p in plans if p.path not in {r.path for r in refused}]
     if source:
         results = [apply_to_source(source[0], source[1], plans, unsafe=invocation.unsafe_fixes)]
+    elif texts is not None:
+        results = apply_plans(plans, write=False, unsafe=invocation.unsafe_fixes, texts=texts)
     elif confirm is not None:
         results = confirm.apply(plans, invocation, console)
     else:
         results = apply_plans(plans, write=invocation.write, unsafe=invocation.unsafe_fixes)
+    results = refused + results
     failure = None
     resolved: dict[Diagnostic, None] = {}
     for result in results:
@@ -113,6 +138,8 @@ def apply_fixes_per_file(
     default,
     invocation: Invocation,
     console: Console,
+    scope: WriteScope | None = None,
+    texts: dict[str, bytes] | None = None,
 ) -> FixRun:
     """:func:`apply_fixes` with each file's own strategy and JAX version (its nearest
     ``[tool.offload-fixer]`` table), one planning per combination."""
@@ -125,12 +152,97 @@ def apply_fixes_per_file(
         groups.setdefault((own.strategy, own.jax_version), []).append(d)
     combined = FixRun([], [])
     for (strategy, jax_version), group in groups.items():
-        run = apply_fixes(group, strategy, invocation, jax_version, console)
+        run = apply_fixes(group, strategy, invocation, jax_version, console, scope=scope, texts=texts)
         combined.results += run.results
         combined.resolved += run.resolved
-        failure = combined.failure, run.failure
-        combined.failure = ExitCode.FIX_REFUSED if ExitCode.FIX_REFUSED in failure else (failure[0] or failure[1])
+        combined.failure = worse_failure(combined.failure, run.failure)
     return combined
+
+
+def worse_failure(first: ExitCode | None, second: ExitCode | None) -> ExitCode | None:
+    """A refused fix (5) outranks the other failures of fixing; else the first one."""
+    return ExitCode.FIX_REFUSED if ExitCode.FIX_REFUSED in (first, second) else (first or second)
+
+
+def fix_in_memory_then_write(
+    diagnostics: Sequence[Diagnostic],
+    check_again: Callable[[dict[str, bytes]], list[Diagnostic]],
+    settings_for: Callable[[str], Any],
+    default,
+    invocation: Invocation,
+    console: Console,
+    scope: WriteScope,
+    rounds: int,
+) -> tuple[FixRun, list[Diagnostic], list[Diagnostic]]:
+    """``check --fix``: fix, check the fixed text again and fix again while that changes it
+    (one fix can uncover the next finding), all in memory, at most ``rounds`` checks; then
+    each file is replaced once, atomically, guarded by the bytes first analysed. An
+    interrupted run leaves every file as it was or fully fixed, never in a middle state.
+
+    Returns (what was written, the findings now: of the fixed text where it was written, as
+    analysed elsewhere, and every finding seen on the way, for ``--show-fixes``)."""
+    from offload_fixer.fixes import FixError
+    from offload_fixer.fixes.apply import write_fixed
+    from offload_fixer.report import primary_span
+
+    def path_of(d: Diagnostic) -> str | None:
+        span = primary_span(d)
+        return span.path if span else None
+
+    analysed: dict[str, bytes] = {}
+    current: dict[str, bytes] = {}
+    fixed: dict[str, Any] = {}
+    refused: set[str] = set()
+    failure: ExitCode | None = None
+    resolved: list[Diagnostic] = []
+    seen = list(diagnostics)
+    latest = list(diagnostics)
+    for _ in range(rounds):
+        run = apply_fixes_per_file(
+            [d for d in latest if path_of(d) not in refused],
+            settings_for,
+            default,
+            invocation,
+            console,
+            scope=scope,
+            texts=dict(current),
+        )
+        failure = worse_failure(failure, run.failure)
+        changed = False
+        for result in run.results:
+            if result.error is not None:
+                refused.add(result.path)
+            elif result.changed:
+                analysed.setdefault(result.path, result.old_data)
+                current[result.path] = result.new_data
+                earlier = fixed.get(result.path)
+                fixed[result.path] = dataclasses.replace(
+                    result,
+                    old_text=earlier.old_text if earlier else result.old_text,
+                    applied=(earlier.applied if earlier else ()) + result.applied,
+                )
+                changed = True
+        resolved += run.resolved
+        if not changed:
+            break
+        latest = check_again(dict(current))
+        seen += latest
+    written: list[Any] = []
+    unwritten: set[str] = set()
+    for path, data in current.items():
+        try:
+            diff = write_fixed(path, analysed[path], data)
+        except FixError as error:
+            console.note(console.styled_error(f"offload-fixer: {path}: fix refused: {error.message}"), always=True)
+            failure = worse_failure(failure, _FIX_ERROR_CODES.get(type(error).__name__, ExitCode.FIX_REFUSED))
+            unwritten.add(path)
+            continue
+        written.append(dataclasses.replace(fixed[path], diff=diff, written=True))
+    now = [d for d in latest if path_of(d) not in unwritten]
+    now += [d for d in diagnostics if path_of(d) in unwritten]
+    kept = {r.path for r in written}
+    done = FixRun(written, [d for d in dict.fromkeys(resolved) if path_of(d) in kept], failure)
+    return done, now, seen
 
 
 class FixConfirmation:
@@ -267,8 +379,15 @@ def report_compiled(reports: Sequence[Any], console: Console) -> None:
 
 
 def _with_expected_hash(plan, expected: dict[str, str]):
+    """The plan guarded by the run's hash of its file (none where the run took none)."""
     digest = expected.get(plan.path) or expected.get(os.path.abspath(plan.path))
-    return dataclasses.replace(plan, source_sha256=digest) if digest else plan
+    return dataclasses.replace(plan, source_sha256=digest)
+
+
+def refuse(path: str, error: Exception):
+    from offload_fixer.fixes.apply import FileResult
+
+    return FileResult(path, "", "", "", error=error)  # type: ignore[arg-type]
 
 
 def colour_diff(diff: str, color: bool) -> str:

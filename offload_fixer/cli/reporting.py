@@ -26,6 +26,8 @@ def finish(
     then exit with the status it earns."""
     from offload_fixer.report import Tally, format_statistics, render
 
+    for note in outcome.notes:
+        console.note(f"offload-fixer: {note}")
     fmt = invocation.fmt or settings.format
     shown = [d for d in outcome.diagnostics if invocation.verbose or fmt != "text" or d.severity != "info"]
     text_like = fmt in ("text", "concise")

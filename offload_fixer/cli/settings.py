@@ -77,15 +77,23 @@ def check_jax_version(text: str, console: Console) -> None:
         fail(ExitCode.UNSUPPORTED_JAX, str(exc), console)
 
 
-def reportable(diagnostics: Sequence[Diagnostic], resolver, sources: dict[str, str] | None = None):
+def reportable(
+    diagnostics: Sequence[Diagnostic],
+    resolver,
+    sources: dict[str, str] | None = None,
+    texts: dict[str, bytes] | None = None,
+):
     """(selected by each file's settings and not suppressed, unused suppressions): what is
-    reported is exactly what gets fixed."""
+    reported is exactly what gets fixed. ``texts``: files as fixed in memory, whose comments
+    suppress instead of the files'."""
     from offload_fixer.suppression import filter_suppressed
 
     selected = []
     for d in diagnostics:
         selected.extend(_settings_of(d, resolver).reportable([d]))
-    kept, _suppressed, unused = filter_suppressed(selected, sources if sources is not None else _sources_for(selected))
+    kept, _suppressed, unused = filter_suppressed(
+        selected, sources if sources is not None else _sources_for(selected, texts or {})
+    )
     return list(kept), list(unused)
 
 
@@ -118,12 +126,12 @@ def without_excluded(diagnostics: Sequence[Diagnostic], resolver, console: Conso
     return kept
 
 
-def _sources_for(diagnostics: Iterable[Diagnostic]) -> dict[str, str]:
+def _sources_for(diagnostics: Iterable[Diagnostic], texts: dict[str, bytes]) -> dict[str, str]:
     """Source text of every file a diagnostic points into (suppression comments live there;
     a notebook's is its code cells as one program, whose lines the diagnostics count)."""
     from offload_fixer.notebook import NotebookError, read_program_bytes
 
-    sources: dict[str, str] = {}
+    sources = {path: data.decode("utf-8", "replace") for path, data in texts.items()}
     for d in diagnostics:
         for span in (d.span, d.origin.span if d.origin else None, d.return_span):
             if span and span.path not in sources and os.path.isfile(span.path):

@@ -14,12 +14,14 @@ cells' sources only (``offload_fixer.notebook.fixing``), and its diff is shown p
 
 from __future__ import annotations
 
+import ast
 import difflib
 import errno
 import os
 import stat
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import libcst as cst
@@ -36,14 +38,15 @@ from offload_fixer.fixes.errors import (
     SourceReadError,
     SourceSyntaxError,
 )
-from offload_fixer.fixes.excerpt import FileOutline
+from offload_fixer.fixes.excerpt import Excerpt, FileOutline
 from offload_fixer.fixes.planner import FixPlan, Job
 from offload_fixer.fixes.source_io import check_fresh, decode_source_with_encoding, read_source
+from offload_fixer.fixes.splice import restore
 from offload_fixer.interrupts import uninterrupted
 from offload_fixer.notebook import is_notebook
 from offload_fixer.notebook.fixing import edit_notebook
 from offload_fixer.recursion import call_allowing_deep_recursion
-from offload_fixer.source.decoding import decode, encode, split_lines
+from offload_fixer.source.decoding import decode, encode, libcst_view, split_lines
 from offload_fixer.source.diffs import unified_diff
 from offload_fixer.source.python_version import compile_any_version
 
@@ -64,6 +67,10 @@ class FileResult:
     written: bool = False
     error: FixError | None = None
     passes: int = 0
+    old_data: bytes = b""
+    """The bytes fixed (a notebook's: its program), as read or as given."""
+    new_data: bytes = b""
+    """Those bytes after the fixes, in the file's own encoding."""
 
     @property
     def changed(self) -> bool:
@@ -75,16 +82,41 @@ class FileResult:
 
 
 def apply_plans(
-    plans: Iterable[FixPlan], write: bool, *, unsafe: bool = False, max_passes: int = MAX_PASSES
+    plans: Iterable[FixPlan],
+    write: bool,
+    *,
+    unsafe: bool = False,
+    max_passes: int = MAX_PASSES,
+    texts: Mapping[str, bytes] | None = None,
 ) -> list[FileResult]:
     """Apply ``plans`` file by file; write the files only if ``write``.
 
     Safe plans are applied; unsafe ones only with ``unsafe=True``; display-only ones never.
+    ``texts``: a file's bytes as already fixed in memory (a notebook's: its program), fixed
+    again instead of what the file holds; with ``texts`` nothing is written.
     """
     by_path: dict[str, list[FixPlan]] = {}
     for plan in plans:
         by_path.setdefault(plan.path, []).append(plan)
-    return [_apply_file(path, file_plans, write, unsafe, max_passes) for path, file_plans in by_path.items()]
+    texts = texts or {}
+    return [
+        _apply_file(path, file_plans, write and path not in texts, unsafe, max_passes, texts.get(path))
+        for path, file_plans in by_path.items()
+    ]
+
+
+def write_fixed(path: str, analysed: bytes, fixed: bytes) -> str:
+    """Replace the file whose content (a notebook's: its program) was ``analysed`` with its
+    ``fixed`` bytes, once, atomically (:func:`write_source`); the diff written. Raises a
+    :class:`FixError`, the file left as it was, where it changed since it was analysed."""
+    if is_notebook(path):
+        edit = edit_notebook(path, analysed, fixed.decode("utf-8"))
+        write_source(path, edit.old_bytes, edit.new_bytes)
+        return edit.diff
+    write_source(path, analysed, fixed)
+    old_text, _ = decode_source_with_encoding(path, analysed)
+    new_text, _ = decode_source_with_encoding(path, fixed)
+    return unified_diff(path, old_text, new_text)
 
 
 def apply_to_source(path: str, data: bytes, plans: Iterable[FixPlan], *, unsafe: bool = False) -> FileResult:
@@ -127,12 +159,16 @@ def fix_text(
     (:func:`verify`, in ``encoding``; ``original``, the bytes ``text`` was decoded from, tells a
     fix that breaks the file from a file that was broken). Raises a :class:`FixError`."""
     jobs = [job for plan in plans for job in plan.jobs]
+    view = libcst_view(text)  # what libcst prints back as it is (form feeds in indentation cut)
     try:
-        new_text, changed, passes = call_allowing_deep_recursion(
-            lambda: fix_source_to_fixpoint(FileOutline.of(path, text), jobs, max_passes)
+        new_view, changed, passes = call_allowing_deep_recursion(
+            lambda: fix_source_to_fixpoint(FileOutline.of(path, view), jobs, max_passes)
         )
     except RecursionError as exc:
         raise _too_deep(path) from exc
+    new_text = restore(text, view, new_view)
+    if new_text != text and libcst_view(new_text) != new_view:
+        raise FixVerificationError(path, "the fix could not be put back around the file's form feeds; left unchanged")
     if new_text != text:
         try:
             new_data = encode(new_text, encoding)
@@ -150,6 +186,7 @@ def _apply_file(
     chosen, skipped = choose_plans(plans, unsafe)
     if not path:  # diagnostics that name no file: nothing to read, only reasons to show
         return FileResult(path, "", "", "", skipped=tuple(skipped))
+    from_file = data is None
     try:
         if data is None:
             data = read_source(path)
@@ -157,20 +194,22 @@ def _apply_file(
         old_text, encoding = decode_source_with_encoding(path, data)
         if not chosen:
             FileOutline.of(path, old_text)  # a file that is not Python is an error even with nothing to apply
-            return FileResult(path, old_text, old_text, "", skipped=tuple(skipped))
+            return FileResult(path, old_text, old_text, "", skipped=tuple(skipped), old_data=data, new_data=data)
         new_text, passes = fix_text(path, old_text, chosen, encoding=encoding, original=data, max_passes=max_passes)
         new_data = encode(new_text, encoding)
         written = False
         diff = ""
         if new_data != data:
             expected, written_data, diff = data, new_data, unified_diff(path, old_text, new_text)
-            if is_notebook(path):  # the program goes back into the edited cells only
+            if is_notebook(path) and from_file:  # the program goes back into the edited cells only
                 edit = edit_notebook(path, data, new_text)
                 expected, written_data, diff = edit.old_bytes, edit.new_bytes, edit.diff
             if write:
                 write_source(path, expected, written_data)
                 written = True
-        return FileResult(path, old_text, new_text, diff, tuple(chosen), tuple(skipped), written, None, passes)
+        return FileResult(
+            path, old_text, new_text, diff, tuple(chosen), tuple(skipped), written, None, passes, data, new_data
+        )
     except RecursionError:
         error: FixError = _too_deep(path)
     except FixError as exc:
@@ -195,7 +234,30 @@ def fix_source_to_fixpoint(
     if fixed is excerpt.module:
         return source.text, [], passes
     text, changed = excerpt.splice(fixed)
+    check_intended(source, excerpt, fixed, text)
     return text, changed, passes
+
+
+def check_intended(source: FileOutline, excerpt: Excerpt, fixed: cst.Module, text: str) -> None:
+    """The spliced ``text`` must hold exactly the file's statements with the excerpt's replaced
+    by the fixed ones (compared as ``ast`` trees, top-level statement by statement): a splice
+    that duplicates a definition or drops a body compiles, and is refused here."""
+    path = source.path
+    try:
+        found = Counter(ast.dump(statement) for statement in ast.parse(text).body)
+        expected = Counter(ast.dump(statement) for group in source.groups for statement in group)
+        expected.subtract(ast.dump(statement) for statement in ast.parse(excerpt.module.code).body)
+        expected.update(ast.dump(statement) for statement in ast.parse(fixed.code).body)
+    except (SyntaxError, ValueError) as exc:
+        raise FixVerificationError(path, f"the fixed file would not compile ({exc}); left unchanged") from exc
+    if +expected != found:
+        extra = sum((found - expected).values())
+        missing = sum((expected - found).values())
+        raise FixVerificationError(
+            path,
+            f"the fixed text is not the intended edit ({extra} statement(s) more, {missing} fewer than the fix "
+            "made); left unchanged",
+        )
 
 
 def fix_to_fixpoint(

@@ -49,3 +49,19 @@ class FixNotConvergedError(FixError):
 class FixNotConfirmedError(FixError):
     """``--confirm``: the released compiler still rejects the fixed function (or could not
     be asked about it); the file is left as it was."""
+
+
+class OutsideScopeError(FixError):
+    """The file is not one a fix may write (:mod:`offload_fixer.fixes.scope`): outside the
+    project, reached through a symlink that leaves it, or not Python; nothing was written."""
+
+
+class UnhashedSourceError(FixError):
+    """A saved report holds no hash of the file as it was analysed, so a fix cannot tell it
+    from a file changed since; nothing was written."""
+
+
+NOTHING_WRITTEN = "nothing was written"
+UNHASHED = (
+    "the report holds no sha256 of this file as it was analysed, so it cannot be fixed safely; " + NOTHING_WRITTEN
+)

@@ -36,6 +36,7 @@ from offload_fixer.codemods.targets import FixTarget
 from offload_fixer.fixes.errors import SourceSyntaxError
 from offload_fixer.fixes.source_io import parse_source
 from offload_fixer.fixes.splice import splice
+from offload_fixer.source.decoding import libcst_view
 from offload_fixer.source.python_version import only_newer_syntax
 from offload_fixer.static.outline import NEWLINE, Outline, outline
 from offload_fixer.static.source import assemble_chunks
@@ -69,7 +70,9 @@ class FileOutline:
 
     @classmethod
     def of(cls, path: str, text: str, found_outline: Outline | None = None) -> FileOutline:
-        """The outline of ``text``, kept; ``found_outline``: one the static check already made."""
+        """The outline of ``text`` as libcst reads it (:func:`~offload_fixer.source.decoding.libcst_view`:
+        form feeds in indentation cut), kept; ``found_outline``: one the static check already made."""
+        text = libcst_view(text)
         key = (path, text)
         found = cls._recent.get(key)
         if found is None:

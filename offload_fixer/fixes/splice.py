@@ -7,6 +7,13 @@ print therefore differs from the file in places no fix touched. So the file is n
 replaced by libcst's print of the fixed module: the print of the *unchanged* module is
 compared with the print of the fixed one, and only the lines that differ in content are
 taken from the fixed print; every other line is the original's, its line end included.
+
+One blind spot changes what libcst parses: a form feed in a statement's indentation (a page
+break, as older and Emacs-edited code has) is dropped with the whitespace before it, so its
+print has lines the file does not, and a splice by content would take the wrong ones. The
+fixer therefore gives libcst :func:`~offload_fixer.source.decoding.libcst_view`, the text with such indentation cut to what
+follows its last form feed (how CPython's tokenizer counts it: a form feed resets the
+column), and :func:`restore` puts the cut prefixes back around the edit.
 """
 
 from __future__ import annotations
@@ -122,3 +129,26 @@ def _body(line: str) -> str:
 
 def _end(line: str) -> str:
     return line[len(_body(line)) :]
+
+
+def restore(original: str, view: str, fixed_view: str) -> str:
+    """``fixed_view``, an edit of ``view`` (``libcst_view`` of ``original``), as the same
+    edit of ``original``: unchanged lines are the original's, and a changed line keeps the
+    prefix the view cut (the first line of a statement a fix replaced by several)."""
+    if fixed_view == view:
+        return original
+    if view == original:
+        return fixed_view
+    old, cut, fixed = split_lines(original), split_lines(view), split_lines(fixed_view)
+    out: list[str] = []
+    for tag, i1, i2, j1, j2 in _opcodes(cut, fixed):
+        if tag == "equal":
+            out.extend(old[i1:i2])
+            continue
+        replacement = fixed[j1:j2]
+        pairs = range(i2 - i1) if i2 - i1 == j2 - j1 else range(min(1, i2 - i1, j2 - j1))
+        for offset in pairs:
+            prefix = old[i1 + offset][: len(old[i1 + offset]) - len(cut[i1 + offset])]
+            replacement[offset] = prefix + replacement[offset]
+        out.extend(replacement)
+    return "".join(out)

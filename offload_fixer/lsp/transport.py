@@ -11,7 +11,8 @@ frames itself and hands well-formed messages to pygls' protocol:
   resynchronises on the next ``Content-Length:`` header;
 * a body that is not JSON: ``ParseError``; JSON that is not a request, notification or
   response: ``InvalidRequest``; params that do not fit the method: ``InvalidParams`` with the
-  request's id (a notification gets no answer, as the spec says);
+  request's id (a notification gets no answer, as the spec says); a request for a method
+  neither the LSP nor this server defines: ``MethodNotFound``, whatever its params;
 * before ``initialize``, requests are answered ``ServerNotInitialized``; after ``shutdown``,
   ``InvalidRequest``; notifications then are dropped;
 * ``exit`` ends the loop: status 0 after ``shutdown``, else 1, as the LSP specifies.
@@ -27,6 +28,7 @@ log = logging.getLogger(__name__)
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 SERVER_NOT_INITIALIZED = -32002
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
@@ -156,6 +158,9 @@ def _dispatch(protocol: Any, body: bytes, state: _State, writer: Any) -> None:
         if is_request:
             _send_error(writer, request_id, SERVER_NOT_INITIALIZED, f"{method}: initialize first")
         return
+    if is_request and method is not None and not _known_method(protocol, method):  # before its params are looked at
+        _send_error(writer, request_id, METHOD_NOT_FOUND, f"{method}: no such method")
+        return
     try:
         message = protocol.structure_message(data)
     except Exception as exc:  # noqa: BLE001 - cattrs says why the params do not fit
@@ -167,6 +172,18 @@ def _dispatch(protocol: Any, body: bytes, state: _State, writer: Any) -> None:
     if method == "initialize":
         state.initialized = True
     protocol.handle_message(message)
+
+
+def _known_method(protocol: Any, method: str) -> bool:
+    """A method of the LSP specification, or one this server registered (a command)."""
+    from lsprotocol.types import METHOD_TO_TYPES
+
+    features = getattr(protocol, "fm", None)
+    return (
+        method in METHOD_TO_TYPES
+        or method in getattr(features, "features", {})
+        or method in getattr(features, "builtin_features", {})
+    )
 
 
 def _cause(exc: BaseException) -> str:

@@ -1,4 +1,5 @@
-"""A ``.ipynb`` file: read and validated with nbformat, edited as text.
+"""A ``.ipynb`` file: read with the standard library (and validated with nbformat where it is
+installed), edited as text.
 
 nbformat writing a notebook back would re-serialise all of it (key order, indentation,
 escapes, outputs), so a fix instead replaces the JSON text of the edited cells' ``source``
@@ -9,7 +10,6 @@ must differ in those cells' sources and nowhere else before it is written.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import warnings
@@ -22,7 +22,6 @@ from offload_fixer.source.decoding import read_regular_file
 from .program import Program, code_cells
 
 NOTEBOOK_SUFFIX = ".ipynb"
-INSTALL_HINT = "reading notebooks needs nbformat: pip install 'offload-fixer[notebook]'"
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 
@@ -31,16 +30,16 @@ class NotebookError(ValueError):
     """A file that is not a notebook nbformat can read and validate."""
 
 
+class NotPythonNotebook(NotebookError):
+    """A notebook whose kernel runs another language (Julia, R): not checked, not fixed."""
+
+    def __init__(self, language: str) -> None:
+        super().__init__(f"its kernel runs {language}, not Python: skipped")
+        self.language = language
+
+
 def is_notebook(path: str) -> bool:
     return str(path).endswith(NOTEBOOK_SUFFIX)
-
-
-def notebooks_supported() -> bool:
-    """Whether nbformat is installed (the ``notebook`` extra), so notebooks can be read.
-
-    Found, not imported: nbformat (and jsonschema under it) costs more than the rest of a
-    one-file check, and is imported only when a notebook is read."""
-    return importlib.util.find_spec("nbformat") is not None
 
 
 def read_program_bytes(path: str) -> bytes:
@@ -68,6 +67,9 @@ class NotebookFile:
         self.path = path
         self.text = text
         self.notebook = _read(path, text)
+        language = kernel_language(self.notebook)
+        if language is not None and language.lower() not in ("python", "python3", "ipython"):
+            raise NotPythonNotebook(language)
         self.program = Program(code_cells(self.notebook["cells"]))
 
     @classmethod
@@ -161,26 +163,76 @@ class NotebookFile:
             raise NotebookError("the edited notebook would differ outside the fixed cells; nothing was written")
 
 
-def _read(path: str, text: str):
+def _read(path: str, text: str) -> dict:
+    """The notebook in ``text``, read as Jupyter reads it: the JSON checked for what a reader
+    of cells needs (with the standard library, so no extra is needed), then, where nbformat is
+    installed, converted by nbformat's own reader and validated against the schema of the
+    current minor version when the cells carry ids (what Jupyter writes while keeping an older
+    ``nbformat_minor``). Raises :class:`NotebookError`, one line, for anything else."""
+    try:
+        raw = json.loads(text)
+    except RecursionError as exc:
+        raise NotebookError("not a Jupyter notebook: its JSON is nested too deeply to read") from exc
+    except ValueError as exc:
+        raise NotebookError(f"not a Jupyter notebook: not JSON ({_first_line(exc)})") from exc
+    _check_structure(raw)
     try:
         import nbformat
-    except ImportError as exc:
-        raise NotebookError(INSTALL_HINT) from exc
+    except ImportError:
+        return raw
     with warnings.catch_warnings():
         # nbformat warns about what it would normalise (cells without ids); the file is never
         # written from its objects, so what Jupyter opens is read as it is.
         warnings.simplefilter("ignore")
         try:
-            notebook = nbformat.reads(text, as_version=nbformat.NO_CONVERT)
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise NotebookError(f"not a Jupyter notebook: {_first_line(exc)}") from exc
-        if notebook.get("nbformat", 0) < 4:
-            raise NotebookError(f"nbformat {notebook.get('nbformat')} notebooks are not supported (4 and newer are)")
-        try:
-            nbformat.validate(notebook)
+            notebook = nbformat.reads(text, as_version=4)
+            probe = notebook
+            if probe.get("nbformat_minor", 0) < 5 and any("id" in cell for cell in probe["cells"]):
+                probe = nbformat.from_dict({**probe, "nbformat_minor": 5})
+            nbformat.validate(probe)
         except nbformat.ValidationError as exc:
             raise NotebookError(f"not a valid notebook: {_first_line(exc)}") from exc
+        except RecursionError as exc:
+            raise NotebookError("not a Jupyter notebook: nested too deeply to validate") from exc
+        except Exception as exc:  # nbformat and jsonschema raise many kinds on odd input
+            raise NotebookError(f"not a Jupyter notebook: {_first_line(exc)}") from exc
     return notebook
+
+
+def _check_structure(raw: object) -> None:
+    """What reading cells needs, checked before anything uses it: an object with
+    ``nbformat`` 4 or newer and a ``cells`` list of objects whose ``source`` is a string or a
+    list of strings."""
+    if not isinstance(raw, dict):
+        raise NotebookError(f"not a Jupyter notebook: the JSON is {type(raw).__name__}, not an object")
+    version = raw.get("nbformat")
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise NotebookError("not a Jupyter notebook: no integer 'nbformat' version")
+    if version < 4:
+        raise NotebookError(f"nbformat {version} notebooks are not supported (4 and newer are)")
+    cells = raw.get("cells")
+    if not isinstance(cells, list):
+        raise NotebookError(f"not a valid notebook: 'cells' is {type(cells).__name__}, not a list")
+    if not isinstance(raw.get("metadata", {}), dict):
+        raise NotebookError("not a valid notebook: 'metadata' is not an object")
+    for number, cell in enumerate(cells, 1):
+        if not isinstance(cell, dict) or not isinstance(cell.get("cell_type"), str):
+            raise NotebookError(f"not a valid notebook: cell {number} is not a cell (an object with a cell_type)")
+        source = cell.get("source", "")
+        if not isinstance(source, str) and not (isinstance(source, list) and all(isinstance(s, str) for s in source)):
+            raise NotebookError(f"not a valid notebook: cell {number}'s source is not a string or a list of strings")
+
+
+def kernel_language(notebook: Mapping) -> str | None:
+    """The language the notebook's kernel runs (its metadata), or ``None`` where it says none."""
+    metadata = notebook.get("metadata")
+    if not isinstance(metadata, Mapping):
+        return None
+    for key, field in (("kernelspec", "language"), ("language_info", "name")):
+        section = metadata.get(key)
+        if isinstance(section, Mapping) and isinstance(section.get(field), str) and section[field]:
+            return section[field]
+    return None
 
 
 def _first_line(exc: BaseException) -> str:

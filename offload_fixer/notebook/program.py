@@ -4,7 +4,8 @@ A jitted function defined in one cell and called with a sharding made in another
 flow, so the static check and the fixes work on the concatenation of the code cells (each
 masked by :mod:`.ipython_syntax`) and positions are mapped back per cell. After a fix, the
 new program text is cut back into cells by a line diff against the old one: unchanged lines
-keep their cell, changed lines go to the cell of the lines they replace, and lines inserted
+keep their cell, changed lines go to the cell of the lines they replace (a cell whose lines end
+in ``\r`` or ``\r\n`` keeps them: the program ends every line in ``\n``), and lines inserted
 exactly between two cells go to the cell above when they are indented (the end of its
 block) and to the cell below otherwise.
 """
@@ -15,6 +16,8 @@ import difflib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+from offload_fixer.source.decoding import LINE_END, split_lines
 
 from .ipython_syntax import MaskedCell, mask_cell
 
@@ -52,7 +55,7 @@ class Program:
         line = 1
         placeholders = 0
         for number, source in cells:
-            masked = mask_cell(source, placeholders)
+            masked = mask_cell(_newlines(source), placeholders)
             text = masked.python if masked is not None else ""
             if masked is not None:
                 placeholders += len(masked.commands)
@@ -115,12 +118,14 @@ class Program:
             old_python = "".join(old[cell.first_line - 1 : cell.last_line]) if cell.line_count else ""
             if python == old_python:
                 continue
-            if not cell.source.endswith("\n") and python.endswith("\n"):
+            if not _newlines(cell.source).endswith("\n") and python.endswith("\n"):
                 python = python[:-1]
             try:
                 source = cell.masked.restore(python)
             except ValueError as exc:
                 raise CellSplitError(str(exc)) from exc
+            if "\r" in cell.source:  # the cell's own line ends where the fix kept its lines
+                source = _own_line_ends(cell.source, source)
             if source != cell.source:
                 changed[cell.number] = source
         return changed
@@ -137,6 +142,32 @@ class Program:
             return above
         indented = first_inserted[:1] in (" ", "\t") and first_inserted.strip()
         return above if indented else below
+
+
+def _newlines(source: str) -> str:
+    """A cell's source with every line ended by ``\\n``: Python ends lines at ``\\r`` and
+    ``\\r\\n`` too, so a cell written with them has as many lines as the kernel runs."""
+    return LINE_END.sub("\n", source) if "\r" in source else source
+
+
+def _own_line_ends(source: str, edited: str) -> str:
+    """``edited`` (an edit of ``_newlines(source)``) with ``source``'s own line ends: its lines
+    where they are unchanged, its first line end on the lines the edit wrote."""
+    own = split_lines(source)
+    plain = [line.rstrip("\r\n") for line in own]
+    new = _lines(edited)
+    end = LINE_END.search(source)
+    newline = end.group() if end else "\n"
+    out: list[str] = []
+    matcher = difflib.SequenceMatcher(None, plain, [line.rstrip("\n") for line in new], autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            out.extend(own[i1:i2])
+        else:
+            out.extend(line[:-1] + newline if line.endswith("\n") else line for line in new[j1:j2])
+    if out and not edited.endswith("\n") and out[-1] != out[-1].rstrip("\r\n"):
+        out[-1] = out[-1].rstrip("\r\n")
+    return "".join(out)
 
 
 def _lines(text: str) -> list[str]:

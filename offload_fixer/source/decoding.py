@@ -14,6 +14,7 @@ import os
 import re
 import stat
 import tokenize
+from collections.abc import Sequence
 
 LINE_END = re.compile(r"\r\n|\r|\n")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
@@ -133,3 +134,49 @@ def _position(text: str | bytes, offset: int) -> tuple[int, int]:
         head = head.decode("latin-1")
     starts = [m.end() for m in LINE_END.finditer(head)]
     return len(starts) + 1, offset - (starts[-1] if starts else 0) + 1
+
+
+# ---------------------------------------------------------------------------------------
+# What libcst reads
+_INDENT_CHARS = " \t\f"
+
+
+def libcst_view(text: str) -> str:
+    """``text`` with each line whose indentation holds a form feed cut to the indentation after
+    its last one; lines inside a multi-line string are left alone. The same program for
+    CPython, and one libcst prints back as it is. ``text`` itself where it has no form feed
+    (or does not tokenize)."""
+    if "\f" not in text:
+        return text
+    lines = split_lines(text)
+    protected = _string_continuation_lines(lines)
+    if protected is None:
+        return text
+    out = []
+    for number, line in enumerate(lines, 1):
+        body = line.lstrip(_INDENT_CHARS)
+        indent = line[: len(line) - len(body)]
+        if "\f" in indent and number not in protected:
+            line = indent[indent.rindex("\f") + 1 :] + body
+        out.append(line)
+    return "".join(out)
+
+
+def _string_continuation_lines(lines: Sequence[str]) -> set[int] | None:
+    """1-based lines a multi-line string token continues onto (its whitespace is data);
+    ``None`` for text that does not tokenize."""
+    protected: set[int] = set()
+    feed = iter(lines)
+    opened: list[int] = []
+    try:
+        for token in tokenize.generate_tokens(lambda: next(feed, "")):
+            kind = tokenize.tok_name.get(token.type, "")
+            if kind == "FSTRING_START":
+                opened.append(token.start[0])
+            elif kind == "FSTRING_END" and opened:
+                protected.update(range(opened.pop() + 1, token.end[0] + 1))
+            elif token.type == tokenize.STRING and token.end[0] > token.start[0]:
+                protected.update(range(token.start[0] + 1, token.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return protected

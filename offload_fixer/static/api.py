@@ -6,13 +6,13 @@ import functools
 import os
 import sys
 import threading
-from collections.abc import Callable, Collection, Generator, Iterable, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Generator, Iterable, Mapping, MutableMapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from offload_fixer import jax_compat
 from offload_fixer.model import Diagnostic, normalize_target
 from offload_fixer.recursion import call_allowing_deep_recursion
-from offload_fixer.source.decoding import SourceDecodeError, decode
+from offload_fixer.source.decoding import SourceDecodeError, decode, libcst_view
 from offload_fixer.source.python_version import judged_by_cpython, newer_syntax_message, only_newer_syntax
 
 from .files import Unreadable, walk
@@ -32,6 +32,10 @@ if TYPE_CHECKING:
     from .cache import ResultCache
     from .source import ParsedSource
 
+
+LIBCST_LIMIT = (
+    "libcst, the parser the check and its fixes use, cannot parse this file, which CPython compiles; not checked"
+)
 
 BYTES_PER_WORKER = 1 << 20
 """Source that passed the text prefilter per process when ``jobs`` is left to the check:
@@ -80,18 +84,20 @@ def check_paths(
     *,
     caches: MutableMapping[str, SourceCache] | None = None,
     results: ResultCache | None = None,
+    texts: Mapping[str, bytes] | None = None,
 ) -> Generator[StaticResult, None, None]:
     """Check files and directories (walked, honouring ``.gitignore`` and ``excludes``, which
     are patterns as in the ``exclude`` setting, relative to the current directory: one without
     ``/`` matches a name anywhere, one with ``/`` the path). Yields one result per
-    ``.py`` file (and ``.ipynb`` notebook where nbformat is installed), in walk order.
+    ``.py`` file and ``.ipynb`` notebook, in walk order.
     ``jobs``: at most that many processes; 0 or ``None`` lets :func:`worker_count` decide. A
     file in ``check_syntax`` (a file named on the command line) is compiled even when the
     prefilter rules it out, so a syntax error in it is reported. ``caches``: a
     :class:`SourceCache` per path, filled and reused by the files checked in this process, so
     that checking again after a fix parses only the statements the fix changed. ``results``:
     the results of earlier runs (:class:`~offload_fixer.static.cache.ResultCache`), read for
-    each file whose check they still answer, and written for each file checked anew.
+    each file whose check they still answer, and written for each file checked anew. ``texts``: a
+    file's content (a notebook's: its program) as fixed in memory, checked instead of the file.
 
     ``settings_for(path)``: each file's own settings (its nearest ``[tool.offload-fixer]``):
     their target and JAX version replace ``target``/``jax_version``, and a file or directory
@@ -100,7 +106,7 @@ def check_paths(
     loop, a FIFO or device named ``*.py``, and a file that is not Python text (binary, UTF-16,
     undecodable) each get a result with ``parse_error`` set: nothing is skipped in silence."""
     from offload_fixer.config import is_excluded
-    from offload_fixer.notebook import NotebookError, read_program_bytes
+    from offload_fixer.notebook import NotebookError, NotPythonNotebook, read_program_bytes
 
     if jax_version is not None:
         jax_compat.check_modelled(jax_version)
@@ -128,11 +134,14 @@ def check_paths(
             file_target, file_jax_version = normalize_target(settings.target), settings.jax_version
             python = settings.python
         try:
-            data = read_program_bytes(path)
+            data = texts[path] if texts and path in texts else read_program_bytes(path)
         except OSError as exc:
             pending.append(
                 StaticResult(path, parse_error=ParseError(path, 1, 1, f"cannot read: {exc.strerror or exc}"))
             )
+            continue
+        except NotPythonNotebook as exc:
+            pending.append(StaticResult(path, skipped=str(exc)))
             continue
         except NotebookError as exc:
             pending.append(StaticResult(path, parse_error=ParseError(path, 1, 1, str(exc))))
@@ -356,6 +365,7 @@ def _check_once(
         text = decoded
     else:
         text = source
+    original, text = text, libcst_view(text)  # form feeds in indentation cut, as CPython counts them
     syntax_error = None
     found = None
     try:
@@ -382,13 +392,16 @@ def _check_once(
     except cst.ParserSyntaxError as exc:
         if isinstance(syntax_error, SyntaxError):
             error = ParseError(path, syntax_error.lineno or 1, syntax_error.offset or 1, syntax_error.msg)
-        else:
-            error = ParseError(path, exc.raw_line, exc.raw_column + 1, exc.message)
+        else:  # CPython compiles it: a limit of libcst's parser (5,000 implicitly joined strings)
+            detail = " ".join(exc.message.split())
+            error = ParseError(path, exc.raw_line, exc.raw_column + 1, f"{LIBCST_LIMIT} ({detail})")
         return StaticResult(path, parse_error=error, analysed=True)
     import hashlib
 
     digest = hashlib.sha256(data).hexdigest()
     diagnostics, dependencies = _analyse(parsed, text, path, target, spelling, digest, project, found, cache)
+    if original != text:
+        diagnostics = _columns_of(original, text, path, diagnostics)
     return StaticResult(path, tuple(diagnostics), analysed=True, dependencies=dependencies)
 
 
@@ -402,6 +415,37 @@ def _syntax_error(exc: SyntaxError, text: str, path: str, python: tuple[int, int
         assert python is not None
         return ParseError(path, exc.lineno or 1, exc.offset or 1, newer_syntax_message(exc.msg, python))
     return ParseError(path, exc.lineno or 1, exc.offset or 1, exc.msg)
+
+
+def _columns_of(original: str, view: str, path: str, diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """The diagnostics of ``view`` (:func:`libcst_view` of ``original``) with the columns of
+    ``original``: a line whose form feeds the view cut starts that much later in the file."""
+    import dataclasses
+
+    from offload_fixer.source.decoding import split_lines
+
+    cuts = {
+        number: len(line) - len(cut)
+        for number, (line, cut) in enumerate(zip(split_lines(original), split_lines(view)), 1)
+        if len(line) != len(cut)
+    }
+
+    def moved(span):
+        if span is None or span.path != path or not (span.line in cuts or span.end_line in cuts):
+            return span
+        end = span.end_col + cuts.get(span.end_line or span.line, 0) if span.end_col is not None else None
+        return dataclasses.replace(span, col=span.col + cuts.get(span.line, 0), end_col=end)
+
+    return [
+        dataclasses.replace(
+            d,
+            span=moved(d.span),
+            return_span=moved(d.return_span),
+            origin=dataclasses.replace(d.origin, span=moved(d.origin.span)) if d.origin else None,
+            trace=tuple(dataclasses.replace(step, span=moved(step.span)) for step in d.trace),
+        )
+        for d in diagnostics
+    ]
 
 
 def _cpython_limit(error: BaseException | None, path: str) -> ParseError | None:

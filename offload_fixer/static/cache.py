@@ -208,5 +208,5 @@ def _result(encoded: dict[str, Any]) -> StaticResult:
         tuple(Diagnostic.from_dict(d) for d in encoded["diagnostics"]),
         None if error is None else ParseError(*error),
         bool(encoded["analysed"]),
-        tuple(encoded["dependencies"]),
+        dependencies=tuple(encoded["dependencies"]),
     )

@@ -105,22 +105,44 @@ class Unreadable:
 
 def python_files(paths: Iterable[str], excluded: Callable[[str], bool] | None = None) -> Iterator[str]:
     """Files to check, in a stable order: given files as they are, directories walked for
-    ``.py`` files, and for ``.ipynb`` notebooks too where nbformat is installed to read them."""
+    ``.py`` files and ``.ipynb`` notebooks."""
     return (item for item in walk(paths, excluded) if isinstance(item, str))
 
 
 def walk(paths: Iterable[str], excluded: Callable[[str], bool] | None = None) -> Iterator[str | Unreadable]:
     """:func:`python_files`, with an :class:`Unreadable` in place of each path it could not use.
+    A walk never leaves its directory through a symlink (to a directory or to a file), and
+    yields each real file once.
     ``excluded(path)``: a file or directory found in a walk that is left out (with everything
     below it); a path given is never tested, as in ruff without ``--force-exclude``."""
-    from offload_fixer.notebook import notebooks_supported
-
-    suffixes = (".py", ".ipynb") if notebooks_supported() else (".py",)
+    suffixes = (".py", ".ipynb")
+    seen: set[str] = set()
+    """Real paths already yielded: each file once, whatever links or paths name it."""
     for path in map(os.fspath, paths):
         if os.path.isdir(path):
-            yield from _walk(path, [], suffixes, excluded or _nothing)
-        else:
+            yield from _walk(path, [], suffixes, excluded or _nothing, _Tree(os.path.realpath(path), seen))
+        elif (real := os.path.realpath(path)) not in seen:
+            seen.add(real)
             yield path
+
+
+@dataclass(frozen=True)
+class _Tree:
+    """A walk's top directory (resolved) and the real files it has yielded."""
+
+    root: str
+    seen: set[str]
+
+    def admits(self, entry: os.DirEntry) -> bool:
+        """Whether to yield a file found in the walk: a symlink only where it leads to a file
+        inside the tree (never out of it), and each real file once."""
+        real = os.path.realpath(entry.path)
+        if real in self.seen:
+            return False
+        if entry.is_symlink() and not real.startswith(self.root.rstrip(os.sep) + os.sep):
+            return False
+        self.seen.add(real)
+        return True
 
 
 def _nothing(path: str) -> bool:
@@ -128,7 +150,7 @@ def _nothing(path: str) -> bool:
 
 
 def _walk(
-    directory: str, rules: list, suffixes: tuple[str, ...], excluded: Callable[[str], bool]
+    directory: str, rules: list, suffixes: tuple[str, ...], excluded: Callable[[str], bool], tree: _Tree
 ) -> Iterator[str | Unreadable]:
     gitignore = os.path.join(directory, ".gitignore")
     if os.path.isfile(gitignore):
@@ -139,7 +161,8 @@ def _walk(
         except OSError:
             pass
     try:
-        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        # links after files: a file and a link to it are reported by the file's own name
+        entries = sorted(os.scandir(directory), key=lambda e: (e.is_symlink(), e.name))
     except OSError as exc:
         yield Unreadable(directory, f"cannot list directory: {exc.strerror or exc}")
         return
@@ -155,7 +178,7 @@ def _walk(
         if _ignored(entry.path, is_directory, rules) or excluded(entry.path):
             continue
         if is_directory:
-            yield from _walk(entry.path, rules, suffixes, excluded)
+            yield from _walk(entry.path, rules, suffixes, excluded, tree)
             continue
         try:
             mode = entry.stat().st_mode  # follows a symlink: the file it names is what is read
@@ -170,7 +193,8 @@ def _walk(
             yield Unreadable(entry.path, f"cannot read: {reason}")
             continue
         if stat.S_ISREG(mode):
-            yield entry.path
+            if tree.admits(entry):
+                yield entry.path
         elif not stat.S_ISDIR(mode):  # a symlink to a directory named *.py is not walked, as before
             yield Unreadable(entry.path, f"is {file_kind(mode)}, not a regular file: not read")
 

@@ -29,6 +29,8 @@ class StaticResult:
     parse_error: ParseError | None = None
     analysed: bool = False
     """False when the prefilter showed the file cannot hold a host move the check models."""
+    skipped: str | None = None
+    """Why a file was not checked, for a note (a notebook whose kernel runs another language)."""
     dependencies: tuple[str, ...] = ()
     """Other modules of the project the check read for this file (absolute paths): the result
     holds while they are unchanged."""

@@ -410,3 +410,31 @@ def test_every_fix_of_a_cr_only_file_lands_in_one_run(tmp_path: Path) -> None:
     assert [r.error for r in results] == [None] and len(results[0].applied) == 3
     assert findings() == []
     assert b"\n" not in path.read_bytes()
+
+
+def test_a_form_feed_before_the_def_is_kept_and_the_function_fixed_once(tmp_path: Path) -> None:
+    # libcst drops a form feed in a statement's indentation; the fixer gives it the text with
+    # that indentation cut and puts the form feed back, so nothing is duplicated or refused
+    path = tmp_path / "step.py"
+    path.write_text(SOURCE.replace("@jax.jit\ndef step", "\f\n@jax.jit\n\fdef step"))
+    plans = plan_fixes([diagnostic(path, function_line=9)], strategy="device", jax_version=NEW_JAX)
+    [result] = apply_plans(plans, write=True)
+    assert result.error is None and result.written
+    text = path.read_text()
+    assert text.count("def step") == 1 and "\f\n@jax.jit\n\fdef step(x):\n" in text
+    assert FIXED_RETURN in text
+
+
+def test_a_splice_that_is_not_the_intended_edit_is_refused() -> None:
+    from offload_fixer.fixes.apply import check_intended
+    from offload_fixer.fixes.errors import FixVerificationError
+    from offload_fixer.fixes.excerpt import FileOutline
+
+    text = "def f(x):\n    return x\n"
+    outline = FileOutline.of("f.py", text)
+    excerpt = outline.excerpt(frozenset({0}))
+    fixed = cst.parse_module("def f(x):\n    return x + 1\n")
+    check_intended(outline, excerpt, fixed, "def f(x):\n    return x + 1\n")
+    duplicated = "def f(x):\ndef f(x):\n    return x + 1\n".replace("def f(x):\ndef", "def f(x):\n    pass\ndef")
+    with pytest.raises(FixVerificationError, match="not the intended edit"):
+        check_intended(outline, excerpt, fixed, duplicated)

@@ -41,3 +41,16 @@ def test_nothing_changed_is_the_original_itself() -> None:
     original = "x = 1\n\n  "
     module = cst.parse_module(original)
     assert splice(original, module.code, module.code) is original
+
+
+def test_restore_puts_the_cut_form_feeds_back_around_the_edit() -> None:
+    from offload_fixer.fixes.splice import restore
+    from offload_fixer.source.decoding import libcst_view
+
+    original = "import jax\n\f\n@jax.jit\n\fdef f(x):\n    return x\n"
+    view = libcst_view(original)
+    edited = view.replace("@jax.jit\ndef f(x):", "@jax.jit(donate_argnums=0)\ndef f(x, y=1):")
+    assert restore(original, view, edited) == (
+        "import jax\n\f\n@jax.jit(donate_argnums=0)\n\fdef f(x, y=1):\n    return x\n"
+    )
+    assert restore(original, view, view) == original

@@ -8,6 +8,7 @@ without the capabilities that let root read anything (``setpriv``), as a user wo
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -76,6 +77,8 @@ class Case:
     needs_unreadable: bool = False
     needs_pinned_host: bool = False
     """The program runs a jit with a pinned_host sharding: this JAX's CPU build must have one."""
+    cwd: str = ""
+    """Where the command runs, below the case's directory (a project inside it)."""
 
 
 def has_pinned_host() -> bool:
@@ -94,7 +97,13 @@ def run_case(case: Case, directory: Path) -> tuple[str | None, subprocess.Comple
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "TPU_SKIP_MDS_QUERY": "1", "NO_COLOR": "1"}
     try:
         done = subprocess.run(
-            command, cwd=directory, capture_output=True, text=True, timeout=TIMEOUT_S, env=env, stdin=subprocess.DEVNULL
+            command,
+            cwd=directory / case.cwd,
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            env=env,
+            stdin=subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired:
         return f"hang: still running after {TIMEOUT_S} s", None
@@ -178,9 +187,9 @@ def _tree_with(directory: Path, make: Callable[[Path], object]) -> list[str]:
     return ["check", "tree"]
 
 
-def _report(directory: Path, mutate: Callable[[dict], object]) -> Path:
-    program = _write(directory, "prog.py", FIXABLE)
-    report = {
+def _report_record(program: str, sources: dict[str, str]) -> dict:
+    """What ``run --report`` writes for ``FIXABLE`` at ``program`` (as the report spells it)."""
+    return {
         "version": 1,
         "target": "tpu",
         "jax_version": OLD,
@@ -199,15 +208,22 @@ def _report(directory: Path, mutate: Callable[[dict], object]) -> Path:
                         "origin": {
                             "kind": "move_to_host",
                             "memory_kind": "pinned_host",
-                            "span": {"path": str(program), "line": 10, "col": 9},
+                            "span": {"path": program, "line": 10, "col": 9},
                         },
-                        "function": {"name": "step", "path": str(program), "line": 8},
+                        "function": {"name": "step", "path": program, "line": 8},
                     }
                 ],
             }
         ],
-        "sources": {},
+        "sources": sources,
     }
+
+
+def _report(directory: Path, mutate: Callable[[dict], object], program_text: str = FIXABLE) -> Path:
+    """A report of ``run`` on ``prog.py`` (holding ``program_text``, hashed as analysed), as
+    ``mutate`` leaves it."""
+    program = _write(directory, "prog.py", program_text)
+    report = _report_record(str(program), {str(program): hashlib.sha256(program.read_bytes()).hexdigest()})
     mutate(report)
     return _write(directory, "report.json", json.dumps(report))
 
@@ -281,6 +297,99 @@ def _report_written(directory: Path, done: subprocess.CompletedProcess) -> str |
         return "no report was written"
     if "OFL120" not in done.stdout:
         return "the findings were not printed"
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# Writes confined to the project: a report names paths, a tree holds links
+def _project(directory: Path) -> Path:
+    """``proj/`` (a project: it has a ``pyproject.toml``) and ``outside/prog.py`` beside it."""
+    _write(directory / "proj", "pyproject.toml", "[project]\nname = 'p'\n")
+    _write(directory / "outside", "prog.py", FIXABLE)
+    return directory / "proj"
+
+
+def _report_naming(directory: Path, name: str, hashed: bool = True) -> list[str]:
+    """A report in ``proj/`` whose finding is in ``name`` (as the report spells it)."""
+    project = _project(directory)
+    target = Path(name) if os.path.isabs(name) else project / name
+    if not os.path.lexists(target):
+        _write(target.parent, target.name, FIXABLE)
+    sources = {name: hashlib.sha256(target.read_bytes()).hexdigest()} if hashed else {}
+    _write(project, "report.json", json.dumps(_report_record(name, sources)))
+    return ["fix", "--unsafe-fixes", "report.json"]
+
+
+def _link_out(directory: Path) -> list[str]:
+    project = _project(directory)
+    os.symlink(directory / "outside" / "prog.py", project / "linked.py")
+    return _report_naming(directory, "linked.py")
+
+
+def _unchanged(*names: str) -> Callable[[Path, subprocess.CompletedProcess], str | None]:
+    def check(directory: Path, _done: subprocess.CompletedProcess) -> str | None:
+        changed = [n for n in names if (directory / n).read_text() != FIXABLE]
+        return f"written: {changed}" if changed else None
+
+    return check
+
+
+def _tree_linking_out(directory: Path) -> list[str]:
+    project = _project(directory)
+    _write(project / "src", "train.py", FIXABLE)
+    os.symlink(directory / "outside" / "prog.py", project / "src" / "linked.py")
+    os.symlink(project / "src" / "train.py", project / "src" / "again.py")
+    return ["check", "--fix", "--unsafe-fixes", "--jax-version", OLD, "src"]
+
+
+def _tree_with_read_only(directory: Path) -> list[str]:
+    _write(directory / "src", "a.py", FIXABLE)
+    _write(directory / "src", "b.py", FIXABLE).chmod(0o444)
+    return ["check", "--fix", "--unsafe-fixes", "--jax-version", OLD, "src"]
+
+
+# ---------------------------------------------------------------------------------------
+# Notebooks as Jupyter writes (and mangles) them
+NOTEBOOK_CELLS = (FIXABLE[: FIXABLE.index("@jax.jit")], FIXABLE[FIXABLE.index("@jax.jit") :])
+
+
+def _notebook(
+    cells: tuple[str, ...] = NOTEBOOK_CELLS,
+    language: str = "python",
+    minor: int = 5,
+    newline: str = "\n",
+) -> str:
+    return json.dumps(
+        {
+            "nbformat": 4,
+            "nbformat_minor": minor,
+            "metadata": {"kernelspec": {"name": language, "display_name": language, "language": language}},
+            "cells": [
+                {
+                    "cell_type": "code",
+                    "id": f"c{number}",
+                    "metadata": {},
+                    "execution_count": None,
+                    "outputs": [],
+                    "source": source.replace("\n", newline),
+                }
+                for number, source in enumerate(cells, 1)
+            ],
+        },
+        indent=1,
+    )
+
+
+def _notebook_beside_python(directory: Path, text: str) -> list[str]:
+    _write(directory / "tree", "nb.ipynb", text)
+    _write(directory / "tree", "train.py", FIXABLE)
+    return ["check", "--jax-version", OLD, "tree"]
+
+
+def _lone_cr_fixed(directory: Path, done: subprocess.CompletedProcess) -> str | None:
+    cells = [cell["source"] for cell in json.loads((directory / "nb.ipynb").read_text())["cells"]]
+    if "out_shardings" not in cells[1] or any("\n" in cell for cell in cells):
+        return f"the fix is not in cell 2, or the cells' lone CRs were not kept: {cells!r}"
     return None
 
 
@@ -474,10 +583,9 @@ CASES: tuple[Case, ...] = (
     Case(
         "fix-report-file-cpython-cannot-compile",
         lambda d: (
-            _report(d, lambda r: None),
-            (d / "prog.py").write_text(FIXABLE + "\ny = " + "(" * 250 + "1" + ")" * 250 + "\n"),
+            _report(d, lambda r: None, FIXABLE + "\ny = " + "(" * 250 + "1" + ")" * 250 + "\n"),
             ["fix", "--unsafe-fixes", "report.json"],
-        )[2],
+        )[1],
         ExitCode.INPUT_ERROR,
         _says("too many nested parentheses"),
     ),
@@ -553,5 +661,151 @@ CASES: tuple[Case, ...] = (
         lambda d: (_dump(d, {}), _unreadable(d / "dump"))[0],
         ExitCode.INPUT_ERROR,
         needs_unreadable=True,
+    ),
+    # writes confined to the project and to the files named
+    Case(
+        "fix-report-path-leaves-the-project-by-dotdot",
+        lambda d: _report_naming(d, "../outside/prog.py"),
+        ExitCode.FIX_REFUSED,
+        lambda d, done: (
+            _unchanged("outside/prog.py")(d, done) or _says("../outside/prog.py", "outside the project")(d, done)
+        ),
+        cwd="proj",
+    ),
+    Case(
+        "fix-report-absolute-path-outside-the-project",
+        lambda d: _report_naming(d, str(d / "outside" / "prog.py")),
+        ExitCode.FIX_REFUSED,
+        lambda d, done: _unchanged("outside/prog.py")(d, done) or _says("outside the project")(d, done),
+        cwd="proj",
+    ),
+    Case(
+        "fix-report-path-a-symlink-out-of-the-project",
+        _link_out,
+        ExitCode.FIX_REFUSED,
+        lambda d, done: _unchanged("outside/prog.py")(d, done) or _says("linked.py", "a symlink to")(d, done),
+        cwd="proj",
+    ),
+    Case(
+        "fix-report-path-not-python",
+        lambda d: _report_naming(d, "notes.txt"),
+        ExitCode.FIX_REFUSED,
+        lambda d, done: _unchanged("proj/notes.txt")(d, done) or _says("notes.txt", "not a Python file")(d, done),
+        cwd="proj",
+    ),
+    Case(
+        "fix-report-without-hashes",
+        lambda d: _report_naming(d, "prog.py", hashed=False),
+        ExitCode.INPUT_ERROR,
+        lambda d, done: _unchanged("proj/prog.py")(d, done) or _says("no sha256")(d, done),
+        cwd="proj",
+    ),
+    Case(
+        "fix-report-inside-the-project-is-fixed",
+        lambda d: _report_naming(d, "prog.py"),
+        ExitCode.CLEAN,
+        lambda d, done: None if "out_shardings" in (d / "proj" / "prog.py").read_text() else "prog.py not fixed",
+        cwd="proj",
+    ),
+    Case(
+        "check-fix-tree-with-file-symlinks",
+        _tree_linking_out,
+        ExitCode.CLEAN,
+        lambda d, done: (
+            _unchanged("outside/prog.py")(d, done)
+            or _says("Found 1 problem (1 fixed, 0 remaining)")(d, done)
+            or ("again.py" in done.stdout + done.stderr and "the in-tree link was reported beside its file")
+            or None
+        ),
+        cwd="proj",
+    ),
+    Case(
+        "check-fix-summary-counts-only-what-was-written",
+        _tree_with_read_only,
+        ExitCode.FIX_REFUSED,
+        _says("b.py: fix refused", "Found 2 problems (1 fixed, 1 remaining"),
+    ),
+    Case(
+        "check-fix-form-feed-before-def",
+        lambda d: (
+            _write(d, "ff.py", FIXABLE.replace("def step", "\fdef step")),
+            ["check", "--fix", "--unsafe-fixes", "--jax-version", OLD, "ff.py"],
+        )[1],
+        ExitCode.CLEAN,
+        lambda d, done: (
+            None
+            if (text := (d / "ff.py").read_text()).count("def step") == 1 and "\fdef step" in text
+            else f"the form feed or the def was not kept once: {text!r}"
+        ),
+    ),
+    Case(
+        "check-5000-implicit-concatenations",
+        lambda d: (
+            _write(d, "cat.py", FIXABLE + "\nS = (\n" + '    "x"\n' * 5000 + ")\n"),
+            ["check", "--jax-version", OLD, "cat.py"],
+        )[1],
+        ExitCode.INPUT_ERROR,
+        _says("cat.py", "libcst", "CPython compiles"),
+    ),
+    # notebooks
+    Case(
+        "notebook-cells-an-object-beside-a-python-file",
+        lambda d: _notebook_beside_python(
+            d, json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": {}})
+        ),
+        ExitCode.INPUT_ERROR,
+        _says("nb.ipynb", "'cells' is dict", "tree/train.py:10:9"),
+    ),
+    Case(
+        "notebook-json-5000-deep-beside-a-python-file",
+        lambda d: _notebook_beside_python(d, "[" * 5000 + "]" * 5000),
+        ExitCode.INPUT_ERROR,
+        _says("nb.ipynb", "nested too deeply", "tree/train.py:10:9"),
+    ),
+    Case(
+        "notebook-julia-kernel-skipped",
+        lambda d: (_write(d, "jl.ipynb", _notebook(language="julia")), ["check", "--jax-version", OLD, "jl.ipynb"])[1],
+        ExitCode.CLEAN,
+        lambda d, done: (
+            _untouched("jl.ipynb", _notebook(language="julia"))(d, done) or _says("julia", "skipped")(d, done)
+        ),
+    ),
+    Case(
+        "notebook-minor-4-with-cell-ids",
+        lambda d: (_write(d, "old.ipynb", _notebook(minor=4)), ["check", "--jax-version", OLD, "old.ipynb"])[1],
+        ExitCode.FINDINGS,
+        _says("old.ipynb:cell 2:"),
+    ),
+    Case(
+        "notebook-lone-cr-sources-fixed-in-their-cell",
+        lambda d: (
+            _write(d, "nb.ipynb", _notebook(newline="\r")),
+            ["check", "--fix", "--unsafe-fixes", "--jax-version", OLD, "nb.ipynb"],
+        )[1],
+        ExitCode.CLEAN,
+        _lone_cr_fixed,
+    ),
+    # hostile project files
+    Case(
+        "pyproject-nested-3000-deep",
+        lambda d: (
+            _write(d, "pyproject.toml", "a = " + "[" * 3000 + "]" * 3000 + "\n"),
+            _write(d, "x.py", "x = 1\n"),
+            ["check", "x.py"],
+        )[2],
+        ExitCode.USAGE,
+        _says("pyproject.toml", "nested too deeply"),
+    ),
+    Case(
+        "pyproject-a-fifo",
+        lambda d: (_fifo(d, "pyproject.toml"), _write(d, "x.py", "x = 1\n"), ["check", "x.py"])[2],
+        ExitCode.USAGE,
+        _says("pyproject.toml", "FIFO"),
+    ),
+    Case(
+        "pyproject-a-link-to-dev-zero",
+        lambda d: (os.symlink("/dev/zero", d / "pyproject.toml"), _write(d, "x.py", "x = 1\n"), ["check", "x.py"])[2],
+        ExitCode.USAGE,
+        _says("pyproject.toml", "character device"),
     ),
 )

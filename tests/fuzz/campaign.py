@@ -90,30 +90,49 @@ def fix_variant(variant: Variant, directory: Path, index: int = 0) -> Outcome:
 
 
 def _fix_once(path: Path, variant: Variant) -> tuple[int, list[str]]:
-    """One ``check --fix`` (unsafe fixes included): check, fix, and again while a fix changes
-    the file, as many rounds as the command makes."""
-    from offload_fixer.cli import MAX_FIX_ROUNDS
-    from offload_fixer.fixes import apply_plans, plan_fixes
-    from offload_fixer.static import check_paths
+    """One ``offload-fixer check --fix --unsafe-fixes`` of the file, in this process, as the
+    command does it (fix again in memory while a fix changes the file): the fixes it made, and
+    what is wrong (a traceback, an exit status it may not give, a file written other than
+    the one named, or a file replaced more than once)."""
+    from click.testing import CliRunner
 
+    from offload_fixer.cli import main
+    from offload_fixer.exit_codes import ExitCode
+    from offload_fixer.fixes import apply as fix_apply
+
+    written: list[str] = []
+    write_source = fix_apply.write_source
+
+    def counted(target: str, expected: bytes, data: bytes) -> None:
+        written.append(os.path.realpath(target))
+        write_source(target, expected, data)
+
+    fix_apply.write_source = counted
+    try:
+        arguments = ["check", "--fix", "--unsafe-fixes", "--jax-version", variant.jax_version]
+        result = CliRunner().invoke(main, [*arguments, "--strategy", variant.strategy, "-j", "1", str(path)])
+    finally:
+        fix_apply.write_source = write_source
     problems = []
-    applied = 0
-    for _ in range(MAX_FIX_ROUNDS - 1):
-        results = list(check_paths([str(path)], jax_version=variant.jax_version))
-        for result in results:
-            if result.parse_error is not None:
-                problems.append(f"refused: a valid program was refused: {result.parse_error}")
-        diagnostics = [d for r in results for d in r.diagnostics]
-        plans = plan_fixes(diagnostics, strategy=variant.strategy, jax_version=variant.jax_version)
-        written = 0
-        for result in apply_plans(plans, write=True, unsafe=True):
-            if result.error is not None:
-                problems.append(f"fix-refused: {result.error}")
-            written += len(result.applied) if result.written else 0
-        applied += written
-        if not written or problems:
-            break
-    return applied, problems
+    output = result.output
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        problems.append(
+            "traceback: " + "".join(traceback.format_exception(result.exception))[-3000:]  # type: ignore[arg-type]
+        )
+    elif result.exit_code == ExitCode.INPUT_ERROR:
+        problems.append(f"refused: a valid program was refused: {output[-2000:]}")
+    elif result.exit_code == ExitCode.FIX_REFUSED:
+        problems += [f"fix-refused: {line}" for line in output.splitlines() if "fix refused" in line] or [
+            f"fix-refused: {output[-2000:]}"
+        ]
+    elif result.exit_code not in (ExitCode.CLEAN, ExitCode.FINDINGS):
+        problems.append(f"wrong-exit-code: {result.exit_code}\n{output[-2000:]}")
+    named = os.path.realpath(path)
+    problems += [f"write-outside: {target} (only {named} was named)" for target in written if target != named]
+    if written.count(named) > 1:
+        problems.append(f"replaced-twice: one check --fix replaced the file {written.count(named)} times")
+    fixed = re.search(r"\((\d+) fixed", output)
+    return (int(fixed.group(1)) if fixed and written else 0), problems
 
 
 def _compile_errors(data: bytes, path: Path) -> list[str]:

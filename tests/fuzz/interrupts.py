@@ -68,14 +68,24 @@ class Interrupted:
         return found
 
 
+MULTI_PASS = (Path(__file__).resolve().parents[2] / "examples" / "optimizer_offload_broken.py").read_text()
+"""A program whose fix takes two rounds of ``check --fix`` (the second streamed moment is
+found once the first is moved): a signal between them must not leave the first round's text."""
+
+
 def make_tree(directory: Path, files: int) -> dict[str, bytes]:
-    """``files`` fixable programs (every fifth also hard-linked under ``links/``)."""
+    """``files`` fixable programs, every other one fixed in two rounds (every fifth also
+    hard-linked under ``links/``)."""
     tree = directory / "src"
     (directory / "links").mkdir(parents=True, exist_ok=True)
     originals = {}
     for i in range(files):
         # vary the size, so that writes of several pages are interrupted too
-        text = FIXABLE.replace("def step(", f"def step_{i}(") + "# padding\n" * (i % 3) * 250
+        if i % 2:
+            text = MULTI_PASS.replace("train_step", f"train_step_{i}")
+        else:
+            text = FIXABLE.replace("def step(", f"def step_{i}(")
+        text += "# padding\n" * (i % 3) * 250
         path = tree / f"pkg{i % 5}" / f"module_{i:03d}.py"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)

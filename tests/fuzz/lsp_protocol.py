@@ -238,6 +238,11 @@ def _open(name: str, text: str, version: int = 1) -> Callable[[RawServer, Path],
     return run
 
 
+def _write(name: str, text: str) -> Callable[[RawServer, Path], str | None]:
+    """A file in the workspace, written before the server reads it."""
+    return lambda _server, root: (root / name).write_text(text) and None
+
+
 def _published(name: str, check: Callable[[list], str | None]) -> Callable[[RawServer, Path], str | None]:
     def run(server: RawServer, root: Path) -> str | None:
         uri = (root / name).as_uri()
@@ -330,7 +335,33 @@ SCENARIOS: tuple[Scenario, ...] = (
         "unknown-method",
         _sequence(_start(), _send(request(6, "offload/nothing", {})), _error(6, METHOD_NOT_FOUND), _then_alive),
     ),
+    Scenario(
+        "unknown-method-without-params",
+        _sequence(_start(), _send(request(7, "offload/nothing")), _error(7, METHOD_NOT_FOUND), _then_alive),
+    ),
     Scenario("unknown-notification", _sequence(_start(), _send(notification("offload/nothing", {})), _then_alive)),
+    Scenario(
+        "pyproject-nested-3000-deep",
+        _sequence(
+            _write("pyproject.toml", "[tool.offload-fixer]\nx = " + "[" * 3000 + "]" * 3000 + "\n"),
+            _start(),
+            _open("train.py", FINDING),
+            _shown("pyproject.toml", "nested too deeply"),
+            _published("train.py", lambda d: None),
+            _then_alive,
+        ),
+    ),
+    Scenario(
+        "pyproject-a-fifo",
+        _sequence(
+            lambda _server, root: os.mkfifo(root / "pyproject.toml"),
+            _start(),
+            _open("train.py", FINDING),
+            _shown("pyproject.toml", "FIFO"),
+            _published("train.py", lambda d: None),
+            _then_alive,
+        ),
+    ),
     Scenario(
         "settings-of-the-wrong-type",
         _sequence(

@@ -139,7 +139,34 @@ def trailing_layout(text: str, rng: random.Random) -> str | None:
     return body + rng.choice(["", "\n\n  ", "\n\n\n   \n", "\n# end\n", "\n\n# end"])
 
 
+PAGE_BREAKS = ("\f", "\f\f", " \f", "\t\f", "\f \f")
+"""Whitespace before a statement's indentation that ends in a form feed: CPython's tokenizer
+resets the column at each form feed, so the statement means the same; libcst drops it."""
+
+
+def form_feeds(text: str, rng: random.Random) -> str | None:
+    """Page breaks (``\\f``, as older and Emacs-edited code has) at the start of some statement
+    lines (a ``def``, a decorator, a body line, at any depth) and on blank lines of their own."""
+    tokens = _tokens(text)
+    if tokens is None:
+        return None
+    starts = sorted(_statement_rows(tokens))
+    if not starts:
+        return None
+    lines = text.splitlines(keepends=True)
+    defs = [n for n in starts if lines[n - 1].lstrip().startswith(("def ", "@", "class "))]
+    chosen = set(rng.sample(starts, max(1, len(starts) // 6))) | set(rng.sample(defs, min(len(defs), 2)))
+    for number in sorted(chosen, reverse=True):
+        lines[number - 1] = rng.choice(PAGE_BREAKS) + lines[number - 1]
+        if rng.random() < 0.2 and not lines[number - 1].lstrip(" \t\f").startswith(("@", "def", "class")):
+            continue
+        if rng.random() < 0.3 and number > 1 and not lines[number - 2].strip(" \t\f\r\n"):
+            lines[number - 2] = "\f" + lines[number - 2]  # a page break alone on the blank line above
+    return "".join(lines)
+
+
 TEXT_MUTATIONS: dict[str, TextMutation] = {
+    "form-feeds": form_feeds,
     "parenthesised-returns": parenthesise_returns,
     "multiline-returns": multiline_returns,
     "alias-jax": alias_jax,
@@ -299,6 +326,26 @@ def _indented_rows(tokens: list[tokenize.TokenInfo]) -> dict[int, int]:
             rows[token.start[0]] = depth
             at_line_start = False
         elif at_line_start and token.type not in (tokenize.INDENT, tokenize.DEDENT):
+            at_line_start = False
+    return rows
+
+
+def _statement_rows(tokens: list[tokenize.TokenInfo]) -> set[int]:
+    """Lines that start a logical line, at any depth (not inside brackets or strings)."""
+    rows: set[int] = set()
+    at_line_start = True
+    depth = 0
+    for token in tokens:
+        if token.type == tokenize.OP and token.string in "([{":
+            depth += 1
+        elif token.type == tokenize.OP and token.string in ")]}":
+            depth -= 1
+        if token.type in (tokenize.NEWLINE, tokenize.NL):
+            at_line_start = depth == 0
+        elif token.type in (tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER):
+            continue
+        elif at_line_start:
+            rows.add(token.start[0])
             at_line_start = False
     return rows
 

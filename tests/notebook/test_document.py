@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import sys
 
 import nbformat
 import pytest
@@ -67,3 +69,47 @@ def test_file_position_points_at_the_cell_text_in_the_json(tmp_path):
 def test_what_is_not_a_notebook_is_refused_with_a_reason(tmp_path, text, message):
     with pytest.raises(NotebookError, match=message):
         _file(tmp_path, None, text=text)
+
+
+# ---------------------------------------------------------------------------------------
+# Read as Jupyter reads them; anything else one line, never a traceback
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": {}}', "'cells' is dict, not a list"),
+        ("[" * 5000 + "]" * 5000, "nested too deeply"),
+        ('{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [7]}', "cell 1 is not a cell"),
+        ('{"nbformat": 3, "metadata": {}, "worksheets": []}', "nbformat 3 notebooks are not supported"),
+        ("[1, 2]", "the JSON is list, not an object"),
+    ],
+)
+def test_unreadable_notebooks_are_one_line_errors(tmp_path, text, message):
+    with pytest.raises(NotebookError, match=re.escape(message)):
+        _file(tmp_path, None, text=text)
+
+
+def test_an_older_minor_whose_cells_carry_ids_is_read_as_jupyter_does(tmp_path):
+    nb = notebook(["import jax", "x = 1"], outputs=False)
+    data = json.loads(nbformat.writes(nb))
+    data["nbformat_minor"] = 4  # current Jupyter keeps an older minor and still writes ids
+    file = _file(tmp_path, None, text=json.dumps(data))
+    assert file.program.text == "import jax\nx = 1\n"
+
+
+def test_a_notebook_of_another_language_is_skipped(tmp_path):
+    from offload_fixer.notebook import NotPythonNotebook
+
+    nb = notebook(["x = 1"], outputs=False)
+    nb.metadata["kernelspec"] = {"name": "julia-1.10", "display_name": "Julia 1.10", "language": "julia"}
+    nb.metadata["language_info"] = {"name": "julia"}
+    with pytest.raises(NotPythonNotebook, match="julia"):
+        _file(tmp_path, nb)
+
+
+def test_notebooks_are_read_without_nbformat(tmp_path, monkeypatch):
+    nb = notebook(["import jax", "x = 1"], outputs=False)
+    text = nbformat.writes(nb)
+    monkeypatch.setitem(sys.modules, "nbformat", None)  # as where the extra is not installed
+    file = _file(tmp_path, None, text=text)
+    assert file.program.text == "import jax\nx = 1\n"
+    assert "".join(json.loads(file.with_sources({2: "x = 2"}))["cells"][1]["source"]) == "x = 2"

@@ -56,3 +56,10 @@ def test_an_edit_across_two_cells_is_refused():
     program = Program([(1, "a = 1"), (2, "b = 2")])
     with pytest.raises(CellSplitError):
         program.split("a = 10; b = 20\n")
+
+
+def test_cells_ending_lines_in_lone_cr_count_the_lines_python_runs_and_keep_them():
+    program = Program([(1, "import jax\r"), (2, "@jax.jit\rdef f(x):\r    return x\r"), (3, "y = f(1)\r\nz = 2")])
+    assert program.locate(4) == (program.cell(2), 3)  # `return x` is in cell 2, not cell 3
+    edited = program.text.replace("    return x\n", "    x = jax.device_put(x)\n    return x\n")
+    assert program.split(edited) == {2: "@jax.jit\rdef f(x):\r    x = jax.device_put(x)\r    return x\r"}

@@ -63,3 +63,20 @@ def test_fifos_and_devices_are_refused_without_blocking(tmp_path: Path) -> None:
     regular = tmp_path / "ok.py"
     regular.write_bytes(b"x = 1\n")
     assert read_regular_file(regular) == b"x = 1\n"
+
+
+# ---------------------------------------------------------------------------------------
+# Form feeds: what libcst reads
+def test_libcst_view_cuts_form_feeds_in_indentation_as_cpython_counts_them():
+    import ast
+
+    import libcst as cst
+
+    from offload_fixer.source.decoding import libcst_view
+
+    text = 'x = 1\n\fdef f(x):\n \f    """doc\n\f  kept"""\n    \fy = 2\n'
+    view = libcst_view(text)
+    assert view == 'x = 1\ndef f(x):\n    """doc\n\f  kept"""\ny = 2\n'  # the string's own \f stays
+    assert ast.dump(ast.parse(view)) == ast.dump(ast.parse(text))
+    assert cst.parse_module(view).code == view
+    assert libcst_view("def f():\n    return 1\n") == "def f():\n    return 1\n"

@@ -110,3 +110,16 @@ def test_what_cannot_be_read_is_named_never_skipped(tmp_path):
     assert "dangling" in reasons["dangling.py"]
     assert "FIFO" in reasons["pipe.py"] and "character device" in reasons["zero.py"]
     assert list(python_files([str(tmp_path)])) == [str(tmp_path / "good.py")]  # the plain listing
+
+
+def test_the_walk_never_leaves_the_tree_through_a_symlink_and_names_each_file_once(tmp_path):
+    tree, outside = tmp_path / "tree", tmp_path / "outside"
+    (tree / "pkg").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "o.py").write_text("x = 1\n")
+    (tree / "pkg" / "t.py").write_text("x = 1\n")
+    (tree / "a_out.py").symlink_to(outside / "o.py")
+    (tree / "a_alias.py").symlink_to(tree / "pkg" / "t.py")
+    (tree / "dir_out").symlink_to(outside, target_is_directory=True)
+    found = list(python_files([str(tree), str(tree / "pkg" / "t.py")]))
+    assert found == [os.path.join(str(tree), "pkg", "t.py")]
