@@ -96,6 +96,11 @@ def test_the_tours_statistics_hold_on_a_fresh_clone():
     so it holds whether or not a reader typed that first."""
     from tests.cli_support import offload_fixer
 
+    script = readme_script()
+    import jax
+
+    if jax.__version__ != script.pinned_jax() or not jax_compat.host_memory_on_this_backend():
+        pytest.skip(f"the transcripts are made with jax {script.pinned_jax()} (this is {jax.__version__})")
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     match = re.search(r"^\$ offload-fixer (check --statistics \S+)\n(.*?)^(?:\$|```)", readme, re.M | re.S)
     assert match, "the Tour has no check --statistics transcript"

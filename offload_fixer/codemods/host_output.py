@@ -48,7 +48,7 @@ from offload_fixer.codemods.pytree_source import (
     locate,
     returned_values,
 )
-from offload_fixer.codemods.source_facts import FunctionInfo, JitSite
+from offload_fixer.codemods.source_facts import FunctionInfo, JitSite, Scope
 from offload_fixer.model import PathKey, format_output_path, parse_output_path
 
 Keys = tuple[PathKey, ...]
@@ -428,8 +428,8 @@ class HostOutputCommand(FixCommand):
         if host_input is not None:
             exact.append((host_input[0], host_input[1].scope))
         for source, written_in in exact:
-            if sx.is_memory_space(source) or sx.is_transfer_to_memory_kind(source):
-                continue
+            if sx.is_memory_space(source) or sx.is_transfer_to_memory_kind(self._bound_value(source, written_in)):
+                continue  # a memory kind, not a sharding: out_shardings takes no such object
             if self.facts.portable(source, written_in, site.scope, site.line):
                 copy = source.deep_clone()
                 literal = sx.memory_kind_literal(source)
@@ -440,6 +440,15 @@ class HostOutputCommand(FixCommand):
                 if derived is not None:
                     return derived, [why]
         return self.single_device_sharding(kind), [SINGLE_DEVICE_REASON]
+
+    def _bound_value(self, source: cst.BaseExpression, written_in: Scope) -> cst.BaseExpression:
+        """What a name bound once stands for (``host = TransferToMemoryKind(...)``); any other
+        expression as it is."""
+        if isinstance(source, cst.Name):
+            found = self.facts.scope_chain_binding(source.value, written_in)
+            if found is not None and found[0].value is not None:
+                return found[0].value
+        return source
 
     def _is_known_host(self, leaf: cst.BaseExpression, function: FunctionInfo) -> bool:
         """The leaf is the very sharding the value was moved to host with (or streamed in by)."""

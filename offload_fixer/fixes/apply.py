@@ -48,7 +48,7 @@ from offload_fixer.notebook.fixing import edit_notebook
 from offload_fixer.recursion import call_allowing_deep_recursion
 from offload_fixer.source.decoding import decode, encode, libcst_view, split_lines
 from offload_fixer.source.diffs import unified_diff
-from offload_fixer.source.python_version import compile_any_version
+from offload_fixer.source.python_version import compile_any_version, only_newer_syntax
 
 MAX_PASSES = 6
 """Passes over one file before giving up; fixes settle in two (fix, then no-op), one more
@@ -248,7 +248,11 @@ def check_intended(source: FileOutline, excerpt: Excerpt, fixed: cst.Module, tex
         expected = Counter(ast.dump(statement) for group in source.groups for statement in group)
         expected.subtract(ast.dump(statement) for statement in ast.parse(excerpt.module.code).body)
         expected.update(ast.dump(statement) for statement in ast.parse(fixed.code).body)
-    except (SyntaxError, ValueError) as exc:
+    except SyntaxError as exc:
+        if only_newer_syntax(exc, text):
+            return  # a newer Python's syntax, which this interpreter's ast cannot compare: compiled below
+        raise FixVerificationError(path, f"the fixed file would not compile ({exc}); left unchanged") from exc
+    except ValueError as exc:
         raise FixVerificationError(path, f"the fixed file would not compile ({exc}); left unchanged") from exc
     if +expected != found:
         extra = sum((found - expected).values())

@@ -32,8 +32,10 @@ def test_add_noqa_merges_into_another_tools_directive_and_skips_strings(tmp_path
     )
     path = tmp_path / "train.py"
     path.write_text(source)
-    assert offload_fixer("check", "--add-noqa", "train.py", cwd=tmp_path).returncode == ExitCode.CLEAN
+    # JAX 0.10.2's semantics: its typed memory kinds make both returns of a host argument errors
+    added = offload_fixer("check", "--add-noqa", "--jax-version", "0.10.2", "train.py", cwd=tmp_path)
+    assert added.returncode == ExitCode.CLEAN, added.stderr
     text = path.read_text()
     assert "in_shardings=HOST)  # noqa: E501, OFL1200\ndef doc(x):" in text, text
     assert text.count("# noqa: OFL1200") == 1
-    assert offload_fixer("check", "train.py", cwd=tmp_path).returncode == ExitCode.CLEAN
+    assert offload_fixer("check", "--jax-version", "0.10.2", "train.py", cwd=tmp_path).returncode == ExitCode.CLEAN

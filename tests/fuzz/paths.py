@@ -116,9 +116,12 @@ def report_case(directory: Path, rng: random.Random) -> PathCase:
 def tree_case(directory: Path, rng: random.Random) -> PathCase:
     project = _base(directory)
     real = []
+    problems = []  # each file's findings: MULTI_PASS holds an error 1200 and host compute (OFL1201)
     for i in range(rng.randint(1, 4)):
-        text = MULTI_PASS.replace("train_step", f"train_step_{i}") if rng.random() < 0.4 else FIXABLE
+        multi_pass = rng.random() < 0.4
+        text = MULTI_PASS.replace("train_step", f"train_step_{i}") if multi_pass else FIXABLE
         real.append(_write(project / "src" / f"pkg{i % 2}" / f"m{i}.py", text))
+        problems.append(2 if multi_pass else 1)
     links = []
     if rng.random() < 0.7:
         os.symlink(directory / "outside" / "prog.py", project / "src" / "out_file.py")
@@ -138,8 +141,9 @@ def tree_case(directory: Path, rng: random.Random) -> PathCase:
     read_only = len(real) > 1 and rng.random() < 0.3
     if read_only:
         real[-1].chmod(0o444)
-    fixed = len(real) - read_only
-    summary = f"Found {len(real)} problem{'s' if len(real) != 1 else ''} ({fixed} fixed, {len(real) - fixed} remaining"
+    total = sum(problems)
+    fixed = total - (problems[-1] if read_only else 0)
+    summary = f"Found {total} problem{'s' if total != 1 else ''} ({fixed} fixed, {total - fixed} remaining"
     return PathCase(
         "check --fix tree",
         f"tree: {len(real)} files, links {links or 'none'}{', one read-only' if read_only else ''}",
