@@ -243,14 +243,19 @@ def run_programs(paths: list[Path], timeout_s: int = 120) -> dict[str, str | Non
 def check_programs_run(outcomes: list[Outcome], directory: Path) -> int:
     """The property: a fixed program runs wherever its unfixed original runs. Only fixes
     made for the installed JAX's regime can be run here (a fix spelled for 0.4.26 is not
-    meant for 0.10.2's typed memory spaces); returns how many programs were run."""
+    meant for 0.10.2's typed memory spaces), and a fix that declares an output host memory only
+    where this CPU backend has host memory; returns how many programs were run."""
     from offload_fixer import jax_compat
 
     installed = jax_compat.regime()
+    host_outputs_run_here = jax_compat.host_memory_on_this_backend()
     changed = [
         (i, o)
         for i, o in enumerate(outcomes)
-        if o.files_changed and not o.problems and jax_compat.spelling(o.variant.jax_version).regime is installed
+        if o.files_changed
+        and not o.problems
+        and jax_compat.spelling(o.variant.jax_version).regime is installed
+        and (host_outputs_run_here or o.variant.strategy != "host")
     ]
     pairs = []
     for i, outcome in changed:
