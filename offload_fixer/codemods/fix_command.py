@@ -75,6 +75,7 @@ class FixCommand(CodemodCommand):
         self.target, self.outcome = self.targets[0], self.outcomes[0]
         self.rewrites: dict[cst.CSTNode, Rewrite] = {}
         self.owners: dict[cst.CSTNode, Outcome] = {}
+        self._evidence: _MultiDeviceEvidence | None = None
 
     @property
     def edits(self) -> list[Edit]:
@@ -257,6 +258,127 @@ class FixCommand(CodemodCommand):
         q = self.facts.quote
         return self.parse(f"{jax}.sharding.SingleDeviceSharding({jax}.devices()[0], memory_kind={q}{kind}{q})")
 
+    # ------------------------------------------------------------------ shardings in scope
+    def fallback_sharding(
+        self, kind: str, scope: Scope, line: int, where: str, moves: bool = False
+    ) -> tuple[cst.BaseExpression, list[str]] | None:
+        """A sharding of memory kind ``kind`` for code at ``line`` in ``scope`` when the move's
+        own and the argument's shardings are not there: a sharding the module binds to a name
+        (``DEVICE``, ``HOST = replicated(MESH)``) re-kinded, else one on a mesh it binds
+        (``NamedSharding(MESH, P(), memory_kind=...)``), else ``SingleDeviceSharding`` on
+        ``jax.devices()[0]`` where the module shows no sign of several devices. None (a problem
+        reported, saying why) in a multi-device module with nothing to derive from: one device
+        of several would fail the jit. A replicated one is safe for an output (it fits any
+        shape); ``moves``: it moves a value, which it may gather onto every device."""
+        quote = self.facts.quote
+        found = self.scope_shardings(scope, line)
+        found.sort(key=lambda name: self.memory_kind(name, scope) != kind)  # the kind wanted first
+        for name in found:
+            derived = (
+                name if self.memory_kind(name, scope) == kind else sx.with_memory_kind(name.deep_clone(), kind, quote)
+            )
+            if derived is None:
+                continue
+            if self.is_replicated(name, scope):
+                return derived, [_replicates(name.value, where)] if moves else []
+            return derived, [f"built from `{name.value}`, a sharding in scope: its partition spec may not fit {where}"]
+        mesh = next(iter(self.scope_meshes(scope, line)), None)
+        if mesh is not None:
+            named = self.facts.aliases.locals_of("jax.sharding.NamedSharding")
+            spec = self.facts.aliases.locals_of("jax.sharding.PartitionSpec") or self.facts.aliases.locals_of("jax.P")
+            jax = self.jax_module() if not (named and spec) else ""
+            callee = named[0] if named else f"{jax}.sharding.NamedSharding"
+            empty = f"{spec[0]}()" if spec else f"{jax}.sharding.PartitionSpec()"
+            built = self.parse(f"{callee}({mesh.value}, {empty}, memory_kind={quote}{kind}{quote})")
+            return built, [_replicates(f"{mesh.value}'s devices", where)] if moves else []
+        evidence = self.multi_device_evidence()
+        if evidence is not None:
+            self.report_problem(
+                f"no sharding or mesh is bound to a name in scope at line {line} to build {where}'s "
+                f"{kind} sharding from, and the program uses several devices ({evidence}): "
+                "jax.devices()[0] would put it on one of them"
+            )
+            return None
+        return self.single_device_sharding(kind), [SINGLE_DEVICE_REASON]
+
+    def scope_shardings(self, scope: Scope, line: int) -> list[cst.Name]:
+        """Names bound once, in ``scope`` and the scopes around it, to a sharding (not a tree
+        of them) that code at ``line`` can read, nearest scope first."""
+        return self._scope_names(scope, line, lambda value, bound_in: self.value_kind(value, bound_in) == "sharding")
+
+    def scope_meshes(self, scope: Scope, line: int) -> list[cst.Name]:
+        """Names bound once to a mesh (``Mesh(...)``, ``jax.make_mesh(...)``) that code at
+        ``line`` in ``scope`` can read."""
+
+        def is_mesh(value: cst.BaseExpression, bound_in: Scope) -> bool:
+            return isinstance(value, cst.Call) and last_name(value.func) in _MESH_CONSTRUCTORS
+
+        return self._scope_names(scope, line, is_mesh)
+
+    def _scope_names(
+        self, scope: Scope, line: int, accept: Callable[[cst.BaseExpression, Scope], bool]
+    ) -> list[cst.Name]:
+        names: list[cst.Name] = []
+        current: Scope | None = scope
+        while current is not None:
+            if current is scope or current.kind != "class":
+                for name in current.bindings:
+                    binding = current.single_value(name)
+                    node = cst.Name(name)
+                    if (
+                        binding is not None
+                        and binding.value is not None
+                        and binding.kind != "import"
+                        and self.facts.scope_chain_binding(name, scope) == (binding, current)
+                        and accept(binding.value, current)
+                        and self.facts.visible(node, scope, line)
+                    ):
+                        names.append(node)
+            current = current.parent
+        return names
+
+    def is_replicated(self, expr: cst.BaseExpression, scope: Scope) -> bool:
+        """The sharding is visibly replicated (``NamedSharding(mesh, P())``, re-kinded or not):
+        it fits an array of any shape on that mesh."""
+        for _ in range(8):
+            while isinstance(expr, cst.Name):
+                found = self.facts.scope_chain_binding(expr.value, scope)
+                if found is None or found[0].value is None:
+                    return False
+                expr, scope = found[0].value, found[1]
+            if not isinstance(expr, cst.Call):
+                return False
+            name = last_name(expr.func)
+            if name == "with_memory_kind" and isinstance(expr.func, cst.Attribute):
+                expr = expr.func.value
+                continue
+            if name == "NamedSharding":
+                positional = [a for a in expr.args if a.keyword is None and not a.star]
+                spec_arg = sx.keyword(expr, "spec")
+                spec = (
+                    spec_arg.value if spec_arg is not None else (positional[1].value if len(positional) > 1 else None)
+                )
+                spec = self._through_name(spec, scope) if spec is not None else None
+                return (
+                    isinstance(spec, cst.Call)
+                    and not spec.args
+                    and (self.facts.aliases.qualify(spec.func) or "").rpartition(".")[2] in ("PartitionSpec", "P")
+                )
+            helper = self._helper(expr, scope)
+            if helper is not None:
+                values = [site.node.value for site in helper.returns]
+                return all(value is not None and self.is_replicated(value, helper.scope) for value in values)
+            return name == "SingleDeviceSharding"
+        return False
+
+    def multi_device_evidence(self) -> str | None:
+        """What in the module says the program runs on several devices (a mesh, a named
+        sharding, a partition spec, ``shard_map``, every device of ``jax.devices()``), or None."""
+        if self._evidence is None:
+            self._evidence = _MultiDeviceEvidence(self.facts)
+            self.facts.module.visit(self._evidence)
+        return self._evidence.found
+
     # ------------------------------------------------------------------ memory kinds
     def memory_kind(self, expr: cst.BaseExpression, scope: Scope) -> str | None:
         """The memory kind ``expr`` spells, through names bound once (``ON_DEVICE``)."""
@@ -268,7 +390,7 @@ class FixCommand(CodemodCommand):
             expr, scope, seen = found[0].value, found[1], seen + 1
         return sx.memory_kind_literal(expr)
 
-    def value_kind(self, expr: cst.BaseExpression, scope: Scope) -> str:
+    def value_kind(self, expr: cst.BaseExpression, scope: Scope, depth: int = 0) -> str:
         """What a sharding expression is, through names bound once: ``none``, ``sharding``
         (a sharding constructor, ``.with_memory_kind(...)``, ``x.sharding``), ``container`` (a
         tuple/list/dict of them), ``space`` (``jax.memory.Space``) or ``unknown`` (a parameter,
@@ -295,7 +417,31 @@ class FixCommand(CodemodCommand):
             return "sharding"
         if isinstance(expr, cst.Attribute) and expr.attr.value == "sharding":
             return "sharding"
+        if isinstance(expr, cst.Call) and depth < 4 and self._sharding_helper(expr, scope, depth):
+            return "sharding"
         return "unknown"
+
+    def _sharding_helper(self, call: cst.Call, scope: Scope, depth: int) -> bool:
+        """``replicated(MESH)``: a call of a function of this file whose every return is
+        visibly a sharding (the user's ``NamedSharding`` helper)."""
+        helper = self._helper(call, scope)
+        values = [site.node.value for site in helper.returns] if helper is not None else []
+        return bool(values) and all(
+            value is not None and self.value_kind(value, helper.scope, depth + 1) == "sharding"  # type: ignore[union-attr]
+            for value in values
+        )
+
+    def _helper(self, call: cst.Call, scope: Scope) -> FunctionInfo | None:
+        """The module-level ``def`` a plain call names (not a name an assignment binds)."""
+        if not isinstance(call.func, cst.Name) or self.facts.scope_chain_binding(call.func.value, scope) is not None:
+            return None
+        name = call.func.value
+        helpers = [
+            f
+            for f in self.facts.functions
+            if f.name == name and f.class_name is None and f.scope.parent is self.facts.module_scope
+        ]
+        return helpers[0] if len(helpers) == 1 else None
 
     def is_device_move(self, expr: cst.BaseExpression, scope: Scope) -> bool:
         """``device_put(x, <device memory>)``: already moved back (its destination may be a
@@ -419,6 +565,68 @@ class FixCommand(CodemodCommand):
 
     def _spells_host(self, expr: cst.BaseExpression, scope: Scope) -> bool:
         return sx.memory_kind_literal(self._through_name(expr, scope)) in sx.HOST_KINDS
+
+
+_MESH_CONSTRUCTORS = ("Mesh", "make_mesh", "AbstractMesh")
+_MULTI_DEVICE_NAMES = frozenset({*_MESH_CONSTRUCTORS, "NamedSharding", "PartitionSpec", "shard_map", "pmap"})
+SINGLE_DEVICE_REASON = (
+    "jax.devices()[0]: no sharding or mesh is bound to a name in scope to derive this one from, and it "
+    "assumes a single-device program (the module shows none of Mesh, NamedSharding, PartitionSpec, "
+    "shard_map, or jax.devices() beyond the first)"
+)
+
+
+def _replicates(over: str, where: str) -> str:
+    return (
+        f"{where} is replicated over {over} (a replicated sharding, not the value's own, which is not "
+        "in scope here): it may be gathered onto every device"
+    )
+
+
+class _MultiDeviceEvidence(cst.CSTVisitor):
+    """Finds the first sign of a multi-device program: a name that stands for a mesh, a named
+    sharding, a partition spec, ``shard_map`` or ``pmap``, or ``jax.devices()`` used other than
+    as ``jax.devices()[0]``."""
+
+    def __init__(self, facts: SourceFacts) -> None:
+        super().__init__()
+        self.facts = facts
+        self.found: str | None = None
+
+    def _note(self, node: cst.CSTNode, what: str) -> None:
+        if self.found is None:
+            self.found = f"{what} at line {self.facts.line(node)}"
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._qualified(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        self._qualified(node)
+        return False
+
+    def _qualified(self, node: cst.Name | cst.Attribute) -> None:
+        qualname = self.facts.aliases.qualify(node) or ""
+        if qualname.startswith("jax") and qualname.rpartition(".")[2] in _MULTI_DEVICE_NAMES:
+            self._note(node, f"`{self.facts.module.code_for_node(node)}`")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.facts.aliases.qualify(node.func) == "jax.devices":
+            self._devices.append(node)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if isinstance(node.value, cst.Call) and len(node.slice) == 1:
+            index = node.slice[0].slice
+            if isinstance(index, cst.Index) and isinstance(index.value, cst.Integer):
+                self._first.add(node.value)
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._devices: list[cst.Call] = []
+        self._first: set[cst.Call] = set()
+
+    def leave_Module(self, original_node: cst.Module) -> None:
+        for call in self._devices:
+            if call not in self._first:
+                self._note(call, "`jax.devices()`")
 
 
 class _Rewriter(cst.CSTTransformer):

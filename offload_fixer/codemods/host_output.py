@@ -39,7 +39,6 @@ import libcst as cst
 
 from offload_fixer.codemods import sharding_exprs as sx
 from offload_fixer.codemods.fix_command import FixCommand
-from offload_fixer.codemods.move_to_device import SINGLE_DEVICE_REASON
 from offload_fixer.codemods.pytree_source import (
     OutputTree,
     build_like,
@@ -47,6 +46,7 @@ from offload_fixer.codemods.pytree_source import (
     drop_covered,
     locate,
     returned_values,
+    structure_mismatch,
 )
 from offload_fixer.codemods.source_facts import FunctionInfo, JitSite, Scope
 from offload_fixer.model import PathKey, format_output_path, parse_output_path
@@ -89,7 +89,7 @@ class HostOutputCommand(FixCommand):
             return
         host_expr, reasons = host
         value = self._shaped_like_returns(function, (), paths, self.code(host_expr), "None", site)
-        if value is None:
+        if value is None or not self._fits_returns(function, site, (), value):
             return
         if site.kind == "bare_decorator":
             partial = self._partial_callee()
@@ -256,7 +256,7 @@ class HostOutputCommand(FixCommand):
                 return
             target_text, extra, sibling = self.code(new), [], self.code(leaf)
         value = self._shaped_like_returns(function, prefix, rests, target_text, sibling, site)
-        if value is None:
+        if value is None or not self._fits_returns(function, site, prefix, value):
             return
         if not self.claim(leaf, lambda updated: self.parse(value)):
             return
@@ -302,6 +302,23 @@ class HostOutputCommand(FixCommand):
             f"{detail}"
         )
         return None
+
+    def _fits_returns(self, function: FunctionInfo, site: JitSite, prefix: Keys, value: str) -> bool:
+        """The ``out_shardings`` (sub-)tree ``value`` for the outputs at ``prefix`` has the
+        structure every return shows there (tuple arity, dict keys, fields); a problem, and no
+        edit, where it does not: a fix that would not lower is never made."""
+        tree = self.parse(value)
+        for line, returned in returned_values(function, ()):
+            located = locate(self.facts, function.scope, returned, prefix)
+            if located.rest:
+                continue
+            why = structure_mismatch(self.facts, tree, site.scope, located.node, function.scope, prefix)
+            if why is not None:
+                self.report_problem(
+                    f"the out_shardings this fix spells at line {site.line} does not fit the return at line {line}: {why}"
+                )
+                return False
+        return True
 
     def output_tree(self) -> OutputTree | None:
         kinds = self.target.output_kinds
@@ -438,8 +455,12 @@ class HostOutputCommand(FixCommand):
             if self.facts.visible(source, site.scope, site.line):
                 derived = sx.with_memory_kind(source.deep_clone(), kind, quote)
                 if derived is not None:
-                    return derived, [why]
-        return self.single_device_sharding(kind), [SINGLE_DEVICE_REASON]
+                    return derived, [] if self.is_replicated(source, site.scope) else [why]
+        return self.fallback_sharding(kind, site.scope, site.line, _label(self._at_keys(at)))
+
+    def _at_keys(self, at: cst.BaseExpression | None) -> Keys:
+        paths = drop_covered([parse_output_path(p) for p in self.target.output_paths])
+        return paths[0] if len(paths) == 1 and at is None else ()
 
     def _bound_value(self, source: cst.BaseExpression, written_in: Scope) -> cst.BaseExpression:
         """What a name bound once stands for (``host = TransferToMemoryKind(...)``); any other

@@ -53,7 +53,6 @@ AFTER_ORIGIN_REASON = (
     "copies the offloaded value back to device right after it was moved to host: it occupies "
     "device memory from there on, undoing the offload for the rest of the function"
 )
-SINGLE_DEVICE_REASON = "no sharding in scope to derive this one from: jax.devices()[0] assumes a single-device program"
 
 
 class MoveToDeviceCommand(FixCommand):
@@ -109,7 +108,7 @@ class MoveToDeviceCommand(FixCommand):
                     self.already(f"{label} is already moved to device (line {self.facts.line(node)})")
                     continue
                 spec = self.device_spec(function, function.scope, line)
-                if not self.claim(node, self._wrapper(spec[0])):
+                if spec is None or not self.claim(node, self._wrapper(spec[0])):
                     continue
                 reasons = list(spec[1])
                 if located.rest and not self._all_device_below(keys[: len(keys) - len(located.rest)]):
@@ -158,7 +157,10 @@ class MoveToDeviceCommand(FixCommand):
             if moved == name:
                 self.already(f"{name} is already moved to device on entry")
                 return
-        spec, spec_reasons = self.device_spec(function, function.scope, function.body_line)
+        found = self.device_spec(function, function.scope, function.body_line)
+        if found is None:
+            return
+        spec, spec_reasons = found
         statement = self._rebind(name, spec)
         self.insert(body, start, statement)
         whole = f"all of {name}, since {why_whole}; " if why_whole else ""
@@ -194,7 +196,10 @@ class MoveToDeviceCommand(FixCommand):
             if start < len(block.body) and self._moved_name(block.body[start], function) == slice_name:
                 self.already(f"each slice of {name} is already moved to device in {body_def.name.value}")
                 continue
-            spec, reasons = self.device_spec(function, function.scope, self.facts.line(body_def))
+            made = self.device_spec(function, function.scope, self.facts.line(body_def))
+            if made is None:
+                continue
+            spec, reasons = made
             statement = self._rebind(slice_name, spec)
             self.insert(block, start, statement)
             label = f"each slice of {name}"
@@ -299,7 +304,10 @@ class MoveToDeviceCommand(FixCommand):
             if sibling is not None and sibling[0] < at:
                 at, spec, reasons = sibling[0] + 1, sibling[1], []
             else:
-                spec, reasons = self.device_spec(function, function.scope, self.facts.line(statements[at]))
+                made = self.device_spec(function, function.scope, self.facts.line(statements[at]))
+                if made is None:
+                    continue
+                spec, reasons = made
             local = self._free_name(function, statements, part, first_read[part])
             if local is not None and _assigns_exactly(statements[first_read[part]], local, nodes):
                 local = None  # ``opt = state["opt"]``: moved in place, not ``opt = opt`` after a move
@@ -442,7 +450,10 @@ class MoveToDeviceCommand(FixCommand):
             return
         for node in targets:
             line = self.facts.line(node)
-            spec, reasons = self.device_spec(function, function.scope, line)
+            found = self.device_spec(function, function.scope, line)
+            if found is None:
+                continue
+            spec, reasons = found
             if self.claim(node, self._wrapper(spec)):
                 self.record(
                     node,
@@ -466,7 +477,10 @@ class MoveToDeviceCommand(FixCommand):
         if following is not None and self._moved_name(following, function) == name:
             self.already(f"{name} is already moved back to device after line {t.origin_line}")
             return
-        spec, spec_reasons = self.device_spec(function, function.scope, self.facts.line(origin_statement) + 1)
+        found = self.device_spec(function, function.scope, self.facts.line(origin_statement) + 1)
+        if found is None:
+            return
+        spec, spec_reasons = found
         statement = self._rebind(name, spec)
         self.insert(block, position + 1, statement)
         self.record(
@@ -477,8 +491,11 @@ class MoveToDeviceCommand(FixCommand):
         )
 
     # ------------------------------------------------------------------ spelling
-    def device_spec(self, function: FunctionInfo, scope: Scope, line: int) -> tuple[cst.BaseExpression, list[str]]:
-        """The second argument of the move to device, and why it is unsafe if it is."""
+    def device_spec(
+        self, function: FunctionInfo, scope: Scope, line: int
+    ) -> tuple[cst.BaseExpression, list[str]] | None:
+        """The second argument of the move to device, and why it is unsafe if it is; None (a
+        problem reported) when no sharding fits a multi-device program."""
         if self.spelling.api == "memory_space":
             return self.parse(self.jax_module() + SPACE_DEVICE.removeprefix("jax")), []
         kind, quote = self.spelling.device_kind, self.facts.quote
@@ -499,7 +516,7 @@ class MoveToDeviceCommand(FixCommand):
         if self.facts.aliases.transfer_to_memory_kind:
             name = self.facts.aliases.transfer_to_memory_kind[0]
             return self.parse(f"{name}({quote}{kind}{quote})"), []
-        return self.single_device_sharding(kind), [SINGLE_DEVICE_REASON]
+        return self.fallback_sharding(kind, scope, line, "the value moved", moves=True)
 
     def _transfer_call(self, source: cst.BaseExpression, written_in: Scope) -> tuple[cst.BaseExpression, Scope]:
         """A name bound once to ``TransferToMemoryKind(...)``: that call, respelled with the

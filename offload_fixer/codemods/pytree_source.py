@@ -230,6 +230,139 @@ def build_like(
     return body if wanted <= used else None
 
 
+def literal_paths(facts: SourceFacts, scope: Scope, expr: cst.BaseExpression, depth: int = 4) -> list[Keys]:
+    """The pytree paths of ``expr`` and of everything inside it that the source spells as a
+    literal (tuples, lists, dicts, ``dict(k=...)`` and keyword-built named tuples or
+    dataclasses, through local names assigned once), ``depth`` levels down."""
+    seen: set[int] = set()
+    while not isinstance(expr, (cst.Tuple, cst.List, cst.Dict, cst.Call)):
+        value = follow_name(facts, scope, expr)
+        if value is None or id(value) in seen:
+            return [()]
+        seen.add(id(value))
+        expr = value
+    children: list[tuple[PathKey, cst.BaseExpression]] = []
+    if isinstance(expr, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in expr.elements):
+        children = [(("index", i), e.value) for i, e in enumerate(expr.elements)]
+    elif isinstance(expr, cst.Dict):
+        for entry in expr.elements:
+            found = _key_value(entry.key) if isinstance(entry, cst.DictElement) else None
+            if found is None:
+                return [()]
+            children.append((("index", found) if isinstance(found, int) else ("key", found), entry.value))
+    elif isinstance(expr, cst.Call) and _is_constructor(expr):
+        is_dict = isinstance(expr.func, cst.Name) and expr.func.value == "dict"
+        children = [
+            (("key", arg.keyword.value) if is_dict else ("attr", arg.keyword.value), arg.value)
+            for arg in expr.args
+            if arg.keyword is not None
+        ]
+    paths: list[Keys] = [()]
+    if depth:
+        for path_key, child in children:
+            paths += [(path_key, *rest) for rest in literal_paths(facts, scope, child, depth - 1)]
+    return paths
+
+
+def structure_mismatch(
+    facts: SourceFacts,
+    shardings: cst.BaseExpression,
+    shardings_scope: Scope,
+    value: cst.BaseExpression,
+    value_scope: Scope,
+    at: Keys = (),
+) -> str | None:
+    """Why ``shardings`` (an ``out_shardings`` tree) is not a pytree prefix of ``value`` (a
+    returned expression), where the source shows both structures: a tuple's arity, a list for
+    a tuple, a dict's keys, a named tuple's or dataclass's fields; None when it fits or the
+    source does not show the returned structure (a call's result)."""
+    shardings = _literal(facts, shardings_scope, shardings, binding=True)
+    if not isinstance(shardings, (cst.Tuple, cst.List, cst.Dict, cst.Call)) or (
+        isinstance(shardings, cst.Call) and not _is_constructor(shardings)
+    ):
+        return None  # a leaf: one sharding (or None) covers whatever is there
+    value = _literal(facts, value_scope, value)
+    where = f"at {format_output_path(at)}" if at else "for the result"
+    ours = _shape(shardings)
+    if ours is not None and _is_array(facts, value):
+        return f"out_shardings {where} is {ours[0]}, but the function returns one array there"
+    if not isinstance(value, (cst.Tuple, cst.List, cst.Dict, cst.Call)) or (
+        isinstance(value, cst.Call) and not _is_constructor(value)
+    ):
+        return None  # the source does not show what is returned there
+    theirs = _shape(value)
+    if ours is None or theirs is None:
+        return None
+    if ours[0] != theirs[0]:
+        return f"out_shardings {where} is {ours[0]}, but the function returns {theirs[0]} there"
+    if set(ours[1]) != set(theirs[1]):
+        return (
+            f"out_shardings {where} has {', '.join(format_output_path((k,)) for k in ours[1]) or 'no entries'}, "
+            f"but the function returns {', '.join(format_output_path((k,)) for k in theirs[1]) or 'none'} there"
+        )
+    for key, child in ours[1].items():
+        why = structure_mismatch(facts, child, shardings_scope, theirs[1][key], value_scope, (*at, key))
+        if why is not None:
+            return why
+    return None
+
+
+_ARRAY_MODULES = ("jax.numpy.", "jax.lax.", "jax.nn.", "jax.random.", "numpy.")
+
+
+def _is_array(facts: SourceFacts, expr: cst.BaseExpression) -> bool:
+    """Arithmetic, or a call of ``jax.numpy``/``lax``/``nn``: one array, never a tree."""
+    if isinstance(expr, cst.BinaryOperation):
+        sequences = (cst.Tuple, cst.List)
+        return not (isinstance(expr.left, sequences) or isinstance(expr.right, sequences))  # (a,) + rest
+    if isinstance(expr, cst.UnaryOperation):
+        return True
+    if isinstance(expr, cst.Call):
+        qualname = facts.aliases.qualify(expr.func) or ""
+        return qualname.startswith(_ARRAY_MODULES) and "tree" not in qualname
+    return False
+
+
+def _literal(facts: SourceFacts, scope: Scope, expr: cst.BaseExpression, binding: bool = False) -> cst.BaseExpression:
+    """``expr`` through local names assigned once (``binding``: through the scope chain, as a
+    module-level ``out_shardings`` name is read)."""
+    seen: set[int] = set()
+    while isinstance(expr, cst.Name):
+        if binding:
+            found = facts.scope_chain_binding(expr.value, scope)
+            value = found[0].value if found is not None else None
+        else:
+            value = follow_name(facts, scope, expr)
+        if value is None or id(value) in seen:
+            break
+        seen.add(id(value))
+        expr = value
+    return expr
+
+
+def _shape(expr: cst.BaseExpression) -> tuple[str, dict[PathKey, cst.BaseExpression]] | None:
+    """(what the node is, its children by pytree key); None when the source cannot say (a
+    starred element, ``**`` in a dict, a computed key)."""
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        if any(isinstance(e, cst.StarredElement) for e in expr.elements):
+            return None
+        kind = "a tuple" if isinstance(expr, cst.Tuple) else "a list"
+        return f"{kind} of {len(expr.elements)}", {("index", i): e.value for i, e in enumerate(expr.elements)}
+    if isinstance(expr, cst.Dict):
+        children: dict[PathKey, cst.BaseExpression] = {}
+        for entry in expr.elements:
+            key = _key_value(entry.key) if isinstance(entry, cst.DictElement) else None
+            if key is None:
+                return None
+            children[("index", key) if isinstance(key, int) else ("key", key)] = entry.value
+        return "a dict", children
+    assert isinstance(expr, cst.Call)
+    name = expr.func.value if isinstance(expr.func, cst.Name) else getattr(expr.func, "attr", cst.Name("?")).value
+    if name == "dict":
+        return "a dict", {("key", a.keyword.value): a.value for a in expr.args if a.keyword is not None}
+    return f"a {name}", {("attr", a.keyword.value): a.value for a in expr.args if a.keyword is not None}
+
+
 def returned_values(function: FunctionInfo, lines: Sequence[int]) -> list[tuple[int, cst.BaseExpression]]:
     """(line, value) of the function's returns with a value, limited to those spanning one of
     ``lines`` if given (a diagnostic may point at the value's line, below ``return (``)."""

@@ -31,7 +31,7 @@ from offload_fixer.codemods.fix_command import FixCommand
 from offload_fixer.codemods.host_output import HostOutputCommand
 from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
 from offload_fixer.codemods.pin_host_memory import PinHostMemoryCommand
-from offload_fixer.codemods.pytree_source import locate, returned_values
+from offload_fixer.codemods.pytree_source import literal_paths, locate, returned_values
 from offload_fixer.codemods.source_facts import FunctionInfo, SourceFacts
 from offload_fixer.codemods.targets import Edit, FixTarget, SpellingOptions
 from offload_fixer.codes import HOST_COMPUTE_CODES, HOST_VALUE_DEVICE_OUTPUT, UNPINNED_HOST_MEMORY
@@ -200,7 +200,8 @@ def plan_fixes(
     for diagnostic in items:
         if diagnostic.code in FIXABLE_CODES:
             groups.setdefault(root_cause_key(diagnostic), []).append(diagnostic)
-    prepared = [_Group.prepare(group, strategy, spelling, sources, outputs) for group in groups.values()]
+    ordered = sorted(groups.values(), key=_origin_order)  # run and check list findings in different orders
+    prepared = [_Group.prepare(group, strategy, spelling, sources, outputs) for group in ordered]
     first_attempts: dict[tuple[str, type[FixCommand]], list[FixTarget]] = {}
     for group in prepared:
         if group.source is not None and group.source.outline is not None:
@@ -524,14 +525,18 @@ def _state_outputs(
     if source is not None and source.outline is not None and target.parameter:
         prefixes = source.returned_at(target, target.parameter)
     offending = {parse_output_path(d.output_path or "") for d in group if d.code == HOST_VALUE_DEVICE_OUTPUT}
-    if not prefixes and kinds and all(leaves):
+    # the output paths: the analysis's tree, else (a source check) what the returns spell
+    shown = set(kinds) or (set(source.returned_paths(target)) if source is not None and source.outline else set())
+    if not prefixes and shown and all(leaves):
         candidates = {
-            keys[: len(keys) - len(leaves[0])] for keys in kinds if keys[len(keys) - len(leaves[0]) :] == leaves[0]
+            keys[: len(keys) - len(leaves[0])] for keys in shown if keys[len(keys) - len(leaves[0]) :] == leaves[0]
         }
-        fitting = [q for q in candidates if all((*q, *leaf) in kinds for leaf in leaves)]
+        fitting = [q for q in candidates if all((*q, *leaf) in shown for leaf in leaves)]
         prefixes = fitting if len(fitting) == 1 else []
-    if not prefixes and leaves == [()] and (list(kinds) == [()] if kinds else offending == {()}):
-        prefixes = [()]  # the whole argument in, one array out: the function returns the state
+    if not prefixes and leaves == [()] and list(kinds) == [()]:
+        # the whole argument in, one array out: the function returns the state, where the
+        # analysis saw the types (below); a source check cannot tell it from a new value
+        prefixes = [()]
     types = {parse_output_path(info.path): info.value_type for info in tree if info.value_type}
     leaf_types = {
         parse_output_path(split_argument(d.origin.argument)[1]): d.origin.value_type
@@ -767,6 +772,16 @@ class _Source:
             return function.positional_params[index], ""
         return None
 
+    def returned_paths(self, target: FixTarget) -> list[tuple[PathKey, ...]]:
+        """Pytree paths every return of the function spells out (literals, through local names),
+        for a source check, which has no output tree."""
+        found = self.function(target)
+        if found is None:
+            return []
+        facts, function = found
+        per_return = [set(literal_paths(facts, function.scope, value)) for _, value in returned_values(function, ())]
+        return sorted(set.intersection(*per_return), key=repr) if per_return else []
+
     def returned_at(self, target: FixTarget, name: str) -> list[tuple[PathKey, ...]]:
         """Pytree paths at which the function's returns give back ``name`` (a parameter,
         perhaps assigned again: ``params = update(params); return params, loss``)."""
@@ -782,6 +797,14 @@ class _Source:
                 if not located.rest and isinstance(node, cst.Name) and node.value == name:
                     paths.append(keys)
         return list(dict.fromkeys(paths))
+
+
+def _origin_order(group: list[Diagnostic]) -> tuple[int, int, str]:
+    """Groups by where their origin is written (then its argument label): one order of plans
+    whichever engine found them."""
+    origin = next((d.origin for d in group if d.origin is not None), None)
+    span = origin.span if origin is not None else None
+    return (span.line, span.col, origin.argument or "") if span is not None and origin is not None else (1 << 30, 0, "")
 
 
 def _element_paths(value: cst.BaseExpression, depth: int = 2) -> list[tuple[PathKey, ...]]:

@@ -221,6 +221,23 @@ CASES = {
         (ho(function_line=4, output_paths=("[1]",), origin_line=6),),
         ("unsafe",),
     ),
+    # several devices: a replicated sharding the module binds (through its own helper), or one
+    # built on its mesh, never jax.devices()[0]
+    "ho_scope_sharding": Case(
+        "ho_scope_sharding",
+        (ho(function_line=16, output_paths=("[1]",), origin_line=18),),
+        ("safe",),
+    ),
+    "ho_mesh_only": Case(
+        "ho_mesh_only",
+        (ho(function_line=9, origin_line=11),),
+        ("safe",),
+    ),
+    "md_mesh_only": Case(
+        "md_mesh_only",
+        (md(function_line=8, origin_line=10, spelling=OLD_JAX),),
+        ("unsafe",),
+    ),
 }
 
 
