@@ -224,9 +224,12 @@ UNPINNED_PARAMETER = XlaMessage(
     status="INTERNAL",
     stable="Shape mismatch between parameter number {index} and its operand in",
 )
+_DMA_HBM_TO_HBM = "Unimplemented DMA from hbm to hbm."
+"""libtpu's text for a copy into an output buffer that lies in device memory (HBM) while the
+output is declared elsewhere; two rules meet it, so XLA's text alone does not say which."""
 UNPINNED_OUTPUT = XlaMessage(
     "tpu-unpinned-output",
-    "Unimplemented DMA from hbm to hbm.",
+    _DMA_HBM_TO_HBM,
     codes.UNPINNED_HOST_MEMORY,
     status="FAILED_PRECONDITION",
 )
@@ -238,6 +241,28 @@ ASYNC_SLICE_DIMENSIONS = XlaMessage(
 )
 """libtpu 0.0.42.1 copies a slice of a host value to device as an async slice, which takes
 one sliced dimension only (``XlaGeneration.tpu_async_slice_one_dimension_only``)."""
+DONATED_DEVICE_BUFFER = XlaMessage(
+    "tpu-donated-device-buffer",
+    _DMA_HBM_TO_HBM,
+    codes.DONATED_BUFFER_IN_OTHER_MEMORY,
+    status="FAILED_PRECONDITION",
+)
+"""libtpu: an output declared ``pinned_host`` that reuses a donated device argument's buffer."""
+DONATED_HOST_BUFFER = XlaMessage(
+    "tpu-donated-host-buffer",
+    "Unimplemented DMA from host to host.",
+    codes.DONATED_BUFFER_IN_OTHER_MEMORY,
+    status="FAILED_PRECONDITION",
+)
+"""libtpu: a device output that reuses a donated ``pinned_host`` argument's buffer."""
+GPU_DONATED_DEVICE_BUFFER = XlaMessage(
+    "gpu-donated-device-buffer",
+    "Copy-start %copy-start = (...) copy-start(...) doesn't have correct host memory space color S(5)",
+    codes.DONATED_BUFFER_IN_OTHER_MEMORY,
+    status="INTERNAL",
+    stable="doesn't have correct host memory space color S(5)",
+)
+"""XLA:GPU: an output declared host memory that reuses a donated device argument's buffer."""
 SHAPE_CHANGING_ANNOTATION = XlaMessage(
     "shape-changing-annotation",
     "RET_CHECK failure (.../hlo_instruction.cc) ShapeUtil::CompatibleIgnoringFpPrecision(shape(), "
@@ -270,6 +295,9 @@ BACKEND_MESSAGES: tuple[XlaMessage, ...] = (
     UNPINNED_OUTPUT,
     SHAPE_CHANGING_ANNOTATION,
     ASYNC_SLICE_DIMENSIONS,
+    DONATED_DEVICE_BUFFER,
+    DONATED_HOST_BUFFER,
+    GPU_DONATED_DEVICE_BUFFER,
 )
 """What the TPU and GPU backends say when they cannot build what the offloader decided."""
 ALL_MESSAGES = HOST_OFFLOADER_MESSAGES + BACKEND_MESSAGES

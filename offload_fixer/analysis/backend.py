@@ -16,6 +16,10 @@ compilers, not rules of XLA's sources: each check below names the programs that 
   ``unpinned_host`` output fed from device memory (``Unimplemented DMA from hbm to hbm``); on
   libtpu 0.0.42.1, a slice copied from host to device that slices more than one dimension
   (an async slice takes one).
+* Both: an output that reuses a donated argument's buffer (``tf.aliasing_output``) in another
+  memory than the output is declared in: a device buffer for a host output (libtpu: ``DMA
+  from hbm to hbm``; XLA:GPU: a copy-start without the host memory space), and on TPU a
+  ``pinned_host`` buffer for a device output (``DMA from host to host``).
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ from offload_fixer.analysis.offloader import (
     is_bitcast_like,
 )
 from offload_fixer.ir import module as irm
-from offload_fixer.model import UNPINNED_HOST
+from offload_fixer.model import DEVICE_KINDS, HOST_KINDS, HOST_MEMORY_SPACE_KINDS, UNPINNED_HOST
 
 # What each backend failure is, by the message the compiler fails with.
 GPU_HOST_DOT = msg.FUSION_SHAPE
@@ -46,6 +50,9 @@ TPU_HOST_CUSTOM_FUSION = msg.CUSTOM_FUSION_BACKEND_CONFIG
 TPU_UNPINNED_PARAMETER = msg.UNPINNED_PARAMETER
 TPU_UNPINNED_OUTPUT = msg.UNPINNED_OUTPUT
 TPU_ASYNC_SLICE = msg.ASYNC_SLICE_DIMENSIONS
+TPU_DONATED_DEVICE_BUFFER = msg.DONATED_DEVICE_BUFFER
+TPU_DONATED_HOST_BUFFER = msg.DONATED_HOST_BUFFER
+GPU_DONATED_DEVICE_BUFFER = msg.GPU_DONATED_DEVICE_BUFFER
 
 DOTS = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"})
 
@@ -65,7 +72,25 @@ def backend_failures(walk: HostOffloadWalk, result: WalkResult, target: str) -> 
     if target == "tpu":
         failures.extend(_async_slice_failures(walk, result))
         failures.extend(_unpinned_failures(walk, result))
+    failures.extend(_donation_failures(walk.view, target))
     return failures
+
+
+def _donation_failures(view: irm.ModuleView, target: str) -> Iterator[Failure]:
+    """Outputs that reuse a donated argument's buffer in another memory than they are declared
+    in (the ``donated_*`` probes). XLA:GPU keeps ``unpinned_host`` as host memory; libtpu, whose
+    ``unpinned_host`` is S(6), fails on those through :func:`_unpinned_failures` instead."""
+    host_kinds = HOST_KINDS if target == "gpu" else HOST_MEMORY_SPACE_KINDS
+    for output in view.results:
+        donor = view.aliased_outputs.get(output.index)
+        if donor is None:
+            continue
+        argument = view.args[donor].memory_kind
+        if output.memory_kind in host_kinds and argument in DEVICE_KINDS:
+            message = GPU_DONATED_DEVICE_BUFFER if target == "gpu" else TPU_DONATED_DEVICE_BUFFER
+            yield Failure(None, None, message, parameter=donor)
+        elif target == "tpu" and output.memory_kind in DEVICE_KINDS and argument in HOST_MEMORY_SPACE_KINDS:
+            yield Failure(None, None, TPU_DONATED_HOST_BUFFER, parameter=donor)
 
 
 def _async_slice_failures(walk: HostOffloadWalk, result: WalkResult) -> Iterator[Failure]:

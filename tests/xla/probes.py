@@ -100,6 +100,7 @@ V = (8, 128)
 M = (128, 128)
 LAYERS = (3, 128, 128)
 STACK = (4, 4, 64, 128)
+CACHE, BLOCK = (16, 8, 128), (1, 8, 128)
 
 
 # -- the programs ----------------------------------------------------------------------------
@@ -254,6 +255,12 @@ def tile_in_nested_scans(stack, x):
         return lax.scan(inner, h, jnp.arange(4))[0], None
 
     return lax.scan(outer, x, jnp.arange(4))[0]
+
+
+def write_block(cache, block, i):
+    from jax import lax
+
+    return lax.dynamic_update_slice(cache, block, (i, 0, 0))
 
 
 def gather_rows(w, i):
@@ -501,6 +508,40 @@ PROBES: tuple[Probe, ...] = (
         {"tpu": OTHER, "gpu": COMPILED},
         jit=lambda: {"in_shardings": (host(), None)},
         unless=lambda g: None if g.tpu_async_slice_one_dimension_only else both(COMPILED),
+    ),
+    # donated buffers returned in another memory (JAX aliases them: tf.aliasing_output)
+    Probe(
+        "donated_device_buffer_to_host_output",
+        "a host output cannot reuse a donated device buffer (a KV cache updated in place)",
+        write_block,
+        lambda: (*shapes(CACHE, BLOCK)(), index_arg()),
+        both(OTHER),
+        jit=lambda: {"in_shardings": (device(), device(), None), "out_shardings": host(), "donate_argnums": 0},
+    ),
+    Probe(
+        "donated_device_buffer_to_unpinned_output",
+        "XLA:GPU's unpinned_host is host memory; libtpu up to jax 0.11's has no copy into it at all",
+        write_block,
+        lambda: (*shapes(CACHE, BLOCK)(), index_arg()),
+        both(OTHER),
+        jit=lambda: {"in_shardings": (device(), device(), None), "out_shardings": unpinned(), "donate_argnums": 0},
+        unless=lambda g: None if g.tpu_unpinned_output_from_device_fails else {"tpu": COMPILED, "gpu": OTHER},
+    ),
+    Probe(
+        "donated_host_buffer_to_device_output",
+        "libtpu cannot return a device output in a donated host buffer; XLA:GPU can",
+        write_block,
+        lambda: (*shapes(CACHE, BLOCK)(), index_arg()),
+        {"tpu": OTHER, "gpu": COMPILED},
+        jit=lambda: {"in_shardings": (host(), device(), None), "out_shardings": device(), "donate_argnums": 0},
+    ),
+    Probe(
+        "donated_host_buffer_to_host_output",
+        "a host buffer donated to a host output is updated in place",
+        write_block,
+        lambda: (*shapes(CACHE, BLOCK)(), index_arg()),
+        both(COMPILED),
+        jit=lambda: {"in_shardings": (host(), device(), None), "out_shardings": host(), "donate_argnums": 0},
     ),
     Probe(
         "elementwise_on_host",
