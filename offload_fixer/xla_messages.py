@@ -263,6 +263,20 @@ GPU_DONATED_DEVICE_BUFFER = XlaMessage(
     stable="doesn't have correct host memory space color S(5)",
 )
 """XLA:GPU: an output declared host memory that reuses a donated device argument's buffer."""
+ASYNC_UPDATE_LANE_SLICE = XlaMessage(
+    "tpu-async-update-lane-slice",
+    "Lane slice updating is not supported in async dynamic update slice yet.",
+    codes.HOST_COPY_LANE_SLICE,
+    status="UNIMPLEMENTED",
+)
+"""libtpu 0.0.42.1: an update into a host buffer that covers part of the lane dimension only."""
+LANE_SLICE_SIZE = XlaMessage(
+    "tpu-lane-slice-size",
+    "Slicing lane dimension is only supported when the lane slice size is a multiple of LaneCount.",
+    codes.HOST_COPY_LANE_SLICE,
+    status="UNIMPLEMENTED",
+)
+"""libtpu 0.0.50.1: a copy between host and device of a lane slice that is not whole vregs."""
 SHAPE_CHANGING_ANNOTATION = XlaMessage(
     "shape-changing-annotation",
     "RET_CHECK failure (.../hlo_instruction.cc) ShapeUtil::CompatibleIgnoringFpPrecision(shape(), "
@@ -298,6 +312,8 @@ BACKEND_MESSAGES: tuple[XlaMessage, ...] = (
     DONATED_DEVICE_BUFFER,
     DONATED_HOST_BUFFER,
     GPU_DONATED_DEVICE_BUFFER,
+    ASYNC_UPDATE_LANE_SLICE,
+    LANE_SLICE_SIZE,
 )
 """What the TPU and GPU backends say when they cannot build what the offloader decided."""
 ALL_MESSAGES = HOST_OFFLOADER_MESSAGES + BACKEND_MESSAGES
