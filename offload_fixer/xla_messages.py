@@ -261,8 +261,10 @@ GPU_DONATED_DEVICE_BUFFER = XlaMessage(
     codes.DONATED_BUFFER_IN_OTHER_MEMORY,
     status="INTERNAL",
     stable="doesn't have correct host memory space color S(5)",
+    variants=("has host memory space S(5) on both source and destination, which is unsupported",),
 )
-"""XLA:GPU: an output declared host memory that reuses a donated device argument's buffer."""
+"""XLA:GPU: an output declared host memory that reuses a donated device argument's buffer
+(jax-cuda12-plugin 0.10.2's wording; 0.12.0.1 says the copy has S(5) on both sides)."""
 ASYNC_UPDATE_LANE_SLICE = XlaMessage(
     "tpu-async-update-lane-slice",
     "Lane slice updating is not supported in async dynamic update slice yet.",
