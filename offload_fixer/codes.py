@@ -18,6 +18,8 @@ HOST_VALUE_IN_WHILE_CONDITION: Final = "OFL1205"
 HOST_SLICE_NOT_MOVED_TO_DEVICE: Final = "OFL1206"
 BACKEND_CANNOT_BUILD_HOST_COMPUTE: Final = "OFL1207"
 HOST_SLICE_IN_SEVERAL_DIMENSIONS: Final = "OFL1208"
+DONATED_BUFFER_IN_OTHER_MEMORY: Final = "OFL1209"
+HOST_COPY_LANE_SLICE: Final = "OFL1210"
 
 NAMES: Final[dict[str, str]] = {
     HOST_VALUE_DEVICE_OUTPUT: "host-value-device-output",
@@ -28,6 +30,8 @@ NAMES: Final[dict[str, str]] = {
     HOST_SLICE_NOT_MOVED_TO_DEVICE: "host-slice-not-moved-to-device",
     BACKEND_CANNOT_BUILD_HOST_COMPUTE: "host-compute-the-backend-cannot-build",
     HOST_SLICE_IN_SEVERAL_DIMENSIONS: "host-slice-in-several-dimensions",
+    DONATED_BUFFER_IN_OTHER_MEMORY: "donated-buffer-in-other-memory",
+    HOST_COPY_LANE_SLICE: "host-copy-lane-slice",
 }
 """Each code's rule name (``offload-fixer rules NAME``, SARIF's ``rules[].name``), in code order."""
 ALL_CODES: Final[tuple[str, ...]] = tuple(NAMES)

@@ -381,7 +381,18 @@ class XlaGeneration:
     """libtpu copies a slice of a host value to device as an async slice that may slice one
     dimension only ('Async slice only supports slicing in 1 dimension'; libtpu 0.0.42.1).
     libtpu 0.0.50.1 and the CUDA plugins compile such slices; libtpu 0.0.17.1 is not measured
-    (JAX 0.6.2's CPU backend cannot build the programs), so it is not predicted there."""
+    (JAX 0.6.2's CPU backend cannot build the programs), so it is not predicted there. The
+    same holds for an update written from device into a host buffer (an async
+    dynamic-update-slice)."""
+    tpu_async_update_lane_slice_fails: bool = False
+    """libtpu's async dynamic-update-slice into a host buffer cannot write part of the lane
+    (last) dimension ('Lane slice updating is not supported in async dynamic update slice
+    yet'; libtpu 0.0.42.1)."""
+    tpu_lane_slice_multiple_of_lane_count: bool = False
+    """libtpu copies part of the lane dimension between host and device only in multiples of
+    128 lanes: an update into a host buffer, or a slice copied to device that also slices the
+    sublane (second-to-last) dimension ('Slicing lane dimension is only supported when the
+    lane slice size is a multiple of LaneCount'; libtpu 0.0.50.1)."""
 
 
 XLA_GENERATIONS: tuple[tuple[tuple[int, int, int], XlaGeneration], ...] = (
@@ -404,6 +415,7 @@ XLA_GENERATIONS: tuple[tuple[tuple[int, int, int], XlaGeneration], ...] = (
             while_condition_on_host_aborts=True,
             inlines_shard_map_body=False,
             tpu_async_slice_one_dimension_only=True,
+            tpu_async_update_lane_slice_fails=True,
         ),
     ),
     (
@@ -414,6 +426,7 @@ XLA_GENERATIONS: tuple[tuple[tuple[int, int, int], XlaGeneration], ...] = (
             tpu_unpinned_output_from_device_fails=False,
             while_condition_on_host_aborts=False,
             inlines_shard_map_body=False,
+            tpu_lane_slice_multiple_of_lane_count=True,
         ),
     ),
 )

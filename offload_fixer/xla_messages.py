@@ -224,9 +224,12 @@ UNPINNED_PARAMETER = XlaMessage(
     status="INTERNAL",
     stable="Shape mismatch between parameter number {index} and its operand in",
 )
+_DMA_HBM_TO_HBM = "Unimplemented DMA from hbm to hbm."
+"""libtpu's text for a copy into an output buffer that lies in device memory (HBM) while the
+output is declared elsewhere; two rules meet it, so XLA's text alone does not say which."""
 UNPINNED_OUTPUT = XlaMessage(
     "tpu-unpinned-output",
-    "Unimplemented DMA from hbm to hbm.",
+    _DMA_HBM_TO_HBM,
     codes.UNPINNED_HOST_MEMORY,
     status="FAILED_PRECONDITION",
 )
@@ -238,6 +241,44 @@ ASYNC_SLICE_DIMENSIONS = XlaMessage(
 )
 """libtpu 0.0.42.1 copies a slice of a host value to device as an async slice, which takes
 one sliced dimension only (``XlaGeneration.tpu_async_slice_one_dimension_only``)."""
+DONATED_DEVICE_BUFFER = XlaMessage(
+    "tpu-donated-device-buffer",
+    _DMA_HBM_TO_HBM,
+    codes.DONATED_BUFFER_IN_OTHER_MEMORY,
+    status="FAILED_PRECONDITION",
+)
+"""libtpu: an output declared ``pinned_host`` that reuses a donated device argument's buffer."""
+DONATED_HOST_BUFFER = XlaMessage(
+    "tpu-donated-host-buffer",
+    "Unimplemented DMA from host to host.",
+    codes.DONATED_BUFFER_IN_OTHER_MEMORY,
+    status="FAILED_PRECONDITION",
+)
+"""libtpu: a device output that reuses a donated ``pinned_host`` argument's buffer."""
+GPU_DONATED_DEVICE_BUFFER = XlaMessage(
+    "gpu-donated-device-buffer",
+    "Copy-start %copy-start = (...) copy-start(...) doesn't have correct host memory space color S(5)",
+    codes.DONATED_BUFFER_IN_OTHER_MEMORY,
+    status="INTERNAL",
+    stable="doesn't have correct host memory space color S(5)",
+    variants=("has host memory space S(5) on both source and destination, which is unsupported",),
+)
+"""XLA:GPU: an output declared host memory that reuses a donated device argument's buffer
+(jax-cuda12-plugin 0.10.2's wording; 0.12.0.1 says the copy has S(5) on both sides)."""
+ASYNC_UPDATE_LANE_SLICE = XlaMessage(
+    "tpu-async-update-lane-slice",
+    "Lane slice updating is not supported in async dynamic update slice yet.",
+    codes.HOST_COPY_LANE_SLICE,
+    status="UNIMPLEMENTED",
+)
+"""libtpu 0.0.42.1: an update into a host buffer that covers part of the lane dimension only."""
+LANE_SLICE_SIZE = XlaMessage(
+    "tpu-lane-slice-size",
+    "Slicing lane dimension is only supported when the lane slice size is a multiple of LaneCount.",
+    codes.HOST_COPY_LANE_SLICE,
+    status="UNIMPLEMENTED",
+)
+"""libtpu 0.0.50.1: a copy between host and device of a lane slice that is not whole vregs."""
 SHAPE_CHANGING_ANNOTATION = XlaMessage(
     "shape-changing-annotation",
     "RET_CHECK failure (.../hlo_instruction.cc) ShapeUtil::CompatibleIgnoringFpPrecision(shape(), "
@@ -270,6 +311,11 @@ BACKEND_MESSAGES: tuple[XlaMessage, ...] = (
     UNPINNED_OUTPUT,
     SHAPE_CHANGING_ANNOTATION,
     ASYNC_SLICE_DIMENSIONS,
+    DONATED_DEVICE_BUFFER,
+    DONATED_HOST_BUFFER,
+    GPU_DONATED_DEVICE_BUFFER,
+    ASYNC_UPDATE_LANE_SLICE,
+    LANE_SLICE_SIZE,
 )
 """What the TPU and GPU backends say when they cannot build what the offloader decided."""
 ALL_MESSAGES = HOST_OFFLOADER_MESSAGES + BACKEND_MESSAGES

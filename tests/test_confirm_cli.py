@@ -103,7 +103,7 @@ def test_confirm_on_clean_code_says_the_compiler_compiled_it(tmp_path: Path):
     assert "offload-fixer: --confirm: libtpu " in screen and "compiled 1 compilation, as predicted" in screen, screen
 
 
-TILES = """\
+ROWS = """\
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -111,17 +111,19 @@ from jax import lax
 host = jax.sharding.SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")
 
 
-def tile(stack, i):
-    # Sublanes and lanes both sliced, half a lane row wide.
-    return jax.device_put(lax.dynamic_slice(stack, (0, 0, i, i), (4, 4, 8, 64)), jax.memory.Space.Device)
+def write(row, i):
+    history = jax.device_put(jnp.zeros((16, 256)), jax.memory.Space.Host)
+    # One row of 128 lanes, half as wide as the host buffer.
+    return lax.dynamic_update_slice(history, jax.device_put(row, jax.memory.Space.Host), (i, i))
 
 
-f = jax.jit(tile, in_shardings=(host, None))
-f(jax.device_put(jnp.ones((4, 4, 64, 128)), host), 1)
+f = jax.jit(write, out_shardings=host)
+f(jnp.ones((1, 128)), 1)
 """
-"""A host tile sliced in its last two dimensions and copied to device: libtpu 0.0.42.1 cannot
-make it an async slice (OFL1208, predicted); libtpu 0.0.50.1 rejects its lane slice of 64, an
-error no rule models yet (issue 24): once one does, this test needs another such program."""
+"""A row written into a host buffer at a row and a column: libtpu 0.0.42.1 cannot make it an
+async update (part of two dimensions: OFL1208, predicted); libtpu 0.0.50.1 rejects its partial
+tile of sublanes (a strided DMA), an error no rule models yet: once one does, this test needs
+another such program."""
 
 
 @pytest.mark.skipif(not jax_compat.spelling().memory_space_api, reason="the program spells jax.memory.Space")
@@ -129,13 +131,13 @@ error no rule models yet (issue 24): once one does, this test needs another such
 def test_confirm_json_records_every_xla_verdict_and_lists_the_unpredicted(tmp_path: Path):
     import json
 
-    program = tmp_path / "tiles.py"
-    program.write_text(TILES)
+    program = tmp_path / "rows.py"
+    program.write_text(ROWS)
     proc = offload_fixer("run", "--confirm", "--format", "json", str(program), cwd=tmp_path)
     assert proc.returncode == ExitCode.FINDINGS, proc.stderr
     document = json.loads(proc.stdout)
     (compiled,) = document["compilations"]
-    assert compiled["function"] == "tile" and compiled["xla"]["outcome"] == "rejected"
+    assert compiled["function"] == "write" and compiled["xla"]["outcome"] == "rejected"
     if compiled["xla"]["compiler"] == "libtpu 0.0.42.1":
         assert compiled["predicted"]["code"] == compiled["xla"]["code"] == "OFL1208"
         assert "Async slice only supports slicing in 1 dimension" in compiled["xla"]["message"]
@@ -143,7 +145,7 @@ def test_confirm_json_records_every_xla_verdict_and_lists_the_unpredicted(tmp_pa
         assert [d["code"] for d in document["diagnostics"]] == ["OFL1208"]
         return
     assert compiled["predicted"]["outcome"] == "compiled"
-    assert "Slicing lane dimension is only supported" in compiled["xla"]["message"]
-    assert document["unpredicted"] == [f"tile: {compiled['unpredicted'][0]}"]
-    assert "UNIMPLEMENTED: Slicing lane dimension" in document["unpredicted"][0]
+    assert "Strided Host<->HBM DMAs are not supported" in compiled["xla"]["message"]
+    assert document["unpredicted"] == [f"write: {compiled['unpredicted'][0]}"]
+    assert "UNIMPLEMENTED: Strided Host<->HBM DMAs" in document["unpredicted"][0]
     assert document["unpredicted"][0] in proc.stderr

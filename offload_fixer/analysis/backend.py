@@ -14,8 +14,14 @@ compilers, not rules of XLA's sources: each check below names the programs that 
   (emitted as a custom fusion without a backend config); an ``unpinned_host`` parameter that
   is computed on (a fusion whose parameter shape disagrees with its operand); an
   ``unpinned_host`` output fed from device memory (``Unimplemented DMA from hbm to hbm``); on
-  libtpu 0.0.42.1, a slice copied from host to device that slices more than one dimension
-  (an async slice takes one).
+  libtpu 0.0.42.1, a slice copied from host to device, or an update copied from device into
+  a host buffer, that takes part of more than one dimension (an async slice takes one), or
+  an update that takes part of the lanes alone; on libtpu 0.0.50.1, such a copy of part of
+  the lanes that is not a multiple of 128 (for a slice, with part of the sublanes too).
+* Both: an output that reuses a donated argument's buffer (``tf.aliasing_output``) in another
+  memory than the output is declared in: a device buffer for a host output (libtpu: ``DMA
+  from hbm to hbm``; XLA:GPU: a copy-start without the host memory space), and on TPU a
+  ``pinned_host`` buffer for a device output (``DMA from host to host``).
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from offload_fixer.analysis.offloader import (
     is_bitcast_like,
 )
 from offload_fixer.ir import module as irm
-from offload_fixer.model import UNPINNED_HOST
+from offload_fixer.model import DEVICE_KINDS, HOST_KINDS, HOST_MEMORY_SPACE_KINDS, UNPINNED_HOST
 
 # What each backend failure is, by the message the compiler fails with.
 GPU_HOST_DOT = msg.FUSION_SHAPE
@@ -46,6 +52,13 @@ TPU_HOST_CUSTOM_FUSION = msg.CUSTOM_FUSION_BACKEND_CONFIG
 TPU_UNPINNED_PARAMETER = msg.UNPINNED_PARAMETER
 TPU_UNPINNED_OUTPUT = msg.UNPINNED_OUTPUT
 TPU_ASYNC_SLICE = msg.ASYNC_SLICE_DIMENSIONS
+TPU_ASYNC_UPDATE_LANE_SLICE = msg.ASYNC_UPDATE_LANE_SLICE
+TPU_LANE_SLICE_SIZE = msg.LANE_SLICE_SIZE
+LANE_COUNT = 128
+"""Lanes of a TPU vector register: the last dimension's tile."""
+TPU_DONATED_DEVICE_BUFFER = msg.DONATED_DEVICE_BUFFER
+TPU_DONATED_HOST_BUFFER = msg.DONATED_HOST_BUFFER
+GPU_DONATED_DEVICE_BUFFER = msg.GPU_DONATED_DEVICE_BUFFER
 
 DOTS = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"})
 
@@ -64,21 +77,74 @@ def backend_failures(walk: HostOffloadWalk, result: WalkResult, target: str) -> 
             failures.append(Failure(seeds[op], op, message))
     if target == "tpu":
         failures.extend(_async_slice_failures(walk, result))
+        failures.extend(_lane_slice_failures(walk, result))
         failures.extend(_unpinned_failures(walk, result))
+    failures.extend(_donation_failures(walk.view, target))
     return failures
 
 
+def _donation_failures(view: irm.ModuleView, target: str) -> Iterator[Failure]:
+    """Outputs that reuse a donated argument's buffer in another memory than they are declared
+    in (the ``donated_*`` probes). XLA:GPU keeps ``unpinned_host`` as host memory; libtpu, whose
+    ``unpinned_host`` is S(6), fails on those through :func:`_unpinned_failures` instead."""
+    host_kinds = HOST_KINDS if target == "gpu" else HOST_MEMORY_SPACE_KINDS
+    for output in view.results:
+        donor = view.aliased_outputs.get(output.index)
+        if donor is None:
+            continue
+        argument = view.args[donor].memory_kind
+        if output.memory_kind in host_kinds and argument in DEVICE_KINDS:
+            message = GPU_DONATED_DEVICE_BUFFER if target == "gpu" else TPU_DONATED_DEVICE_BUFFER
+            yield Failure(None, None, message, parameter=donor)
+        elif target == "tpu" and output.memory_kind in DEVICE_KINDS and argument in HOST_MEMORY_SPACE_KINDS:
+            yield Failure(None, None, TPU_DONATED_HOST_BUFFER, parameter=donor)
+
+
 def _async_slice_failures(walk: HostOffloadWalk, result: WalkResult) -> Iterator[Failure]:
-    """Slices copied from host to device that slice more than one dimension, on the libtpu
-    generations whose async slice takes one (the ``multi_dimension_slice`` probes)."""
+    """Slices copied from host to device, and updates written from device into host buffers,
+    that take part of more than one dimension, on the libtpu generations whose async slice
+    takes one (the ``slice_two_dimensions`` and ``update_two_dimensions`` probes)."""
     if not walk.xla.tpu_async_slice_one_dimension_only:
         return
+    for seed, op in _copies(result):
+        if len(_partial_dimensions(op)) > 1 and not _strided(op):
+            yield Failure(seed, op, TPU_ASYNC_SLICE)
+
+
+def _lane_slice_failures(walk: HostOffloadWalk, result: WalkResult) -> Iterator[Failure]:
+    """Copies between host and device of part of the lane (last) dimension that libtpu cannot
+    make (the ``lane_*`` probes): on libtpu 0.0.42.1 an update into a host buffer that takes
+    part of the lanes alone (two partial dimensions are the async-slice failure already); on
+    libtpu 0.0.50.1 a lane part that is not a multiple of 128, in an update into a host buffer,
+    or in a slice copied to device that also takes part of the sublane dimension."""
+    xla = walk.xla
+    for seed, op in _copies(result):
+        partial = _partial_dimensions(op)
+        if not partial or _strided(op):
+            continue
+        rank = len(ir.RankedTensorType(op.results[0].type).shape)
+        lane = rank - 1
+        update = op.name == "stablehlo.dynamic_update_slice"
+        if xla.tpu_async_update_lane_slice_fails and update and partial == [lane]:
+            yield Failure(seed, op, TPU_ASYNC_UPDATE_LANE_SLICE)
+        elif (
+            xla.tpu_lane_slice_multiple_of_lane_count
+            and lane in partial
+            and _piece_shape(op)[lane] % LANE_COUNT
+            and (update or rank - 2 in partial)
+        ):
+            yield Failure(seed, op, TPU_LANE_SLICE_SIZE)
+
+
+def _copies(result: WalkResult) -> Iterator[tuple[Seed, ir.Operation]]:
+    """Each slice copied to device and each update into a host buffer, once, with its seed."""
     seen: set[ir.Operation] = set()
-    for seed, ops in result.copied_slices.items():
-        for op in ops:
-            if op not in seen and _sliced_dimensions(op) > 1 and not _strided(op):
-                seen.add(op)
-                yield Failure(seed, op, TPU_ASYNC_SLICE)
+    for found in (result.copied_slices, result.host_updates):
+        for seed, ops in found.items():
+            for op in ops:
+                if op not in seen:
+                    seen.add(op)
+                    yield seed, op
 
 
 def _strided(op: ir.Operation) -> bool:
@@ -87,11 +153,16 @@ def _strided(op: ir.Operation) -> bool:
     return "strides" in op.attributes and any(stride != 1 for stride in ir.DenseI64ArrayAttr(op.attributes["strides"]))
 
 
-def _sliced_dimensions(op: ir.Operation) -> int:
-    """How many dimensions a slice takes less than the whole of."""
+def _piece_shape(op: ir.Operation) -> list[int]:
+    """The shape of what is copied: a slice's result, a dynamic-update-slice's update."""
+    value = op.operands[1] if op.name == "stablehlo.dynamic_update_slice" else op.results[0]
+    return list(ir.RankedTensorType(value.type).shape)
+
+
+def _partial_dimensions(op: ir.Operation) -> list[int]:
+    """The dimensions a slice (or an update) takes less than the whole of."""
     whole = ir.RankedTensorType(op.operands[0].type).shape
-    part = ir.RankedTensorType(op.results[0].type).shape
-    return sum(1 for w, p in zip(whole, part) if p != w)
+    return [dim for dim, (w, p) in enumerate(zip(whole, _piece_shape(op))) if p != w]
 
 
 def _host_compute_failure(

@@ -106,15 +106,18 @@ class Diagnoser:
         """Where the compiled executable returns an output. libtpu repairs a root move with a
         copy back to device; XLA:GPU keeps it on host, compiles ``unpinned_host`` outputs as
         pinned host memory, and returns a host output that no host value reaches (a slice
-        copied out of host memory, a host computation's result) in device memory, unless the
-        output reuses a donated host argument's buffer."""
+        copied out of host memory, a host computation's result) in device memory, and an
+        output that reuses a donated host argument's buffer in host memory, even one declared
+        device."""
         if verdict == "repaired":
             return DEVICE if self.target == "tpu" else PINNED_HOST
         if self.target == "gpu":
             if declared == UNPINNED_HOST:
                 return PINNED_HOST
             donor = self.view.aliased_outputs.get(index)
-            if verdict == "host" and (donor is None or not self.view.args[donor].in_host_memory_space):
+            if donor is not None and self.view.args[donor].in_host_memory_space:
+                return PINNED_HOST  # the output is the donated host buffer, whatever it declares
+            if verdict == "host":
                 return DEVICE
         return declared
 

@@ -16,7 +16,8 @@ Where the released compilers (libtpu, JAX's CUDA plugin) do otherwise than XLA's
 sources, the walk follows the released compilers (``docs/xla-host-offloader.md``): only
 ``pinned_host`` parameters and outputs are host memory (``unpinned_host`` is S(6) on TPU), a
 move that is the whole single output is repaired, a slice that reaches an output is a DMA,
-a walk that reaches a loop condition's root aborts the compiler, and the DUS buffer walk
+a walk that reaches a loop condition's root aborts the compiler (up to jaxlib 0.11; from 0.12
+it is an error naming the condition's instruction), and the DUS buffer walk
 rejects a buffer that is a device parameter. Errors are recorded in the order XLA meets them
 (``WalkResult.errors``): XLA stops at the first.
 
@@ -146,6 +147,9 @@ class WalkResult:
     """Every (instruction, index) a host value reached: what the backend finds in host memory."""
     copied_slices: dict[Seed, list[ir.Operation]] = field(default_factory=dict)
     """Slices of host values that XLA turns into host-to-device copies of just the slice."""
+    host_updates: dict[Seed, list[ir.Operation]] = field(default_factory=dict)
+    """Dynamic-update-slices into host buffers: XLA copies the update from device into the
+    buffer (on TPU an async dynamic-update-slice)."""
 
 
 class HostOffloadWalk:
@@ -261,7 +265,7 @@ class HostOffloadWalk:
                 continue
             if node.kind == "cond":
                 if not errored:
-                    failure = Failure(seed, node.owner, xla_messages.WHILE_CONDITION_ROOT)
+                    failure = self._condition_failure(seed, node, parents)
                     result.failures.append(failure)
                     result.errors.append(failure)
                     errored = True
@@ -274,6 +278,8 @@ class HostOffloadWalk:
                     if visited_moves is not None:
                         visited_moves.add(op)
                 elif _starts_buffer(op):
+                    if op.name == "stablehlo.dynamic_update_slice":
+                        result.host_updates.setdefault(seed, []).append(op)
                     if node == start:
                         dynamic_update_slices.append(op)
                     else:
@@ -304,6 +310,21 @@ class HostOffloadWalk:
                 result.failures.append(buffer_failure)
                 result.errors.append(buffer_failure)
                 return
+
+    def _condition_failure(self, seed: Seed, node: Node, parents: dict[Node, Node | None]) -> Failure:
+        """A host value that decides a loop's condition: up to jaxlib 0.11 the compilers fail a
+        CHECK; from 0.12 they name the condition's first instruction that computes on it
+        (``XlaGeneration.while_condition_on_host_aborts``)."""
+        if self.xla.while_condition_on_host_aborts:
+            return Failure(seed, node.owner, xla_messages.WHILE_CONDITION_ROOT)
+        path = _path_to(node, parents)
+        condition = node.owner.regions[0].blocks[0]
+        entered = max(i for i, step in enumerate(path) if step.kind == "arg" and step.owner == condition)
+        for step in path[entered + 1 :]:
+            op = _op(step)
+            if op is not None and op.name not in PURE_MEMORY_OPS and not is_bitcast_like(op, self.target):
+                return Failure(seed, op, xla_messages.WHILE_CONDITION_COMPUTE)
+        return Failure(seed, node.owner, xla_messages.WHILE_CONDITION_COMPUTE)
 
     # -- graph steps ----------------------------------------------------------------------
     def successors(self, node: Node) -> Iterator[Node]:

@@ -79,13 +79,18 @@ RULE = Rule(
     ),
     why_bad=(
         "The released compilers' host offloader follows host values into the loop "
-        "condition, and when the walk reaches the condition's result it fails a CHECK: the "
-        "compiling process aborts, with no exception and no error message for the program "
-        "to catch. (XLA's sources also reject compute on such a buffer in the condition "
+        "condition, and when the walk reaches the condition's result the compilers of JAX "
+        "up to 0.11 fail a CHECK: the compiling process aborts, with no exception and no "
+        "error message for the program to catch; those of JAX 0.12 reject the program, "
+        "naming the instruction that computes on the host value. (XLA's sources also reject compute on such a buffer in the condition "
         "while they allocate it in host memory.)"
     ),
     targets=same_everywhere(
-        "error", "the compiler aborts on a failed check (no error to catch)", msg.WHILE_CONDITION_ROOT.placeholder()
+        "error",
+        "the compilers of JAX up to 0.11 abort on a failed check (no error to catch); from JAX 0.12 "
+        "(libtpu 0.0.50.1, jax-cuda12-plugin 0.12.0.1) compilation fails with an error naming the "
+        "condition's instruction",
+        msg.WHILE_CONDITION_ROOT.placeholder(),
     ),
     fixes=(
         FixDoc(

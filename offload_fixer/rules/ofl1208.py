@@ -53,14 +53,16 @@ RULE = Rule(
     summary="A slice of a host value copied to device slices more than one dimension",
     what_it_does=(
         "Reports a slice or dynamic slice of a value in host memory that is moved to device "
-        "(XLA copies just the slice) and takes less than the whole of two or more dimensions, "
-        "for the libtpu generations that cannot copy such a slice."
+        "(XLA copies just the slice), or an update written from device into a host buffer, "
+        "that takes less than the whole of two or more dimensions, for the libtpu generations "
+        "that cannot copy such a slice."
     ),
     why_bad=(
         "XLA turns a slice that feeds a move to device into a host-to-device copy of the "
         "slice. libtpu 0.0.42.1 (JAX 0.10) emits that copy as an async slice, which supports "
-        "slicing in one dimension only, and the compile fails; libtpu 0.0.50.1 and the CUDA "
-        "plugins compile it."
+        "slicing in one dimension only, and the compile fails; the same holds for the async "
+        "dynamic-update-slice that writes a device update into a host buffer. libtpu 0.0.50.1 "
+        "and the CUDA plugins compile both (libtpu 0.0.50.1 with the lane limits of OFL1210)."
     ),
     targets={
         "tpu": TargetBehaviour(

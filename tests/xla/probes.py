@@ -100,6 +100,7 @@ V = (8, 128)
 M = (128, 128)
 LAYERS = (3, 128, 128)
 STACK = (4, 4, 64, 128)
+CACHE, BLOCK = (16, 8, 128), (1, 8, 128)
 
 
 # -- the programs ----------------------------------------------------------------------------
@@ -254,6 +255,48 @@ def tile_in_nested_scans(stack, x):
         return lax.scan(inner, h, jnp.arange(4))[0], None
 
     return lax.scan(outer, x, jnp.arange(4))[0]
+
+
+def write_block(cache, block, i):
+    from jax import lax
+
+    return lax.dynamic_update_slice(cache, block, (i, 0, 0))
+
+
+def _update_of(buffer, piece, start):
+    """Write ``piece`` (moved to host) into a fresh host buffer of shape ``buffer`` at ``start``."""
+
+    def update(x, i):
+        import jax.lax as lax
+        import jax.numpy as jnp
+
+        history = _put(jnp.zeros(buffer), host_move())
+        return lax.dynamic_update_slice(history, _put(x, host_move()), tuple(i if s else 0 for s in start))
+
+    return update, lambda: (*shapes(piece)(), index_arg())
+
+
+def lanes_in_scan(x):
+    import jax.lax as lax
+    import jax.numpy as jnp
+
+    history = _put(jnp.zeros((16, 128)), host_move())
+
+    def step(carry, i):
+        total, history = carry
+        half = _put(lax.dynamic_slice(x, (i, 0), (1, 64)), host_move())
+        return (total + 1.0, lax.dynamic_update_slice(history, half, (i, 0))), None
+
+    return lax.scan(step, (0.0, history), jnp.arange(16))[0]
+
+
+def _slice_of(piece, start):
+    def take(stack, i):
+        import jax.lax as lax
+
+        return _put(lax.dynamic_slice(stack, tuple(i if s else 0 for s in start), piece), device_move())
+
+    return take
 
 
 def gather_rows(w, i):
@@ -501,6 +544,103 @@ PROBES: tuple[Probe, ...] = (
         {"tpu": OTHER, "gpu": COMPILED},
         jit=lambda: {"in_shardings": (host(), None)},
         unless=lambda g: None if g.tpu_async_slice_one_dimension_only else both(COMPILED),
+    ),
+    # updates from device into host buffers (async dynamic-update-slices on TPU)
+    Probe(
+        "update_two_dimensions",
+        "libtpu 0.0.42.1's async update takes part of one dimension only (0.0.50.1: its 64 lanes)",
+        *_update_of((16, 8, 128), (1, 8, 64), (1, 0, 1)),
+        {"tpu": OTHER, "gpu": COMPILED},
+        jit=lambda: {"out_shardings": host()},
+    ),
+    Probe(
+        "update_whole_rows",
+        "an update of whole rows of lanes is copied on every compiler",
+        *_update_of((16, 128), (1, 128), (1, 0)),
+        both(COMPILED),
+        jit=lambda: {"out_shardings": host()},
+    ),
+    Probe(
+        "lane_update",
+        "part of the lanes written into a host buffer: libtpu 0.0.42.1 and 0.0.50.1 fail",
+        *_update_of((16, 128), (16, 64), (0, 1)),
+        {"tpu": OTHER, "gpu": COMPILED},
+        jit=lambda: {"out_shardings": host()},
+    ),
+    Probe(
+        "lane_update_in_scan",
+        "half a lane row per step into a host buffer carried beside a scalar (issue 24's report)",
+        lanes_in_scan,
+        shapes((16, 128)),
+        {"tpu": OTHER, "gpu": COMPILED},
+        jit=lambda: {"out_shardings": (None, host())},
+    ),
+    Probe(
+        "lane_update_of_whole_tiles",
+        "128 of 256 lanes written into a host buffer compile on libtpu 0.0.50.1",
+        *_update_of((16, 256), (16, 128), (0, 1)),
+        {"tpu": OTHER, "gpu": COMPILED},
+        jit=lambda: {"out_shardings": host()},
+        unless=lambda g: None if g.tpu_async_update_lane_slice_fails else both(COMPILED),
+    ),
+    Probe(
+        "lane_and_sublane_slice",
+        "a copied tile of 8 sublanes and 64 lanes: libtpu 0.0.42.1 and 0.0.50.1 fail",
+        _slice_of((4, 4, 8, 64), (0, 0, 1, 1)),
+        lambda: (*shapes(STACK)(), index_arg()),
+        {"tpu": OTHER, "gpu": COMPILED},
+        jit=lambda: {"in_shardings": (host(), None)},
+    ),
+    Probe(
+        "lane_slice_alone",
+        "a copied slice of 64 lanes alone compiles on every compiler",
+        _slice_of((4, 4, 64, 64), (0, 0, 0, 1)),
+        lambda: (*shapes(STACK)(), index_arg()),
+        both(COMPILED),
+        jit=lambda: {"in_shardings": (host(), None)},
+    ),
+    Probe(
+        "lane_and_leading_slice",
+        "64 lanes of one leading row: libtpu 0.0.42.1's two dimensions; 0.0.50.1 copies it",
+        _slice_of((1, 4, 64, 64), (1, 0, 0, 1)),
+        lambda: (*shapes(STACK)(), index_arg()),
+        {"tpu": OTHER, "gpu": COMPILED},
+        jit=lambda: {"in_shardings": (host(), None)},
+        unless=lambda g: None if g.tpu_async_slice_one_dimension_only else both(COMPILED),
+    ),
+    # donated buffers returned in another memory (JAX aliases them: tf.aliasing_output)
+    Probe(
+        "donated_device_buffer_to_host_output",
+        "a host output cannot reuse a donated device buffer (a KV cache updated in place)",
+        write_block,
+        lambda: (*shapes(CACHE, BLOCK)(), index_arg()),
+        both(OTHER),
+        jit=lambda: {"in_shardings": (device(), device(), None), "out_shardings": host(), "donate_argnums": 0},
+    ),
+    Probe(
+        "donated_device_buffer_to_unpinned_output",
+        "XLA:GPU's unpinned_host is host memory; libtpu up to jax 0.11's has no copy into it at all",
+        write_block,
+        lambda: (*shapes(CACHE, BLOCK)(), index_arg()),
+        both(OTHER),
+        jit=lambda: {"in_shardings": (device(), device(), None), "out_shardings": unpinned(), "donate_argnums": 0},
+        unless=lambda g: None if g.tpu_unpinned_output_from_device_fails else {"tpu": COMPILED, "gpu": OTHER},
+    ),
+    Probe(
+        "donated_host_buffer_to_device_output",
+        "libtpu cannot return a device output in a donated host buffer; XLA:GPU can",
+        write_block,
+        lambda: (*shapes(CACHE, BLOCK)(), index_arg()),
+        {"tpu": OTHER, "gpu": COMPILED},
+        jit=lambda: {"in_shardings": (host(), device(), None), "out_shardings": device(), "donate_argnums": 0},
+    ),
+    Probe(
+        "donated_host_buffer_to_host_output",
+        "a host buffer donated to a host output is updated in place",
+        write_block,
+        lambda: (*shapes(CACHE, BLOCK)(), index_arg()),
+        both(COMPILED),
+        jit=lambda: {"in_shardings": (host(), device(), None), "out_shardings": host(), "donate_argnums": 0},
     ),
     Probe(
         "elementwise_on_host",

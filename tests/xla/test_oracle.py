@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import probes
 import pytest
 
-from offload_fixer import jax_compat, xla
+from offload_fixer import analyze, jax_compat, xla
 from offload_fixer.model import XlaVerdict
 
 needs_host_memory = pytest.mark.skipif(
@@ -82,8 +82,11 @@ def test_a_compiler_that_aborts_is_reported_and_replaced(judge):
 def test_a_loop_condition_computed_from_host_memory_is_error_1205(judge):
     """Older compilers abort on it (a CHECK in the host offloader); from jaxlib 0.12 it is an
     error that names the condition's instruction (``jax_compat.XlaGeneration``)."""
-    verdict = judge.judge(probes.lower(probe_named("while_condition_on_host"), PLATFORMS[judge.target]))
-    assert verdict.code == "OFL1205"
+    lowered = probes.lower(probe_named("while_condition_on_host"), PLATFORMS[judge.target])
+    verdict = judge.judge(lowered)
+    predicted = analyze(lowered, judge.target).predicted
+    assert verdict.code == predicted.code == "OFL1205"
+    assert (predicted.outcome, predicted.instruction) == (verdict.outcome, verdict.instruction)
     if jax_compat.xla_generation().while_condition_on_host_aborts:
         assert verdict.outcome == "aborted" and "Check failed" in verdict.message
     else:

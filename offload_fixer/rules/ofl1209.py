@@ -1,0 +1,110 @@
+"""OFL1209 donated-buffer-in-other-memory: an output reuses a donated argument's buffer that
+lies in another memory than the output is declared in."""
+
+from __future__ import annotations
+
+from offload_fixer import codes
+from offload_fixer import xla_messages as msg
+from offload_fixer.rules import FixDoc, Rule, TargetBehaviour
+from offload_fixer.rules.examples import example
+from offload_fixer.rules.ofl1207 import backend_failure
+
+_INVALID = """
+def write_block(cache, block, i):
+    # The updated KV cache is declared host memory, but it reuses the donated device buffer.
+    return lax.dynamic_update_slice(cache, block, (i, 0, 0))
+
+
+f = jax.jit(
+    write_block,
+    in_shardings=($DEVICE_SHARDING, $DEVICE_SHARDING, None),
+    out_shardings=$HOST_SHARDING,
+    donate_argnums=0,
+)
+args = (jax.ShapeDtypeStruct((16, 8, 128), jnp.float32), jax.ShapeDtypeStruct((1, 8, 128), jnp.float32), 3)
+"""
+
+_VALID = """
+def write_block(cache, block, i):
+    # The cache lives in host memory on the way in too: the donated buffer is a host buffer.
+    return lax.dynamic_update_slice(cache, block, (i, 0, 0))
+
+
+f = jax.jit(
+    write_block,
+    in_shardings=($HOST_SHARDING, $DEVICE_SHARDING, None),
+    out_shardings=$HOST_SHARDING,
+    donate_argnums=0,
+)
+args = (jax.ShapeDtypeStruct((16, 8, 128), jnp.float32), jax.ShapeDtypeStruct((1, 8, 128), jnp.float32), 3)
+"""
+
+_WHY_DEVICE = (
+    "The output is declared host memory, but JAX aliases it with a donated argument that lives "
+    "in device memory, so XLA must write the host output into a device buffer: libtpu has no "
+    "such copy (a DMA from HBM to HBM) and XLA:GPU's copy to host loses the host memory space. "
+    "Declare the donated argument in the output's memory kind (keep the buffer on host), or "
+    "do not donate it."
+)
+_WHY_HOST = (
+    "The output is declared device memory, but JAX aliases it with a donated 'pinned_host' "
+    "argument, so libtpu must return a device value in a host buffer through a DMA from host "
+    "to host, which it does not implement. Declare the output 'pinned_host' too, or do not "
+    "donate the argument."
+)
+
+RULE = Rule(
+    code=codes.DONATED_BUFFER_IN_OTHER_MEMORY,
+    summary="An output reuses a donated buffer that lives in another memory",
+    what_it_does=(
+        "Reports an output that reuses a donated argument's buffer (`donate_argnums`) while "
+        "the two are declared in different memories: a device argument aliased with a host "
+        "output, or on TPU a `pinned_host` argument aliased with a device output."
+    ),
+    why_bad=(
+        "A donated buffer is reused in place, so the output lives where the argument lives. "
+        "When their memory kinds differ the compiler has to copy between the two inside one "
+        "buffer, which neither released compiler builds: libtpu fails with `Unimplemented DMA "
+        "from hbm to hbm` (or `from host to host`), XLA:GPU with an internal error on its copy "
+        "to host. The typical case is a KV cache or optimizer state updated in place on "
+        "device and declared host memory on the way out."
+    ),
+    targets={
+        "tpu": TargetBehaviour(
+            "error",
+            "compilation fails (libtpu 0.0.42.1 and 0.0.50.1) for a device buffer returned as a "
+            "'pinned_host' output and for a 'pinned_host' buffer returned as a device output",
+            msg.DONATED_DEVICE_BUFFER.placeholder(),
+        ),
+        "gpu": TargetBehaviour(
+            "error",
+            "compilation fails (jax-cuda12-plugin 0.10.2 and 0.12.0.1) for a device buffer returned "
+            "as a host output; a host buffer returned as a device output compiles",
+            msg.GPU_DONATED_DEVICE_BUFFER.placeholder(),
+        ),
+    },
+    fixes=(
+        FixDoc(
+            "host",
+            "Declare the donated argument in the output's memory kind, or stop donating it",
+            "display-only",
+            "Moving the buffer changes where the caller keeps it between steps, and dropping the "
+            "donation costs a second buffer; only the author knows which fits.",
+        ),
+    ),
+    applies_to="JAX >= 0.7 with a released TPU or GPU compiler (measured with JAX 0.10.2 and 0.12.0.1)",
+    invalid=(example(_INVALID),),
+    valid=(example(_VALID),),
+    failure_texts={
+        msg.DONATED_DEVICE_BUFFER: backend_failure(
+            msg.DONATED_DEVICE_BUFFER, "A host output reuses a donated device buffer", _WHY_DEVICE
+        ),
+        msg.GPU_DONATED_DEVICE_BUFFER: backend_failure(
+            msg.GPU_DONATED_DEVICE_BUFFER, "A host output reuses a donated device buffer", _WHY_DEVICE
+        ),
+        msg.DONATED_HOST_BUFFER: backend_failure(
+            msg.DONATED_HOST_BUFFER, "A device output reuses a donated host buffer", _WHY_HOST
+        ),
+    },
+    failure_fix="host",
+)
