@@ -50,6 +50,7 @@ from .values import (
     ShardingSpec,
     Transform,
     TransformFactory,
+    Update,
     after_each,
     join,
     join_branches,
@@ -75,11 +76,11 @@ _OPERATOR_NAMES = {
     "BitInvert": "not",
 }
 _PYTHON_COMPARISONS = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
-_MEMORY_OPS = frozenset(
-    {"at[].set", "at[].get", "dynamic_update_slice", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim"}
-)
-"""Updates of a host buffer and reads from one: XLA does them as dynamic-update-slices and
-slices (memory transfers), not as host compute; slices are their own category."""
+_UPDATES = frozenset({"at[].set", "dynamic_update_slice", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim"})
+"""In-place updates of a buffer: XLA does them as dynamic-update-slices (memory transfers),
+not as host compute. ``at[].set`` is one only at constant indices (:meth:`_at_method`)."""
+_MEMORY_OPS = _UPDATES | {"at[].get"}
+"""Updates of a host buffer and reads from one; slices are their own category."""
 _MAX_HOST_COMPUTATIONS = 64
 
 
@@ -265,6 +266,7 @@ class ExpressionEvaluator(Evaluator):
         host = None
         unknown = explicit = False
         for operand in operands:
+            self.read(operand)
             for leaf in leaves(operand):
                 if isinstance(leaf, HostArray):
                     if host is None:
@@ -282,16 +284,20 @@ class ExpressionEvaluator(Evaluator):
             result = host.after(category, op, node)
             if explicit:
                 result = replace(result, steps=result.steps | {"explicit_device"})
-            return result if result.single else HostArray(result.origin, result.steps, result.trace, True)
+            return replace(result, single=True, updated=Update(op, node) if op in _UPDATES else None)
         if unknown or self._host_compute_depth:
             return UNKNOWN
         return DeviceArray(True, explicit) if explicit else DEVICE_LEAF
 
     def record_host_compute(self, host: HostArray, op: str, node: Any) -> None:
-        """A computation XLA runs on the host CPU over a host value (OFL1201); a value host
-        only on one branch of a configuration ``if`` is left to ``run``."""
-        if host.origin.condition is None and len(self.host_computations) < _MAX_HOST_COMPUTATIONS:
+        """A computation XLA runs on the host CPU over a host value (OFL1201)."""
+        if len(self.host_computations) < _MAX_HOST_COMPUTATIONS:
             self.host_computations.append((host.origin, op, node))
+
+    def read(self, value: Any) -> None:
+        for leaf in leaves(value):
+            if isinstance(leaf, HostArray) and leaf.updated is not None:
+                self.buffer_reads.add(leaf.updated)
 
     # ------------------------------------------------------------------ calls
     def _ev_call(self, node: cst.Call, scope: Any) -> Any:
@@ -381,7 +387,9 @@ class ExpressionEvaluator(Evaluator):
                 return receiver.after("copy", "copy", node) if isinstance(receiver, HostArray) else receiver
             return UNKNOWN
         if isinstance(receiver, AtIndexed) and name in names.AT_METHODS:
-            return self.compute(f"at[].{name}", (receiver.base, *receiver.operands, *args, *kwargs.values()), node)
+            return self.compute(
+                _at_op(name, receiver), (receiver.base, *receiver.operands, *args, *kwargs.values()), node
+            )
         if isinstance(receiver, Mapping) and name == "get" and args and isinstance(args[0], Const):
             item = receiver.get(args[0].value)
             return item if item is not None else (args[1] if len(args) > 1 else NONE)
@@ -450,6 +458,13 @@ class ExpressionEvaluator(Evaluator):
                     return None
                 env[param.name.value] = self.ev(param.default, fn.scope)
         return env
+
+
+def _at_op(method: str, indexed: AtIndexed) -> str:
+    """``x.at[i].set(v)`` at constant indices is a dynamic-update-slice to XLA (its simplifier
+    rewrites a one-update scatter at constant indices); at traced indices, a scatter."""
+    constant = all(isinstance(leaf, Const) or leaf is NONE for operand in indexed.operands for leaf in leaves(operand))
+    return f"at[].{method}" if method != "set" or constant else "scatter"
 
 
 def _may_mutate(callee: Any) -> bool:
