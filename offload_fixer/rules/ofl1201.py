@@ -73,16 +73,12 @@ def _host_compute(d: Diagnoser, seed: Seed, ops: list[ir.Operation]) -> Diagnost
 
 
 def from_static_compute(site: StaticHostCompute) -> Iterator[Diagnostic]:
-    """The source check's OFL1201: a host value's computations before any move back to device
-    (at the first), or an updated host buffer XLA copies, worded as ``run`` words them."""
+    """The source check's OFL1201: a host value's computations before any move back to device,
+    at the first, worded as ``run`` words them."""
     first, where = site.ops[0]
-    if site.finding.copy:
-        explanation = _copy_explanation(f"`{first}`")
-        first = "copy"
-    else:
-        explanation = _compute_explanation(site.origin, [op for op, _ in site.ops])
-        if site.elsewhere:
-            explanation += f" Also at: {', '.join(site.elsewhere[:6])}."
+    explanation = _compute_explanation(site.origin, [op for op, _ in site.ops])
+    if site.elsewhere:
+        explanation += f" Also at: {', '.join(site.elsewhere[:6])}."
     if site.condition is not None:
         explanation = on_branch(*site.condition, explanation)
     yield Diagnostic(

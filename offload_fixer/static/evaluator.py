@@ -38,9 +38,6 @@ class Evaluator:
     host_computations: list
     """``(origin, op, node)`` of each computation on a host value of the current jit site
     (:meth:`.expressions.ExpressionEvaluator.compute`): the source of OFL1201."""
-    buffer_reads: set
-    """The in-place updates of host buffers (:class:`.values.Update`) whose result is read
-    by something (a computation, a move) in the current jit site."""
 
     if TYPE_CHECKING:
 
@@ -55,10 +52,6 @@ class Evaluator:
         @abstractmethod
         def compute(self, op: str, operands: tuple, node: Any, kind: str = "compute") -> Any:
             """The single array an operation computes from its operands' data."""
-
-        @abstractmethod
-        def read(self, value: Any) -> None:
-            """Note the updated host buffers among ``value``'s leaves as read."""
 
         @abstractmethod
         def binary(self, left: Any, operator: Any, right: Any, node: Any) -> Any:

@@ -50,7 +50,6 @@ from .values import (
     ShardingSpec,
     Transform,
     TransformFactory,
-    Update,
     after_each,
     join,
     join_branches,
@@ -76,11 +75,12 @@ _OPERATOR_NAMES = {
     "BitInvert": "not",
 }
 _PYTHON_COMPARISONS = (cst.Is, cst.IsNot, cst.In, cst.NotIn)
-_UPDATES = frozenset({"at[].set", "dynamic_update_slice", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim"})
-"""In-place updates of a buffer: XLA does them as dynamic-update-slices (memory transfers),
-not as host compute. ``at[].set`` is one only at constant indices (:meth:`_at_method`)."""
-_MEMORY_OPS = _UPDATES | {"at[].get"}
-"""Updates of a host buffer and reads from one; slices are their own category."""
+_MEMORY_OPS = frozenset(
+    {"at[].set", "at[].get", "dynamic_update_slice", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim"}
+)
+"""Updates of a host buffer and reads from one: XLA does them as dynamic-update-slices and
+slices (memory transfers), not as host compute; slices are their own category. ``at[].set``
+is one only at constant indices (:func:`_at_op`)."""
 _MAX_HOST_COMPUTATIONS = 64
 
 
@@ -266,7 +266,6 @@ class ExpressionEvaluator(Evaluator):
         host = None
         unknown = explicit = False
         for operand in operands:
-            self.read(operand)
             for leaf in leaves(operand):
                 if isinstance(leaf, HostArray):
                     if host is None:
@@ -284,7 +283,7 @@ class ExpressionEvaluator(Evaluator):
             result = host.after(category, op, node)
             if explicit:
                 result = replace(result, steps=result.steps | {"explicit_device"})
-            return replace(result, single=True, updated=Update(op, node) if op in _UPDATES else None)
+            return result if result.single else HostArray(result.origin, result.steps, result.trace, True)
         if unknown or self._host_compute_depth:
             return UNKNOWN
         return DeviceArray(True, explicit) if explicit else DEVICE_LEAF
@@ -293,11 +292,6 @@ class ExpressionEvaluator(Evaluator):
         """A computation XLA runs on the host CPU over a host value (OFL1201)."""
         if len(self.host_computations) < _MAX_HOST_COMPUTATIONS:
             self.host_computations.append((host.origin, op, node))
-
-    def read(self, value: Any) -> None:
-        for leaf in leaves(value):
-            if isinstance(leaf, HostArray) and leaf.updated is not None:
-                self.buffer_reads.add(leaf.updated)
 
     # ------------------------------------------------------------------ calls
     def _ev_call(self, node: cst.Call, scope: Any) -> Any:
@@ -462,9 +456,10 @@ class ExpressionEvaluator(Evaluator):
 
 def _at_op(method: str, indexed: AtIndexed) -> str:
     """``x.at[i].set(v)`` at constant indices is a dynamic-update-slice to XLA (its simplifier
-    rewrites a one-update scatter at constant indices); at traced indices, a scatter."""
-    constant = all(isinstance(leaf, Const) or leaf is NONE for operand in indexed.operands for leaf in leaves(operand))
-    return f"at[].{method}" if method != "set" or constant else "scatter"
+    rewrites a one-update scatter at constant indices); at an index that is an array, a scatter.
+    An index the check cannot evaluate (a Python loop's counter) is taken as constant."""
+    traced = any(isinstance(leaf, (HostArray, DeviceArray)) for operand in indexed.operands for leaf in leaves(operand))
+    return "scatter" if method == "set" and traced else f"at[].{method}"
 
 
 def _may_mutate(callee: Any) -> bool:

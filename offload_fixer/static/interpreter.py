@@ -47,7 +47,6 @@ from .values import (
     Const,
     DataclassType,
     Function,
-    HostArray,
     JitFactory,
     JitOptions,
     Jitted,
@@ -57,7 +56,6 @@ from .values import (
     Seq,
     TransformFactory,
     after_each,
-    leaves,
 )
 
 _GLOBAL_STATEMENT = re.compile(r"^[ \t]*global[ \t]+([\w \t,]+)", re.MULTILINE)
@@ -83,9 +81,6 @@ class SiteResult:
     """Abstract value of ``out_shardings``: ``NONE`` when absent."""
     host_computations: tuple = ()
     """``(origin, op, node)``: computations on host values before any move back to device."""
-    host_copies: tuple = ()
-    """``(origin, op, node)``: in-place updates of host buffers whose result is both returned and
-    read, which XLA copies in host memory (host compute)."""
 
 
 class Interpreter(StatementRunner, ExpressionEvaluator):
@@ -120,7 +115,6 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
         self._budget = MAX_EVALUATIONS
         self._host_compute_depth = 0
         self.host_computations = []
-        self.buffer_reads = set()
         self._function_scopes: dict[Any, StaticScope] = {}
         self._collectors: dict[Any, BindingCollector] = {}
         self._locals: dict[Any, frozenset] = {}
@@ -354,7 +348,6 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
             return None
         self._budget = MAX_EVALUATIONS
         self.host_computations = []
-        self.buffer_reads = set()
         options = jitted.options
         try:
             out_shardings = self._option(options, "out_shardings", "out_axis_resources")
@@ -380,13 +373,7 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
                 self._stack.pop()
         except Unsupported:
             return None
-        copies = {
-            (leaf.origin, leaf.updated.op, leaf.updated.node): None
-            for returned in returns
-            for leaf in leaves(returned.value)
-            if isinstance(leaf, HostArray) and leaf.updated is not None and leaf.updated in self.buffer_reads
-        }
-        return SiteResult(target.node, returns, out_shardings, tuple(self.host_computations), tuple(copies))
+        return SiteResult(target.node, returns, out_shardings, tuple(self.host_computations))
 
     def _option(self, options: JitOptions, *keywords: str) -> Any:
         found = options.get(*keywords)

@@ -146,12 +146,7 @@ def _partial(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any)
 
 def _device_put(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
     x = call_argument(args, kwargs, 0, "x")
-    if x is ABSENT:
-        return UNKNOWN
-    target = call_argument(args, kwargs, 1, "device")
-    if memory_kind_of(target) in names.DEVICE_KINDS:
-        interp.read(x)  # a move to device reads the buffer; one within host memory is removed
-    return put(x, target, node)
+    return UNKNOWN if x is ABSENT else put(x, call_argument(args, kwargs, 1, "device"), node)
 
 
 def put(x: Any, target: Any, node: Any) -> Any:

@@ -115,15 +115,14 @@ class HostCompute:
     origin: HostOrigin
     ops: tuple
     """``(op, node)`` in the order they were traced."""
-    copy: bool = False
-    """The one op is an in-place update of a host buffer that is both returned and read:
-    XLA copies the whole buffer in host memory."""
 
 
 def findings(site: SiteResult, spelling: Spelling) -> list[Finding | HostCompute]:
     """The outputs a host value reaches (OFL1200), then the host values computed on before any
-    move back to device, and the updated host buffers XLA copies (OFL1201): as ``run``
-    reports them, whether or not the value also reaches an output."""
+    move back to device (OFL1201), as ``run`` reports them: whether or not the value also
+    reaches an output. (A source check cannot tell whether XLA copies an updated host buffer
+    that is returned and read, ``run``'s other OFL1201: that depends on whether JAX annotates
+    the output's memory, which follows the sharding types of the caller's arguments.)"""
     found: list[Finding | HostCompute] = []
     for returned in site.returns:
         leaves = output_leaves(returned.value)
@@ -139,7 +138,6 @@ def findings(site: SiteResult, spelling: Spelling) -> list[Finding | HostCompute
     for origin, op, node in site.host_computations:
         by_origin.setdefault(origin, []).append((op, node))
     found.extend(HostCompute(site, origin, tuple(ops)) for origin, ops in by_origin.items())
-    found.extend(HostCompute(site, origin, ((op, node),), copy=True) for origin, op, node in site.host_copies)
     return found
 
 
@@ -280,9 +278,9 @@ class StaticSite:
 
 @dataclass(frozen=True)
 class StaticHostCompute:
-    """One host value of a jit site that meets computations before any move back to device
-    (or one updated host buffer XLA copies), located: what each rule's ``from_static_compute``
-    hook is handed, as ``from_walk`` is handed a walked seed."""
+    """One host value of a jit site that meets computations before any move back to device,
+    located: what each rule's ``from_static_compute`` hook is handed, as ``from_walk`` is
+    handed a walked seed."""
 
     finding: HostCompute
     function: FunctionRef
@@ -313,9 +311,9 @@ def _host_computations(
         function = FunctionRef(_function_name(node), source.path_of(node), source.code_range(node).start.line)
         origin = _origin(f.origin, span, function.name)
         ops = tuple((op, span(n)) for op, n in f.ops)
-        if (origin.key, ops[0][1], f.copy) in seen:
+        if (origin.key, ops[0][1]) in seen:
             continue
-        seen.add((origin.key, ops[0][1], f.copy))
+        seen.add((origin.key, ops[0][1]))
         elsewhere = sorted({(_display(s.path), s.line) for _, s in ops[1:] if s.line != ops[0][1].line})
         site = StaticHostCompute(
             f,

@@ -94,15 +94,6 @@ class TraceStep:
     node: Any
 
 
-@dataclass(frozen=True, eq=False)
-class Update:
-    """One evaluation of an in-place update of a host buffer (a dynamic-update-slice): equal
-    only to itself, so that a Python loop's second pass is not the first pass's update."""
-
-    op: str
-    node: Any
-
-
 @dataclass(frozen=True)
 class HostArray:
     """Data in host memory, with the categories of operations applied since it got there.
@@ -118,13 +109,10 @@ class HostArray:
     steps: frozenset = frozenset()
     trace: tuple = ()
     single: bool = True
-    updated: Update | None = None
-    """Set on the result of an in-place update of a host buffer, until anything else is done
-    with it: XLA copies such a buffer (host compute) when it is both returned and read."""
 
     def after(self, category: str, op: str, node: Any) -> HostArray:
         trace = self.trace if len(self.trace) >= 16 else self.trace + (TraceStep(op, category, node),)
-        return replace(self, steps=self.steps | {category}, trace=trace, updated=None)
+        return replace(self, steps=self.steps | {category}, trace=trace)
 
 
 @dataclass(frozen=True)
