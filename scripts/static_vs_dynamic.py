@@ -9,8 +9,10 @@ per function). Only functions the program actually compiled are compared (the dy
 cannot judge the others), and a static finding on a subtree (``[1]``) matches dynamic findings
 on its leaves (``[1]['w']``). The static check must have no false positives on programs the
 dynamic analysis passes; misses are expected where a value flows through something the static
-rules do not model. Host compute (OFL1201) is compared per program: how many of the programs
-where ``run`` reports it the static check reports it in too, and in how many it alone does.
+rules do not model. Host compute (OFL1201) is compared per program (how many of the programs
+where ``run`` reports it the static check reports it in too, and in how many it alone does) and
+per compiled function: a static OFL1201 in a function where ``run`` reports none is a false
+positive too.
 
     .venv/bin/python scripts/static_vs_dynamic.py                 # examples/, training packages, test programs
     .venv/bin/python scripts/static_vs_dynamic.py path/to/prog.py  # any programs that run (or package dirs)
@@ -57,8 +59,23 @@ class Matrix:
     device output is that output's finding)."""
     host_compute_static_only: set = field(default_factory=set)
     """Programs where only the static check reports host compute."""
+    host_compute_functions: set = field(default_factory=set)
+    """Compiled functions (path, name) where ``run`` reports host compute."""
+    host_compute_functions_found: set = field(default_factory=set)
+    """... and the static check reports OFL1201 in them too."""
+    host_compute_false_positive: set = field(default_factory=set)
+    """Compiled functions where only the static check reports OFL1201: a static false error."""
     codes: dict = field(default_factory=dict)
     """program -> (codes ``run`` reports, codes ``check`` reports), for ``--verbose``."""
+
+
+def _functions(diagnostics, code: str) -> set[tuple[str, str]]:
+    """The jitted functions (path, name) ``code`` is reported in."""
+    return {
+        (os.path.realpath(d.function.path or ""), d.function.name.rsplit(".", 1)[-1])
+        for d in diagnostics
+        if d.code == code and d.function is not None
+    }
 
 
 def _units(diagnostics) -> set[tuple[str, str, str]]:
@@ -134,6 +151,11 @@ def compare(programs: list[Path]) -> Matrix:
                 matrix.host_compute_named.add(str(program))
         elif "OFL1201" in static_codes:
             matrix.host_compute_static_only.add(str(program))
+        dynamic_host = _functions(result.diagnostics, "OFL1201") & checked
+        static_host = _functions(static_diagnostics, "OFL1201") & checked
+        matrix.host_compute_functions |= dynamic_host
+        matrix.host_compute_functions_found |= dynamic_host & static_host
+        matrix.host_compute_false_positive |= static_host - dynamic_host
         static = {u for u in _units(static_diagnostics) if u[0] in files and (u[0], u[1]) in checked}
         for unit in dynamic:
             found = any(s[:2] == unit[:2] and _covers(s[2], unit[2]) for s in static)
@@ -185,11 +207,19 @@ def main() -> int:
             f"whose trace shows it) in {len(matrix.host_compute_named)} "
             f"({100 * len(matrix.host_compute_named) / len(matrix.host_compute):.1f}%)"
         )
+    if matrix.host_compute_functions:
+        print(
+            f"host compute per compiled function: the static check reports OFL1201 in "
+            f"{len(matrix.host_compute_functions_found)} of the {len(matrix.host_compute_functions)} where run does; "
+            f"{len(matrix.host_compute_false_positive)} static OFL1201 false positives"
+        )
+    for path, function in sorted(matrix.host_compute_false_positive):
+        print(f"static OFL1201 false positive: {os.path.relpath(path, ROOT)} {function}")
     for program in sorted(matrix.host_compute - matrix.host_compute_named):
         print(f"static host-compute misses: {os.path.relpath(program, ROOT)}")
     for program in sorted(matrix.host_compute_static_only):
         print(f"static host compute that run does not report: {os.path.relpath(program, ROOT)}")
-    return 1 if matrix.false_positive else 0
+    return 1 if matrix.false_positive or matrix.host_compute_false_positive or matrix.host_compute_static_only else 0
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ A rule module holds everything about its code: the page (what, why, per-target b
 its examples (any number of invalid and valid programs, Fixit style), the tool's message
 templates for it, its fix documentation keyed by strategy, and its hook into each engine:
 ``from_walk`` (the host-offload walk of a lowered module -> diagnostics), ``from_static``
-(one offending output leaf of the source check -> diagnostics) and ``failure_texts`` (how a
+(one offending output leaf of the source check -> diagnostics), ``from_static_compute`` (one
+host value the source check finds computed on -> diagnostics) and ``failure_texts`` (how a
 compile failure of that code is worded). The engines loop over :func:`all_rules` and never
 name a rule, so adding one is adding its module (the recipe is in ``ARCHITECTURE.md``).
 
@@ -14,7 +15,7 @@ read from here, so the explanation a user sees is the same everywhere. XLA's own
 :mod:`offload_fixer.xla_messages`'s and each code's constant is :mod:`offload_fixer.codes`'.
 A rule module imports neither MLIR nor the static interpreter: the engines hand their hooks
 what they need (:class:`offload_fixer.analysis.diagnose.Diagnoser`,
-:class:`offload_fixer.static.rules.StaticSite`).
+:class:`offload_fixer.static.rules.StaticSite`, :class:`offload_fixer.static.rules.StaticHostCompute`).
 """
 
 from __future__ import annotations
@@ -31,18 +32,22 @@ from typing import TYPE_CHECKING
 from offload_fixer import codes
 from offload_fixer import xla_messages as msg
 from offload_fixer.jax_compat import Spelling, spelling
-from offload_fixer.model import TARGETS, Diagnostic, FixOption, FixStrategy, Origin, Safety, Severity
+from offload_fixer.model import TARGETS, Diagnostic, FixOption, FixStrategy, Origin, Role, Safety, Severity, Step
 from offload_fixer.rules.examples import Example
 
 if TYPE_CHECKING:
+    from jaxlib.mlir import ir
+
     from offload_fixer.analysis.diagnose import Diagnoser
     from offload_fixer.analysis.offloader import Seed, WalkResult
-    from offload_fixer.static.rules import StaticSite
+    from offload_fixer.static.rules import StaticHostCompute, StaticSite
 
 WalkHook = Callable[["Diagnoser", "Seed", "WalkResult"], Iterable[Diagnostic]]
 """The dynamic engine's hook: one host value (a seed) of a walked module -> its diagnostics."""
 StaticHook = Callable[["StaticSite"], Iterable[Diagnostic]]
 """The source check's hook: one offending output leaf of a jit site -> its diagnostics."""
+StaticComputeHook = Callable[["StaticHostCompute"], Iterable[Diagnostic]]
+"""The source check's hook: one host value of a jit site computed on -> its diagnostics."""
 FailureText = Callable[[str | None, str], tuple[str, str]]
 """A compile failure's (message, explanation), from XLA's subject name and the target."""
 
@@ -91,6 +96,7 @@ class Rule:
     invalid example is a program that version accepts, and the examples' tests say so."""
     from_walk: WalkHook | None = None
     from_static: StaticHook | None = None
+    from_static_compute: StaticComputeHook | None = None
     failure_texts: Mapping[msg.XlaMessage, FailureText] = field(default_factory=dict)
     """How each compile failure of this code (by XLA's message) is worded."""
     failure_fix: FixStrategy = "device"
@@ -155,6 +161,33 @@ def origin_phrase(origin: Origin) -> str:
         "offload_policy": "A residual offloaded to host by a checkpoint policy",
         "host_compute": "A value computed on host",
     }[origin.kind]
+
+
+def at_host_op(rule: Rule, d: Diagnoser, seed: Seed, op: ir.Operation, message: str, explanation: str) -> Diagnostic:
+    """A walk hook's diagnostic at one instruction that runs on the host over the seed's value
+    (a slice, a copy), whose fix is a move to device."""
+    origin = d.origin(seed)
+    return Diagnostic(
+        code=rule.code,
+        severity=rule.severity(d.target),
+        target=d.target,
+        message=message,
+        explanation=explanation,
+        origin=origin,
+        trace=(Step(op.name, Role.HOST_COMPUTE, d.span(op)),),
+        span=d.span(op) or origin.span,
+        fixes=(rule.fix_option("device"),),
+        function=d.function,
+    )
+
+
+def on_branch(branch: str, path: str, line: int, explanation: str) -> str:
+    """A source check's explanation of a finding that holds on one branch of a configuration ``if``."""
+    return (
+        f"The value is host memory only on the branch taken when {branch} (the `if` at {path}:{line}); "
+        "the check cannot tell how the program is configured, and that branch is reachable, so it "
+        f"reports what happens there. {explanation}"
+    )
 
 
 def same_everywhere(severity: Severity, outcome: str, message: str | None) -> dict[str, TargetBehaviour]:

@@ -10,7 +10,7 @@ from offload_fixer import codes
 from offload_fixer import xla_messages as msg
 from offload_fixer.jax_compat import SPACE_DEVICE, SPACE_HOST, Regime, Spelling
 from offload_fixer.model import Diagnostic, FixOption
-from offload_fixer.rules import FixDoc, Rule, ToolMessage, origin_phrase, same_everywhere
+from offload_fixer.rules import FixDoc, Rule, ToolMessage, on_branch, origin_phrase, same_everywhere
 from offload_fixer.rules.examples import by_regime
 
 if TYPE_CHECKING:
@@ -127,12 +127,7 @@ def from_static(site: StaticSite) -> Iterator[Diagnostic]:
     if condition is not None:
         branch, path, line = condition
         message += f" when {branch} ({path}:{line})"
-        explanation = (
-            f"The value is host memory only on the branch taken when {branch} (the `if` at "
-            f"{path}:{line}); the check cannot tell how the program is "
-            f"configured, and that branch is reachable, so it reports what happens there. "
-            f"{explanation}"
-        )
+        explanation = on_branch(branch, path, line, explanation)
     yield Diagnostic(
         code=RULE.code,
         severity=RULE.severity(site.target),

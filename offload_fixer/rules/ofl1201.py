@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from offload_fixer import codes
 from offload_fixer import xla_messages as msg
-from offload_fixer.model import Diagnostic, Role, Step
-from offload_fixer.rules import FixDoc, Rule, TargetBehaviour, origin_phrase
+from offload_fixer.model import Diagnostic, Origin, Role, Step
+from offload_fixer.rules import FixDoc, Rule, TargetBehaviour, at_host_op, on_branch, origin_phrase
 from offload_fixer.rules.examples import example
 
 if TYPE_CHECKING:
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
     from offload_fixer.analysis.diagnose import Diagnoser
     from offload_fixer.analysis.offloader import Seed, WalkResult
+    from offload_fixer.static.rules import StaticHostCompute
 
 _INVALID = """
 @jax.jit
@@ -45,13 +46,12 @@ def from_walk(d: Diagnoser, seed: Seed, walk: WalkResult) -> Iterator[Diagnostic
     if walk.host_compute.get(seed):
         yield _host_compute(d, seed, walk.host_compute[seed])
     for op in walk.host_copies.get(seed, ()):
-        yield _host_copy(d, seed, op)
+        yield at_host_op(RULE, d, seed, op, msg.HOST_COMPUTE.format(name="copy"), _copy_explanation(d.op_name(op)))
 
 
 def _host_compute(d: Diagnoser, seed: Seed, ops: list[ir.Operation]) -> Diagnostic:
     origin = d.origin(seed)
     first = ops[0]
-    names = ", ".join(dict.fromkeys(d.op_name(op) for op in ops[:8]))
     if d.host_compute_offload:
         message = msg.HOST_COMPUTE.format(name=d.op_name(first))
         severity = RULE.severity(d.target)
@@ -63,12 +63,7 @@ def _host_compute(d: Diagnoser, seed: Seed, ops: list[ir.Operation]) -> Diagnost
         severity=severity,
         target=d.target,
         message=message,
-        explanation=(
-            f"{origin_phrase(origin)} is used by {len(ops)} computation(s) ({names}) before any "
-            "move back to device. XLA runs them on the host CPU over host memory, which is usually "
-            "far slower than intended; the usual cause is a missing move back to device where the "
-            "value enters the computation."
-        ),
+        explanation=_compute_explanation(origin, [d.op_name(op) for op in ops]),
         origin=origin,
         trace=tuple(Step(op.name, Role.HOST_COMPUTE, d.span(op)) for op in ops),
         span=d.span(first) or origin.span,
@@ -77,24 +72,46 @@ def _host_compute(d: Diagnoser, seed: Seed, ops: list[ir.Operation]) -> Diagnost
     )
 
 
-def _host_copy(d: Diagnoser, seed: Seed, op: ir.Operation) -> Diagnostic:
-    origin = d.origin(seed)
-    return Diagnostic(
+def from_static_compute(site: StaticHostCompute) -> Iterator[Diagnostic]:
+    """The source check's OFL1201: a host value's computations before any move back to device,
+    at the first, worded as ``run`` words them."""
+    first, where = site.ops[0]
+    explanation = _compute_explanation(site.origin, [op for op, _ in site.ops])
+    if site.elsewhere:
+        explanation += f" Also at: {', '.join(site.elsewhere[:6])}."
+    if site.condition is not None:
+        explanation = on_branch(*site.condition, explanation)
+    yield Diagnostic(
         code=RULE.code,
-        severity=RULE.severity(d.target),
-        target=d.target,
-        message=msg.HOST_COMPUTE.format(name="copy"),
-        explanation=(
-            f"The buffer {d.op_name(op)} updates in host memory is both returned and read "
-            "again (moved to device). XLA gives the output its own copy of the buffer, and that "
-            "copy of the whole buffer runs as host compute on every call. Read the buffer before "
-            "the update, or return it without reading the updated value."
-        ),
-        origin=origin,
-        trace=(Step(op.name, Role.HOST_COMPUTE, d.span(op)),),
-        span=d.span(op) or origin.span,
+        severity=RULE.severity(site.target),
+        target=site.target,
+        message=msg.HOST_COMPUTE.format(name=first),
+        explanation=explanation,
+        origin=site.origin,
+        trace=(site.start, *(Step(op, Role.HOST_COMPUTE, span) for op, span in site.ops[:16])),
+        span=where,
         fixes=(RULE.fix_option("device"),),
-        function=d.function,
+        function=site.function,
+        source="static",
+        source_sha256=site.source_sha256,
+    )
+
+
+def _compute_explanation(origin: Origin, ops: list[str]) -> str:
+    names = ", ".join(dict.fromkeys(ops[:8]))
+    return (
+        f"{origin_phrase(origin)} is used by {len(ops)} computation(s) ({names}) before any move back "
+        "to device. XLA runs them on the host CPU over host memory, which is usually far slower than "
+        "intended; the usual cause is a missing move back to device where the value enters the computation."
+    )
+
+
+def _copy_explanation(update: str) -> str:
+    return (
+        f"The buffer {update} updates in host memory is both returned and read again. XLA gives "
+        "the output its own copy of the buffer, and that copy of the whole buffer runs as host "
+        "compute on every call. Read the buffer before the update, or return it without reading "
+        "the updated value."
     )
 
 
@@ -142,4 +159,5 @@ RULE = Rule(
     invalid=(example(_INVALID),),
     valid=(example(_VALID),),
     from_walk=from_walk,
+    from_static_compute=from_static_compute,
 )

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 from offload_fixer import codes
 from offload_fixer import xla_messages as msg
-from offload_fixer.model import Diagnostic, Role, Step
-from offload_fixer.rules import FixDoc, Rule, origin_phrase, same_everywhere
+from offload_fixer.model import Diagnostic
+from offload_fixer.rules import FixDoc, Rule, at_host_op, origin_phrase, same_everywhere
 from offload_fixer.rules.examples import example
 
 if TYPE_CHECKING:
@@ -38,21 +38,12 @@ args = (jnp.ones(8),)
 
 def from_walk(d: Diagnoser, seed: Seed, walk: WalkResult) -> Iterator[Diagnostic]:
     for op in walk.host_slices.get(seed, ()):
-        origin = d.origin(seed)
-        yield Diagnostic(
-            code=RULE.code,
-            severity=RULE.severity(d.target),
-            target=d.target,
-            message=msg.SLICE_ON_HOST.format(opcode=d.opcode(op), name=d.op_name(op)),
-            explanation=(
-                f"A slice of {origin_phrase(origin).lower()} is not followed by a move to device on every "
-                "path, so XLA cannot turn it into a host-to-device copy and runs it on the host instead."
-            ),
-            origin=origin,
-            trace=(Step(op.name, Role.HOST_COMPUTE, d.span(op)),),
-            span=d.span(op) or origin.span,
-            fixes=(RULE.fix_option("device"),),
-            function=d.function,
+        explanation = (
+            f"A slice of {origin_phrase(d.origin(seed)).lower()} is not followed by a move to device on every "
+            "path, so XLA cannot turn it into a host-to-device copy and runs it on the host instead."
+        )
+        yield at_host_op(
+            RULE, d, seed, op, msg.SLICE_ON_HOST.format(opcode=d.opcode(op), name=d.op_name(op)), explanation
         )
 
 

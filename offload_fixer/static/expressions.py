@@ -79,7 +79,8 @@ _MEMORY_OPS = frozenset(
     {"at[].set", "at[].get", "dynamic_update_slice", "dynamic_update_slice_in_dim", "dynamic_update_index_in_dim"}
 )
 """Updates of a host buffer and reads from one: XLA does them as dynamic-update-slices and
-slices (memory transfers), not as host compute; slices are their own category."""
+slices (memory transfers), not as host compute; slices are their own category. ``at[].set``
+is one only at constant indices (:func:`_at_op`)."""
 _MAX_HOST_COMPUTATIONS = 64
 
 
@@ -288,9 +289,8 @@ class ExpressionEvaluator(Evaluator):
         return DeviceArray(True, explicit) if explicit else DEVICE_LEAF
 
     def record_host_compute(self, host: HostArray, op: str, node: Any) -> None:
-        """A computation XLA runs on the host CPU over a host value (OFL1201); a value host
-        only on one branch of a configuration ``if`` is left to ``run``."""
-        if host.origin.condition is None and len(self.host_computations) < _MAX_HOST_COMPUTATIONS:
+        """A computation XLA runs on the host CPU over a host value (OFL1201)."""
+        if len(self.host_computations) < _MAX_HOST_COMPUTATIONS:
             self.host_computations.append((host.origin, op, node))
 
     # ------------------------------------------------------------------ calls
@@ -381,7 +381,9 @@ class ExpressionEvaluator(Evaluator):
                 return receiver.after("copy", "copy", node) if isinstance(receiver, HostArray) else receiver
             return UNKNOWN
         if isinstance(receiver, AtIndexed) and name in names.AT_METHODS:
-            return self.compute(f"at[].{name}", (receiver.base, *receiver.operands, *args, *kwargs.values()), node)
+            return self.compute(
+                _at_op(name, receiver), (receiver.base, *receiver.operands, *args, *kwargs.values()), node
+            )
         if isinstance(receiver, Mapping) and name == "get" and args and isinstance(args[0], Const):
             item = receiver.get(args[0].value)
             return item if item is not None else (args[1] if len(args) > 1 else NONE)
@@ -450,6 +452,14 @@ class ExpressionEvaluator(Evaluator):
                     return None
                 env[param.name.value] = self.ev(param.default, fn.scope)
         return env
+
+
+def _at_op(method: str, indexed: AtIndexed) -> str:
+    """``x.at[i].set(v)`` at constant indices is a dynamic-update-slice to XLA (its simplifier
+    rewrites a one-update scatter at constant indices); at an index that is an array, a scatter.
+    An index the check cannot evaluate (a Python loop's counter) is taken as constant."""
+    traced = any(isinstance(leaf, (HostArray, DeviceArray)) for operand in indexed.operands for leaf in leaves(operand))
+    return "scatter" if method == "set" and traced else f"at[].{method}"
 
 
 def _may_mutate(callee: Any) -> bool:

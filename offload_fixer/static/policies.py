@@ -4,6 +4,9 @@ A remat policy built with ``save_and_offload_only_these_names(..., offload_dst="
 ``offload_dot_with_no_batch_dims(..., "unpinned_host")`` or ``Offloadable(dst="unpinned_host")``
 leaves no move in the lowered module (JAX treats the destination as device memory), so only
 the source shows it: the residuals stay on device and the memory saving silently vanishes.
+The destination may be held in a name or a class attribute of the file (``offload_dst=DST``,
+``offload_dst=Config.offload_dst``, a dataclass field's default): the literal is reported
+where it is written, when it is the one value the file ever binds there.
 """
 
 from __future__ import annotations
@@ -26,13 +29,47 @@ def unpinned_policies(
 ) -> list[Diagnostic]:
     if UNPINNED_HOST not in text:  # the common case costs one substring search
         return []
-    found: list[cst.BaseExpression] = []
+    destinations: list[cst.BaseExpression] = []
+    bindings: dict[str, list[cst.BaseExpression | None]] = {}
+    classes: list[str] = []
 
     class Finder(cst.CSTVisitor):
         def visit_Call(self, node: cst.Call) -> None:
-            found.extend(value for value in policy_destinations(node) if _is_unpinned(value))
+            destinations.extend(policy_destinations(node))
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> None:
+            classes.append(node.name.value)
+
+        def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+            classes.pop()
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            for target in node.targets:
+                self._bind(target.target, node.value)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            self._bind(node.target, node.value)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            self._bind(node.target, None)
+
+        def visit_Param(self, node: cst.Param) -> None:
+            self._bind(node.name, None)
+
+        def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+            """Every binding of a name, keyed ``name`` and, in a class body, ``Class.name``."""
+            if isinstance(target, cst.Name):
+                bindings.setdefault(target.value, []).append(value)
+                if classes:
+                    bindings.setdefault(f"{classes[-1]}.{target.value}", []).append(value)
+            elif isinstance(target, cst.Attribute):
+                bindings.setdefault(f".{target.attr.value}", []).append(None)
+            elif isinstance(target, (cst.Tuple, cst.List)):
+                for element in target.elements:
+                    self._bind(element.value, None)
 
     parsed.module.visit(Finder())
+    found = list(dict.fromkeys(literal for value in destinations if (literal := _literal(value, bindings)) is not None))
     rule = get_rule(codes.UNPINNED_HOST_MEMORY)
     out = []
     for literal in found:
@@ -56,6 +93,27 @@ def unpinned_policies(
             )
         )
     return out
+
+
+def _literal(value: cst.BaseExpression, bindings: dict[str, list]) -> cst.SimpleString | None:
+    """The ``"unpinned_host"`` literal a destination is, or is bound to once in the file: a name
+    (``DST``) or an attribute of a class of the file (``Config.dst``, ``self.config.dst`` where
+    one class defines ``dst`` and nothing assigns an attribute of that name)."""
+    if isinstance(value, cst.Name):
+        values = bindings.get(value.value, [])
+    elif isinstance(value, cst.Attribute):
+        owner = value.value.value if isinstance(value.value, cst.Name) else None
+        name = value.attr.value
+        values = bindings.get(f"{owner}.{name}") or []
+        if not values and not bindings.get(f".{name}"):
+            defined = [key for key in bindings if key.endswith(f".{name}") and not key.startswith(".")]
+            values = bindings[defined[0]] if len(defined) == 1 else []
+    else:
+        values = [value]
+    if len(values) != 1:
+        return None
+    (literal,) = values
+    return literal if _is_unpinned(literal) else None
 
 
 def _is_unpinned(value: Any) -> bool:

@@ -25,8 +25,7 @@ import os
 from dataclasses import dataclass, replace
 from typing import Any
 
-from offload_fixer import codes
-from offload_fixer.jax_compat import Regime, Spelling
+from offload_fixer.jax_compat import Regime, Spelling, xla_generation
 from offload_fixer.model import (
     DEVICE_KINDS,
     HOST_MEMORY_SPACE_KINDS,
@@ -39,8 +38,7 @@ from offload_fixer.model import (
     Step,
     format_output_path,
 )
-from offload_fixer.rules import all_rules, get_rule
-from offload_fixer.xla_messages import HOST_COMPUTE
+from offload_fixer.rules import all_rules
 
 from .interpreter import ReturnedValue, SiteResult
 from .jax_api import memory_kind_of
@@ -86,8 +84,12 @@ def is_error(leaf: HostArray, spelling: Spelling) -> bool | None:
     origin = leaf.origin
     steps = leaf.steps
     if "slice" in steps:
-        if origin.kind == "host_argument" and steps == {"slice"}:
-            return False  # the released compilers turn a slice of a host parameter into a DMA to device
+        if (
+            origin.kind == "host_argument"
+            and steps == {"slice"}
+            and xla_generation(spelling.version).slice_to_output_is_dma
+        ):
+            return False  # the version's compilers turn a returned slice of a host parameter into a DMA to device
         steps = (steps - {"slice"}) | {"compute"}
     typed_device = origin.kind == "host_argument" or (
         origin.memory_kind == UNPINNED_HOST and spelling.host_kind != UNPINNED_HOST
@@ -117,9 +119,10 @@ class HostCompute:
 
 def findings(site: SiteResult, spelling: Spelling) -> list[Finding | HostCompute]:
     """The outputs a host value reaches (OFL1200), then the host values computed on before any
-    move back to device (OFL1201) whose computations reach no such output: where they do, the
-    output's finding is the one report of that root cause (its trace names the host compute,
-    and its fix, a move to device before the value is read, removes both)."""
+    move back to device (OFL1201), as ``run`` reports them: whether or not the value also
+    reaches an output. (A source check cannot tell whether XLA copies an updated host buffer
+    that is returned and read, ``run``'s other OFL1201: that depends on whether JAX annotates
+    the output's memory, which follows the sharding types of the caller's arguments.)"""
     found: list[Finding | HostCompute] = []
     for returned in site.returns:
         leaves = output_leaves(returned.value)
@@ -131,11 +134,9 @@ def findings(site: SiteResult, spelling: Spelling) -> list[Finding | HostCompute
             if is_error(leaf, spelling):
                 repaired = len(leaves) == 1 and leaf.single and not leaf.steps and leaf.origin.kind == "move_to_host"
                 found.append(Finding(site, returned, keys, index, leaf, repaired))
-    reported = {f.leaf.origin for f in found if isinstance(f, Finding) and not f.repaired}
     by_origin: dict[HostOrigin, list] = {}
     for origin, op, node in site.host_computations:
-        if origin not in reported:
-            by_origin.setdefault(origin, []).append((op, node))
+        by_origin.setdefault(origin, []).append((op, node))
     found.extend(HostCompute(site, origin, tuple(ops)) for origin, ops in by_origin.items())
     return found
 
@@ -207,7 +208,7 @@ def diagnostics(
     the hash of the file of its jitted function, which a fix edits.
     """
     span = _Spans(source)
-    result = _host_computations([f for f in found if isinstance(f, HostCompute)], source, span, target)
+    result = _host_computations([f for f in found if isinstance(f, HostCompute)], source, span, target, spelling)
     outputs = [f for f in found if isinstance(f, Finding)]
     related: dict[tuple, list[str]] = {}
     for f in outputs:
@@ -266,66 +267,84 @@ class StaticSite:
     def trace(self) -> tuple[Step, ...]:
         """The move to host (or the host argument), each step the leaf took, then the return."""
         leaf = self.finding.leaf
-        if leaf.origin.kind == "move_to_host":
-            first = Step("device_put", Role.MOVE_TO_HOST, self.origin.span)
-        else:
-            first = Step("in_shardings", Role.HOST_ARGUMENT, self.spans(leaf.origin.declared_at))
-        steps = (first,) + tuple(Step(s.op, _ROLES.get(s.role, s.role), self.spans(s.node)) for s in leaf.trace)
+        steps: tuple[Step, ...] = (_start(leaf.origin, self.origin, self.spans),)
+        steps += tuple(Step(s.op, _ROLES.get(s.role, s.role), self.spans(s.node)) for s in leaf.trace)
         return steps + (Step("return", Role.OUTPUT, self.return_span),)
 
     def condition(self) -> tuple[str, str, int] | None:
         """``(branch in words, path, line)`` where the value is host memory on one branch only."""
-        condition = self.finding.leaf.origin.condition
-        if condition is None:
-            return None
-        (test, positive), where = condition_key(condition.test), self.spans(condition.test)
-        return f"`{test}` is {'true' if condition.holds == positive else 'false'}", _display(where.path), where.line
+        return _condition(self.finding.leaf.origin, self.spans)
 
 
-def _host_computations(found: list[HostCompute], source: Sources, span: _Spans, target: str) -> list[Diagnostic]:
-    """One OFL1201 per host value and jitted function, at its first computation, worded as
-    ``run`` words XLA's warning."""
-    rule = get_rule(codes.DEVICE_COMPUTE_ON_HOST)
-    out = []
+@dataclass(frozen=True)
+class StaticHostCompute:
+    """One host value of a jit site that meets computations before any move back to device,
+    located: what each rule's ``from_static_compute`` hook is handed, as ``from_walk`` is
+    handed a walked seed."""
+
+    finding: HostCompute
+    function: FunctionRef
+    origin: Origin
+    start: Step
+    """The move to host, or the host argument's ``in_shardings``."""
+    ops: tuple[tuple[str, Span], ...]
+    """Each computation, in the order traced, where it is."""
+    elsewhere: tuple[str, ...]
+    """``path:line`` of the computations on other lines than the first's, as the user gave the paths."""
+    condition: tuple[str, str, int] | None
+    """As :meth:`StaticSite.condition`."""
+    target: str
+    spelling: Spelling
+    source_sha256: str | None
+
+
+def _host_computations(
+    found: list[HostCompute], source: Sources, span: _Spans, target: str, spelling: Spelling
+) -> list[Diagnostic]:
+    """Each rule's ``from_static_compute`` hook on each host value computed on, once per host
+    value and place (one function jitted at several sites is reported once)."""
+    hooks = [rule.from_static_compute for rule in all_rules() if rule.from_static_compute is not None]
+    out: list[Diagnostic] = []
     seen: set[tuple] = set()
     for f in found:
         node = f.site.function
         function = FunctionRef(_function_name(node), source.path_of(node), source.code_range(node).start.line)
         origin = _origin(f.origin, span, function.name)
-        first_op, first_node = f.ops[0]
-        where = span(first_node)
-        if (origin.key, where) in seen:
-            continue  # one function jitted at several sites
-        seen.add((origin.key, where))
-        ops = ", ".join(dict.fromkeys(op for op, _ in f.ops[:8]))
-        if f.origin.kind == "move_to_host":
-            start = Step("device_put", Role.MOVE_TO_HOST, origin.span)
-        else:
-            start = Step("in_shardings", Role.HOST_ARGUMENT, span(f.origin.declared_at))
-        others = sorted({f"{s.path}:{s.line}" for s in (span(n) for _, n in f.ops[1:]) if s.line != where.line})
-        out.append(
-            Diagnostic(
-                code=rule.code,
-                severity=rule.severity(target),
-                target=target,
-                message=HOST_COMPUTE.format(name=first_op),
-                explanation=(
-                    f"The {f.origin.detail} is used by {len(f.ops)} computation(s) ({ops}) before any move "
-                    "back to device. XLA runs them on the host CPU over host memory, which is usually far "
-                    "slower than intended; the usual cause is a missing move back to device where the "
-                    "value enters the computation."
-                    + (f" Also at: {', '.join(_display(o) for o in others[:6])}." if others else "")
-                ),
-                origin=origin,
-                trace=(start, *(Step(op, Role.HOST_COMPUTE, span(n)) for op, n in f.ops[:16])),
-                span=where,
-                fixes=(rule.fix_option("device"),),
-                function=function,
-                source="static",
-                source_sha256=source.sha256_of(node),
-            )
+        ops = tuple((op, span(n)) for op, n in f.ops)
+        if (origin.key, ops[0][1]) in seen:
+            continue
+        seen.add((origin.key, ops[0][1]))
+        elsewhere = sorted({(_display(s.path), s.line) for _, s in ops[1:] if s.line != ops[0][1].line})
+        site = StaticHostCompute(
+            f,
+            function,
+            origin,
+            _start(f.origin, origin, span),
+            ops,
+            tuple(f"{path}:{line}" for path, line in elsewhere),
+            _condition(f.origin, span),
+            target,
+            spelling,
+            source.sha256_of(node),
         )
+        for hook in hooks:
+            out.extend(hook(site))
     return out
+
+
+def _start(host: HostOrigin, origin: Origin, spans: _Spans) -> Step:
+    """A trace's first step: the move to host, or the ``in_shardings`` that declares the argument."""
+    if host.kind == "move_to_host":
+        return Step("device_put", Role.MOVE_TO_HOST, origin.span)
+    return Step("in_shardings", Role.HOST_ARGUMENT, spans(host.declared_at))
+
+
+def _condition(host: HostOrigin, spans: _Spans) -> tuple[str, str, int] | None:
+    condition = host.condition
+    if condition is None:
+        return None
+    (test, positive), where = condition_key(condition.test), spans(condition.test)
+    return f"`{test}` is {'true' if condition.holds == positive else 'false'}", _display(where.path), where.line
 
 
 class _Spans:

@@ -32,7 +32,7 @@ def project(tmp_path: Path) -> Path:
 def test_a_second_run_reads_what_the_first_found(tmp_path):
     root = project(tmp_path)
     first = checked(root, ResultCache(root))
-    assert len(first["train.py"]) == 2
+    assert sorted(d["code"] for d in first["train.py"]) == ["OFL1200", "OFL1200", "OFL1201"]
     again = ResultCache(root)
     assert checked(root, again) == first
     assert (again.hits, again.misses) == (1, 0)  # train.py: the one file the prefilter let through
@@ -104,8 +104,8 @@ def test_an_entry_of_other_settings_or_another_tool_is_never_read(tmp_path):
 def test_a_cache_that_cannot_be_written_is_no_cache(tmp_path):
     root = project(tmp_path)
     (root / DIRECTORY).write_text("a file where the directory would be\n")
-    assert len(checked(root, ResultCache(root))["train.py"]) == 2
-    assert len(checked(root, ResultCache(root))["train.py"]) == 2
+    assert len(checked(root, ResultCache(root))["train.py"]) == 3
+    assert len(checked(root, ResultCache(root))["train.py"]) == 3
     assert (root / DIRECTORY).read_text() == "a file where the directory would be\n"
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from .helpers import LEGACY, PROPAGATION, TYPED, VERSIONS, diagnostics, found, host_compute
+from offload_fixer.static import check_source
+
+from .helpers import LEGACY, PROPAGATION, TYPED, VERSIONS, diagnostics, found, host_compute, program
 
 # --------------------------------------------------------------------------- branches on a flag
 FLAG_BRANCH = """
@@ -414,10 +416,10 @@ def test_registered_dataclass_and_named_tuple_state_keep_their_fields():
     assert found(body, TYPED) == [("OFL1200", ".moment"), ("OFL1200", ".params"), ("OFL1200", ".velocity")]
 
 
-def test_host_compute_is_reported_where_no_output_finding_names_it():
+def test_host_compute_is_reported_as_run_reports_it():
     """Adam on host moments declared host: XLA compiles it, and computes the update on the
-    host CPU (OFL1201, ``run``'s warning). Where the host value also reaches a device output,
-    that OFL1200 is the one report (its trace names the computations)."""
+    host CPU (OFL1201, ``run``'s warning). A host value computed on that also reaches a device
+    output has both findings, as ``run`` reports them: the output's error and the host compute."""
     body = """
     def step(params, mu, grads):
         mu = jax.tree.map(lambda m, g: 0.9 * m + 0.1 * g, mu, grads)
@@ -430,8 +432,44 @@ def test_host_compute_is_reported_where_no_output_finding_names_it():
     assert found(body, TYPED) == []
     assert host_compute(body) == [(3, "multiply")]
     returned = "run = jax.jit(lambda h: h * 2, in_shardings=host)"
-    assert found(returned, TYPED) == [("OFL1200", "")] and host_compute(returned) == []
+    assert found(returned, TYPED) == [("OFL1200", "")] and host_compute(returned) == [(1, "multiply")]
     moved_first = "run = jax.jit(lambda h: jax.device_put(h, dev) * 2, in_shardings=host, out_shardings=dev)"
     assert host_compute(moved_first) == []
     streamed_update = "run = jax.jit(lambda c, e: c.at[0].set(e), in_shardings=(host, dev), out_shardings=host)"
     assert host_compute(streamed_update) == []  # a dynamic-update-slice into the host buffer
+
+
+def test_a_scatter_at_an_array_index_is_host_compute():
+    """``c.at[i].set(e)`` at a constant index is a dynamic-update-slice (a memory transfer); at
+    an index that is an array it stays a scatter, which XLA runs on the host. A Python loop's
+    counter is a constant to JAX."""
+    traced = "run = jax.jit(lambda c, e, i: c.at[i].set(e), in_shardings=(host, dev, dev), out_shardings=host)"
+    assert host_compute(traced) == [(1, "scatter")]
+    unrolled = """
+    def fill(c, e):
+        for i in range(3):
+            c = c.at[i].set(e)
+        return c
+
+
+    run = jax.jit(fill, in_shardings=(host, dev), out_shardings=host)
+    """
+    assert host_compute(unrolled) == []
+
+
+def _host_compute_diagnostics(body: str) -> list:
+    result = check_source(program(body), "prog.py", target="tpu", jax_version=TYPED)
+    return [d for d in result.diagnostics if d.code == "OFL1201"]
+
+
+def test_host_compute_on_a_configuration_branch_says_when():
+    body = """
+    import sys
+    OFFLOAD = "--offload" in sys.argv
+    MOMENTS = host if OFFLOAD else dev
+
+
+    run = jax.jit(lambda m, g: 0.9 * m + g, in_shardings=(MOMENTS, dev), out_shardings=MOMENTS)
+    """
+    (warning,) = _host_compute_diagnostics(body)
+    assert warning.explanation.startswith("The value is host memory only on the branch taken when `OFFLOAD` is true")

@@ -42,3 +42,43 @@ def test_unpinned_destination_is_reported_where_it_is_written(policy):
 def test_pinned_destination_is_fine():
     policy = 'jax.checkpoint_policies.offload_dot_with_no_batch_dims("device", "pinned_host")'
     assert not check_source(TEMPLATE.format(policy=policy), "policy.py").diagnostics
+
+
+@pytest.mark.parametrize(
+    ("binding", "destination"),
+    [
+        ('DST = "unpinned_host"', "DST"),
+        ('class Config:\n    offload_dst = "unpinned_host"', "Config.offload_dst"),
+        (
+            'import dataclasses\n@dataclasses.dataclass\nclass Config:\n    offload_dst: str = "unpinned_host"\n'
+            "CONFIG = Config()",
+            "CONFIG.offload_dst",
+        ),
+    ],
+)
+def test_a_destination_held_in_a_variable_is_reported_where_the_literal_is(binding, destination):
+    policy = (
+        "jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=[], "
+        f'names_which_can_be_offloaded=["h"], offload_src="device", offload_dst={destination})'
+    )
+    source = TEMPLATE.format(policy=policy).replace("POLICY =", f"{binding}\n\n\nPOLICY =")
+    (diagnostic,) = [d for d in check_source(source, "policy.py").diagnostics if d.code == "OFL1204"]
+    line = source.splitlines()[diagnostic.span.line - 1]
+    assert line[diagnostic.span.col - 1 :].startswith('"unpinned_host"')
+
+
+@pytest.mark.parametrize(
+    "binding",
+    [
+        'DST = "unpinned_host"\nDST = "pinned_host"',  # bound twice: which one the policy sees is not told
+        'DST = "pinned_host"',
+        'def destination(DST="unpinned_host"):\n    return DST\nDST = "pinned_host"',
+    ],
+)
+def test_a_variable_destination_that_may_be_pinned_is_not_reported(binding):
+    policy = (
+        "jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=[], "
+        'names_which_can_be_offloaded=["h"], offload_src="device", offload_dst=DST)'
+    )
+    source = TEMPLATE.format(policy=policy).replace("POLICY =", f"{binding}\n\n\nPOLICY =")
+    assert not [d for d in check_source(source, "policy.py").diagnostics if d.code == "OFL1204"]
