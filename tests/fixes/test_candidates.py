@@ -95,3 +95,18 @@ def test_a_root_cause_no_candidate_fixes_is_left_with_one_line_and_the_others_st
         single.left[0][1]
         == "no other candidate plan for this root cause; host out_shardings: host out_shardings rejected"
     )
+
+
+def test_a_wider_or_other_strategy_plan_is_a_fallback_never_chosen_for_its_bytes():
+    narrow = SimpleNamespace(title="slice", strategy="device", target=SimpleNamespace(narrow=True))
+    wide = SimpleNamespace(title="whole", strategy="device", target=SimpleNamespace(narrow=False))
+    other = SimpleNamespace(title="drop the host state", strategy="host", target=SimpleNamespace(narrow=True))
+    sizes = {"slice": 900, "whole": 500, "drop the host state": 100}
+    choice = choose(
+        [[narrow, wide, other]], lambda ps: Trial(True, compiled=True, device_bytes=sizes[ps[-1].title]), measure=True
+    )
+    assert choice.plans == (narrow,) and not choice.replaced
+    failing = choose(
+        [[narrow, wide, other]], lambda ps: Trial(ps[-1] is not narrow, "no", True, sizes[ps[-1].title]), measure=True
+    )
+    assert failing.plans == (other,)
