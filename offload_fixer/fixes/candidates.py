@@ -115,7 +115,7 @@ def choose(
                     continue
                 if best is None or _better(trial, best[1]):
                     best = (plan, trial)
-                if not measure:
+                if not measure or group is not peers:  # fallbacks: the first that holds, in order
                     break
             if best is not None:
                 break
