@@ -387,14 +387,14 @@ class FixConfirmation:
             return Trial(False, "the edit changes nothing")
         if not self.compile and not import_safe(result.new_text):
             return Trial(True, detail=(result, []))  # importing it would run the program again: not lowered
-        covered = [d for p in plans for d in p.covered if d.code == codes.HOST_VALUE_DEVICE_OUTPUT]
+        # by finding, not by output: two root causes can reach one output
+        covered = {(d.function, d.output_index, d.message) for p in plans for d in p.covered}
         checks = []
         for report, call in self._calls(path):
-            fixed = {d.output_index for d in covered if d.function == report.function}
             left = [
                 d.output_index
                 for d in report.by_code(codes.HOST_VALUE_DEVICE_OUTPUT)
-                if d.output_index is not None and d.output_index not in fixed
+                if d.output_index is not None and (d.function, d.output_index, d.message) not in covered
             ]
             checks.append(
                 compile_fixed(

@@ -4,8 +4,7 @@ A plan that does not lower from the fixed source (or, with ``--confirm``, that t
 rejects) is not written; the next candidate for the same root cause is tried instead: the
 configured strategy's plan, its wider variant (a scanned stack moved whole where the function
 starts, not slice by slice), then, under ``auto``, each other strategy's plan. Where the
-compiler measured them, the valid plan that holds the fewest bytes of device memory wins
-among those that keep the same placement.
+compiler is installed, one that compiles is preferred, and its memory figures go with it.
 Checking is the caller's (``FixConfirmation`` in the CLI): this module knows no JAX.
 """
 
@@ -88,15 +87,16 @@ def choose(
     """The plans to write for one file: root cause by root cause, each candidate checked with
     the plans already chosen (the root causes not yet reached left unfixed; the last check is of
     the whole chosen set, so its figures are the fix's); the first valid one,
-    or with ``measure`` the valid one whose compiled program holds the fewest device bytes
-    (one that compiles before one that does not) among the first's peers (:func:`_peer`), the
-    others tried only when no peer holds. A root cause no candidate fixes is left, and
+    or with ``measure`` the first that compiles too (else the first that lowers). Not the one
+    holding the fewest device bytes: measured (libtpu 0.0.42.1, the fix-quality corpus), the
+    state kept host memory costs more HBM than returning it in device memory, and a small stack
+    moved whole less than slice by slice (tile padding), so bytes alone would undo the offload
+    the user declared. The figures are reported with the fix (``Trial.device_bytes``). A root cause no candidate fixes is left, and
     says why in one line."""
-    if not measure:  # every first candidate at once: one check where they all hold
-        firsts = [plans[0] for plans in options if plans]
-        whole = check(firsts) if firsts else None
-        if whole is not None and whole.ok:
-            return Choice(tuple(firsts), whole)
+    firsts = [plans[0] for plans in options if plans]
+    whole = check(firsts) if firsts else None  # every first candidate at once: one check where they all hold
+    if whole is not None and whole.ok and (whole.compiled or not measure):
+        return Choice(tuple(firsts), whole)
     accepted: list[FixPlan] = []
     last: Trial | None = None
     left: list[tuple[FixPlan, str]] = []
@@ -106,18 +106,14 @@ def choose(
             continue
         failed: list[str] = []
         best: tuple[FixPlan, Trial] | None = None
-        peers = [plan for plan in plans if _peer(plan, plans[0])]
-        for group in (peers, [plan for plan in plans if plan not in peers]):
-            for plan in group:
-                trial = check([*accepted, plan])
-                if not trial.ok:
-                    failed.append(f"{plan.title}: {trial.reason}")
-                    continue
-                if best is None or _better(trial, best[1]):
-                    best = (plan, trial)
-                if not measure or group is not peers:  # fallbacks: the first that holds, in order
-                    break
-            if best is not None:
+        for plan in plans:  # in order: the first that holds (with ``measure``, that compiles)
+            trial = check([*accepted, plan])
+            if not trial.ok:
+                failed.append(f"{plan.title}: {trial.reason}")
+                continue
+            if best is None or (trial.compiled and not best[1].compiled):
+                best = (plan, trial)
+            if not measure or trial.compiled:
                 break
         if best is None:
             count = len(plans)
@@ -134,31 +130,6 @@ def choose(
         plan, last = best
         accepted.append(plan)
         if plan is not plans[0]:
-            why = failed[0] if failed else f"it holds fewer device bytes ({_mib(last.device_bytes)})"
+            why = failed[0] if failed else "the first lowers but does not compile"
             replaced.append((plans[0], plan, why))
     return Choice(tuple(accepted), last if accepted else None, tuple(left), tuple(replaced))
-
-
-def _peer(plan: Any, first: Any) -> bool:
-    """Whether ``plan`` keeps the placement ``first`` keeps (same strategy, as narrow): only
-    such plans are compared by their figures; a wider move or another strategy's plan is a
-    fallback, tried when every peer fails. Measured (libtpu 0.0.42.1, the fix-quality corpus):
-    the state kept host memory costs more HBM than returning it in device memory, and a small
-    stack moved whole less than slice by slice (tile padding), so bytes alone would undo the
-    offload the user declared."""
-    target, other = getattr(plan, "target", None), getattr(first, "target", None)
-    return getattr(plan, "strategy", None) == getattr(first, "strategy", None) and getattr(
-        target, "narrow", True
-    ) == getattr(other, "narrow", True)
-
-
-def _better(trial: Trial, best: Trial) -> bool:
-    if trial.compiled != best.compiled:
-        return trial.compiled
-    if trial.device_bytes is None or best.device_bytes is None:
-        return False
-    return trial.device_bytes < best.device_bytes
-
-
-def _mib(n: int | None) -> str:
-    return "unmeasured" if n is None else f"{n / (1 << 20):.2f} MiB of HBM"

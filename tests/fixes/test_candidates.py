@@ -65,17 +65,13 @@ def test_a_plan_that_fails_is_replaced_by_the_next_candidate_and_says_why():
     assert checked == [["narrow move"], ["narrow move"], ["whole move"]]
 
 
-def test_with_figures_the_valid_plan_holding_fewest_device_bytes_wins():
-    plans = [_plan("a"), _plan("b"), _plan("c")]
-    sizes = {"a": 300, "b": 100, "c": None}
-    choice = choose(
-        [plans],
-        lambda ps: Trial(True, compiled=sizes[ps[-1].title] is not None, device_bytes=sizes[ps[-1].title]),
-        measure=True,
-    )
-    assert [p.title for p in choice.plans] == ["b"]
-    assert choice.trial.device_bytes == 100
-    assert "fewer device bytes" in choice.replaced[0][2]
+def test_with_the_compiler_the_first_plan_that_compiles_wins_not_the_fewest_bytes():
+    plans = [_plan("lowers only"), _plan("compiles"), _plan("compiles, fewer bytes")]
+    compiled = {"lowers only": (False, None), "compiles": (True, 300), "compiles, fewer bytes": (True, 100)}
+    choice = choose([plans], lambda ps: Trial(True, "", *compiled[ps[-1].title]), measure=True)
+    assert [p.title for p in choice.plans] == ["compiles"]
+    assert choice.trial.device_bytes == 300
+    assert choice.replaced[0][2] == "the first lowers but does not compile"
 
 
 def test_a_root_cause_no_candidate_fixes_is_left_with_one_line_and_the_others_still_go_through():
@@ -95,18 +91,3 @@ def test_a_root_cause_no_candidate_fixes_is_left_with_one_line_and_the_others_st
         single.left[0][1]
         == "no other candidate plan for this root cause; host out_shardings: host out_shardings rejected"
     )
-
-
-def test_a_wider_or_other_strategy_plan_is_a_fallback_never_chosen_for_its_bytes():
-    narrow = SimpleNamespace(title="slice", strategy="device", target=SimpleNamespace(narrow=True))
-    wide = SimpleNamespace(title="whole", strategy="device", target=SimpleNamespace(narrow=False))
-    other = SimpleNamespace(title="drop the host state", strategy="host", target=SimpleNamespace(narrow=True))
-    sizes = {"slice": 900, "whole": 500, "drop the host state": 100}
-    choice = choose(
-        [[narrow, wide, other]], lambda ps: Trial(True, compiled=True, device_bytes=sizes[ps[-1].title]), measure=True
-    )
-    assert choice.plans == (narrow,) and not choice.replaced
-    failing = choose(
-        [[narrow, wide, other]], lambda ps: Trial(ps[-1] is not narrow, "no", True, sizes[ps[-1].title]), measure=True
-    )
-    assert failing.plans == (wide,)  # fallbacks in order: the wider move before another strategy
