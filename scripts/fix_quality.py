@@ -75,6 +75,8 @@ class Row:
     """Host arguments the fixed program moves to device whole and then feeds to a loop (a
     scanned stack: one slice per step would do), so every byte of them is in HBM."""
     problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    """What choosing among the candidate plans said (another plan chosen, the fix's figures)."""
 
     @property
     def good(self) -> bool:
@@ -193,8 +195,9 @@ def _argument_kinds(text: str) -> list[str]:
 def assess(path: Path, strategies: tuple[str, ...], compilers: bool = True, show_diff: bool = False) -> list[Row]:
     """One row per strategy for the corpus program ``path`` (a copy in a scratch directory)."""
     from offload_fixer import codes
+    from offload_fixer.cli.fixing import FixConfirmation
     from offload_fixer.fixes import plan_fixes
-    from offload_fixer.fixes.apply import apply_to_source
+    from offload_fixer.fixes.candidates import candidate_plans
     from offload_fixer.runner import run_program
     from offload_fixer.xla.confirm_fixes import find_jitted, lower_fixed
     from offload_fixer.xla.oracle import module_text
@@ -214,7 +217,17 @@ def assess(path: Path, strategies: tuple[str, ...], compilers: bool = True, show
             row.why = "no OFL1200 finding"
             continue
         plans = plan_fixes(result.reports, strategy)
-        fixed = apply_to_source(str(path), path.read_bytes(), plans)
+        # as ``run --fix --confirm`` chooses: each candidate plan lowered and compiled, the fewest HBM bytes
+        alternatives = candidate_plans(
+            [d for r in result.reports for d in r.diagnostics],
+            strategy,
+            reports=result.reports,
+            eligible=lambda plan: plan.safety == "safe",
+        )
+        confirmation = FixConfirmation(result.reports, result.calls, "tpu", compile=compilers)
+        file_plans = [p for p in plans if p.path == str(path)]
+        fixed, _ = confirmation.choose_file(str(path), file_plans, False, alternatives)
+        row.notes = list(confirmation.notes)
         row.safe = sum(1 for d in findings if any(d in p.covered for p in fixed.applied))
         if fixed.error is not None:
             row.why = f"refused: {fixed.error}"

@@ -142,7 +142,7 @@ class MoveToDeviceCommand(FixCommand):
             self.report_problem(f"{function.name} is a one-line function; cannot add a statement to it")
             return
         leaves = [parse_output_path(p) for p in self.target.parameter_leaves]
-        if self._in_scan_bodies(function, name):
+        if self.target.narrow and self._in_scan_bodies(function, name):
             return
         why_whole = ""
         if leaves and all(leaves):
@@ -239,9 +239,10 @@ class MoveToDeviceCommand(FixCommand):
         """(def, parameter) when ``use`` is a plain positional argument of a call to a
         module-level ``def`` of this file: the parameter it binds."""
         for call in _calls_with_argument(node.body, use):
-            if not isinstance(call.func, cst.Name):
+            called = _called_def(call.func)
+            if called is None:
                 continue
-            helper = next((d for d in _defs(self.facts.module) if d.name.value == call.func.value), None)
+            helper = next((d for d in _defs(self.facts.module) if d.name.value == called), None)
             positional = [a for a in call.args if a.keyword is None and not a.star]
             index = next((i for i, a in enumerate(positional) if a.value is use), None)
             if helper is None or index is None or index >= len(helper.params.params):
@@ -648,6 +649,23 @@ def _is_docstring(statement: cst.BaseStatement) -> bool:
         and isinstance(statement.body[0], cst.Expr)
         and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
     )
+
+
+TRANSFORMS_KEEPING_ARGUMENTS = frozenset({"grad", "value_and_grad", "checkpoint", "remat"})
+"""Transforms whose result takes the function's own positional arguments (``jax.grad(loss)(stack,
+x)`` binds ``stack`` to ``loss``'s first parameter)."""
+
+
+def _called_def(func: cst.BaseExpression) -> str | None:
+    """The name of the function a call runs: ``f(...)``, or ``jax.grad(f)(...)`` and the other
+    transforms of :data:`TRANSFORMS_KEEPING_ARGUMENTS`."""
+    if isinstance(func, cst.Name):
+        return func.value
+    if isinstance(func, cst.Call) and last_name(func.func) in TRANSFORMS_KEEPING_ARGUMENTS and func.args:
+        first = func.args[0]
+        if first.keyword is None and not first.star and isinstance(first.value, cst.Name):
+            return first.value.value
+    return None
 
 
 def _scans_over(root: cst.CSTNode, name: str) -> list[tuple[cst.Call, cst.Name]]:

@@ -51,6 +51,9 @@ class FixTarget:
     ``in_shardings`` entry."""
     parameter_leaves: tuple[str, ...] = ()
     """Paths inside ``parameter`` of the host leaves to move (``"['mu']"``); empty: all of it."""
+    narrow: bool = True
+    """Move a stack the function only scans over slice by slice, in the scan's body; False: the
+    whole argument where the function starts (the wider plan, tried when the narrow one fails)."""
     origin_line: int | None = None
     origin_col: int | None = None
     compute_spans: tuple[tuple[int, int], ...] = ()

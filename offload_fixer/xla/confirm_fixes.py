@@ -16,6 +16,8 @@ import itertools
 import os
 import sys
 import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,78 +34,90 @@ class FixCheck:
     verdict: XlaVerdict | None = None
     located: bool = True
     """The fixed function was found and imported (else nothing was lowered)."""
+    lowered: bool = True
+    """The fixed function lowered (a refusal with ``lowered`` is the compiler's)."""
 
 
 def compile_fixed(
-    path: str, fixed_text: str, function: FunctionRef, args: tuple, kwargs: dict, target: str, compile: bool = True
+    path: str,
+    fixed_text: str,
+    function: FunctionRef,
+    args: tuple,
+    kwargs: dict,
+    target: str,
+    compile: bool = True,
+    host_outputs: Sequence[int] = (),
 ) -> FixCheck:
     """Lower ``function`` from ``fixed_text`` (the new contents of ``path``) and, with
     ``compile``, compile it. Lowering needs JAX only: a fix whose ``out_shardings`` does not
-    fit the returned pytree, or whose edit no longer traces, fails here."""
-    from offload_fixer.xla.oracle import judge
+    fit the returned pytree, or whose edit no longer traces, fails here. ``host_outputs``: the
+    outputs declared host memory before compiling (those of findings this text leaves unfixed,
+    so that XLA judges the rest, as ``--confirm`` does)."""
+    from offload_fixer.xla.confirm import with_host_output
+    from offload_fixer.xla.oracle import judge, module_text
 
+    with _imported(path, fixed_text) as module:
+        if isinstance(module, Exception):
+            return FixCheck(
+                False,
+                f"the fixed file could not be imported to compile it: {type(module).__name__}: {module}",
+                located=False,
+                lowered=False,
+            )
+        jitted = find_jitted(module, function)
+        if jitted is None:
+            return FixCheck(
+                False,
+                f"`{function.name}` is not a module-level function of the fixed file",
+                located=False,
+                lowered=False,
+            )
+        try:
+            lowered = lower_fixed(jitted, module, args, kwargs, target)
+        except Exception as exc:  # noqa: BLE001
+            return FixCheck(
+                False, f"the fixed `{function.name}` no longer lowers: {type(exc).__name__}: {exc}", lowered=False
+            )
+    if not compile:
+        return FixCheck(True, "")
+    text = module_text(lowered)
+    for index in host_outputs:
+        text = with_host_output(text, index)
+    verdict = judge(text, target)
+    if verdict.outcome == "compiled":
+        return FixCheck(True, "", verdict)
+    from offload_fixer.xla_messages import summary
+
+    said = summary(verdict.message) or verdict.outcome
+    return FixCheck(False, f"{verdict.compiler} still rejects the fixed `{function.name}`: {said}", verdict)
+
+
+def original_memory(
+    path: str, text: str, function: FunctionRef, args: tuple, kwargs: dict, target: str, host_outputs: Sequence[int]
+) -> MemoryFigures | None:
+    """The memory figures of ``function`` as ``text`` (the unfixed file) has it, with the outputs
+    error 1200 names declared host memory (the program XLA accepts unchanged, as ``--confirm``
+    compiles it): what a fix's figures are compared with. ``None`` where XLA rejects even that."""
+    check = compile_fixed(path, text, function, args, kwargs, target, host_outputs=host_outputs)
+    return check.verdict.memory if check.verdict is not None else None
+
+
+@contextmanager
+def _imported(path: str, text: str) -> Iterator[Any]:
+    """``text`` written to a temporary file beside ``path`` and imported as a fresh module
+    (its imports and relative paths resolve as the original's do); the exception instead
+    where the import fails. Removed again on exit."""
     directory = os.path.dirname(os.path.abspath(path))
     handle, temporary = tempfile.mkstemp(prefix=".offload-fixer-confirm-", suffix=".py", dir=directory)
     name = f"_offload_fixer_fixed_{next(_names)}"
     try:
         with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(fixed_text)
-        try:
-            module = _import(name, temporary, directory)
-            jitted = find_jitted(module, function)
-        except Exception as exc:  # noqa: BLE001 - the user's module may fail to import here
-            return FixCheck(
-                False, f"the fixed file could not be imported to compile it: {type(exc).__name__}: {exc}", located=False
-            )
-        if jitted is None:
-            return FixCheck(False, f"`{function.name}` is not a module-level function of the fixed file", located=False)
-        try:
-            lowered = lower_fixed(jitted, module, args, kwargs, target)
-        except Exception as exc:  # noqa: BLE001
-            return FixCheck(False, f"the fixed `{function.name}` no longer lowers: {type(exc).__name__}: {exc}")
-        if not compile:
-            return FixCheck(True, "")
-        verdict = judge(lowered, target)
-        if verdict.outcome == "compiled":
-            return FixCheck(True, "", verdict)
-        from offload_fixer.xla_messages import summary
-
-        said = summary(verdict.message) or verdict.outcome
-        return FixCheck(False, f"{verdict.compiler} still rejects the fixed `{function.name}`: {said}", verdict)
-    finally:
-        sys.modules.pop(name, None)
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-
-
-def original_memory(
-    path: str, text: str, function: FunctionRef, args: tuple, kwargs: dict, target: str, host_outputs: list[int]
-) -> MemoryFigures | None:
-    """The memory figures of ``function`` as ``text`` (the unfixed file) has it, with the outputs
-    error 1200 names declared host memory (the program XLA accepts unchanged, as ``--confirm``
-    compiles it): what a fix's figures are compared with. ``None`` where XLA rejects even that."""
-    from offload_fixer.xla.confirm import with_host_output
-    from offload_fixer.xla.oracle import judge, module_text
-
-    directory = os.path.dirname(os.path.abspath(path))
-    handle, temporary = tempfile.mkstemp(prefix=".offload-fixer-confirm-", suffix=".py", dir=directory)
-    name = f"_offload_fixer_original_{next(_names)}"
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
             out.write(text)
         try:
-            module = _import(name, temporary, directory)
-            jitted = find_jitted(module, function)
-            if jitted is None:
-                return None
-            lowered = module_text(lower_fixed(jitted, module, args, kwargs, target))
-        except Exception:  # noqa: BLE001 - no baseline is a missing figure, not an error
-            return None
-        for index in host_outputs:
-            lowered = with_host_output(lowered, index)
-        return judge(lowered, target).memory
+            module: Any = _import(name, temporary, directory)
+        except Exception as exc:  # noqa: BLE001 - the user's module may fail to import here
+            module = exc
+        yield module
     finally:
         sys.modules.pop(name, None)
         try:

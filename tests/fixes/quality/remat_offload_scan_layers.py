@@ -1,5 +1,7 @@
 """Scanned layers with a remat policy offloading each layer's input to host, and the stacked
-layer weights streamed from host memory on an 8-device mesh. The loss reads host slices."""
+layer weights streamed from host memory on an 8-device mesh. The loss reads host slices.
+Sized so that the layers, not the compilers' tile padding, decide the memory figures: 16 layers
+of 256 x 256."""
 
 import functools
 
@@ -41,8 +43,8 @@ def grad_norm(layers, x):
 
 def example():
     rng = np.random.default_rng(6)
-    layers = (rng.normal(size=(3, 8, 8)) / 3).astype(np.float32)
-    x = rng.normal(size=(4, 8)).astype(np.float32)
+    layers = (rng.normal(size=(16, 256, 256)) / 16).astype(np.float32)
+    x = rng.normal(size=(64, 256)).astype(np.float32)
     shapes = jax.tree.map(lambda v: jax.ShapeDtypeStruct(v.shape, v.dtype), (layers, x))
     compiled = grad_norm.lower(*shapes).compile()
     return compiled(jax.device_put(layers, HOST), jax.device_put(x, DEVICE))

@@ -1,0 +1,135 @@
+"""Candidate plans for each root cause, and the choice among them once each is checked.
+
+A plan that does not lower from the fixed source (or, with ``--confirm``, that the compiler
+rejects) is not written; the next candidate for the same root cause is tried instead: the
+configured strategy's plan, its wider variant (a scanned stack moved whole where the function
+starts, not slice by slice), then, under ``auto``, each other strategy's plan. Where the
+compiler is installed, one that compiles is preferred, and its memory figures go with it.
+Checking is the caller's (``FixConfirmation`` in the CLI): this module knows no JAX.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from offload_fixer.findings import root_cause_key
+from offload_fixer.fixes.planner import FixPlan, plan_fixes
+from offload_fixer.model import FIX_STRATEGIES, Diagnostic
+
+
+@dataclass(frozen=True)
+class Trial:
+    """What checking one set of plans found."""
+
+    ok: bool
+    """Every checked function lowers (and, where compiling is required, compiles)."""
+    reason: str = ""
+    """Why not; empty when ``ok``."""
+    compiled: bool = False
+    device_bytes: int | None = None
+    """HBM the compiled fixed functions hold (``MemoryFigures.device_total``, summed)."""
+    detail: Any = None
+    """The checker's own record (its verdicts, figures), handed back with the choice."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    plans: tuple[FixPlan, ...]
+    """The plans to write, one per root cause that has a valid one."""
+    trial: Trial | None
+    """The check of exactly those plans (None when there are none)."""
+    left: tuple[tuple[FixPlan, str], ...] = ()
+    """The first candidate of each root cause left unfixed, with the one line that says why."""
+    replaced: tuple[tuple[FixPlan, FixPlan, str], ...] = ()
+    """(first candidate, the one chosen instead, why) for each root cause that changed plan."""
+
+
+def candidate_plans(
+    diagnostics: Sequence[Diagnostic],
+    strategy: str,
+    jax_version: str | None = None,
+    *,
+    reports: Iterable[Any] = (),
+    texts: Mapping[str, bytes] | None = None,
+    eligible: Callable[[FixPlan], bool] = lambda plan: True,
+) -> dict[tuple[str, Any], list[FixPlan]]:
+    """Per (file, root cause), the plans to try, best first, each making edits of its own:
+    ``strategy``'s, its wider variant, and under ``auto`` the explicit strategies' (an explicit
+    strategy is never swapped for another). ``eligible``: which plans may be written at all
+    (safe ones, unsafe ones with ``--unsafe-fixes``)."""
+    reports = list(reports)
+    runs = [(strategy, True), (strategy, False)]
+    if strategy == "auto":
+        runs += [(other, narrow) for other in FIX_STRATEGIES for narrow in (True, False)]
+    found: dict[tuple[str, Any], list[FixPlan]] = {}
+    seen: dict[tuple[str, Any], list[Any]] = {}
+    for run_strategy, narrow in runs:
+        for plan in plan_fixes(
+            list(diagnostics), run_strategy, jax_version, texts=texts, reports=reports, narrow=narrow
+        ):
+            key = (plan.path, root_cause_key(plan.diagnostics[0]))
+            found.setdefault(key, [])
+            if plan.safety == "display-only" or not plan.edits or not eligible(plan):
+                continue
+            edits = seen.setdefault(key, [])
+            if plan.edits in edits:
+                continue
+            edits.append(plan.edits)
+            found[key].append(plan)
+    return found
+
+
+def choose(
+    options: Sequence[Sequence[FixPlan]], check: Callable[[Sequence[FixPlan]], Trial], measure: bool = False
+) -> Choice:
+    """The plans to write for one file: root cause by root cause, each candidate checked with
+    the plans already chosen (the root causes not yet reached left unfixed; the last check is of
+    the whole chosen set, so its figures are the fix's); the first valid one,
+    or with ``measure`` the first that compiles too (else the first that lowers). Not the one
+    holding the fewest device bytes: measured (libtpu 0.0.42.1, the fix-quality corpus), the
+    state kept host memory costs more HBM than returning it in device memory, and a small stack
+    moved whole less than slice by slice (tile padding), so bytes alone would undo the offload
+    the user declared. The figures are reported with the fix (``Trial.device_bytes``). A root cause no candidate fixes is left, and
+    says why in one line."""
+    firsts = [plans[0] for plans in options if plans]
+    whole = check(firsts) if firsts else None  # every first candidate at once: one check where they all hold
+    if whole is not None and whole.ok and (whole.compiled or not measure):
+        return Choice(tuple(firsts), whole)
+    accepted: list[FixPlan] = []
+    last: Trial | None = None
+    left: list[tuple[FixPlan, str]] = []
+    replaced: list[tuple[FixPlan, FixPlan, str]] = []
+    for plans in options:
+        if not plans:
+            continue
+        failed: list[str] = []
+        best: tuple[FixPlan, Trial] | None = None
+        for plan in plans:  # in order: the first that holds (with ``measure``, that compiles)
+            trial = check([*accepted, plan])
+            if not trial.ok:
+                failed.append(f"{plan.title}: {trial.reason}")
+                continue
+            if best is None or (trial.compiled and not best[1].compiled):
+                best = (plan, trial)
+            if not measure or trial.compiled:
+                break
+        if best is None:
+            count = len(plans)
+            left.append(
+                (
+                    plans[0],
+                    f"none of the {count} candidate plan{'s' if count != 1 else ''} for this root cause is valid: "
+                    + "; ".join(failed),
+                )
+                if count > 1
+                else (plans[0], f"no other candidate plan for this root cause; {failed[0]}")
+            )
+            continue
+        plan, last = best
+        accepted.append(plan)
+        if plan is not plans[0]:
+            why = failed[0] if failed else "the first lowers but does not compile"
+            replaced.append((plans[0], plan, why))
+    return Choice(tuple(accepted), last if accepted else None, tuple(left), tuple(replaced))

@@ -1,0 +1,93 @@
+"""Candidate plans: a plan that fails its check is replaced by the next candidate of its root
+cause, the measured choice holds the fewest device bytes, and a root cause with no valid
+candidate says why in one line. The scan-body move sees through ``jax.grad(f)(stack, x)``."""
+
+from types import SimpleNamespace
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+
+from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
+from offload_fixer.codemods.targets import FixTarget
+from offload_fixer.fixes.candidates import Trial, choose
+
+GRAD_OF_SCAN = """import jax
+import jax.numpy as jnp
+
+
+def loss_fn(layers, x):
+    def layer(h, w):
+        return jnp.tanh(h @ w), None
+
+    h, _ = jax.lax.scan(layer, x, layers)
+    return jnp.mean(h**2)
+
+
+def grad_norm(layers, x):
+    grads = jax.grad(loss_fn)(layers, x)
+    return jnp.sqrt(jnp.sum(grads**2))
+"""
+
+
+def _move(narrow: bool) -> str:
+    target = FixTarget(
+        function_name="grad_norm", function_line=13, placement="entry", parameter="layers", narrow=narrow
+    )
+    command = MoveToDeviceCommand(CodemodContext(filename="m.py"), targets=[target])
+    return command.transform_module(cst.parse_module(GRAD_OF_SCAN)).code
+
+
+def test_a_stack_scanned_under_grad_moves_slice_by_slice_and_its_wider_plan_whole():
+    narrow, wide = _move(True), _move(False)
+    assert "    def layer(h, w):\n        w = jax.device_put(w, jax.memory.Space.Device)\n" in narrow
+    assert "layers = jax.device_put" not in narrow
+    assert "    layers = jax.device_put(layers, jax.memory.Space.Device)\n    grads = jax.grad" in wide
+    assert "w = jax.device_put" not in wide
+
+
+def _plan(title):
+    return SimpleNamespace(title=title)
+
+
+def test_a_plan_that_fails_is_replaced_by_the_next_candidate_and_says_why():
+    first, second = _plan("narrow move"), _plan("whole move")
+    checked = []
+
+    def check(plans):
+        checked.append([p.title for p in plans])
+        if first in plans:
+            return Trial(False, "the fixed `f` no longer lowers: TypeError: boom")
+        return Trial(True, compiled=True, device_bytes=10)
+
+    choice = choose([[first, second]], check)
+    assert choice.plans == (second,)
+    assert choice.replaced == ((first, second, "narrow move: the fixed `f` no longer lowers: TypeError: boom"),)
+    assert checked == [["narrow move"], ["narrow move"], ["whole move"]]
+
+
+def test_with_the_compiler_the_first_plan_that_compiles_wins_not_the_fewest_bytes():
+    plans = [_plan("lowers only"), _plan("compiles"), _plan("compiles, fewer bytes")]
+    compiled = {"lowers only": (False, None), "compiles": (True, 300), "compiles, fewer bytes": (True, 100)}
+    choice = choose([plans], lambda ps: Trial(True, "", *compiled[ps[-1].title]), measure=True)
+    assert [p.title for p in choice.plans] == ["compiles"]
+    assert choice.trial.device_bytes == 300
+    assert choice.replaced[0][2] == "the first lowers but does not compile"
+
+
+def test_a_root_cause_no_candidate_fixes_is_left_with_one_line_and_the_others_still_go_through():
+    bad, also_bad, good = _plan("host out_shardings"), _plan("move at return"), _plan("other cause")
+
+    def check(plans):
+        failing = next((p for p in plans if p in (bad, also_bad)), None)
+        return Trial(False, f"{failing.title} rejected") if failing else Trial(True)
+
+    choice = choose([[bad, also_bad], [good]], check)
+    assert choice.plans == (good,)
+    ((plan, why),) = choice.left
+    assert plan is bad and "\n" not in why
+    assert why.startswith("none of the 2 candidate plans for this root cause is valid: ")
+    single = choose([[bad]], check)
+    assert (
+        single.left[0][1]
+        == "no other candidate plan for this root cause; host out_shardings: host out_shardings rejected"
+    )
