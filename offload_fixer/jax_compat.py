@@ -40,12 +40,33 @@ NEWEST_MODELLED = "0.12.0.1"
 where a user names it; an installed newer JAX is checked with these rules."""
 
 
-MEMORY_SPACE = "jax.memory.Space"
-"""JAX's enum of memory spaces (0.7.1 on, :attr:`Spelling.memory_space_api`), the one spelling
-of it in the package: the static check's names, the codemods, the fix texts, the rule
-examples and the prefilter all derive theirs from these."""
-SPACE_HOST = f"{MEMORY_SPACE}.Host"
-SPACE_DEVICE = f"{MEMORY_SPACE}.Device"
+@dataclass(frozen=True)
+class MemorySpaceApi:
+    """One spelling of JAX's enum of memory spaces, and the first release that has it."""
+
+    since: tuple[int, int, int]
+    enum: str
+    """The enum's qualified name: ``jax.memory.Space``."""
+    host_member: str = "Host"
+    device_member: str = "Device"
+
+    @property
+    def host(self) -> str:
+        """``jax.memory.Space.Host``."""
+        return f"{self.enum}.{self.host_member}"
+
+    @property
+    def device(self) -> str:
+        """``jax.memory.Space.Device``."""
+        return f"{self.enum}.{self.device_member}"
+
+
+MEMORY_SPACE_APIS: tuple[MemorySpaceApi, ...] = (MemorySpaceApi((0, 7, 1), "jax.memory.Space"),)
+"""Every spelling of JAX's memory-space enum, oldest first: the one table of it in the package.
+A version's :attr:`Spelling.memory_space` is the newest entry it has; the static check's names,
+the prefilter, the source locations and the codemods' readers know every entry, so a JAX
+release that renames the enum or a member is one more entry here and nothing else
+(``tests/test_jax_compat.py`` fakes one)."""
 
 
 class UnsupportedJaxVersion(ValueError):
@@ -143,8 +164,8 @@ class Spelling:
     """The memory kind name of device memory: ``"device"`` (``"tpu_hbm"`` before 0.4.25)."""
     host_kind: str
     """The memory kind name a host output is declared with."""
-    memory_space_api: bool
-    """``jax.device_put(x, jax.memory.Space.Device)`` exists (>= 0.7.1)."""
+    memory_space: MemorySpaceApi | None
+    """How ``jax.device_put(x, jax.memory.Space.Device)`` is spelled, if it exists (>= 0.7.1)."""
     transfer_to_memory_kind: bool
     """``jax._src.sharding_impls.TransferToMemoryKind`` exists (0.4.15 - 0.7.0)."""
     none_leaf_inherits_host: bool
@@ -153,6 +174,11 @@ class Spelling:
     """How ``jax.experimental.compute_on.compute_on`` runs code on the host CPU (none before 0.4.29)."""
     tree_map: str
     """The ``jax`` attribute path of ``tree_map``: ``tree.map`` (>= 0.4.25), else ``tree_util.tree_map``."""
+
+    @property
+    def memory_space_api(self) -> bool:
+        """The version has JAX's memory-space enum (>= 0.7.1)."""
+        return self.memory_space is not None
 
 
 def spelling(version: str | None = None) -> Spelling:
@@ -164,7 +190,7 @@ def spelling(version: str | None = None) -> Spelling:
         regime=_regime_of(v),
         device_kind=TPU_HBM if old_names else DEVICE,
         host_kind=UNPINNED_HOST if old_names else PINNED_HOST,
-        memory_space_api=v >= (0, 7, 1),
+        memory_space=next((api for api in reversed(MEMORY_SPACE_APIS) if v >= api.since), None),
         transfer_to_memory_kind=(0, 4, 15) <= v <= (0, 7, 0),
         none_leaf_inherits_host=v >= (0, 4, 29),
         host_compute=None if v < (0, 4, 29) else HostCompute.CONTEXT if v < (0, 11, 1) else HostCompute.FUNCTION,

@@ -10,7 +10,7 @@ Placements:
 * ``after_origin`` — rebind the value right after the statement that moved it to host, for
   host values that go through computation before they are returned.
 
-Spelling (``--spelling-api``): ``jax.device_put(x, jax.memory.Space.Device)`` for JAX >= 0.7.1;
+Spelling (``--jax-version``): ``jax.device_put(x, jax.memory.Space.Device)`` for JAX >= 0.7.1;
 for 0.4.25 - 0.7.0 a concrete sharding with ``memory_kind="device"``: the move to host's own
 sharding re-kinded, else the host argument's ``in_shardings`` entry re-kinded, else
 ``TransferToMemoryKind("device")`` when the file imports it, else (unsafe, single device)
@@ -41,7 +41,6 @@ from offload_fixer.codemods.pytree_source import (
 from offload_fixer.codemods.reads import Read, leaf_part, reads_of
 from offload_fixer.codemods.source_facts import TRANSFER_TO_MEMORY_KIND, FunctionInfo, Scope
 from offload_fixer.codemods.targets import FixTarget
-from offload_fixer.jax_compat import SPACE_DEVICE
 from offload_fixer.model import PathKey, format_output_path, parse_output_path
 from offload_fixer.source.bindings import last_name, target_name_nodes
 
@@ -479,8 +478,9 @@ class MoveToDeviceCommand(FixCommand):
     # ------------------------------------------------------------------ spelling
     def device_spec(self, function: FunctionInfo, scope: Scope, line: int) -> tuple[cst.BaseExpression, list[str]]:
         """The second argument of the move to device, and why it is unsafe if it is."""
-        if self.spelling.api == "memory_space":
-            return self.parse(self.jax_module() + SPACE_DEVICE.removeprefix("jax")), []
+        space = self.spelling.memory_space
+        if space is not None:
+            return self.parse(self.jax_module() + space.device.removeprefix("jax")), []
         kind, quote = self.spelling.device_kind, self.facts.quote
         sources = []
         origin = self.origin_destination(function)

@@ -460,8 +460,8 @@ def _next_steps(user_frames: list[TracebackFrame], target: str, dump: str | None
     script = next((f.path for f in user_frames if f.function == "<module>"), "script.py")
     spelling = jax_compat.spelling()
     to_device = (
-        f"jax.device_put(x, {jax_compat.SPACE_DEVICE})"
-        if spelling.memory_space_api
+        f"jax.device_put(x, {spelling.memory_space.device})"
+        if spelling.memory_space is not None
         else 'jax.device_put(x, sharding.with_memory_kind("device"))'
     )
     lines = [

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from offload_fixer import jax_compat
-from offload_fixer.codemods.targets import FixTarget, SpellingOptions
+from offload_fixer.codemods.targets import FixTarget
 from offload_fixer.codes import HOST_COMPUTE_CODES, HOST_VALUE_DEVICE_OUTPUT, UNPINNED_HOST_MEMORY
 from offload_fixer.findings import split_argument
 from offload_fixer.fixes.plan_sources import Source, in_file, same_file
@@ -51,12 +51,7 @@ def fix_target(
         origin_col=origin_span.col if origin_span else None,
         compute_spans=compute,
         output_kinds=tuple((info.path, info.memory_kind) for info in tree),
-        spelling=SpellingOptions(
-            api="memory_space" if spelling.memory_space_api else "sharding",
-            device_kind=spelling.device_kind,
-            host_kind=spelling.host_kind,
-            tree_map=spelling.tree_map,
-        ),
+        spelling=spelling,
     )
     if origin is not None and origin.kind == "host_argument" and source is not None and source.outline is not None:
         parameter = source.host_parameter(target, origin)

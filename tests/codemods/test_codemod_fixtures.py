@@ -17,15 +17,17 @@ import libcst as cst
 import pytest
 from libcst.codemod import CodemodContext
 
+from offload_fixer import jax_compat
 from offload_fixer.codemods.fix_command import FixCommand
 from offload_fixer.codemods.host_output import HostOutputCommand
 from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
 from offload_fixer.codemods.pin_host_memory import PinHostMemoryCommand
-from offload_fixer.codemods.targets import FixTarget, SpellingOptions
+from offload_fixer.codemods.targets import FixTarget
 from offload_fixer.fixes.apply import fix_to_fixpoint, split_lines
 
 FIXTURES = Path(__file__).parent / "fixtures"
-OLD_JAX = SpellingOptions(api="sharding")
+OLD_JAX = jax_compat.spelling("0.7.0")
+"""The last JAX without ``jax.memory.Space``: moves spelled with ``memory_kind=``."""
 
 
 @dataclass(frozen=True)
