@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import libcst as cst
 from libcst.codemod import CodemodCommand, CodemodContext, SkipFile
@@ -24,7 +24,7 @@ from offload_fixer.codemods.source_facts import (
     Scope,
     SourceFacts,
 )
-from offload_fixer.codemods.targets import Edit, FixTarget
+from offload_fixer.codemods.targets import Edit, FixTarget, Placement
 from offload_fixer.model import EditSafety, PathKey, parse_output_path
 from offload_fixer.source.bindings import last_name
 
@@ -50,6 +50,11 @@ class FixCommand(CodemodCommand):
     ``python -m libcst.tool codemod``, with the flags of :meth:`add_args`."""
 
     METADATA_DEPENDENCIES = (PositionProvider,)
+    STRATEGY: ClassVar[str] = "device"
+    """The fix strategy its edits carry out (``device`` or ``host``)."""
+    FIXES: ClassVar[Mapping[Placement, frozenset[str]]] = {}
+    """The placements it makes, each with the diagnostic codes an edit there fixes: the
+    planner picks a codemod by these, never by its name."""
     NEEDS_FUNCTION = True
     """False: a target may name only a line (a module-level policy's destination, say)."""
 

@@ -33,7 +33,8 @@ Every jit site of the function is edited: ``@jax.jit`` (becomes
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import ClassVar
 
 import libcst as cst
 
@@ -49,6 +50,8 @@ from offload_fixer.codemods.pytree_source import (
     returned_values,
 )
 from offload_fixer.codemods.source_facts import FunctionInfo, JitSite, Scope
+from offload_fixer.codemods.targets import Placement
+from offload_fixer.codes import HOST_VALUE_DEVICE_OUTPUT
 from offload_fixer.model import PathKey, format_output_path, parse_output_path
 
 Keys = tuple[PathKey, ...]
@@ -56,6 +59,8 @@ Keys = tuple[PathKey, ...]
 
 class HostOutputCommand(FixCommand):
     DESCRIPTION = "Declare host outputs as pinned_host memory in jax.jit's out_shardings (XLA error 1200)."
+    STRATEGY = "host"
+    FIXES: ClassVar[Mapping[Placement, frozenset[str]]] = {"out_shardings": frozenset({HOST_VALUE_DEVICE_OUTPUT})}
 
     def plan(self, function: FunctionInfo | None) -> None:
         assert function is not None, "NEEDS_FUNCTION"

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import argparse
 import keyword
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -40,7 +40,8 @@ from offload_fixer.codemods.pytree_source import (
 )
 from offload_fixer.codemods.reads import Read, leaf_part, reads_of
 from offload_fixer.codemods.source_facts import TRANSFER_TO_MEMORY_KIND, FunctionInfo, Scope
-from offload_fixer.codemods.targets import FixTarget
+from offload_fixer.codemods.targets import FixTarget, Placement
+from offload_fixer.codes import HOST_COMPUTE_CODES, HOST_VALUE_DEVICE_OUTPUT
 from offload_fixer.model import PathKey, format_output_path, parse_output_path
 from offload_fixer.source.bindings import last_name, target_name_nodes
 
@@ -55,8 +56,19 @@ AFTER_ORIGIN_REASON = (
 SINGLE_DEVICE_REASON = "no sharding in scope to derive this one from: jax.devices()[0] assumes a single-device program"
 
 
+MOVE_COVERS = frozenset({HOST_VALUE_DEVICE_OUTPUT, *HOST_COMPUTE_CODES})
+"""A move to device before the computation fixes the host compute and the output it reaches."""
+
+
 class MoveToDeviceCommand(FixCommand):
     DESCRIPTION = "Move host values back to device memory before a jitted function returns them (XLA error 1200)."
+    STRATEGY = "device"
+    FIXES: ClassVar[Mapping[Placement, frozenset[str]]] = {
+        "return": frozenset({HOST_VALUE_DEVICE_OUTPUT}),
+        "entry": MOVE_COVERS,
+        "operand": MOVE_COVERS,
+        "after_origin": MOVE_COVERS,
+    }
 
     @staticmethod
     def add_args(arg_parser: argparse.ArgumentParser) -> None:

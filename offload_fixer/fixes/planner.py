@@ -43,8 +43,14 @@ from offload_fixer.model import (
     Safety,
 )
 
-FIXABLE_CODES = (HOST_VALUE_DEVICE_OUTPUT, UNPINNED_HOST_MEMORY, *HOST_COMPUTE_CODES)
-"""Computations on a host value: fixed by moving it to device before them."""
+CODEMODS: tuple[type[FixCommand], ...] = (MoveToDeviceCommand, HostOutputCommand, PinHostMemoryCommand)
+"""Every codemod the planner may choose; each declares its strategy and, per placement, the
+codes an edit there fixes (``FixCommand.STRATEGY``, ``FixCommand.FIXES``). A new codemod is
+one more entry here."""
+CODEMOD_AT: dict[str, type[FixCommand]] = {placement: c for c in CODEMODS for placement in c.FIXES}
+"""The codemod that makes each placement."""
+FIXABLE_CODES = tuple(sorted({code for c in CODEMODS for codes in c.FIXES.values() for code in codes}))
+"""The codes some codemod fixes: the diagnostics the planner plans for."""
 
 
 @dataclass(frozen=True)
@@ -339,10 +345,6 @@ class _Group:
         )
 
 
-MOVE_COVERS = frozenset({HOST_VALUE_DEVICE_OUTPUT, *HOST_COMPUTE_CODES})
-"""A move to device before the computation fixes the host compute and the output it reaches."""
-
-
 def _parts(
     group: list[Diagnostic],
     origin: Origin | None,
@@ -361,51 +363,44 @@ def _parts(
     outs = HOST_VALUE_DEVICE_OUTPUT in codes
     auto = requested == "auto"
 
-    def at(strategy: str, codemod: type[FixCommand], placement: str, covers: Iterable[str], **changes: Any) -> _Attempt:
+    def at(placement: str, covers: Iterable[str] | None = None, **changes: Any) -> _Attempt:
+        """The edit at ``placement``, by the codemod that declares it; it fixes the codes the
+        codemod declares there unless ``covers`` says otherwise."""
+        codemod = CODEMOD_AT[placement]
         return _Attempt(
-            strategy,
+            codemod.STRATEGY,
             codemod,
             replace(target, placement=placement, **changes),  # type: ignore[arg-type]
-            frozenset(covers),
+            frozenset(codemod.FIXES[placement] if covers is None else covers),  # type: ignore[index]
         )
 
-    declare = [at("host", HostOutputCommand, "out_shardings", {HOST_VALUE_DEVICE_OUTPUT})] if outs else []
-    at_returns = [at("device", MoveToDeviceCommand, "return", {HOST_VALUE_DEVICE_OUTPUT})] if outs else []
+    declare = [at("out_shardings")] if outs else []
+    at_returns = [at("return")] if outs else []
     if kind == "host_argument":
-        entry = [at("device", MoveToDeviceCommand, "entry", MOVE_COVERS)] if target.parameter else []
+        entry = [at("entry")] if target.parameter else []
         if strategy == "host":
             return [_Part("declare", declare + (entry + at_returns if auto else []))]
         parts: list[_Part] = [_Part("move", entry + at_returns + (declare if auto else []))]
         state = state_outputs(group, target, source, tree) if requested != "device" else ()
         if state:
-            parts.append(_Part("state", [at("host", HostOutputCommand, "out_shardings", (), output_paths=state)]))
+            parts.append(_Part("state", [at("out_shardings", (), output_paths=state)]))
         return parts
     if kind is None and codes == {UNPINNED_HOST_MEMORY}:
-        return [_Part("pin", [at("host", PinHostMemoryCommand, "pin_memory", {UNPINNED_HOST_MEMORY})])]
+        return [_Part("pin", [at("pin_memory")])]
     unpinned = (
         origin is not None
         and origin.memory_kind == UNPINNED_HOST
         and target.origin_line is not None
         and spelling.regime is not jax_compat.Regime.LEGACY
     )
-    pin = (
-        [at("host", PinHostMemoryCommand, "pin_memory", {UNPINNED_HOST_MEMORY, HOST_VALUE_DEVICE_OUTPUT})]
-        if unpinned
-        else []
-    )
+    pin = [at("pin_memory", {UNPINNED_HOST_MEMORY, HOST_VALUE_DEVICE_OUTPUT})] if unpinned else []
     operand = (
-        [at("device", MoveToDeviceCommand, "operand", MOVE_COVERS)]
-        if kind == "move_to_host" and target.compute_spans and target.origin_line is not None
-        else []
+        [at("operand")] if kind == "move_to_host" and target.compute_spans and target.origin_line is not None else []
     )
-    after_origin = (
-        [at("device", MoveToDeviceCommand, "after_origin", MOVE_COVERS)]
-        if computed_on and target.origin_line is not None
-        else []
-    )
+    after_origin = [at("after_origin")] if computed_on and target.origin_line is not None else []
     parts = []
     if UNPINNED_HOST_MEMORY in codes and pin and not (outs and strategy == "host"):
-        parts.append(_Part("pin", [at("host", PinHostMemoryCommand, "pin_memory", {UNPINNED_HOST_MEMORY})]))
+        parts.append(_Part("pin", [at("pin_memory")]))
     if outs and strategy == "host":
         parts.append(_Part("declare", pin + declare + (operand + at_returns + after_origin if auto else [])))
     elif outs:
@@ -415,7 +410,6 @@ def _parts(
     return parts
 
 
-def _codemod(strategy: str, placement: str | None = None) -> type[FixCommand]:
-    if placement == "pin_memory":
-        return PinHostMemoryCommand
-    return HostOutputCommand if strategy == "host" else MoveToDeviceCommand
+def _codemod(strategy: str) -> type[FixCommand]:
+    """The first codemod of ``strategy``: what a display-only plan names."""
+    return next(c for c in CODEMODS if strategy == c.STRATEGY)
