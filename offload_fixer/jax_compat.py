@@ -11,6 +11,9 @@ Modelled up to the 0.12 line (:data:`NEWEST_MODELLED`). Everything else in the p
 this module instead of comparing versions itself, probing for a feature or importing JAX's
 private modules (``jax._src``): it is one module on purpose, so that each difference between
 JAX and jaxlib releases has one home, with the versions it covers.
+
+Over 500 lines on purpose: each difference between JAX releases has its home here, the
+version tables and the runtime shims that read them alike.
 """
 
 from __future__ import annotations

@@ -33,6 +33,9 @@ What is not intercepted:
 Caveats: ``isinstance`` checks against JAX's jitted-function type see the stand-in; each call
 of a jitted function costs a few microseconds more (its signature is computed and looked up;
 ``benchmarks/run_overhead.py`` measures it).
+
+Over 500 lines on purpose: the interception of jit (the stand-in, its signatures) and the
+running of the program share one checker and its compilation cache.
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ sharding re-kinded, else the host argument's ``in_shardings`` entry re-kinded, e
 
     python -m libcst.tool codemod move_to_device.MoveToDeviceCommand train.py \\
         --function-line 12 --output-path "[1]" --no-format
+
+Over 500 lines on purpose: one codemod, whose placements (return, entry, operand, after the
+origin) share the function being rewritten and the spelling of the move.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ jaxlib differences are detected by feature, not by version: 0.4.x binds
 ``hlo_to_stablehlo`` (which flattens the root tuple into the return) and exposes HLO
 instructions.
 
-It is one module of about 640 lines: one reading of a dump directory, from its files to the
-flat output index an instruction reaches, whose steps share the parsed modules.
+Over 500 lines on purpose: one reading of a dump directory, from its files to the flat
+output index an instruction reaches, whose steps share the parsed modules.
 """
 
 from __future__ import annotations

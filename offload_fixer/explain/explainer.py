@@ -5,6 +5,9 @@ means) with the commands that find the source. With an ``--xla_dump_to`` directo
 module that failed is found, the instruction is turned into the output it reaches, and the
 analysis (``offload_fixer.analyze``) is run on that module so the diagnosis, spans and
 fixes are the same as ``offload-fixer run`` gives.
+
+Over 500 lines on purpose: the explanation and its rendering share one dump session and
+match.
 """
 
 from __future__ import annotations

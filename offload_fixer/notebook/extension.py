@@ -15,6 +15,9 @@ Fixes are planned on the kernel's history as one program (its cells in execution
 the one that compiled -- the ``def`` in one, the ``jax.jit(..., in_shardings=...)`` in
 another -- lands there. jit objects made before the extension was loaded are not seen (load
 it first); the rest of ``run``'s limits apply (``offload_fixer/runner.py``).
+
+Over 500 lines on purpose: the magics share one kernel's history, settings and findings
+view.
 """
 
 from __future__ import annotations
