@@ -15,7 +15,7 @@ Eager operations are checked too: an eager ``x * 2`` or ``x.reshape(-1)`` compil
 JAX's own jits (``jnp.multiply``'s, or a jit of the primitive through
 ``dispatch.apply_primitive``). Each such compilation that takes or returns an array in host
 memory (other than the device's default memory) is lowered for the target and analysed like
-a user's jit, and reported at the user's line (``jax_compat.observe_compilations`` hooks
+a user's jit, and reported at the user's line (``jax_compat.tracing.observe_compilations`` hooks
 JAX's Python dispatch for this). On TPU such an operation is host compute at best, and
 error 1200 where JAX declares its result device memory.
 
@@ -100,6 +100,7 @@ class CompilationChecker:
         import jax
 
         from offload_fixer import jax_compat
+        from offload_fixer.jax_compat import tracing as jax_tracing
 
         target = normalize_target(target)
         self.target = target
@@ -115,7 +116,7 @@ class CompilationChecker:
             xla.oracle(target).spawn()  # its start-up overlaps the program's
         self.leaf_signature = LeafSignatures()
         self.tree_flatten = jax.tree_util.tree_flatten
-        self.outside_any_trace = jax_compat.trace_state_check()
+        self.outside_any_trace = jax_tracing.trace_state_check()
         self._seen: set[Any] = set()
         self._identities: dict[Any, int] = {}
         self._report_keys: set[Any] = set()
@@ -181,13 +182,13 @@ class CompilationChecker:
     ) -> None:
         """One of JAX's own jits (an eager ``jnp``/``lax`` operation) that took or returned an
         array in host memory: analysed like a user's jit, reported at the user's line."""
-        from offload_fixer import jax_compat
         from offload_fixer.analysis import analyze
+        from offload_fixer.jax_compat import tracing as jax_tracing
         from offload_fixer.model import FunctionRef
 
         if not self.active or not self.outside_any_trace() or not _is_jax_internal(fun):
             return
-        kinds = [jax_compat.host_memory_kind(v) for v in (*args_flat, *out_flat)]
+        kinds = [jax_tracing.host_memory_kind(v) for v in (*args_flat, *out_flat)]
         if not any(kinds):
             return
         where = _user_frame()
@@ -344,10 +345,10 @@ class LeafSignatures:
         import jax
         import numpy as np
 
-        from offload_fixer import jax_compat
+        from offload_fixer.jax_compat import tracing as jax_tracing
 
         self._classes = (
-            (jax_compat.tracer_class(), _tracer_signature),
+            (jax_tracing.tracer_class(), _tracer_signature),
             (jax.Array, _array_signature),
             (jax.ShapeDtypeStruct, _abstract_signature),
             ((np.ndarray, np.generic), _numpy_signature),
@@ -601,12 +602,13 @@ def run_program(
     and ``finish`` runs once they are done (``result.deferred`` is then True and the caller
     does nothing more). JAX is started first, without the plugins' start-up noise (all of
     it with ``show_start_up``) and without a TPU probe where there is no accelerator
-    (:func:`~offload_fixer.jax_compat.start_quietly`)."""
+    (:func:`~offload_fixer.jax_compat.tracing.start_quietly`)."""
     from offload_fixer import jax_compat
+    from offload_fixer.jax_compat import tracing as jax_tracing
 
     jax_compat.check_runtime_supported()
     find_program(program, is_module)
-    jax_compat.start_quietly(verbose=show_start_up)  # jax's own jits are created before the patch, on purpose
+    jax_tracing.start_quietly(verbose=show_start_up)  # jax's own jits are created before the patch, on purpose
 
     checker = CompilationChecker(target, progress, confirm=confirm)
     result = checker.result
@@ -615,7 +617,7 @@ def run_program(
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     patch = ExitStack()
     patch.enter_context(intercept_jit(checker))
-    if not patch.enter_context(jax_compat.observe_compilations(checker.check_eager)):
+    if not patch.enter_context(jax_tracing.observe_compilations(checker.check_eager)):
         checker.warn(f"eager operations are not checked under jax {jax_compat.installed_version()}")
     try:
         try:

@@ -17,6 +17,8 @@ import pytest
 from offload_fixer import jax_compat
 from offload_fixer.ir.module import frontend_attribute, load, walk_operations
 from offload_fixer.jax_compat import HostCompute, Regime, UnsupportedJaxVersion
+from offload_fixer.jax_compat import mlir as jax_mlir
+from offload_fixer.jax_compat import tracing as jax_tracing
 from tests.cli_support import in_terminal
 from tests.jax_versions import NEWEST_NAMED, TOO_NEW
 
@@ -118,34 +120,34 @@ def test_the_bindings_are_those_the_docstrings_name_for_the_installed_jaxlib():
         pytest.skip(f"jaxlib {installed} is not one of the CI's environments")
     module = jax_compat.parse_stablehlo(_lowered_text())
     argument = module.body.operations[0].regions[0].blocks[0].arguments[0]
-    computation = next(iter(jax_compat.stablehlo_to_hlo(_lowered_text()).computations()))
+    computation = next(iter(jax_mlir.stablehlo_to_hlo(_lowered_text()).computations()))
     from jaxlib.mlir import ir
 
     found = (
-        jax_compat.typed_locations(),
-        jax_compat.value_location(argument) is not None,
-        hasattr(jax_compat._mlir_bindings(), "hlo_to_stablehlo"),
-        jax_compat.hlo_instructions_of(computation) is not None,
+        jax_mlir.typed_locations(),
+        jax_mlir.value_location(argument) is not None,
+        hasattr(jax_mlir._mlir_bindings(), "hlo_to_stablehlo"),
+        jax_mlir.hlo_instructions_of(computation) is not None,
     )
     assert found == BINDINGS_BY_JAXLIB[installed]
-    assert jax_compat.typed_locations() is hasattr(ir, "NameLoc")
+    assert jax_mlir.typed_locations() is hasattr(ir, "NameLoc")
 
 
 def test_hlo_converts_back_to_stablehlo_in_jax_s_context():
-    hlo_module = jax_compat.stablehlo_to_hlo(_lowered_text())
+    hlo_module = jax_mlir.stablehlo_to_hlo(_lowered_text())
     assert "multiply" in hlo_module.to_string()
-    back = jax_compat.hlo_to_stablehlo(hlo_module)
+    back = jax_mlir.hlo_to_stablehlo(hlo_module)
     from jaxlib.mlir import ir
 
-    module = ir.Module.parse(back, context=jax_compat.make_ir_context())
+    module = ir.Module.parse(back, context=jax_mlir.make_ir_context())
     assert module.operation.verify()
-    names = jax_compat.hlo_bindings().hlo_module_from_text(hlo_module.to_string()).name
+    names = jax_mlir.hlo_bindings().hlo_module_from_text(hlo_module.to_string()).name
     assert names == hlo_module.name
 
 
 def test_each_computation_s_instructions_are_listed_where_jaxlib_lists_them():
-    for computation in jax_compat.stablehlo_to_hlo(_lowered_text()).computations():
-        instructions = jax_compat.hlo_instructions_of(computation)
+    for computation in jax_mlir.stablehlo_to_hlo(_lowered_text()).computations():
+        instructions = jax_mlir.hlo_instructions_of(computation)
         if instructions is not None:
             assert {str(i.opcode).rsplit(".", 1)[-1].removeprefix("k").lower() for i in instructions} >= {
                 "parameter",
@@ -154,17 +156,17 @@ def test_each_computation_s_instructions_are_listed_where_jaxlib_lists_them():
 
 
 def test_trace_state_and_tracers_are_seen_inside_jit_only():
-    outside_any_trace = jax_compat.trace_state_check()
+    outside_any_trace = jax_tracing.trace_state_check()
     seen = []
 
     def traced(x):
-        seen.append((outside_any_trace(), isinstance(x, jax_compat.tracer_class())))
+        seen.append((outside_any_trace(), isinstance(x, jax_tracing.tracer_class())))
         return x
 
     jax.jit(traced)(jnp.arange(3.0))
     assert seen == [(False, True)]
     assert outside_any_trace()
-    assert not isinstance(jnp.arange(3.0), jax_compat.tracer_class())
+    assert not isinstance(jnp.arange(3.0), jax_tracing.tracer_class())
 
 
 # ---------------------------------------------------------------------------------------
@@ -179,7 +181,7 @@ print("JAX_PLATFORMS", os.environ.get("JAX_PLATFORMS"), "backend", jax.default_b
 print("the program's own warning", file=sys.stderr)
 """
 needs_libtpu_without_tpu = pytest.mark.skipif(
-    importlib.util.find_spec("libtpu") is None or jax_compat.accelerator_visible(),
+    importlib.util.find_spec("libtpu") is None or jax_tracing.accelerator_visible(),
     reason="needs libtpu installed on a machine without an accelerator",
 )
 
@@ -268,6 +270,8 @@ RENAMED_MOVE = "import jax\n\n\n@jax.jit\ndef f(x):\n    return jax.device_put(x
 FAKE_RENAME = f"""
 import json, sys
 from offload_fixer import jax_compat
+from offload_fixer.jax_compat import mlir as jax_mlir
+from offload_fixer.jax_compat import tracing as jax_tracing
 jax_compat.MEMORY_SPACE_APIS = (*jax_compat.MEMORY_SPACE_APIS, {RENAMED})
 from offload_fixer.fixes import apply_plans, plan_fixes
 from offload_fixer.rules import all_rules

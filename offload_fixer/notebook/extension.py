@@ -121,13 +121,14 @@ class OffloadFixerExtension:
     def _activate(self, settings: ExtensionSettings) -> None:
         """Check compilations under ``settings`` from now on; raises before anything changes."""
         from offload_fixer import jax_compat
+        from offload_fixer.jax_compat import tracing as jax_tracing
         from offload_fixer.runner import CompilationChecker, intercept_jit
 
         try:
             jax_compat.check_runtime_supported()
         except jax_compat.UnsupportedJaxVersion as exc:
             raise UsageError(str(exc)) from exc
-        jax_compat.start_quietly()  # no TPU probe where there is none, no plugin noise under the cells
+        jax_tracing.start_quietly()  # no TPU probe where there is none, no plugin noise under the cells
         checker = _compilation_checker(CompilationChecker, settings)
         self.stop()  # the interception patches jax.jit: never twice at once
         self._stack = ExitStack()
