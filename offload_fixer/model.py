@@ -4,6 +4,9 @@ Everything here is a frozen dataclass that round-trips through JSON (``to_dict``
 ``from_dict``), so a report written by ``offload-fixer run --report`` can be read back by
 ``offload-fixer fix`` in another process, and the static check and the dynamic analysis
 speak the same language.
+
+Over 500 lines on purpose: every shared dataclass and the one JSON codec they round-trip
+through, so no stage defines its own.
 """
 
 from __future__ import annotations

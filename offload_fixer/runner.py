@@ -1,553 +1,39 @@
 """``offload-fixer run``: run a user's program unchanged and check every jit compilation it makes.
 
 The program runs in this process on the local backend (CPU is enough) with ``sys.argv`` set and
-``__name__ == "__main__"``. Before it is imported, ``jax.jit`` is replaced by a function that
-returns the real jitted object inside a thin stand-in. The stand-in delegates everything to
-the real object; on a call, ``.lower(...)`` or ``.trace(...)`` it computes the abstract
-signature of the arguments (shapes, dtypes, weak types, shardings, static values) and, the
-first time a (function, jit options, signature) triple is seen, lowers the same function for
-the accelerator with ``jitted.trace(...).lower(lowering_platforms=(platform,))`` and runs the
-analysis. JAX caches the trace, so the user's function is not traced twice. The check runs
-after the user's own operation: a failure in the tool never changes what the program does,
-and is recorded as a tool warning.
-
-Eager operations are checked too: an eager ``x * 2`` or ``x.reshape(-1)`` compiles one of
-JAX's own jits (``jnp.multiply``'s, or a jit of the primitive through
-``dispatch.apply_primitive``). Each such compilation that takes or returns an array in host
-memory (other than the device's default memory) is lowered for the target and analysed like
-a user's jit, and reported at the user's line (``jax_compat.observe_compilations`` hooks
-JAX's Python dispatch for this). On TPU such an operation is host compute at best, and
-error 1200 where JAX declares its result device memory.
-
-What is not intercepted:
-
-* jit objects created before the patch: modules imported by ``sitecustomize``/``.pth`` files,
-  or by whatever imported ``offload_fixer`` first;
-* ``jax._src.api.jit`` and whatever JAX jits on the user's behalf (``jax.eval_shape`` jits the
-  user's function internally, and that is not a compilation), and ``jax.experimental.pjit.pjit``;
-* ``jax.pmap`` and ``xmap``, and functions compiled only through ``jax.export``;
-* jitted functions called inside another trace: they are part of the outer compilation,
-  which is checked as a whole;
-* child processes (``multiprocessing``, ``subprocess``): they start without the patch.
-
-Caveats: ``isinstance`` checks against JAX's jitted-function type see the stand-in; each call
-of a jitted function costs a few microseconds more (its signature is computed and looked up;
-``benchmarks/run_overhead.py`` measures it).
+``__name__ == "__main__"``. The interception of ``jax.jit`` and the checking of each compilation are
+:mod:`offload_fixer.interception`; this module runs the program (as ``__main__``, its threads,
+its exit, its traceback without the tool's frames) around them.
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import importlib.util
-import json
 import os
 import runpy
 import sys
 import threading
 import traceback
-import types
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from offload_fixer.model import Diagnostic, Report, Span, normalize_target
-from offload_fixer.report_file import AbstractCall, abstract_arguments, read_source_bytes, report_paths
+from offload_fixer.interception import TOOL_FRAMES, CheckedJit, CompilationChecker, RunResult, intercept_jit
 
 if TYPE_CHECKING:
     from offload_fixer.console import Progress
 
-
-@dataclass
-class RunResult:
-    target: str
-    reports: list[Report] = field(default_factory=list)
-    """One per distinct (function, diagnostics); identical findings from recompilations merge."""
-    program_exit_code: int = 0
-    program_exception: str | None = None
-    """The program's own traceback (or ``SystemExit`` message), as Python would print it."""
-    tool_warnings: list[str] = field(default_factory=list)
-    checked: int = 0
-    """Distinct compilations lowered and analysed."""
-    intercepted: int = 0
-    """Calls, ``.lower`` and ``.trace`` of jitted functions that went through the stand-in."""
-    sources: dict[str, str] = field(default_factory=dict)
-    """sha256 of every source file the reports point at, taken when it was analysed."""
-    deferred: bool = False
-    """The program left threads running: ``run_program``'s ``finish`` runs once they end."""
-    interrupted: bool = False
-    """The program ended with ``KeyboardInterrupt`` (Ctrl-C)."""
-    texts: dict[str, str] = field(default_factory=dict)
-    """Those files' text as it was hashed: the report keeps the lines its findings name."""
-    calls: dict[int, AbstractCall] = field(default_factory=dict)
-    """For each report with findings (by its index), the call its fixes are lowered again with."""
-
-    @property
-    def diagnostics(self) -> list[Diagnostic]:
-        return [d for report in self.reports for d in report.diagnostics]
-
-
-# ---------------------------------------------------------------------------------------
-# Checking compilations
-class CompilationChecker:
-    """Lowers each distinct compilation once for the target and collects the reports."""
-
-    def __init__(self, target: str, progress: Progress | None = None, confirm: bool = False):
-        import jax
-
-        from offload_fixer import jax_compat
-
-        target = normalize_target(target)
-        self.target = target
-        self.progress = progress
-        self.platform = jax_compat.lowering_platform(target)
-        self.active = True
-        self.result = RunResult(target=target)
-        self.confirm = confirm
-        """Also compile each compilation with the released compiler (``--confirm``)."""
-        if confirm:
-            from offload_fixer import xla
-
-            xla.oracle(target).spawn()  # its start-up overlaps the program's
-        self.leaf_signature = LeafSignatures()
-        self.tree_flatten = jax.tree_util.tree_flatten
-        self.outside_any_trace = jax_compat.trace_state_check()
-        self._seen: set[Any] = set()
-        self._identities: dict[Any, int] = {}
-        self._report_keys: set[Any] = set()
-        self._lock = threading.RLock()
-
-    def identity(self, fun: Any, options: Any) -> int:
-        """A small number for a (function, jit options) pair, so that signatures hash fast and
-        a fresh ``jax.jit`` of the same function with the same options shares its checks."""
-        with self._lock:
-            return self._identities.setdefault((_hashable(fun), options), len(self._identities))
-
-    def observe(self, key: Any) -> bool:
-        """Count one intercepted operation; True the first time its ``key`` is seen (the
-        caller then checks that compilation). ``None``: a call inside a trace, not counted."""
-        if key is None:
-            return False
-        with self._lock:
-            self.result.intercepted += 1
-            if key in self._seen:
-                return False
-            self._seen.add(key)
-            return True
-
-    def check(self, jitted: Any, fun: Any, args: tuple, kwargs: dict, quiet: bool = False) -> None:
-        """Analyse one compilation; ``quiet`` drops tool failures (the user's own call failed
-        too, and its traceback already says why)."""
-        from offload_fixer import jax_compat
-        from offload_fixer.analysis import analyze
-        from offload_fixer.api import function_ref
-
-        with self._lock:
-            if self.progress is not None:
-                self.progress.show(
-                    f"offload-fixer: checking {_describe(fun)} for {self.target} "
-                    f"({self.result.checked} checked so far)",
-                    force=True,
-                )
-            try:
-                lowered = jax_compat.lower_for_platform(jitted, args, kwargs, self.platform)
-                report = analyze(lowered, target=self.target, function=function_ref(fun))
-                if self.confirm:
-                    from offload_fixer.xla.confirm import confirm
-
-                    report = confirm(report, lowered)
-            except Exception as exc:  # noqa: BLE001 - the tool must never break the program
-                if not quiet:
-                    self.warn(f"could not check {_describe(fun)} for {self.target}: {_one_line(exc)}")
-                return
-            finally:
-                if self.progress is not None:
-                    self.progress.clear()  # the program's own output follows on the terminal
-            self.result.checked += 1
-            # the call a fix is lowered again with before it is written
-            call = (
-                AbstractCall(fun, abstract_arguments(args), dict(kwargs))
-                if self.confirm or report.diagnostics
-                else None
-            )
-            self._add(report, call)
-
-    def check_eager(
-        self, fun: Any, args_flat: Sequence[Any], out_flat: Sequence[Any], lower: Callable[[str], Any]
-    ) -> None:
-        """One of JAX's own jits (an eager ``jnp``/``lax`` operation) that took or returned an
-        array in host memory: analysed like a user's jit, reported at the user's line."""
-        from offload_fixer import jax_compat
-        from offload_fixer.analysis import analyze
-        from offload_fixer.model import FunctionRef
-
-        if not self.active or not self.outside_any_trace() or not _is_jax_internal(fun):
-            return
-        kinds = [jax_compat.host_memory_kind(v) for v in (*args_flat, *out_flat)]
-        if not any(kinds):
-            return
-        where = _user_frame()
-        try:
-            signature = (id(getattr(fun, "__code__", fun)), tuple(_leaf_key(v) for v in args_flat), where)
-            hash(signature)
-        except TypeError:
-            signature = None
-        if not self.observe(signature):
-            return
-        name = getattr(fun, "__name__", type(fun).__name__)
-        function = FunctionRef(f"{name} (eager)", where[0] if where else None, where[1] if where else None)
-        with self._lock:
-            try:
-                lowered = lower(self.platform)
-                report = analyze(lowered, target=self.target, function=function)
-                if self.confirm:
-                    from offload_fixer.xla.confirm import confirm
-
-                    report = confirm(report, lowered)
-            except Exception as exc:  # noqa: BLE001 - the tool must never break the program
-                self.warn(f"could not check the eager {name} for {self.target}: {_one_line(exc)}")
-                return
-            self.result.checked += 1
-            self._add(_at_user_line(report, where))
-
-    def warn(self, message: str) -> None:
-        with self._lock:
-            if message not in self.result.tool_warnings:
-                self.result.tool_warnings.append(message)
-
-    def _add(self, report: Report, call: AbstractCall | None = None) -> None:
-        key: Any = (report.function, report.diagnostics)
-        try:
-            hash(key)
-        except TypeError:
-            key = json.dumps(report.to_dict(), sort_keys=True, default=str)
-        if key in self._report_keys:
-            return
-        self._report_keys.add(key)
-        if call is not None:
-            self.result.calls[len(self.result.reports)] = call
-        self.result.reports.append(report)
-        for path in report_paths(report):
-            if path not in self.result.sources:
-                data = read_source_bytes(path)
-                if data is not None:
-                    self.result.sources[path] = hashlib.sha256(data).hexdigest()
-                    self.result.texts[path] = data.decode("utf-8", "replace")
-
-
-class CheckedJit:
-    """Stands in for a ``jax.jit`` result: same behaviour, plus a check per new signature."""
-
-    def __init__(
-        self,
-        real: Any,
-        fun: Any,
-        options: Any,
-        static: tuple[tuple[int, ...], tuple[str, ...]],
-        checker: CompilationChecker,
-    ):
-        vars(self).update(
-            _real=real,
-            _fun=fun,
-            _identity=checker.identity(fun, options),
-            _static_nums=static[0],
-            _static_names=static[1],
-            _checker=checker,
-        )
-        for name in ("__name__", "__qualname__", "__doc__", "__module__"):
-            value = getattr(real, name, None)
-            if value is not None:
-                vars(self)[name] = value
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        checker = self._checker  # the fast path of _intercept, inlined: this runs every step
-        if not checker.active or not checker.outside_any_trace():
-            return self._real(*args, **kwargs)
-        if not checker.observe(self._signature(args, kwargs)):
-            return self._real(*args, **kwargs)
-        return self._run_then_check(self._real, args, kwargs)
-
-    def lower(self, *args: Any, **kwargs: Any) -> Any:
-        return self._intercept(self._real.lower, args, kwargs)
-
-    def trace(self, *args: Any, **kwargs: Any) -> Any:
-        return self._intercept(self._real.trace, args, kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        real = vars(self).get("_real")
-        if real is None:
-            raise AttributeError(name)
-        return getattr(real, name)
-
-    def __get__(self, instance: Any, owner: Any = None) -> Any:
-        return self if instance is None else types.MethodType(self, instance)
-
-    def __repr__(self) -> str:
-        return repr(self._real)
-
-    def _intercept(self, operation: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-        checker = self._checker
-        if not checker.active or not checker.outside_any_trace():
-            return operation(*args, **kwargs)
-        if not checker.observe(self._signature(args, kwargs)):
-            return operation(*args, **kwargs)
-        return self._run_then_check(operation, args, kwargs)
-
-    def _run_then_check(self, operation: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-        """The user's operation first (its result and errors are the program's), then the
-        check, which reuses JAX's cached trace."""
-        try:
-            result = operation(*args, **kwargs)
-        except Exception:
-            self._checker.check(self._real, self._fun, args, kwargs, quiet=True)
-            raise
-        self._checker.check(self._real, self._fun, args, kwargs)
-        return result
-
-    def _signature(self, args: tuple, kwargs: dict) -> Any:
-        """What makes a compilation distinct; ``None`` inside a trace (tracer arguments)."""
-        checker = self._checker
-        static: tuple = ()
-        try:
-            if self._static_nums or self._static_names:
-                positions = {i if i >= 0 else i + len(args) for i in self._static_nums}
-                static = tuple((i, _hashable(args[i])) for i in sorted(positions) if 0 <= i < len(args))
-                static += tuple((k, _hashable(kwargs[k])) for k in sorted(kwargs) if k in self._static_names)
-                args = tuple(a for i, a in enumerate(args) if i not in positions)
-                kwargs = {k: v for k, v in kwargs.items() if k not in self._static_names}
-            leaves, treedef = checker.tree_flatten((args, kwargs))
-            leaf_keys = tuple(map(checker.leaf_signature, leaves))
-        except _TracerArgument:
-            return None
-        except Exception as exc:  # noqa: BLE001 - an argument the tool does not understand: JAX will say more
-            checker.warn(f"could not compute the signature of a call to {_describe(self._fun)}: {_one_line(exc)}")
-            return None
-        return (self._identity, treedef, leaf_keys, static)
-
-
-class _TracerArgument(Exception):
-    """A tracer argument: the call is part of an enclosing trace, not a compilation."""
-
-
-class LeafSignatures:
-    """The abstract signature of one argument leaf, as jit's cache distinguishes it.
-
-    How to read a type is decided once per type: ``isinstance(x, jax.Array)`` is an ABC check,
-    too slow to repeat on every call of a jitted function.
-    """
-
-    def __init__(self) -> None:
-        import jax
-        import numpy as np
-
-        from offload_fixer import jax_compat
-
-        self._classes = (
-            (jax_compat.tracer_class(), _tracer_signature),
-            (jax.Array, _array_signature),
-            (jax.ShapeDtypeStruct, _abstract_signature),
-            ((np.ndarray, np.generic), _numpy_signature),
-        )
-        self._by_type: dict[type, Callable[[Any], Any]] = {t: type for t in (bool, int, float, complex)}
-
-    def __call__(self, leaf: Any) -> Any:
-        kind = type(leaf)
-        reader = self._by_type.get(kind)
-        if reader is None:
-            reader = next(
-                (r for classes, r in self._classes if issubclass(kind, classes)),
-                _other_signature,
-            )
-            self._by_type[kind] = reader
-        return reader(leaf)
-
-
-def _leaf_key(value: Any) -> Any:
-    aval = getattr(value, "aval", None)
-    return (type(value), aval, getattr(value, "sharding", None)) if aval is not None else (type(value), value)
-
-
-def _user_frame() -> tuple[str, int, int] | None:
-    """``(path, line, column)`` of the innermost frame of the user's program on the stack."""
-    frame: types.FrameType | None = sys._getframe(1)
-    ours = (os.path.dirname(os.path.abspath(__file__)) + os.sep, *_jax_roots())
-    while frame is not None:
-        path = os.path.abspath(frame.f_code.co_filename)
-        if not path.startswith(ours) and path not in _TOOL_FILES and not frame.f_code.co_filename.startswith("<"):
-            column = 1
-            positions = getattr(frame.f_code, "co_positions", None)
-            if positions is not None:
-                found = list(positions())[frame.f_lasti // 2] if frame.f_lasti >= 0 else None
-                if found and found[2] is not None:
-                    column = found[2] + 1
-            return path, frame.f_lineno, column
-        frame = frame.f_back
-    return None
-
-
-def _at_user_line(report: Report, where: tuple[str, int, int] | None) -> Report:
-    """An eager operation's findings point where the user wrote it (its trace has no frame
-    of the user's own otherwise)."""
-    import dataclasses
-
-    if where is None:
-        return report
-    span = Span(where[0], where[1], where[2])
-    diagnostics = tuple(
-        d if d.location is not None and d.location.path == where[0] else dataclasses.replace(d, span=span)
-        for d in report.diagnostics
-    )
-    return dataclasses.replace(report, diagnostics=diagnostics)
-
-
-def _tracer_signature(leaf: Any) -> Any:
-    raise _TracerArgument
-
-
-def _array_signature(leaf: Any) -> Any:
-    return ("array", leaf.aval, leaf.sharding if leaf.committed else None)
-
-
-def _abstract_signature(leaf: Any) -> Any:
-    return (
-        "abstract",
-        leaf.shape,
-        leaf.dtype,
-        leaf.weak_type,
-        _hashable(leaf.sharding),
-    )
-
-
-def _numpy_signature(leaf: Any) -> Any:
-    return ("numpy", leaf.shape, leaf.dtype)
-
-
-def _other_signature(leaf: Any) -> Any:
-    return ("other", type(leaf))
-
-
-def _hashable(value: Any) -> Any:
-    try:
-        hash(value)
-    except TypeError:
-        return ("unhashable", id(value), type(value).__name__)
-    return value
-
-
-def _freeze_options(args: tuple, kwargs: dict) -> Any:
-    """jit options (shardings pytrees, static/donated argnums...) as a hashable key."""
-    import jax
-
-    frozen = []
-    for name, value in [(i, v) for i, v in enumerate(args)] + sorted(kwargs.items(), key=lambda kv: str(kv[0])):
-        leaves, treedef = jax.tree_util.tree_flatten(value)
-        frozen.append((name, treedef, tuple(_hashable(leaf) for leaf in leaves)))
-    return tuple(frozen)
-
-
-def _static_arguments(fun: Any, options: dict) -> tuple[tuple[int, ...], tuple[str, ...]]:
-    """Static positions and names, each inferred from the other as ``jax.jit`` does."""
-    import inspect
-
-    nums = _as_tuple(options.get("static_argnums"))
-    names = tuple(str(n) for n in _as_tuple(options.get("static_argnames")))
-    try:
-        parameters = list(inspect.signature(fun).parameters.values())
-    except (TypeError, ValueError):
-        return nums, names
-    positional = [
-        p for p in parameters if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    ]
-    nums += tuple(i for i, p in enumerate(positional) if p.name in names and i not in nums)
-    for i in nums:
-        if -len(positional) <= i < len(positional) and positional[i].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD:
-            names += (positional[i].name,)
-    return nums, names
-
-
-def _as_tuple(value: Any) -> tuple:
-    if value is None:
-        return ()
-    if isinstance(value, (int, str)):
-        return (value,)
-    return tuple(value)
-
-
-@functools.lru_cache(maxsize=1)
-def _jax_roots() -> tuple[str, ...]:
-    import jax
-    import jaxlib
-
-    return tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (jax, jaxlib) if m.__file__ is not None)
-
-
-def _is_jax_internal(fun: Any) -> bool:
-    from offload_fixer.api import python_function
-
-    code = getattr(python_function(fun), "__code__", None)
-    return code is not None and os.path.abspath(code.co_filename).startswith(_jax_roots())
-
-
-def _called_from_jax() -> bool:
-    """JAX calling the public ``jax.jit`` on its own behalf (two frames up: past ``jit``)."""
-    return os.path.abspath(sys._getframe(2).f_code.co_filename).startswith(_jax_roots())
-
-
-def _checked_jit(real_jit: Callable[..., Any], checker: CompilationChecker) -> Callable[..., Any]:
-    from offload_fixer.api import is_jitted
-
-    @functools.wraps(real_jit)
-    def jit(*args: Any, **kwargs: Any) -> Any:
-        result = real_jit(*args, **kwargs)
-        if _called_from_jax():
-            return result
-        if not is_jitted(result):
-            if not callable(result):
-                return result
-
-            @functools.wraps(result)
-            def decorate(
-                fun: Any,
-            ) -> Any:  # ``jax.jit(static_argnums=...)`` used as a decorator
-                inner = result(fun)
-                return inner if isinstance(inner, CheckedJit) else wrap(inner, fun, (), kwargs)
-
-            return decorate
-        fun = args[0] if args else kwargs.get("fun")
-        options = {k: v for k, v in kwargs.items() if k != "fun"}
-        return wrap(result, fun, args[1:], options)
-
-    def wrap(real: Any, fun: Any, positional: tuple, options: dict) -> Any:
-        if not checker.active or _is_jax_internal(fun):
-            return real
-        return CheckedJit(
-            real,
-            fun,
-            _freeze_options(positional, options),
-            _static_arguments(fun, options),
-            checker,
-        )
-
-    return jit
-
-
-@contextmanager
-def intercept_jit(checker: CompilationChecker) -> Iterator[CompilationChecker]:
-    """Route ``jax.jit`` (and ``from jax import jit`` done inside the block) through ``checker``.
-
-    Only the public name is replaced: JAX's own modules keep the real ``jit`` (``jax.eval_shape``
-    jits the user's function internally, and that is not a compilation).
-    """
-    import jax
-
-    real_jit = jax.jit
-    jax.jit = _checked_jit(real_jit, checker)
-    try:
-        yield checker
-    finally:
-        checker.active = False
-        jax.jit = real_jit
+__all__ = [
+    "CheckedJit",
+    "CompilationChecker",
+    "ProgramNotFound",
+    "RunResult",
+    "find_program",
+    "format_user_traceback",
+    "intercept_jit",
+    "run_program",
+    "stdout_to_stderr",
+]
 
 
 # ---------------------------------------------------------------------------------------
@@ -598,12 +84,13 @@ def run_program(
     and ``finish`` runs once they are done (``result.deferred`` is then True and the caller
     does nothing more). JAX is started first, without the plugins' start-up noise (all of
     it with ``show_start_up``) and without a TPU probe where there is no accelerator
-    (:func:`~offload_fixer.jax_compat.start_quietly`)."""
+    (:func:`~offload_fixer.jax_compat.tracing.start_quietly`)."""
     from offload_fixer import jax_compat
+    from offload_fixer.jax_compat import tracing as jax_tracing
 
     jax_compat.check_runtime_supported()
     find_program(program, is_module)
-    jax_compat.start_quietly(verbose=show_start_up)  # jax's own jits are created before the patch, on purpose
+    jax_tracing.start_quietly(verbose=show_start_up)  # jax's own jits are created before the patch, on purpose
 
     checker = CompilationChecker(target, progress, confirm=confirm)
     result = checker.result
@@ -612,7 +99,7 @@ def run_program(
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     patch = ExitStack()
     patch.enter_context(intercept_jit(checker))
-    if not patch.enter_context(jax_compat.observe_compilations(checker.check_eager)):
+    if not patch.enter_context(jax_tracing.observe_compilations(checker.check_eager)):
         checker.warn(f"eager operations are not checked under jax {jax_compat.installed_version()}")
     try:
         try:
@@ -715,11 +202,7 @@ class _Ending:
         return status
 
 
-_TOOL_FILES = (
-    os.path.abspath(__file__),
-    os.path.abspath(runpy.__file__),
-    "<frozen runpy>",
-)
+_TOOL_FILES = (os.path.abspath(__file__), *TOOL_FRAMES)
 
 
 def format_user_traceback(exc: BaseException) -> str:
@@ -776,15 +259,6 @@ def stdout_to_stderr() -> Iterator[None]:
         if saved_fd is not None:
             os.dup2(saved_fd, stdout_fd)
             os.close(saved_fd)
-
-
-def _describe(fun: Any) -> str:
-    return f"jit({getattr(fun, '__name__', type(fun).__name__)})"
-
-
-def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 if __name__ == "__main__":  # ``python -m offload_fixer.runner ARGS`` is ``offload-fixer run ARGS``, nothing else

@@ -17,6 +17,8 @@ import pytest
 from offload_fixer import jax_compat
 from offload_fixer.ir.module import frontend_attribute, load, walk_operations
 from offload_fixer.jax_compat import HostCompute, Regime, UnsupportedJaxVersion
+from offload_fixer.jax_compat import mlir as jax_mlir
+from offload_fixer.jax_compat import tracing as jax_tracing
 from tests.cli_support import in_terminal
 from tests.jax_versions import NEWEST_NAMED, TOO_NEW
 
@@ -118,34 +120,34 @@ def test_the_bindings_are_those_the_docstrings_name_for_the_installed_jaxlib():
         pytest.skip(f"jaxlib {installed} is not one of the CI's environments")
     module = jax_compat.parse_stablehlo(_lowered_text())
     argument = module.body.operations[0].regions[0].blocks[0].arguments[0]
-    computation = next(iter(jax_compat.stablehlo_to_hlo(_lowered_text()).computations()))
+    computation = next(iter(jax_mlir.stablehlo_to_hlo(_lowered_text()).computations()))
     from jaxlib.mlir import ir
 
     found = (
-        jax_compat.typed_locations(),
-        jax_compat.value_location(argument) is not None,
-        hasattr(jax_compat._mlir_bindings(), "hlo_to_stablehlo"),
-        jax_compat.hlo_instructions_of(computation) is not None,
+        jax_mlir.typed_locations(),
+        jax_mlir.value_location(argument) is not None,
+        hasattr(jax_mlir._mlir_bindings(), "hlo_to_stablehlo"),
+        jax_mlir.hlo_instructions_of(computation) is not None,
     )
     assert found == BINDINGS_BY_JAXLIB[installed]
-    assert jax_compat.typed_locations() is hasattr(ir, "NameLoc")
+    assert jax_mlir.typed_locations() is hasattr(ir, "NameLoc")
 
 
 def test_hlo_converts_back_to_stablehlo_in_jax_s_context():
-    hlo_module = jax_compat.stablehlo_to_hlo(_lowered_text())
+    hlo_module = jax_mlir.stablehlo_to_hlo(_lowered_text())
     assert "multiply" in hlo_module.to_string()
-    back = jax_compat.hlo_to_stablehlo(hlo_module)
+    back = jax_mlir.hlo_to_stablehlo(hlo_module)
     from jaxlib.mlir import ir
 
-    module = ir.Module.parse(back, context=jax_compat.make_ir_context())
+    module = ir.Module.parse(back, context=jax_mlir.make_ir_context())
     assert module.operation.verify()
-    names = jax_compat.hlo_bindings().hlo_module_from_text(hlo_module.to_string()).name
+    names = jax_mlir.hlo_bindings().hlo_module_from_text(hlo_module.to_string()).name
     assert names == hlo_module.name
 
 
 def test_each_computation_s_instructions_are_listed_where_jaxlib_lists_them():
-    for computation in jax_compat.stablehlo_to_hlo(_lowered_text()).computations():
-        instructions = jax_compat.hlo_instructions_of(computation)
+    for computation in jax_mlir.stablehlo_to_hlo(_lowered_text()).computations():
+        instructions = jax_mlir.hlo_instructions_of(computation)
         if instructions is not None:
             assert {str(i.opcode).rsplit(".", 1)[-1].removeprefix("k").lower() for i in instructions} >= {
                 "parameter",
@@ -154,17 +156,17 @@ def test_each_computation_s_instructions_are_listed_where_jaxlib_lists_them():
 
 
 def test_trace_state_and_tracers_are_seen_inside_jit_only():
-    outside_any_trace = jax_compat.trace_state_check()
+    outside_any_trace = jax_tracing.trace_state_check()
     seen = []
 
     def traced(x):
-        seen.append((outside_any_trace(), isinstance(x, jax_compat.tracer_class())))
+        seen.append((outside_any_trace(), isinstance(x, jax_tracing.tracer_class())))
         return x
 
     jax.jit(traced)(jnp.arange(3.0))
     assert seen == [(False, True)]
     assert outside_any_trace()
-    assert not isinstance(jnp.arange(3.0), jax_compat.tracer_class())
+    assert not isinstance(jnp.arange(3.0), jax_tracing.tracer_class())
 
 
 # ---------------------------------------------------------------------------------------
@@ -179,7 +181,7 @@ print("JAX_PLATFORMS", os.environ.get("JAX_PLATFORMS"), "backend", jax.default_b
 print("the program's own warning", file=sys.stderr)
 """
 needs_libtpu_without_tpu = pytest.mark.skipif(
-    importlib.util.find_spec("libtpu") is None or jax_compat.accelerator_visible(),
+    importlib.util.find_spec("libtpu") is None or jax_tracing.accelerator_visible(),
     reason="needs libtpu installed on a machine without an accelerator",
 )
 
@@ -243,3 +245,93 @@ def test_the_kernel_extension_starts_jax_quietly_too(tmp_path):
     assert proc.returncode == 0 and "backend cpu" in proc.stdout, proc.stdout + proc.stderr
     for noise in ("TPU_WORKER_HOSTNAMES", "host bounds", "cudart_stub", "absl::", "Jax plugin configuration error"):
         assert noise not in proc.stdout + proc.stderr, proc.stderr
+
+
+RENAMED = "jax_compat.MemorySpaceApi((0, 12, 0), 'jax.memory.Kind', host_member='Pinned', device_member='Hbm')"
+"""A JAX release that renames ``jax.memory.Space`` and both members, as one table entry."""
+RENAMED_SOURCE = """import jax
+import jax.numpy as jnp
+from jax.sharding import SingleDeviceSharding
+
+host_sharding = SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")
+
+
+def update(params, grads, momentum):
+    momentum = 0.9 * momentum + grads
+    params = params - 0.1 * momentum
+    return params, jax.device_put(momentum, jax.memory.Kind.Pinned)
+
+
+f = jax.jit(update, in_shardings=(host_sharding, None, None))
+"""
+"""OFL1200's invalid example, written with the renamed spelling."""
+RENAMED_MOVE = "import jax\n\n\n@jax.jit\ndef f(x):\n    return jax.device_put(x, jax.memory.Kind.Pinned)\n"
+"""A file whose only host spelling is the renamed member: the prefilter decides on it alone."""
+FAKE_RENAME = f"""
+import json, sys
+from offload_fixer import jax_compat
+from offload_fixer.jax_compat import mlir as jax_mlir
+from offload_fixer.jax_compat import tracing as jax_tracing
+jax_compat.MEMORY_SPACE_APIS = (*jax_compat.MEMORY_SPACE_APIS, {RENAMED})
+from offload_fixer.fixes import apply_plans, plan_fixes
+from offload_fixer.rules import all_rules
+from offload_fixer.rules.ofl1200 import fix_options
+from offload_fixer.static import names
+from offload_fixer.static.api import check_source
+from offload_fixer.static.prefilter import may_hold_host_move
+
+path, version = sys.argv[1], "0.12.0.1"
+source = open(path).read()
+spelling = jax_compat.spelling(version)
+found = check_source(source, path, jax_version=version).diagnostics
+plans = plan_fixes(list(found), "device", version)
+fixed = apply_plans(plans, write=False)
+examples = [text for rule in all_rules() for kind in ("invalid", "valid") for text in rule.examples(kind, version)]
+print(json.dumps({{
+    "prefilter": may_hold_host_move({RENAMED_MOVE!r}),
+    "static_names": sorted(names.SPACE_HOST | names.SPACE_DEVICE),
+    "codes": [d.code for d in found],
+    "fixed": fixed[0].new_text if fixed else [(p.title, p.problems) for p in plans],
+    "fix_text": [option.description for option in fix_options(False, spelling)],
+    "examples": [text for text in examples if "jax.memory." in text],
+}}))
+"""
+
+
+def test_a_renamed_memory_space_api_is_one_entry_in_jax_compat(tmp_path):
+    """Fake a JAX release renaming ``jax.memory.Space.Host``/``.Device`` to
+    ``jax.memory.Kind.Pinned``/``.Hbm``: one more :data:`jax_compat.MEMORY_SPACE_APIS` entry, set
+    before the rest of the package is imported (in a process of its own), and nothing else.
+    The prefilter lets the renamed spelling through, the static names know both, the static
+    check finds the host output written with it, the codemod's fix, the fix text and the rule
+    examples spell the new name for that version; without the entry the file is skipped."""
+    import json
+    import subprocess
+    import sys
+
+    from offload_fixer.static import names
+    from offload_fixer.static.prefilter import may_hold_host_move
+
+    assert not may_hold_host_move(RENAMED_MOVE)  # today's table does not know the new name
+    assert "jax.memory.Kind.Pinned" not in names.SPACE_HOST
+    program = tmp_path / "renamed.py"
+    program.write_text(RENAMED_SOURCE)
+    done = subprocess.run(
+        [sys.executable, "-c", FAKE_RENAME, str(program)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert seen["prefilter"] is True
+    assert seen["static_names"] == [
+        "jax.memory.Kind.Hbm",
+        "jax.memory.Kind.Pinned",
+        "jax.memory.Space.Device",
+        "jax.memory.Space.Host",
+    ]
+    assert seen["codes"] == ["OFL1200"]
+    assert "params = jax.device_put(params, jax.memory.Kind.Hbm)\n" in seen["fixed"]
+    assert "`jax.device_put(x, jax.memory.Kind.Hbm)`" in seen["fix_text"][0]
+    assert "never `jax.memory.Kind.Pinned`" in seen["fix_text"][1]
+    assert seen["examples"]
+    for text in seen["examples"]:
+        assert "jax.memory.Kind." in text and "jax.memory.Space" not in text, text

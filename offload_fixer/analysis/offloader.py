@@ -23,6 +23,9 @@ rejects a buffer that is a device parameter. Errors are recorded in the order XL
 
 It knows nothing of Python source: findings carry MLIR operations, and
 :mod:`offload_fixer.analysis.diagnose` turns them into user-facing diagnostics.
+
+Over 500 lines on purpose: one walk, mirroring XLA's host offloader pass step by step, whose
+steps share its state.
 """
 
 from __future__ import annotations

@@ -9,6 +9,9 @@ The commands are here; what they share is beside them: :mod:`.options` (the opti
 invocation's console and outcome), :mod:`.settings` (settings and which findings are
 reported), :mod:`.checking` (what ``check`` reads), :mod:`.fixing` (``--fix``, ``--diff``,
 ``--confirm``) and :mod:`.reporting` (the report, the summary and the exit status).
+
+Over 500 lines on purpose: the click commands and their options, one decorator stack each;
+what they share is in the modules named above.
 """
 
 from __future__ import annotations

@@ -6,13 +6,14 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import libcst as cst
 from libcst.codemod import CodemodCommand, CodemodContext, SkipFile
 from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
+from offload_fixer import jax_compat
 from offload_fixer.codemods import sharding_exprs as sx
 from offload_fixer.codemods.pytree_source import child_at
 from offload_fixer.codemods.source_facts import (
@@ -23,8 +24,8 @@ from offload_fixer.codemods.source_facts import (
     Scope,
     SourceFacts,
 )
-from offload_fixer.codemods.targets import Edit, FixTarget, SpellingOptions
-from offload_fixer.model import DEVICE, PINNED_HOST, EditSafety, PathKey, parse_output_path
+from offload_fixer.codemods.targets import Edit, FixTarget, Placement
+from offload_fixer.model import EditSafety, PathKey, parse_output_path
 from offload_fixer.source.bindings import last_name
 
 Rewrite = Callable[[cst.CSTNode], cst.CSTNode]
@@ -49,6 +50,11 @@ class FixCommand(CodemodCommand):
     ``python -m libcst.tool codemod``, with the flags of :meth:`add_args`."""
 
     METADATA_DEPENDENCIES = (PositionProvider,)
+    STRATEGY: ClassVar[str] = "device"
+    """The fix strategy its edits carry out (``device`` or ``host``)."""
+    FIXES: ClassVar[Mapping[Placement, frozenset[str]]] = {}
+    """The placements it makes, each with the diagnostic codes an edit there fixes: the
+    planner picks a codemod by these, never by its name."""
     NEEDS_FUNCTION = True
     """False: a target may name only a line (a module-level policy's destination, say)."""
 
@@ -138,17 +144,10 @@ class FixCommand(CodemodCommand):
             help="a line computing on the offloaded value (--placement operand); repeatable",
         )
         arg_parser.add_argument(
-            "--spelling-api",
-            choices=["memory_space", "sharding"],
-            default="memory_space",
-            help="memory_space: jax.memory.Space.Device (JAX >= 0.7.1); sharding: memory_kind= (0.4.25-0.7.0)",
-        )
-        arg_parser.add_argument("--device-kind", default=DEVICE)
-        arg_parser.add_argument("--host-kind", default=PINNED_HOST)
-        arg_parser.add_argument(
-            "--tree-map",
-            default="tree.map",
-            help="jax.<this> maps over a tree of shardings (tree_util.tree_map before JAX 0.4.25)",
+            "--jax-version",
+            default=jax_compat.NEWEST_MODELLED,
+            type=_jax_version,
+            help="spell the fix for this JAX version (jax.memory.Space from 0.7.1, memory_kind= before)",
         )
 
     # ------------------------------------------------------------------ running
@@ -236,7 +235,7 @@ class FixCommand(CodemodCommand):
 
     # ------------------------------------------------------------------ names
     @property
-    def spelling(self) -> SpellingOptions:
+    def spelling(self) -> jax_compat.Spelling:
         return self.target.spelling
 
     def jax_module(self) -> str:
@@ -660,12 +659,7 @@ def _target_from_flags(flags: dict[str, Any]) -> FixTarget:
         origin_col=flags.get("origin_col"),
         compute_spans=tuple((line, 1) for line in flags.get("compute_line") or ()),
         output_kinds=tuple(flags.get("output_kind") or ()),
-        spelling=SpellingOptions(
-            api=flags.get("spelling_api") or "memory_space",
-            device_kind=str(flags.get("device_kind") or DEVICE),
-            host_kind=str(flags.get("host_kind") or PINNED_HOST),
-            tree_map=str(flags.get("tree_map") or "tree.map"),
-        ),
+        spelling=jax_compat.spelling(flags.get("jax_version") or jax_compat.NEWEST_MODELLED),
     )
 
 
@@ -677,6 +671,14 @@ def _line(text: str) -> int:
     if line < 1:
         raise argparse.ArgumentTypeError(f"not a line number: {text!r}")
     return line
+
+
+def _jax_version(text: str) -> str:
+    try:
+        jax_compat.check_modelled(text)
+    except jax_compat.UnsupportedJaxVersion as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+    return text
 
 
 def _pytree_path(text: str) -> str:

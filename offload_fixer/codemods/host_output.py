@@ -29,11 +29,15 @@ Every jit site of the function is edited: ``@jax.jit`` (becomes
 
     python -m libcst.tool codemod host_output.HostOutputCommand train.py \\
         --function-line 12 --output-path "[1]" --origin-line 15 --no-format
+
+Over 500 lines on purpose: one codemod, whose out_shardings forms (none, a leaf, a tree, a
+call) share the jit site being rewritten.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import ClassVar
 
 import libcst as cst
 
@@ -49,6 +53,8 @@ from offload_fixer.codemods.pytree_source import (
     structure_mismatch,
 )
 from offload_fixer.codemods.source_facts import FunctionInfo, JitSite, Scope
+from offload_fixer.codemods.targets import Placement
+from offload_fixer.codes import HOST_VALUE_DEVICE_OUTPUT
 from offload_fixer.model import PathKey, format_output_path, parse_output_path
 
 Keys = tuple[PathKey, ...]
@@ -56,6 +62,8 @@ Keys = tuple[PathKey, ...]
 
 class HostOutputCommand(FixCommand):
     DESCRIPTION = "Declare host outputs as pinned_host memory in jax.jit's out_shardings (XLA error 1200)."
+    STRATEGY = "host"
+    FIXES: ClassVar[Mapping[Placement, frozenset[str]]] = {"out_shardings": frozenset({HOST_VALUE_DEVICE_OUTPUT})}
 
     def plan(self, function: FunctionInfo | None) -> None:
         assert function is not None, "NEEDS_FUNCTION"

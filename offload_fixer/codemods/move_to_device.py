@@ -10,7 +10,7 @@ Placements:
 * ``after_origin`` — rebind the value right after the statement that moved it to host, for
   host values that go through computation before they are returned.
 
-Spelling (``--spelling-api``): ``jax.device_put(x, jax.memory.Space.Device)`` for JAX >= 0.7.1;
+Spelling (``--jax-version``): ``jax.device_put(x, jax.memory.Space.Device)`` for JAX >= 0.7.1;
 for 0.4.25 - 0.7.0 a concrete sharding with ``memory_kind="device"``: the move to host's own
 sharding re-kinded, else the host argument's ``in_shardings`` entry re-kinded, else
 ``TransferToMemoryKind("device")`` when the file imports it, else (unsafe, single device)
@@ -18,14 +18,17 @@ sharding re-kinded, else the host argument's ``in_shardings`` entry re-kinded, e
 
     python -m libcst.tool codemod move_to_device.MoveToDeviceCommand train.py \\
         --function-line 12 --output-path "[1]" --no-format
+
+Over 500 lines on purpose: one codemod, whose placements (return, entry, operand, after the
+origin) share the function being rewritten and the spelling of the move.
 """
 
 from __future__ import annotations
 
 import argparse
 import keyword
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -40,8 +43,8 @@ from offload_fixer.codemods.pytree_source import (
 )
 from offload_fixer.codemods.reads import Read, leaf_part, reads_of
 from offload_fixer.codemods.source_facts import TRANSFER_TO_MEMORY_KIND, FunctionInfo, Scope
-from offload_fixer.codemods.targets import FixTarget
-from offload_fixer.jax_compat import SPACE_DEVICE
+from offload_fixer.codemods.targets import FixTarget, Placement
+from offload_fixer.codes import HOST_COMPUTE_CODES, HOST_VALUE_DEVICE_OUTPUT
 from offload_fixer.model import PathKey, format_output_path, parse_output_path
 from offload_fixer.source.bindings import last_name, target_name_nodes
 
@@ -55,8 +58,19 @@ AFTER_ORIGIN_REASON = (
 )
 
 
+MOVE_COVERS = frozenset({HOST_VALUE_DEVICE_OUTPUT, *HOST_COMPUTE_CODES})
+"""A move to device before the computation fixes the host compute and the output it reaches."""
+
+
 class MoveToDeviceCommand(FixCommand):
     DESCRIPTION = "Move host values back to device memory before a jitted function returns them (XLA error 1200)."
+    STRATEGY = "device"
+    FIXES: ClassVar[Mapping[Placement, frozenset[str]]] = {
+        "return": frozenset({HOST_VALUE_DEVICE_OUTPUT}),
+        "entry": MOVE_COVERS,
+        "operand": MOVE_COVERS,
+        "after_origin": MOVE_COVERS,
+    }
 
     @staticmethod
     def add_args(arg_parser: argparse.ArgumentParser) -> None:
@@ -497,8 +511,9 @@ class MoveToDeviceCommand(FixCommand):
     ) -> tuple[cst.BaseExpression, list[str]] | None:
         """The second argument of the move to device, and why it is unsafe if it is; None (a
         problem reported) when no sharding fits a multi-device program."""
-        if self.spelling.api == "memory_space":
-            return self.parse(self.jax_module() + SPACE_DEVICE.removeprefix("jax")), []
+        space = self.spelling.memory_space
+        if space is not None:
+            return self.parse(self.jax_module() + space.device.removeprefix("jax")), []
         kind, quote = self.spelling.device_kind, self.facts.quote
         sources = []
         origin = self.origin_destination(function)

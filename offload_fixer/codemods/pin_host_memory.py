@@ -16,10 +16,15 @@ at module level: no function is needed then.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import ClassVar
+
 import libcst as cst
 
 from offload_fixer.codemods.fix_command import FixCommand
 from offload_fixer.codemods.source_facts import FunctionInfo
+from offload_fixer.codemods.targets import Placement
+from offload_fixer.codes import UNPINNED_HOST_MEMORY
 from offload_fixer.model import PINNED_HOST as PINNED
 from offload_fixer.model import UNPINNED_HOST as UNPINNED
 from offload_fixer.source.offload_policies import policy_destinations
@@ -29,6 +34,8 @@ SHARED_REASON = "the sharding variable is used elsewhere too: every use moves to
 
 class PinHostMemoryCommand(FixCommand):
     DESCRIPTION = "Use memory_kind='pinned_host' where a move to host or an offload policy says 'unpinned_host'."
+    STRATEGY = "host"
+    FIXES: ClassVar[Mapping[Placement, frozenset[str]]] = {"pin_memory": frozenset({UNPINNED_HOST_MEMORY})}
     NEEDS_FUNCTION = False
 
     def plan(self, function: FunctionInfo | None) -> None:

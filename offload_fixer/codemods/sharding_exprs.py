@@ -16,11 +16,19 @@ from offload_fixer.codemods.source_facts import (
     TRANSFER_TO_MEMORY_KIND,
     Aliases,
 )
+from offload_fixer.jax_compat import MEMORY_SPACE_APIS
 from offload_fixer.model import DEVICE, PINNED_HOST
 from offload_fixer.model import DEVICE_KINDS as DEVICE_KINDS  # the codemods read them from here
 from offload_fixer.model import HOST_KINDS as HOST_KINDS
 from offload_fixer.source.bindings import dotted_name, last_name
 
+SPACE_ENUMS = frozenset(api.enum.rsplit(".", 1)[-1] for api in MEMORY_SPACE_APIS)
+"""``Space``: the last name of every spelling of JAX's memory-space enum."""
+SPACE_MEMBERS = {
+    **{api.device_member: DEVICE for api in MEMORY_SPACE_APIS},
+    **{api.host_member: PINNED_HOST for api in MEMORY_SPACE_APIS},
+}
+"""``Device`` and ``Host`` (every spelling of them): the memory kinds the members stand for."""
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.SimpleString, cst.ConcatenatedString)
 
 
@@ -41,7 +49,7 @@ def keyword(call: cst.Call, name: str) -> cst.Arg | None:
 def memory_kind_literal(expr: cst.BaseExpression) -> str | None:
     """The memory kind an expression spells out, or None when it does not say."""
     if is_memory_space(expr):
-        return {"Device": DEVICE, "Host": PINNED_HOST}.get(last_name(expr) or "")
+        return SPACE_MEMBERS.get(last_name(expr) or "")
     if not isinstance(expr, cst.Call):
         return None
     kind_arg = keyword(expr, "memory_kind")
@@ -58,7 +66,7 @@ def memory_kind_literal(expr: cst.BaseExpression) -> str | None:
 
 def is_memory_space(expr: cst.BaseExpression) -> bool:
     parts = (dotted_name(expr) or "").split(".")
-    return len(parts) >= 2 and parts[-2] == "Space"
+    return len(parts) >= 2 and parts[-2] in SPACE_ENUMS
 
 
 def is_transfer_to_memory_kind(expr: cst.BaseExpression) -> bool:

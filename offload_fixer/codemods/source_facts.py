@@ -5,6 +5,9 @@ parameters and bindings, every ``jax.jit`` site and every ``device_put`` call.
 Each scope's bindings come from the collector the static check uses too
 (:mod:`offload_fixer.source.bindings`), read with their lines; imports resolve a name to
 what it stands for through the same import bindings.
+
+Over 500 lines on purpose: one walk over a module, and the facts it fills, read by every
+codemod.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Plain targets for the codemods: line numbers, pytree paths and spelling choices.
+"""Plain targets for the codemods: line numbers, pytree paths and the JAX version's spelling
+(:class:`offload_fixer.jax_compat.Spelling`, taken as it is).
 
 Nothing here knows about MLIR or imports JAX: the planner in ``offload_fixer.fixes`` turns a
 diagnostic into a :class:`FixTarget`, and ``python -m libcst.tool codemod`` builds the same
@@ -7,28 +8,14 @@ target from command-line flags.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Literal
 
-from offload_fixer.model import DEVICE, PINNED_HOST, EditSafety
+from offload_fixer import jax_compat
+from offload_fixer.model import EditSafety
 
 Placement = Literal["return", "entry", "after_origin", "operand", "out_shardings", "pin_memory"]
-SpellingApi = Literal["memory_space", "sharding"]
-
-
-@dataclass(frozen=True)
-class SpellingOptions:
-    """How the target JAX version spells a move to device and a host memory kind.
-
-    ``memory_space``: ``jax.device_put(x, jax.memory.Space.Device)`` (JAX >= 0.7.1);
-    ``sharding``: a concrete sharding with ``memory_kind=device_kind`` (0.4.25 - 0.7.0).
-    """
-
-    api: SpellingApi = "memory_space"
-    device_kind: str = DEVICE
-    host_kind: str = PINNED_HOST
-    tree_map: str = "tree.map"
-    """``jax.<tree_map>``: ``tree.map`` from JAX 0.4.25, ``tree_util.tree_map`` before."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +48,10 @@ class FixTarget:
     output_kinds: tuple[tuple[str, str], ...] = ()
     """Every flat output of the function as (pytree path, memory kind), when known: the
     structure ``out_shardings`` must mirror and which outputs are host memory already."""
-    spelling: SpellingOptions = field(default_factory=SpellingOptions)
+    spelling: jax_compat.Spelling = field(
+        default_factory=functools.partial(jax_compat.spelling, jax_compat.NEWEST_MODELLED)
+    )
+    """How the target JAX version spells the fix; default: the newest modelled."""
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ jaxlib differences are detected by feature, not by version: 0.4.x binds
 ``hlo_to_stablehlo`` (which flattens the root tuple into the return) and exposes HLO
 instructions.
 
-It is one module of about 640 lines: one reading of a dump directory, from its files to the
-flat output index an instruction reaches, whose steps share the parsed modules.
+Over 500 lines on purpose: one reading of a dump directory, from its files to the flat
+output index an instruction reaches, whose steps share the parsed modules.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from typing import Any, Literal
 
 from jaxlib.mlir import ir
 
-from offload_fixer import jax_compat
 from offload_fixer.ir.locations import decode
 from offload_fixer.ir.module import (
     SHARDING_TARGETS,
@@ -40,6 +39,7 @@ from offload_fixer.ir.module import (
     tuple_index,
     walk_operations,
 )
+from offload_fixer.jax_compat import mlir as jax_mlir
 from offload_fixer.model import (
     DEVICE,
     HOST_KINDS,
@@ -266,7 +266,7 @@ class LoadedModule:
     def hlo_module(self) -> Any:
         """An ``HloModule``: the dumped text or proto, else XLA's conversion of the StableHLO
         (the converter XLA itself runs, so the names match a run with the same jaxlib)."""
-        api = jax_compat.hlo_bindings()
+        api = jax_mlir.hlo_bindings()
         if self.dumped.hlo_text:
             text = _read_text(self.dumped.hlo_text)
             return _checked(lambda: api.hlo_module_from_text(text), self.dumped.hlo_text)
@@ -275,7 +275,7 @@ class LoadedModule:
         path = self.dumped.jax_mlir or self.dumped.xla_mlir
         assert path is not None
         text = _read_text(path)
-        return _checked(lambda: jax_compat.stablehlo_to_hlo(text), path)
+        return _checked(lambda: jax_mlir.stablehlo_to_hlo(text), path)
 
     @cached_property
     def hlo_text(self) -> str:
@@ -292,21 +292,19 @@ class LoadedModule:
     def _names_module(self) -> ir.Module:
         """The HLO converted to StableHLO without metadata: every op's location is then its
         HLO instruction name, which is how a name is found without reading any text."""
-        api = jax_compat.hlo_bindings()
+        api = jax_mlir.hlo_bindings()
         options = api.HloPrintOptions()
         options.print_metadata = False
         bare = api.hlo_module_from_text(self.hlo_module.to_string(options))
         return self._hlo_as_stablehlo(bare)
 
     def _hlo_as_stablehlo(self, hlo_module: Any) -> ir.Module:
-        return ir.Module.parse(jax_compat.hlo_to_stablehlo(hlo_module), context=self._context)
+        return ir.Module.parse(jax_mlir.hlo_to_stablehlo(hlo_module), context=self._context)
 
     @cached_property
     def _entry_memory_spaces(self) -> tuple[list[int | None], list[int | None]]:
         """Memory space of each entry parameter and result (``S(5)`` is host)."""
-        shape = (
-            jax_compat.hlo_bindings().XlaComputation(self.hlo_module.as_serialized_hlo_module_proto()).program_shape()
-        )
+        shape = jax_mlir.hlo_bindings().XlaComputation(self.hlo_module.as_serialized_hlo_module_proto()).program_shape()
         params = [_memory_space(s) for s in shape.parameter_shapes()]
         result = shape.result_shape()
         results = [_memory_space(s) for s in (result.tuple_shapes() if result.is_tuple() else [result])]
@@ -356,7 +354,7 @@ class LoadedModule:
         """jaxlib >= 0.5 turns the root tuple into the return's operands; its name is then
         only in the HLO, whose instructions those bindings expose."""
         for computation in self.hlo_module.computations():
-            instructions = jax_compat.hlo_instructions_of(computation)
+            instructions = jax_mlir.hlo_instructions_of(computation)
             if instructions is None:
                 return False
             for hlo in instructions:
@@ -394,7 +392,7 @@ def _starting_values(
                 return [(op.result, (position,)) for position in host]
             return [(result, ()) for result in op.results] if host else []
     for argument in main.regions[0].blocks[0].arguments:
-        location = jax_compat.value_location(argument)
+        location = jax_mlir.value_location(argument)
         if location is not None and decode(location).name == instruction:
             return [(argument, ())] if _argument_number(argument) in host_arguments else []
     return None
@@ -582,7 +580,7 @@ def _memory_space(shape: Any) -> int | None:
 
 def _module_from_proto(data: bytes, path: str) -> Any:
     """XLA dumps an ``HloProto`` (the module is its field 1); accept a bare module too."""
-    api = jax_compat.hlo_bindings()
+    api = jax_mlir.hlo_bindings()
     wrapped = _length_delimited_field(data, 1)
     for candidate in (wrapped, data):
         if candidate is None:

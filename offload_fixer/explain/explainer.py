@@ -5,6 +5,9 @@ means) with the commands that find the source. With an ``--xla_dump_to`` directo
 module that failed is found, the instruction is turned into the output it reaches, and the
 analysis (``offload_fixer.analyze``) is run on that module so the diagnosis, spans and
 fixes are the same as ``offload-fixer run`` gives.
+
+Over 500 lines on purpose: the explanation and its rendering share one dump session and
+match.
 """
 
 from __future__ import annotations
@@ -460,8 +463,8 @@ def _next_steps(user_frames: list[TracebackFrame], target: str, dump: str | None
     script = next((f.path for f in user_frames if f.function == "<module>"), "script.py")
     spelling = jax_compat.spelling()
     to_device = (
-        f"jax.device_put(x, {jax_compat.SPACE_DEVICE})"
-        if spelling.memory_space_api
+        f"jax.device_put(x, {spelling.memory_space.device})"
+        if spelling.memory_space is not None
         else 'jax.device_put(x, sharding.with_memory_kind("device"))'
     )
     lines = [

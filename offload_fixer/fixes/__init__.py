@@ -19,10 +19,10 @@ from offload_fixer.fixes.errors import (
     SourceReadError,
     SourceSyntaxError,
 )
+from offload_fixer.fixes.plan_words import choose_strategy
 from offload_fixer.fixes.planner import (
     FIXABLE_CODES,
     FixPlan,
-    choose_strategy,
     fix_options,
     plan_alternatives,
     plan_fixes,

@@ -39,7 +39,8 @@ from offload_fixer.fixes.errors import (
     SourceSyntaxError,
 )
 from offload_fixer.fixes.excerpt import Excerpt, FileOutline
-from offload_fixer.fixes.planner import FixPlan, Job
+from offload_fixer.fixes.plan_sources import Job
+from offload_fixer.fixes.planner import FixPlan
 from offload_fixer.fixes.source_io import check_fresh, decode_source_with_encoding, read_source
 from offload_fixer.fixes.splice import restore
 from offload_fixer.interrupts import uninterrupted

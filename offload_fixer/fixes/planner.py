@@ -9,106 +9,48 @@ order of preference against the file (a dry run of its codemod), so the plan's e
 safety, the diagnostics it fixes and the reasons an edit is not possible are known before
 anything is written. See ``README.md`` in this package for the rules and the safety labels.
 
-It is one module of about 850 lines on purpose: the parts, attempts and dry runs of a plan
-share one group's state (its target, its source file cut into statements, its places), and
-split apart they would pass that state back and forth. Its sections: the plans, the
-strategy, groups and parts, reading diagnostics, the source files.
+Its neighbours: the words of a plan (rationale, notes, titles) in ``plan_words``, the
+diagnostics read into a target in ``plan_targets``, the source files and dry runs in
+``plan_sources``. This module groups the diagnostics, chooses the parts and runs them.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
-
-import libcst as cst
-from libcst.codemod import CodemodContext
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from offload_fixer import jax_compat
 from offload_fixer.codemods.fix_command import FixCommand
 from offload_fixer.codemods.host_output import HostOutputCommand
 from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
 from offload_fixer.codemods.pin_host_memory import PinHostMemoryCommand
-from offload_fixer.codemods.pytree_source import literal_paths, locate, returned_values
-from offload_fixer.codemods.source_facts import FunctionInfo, SourceFacts
-from offload_fixer.codemods.targets import Edit, FixTarget, SpellingOptions
+from offload_fixer.codemods.targets import Edit, FixTarget
 from offload_fixer.codes import HOST_COMPUTE_CODES, HOST_VALUE_DEVICE_OUTPUT, UNPINNED_HOST_MEMORY
-from offload_fixer.findings import origin_key, root_cause_key, source_path, split_argument
-from offload_fixer.fixes.errors import FixError
-from offload_fixer.fixes.excerpt import FileOutline
-from offload_fixer.fixes.source_io import decode_source, read_source, sha256_of
+from offload_fixer.findings import origin_key, root_cause_key, source_path
+from offload_fixer.fixes.plan_sources import Job, Source, Sources
+from offload_fixer.fixes.plan_targets import fix_target, host_computed, state_outputs
+from offload_fixer.fixes.plan_words import NONE_LEAF_NOTE, PART_WORDS, choose_strategy, placer, title
 from offload_fixer.model import (
     FIX_STRATEGIES,
-    HOST_KINDS,
     STRATEGIES,
     UNPINNED_HOST,
     Diagnostic,
     FixOption,
     Origin,
     OutputInfo,
-    PathKey,
     Report,
-    Role,
     Safety,
-    Span,
-    format_output_path,
-    parse_output_path,
 )
 
-FIXABLE_CODES = (HOST_VALUE_DEVICE_OUTPUT, UNPINNED_HOST_MEMORY, *HOST_COMPUTE_CODES)
-"""Computations on a host value: fixed by moving it to device before them."""
-Job = tuple[type[FixCommand], FixTarget]
-"""One edit to make: the codemod (a :class:`FixCommand` class) and its target."""
-
-RATIONALE = {
-    "move_to_host": (
-        "host",
-        (
-            "your code moved this value to host on purpose (offloaded state): keep it there "
-            "and declare the output as host memory"
-        ),
-    ),
-    "host_argument": (
-        "device",
-        (
-            "the argument is streamed from host by in_shardings: moving it to device where the function "
-            "reads it fixes every output it reaches, and the state it becomes stays declared host memory"
-        ),
-    ),
-    "offload_policy": (
-        "device",
-        (
-            "these are residuals a remat offload policy put on host for the backward pass; "
-            "returning them is incidental, so move them back to device"
-        ),
-    ),
-    "host_compute": (
-        "device",
-        ("the value was computed on host (compute_on); return it in device memory like the function's other results"),
-    ),
-    None: ("device", "the origin of the host value is unknown: move it back to device where it is returned"),
-}
-COMPUTED_ON_RATIONALE = (
-    "the offloaded value is computed on before it is returned, which XLA would run on the host CPU: "
-    "move it back to device where it is computed on, so the result is a device value like the output"
-)
-STREAMED_PASS_THROUGH_RATIONALE = (
-    "the streamed argument reaches the output without being computed on: declare that output host "
-    "memory, so the state that enters as host leaves as host"
-)
-STREAMED_HOST_NOTE = (
-    "declaring the outputs computed from a streamed argument host memory would leave that computation "
-    "to the host CPU, which the released TPU compiler rejects or aborts on (libtpu 0.0.42.1 and 0.0.50.1: "
-    "an async-start shape mismatch, a failed check in hlo_host_compute_alias_assigner; moved to device "
-    "first, a donated device parameter declared host is an unimplemented HBM-to-HBM DMA); the argument is "
-    "moved to device for the computation instead, and the state returned stays host memory"
-)
-NONE_LEAF_NOTE = (
-    "JAX {version} (< 0.4.29): a None out_shardings leaf never inherits host memory, so the host "
-    "output gets an explicit sharding; the other outputs keep None, which means what it meant before"
-)
+CODEMODS: tuple[type[FixCommand], ...] = (MoveToDeviceCommand, HostOutputCommand, PinHostMemoryCommand)
+"""Every codemod the planner may choose; each declares its strategy and, per placement, the
+codes an edit there fixes (``FixCommand.STRATEGY``, ``FixCommand.FIXES``). A new codemod is
+one more entry here."""
+CODEMOD_AT: dict[str, type[FixCommand]] = {placement: c for c in CODEMODS for placement in c.FIXES}
+"""The codemod that makes each placement."""
+FIXABLE_CODES = tuple(sorted({code for c in CODEMODS for codes in c.FIXES.values() for code in codes}))
+"""The codes some codemod fixes: the diagnostics the planner plans for."""
 
 
 @dataclass(frozen=True)
@@ -200,7 +142,7 @@ def plan_fixes(
         for d in report.diagnostics:
             outputs.setdefault(d, report.outputs)
     spelling = jax_compat.spelling(jax_version)
-    sources = _Sources(texts or {})
+    sources = Sources(texts or {})
     groups: dict[tuple[Any, ...], list[Diagnostic]] = {}
     for diagnostic in items:
         if diagnostic.code in FIXABLE_CODES:
@@ -215,7 +157,7 @@ def plan_fixes(
                 first_attempts.setdefault((group.source.path, attempt.codemod), []).append(attempt.target)
     for (path, codemod), targets in first_attempts.items():
         sources.get(path).prefetch(codemod, list(dict.fromkeys(targets)))
-    return [group.plan(spelling, _placer(group.base["path"], places or {})) for group in prepared]
+    return [group.plan(spelling, placer(group.base["path"], places or {})) for group in prepared]
 
 
 def plan_alternatives(
@@ -269,26 +211,6 @@ def fix_options(
 
 
 # ---------------------------------------------------------------------------------------
-# Strategy
-def choose_strategy(
-    origin: Origin | None, requested: str, spelling: jax_compat.Spelling, computed_on: bool = False
-) -> tuple[str, str]:
-    """(strategy, why) for a root cause. ``computed_on``: the host value goes through host
-    compute before it is returned (host-compute steps, OFL1201/OFL1206)."""
-    del spelling  # every version takes the same rule (see the README)
-    kind = origin.kind if origin is not None else None
-    if kind == "host_argument" and computed_on and requested != "device":
-        return "device", RATIONALE["host_argument"][1] + ("" if requested == "auto" else f"; {STREAMED_HOST_NOTE}")
-    if requested != "auto":
-        return requested, f"strategy {requested} was requested"
-    if kind == "host_argument":
-        return "host", STREAMED_PASS_THROUGH_RATIONALE
-    if kind == "move_to_host" and computed_on:
-        return "device", COMPUTED_ON_RATIONALE
-    return RATIONALE.get(kind, RATIONALE[None])
-
-
-# ---------------------------------------------------------------------------------------
 # Groups, parts, attempts
 @dataclass(frozen=True)
 class _Attempt:
@@ -314,7 +236,7 @@ class _Group:
     rationale: str
     target: FixTarget
     parts: list[_Part]
-    source: _Source | None
+    source: Source | None
     base: dict[str, Any]
 
     @classmethod
@@ -323,14 +245,14 @@ class _Group:
         group: list[Diagnostic],
         requested: str,
         spelling: jax_compat.Spelling,
-        sources: _Sources,
+        sources: Sources,
         outputs: Mapping[Diagnostic, tuple[OutputInfo, ...]],
         narrow: bool = True,
     ) -> _Group:
         first = group[0]
         origin = next((d.origin for d in group if d.origin is not None), None)
         path = source_path(first)
-        computed_on = _computed_on(group)
+        computed_on = host_computed(group)
         strategy, rationale = choose_strategy(origin, requested, spelling, computed_on)
         notes = (NONE_LEAF_NOTE.format(version=spelling.version),) if not spelling.none_leaf_inherits_host else ()
         source = sources.get(path) if path else None
@@ -344,7 +266,7 @@ class _Group:
             "source_sha256": sha,
             "notes": notes,
         }
-        target = replace(_target(group, path, spelling, source, tree), narrow=narrow)
+        target = replace(fix_target(group, path, spelling, source, tree), narrow=narrow)
         parts = [
             part
             for part in _parts(group, origin, target, strategy, requested, spelling, computed_on, source, tree)
@@ -379,7 +301,7 @@ class _Group:
                     jobs.append((attempt.codemod, attempt.target))
                     edits.extend(run.edits)
                     problems.extend(run.problems)
-                    titles.append(_title(part.name, attempt, run, place))
+                    titles.append(title(part.name, attempt.codemod, attempt.target, run.edits, place))
                     covered |= attempt.covers
                     strategies.append(attempt.strategy)
                     if failed:
@@ -424,23 +346,10 @@ class _Group:
             codemod=first.codemod,
             target=first.target,
             safety="display-only",
-            title=_title(name, first, None, place),
+            title=title(name, first.codemod, first.target, [], place),
             problems=problems,
             **self.base,
         )
-
-
-PART_WORDS = {
-    "state": "keeping the returned state host memory",
-    "declare": "declaring the output host memory",
-    "pin": "spelling 'pinned_host'",
-    "move": "moving the value to device",
-    "operand": "moving the operand to device",
-}
-"""What a part of a plan does, for a rationale that says which part could not be made."""
-
-MOVE_COVERS = frozenset({HOST_VALUE_DEVICE_OUTPUT, *HOST_COMPUTE_CODES})
-"""A move to device before the computation fixes the host compute and the output it reaches."""
 
 
 def _parts(
@@ -451,7 +360,7 @@ def _parts(
     requested: str,
     spelling: jax_compat.Spelling,
     computed_on: bool,
-    source: _Source | None,
+    source: Source | None,
     tree: tuple[OutputInfo, ...] = (),
 ) -> list[_Part]:
     """The edits a group needs, each with its attempts in order of preference; ``auto`` falls
@@ -461,51 +370,44 @@ def _parts(
     outs = HOST_VALUE_DEVICE_OUTPUT in codes
     auto = requested == "auto"
 
-    def at(strategy: str, codemod: type[FixCommand], placement: str, covers: Iterable[str], **changes: Any) -> _Attempt:
+    def at(placement: str, covers: Iterable[str] | None = None, **changes: Any) -> _Attempt:
+        """The edit at ``placement``, by the codemod that declares it; it fixes the codes the
+        codemod declares there unless ``covers`` says otherwise."""
+        codemod = CODEMOD_AT[placement]
         return _Attempt(
-            strategy,
+            codemod.STRATEGY,
             codemod,
             replace(target, placement=placement, **changes),  # type: ignore[arg-type]
-            frozenset(covers),
+            frozenset(codemod.FIXES[placement] if covers is None else covers),  # type: ignore[index]
         )
 
-    declare = [at("host", HostOutputCommand, "out_shardings", {HOST_VALUE_DEVICE_OUTPUT})] if outs else []
-    at_returns = [at("device", MoveToDeviceCommand, "return", {HOST_VALUE_DEVICE_OUTPUT})] if outs else []
+    declare = [at("out_shardings")] if outs else []
+    at_returns = [at("return")] if outs else []
     if kind == "host_argument":
-        entry = [at("device", MoveToDeviceCommand, "entry", MOVE_COVERS)] if target.parameter else []
+        entry = [at("entry")] if target.parameter else []
         if strategy == "host":
             return [_Part("declare", declare + (entry + at_returns if auto else []))]
         parts: list[_Part] = [_Part("move", entry + at_returns + (declare if auto else []))]
-        state = _state_outputs(group, target, source, tree) if requested != "device" else ()
+        state = state_outputs(group, target, source, tree) if requested != "device" else ()
         if state:
-            parts.append(_Part("state", [at("host", HostOutputCommand, "out_shardings", (), output_paths=state)]))
+            parts.append(_Part("state", [at("out_shardings", (), output_paths=state)]))
         return parts
     if kind is None and codes == {UNPINNED_HOST_MEMORY}:
-        return [_Part("pin", [at("host", PinHostMemoryCommand, "pin_memory", {UNPINNED_HOST_MEMORY})])]
+        return [_Part("pin", [at("pin_memory")])]
     unpinned = (
         origin is not None
         and origin.memory_kind == UNPINNED_HOST
         and target.origin_line is not None
         and spelling.regime is not jax_compat.Regime.LEGACY
     )
-    pin = (
-        [at("host", PinHostMemoryCommand, "pin_memory", {UNPINNED_HOST_MEMORY, HOST_VALUE_DEVICE_OUTPUT})]
-        if unpinned
-        else []
-    )
+    pin = [at("pin_memory", {UNPINNED_HOST_MEMORY, HOST_VALUE_DEVICE_OUTPUT})] if unpinned else []
     operand = (
-        [at("device", MoveToDeviceCommand, "operand", MOVE_COVERS)]
-        if kind == "move_to_host" and target.compute_spans and target.origin_line is not None
-        else []
+        [at("operand")] if kind == "move_to_host" and target.compute_spans and target.origin_line is not None else []
     )
-    after_origin = (
-        [at("device", MoveToDeviceCommand, "after_origin", MOVE_COVERS)]
-        if computed_on and target.origin_line is not None
-        else []
-    )
+    after_origin = [at("after_origin")] if computed_on and target.origin_line is not None else []
     parts = []
     if UNPINNED_HOST_MEMORY in codes and pin and not (outs and strategy == "host"):
-        parts.append(_Part("pin", [at("host", PinHostMemoryCommand, "pin_memory", {UNPINNED_HOST_MEMORY})]))
+        parts.append(_Part("pin", [at("pin_memory")]))
     if outs and strategy == "host":
         parts.append(_Part("declare", pin + declare + (operand + at_returns + after_origin if auto else [])))
     elif outs:
@@ -515,294 +417,9 @@ def _parts(
     return parts
 
 
-def _state_outputs(
-    group: list[Diagnostic], target: FixTarget, source: _Source | None, tree: tuple[OutputInfo, ...] = ()
-) -> tuple[str, ...]:
-    """Outputs that return the streamed argument's host leaves (the state that enters as host)
-    and are declared device memory: they are declared host, so the state stays host. Found
-    where a return gives back the parameter's name, else by the output tree's structure (the
-    one sub-tree with the argument's host leaves), else, for an argument streamed whole into a
-    function with a single array output (``ema = update(ema, w)``), that output. An output whose
-    tensor type differs from the host leaf's (``relu(x + bias)`` for a streamed ``bias``) is a new
-    value, not the state."""
-    leaves = [parse_output_path(p) for p in (target.parameter_leaves or ("",))]
-    kinds = {parse_output_path(p): k for p, k in target.output_kinds}
-    prefixes: list[tuple[PathKey, ...]] = []
-    if source is not None and source.outline is not None and target.parameter:
-        prefixes = source.returned_at(target, target.parameter)
-    offending = {parse_output_path(d.output_path or "") for d in group if d.code == HOST_VALUE_DEVICE_OUTPUT}
-    # the output paths: the analysis's tree, else (a source check) what the returns spell
-    shown = set(kinds) or (set(source.returned_paths(target)) if source is not None and source.outline else set())
-    if not prefixes and shown and all(leaves):
-        candidates = {
-            keys[: len(keys) - len(leaves[0])] for keys in shown if keys[len(keys) - len(leaves[0]) :] == leaves[0]
-        }
-        fitting = [q for q in candidates if all((*q, *leaf) in shown for leaf in leaves)]
-        prefixes = fitting if len(fitting) == 1 else []
-    if not prefixes and leaves == [()] and list(kinds) == [()]:
-        # the whole argument in, one array out: the function returns the state, where the
-        # analysis saw the types (below); a source check cannot tell it from a new value
-        prefixes = [()]
-    types = {parse_output_path(info.path): info.value_type for info in tree if info.value_type}
-    leaf_types = {
-        parse_output_path(split_argument(d.origin.argument)[1]): d.origin.value_type
-        for d in group
-        if d.origin is not None and d.origin.argument and d.origin.value_type
-    }
-    state = []
-    for prefix in prefixes:
-        for leaf in leaves:
-            keys = (*prefix, *leaf)
-            out_type, in_type = types.get(keys), leaf_types.get(leaf)
-            if out_type and in_type and out_type != in_type:
-                continue
-            kind = kinds.get(keys)
-            if (kind is not None and kind not in HOST_KINDS) or (not kinds and keys in offending):
-                state.append(format_output_path(keys))
-    return tuple(dict.fromkeys(state))
-
-
-def _computed_on(group: Sequence[Diagnostic]) -> bool:
-    return any(d.code in HOST_COMPUTE_CODES for d in group) or any(
-        step.role == Role.HOST_COMPUTE for d in group for step in d.trace
-    )
-
-
-def _codemod(strategy: str, placement: str | None = None) -> type[FixCommand]:
-    if placement == "pin_memory":
-        return PinHostMemoryCommand
-    return HostOutputCommand if strategy == "host" else MoveToDeviceCommand
-
-
-def _placer(path: str, places: Mapping[str, Callable[[int], str]]) -> Callable[[int], str]:
-    """How titles name a line of ``path``: ``line 12``; in a notebook, ``cell 3, line 2``."""
-    if path in places:
-        return places[path]
-    from offload_fixer.notebook import is_notebook
-
-    if not is_notebook(path):
-        return lambda line: f"line {line}"
-    from offload_fixer.notebook.positions import cell_span
-
-    def in_cell(line: int) -> str:
-        span = cell_span(Span(path, line))
-        return f"cell {span.cell}, line {span.line}" if span is not None and span.cell is not None else f"line {line}"
-
-    return in_cell
-
-
-def _title(part: str, attempt: _Attempt, run: _DryRun | None, place: Callable[[int], str]) -> str:
-    """What the edit does and where it goes (the line of its first change)."""
-    t = attempt.target
-    edits = run.edits if run is not None else []
-    where = f" ({place(edits[0].line)})" if edits else ""
-    function = t.function_name.rsplit(".", 1)[-1] if t.function_name else "the function"
-    outputs = ", ".join(f"output {p}" if p else "the result" for p in t.output_paths)
-    subjects = ", ".join(dict.fromkeys(e.subject for e in edits if e.subject))
-    them = "them" if len({e.subject for e in edits}) > 1 or "," in subjects else "it"
-    if t.placement == "pin_memory":
-        return f"Use 'pinned_host' instead of 'unpinned_host'{where}, so the value is typed host memory"
-    if attempt.codemod is HostOutputCommand:
-        if part == "state":
-            return f"Keep {subjects or outputs} (the state {function} returns) host memory in out_shardings{where}"
-        return f"Declare {subjects or outputs} as {t.spelling.host_kind} memory in out_shardings{where}"
-    if t.placement == "entry":
-        if not edits or subjects.startswith("argument"):
-            return f"Move argument {t.parameter} to device where {function} starts{where}"
-        return f"Move {subjects} to device before {function} reads {them}{where}"
-    if t.placement == "operand":
-        return f"Move {subjects or 'the offloaded value'} back to device where it is computed on{where}"
-    if t.placement == "after_origin":
-        return f"Move {subjects or 'the offloaded value'} back to device right after it is moved to host{where}"
-    return f"Move {subjects or outputs} back to device where {function} returns {them}{where}"
-
-
-def _target(
-    group: list[Diagnostic],
-    path: str | None,
-    spelling: jax_compat.Spelling,
-    source: _Source | None,
-    tree: tuple[OutputInfo, ...],
-) -> FixTarget:
-    first = group[0]
-    function = next((d.function for d in group if d.function is not None), None)
-    origin = next((d.origin for d in group if d.origin is not None), None)
-    origin_span = _in_file(origin.span if origin else None, path)
-    if origin is None and first.code == UNPINNED_HOST_MEMORY:
-        origin_span = _in_file(first.span, path)  # a policy's destination: the literal itself
-    offending = [d for d in group if d.code == HOST_VALUE_DEVICE_OUTPUT]
-    return_spans = [_in_file(d.return_span, path) for d in offending]
-    function_line = function.line if function is not None and _same_file(function.path, path) else None
-    inner_line = origin_span.line if origin_span else next((s.line for s in return_spans if s), None)
-    compute = tuple(
-        dict.fromkeys(
-            (step.span.line, step.span.col)
-            for d in group
-            for step in d.trace
-            if step.role == Role.HOST_COMPUTE and step.span is not None and _same_file(step.span.path, path)
-        )
-    )
-    target = FixTarget(
-        function_name=function.name if function is not None else None,
-        function_line=function_line,
-        inner_line=inner_line,
-        output_paths=_output_paths(offending) or ("",),
-        return_lines=tuple(sorted({s.line for s in return_spans if s})) if return_spans and all(return_spans) else (),
-        origin_line=origin_span.line if origin_span else None,
-        origin_col=origin_span.col if origin_span else None,
-        compute_spans=compute,
-        output_kinds=tuple((info.path, info.memory_kind) for info in tree),
-        spelling=SpellingOptions(
-            api="memory_space" if spelling.memory_space_api else "sharding",
-            device_kind=spelling.device_kind,
-            host_kind=spelling.host_kind,
-            tree_map=spelling.tree_map,
-        ),
-    )
-    if origin is not None and origin.kind == "host_argument" and source is not None and source.outline is not None:
-        parameter = source.host_parameter(target, origin)
-        if parameter is not None:
-            leaves = sorted(
-                {
-                    split_argument(d.origin.argument)[1]
-                    for d in group
-                    if d.origin is not None
-                    and d.origin.argument
-                    and split_argument(d.origin.argument)[0] == parameter[0]
-                }
-            )
-            target = replace(
-                target,
-                parameter=parameter[0],
-                parameter_path=parameter[1],
-                parameter_leaves=tuple(leaves) if all(leaves) else (),
-            )
-    return target
-
-
-# ---------------------------------------------------------------------------------------
-# Reading diagnostics
-def _output_paths(group: Sequence[Diagnostic]) -> tuple[str, ...]:
-    paths: list[str] = []
-    for d in group:
-        paths.append(d.output_path or "")
-        paths.extend(d.related_outputs)
-    return tuple(dict.fromkeys(paths))
-
-
-def _same_file(a: str | None, b: str | None) -> bool:
-    if a is None or b is None:
-        return a is None
-    return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
-
-
-def _in_file(span: Span | None, path: str | None) -> Span | None:
-    return span if span is not None and _same_file(span.path, path) else None
-
-
-# ---------------------------------------------------------------------------------------
-# Source files: read once, cut into statements once, dry runs against excerpts
-@dataclass
-class _DryRun:
-    edits: list[Edit]
-    problems: list[str]
-    satisfied: list[str]
-
-
-@dataclass
-class _Source:
-    path: str
-    sha256: str | None = None
-    outline: FileOutline | None = None
-    error: str | None = None
-    _runs: dict[Job, _DryRun] = field(default_factory=dict, repr=False)
-
-    def prefetch(self, codemod: type[FixCommand], targets: Sequence[FixTarget]) -> None:
-        """Dry-run several targets in one pass over the statements they need."""
-        assert self.outline is not None
-        excerpt = self.outline.excerpt_for(targets)
-        run = codemod(
-            CodemodContext(filename=self.path),
-            targets=targets,
-            line_map=excerpt.file_line,
-            reference_count=self.outline.reference_count,
-        )
-        run.transform_module(excerpt.module)
-        for target, outcome in zip(targets, run.outcomes):
-            if not outcome.deferred:
-                self._runs[(codemod, target)] = _DryRun(outcome.edits, outcome.problems, outcome.satisfied)
-
-    def dry_run(self, codemod: type[FixCommand], target: FixTarget) -> _DryRun:
-        if (codemod, target) not in self._runs:
-            self.prefetch(codemod, [target])
-        return self._runs[(codemod, target)]
-
-    def facts(self, target: FixTarget) -> SourceFacts:
-        """What the codemods know of the statements ``target`` needs, in file lines."""
-        assert self.outline is not None
-        excerpt = self.outline.excerpt_for([target])
-        wrapper = MetadataWrapper(excerpt.module, unsafe_skip_copy=True)
-        return SourceFacts.collect(
-            wrapper.module, wrapper.resolve(PositionProvider), excerpt.file_line, self.outline.reference_count
-        )
-
-    def function(self, target: FixTarget) -> tuple[SourceFacts, FunctionInfo] | None:
-        facts = self.facts(target)
-        function = facts.find_function(target.function_name, target.function_line, target.inner_line)
-        return (facts, function) if function is not None else None
-
-    def host_parameter(self, target: FixTarget, origin: Origin) -> tuple[str, str] | None:
-        """(parameter, pytree path inside it) a host-argument origin names: by its span inside
-        the signature, else by its label (``NAME['key']...``), else by its flat index when every
-        parameter is a single array."""
-        found = self.function(target)
-        if found is None:
-            return None
-        facts, function = found
-        params = _parameters(function)
-        names = [name for name, _ in params]
-        span = origin.span
-        if span is not None and _same_file(span.path, self.path):
-            for name, node in params:
-                where = facts.positions[node]
-                if where.start.line <= span.line <= where.end.line and (
-                    where.start.line != span.line or where.start.column < span.col <= where.end.column + 1
-                ):
-                    return name, ""
-        if origin.argument:
-            name, path = split_argument(origin.argument)
-            if name in names:
-                return name, path
-        index = origin.argument_index
-        if index is not None and len(names) == len(function.positional_params) > index:
-            return function.positional_params[index], ""
-        return None
-
-    def returned_paths(self, target: FixTarget) -> list[tuple[PathKey, ...]]:
-        """Pytree paths every return of the function spells out (literals, through local names),
-        for a source check, which has no output tree."""
-        found = self.function(target)
-        if found is None:
-            return []
-        facts, function = found
-        per_return = [set(literal_paths(facts, function.scope, value)) for _, value in returned_values(function, ())]
-        return sorted(set.intersection(*per_return), key=repr) if per_return else []
-
-    def returned_at(self, target: FixTarget, name: str) -> list[tuple[PathKey, ...]]:
-        """Pytree paths at which the function's returns give back ``name`` (a parameter,
-        perhaps assigned again: ``params = update(params); return params, loss``)."""
-        found = self.function(target)
-        if found is None:
-            return []
-        facts, function = found
-        paths: list[tuple[PathKey, ...]] = []
-        for _, value in returned_values(function, ()):
-            for keys in _element_paths(value):
-                located = locate(facts, function.scope, value, keys)
-                node = located.node
-                if not located.rest and isinstance(node, cst.Name) and node.value == name:
-                    paths.append(keys)
-        return list(dict.fromkeys(paths))
+def _codemod(strategy: str) -> type[FixCommand]:
+    """The first codemod of ``strategy``: what a display-only plan names."""
+    return next(c for c in CODEMODS if strategy == c.STRATEGY)
 
 
 def _origin_order(group: list[Diagnostic]) -> tuple[int, int, str]:
@@ -811,37 +428,3 @@ def _origin_order(group: list[Diagnostic]) -> tuple[int, int, str]:
     origin = next((d.origin for d in group if d.origin is not None), None)
     span = origin.span if origin is not None else None
     return (span.line, span.col, origin.argument or "") if span is not None and origin is not None else (1 << 30, 0, "")
-
-
-def _element_paths(value: cst.BaseExpression, depth: int = 2) -> list[tuple[PathKey, ...]]:
-    """The path of ``value`` and of its literal elements, two levels down."""
-    paths: list[tuple[PathKey, ...]] = [()]
-    if depth and isinstance(value, (cst.Tuple, cst.List)):
-        for index, element in enumerate(value.elements):
-            paths += [(("index", index), *rest) for rest in _element_paths(element.value, depth - 1)]
-    return paths
-
-
-def _parameters(function: FunctionInfo) -> list[tuple[str, cst.Param]]:
-    params = function.node.params
-    return [(p.name.value, p) for p in [*params.posonly_params, *params.params, *params.kwonly_params]]
-
-
-class _Sources:
-    def __init__(self, texts: Mapping[str, bytes]) -> None:
-        self._texts = {os.path.abspath(path): data for path, data in texts.items()}
-        self._cache: dict[str, _Source] = {}
-
-    def get(self, path: str) -> _Source:
-        if path not in self._cache:
-            self._cache[path] = self._load(path)
-        return self._cache[path]
-
-    def _load(self, path: str) -> _Source:
-        try:
-            data = self._texts.get(os.path.abspath(path))
-            if data is None:
-                data = read_source(path)
-            return _Source(path, sha256_of(data), FileOutline.of(path, decode_source(path, data)))
-        except FixError as exc:
-            return _Source(path, error=str(exc))

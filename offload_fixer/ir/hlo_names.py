@@ -49,10 +49,10 @@ class HloNames:
         tagged = _tagged_copy(self.view.module)
         ops = [op for top in tagged.body.operations for op in irm.walk_operations(top.operation)]
         originals = [op for top in self.view.module.body.operations for op in irm.walk_operations(top.operation)]
-        from offload_fixer import jax_compat
+        from offload_fixer.jax_compat import mlir as jax_mlir
 
         try:
-            instructions = jax_compat.hlo_instructions(str(tagged.operation.get_asm(enable_debug_info=True)))
+            instructions = jax_mlir.hlo_instructions(str(tagged.operation.get_asm(enable_debug_info=True)))
         except Exception:  # noqa: BLE001 - a module XLA's translation rejects: names stay unknown
             return
         for instruction in instructions:

@@ -1,7 +1,7 @@
 """Decode MLIR locations into frames, with jaxlib's typed location classes when it has them.
 
 Recent jaxlibs expose ``NameLoc``/``CallSiteLoc``/``FileLineColLoc``/``FusedLoc``; older
-bindings only print a location (:func:`offload_fixer.jax_compat.typed_locations` says which),
+bindings only print a location (:func:`offload_fixer.jax_compat.mlir.typed_locations` says which),
 so there we read the printed ``loc(...)`` form with a small recursive-descent parser of MLIR's
 location grammar (never of the module).
 """
@@ -13,9 +13,9 @@ from typing import Any
 
 from jaxlib.mlir import ir
 
-from offload_fixer import jax_compat
+from offload_fixer.jax_compat import mlir as jax_mlir
 
-_TYPED = jax_compat.typed_locations()
+_TYPED = jax_mlir.typed_locations()
 
 
 @dataclass(frozen=True)

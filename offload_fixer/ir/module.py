@@ -15,8 +15,8 @@ from typing import Any
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from offload_fixer import jax_compat
 from offload_fixer.ir.locations import OpLocation, decode
+from offload_fixer.jax_compat import mlir as jax_mlir
 from offload_fixer.model import DEVICE as DEVICE_KIND
 from offload_fixer.model import HOST_KINDS, HOST_MEMORY_SPACE_KINDS
 
@@ -105,7 +105,7 @@ class ModuleView:
             kind = _dict_string(entry, "mhlo.memory_kind") or DEVICE_KIND
             info = _dict_string(entry, info_key)
             if info is None and isinstance(value, ir.Value):
-                location = jax_compat.value_location(value)
+                location = jax_mlir.value_location(value)
                 info = None if location is None else decode(location).name
             type_ = value.type if isinstance(value, ir.Value) else value
             yield EntryValue(index, kind, info or "", _element_bits(type_), str(type_))
@@ -139,7 +139,7 @@ def load(source: Any, context: ir.Context | None = None) -> ModuleView:
 
 def make_context() -> ir.Context:
     """An MLIR context with every dialect JAX emits (StableHLO, CHLO, SDY, func...) registered."""
-    return jax_compat.make_ir_context()
+    return jax_mlir.make_ir_context()
 
 
 # ---------------------------------------------------------------------------------------

@@ -7,6 +7,9 @@ diagnostic carries its fixes in ``data`` (ruff's design), so a code-action reque
 answered from that data; edits are computed only when the client resolves an action.
 Notebook documents (``notebookDocument/*``) are checked as one program per notebook and
 published per cell (:mod:`offload_fixer.lsp.notebooks`).
+
+Over 500 lines on purpose: the server's handlers share one document state and its published
+diagnostics; the engine and notebooks live beside it.
 """
 
 from __future__ import annotations

@@ -15,6 +15,9 @@ Fixes are planned on the kernel's history as one program (its cells in execution
 the one that compiled -- the ``def`` in one, the ``jax.jit(..., in_shardings=...)`` in
 another -- lands there. jit objects made before the extension was loaded are not seen (load
 it first); the rest of ``run``'s limits apply (``offload_fixer/runner.py``).
+
+Over 500 lines on purpose: the magics share one kernel's history, settings and findings
+view.
 """
 
 from __future__ import annotations
@@ -118,13 +121,14 @@ class OffloadFixerExtension:
     def _activate(self, settings: ExtensionSettings) -> None:
         """Check compilations under ``settings`` from now on; raises before anything changes."""
         from offload_fixer import jax_compat
+        from offload_fixer.jax_compat import tracing as jax_tracing
         from offload_fixer.runner import CompilationChecker, intercept_jit
 
         try:
             jax_compat.check_runtime_supported()
         except jax_compat.UnsupportedJaxVersion as exc:
             raise UsageError(str(exc)) from exc
-        jax_compat.start_quietly()  # no TPU probe where there is none, no plugin noise under the cells
+        jax_tracing.start_quietly()  # no TPU probe where there is none, no plugin noise under the cells
         checker = _compilation_checker(CompilationChecker, settings)
         self.stop()  # the interception patches jax.jit: never twice at once
         self._stack = ExitStack()

@@ -12,7 +12,7 @@ from __future__ import annotations
 import string
 from collections.abc import Callable
 
-from offload_fixer.jax_compat import SPACE_DEVICE, SPACE_HOST, Regime, Spelling
+from offload_fixer.jax_compat import Regime, Spelling
 from offload_fixer.model import UNPINNED_HOST
 
 Example = Callable[[Spelling], str]
@@ -21,13 +21,15 @@ Example = Callable[[Spelling], str]
 
 # Bodies use $HOST / $DEVICE (targets of a move inside jit),
 # $HOST_SHARDING / $DEVICE_SHARDING (shardings for in_shardings/out_shardings) and
-# $UNPINNED; the preamble defines whatever the chosen spelling of those needs.
+# $UNPINNED; the preamble defines whatever the chosen spelling of those needs: the version's
+# memory-space enum where it has one (``Spelling.memory_space``), else shardings.
 def _render_example(sp: Spelling, body: str) -> str:
-    typed = sp.regime is Regime.TYPED
-    if typed:
+    space = sp.memory_space
+    typed = space is not None
+    if space is not None:
         words = {
-            "HOST": SPACE_HOST,
-            "DEVICE": SPACE_DEVICE,
+            "HOST": space.host,
+            "DEVICE": space.device,
             "HOST_SHARDING": "host_sharding",
             "DEVICE_SHARDING": f'host_sharding.with_memory_kind("{sp.device_kind}")',
         }

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from offload_fixer import codes
 from offload_fixer import xla_messages as msg
-from offload_fixer.jax_compat import SPACE_DEVICE, SPACE_HOST, Regime, Spelling
+from offload_fixer.jax_compat import MEMORY_SPACE_APIS, Regime, Spelling
 from offload_fixer.model import Diagnostic, FixOption
 from offload_fixer.rules import FixDoc, Rule, ToolMessage, on_branch, origin_phrase, same_everywhere
 from offload_fixer.rules.examples import by_regime
@@ -181,8 +181,8 @@ def _static_explanation(site: StaticSite) -> str:
 
 def fix_options(host_argument: bool, spelling: Spelling) -> tuple[FixOption, ...]:
     """The two remedies of this page, with how to make each spelled for the JAX version."""
-    if spelling.memory_space_api:
-        move = f"`jax.device_put(x, {SPACE_DEVICE})`"
+    if spelling.memory_space is not None:
+        move = f"`jax.device_put(x, {spelling.memory_space.device})`"
     else:
         move = (
             f"`jax.device_put(x, s.with_memory_kind({spelling.device_kind!r}))` with a sharding `s` the "
@@ -198,7 +198,7 @@ def fix_options(host_argument: bool, spelling: Spelling) -> tuple[FixOption, ...
         "host",
         f"Give this output an out_shardings leaf with memory_kind={spelling.host_kind!r} "
         f"(`NamedSharding(mesh, spec, memory_kind={spelling.host_kind!r})` or "
-        f"`s.with_memory_kind({spelling.host_kind!r})`); never `{SPACE_HOST}`, which "
+        f"`s.with_memory_kind({spelling.host_kind!r})`); never `{(spelling.memory_space or MEMORY_SPACE_APIS[-1]).host}`, which "
         "out_shardings rejects. Callers then receive this output in host memory.",
     )
     typed_argument = spelling.regime is Regime.TYPED and host_argument

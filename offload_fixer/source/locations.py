@@ -7,7 +7,7 @@ import os
 from functools import lru_cache
 
 from offload_fixer.ir.locations import Frame, OpLocation
-from offload_fixer.jax_compat import SPACE_HOST
+from offload_fixer.jax_compat import MEMORY_SPACE_APIS
 from offload_fixer.model import PINNED_HOST, Span
 from offload_fixer.source.lookup import is_interactive
 
@@ -73,7 +73,7 @@ def output_path(result_info: str) -> str:
 
 MOVE_SPELLINGS = (
     "device_put",
-    SPACE_HOST.removeprefix("jax.memory."),
+    *(api.host.removeprefix("jax.memory.") for api in MEMORY_SPACE_APIS),
     "memory_kind",
     "TransferToMemoryKind",
     PINNED_HOST,

@@ -1,4 +1,8 @@
-"""Entry points of the static check: one source text, or files and directories."""
+"""Entry points of the static check: one source text, or files and directories.
+
+Over 500 lines on purpose: the check's entry points share the process pool, the caches and
+the screening of unparseable files.
+"""
 
 from __future__ import annotations
 

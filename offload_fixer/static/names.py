@@ -24,8 +24,8 @@ SHARDING_CLASSES = frozenset(
         "jax.sharding.GSPMDSharding",
     }
 )
-SPACE_HOST = frozenset({jax_compat.SPACE_HOST})
-SPACE_DEVICE = frozenset({jax_compat.SPACE_DEVICE})
+SPACE_HOST = frozenset(api.host for api in jax_compat.MEMORY_SPACE_APIS)
+SPACE_DEVICE = frozenset(api.device for api in jax_compat.MEMORY_SPACE_APIS)
 DEVICE_LISTS = frozenset({"jax.devices", "jax.local_devices"})
 VMAP = frozenset({"jax.vmap"})
 SHARD_MAP = frozenset({"jax.shard_map", "jax.experimental.shard_map.shard_map"})

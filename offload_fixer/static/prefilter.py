@@ -24,18 +24,18 @@ from __future__ import annotations
 import ast
 import re
 
-from offload_fixer.jax_compat import SPACE_HOST
+from offload_fixer import jax_compat
 from offload_fixer.model import PINNED_HOST, UNPINNED_HOST
 
 from .names import JIT
 
 JIT_MARKER = "jit"
-HOST_MEMBER = SPACE_HOST[SPACE_HOST.rindex(".") :]
-"""``.Host``: the memory-space member, spelled through any alias of ``jax.memory`` or ``Space``."""
-HOST_SPELLING = re.compile(rf"{re.escape(PINNED_HOST)}|{re.escape(HOST_MEMBER)}\b")
+HOST_MEMBERS = tuple(dict.fromkeys(f".{api.host_member}" for api in jax_compat.MEMORY_SPACE_APIS))
+"""``.Host``: the memory-space members, spelled through any alias of ``jax.memory`` or ``Space``."""
+HOST_SPELLING = re.compile("|".join([re.escape(PINNED_HOST), *(rf"{re.escape(member)}\b" for member in HOST_MEMBERS)]))
 HOST_SPELLING_BYTES = re.compile(HOST_SPELLING.pattern.encode())
 _PINNED_HOST_BYTES = PINNED_HOST.encode()
-_HOST_MEMBER_BYTES = HOST_MEMBER.encode()
+_HOST_MEMBERS_BYTES = tuple(member.encode() for member in HOST_MEMBERS)
 _UNPINNED_HOST_BYTES = UNPINNED_HOST.encode()
 OFFLOAD_SPELLING = re.compile(
     rb"save_and_offload_only_these_names|offload_dot_with_no_batch_dims|Offloadable|compute_on"
@@ -63,7 +63,7 @@ def checks_policy_alone(data: bytes) -> bool:
 def spells_host(data: bytes) -> bool:
     if _PINNED_HOST_BYTES in data:
         return True  # substring searches first: the regular expression only where ``.Host`` is
-    return _HOST_MEMBER_BYTES in data and HOST_SPELLING_BYTES.search(data) is not None
+    return any(member in data for member in _HOST_MEMBERS_BYTES) and HOST_SPELLING_BYTES.search(data) is not None
 
 
 def references_jit(tree: ast.Module) -> bool:

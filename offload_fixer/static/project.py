@@ -23,6 +23,9 @@ Two costs are kept apart:
 
 Everything is cached by file and its modification stamp, so a tree is still one pass and a
 long-lived language server sees edits on disk.
+
+Over 500 lines on purpose: the project's modules, their facts and the prefilter's answers
+share one cache keyed by file and stamp.
 """
 
 from __future__ import annotations

@@ -27,11 +27,11 @@ from offload_fixer.codemods.host_output import HostOutputCommand
 from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
 from offload_fixer.codemods.pytree_source import structure_mismatch
 from offload_fixer.codemods.source_facts import SourceFacts
-from offload_fixer.codemods.targets import FixTarget, SpellingOptions
+from offload_fixer.codemods.targets import FixTarget
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).parent / "fixtures"
-OLD_JAX = SpellingOptions(api="sharding")
+OLD_JAX = jax_compat.spelling("0.7.0")
 
 
 def run(codemod: type[FixCommand], source: str, **target: object) -> FixCommand:

@@ -64,8 +64,8 @@ def test_every_host_spelling_jax_compat_produces_passes_the_text_prefilter(versi
     wrapper's output spaces), through an alias too, a jitted file holding it is parsed."""
     spelling = jax_compat.spelling(version)
     written = [f"memory_kind={spelling.host_kind!r}", f"TransferToMemoryKind({spelling.host_kind!r})"]
-    if spelling.memory_space_api:
-        space = jax_compat.SPACE_HOST
+    if spelling.memory_space is not None:
+        space = spelling.memory_space.host
         written += [space, f"Space{space[space.rindex('.') :]}", f"mem.Space{space[space.rindex('.') :]}"]
     if spelling.host_compute is jax_compat.HostCompute.FUNCTION:
         written.append(spelling.host_compute.value)

@@ -8,28 +8,25 @@ Three regimes decide how JAX assigns memory kinds to outputs (see ``docs/jax-ver
 * ``TYPED`` (>= 0.7.1): memory space is part of the type; outputs follow types.
 
 Modelled up to the 0.12 line (:data:`NEWEST_MODELLED`). Everything else in the package asks
-this module instead of comparing versions itself, probing for a feature or importing JAX's
-private modules (``jax._src``): it is one module on purpose, so that each difference between
-JAX and jaxlib releases has one home, with the versions it covers.
+this package instead of comparing versions itself, probing for a feature or importing JAX's
+private modules (``jax._src``), so that each difference between JAX and jaxlib releases has
+one home, with the versions it covers. This module holds the version facts (the tables, the
+spellings, the compiler generations) and the lowering and compile-only shims;
+:mod:`.mlir` jaxlib's MLIR and HLO bindings; :mod:`.tracing` JAX's tracing machinery and its
+start-up under ``run``.
 """
 
 from __future__ import annotations
 
 import enum
 import functools
-import re
-import threading
-import types
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from jaxlib.mlir import ir
+from typing import Any
 
 from offload_fixer import installed
-from offload_fixer.model import DEVICE, HOST_KINDS, PINNED_HOST, TPU_HBM, UNPINNED_HOST
+from offload_fixer.jax_compat.mlir import make_ir_context
+from offload_fixer.model import DEVICE, PINNED_HOST, TPU_HBM, UNPINNED_HOST
 
 OLDEST_SUPPORTED = (0, 4, 35)
 """Oldest JAX the dynamic analysis runs under; static rules and spellings reach further back."""
@@ -40,12 +37,33 @@ NEWEST_MODELLED = "0.12.0.1"
 where a user names it; an installed newer JAX is checked with these rules."""
 
 
-MEMORY_SPACE = "jax.memory.Space"
-"""JAX's enum of memory spaces (0.7.1 on, :attr:`Spelling.memory_space_api`), the one spelling
-of it in the package: the static check's names, the codemods, the fix texts, the rule
-examples and the prefilter all derive theirs from these."""
-SPACE_HOST = f"{MEMORY_SPACE}.Host"
-SPACE_DEVICE = f"{MEMORY_SPACE}.Device"
+@dataclass(frozen=True)
+class MemorySpaceApi:
+    """One spelling of JAX's enum of memory spaces, and the first release that has it."""
+
+    since: tuple[int, int, int]
+    enum: str
+    """The enum's qualified name: ``jax.memory.Space``."""
+    host_member: str = "Host"
+    device_member: str = "Device"
+
+    @property
+    def host(self) -> str:
+        """``jax.memory.Space.Host``."""
+        return f"{self.enum}.{self.host_member}"
+
+    @property
+    def device(self) -> str:
+        """``jax.memory.Space.Device``."""
+        return f"{self.enum}.{self.device_member}"
+
+
+MEMORY_SPACE_APIS: tuple[MemorySpaceApi, ...] = (MemorySpaceApi((0, 7, 1), "jax.memory.Space"),)
+"""Every spelling of JAX's memory-space enum, oldest first: the one table of it in the package.
+A version's :attr:`Spelling.memory_space` is the newest entry it has; the static check's names,
+the prefilter, the source locations and the codemods' readers know every entry, so a JAX
+release that renames the enum or a member is one more entry here and nothing else
+(``tests/test_jax_compat.py`` fakes one)."""
 
 
 class UnsupportedJaxVersion(ValueError):
@@ -143,8 +161,8 @@ class Spelling:
     """The memory kind name of device memory: ``"device"`` (``"tpu_hbm"`` before 0.4.25)."""
     host_kind: str
     """The memory kind name a host output is declared with."""
-    memory_space_api: bool
-    """``jax.device_put(x, jax.memory.Space.Device)`` exists (>= 0.7.1)."""
+    memory_space: MemorySpaceApi | None
+    """How ``jax.device_put(x, jax.memory.Space.Device)`` is spelled, if it exists (>= 0.7.1)."""
     transfer_to_memory_kind: bool
     """``jax._src.sharding_impls.TransferToMemoryKind`` exists (0.4.15 - 0.7.0)."""
     none_leaf_inherits_host: bool
@@ -153,6 +171,11 @@ class Spelling:
     """How ``jax.experimental.compute_on.compute_on`` runs code on the host CPU (none before 0.4.29)."""
     tree_map: str
     """The ``jax`` attribute path of ``tree_map``: ``tree.map`` (>= 0.4.25), else ``tree_util.tree_map``."""
+
+    @property
+    def memory_space_api(self) -> bool:
+        """The version has JAX's memory-space enum (>= 0.7.1)."""
+        return self.memory_space is not None
 
 
 def spelling(version: str | None = None) -> Spelling:
@@ -164,7 +187,7 @@ def spelling(version: str | None = None) -> Spelling:
         regime=_regime_of(v),
         device_kind=TPU_HBM if old_names else DEVICE,
         host_kind=UNPINNED_HOST if old_names else PINNED_HOST,
-        memory_space_api=v >= (0, 7, 1),
+        memory_space=next((api for api in reversed(MEMORY_SPACE_APIS) if v >= api.since), None),
         transfer_to_memory_kind=(0, 4, 15) <= v <= (0, 7, 0),
         none_leaf_inherits_host=v >= (0, 4, 29),
         host_compute=None if v < (0, 4, 29) else HostCompute.CONTEXT if v < (0, 11, 1) else HostCompute.FUNCTION,
@@ -453,350 +476,3 @@ def compiler_requirements(target: str, version: str | None = None) -> list[str] 
     if target == "tpu":
         return [f"jax[tpu]=={text}"] if v >= FIRST_JAX_WITH_PYPI_LIBTPU else None
     return [f"jax-cuda12-plugin=={text}", f"jax-cuda12-pjrt=={text}"]
-
-
-@dataclass(frozen=True)
-class HloInstruction:
-    computation: str
-    name: str
-    opcode: str
-    text: str
-    """The instruction as HLO text prints it (attributes included)."""
-    entry: bool
-    root: bool
-
-
-def hlo_instructions(text: str) -> list[HloInstruction]:
-    """Every instruction of the HLO translation of StableHLO ``text``, computation by
-    computation in print order. Read from the printed HLO, which every jaxlib has (the
-    ``HloModule.computations()`` API appeared only in jaxlib 0.7)."""
-    import re
-
-    module = stablehlo_to_hlo(text)
-    header = re.compile(r"^(ENTRY )?%?([\w.\-]+) \(")
-    line_re = re.compile(r"^\s+(ROOT )?%?([\w.\-]+) = (?:\([^=]*?\)|\S+) ([\w\-]+)\(")
-    out: list[HloInstruction] = []
-    computation, entry = "", False
-    for line in module.to_string().splitlines():
-        found = header.match(line)
-        if found:
-            computation, entry = found.group(2), bool(found.group(1))
-            continue
-        found = line_re.match(line)
-        if found:
-            out.append(
-                HloInstruction(computation, found.group(2), found.group(3), line.strip(), entry, bool(found.group(1)))
-            )
-    return out
-
-
-def stablehlo_to_hlo(text: str) -> Any:
-    """jaxlib's own MLIR -> HLO translation of a module (the first step of every XLA
-    compile), as an ``HloModule`` whose instructions carry the names XLA's messages print.
-    ``xla_client._xla.mlir.mlir_module_to_xla_computation``, private in 0.4.35 - 0.12.0.1."""
-    computation = _mlir_bindings().mlir_module_to_xla_computation(text, use_tuple_args=False, return_tuple=False)
-    return computation.get_hlo_module()
-
-
-# ---------------------------------------------------------------------------------------
-# jaxlib's MLIR and HLO bindings: what each jaxlib exposes, measured in the CI's environments
-# (jaxlib 0.4.35, 0.6.2, 0.10.2, 0.12.0.1).
-def make_ir_context() -> ir.Context:
-    """An MLIR context with every dialect JAX emits (StableHLO, CHLO, SDY, func...) registered:
-    ``jax._src.interpreters.mlir.make_ir_context``, private in 0.4.35 - 0.12.0.1."""
-    from jax._src.interpreters import mlir as jax_mlir
-
-    return jax_mlir.make_ir_context()
-
-
-@functools.cache
-def typed_locations() -> bool:
-    """Whether jaxlib's MLIR bindings have typed location classes (``NameLoc``, ``CallSiteLoc``,
-    ``FileLineColLoc``, ``FusedLoc``): jaxlib 0.10.2 and 0.12.0.1 do; 0.4.35 and 0.6.2 only
-    print a location."""
-    from jaxlib.mlir import ir
-
-    return all(hasattr(ir, name) for name in ("NameLoc", "CallSiteLoc", "FileLineColLoc", "FusedLoc"))
-
-
-def value_location(value: Any) -> Any:
-    """The location of an MLIR value (an operation's result or a block argument), or None
-    where the bindings do not give one: ``Value.location`` exists from jaxlib 0.6.2 (not 0.4.35)."""
-    return value.location if hasattr(value, "location") else None
-
-
-def hlo_bindings() -> Any:
-    """jaxlib's HLO classes (``HloModule``, ``HloPrintOptions``, ``XlaComputation``,
-    ``hlo_module_from_text``): ``jax._src.lib.hlo`` (``jaxlib._hlo``) in jaxlib 0.10.2 and
-    0.12.0.1, ``xla_client._xla`` (``xla_extension``) in 0.4.35 and 0.6.2."""
-    try:
-        from jax._src.lib import hlo
-
-        return hlo
-    except ImportError:
-        from jax._src.lib import xla_client
-
-        return xla_client._xla
-
-
-def _mlir_bindings() -> Any:
-    """jaxlib's MLIR <-> XLA conversions: ``xla_client._xla.mlir`` in 0.4.35 - 0.12.0.1."""
-    from jax._src.lib import xla_client
-
-    return xla_client._xla.mlir
-
-
-def hlo_to_stablehlo(hlo_module: Any) -> str | bytes:
-    """XLA's own conversion of an ``HloModule`` to StableHLO (text or bytecode, for
-    ``ir.Module.parse``): ``mlir.hlo_to_stablehlo`` from jaxlib 0.6.2, through an
-    ``XlaComputation`` in 0.4.35."""
-    proto = hlo_module.as_serialized_hlo_module_proto()
-    bindings = _mlir_bindings()
-    if hasattr(bindings, "hlo_to_stablehlo"):
-        return bindings.hlo_to_stablehlo(proto)
-    return bindings.xla_computation_to_mlir_module(hlo_bindings().XlaComputation(proto))
-
-
-def hlo_instructions_of(computation: Any) -> list[Any] | None:
-    """The instructions of an ``HloComputation``, or None where the bindings do not list
-    them: ``HloComputation.instructions`` exists in jaxlib 0.10.2 and 0.12.0.1, not in 0.4.35
-    or 0.6.2."""
-    return list(computation.instructions()) if hasattr(computation, "instructions") else None
-
-
-# ---------------------------------------------------------------------------------------
-# JAX's tracing machinery, as the runner observes it.
-def trace_state_check() -> Callable[[], bool]:
-    """A test of whether no JAX transformation is tracing at the moment of the call:
-    ``jax._src.core.trace_state_clean``, private in 0.4.35 - 0.12.0.1 (the public
-    ``jax.core.trace_state_clean`` is deprecated in 0.6.2 and gone by 0.10.2)."""
-    from jax._src.core import trace_state_clean
-
-    return trace_state_clean
-
-
-def tracer_class() -> type:
-    """JAX's ``Tracer`` class (what a traced value is): ``jax.core.Tracer``, public in 0.4.35 -
-    0.12.0.1, where much else of ``jax.core`` is deprecated name by name."""
-    import jax.core
-
-    return jax.core.Tracer
-
-
-# Compilations JAX makes for itself: eager operations.
-InternalCompilation = Callable[[Any, Sequence[Any], Sequence[Any], Callable[[str], Any]], None]
-"""``(fun, flat arguments, flat results, lower)``; ``lower(platform)`` gives a ``Lowered``."""
-
-
-@contextmanager
-def observe_compilations(observer: InternalCompilation) -> Iterator[bool]:
-    """Call ``observer`` after every jit call that misses JAX's C++ dispatch cache (the first
-    call of a signature), JAX's own jits included: an eager ``x * 2`` or ``x.reshape(-1)``
-    runs ``jnp.multiply``'s jit or a jit of the primitive (``dispatch.apply_primitive``),
-    compiled like any other. Yields False where this JAX's dispatch is not one this module
-    knows (nothing is observed then).
-
-    The hook is the Python function each cache miss calls: ``pjit._run_python_pjit`` in recent
-    JAX (0.10, 0.12: it receives the inferred parameters, from which ``stages.Traced`` is
-    rebuilt as ``jit(...).trace`` does), ``pjit._python_pjit_helper`` before (0.4.35, 0.6.2:
-    re-traced through ``jit_trace`` or ``_make_jit_wrapper``).
-    """
-    import inspect
-
-    from jax._src import pjit
-
-    reentered = threading.local()
-
-    def notify(fun: Any, args_flat: Sequence[Any], out_flat: Sequence[Any], lower: Callable[[str], Any]) -> None:
-        if getattr(reentered, "active", False):
-            return  # a compilation the observer itself caused (lowering for the target)
-        reentered.active = True
-        try:
-            observer(fun, args_flat, out_flat, lower)
-        finally:
-            reentered.active = False
-
-    modern = getattr(pjit, "_run_python_pjit", None)
-    legacy = getattr(pjit, "_python_pjit_helper", None)
-    replacement: Callable[..., Any]
-    if modern is not None and list(inspect.signature(modern).parameters)[:3] == ["p", "args_flat", "fun"]:
-        from jax._src import api_util, stages
-
-        # JAX 0.12 also takes the function's source description (for its error messages).
-        wants_source = "fun_sourceinfo" in inspect.signature(stages.Traced.__init__).parameters
-
-        def run_python_pjit(p, args_flat, fun, args, kwargs):
-            result = modern(p, args_flat, fun, args, kwargs)
-
-            def lower(platform: str) -> Any:
-                arg_types = [pjit.convert_to_metaty(a) for a in args_flat]
-                source = (api_util.fun_sourceinfo(fun),) if wants_source else ()
-                traced = stages.Traced(arg_types, p.params, p.in_tree, p.out_tree, p.consts, *source)
-                return traced.lower(lowering_platforms=(platform,))
-
-            notify(fun, args_flat, result[1], lower)
-            return result
-
-        name, replacement, original = "_run_python_pjit", run_python_pjit, modern
-    elif legacy is not None and list(inspect.signature(legacy).parameters)[:2] == ["fun", "jit_info"]:
-
-        def python_pjit_helper(fun, jit_info, *args, **kwargs):
-            result = legacy(fun, jit_info, *args, **kwargs)
-
-            def lower(platform: str) -> Any:
-                if hasattr(pjit, "jit_trace"):  # 0.5 - 0.6: takes what a jitted function holds
-                    wrapper = types.SimpleNamespace(_fun=fun, _jit_info=jit_info)
-                    traced = pjit.jit_trace(wrapper, *args, **kwargs)
-                else:
-                    # JAX 0.4.x only; the installed JAX's typing may not have it
-                    traced = pjit._make_jit_wrapper(fun, jit_info).trace(*args, **kwargs)  # type: ignore[attr-defined, unused-ignore]
-                return traced.lower(lowering_platforms=(platform,))
-
-            notify(fun, result[3], result[1], lower)
-            return result
-
-        name, replacement, original = "_python_pjit_helper", python_pjit_helper, legacy
-    else:
-        yield False
-        return
-    setattr(pjit, name, replacement)
-    try:
-        yield True
-    finally:
-        setattr(pjit, name, original)
-
-
-def host_memory_kind(value: Any) -> str | None:
-    """The memory kind of a committed array in host memory, other than its device's default
-    (JAX's CPU build before 0.5 keeps every array in ``unpinned_host``: that is not offloading)."""
-    sharding = getattr(value, "sharding", None)
-    kind = getattr(sharding, "memory_kind", None)
-    if sharding is None or kind not in HOST_KINDS or not getattr(value, "committed", True):
-        return None
-    try:
-        default = next(iter(sharding.device_set)).default_memory().kind
-    except Exception:  # noqa: BLE001 - a sharding without devices to ask: keep the kind
-        return kind
-    return None if kind == default else kind
-
-
-# ---------------------------------------------------------------------------------------
-# Starting JAX under `run` on a machine without an accelerator
-ACCELERATOR_START_UP_NOISE = (
-    # the CUDA plugin (jax-cuda12-plugin 0.6 - 0.12), once per library it loads, without a GPU
-    r"WARNING: All log messages before absl::InitializeLog\(\) is called are written to STDERR",
-    r"I\d{4} [\d:.]+ +\d+ cudart_stub\.cc:\d+\] Could not find cuda drivers on your machine, GPU will not be used\.",
-    # libtpu (0.0.17.1 - 0.0.50.1) starting where there is no TPU to find
-    r"Failed to find host bounds for accelerator type: WARNING: could not determine TPU accelerator type.*",
-    r"WARNING: Logging before InitGoogle\(\) is written to STDERR",
-    r"E\d{4} [\d:.]+ +\d+ common_lib\.cc:\d+\] INVALID_ARGUMENT: Error: unexpected worker hostname .*",
-    r"=== Source Location Trace: === ?",
-    r"learning/[\w/]+\.cc:\d+",
-)
-"""What the released compilers' plugins write to stderr while JAX starts on a machine without
-their hardware: a line each, in this order, measured with libtpu 0.0.17.1, 0.0.42.1, 0.0.50.1
-and jax-cuda12-plugin 0.10.2, 0.12.0.1. None of it is about the user's program."""
-_PLUGIN_FAILURE = "Jax plugin configuration error:"
-_TRACEBACK_LINE = re.compile(r"\s|Traceback |The above exception|During handling|[\w.]+(Error|Exception)\b.*: |$")
-"""A line of the traceback that follows :data:`_PLUGIN_FAILURE`."""
-"""JAX's log line (``xla_bridge.discover_pjrt_plugins``) when a plugin fails to initialise;
-its traceback follows. Without a GPU the CUDA plugin fails so every time ("Unable to load
-CUDA"): only there is it noise."""
-
-
-def accelerator_visible() -> bool:
-    """Whether JAX could find a TPU or a GPU here, asked as JAX asks before it starts a backend
-    (``jax._src.hardware_utils``, 0.4.35 - 0.12: TPU chips on the PCI bus, NVIDIA device
-    nodes; AMD's ``/dev/kfd``). Cheap: no plugin is loaded."""
-    import os
-
-    from jax._src import hardware_utils
-
-    return (
-        hardware_utils.num_available_tpu_chips_and_device_id()[0] > 0
-        or hardware_utils.has_visible_nvidia_gpu()
-        or os.path.exists("/dev/kfd")
-    )
-
-
-def start_quietly(verbose: bool = False) -> None:
-    """Import JAX and register its plugins before ``run`` starts the user's program (or the
-    kernel extension its cells), so that what the plugins print where their hardware is
-    missing never reaches the user; and where JAX has no accelerator to find, start only its
-    CPU backend (``jax_platforms="cpu"``) instead of probing for a TPU for seconds.
-    ``JAX_PLATFORMS`` (or ``JAX_PLATFORM_NAME``, or ``jax_platforms`` set in code) chosen by
-    the user always wins: then JAX starts what it names, and only its start-up noise is left
-    out. ``verbose`` shows everything the plugins printed."""
-    import os
-    import sys
-
-    with _stderr_without_start_up_noise(verbose) as state:
-        import jax
-        from jax._src import xla_bridge
-
-        state.plugins_fail_as_noise = not accelerator_visible()
-        user_chose = {"JAX_PLATFORMS", "JAX_PLATFORM_NAME"} & set(os.environ) or getattr(
-            jax.config, "jax_platforms", None
-        )
-        if state.plugins_fail_as_noise and not user_chose and not xla_bridge.backends_are_initialized():
-            jax.config.update("jax_platforms", "cpu")
-        # loads each plugin once (the CUDA plugin logs as it loads); a backend starts later, on
-        # the program's first operation, and may start libtpu (the user asked for it)
-        xla_bridge._discover_and_register_pjrt_plugins()
-    start_backends = xla_bridge.backends
-    if getattr(start_backends, "started_quietly", False):
-        return  # a kernel that loads the extension again
-
-    @functools.wraps(start_backends)
-    def backends_quietly() -> Any:
-        if xla_bridge.backends_are_initialized():
-            return start_backends()
-        sys.stderr.flush()
-        with _stderr_without_start_up_noise(verbose) as state_now:
-            state_now.plugins_fail_as_noise = state.plugins_fail_as_noise
-            return start_backends()
-
-    backends_quietly.started_quietly = True  # type: ignore[attr-defined]
-    xla_bridge.backends = backends_quietly  # JAX's own calls look the name up in its module
-
-
-@dataclass
-class _StartUp:
-    plugins_fail_as_noise: bool = False
-
-
-@contextmanager
-def _stderr_without_start_up_noise(verbose: bool) -> Iterator[_StartUp]:
-    """Capture file descriptor 2 (C++ logs bypass ``sys.stderr``) while JAX starts, then write
-    back what is not :data:`ACCELERATOR_START_UP_NOISE`."""
-    import os
-    import sys
-    import tempfile
-
-    state = _StartUp()
-    if verbose:
-        yield state
-        return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as capture:
-        os.dup2(capture.fileno(), 2)
-        try:
-            yield state
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
-            capture.seek(0)
-            text = capture.read().decode("utf-8", errors="replace")
-            noise = re.compile("|".join(ACCELERATOR_START_UP_NOISE))
-            kept: list[str] = []
-            in_traceback = False
-            for line in text.splitlines(keepends=True):
-                if in_traceback and _TRACEBACK_LINE.match(line):
-                    continue
-                in_traceback = state.plugins_fail_as_noise and line.startswith(_PLUGIN_FAILURE)
-                if not in_traceback and not noise.fullmatch(line.rstrip("\r\n")):
-                    kept.append(line)
-            if kept:
-                os.write(2, "".join(kept).encode())

@@ -1,0 +1,176 @@
+"""The planner's view of the source files: each read once and cut into statements once, and
+the codemods' dry runs against excerpts of them, kept per (codemod, target).
+
+Also what the planner asks of a function's source: the parameter a host-argument origin
+names, and where the returns give a name back.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.codemod import CodemodContext
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from offload_fixer.codemods.fix_command import FixCommand
+from offload_fixer.codemods.pytree_source import literal_paths, locate, returned_values
+from offload_fixer.codemods.source_facts import FunctionInfo, SourceFacts
+from offload_fixer.codemods.targets import Edit, FixTarget
+from offload_fixer.findings import split_argument
+from offload_fixer.fixes.errors import FixError
+from offload_fixer.fixes.excerpt import FileOutline
+from offload_fixer.fixes.source_io import decode_source, read_source, sha256_of
+from offload_fixer.model import Origin, PathKey, Span
+
+Job = tuple[type[FixCommand], FixTarget]
+"""One edit to make: the codemod (a :class:`FixCommand` class) and its target."""
+
+
+def same_file(a: str | None, b: str | None) -> bool:
+    if a is None or b is None:
+        return a is None
+    return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
+
+
+def in_file(span: Span | None, path: str | None) -> Span | None:
+    return span if span is not None and same_file(span.path, path) else None
+
+
+@dataclass
+class DryRun:
+    edits: list[Edit]
+    problems: list[str]
+    satisfied: list[str]
+
+
+@dataclass
+class Source:
+    path: str
+    sha256: str | None = None
+    outline: FileOutline | None = None
+    error: str | None = None
+    _runs: dict[Job, DryRun] = field(default_factory=dict, repr=False)
+
+    def prefetch(self, codemod: type[FixCommand], targets: Sequence[FixTarget]) -> None:
+        """Dry-run several targets in one pass over the statements they need."""
+        assert self.outline is not None
+        excerpt = self.outline.excerpt_for(targets)
+        run = codemod(
+            CodemodContext(filename=self.path),
+            targets=targets,
+            line_map=excerpt.file_line,
+            reference_count=self.outline.reference_count,
+        )
+        run.transform_module(excerpt.module)
+        for target, outcome in zip(targets, run.outcomes):
+            if not outcome.deferred:
+                self._runs[(codemod, target)] = DryRun(outcome.edits, outcome.problems, outcome.satisfied)
+
+    def dry_run(self, codemod: type[FixCommand], target: FixTarget) -> DryRun:
+        if (codemod, target) not in self._runs:
+            self.prefetch(codemod, [target])
+        return self._runs[(codemod, target)]
+
+    def facts(self, target: FixTarget) -> SourceFacts:
+        """What the codemods know of the statements ``target`` needs, in file lines."""
+        assert self.outline is not None
+        excerpt = self.outline.excerpt_for([target])
+        wrapper = MetadataWrapper(excerpt.module, unsafe_skip_copy=True)
+        return SourceFacts.collect(
+            wrapper.module, wrapper.resolve(PositionProvider), excerpt.file_line, self.outline.reference_count
+        )
+
+    def function(self, target: FixTarget) -> tuple[SourceFacts, FunctionInfo] | None:
+        facts = self.facts(target)
+        function = facts.find_function(target.function_name, target.function_line, target.inner_line)
+        return (facts, function) if function is not None else None
+
+    def host_parameter(self, target: FixTarget, origin: Origin) -> tuple[str, str] | None:
+        """(parameter, pytree path inside it) a host-argument origin names: by its span inside
+        the signature, else by its label (``NAME['key']...``), else by its flat index when every
+        parameter is a single array."""
+        found = self.function(target)
+        if found is None:
+            return None
+        facts, function = found
+        params = _parameters(function)
+        names = [name for name, _ in params]
+        span = origin.span
+        if span is not None and same_file(span.path, self.path):
+            for name, node in params:
+                where = facts.positions[node]
+                if where.start.line <= span.line <= where.end.line and (
+                    where.start.line != span.line or where.start.column < span.col <= where.end.column + 1
+                ):
+                    return name, ""
+        if origin.argument:
+            name, path = split_argument(origin.argument)
+            if name in names:
+                return name, path
+        index = origin.argument_index
+        if index is not None and len(names) == len(function.positional_params) > index:
+            return function.positional_params[index], ""
+        return None
+
+    def returned_paths(self, target: FixTarget) -> list[tuple[PathKey, ...]]:
+        """Pytree paths every return of the function spells out (literals, through local names),
+        for a source check, which has no output tree."""
+        found = self.function(target)
+        if found is None:
+            return []
+        facts, function = found
+        per_return = [set(literal_paths(facts, function.scope, value)) for _, value in returned_values(function, ())]
+        return sorted(set.intersection(*per_return), key=repr) if per_return else []
+
+    def returned_at(self, target: FixTarget, name: str) -> list[tuple[PathKey, ...]]:
+        """Pytree paths at which the function's returns give back ``name`` (a parameter,
+        perhaps assigned again: ``params = update(params); return params, loss``)."""
+        found = self.function(target)
+        if found is None:
+            return []
+        facts, function = found
+        paths: list[tuple[PathKey, ...]] = []
+        for _, value in returned_values(function, ()):
+            for keys in _element_paths(value):
+                located = locate(facts, function.scope, value, keys)
+                node = located.node
+                if not located.rest and isinstance(node, cst.Name) and node.value == name:
+                    paths.append(keys)
+        return list(dict.fromkeys(paths))
+
+
+def _element_paths(value: cst.BaseExpression, depth: int = 2) -> list[tuple[PathKey, ...]]:
+    """The path of ``value`` and of its literal elements, two levels down."""
+    paths: list[tuple[PathKey, ...]] = [()]
+    if depth and isinstance(value, (cst.Tuple, cst.List)):
+        for index, element in enumerate(value.elements):
+            paths += [(("index", index), *rest) for rest in _element_paths(element.value, depth - 1)]
+    return paths
+
+
+def _parameters(function: FunctionInfo) -> list[tuple[str, cst.Param]]:
+    params = function.node.params
+    return [(p.name.value, p) for p in [*params.posonly_params, *params.params, *params.kwonly_params]]
+
+
+class Sources:
+    def __init__(self, texts: Mapping[str, bytes]) -> None:
+        self._texts = {os.path.abspath(path): data for path, data in texts.items()}
+        self._cache: dict[str, Source] = {}
+
+    def get(self, path: str) -> Source:
+        if path not in self._cache:
+            self._cache[path] = self._load(path)
+        return self._cache[path]
+
+    def _load(self, path: str) -> Source:
+        try:
+            data = self._texts.get(os.path.abspath(path))
+            if data is None:
+                data = read_source(path)
+            return Source(path, sha256_of(data), FileOutline.of(path, decode_source(path, data)))
+        except FixError as exc:
+            return Source(path, error=str(exc))

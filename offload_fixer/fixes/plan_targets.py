@@ -1,0 +1,135 @@
+"""Reading a group of diagnostics into a :class:`FixTarget`: the function, the outputs, the
+returns, the origin, the computations on the host value and, for a streamed argument, the
+parameter, its host leaves and the state outputs that return them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from offload_fixer import jax_compat
+from offload_fixer.codemods.targets import FixTarget
+from offload_fixer.codes import HOST_COMPUTE_CODES, HOST_VALUE_DEVICE_OUTPUT, UNPINNED_HOST_MEMORY
+from offload_fixer.findings import split_argument
+from offload_fixer.fixes.plan_sources import Source, in_file, same_file
+from offload_fixer.model import HOST_KINDS, Diagnostic, OutputInfo, PathKey, Role, format_output_path, parse_output_path
+
+
+def fix_target(
+    group: list[Diagnostic],
+    path: str | None,
+    spelling: jax_compat.Spelling,
+    source: Source | None,
+    tree: tuple[OutputInfo, ...],
+) -> FixTarget:
+    first = group[0]
+    function = next((d.function for d in group if d.function is not None), None)
+    origin = next((d.origin for d in group if d.origin is not None), None)
+    origin_span = in_file(origin.span if origin else None, path)
+    if origin is None and first.code == UNPINNED_HOST_MEMORY:
+        origin_span = in_file(first.span, path)  # a policy's destination: the literal itself
+    offending = [d for d in group if d.code == HOST_VALUE_DEVICE_OUTPUT]
+    return_spans = [in_file(d.return_span, path) for d in offending]
+    function_line = function.line if function is not None and same_file(function.path, path) else None
+    inner_line = origin_span.line if origin_span else next((s.line for s in return_spans if s), None)
+    compute = tuple(
+        dict.fromkeys(
+            (step.span.line, step.span.col)
+            for d in group
+            for step in d.trace
+            if step.role == Role.HOST_COMPUTE and step.span is not None and same_file(step.span.path, path)
+        )
+    )
+    target = FixTarget(
+        function_name=function.name if function is not None else None,
+        function_line=function_line,
+        inner_line=inner_line,
+        output_paths=output_paths(offending) or ("",),
+        return_lines=tuple(sorted({s.line for s in return_spans if s})) if return_spans and all(return_spans) else (),
+        origin_line=origin_span.line if origin_span else None,
+        origin_col=origin_span.col if origin_span else None,
+        compute_spans=compute,
+        output_kinds=tuple((info.path, info.memory_kind) for info in tree),
+        spelling=spelling,
+    )
+    if origin is not None and origin.kind == "host_argument" and source is not None and source.outline is not None:
+        parameter = source.host_parameter(target, origin)
+        if parameter is not None:
+            leaves = sorted(
+                {
+                    split_argument(d.origin.argument)[1]
+                    for d in group
+                    if d.origin is not None
+                    and d.origin.argument
+                    and split_argument(d.origin.argument)[0] == parameter[0]
+                }
+            )
+            target = replace(
+                target,
+                parameter=parameter[0],
+                parameter_path=parameter[1],
+                parameter_leaves=tuple(leaves) if all(leaves) else (),
+            )
+    return target
+
+
+def output_paths(group: Sequence[Diagnostic]) -> tuple[str, ...]:
+    paths: list[str] = []
+    for d in group:
+        paths.append(d.output_path or "")
+        paths.extend(d.related_outputs)
+    return tuple(dict.fromkeys(paths))
+
+
+def state_outputs(
+    group: list[Diagnostic], target: FixTarget, source: Source | None, tree: tuple[OutputInfo, ...] = ()
+) -> tuple[str, ...]:
+    """Outputs that return the streamed argument's host leaves (the state that enters as host)
+    and are declared device memory: they are declared host, so the state stays host. Found
+    where a return gives back the parameter's name, else by the output tree's structure (the
+    one sub-tree with the argument's host leaves), else, for an argument streamed whole into a
+    function with a single array output (``ema = update(ema, w)``), that output. An output whose
+    tensor type differs from the host leaf's (``relu(x + bias)`` for a streamed ``bias``) is a new
+    value, not the state."""
+    leaves = [parse_output_path(p) for p in (target.parameter_leaves or ("",))]
+    kinds = {parse_output_path(p): k for p, k in target.output_kinds}
+    prefixes: list[tuple[PathKey, ...]] = []
+    if source is not None and source.outline is not None and target.parameter:
+        prefixes = source.returned_at(target, target.parameter)
+    offending = {parse_output_path(d.output_path or "") for d in group if d.code == HOST_VALUE_DEVICE_OUTPUT}
+    # the output paths: the analysis's tree, else (a source check) what the returns spell
+    shown = set(kinds) or (set(source.returned_paths(target)) if source is not None and source.outline else set())
+    if not prefixes and shown and all(leaves):
+        candidates = {
+            keys[: len(keys) - len(leaves[0])] for keys in shown if keys[len(keys) - len(leaves[0]) :] == leaves[0]
+        }
+        fitting = [q for q in candidates if all((*q, *leaf) in shown for leaf in leaves)]
+        prefixes = fitting if len(fitting) == 1 else []
+    if not prefixes and leaves == [()] and list(kinds) == [()]:
+        # the whole argument in, one array out: the function returns the state, where the
+        # analysis saw the types (below); a source check cannot tell it from a new value
+        prefixes = [()]
+    types = {parse_output_path(info.path): info.value_type for info in tree if info.value_type}
+    leaf_types = {
+        parse_output_path(split_argument(d.origin.argument)[1]): d.origin.value_type
+        for d in group
+        if d.origin is not None and d.origin.argument and d.origin.value_type
+    }
+    state = []
+    for prefix in prefixes:
+        for leaf in leaves:
+            keys = (*prefix, *leaf)
+            out_type, in_type = types.get(keys), leaf_types.get(leaf)
+            if out_type and in_type and out_type != in_type:
+                continue
+            kind = kinds.get(keys)
+            if (kind is not None and kind not in HOST_KINDS) or (not kinds and keys in offending):
+                state.append(format_output_path(keys))
+    return tuple(dict.fromkeys(state))
+
+
+def host_computed(group: Sequence[Diagnostic]) -> bool:
+    return any(d.code in HOST_COMPUTE_CODES for d in group) or any(
+        step.role == Role.HOST_COMPUTE for d in group for step in d.trace
+    )
