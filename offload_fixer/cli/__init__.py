@@ -37,15 +37,12 @@ from offload_fixer.cli.checking import (
     show_fixed,
     show_planned_fixes,
 )
+from offload_fixer.cli.confirming import FixConfirmation, report_compiled, report_unpredicted, require_compiler
 from offload_fixer.cli.fixing import (
-    FixConfirmation,
     apply_fixes,
     apply_fixes_per_file,
     fix_in_memory_then_write,
     fixed_listing,
-    report_compiled,
-    report_unpredicted,
-    require_compiler,
 )
 from offload_fixer.cli.options import (
     FIX_OPTIONS,

@@ -1,5 +1,8 @@
 """What both fix commands share: command-line flags, finding the function, the jit
-options, derived shardings and recording what was (or could not be) done."""
+options, derived shardings and recording what was (or could not be) done.
+
+Over 500 lines on purpose: the base class of every codemod; the sharding derivations read and
+record into the command's own state (facts, spelling, edits and problems), so they stay with it."""
 
 from __future__ import annotations
 

@@ -1,0 +1,240 @@
+"""``--confirm`` and the fix check: each fixed file's functions lowered again from the fixed
+text before it is written, compiled where the compiler is installed, and the compiler's
+verdicts on the run said in its own words."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from offload_fixer import codes
+from offload_fixer.cli.options import Console, Invocation, Outcome, fail
+from offload_fixer.exit_codes import ExitCode
+
+
+class FixConfirmation:
+    """Each fixed file's checked functions lowered again from the fixed text before anything
+    is written, and compiled where the compiler is installed (a requirement with ``--confirm``,
+    ``compile``) to measure it (:mod:`offload_fixer.xla.confirm_fixes`). A plan that fails is
+    not written: the next candidate for its root cause is tried (:mod:`offload_fixer.fixes.candidates`)."""
+
+    def __init__(self, reports: Sequence[Any], calls: dict[int, Any], target: str, compile: bool = True) -> None:
+        from offload_fixer.xla import compilers
+
+        self.reports = list(reports)
+        self.calls = calls
+        self.target = target
+        self.compile = compile
+        self.measure = compile or compilers.installed(target) is not None
+        """Compile to measure even without ``--confirm``, where the compiler is installed."""
+
+    def apply(
+        self,
+        plans: Sequence[Any],
+        invocation: Invocation,
+        console: Console,
+        alternatives: Mapping[tuple[str, Any], Sequence[Any]] | None = None,
+    ) -> list[Any]:
+        """``plans`` checked file by file, each failing one replaced by the next of its
+        ``alternatives`` (per (file, root cause), from ``candidate_plans``), then written."""
+        from offload_fixer.fixes import apply_plans
+
+        by_path: dict[str, list[Any]] = {}
+        for plan in plans:
+            by_path.setdefault(plan.path, []).append(plan)
+        results = []
+        confirmed: dict[str, list[Any]] = {}
+        for path, file_plans in by_path.items():
+            result, chosen = self.choose_file(path, file_plans, invocation.unsafe_fixes, alternatives or {})
+            for line in self.notes:
+                console.note(f"offload-fixer: {path}: {line}", always=line.startswith("left unfixed"))
+            results.append(result)
+            if chosen:
+                confirmed[path] = chosen
+        if invocation.write and confirmed:
+            written = {
+                r.path: r
+                for r in apply_plans(
+                    [p for chosen in confirmed.values() for p in chosen], write=True, unsafe=invocation.unsafe_fixes
+                )
+            }
+            results = [
+                dataclasses.replace(written[r.path], skipped=r.skipped) if r.path in written else r for r in results
+            ]
+        return results
+
+    def choose_file(
+        self, path: str, plans: Sequence[Any], unsafe: bool, alternatives: Mapping[tuple[str, Any], Sequence[Any]]
+    ) -> tuple[Any, list[Any]]:
+        """(the file's result with the chosen plans applied in memory, the chosen plans); what
+        happened is left in :attr:`notes`, each note one line."""
+        from offload_fixer.findings import root_cause_key
+        from offload_fixer.fixes import apply_plans
+        from offload_fixer.fixes.apply import choose_plans
+        from offload_fixer.fixes.candidates import choose
+        from offload_fixer.fixes.errors import FixNotConfirmedError
+
+        self.notes: list[str] = []
+        chosen, _ = choose_plans(plans, unsafe)
+        if not path or not chosen:
+            return apply_plans(plans, write=False, unsafe=unsafe)[0], []
+        options = []
+        for plan in chosen:
+            others = alternatives.get((plan.path, root_cause_key(plan.diagnostics[0])), ())
+            options.append(
+                [plan]
+                + [
+                    dataclasses.replace(other, source_sha256=plan.source_sha256)
+                    for other in others
+                    if other.edits != plan.edits
+                ]
+            )
+        choice = choose(options, lambda trial: self._check(path, trial), measure=self.measure)
+        unchosen = [p for p in plans if p not in chosen]
+        for first, instead, why in choice.replaced:
+            self.notes.append(f"{instead.title}, instead of {first.title} ({why})")
+        if not choice.plans:
+            said = "not confirmed by the compiler" if self.compile else "no candidate plan lowers"
+            reason = choice.left[0][1] if choice.left else "no plan"
+            result = apply_plans(unchosen, write=False, unsafe=unsafe)[0] if unchosen else None
+            from offload_fixer.fixes.apply import FileResult
+
+            return (
+                FileResult(
+                    path,
+                    "",
+                    "",
+                    "",
+                    skipped=tuple(result.skipped if result else ()),
+                    error=FixNotConfirmedError(path, f"{said}: {reason}"),
+                ),
+                [],
+            )
+        for plan, why in choice.left:
+            self.notes.append(f"left unfixed ({plan.title}): {why}")
+        result = apply_plans([*choice.plans, *unchosen], write=False, unsafe=unsafe)[0]
+        result = dataclasses.replace(result, skipped=result.skipped + choice.left)
+        trial = choice.trial
+        checks = trial.detail[1] if trial is not None and trial.detail else []
+        if checks and all(c.verdict is not None for c in checks):
+            compiler = checks[0].verdict.compiler
+            how = (
+                f"the fix compiles ({compiler} confirmed {len(checks)} compilation{'s' if len(checks) != 1 else ''})"
+                if trial is not None and trial.compiled
+                else f"the fix lowers; {compiler} does not compile it ({checks[0].reason})"
+            )
+            memory = self.memory(result, checks) if trial is not None and trial.compiled else ""
+            self.notes.append(how + (f": {memory}" if memory else ""))
+            if memory:
+                applied = tuple(dataclasses.replace(p, measured=memory) for p in result.applied)
+                result = dataclasses.replace(result, applied=applied)
+        return result, list(choice.plans)
+
+    def _check(self, path: str, plans: Sequence[Any]) -> Any:
+        """Lower (and compile, to measure) ``path`` with ``plans`` applied in memory; the outputs
+        of the findings they leave unfixed are declared host before compiling."""
+        from offload_fixer.fixes import apply_plans
+        from offload_fixer.fixes.candidates import Trial
+        from offload_fixer.xla.confirm_fixes import compile_fixed, import_safe
+
+        result = apply_plans(plans, write=False, unsafe=True)[0]
+        if result.error is not None:
+            return Trial(False, getattr(result.error, "message", None) or str(result.error))
+        if not result.changed:
+            return Trial(False, "the edit changes nothing")
+        if not self.compile and not import_safe(result.new_text):
+            return Trial(True, detail=(result, []))  # importing it would run the program again: not lowered
+        # by finding, not by output: two root causes can reach one output
+        covered = {(d.function, d.output_index, d.message) for p in plans for d in p.covered}
+        checks = []
+        for report, call in self._calls(path):
+            left = [
+                d.output_index
+                for d in report.by_code(codes.HOST_VALUE_DEVICE_OUTPUT)
+                if d.output_index is not None and (d.function, d.output_index, d.message) not in covered
+            ]
+            checks.append(
+                compile_fixed(
+                    path, result.new_text, report.function, call.args, call.kwargs, self.target, self.measure, left
+                )
+            )
+        if not self.compile:
+            checks = [check for check in checks if check.located]
+        if not checks:
+            if self.compile:
+                return Trial(False, "no checked compilation of this file to compile the fix with")
+            return Trial(True, detail=(result, []))  # no recorded call of this file's functions
+        failing = next((check for check in checks if not check.lowered), None)
+        if failing is not None:
+            return Trial(False, failing.reason)
+        compiled = self.measure and all(check.confirmed for check in checks)
+        if self.compile and not compiled:
+            return Trial(False, next(check.reason for check in checks if not check.confirmed))
+        memories = [check.verdict.memory for check in checks if check.verdict is not None]
+        device = sum(m.device_total for m in memories if m) if compiled and all(memories) else None
+        return Trial(True, compiled=compiled, device_bytes=device, detail=(result, checks))
+
+    def _calls(self, path: str) -> list[tuple[Any, Any]]:
+        """(report, recorded call) of each checked compilation of a function of ``path``."""
+        return [
+            (report, call)
+            for index, report in enumerate(self.reports)
+            if (call := self.calls.get(index)) is not None
+            and report.function is not None
+            and report.function.path
+            and os.path.abspath(report.function.path) == os.path.abspath(path)
+        ]
+
+    def memory(self, result: Any, checks: Sequence[Any]) -> str:
+        """``HBM +4.0 MiB (temporaries), host 2.0 GiB kept`` for the first checked function:
+        the compiler's figures of the fix against the unfixed program with its failing outputs
+        declared host."""
+        from offload_fixer.xla.confirm_fixes import describe_memory, original_memory
+
+        after = checks[0].verdict.memory if checks and checks[0].verdict is not None else None
+        found = self._calls(result.path)
+        if after is None or not found:
+            return ""
+        report, call = found[0]
+        failing = [d.output_index for d in report.by_code(codes.HOST_VALUE_DEVICE_OUTPUT) if d.output_index is not None]
+        before = original_memory(
+            result.path, result.old_text, report.function, call.args, call.kwargs, self.target, failing
+        )
+        return describe_memory(before, after)
+
+
+def require_compiler(target: str, console: Console) -> None:
+    """``--confirm`` without the target's compiler: a clear refusal with the install command."""
+    from offload_fixer import xla
+
+    try:
+        xla.oracle(target).spawn()
+    except xla.CompilerUnavailable as exc:
+        fail(ExitCode.NO_COMPILER, f"--confirm needs the {target} compiler: {exc}", console)
+
+
+def report_unpredicted(reports: Sequence[Any], console: Console, outcome: Outcome) -> None:
+    """A compilation the compiler judges otherwise than the analysis: said in XLA's words, and
+    an error of the run."""
+    for report in reports:
+        for difference in report.unpredicted:
+            name = report.function.name if report.function else report.module_name
+            console.note(console.styled_error(f"offload-fixer: {name}: {difference}"), always=True)
+            outcome.failure = outcome.failure or ExitCode.FINDINGS
+
+
+def report_compiled(reports: Sequence[Any], console: Console) -> None:
+    """``--confirm`` where the compiler compiled every compilation: said, so that a clean
+    report is known to be the compiler's verdict too, not only the analysis's."""
+    verdicts = [report.xla for report in reports if report.xla is not None]
+    if not verdicts or len(verdicts) != len(reports) or any(v.outcome != "compiled" for v in verdicts):
+        return
+    if any(report.unpredicted for report in reports):
+        return
+    compilers = ", ".join(sorted({v.compiler for v in verdicts}))
+    count = len(verdicts)
+    console.note(
+        f"offload-fixer: --confirm: {compilers} compiled {count} compilation{'s' if count != 1 else ''}, as predicted"
+    )
