@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import pytest
 
@@ -51,20 +51,22 @@ WAIT_S = 120
 """Only a guard against a hung server; nothing asserts how fast anything is."""
 
 
-def send(stdin: IO[bytes], message: dict[str, Any]) -> None:
+def send(server: subprocess.Popen, message: dict[str, Any]) -> None:
+    assert server.stdin is not None
     body = json.dumps({"jsonrpc": "2.0", **message}).encode()
-    stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-    stdin.flush()
+    server.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    server.stdin.flush()
 
 
-def receive(stdout: IO[bytes]) -> dict[str, Any]:
+def receive(server: subprocess.Popen) -> dict[str, Any]:
+    assert server.stdout is not None
     length = None
-    while (line := stdout.readline()) not in (b"\r\n", b""):
+    while (line := server.stdout.readline()) not in (b"\r\n", b""):
         name, _, value = line.decode("ascii").partition(":")
         if name.lower() == "content-length":
             length = int(value)
     assert length is not None, "the server closed its output"
-    return json.loads(stdout.read(length))
+    return json.loads(server.stdout.read(length))
 
 
 def first_diagnostics(server: subprocess.Popen, path: Path) -> dict[str, Any]:
@@ -73,22 +75,22 @@ def first_diagnostics(server: subprocess.Popen, path: Path) -> dict[str, Any]:
     send(
         server.stdin, {"id": 1, "method": "initialize", "params": {"rootUri": path.parent.as_uri(), "capabilities": {}}}
     )
-    while receive(server.stdout).get("id") != 1:
+    while receive(server).get("id") != 1:
         pass
-    send(server.stdin, {"method": "initialized", "params": {}})
+    send(server, {"method": "initialized", "params": {}})
     document = {"uri": path.as_uri(), "languageId": "python", "version": 1, "text": path.read_text()}
-    send(server.stdin, {"method": "textDocument/didOpen", "params": {"textDocument": document}})
-    while (message := receive(server.stdout)).get("method") != "textDocument/publishDiagnostics":
+    send(server, {"method": "textDocument/didOpen", "params": {"textDocument": document}})
+    while (message := receive(server)).get("method") != "textDocument/publishDiagnostics":
         if "id" in message and "method" in message:
-            send(server.stdin, {"id": message["id"], "result": None})
+            send(server, {"id": message["id"], "result": None})
     return message["params"]
 
 
 def shut_down(server: subprocess.Popen) -> int:
-    send(server.stdin, {"id": 2, "method": "shutdown"})
-    while receive(server.stdout).get("id") != 2:
+    send(server, {"id": 2, "method": "shutdown"})
+    while receive(server).get("id") != 2:
         pass
-    send(server.stdin, {"method": "exit"})
+    send(server, {"method": "exit"})
     return server.wait(WAIT_S)
 
 
