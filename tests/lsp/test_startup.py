@@ -72,9 +72,7 @@ def receive(server: subprocess.Popen) -> dict[str, Any]:
 def first_diagnostics(server: subprocess.Popen, path: Path) -> dict[str, Any]:
     """What an editor sends first (initialize, initialized, didOpen), then the wait for the
     document's diagnostics; requests from the server are answered with nothing."""
-    send(
-        server.stdin, {"id": 1, "method": "initialize", "params": {"rootUri": path.parent.as_uri(), "capabilities": {}}}
-    )
+    send(server, {"id": 1, "method": "initialize", "params": {"rootUri": path.parent.as_uri(), "capabilities": {}}})
     while receive(server).get("id") != 1:
         pass
     send(server, {"method": "initialized", "params": {}})
