@@ -208,10 +208,10 @@ async def open_latency(command: list[str], path: Path, text: str, init: dict | N
     return arrived - sent, count, " / ".join(shown)
 
 
-async def startup_latency(command: list[str], path: Path) -> tuple[float, float, float, int]:
+async def startup_latency(command: list[str], path: Path) -> tuple[float, float, tuple[float, float], int]:
     """Seconds from spawning the server to its ``initialize`` answer and to the first
     ``publishDiagnostics`` of ``path`` (opened as soon as ``initialized`` is sent), the CPU
-    seconds the server had used by then, and how many diagnostics that publish carried. The
+    seconds the server and its worker had used by then, and how many diagnostics that publish carried. The
     bytecode cache may be written, as on a user's machine (``PYTHONDONTWRITEBYTECODE`` dropped)."""
     from lsprotocol import types
     from pygls.lsp.client import LanguageClient
@@ -245,18 +245,25 @@ async def startup_latency(command: list[str], path: Path) -> tuple[float, float,
     return answered - spawned, arrived - spawned, cpu, count
 
 
-def _cpu_seconds(client) -> float:
-    """User and system CPU seconds of the client's server process and of its children (the
-    analysis worker) so far, from Linux's ``/proc``."""
-    pending, ticks = [client._server.pid], 0
+def _cpu_seconds(client) -> tuple[float, float]:
+    """User and system CPU seconds of the client's server process, and of its children (the
+    analysis worker), so far, from Linux's ``/proc``."""
+
+    def ticks(pid: int) -> int:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+
+    def children(pid: int) -> list[int]:
+        return [int(c) for task in Path(f"/proc/{pid}/task").iterdir() for c in (task / "children").read_text().split()]
+
+    server = client._server.pid
+    pending, below = children(server), 0
     while pending:
         pid = pending.pop()
-        proc = Path(f"/proc/{pid}")
-        fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
-        ticks += int(fields[11]) + int(fields[12])
-        for task in (proc / "task").iterdir():
-            pending += [int(child) for child in (task / "children").read_text().split()]
-    return ticks / os.sysconf("SC_CLK_TCK")
+        below += ticks(pid)
+        pending += children(pid)
+    tick = os.sysconf("SC_CLK_TCK")
+    return ticks(server) / tick, below / tick
 
 
 def startup(paths: list[Path], repeat: int, skip_ruff: bool) -> None:
@@ -265,7 +272,8 @@ def startup(paths: list[Path], repeat: int, skip_ruff: bool) -> None:
     if not skip_ruff and Path(ruff).exists():
         servers.append(("ruff server", [ruff, "server"]))
     print(
-        f"{'server':18} {'document':34} {'initialize s':>12} {'first diagnostics s':>19} {'min s':>6} {'CPU s':>6} {'count':>5}"
+        f"{'server':18} {'document':30} {'initialize s':>12} {'first diagnostics s':>19} {'min s':>6} "
+        f"{'CPU s: server':>13} {'worker':>6} {'count':>5}"
     )
     for path in paths:
         for name, command in servers:
@@ -273,11 +281,12 @@ def startup(paths: list[Path], repeat: int, skip_ruff: bool) -> None:
             runs = [asyncio.run(startup_latency(command, path.resolve())) for _ in range(repeat)]
             first = [r[1] for r in runs]
             print(
-                f"{name:18} {path.name:34} {statistics.median(r[0] for r in runs):12.3f} "
-                f"{statistics.median(first):19.3f} {min(first):6.3f} {statistics.median(r[2] for r in runs):6.3f} "
-                f"{runs[0][3]:5}",
+                f"{name:18} {path.name:30} {statistics.median(r[0] for r in runs):12.3f} "
+                f"{statistics.median(first):19.3f} {min(first):6.3f} {statistics.median(r[2][0] for r in runs):13.3f} "
+                f"{statistics.median(r[2][1] for r in runs):6.3f} {runs[0][3]:5}",
                 flush=True,
             )
+    print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
 
 def check_command_seconds(path: Path) -> float:

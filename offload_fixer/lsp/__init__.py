@@ -18,6 +18,7 @@ def serve_stdio(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -
     import asyncio
     import threading
 
+    from offload_fixer.lsp import engine  # noqa: F401  (before the fork: the worker and the server both need it)
     from offload_fixer.lsp.worker import AnalysisWorker
 
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="offload-fixer lsp: %(message)s")
