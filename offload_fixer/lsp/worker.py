@@ -49,24 +49,23 @@ class AnalysisWorker(Executor):
     ``BrokenProcessPool``, which the server logs like any failed analysis)."""
 
     def __init__(self) -> None:
-        self._pool = _start()
+        # fork where it is safe (Linux, before the server starts any thread): the child starts
+        # with what is imported already, in milliseconds. Elsewhere a fresh interpreter.
+        self._pool = _start("fork" if sys.platform == "linux" else "spawn")
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
         try:
             return self._pool.submit(fn, *args, **kwargs)
         except BrokenProcessPool:
             log.warning("the analysis worker stopped; starting another")
-            self._pool = _start()
+            self._pool = _start("spawn")  # the server runs threads by now: never fork it again
             return self._pool.submit(fn, *args, **kwargs)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         self._pool.shutdown(wait=wait, cancel_futures=cancel_futures)
 
 
-def _start() -> Executor:
-    # fork where it is safe (Linux; called before the server starts any thread): the child
-    # starts with what is imported already, in milliseconds. Elsewhere a fresh interpreter.
-    method = "fork" if sys.platform == "linux" else "spawn"
+def _start(method: str) -> Executor:
     try:
         pool: Executor = ProcessPoolExecutor(
             max_workers=1,

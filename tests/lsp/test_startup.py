@@ -154,3 +154,49 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except FileNotFoundError:
         return "gone"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc; the worker is forked on Linux only")
+def test_a_killed_worker_is_replaced_and_the_next_change_is_analysed(tmp_path: Path) -> None:
+    path = tmp_path / "step.py"
+    path.write_text(JITTED_WITHOUT_FINDING)
+    server = start(tmp_path)
+    try:
+        first_diagnostics(server, path)
+        (worker,) = children(server.pid)
+        os.kill(worker, signal.SIGKILL)
+        published = None
+        for version in range(2, 6):  # the analysis running when it died may fail; a later one must not
+            change = {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}}
+            change["text"] = f"# edit {version}\n"
+            send(
+                server,
+                {
+                    "method": "textDocument/didChange",
+                    "params": {
+                        "textDocument": {"uri": path.as_uri(), "version": version},
+                        "contentChanges": [change],
+                    },
+                },
+            )
+            published = _publish_or_log(server)
+            if published is not None:
+                break
+        assert published is not None and published["diagnostics"] == [], "no analysis after the worker died"
+        assert [c for c in children(server.pid) if c != worker], "no new worker"
+        assert shut_down(server) == 0
+    finally:
+        server.kill()
+        server.wait(WAIT_S)
+
+
+def _publish_or_log(server: subprocess.Popen) -> dict[str, Any] | None:
+    """The next publish, or None when the server logs a failed analysis (an error) first."""
+    while True:
+        message = receive(server)
+        if message.get("method") == "textDocument/publishDiagnostics":
+            return message["params"]
+        if message.get("method") == "window/logMessage" and message["params"]["type"] == 1:  # an Error
+            return None
+        if "id" in message and "method" in message:
+            send(server, {"id": message["id"], "result": None})
