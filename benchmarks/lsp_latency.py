@@ -24,12 +24,21 @@ text (no analysis cache hit) and the finding stays. Median of ``--changes``.
     .venv/bin/python benchmarks/lsp_latency.py --lines 2000 --changes 20 --no-finding
 
 Target: median under 50 ms for a change to 2,000 lines; bounded on 20,000 lines (the open
-under 2 s, a change under 200 ms)."""
+under 2 s, a change under 200 ms).
+
+``--startup FILE...``: how soon a freshly started server answers, as an editor starts it: the
+process spawned, ``initialize``, ``initialized``, ``didOpen`` of each file sent at once, then
+the wait for its first ``publishDiagnostics``. Seconds from the spawn to the ``initialize``
+answer and to each document's first diagnostics, in fresh processes (median of ``--repeat``),
+``ruff server`` beside it. Target: the first diagnostics under 1 s.
+
+    .venv/bin/python benchmarks/lsp_latency.py --startup examples/optimizer_offload_broken.py"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import shutil
 import statistics
 import sys
@@ -199,6 +208,87 @@ async def open_latency(command: list[str], path: Path, text: str, init: dict | N
     return arrived - sent, count, " / ".join(shown)
 
 
+async def startup_latency(command: list[str], path: Path) -> tuple[float, float, tuple[float, float], int]:
+    """Seconds from spawning the server to its ``initialize`` answer and to the first
+    ``publishDiagnostics`` of ``path`` (opened as soon as ``initialized`` is sent), the CPU
+    seconds the server and its worker had used by then, and how many diagnostics that publish carried. The
+    bytecode cache may be written, as on a user's machine (``PYTHONDONTWRITEBYTECODE`` dropped)."""
+    from lsprotocol import types
+    from pygls.lsp.client import LanguageClient
+
+    client = LanguageClient("lsp-latency-benchmark", "1")
+    published: asyncio.Future = asyncio.get_running_loop().create_future()
+
+    @client.feature(types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    def publish(params: types.PublishDiagnosticsParams) -> None:
+        if not published.done():
+            published.set_result((time.perf_counter(), _cpu_seconds(client), len(params.diagnostics)))
+
+    for name in (types.WINDOW_LOG_MESSAGE, types.WINDOW_SHOW_MESSAGE):
+        client.feature(name)(lambda params: None)
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    spawned = time.perf_counter()
+    await client.start_io(*command, cwd=str(REPO), env=env)
+    await client.initialize_async(
+        types.InitializeParams(capabilities=types.ClientCapabilities(), root_uri=path.parent.as_uri())
+    )
+    answered = time.perf_counter()
+    client.initialized(types.InitializedParams())
+    text = path.read_text(encoding="utf-8")
+    client.text_document_did_open(
+        types.DidOpenTextDocumentParams(types.TextDocumentItem(path.as_uri(), "python", 1, text))
+    )
+    arrived, cpu, count = await asyncio.wait_for(published, 300)
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    return answered - spawned, arrived - spawned, cpu, count
+
+
+def _cpu_seconds(client) -> tuple[float, float]:
+    """User and system CPU seconds of the client's server process, and of its children (the
+    analysis worker), so far, from Linux's ``/proc``."""
+
+    def ticks(pid: int) -> int:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+
+    def children(pid: int) -> list[int]:
+        return [int(c) for task in Path(f"/proc/{pid}/task").iterdir() for c in (task / "children").read_text().split()]
+
+    server = client._server.pid
+    pending, below = children(server), 0
+    while pending:
+        pid = pending.pop()
+        below += ticks(pid)
+        pending += children(pid)
+    tick = os.sysconf("SC_CLK_TCK")
+    return ticks(server) / tick, below / tick
+
+
+def startup(paths: list[Path], repeat: int, skip_ruff: bool) -> None:
+    ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
+    servers = [("offload-fixer lsp", [sys.executable, "-m", "offload_fixer.lsp"])]
+    if not skip_ruff and Path(ruff).exists():
+        servers.append(("ruff server", [ruff, "server"]))
+    print(
+        f"{'server':18} {'document':30} {'initialize s':>12} {'first diagnostics s':>19} {'min s':>6} "
+        f"{'CPU s: server':>13} {'worker':>6} {'count':>5}"
+    )
+    for path in paths:
+        for name, command in servers:
+            asyncio.run(startup_latency(command, path.resolve()))  # warms the bytecode and OS caches
+            runs = [asyncio.run(startup_latency(command, path.resolve())) for _ in range(repeat)]
+            first = [r[1] for r in runs]
+            print(
+                f"{name:18} {path.name:30} {statistics.median(r[0] for r in runs):12.3f} "
+                f"{statistics.median(first):19.3f} {min(first):6.3f} {statistics.median(r[2][0] for r in runs):13.3f} "
+                f"{statistics.median(r[2][1] for r in runs):6.3f} {runs[0][3]:5}",
+                flush=True,
+            )
+    print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+
+
 def check_command_seconds(path: Path) -> float:
     """Wall time of ``offload-fixer check FILE`` (the installed command, in a fresh process)."""
     import subprocess
@@ -313,7 +403,14 @@ def main() -> None:
         metavar="CHARS",
         help="time the answer to didOpen for documents of these sizes instead",
     )
+    parser.add_argument(
+        "--startup", type=Path, nargs="+", metavar="FILE", help="time a fresh server's first diagnostics instead"
+    )
+    parser.add_argument("--repeat", type=int, default=5, help="fresh servers per document with --startup")
     args = parser.parse_args()
+    if args.startup:
+        startup(args.startup, args.repeat, args.skip_ruff)
+        return
     if args.large:
         large_documents(args.large, args.skip_ruff)
         return

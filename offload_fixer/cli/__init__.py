@@ -269,7 +269,7 @@ def check(
     if add_noqa:
         from offload_fixer.cli.add_noqa import write_noqa
 
-        added = write_noqa([d for d in outcome.diagnostics if d.severity != "info"], console)
+        added = write_noqa([d for d in outcome.diagnostics if d.severity != "info"], console, outcome.file_errors)
         if added:
             console.note(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
         sys.exit(int(ExitCode.INPUT_ERROR if outcome.file_errors else ExitCode.CLEAN))

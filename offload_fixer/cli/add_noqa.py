@@ -6,6 +6,10 @@ result is checked and written as a fix is (:func:`offload_fixer.fixes.apply.veri
 :func:`~offload_fixer.fixes.apply.write_source`). A line that ends inside a string or with a
 backslash cannot hold a comment: the directive goes to the line the string or the
 continuation ends on.
+
+A notebook is edited as the program of its code cells, as a fix is: the directive goes at the
+end of the cell's line, and only the edited cells' ``source`` values change in the ``.ipynb``
+text (:func:`offload_fixer.notebook.fixing.edit_notebook`).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import io
 import re
 import tokenize
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from offload_fixer.model import Diagnostic
 from offload_fixer.suppression import NOQA
@@ -24,15 +29,26 @@ _NOQA_BYTES = re.compile(NOQA.pattern.encode(), re.IGNORECASE)
 
 
 def noqa_lines(diagnostics: Iterable[Diagnostic]) -> dict[str, dict[int, set[str]]]:
-    """File -> line -> the codes of the findings whose underline starts on that line."""
+    """File -> line -> the codes of the findings whose underline starts on that line (a
+    notebook's lines: its program's)."""
+    from offload_fixer.notebook.positions import read_cached
     from offload_fixer.report import primary_span
 
     wanted: dict[str, dict[int, set[str]]] = {}
     for diagnostic in diagnostics:
         span = primary_span(diagnostic)
-        if span is None or not span.path or span.cell is not None:
+        if span is None or not span.path:
             continue
-        wanted.setdefault(span.path, {}).setdefault(span.line, set()).add(diagnostic.code)
+        line = span.line
+        if span.cell is not None:
+            notebook = read_cached(span.path)
+            if notebook is None:
+                continue  # unreadable now: reported when it is read to be edited
+            try:
+                line = notebook.program.program_line(span.cell, span.line)
+            except KeyError:
+                continue
+        wanted.setdefault(span.path, {}).setdefault(line, set()).add(diagnostic.code)
     return wanted
 
 
@@ -95,26 +111,34 @@ def _comment_line_of(text: str) -> dict[int, int]:
     return resolved
 
 
-def write_noqa(diagnostics: Sequence[Diagnostic], console) -> int:
+def write_noqa(diagnostics: Sequence[Diagnostic], console, unchecked: Sequence[Any] = ()) -> int:
     """Add the directives to every file with findings; returns the number added. A file that
-    cannot be edited is named on stderr and left as it was."""
+    cannot be edited, or could not be checked (``unchecked``: the check's file errors), is
+    named on stderr and left as it was."""
     from offload_fixer.fixes.apply import verify, write_source
     from offload_fixer.fixes.errors import FixError
-    from offload_fixer.notebook import is_notebook
+    from offload_fixer.notebook import NotebookFile, is_notebook
+    from offload_fixer.notebook.fixing import edit_notebook
 
+    for error in unchecked:
+        console.note(console.styled_error(f"offload-fixer: {error.path}: no noqa added: {error.message}"), always=True)
     total = 0
     for path, codes_by_line in sorted(noqa_lines(diagnostics).items()):
-        if is_notebook(path):
-            console.note(f"offload-fixer: {path}: --add-noqa does not edit notebooks; left as it was", always=True)
-            continue
         try:
-            with open(path, "rb") as handle:
-                original = handle.read()
+            if is_notebook(path):
+                original = NotebookFile.read(path).program.data
+            else:
+                with open(path, "rb") as handle:
+                    original = handle.read()
             data, added = add_noqa(original, codes_by_line)
             if not added:
                 continue
             verify(path, data, original=original)
-            write_source(path, original, data)
+            if is_notebook(path):
+                edit = edit_notebook(path, original, data.decode("utf-8"))
+                write_source(path, edit.old_bytes, edit.new_bytes)
+            else:
+                write_source(path, original, data)
         except (OSError, FixError, ValueError) as exc:
             why = getattr(exc, "message", None) or getattr(exc, "strerror", None) or str(exc)
             console.note(console.styled_error(f"offload-fixer: {path}: no noqa added: {why}"), always=True)

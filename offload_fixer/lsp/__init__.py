@@ -18,13 +18,18 @@ def serve_stdio(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -
     import asyncio
     import threading
 
+    from offload_fixer.lsp import engine  # noqa: F401  (before the fork: the worker and the server both need it)
+    from offload_fixer.lsp.worker import AnalysisWorker
+
+    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="offload-fixer lsp: %(message)s")
+    worker = AnalysisWorker()  # first: it warms the analysis while the protocol is imported
+
     from pygls.io_ import StdinAsyncReader, StdoutWriter
 
     from offload_fixer.lsp.server import build_server
     from offload_fixer.lsp.transport import serve
 
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="offload-fixer lsp: %(message)s")
-    server = build_server()
+    server = build_server(worker)
     server._stop_event = threading.Event()  # what pygls' own start_io sets up
     reader = StdinAsyncReader(stdin or sys.stdin.buffer, server.thread_pool)
     writer = StdoutWriter(stdout or sys.stdout.buffer)

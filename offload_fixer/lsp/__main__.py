@@ -2,4 +2,5 @@
 
 from offload_fixer.lsp import main
 
-main()
+if __name__ == "__main__":  # not when a spawned worker imports it as __mp_main__
+    main()

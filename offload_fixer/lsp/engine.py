@@ -116,7 +116,13 @@ def _analyse(text: str, path: str, settings: Settings) -> Analysis:
         )
     project = _project(settings)
     result = check_source(
-        text, path, target=settings.target, jax_version=settings.jax_version, cache=_source_cache(path), project=project
+        text,
+        path,
+        target=settings.target,
+        jax_version=settings.jax_version,
+        cache=_source_cache(path),
+        project=project,
+        python=settings.python,
     )
     if result.parse_error is not None:
         return Analysis(parse_error=str(result.parse_error))
@@ -453,6 +459,7 @@ def uri_of(path: str) -> str:
 def _settings_key(settings: Settings) -> tuple[Any, ...]:
     return (
         settings.target,
+        settings.target_version,
         settings.strategy,
         settings.jax_version,
         settings.selected,

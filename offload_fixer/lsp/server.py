@@ -15,10 +15,9 @@ diagnostics; the engine and notebooks live beside it.
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 from lsprotocol import types
@@ -58,7 +57,7 @@ class DocumentState:
 
 
 class OffloadFixerServer(LanguageServer):
-    def __init__(self) -> None:
+    def __init__(self, analysis_pool: Executor) -> None:
         # Incremental: VS Code sends a notebook cell's edits as ranges whatever a server asks
         # for (vscode-languageclient's notebook sync), and pygls applies both kinds under it.
         super().__init__(
@@ -73,9 +72,9 @@ class OffloadFixerServer(LanguageServer):
         self.shown_errors: set[str] = set()
         self.refused: set[str] = set()
         """Documents told they are too large to analyse (told once each)."""
-        self.heap_frozen = False
-        self.analysis_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="offload-fixer-analysis")
-        """One worker: analyses run one at a time, so a stale one never competes with the latest."""
+        self.analysis_pool = analysis_pool
+        """One worker (:mod:`.worker`): analyses run one at a time, so a stale one never competes
+        with the latest."""
 
     # ------------------------------------------------------------------ capabilities
     @property
@@ -166,9 +165,6 @@ class OffloadFixerServer(LanguageServer):
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(uri=uri, diagnostics=state.published, version=version)
         )
-        if not self.heap_frozen:
-            self.heap_frozen = True
-            _freeze_heap()
 
     def settings_for(self, path: str) -> Settings:
         """Settings for a document; a broken configuration is shown to the user once."""
@@ -412,24 +408,14 @@ def _plain_range(span: Span) -> types.Range:
     return types.Range(start, types.Position(max(end_line - 1, 0), max(end_col - 1, 0)))
 
 
-def _freeze_heap() -> None:
-    """Once the first analysis has imported everything: move what is alive now (modules,
-    pygls, libcst's grammar) out of the collector's sight and collect less often. An analysis
-    allocates hundreds of thousands of short-lived nodes, and full collections that re-scan
-    the long-lived heap cost about 40% of a check of a 2,000-line file otherwise."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 20)
-
-
 def _path_of(uri: str) -> str:
     return to_fs_path(uri) or uri
 
 
 # ---------------------------------------------------------------------------------------
 # Wiring
-def build_server() -> OffloadFixerServer:
-    server = OffloadFixerServer()
+def build_server(analysis_pool: Executor) -> OffloadFixerServer:
+    server = OffloadFixerServer(analysis_pool)
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: OffloadFixerServer, params: types.InitializeParams) -> None:

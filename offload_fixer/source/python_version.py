@@ -2,7 +2,8 @@
 
 The setting is ruff's: ``target-version = "py312"``, read from ``requires-python`` (the
 lowest version it admits) where it is not set. CPython's compiler judges a file written for
-this interpreter's Python or an older one (its messages are the ones users know); a file
+this interpreter's Python or an older one (its messages are the ones users know; for an older
+one its parser is told the target's version, so newer syntax it knows is refused); a file
 written for a newer Python than the one offload-fixer runs under is judged by libcst's grammar,
 which reads the syntax of every Python from 3.0 to 3.14 (PEP 695 type parameters, PEP 701
 f-strings), so that it is analysed rather than refused. With neither setting, any version's
@@ -44,6 +45,50 @@ def judged_by_cpython(target: tuple[int, int] | None) -> bool:
     """Whether this interpreter's compiler knows the target's grammar (its Python is at least
     as new); otherwise libcst's grammar decides what is Python."""
     return target is not None and target <= sys.version_info[:2]
+
+
+def grammar_of(target: tuple[int, int] | None) -> tuple[int, int] | None:
+    """The ``feature_version`` to parse a file written for ``target`` with, where this
+    interpreter's Python is newer than the target: CPython's parser then refuses the newer
+    syntax it checks for (``match`` 3.10, ``except*`` 3.11, type parameters and ``type``
+    aliases 3.12, ...; not PEP 701's f-strings, which it does not check), as ruff does for
+    ``target-version``. ``None``: this interpreter's own grammar is the target's, or older."""
+    return target if target is not None and target < sys.version_info[:2] else None
+
+
+def older_target_message(message: str, target: tuple[int, int]) -> str:
+    """CPython's message for syntax newer than the file's target, and where the target comes from."""
+    return (
+        f"{message}; the file is written for Python {target[0]}.{target[1]} (its `target-version`, or its "
+        "project's `requires-python`)"
+    )
+
+
+def construct_start(text: str, error: SyntaxError) -> tuple[int, int]:
+    """Where the construct an older grammar refused starts (1-based line and column):
+    CPython's parser reports the first token after it (a ``match`` statement's error is on the
+    line below its last case), so this is the outermost node ending last before that token."""
+    where = (error.lineno or 1, (error.offset or 1) - 1)
+    best: tuple[tuple[int, int], tuple[int, int]] | None = None
+    for node in ast.walk(ast.parse(text)):
+        end_line, end_col = getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
+        if end_line is None or end_col is None or (end_line, end_col) > where:
+            continue
+        end, start = (end_line, end_col), (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        if best is None or end > best[0] or (end == best[0] and start < best[1]):
+            best = end, start
+    if best is None:
+        return where[0], where[1] + 1
+    return best[1][0], best[1][1] + 1
+
+
+def parses(text: str) -> bool:
+    """Whether this interpreter's own grammar reads ``text``."""
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def newer_syntax(text: str) -> bool:

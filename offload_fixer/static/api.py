@@ -6,6 +6,7 @@ the screening of unparseable files.
 
 from __future__ import annotations
 
+import ast
 import functools
 import os
 import sys
@@ -17,7 +18,15 @@ from offload_fixer import jax_compat
 from offload_fixer.model import Diagnostic, normalize_target
 from offload_fixer.recursion import call_allowing_deep_recursion
 from offload_fixer.source.decoding import SourceDecodeError, decode, libcst_view
-from offload_fixer.source.python_version import judged_by_cpython, newer_syntax_message, only_newer_syntax
+from offload_fixer.source.python_version import (
+    construct_start,
+    grammar_of,
+    judged_by_cpython,
+    newer_syntax_message,
+    older_target_message,
+    only_newer_syntax,
+    parses,
+)
 
 from .files import Unreadable, walk
 from .incremental import Increment, statement_names
@@ -57,6 +66,7 @@ def check_source(
     cache: SourceCache | None = None,
     project: Project | None = None,
     require_syntax: bool = False,
+    python: tuple[int, int] | None = None,
 ) -> StaticResult:
     """Check one file's text without importing or running it.
 
@@ -67,13 +77,14 @@ def check_source(
     Imports of other modules of the project (next to ``path``, or in its package) are read
     from disk through ``project``, which keeps what it read between calls.
     ``require_syntax``: report a syntax error (:func:`screen`) even where the prefilter rules
-    the text out.
+    the text out. ``python``: the Python the text is written for (``Settings.python``), whose
+    syntax decides (:mod:`~offload_fixer.source.python_version`).
     """
     target = normalize_target(target)
     spelling = jax_compat.spelling(jax_version)
-    result = _check(source, path, target, spelling, cache, project or Project())
+    result = _check(source, path, target, spelling, cache, project or Project(), python)
     if require_syntax and not result.analysed:
-        return StaticResult(path, parse_error=screen(source, path))
+        return StaticResult(path, parse_error=screen(source, path, python=python))
     return result
 
 
@@ -280,6 +291,8 @@ def screen(
         text = source
     try:
         compile(text, path, "exec", dont_inherit=True)
+        if grammar_of(python) is not None:
+            ast.parse(text, feature_version=grammar_of(python))
     except SyntaxError as exc:
         return _syntax_error(exc, text, path, python)
     except (RecursionError, MemoryError, ValueError) as exc:
@@ -373,7 +386,7 @@ def _check_once(
     syntax_error = None
     found = None
     try:
-        found = outline(text, cache)
+        found = outline(text, cache, grammar_of(python))
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         # libcst may still parse syntax newer than this interpreter's; if not, CPython's
         # message and position are the ones users know.
@@ -418,6 +431,8 @@ def _syntax_error(exc: SyntaxError, text: str, path: str, python: tuple[int, int
             return None
         assert python is not None
         return ParseError(path, exc.lineno or 1, exc.offset or 1, newer_syntax_message(exc.msg, python))
+    if python is not None and grammar_of(python) is not None and parses(text):  # only the target's grammar refuses it
+        return ParseError(path, *construct_start(text, exc), older_target_message(exc.msg, python))
     return ParseError(path, exc.lineno or 1, exc.offset or 1, exc.msg)
 
 

@@ -70,10 +70,18 @@ class Outline:
     """Where a text's top-level statements are: their ``ast`` nodes, grouped by chunk, and
     the chunks' character spans (None when they cannot be cut exactly)."""
 
-    def __init__(self, text: str, groups: list[list[ast.stmt]], spans: list[tuple[int, int]] | None) -> None:
+    def __init__(
+        self,
+        text: str,
+        groups: list[list[ast.stmt]],
+        spans: list[tuple[int, int]] | None,
+        grammar: tuple[int, int] | None = None,
+    ) -> None:
         self.text = text
         self.groups = groups
         self.spans = spans
+        self.grammar = grammar
+        """The ``feature_version`` it was parsed with (:func:`~offload_fixer.source.python_version.grammar_of`)."""
 
     @property
     def tree(self) -> ast.Module:
@@ -81,23 +89,29 @@ class Outline:
         return ast.Module(body=[statement for group in self.groups for statement in group], type_ignores=[])
 
 
-def outline(text: str, cache: SourceCache | None = None) -> Outline:
-    """The outline of ``text``; raises ``SyntaxError``/``ValueError`` as ``ast.parse`` does.
+def outline(text: str, cache: SourceCache | None = None, grammar: tuple[int, int] | None = None) -> Outline:
+    """The outline of ``text``; raises ``SyntaxError``/``ValueError`` as ``ast.parse`` does
+    (``grammar``: with that ``feature_version``, so syntax newer than the file's target fails).
 
     With a cache that saw an earlier version of the document, only the chunks around what
     changed are parsed with ``ast`` again (:func:`_outline_after`).
     """
-    if cache is not None and cache.outline is not None and "barry_as_FLUFL" not in text:
+    if (
+        cache is not None
+        and cache.outline is not None
+        and cache.outline.grammar == grammar
+        and "barry_as_FLUFL" not in text
+    ):
         found = _outline_after(cache.outline, text)
         if found is not None:
             cache.outline = found
             return found
-    tree = ast.parse(text)
+    tree = ast.parse(text, feature_version=grammar)
     cut = _cut(text, tree)
     if cut is None:
-        return Outline(text, [list(tree.body)], None)
+        return Outline(text, [list(tree.body)], None, grammar)
     groups, spans = cut
-    found = Outline(text, groups, [*spans[:-1], (spans[-1][0], len(text))])
+    found = Outline(text, groups, [*spans[:-1], (spans[-1][0], len(text))], grammar)
     if cache is not None:
         cache.outline = found
     return found
@@ -131,7 +145,7 @@ def _outline_after(previous: Outline, text: str) -> Outline | None:
         begin, end = spans[first][0], spans[until][1] + shift
         region = text[begin:end]
         try:
-            tree = ast.parse(region)
+            tree = ast.parse(region, feature_version=previous.grammar)
         except (SyntaxError, ValueError):
             return None
         cut = _cut(region, tree)
@@ -148,6 +162,7 @@ def _outline_after(previous: Outline, text: str) -> Outline | None:
                     *((begin + a, begin + b) for a, b in region_spans),
                     *((a + shift, b + shift) for a, b in spans[until + 1 :]),
                 ],
+                previous.grammar,
             )
     return None
 

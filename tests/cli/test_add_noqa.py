@@ -3,6 +3,7 @@ of the file byte for byte, through the installed command."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from offload_fixer.exit_codes import ExitCode
@@ -39,3 +40,49 @@ def test_add_noqa_merges_into_another_tools_directive_and_skips_strings(tmp_path
     assert "in_shardings=HOST)  # noqa: E501, OFL1200\ndef doc(x):" in text, text
     assert text.count("# noqa: OFL1200") == 1
     assert offload_fixer("check", "--jax-version", "0.10.2", "train.py", cwd=tmp_path).returncode == ExitCode.CLEAN
+
+
+def test_add_noqa_writes_into_a_notebook_cell_and_keeps_every_other_byte(tmp_path: Path):
+    setup, broken = BROKEN.split("\n\n\n@functools")
+    cells = [
+        {"cell_type": "markdown", "id": "notes", "metadata": {}, "source": ["# Ünïcode notes\n", "kept as written"]},
+        {
+            "cell_type": "code",
+            "execution_count": 1,
+            "id": "setup",
+            "metadata": {},
+            "outputs": [],
+            "source": setup.splitlines(True),
+        },
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "id": "step",
+            "metadata": {"tags": ["x"]},
+            "outputs": [],
+            "source": "@functools" + broken,
+        },
+    ]
+    notebook = {
+        "cells": cells,
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    path = tmp_path / "train.ipynb"
+    original = json.dumps(notebook, indent=2, ensure_ascii=False).encode()  # not nbformat's own layout
+    path.write_bytes(original)
+    added = offload_fixer("check", "--add-noqa", "train.ipynb", cwd=tmp_path)
+    assert (added.returncode, added.stdout, added.stderr) == (ExitCode.CLEAN, "", "Added 1 noqa directive.\n")
+    line = b"@functools.partial(jax.jit, in_shardings=HOST)"
+    assert path.read_bytes() == original.replace(line, line + b"  # noqa: OFL1200")
+    assert offload_fixer("check", "train.ipynb", cwd=tmp_path).stdout == "All checks passed! (1 file checked)\n"
+    again = offload_fixer("check", "--add-noqa", "train.ipynb", cwd=tmp_path)
+    assert (again.returncode, again.stderr) == (ExitCode.CLEAN, "")
+
+
+def test_add_noqa_names_a_file_it_could_not_check(tmp_path: Path):
+    (tmp_path / "broken.py").write_text("def f(:\n")
+    done = offload_fixer("check", "--add-noqa", "broken.py", cwd=tmp_path)
+    assert done.returncode == ExitCode.INPUT_ERROR
+    assert done.stderr.startswith("offload-fixer: broken.py: no noqa added: "), done.stderr

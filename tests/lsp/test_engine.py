@@ -44,3 +44,23 @@ def test_a_quick_fix_is_chosen_by_the_plan_label_as_the_command_line_chooses(tmp
     assert picked is not None and "out_shardings" in picked
     offload_fixer("check", "--fix", "--unsafe-fixes", "-q", str(path), cwd=tmp_path)
     assert path.read_text() == picked
+
+
+def test_the_editor_judges_syntax_by_the_target_version_as_check_does(tmp_path: Path) -> None:
+    """A ``match`` statement (3.10) in a project whose ``target-version`` is py39: no analysis
+    for the editor, the same syntax error for the command line; a change of the setting is
+    a new analysis, not the cached one."""
+    text = (
+        "import jax\n\n\n@jax.jit\ndef kind(x):\n    match x:\n        case 1:\n"
+        "            return jax.device_put(x, jax.memory.Space.Host)\n    return x\n"
+    )
+    path = tmp_path / "kinds.py"
+    path.write_text(text)
+    (tmp_path / "pyproject.toml").write_text('[tool.offload-fixer]\ntarget-version = "py39"\n')
+    settings = SettingsResolver().settings_for(path)
+    refused = engine.analyse(text, str(path), settings)
+    assert refused.parse_error is not None and "Pattern matching" in refused.parse_error
+    cli = offload_fixer("check", "kinds.py", cwd=tmp_path)
+    assert cli.returncode == ExitCode.INPUT_ERROR and "Pattern matching" in cli.stdout
+    newer = settings.with_overrides(target_version="py310")
+    assert engine.analyse(text, str(path), newer).parse_error is None

@@ -110,3 +110,33 @@ def test_what_the_compiler_refuses_in_every_version_stays_an_error(tmp_path: Pat
     (tmp_path / "scope.py").write_text("def f():\n    nonlocal x\n")
     proc = offload_fixer("check", "scope.py", cwd=tmp_path)
     assert proc.returncode == ExitCode.INPUT_ERROR and "no binding for nonlocal 'x' found" in proc.stdout, proc.stdout
+
+
+MATCH = "def kind(x):\n    match x:\n        case 1:\n            return 'one'\n    return 'other'\n"
+"""A ``match`` statement (Python 3.10), which CPython 3.10 and newer all parse."""
+
+
+def test_syntax_newer_than_the_target_is_an_error_under_a_newer_python_too(tmp_path: Path):
+    """ruff reports syntax newer than ``target-version`` as a syntax error, whatever it runs
+    under; so does the check, where this interpreter reads that syntax too."""
+    (tmp_path / "kinds.py").write_text(MATCH)
+    refused = offload_fixer("check", "--target-version", "py39", "kinds.py", cwd=tmp_path)
+    assert refused.returncode == ExitCode.INPUT_ERROR
+    assert refused.stdout.splitlines()[0] == (
+        "kinds.py:2:5: error: Pattern matching is only supported in Python 3.10 and greater; the file is written "
+        "for Python 3.9 (its `target-version`, or its project's `requires-python`)"
+    ), refused.stdout
+    assert offload_fixer("check", "--target-version", "py310", "kinds.py", cwd=tmp_path).returncode == ExitCode.CLEAN
+
+
+@pytest.mark.skipif(
+    sys.version_info < (3, 11),
+    reason="a target newer than the interpreter is judged by libcst's grammar, any version's",
+)
+def test_a_312_file_with_an_older_target_is_an_error_under_3_11_and_newer(tmp_path: Path):
+    (tmp_path / "boxes.py").write_text(PEP_695)
+    for paths in (["boxes.py"], ["."]):
+        refused = offload_fixer("check", "--target-version", "py311", *paths, cwd=tmp_path)
+        assert refused.returncode == ExitCode.INPUT_ERROR, refused.stdout
+        line = refused.stdout.splitlines()[0]
+        assert line.startswith("boxes.py:9:") and "Python 3.11 (" in line, line
