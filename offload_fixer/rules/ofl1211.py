@@ -23,8 +23,7 @@ MOVED_BACK = ToolMessage(
 )
 ROUND_TRIP = ToolMessage(
     codes.OFFLOAD_DOES_NOTHING,
-    "XLA:GPU removes this move to host: the value is moved straight back to device, so it never "
-    "occupies host memory.",
+    "XLA:GPU removes this move to host: the value is moved straight back to device, so it never occupies host memory.",
 )
 
 _INVALID = """
@@ -180,7 +179,7 @@ RULE = Rule(
     fixes=(
         FixDoc(
             "host",
-            "Declare the output host memory (an `out_shardings` leaf with memory_kind=\"pinned_host\")",
+            'Declare the output host memory (an `out_shardings` leaf with memory_kind="pinned_host")',
             "display-only",
             "The value then stays in host memory between calls, as the move asked; the caller "
             "gets a host array back, which it passes to the next call as a host argument.",
