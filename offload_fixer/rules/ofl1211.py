@@ -18,8 +18,8 @@ if TYPE_CHECKING:
 
 MOVED_BACK = ToolMessage(
     codes.OFFLOAD_DOES_NOTHING,
-    "This move to host does nothing: output {outputs} is declared device memory, so JAX moves the "
-    "value back to device before returning it and nothing stays in host memory.",
+    "This move to host does nothing: the value is moved back to device to be returned as output "
+    "{outputs}, declared device memory, so nothing stays in host memory.",
 )
 ROUND_TRIP = ToolMessage(
     codes.OFFLOAD_DOES_NOTHING,
