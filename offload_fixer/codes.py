@@ -20,6 +20,7 @@ BACKEND_CANNOT_BUILD_HOST_COMPUTE: Final = "OFL1207"
 HOST_SLICE_IN_SEVERAL_DIMENSIONS: Final = "OFL1208"
 DONATED_BUFFER_IN_OTHER_MEMORY: Final = "OFL1209"
 HOST_COPY_LANE_SLICE: Final = "OFL1210"
+OFFLOAD_DOES_NOTHING: Final = "OFL1211"
 
 NAMES: Final[dict[str, str]] = {
     HOST_VALUE_DEVICE_OUTPUT: "host-value-device-output",
@@ -32,6 +33,7 @@ NAMES: Final[dict[str, str]] = {
     HOST_SLICE_IN_SEVERAL_DIMENSIONS: "host-slice-in-several-dimensions",
     DONATED_BUFFER_IN_OTHER_MEMORY: "donated-buffer-in-other-memory",
     HOST_COPY_LANE_SLICE: "host-copy-lane-slice",
+    OFFLOAD_DOES_NOTHING: "offload-does-nothing",
 }
 """Each code's rule name (``offload-fixer rules NAME``, SARIF's ``rules[].name``), in code order."""
 ALL_CODES: Final[tuple[str, ...]] = tuple(NAMES)

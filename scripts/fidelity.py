@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "xla"))
 import corpora
 from known_differences import known_difference
 
-from offload_fixer import analyze, xla
+from offload_fixer import analyze, codes, xla
 from offload_fixer.xla.agreement import compare
 
 CLASSES = ("E1200", "compiled", "other")
@@ -55,6 +55,8 @@ def main(argv: list[str] | None = None) -> int:
             del judges[target]
 
     matrices: dict[tuple[str, str], Counter] = {}
+    silent: Counter[tuple[str, str]] = Counter()
+    """OFL1211 findings (offloads that do nothing), each held to the compiled memory figures."""
     disagreements: list[str] = []
     known: list[str] = []
     skipped = 0
@@ -64,10 +66,13 @@ def main(argv: list[str] | None = None) -> int:
             continue
         for target, judge in judges.items():
             lowered = program.lower(PLATFORMS[target])
-            agreement = compare(analyze(lowered, target), judge.judge(lowered))
+            report, verdict = analyze(lowered, target), judge.judge(lowered)
+            agreement = compare(report, verdict)
             matrices.setdefault((program.corpus, target), Counter())[(agreement.xla, agreement.tool)] += 1
+            silent[(program.corpus, target)] += len(report.by_code(codes.OFFLOAD_DOES_NOTHING))
+            missed = corpora.unflagged_silent_offload(lowered, report, verdict)
             reason = known_difference(program.id, judge.compiler)
-            for difference in agreement.differences:
+            for difference in (*agreement.differences, *([missed] if missed else [])):
                 (known if reason else disagreements).append(f"{program.id} [{target}]: {difference}")
 
     for (corpus, target), matrix in sorted(matrices.items()):
@@ -78,6 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {'compiler says':<14}" + "".join(f"{'tool ' + c:>15}" for c in CLASSES))
         for row in CLASSES:
             print(f"  {row:<14}" + "".join(f"{matrix[(row, column)]:>15}" for column in CLASSES))
+        print(f"  offloads that do nothing ({codes.OFFLOAD_DOES_NOTHING}): {silent[(corpus, target)]}")
     print(f"\n{len(disagreements)} disagreements ({skipped} programs the installed JAX cannot build)")
     for line in disagreements:
         print(f"  {line}")

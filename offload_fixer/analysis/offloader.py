@@ -153,6 +153,14 @@ class WalkResult:
     host_updates: dict[Seed, list[ir.Operation]] = field(default_factory=dict)
     """Dynamic-update-slices into host buffers: XLA copies the update from device into the
     buffer (on TPU an async dynamic-update-slice)."""
+    device_moves: dict[Seed, list[ir.Operation]] = field(default_factory=dict)
+    """The moves to device that end a host value's paths."""
+    returned_moves: dict[ir.Operation, tuple[int, ...]] = field(default_factory=dict)
+    """Moves to device whose result is only returned (the entry outputs it is): how JAX
+    retypes a host value for a device ``out_shardings`` leaf."""
+    round_trips: list[Seed] = field(default_factory=list)
+    """Moves to host whose every first user is a move to device (bitcasts and sharding
+    annotations between): a round trip XLA:GPU removes."""
 
 
 class HostOffloadWalk:
@@ -180,6 +188,8 @@ class HostOffloadWalk:
             seed = Seed("move_to_host", irm.placement(op) or PINNED_HOST, op=op)
             result.seeds.append(seed)
             starts = self._starting_nodes(op)
+            if starts and all(node.kind == "op" and irm.is_move_to_device(node.owner) for node in starts):
+                result.round_trips.append(seed)
             if self._is_repaired_root(starts):
                 result.repaired.append(seed)
                 visited_moves.add(op)
@@ -200,6 +210,19 @@ class HostOffloadWalk:
         users = [use.owner.operation for use in op.results[0].uses]
         returned = any(user.name == "func.return" and user.parent == self.view.main for user in users)
         return returned and len(users) > 1
+
+    def _returned_as(self, move: ir.Operation) -> tuple[int, ...]:
+        """The entry outputs a move to device's result is, when it is nothing else (bitcasts
+        and sharding annotations between); empty when anything else uses it."""
+        outputs: list[int] = []
+        for node in self._breadth_first(self.successors(Node("op", move, None)), lambda n: n.kind != "root"):
+            op = _op(node)
+            if node.kind == "root":
+                assert node.index is not None, "an output node has its output index"
+                outputs.append(node.index)
+            elif op is None or not is_bitcast_like(op, self.target):
+                return ()
+        return tuple(sorted(set(outputs)))
 
     def _is_repaired_root(self, starts: list[Node]) -> bool:
         """``HandleMoveToHostCustomCall``: a move with no users that is the entry root (the
@@ -276,6 +299,10 @@ class HostOffloadWalk:
             if node.kind == "op":
                 op = node.owner
                 if irm.is_move_to_device(op):
+                    result.device_moves.setdefault(seed, []).append(op)
+                    returned = self._returned_as(op)
+                    if returned:
+                        result.returned_moves[op] = returned
                     continue
                 if irm.is_move_to_host(op):
                     if visited_moves is not None:

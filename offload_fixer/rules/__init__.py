@@ -32,7 +32,18 @@ from typing import TYPE_CHECKING
 from offload_fixer import codes
 from offload_fixer import xla_messages as msg
 from offload_fixer.jax_compat import Spelling, spelling
-from offload_fixer.model import TARGETS, Diagnostic, FixOption, FixStrategy, Origin, Role, Safety, Severity, Step
+from offload_fixer.model import (
+    TARGETS,
+    Diagnostic,
+    FixOption,
+    FixStrategy,
+    Origin,
+    Role,
+    Safety,
+    Severity,
+    Step,
+    XlaVerdict,
+)
 from offload_fixer.rules.examples import Example
 
 if TYPE_CHECKING:
@@ -50,6 +61,9 @@ StaticComputeHook = Callable[["StaticHostCompute"], Iterable[Diagnostic]]
 """The source check's hook: one host value of a jit site computed on -> its diagnostics."""
 FailureText = Callable[[str | None, str], tuple[str, str]]
 """A compile failure's (message, explanation), from XLA's subject name and the target."""
+CompiledEvidence = Callable[[XlaVerdict, Diagnostic], str | None]
+"""A finding on a program that compiles -> what the compiled program shows of it, in words
+(its memory figures), or ``None`` where it does not show it."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +115,9 @@ class Rule:
     """How each compile failure of this code (by XLA's message) is worded."""
     failure_fix: FixStrategy = "device"
     """The remedy a compile failure of this code offers."""
+    compiled_evidence: CompiledEvidence | None = None
+    """For a finding XLA neither rejects nor logs: how ``--confirm`` and the fidelity script
+    read it from the compiled program."""
 
     @property
     def name(self) -> str:

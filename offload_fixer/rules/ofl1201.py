@@ -30,13 +30,13 @@ args = (jnp.ones(8),)
 """
 
 _VALID = """
-@jax.jit
-def f(x):
-    offloaded = jax.device_put(x, $HOST)
-    return jnp.sin(jax.device_put(offloaded, $DEVICE))
+def sine(x):
+    # x streams in from host memory; only its copy on device is computed on.
+    return jnp.sin(jax.device_put(x, $DEVICE))
 
 
-args = (jnp.ones(8),)
+f = jax.jit(sine, in_shardings=$HOST_SHARDING)
+args = (jax.ShapeDtypeStruct((8,), jnp.float32),)
 """
 
 

@@ -15,6 +15,7 @@ from typing import Literal
 
 from offload_fixer import codes
 from offload_fixer.model import Report, XlaVerdict
+from offload_fixer.rules import get_rule
 from offload_fixer.xla_messages import summary
 
 Outcome = Literal["E1200", "compiled", "other", "unknown"]
@@ -71,6 +72,10 @@ def compare(report: Report, verdict: XlaVerdict) -> Agreement:
                 f"host compute: XLA warns of {list(verdict.host_compute) or 'none'}, the analysis reports "
                 f"{'some' if tool_host_compute else 'none'}"
             )
+        for diagnostic in report.diagnostics if verdict.memory is not None else ():
+            evidence = get_rule(diagnostic.code).compiled_evidence
+            if evidence is not None and evidence(verdict, diagnostic) is None:
+                differences.append(f"{diagnostic.code}: the compiled program keeps what the analysis says it does not")
         kinds = tuple(output.compiled_memory_kind for output in report.outputs)
         if verdict.output_memory_kinds and kinds and kinds != verdict.output_memory_kinds:
             differences.append(f"compiled output memory kinds: XLA {verdict.output_memory_kinds}, analysis {kinds}")

@@ -13,6 +13,7 @@ from typing import Any
 
 from offload_fixer import codes
 from offload_fixer.model import PINNED_HOST, Diagnostic, Report, XlaVerdict
+from offload_fixer.rules import get_rule
 from offload_fixer.xla.agreement import compare
 from offload_fixer.xla.oracle import Oracle, module_text, oracle
 
@@ -63,6 +64,10 @@ def _confirmed(diagnostic: Diagnostic, rejected: dict[int, str], last: XlaVerdic
             else None
         )
         return replace(diagnostic, confirmed=bool(warned), xla_message=said)
+    evidence = get_rule(diagnostic.code).compiled_evidence
+    if evidence is not None:
+        said = evidence(last, diagnostic)
+        return replace(diagnostic, confirmed=said is not None, xla_message=said)
     if diagnostic.severity == "error":
         agrees = last.outcome in ("rejected", "aborted") and last.code == diagnostic.code
         return replace(diagnostic, confirmed=agrees, xla_message=last.message or None)

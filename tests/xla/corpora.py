@@ -181,3 +181,20 @@ CORPORA: dict[str, Callable[[], Iterator[Program]]] = {
 
 def programs(names: tuple[str, ...] | None = None) -> list[Program]:
     return [program for name, corpus in CORPORA.items() if names is None or name in names for program in corpus()]
+
+
+def unflagged_silent_offload(lowered: Any, report: Any, verdict: Any) -> str | None:
+    """A program that moves a value to ``pinned_host`` and compiles with 0 bytes of host
+    memory kept nowhere: the offload does nothing, and the analysis must say so (OFL1211)."""
+    from offload_fixer import codes
+    from offload_fixer.ir import module as irm
+    from offload_fixer.model import PINNED_HOST
+
+    memory = verdict.memory
+    if verdict.outcome != "compiled" or memory is None or memory.host_total:
+        return None
+    if not any(irm.placement(op) == PINNED_HOST for op in irm.load(lowered).placements):
+        return None
+    if report.by_code(codes.OFFLOAD_DOES_NOTHING):
+        return None
+    return f"{verdict.compiler} keeps 0 bytes in host memory, the analysis reports no {codes.OFFLOAD_DOES_NOTHING}"

@@ -30,6 +30,10 @@ class Probe:
     """The program needs memory spaces in types (JAX >= 0.7.1)."""
     unless: Callable[[Any], dict[str, str]] | None = None
     """For an ``XlaGeneration`` that decides otherwise: the outcomes it gives instead."""
+    does_nothing: tuple[str, ...] = ()
+    """Targets whose compiled program keeps none of the program's moves to host in host memory
+    (OFL1211: 0 host output bytes for the outputs they reach, or 0 host bytes at all), under
+    JAX >= 0.7.1, which moves a host value back to device for a device output."""
 
 
 def both(outcome: str) -> dict[str, str]:
@@ -299,6 +303,61 @@ def _slice_of(piece, start):
     return take
 
 
+def moments_step(mu, grad):
+    import jax.numpy as jnp
+
+    mu = 0.9 * mu + 0.1 * grad
+    return _put(mu, host_move()), jnp.sum(grad * grad)
+
+
+def rows_to_host_in_scan(xs):
+    import jax.numpy as jnp
+    from jax import lax
+
+    return lax.scan(lambda total, x: (total + x, _put(x * 2, host_move())), jnp.zeros(xs.shape[1:]), xs)
+
+
+def round_trip(x):
+    return _put(_put(x * 2, host_move()), device_move()) + 1
+
+
+def _offload_across_compute(barrier: bool):
+    def offload(a, w):
+        import jax.numpy as jnp
+        from jax import lax
+
+        h = _put(jnp.tanh(a), host_move())
+        if barrier:
+            h, a, w = lax.optimization_barrier((h, a, w))
+        return _put(h, device_move()) * jnp.tanh(jnp.tanh(a @ w) @ w)
+
+    return offload
+
+
+def streamed_weights(w, x):
+    return _put(w, device_move()) * x
+
+
+def _remat_grad(offloaded: tuple[str, ...]):
+    def grad(w, x):
+        import jax
+        import jax.numpy as jnp
+        from jax.ad_checkpoint import checkpoint_name
+
+        def mlp(w, x):
+            return jnp.sum(jnp.tanh(checkpoint_name(jnp.tanh(x @ w), "act") @ w))
+
+        policy = jax.checkpoint_policies.save_and_offload_only_these_names(
+            names_which_can_be_saved=[],
+            names_which_can_be_offloaded=list(offloaded),
+            offload_src="device",
+            offload_dst="pinned_host",
+        )
+        return jax.grad(jax.checkpoint(mlp, policy=policy))(w, x)
+
+    return grad
+
+
 def gather_rows(w, i):
     return w[i]
 
@@ -313,11 +372,12 @@ PROBES: tuple[Probe, ...] = (
     # root repair
     Probe(
         "root_move",
-        "a move to host that is the whole single output is repaired",
+        "a move to host that is the whole single output is repaired (JAX >= 0.7.1 moves it back)",
         root_move,
         shapes(V),
         both(COMPILED),
         jit=lambda: {"out_shardings": device()},
+        does_nothing=("tpu", "gpu"),
     ),
     Probe("root_unpinned_move", "repaired too, for unpinned_host", root_unpinned_move, shapes(V), both(COMPILED)),
     Probe(
@@ -641,6 +701,93 @@ PROBES: tuple[Probe, ...] = (
         lambda: (*shapes(CACHE, BLOCK)(), index_arg()),
         both(COMPILED),
         jit=lambda: {"in_shardings": (host(), device(), None), "out_shardings": host(), "donate_argnums": 0},
+    ),
+    # offloads that do nothing (OFL1211): the program compiles, nothing stays in host memory
+    Probe(
+        "moments_to_device_output",
+        "moments moved to host, out_shardings device: JAX moves them back (0 host output bytes)",
+        moments_step,
+        shapes(M, M),
+        both(COMPILED),
+        jit=lambda: {"out_shardings": (device(), device())},
+        typed_only=True,
+        does_nothing=("tpu", "gpu"),
+    ),
+    Probe(
+        "moments_to_host_output",
+        "the same declared host memory on the way out: the moments stay on host",
+        moments_step,
+        shapes(M, M),
+        both(COMPILED),
+        jit=lambda: {"out_shardings": (host(), device())},
+        typed_only=True,
+    ),
+    Probe(
+        "scan_rows_to_device_output",
+        "a scan's rows moved to host, its ys declared device: all moved back at the end",
+        rows_to_host_in_scan,
+        shapes((8,) + M),
+        both(COMPILED),
+        jit=lambda: {"out_shardings": (device(), device())},
+        typed_only=True,
+        does_nothing=("tpu", "gpu"),
+    ),
+    Probe(
+        "scan_rows_to_host_output",
+        "the same rows declared host memory: they stay on host",
+        rows_to_host_in_scan,
+        shapes((8,) + M),
+        both(COMPILED),
+        jit=lambda: {"out_shardings": (device(), host())},
+        typed_only=True,
+    ),
+    Probe(
+        "round_trip",
+        "a move to host straight back to device: XLA:GPU removes it (libtpu copies there and back)",
+        round_trip,
+        shapes(M),
+        both(COMPILED),
+        typed_only=True,
+        does_nothing=("gpu",),
+    ),
+    Probe(
+        "round_trip_across_compute",
+        "XLA:GPU removes the pair even with compute beside it",
+        _offload_across_compute(barrier=False),
+        shapes(M, M),
+        both(COMPILED),
+        typed_only=True,
+        does_nothing=("gpu",),
+    ),
+    Probe(
+        "round_trip_behind_barrier",
+        "an optimization barrier between the moves keeps the offload on every compiler",
+        _offload_across_compute(barrier=True),
+        shapes(M, M),
+        both(COMPILED),
+        typed_only=True,
+    ),
+    Probe(
+        "streamed_weights",
+        "a host argument moved to device is streamed in: it lives on host between calls",
+        streamed_weights,
+        shapes(M, M),
+        both(COMPILED),
+        jit=lambda: {"in_shardings": (host(), device())},
+    ),
+    Probe(
+        "remat_offload",
+        "a remat policy offloading a named residual keeps it in host memory",
+        _remat_grad(("act",)),
+        shapes(M, M),
+        both(COMPILED),
+    ),
+    Probe(
+        "remat_offload_naming_nothing",
+        "a policy whose names match no checkpoint_name moves nothing: no move for the analysis to see",
+        _remat_grad(("activations",)),
+        shapes(M, M),
+        both(COMPILED),
     ),
     Probe(
         "elementwise_on_host",

@@ -1,0 +1,204 @@
+"""OFL1211 offload-does-nothing: a value moved to host that the compiled program keeps nowhere
+in host memory (the program compiles; the memory saving the move asked for is gone)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from offload_fixer import codes
+from offload_fixer.jax_compat import Regime
+from offload_fixer.model import PINNED_HOST, Diagnostic, XlaVerdict
+from offload_fixer.rules import FixDoc, Rule, TargetBehaviour, ToolMessage
+from offload_fixer.rules.examples import example
+
+if TYPE_CHECKING:
+    from offload_fixer.analysis.diagnose import Diagnoser
+    from offload_fixer.analysis.offloader import Seed, WalkResult
+
+MOVED_BACK = ToolMessage(
+    codes.OFFLOAD_DOES_NOTHING,
+    "This move to host does nothing: the value is moved back to device to be returned as output "
+    "{outputs}, declared device memory, so nothing stays in host memory.",
+)
+ROUND_TRIP = ToolMessage(
+    codes.OFFLOAD_DOES_NOTHING,
+    "XLA:GPU removes this move to host: the value is moved straight back to device, so it never occupies host memory.",
+)
+
+_INVALID = """
+def adam_moments(mu, grad):
+    mu = 0.9 * mu + 0.1 * grad
+    # Meant to keep the moments in host memory between steps...
+    return jax.device_put(mu, $HOST), jnp.sum(grad * grad)
+
+
+# ...but out_shardings says device: JAX moves them back to device before returning them.
+f = jax.jit(adam_moments, out_shardings=($DEVICE_SHARDING, $DEVICE_SHARDING))
+args = (jnp.ones(8), jnp.ones(8))
+"""
+
+_INVALID_SCAN = """
+def trajectory(xs):
+    def step(total, x):
+        return total + x, jax.device_put(x * 2, $HOST)  # each step's row to host
+
+    return lax.scan(step, jnp.zeros(8), xs)
+
+
+f = jax.jit(trajectory, out_shardings=($DEVICE_SHARDING, $DEVICE_SHARDING))
+args = (jnp.ones((4, 8)),)
+"""
+
+_VALID = """
+def adam_moments(mu, grad):
+    mu = 0.9 * mu + 0.1 * grad
+    return jax.device_put(mu, $HOST), jnp.sum(grad * grad)
+
+
+# The moments' output is declared host memory: they stay there between steps.
+f = jax.jit(adam_moments, out_shardings=($HOST_SHARDING, $DEVICE_SHARDING))
+args = (jnp.ones(8), jnp.ones(8))
+"""
+
+_VALID_SCAN = """
+def trajectory(xs):
+    def step(total, x):
+        return total + x, jax.device_put(x * 2, $HOST)
+
+    return lax.scan(step, jnp.zeros(8), xs)
+
+
+f = jax.jit(trajectory, out_shardings=($DEVICE_SHARDING, $HOST_SHARDING))
+args = (jnp.ones((4, 8)),)
+"""
+
+_WHY_MOVED_BACK = (
+    "Every path of the value from its move to host ends at a move back to device that is an "
+    "output: JAX inserts that move for an output whose `out_shardings` leaf is device memory. "
+    "The compiled program returns the output in device memory (host output bytes 0 in its "
+    "memory analysis); libtpu even copies the value to host and straight back. Declare the "
+    "output `pinned_host` to keep it on host, or drop the move."
+)
+_WHY_ROUND_TRIP = (
+    "The value's only users are moves back to device, with nothing between them that XLA:GPU "
+    "must keep apart, and XLA:GPU removes such a pair: the compiled program holds no host "
+    "memory for it. Put `lax.optimization_barrier` between the move to host and the move back "
+    "(as JAX's remat policies do) to keep the offload, or drop the move."
+)
+
+
+def from_walk(d: Diagnoser, seed: Seed, walk: WalkResult) -> Iterator[Diagnostic]:
+    """A ``pinned_host`` move whose value only ever goes back to device: as device outputs
+    (every target), or straight away (XLA:GPU removes the pair). A host argument moved to
+    device is streamed in, never reported: it lives in host memory between calls."""
+    moves = walk.device_moves.get(seed)
+    if seed.kind != "move_to_host" or seed.memory_kind != PINNED_HOST or not moves:
+        return
+    kept = (walk.host_compute, walk.host_slices, walk.copied_slices, walk.host_copies)
+    if any(seed in found for found in kept) or any(r.seed == seed for r in walk.reaches):
+        return
+    if any(failure.seed == seed for failure in walk.failures):
+        return
+    outputs = sorted({i for move in moves for i in walk.returned_moves.get(move, ())})
+    moved_back = all(move in walk.returned_moves for move in moves)
+    if not moved_back and not (d.target == "gpu" and seed in walk.round_trips):
+        return
+    origin = d.origin(seed)
+    paths = [d.output_path(i) or "(result)" for i in outputs]
+    yield Diagnostic(
+        code=RULE.code,
+        severity=RULE.severity(d.target),
+        target=d.target,
+        message=MOVED_BACK.format(outputs=", ".join(paths)) if moved_back else ROUND_TRIP.format(),
+        explanation=_WHY_MOVED_BACK if moved_back else _WHY_ROUND_TRIP,
+        output_index=outputs[0] if moved_back else None,
+        output_path=paths[0] if moved_back else None,
+        origin=origin,
+        span=origin.span,
+        fixes=(RULE.fix_option("host"), RULE.fix_option("device")) if moved_back else (RULE.fix_option("device"),),
+        function=d.function,
+        related_outputs=tuple(paths[1:]) if moved_back else (),
+    )
+
+
+def compiled_evidence(verdict: XlaVerdict, diagnostic: Diagnostic) -> str | None:
+    """What the compiled program shows of the finding (its memory analysis), or ``None``
+    where it keeps the value in host memory after all."""
+    memory = verdict.memory
+    if verdict.outcome != "compiled" or memory is None:
+        return None
+    index = diagnostic.output_index
+    if index is None:  # a round trip: nothing at all may be left in host memory
+        return None if memory.host_total else "compiled with 0 bytes of host memory"
+    kinds = verdict.output_memory_kinds
+    if index < len(kinds) and kinds[index] == PINNED_HOST:
+        return None
+    if memory.host_output and not kinds:
+        return None
+    return (
+        f"returns output {diagnostic.output_path or index} in device memory (host output bytes "
+        f"{memory.host_output}, host temporaries {memory.host_temp})"
+    )
+
+
+RULE = Rule(
+    code=codes.OFFLOAD_DOES_NOTHING,
+    summary="A move to host that the compiled program keeps nowhere in host memory",
+    what_it_does=(
+        'Reports a move to `"pinned_host"` whose value never stays in host memory: every path '
+        "from it ends at a move back to device that is an output (an `out_shardings` leaf "
+        "that says device makes JAX insert that move), or, on GPU, its only users are moves "
+        "back to device, which XLA:GPU removes. A host argument moved to device inside the "
+        "function is streaming (it lives on host between calls) and is not reported. A remat "
+        "policy whose names match no `checkpoint_name` leaves no move in the program at all, "
+        "so the lowered program cannot show it: it is not reported yet."
+    ),
+    why_bad=(
+        "The program compiles and runs, but the memory the move was meant to free is not "
+        "freed: the compiled program's memory analysis shows 0 host output bytes where the "
+        "move asked for host memory, and the value costs device memory as before (plus, on "
+        "TPU, a copy to host and back). Optimizer state 'offloaded' this way is the common "
+        "case: the moments are moved to host inside the step, but the step's `out_shardings` "
+        "says device."
+    ),
+    targets={
+        "tpu": TargetBehaviour(
+            "warning",
+            "compiles; libtpu copies the value to host and straight back (a host temporary) and "
+            "returns the output in device memory (0 host output bytes)",
+            None,
+        ),
+        "gpu": TargetBehaviour(
+            "warning",
+            "compiles; the output is returned in device memory (0 host output bytes), and a move "
+            "to host that a move to device directly follows is removed (0 host bytes)",
+            None,
+        ),
+    },
+    fixes=(
+        FixDoc(
+            "host",
+            'Declare the output host memory (an `out_shardings` leaf with memory_kind="pinned_host")',
+            "display-only",
+            "The value then stays in host memory between calls, as the move asked; the caller "
+            "gets a host array back, which it passes to the next call as a host argument.",
+        ),
+        FixDoc(
+            "device",
+            "Drop the move to host, or keep it apart from the move back with `lax.optimization_barrier`",
+            "display-only",
+            "Values are unchanged. The move saves nothing where it is; whether the value should "
+            "live on host (and where it is next read) only the author knows.",
+        ),
+    ),
+    applies_to=(
+        "JAX >= 0.7.1, where an output's memory kind follows `out_shardings` and JAX moves a host "
+        "value back to device for a device leaf (older JAX stops such a tuple output with error 1200)"
+    ),
+    invalid=(example(_INVALID), example(_INVALID_SCAN)),
+    valid=(example(_VALID), example(_VALID_SCAN)),
+    applies=lambda sp: sp.regime is Regime.TYPED,
+    from_walk=from_walk,
+    compiled_evidence=compiled_evidence,
+)
