@@ -79,18 +79,20 @@ def backend_failures(walk: HostOffloadWalk, result: WalkResult, target: str) -> 
         failures.extend(_async_slice_failures(walk, result))
         failures.extend(_lane_slice_failures(walk, result))
         failures.extend(_unpinned_failures(walk, result))
-    failures.extend(_donation_failures(walk.view, target))
+    failures.extend(_donation_failures(walk.view, target, {reach.output for reach in result.reaches}))
     return failures
 
 
-def _donation_failures(view: irm.ModuleView, target: str) -> Iterator[Failure]:
+def _donation_failures(view: irm.ModuleView, target: str, reached: set[int]) -> Iterator[Failure]:
     """Outputs that reuse a donated argument's buffer in another memory than they are declared
     in (the ``donated_*`` probes). XLA:GPU keeps ``unpinned_host`` as host memory; libtpu, whose
-    ``unpinned_host`` is S(6), fails on those through :func:`_unpinned_failures` instead."""
+    ``unpinned_host`` is S(6), fails on those through :func:`_unpinned_failures` instead. An
+    output a host value reaches (``reached``) fails first in the host offloader, with error 1200
+    (the catalogue's ``host_in_shardings_double_donated``, both compilers)."""
     host_kinds = HOST_KINDS if target == "gpu" else HOST_MEMORY_SPACE_KINDS
     for output in view.results:
         donor = view.aliased_outputs.get(output.index)
-        if donor is None:
+        if donor is None or output.index in reached:
             continue
         argument = view.args[donor].memory_kind
         if output.memory_kind in host_kinds and argument in DEVICE_KINDS:
