@@ -33,6 +33,7 @@ from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
 from offload_fixer.codemods.pin_host_memory import PinHostMemoryCommand
 from offload_fixer.codemods.pytree_source import literal_paths, locate, returned_values
 from offload_fixer.codemods.source_facts import FunctionInfo, SourceFacts
+from offload_fixer.codemods.state_flow import StateFlow
 from offload_fixer.codemods.targets import Edit, FixTarget, SpellingOptions
 from offload_fixer.codes import HOST_COMPUTE_CODES, HOST_VALUE_DEVICE_OUTPUT, UNPINNED_HOST_MEMORY
 from offload_fixer.findings import origin_key, root_cause_key, source_path, split_argument
@@ -300,6 +301,9 @@ class _Part:
 
     name: str
     attempts: list[_Attempt]
+    doubt: str = ""
+    """Why the plan is unsafe even where this edit can be made (a source check that cannot tell
+    whether an output is the state)."""
 
 
 @dataclass
@@ -365,8 +369,11 @@ class _Group:
         strategies: list[str] = []
         fell_back: list[str] = []
         left_out: list[str] = []
+        doubts: list[str] = []
         for part in self.parts:
             failed: list[str] = []
+            if part.doubt:
+                doubts.append(part.doubt)
             for attempt in part.attempts:
                 run = source.dry_run(attempt.codemod, attempt.target)
                 if run.edits or (run.satisfied and not run.problems):
@@ -383,8 +390,14 @@ class _Group:
             else:
                 problems.extend(failed)
                 left_out.append(f"{PART_WORDS.get(part.name, part.name)} ({'; '.join(dict.fromkeys(failed))})")
+                if part.name == "state":
+                    doubts.append(STATE_LEFT_OUT.format(why="; ".join(dict.fromkeys(failed))))
         if not jobs:
             return self._display_only(tuple(dict.fromkeys(problems)), place)
+        if doubts:
+            # the edits alone would return the host state in device memory
+            reason = "; ".join(dict.fromkeys(doubts))
+            edits = [replace(e, safety="unsafe", reason=e.reason or reason) for e in edits]
         strategy = self.strategy if self.strategy in strategies else strategies[0]
         rationale = self.rationale
         if fell_back:
@@ -433,6 +446,14 @@ PART_WORDS = {
 }
 """What a part of a plan does, for a rationale that says which part could not be made."""
 
+STATE_UNDECIDED = (
+    "cannot tell statically whether {outputs} is the updated host state or a new device value; "
+    "`offload-fixer run --fix` sees the types"
+)
+STATE_LEFT_OUT = (
+    "the returned host state cannot be declared host memory ({why}); the rest of the fix alone would "
+    "return it in device memory"
+)
 MOVE_COVERS = frozenset({HOST_VALUE_DEVICE_OUTPUT, *HOST_COMPUTE_CODES})
 """A move to device before the computation fixes the host compute and the output it reaches."""
 
@@ -469,8 +490,13 @@ def _parts(
         entry = [at("device", MoveToDeviceCommand, "entry", MOVE_COVERS)] if target.parameter else []
         if strategy == "host":
             return [_Part("declare", declare + (entry + at_returns if auto else []))]
-        parts: list[_Part] = [_Part("move", entry + at_returns + (declare if auto else []))]
-        state = _state_outputs(group, target, source, tree) if requested != "device" else ()
+        state, undecided = _state_outputs(group, target, source, tree) if requested != "device" else ((), ())
+        doubt = (
+            STATE_UNDECIDED.format(outputs=", ".join(f"output {p}" if p else "the result" for p in undecided))
+            if undecided
+            else ""
+        )
+        parts: list[_Part] = [_Part("move", entry + at_returns + (declare if auto else []), doubt)]
         if state:
             parts.append(_Part("state", [at("host", HostOutputCommand, "out_shardings", (), output_paths=state)]))
         return parts
@@ -511,14 +537,16 @@ def _parts(
 
 def _state_outputs(
     group: list[Diagnostic], target: FixTarget, source: _Source | None, tree: tuple[OutputInfo, ...] = ()
-) -> tuple[str, ...]:
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Outputs that return the streamed argument's host leaves (the state that enters as host)
     and are declared device memory: they are declared host, so the state stays host. Found
     where a return gives back the parameter's name, else by the output tree's structure (the
     one sub-tree with the argument's host leaves), else, for an argument streamed whole into a
     function with a single array output (``ema = update(ema, w)``), that output. An output whose
     tensor type differs from the host leaf's (``relu(x + bias)`` for a streamed ``bias``) is a new
-    value, not the state."""
+    value, not the state. A source check (no output tree) reads how each output is made
+    (:mod:`~offload_fixer.codemods.state_flow`); the second result is the outputs it cannot tell
+    the state from a new value for."""
     leaves = [parse_output_path(p) for p in (target.parameter_leaves or ("",))]
     kinds = {parse_output_path(p): k for p, k in target.output_kinds}
     prefixes: list[tuple[PathKey, ...]] = []
@@ -527,15 +555,29 @@ def _state_outputs(
     offending = {parse_output_path(d.output_path or "") for d in group if d.code == HOST_VALUE_DEVICE_OUTPUT}
     # the output paths: the analysis's tree, else (a source check) what the returns spell
     shown = set(kinds) or (set(source.returned_paths(target)) if source is not None and source.outline else set())
-    if not prefixes and shown and all(leaves):
+    mirrors: list[tuple[PathKey, ...]] = []
+    if shown and all(leaves):
         candidates = {
             keys[: len(keys) - len(leaves[0])] for keys in shown if keys[len(keys) - len(leaves[0]) :] == leaves[0]
         }
         fitting = [q for q in candidates if all((*q, *leaf) in shown for leaf in leaves)]
-        prefixes = fitting if len(fitting) == 1 else []
+        mirrors = fitting if len(fitting) == 1 else []
+    prefixes = prefixes or mirrors
+    if not kinds:
+        if source is None or source.outline is None or not target.parameter:
+            return (), ()
+        # the outputs run would compare types for: where the parameter is returned, where the
+        # returns mirror its host leaves' keys, or one array out for the whole argument
+        candidates = {(*prefix, *leaf) for prefix in prefixes for leaf in leaves}
+        if not prefixes and leaves == [()] and shown == {()}:
+            candidates = {()}
+        verdicts = source.returned_state(target, sorted(candidates & offending, key=repr), leaves, mirrors)
+        return tuple(format_output_path(keys) for keys, verdict in verdicts.items() if verdict == "state"), tuple(
+            format_output_path(keys) for keys, verdict in verdicts.items() if verdict == "unknown"
+        )
     if not prefixes and leaves == [()] and list(kinds) == [()]:
         # the whole argument in, one array out: the function returns the state, where the
-        # analysis saw the types (below); a source check cannot tell it from a new value
+        # analysis saw the types (below)
         prefixes = [()]
     types = {parse_output_path(info.path): info.value_type for info in tree if info.value_type}
     leaf_types = {
@@ -551,9 +593,9 @@ def _state_outputs(
             if out_type and in_type and out_type != in_type:
                 continue
             kind = kinds.get(keys)
-            if (kind is not None and kind not in HOST_KINDS) or (not kinds and keys in offending):
+            if kind is not None and kind not in HOST_KINDS:
                 state.append(format_output_path(keys))
-    return tuple(dict.fromkeys(state))
+    return tuple(dict.fromkeys(state)), ()
 
 
 def _computed_on(group: Sequence[Diagnostic]) -> bool:
@@ -781,6 +823,40 @@ class _Source:
         facts, function = found
         per_return = [set(literal_paths(facts, function.scope, value)) for _, value in returned_values(function, ())]
         return sorted(set.intersection(*per_return), key=repr) if per_return else []
+
+    def returned_state(
+        self,
+        target: FixTarget,
+        outputs: Sequence[tuple[PathKey, ...]],
+        leaves: Sequence[tuple[PathKey, ...]],
+        mirrors: Sequence[tuple[PathKey, ...]],
+    ) -> dict[tuple[PathKey, ...], str]:
+        """For a source check: whether each output gives back the streamed parameter's host
+        state (``state``), a new value (``new``), or the source cannot tell (``unknown``), by
+        every return. An elementwise update with operands of unknown shape is the state where
+        the output sits at a ``mirrors`` prefix plus the leaf's own path (the state's keys)."""
+        found = self.function(target)
+        if found is None or not target.parameter:
+            return dict.fromkeys(outputs, "unknown")
+        facts, function = found
+        flows = StateFlow(facts, target.parameter, leaves)
+        verdicts: dict[tuple[PathKey, ...], str] = {}
+        for keys in outputs:
+            seen = set()
+            for _, value in returned_values(function, ()):
+                located = locate(facts, function.scope, value, keys)
+                flow = flows.at(function.scope, located.node)
+                leaf = (*flow.path, *located.rest)
+                if flow.kind in ("new", "other") and not located.rest:  # not made by updating the state
+                    seen.add("new")
+                elif leaf in leaves and (
+                    flow.kind == "state" or (flow.kind == "derived" and any(keys == (*m, *leaf) for m in mirrors))
+                ):
+                    seen.add("state")
+                else:
+                    seen.add("unknown")
+            verdicts[keys] = seen.pop() if len(seen) == 1 else "unknown"
+        return verdicts
 
     def returned_at(self, target: FixTarget, name: str) -> list[tuple[PathKey, ...]]:
         """Pytree paths at which the function's returns give back ``name`` (a parameter,
