@@ -571,10 +571,15 @@ def _state_outputs(
         candidates = {(*prefix, *leaf) for prefix in prefixes for leaf in leaves}
         if not prefixes and leaves == [()] and shown == {()}:
             candidates = {()}
-        verdicts = source.returned_state(target, sorted(candidates & offending, key=repr), leaves, mirrors)
-        return tuple(format_output_path(keys) for keys, verdict in verdicts.items() if verdict == "state"), tuple(
-            format_output_path(keys) for keys, verdict in verdicts.items() if verdict == "unknown"
+        verdicts = source.returned_state(target, sorted(offending, key=repr), leaves, mirrors)
+        # elsewhere only what the source shows: the state by a tree.map, an update of a leaf
+        state = tuple(format_output_path(keys) for keys, verdict in verdicts.items() if verdict == "state")
+        undecided = tuple(
+            format_output_path(keys)
+            for keys, verdict in verdicts.items()
+            if verdict == "derived" or (keys in candidates and verdict == "unknown")
         )
+        return state, undecided
     if not prefixes and leaves == [()] and list(kinds) == [()]:
         # the whole argument in, one array out: the function returns the state, where the
         # analysis saw the types (below)
@@ -832,8 +837,8 @@ class _Source:
         mirrors: Sequence[tuple[PathKey, ...]],
     ) -> dict[tuple[PathKey, ...], str]:
         """For a source check: whether each output gives back the streamed parameter's host
-        state (``state``), a new value (``new``), or the source cannot tell (``unknown``), by
-        every return. An elementwise update with operands of unknown shape is the state where
+        state (``state``), a new value (``new``), an update of a host leaf that may broadcast
+        (``derived``), or the source cannot tell (``unknown``), by every return. An elementwise update with operands of unknown shape is the state where
         the output sits at a ``mirrors`` prefix plus the leaf's own path (the state's keys)."""
         found = self.function(target)
         if found is None or not target.parameter:
@@ -853,9 +858,11 @@ class _Source:
                     flow.kind == "state" or (flow.kind == "derived" and any(keys == (*m, *leaf) for m in mirrors))
                 ):
                     seen.add("state")
+                elif leaf and leaf in leaves and flow.kind == "derived" and keys[len(keys) - len(leaf) :] == leaf:
+                    seen.add("derived")  # at the leaf's own key (``.velocity``), where the source hides the rest
                 else:
                     seen.add("unknown")
-            verdicts[keys] = seen.pop() if len(seen) == 1 else "unknown"
+            verdicts[keys] = seen.pop() if len(seen) == 1 else "derived" if "derived" in seen else "unknown"
         return verdicts
 
     def returned_at(self, target: FixTarget, name: str) -> list[tuple[PathKey, ...]]:
