@@ -11,9 +11,11 @@ the fix keeps it host memory. A source check has no types, so it follows how the
 * ``derived``: an elementwise op of it and an operand of unknown shape (``w - lr * g``), which
   broadcasting may make larger: the state only where the program says so, by rebinding the
   argument's name (``w = w - lr * g``) or by returning it where the state's keys are;
-* ``new``: a reduction, contraction or index of it (``jnp.mean``, ``x @ w``, ``w[0]``): a new
-  value, never the state;
-* ``other`` (not made from it), ``scalar``, ``peer`` (shaped like the state), ``unknown``.
+* ``new``: a reduction, contraction, slice or index of it (``jnp.mean``, ``x @ w``, ``w[0]``), or
+  a loop carry the body makes so (``tanh(h @ w)``): a new value, never the state;
+* ``other``: made only from other arguments and constants, so not the state either;
+* ``scalar``, ``peer`` (shaped like the state: ``zeros_like(w)``), ``unknown`` (a call the source
+  does not show, a cast, a name bound in a way not followed).
 """
 
 from __future__ import annotations
