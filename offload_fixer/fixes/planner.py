@@ -573,13 +573,13 @@ def _state_outputs(
             candidates = {()}
         verdicts = source.returned_state(target, sorted(offending, key=repr), leaves, mirrors)
         # elsewhere only what the source shows: the state by a tree.map, an update of a leaf
-        state = tuple(format_output_path(keys) for keys, verdict in verdicts.items() if verdict == "state")
+        kept = tuple(format_output_path(keys) for keys, verdict in verdicts.items() if verdict == "state")
         undecided = tuple(
             format_output_path(keys)
             for keys, verdict in verdicts.items()
             if verdict == "derived" or (keys in candidates and verdict == "unknown")
         )
-        return state, undecided
+        return kept, undecided
     if not prefixes and leaves == [()] and list(kinds) == [()]:
         # the whole argument in, one array out: the function returns the state, where the
         # analysis saw the types (below)
