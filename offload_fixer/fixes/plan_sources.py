@@ -18,6 +18,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 from offload_fixer.codemods.fix_command import FixCommand
 from offload_fixer.codemods.pytree_source import literal_paths, locate, returned_values
 from offload_fixer.codemods.source_facts import FunctionInfo, SourceFacts
+from offload_fixer.codemods.state_flow import StateFlow
 from offload_fixer.codemods.targets import Edit, FixTarget
 from offload_fixer.findings import split_argument
 from offload_fixer.fixes.errors import FixError
@@ -124,6 +125,43 @@ class Source:
         facts, function = found
         per_return = [set(literal_paths(facts, function.scope, value)) for _, value in returned_values(function, ())]
         return sorted(set.intersection(*per_return), key=repr) if per_return else []
+
+    def returned_state(
+        self,
+        target: FixTarget,
+        outputs: Sequence[tuple[PathKey, ...]],
+        leaves: Sequence[tuple[PathKey, ...]],
+        mirrors: Sequence[tuple[PathKey, ...]],
+    ) -> dict[tuple[PathKey, ...], str]:
+        """For a source check: whether each output gives back the streamed parameter's host
+        state (``state``), a new value (``new``), an update of a host leaf that may broadcast
+        (``derived``), or the source cannot tell (``unknown``), by every return. An elementwise
+        update with operands of unknown shape is the state where the output sits at a
+        ``mirrors`` prefix plus the leaf's own path (the state's keys)."""
+        found = self.function(target)
+        if found is None or not target.parameter:
+            return dict.fromkeys(outputs, "unknown")
+        facts, function = found
+        flows = StateFlow(facts, target.parameter, leaves)
+        verdicts: dict[tuple[PathKey, ...], str] = {}
+        for keys in outputs:
+            seen = set()
+            for _, value in returned_values(function, ()):
+                located = locate(facts, function.scope, value, keys)
+                flow = flows.at(function.scope, located.node)
+                leaf = (*flow.path, *located.rest)
+                if flow.kind in ("new", "other") and not located.rest:  # not made by updating the state
+                    seen.add("new")
+                elif leaf in leaves and (
+                    flow.kind == "state" or (flow.kind == "derived" and any(keys == (*m, *leaf) for m in mirrors))
+                ):
+                    seen.add("state")
+                elif leaf and leaf in leaves and flow.kind == "derived" and keys[len(keys) - len(leaf) :] == leaf:
+                    seen.add("derived")  # at the leaf's own key (``.velocity``), where the source hides the rest
+                else:
+                    seen.add("unknown")
+            verdicts[keys] = seen.pop() if len(seen) == 1 else "derived" if "derived" in seen else "unknown"
+        return verdicts
 
     def returned_at(self, target: FixTarget, name: str) -> list[tuple[PathKey, ...]]:
         """Pytree paths at which the function's returns give back ``name`` (a parameter,

@@ -84,14 +84,16 @@ def output_paths(group: Sequence[Diagnostic]) -> tuple[str, ...]:
 
 def state_outputs(
     group: list[Diagnostic], target: FixTarget, source: Source | None, tree: tuple[OutputInfo, ...] = ()
-) -> tuple[str, ...]:
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Outputs that return the streamed argument's host leaves (the state that enters as host)
     and are declared device memory: they are declared host, so the state stays host. Found
     where a return gives back the parameter's name, else by the output tree's structure (the
     one sub-tree with the argument's host leaves), else, for an argument streamed whole into a
     function with a single array output (``ema = update(ema, w)``), that output. An output whose
     tensor type differs from the host leaf's (``relu(x + bias)`` for a streamed ``bias``) is a new
-    value, not the state."""
+    value, not the state. A source check (no output tree) reads how each output is made
+    (:mod:`~offload_fixer.codemods.state_flow`); the second result is the outputs it cannot tell
+    the state from a new value for."""
     leaves = [parse_output_path(p) for p in (target.parameter_leaves or ("",))]
     kinds = {parse_output_path(p): k for p, k in target.output_kinds}
     prefixes: list[tuple[PathKey, ...]] = []
@@ -100,15 +102,34 @@ def state_outputs(
     offending = {parse_output_path(d.output_path or "") for d in group if d.code == HOST_VALUE_DEVICE_OUTPUT}
     # the output paths: the analysis's tree, else (a source check) what the returns spell
     shown = set(kinds) or (set(source.returned_paths(target)) if source is not None and source.outline else set())
-    if not prefixes and shown and all(leaves):
+    mirrors: list[tuple[PathKey, ...]] = []
+    if shown and all(leaves):
         candidates = {
             keys[: len(keys) - len(leaves[0])] for keys in shown if keys[len(keys) - len(leaves[0]) :] == leaves[0]
         }
         fitting = [q for q in candidates if all((*q, *leaf) in shown for leaf in leaves)]
-        prefixes = fitting if len(fitting) == 1 else []
+        mirrors = fitting if len(fitting) == 1 else []
+    prefixes = prefixes or mirrors
+    if not kinds:
+        if source is None or source.outline is None or not target.parameter:
+            return (), ()
+        # the outputs run would compare types for: where the parameter is returned, where the
+        # returns mirror its host leaves' keys, or one array out for the whole argument
+        candidates = {(*prefix, *leaf) for prefix in prefixes for leaf in leaves}
+        if not prefixes and leaves == [()] and shown == {()}:
+            candidates = {()}
+        verdicts = source.returned_state(target, sorted(offending, key=repr), leaves, mirrors)
+        # elsewhere only what the source shows: the state by a tree.map, an update of a leaf
+        kept = tuple(format_output_path(keys) for keys, verdict in verdicts.items() if verdict == "state")
+        undecided = tuple(
+            format_output_path(keys)
+            for keys, verdict in verdicts.items()
+            if verdict == "derived" or (keys in candidates and verdict == "unknown")
+        )
+        return kept, undecided
     if not prefixes and leaves == [()] and list(kinds) == [()]:
         # the whole argument in, one array out: the function returns the state, where the
-        # analysis saw the types (below); a source check cannot tell it from a new value
+        # analysis saw the types (below)
         prefixes = [()]
     types = {parse_output_path(info.path): info.value_type for info in tree if info.value_type}
     leaf_types = {
@@ -124,9 +145,9 @@ def state_outputs(
             if out_type and in_type and out_type != in_type:
                 continue
             kind = kinds.get(keys)
-            if (kind is not None and kind not in HOST_KINDS) or (not kinds and keys in offending):
+            if kind is not None and kind not in HOST_KINDS:
                 state.append(format_output_path(keys))
-    return tuple(dict.fromkeys(state))
+    return tuple(dict.fromkeys(state)), ()
 
 
 def host_computed(group: Sequence[Diagnostic]) -> bool:

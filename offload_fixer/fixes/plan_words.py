@@ -71,6 +71,15 @@ PART_WORDS = {
 }
 """What a part of a plan does, for a rationale that says which part could not be made."""
 
+STATE_UNDECIDED = (
+    "cannot tell statically whether {outputs} is the updated host state or a new device value; "
+    "`offload-fixer run --fix` sees the types"
+)
+STATE_LEFT_OUT = (
+    "the returned host state cannot be declared host memory ({why}); the rest of the fix alone would "
+    "return it in device memory"
+)
+
 
 def choose_strategy(
     origin: Origin | None, requested: str, spelling: jax_compat.Spelling, computed_on: bool = False

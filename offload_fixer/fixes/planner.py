@@ -30,7 +30,15 @@ from offload_fixer.codes import HOST_COMPUTE_CODES, HOST_VALUE_DEVICE_OUTPUT, UN
 from offload_fixer.findings import origin_key, root_cause_key, source_path
 from offload_fixer.fixes.plan_sources import Job, Source, Sources
 from offload_fixer.fixes.plan_targets import fix_target, host_computed, state_outputs
-from offload_fixer.fixes.plan_words import NONE_LEAF_NOTE, PART_WORDS, choose_strategy, placer, title
+from offload_fixer.fixes.plan_words import (
+    NONE_LEAF_NOTE,
+    PART_WORDS,
+    STATE_LEFT_OUT,
+    STATE_UNDECIDED,
+    choose_strategy,
+    placer,
+    title,
+)
 from offload_fixer.model import (
     FIX_STRATEGIES,
     STRATEGIES,
@@ -227,6 +235,9 @@ class _Part:
 
     name: str
     attempts: list[_Attempt]
+    doubt: str = ""
+    """Why the plan is unsafe even where this edit can be made (a source check that cannot tell
+    whether an output is the state)."""
 
 
 @dataclass
@@ -293,8 +304,11 @@ class _Group:
         strategies: list[str] = []
         fell_back: list[str] = []
         left_out: list[str] = []
+        doubts: list[str] = []
         for part in self.parts:
             failed: list[str] = []
+            if part.doubt:
+                doubts.append(part.doubt)
             for attempt in part.attempts:
                 run = source.dry_run(attempt.codemod, attempt.target)
                 if run.edits or (run.satisfied and not run.problems):
@@ -311,8 +325,14 @@ class _Group:
             else:
                 problems.extend(failed)
                 left_out.append(f"{PART_WORDS.get(part.name, part.name)} ({'; '.join(dict.fromkeys(failed))})")
+                if part.name == "state":
+                    doubts.append(STATE_LEFT_OUT.format(why="; ".join(dict.fromkeys(failed))))
         if not jobs:
             return self._display_only(tuple(dict.fromkeys(problems)), place)
+        if doubts:
+            # the edits alone would return the host state in device memory
+            reason = "; ".join(dict.fromkeys(doubts))
+            edits = [replace(e, safety="unsafe", reason=e.reason or reason) for e in edits]
         strategy = self.strategy if self.strategy in strategies else strategies[0]
         rationale = self.rationale
         if fell_back:
@@ -387,8 +407,13 @@ def _parts(
         entry = [at("entry")] if target.parameter else []
         if strategy == "host":
             return [_Part("declare", declare + (entry + at_returns if auto else []))]
-        parts: list[_Part] = [_Part("move", entry + at_returns + (declare if auto else []))]
-        state = state_outputs(group, target, source, tree) if requested != "device" else ()
+        state, undecided = state_outputs(group, target, source, tree) if requested != "device" else ((), ())
+        doubt = (
+            STATE_UNDECIDED.format(outputs=", ".join(f"output {p}" if p else "the result" for p in undecided))
+            if undecided
+            else ""
+        )
+        parts: list[_Part] = [_Part("move", entry + at_returns + (declare if auto else []), doubt)]
         if state:
             parts.append(_Part("state", [at("out_shardings", (), output_paths=state)]))
         return parts
