@@ -124,8 +124,13 @@ case " $ENVS " in
     ;;
   *) lint_summary+=("mypy, ruff     not run (TEST_ENVS has no main environment)") ;;
 esac
+# Tests marked `once` (tests/conftest.py ONCE: file handling, packaging, the package's own
+# structure) do not depend on the installed JAX: they run in the main environment, and in the
+# others only when this run has no main environment.
+once_filter() { case " $ENVS " in *" main "*) [ "$1" = main ] || echo "not once" ;; esac; }
 for name in $ENVS; do
   dir=$(env_dir "$name")
+  marks=$(once_filter "$name")
   jax=$("$dir/bin/python" -c 'import importlib.metadata as m; print(m.version("jax"))' || echo "?")
   python=$("$dir/bin/python" -c 'import platform; print(platform.python_version())' || echo "?")
   echo "== jax $jax, python $python ($dir)"
@@ -135,7 +140,7 @@ for name in $ENVS; do
   TIMEFORMAT='%R %U %S'
   { time {
     OFFLOAD_FIXER_REQUIRE_COMPILERS=$(env_required_compilers "$name") \
-      "$dir/bin/python" -m pytest -q -n "$JOBS" -p no:cacheprovider "$@" 2>&1 | tee "$logs/$name"
+      "$dir/bin/python" -m pytest -q -n "$JOBS" -p no:cacheprovider ${marks:+-m "$marks"} "$@" 2>&1 | tee "$logs/$name"
   }; } 2>"$logs/$name.time" || status=$?
   read -r wall user system <"$logs/$name.time"
   wall_total=$(awk -v a="${wall_total:-0}" -v b="$wall" 'BEGIN {print a + b}')

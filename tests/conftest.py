@@ -48,3 +48,34 @@ def gpu_compiler():
 @pytest.fixture(params=["tpu", "gpu"])
 def judge(request):
     return request.getfixturevalue(f"{request.param}_compiler")
+
+
+ONCE = {
+    "tests/fuzz/test_bad_input.py": "the command line's answers to bad files and arguments",
+    "tests/fuzz/test_interrupts.py": "signals during a write",
+    "tests/fuzz/test_paths.py": "where writes land",
+    "tests/fuzz/test_lsp_protocol.py": "the language server's protocol framing",
+    "tests/test_pre_commit.py": "pre-commit installs the hook into an environment of its own",
+    "tests/test_import_graph.py": "the package's own import graph",
+    "tests/test_module_size.py": "the package's module sizes",
+    "tests/lsp/test_startup.py": "the language server's start path and worker process",
+    "tests/codemods/test_codemod_commands.py::test_the_wheel_installs_the_codemods_inside_the_package": "packaging",
+    "tests/static/test_cache.py::test_concurrent_runs_leave_whole_entries": "file locking of the cache",
+    "tests/static/test_source.py::test_benchmark_module_checks_the_same_through_a_cache": "the cache's round trip",
+}
+"""Tests of what the installed JAX cannot change (file handling, packaging, the package's own
+structure), with why: marked ``once``, and ``scripts/test.sh`` runs them in the main
+environment only, so the version matrix spends its time on what versions change."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "once: independent of the installed JAX (ONCE in tests/conftest.py)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = config.rootpath
+    for item in items:
+        path = item.path.relative_to(root).as_posix() if item.path.is_relative_to(root) else ""
+        function = item.nodeid.split("[")[0]
+        if path in ONCE or function in ONCE:
+            item.add_marker(pytest.mark.once)
