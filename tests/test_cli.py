@@ -81,7 +81,11 @@ def test_check_clean_file_exits_zero(tmp_path: Path):
 
 def test_exit_zero_and_ignore(broken: Path):
     assert invoke("check", "--exit-zero", str(broken)).exit_code == ExitCode.CLEAN
-    assert invoke("check", "--ignore", "OFL1200", str(broken)).exit_code == ExitCode.CLEAN
+    # the multiply on the host argument is also host compute (OFL1201): ignoring one code leaves the other
+    only_compute = invoke("check", "--ignore", "OFL1200", str(broken))
+    assert only_compute.exit_code == ExitCode.FINDINGS
+    assert "OFL1201" in only_compute.output and "OFL1200" not in only_compute.output
+    assert invoke("check", "--ignore", "OFL1200,OFL1201", str(broken)).exit_code == ExitCode.CLEAN
 
 
 def test_diff_writes_nothing_and_exits_one(broken: Path):
@@ -260,7 +264,7 @@ def test_readme_main_job_through_the_installed_entry_point():
 
 def test_suppressed_diagnostics_are_neither_reported_nor_fixed(tmp_path: Path):
     path = tmp_path / "suppressed.py"
-    source = BROKEN.replace("# keep this comment", "# offload-fixer: ignore[OFL1200]")
+    source = BROKEN.replace("# keep this comment", "# offload-fixer: ignore[OFL1200, OFL1201]")
     path.write_text(source)
     assert invoke("check", str(path)).exit_code == ExitCode.CLEAN
     assert invoke("check", "--fix", "--strategy", "host", str(path)).exit_code == ExitCode.CLEAN
@@ -286,7 +290,7 @@ def test_explain_reads_a_log_from_stdin_and_says_what_to_run():
     [
         (["--format", "github"], ExitCode.FINDINGS, "::error file="),
         (["--diff", "--strategy", "host"], ExitCode.FINDINGS, "+++ "),
-        (["--select", "OFL1201"], ExitCode.CLEAN, ""),
+        (["--select", "OFL1204"], ExitCode.CLEAN, ""),
         (["--jax-version", "0.3.0"], ExitCode.UNSUPPORTED_JAX, "0.3.0"),
     ],
 )
@@ -355,7 +359,7 @@ def test_check_in_a_terminal_colours_and_exits_with_the_findings(broken: Path):
     assert code == ExitCode.FINDINGS, screen
     assert "Traceback" not in screen
     assert "OFL1200" in COLOUR.sub("", screen) and COLOUR.search(screen)
-    assert "[*] 1 fixable with `--fix`." in COLOUR.sub("", screen)
+    assert "[*] 2 fixable with `--fix`." in COLOUR.sub("", screen)  # OFL1200 and the multiply's OFL1201
 
 
 @needs_pty
@@ -378,11 +382,11 @@ def test_force_color_colours_a_pipe(broken: Path):
 def test_diff_then_fix_in_a_terminal(broken: Path):
     code, screen = in_terminal("check", "--diff", str(broken), cwd=broken.parent)
     assert code == ExitCode.FINDINGS and "Traceback" not in screen
-    assert "+++ b/broken.py" in screen and "Would fix 1 problem." in screen
+    assert "+++ b/broken.py" in screen and "Would fix 2 problems." in screen  # one move: OFL1200 and OFL1201
     assert broken.read_text() == BROKEN
     code, screen = in_terminal("check", "--fix", str(broken), cwd=broken.parent)
     assert code == ExitCode.CLEAN, screen
-    assert "Found 1 problem (1 fixed, 0 remaining)." in screen and "Traceback" not in screen
+    assert "Found 2 problems (2 fixed, 0 remaining)." in screen and "Traceback" not in screen
     assert broken.read_text() != BROKEN
 
 
@@ -462,13 +466,16 @@ def test_fix_reports_what_is_left(broken: Path):
         "fix (not automatic): Declare the result as pinned_host memory in out_shardings (no jax.jit site"
         in result.output
     )
-    assert "Found 3 problems (2 fixed, 1 remaining: 1 error)." in result.output
+    assert "Found 4 problems (3 fixed, 1 remaining: 1 error)." in result.output  # broken.py's OFL1200, OFL1201, OFL1204
 
 
 def test_show_fixes_lists_what_was_fixed(broken: Path):
     result = invoke("check", "--fix", "--show-fixes", str(broken))
     assert result.exit_code == ExitCode.CLEAN
-    assert f"Fixed 1 problem:\n- {broken}:\n    1 × OFL1200 (host-value-device-output)\n" in result.output
+    assert (
+        f"Fixed 2 problems:\n- {broken}:\n    1 × OFL1200 (host-value-device-output)\n"
+        "    1 × OFL1201 (device-compute-on-host)\n"
+    ) in result.output
 
 
 def test_diff_prints_the_diff_and_would_fix_on_stdout(broken: Path):
@@ -476,7 +483,7 @@ def test_diff_prints_the_diff_and_would_fix_on_stdout(broken: Path):
     proc = offload_fixer("check", "--diff", str(broken), cwd=broken.parent)
     assert proc.returncode == ExitCode.FINDINGS
     assert proc.stdout.startswith("--- a/broken.py\n+++ b/broken.py\n")
-    assert proc.stdout.endswith("\nWould fix 1 problem.\n") and proc.stderr == ""
+    assert proc.stdout.endswith("\nWould fix 2 problems.\n") and proc.stderr == ""  # one edit, OFL1200 and OFL1201
     clean = broken.parent / "clean.py"
     clean.write_text(CLEAN)
     proc = offload_fixer("check", "--diff", str(clean), cwd=broken.parent)
@@ -500,7 +507,7 @@ def test_fix_marks_only_what_fix_writes(broken: Path):
         line.endswith("OFL1200 [*] [error] " + line.split("[error] ", 1)[-1]) for line in lines if "OFL1200" in line
     )
     assert [line for line in lines if "OFL1204" in line and "[*]" in line] != []  # the policy's destination too
-    assert lines[-1] == "[*] 2 fixable with `--fix`."
+    assert lines[-1] == "[*] 3 fixable with `--fix`."  # OFL1200, the multiply's OFL1201, OFL1204
     # --strategy host cannot edit a jit in another module: that finding is not marked
     (broken.parent / "steps.py").write_text("def passthrough(x):\n    return x\n")
     (broken.parent / "kept.py").write_text(
@@ -510,7 +517,7 @@ def test_fix_marks_only_what_fix_writes(broken: Path):
     )
     lines = invoke("check", "--strategy", "host", str(broken.parent)).output.splitlines()
     assert [line for line in lines if line.startswith(str(broken.parent / "kept.py")) and "[*]" in line] == []
-    assert lines[-1] == "[*] 2 fixable with `--fix`."
+    assert lines[-1] == "[*] 3 fixable with `--fix`."  # OFL1200, the multiply's OFL1201, OFL1204
 
 
 def test_output_file_and_output_format_alias(broken: Path, tmp_path: Path):
@@ -527,9 +534,15 @@ def test_output_file_and_output_format_alias(broken: Path, tmp_path: Path):
 def test_statistics(broken: Path):
     result = invoke("check", "--statistics", str(broken))
     assert result.exit_code == ExitCode.FINDINGS
-    assert result.output.splitlines()[0] == "1\tOFL1200\t[*] host-value-device-output"
+    assert result.output.splitlines()[:2] == [
+        "1\tOFL1200\t[*] host-value-device-output",
+        "1\tOFL1201\t[*] device-compute-on-host",
+    ]
     data = json.loads(invoke("check", "--statistics", "--format", "json", str(broken)).output)
-    assert data == [{"code": "OFL1200", "name": "host-value-device-output", "count": 1, "fixable": 1}]
+    assert data == [
+        {"code": "OFL1200", "name": "host-value-device-output", "count": 1, "fixable": 1},
+        {"code": "OFL1201", "name": "device-compute-on-host", "count": 1, "fixable": 1},
+    ]
 
 
 def test_stdin_with_a_file_name(broken: Path):
@@ -540,7 +553,7 @@ def test_stdin_with_a_file_name(broken: Path):
     assert fixed.returncode == ExitCode.CLEAN, fixed.stderr
     assert fixed.stdout != BROKEN and "# keep this comment" in fixed.stdout  # the fixed source
     compile(fixed.stdout, "train.py", "exec")
-    assert "Found 1 problem (1 fixed, 0 remaining)." in fixed.stderr
+    assert "Found 2 problems (2 fixed, 0 remaining)." in fixed.stderr
     broken_syntax = offload_fixer("check", "-", stdin="def f(:\n", cwd=broken.parent)
     assert broken_syntax.returncode == ExitCode.INPUT_ERROR and broken_syntax.stdout.startswith("-:1:")
 
@@ -712,7 +725,9 @@ def processes_in_session(session: int) -> list[str]:
 def test_quiet_prints_the_findings_only(broken: Path, tmp_path: Path):
     result = invoke("check", "-q", str(broken))
     assert result.exit_code == ExitCode.FINDINGS
-    assert "OFL1200" in result.output and "Found" not in result.output and "fixable" not in result.output
+    # no summary line ("Found 2 problems"); OFL1201's own message starts "Found an instruction"
+    assert "OFL1200" in result.output and "fixable" not in result.output
+    assert not [line for line in result.output.splitlines() if line.startswith("Found ")]
     (tmp_path / "clean.py").write_text(CLEAN)
     assert invoke("check", "-q", str(tmp_path / "clean.py")).output == ""
 

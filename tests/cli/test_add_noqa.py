@@ -16,10 +16,11 @@ def test_add_noqa_writes_the_directive_and_the_check_passes(tmp_path: Path):
     original = BROKEN.replace("\n", "\r\n").encode()  # line ends are kept as they are
     path.write_bytes(original)
     added = offload_fixer("check", "--add-noqa", "train.py", cwd=tmp_path)
-    assert (added.returncode, added.stdout, added.stderr) == (ExitCode.CLEAN, "", "Added 1 noqa directive.\n")
+    assert (added.returncode, added.stdout, added.stderr) == (ExitCode.CLEAN, "", "Added 2 noqa directives.\n")
     after = path.read_bytes()
     line = b"@functools.partial(jax.jit, in_shardings=HOST)"
-    assert after == original.replace(line, line + b"  # noqa: OFL1200")
+    compute = b"# keep this comment"  # the multiply on the host argument: OFL1201, after the comment as ruff puts it
+    assert after == original.replace(line, line + b"  # noqa: OFL1200").replace(compute, compute + b"  # noqa: OFL1201")
     assert offload_fixer("check", "train.py", cwd=tmp_path).stdout == "All checks passed! (1 file checked)\n"
     again = offload_fixer("check", "--add-noqa", "train.py", cwd=tmp_path)
     assert (again.returncode, again.stderr) == (ExitCode.CLEAN, "") and path.read_bytes() == after

@@ -50,17 +50,18 @@ def _without_progress(result: tuple[int, str]) -> tuple[int, str]:
 
 
 def test_extend_select_adds_to_select(broken: Path):
-    only_1201 = offload_fixer("check", "--select", "OFL1201", "broken.py", cwd=broken.parent)
-    assert only_1201.returncode == ExitCode.CLEAN
-    both = offload_fixer("check", "--select", "OFL1201", "--extend-select", "OFL1200", "broken.py", cwd=broken.parent)
+    only_1204 = offload_fixer("check", "--select", "OFL1204", "broken.py", cwd=broken.parent)
+    assert only_1204.returncode == ExitCode.CLEAN
+    both = offload_fixer("check", "--select", "OFL1204", "--extend-select", "OFL1200", "broken.py", cwd=broken.parent)
     assert both.returncode == ExitCode.FINDINGS and "OFL1200" in both.stdout
 
 
 def test_config_takes_a_setting_as_toml(broken: Path):
-    ignored = offload_fixer("check", "--config", 'ignore = ["OFL1200"]', "broken.py", cwd=broken.parent)
+    # the multiply on the host argument is OFL1201 next to OFL1200
+    ignored = offload_fixer("check", "--config", 'ignore = ["OFL1200", "OFL1201"]', "broken.py", cwd=broken.parent)
     assert ignored.returncode == ExitCode.CLEAN, ignored.stdout + ignored.stderr
     flag_wins = offload_fixer(
-        "check", "--config", 'select = ["OFL1201"]', "--select", "OFL1200", "broken.py", cwd=broken.parent
+        "check", "--config", 'select = ["OFL1204"]', "--select", "OFL1200", "broken.py", cwd=broken.parent
     )
     assert flag_wins.returncode == ExitCode.FINDINGS
     wrong = offload_fixer("check", "--config", 'selct = ["OFL1200"]', "broken.py", cwd=broken.parent)
@@ -77,11 +78,13 @@ def test_rule_is_rules(broken: Path):
 @needs_pty
 def test_noqa_with_our_code_silences_and_an_unused_one_is_reported(broken: Path):
     broken.write_text(
-        BROKEN.replace("in_shardings=HOST)", "in_shardings=HOST)  # noqa: OFL1200") + "y = 1  # noqa: OFL1201\n"
+        # OFL1201 (the multiply) has its origin on that line too
+        BROKEN.replace("in_shardings=HOST)", "in_shardings=HOST)  # noqa: OFL1200, OFL1201")
+        + "y = 1  # noqa: OFL1204\n"
     )
     code, screen = in_terminal("check", "--color", "never", "broken.py", cwd=broken.parent)
-    assert code == ExitCode.CLEAN and "OFL1200 [" not in screen, screen
-    assert "broken.py:12:8: warning: unused `# noqa`: OFL1201" in screen
+    assert code == ExitCode.CLEAN and "OFL1200 [" not in screen and "OFL1201 [" not in screen, screen
+    assert "broken.py:12:8: warning: unused `# noqa`: OFL1204" in screen
     broken.write_text(BROKEN.replace("in_shardings=HOST)", "in_shardings=HOST)  # noqa"))
     assert in_terminal("check", "broken.py", cwd=broken.parent)[0] == ExitCode.CLEAN
     broken.write_text(BROKEN.replace("in_shardings=HOST)", "in_shardings=HOST)  # noqa: E501"))

@@ -404,8 +404,9 @@ def test_every_fix_of_a_cr_only_file_lands_in_one_run(tmp_path: Path) -> None:
         return [d for r in check_paths([str(path)], jax_version="0.6.2") for d in r.diagnostics]
 
     before = findings()
-    assert len(before) == 3
-    # two moves to device add a line each above the third fix (an out_shardings edit)
+    assert len(before) == 6  # each function's OFL1200 and the OFL1201 of the compute on its host value
+    # two moves to device add a line each above the third fix (h moved back where it is computed on),
+    # and each move fixes both findings of its function
     results = apply_plans(plan_fixes(before, strategy="auto", jax_version="0.6.2"), write=True, unsafe=True)
     assert [r.error for r in results] == [None] and len(results[0].applied) == 3
     assert findings() == []
