@@ -195,7 +195,7 @@ def _argument_kinds(text: str) -> list[str]:
 def assess(path: Path, strategies: tuple[str, ...], compilers: bool = True, show_diff: bool = False) -> list[Row]:
     """One row per strategy for the corpus program ``path`` (a copy in a scratch directory)."""
     from offload_fixer import codes
-    from offload_fixer.cli.fixing import FixConfirmation
+    from offload_fixer.cli.confirming import FixConfirmation
     from offload_fixer.fixes import plan_fixes
     from offload_fixer.fixes.candidates import candidate_plans
     from offload_fixer.runner import run_program
