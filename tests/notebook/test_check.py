@@ -70,7 +70,9 @@ def test_sarif_and_github_point_into_the_ipynb_text_and_name_the_cell(project):
     where = multiply["location"]["physicalLocation"]["region"]
     assert text[where["startLine"] - 1][where["startColumn"] - 1 :].startswith("x * 2")
 
-    (github,) = [line for line in check("--format", "github", "train.ipynb").output.splitlines() if "=OFL1200::" in line]
+    (github,) = [
+        line for line in check("--format", "github", "train.ipynb").output.splitlines() if "=OFL1200::" in line
+    ]
     fields = dict(item.split("=", 1) for item in github.split(" ", 1)[1].split("::")[0].split(","))
     assert text[int(fields["line"]) - 1][int(fields["col"]) - 1 :].startswith("in_shardings=host)")
     assert github.split("::")[2].startswith("In cell 7, line 1, column 32: OFL1200")
