@@ -40,6 +40,7 @@ class FixConfirmation:
         """``plans`` checked file by file, each failing one replaced by the next of its
         ``alternatives`` (per (file, root cause), from ``candidate_plans``), then written."""
         from offload_fixer.fixes import apply_plans
+        from offload_fixer.report import display_path
 
         by_path: dict[str, list[Any]] = {}
         for plan in plans:
@@ -49,7 +50,7 @@ class FixConfirmation:
         for path, file_plans in by_path.items():
             result, chosen = self.choose_file(path, file_plans, invocation.unsafe_fixes, alternatives or {})
             for line in self.notes:
-                console.note(f"offload-fixer: {path}: {line}", always=line.startswith("left unfixed"))
+                console.note(f"offload-fixer: {display_path(path)}: {line}", always=line.startswith("left unfixed"))
             results.append(result)
             if chosen:
                 confirmed[path] = chosen
