@@ -198,11 +198,12 @@ async def test_the_server_offers_notebook_sync(vscode: LanguageClient):
 async def test_findings_are_published_on_the_cell_they_point_into(vscode: LanguageClient, tmp_path):
     editor = NotebookEditor(vscode, tmp_path / "train.ipynb", CELLS)
     editor.open()
-    (diagnostic,) = await editor.diagnostics(3)
-    assert diagnostic.code == "OFL1200"
+    # the error 1200 of the jit site, and the host compute (OFL1201) it meets in `scale`'s cell
+    (diagnostic,) = [d for d in await editor.diagnostics(3) if d.code == "OFL1200"]
     assert (diagnostic.range.start.line, diagnostic.range.start.character) == (0, 31)  # in_shardings=host
-    for index in (0, 1, 2):
+    for index in (0, 1):
         assert await editor.diagnostics(index) == []
+    assert {d.code for d in await editor.diagnostics(2)} <= {"OFL1201"}
     returned = [r for r in diagnostic.related_information if "returned" in r.message]
     assert returned[0].location.uri == editor.order[2]
     assert returned[0].location.range.start == types.Position(1, 11)

@@ -74,9 +74,11 @@ def test_add_noqa_writes_into_a_notebook_cell_and_keeps_every_other_byte(tmp_pat
     original = json.dumps(notebook, indent=2, ensure_ascii=False).encode()  # not nbformat's own layout
     path.write_bytes(original)
     added = offload_fixer("check", "--add-noqa", "train.ipynb", cwd=tmp_path)
-    assert (added.returncode, added.stdout, added.stderr) == (ExitCode.CLEAN, "", "Added 1 noqa directive.\n")
+    assert (added.returncode, added.stdout, added.stderr) == (ExitCode.CLEAN, "", "Added 2 noqa directives.\n")
     line = b"@functools.partial(jax.jit, in_shardings=HOST)"
-    assert path.read_bytes() == original.replace(line, line + b"  # noqa: OFL1200")
+    computed = b"return x * 2  # keep this comment"  # the host compute (OFL1201), after the comment
+    expected = original.replace(line, line + b"  # noqa: OFL1200").replace(computed, computed + b"  # noqa: OFL1201")
+    assert path.read_bytes() == expected
     assert offload_fixer("check", "train.ipynb", cwd=tmp_path).stdout == "All checks passed! (1 file checked)\n"
     again = offload_fixer("check", "--add-noqa", "train.ipynb", cwd=tmp_path)
     assert (again.returncode, again.stderr) == (ExitCode.CLEAN, "")
