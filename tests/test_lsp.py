@@ -319,22 +319,29 @@ async def test_saving_publishes_again_and_nothing_is_executed(vscode: LanguageCl
 async def test_moving_the_streamed_argument_clears_the_diagnostic(vscode: LanguageClient, tmp_path):
     """A host in_shardings argument computed on (``x * 2``) is moved to device where the
     function starts, whatever the strategy: declaring the result host memory alone would leave
-    the computation to the host CPU. From source the product is a new value, not the state the
-    argument enters as (``run``, which sees the types, may keep that host), so ``auto`` only
-    moves, as ``--strategy device`` does: one fix, whose title says where its edit goes."""
+    the computation to the host CPU. The preferred fix also keeps the one array it returns (the
+    argument scaled: the state it updates, as the source shows) host memory; ``--strategy
+    device`` only moves. Each title says where its edits go."""
     editor = Editor(vscode, copy_fixture("in_shardings_host.py", tmp_path))
     editor.open()
     diagnostics = [the_error(await editor.diagnostics())]  # its OFL1201 has the same move
 
     actions = [a for a in await editor.actions(diagnostics) if a.kind == types.CodeActionKind.QuickFix]
     fixes = {a.data["requested"]: a for a in actions if "suppress" not in a.data}
-    assert set(fixes) == {"auto"} and fixes["auto"].is_preferred
-    assert fixes["auto"].title == "offload-fixer: Move argument x to device where scale starts (line 10)"
+    assert set(fixes) == {"auto", "device"}
+    assert fixes["auto"].is_preferred and not fixes["device"].is_preferred
+    assert fixes["auto"].title == (
+        "offload-fixer: Move argument x to device where scale starts (line 10); "
+        "Keep the result (the state scale returns) host memory in out_shardings (line 13)"
+    )
+    assert fixes["device"].title == "offload-fixer: Move argument x to device where scale starts (line 10)"
     assert fixes["auto"].edit is None  # computed on codeAction/resolve
 
     moved = "    x = jax.device_put(x, jax.memory.Space.Device)\n    return x * 2\n"
+    only_moved = editor.edited((await editor.resolved(fixes["device"])).edit)
+    assert moved in only_moved and "out_shardings" not in only_moved
     fixed = editor.edited((await editor.resolved(fixes["auto"])).edit)
-    assert moved in fixed and "out_shardings" not in fixed
+    assert moved in fixed and "jax.jit(scale, in_shardings=host, out_shardings=host)" in fixed
     editor.change(fixed)
     assert await editor.diagnostics() == []
 

@@ -82,33 +82,38 @@ def test_diff_shows_the_cell_and_writes_nothing(project):
     before = project.read_bytes()
     result = check("--diff", "train.ipynb")
     assert result.exit_code == ExitCode.FINDINGS
-    # from source the product is a new value, not the state: the argument is moved, no output declared host
-    assert "--- a/train.ipynb:cell 5\n+++ b/train.ipynb:cell 5\n" in result.output and "cell 7" not in result.output
+    # the argument moved where `scale` starts, and its scaled copy (the state) kept host at the jit
     assert " def scale(x):\n+    x = jax.device_put(x, jax.memory.Space.Device)\n     return x * 2\n" in result.output
+    assert "--- a/train.ipynb:cell 7\n+++ b/train.ipynb:cell 7\n" in result.output
+    assert "+scale_on_host = jax.jit(scale, in_shardings=host, out_shardings=host)\n !echo compiled\n" in result.output
     assert result.output.endswith("Would fix 2 problems.\n")  # OFL1200 and the multiply's OFL1201
     assert project.read_bytes() == before
 
 
 def test_fix_rewrites_only_the_edited_cell_source(project):
-    """The host argument is computed on (``x * 2``): moved to device in the function's cell
-    (from source the product is a new value, so no output is declared host); nothing else
-    changes."""
+    """The host argument is computed on (``x * 2``): moved to device in the function's cell,
+    and the result it returns (the argument scaled: the state, as the source shows) kept host
+    memory at the jit's cell; nothing else changes."""
     before = project.read_text()
     result = check("--fix", "train.ipynb")
     assert result.exit_code == ExitCode.CLEAN, result.output
     after = project.read_text()
     old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
-    function = source_lines(before, "cell-5")
+    function, jit = source_lines(before, "cell-5"), source_lines(before, "cell-7")
     last = function.stop - 2  # the cell's last source line, ``return x * 2``
     assert old[:last] == new[:last]
     assert new[last] == '    "    x = jax.device_put(x, jax.memory.Space.Device)\\n",\n'
-    assert old[last:] == new[last + 1 :]
+    assert old[last : jit.start + 1] == new[last + 1 : jit.start + 2]
+    assert new[jit.start + 2] == '    "scale_on_host = jax.jit(scale, in_shardings=host, out_shardings=host)\\n",\n'
+    assert old[jit.start + 2 :] == new[jit.start + 3 :]
     fixed = nbformat.reads(after, as_version=4)
     nbformat.validate(fixed)
     assert (
         fixed.cells[4].source == "def scale(x):\n    x = jax.device_put(x, jax.memory.Space.Device)\n    return x * 2"
     )
-    assert fixed.cells[6].source == JIT_SITE + "\n!echo compiled"
+    assert (
+        fixed.cells[6].source == "scale_on_host = jax.jit(scale, in_shardings=host, out_shardings=host)\n!echo compiled"
+    )
     original = nbformat.reads(before, as_version=4)
     assert [c.get("outputs") for c in fixed.cells] == [c.get("outputs") for c in original.cells]
     assert check("train.ipynb").exit_code == ExitCode.CLEAN
@@ -176,5 +181,8 @@ def test_a_notebook_written_by_another_tool_is_fixed_in_its_own_layout(tmp_path,
     result = check("--fix", "--jax-version", TYPED, "other.ipynb")
     assert result.exit_code == ExitCode.CLEAN, result.output
     assert "Warning" not in result.output
+    fixed_jit = JIT_SITE.replace("=host)", "=host, out_shardings=host)")
     fixed_scale = SCALE.replace("\n", "\n    x = jax.device_put(x, jax.memory.Space.Device)\n", 1)
-    assert path.read_text() == text.replace(json.dumps(SCALE), json.dumps(fixed_scale))
+    assert path.read_text() == text.replace(json.dumps(JIT_SITE), json.dumps(fixed_jit)).replace(
+        json.dumps(SCALE), json.dumps(fixed_scale)
+    )

@@ -185,12 +185,16 @@ def programs(names: tuple[str, ...] | None = None) -> list[Program]:
 
 def unflagged_silent_offload(lowered: Any, report: Any, verdict: Any) -> str | None:
     """A program that moves a value to ``pinned_host`` and compiles with 0 bytes of host
-    memory kept nowhere: the offload does nothing, and the analysis must say so (OFL1211)."""
-    from offload_fixer import codes
+    memory kept nowhere: the offload does nothing, and the analysis must say so (OFL1211). The
+    rule is modelled from JAX 0.7.1 (typed memory kinds); under older JAX such a program (a
+    ``compute_on`` whose input was moved, on libtpu 0.0.17.1) is a known gap, not checked."""
+    from offload_fixer import codes, jax_compat
     from offload_fixer.ir import module as irm
     from offload_fixer.model import PINNED_HOST
 
     memory = verdict.memory
+    if jax_compat.regime() is not jax_compat.Regime.TYPED:
+        return None
     if verdict.outcome != "compiled" or memory is None or memory.host_total:
         return None
     if not any(irm.placement(op) == PINNED_HOST for op in irm.load(lowered).placements):
