@@ -23,16 +23,7 @@ from typing import Any
 import pytest
 
 from tests.cli_support import environment
-
-JITTED_WITHOUT_FINDING = """import jax
-import jax.numpy as jnp
-
-
-@jax.jit
-def step(x):
-    y = jax.device_put(jnp.sin(x), jax.memory.Space.Host)
-    return jax.device_put(y, jax.memory.Space.Device) * 2
-"""
+from tests.test_cli_imports import JITTED_WITHOUT_FINDING
 
 NEVER_BEFORE_THE_FIRST_DIAGNOSTICS = (
     "jax",
