@@ -27,6 +27,7 @@ class FixMark:
     """``applied``: ``--fix`` writes it (``[*]``); ``unsafe``: only with ``--unsafe-fixes``;
     ``manual``: no edit can be made (``detail`` says why)."""
     detail: str = ""
+    """Why no edit can be made (``manual``), or why the edit is unsafe (``unsafe``)."""
 
 
 _PREFERENCE = {"applied": 0, "unsafe": 1, "manual": 2}
@@ -162,7 +163,9 @@ def fix_marks(diagnostics: Sequence[Diagnostic], plans: Iterable[Any], unsafe: b
             mark = FixMark(plan.title, "manual", "; ".join(plan.problems))
             covered = list(plan.diagnostics)
         else:
-            mark = FixMark(plan.title, "applied" if plan.safety == "safe" or unsafe else "unsafe")
+            status: Literal["applied", "unsafe"] = "applied" if plan.safety == "safe" or unsafe else "unsafe"
+            why = "; ".join(dict.fromkeys(r for r in plan.unsafe_reasons if r)) if status == "unsafe" else ""
+            mark = FixMark(plan.title, status, why)
             covered = resolved_by(plan, diagnostics)
         for d in covered:
             if d not in marks or _PREFERENCE[mark.status] < _PREFERENCE[marks[d].status]:

@@ -131,6 +131,8 @@ def _finding_details(finding: Finding, where, paint, verbose: bool) -> list[str]
         lines.append(f"  {paint('fix [*]', 'green')}: {fix.title}")
     elif fix is not None and fix.status == "unsafe":
         lines.append(f"  {paint('fix (unsafe: --fix --unsafe-fixes)', 'dim')}: {fix.title}")
+        if fix.detail:
+            lines.extend(textwrap.wrap(fix.detail, WRAP, initial_indent="  unsafe: ", subsequent_indent="          "))
     elif fix is not None:
         reason = f" ({fix.detail})" if fix.detail else ""
         lines.append(f"  {paint('fix (not automatic)', 'dim')}: {fix.title}{reason}")
