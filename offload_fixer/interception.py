@@ -49,10 +49,10 @@ import threading
 import types
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from offload_fixer.model import Diagnostic, Report, Span, normalize_target
+from offload_fixer.model import Diagnostic, FunctionRef, Report, Span, normalize_target
 from offload_fixer.report_file import AbstractCall, abstract_arguments, read_source_bytes, report_paths
 
 if TYPE_CHECKING:
@@ -140,9 +140,17 @@ class CompilationChecker:
             self._seen.add(key)
             return True
 
-    def check(self, jitted: Any, fun: Any, args: tuple, kwargs: dict, quiet: bool = False) -> None:
+    def check(
+        self,
+        jitted: Any,
+        fun: Any,
+        args: tuple,
+        kwargs: dict,
+        quiet: bool = False,
+        site: tuple[str, int, int] | None = None,
+    ) -> None:
         """Analyse one compilation; ``quiet`` drops tool failures (the user's own call failed
-        too, and its traceback already says why)."""
+        too, and its traceback already says why). ``site``: where ``jax.jit`` was applied."""
         from offload_fixer import jax_compat
         from offload_fixer.analysis import analyze
         from offload_fixer.api import function_ref
@@ -156,7 +164,7 @@ class CompilationChecker:
                 )
             try:
                 lowered = jax_compat.lower_for_platform(jitted, args, kwargs, self.platform)
-                report = analyze(lowered, target=self.target, function=function_ref(fun))
+                report = analyze(lowered, target=self.target, function=_jitted_at(function_ref(fun), site))
                 if self.confirm:
                     from offload_fixer.xla.confirm import confirm
 
@@ -184,7 +192,6 @@ class CompilationChecker:
         array in host memory: analysed like a user's jit, reported at the user's line."""
         from offload_fixer.analysis import analyze
         from offload_fixer.jax_compat import tracing as jax_tracing
-        from offload_fixer.model import FunctionRef
 
         if not self.active or not self.outside_any_trace() or not _is_jax_internal(fun):
             return
@@ -250,8 +257,10 @@ class CheckedJit:
         options: Any,
         static: tuple[tuple[int, ...], tuple[str, ...]],
         checker: CompilationChecker,
+        site: tuple[str, int, int] | None = None,
     ):
         vars(self).update(
+            _site=site,
             _real=real,
             _fun=fun,
             _identity=checker.identity(fun, options),
@@ -304,9 +313,9 @@ class CheckedJit:
         try:
             result = operation(*args, **kwargs)
         except Exception:
-            self._checker.check(self._real, self._fun, args, kwargs, quiet=True)
+            self._checker.check(self._real, self._fun, args, kwargs, quiet=True, site=self._site)
             raise
-        self._checker.check(self._real, self._fun, args, kwargs)
+        self._checker.check(self._real, self._fun, args, kwargs, site=self._site)
         return result
 
     def _signature(self, args: tuple, kwargs: dict) -> Any:
@@ -493,6 +502,13 @@ def _is_jax_internal(fun: Any) -> bool:
     return code is not None and os.path.abspath(code.co_filename).startswith(_jax_roots())
 
 
+def _jitted_at(function: FunctionRef | None, site: tuple[str, int, int] | None) -> FunctionRef | None:
+    """``function`` with the jit site ``run`` saw, where that is another file than its ``def``."""
+    if function is None or site is None or not function.path or os.path.abspath(function.path) == site[0]:
+        return function
+    return replace(function, jit_path=site[0], jit_line=site[1])
+
+
 def _called_from_jax() -> bool:
     """JAX calling the public ``jax.jit`` on its own behalf (two frames up: past ``jit``)."""
     return os.path.abspath(sys._getframe(2).f_code.co_filename).startswith(_jax_roots())
@@ -531,6 +547,7 @@ def _checked_jit(real_jit: Callable[..., Any], checker: CompilationChecker) -> C
             _freeze_options(positional, options),
             _static_arguments(fun, options),
             checker,
+            _user_frame(),
         )
 
     return jit

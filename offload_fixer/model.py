@@ -165,6 +165,11 @@ class FunctionRef:
     line: int | None = None
     cell: int | None = None
     """The notebook cell ``line`` counts in, as :attr:`Span.cell`."""
+    jit_path: str | None = None
+    jit_line: int | None = None
+    """Where ``jax.jit`` was applied to it, when ``run`` saw that be another file than the
+    ``def`` (a package's ``__main__.py`` jitting a step defined in ``step.py``): the file whose
+    ``out_shardings`` a fix edits."""
 
 
 @dataclass(frozen=True)

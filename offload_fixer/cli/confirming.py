@@ -54,6 +54,10 @@ class FixConfirmation:
             results.append(result)
             if chosen:
                 confirmed[path] = chosen
+        # the chosen plans' edits in other files (a jit site in the package's __main__.py)
+        others = [part for chosen in confirmed.values() for plan in chosen for part in plan.in_other_files()]
+        if others:
+            results += [r for r in apply_plans(others, write=False, unsafe=True) if r.path not in by_path]
         if invocation.write and confirmed:
             written = {
                 r.path: r
@@ -64,6 +68,7 @@ class FixConfirmation:
             results = [
                 dataclasses.replace(written[r.path], skipped=r.skipped) if r.path in written else r for r in results
             ]
+            results += [r for path, r in written.items() if path not in {x.path for x in results}]
         return results
 
     def choose_file(

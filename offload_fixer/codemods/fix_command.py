@@ -178,6 +178,8 @@ class FixCommand(CodemodCommand):
             if self.standalone and not self._lines_exist(tree, target):
                 continue
             function = self.facts.find_function(target.function_name, target.function_line, target.inner_line)
+            if function is None and self.plan_imported():
+                continue
             if function is None and (self.NEEDS_FUNCTION or target.function_name or target.function_line):
                 where = target.function_line or target.inner_line
                 self.report_problem(f"function {target.function_name or '?'} (line {where}) not found")
@@ -219,6 +221,11 @@ class FixCommand(CodemodCommand):
     def plan(self, function: FunctionInfo | None) -> None:
         """``function`` is ``None`` only for a command whose ``NEEDS_FUNCTION`` is false."""
         raise NotImplementedError
+
+    def plan_imported(self) -> bool:
+        """The target's function is not defined in this file: whether the command edits it here
+        all the same (a jit of the imported function at ``inner_line``), having planned it."""
+        return False
 
     # ------------------------------------------------------------------ recording
     def report_problem(self, message: str) -> None:

@@ -79,6 +79,83 @@ class HostOutputCommand(FixCommand):
         for site in sites:
             self._fix_site(function, site, paths)
 
+    def plan_imported(self) -> bool:
+        """The jit at ``inner_line`` of a function another module defines (``jax.jit(train_step,
+        in_shardings=(state_sh, ...))`` in a package's ``__main__.py``): the state the streamed
+        parameter becomes goes out as it came in, ``out_shardings`` giving the returned state
+        the parameter's own ``in_shardings`` entry, at the smallest sub-tree holding its host
+        leaves (``({"opt": state_sh["opt"], "params": None}, None)``). The returns are in the
+        other file: the structure comes from the output tree, its sequences spelled as tuples
+        (the planner asks only where every return there is one)."""
+        t = self.target
+        if t.placement != "out_shardings" or t.function_name is None or t.inner_line is None:
+            return False
+        sites = self.facts.jit_sites_of_name(t.function_name, t.inner_line)
+        if not sites:
+            return False
+        tree = self.output_tree()
+        leaves = [parse_output_path(p) for p in t.parameter_leaves] or [()]
+        state = drop_covered([parse_output_path(p) for p in t.output_paths])
+        prefixes = {keys[: len(keys) - len(leaf)] for keys in state for leaf in leaves if keys[len(keys) - len(leaf) :] == leaf}
+        common = leaves[0]
+        for leaf in leaves[1:]:
+            common = common[: next((i for i, (a, b) in enumerate(zip(common, leaf)) if a != b), min(len(common), len(leaf)))]
+        for site in sites:
+            where = f"the jit of {t.function_name} on line {site.line}"
+            entry = self._parameter_entry(site)
+            if tree is None or len(prefixes) != 1 or entry is None or t.parameter_index is None:
+                self.report_problem(
+                    f"{where} jits a function defined in another file: the state it returns is not "
+                    "visibly the parameter's tree, whose in_shardings entry could keep it host memory"
+                )
+                continue
+            if self.option(site, "out_shardings") is not None or any(a.star for a in site.options.args):  # type: ignore[union-attr]
+                self.report_problem(f"{where} already gives out_shardings (or **kwargs): not edited from another file")
+                continue
+            (at,) = prefixes
+            host = self.code(self._indexed_entry(entry, common, site.scope))
+            value, why = tree.prefix((), [(*at, *common)], host, "None", self.facts.quote, sequences="tuple")
+            if value is None:
+                self.report_problem(f"{where}: {why}")
+                continue
+            new_arg = cst.Arg(
+                keyword=cst.Name("out_shardings"),
+                value=self.parse(value),
+                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+            )
+            if self.claim(site.options, lambda updated: sx.append_arg(_as_call(updated), new_arg)):  # type: ignore[arg-type]
+                label = _label((*at, *common))
+                self.record(
+                    site.node,
+                    f"declare {label} as it comes in ({host}) at the jit on line {site.line}: out_shardings={value}",
+                    [],
+                    label,
+                )
+        return True
+
+    def _parameter_entry(self, site: JitSite) -> cst.BaseExpression | None:
+        """The ``in_shardings`` entry of the target's parameter (by its position) at ``site``."""
+        arg = self.option(site, "in_shardings")
+        index = self.target.parameter_index
+        if arg is None or index is None or self._static_argnums(site):
+            return None
+        value = self._through_name(arg.value, site.scope)
+        if isinstance(value, (cst.Tuple, cst.List)):
+            entries = [e.value for e in value.elements if isinstance(e, cst.Element)]
+            return entries[index] if index < len(entries) and not sx.is_none(entries[index]) else None
+        return None
+
+    def _indexed_entry(self, entry: cst.BaseExpression, keys: Keys, scope: Scope) -> cst.BaseExpression:
+        """The sub-tree at ``keys`` of an ``in_shardings`` entry: a literal's child, else the
+        tree indexed (``state_sh["opt"]``)."""
+        for depth, key in enumerate(keys):
+            container = self._through_name(entry, scope)
+            child = child_at(container, key) if isinstance(container, (cst.Tuple, cst.List, cst.Dict)) else None
+            if child is None:
+                return self._indexed(entry, keys[depth:])
+            entry = child
+        return entry
+
     def _fix_site(self, function: FunctionInfo, site: JitSite, paths: list[Keys]) -> None:
         existing = self.option(site, "out_shardings")
         if existing is not None:

@@ -98,9 +98,16 @@ class OutputTree:
         )
 
     def prefix(
-        self, at: Keys, targets: Sequence[Keys], target_text: str, other_text: str, quote: str
+        self,
+        at: Keys,
+        targets: Sequence[Keys],
+        target_text: str,
+        other_text: str,
+        quote: str,
+        sequences: str | None = None,
     ) -> tuple[str | None, str]:
-        """(text of a prefix for the sub-tree at ``at``, or None and why not)."""
+        """(text of a prefix for the sub-tree at ``at``, or None and why not). ``sequences="tuple"``:
+        the caller knows the sequences on the way are tuples (the returns show it)."""
         if any(not t for t in targets) or self.covered(at, targets):
             return target_text, ""
         if not targets:
@@ -113,12 +120,22 @@ class OutputTree:
             pieces = []
             for key in keys:
                 text, why = self.prefix(
-                    (*at, key), [t[1:] for t in targets if t[0] == key], target_text, other_text, quote
+                    (*at, key), [t[1:] for t in targets if t[0] == key], target_text, other_text, quote, sequences
                 )
                 if text is None:
                     return None, why
                 pieces.append(f"{quote}{key[1]}{quote}: {text}")
             return "{" + ", ".join(pieces) + "}", ""
+        if kinds == {"index"} and sequences == "tuple" and [k[1] for k in keys] == list(range(len(keys))):
+            items = []
+            for key in keys:
+                text, why = self.prefix(
+                    (*at, key), [t[1:] for t in targets if t[0] == key], target_text, other_text, quote, sequences
+                )
+                if text is None:
+                    return None, why
+                items.append(text)
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")", ""
         if kinds == {"index"}:
             return None, (
                 f"{where} holds {', '.join(format_output_path((k,)) for k in keys)}, and the source does not "

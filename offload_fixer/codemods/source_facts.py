@@ -226,6 +226,20 @@ class SourceFacts:
                 sites.append(JitSite("partial_call", call.func, call.func, line, scope))
         return sites
 
+    def jit_sites_of_name(self, name: str, line: int) -> list[JitSite]:
+        """The ``jax.jit(f, ...)`` call spanning ``line`` whose ``f`` is ``name`` (a plain name or
+        ``module.name``): a function defined in another file, jitted here."""
+        short = name.rsplit(".", 1)[-1]
+        sites = []
+        for call, scope, _ in self.jit_calls:
+            span = self.positions[call]
+            first = call.args[0] if call.args else None
+            if not (span.start.line <= line <= span.end.line and first is not None and first.keyword is None):
+                continue
+            if (dotted_name(first.value) or "").rsplit(".", 1)[-1] == short and self.aliases.qualify(call.func) == JIT:
+                sites.append(JitSite("call", call, call, span.start.line, scope))
+        return sites
+
     def device_put_at(self, line: int, col: int | None) -> tuple[cst.Call, Scope] | None:
         """The ``device_put`` call on ``line``; with several, the one starting nearest ``col``
         (taken as either 0-based, as Python reports it, or 1-based, as MLIR does)."""

@@ -98,7 +98,8 @@ def apply_plans(
     """
     by_path: dict[str, list[FixPlan]] = {}
     for plan in plans:
-        by_path.setdefault(plan.path, []).append(plan)
+        for part in (plan, *plan.in_other_files()):
+            by_path.setdefault(part.path, []).append(part)
     texts = texts or {}
     return [
         _apply_file(path, file_plans, write and path not in texts, unsafe, max_passes, texts.get(path))

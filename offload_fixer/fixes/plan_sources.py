@@ -116,6 +116,20 @@ class Source:
             return function.positional_params[index], ""
         return None
 
+    def positional_index(self, target: FixTarget, name: str) -> int | None:
+        """Where ``name`` sits among the function's positional parameters."""
+        found = self.function(target)
+        if found is None or name not in found[1].positional_params or found[1].class_name is not None:
+            return None
+        return found[1].positional_params.index(name)
+
+    def returns_tuples(self, target: FixTarget) -> bool:
+        """Every return of the function gives a tuple literal: a jit in another file may spell
+        its ``out_shardings`` as a tuple, which it must match."""
+        found = self.function(target)
+        values = [value for _, value in returned_values(found[1], ())] if found is not None else []
+        return bool(values) and all(isinstance(value, cst.Tuple) for value in values)
+
     def returned_paths(self, target: FixTarget) -> list[tuple[PathKey, ...]]:
         """Pytree paths every return of the function spells out (literals, through local names),
         for a source check, which has no output tree."""

@@ -16,6 +16,7 @@ diagnostics read into a target in ``plan_targets``, the source files and dry run
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -90,6 +91,16 @@ class FixPlan:
     measured: str = ""
     """The compiler's memory figures of the fixed program against the unfixed one, once the fix
     is compiled (``HBM +4.0 MiB (temporaries), host 2.0 GiB kept``); empty until then."""
+    elsewhere: tuple[tuple[str, str | None, Job], ...] = ()
+    """(file, its sha256, edit) for the edits of the same fix in another file: the jit site of
+    a function defined here, in the package's ``__main__.py`` (applied with the plan, always)."""
+
+    def in_other_files(self) -> list[FixPlan]:
+        """The plan's edits in other files, each as a plan of that file with the same label."""
+        return [
+            replace(self, path=path, source_sha256=sha, codemod=codemod, target=target, more_jobs=(), elsewhere=(), covered=())
+            for path, sha, (codemod, target) in self.elsewhere
+        ]
 
     @property
     def jobs(self) -> tuple[Job, ...]:
@@ -227,6 +238,8 @@ class _Attempt:
     target: FixTarget
     covers: frozenset[str] = frozenset()
     """The codes of the group's diagnostics this edit fixes."""
+    path: str | None = None
+    """The file it edits, when not the group's (the function's jit site in another module)."""
 
 
 @dataclass
@@ -249,6 +262,7 @@ class _Group:
     parts: list[_Part]
     source: Source | None
     base: dict[str, Any]
+    sources: Sources | None = None
 
     @classmethod
     def prepare(
@@ -283,7 +297,10 @@ class _Group:
             for part in _parts(group, origin, target, strategy, requested, spelling, computed_on, source, tree)
             if part.attempts
         ]
-        return cls(group, strategy, rationale, target, parts, source, base)
+        for part in parts:
+            if part.name == "state" and source is not None:
+                part.attempts += _imported_jit_attempts(group, part.attempts[0], source, sources)
+        return cls(group, strategy, rationale, target, parts, source, base, sources)
 
     def plan(self, spelling: jax_compat.Spelling, place: Callable[[int], str]) -> FixPlan:
         source, base = self.source, self.base
@@ -305,17 +322,27 @@ class _Group:
         fell_back: list[str] = []
         left_out: list[str] = []
         doubts: list[str] = []
+        elsewhere: list[tuple[str, str | None, Job]] = []
         for part in self.parts:
             failed: list[str] = []
             if part.doubt:
                 doubts.append(part.doubt)
             for attempt in part.attempts:
-                run = source.dry_run(attempt.codemod, attempt.target)
+                other = self.sources.get(attempt.path) if attempt.path and self.sources is not None else None
+                if other is not None and (other.error is not None or other.outline is None):
+                    failed.append(other.error or f"{attempt.path} cannot be read")
+                    continue
+                run = (other or source).dry_run(attempt.codemod, attempt.target)
                 if run.edits or (run.satisfied and not run.problems):
-                    jobs.append((attempt.codemod, attempt.target))
+                    if other is not None:
+                        if run.edits:
+                            elsewhere.append((other.path, other.sha256, (attempt.codemod, attempt.target)))
+                    else:
+                        jobs.append((attempt.codemod, attempt.target))
                     edits.extend(run.edits)
                     problems.extend(run.problems)
-                    titles.append(title(part.name, attempt.codemod, attempt.target, run.edits, place))
+                    named = place if other is None else (lambda line, p=other.path: f"{os.path.basename(p)}, line {line}")
+                    titles.append(title(part.name, attempt.codemod, attempt.target, run.edits, named))
                     covered |= attempt.covers
                     strategies.append(attempt.strategy)
                     if failed:
@@ -353,6 +380,7 @@ class _Group:
             problems=tuple(dict.fromkeys(problems)),
             more_jobs=tuple(more),
             covered=tuple(d for d in self.diagnostics if d.code in covered),
+            elsewhere=tuple(elsewhere),
             **{**base, "rationale": rationale},
         )
 
@@ -440,6 +468,24 @@ def _parts(
     elif codes & set(HOST_COMPUTE_CODES) and (operand or after_origin):
         parts.append(_Part("operand", operand + after_origin))
     return parts
+
+
+def _imported_jit_attempts(
+    group: list[Diagnostic], attempt: _Attempt, source: Source, sources: Sources
+) -> list[_Attempt]:
+    """The state kept host at the function's jit site in another file, where ``run`` saw it
+    jitted (``FunctionRef.jit_path``): only where every return in the function's own file is a
+    tuple (or not a sequence), the structure that file's ``out_shardings`` spells from the
+    output tree, and the parameter's position is known."""
+    function = next((d.function for d in group if d.function is not None), None)
+    target = attempt.target
+    if function is None or not function.jit_path or not function.jit_line or not target.parameter:
+        return []
+    index = source.positional_index(target, target.parameter)
+    if index is None or not source.returns_tuples(target):
+        return []
+    moved = replace(target, function_line=None, inner_line=function.jit_line, parameter_index=index)
+    return [replace(attempt, target=moved, path=function.jit_path)]
 
 
 def _codemod(strategy: str) -> type[FixCommand]:

@@ -12,13 +12,15 @@ from functools import lru_cache
 import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
-from offload_fixer.codemods.source_facts import SourceFacts
+from offload_fixer.codemods.source_facts import JitSite, SourceFacts
 from offload_fixer.model import FunctionRef, Span
 from offload_fixer.source.lookup import source_bytes
 
 
 def in_shardings_span(function: FunctionRef) -> Span | None:
     """The ``in_shardings=`` argument of ``function``'s jit site, else the jit site itself."""
+    if function.jit_path and function.jit_line:
+        return _options_span(function.jit_path, function.name, imported_jit_sites(function.jit_path, function))
     if not function.path:
         return None
     facts = _facts(function.path, _mtime(function.path))
@@ -27,7 +29,23 @@ def in_shardings_span(function: FunctionRef) -> Span | None:
     info = facts.find_function(function.name, function.line, None)
     if info is None:
         return None
-    for site in facts.jit_sites(info):
+    return _options_span(function.path, function.name, (facts, facts.jit_sites(info)))
+
+
+def imported_jit_sites(path: str, function: FunctionRef) -> tuple[SourceFacts, list[JitSite]] | None:
+    """The jit call at ``function.jit_line`` of ``path`` that jits it by name, a function this
+    file imports (``jax.jit(train_step, ...)`` in a package's ``__main__.py``)."""
+    facts = _facts(path, _mtime(path))
+    if facts is None or function.jit_line is None:
+        return None
+    return facts, facts.jit_sites_of_name(function.name, function.jit_line)
+
+
+def _options_span(path: str, name: str, found: tuple[SourceFacts, list[JitSite]] | None) -> Span | None:
+    if found is None:
+        return None
+    facts, sites = found
+    for site in sites:
         node: cst.CSTNode = site.node
         if site.options is not None:
             for arg in site.options.args:
@@ -35,9 +53,7 @@ def in_shardings_span(function: FunctionRef) -> Span | None:
                     node = arg
                     break
         where = facts.positions[node]
-        return Span(
-            function.path, where.start.line, where.start.column + 1, where.end.line, where.end.column + 1, function.name
-        )
+        return Span(path, where.start.line, where.start.column + 1, where.end.line, where.end.column + 1, name)
     return None
 
 
