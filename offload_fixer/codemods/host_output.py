@@ -36,7 +36,7 @@ call) share the jit site being rewritten.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import ClassVar
 
 import libcst as cst
@@ -96,10 +96,14 @@ class HostOutputCommand(FixCommand):
         tree = self.output_tree()
         leaves = [parse_output_path(p) for p in t.parameter_leaves] or [()]
         state = drop_covered([parse_output_path(p) for p in t.output_paths])
-        prefixes = {keys[: len(keys) - len(leaf)] for keys in state for leaf in leaves if keys[len(keys) - len(leaf) :] == leaf}
+        prefixes = {
+            keys[: len(keys) - len(leaf)] for keys in state for leaf in leaves if keys[len(keys) - len(leaf) :] == leaf
+        }
         common = leaves[0]
         for leaf in leaves[1:]:
-            common = common[: next((i for i, (a, b) in enumerate(zip(common, leaf)) if a != b), min(len(common), len(leaf)))]
+            common = common[
+                : next((i for i, (a, b) in enumerate(zip(common, leaf)) if a != b), min(len(common), len(leaf)))
+            ]
         for site in sites:
             where = f"the jit of {t.function_name} on line {site.line}"
             entry = self._parameter_entry(site)
@@ -109,7 +113,8 @@ class HostOutputCommand(FixCommand):
                     "visibly the parameter's tree, whose in_shardings entry could keep it host memory"
                 )
                 continue
-            if self.option(site, "out_shardings") is not None or any(a.star for a in site.options.args):  # type: ignore[union-attr]
+            assert site.options is not None, "a jit call carries its options"
+            if self.option(site, "out_shardings") is not None or any(a.star for a in site.options.args):
                 self.report_problem(f"{where} already gives out_shardings (or **kwargs): not edited from another file")
                 continue
             (at,) = prefixes
@@ -118,12 +123,7 @@ class HostOutputCommand(FixCommand):
             if value is None:
                 self.report_problem(f"{where}: {why}")
                 continue
-            new_arg = cst.Arg(
-                keyword=cst.Name("out_shardings"),
-                value=self.parse(value),
-                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
-            )
-            if self.claim(site.options, lambda updated: sx.append_arg(_as_call(updated), new_arg)):  # type: ignore[arg-type]
+            if self.claim(site.options, _appending(self._keyword_arg("out_shardings", value))):
                 label = _label((*at, *common))
                 self.record(
                     site.node,
@@ -132,6 +132,13 @@ class HostOutputCommand(FixCommand):
                     label,
                 )
         return True
+
+    def _keyword_arg(self, name: str, value: str) -> cst.Arg:
+        return cst.Arg(
+            keyword=cst.Name(name),
+            value=self.parse(value),
+            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")),
+        )
 
     def _parameter_entry(self, site: JitSite) -> cst.BaseExpression | None:
         """The ``in_shardings`` entry of the target's parameter (by its position) at ``site``."""
@@ -670,6 +677,11 @@ def _children(expr: cst.BaseExpression | None) -> dict[PathKey, cst.BaseExpressi
     ):
         return {("key", arg.keyword.value): arg.value for arg in expr.args if arg.keyword is not None}
     return None
+
+
+def _appending(arg: cst.Arg) -> Callable[[cst.CSTNode], cst.CSTNode]:
+    """A rewrite of a jit call that adds ``arg`` to its options."""
+    return lambda updated: sx.append_arg(_as_call(updated), arg)
 
 
 def _as_call(node: cst.CSTNode) -> cst.Call:

@@ -161,3 +161,19 @@ def host_computed(group: Sequence[Diagnostic]) -> bool:
     return any(d.code in HOST_COMPUTE_CODES for d in group) or any(
         step.role == Role.HOST_COMPUTE for d in group for step in d.trace
     )
+
+
+def imported_jit_target(
+    group: Sequence[Diagnostic], target: FixTarget, source: Source | None
+) -> tuple[str, FixTarget] | None:
+    """(file, target) that keeps the state host at the function's jit site in another file,
+    where ``run`` saw it jitted (``FunctionRef.jit_path``): only where every return in the
+    function's own file is a tuple (that file's ``out_shardings`` spells the structure from
+    the output tree) and the parameter's position is known."""
+    function = next((d.function for d in group if d.function is not None), None)
+    if source is None or function is None or not function.jit_path or not function.jit_line or not target.parameter:
+        return None
+    index = source.positional_index(target, target.parameter)
+    if index is None or not source.returns_tuples(target):
+        return None
+    return function.jit_path, replace(target, function_line=None, inner_line=function.jit_line, parameter_index=index)

@@ -30,7 +30,7 @@ from offload_fixer.codemods.targets import Edit, FixTarget
 from offload_fixer.codes import HOST_COMPUTE_CODES, HOST_VALUE_DEVICE_OUTPUT, UNPINNED_HOST_MEMORY
 from offload_fixer.findings import origin_key, root_cause_key, source_path
 from offload_fixer.fixes.plan_sources import Job, Source, Sources
-from offload_fixer.fixes.plan_targets import fix_target, host_computed, state_outputs
+from offload_fixer.fixes.plan_targets import fix_target, host_computed, imported_jit_target, state_outputs
 from offload_fixer.fixes.plan_words import (
     NONE_LEAF_NOTE,
     PART_WORDS,
@@ -98,7 +98,16 @@ class FixPlan:
     def in_other_files(self) -> list[FixPlan]:
         """The plan's edits in other files, each as a plan of that file with the same label."""
         return [
-            replace(self, path=path, source_sha256=sha, codemod=codemod, target=target, more_jobs=(), elsewhere=(), covered=())
+            replace(
+                self,
+                path=path,
+                source_sha256=sha,
+                codemod=codemod,
+                target=target,
+                more_jobs=(),
+                elsewhere=(),
+                covered=(),
+            )
             for path, sha, (codemod, target) in self.elsewhere
         ]
 
@@ -298,8 +307,9 @@ class _Group:
             if part.attempts
         ]
         for part in parts:
-            if part.name == "state" and source is not None:
-                part.attempts += _imported_jit_attempts(group, part.attempts[0], source, sources)
+            elsewhere = imported_jit_target(group, part.attempts[0].target, source) if part.name == "state" else None
+            if elsewhere is not None:  # the function's jit site in another module
+                part.attempts.append(replace(part.attempts[0], target=elsewhere[1], path=elsewhere[0]))
         return cls(group, strategy, rationale, target, parts, source, base, sources)
 
     def plan(self, spelling: jax_compat.Spelling, place: Callable[[int], str]) -> FixPlan:
@@ -341,7 +351,9 @@ class _Group:
                         jobs.append((attempt.codemod, attempt.target))
                     edits.extend(run.edits)
                     problems.extend(run.problems)
-                    named = place if other is None else (lambda line, p=other.path: f"{os.path.basename(p)}, line {line}")
+                    named = (
+                        place if other is None else (lambda line, p=other.path: f"{os.path.basename(p)}, line {line}")
+                    )
                     titles.append(title(part.name, attempt.codemod, attempt.target, run.edits, named))
                     covered |= attempt.covers
                     strategies.append(attempt.strategy)
@@ -468,24 +480,6 @@ def _parts(
     elif codes & set(HOST_COMPUTE_CODES) and (operand or after_origin):
         parts.append(_Part("operand", operand + after_origin))
     return parts
-
-
-def _imported_jit_attempts(
-    group: list[Diagnostic], attempt: _Attempt, source: Source, sources: Sources
-) -> list[_Attempt]:
-    """The state kept host at the function's jit site in another file, where ``run`` saw it
-    jitted (``FunctionRef.jit_path``): only where every return in the function's own file is a
-    tuple (or not a sequence), the structure that file's ``out_shardings`` spells from the
-    output tree, and the parameter's position is known."""
-    function = next((d.function for d in group if d.function is not None), None)
-    target = attempt.target
-    if function is None or not function.jit_path or not function.jit_line or not target.parameter:
-        return []
-    index = source.positional_index(target, target.parameter)
-    if index is None or not source.returns_tuples(target):
-        return []
-    moved = replace(target, function_line=None, inner_line=function.jit_line, parameter_index=index)
-    return [replace(attempt, target=moved, path=function.jit_path)]
 
 
 def _codemod(strategy: str) -> type[FixCommand]:
