@@ -398,6 +398,7 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
             report_unpredicted(result.reports, console, outcome)
             report_compiled(result.reports, console)
             outcome.compilations = list(result.reports)
+
         def save(fixes: list[Any]) -> None:
             """The report (``--report``) and the editor's last run; again with the fixes measured."""
             if report_path:

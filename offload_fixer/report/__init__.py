@@ -70,8 +70,8 @@ def render(
     ``marks``, ``verbose`` and ``tally`` are for the text formats. ``compilations``: the
     reports ``--confirm`` had the compiler judge; the machine formats record every verdict and
     every one the analysis did not predict (the text formats say those on stderr). ``measured``:
-the fixes ``run`` compiled, with their memory figures (JSON's and SARIF's ``fixes``; the
-text formats say them on stderr as each file is fixed).
+    the fixes ``run`` compiled, with their memory figures (JSON's and SARIF's ``fixes``; the
+    text formats say them on stderr as each file is fixed).
 
     Positions in notebooks, which count the lines of their code cells' program, are shown
     per cell (``nb.ipynb:cell 3:12:5``; in SARIF and GitHub annotations, where the ``.ipynb``
