@@ -230,6 +230,12 @@ class Report:
     unpredicted: tuple[str, ...] = ()
     """With ``--confirm``: where the compiler disagrees with the analysis, in words (a rejection
     the analysis did not predict, an error it predicted that XLA does not give...)."""
+    xla_accepted: XlaVerdict | None = None
+    """With ``--confirm``: the verdict on the module with every output XLA rejected (error 1200)
+    declared host, its last compile (``xla`` itself when XLA rejected none): the unfixed program
+    a fix's memory figures are compared with, so ``--fix`` need not compile it again."""
+    xla_rejected_outputs: tuple[int, ...] = ()
+    """The outputs so declared, in the order XLA rejected them."""
 
     @property
     def errors(self) -> tuple[Diagnostic, ...]:
@@ -302,6 +308,95 @@ class MemoryFigures:
     @property
     def host_total(self) -> int:
         return self.host_argument + self.host_output + self.host_temp
+
+
+@dataclass(frozen=True)
+class FixMeasurement:
+    """A fix's cost in a released compiler's figures: one compilation of the fixed function
+    against the same compilation of the unfixed one with its failing outputs declared host
+    (the program XLA accepts unchanged, as ``--confirm`` compiles it). Text, JSON, SARIF, the
+    run report and the language server all carry this record and its one :attr:`summary`."""
+
+    function: str
+    target: str
+    compiler: str
+    after: MemoryFigures
+    before: MemoryFigures | None = None
+    """``None`` where XLA rejects even the unfixed program so declared: only ``after`` is known."""
+
+    @property
+    def summary(self) -> str:
+        """``HBM +4.0 MiB (temporaries), host 2.0 GiB kept``: the change in device memory, its
+        largest part, and what host memory keeps (absolute figures where there is no before)."""
+        after, before = self.after, self.before
+        if before is None:
+            return f"HBM {_size(after.device_total)}, host {_size(after.host_total)}"
+        parts = {
+            "arguments": after.argument - before.argument,
+            "outputs": after.output - before.output,
+            "temporaries": after.temp - before.temp,
+        }
+        largest = max(parts, key=lambda part: abs(parts[part]))
+        delta = after.device_total - before.device_total
+        hbm = f"HBM {'+' if delta >= 0 else '-'}{_size(abs(delta))}" + (f" ({largest})" if delta else "")
+        host_delta = after.host_total - before.host_total
+        if host_delta >= 0:
+            return f"{hbm}, host {_size(after.host_total)} kept"
+        return f"{hbm}, host -{_size(-host_delta)} (now {_size(after.host_total)})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The figures in bytes, and :attr:`summary` beside them (ignored when read back)."""
+        return {**_to_dict(self), "summary": self.summary}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> FixMeasurement:
+        return _from_jsonable(cls, data)
+
+
+@dataclass(frozen=True)
+class MeasuredFix:
+    """A fix ``run`` compiled before writing (``--fix``) or showing (``--diff``) it, with its
+    figures: the ``fixes`` of the JSON document and the run report, SARIF's notifications, and
+    what the language server titles a quick fix with while the file is as the run analysed it."""
+
+    path: str
+    title: str
+    """The plan's title (``Move x to device ... (line 5)``), as the editor's quick fix reads."""
+    strategy: str
+    safety: str
+    codes: tuple[str, ...]
+    measured: tuple[FixMeasurement, ...]
+    """Each compilation of its function, measured with the file's other chosen fixes applied."""
+    written: bool = False
+    span: Span | None = None
+    """Where its first finding is."""
+
+    @property
+    def summary(self) -> str:
+        return describe_measurements(self.measured)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**_to_dict(self), "measured": [m.to_dict() for m in self.measured], "summary": self.summary}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MeasuredFix:
+        return _from_jsonable(cls, data)
+
+
+def describe_measurements(measured: Iterable[FixMeasurement]) -> str:
+    """The line a fix's figures read as: one compilation's :attr:`FixMeasurement.summary`, or
+    each function's where the fix was measured in several (``f: HBM ...; g: HBM ...``)."""
+    measured = list(measured)
+    if len({m.function for m in measured}) <= 1:
+        return "; ".join(dict.fromkeys(m.summary for m in measured))
+    return "; ".join(f"{m.function}: {m.summary}" for m in measured)
+
+
+def _size(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
 
 
 @dataclass(frozen=True)
@@ -514,5 +609,11 @@ _FIELD_TYPES.update(
         ("Report", "outputs"): (OutputInfo, True),
         ("Report", "predicted"): (Prediction, False),
         ("Report", "xla"): (XlaVerdict, False),
+        ("Report", "xla_accepted"): (XlaVerdict, False),
+        ("XlaVerdict", "memory"): (MemoryFigures, False),
+        ("FixMeasurement", "after"): (MemoryFigures, False),
+        ("FixMeasurement", "before"): (MemoryFigures, False),
+        ("MeasuredFix", "measured"): (FixMeasurement, True),
+        ("MeasuredFix", "span"): (Span, False),
     }
 )

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from offload_fixer.model import Report, Span
+from offload_fixer.model import MeasuredFix, Report, Span
 
 if TYPE_CHECKING:
     pass
@@ -54,6 +54,9 @@ class ReportFile:
     after) as analysed: the editor finds the line again after edits elsewhere."""
     calls: dict[int, dict[str, Any]] = field(default_factory=dict)
     """``run --confirm --report``: each report's arguments, encoded (:func:`decode_call`)."""
+    fixes: tuple[MeasuredFix, ...] = ()
+    """``run --fix``/``--diff`` where the compiler is installed: each fix compiled, with its
+    memory figures, for the editor to title the same quick fix with."""
 
     def stale_sources(self) -> list[str]:
         """Files changed (or gone) since they were analysed: fixes must not touch them."""
@@ -67,10 +70,12 @@ def write_report_file(
     sources: dict[str, str] | None = None,
     texts: dict[str, str] | None = None,
     calls: dict[int, AbstractCall] | None = None,
+    fixes: Sequence[MeasuredFix] = (),
 ) -> None:
     """Write the reports as JSON, atomically; ``sources`` defaults to hashing the files now,
     ``texts`` (the files as hashed) to reading them now. ``calls`` (``--confirm``): each
-    report's arguments as shapes, for ``fix --confirm`` to compile the fixed functions with."""
+    report's arguments as shapes, for ``fix --confirm`` to compile the fixed functions with.
+    ``fixes``: the fixes the run compiled, with their figures."""
     from offload_fixer import jax_compat
 
     reports = list(reports)
@@ -92,6 +97,7 @@ def write_report_file(
         "calls": {
             str(index): encoded for index, call in (calls or {}).items() if (encoded := encode_call(call)) is not None
         },
+        "fixes": [fix.to_dict() for fix in fixes],
     }
     temporary = f"{path}.tmp{os.getpid()}"
     with open(temporary, "w", encoding="utf-8") as handle:
@@ -126,6 +132,9 @@ def read_report_file(path: str) -> ReportFile:
         calls = data.get("calls", {})
         if not isinstance(calls, dict) or not all(isinstance(v, dict) for v in calls.values()):
             raise TypeError("'calls' must map report indices to objects")
+        fixes = data.get("fixes", [])
+        if not isinstance(fixes, list):
+            raise TypeError("'fixes' must be a list")
         target, jax_version = data["target"], data["jax_version"]
         if not isinstance(target, str) or not isinstance(jax_version, str):
             raise TypeError("'target' and 'jax_version' must be strings")
@@ -139,6 +148,7 @@ def read_report_file(path: str) -> ReportFile:
                 for source, numbered in lines.items()
             },
             calls={int(index): call for index, call in calls.items()},
+            fixes=tuple(MeasuredFix.from_dict(fix) for fix in fixes),
         )
     except KeyError as exc:
         raise ValueError(f"{path}: not a valid report: missing {exc}") from None

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from offload_fixer import jax_compat, xla
 from offload_fixer.exit_codes import ExitCode
-from tests.cli_support import in_terminal, offload_fixer
+from tests.cli_support import environment, in_terminal, offload_fixer
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -149,3 +151,95 @@ def test_confirm_json_records_every_xla_verdict_and_lists_the_unpredicted(tmp_pa
     assert document["unpredicted"] == [f"write: {compiled['unpredicted'][0]}"]
     assert "UNIMPLEMENTED: Strided Host<->HBM DMAs" in document["unpredicted"][0]
     assert document["unpredicted"][0] in proc.stderr
+
+
+COUNTED = """\
+import sys
+
+from offload_fixer import xla
+from offload_fixer.cli import main
+
+try:
+    main(sys.argv[1:])
+except SystemExit as exit:
+    code = exit.code
+print(f"modules compiled: {xla.oracle('tpu').compiles} exit: {code}", file=sys.stderr)
+"""
+"""``offload-fixer`` run in one process that then says how many modules its compiler compiled
+(``Oracle.compiles``: what went to libtpu, not what its cache answered)."""
+
+
+def _compiles(tmp_path: Path, *args: str) -> tuple[int, str]:
+    import re
+    import sys
+
+    script = tmp_path / "counted.py"
+    script.write_text(COUNTED)
+    proc = subprocess.run(
+        [sys.executable, str(script), *args],
+        cwd=tmp_path,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    found = re.search(r"modules compiled: (\d+) exit: (\d+)", proc.stderr)
+    assert found, proc.stdout + proc.stderr
+    return int(found[1]), proc.stderr
+
+
+@pytest.mark.skipif(not jax_compat.spelling().memory_space_api, reason="the example spells jax.memory.Space")
+@pytest.mark.skipif(not has_tpu_compiler(), reason="libtpu is not installed")
+def test_run_confirm_fix_compiles_the_unfixed_program_once(tmp_path: Path):
+    """``--confirm`` compiles the unfixed program with its failing outputs declared host; the
+    fix's "before" figures are that compile's (``Report.xla_accepted``), not a second one. Without
+    ``--confirm`` the fix check compiles it once itself. The figures are the same either way."""
+    shutil.copy(EXAMPLES / "unpinned_host_trap.py", tmp_path)
+    confirmed, _ = _compiles(tmp_path, "run", "--confirm", "unpinned_host_trap.py")
+    both, said = _compiles(tmp_path, "run", "--confirm", "--diff", "unpinned_host_trap.py")
+    alone, said_alone = _compiles(tmp_path, "run", "--diff", "unpinned_host_trap.py")
+    assert both == confirmed + 1, said  # the fixed program, and nothing of the unfixed one again
+    assert alone == 2, said_alone  # the unfixed program once, the fixed once
+    line = "the fix compiles (libtpu"
+    measured = [next(s for s in text.splitlines() if line in s) for text in (said, said_alone)]
+    assert measured[0] == measured[1] and "kept" in measured[0], measured  # "before" measured in both
+
+
+@pytest.mark.skipif(not jax_compat.spelling().memory_space_api, reason="the example spells jax.memory.Space")
+@pytest.mark.skipif(not has_tpu_compiler(), reason="libtpu is not installed")
+def test_a_measured_fix_is_carried_in_json_sarif_and_the_editors_run_report(tmp_path: Path):
+    import json
+
+    from offload_fixer.report_file import read_report_file
+
+    shutil.copy(EXAMPLES / "unpinned_host_trap.py", tmp_path)
+    (tmp_path / "pyproject.toml").write_text("")
+    proc = offload_fixer("run", "--diff", "unpinned_host_trap.py", cwd=tmp_path)
+    assert proc.returncode == ExitCode.FINDINGS, proc.stderr
+    line = next(s for s in proc.stderr.splitlines() if "the fix compiles (libtpu" in s)
+    summary = line.rsplit("): ", 1)[1]
+    saved = read_report_file(str(tmp_path / ".offload-fixer" / "last-run.json"))
+    (fix,) = saved.fixes
+    assert not fix.written and fix.summary == summary and fix.codes == ("OFL1200", "OFL1204")
+    (measured,) = fix.measured
+    assert measured.function == "train_step" and measured.target == "tpu" and measured.before is not None
+    assert measured.after.host_output == measured.before.host_output > 0  # the host output is kept
+
+    proc = offload_fixer("run", "--fix", "--format", "json", "unpinned_host_trap.py", cwd=tmp_path)
+    assert proc.returncode == ExitCode.CLEAN, proc.stderr
+    (written,) = json.loads(proc.stdout)["fixes"]
+    assert written["written"] and written["summary"] == summary and written["title"] == fix.title
+    assert written["measured"][0]["before"] == dataclasses.asdict(measured.before)
+    assert written["measured"][0]["after"]["host_output"] == measured.after.host_output
+
+    shutil.copy(EXAMPLES / "unpinned_host_trap.py", tmp_path)
+    proc = offload_fixer("run", "--fix", "--format", "sarif", "unpinned_host_trap.py", cwd=tmp_path)
+    assert proc.returncode == ExitCode.CLEAN, proc.stderr
+    run = json.loads(proc.stdout)["runs"][0]
+    (note,) = [
+        n for n in run["invocations"][0]["toolExecutionNotifications"] if n["descriptor"]["id"] == "fix-measured"
+    ]
+    assert note["level"] == "note" and note["message"]["text"] == f"fixed: {fix.title}: {summary}"
+    region = note["locations"][0]["physicalLocation"]["region"]
+    assert region["startLine"] == fix.span.line
+    assert run["properties"]["fixes"][0]["measured"][0]["before"] == dataclasses.asdict(measured.before)

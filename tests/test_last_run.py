@@ -73,6 +73,43 @@ async def test_a_run_appears_in_the_editor_with_its_fix_and_goes_when_its_line_i
     assert [d for d in await editor.diagnostics() if d.code == "OFL1200"] == []
 
 
+def _has_tpu_compiler() -> bool:
+    from offload_fixer.xla import compilers
+
+    return compilers.installed("tpu") is not None
+
+
+@needs_host_memory
+@pytest.mark.skipif(not _has_tpu_compiler(), reason="libtpu is not installed: a run measures no fix")
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_a_fix_the_run_compiled_is_titled_with_its_figures_until_the_text_changes(
+    vscode: LanguageClient, tmp_path
+):
+    program = copy_fixture("checkpointed_stream.py", tmp_path)
+    done = subprocess.run(
+        [COMMAND, "run", "--diff", program.name], cwd=program.parent, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 1, done.stderr
+    line = next(s for s in done.stderr.splitlines() if "the fix compiles (libtpu" in s)
+    summary = line.rsplit("): ", 1)[1]
+    (recorded,) = json.loads((tmp_path / ".offload-fixer" / "last-run.json").read_text())["fixes"]
+
+    editor = Editor(vscode, program)
+    editor.open()
+    (diagnostic,) = [d for d in await editor.planned_diagnostics() if d.code == "OFL1200"]
+    actions = [a for a in await editor.actions([diagnostic]) if a.kind == types.CodeActionKind.QuickFix]
+    (preferred,) = [a for a in actions if a.is_preferred]
+    assert preferred.title == f"offload-fixer: {recorded['title']} ({summary})"
+    (fix,) = [f for f in diagnostic.data["fixes"] if f["preferred"]]
+    assert fix["measured"] == recorded["measured"] and fix["measured"][0]["before"]["host_output"] > 0
+
+    # Any edit: the figures were the run's text's, so the same fix is offered without them.
+    editor.change("# training utilities\n" + editor.text)
+    (moved,) = [d for d in await editor.planned_diagnostics() if d.code == "OFL1200"]
+    assert all("measured" not in f and "HBM" not in f["title"] for f in moved.data["fixes"])
+
+
 def test_every_run_writes_the_default_report_in_the_project(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
     nested = tmp_path / "src" / "demo"

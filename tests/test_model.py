@@ -7,11 +7,13 @@ from offload_fixer.model import (
     Diagnostic,
     FixOption,
     FunctionRef,
+    MemoryFigures,
     Origin,
     OutputInfo,
     Report,
     Span,
     Step,
+    XlaVerdict,
     format_output_path,
     parse_output_path,
 )
@@ -68,6 +70,21 @@ def test_report_round_trips_through_json():
     )
     assert Report.from_dict(json.loads(json.dumps(report.to_dict()))) == report
     assert report.errors == (diagnostic,)
+
+
+def test_a_confirmed_report_round_trips_with_the_compilers_memory_figures():
+    """``--confirm``'s verdicts, the accepted one with its figures: what ``fix REPORT`` and the
+    editor read back, and what ``--fix`` compares a fix's figures with."""
+    accepted = XlaVerdict("tpu", "libtpu 0.0.42.1", "compiled", memory=MemoryFigures(9216, 5632, host_output=4608))
+    report = Report(
+        (),
+        "tpu",
+        "0.10.2",
+        xla=XlaVerdict("tpu", "libtpu 0.0.42.1", "rejected", code="OFL1200", output_index=1),
+        xla_accepted=accepted,
+        xla_rejected_outputs=(1,),
+    )
+    assert Report.from_dict(json.loads(json.dumps(report.to_dict()))) == report
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,18 @@ from importlib import resources
 import pytest
 
 from offload_fixer.findings import FixMark
-from offload_fixer.model import Diagnostic, FixOption, FunctionRef, Origin, Report, Span, Step
+from offload_fixer.model import (
+    Diagnostic,
+    FixMeasurement,
+    FixOption,
+    FunctionRef,
+    MeasuredFix,
+    MemoryFigures,
+    Origin,
+    Report,
+    Span,
+    Step,
+)
 from offload_fixer.report import (
     FileError,
     SourceChange,
@@ -235,6 +246,46 @@ def test_sarif_validates_against_the_2_1_0_schema(project):
     errors = sorted(_sarif_validator().iter_errors(document), key=str)
     assert not errors, errors[0]
     json.dumps(document)
+
+
+def _measured_fix(path: str) -> MeasuredFix:
+    before = MemoryFigures(argument=4 << 20, host_argument=2 << 30)
+    after = MemoryFigures(argument=4 << 20, temp=4 << 20, host_argument=2 << 30)
+    return MeasuredFix(
+        path=path,
+        title="Move new to device (line 6)",
+        strategy="device",
+        safety="safe",
+        codes=("OFL1200",),
+        measured=(FixMeasurement("step", "tpu", "libtpu 0.0.42.1", after, before),),
+        span=Span(path, 6, 13, 6, 40),
+    )
+
+
+def test_a_measured_fix_is_a_sarif_notification_with_its_bytes_in_the_runs_properties(project):
+    root, path = project
+    document = format_sarif([_diagnostic(path)], root=root, jax_version="0.10.2", measured=[_measured_fix(path)])
+    errors = sorted(_sarif_validator().iter_errors(document), key=str)
+    assert not errors, errors[0]
+    run = document["runs"][0]
+    (note,) = run["invocations"][0]["toolExecutionNotifications"]
+    assert note["descriptor"]["id"] == "fix-measured" and note["level"] == "note"
+    assert note["message"]["text"] == (
+        "fix compiles: Move new to device (line 6): HBM +4.0 MiB (temporaries), host 2.0 GiB kept"
+    )
+    assert note["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "pkg/train.py"
+    (fix,) = run["properties"]["fixes"]
+    assert fix["measured"][0]["after"]["temp"] == 4 << 20 and fix["measured"][0]["before"]["temp"] == 0
+    assert MeasuredFix.from_dict(fix) == _measured_fix(path)
+
+
+def test_json_lists_the_measured_fixes_in_bytes_with_their_line(project):
+    _, path = project
+    document = json.loads(render("json", [_diagnostic(path)], measured=[_measured_fix(path)]))
+    (fix,) = document["fixes"]
+    assert fix["summary"] == fix["measured"][0]["summary"] == "HBM +4.0 MiB (temporaries), host 2.0 GiB kept"
+    assert fix["measured"][0]["before"]["host_argument"] == 2 << 30 and fix["written"] is False
+    assert "fixes" not in json.loads(render("json", [_diagnostic(path)]))  # nothing measured, nothing said
 
 
 def test_sarif_rules_results_and_locations(project):

@@ -21,6 +21,7 @@ import dataclasses
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import click
@@ -397,20 +398,31 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
             report_unpredicted(result.reports, console, outcome)
             report_compiled(result.reports, console)
             outcome.compilations = list(result.reports)
-        if report_path:
-            try:
-                write_report_file(
-                    report_path, result.reports, settings.target, result.sources, result.texts, calls=result.calls
-                )
-            except OSError as exc:  # the findings are still shown
-                console.note(
-                    console.styled_error(
-                        f"offload-fixer: error: cannot write the report {report_path}: {exc.strerror or exc}"
-                    ),
-                    always=True,
-                )
-                outcome.failure = ExitCode.USAGE
-        save_last_run(None if module else program, result, settings.target, console)
+
+        def save(fixes: list[Any]) -> None:
+            """The report (``--report``) and the editor's last run; again with the fixes measured."""
+            if report_path:
+                try:
+                    write_report_file(
+                        report_path,
+                        result.reports,
+                        settings.target,
+                        result.sources,
+                        result.texts,
+                        calls=result.calls,
+                        fixes=fixes,
+                    )
+                except OSError as exc:  # the findings are still shown
+                    console.note(
+                        console.styled_error(
+                            f"offload-fixer: error: cannot write the report {report_path}: {exc.strerror or exc}"
+                        ),
+                        always=True,
+                    )
+                    outcome.failure = ExitCode.USAGE
+            save_last_run(None if module else program, result, settings.target, console, fixes)
+
+        save([])
         failed = result.program_exit_code not in (0, None)
         console.note(
             f"offload-fixer: checked {result.checked} distinct compilation{'s' if result.checked != 1 else ''} "
@@ -450,6 +462,9 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
                 scope=WriteScope.of([project_root(os.getcwd())], [] if module else [program]),
             )
             outcome.failure = outcome.failure or run_fixes.failure
+            outcome.measured = run_fixes.measured()
+            if outcome.measured:  # the editor titles its quick fixes with what the run measured
+                save(outcome.measured)
             if invocation.diff:
                 show_diff(run_fixes, console, outcome.diagnostics)
                 outcome.pending = run_fixes.changed
@@ -511,15 +526,16 @@ def check_writable_destination(path: str, console: Console) -> None:
         fail(ExitCode.USAGE, f"cannot write the report {path}: not a regular file", console)
 
 
-def save_last_run(program: str | None, result, target: str, console: Console) -> None:
-    """Every run leaves its findings where the language server looks (:mod:`offload_fixer.last_run`)."""
+def save_last_run(program: str | None, result, target: str, console: Console, fixes: Sequence[Any] = ()) -> None:
+    """Every run leaves its findings where the language server looks (:mod:`offload_fixer.last_run`),
+    and the fixes it measured (``fixes``)."""
     from offload_fixer import last_run
     from offload_fixer.report_file import write_report_file
 
     report = last_run.report_path_for(program)
     try:
         last_run.prepare(report)
-        write_report_file(str(report), result.reports, target, result.sources, result.texts)
+        write_report_file(str(report), result.reports, target, result.sources, result.texts, fixes=fixes)
     except OSError as exc:
         console.note(f"offload-fixer: could not save the run for the editor in {report}: {exc.strerror or exc}")
 

@@ -29,6 +29,7 @@ class FixConfirmation:
         self.compile = compile
         self.measure = compile or compilers.installed(target) is not None
         """Compile to measure even without ``--confirm``, where the compiler is installed."""
+        self._before: dict[int, Any] = {}
 
     def apply(
         self,
@@ -123,19 +124,29 @@ class FixConfirmation:
         result = apply_plans([*choice.plans, *unchosen], write=False, unsafe=unsafe)[0]
         result = dataclasses.replace(result, skipped=result.skipped + choice.left)
         trial = choice.trial
-        checks = trial.detail[1] if trial is not None and trial.detail else []
+        checked = trial.detail[1] if trial is not None and trial.detail else []
+        checks = [check for _, _, check in checked]
         if checks and all(c.verdict is not None for c in checks):
             compiler = checks[0].verdict.compiler
+            compiled = trial is not None and trial.compiled
             how = (
                 f"the fix compiles ({compiler} confirmed {len(checks)} compilation{'s' if len(checks) != 1 else ''})"
-                if trial is not None and trial.compiled
+                if compiled
                 else f"the fix lowers; {compiler} does not compile it ({checks[0].reason})"
             )
-            memory = self.memory(result, checks) if trial is not None and trial.compiled else ""
+            chosen = list(choice.plans)
+            if compiled:  # the plans written carry their figures, as the result shown does
+                measured = {
+                    id(p): dataclasses.replace(p, measured=self.measurements(p, result.old_text, checked))
+                    for p in chosen
+                }
+                chosen = [measured[id(p)] for p in chosen]
+                result = dataclasses.replace(result, applied=tuple(measured.get(id(p), p) for p in result.applied))
+            from offload_fixer.model import describe_measurements
+
+            memory = describe_measurements(m for p in chosen for m in p.measured)
             self.notes.append(how + (f": {memory}" if memory else ""))
-            if memory:
-                applied = tuple(dataclasses.replace(p, measured=memory) for p in result.applied)
-                result = dataclasses.replace(result, applied=applied)
+            return result, chosen
         return result, list(choice.plans)
 
     def _check(self, path: str, plans: Sequence[Any]) -> Any:
@@ -154,20 +165,20 @@ class FixConfirmation:
             return Trial(True, detail=(result, []))  # importing it would run the program again: not lowered
         # by finding, not by output: two root causes can reach one output
         covered = {(d.function, d.output_index, d.message) for p in plans for d in p.covered}
-        checks = []
+        checked = []
         for report, call in self._calls(path):
             left = [
                 d.output_index
                 for d in report.by_code(codes.HOST_VALUE_DEVICE_OUTPUT)
                 if d.output_index is not None and (d.function, d.output_index, d.message) not in covered
             ]
-            checks.append(
-                compile_fixed(
-                    path, result.new_text, report.function, call.args, call.kwargs, self.target, self.measure, left
-                )
+            check = compile_fixed(
+                path, result.new_text, report.function, call.args, call.kwargs, self.target, self.measure, left
             )
+            checked.append((report, call, check))
         if not self.compile:
-            checks = [check for check in checks if check.located]
+            checked = [entry for entry in checked if entry[2].located]
+        checks = [check for _, _, check in checked]
         if not checks:
             if self.compile:
                 return Trial(False, "no checked compilation of this file to compile the fix with")
@@ -180,7 +191,7 @@ class FixConfirmation:
             return Trial(False, next(check.reason for check in checks if not check.confirmed))
         memories = [check.verdict.memory for check in checks if check.verdict is not None]
         device = sum(m.device_total for m in memories if m) if compiled and all(memories) else None
-        return Trial(True, compiled=compiled, device_bytes=device, detail=(result, checks))
+        return Trial(True, compiled=compiled, device_bytes=device, detail=(result, checked))
 
     def _calls(self, path: str) -> list[tuple[Any, Any]]:
         """(report, recorded call) of each checked compilation of a function of ``path``."""
@@ -193,22 +204,42 @@ class FixConfirmation:
             and os.path.abspath(report.function.path) == os.path.abspath(path)
         ]
 
-    def memory(self, result: Any, checks: Sequence[Any]) -> str:
-        """``HBM +4.0 MiB (temporaries), host 2.0 GiB kept`` for the first checked function:
-        the compiler's figures of the fix against the unfixed program with its failing outputs
-        declared host."""
-        from offload_fixer.xla.confirm_fixes import describe_memory, original_memory
+    def measurements(self, plan: Any, old_text: str, checked: Sequence[tuple[Any, Any, Any]]) -> tuple[Any, ...]:
+        """The compiler's figures of each compilation of ``plan``'s function(s) in the fixed
+        file (``checked``: (report, call, compiled fix) of the file's compilations), each against
+        the same compilation unfixed (:meth:`before`)."""
+        from offload_fixer.model import FixMeasurement
 
-        after = checks[0].verdict.memory if checks and checks[0].verdict is not None else None
-        found = self._calls(result.path)
-        if after is None or not found:
-            return ""
-        report, call = found[0]
-        failing = [d.output_index for d in report.by_code(codes.HOST_VALUE_DEVICE_OUTPUT) if d.output_index is not None]
-        before = original_memory(
-            result.path, result.old_text, report.function, call.args, call.kwargs, self.target, failing
-        )
-        return describe_memory(before, after)
+        functions = {(d.function.name, d.function.path) for d in plan.diagnostics if d.function is not None}
+        found = []
+        for report, call, check in checked:
+            ref = report.function
+            after = check.verdict.memory if check.verdict is not None else None
+            if after is None or ref is None or (ref.name, ref.path) not in functions:
+                continue
+            compiler = check.verdict.compiler
+            before = self.before(report, call, old_text)
+            found.append(FixMeasurement(ref.name, self.target, compiler, after, before))
+        return tuple(found)
+
+    def before(self, report: Any, call: Any, old_text: str) -> Any:
+        """The unfixed compilation's figures with its failing outputs declared host: from the
+        run's own ``--confirm`` (``Report.xla_accepted``: the program is not compiled again),
+        else compiled once here (a run without ``--confirm``), once per compilation."""
+        from offload_fixer.xla.confirm_fixes import original_memory
+
+        if report.xla_accepted is not None:
+            return report.xla_accepted.memory
+        key = id(report)
+        if key not in self._before:
+            failing = [
+                d.output_index for d in report.by_code(codes.HOST_VALUE_DEVICE_OUTPUT) if d.output_index is not None
+            ]
+            path = report.function.path
+            self._before[key] = original_memory(
+                path, old_text, report.function, call.args, call.kwargs, self.target, failing
+            )
+        return self._before[key]
 
 
 def require_compiler(target: str, console: Console) -> None:

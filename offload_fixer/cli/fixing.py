@@ -35,6 +35,29 @@ class FixRun:
     def changed(self) -> bool:
         return any(r.changed and r.error is None for r in self.results)
 
+    def measured(self) -> list[Any]:
+        """Each fix made (``--fix``) or shown (``--diff``) that the compiler measured, as the
+        formats and the run report carry it (``model.MeasuredFix``); none without a compiler."""
+        from offload_fixer.findings import location
+        from offload_fixer.model import MeasuredFix
+
+        return [
+            MeasuredFix(
+                path=result.path,
+                title=plan.title,
+                strategy=plan.strategy,
+                safety=plan.safety,
+                codes=tuple(dict.fromkeys(d.code for d in plan.covered)),
+                measured=plan.measured,
+                written=result.written,
+                span=location(plan.diagnostics[0]) if plan.diagnostics else None,
+            )
+            for result in self.results
+            if result.error is None and result.changed
+            for plan in result.applied
+            if plan.measured
+        ]
+
 
 def apply_fixes(
     diagnostics: Sequence[Diagnostic],

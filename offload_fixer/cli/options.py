@@ -330,5 +330,7 @@ class Outcome:
     exit code stays that of the findings."""
     compilations: list[Any] = field(default_factory=list)
     """``--confirm``: each compilation's report with the compiler's verdict on it."""
+    measured: list[Any] = field(default_factory=list)
+    """``run --fix``: each fix compiled, with its memory figures (``model.MeasuredFix``)."""
     notes: list[str] = field(default_factory=list)
     """Said before the report: files not checked and why (a notebook of another language)."""

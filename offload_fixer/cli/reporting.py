@@ -51,6 +51,7 @@ def finish(
             verbose=invocation.verbose,
             tally=tally,
             compilations=outcome.compilations,
+            measured=outcome.measured,
         )
     console.report(text)
     console.flush()

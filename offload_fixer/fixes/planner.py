@@ -45,6 +45,7 @@ from offload_fixer.model import (
     STRATEGIES,
     UNPINNED_HOST,
     Diagnostic,
+    FixMeasurement,
     FixOption,
     Origin,
     OutputInfo,
@@ -88,9 +89,10 @@ class FixPlan:
     and the state it becomes declared host, say)."""
     covered: tuple[Diagnostic, ...] = ()
     """The diagnostics these edits fix (a display-only plan fixes none)."""
-    measured: str = ""
-    """The compiler's memory figures of the fixed program against the unfixed one, once the fix
-    is compiled (``HBM +4.0 MiB (temporaries), host 2.0 GiB kept``); empty until then."""
+    measured: tuple[FixMeasurement, ...] = ()
+    """The compiler's memory figures of the fixed program against the unfixed one, one per
+    compilation of the fixed function, once the fix is compiled; empty until then, and where
+    no compiler is installed."""
     elsewhere: tuple[tuple[str, str | None, Job], ...] = ()
     """(file, its sha256, edit) for the edits of the same fix in another file: the jit site of
     a function defined here, in the package's ``__main__.py`` (applied with the plan, always)."""

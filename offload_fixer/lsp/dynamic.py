@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from offload_fixer import last_run
-from offload_fixer.model import Diagnostic, Origin, Report, Span
+from offload_fixer.model import Diagnostic, MeasuredFix, Origin, Report, Span
 
 
 class LastRunFeed:
@@ -52,6 +52,20 @@ class LastRunFeed:
                 report = None
             cached = self._reports[path] = (stamp, report)
         return None if cached[1] is None else (path, cached[1])
+
+    def fixes(self, document: str, encoded: bytes) -> dict[str, MeasuredFix]:
+        """The fixes the last run compiled for this document (its bytes: ``encoded``; ``run --diff`` with a
+        compiler installed), by title, while it is the very text the run analysed: the figures
+        are of that text's fix, so any edit drops them. Nothing is compiled here."""
+        found = self.report_for(document)
+        if found is None:
+            return {}
+        _, run = found
+        analysed_path = next((p for p in run.sources if _same_file(p, document)), None)
+        digest = hashlib.sha256(encoded).hexdigest()
+        if analysed_path is None or run.sources[analysed_path] != digest:
+            return {}
+        return {fix.title: fix for fix in run.fixes if _same_file(fix.path, document) and not fix.written}
 
     def diagnostics(self, document: str, text: str, encoded: bytes) -> tuple[Diagnostic, ...]:
         """The last run's diagnostics for this document's current text (``encoded``: its bytes)."""

@@ -13,14 +13,14 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from offload_fixer.config import Settings
 from offload_fixer.lsp.dynamic import LastRunFeed
-from offload_fixer.model import Diagnostic, Origin, Report, Span
+from offload_fixer.model import Diagnostic, MeasuredFix, Origin, Report, Span
 
 if TYPE_CHECKING:
     from offload_fixer.fixes import FixPlan
@@ -44,15 +44,21 @@ class FixChoice:
     safety: str
     preferred: bool
     requested: str = ""
+    measured: tuple[dict[str, Any], ...] = ()
+    """The last run's compiler figures of this very fix (``FixMeasurement.to_dict``), in its
+    title too; none where the run measured none or the document changed since."""
 
     def to_data(self) -> dict[str, Any]:
-        return {
+        data = {
             "strategy": self.strategy,
             "title": self.title,
             "safety": self.safety,
             "preferred": self.preferred,
             "requested": self.requested or self.strategy,
         }
+        if self.measured:
+            data["measured"] = list(self.measured)
+        return data
 
 
 @dataclass(frozen=True)
@@ -159,7 +165,15 @@ def document_analysis(text: str, path: str, settings: Settings, plan: bool = Tru
     seen = {_identity(d) for d in dynamic}
     items = [(d, f) for d, f in static.items() if _identity(d) not in seen]
     choices = (
-        fix_choices(dynamic, text, path, settings, _outline_of(path, text), reports=runs)
+        fix_choices(
+            dynamic,
+            text,
+            path,
+            settings,
+            _outline_of(path, text),
+            reports=runs,
+            measured=_LAST_RUN.fixes(path, _encoded(text)),
+        )
         if plan
         else tuple(() for _ in dynamic)
     )
@@ -246,12 +260,14 @@ def fix_choices(
     settings: Settings,
     outline: Any = None,
     reports: Sequence[Report] = (),
+    measured: Mapping[str, MeasuredFix] | None = None,
 ) -> tuple[tuple[FixChoice, ...], ...]:
     """For each diagnostic, the fixes the planner can make for it in this text: one per
     strategy whose edits differ, titled with where the edit goes, the configured strategy's
     preferred. A finding no edit can fix gets none (only the suppression action). The check's
     own outline of the text is reused, so planning cuts the text into statements no second time;
-    a run's findings are planned with their ``reports`` (the output trees)."""
+    a run's findings are planned with their ``reports`` (the output trees). ``measured``: the
+    fixes the run compiled, by title; a choice with the same title carries their figures."""
     from offload_fixer.fixes import FIXABLE_CODES, plan_alternatives
     from offload_fixer.fixes.excerpt import FileOutline
 
@@ -269,9 +285,10 @@ def fix_choices(
             for plan in plans:
                 if d in plan.covered and plan.edits and plan.edits not in seen:
                     seen.append(plan.edits)
-                    choices.append(
-                        FixChoice(plan.strategy, f"offload-fixer: {plan.title}", plan.safety, index == 0, strategy)
-                    )
+                    fix = (measured or {}).get(plan.title)
+                    title = f"offload-fixer: {plan.title}" + (f" ({fix.summary})" if fix else "")
+                    figures = tuple(m.to_dict() for m in fix.measured) if fix else ()
+                    choices.append(FixChoice(plan.strategy, title, plan.safety, index == 0, strategy, figures))
         out.append(tuple(choices))
     return tuple(out)
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from offload_fixer.findings import FixMark
 from offload_fixer.findings import location as primary_span
-from offload_fixer.model import FORMATS, Diagnostic, Report
+from offload_fixer.model import FORMATS, Diagnostic, MeasuredFix, Report
 from offload_fixer.report.github import escape_data, escape_property, format_github
 from offload_fixer.report.jsondoc import format_json
 from offload_fixer.report.places import FileError, display_path, in_cells, unpredicted
@@ -64,11 +64,14 @@ def render(
     verbose: bool = False,
     tally: Tally | None = None,
     compilations: Sequence[Report] = (),
+    measured: Sequence[MeasuredFix] = (),
 ) -> str:
     """The whole output for ``--format fmt``, ending with a newline unless it is empty.
     ``marks``, ``verbose`` and ``tally`` are for the text formats. ``compilations``: the
     reports ``--confirm`` had the compiler judge; the machine formats record every verdict and
-    every one the analysis did not predict (the text formats say those on stderr).
+    every one the analysis did not predict (the text formats say those on stderr). ``measured``:
+    the fixes ``run`` compiled, with their memory figures (JSON's and SARIF's ``fixes``; the
+    text formats say them on stderr as each file is fixed).
 
     Positions in notebooks, which count the lines of their code cells' program, are shown
     per cell (``nb.ipynb:cell 3:12:5``; in SARIF and GitHub annotations, where the ``.ipynb``
@@ -92,7 +95,13 @@ def render(
         )
     if fmt == "json":
         document = format_json(
-            diagnostics, file_errors, unused, target=target, jax_version=jax_version, compilations=compilations
+            diagnostics,
+            file_errors,
+            unused,
+            target=target,
+            jax_version=jax_version,
+            compilations=compilations,
+            measured=measured,
         )
         return json.dumps(document, indent=2) + "\n"
     if fmt == "sarif":
@@ -106,6 +115,7 @@ def render(
             sources=sources,
             fixes=fixes,
             compilations=compilations,
+            measured=measured,
         )
         return json.dumps(document, indent=2) + "\n"
     if fmt == "github":

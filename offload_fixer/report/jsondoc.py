@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from offload_fixer.model import Diagnostic, Report
+from offload_fixer.model import Diagnostic, MeasuredFix, Report
 from offload_fixer.report.places import (
     TOOL_NAME,
     FileError,
@@ -30,10 +30,12 @@ def format_json(
     target: str | None = None,
     jax_version: str | None = None,
     compilations: Sequence[Report] = (),
+    measured: Sequence[MeasuredFix] = (),
 ) -> dict[str, Any]:
     """A :class:`Report` document (``Report.from_dict`` reads it back) plus what was not checked.
     With ``--confirm``, ``unpredicted`` lists every verdict the analysis did not predict
-    (``function: difference``) and ``compilations`` every compiler verdict, in XLA's words."""
+    (``function: difference``) and ``compilations`` every compiler verdict, in XLA's words.
+    ``fixes``: each fix ``run`` compiled, with its memory figures in bytes (``MeasuredFix``)."""
     report = Report(
         diagnostics=tuple(sorted(diagnostics, key=sort_key)),
         target=target or common_target(diagnostics),
@@ -43,6 +45,8 @@ def format_json(
     document = report.to_dict()
     if compilations:
         document["compilations"] = [verdict_record(compiled) for compiled in compilations]
+    if measured:
+        document["fixes"] = [fix.to_dict() for fix in measured]
     document["tool"] = {"name": TOOL_NAME, "version": __version__}
     document["file_errors"] = [dataclasses.asdict(e) for e in file_errors]
     document["unused_suppressions"] = [

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from offload_fixer.findings import location as primary_span
-from offload_fixer.model import Diagnostic, Report, Span
+from offload_fixer.model import Diagnostic, MeasuredFix, Report, Span
 from offload_fixer.report.places import (
     TOOL_NAME,
     FileError,
@@ -107,10 +107,12 @@ def format_sarif(
     sources: Mapping[str, str] | None = None,
     fixes: Mapping[Diagnostic, Sequence[SourceChange]] | None = None,
     compilations: Sequence[Report] = (),
+    measured: Sequence[MeasuredFix] = (),
 ) -> dict[str, Any]:
     """A SARIF 2.1.0 log with one run; files that could not be checked become notifications,
     and so does each ``--confirm`` verdict the analysis did not predict (every verdict is in
-    the run's ``properties.compilations``)."""
+    the run's ``properties.compilations``), and each fix ``run`` compiled, with its memory
+    figures in words (their bytes are in the run's ``properties.fixes``)."""
     from offload_fixer.rules import all_rules
 
     target = target or common_target(diagnostics)
@@ -171,6 +173,7 @@ def format_sarif(
             }
             for difference in unpredicted(compilations)
         ]
+        + [_fix_notification(fix, base) for fix in measured]
     )
     run: dict[str, Any] = {
         "tool": {
@@ -189,6 +192,8 @@ def format_sarif(
     }
     if compilations:
         run["properties"]["compilations"] = [verdict_record(compiled) for compiled in compilations]
+    if measured:
+        run["properties"]["fixes"] = [fix.to_dict() for fix in measured]
     return {"$schema": SARIF_SCHEMA_URI, "version": SARIF_VERSION, "runs": [run]}
 
 
@@ -290,6 +295,15 @@ def _sarif_fix(change: SourceChange, base: Path) -> dict[str, Any]:
     if change.description:
         fix["description"] = {"text": change.description}
     return fix
+
+
+def _fix_notification(fix: MeasuredFix, base: Path) -> dict[str, Any]:
+    """A fix the run compiled: what it does and what it costs, where its finding is."""
+    done = "fixed" if fix.written else "fix compiles"
+    message = f"{done}: {fix.title}: {fix.summary}"
+    if fix.span is None:
+        return {"level": "note", "message": {"text": message}, "descriptor": {"id": "fix-measured"}}
+    return _notification("note", cell_words(fix.span) + message, fix.span, base, "fix-measured")
 
 
 def _notification(level: str, message: str, span: Span, base: Path, kind: str) -> dict[str, Any]:

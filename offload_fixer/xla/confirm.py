@@ -37,7 +37,14 @@ def confirm(report: Report, source: Any, judge: Oracle | None = None) -> Report:
     diagnostics = tuple(
         replace(_confirmed(d, rejected, verdict, warned), confirmed_by=first.compiler) for d in report.diagnostics
     )
-    return replace(report, diagnostics=diagnostics, xla=first, unpredicted=compare(report, first).differences)
+    return replace(
+        report,
+        diagnostics=diagnostics,
+        xla=first,
+        unpredicted=compare(report, first).differences,
+        xla_accepted=verdict,
+        xla_rejected_outputs=tuple(rejected),
+    )
 
 
 def _error_1200_output(verdict: XlaVerdict, report: Report) -> int | None:

@@ -126,31 +126,6 @@ def _imported(path: str, text: str) -> Iterator[Any]:
             pass
 
 
-def describe_memory(before: MemoryFigures | None, after: MemoryFigures) -> str:
-    """A fix's cost in the compiler's figures: ``HBM +4.0 MiB (temporaries), host 2.0 GiB kept``."""
-    if before is None:
-        return f"HBM {_size(after.device_total)}, host {_size(after.host_total)}"
-    parts = {
-        "arguments": after.argument - before.argument,
-        "outputs": after.output - before.output,
-        "temporaries": after.temp - before.temp,
-    }
-    largest = max(parts, key=lambda part: abs(parts[part]))
-    delta = after.device_total - before.device_total
-    hbm = f"HBM {'+' if delta >= 0 else '-'}{_size(abs(delta))}" + (f" ({largest})" if delta else "")
-    host_delta = after.host_total - before.host_total
-    if host_delta >= 0:
-        return f"{hbm}, host {_size(after.host_total)} kept"
-    return f"{hbm}, host -{_size(-host_delta)} (now {_size(after.host_total)})"
-
-
-def _size(n: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
-
-
 def import_safe(text: str) -> bool:
     """Whether importing ``text`` only defines things: imports, definitions, assignments and an
     ``if __name__ == "__main__":`` block, so lowering a fix by importing the fixed file does not

@@ -67,6 +67,9 @@ class Oracle:
         self._cache: dict[str, XlaVerdict] = {}
         self.compiler = ""
         self.jax_version = ""
+        self.compiles = 0
+        """Modules sent to the compiler (cache hits not counted): what tests count to show a
+        program is compiled once."""
 
     # -- process ------------------------------------------------------------------------
     def spawn(self) -> None:
@@ -177,6 +180,7 @@ class Oracle:
                 return cached
             process = self.start()
             assert process.stdin is not None, "the worker is started with stdin=PIPE"
+            self.compiles += 1
             process.stdin.write(json.dumps({"module": text}) + "\n")
             process.stdin.flush()
             answer = self._read(process, COMPILE_TIMEOUT_S)

@@ -1,6 +1,6 @@
 """Candidate plans: a plan that fails its check is replaced by the next candidate of its root
-cause, the measured choice holds the fewest device bytes, and a root cause with no valid
-candidate says why in one line. The scan-body move sees through ``jax.grad(f)(stack, x)``."""
+cause, with the compiler the first candidate that compiles is chosen (not the one of fewest
+device bytes), and a root cause with no valid candidate says why in one line. The scan-body move sees through ``jax.grad(f)(stack, x)``."""
 
 from types import SimpleNamespace
 

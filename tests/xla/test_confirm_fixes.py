@@ -9,8 +9,8 @@ from typing import NamedTuple
 import jax
 import numpy as np
 
-from offload_fixer.model import MemoryFigures
-from offload_fixer.xla.confirm_fixes import describe_memory, import_safe, rehome
+from offload_fixer.model import FixMeasurement, MemoryFigures, describe_measurements
+from offload_fixer.xla.confirm_fixes import import_safe, rehome
 
 
 def test_a_module_that_only_defines_things_is_imported():
@@ -60,10 +60,32 @@ def test_classes_the_fixed_module_lacks_are_kept():
     assert rehome(value, types.ModuleType("empty")) == value
 
 
+def _measured(after: MemoryFigures, before: MemoryFigures | None, function: str = "step") -> FixMeasurement:
+    return FixMeasurement(function, "tpu", "libtpu 0.0.42.1", after, before)
+
+
 def test_memory_figures_read_as_the_change_in_hbm_and_what_host_keeps():
     before = MemoryFigures(argument=4 << 20, output=1 << 10, temp=0, host_argument=2 << 30)
     after = MemoryFigures(argument=4 << 20, output=1 << 10, temp=4 << 20, host_argument=2 << 30)
-    assert describe_memory(before, after) == "HBM +4.0 MiB (temporaries), host 2.0 GiB kept"
-    assert describe_memory(None, after) == "HBM 8.0 MiB, host 2.0 GiB"
+    assert _measured(after, before).summary == "HBM +4.0 MiB (temporaries), host 2.0 GiB kept"
+    assert _measured(after, None).summary == "HBM 8.0 MiB, host 2.0 GiB"
     smaller = MemoryFigures(argument=4 << 20, output=1 << 10, temp=0, host_argument=1 << 30)
-    assert describe_memory(after, smaller) == "HBM -4.0 MiB (temporaries), host -1.0 GiB (now 1.0 GiB)"
+    assert _measured(smaller, after).summary == "HBM -4.0 MiB (temporaries), host -1.0 GiB (now 1.0 GiB)"
+
+
+def test_a_measurement_round_trips_in_bytes_with_its_line_beside_them():
+    before = MemoryFigures(argument=4 << 20, host_argument=2 << 30)
+    measured = _measured(MemoryFigures(argument=4 << 20, temp=4 << 20, host_argument=2 << 30), before)
+    data = measured.to_dict()
+    assert data["before"]["argument"] == 4 << 20 and data["after"]["temp"] == 4 << 20
+    assert data["summary"] == measured.summary and data["target"] == "tpu"
+    assert FixMeasurement.from_dict(data) == measured
+    assert FixMeasurement.from_dict({**data, "before": None}).before is None
+
+
+def test_a_fix_measured_in_several_functions_names_each():
+    one = MemoryFigures(argument=1 << 20)
+    assert describe_measurements([_measured(one, one)]) == "HBM +0 B, host 0 B kept"
+    assert describe_measurements([_measured(one, one, "f"), _measured(one, None, "g")]) == (
+        "f: HBM +0 B, host 0 B kept; g: HBM 1.0 MiB, host 0 B"
+    )
