@@ -94,6 +94,9 @@ class HloNames:
                     self._root = instruction.name
         if partitioned:
             self._parameters = self._partitioned_parameters(instructions)
+            renamed = _partitioned_names(instructions, _shardy(self.view.module), self.target)
+            self._ops = {op: renamed.get(name, name) for op, name in self._ops.items()}
+            self._root = renamed.get(self._root, self._root) if self._root is not None else None
 
     def _partitioned_parameters(self, instructions: list[HloInstruction]) -> dict[int, str]:
         """Entry parameter number -> the name XLA's SPMD partitioner gives it."""
@@ -145,6 +148,48 @@ class HloNames:
         return []
 
 
+UNCLONED = ("parameter", "constant", "get-tuple-element", "custom-call")
+"""Instructions the partitioner does not rebuild under their own name: parameters become
+``param``, constants ``<name>.clone``, and element reads and custom calls get new names that no
+module name foretells."""
+
+
+def _partitioned_names(instructions: list[HloInstruction], renumbered: bool, target: str) -> dict[str, str]:
+    """Instruction name -> the name of its copy in the partitioned module. XLA first inlines
+    every call but a shard_map body (each inlined instruction takes an id of its root), then
+    the partitioner rebuilds each instruction under its name's root (a tuple as ``tuple``), in
+    program order, taking the next id no earlier name holds. libtpu builds one tuple of its own
+    before partitioning (measured: every tuple named one later than on XLA:GPU)."""
+    roots = {i.name: "tuple" if i.opcode == "tuple" else _split(i.name)[0] for i in instructions}
+    names = [i.name for i in instructions]
+    tuples = sum(1 for i in instructions if i.opcode == "tuple")
+    inlined = {
+        found.group(1)
+        for i in instructions
+        if i.opcode == "call" and (found := _CALLEE.search(i.text)) and not found.group(1).startswith(KEPT_CALLS)
+    }
+    free: dict[str, list[int]] = {}
+
+    def take(root: str) -> int:
+        if root not in free:
+            free[root] = _free_ids(root, names, renumbered, tuples if root == "tuple" else None)
+        return free[root].pop(0)
+
+    if target == "tpu":
+        take("tuple")
+    for instruction in instructions:
+        if instruction.computation in inlined and instruction.opcode not in UNCLONED:
+            take(roots[instruction.name])
+    out: dict[str, str] = {}
+    for instruction in instructions:
+        if instruction.opcode in UNCLONED:
+            continue
+        root = roots[instruction.name]
+        number = take(root)
+        out[instruction.name] = root if number == 0 else f"{root}.{number}"
+    return out
+
+
 def _partitions(module: ir.Module) -> int:
     attrs = module.operation.attributes
     return ir.IntegerAttr(attrs["mhlo.num_partitions"]).value if "mhlo.num_partitions" in attrs else 1
@@ -164,16 +209,17 @@ def _split(name: str) -> tuple[str, int | None]:
     return name, None
 
 
-def _free_ids(root: str, names: list[str], renumbered: bool) -> list[int]:
+def _free_ids(root: str, names: list[str], renumbered: bool, count: int | None = None) -> list[int]:
     """The ids ``NameUniquer`` hands out for ``root``, in order, skipping those the module's
-    names hold (and, after Shardy's renumbering, 0 .. n-1 for its n such names)."""
+    names hold and, after Shardy's renumbering, 0 .. n-1 for its n such instructions (``count``:
+    Shardy names every tuple ``tuple``, whatever the first translation called it)."""
     taken = set()
     for name in names:
         found_root, number = _split(name)
         if found_root == root:
             taken.add(number or 0)
     if renumbered:
-        taken.update(range(len(taken)))
+        taken.update(range(len(taken) if count is None else count))
     ids: list[int] = []
     candidate = 0
     while len(ids) < len(names) + 1:
