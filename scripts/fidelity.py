@@ -21,8 +21,6 @@ from collections import Counter
 from pathlib import Path
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
-if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):  # the mesh probes' devices
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8").strip()
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "xla"))
 
 import corpora

@@ -18,9 +18,6 @@ import pytest
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
-# Eight CPU devices, for the programs sharded over a mesh (tests/xla/probes.py).
-if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8").strip()
 
 REQUIRED = {t for t in os.environ.get("OFFLOAD_FIXER_REQUIRE_COMPILERS", "").split(",") if t}
 

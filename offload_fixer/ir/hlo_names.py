@@ -10,7 +10,7 @@ attribute (``ofl.op``), which XLA carries onto the instruction and which changes
 On a mesh (``mhlo.num_partitions`` > 1) XLA's SPMD partitioner rebuilds every parameter it
 partitions under the name ``param``, uniquified module-wide (``param``, ``param.1``, ...):
 first the parameters of the computations a loop, a kept call or (on TPU) a conditional runs,
-then the entry's, in order. A name the module already holds is skipped, and so is the id
+then the entry's, in program order (where each is first used, not by number). A name the module already holds is skipped, and so is the id
 Shardy's round trip renumbers it to (``param.1`` becomes ``param.0``, both stay taken).
 Measured on libtpu 0.0.42.1 and 0.0.50.1 and the CUDA plugins 0.10.2 and 0.12.0.1
 (``tests/xla/probes.py``' mesh probes).
@@ -117,9 +117,12 @@ class HloNames:
                     pending.append(callee)
         ids = _free_ids(PARTITIONED_PARAMETER, [i.name for i in instructions], _shardy(self.view.module))
         names: dict[int, str] = {}
-        for number in range(counts.get(entry, 0) if entry is not None else 0):
-            free = ids[before + number]
-            names[number] = PARTITIONED_PARAMETER if free == 0 else f"{PARTITIONED_PARAMETER}.{free}"
+        visited = [i for i in instructions if i.entry and i.opcode == "parameter"]  # in program order
+        for order, instruction in enumerate(visited):
+            number = _PARAMETER.search(instruction.text)
+            if number is not None:
+                free = ids[before + order]
+                names[int(number.group(1))] = PARTITIONED_PARAMETER if free == 0 else f"{PARTITIONED_PARAMETER}.{free}"
         return names
 
     def _callees(self, instruction: HloInstruction, inlines_shard_map: bool) -> list[tuple[str, bool]]:
