@@ -36,7 +36,7 @@ def analyze(
     walker = HostOffloadWalk(view, target, generation)
     walk = walker.run()
     failures = backend_failures(walker, walk, target)
-    diagnoser = Diagnoser(view, target, function, host_compute_offload)
+    diagnoser = Diagnoser(view, target, function, host_compute_offload, generation)
     return Report(
         diagnostics=tuple(diagnoser.diagnostics(walk, failures)),
         target=target,

@@ -17,6 +17,7 @@ from offload_fixer import xla_messages as msg
 from offload_fixer.analysis.offloader import Failure, Node, Reach, Seed, WalkResult, hlo_name, op_role
 from offload_fixer.ir import module as irm
 from offload_fixer.ir.hlo_names import HloNames
+from offload_fixer.jax_compat import XlaGeneration
 from offload_fixer.model import (
     DEVICE,
     PINNED_HOST,
@@ -42,12 +43,19 @@ class Diagnoser:
     XLA's names (:meth:`node_name`, :meth:`op_name`), the user's source (:meth:`origin`,
     :meth:`span`, :meth:`trace`) and the output paths, so no rule module reads MLIR itself."""
 
-    def __init__(self, view: irm.ModuleView, target: str, function: FunctionRef | None, host_compute_offload: bool):
+    def __init__(
+        self,
+        view: irm.ModuleView,
+        target: str,
+        function: FunctionRef | None,
+        host_compute_offload: bool,
+        xla: XlaGeneration | None = None,
+    ):
         self.view = view
         self.target = target
         self.function = function or _function_from_module(view)
         self.host_compute_offload = host_compute_offload
-        self.names = HloNames(view)
+        self.names = HloNames(view, target, xla)
 
     def diagnostics(self, walk: WalkResult, backend_failures: list[Failure]) -> list[Diagnostic]:
         """Each rule's hook on each host value, then one diagnostic per compile failure."""

@@ -34,7 +34,8 @@ def hlo_instructions(text: str) -> list[HloInstruction]:
 
     module = stablehlo_to_hlo(text)
     header = re.compile(r"^(ENTRY )?%?([\w.\-]+) \(")
-    line_re = re.compile(r"^\s+(ROOT )?%?([\w.\-]+) = (?:\([^=]*?\)|\S+) ([\w\-]+)\(")
+    # A tuple shape of more than five elements carries ``/*index=5*/`` comments.
+    line_re = re.compile(r"^\s+(ROOT )?%?([\w.\-]+) = (?:\((?:[^=]|/\*index=\d+\*/)*?\)|\S+) ([\w\-]+)\(")
     out: list[HloInstruction] = []
     computation, entry = "", False
     for line in module.to_string().splitlines():

@@ -15,6 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 COMPILED, E1200, OTHER = "compiled", "E1200", "other"
+DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count=8"
+"""The CPU devices the mesh probes are sharded over; they skip without it. Not set for the
+whole suite: the examples build their meshes over ``jax.devices()`` and would become 8-device
+programs (param_streaming_broken's name is then not yet exact: XLA param.4, the analysis param.6)."""
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,11 @@ class Probe:
     """The program needs memory spaces in types (JAX >= 0.7.1)."""
     unless: Callable[[Any], dict[str, str]] | None = None
     """For an ``XlaGeneration`` that decides otherwise: the outcomes it gives instead."""
+    devices: int = 1
+    """Devices of the mesh the program is sharded over (``mhlo.num_partitions``)."""
+    names: dict[str, str] | None = None
+    """Target -> the instruction XLA's error 1200 starts from (``starting from X``), measured
+    on libtpu 0.0.42.1 and 0.0.50.1 and the CUDA plugins 0.10.2 and 0.12.0.1."""
     does_nothing: tuple[str, ...] = ()
     """Targets whose compiled program keeps none of the program's moves to host in host memory
     (OFL1211: 0 host output bytes for the outputs they reach, or 0 host bytes at all), under
@@ -98,6 +107,23 @@ def index_arg() -> Any:
     import jax.numpy as jnp
 
     return jax.ShapeDtypeStruct((), jnp.int32)
+
+
+def mesh(devices: int):
+    """A ("data", "model") mesh of ``devices`` CPU devices, 2 along data."""
+    import jax
+    import numpy as np
+
+    return jax.sharding.Mesh(np.array(jax.devices()[:devices]).reshape(2, devices // 2), ("data", "model"))
+
+
+def on_mesh(devices: int, spec: tuple[Any, ...] = (), memory_kind: str = "device"):
+    import jax
+
+    return jax.sharding.NamedSharding(mesh(devices), jax.sharding.PartitionSpec(*spec), memory_kind=memory_kind)
+
+
+COLUMNS = (None, "model")
 
 
 V = (8, 128)
@@ -356,6 +382,43 @@ def _remat_grad(offloaded: tuple[str, ...]):
         return jax.grad(jax.checkpoint(mlp, policy=policy))(w, x)
 
     return grad
+
+
+def update(w, g):
+    return w - 0.1 * g
+
+
+def update_after_loop(g, w):
+    from jax import lax
+
+    return lax.fori_loop(0, 3, lambda i, h: h * 2, g), w + 1
+
+
+def _shard_map_update(devices: int):
+    def step(w, g):
+        from jax.sharding import PartitionSpec
+
+        from offload_fixer.jax_compat import shard_map_function
+
+        spec = PartitionSpec(*COLUMNS)
+        return shard_map_function()(lambda a, b: a - b, mesh=mesh(devices), in_specs=(spec, spec), out_specs=spec)(w, g)
+
+    return step
+
+
+def _to_unpinned_on_mesh(devices: int, times_two: bool):
+    def step(x):
+        moved = _put(x, on_mesh(devices, COLUMNS, "unpinned_host"))
+        return (moved * 2 if times_two else moved), x
+
+    return step
+
+
+def _streamed_on_mesh(devices: int):
+    def step(w, x):
+        return _put(w, on_mesh(devices, COLUMNS)) * x
+
+    return step
 
 
 def gather_rows(w, i):
@@ -789,6 +852,81 @@ PROBES: tuple[Probe, ...] = (
         shapes(M, M),
         both(COMPILED),
     ),
+    # meshes: XLA's SPMD partitioner renames what error 1200 names (param, param.N, mul.5)
+    Probe(
+        "mesh4_replicated_host_param",
+        "a replicated host parameter updated and returned: the partitioner's first param",
+        update,
+        shapes(M, M),
+        both(E1200),
+        jit=lambda: {"in_shardings": (on_mesh(4, (), "pinned_host"), on_mesh(4))},
+        devices=4,
+        names=both("param"),
+    ),
+    Probe(
+        "mesh8_sharded_host_param_donated",
+        "a host parameter sharded over model and donated: still param",
+        update,
+        shapes(M, M),
+        both(E1200),
+        jit=lambda: {
+            "in_shardings": (on_mesh(8, COLUMNS, "pinned_host"), on_mesh(8, COLUMNS)),
+            "donate_argnums": 0,
+        },
+        devices=8,
+        names=both("param"),
+    ),
+    Probe(
+        "mesh4_shard_map_host_param",
+        "a shard_map body's parameters are renamed first: the entry's host parameter is param.2",
+        _shard_map_update(4),
+        shapes(M, M),
+        both(E1200),
+        jit=lambda: {"in_shardings": (on_mesh(4, COLUMNS, "pinned_host"), on_mesh(4, COLUMNS))},
+        devices=4,
+        names=both("param.2"),
+    ),
+    Probe(
+        "mesh8_host_param_after_loop",
+        "a loop's body and condition take param and param.1: the second entry parameter is param.3",
+        update_after_loop,
+        shapes(M, M),
+        both(E1200),
+        jit=lambda: {"in_shardings": (on_mesh(8, COLUMNS), on_mesh(8, COLUMNS, "pinned_host"))},
+        devices=8,
+        names=both("param.3"),
+    ),
+    Probe(
+        "mesh4_unpinned_move_in_tuple",
+        "the partitioner rebuilds the output tuple; libtpu has built one tuple of its own first",
+        _to_unpinned_on_mesh(4, times_two=False),
+        shapes(M),
+        both(E1200),
+        jit=lambda: {"in_shardings": (on_mesh(4, COLUMNS),)},
+        typed_only=True,
+        devices=4,
+        names={"tpu": "tuple.3", "gpu": "tuple.2"},
+    ),
+    Probe(
+        "mesh8_unpinned_move_times_two",
+        "a multiply rebuilt by the partitioner takes the ids after the module's own and Shardy's",
+        _to_unpinned_on_mesh(8, times_two=True),
+        shapes(M),
+        both(E1200),
+        jit=lambda: {"in_shardings": (on_mesh(8, COLUMNS),)},
+        typed_only=True,
+        devices=8,
+        names=both("mul.5"),
+    ),
+    Probe(
+        "mesh8_host_params_streamed",
+        "sharded host weights moved to device and used: a clean program on a mesh",
+        _streamed_on_mesh(8),
+        shapes(M, M),
+        both(COMPILED),
+        jit=lambda: {"in_shardings": (on_mesh(8, COLUMNS, "pinned_host"), on_mesh(8, COLUMNS))},
+        devices=8,
+    ),
     Probe(
         "elementwise_on_host",
         "elementwise host compute compiles (and is warned of)",
@@ -815,6 +953,8 @@ def skip_reason(probe: Probe) -> str | None:
         return f"JAX {jax.__version__}'s CPU backend has no pinned_host memory for these programs"
     if probe.typed_only and jax_compat.regime() is not jax_compat.Regime.TYPED:
         return "the program relies on memory spaces in types (JAX >= 0.7.1)"
+    if jax.device_count() < probe.devices:
+        return f"the program needs {probe.devices} devices; set XLA_FLAGS={DEVICE_COUNT_FLAG}"
     return None
 
 

@@ -22,6 +22,8 @@ def test_the_analysis_predicts_the_measured_outcome(probe: probes.Probe, target:
     report = analyze(probes.lower(probe, "tpu" if target == "tpu" else "cuda"), target)
     predicted = outcome_class(report.predicted.outcome, report.predicted.code)
     assert predicted == probes.expected(probe, target, jax_compat.xla_generation()), probe.why
+    if probe.names:
+        assert report.predicted.instruction == probe.names[target], probe.why
     does_nothing = target in probe.does_nothing and jax_compat.regime() is jax_compat.Regime.TYPED
     assert bool(report.by_code(codes.OFFLOAD_DOES_NOTHING)) == does_nothing, probe.why
 
