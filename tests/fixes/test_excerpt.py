@@ -53,7 +53,8 @@ def program(helpers: int = 40) -> str:
 
 def step_target(text: str, **kwargs: object) -> MoveToDeviceTarget:
     line = text.splitlines().index("def step(x):") + 1
-    return MoveToDeviceTarget(function_name="step", function_line=line, output_paths=("[0]",), origin_line=line + 1, **kwargs)  # type: ignore[arg-type]
+    fields: dict = {"function_name": "step", "function_line": line, "output_paths": ("[0]",), "origin_line": line + 1}
+    return MoveToDeviceTarget(**fields, **kwargs)
 
 
 def test_excerpt_holds_only_what_the_fix_needs() -> None:
