@@ -267,8 +267,11 @@ async def test_findings_are_published_before_their_quick_fixes(vscode: LanguageC
     assert first.data["fixes"] is None and first.data["applicability"] is None
     fixes = [a for a in await editor.actions([first]) if a.kind == types.CodeActionKind.QuickFix]
     requested = {a.data.get("requested") for a in fixes}
-    # None: suppress; device's action only where its edit is not auto's (JAX 0.12's out_shardings)
-    assert {"auto", None} <= requested <= {"auto", "device", None}
+    # None: suppress. auto moves the argument and keeps the state it becomes host memory in
+    # out_shardings; --strategy device only moves it, a different edit, so it is offered too.
+    # The project picks JAX 0.10.2's rules, so the installed JAX does not change this (the same
+    # under 0.4.35, 0.6.2, 0.10.2 and 0.12.0.1).
+    assert requested == {"auto", "device", None}
     planned = the_error(await editor.planned_diagnostics())
     assert (planned.range, planned.message) == (first.range, first.message)
     assert planned.data["applicability"] == "safe" and len(planned.data["fixes"]) == len(requested - {None})

@@ -6,8 +6,9 @@
 * :class:`offload_fixer.codemods.pin_host_memory.PinHostMemoryCommand` — spell a move to host
   (or an offload policy's destination) ``"pinned_host"``.
 
-They take plain :class:`offload_fixer.codemods.targets.FixTarget` values (lines, pytree paths, spelling)
-and import neither JAX nor MLIR, so they run anywhere libcst does, including
+Each takes its own small, plain target (``TARGET``: lines, pytree paths, spelling; see
+:mod:`offload_fixer.codemods.targets`) and imports neither JAX nor MLIR, so they run anywhere
+libcst does, including
 ``python -m libcst.tool codemod`` (list ``offload_fixer.codemods`` under ``modules:`` in the
 project's ``.libcst.codemod.yaml``, or name a command in full with ``-x``).
 """

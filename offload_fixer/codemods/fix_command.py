@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, ClassVar, cast
 
 import libcst as cst
@@ -27,7 +27,7 @@ from offload_fixer.codemods.source_facts import (
     Scope,
     SourceFacts,
 )
-from offload_fixer.codemods.targets import Edit, FixTarget, Placement
+from offload_fixer.codemods.targets import Edit, FunctionTarget, HostValueTarget, Placement
 from offload_fixer.model import EditSafety, PathKey, parse_output_path
 from offload_fixer.source.bindings import last_name
 
@@ -48,7 +48,7 @@ class Outcome:
 
 
 class FixCommand(CodemodCommand):
-    """Base of the two fixes. Build it with one :class:`FixTarget` (``target=``), several
+    """Base of the fixes. Build it with one target of its ``TARGET`` type (``target=``), several
     (``targets=``: one pass over the file for all of them, an outcome each) or, from
     ``python -m libcst.tool codemod``, with the flags of :meth:`add_args`."""
 
@@ -60,12 +60,15 @@ class FixCommand(CodemodCommand):
     planner picks a codemod by these, never by its name."""
     NEEDS_FUNCTION = True
     """False: a target may name only a line (a module-level policy's destination, say)."""
+    TARGET: ClassVar[type[FunctionTarget]] = FunctionTarget
+    """Its own target: the fields it reads, which the planner fills in for it."""
+    target: FunctionTarget
 
     def __init__(
         self,
         context: CodemodContext,
-        target: FixTarget | None = None,
-        targets: Sequence[FixTarget] = (),
+        target: FunctionTarget | None = None,
+        targets: Sequence[FunctionTarget] = (),
         *,
         line_map: Callable[[int], int] | None = None,
         reference_count: Callable[[str], int] | None = None,
@@ -79,7 +82,7 @@ class FixCommand(CodemodCommand):
         self.standalone = target is None and not targets
         """Built from ``python -m libcst.tool codemod`` flags: a target that does not fit the
         file is reported through libcst (the file is skipped, with the reason), not ignored."""
-        self.targets = tuple(targets) or (target if target is not None else _target_from_flags(flags),)
+        self.targets = tuple(targets) or (target if target is not None else _target_from_flags(self.TARGET, flags),)
         self.outcomes = [Outcome() for _ in self.targets]
         self.target, self.outcome = self.targets[0], self.outcomes[0]
         self.rewrites: dict[cst.CSTNode, Rewrite] = {}
@@ -191,16 +194,9 @@ class FixCommand(CodemodCommand):
             return tree
         return tree.visit(_Rewriter(self.rewrites))
 
-    def _lines_exist(self, tree: cst.Module, target: FixTarget) -> bool:
+    def _lines_exist(self, tree: cst.Module, target: FunctionTarget) -> bool:
         last = len(tree.code.splitlines())
-        given = [
-            ("--function-line", target.function_line),
-            ("--inner-line", target.inner_line),
-            ("--origin-line", target.origin_line),
-            *(("--return-line", line) for line in target.return_lines),
-            *(("--compute-line", line) for line, _ in target.compute_spans),
-        ]
-        wrong = [f"{flag} {line}" for flag, line in given if line is not None and not 1 <= line <= last]
+        wrong = [f"{flag} {line}" for flag, line in target.lines() if not 1 <= line <= last]
         if wrong:
             self.report_problem(f"{', '.join(wrong)} is not a line of this file ({last} lines)")
         return not wrong
@@ -242,6 +238,15 @@ class FixCommand(CodemodCommand):
 
     def code(self, node: cst.CSTNode) -> str:
         return self.facts.module.code_for_node(node)
+
+
+class ShardingCommand(FixCommand):
+    """Base of the fixes that write a sharding for the host value (a move back to device, a
+    host output): they derive it from where the value comes from, in the target JAX version's
+    spelling (:class:`HostValueTarget`)."""
+
+    TARGET: ClassVar[type[FunctionTarget]] = HostValueTarget
+    target: HostValueTarget
 
     # ------------------------------------------------------------------ names
     @property
@@ -652,25 +657,27 @@ class _Rewriter(cst.CSTTransformer):
         return rewrite(updated_node) if rewrite is not None else updated_node
 
 
-def _target_from_flags(flags: dict[str, Any]) -> FixTarget:
+def _target_from_flags(cls: type[FunctionTarget], flags: dict[str, Any]) -> FunctionTarget:
+    """``cls``'s target from the flags of :meth:`FixCommand.add_args` (those it has fields for)."""
     paths = flags.get("output_path") or [""]
-    return FixTarget(
-        function_name=flags.get("function_name"),
-        function_line=flags.get("function_line"),
-        inner_line=flags.get("inner_line"),
-        output_paths=tuple(paths),
-        placement=flags.get("placement") or "return",
-        return_lines=tuple(flags.get("return_line") or ()),
-        parameter=flags.get("parameter"),
-        parameter_index=flags.get("parameter_index"),
-        parameter_path=str(flags.get("parameter_path") or ""),
-        parameter_leaves=tuple(flags.get("parameter_leaf") or ()),
-        origin_line=flags.get("origin_line"),
-        origin_col=flags.get("origin_col"),
-        compute_spans=tuple((line, 1) for line in flags.get("compute_line") or ()),
-        output_kinds=tuple(flags.get("output_kind") or ()),
-        spelling=jax_compat.spelling(flags.get("jax_version") or jax_compat.NEWEST_MODELLED),
-    )
+    values: dict[str, Any] = {
+        "function_name": flags.get("function_name"),
+        "function_line": flags.get("function_line"),
+        "inner_line": flags.get("inner_line"),
+        "output_paths": tuple(paths),
+        "placement": flags.get("placement") or "return",
+        "return_lines": tuple(flags.get("return_line") or ()),
+        "parameter": flags.get("parameter"),
+        "parameter_index": flags.get("parameter_index"),
+        "parameter_path": str(flags.get("parameter_path") or ""),
+        "parameter_leaves": tuple(flags.get("parameter_leaf") or ()),
+        "origin_line": flags.get("origin_line"),
+        "origin_col": flags.get("origin_col"),
+        "compute_spans": tuple((line, 1) for line in flags.get("compute_line") or ()),
+        "output_kinds": tuple(flags.get("output_kind") or ()),
+        "spelling": jax_compat.spelling(flags.get("jax_version") or jax_compat.NEWEST_MODELLED),
+    }
+    return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
 
 
 def _line(text: str) -> int:

@@ -9,7 +9,7 @@ Every jit site of the function is edited: ``@jax.jit`` (becomes
   ``None`` (unspecified: what an absent ``out_shardings`` means in every JAX version) for
   every other output and an explicit host sharding for the offending ones; where the returns
   do not show the structure (``return new_params, loss``), the analysis's output tree
-  (``FixTarget.output_kinds``) spells it, and a sub-tree whose outputs all need it gets one
+  (``HostOutputTarget.output_kinds``) spells it, and a sub-tree whose outputs all need it gets one
   sharding;
 * an existing leaf: ``NamedSharding(...)``/``SingleDeviceSharding(...)`` get ``memory_kind=``
   added or replaced, ``s.with_memory_kind(k)`` gets its literal replaced, any other
@@ -37,12 +37,13 @@ call) share the jit site being rewritten.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import ClassVar
 
 import libcst as cst
 
 from offload_fixer.codemods import sharding_exprs as sx
-from offload_fixer.codemods.fix_command import FixCommand
+from offload_fixer.codemods.fix_command import ShardingCommand
 from offload_fixer.codemods.pytree_source import (
     OutputTree,
     build_like,
@@ -53,17 +54,34 @@ from offload_fixer.codemods.pytree_source import (
     structure_mismatch,
 )
 from offload_fixer.codemods.source_facts import FunctionInfo, JitSite, Scope
-from offload_fixer.codemods.targets import Placement
+from offload_fixer.codemods.targets import FunctionTarget, HostValueTarget, Placement
 from offload_fixer.codes import HOST_VALUE_DEVICE_OUTPUT
 from offload_fixer.model import PathKey, format_output_path, parse_output_path
 
 Keys = tuple[PathKey, ...]
 
 
-class HostOutputCommand(FixCommand):
+@dataclass(frozen=True)
+class HostOutputTarget(HostValueTarget):
+    """The outputs to declare host memory (pytree paths relative to the returned value), the
+    returns that show their structure, and every output's memory kind when known."""
+
+    output_paths: tuple[str, ...] = ("",)
+    return_lines: tuple[int, ...] = ()
+    """Read only the returns starting on these lines; empty means every return."""
+    output_kinds: tuple[tuple[str, str], ...] = ()
+    """Every flat output of the function as (pytree path, memory kind), when known: the
+    structure ``out_shardings`` must mirror and which outputs are host memory already."""
+    parameter_leaves: tuple[str, ...] = ()
+    """Paths inside ``parameter`` of its host leaves (``"['mu']"``); empty: all of it."""
+
+
+class HostOutputCommand(ShardingCommand):
     DESCRIPTION = "Declare host outputs as pinned_host memory in jax.jit's out_shardings (XLA error 1200)."
     STRATEGY = "host"
     FIXES: ClassVar[Mapping[Placement, frozenset[str]]] = {"out_shardings": frozenset({HOST_VALUE_DEVICE_OUTPUT})}
+    TARGET: ClassVar[type[FunctionTarget]] = HostOutputTarget
+    target: HostOutputTarget
 
     def plan(self, function: FunctionInfo | None) -> None:
         assert function is not None, "NEEDS_FUNCTION"
@@ -88,7 +106,7 @@ class HostOutputCommand(FixCommand):
         other file: the structure comes from the output tree, its sequences spelled as tuples
         (the planner asks only where every return there is one)."""
         t = self.target
-        if t.placement != "out_shardings" or t.function_name is None or t.inner_line is None:
+        if t.function_name is None or t.inner_line is None:
             return False
         sites = self.facts.jit_sites_of_name(t.function_name, t.inner_line)
         if not sites:

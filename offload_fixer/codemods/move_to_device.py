@@ -28,13 +28,15 @@ from __future__ import annotations
 import argparse
 import keyword
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import libcst as cst
 from libcst.codemod import CodemodContext
 
 from offload_fixer.codemods import sharding_exprs as sx
-from offload_fixer.codemods.fix_command import FixCommand, Rewrite
+from offload_fixer.codemods.fix_command import FixCommand, Rewrite, ShardingCommand
+from offload_fixer.codemods.host_output import HostOutputTarget
 from offload_fixer.codemods.pytree_source import (
     drop_covered,
     locate,
@@ -43,7 +45,7 @@ from offload_fixer.codemods.pytree_source import (
 )
 from offload_fixer.codemods.reads import Read, leaf_part, reads_of
 from offload_fixer.codemods.source_facts import TRANSFER_TO_MEMORY_KIND, FunctionInfo, Scope
-from offload_fixer.codemods.targets import FixTarget, Placement
+from offload_fixer.codemods.targets import FunctionTarget, Placement
 from offload_fixer.codes import HOST_COMPUTE_CODES, HOST_VALUE_DEVICE_OUTPUT
 from offload_fixer.model import PathKey, format_output_path, parse_output_path
 from offload_fixer.source.bindings import last_name, target_name_nodes
@@ -62,7 +64,21 @@ MOVE_COVERS = frozenset({HOST_VALUE_DEVICE_OUTPUT, *HOST_COMPUTE_CODES})
 """A move to device before the computation fixes the host compute and the output it reaches."""
 
 
-class MoveToDeviceCommand(FixCommand):
+@dataclass(frozen=True)
+class MoveToDeviceTarget(HostOutputTarget):
+    """Besides the outputs: where the move goes (``placement``), and for each place what it
+    needs: the host leaves of the parameter (``entry``), the computations on the host value
+    (``operand``)."""
+
+    placement: Placement = "return"
+    narrow: bool = True
+    """Move a stack the function only scans over slice by slice, in the scan's body; False: the
+    whole argument where the function starts (the wider plan, tried when the narrow one fails)."""
+    compute_spans: tuple[tuple[int, int], ...] = ()
+    """(line, column) of computations on the host value: ``operand`` moves it to device there."""
+
+
+class MoveToDeviceCommand(ShardingCommand):
     DESCRIPTION = "Move host values back to device memory before a jitted function returns them (XLA error 1200)."
     STRATEGY = "device"
     FIXES: ClassVar[Mapping[Placement, frozenset[str]]] = {
@@ -71,6 +87,8 @@ class MoveToDeviceCommand(FixCommand):
         "operand": MOVE_COVERS,
         "after_origin": MOVE_COVERS,
     }
+    TARGET: ClassVar[type[FunctionTarget]] = MoveToDeviceTarget
+    target: MoveToDeviceTarget
 
     @staticmethod
     def add_args(arg_parser: argparse.ArgumentParser) -> None:
@@ -87,8 +105,8 @@ class MoveToDeviceCommand(FixCommand):
     def __init__(
         self,
         context: CodemodContext,
-        target: FixTarget | None = None,
-        targets: Sequence[FixTarget] = (),
+        target: MoveToDeviceTarget | None = None,
+        targets: Sequence[MoveToDeviceTarget] = (),
         **options: Any,
     ) -> None:
         super().__init__(context, target, targets, **options)

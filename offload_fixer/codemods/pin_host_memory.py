@@ -17,13 +17,14 @@ at module level: no function is needed then.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import ClassVar
 
 import libcst as cst
 
 from offload_fixer.codemods.fix_command import FixCommand
 from offload_fixer.codemods.source_facts import FunctionInfo
-from offload_fixer.codemods.targets import Placement
+from offload_fixer.codemods.targets import FunctionTarget, Placement
 from offload_fixer.codes import UNPINNED_HOST_MEMORY
 from offload_fixer.model import PINNED_HOST as PINNED
 from offload_fixer.model import UNPINNED_HOST as UNPINNED
@@ -32,11 +33,21 @@ from offload_fixer.source.offload_policies import policy_destinations
 SHARED_REASON = "the sharding variable is used elsewhere too: every use moves to pinned_host memory"
 
 
+@dataclass(frozen=True)
+class PinTarget(FunctionTarget):
+    """The move to host (or the offload policy) whose ``'unpinned_host'`` is respelled."""
+
+    origin_line: int | None = None
+    origin_col: int | None = None
+
+
 class PinHostMemoryCommand(FixCommand):
     DESCRIPTION = "Use memory_kind='pinned_host' where a move to host or an offload policy says 'unpinned_host'."
     STRATEGY = "host"
     FIXES: ClassVar[Mapping[Placement, frozenset[str]]] = {"pin_memory": frozenset({UNPINNED_HOST_MEMORY})}
     NEEDS_FUNCTION = False
+    TARGET: ClassVar[type[FunctionTarget]] = PinTarget
+    target: PinTarget
 
     def plan(self, function: FunctionInfo | None) -> None:
         target = self.target

@@ -1,57 +1,100 @@
 """Plain targets for the codemods: line numbers, pytree paths and the JAX version's spelling
 (:class:`offload_fixer.jax_compat.Spelling`, taken as it is).
 
-Nothing here knows about MLIR or imports JAX: the planner in ``offload_fixer.fixes`` turns a
-diagnostic into a :class:`FixTarget`, and ``python -m libcst.tool codemod`` builds the same
-target from command-line flags.
+Each codemod declares its own small target (``FixCommand.TARGET``), the fields it reads and no
+more: :class:`FunctionTarget` is what every one reads, :class:`HostValueTarget` what the two that
+spell a sharding for the host value read besides. Nothing here knows about MLIR or imports JAX:
+the planner in ``offload_fixer.fixes`` reads a diagnostic into every field any codemod reads and
+hands each codemod its own part, and ``python -m libcst.tool codemod`` builds the same target
+from command-line flags.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
-from typing import Literal
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Literal, TypeVar
 
 from offload_fixer import jax_compat
 from offload_fixer.model import EditSafety
 
 Placement = Literal["return", "entry", "after_origin", "operand", "out_shardings", "pin_memory"]
+T = TypeVar("T", bound="FunctionTarget")
+
+LINE_FLAGS = {
+    "function_line": "--function-line",
+    "inner_line": "--inner-line",
+    "origin_line": "--origin-line",
+    "return_lines": "--return-line",
+    "compute_spans": "--compute-line",
+}
+"""The fields that hold lines of the file (a line, lines, or (line, column) pairs), each with the
+flag that sets it: what moves when an edit adds lines above them, what a standalone run checks
+against the file and what an excerpt must keep."""
 
 
 @dataclass(frozen=True)
-class FixTarget:
-    """Where one fix goes: a function (by a line of its ``def``/decorators, or a line
-    inside it, and its name), the outputs (pytree paths relative to the returned value)
-    and, depending on ``placement``, the returns, the parameter or the origin line."""
+class FunctionTarget:
+    """The function a fix goes in: a line of its ``def``/decorators, or a line inside it, and
+    its name."""
 
     function_name: str | None = None
     function_line: int | None = None
     inner_line: int | None = None
-    output_paths: tuple[str, ...] = ("",)
-    placement: Placement = "return"
-    return_lines: tuple[int, ...] = ()
-    """Edit only the returns starting on these lines; empty means every return."""
+
+    def lines(self) -> list[tuple[str, int]]:
+        """(flag, line) for every line of the file the target names, in :data:`LINE_FLAGS`' order."""
+        out: list[tuple[str, int]] = []
+        for name, flag in _line_fields(self):
+            value = getattr(self, name)
+            for item in value if isinstance(value, tuple) else (value,):
+                line = item[0] if isinstance(item, tuple) else item
+                if line is not None:
+                    out.append((flag, line))
+        return out
+
+    def remapped(self: T, lines: Callable[[int | None], int | None]) -> T:
+        """The target with each of its lines moved where ``lines`` maps it."""
+        changes: dict[str, Any] = {}
+        for name, _ in _line_fields(self):
+            value = getattr(self, name)
+            if not isinstance(value, tuple):
+                changes[name] = lines(value)
+            else:
+                changes[name] = tuple((lines(v[0]), *v[1:]) if isinstance(v, tuple) else lines(v) for v in value)
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class HostValueTarget(FunctionTarget):
+    """Where the host value comes from (the move to host, or the host argument and the leaf
+    inside it) and how the target JAX version spells a sharding: what a codemod that writes a
+    sharding for that value derives it from."""
+
+    origin_line: int | None = None
+    origin_col: int | None = None
     parameter: str | None = None
     parameter_index: int | None = None
     parameter_path: str = ""
     """Pytree path of the host leaf inside the parameter (``"['mu']['w']"``), to find its
     ``in_shardings`` entry."""
-    parameter_leaves: tuple[str, ...] = ()
-    """Paths inside ``parameter`` of the host leaves to move (``"['mu']"``); empty: all of it."""
-    narrow: bool = True
-    """Move a stack the function only scans over slice by slice, in the scan's body; False: the
-    whole argument where the function starts (the wider plan, tried when the narrow one fails)."""
-    origin_line: int | None = None
-    origin_col: int | None = None
-    compute_spans: tuple[tuple[int, int], ...] = ()
-    """(line, column) of computations on the host value: ``operand`` moves it to device there."""
-    output_kinds: tuple[tuple[str, str], ...] = ()
-    """Every flat output of the function as (pytree path, memory kind), when known: the
-    structure ``out_shardings`` must mirror and which outputs are host memory already."""
     spelling: jax_compat.Spelling = field(
         default_factory=functools.partial(jax_compat.spelling, jax_compat.NEWEST_MODELLED)
     )
     """How the target JAX version spells the fix; default: the newest modelled."""
+
+
+def narrowed(cls: type[T], wide: FunctionTarget, **changes: Any) -> T:
+    """``cls``'s target taken from a wider one (``changes`` first): the fields ``cls`` reads,
+    by name, so a codemod is handed exactly its own."""
+    merged = replace(wide, **changes) if changes else wide
+    return cls(**{f.name: getattr(merged, f.name) for f in fields(cls)})
+
+
+def _line_fields(target: FunctionTarget) -> list[tuple[str, str]]:
+    names = {f.name for f in fields(target)}
+    return [(name, flag) for name, flag in LINE_FLAGS.items() if name in names]
 
 
 @dataclass(frozen=True)

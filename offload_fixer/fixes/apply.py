@@ -22,13 +22,13 @@ import stat
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import libcst as cst
 from libcst.codemod import CodemodContext
 
 from offload_fixer.codemods.fix_command import FixCommand
-from offload_fixer.codemods.targets import FixTarget
+from offload_fixer.codemods.targets import FunctionTarget
 from offload_fixer.fixes.errors import (
     FixError,
     FixNotConvergedError,
@@ -231,7 +231,7 @@ def fix_source_to_fixpoint(
     """:func:`fix_to_fixpoint` on the statements the jobs need (an excerpt of the file), spliced
     back: (new text, the new text of each changed chunk, passes)."""
     excerpt = source.excerpt_for(target for _, target in jobs)
-    local = [(codemod, remap_target(target, excerpt.excerpt_line)) for codemod, target in jobs]
+    local = [(codemod, target.remapped(excerpt.excerpt_line)) for codemod, target in jobs]
     fixed, passes = fix_to_fixpoint(source.path, excerpt.module, local, max_passes, source.reference_count)
     if fixed is excerpt.module:
         return source.text, [], passes
@@ -281,7 +281,7 @@ def fix_to_fixpoint(
     are now (an earlier edit may have added lines above them). Two targets that edit one
     node are applied in successive passes.
     """
-    batches: dict[type[FixCommand], list[FixTarget]] = {}
+    batches: dict[type[FixCommand], list[FunctionTarget]] = {}
     for codemod, target in jobs:
         batches.setdefault(codemod, []).append(target)
     original = module.code
@@ -292,7 +292,7 @@ def fix_to_fixpoint(
         for codemod, targets in batches.items():
             if code != original:
                 lines = maps.get(code) or maps.setdefault(code, LineMap(split_lines(original), split_lines(code)))
-                targets = [remap_target(t, lines) for t in targets]
+                targets = [t.remapped(lines) for t in targets]
             run = codemod(CodemodContext(filename=path), targets=targets, reference_count=reference_count)
             fixed = run.transform_module(current)
             if fixed is not current:
@@ -320,17 +320,6 @@ class LineMap:
                     return j1 + (index - i1) + 1
                 return j1 + min(index - i1, max(j2 - j1 - 1, 0)) + 1
         return line
-
-
-def remap_target(target: FixTarget, lines: Callable[[int | None], int | None]) -> FixTarget:
-    return replace(
-        target,
-        function_line=lines(target.function_line),
-        inner_line=lines(target.inner_line),
-        origin_line=lines(target.origin_line),
-        return_lines=tuple(lines(line) for line in target.return_lines),  # type: ignore[misc]
-        compute_spans=tuple((lines(line), col) for line, col in target.compute_spans),  # type: ignore[misc]
-    )
 
 
 # ---------------------------------------------------------------------------------------

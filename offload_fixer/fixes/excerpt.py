@@ -32,7 +32,7 @@ from typing import ClassVar
 import libcst as cst
 
 from offload_fixer.codemods.source_facts import count_references
-from offload_fixer.codemods.targets import FixTarget
+from offload_fixer.codemods.targets import FunctionTarget
 from offload_fixer.fixes.errors import SourceSyntaxError
 from offload_fixer.fixes.source_io import parse_source
 from offload_fixer.fixes.splice import splice
@@ -45,19 +45,12 @@ _NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambd
 _KEPT_OUTLINES = 2
 
 
-def target_lines(target: FixTarget) -> list[int]:
+def target_lines(target: FunctionTarget) -> list[int]:
     """Every file line a target points at: the statements its codemod must see."""
-    lines = [
-        target.function_line,
-        target.inner_line,
-        target.origin_line,
-        *target.return_lines,
-        *(line for line, _ in target.compute_spans),
-    ]
-    return [line for line in lines if line is not None]
+    return [line for _, line in target.lines()]
 
 
-def target_function_names(target: FixTarget) -> list[str]:
+def target_function_names(target: FunctionTarget) -> list[str]:
     return [target.function_name.rsplit(".", 1)[-1]] if target.function_name else []
 
 
@@ -126,7 +119,7 @@ class FileOutline:
                     self.import_chunks.append(index)
 
     # ------------------------------------------------------------------ choosing chunks
-    def needed(self, targets: Iterable[FixTarget]) -> frozenset[int]:
+    def needed(self, targets: Iterable[FunctionTarget]) -> frozenset[int]:
         if self.spans is None:
             return frozenset({0})
         targets = list(targets)
@@ -209,7 +202,7 @@ class FileOutline:
             found = self._excerpts[chunks] = self._build(chunks)
         return found
 
-    def excerpt_for(self, targets: Iterable[FixTarget]) -> Excerpt:
+    def excerpt_for(self, targets: Iterable[FunctionTarget]) -> Excerpt:
         return self.excerpt(self.needed(targets))
 
     def _build(self, chunks: frozenset[int]) -> Excerpt:

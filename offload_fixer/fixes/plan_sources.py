@@ -19,14 +19,14 @@ from offload_fixer.codemods.fix_command import FixCommand
 from offload_fixer.codemods.pytree_source import literal_paths, locate, returned_values
 from offload_fixer.codemods.source_facts import FunctionInfo, SourceFacts
 from offload_fixer.codemods.state_flow import StateFlow
-from offload_fixer.codemods.targets import Edit, FixTarget
+from offload_fixer.codemods.targets import Edit, FunctionTarget, HostValueTarget
 from offload_fixer.findings import split_argument
 from offload_fixer.fixes.errors import FixError
 from offload_fixer.fixes.excerpt import FileOutline
 from offload_fixer.fixes.source_io import decode_source, read_source, sha256_of
 from offload_fixer.model import Origin, PathKey, Span
 
-Job = tuple[type[FixCommand], FixTarget]
+Job = tuple[type[FixCommand], FunctionTarget]
 """One edit to make: the codemod (a :class:`FixCommand` class) and its target."""
 
 
@@ -55,7 +55,7 @@ class Source:
     error: str | None = None
     _runs: dict[Job, DryRun] = field(default_factory=dict, repr=False)
 
-    def prefetch(self, codemod: type[FixCommand], targets: Sequence[FixTarget]) -> None:
+    def prefetch(self, codemod: type[FixCommand], targets: Sequence[FunctionTarget]) -> None:
         """Dry-run several targets in one pass over the statements they need."""
         assert self.outline is not None
         excerpt = self.outline.excerpt_for(targets)
@@ -70,12 +70,12 @@ class Source:
             if not outcome.deferred:
                 self._runs[(codemod, target)] = DryRun(outcome.edits, outcome.problems, outcome.satisfied)
 
-    def dry_run(self, codemod: type[FixCommand], target: FixTarget) -> DryRun:
+    def dry_run(self, codemod: type[FixCommand], target: FunctionTarget) -> DryRun:
         if (codemod, target) not in self._runs:
             self.prefetch(codemod, [target])
         return self._runs[(codemod, target)]
 
-    def facts(self, target: FixTarget) -> SourceFacts:
+    def facts(self, target: FunctionTarget) -> SourceFacts:
         """What the codemods know of the statements ``target`` needs, in file lines."""
         assert self.outline is not None
         excerpt = self.outline.excerpt_for([target])
@@ -84,12 +84,12 @@ class Source:
             wrapper.module, wrapper.resolve(PositionProvider), excerpt.file_line, self.outline.reference_count
         )
 
-    def function(self, target: FixTarget) -> tuple[SourceFacts, FunctionInfo] | None:
+    def function(self, target: FunctionTarget) -> tuple[SourceFacts, FunctionInfo] | None:
         facts = self.facts(target)
         function = facts.find_function(target.function_name, target.function_line, target.inner_line)
         return (facts, function) if function is not None else None
 
-    def host_parameter(self, target: FixTarget, origin: Origin) -> tuple[str, str] | None:
+    def host_parameter(self, target: FunctionTarget, origin: Origin) -> tuple[str, str] | None:
         """(parameter, pytree path inside it) a host-argument origin names: by its span inside
         the signature, else by its label (``NAME['key']...``), else by its flat index when every
         parameter is a single array."""
@@ -116,21 +116,21 @@ class Source:
             return function.positional_params[index], ""
         return None
 
-    def positional_index(self, target: FixTarget, name: str) -> int | None:
+    def positional_index(self, target: FunctionTarget, name: str) -> int | None:
         """Where ``name`` sits among the function's positional parameters."""
         found = self.function(target)
         if found is None or name not in found[1].positional_params or found[1].class_name is not None:
             return None
         return found[1].positional_params.index(name)
 
-    def returns_tuples(self, target: FixTarget) -> bool:
+    def returns_tuples(self, target: FunctionTarget) -> bool:
         """Every return of the function gives a tuple literal: a jit in another file may spell
         its ``out_shardings`` as a tuple, which it must match."""
         found = self.function(target)
         values = [value for _, value in returned_values(found[1], ())] if found is not None else []
         return bool(values) and all(isinstance(value, cst.Tuple) for value in values)
 
-    def returned_paths(self, target: FixTarget) -> list[tuple[PathKey, ...]]:
+    def returned_paths(self, target: FunctionTarget) -> list[tuple[PathKey, ...]]:
         """Pytree paths every return of the function spells out (literals, through local names),
         for a source check, which has no output tree."""
         found = self.function(target)
@@ -142,7 +142,7 @@ class Source:
 
     def returned_state(
         self,
-        target: FixTarget,
+        target: HostValueTarget,
         outputs: Sequence[tuple[PathKey, ...]],
         leaves: Sequence[tuple[PathKey, ...]],
         mirrors: Sequence[tuple[PathKey, ...]],
@@ -177,7 +177,7 @@ class Source:
             verdicts[keys] = seen.pop() if len(seen) == 1 else "derived" if "derived" in seen else "unknown"
         return verdicts
 
-    def returned_at(self, target: FixTarget, name: str) -> list[tuple[PathKey, ...]]:
+    def returned_at(self, target: FunctionTarget, name: str) -> list[tuple[PathKey, ...]]:
         """Pytree paths at which the function's returns give back ``name`` (a parameter,
         perhaps assigned again: ``params = update(params); return params, loss``)."""
         found = self.function(target)

@@ -1,19 +1,27 @@
 """Reading a group of diagnostics into a :class:`FixTarget`: the function, the outputs, the
 returns, the origin, the computations on the host value and, for a streamed argument, the
-parameter, its host leaves and the state outputs that return them.
+parameter, its host leaves and the state outputs that return them. Each codemod is handed its
+own part of it (``narrowed(codemod.TARGET, ...)``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from offload_fixer import jax_compat
-from offload_fixer.codemods.targets import FixTarget
+from offload_fixer.codemods.move_to_device import MoveToDeviceTarget
+from offload_fixer.codemods.pin_host_memory import PinTarget
 from offload_fixer.codes import HOST_COMPUTE_CODES, HOST_VALUE_DEVICE_OUTPUT, UNPINNED_HOST_MEMORY
 from offload_fixer.findings import split_argument
 from offload_fixer.fixes.plan_sources import Source, in_file, same_file
 from offload_fixer.model import HOST_KINDS, Diagnostic, OutputInfo, PathKey, Role, format_output_path, parse_output_path
+
+
+@dataclass(frozen=True)
+class FixTarget(MoveToDeviceTarget, PinTarget):
+    """What the planner reads from a group of diagnostics: every field some codemod's own
+    target has (a subclass of each), so each codemod's target is a part of it."""
 
 
 def fix_target(

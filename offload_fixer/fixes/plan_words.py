@@ -9,9 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from offload_fixer import jax_compat
-from offload_fixer.codemods.fix_command import FixCommand
-from offload_fixer.codemods.host_output import HostOutputCommand
-from offload_fixer.codemods.targets import Edit, FixTarget
+from offload_fixer.codemods.host_output import HostOutputTarget
+from offload_fixer.codemods.move_to_device import MoveToDeviceTarget
+from offload_fixer.codemods.targets import Edit, FunctionTarget
 from offload_fixer.model import Origin, Span
 
 RATIONALE = {
@@ -116,19 +116,18 @@ def placer(path: str, places: Mapping[str, Callable[[int], str]]) -> Callable[[i
     return in_cell
 
 
-def title(
-    part: str, codemod: type[FixCommand], t: FixTarget, edits: Sequence[Edit], place: Callable[[int], str]
-) -> str:
-    """What the edit does and where it goes (the line of its first change); ``edits``: those
-    of the part's dry run, none for a display-only plan."""
+def title(part: str, t: FunctionTarget, edits: Sequence[Edit], place: Callable[[int], str]) -> str:
+    """What the edit does and where it goes (the line of its first change); ``t``: the target
+    of the codemod that makes it, which says which edit it is; ``edits``: those of the part's
+    dry run, none for a display-only plan."""
     where = f" ({place(edits[0].line)})" if edits else ""
+    if not isinstance(t, HostOutputTarget):
+        return f"Use 'pinned_host' instead of 'unpinned_host'{where}, so the value is typed host memory"
     function = t.function_name.rsplit(".", 1)[-1] if t.function_name else "the function"
     outputs = ", ".join(f"output {p}" if p else "the result" for p in t.output_paths)
     subjects = ", ".join(dict.fromkeys(e.subject for e in edits if e.subject))
     them = "them" if len({e.subject for e in edits}) > 1 or "," in subjects else "it"
-    if t.placement == "pin_memory":
-        return f"Use 'pinned_host' instead of 'unpinned_host'{where}, so the value is typed host memory"
-    if codemod is HostOutputCommand:
+    if not isinstance(t, MoveToDeviceTarget):
         if part == "state":
             return f"Keep {subjects or outputs} (the state {function} returns) host memory in out_shardings{where}"
         return f"Declare {subjects or outputs} as {t.spelling.host_kind} memory in out_shardings{where}"

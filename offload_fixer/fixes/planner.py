@@ -23,14 +23,14 @@ from typing import Any, Literal
 
 from offload_fixer import jax_compat
 from offload_fixer.codemods.fix_command import FixCommand
-from offload_fixer.codemods.host_output import HostOutputCommand
+from offload_fixer.codemods.host_output import HostOutputCommand, HostOutputTarget
 from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
 from offload_fixer.codemods.pin_host_memory import PinHostMemoryCommand
-from offload_fixer.codemods.targets import Edit, FixTarget
+from offload_fixer.codemods.targets import Edit, FunctionTarget, narrowed
 from offload_fixer.codes import HOST_COMPUTE_CODES, HOST_VALUE_DEVICE_OUTPUT, UNPINNED_HOST_MEMORY
 from offload_fixer.findings import origin_key, root_cause_key, source_path
 from offload_fixer.fixes.plan_sources import Job, Source, Sources
-from offload_fixer.fixes.plan_targets import fix_target, host_computed, imported_jit_target, state_outputs
+from offload_fixer.fixes.plan_targets import FixTarget, fix_target, host_computed, imported_jit_target, state_outputs
 from offload_fixer.fixes.plan_words import (
     NONE_LEAF_NOTE,
     PART_WORDS,
@@ -72,7 +72,8 @@ class FixPlan:
     codemod: type[FixCommand]
     """What makes the edit: :class:`MoveToDeviceCommand`, :class:`HostOutputCommand` or
     :class:`PinHostMemoryCommand`, held, not named."""
-    target: FixTarget
+    target: FunctionTarget
+    """The codemod's own target (``codemod.TARGET``)."""
     safety: Safety
     title: str
     """What the fix does and where, for a ``fix (...)`` line or a quick fix."""
@@ -120,7 +121,7 @@ class FixPlan:
 
     @property
     def output_paths(self) -> tuple[str, ...]:
-        return self.target.output_paths
+        return next((t.output_paths for _, t in self.jobs if isinstance(t, HostOutputTarget)), ("",))
 
     @property
     def unsafe_reasons(self) -> tuple[str, ...]:
@@ -179,7 +180,7 @@ def plan_fixes(
             groups.setdefault(root_cause_key(diagnostic), []).append(diagnostic)
     ordered = sorted(groups.values(), key=_origin_order)  # run and check list findings in different orders
     prepared = [_Group.prepare(group, strategy, spelling, sources, outputs, narrow) for group in ordered]
-    first_attempts: dict[tuple[str, type[FixCommand]], list[FixTarget]] = {}
+    first_attempts: dict[tuple[str, type[FixCommand]], list[FunctionTarget]] = {}
     for group in prepared:
         if group.source is not None and group.source.outline is not None:
             for part in group.parts:
@@ -246,7 +247,7 @@ def fix_options(
 class _Attempt:
     strategy: str
     codemod: type[FixCommand]
-    target: FixTarget
+    target: FunctionTarget
     covers: frozenset[str] = frozenset()
     """The codes of the group's diagnostics this edit fixes."""
     path: str | None = None
@@ -309,9 +310,12 @@ class _Group:
             if part.attempts
         ]
         for part in parts:
-            elsewhere = imported_jit_target(group, part.attempts[0].target, source) if part.name == "state" else None
+            elsewhere = imported_jit_target(group, target, source) if part.name == "state" else None
             if elsewhere is not None:  # the function's jit site in another module
-                part.attempts.append(replace(part.attempts[0], target=elsewhere[1], path=elsewhere[0]))
+                attempt = part.attempts[0]
+                part.attempts.append(
+                    replace(attempt, target=narrowed(attempt.codemod.TARGET, elsewhere[1]), path=elsewhere[0])
+                )
         return cls(group, strategy, rationale, target, parts, source, base, sources)
 
     def plan(self, spelling: jax_compat.Spelling, place: Callable[[int], str]) -> FixPlan:
@@ -356,7 +360,7 @@ class _Group:
                     named = (
                         place if other is None else (lambda line, p=other.path: f"{os.path.basename(p)}, line {line}")
                     )
-                    titles.append(title(part.name, attempt.codemod, attempt.target, run.edits, named))
+                    titles.append(title(part.name, attempt.target, run.edits, named))
                     covered |= attempt.covers
                     strategies.append(attempt.strategy)
                     if failed:
@@ -399,8 +403,11 @@ class _Group:
         )
 
     def _display_only(self, problems: tuple[str, ...], place: Callable[[int], str]) -> FixPlan:
+        fallback = _codemod(self.strategy)
         first = (
-            self.parts[0].attempts[0] if self.parts else _Attempt(self.strategy, _codemod(self.strategy), self.target)
+            self.parts[0].attempts[0]
+            if self.parts
+            else _Attempt(self.strategy, fallback, narrowed(fallback.TARGET, self.target))
         )
         name = self.parts[0].name if self.parts else ("declare" if self.strategy == "host" else "return")
         return FixPlan(
@@ -408,7 +415,7 @@ class _Group:
             codemod=first.codemod,
             target=first.target,
             safety="display-only",
-            title=title(name, first.codemod, first.target, [], place),
+            title=title(name, first.target, [], place),
             problems=problems,
             **self.base,
         )
@@ -439,7 +446,7 @@ def _parts(
         return _Attempt(
             codemod.STRATEGY,
             codemod,
-            replace(target, placement=placement, **changes),  # type: ignore[arg-type]
+            narrowed(codemod.TARGET, target, placement=placement, **changes),
             frozenset(codemod.FIXES[placement] if covers is None else covers),  # type: ignore[index]
         )
 

@@ -13,8 +13,7 @@ from offload_fixer.report.places import (
     cell_words,
     display_path,
     in_file,
-    origin_words,
-    output_words,
+    named_places,
     sort_key,
     unpredicted,
 )
@@ -66,13 +65,7 @@ def format_github(
         out.append(_github_command("error", error.span, "offload-fixer", error.message, root))
     for d in sorted(diagnostics, key=sort_key):
         span = primary_span(d)
-        lines = [f"{d.code} {d.message}"]
-        output = output_words(d)
-        if output:
-            lines.append(f"output: {output}")
-        origin = origin_words(d)
-        if origin:
-            lines.append(f"origin: {origin}")
+        lines = [f"{d.code} {d.message}", *(f"{label}: {words}" for label, words in named_places(d))]
         lines += [f"fix ({fix.safety}): {fix.title}" for fix in d.fixes]
         level = _GITHUB_LEVEL.get(d.severity, "warning")
         if span is None:

@@ -121,6 +121,13 @@ def origin_words(diagnostic: Diagnostic) -> str | None:
     return f"{words}: {origin.detail}" if origin.detail else words
 
 
+def named_places(diagnostic: Diagnostic) -> list[tuple[str, str]]:
+    """(``output`` or ``origin``, its words) for each the diagnostic names: what a format that
+    puts a finding in one message (GitHub's, SARIF's) adds after it."""
+    words = (("output", output_words(diagnostic)), ("origin", origin_words(diagnostic)))
+    return [(label, text) for label, text in words if text]
+
+
 def unpredicted(compilations: Sequence[Report]) -> tuple[str, ...]:
     """Every verdict of the compiler the analysis did not predict, named by its function."""
     return tuple(f"{_compilation_name(c)}: {difference}" for c in compilations for difference in c.unpredicted)

@@ -24,6 +24,7 @@ from offload_fixer.report.places import (
     common_target,
     in_file,
     installed_jax,
+    named_places,
     origin_words,
     output_words,
     relative_path,
@@ -214,12 +215,7 @@ def _sarif_rule(rule: Rule, target: str, jax_version: str | None) -> dict[str, A
 
 def _sarif_message(d: Diagnostic) -> str:
     parts = [d.message if d.message.endswith(".") else f"{d.message}."]
-    output = output_words(d)
-    if output:
-        parts.append(f"Output: {output}.")
-    origin = origin_words(d)
-    if origin:
-        parts.append(f"Origin: {origin}.")
+    parts += [f"{label.capitalize()}: {words}." for label, words in named_places(d)]
     return " ".join(parts)
 
 

@@ -19,7 +19,6 @@ from libcst.codemod import CodemodContext, SkipFile
 
 from offload_fixer.codemods.host_output import HostOutputCommand
 from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
-from offload_fixer.codemods.targets import FixTarget
 
 CPU_MEMORY_KINDS = {memory.kind for memory in jax.devices("cpu")[0].addressable_memories()}
 
@@ -40,7 +39,7 @@ def project(tmp_path: Path) -> Path:
 
 
 def run(command: type, source: str, **target: object) -> tuple[str, MoveToDeviceCommand | HostOutputCommand]:
-    codemod = command(CodemodContext(), target=FixTarget(**target))  # type: ignore[arg-type]
+    codemod = command(CodemodContext(), target=command.TARGET(**target))
     module = codemod.transform_module(cst.parse_module(textwrap.dedent(source)))
     return module.code, codemod
 

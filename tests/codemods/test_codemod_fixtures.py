@@ -3,8 +3,9 @@ spelling and version spelling the fixes support.
 
 Each ``NAME.before.py`` carries its case in a header, as LibCST's ``assertCodemod`` keeps the
 input beside what is expected of it: one ``# fix: CODEMOD {target fields as JSON}`` line per
-edit (``jax_version`` picks the spelling), ``# safety:`` with the expected safety of each
-edit made in the first pass, in order, and ``# ---``. Line numbers count the lines below the
+edit, the fields of that codemod's own target (``TARGET``; ``jax_version`` picks the
+spelling), ``# safety:`` with the expected safety of each edit made in the first pass, in
+order, and ``# ---``. Line numbers count the lines below the
 header. Each case applies its targets the way ``offload_fixer.fixes.apply`` does: to a
 fixpoint, so the second pass proving nothing changes is part of every case. The
 ``NAME.after.py`` files are the exact expected output.
@@ -27,7 +28,7 @@ from offload_fixer.codemods.fix_command import FixCommand
 from offload_fixer.codemods.host_output import HostOutputCommand
 from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
 from offload_fixer.codemods.pin_host_memory import PinHostMemoryCommand
-from offload_fixer.codemods.targets import FixTarget
+from offload_fixer.codemods.targets import FunctionTarget
 from offload_fixer.fixes.apply import fix_to_fixpoint, split_lines
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -41,7 +42,7 @@ HEADER_END = "# ---\n"
 @dataclass(frozen=True)
 class Case:
     fixture: str
-    jobs: tuple[tuple[type[FixCommand], FixTarget], ...]
+    jobs: tuple[tuple[type[FixCommand], FunctionTarget], ...]
     safety: tuple[str, ...]
     """Expected safety of each edit made in the first pass, in order."""
     source: str
@@ -56,10 +57,11 @@ def read_case(name: str) -> Case:
     for line in header.splitlines():
         if line.startswith("# fix: "):
             command, _, fields = line.removeprefix("# fix: ").partition(" ")
-            target = json.loads(fields)
-            version = target.pop("jax_version", jax_compat.NEWEST_MODELLED)
+            codemod, target = COMMANDS[command], json.loads(fields)
+            if "jax_version" in target:
+                target["spelling"] = jax_compat.spelling(target.pop("jax_version"))
             target = {k: tuple(v) if isinstance(v, list) else v for k, v in target.items()}
-            jobs.append((COMMANDS[command], FixTarget(**target, spelling=jax_compat.spelling(version))))
+            jobs.append((codemod, codemod.TARGET(**target)))
         elif line.startswith("# safety: "):
             safety = tuple(line.removeprefix("# safety: ").split())
     assert jobs, f"{name}.before.py names no fix"

@@ -10,8 +10,7 @@ from dataclasses import replace
 import libcst as cst
 from libcst.codemod import CodemodContext
 
-from offload_fixer.codemods.host_output import HostOutputCommand
-from offload_fixer.codemods.targets import FixTarget
+from offload_fixer.codemods.host_output import HostOutputCommand, HostOutputTarget
 
 MAIN = """\
     import jax
@@ -36,10 +35,9 @@ KINDS = (
 
 
 def _fix(source: str, **changes: object) -> tuple[str, HostOutputCommand]:
-    target = FixTarget(
+    target = HostOutputTarget(
         function_name="train_step",
         inner_line=9,
-        placement="out_shardings",
         output_paths=tuple(f"[0]{leaf}" for leaf in LEAVES),
         parameter="state",
         parameter_index=0,

@@ -27,7 +27,6 @@ from offload_fixer.codemods.host_output import HostOutputCommand
 from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
 from offload_fixer.codemods.pytree_source import structure_mismatch
 from offload_fixer.codemods.source_facts import SourceFacts
-from offload_fixer.codemods.targets import FixTarget
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -35,7 +34,7 @@ OLD_JAX = jax_compat.spelling("0.7.0")
 
 
 def run(codemod: type[FixCommand], source: str, **target: object) -> FixCommand:
-    command = codemod(CodemodContext(), FixTarget(**target))  # type: ignore[arg-type]
+    command = codemod(CodemodContext(), codemod.TARGET(**target))
     command.transform_module(cst.parse_module(textwrap.dedent(source)))
     return command
 

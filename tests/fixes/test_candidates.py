@@ -7,8 +7,7 @@ from types import SimpleNamespace
 import libcst as cst
 from libcst.codemod import CodemodContext
 
-from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
-from offload_fixer.codemods.targets import FixTarget
+from offload_fixer.codemods.move_to_device import MoveToDeviceCommand, MoveToDeviceTarget
 from offload_fixer.fixes.candidates import Trial, choose
 
 GRAD_OF_SCAN = """import jax
@@ -30,7 +29,7 @@ def grad_norm(layers, x):
 
 
 def _move(narrow: bool) -> str:
-    target = FixTarget(
+    target = MoveToDeviceTarget(
         function_name="grad_norm", function_line=13, placement="entry", parameter="layers", narrow=narrow
     )
     command = MoveToDeviceCommand(CodemodContext(filename="m.py"), targets=[target])

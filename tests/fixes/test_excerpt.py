@@ -10,9 +10,8 @@ from libcst.codemod import CodemodContext
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from offload_fixer.codemods.host_output import HostOutputCommand
-from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
+from offload_fixer.codemods.move_to_device import MoveToDeviceCommand, MoveToDeviceTarget
 from offload_fixer.codemods.source_facts import SourceFacts
-from offload_fixer.codemods.targets import FixTarget
 from offload_fixer.fixes.apply import fix_source_to_fixpoint, fix_to_fixpoint
 from offload_fixer.fixes.excerpt import FileOutline
 
@@ -52,9 +51,10 @@ def program(helpers: int = 40) -> str:
     return text + "".join(HELPER.format(i=i) for i in range(helpers // 2, helpers)) + JIT_SITE
 
 
-def step_target(text: str, **kwargs: object) -> FixTarget:
+def step_target(text: str, **kwargs: object) -> MoveToDeviceTarget:
     line = text.splitlines().index("def step(x):") + 1
-    return FixTarget(function_name="step", function_line=line, output_paths=("[0]",), origin_line=line + 1, **kwargs)  # type: ignore[arg-type]
+    fields: dict = {"function_name": "step", "function_line": line, "output_paths": ("[0]",), "origin_line": line + 1}
+    return MoveToDeviceTarget(**fields, **kwargs)
 
 
 def test_excerpt_holds_only_what_the_fix_needs() -> None:

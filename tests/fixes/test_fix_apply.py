@@ -22,7 +22,6 @@ from offload_fixer.fixes import (
 from offload_fixer.fixes.apply import (
     LineMap,
     fix_to_fixpoint,
-    remap_target,
     split_lines,
     verify,
 )
@@ -135,7 +134,7 @@ def test_second_application_changes_nothing(tmp_path: Path) -> None:
     path.write_text(SOURCE)
     (plan,) = plan_fixes([diagnostic(path)], jax_version=NEW_JAX)  # host: adds an import line
     (result,) = apply_plans([plan], write=True)
-    moved = remap_target(plan.target, LineMap(split_lines(SOURCE), split_lines(result.new_text)))
+    moved = plan.target.remapped(LineMap(split_lines(SOURCE), split_lines(result.new_text)))
     again, passes = fix_to_fixpoint(str(path), cst.parse_module(path.read_bytes()), [(plan.codemod, moved)])
     assert passes == 1 and again.code == result.new_text
 
