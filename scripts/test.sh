@@ -127,6 +127,8 @@ esac
 # Tests marked `once` (tests/conftest.py ONCE: file handling, packaging, the package's own
 # structure) do not depend on the installed JAX: they run in the main environment, and in the
 # others only when this run has no main environment.
+MESH_FLAG=--xla_force_host_platform_device_count=8  # tests/xla/probes.DEVICE_COUNT_FLAG
+MESH_TESTS=(tests/xla/test_probes.py tests/xla/test_fidelity.py)
 once_filter() { case " $ENVS " in *" main "*) [ "$1" = main ] || echo "not once" ;; esac; }
 for name in $ENVS; do
   dir=$(env_dir "$name")
@@ -138,15 +140,28 @@ for name in $ENVS; do
   # Wall and CPU seconds (user + system, the test processes' children included): on a shared
   # machine the CPU figure is the one that says what the suite costs.
   TIMEFORMAT='%R %U %S'
-  { time {
+  { time (
+    return_status=0
     OFFLOAD_FIXER_REQUIRE_COMPILERS=$(env_required_compilers "$name") \
-      "$dir/bin/python" -m pytest -q -n "$JOBS" -p no:cacheprovider ${marks:+-m "$marks"} "$@" 2>&1 | tee "$logs/$name"
-  }; } 2>"$logs/$name.time" || status=$?
+      "$dir/bin/python" -m pytest -q -n "$JOBS" -p no:cacheprovider ${marks:+-m "$marks"} "$@" 2>&1 | tee "$logs/$name" || return_status=$?
+    # The mesh probes need 8 CPU devices, which would turn the examples (meshes over
+    # jax.devices()) into 8-device programs: a pass of their own, on a full run only.
+    if [ $# -eq 0 ]; then
+      XLA_FLAGS="${XLA_FLAGS:+$XLA_FLAGS }$MESH_FLAG" OFFLOAD_FIXER_REQUIRE_COMPILERS=$(env_required_compilers "$name") \
+        "$dir/bin/python" -m pytest -q -n "$JOBS" -p no:cacheprovider -k mesh "${MESH_TESTS[@]}" 2>&1 | tee "$logs/$name.mesh" || return_status=$?
+    fi
+    exit "$return_status"
+  ); } 2>"$logs/$name.time" || status=$?
   read -r wall user system <"$logs/$name.time"
   wall_total=$(awk -v a="${wall_total:-0}" -v b="$wall" 'BEGIN {print a + b}')
   cpu_total=$(awk -v a="${cpu_total:-0}" -v b="$user" -v c="$system" 'BEGIN {print a + b + c}')
   counts=$(grep -E '^(=+ )?[0-9]+ (passed|failed|skipped|error|xfailed|deselected).* in [0-9.]+s' "$logs/$name" | tail -1 \
     | sed -E 's/^=+ //; s/ in [0-9.]+s.*//') || counts="no summary"
+  if [ -f "$logs/$name.mesh" ]; then
+    mesh=$(grep -E '^(=+ )?[0-9]+ (passed|failed|skipped|error|deselected).* in [0-9.]+s' "$logs/$name.mesh" | tail -1 \
+      | sed -E 's/^=+ //; s/ in [0-9.]+s.*//; s/, [0-9]+ deselected//') || mesh="no summary"
+    counts="$counts; mesh probes: $mesh"
+  fi
   [ "$status" -eq 0 ] || failed="$failed $name"
   summary+=("$(printf '%-14s jax %-9s python %-7s %4.0fs wall %4.0fs cpu  %s%s' "$dir" "$jax" "$python" "$wall" \
     "$(awk -v b="$user" -v c="$system" 'BEGIN {print b + c}')" "$counts" "$([ "$status" -eq 0 ] || echo "  (exit $status)")")")
