@@ -10,8 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from offload_fixer import jax_compat
+from offload_fixer.codemods.fix_command import FixCommand
 from offload_fixer.codemods.move_to_device import MoveToDeviceTarget
 from offload_fixer.codemods.pin_host_memory import PinTarget
+from offload_fixer.codemods.targets import FunctionTarget, narrowed
 from offload_fixer.codes import HOST_COMPUTE_CODES, HOST_VALUE_DEVICE_OUTPUT, UNPINNED_HOST_MEMORY
 from offload_fixer.findings import split_argument
 from offload_fixer.fixes.plan_sources import Source, in_file, same_file
@@ -172,8 +174,8 @@ def host_computed(group: Sequence[Diagnostic]) -> bool:
 
 
 def imported_jit_target(
-    group: Sequence[Diagnostic], target: FixTarget, source: Source | None
-) -> tuple[str, FixTarget] | None:
+    group: Sequence[Diagnostic], target: FixTarget, source: Source | None, codemod: type[FixCommand]
+) -> tuple[str, FunctionTarget] | None:
     """(file, target) that keeps the state host at the function's jit site in another file,
     where ``run`` saw it jitted (``FunctionRef.jit_path``): only where every return in the
     function's own file is a tuple (that file's ``out_shardings`` spells the structure from
@@ -184,4 +186,5 @@ def imported_jit_target(
     index = source.positional_index(target, target.parameter)
     if index is None or not source.returns_tuples(target):
         return None
-    return function.jit_path, replace(target, function_line=None, inner_line=function.jit_line, parameter_index=index)
+    at_jit = replace(target, function_line=None, inner_line=function.jit_line, parameter_index=index)
+    return function.jit_path, narrowed(codemod.TARGET, at_jit)

@@ -100,17 +100,9 @@ class FixPlan:
 
     def in_other_files(self) -> list[FixPlan]:
         """The plan's edits in other files, each as a plan of that file with the same label."""
+        cleared: dict[str, Any] = {"more_jobs": (), "elsewhere": (), "covered": ()}
         return [
-            replace(
-                self,
-                path=path,
-                source_sha256=sha,
-                codemod=codemod,
-                target=target,
-                more_jobs=(),
-                elsewhere=(),
-                covered=(),
-            )
+            replace(self, path=path, source_sha256=sha, codemod=codemod, target=target, **cleared)
             for path, sha, (codemod, target) in self.elsewhere
         ]
 
@@ -310,12 +302,10 @@ class _Group:
             if part.attempts
         ]
         for part in parts:
-            elsewhere = imported_jit_target(group, target, source) if part.name == "state" else None
+            first_try = part.attempts[0]
+            elsewhere = imported_jit_target(group, target, source, first_try.codemod) if part.name == "state" else None
             if elsewhere is not None:  # the function's jit site in another module
-                attempt = part.attempts[0]
-                part.attempts.append(
-                    replace(attempt, target=narrowed(attempt.codemod.TARGET, elsewhere[1]), path=elsewhere[0])
-                )
+                part.attempts.append(replace(first_try, target=elsewhere[1], path=elsewhere[0]))
         return cls(group, strategy, rationale, target, parts, source, base, sources)
 
     def plan(self, spelling: jax_compat.Spelling, place: Callable[[int], str]) -> FixPlan:
