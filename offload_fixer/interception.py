@@ -179,7 +179,7 @@ class CompilationChecker:
             self.result.checked += 1
             # the call a fix is lowered again with before it is written
             call = (
-                AbstractCall(fun, abstract_arguments(args), dict(kwargs))
+                AbstractCall(fun, abstract_arguments(args), dict(kwargs), jax_compat.jit_options(jitted))
                 if self.confirm or report.diagnostics
                 else None
             )
