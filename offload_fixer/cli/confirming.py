@@ -142,10 +142,7 @@ class FixConfirmation:
             )
             chosen = list(choice.plans)
             if compiled:  # the plans written carry their figures, as the result shown does
-                measured = {
-                    id(p): dataclasses.replace(p, measured=self.measurements(p, checked))
-                    for p in chosen
-                }
+                measured = {id(p): dataclasses.replace(p, measured=self.measurements(p, checked)) for p in chosen}
                 chosen = [measured[id(p)] for p in chosen]
                 result = dataclasses.replace(result, applied=tuple(measured.get(id(p), p) for p in result.applied))
             from offload_fixer.model import describe_measurements
@@ -194,7 +191,12 @@ class FixConfirmation:
         checks = [check for _, _, check in checked]
         if not checks:
             if self.compile:
-                return Trial(False, unverified[0] if unverified else "not verified: no checked compilation of this file to compile the fix with")
+                return Trial(
+                    False,
+                    unverified[0]
+                    if unverified
+                    else "not verified: no checked compilation of this file to compile the fix with",
+                )
             # nothing lowered: the fix is written as before, and says it was not verified
             why = unverified or ["not verified: no checked compilation of this file's functions to lower it with"]
             return Trial(True, detail=(result, [], why))

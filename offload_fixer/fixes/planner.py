@@ -95,8 +95,7 @@ class FixPlan:
     no compiler is installed."""
     unverified: str = ""
     """``not verified: <why>`` where the fixed source could not be lowered before it was
-    written (a jit whose shardings only the running program gives, a module whose import runs
-    the program); empty once it lowered, and before it is checked."""
+    written (a jit only the running program builds, an import that runs it); else empty."""
     elsewhere: tuple[tuple[str, str | None, Job], ...] = ()
     """(file, its sha256, edit) for the edits of the same fix in another file: the jit site of
     a function defined here, in the package's ``__main__.py`` (applied with the plan, always)."""

@@ -17,8 +17,8 @@ import dataclasses
 import importlib.util
 import itertools
 import os
-import sys
 import shutil
+import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -127,9 +127,9 @@ def fixed_modules(texts: Mapping[str, str], require_safe: bool = False) -> Itera
     ``load`` raises :class:`Unverifiable` where the import fails (or, ``require_safe``,
     would run the program)."""
     texts = {os.path.abspath(p): t for p, t in texts.items()}
-    cleanup: list[Callable[[], None]] = []
-    copies: dict[str, tuple[str, str]] = {}
-    """package root: (its copy's parent folder, the copy's package name)"""
+    cleanup: list[Callable[[], object]] = []
+    copies: dict[str, str] = {}
+    """package root: the name its copy is imported under"""
 
     def load(path: str) -> Any:
         path = os.path.abspath(path)
@@ -149,7 +149,7 @@ def fixed_modules(texts: Mapping[str, str], require_safe: bool = False) -> Itera
                 return _import_lone(path, text, cleanup)
             if root not in copies:
                 copies[root] = _copy_package(root, texts, cleanup)
-            parent, name = copies[root]
+            name = copies[root]
             relative = os.path.relpath(path, root)[: -len(".py")].replace(os.sep, ".")
             dotted = name if relative == "__init__" else f"{name}.{relative.removesuffix('.__init__')}"
             return importlib.import_module(dotted)
@@ -167,7 +167,7 @@ def fixed_modules(texts: Mapping[str, str], require_safe: bool = False) -> Itera
             undo()
 
 
-def _import_lone(path: str, text: str, cleanup: list[Callable[[], None]]) -> Any:
+def _import_lone(path: str, text: str, cleanup: list[Callable[[], object]]) -> Any:
     directory = os.path.dirname(path)
     handle, temporary = tempfile.mkstemp(prefix=".offload-fixer-confirm-", suffix=".py", dir=directory)
     name = f"_offload_fixer_fixed_{next(_names)}"
@@ -178,7 +178,7 @@ def _import_lone(path: str, text: str, cleanup: list[Callable[[], None]]) -> Any
     return _import(name, temporary, directory)
 
 
-def _copy_package(root: str, texts: Mapping[str, str], cleanup: list[Callable[[], None]]) -> tuple[str, str]:
+def _copy_package(root: str, texts: Mapping[str, str], cleanup: list[Callable[[], object]]) -> str:
     """The package's ``.py`` files copied under a unique name into a temporary folder put
     first on ``sys.path``, the fixed ``texts`` of its files written over them."""
     parent = tempfile.mkdtemp(prefix="offload-fixer-confirm-")
@@ -201,7 +201,7 @@ def _copy_package(root: str, texts: Mapping[str, str], cleanup: list[Callable[[]
     sys.path.insert(0, parent)
     cleanup.append(lambda: sys.path.remove(parent) if parent in sys.path else None)
     cleanup.append(lambda: [sys.modules.pop(m) for m in [m for m in sys.modules if m.split(".")[0] == name]])
-    return parent, name
+    return name
 
 
 def _remove(path: str) -> None:
@@ -248,10 +248,12 @@ def _jit_at_site(site: Any, texts: Mapping[str, str], function: FunctionRef, mod
     for option, position in (("in_shardings", 1), ("out_shardings", 2)):
         expression = _keyword(fixed, option, position)
         before = _keyword(original, option, position)
-        if expression is None or (before is not None and ast.dump(before) == ast.dump(expression) and option in options):
+        if expression is None or (
+            before is not None and ast.dump(before) == ast.dump(expression) and option in options
+        ):
             continue
         try:
-            options[option] = eval(compile(ast.Expression(expression), path, "eval"), names)  # noqa: S307
+            options[option] = eval(compile(ast.Expression(expression), path, "eval"), names)
         except Exception as exc:  # noqa: BLE001
             raise Unverifiable(
                 f"the jit at {where} is built inside a function; its {option} "
