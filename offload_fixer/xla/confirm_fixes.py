@@ -128,8 +128,8 @@ def fixed_modules(texts: Mapping[str, str], require_safe: bool = False) -> Itera
     would run the program)."""
     texts = {os.path.abspath(p): t for p, t in texts.items()}
     cleanup: list[Callable[[], object]] = []
-    copies: dict[str, str] = {}
-    """package root: the name its copy is imported under"""
+    copies: dict[str, tuple[str, str]] = {}
+    """package root: (the name its copy is imported under, the copy's folder)"""
 
     def load(path: str) -> Any:
         path = os.path.abspath(path)
@@ -149,7 +149,9 @@ def fixed_modules(texts: Mapping[str, str], require_safe: bool = False) -> Itera
                 return _import_lone(path, text, cleanup)
             if root not in copies:
                 copies[root] = _copy_package(root, texts, cleanup)
-            name = copies[root]
+                if require_safe:  # its modules import one another: any of them may run
+                    _refuse_unsafe(copies[root][1], path, root)
+            name = copies[root][0]
             relative = os.path.relpath(path, root)[: -len(".py")].replace(os.sep, ".")
             dotted = name if relative == "__init__" else f"{name}.{relative.removesuffix('.__init__')}"
             return importlib.import_module(dotted)
@@ -178,7 +180,7 @@ def _import_lone(path: str, text: str, cleanup: list[Callable[[], object]]) -> A
     return _import(name, temporary, directory)
 
 
-def _copy_package(root: str, texts: Mapping[str, str], cleanup: list[Callable[[], object]]) -> str:
+def _copy_package(root: str, texts: Mapping[str, str], cleanup: list[Callable[[], object]]) -> tuple[str, str]:
     """The package's ``.py`` files copied under a unique name into a temporary folder put
     first on ``sys.path``, the fixed ``texts`` of its files written over them."""
     parent = tempfile.mkdtemp(prefix="offload-fixer-confirm-")
@@ -201,7 +203,26 @@ def _copy_package(root: str, texts: Mapping[str, str], cleanup: list[Callable[[]
     sys.path.insert(0, parent)
     cleanup.append(lambda: sys.path.remove(parent) if parent in sys.path else None)
     cleanup.append(lambda: [sys.modules.pop(m) for m in [m for m in sys.modules if m.split(".")[0] == name]])
-    return name
+    return name, copy
+
+
+def _refuse_unsafe(copy: str, loaded: str, root: str) -> None:
+    """:class:`Unverifiable` where a module of the package copy (its ``__main__.py`` only when
+    that is the one loaded) would run the program on import."""
+    for folder, _, names in os.walk(copy):
+        for name in sorted(names):
+            if not name.endswith(".py"):
+                continue
+            file = os.path.join(folder, name)
+            original = os.path.join(root, os.path.relpath(file, copy))
+            if name == "__main__.py" and original != loaded:
+                continue
+            with open(file, encoding="utf-8") as handle:
+                if not import_safe(handle.read()):
+                    raise Unverifiable(
+                        f"importing {os.path.relpath(original, os.path.dirname(root))} would run the program "
+                        "(statements at module level)"
+                    )
 
 
 def _remove(path: str) -> None:
