@@ -154,6 +154,7 @@ class CompilationChecker:
         from offload_fixer import jax_compat
         from offload_fixer.analysis import analyze
         from offload_fixer.api import function_ref
+        from offload_fixer.jax_compat import tracing as jax_tracing
 
         with self._lock:
             if self.progress is not None:
@@ -179,7 +180,7 @@ class CompilationChecker:
             self.result.checked += 1
             # the call a fix is lowered again with before it is written
             call = (
-                AbstractCall(fun, abstract_arguments(args), dict(kwargs))
+                AbstractCall(fun, abstract_arguments(args), dict(kwargs), jax_tracing.jit_options(jitted))
                 if self.confirm or report.diagnostics
                 else None
             )

@@ -370,10 +370,13 @@ class MeasuredFix:
     written: bool = False
     span: Span | None = None
     """Where its first finding is."""
+    unverified: str = ""
+    """``not verified: <why>`` for a fix written or shown without being lowered first (then
+    ``measured`` is empty); empty for a fix lowered from its fixed source."""
 
     @property
     def summary(self) -> str:
-        return describe_measurements(self.measured)
+        return self.unverified or describe_measurements(self.measured)
 
     def to_dict(self) -> dict[str, Any]:
         return {**_to_dict(self), "measured": [m.to_dict() for m in self.measured], "summary": self.summary}

@@ -28,6 +28,9 @@ class AbstractCall:
     fun: Any
     args: tuple
     kwargs: dict
+    jit_options: dict | None = None
+    """The options ``jax.jit`` was given (``jax_compat.jit_options``), to jit the fixed function
+    again where its jit is built inside a function; not saved in report files."""
 
 
 def abstract_arguments(args: tuple) -> tuple:

@@ -125,6 +125,12 @@ class FixConfirmation:
         result = dataclasses.replace(result, skipped=result.skipped + choice.left)
         trial = choice.trial
         checked = trial.detail[1] if trial is not None and trial.detail else []
+        unverified = list(dict.fromkeys(trial.detail[2])) if trial is not None and trial.detail else []
+        if unverified:  # written as before, never silently: said, and carried by the fix's record
+            self.notes += unverified
+            marked = {id(p): dataclasses.replace(p, unverified=unverified[0]) for p in choice.plans}
+            choice = dataclasses.replace(choice, plans=tuple(marked[id(p)] for p in choice.plans))
+            result = dataclasses.replace(result, applied=tuple(marked.get(id(p), p) for p in result.applied))
         checks = [check for _, _, check in checked]
         if checks and all(c.verdict is not None for c in checks):
             compiler = checks[0].verdict.compiler
@@ -136,10 +142,7 @@ class FixConfirmation:
             )
             chosen = list(choice.plans)
             if compiled:  # the plans written carry their figures, as the result shown does
-                measured = {
-                    id(p): dataclasses.replace(p, measured=self.measurements(p, result.old_text, checked))
-                    for p in chosen
-                }
+                measured = {id(p): dataclasses.replace(p, measured=self.measurements(p, checked)) for p in chosen}
                 chosen = [measured[id(p)] for p in chosen]
                 result = dataclasses.replace(result, applied=tuple(measured.get(id(p), p) for p in result.applied))
             from offload_fixer.model import describe_measurements
@@ -150,19 +153,25 @@ class FixConfirmation:
         return result, list(choice.plans)
 
     def _check(self, path: str, plans: Sequence[Any]) -> Any:
-        """Lower (and compile, to measure) ``path`` with ``plans`` applied in memory; the outputs
-        of the findings they leave unfixed are declared host before compiling."""
+        """Lower (and compile, to measure) ``path`` with ``plans`` applied in memory, their
+        edits in other files (the jit site in ``__main__.py``) overlaid too; the outputs of the
+        findings they leave unfixed are declared host before compiling. ``Trial.detail``: (the
+        file's result, (report, call, check) of each compilation lowered, why the others could
+        not be: ``not verified: ...``)."""
         from offload_fixer.fixes import apply_plans
         from offload_fixer.fixes.candidates import Trial
-        from offload_fixer.xla.confirm_fixes import compile_fixed, import_safe
+        from offload_fixer.xla.confirm_fixes import compile_fixed
 
         result = apply_plans(plans, write=False, unsafe=True)[0]
         if result.error is not None:
             return Trial(False, getattr(result.error, "message", None) or str(result.error))
         if not result.changed:
             return Trial(False, "the edit changes nothing")
-        if not self.compile and not import_safe(result.new_text):
-            return Trial(True, detail=(result, []))  # importing it would run the program again: not lowered
+        texts = {path: result.new_text}
+        others = [part for plan in plans for part in plan.in_other_files()]
+        for other in apply_plans(others, write=False, unsafe=True) if others else []:
+            if other.error is None and other.changed and other.path != path:
+                texts[other.path] = other.new_text
         # by finding, not by output: two root causes can reach one output
         covered = {(d.function, d.output_index, d.message) for p in plans for d in p.covered}
         checked = []
@@ -173,16 +182,24 @@ class FixConfirmation:
                 if d.output_index is not None and (d.function, d.output_index, d.message) not in covered
             ]
             check = compile_fixed(
-                path, result.new_text, report.function, call.args, call.kwargs, self.target, self.measure, left
+                texts, report.function, call, self.target, self.measure, left, require_safe=not self.compile
             )
             checked.append((report, call, check))
+        unverified = [check.reason for _, _, check in checked if not check.located]
         if not self.compile:
             checked = [entry for entry in checked if entry[2].located]
         checks = [check for _, _, check in checked]
         if not checks:
             if self.compile:
-                return Trial(False, "no checked compilation of this file to compile the fix with")
-            return Trial(True, detail=(result, []))  # no recorded call of this file's functions
+                return Trial(
+                    False,
+                    unverified[0]
+                    if unverified
+                    else "not verified: no checked compilation of this file to compile the fix with",
+                )
+            # nothing lowered: the fix is written as before, and says it was not verified
+            why = unverified or ["not verified: no checked compilation of this file's functions to lower it with"]
+            return Trial(True, detail=(result, [], why))
         failing = next((check for check in checks if not check.lowered), None)
         if failing is not None:
             return Trial(False, failing.reason)
@@ -191,20 +208,26 @@ class FixConfirmation:
             return Trial(False, next(check.reason for check in checks if not check.confirmed))
         memories = [check.verdict.memory for check in checks if check.verdict is not None]
         device = sum(m.device_total for m in memories if m) if compiled and all(memories) else None
-        return Trial(True, compiled=compiled, device_bytes=device, detail=(result, checked))
+        return Trial(True, compiled=compiled, device_bytes=device, detail=(result, checked, unverified))
 
     def _calls(self, path: str) -> list[tuple[Any, Any]]:
-        """(report, recorded call) of each checked compilation of a function of ``path``."""
-        return [
+        """(report, recorded call) of each checked compilation of a function of ``path``; where
+        there is none and ``path`` is in a package, of the package's functions (a fixed
+        ``optim.py`` reaches ``step.train_step`` through ``from . import optim``)."""
+        from offload_fixer.xla.confirm_fixes import package_root
+
+        recorded = [
             (report, call)
             for index, report in enumerate(self.reports)
-            if (call := self.calls.get(index)) is not None
-            and report.function is not None
-            and report.function.path
-            and os.path.abspath(report.function.path) == os.path.abspath(path)
+            if (call := self.calls.get(index)) is not None and report.function is not None and report.function.path
         ]
+        own = [(r, c) for r, c in recorded if os.path.abspath(r.function.path) == os.path.abspath(path)]
+        root = package_root(path)
+        if own or root is None:
+            return own
+        return [(r, c) for r, c in recorded if package_root(r.function.path) == root]
 
-    def measurements(self, plan: Any, old_text: str, checked: Sequence[tuple[Any, Any, Any]]) -> tuple[Any, ...]:
+    def measurements(self, plan: Any, checked: Sequence[tuple[Any, Any, Any]]) -> tuple[Any, ...]:
         """The compiler's figures of each compilation of ``plan``'s function(s) in the fixed
         file (``checked``: (report, call, compiled fix) of the file's compilations), each against
         the same compilation unfixed (:meth:`before`)."""
@@ -218,11 +241,11 @@ class FixConfirmation:
             if after is None or ref is None or (ref.name, ref.path) not in functions:
                 continue
             compiler = check.verdict.compiler
-            before = self.before(report, call, old_text)
+            before = self.before(report, call)
             found.append(FixMeasurement(ref.name, self.target, compiler, after, before))
         return tuple(found)
 
-    def before(self, report: Any, call: Any, old_text: str) -> Any:
+    def before(self, report: Any, call: Any) -> Any:
         """The unfixed compilation's figures with its failing outputs declared host: from the
         run's own ``--confirm`` (``Report.xla_accepted``: the program is not compiled again),
         else compiled once here (a run without ``--confirm``), once per compilation."""
@@ -235,10 +258,7 @@ class FixConfirmation:
             failing = [
                 d.output_index for d in report.by_code(codes.HOST_VALUE_DEVICE_OUTPUT) if d.output_index is not None
             ]
-            path = report.function.path
-            self._before[key] = original_memory(
-                path, old_text, report.function, call.args, call.kwargs, self.target, failing
-            )
+            self._before[key] = original_memory(report.function, call, self.target, failing)
         return self._before[key]
 
 

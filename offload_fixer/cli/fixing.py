@@ -36,8 +36,9 @@ class FixRun:
         return any(r.changed and r.error is None for r in self.results)
 
     def measured(self) -> list[Any]:
-        """Each fix made (``--fix``) or shown (``--diff``) that the compiler measured, as the
-        formats and the run report carry it (``model.MeasuredFix``); none without a compiler."""
+        """Each fix made (``--fix``) or shown (``--diff``) that the compiler measured, or that
+        could not be lowered before (``not verified: ...``), as the formats and the run report
+        carry it (``model.MeasuredFix``)."""
         from offload_fixer.findings import location
         from offload_fixer.model import MeasuredFix
 
@@ -51,11 +52,12 @@ class FixRun:
                 measured=plan.measured,
                 written=result.written,
                 span=location(plan.diagnostics[0]) if plan.diagnostics else None,
+                unverified=plan.unverified,
             )
             for result in self.results
             if result.error is None and result.changed
             for plan in result.applied
-            if plan.measured
+            if plan.measured or plan.unverified
         ]
 
 

@@ -94,6 +94,9 @@ class FixPlan:
     """The compiler's memory figures of the fixed program against the unfixed one, one per
     compilation of the fixed function, once the fix is compiled; empty until then, and where
     no compiler is installed."""
+    unverified: str = ""
+    """``not verified: <why>`` where the fixed source could not be lowered before it was
+    written (a jit only the running program builds, an import that runs it); else empty."""
     elsewhere: tuple[tuple[str, str | None, Job], ...] = ()
     """(file, its sha256, edit) for the edits of the same fix in another file: the jit site of
     a function defined here, in the package's ``__main__.py`` (applied with the plan, always)."""

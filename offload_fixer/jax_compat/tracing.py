@@ -255,3 +255,31 @@ def _stderr_without_start_up_noise(verbose: bool) -> Iterator[_StartUp]:
                     kept.append(line)
             if kept:
                 os.write(2, "".join(kept).encode())
+
+
+def jit_options(jitted: Any) -> dict[str, Any] | None:
+    """The options ``jax.jit`` was given for ``jitted`` (``in_shardings``, ``out_shardings``
+    where the user set them, donation, static arguments), to jit a fixed function again as
+    the program did where that jit is built inside a function (``main()``) and importing the
+    fixed source cannot rebuild it. From ``PjitInfo`` (``_jit_info``, private, the same in
+    JAX 0.4.35 to 0.12); ``None`` where the object has none."""
+    info = getattr(jitted, "_jit_info", None)
+    if info is None:
+        return None
+
+    def tree(treedef: Any, leaves: Any) -> Any:
+        if any(type(leaf).__name__ == "UnspecifiedValue" for leaf in leaves):
+            return None
+        return treedef.unflatten(leaves)
+
+    options: dict[str, Any] = {
+        "donate_argnums": tuple(info.donate_argnums),
+        "static_argnums": tuple(info.static_argnums),
+        "static_argnames": tuple(info.static_argnames),
+        "keep_unused": info.keep_unused,
+    }
+    for name in ("in_shardings", "out_shardings"):
+        value = tree(getattr(info, f"{name}_treedef"), getattr(info, f"{name}_leaves"))
+        if value is not None:
+            options[name] = value
+    return options

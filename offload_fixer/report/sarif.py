@@ -294,12 +294,14 @@ def _sarif_fix(change: SourceChange, base: Path) -> dict[str, Any]:
 
 
 def _fix_notification(fix: MeasuredFix, base: Path) -> dict[str, Any]:
-    """A fix the run compiled: what it does and what it costs, where its finding is."""
-    done = "fixed" if fix.written else "fix compiles"
+    """A fix the run compiled: what it does and what it costs, where its finding is (a fix it
+    could not lower first: a warning that says why, ``fix-unverified``)."""
+    done = "fixed" if fix.written else ("fix shown" if fix.unverified else "fix compiles")
     message = f"{done}: {fix.title}: {fix.summary}"
+    level, kind = ("warning", "fix-unverified") if fix.unverified else ("note", "fix-measured")
     if fix.span is None:
-        return {"level": "note", "message": {"text": message}, "descriptor": {"id": "fix-measured"}}
-    return _notification("note", cell_words(fix.span) + message, fix.span, base, "fix-measured")
+        return {"level": level, "message": {"text": message}, "descriptor": {"id": kind}}
+    return _notification(level, cell_words(fix.span) + message, fix.span, base, kind)
 
 
 def _notification(level: str, message: str, span: Span, base: Path, kind: str) -> dict[str, Any]:

@@ -1,11 +1,14 @@
 """Fixes compiled before they are written: the fixed source lowered again and judged by XLA.
 
-``run --fix --confirm`` knows each checked compilation's function and its arguments as shapes
-and shardings (``report_file.AbstractCall``). The fixed text of the function's file is written to
-a temporary file beside it (so its imports and relative paths resolve as they do for the
-original), imported as a fresh module — not as ``__main__``, so a script's ``main()`` does not
-run — and the function, with the jit options the fixed source gives it, is lowered for the
-target with the same arguments and compiled. A fix is confirmed when XLA compiles the result.
+``run --fix`` knows each checked compilation's function and its arguments as shapes and
+shardings (``report_file.AbstractCall``). The fixed files of the plans are imported as fresh
+modules (:func:`fixed_modules`: a lone file written beside the original, a package's file from a
+temporary copy of the package with every fixed file overlaid, so relative imports resolve inside
+the copy) — not as ``__main__``, so a script's ``main()`` does not run — and the function, with
+the jit options the fixed source gives it (a jit built inside ``main()``: the recorded options,
+the fixed call's shardings evaluated), is lowered for the target with the same arguments and
+compiled. A fix is confirmed when XLA compiles the result; one that cannot be lowered so is
+``not verified``, with the reason (:class:`Unverifiable`).
 """
 
 from __future__ import annotations
@@ -14,9 +17,10 @@ import dataclasses
 import importlib.util
 import itertools
 import os
+import shutil
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -38,42 +42,44 @@ class FixCheck:
     """The fixed function lowered (a refusal with ``lowered`` is the compiler's)."""
 
 
+class Unverifiable(Exception):
+    """Why a fix cannot be lowered before it is written (said as ``not verified: ...``)."""
+
+
 def compile_fixed(
-    path: str,
-    fixed_text: str,
+    texts: Mapping[str, str],
     function: FunctionRef,
-    args: tuple,
-    kwargs: dict,
+    call: Any,
     target: str,
     compile: bool = True,
     host_outputs: Sequence[int] = (),
+    require_safe: bool = False,
 ) -> FixCheck:
-    """Lower ``function`` from ``fixed_text`` (the new contents of ``path``) and, with
-    ``compile``, compile it. Lowering needs JAX only: a fix whose ``out_shardings`` does not
-    fit the returned pytree, or whose edit no longer traces, fails here. ``host_outputs``: the
-    outputs declared host memory before compiling (those of findings this text leaves unfixed,
-    so that XLA judges the rest, as ``--confirm`` does)."""
+    """Lower ``function`` from the fixed files ``texts`` (path: new contents, every file of
+    the plans: the function's module and its jit site's) and, with ``compile``, compile it.
+    ``call``: the recorded call (its jitted object ``fun``, where the run has it, its
+    ``args``/``kwargs`` as shapes and shardings). Lowering needs JAX only: a fix whose
+    ``out_shardings`` does not fit the returned pytree, or whose edit no longer traces, fails
+    here. ``host_outputs``: the outputs declared host memory before compiling (those of
+    findings this text leaves unfixed, so that XLA judges the rest, as ``--confirm`` does).
+    ``require_safe``: a file whose import would run the program is not imported (the check
+    says so, ``located`` false)."""
     from offload_fixer.xla.confirm import with_host_output
     from offload_fixer.xla.oracle import judge, module_text
 
-    with _imported(path, fixed_text) as module:
-        if isinstance(module, Exception):
-            return FixCheck(
-                False,
-                f"the fixed file could not be imported to compile it: {type(module).__name__}: {module}",
-                located=False,
-                lowered=False,
-            )
-        jitted = find_jitted(module, function)
-        if jitted is None:
-            return FixCheck(
-                False,
-                f"`{function.name}` is not a module-level function of the fixed file",
-                located=False,
-                lowered=False,
-            )
+    texts = {os.path.abspath(p): t for p, t in texts.items()}
+    with fixed_modules(texts, require_safe) as load:
         try:
-            lowered = lower_fixed(jitted, module, args, kwargs, target)
+            module = load(function.path or "")
+            jitted = find_jitted(module, function)
+            if jitted is None and function.jit_path:
+                jitted = _jit_at_site(load(function.jit_path), texts, function, module, call)
+            if jitted is None:
+                raise Unverifiable(f"`{function.name}` is not jitted at module level in the fixed file")
+        except Unverifiable as exc:
+            return FixCheck(False, f"not verified: {exc}", located=False, lowered=False)
+        try:
+            lowered = lower_fixed(jitted, module, call.args, call.kwargs, target)
         except Exception as exc:  # noqa: BLE001
             return FixCheck(
                 False, f"the fixed `{function.name}` no longer lowers: {type(exc).__name__}: {exc}", lowered=False
@@ -92,38 +98,231 @@ def compile_fixed(
     return FixCheck(False, f"{verdict.compiler} still rejects the fixed `{function.name}`: {said}", verdict)
 
 
-def original_memory(
-    path: str, text: str, function: FunctionRef, args: tuple, kwargs: dict, target: str, host_outputs: Sequence[int]
-) -> MemoryFigures | None:
-    """The memory figures of ``function`` as ``text`` (the unfixed file) has it, with the outputs
+def original_memory(function: FunctionRef, call: Any, target: str, host_outputs: Sequence[int]) -> MemoryFigures | None:
+    """The memory figures of ``function`` as the unfixed files have it, with the outputs
     error 1200 names declared host memory (the program XLA accepts unchanged, as ``--confirm``
     compiles it): what a fix's figures are compared with. ``None`` where XLA rejects even that."""
-    check = compile_fixed(path, text, function, args, kwargs, target, host_outputs=host_outputs)
+    check = compile_fixed({}, function, call, target, host_outputs=host_outputs)
     return check.verdict.memory if check.verdict is not None else None
 
 
+def package_root(path: str) -> str | None:
+    """The outermost regular package (a folder with ``__init__.py``) holding ``path``."""
+    root = None
+    folder = os.path.dirname(os.path.abspath(path))
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        root = folder
+        folder = os.path.dirname(folder)
+    return root
+
+
 @contextmanager
-def _imported(path: str, text: str) -> Iterator[Any]:
-    """``text`` written to a temporary file beside ``path`` and imported as a fresh module
-    (its imports and relative paths resolve as the original's do); the exception instead
-    where the import fails. Removed again on exit."""
-    directory = os.path.dirname(os.path.abspath(path))
+def fixed_modules(texts: Mapping[str, str], require_safe: bool = False) -> Iterator[Callable[[str], Any]]:
+    """``load(path)``: the module of ``path`` as the fixed ``texts`` have it, imported fresh
+    under a name of its own, never touching the user's files. A file of a package is imported
+    from a temporary copy of the package's ``.py`` files with every fixed file overlaid, the
+    copy under a unique package name, so that relative imports (``from . import optim``)
+    resolve inside the copy; a lone file is written beside the original (its imports and
+    relative paths resolve as the original's do). Everything is removed again on exit.
+    ``load`` raises :class:`Unverifiable` where the import fails (or, ``require_safe``,
+    would run the program)."""
+    texts = {os.path.abspath(p): t for p, t in texts.items()}
+    cleanup: list[Callable[[], object]] = []
+    copies: dict[str, tuple[str, str]] = {}
+    """package root: (the name its copy is imported under, the copy's folder)"""
+
+    def load(path: str) -> Any:
+        path = os.path.abspath(path)
+        if path in texts:
+            text = texts[path]
+        else:
+            try:
+                with open(path, encoding="utf-8") as handle:
+                    text = handle.read()
+            except OSError as exc:
+                raise Unverifiable(f"{os.path.basename(path)} cannot be read: {exc}") from None
+        if require_safe and not import_safe(text):
+            raise Unverifiable(f"importing {os.path.basename(path)} would run the program (statements at module level)")
+        root = package_root(path)
+        try:
+            if root is None:
+                return _import_lone(path, text, cleanup)
+            if root not in copies:
+                copies[root] = _copy_package(root, texts, cleanup)
+                if require_safe:  # its modules import one another: any of them may run
+                    _refuse_unsafe(copies[root][1], path, root)
+            name = copies[root][0]
+            relative = os.path.relpath(path, root)[: -len(".py")].replace(os.sep, ".")
+            dotted = name if relative == "__init__" else f"{name}.{relative.removesuffix('.__init__')}"
+            return importlib.import_module(dotted)
+        except Unverifiable:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - the user's module may fail (or exit) on import
+            raise Unverifiable(
+                f"the fixed {os.path.basename(path)} could not be imported: {type(exc).__name__}: {exc}"
+            ) from None
+
+    try:
+        yield load
+    finally:
+        for undo in reversed(cleanup):
+            undo()
+
+
+def _import_lone(path: str, text: str, cleanup: list[Callable[[], object]]) -> Any:
+    directory = os.path.dirname(path)
     handle, temporary = tempfile.mkstemp(prefix=".offload-fixer-confirm-", suffix=".py", dir=directory)
     name = f"_offload_fixer_fixed_{next(_names)}"
+    cleanup.append(lambda: _remove(temporary))
+    cleanup.append(lambda: sys.modules.pop(name, None))
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        out.write(text)
+    return _import(name, temporary, directory)
+
+
+def _copy_package(root: str, texts: Mapping[str, str], cleanup: list[Callable[[], object]]) -> tuple[str, str]:
+    """The package's ``.py`` files copied under a unique name into a temporary folder put
+    first on ``sys.path``, the fixed ``texts`` of its files written over them."""
+    parent = tempfile.mkdtemp(prefix="offload-fixer-confirm-")
+    cleanup.append(lambda: shutil.rmtree(parent, ignore_errors=True))
+    name = f"_offload_fixer_fixed_{next(_names)}"
+    copy = os.path.join(parent, name)
+
+    def ignored(folder: str, names: list[str]) -> list[str]:
+        return [
+            n
+            for n in names
+            if n == "__pycache__" or (not n.endswith(".py") and not os.path.isdir(os.path.join(folder, n)))
+        ]
+
+    shutil.copytree(root, copy, ignore=ignored)
+    for path, text in texts.items():
+        if path.startswith(root + os.sep):
+            with open(os.path.join(copy, os.path.relpath(path, root)), "w", encoding="utf-8") as out:
+                out.write(text)
+    sys.path.insert(0, parent)
+    cleanup.append(lambda: sys.path.remove(parent) if parent in sys.path else None)
+    cleanup.append(lambda: [sys.modules.pop(m) for m in [m for m in sys.modules if m.split(".")[0] == name]])
+    return name, copy
+
+
+def _refuse_unsafe(copy: str, loaded: str, root: str) -> None:
+    """:class:`Unverifiable` where a module of the package copy (its ``__main__.py`` only when
+    that is the one loaded) would run the program on import."""
+    for folder, _, names in os.walk(copy):
+        for name in sorted(names):
+            if not name.endswith(".py"):
+                continue
+            file = os.path.join(folder, name)
+            original = os.path.join(root, os.path.relpath(file, copy))
+            if name == "__main__.py" and original != loaded:
+                continue
+            with open(file, encoding="utf-8") as handle:
+                if not import_safe(handle.read()):
+                    raise Unverifiable(
+                        f"importing {os.path.relpath(original, os.path.dirname(root))} would run the program "
+                        "(statements at module level)"
+                    )
+
+
+def _remove(path: str) -> None:
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            out.write(text)
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _jit_at_site(site: Any, texts: Mapping[str, str], function: FunctionRef, module: Any, call: Any) -> Any:
+    """The jit of ``function`` at its jit site (``function.jit_path``): the site module's own
+    module-level jit, else (a jit built inside ``main()``) the fixed function jitted again with
+    the options the run recorded, the ``in_shardings``/``out_shardings`` the fixed call spells
+    evaluated with the site module's names and the names the original call's ``in_shardings``
+    binds to the recorded shardings (``in_shardings=(state_sh, ...)``: ``state_sh``)."""
+    import ast
+
+    import jax
+
+    from offload_fixer.api import python_function
+
+    found = find_jitted(site, function)
+    if found is not None:
+        return found
+    where = f"{os.path.basename(function.jit_path or '')}:{function.jit_line}"
+    options = dict(call.jit_options) if getattr(call, "jit_options", None) is not None else None
+    if options is None:  # a saved report (``fix REPORT``) does not keep them
+        raise Unverifiable(f"the jit at {where} is built inside a function, and the record holds no jit options")
+    path = os.path.abspath(function.jit_path or "")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            before_text = handle.read()
+        original = _jit_call(ast.parse(before_text), function)
+        fixed = _jit_call(ast.parse(texts.get(path, before_text)), function)
+    except (OSError, SyntaxError):
+        fixed = original = None
+    if fixed is None or original is None:
+        raise Unverifiable(f"no `jax.jit({function.name}, ...)` call found at {where}")
+    names = dict(vars(site))
+    recorded_in = options.get("in_shardings")
+    written_in = _keyword(original, "in_shardings", 1)
+    if recorded_in is not None and written_in is not None:
+        names.update(_bindings(written_in, recorded_in))
+    for option, position in (("in_shardings", 1), ("out_shardings", 2)):
+        expression = _keyword(fixed, option, position)
+        before = _keyword(original, option, position)
+        if expression is None or (
+            before is not None and ast.dump(before) == ast.dump(expression) and option in options
+        ):
+            continue
         try:
-            module: Any = _import(name, temporary, directory)
-        except Exception as exc:  # noqa: BLE001 - the user's module may fail to import here
-            module = exc
-        yield module
-    finally:
-        sys.modules.pop(name, None)
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
+            options[option] = eval(compile(ast.Expression(expression), path, "eval"), names)
+        except Exception as exc:  # noqa: BLE001
+            raise Unverifiable(
+                f"the jit at {where} is built inside a function; its {option} "
+                f"`{ast.unparse(expression)}` needs the running program ({type(exc).__name__}: {exc})"
+            ) from None
+    fun = python_function(getattr(module, function.name, None))
+    if fun is None:
+        raise Unverifiable(f"`{function.name}` is not defined at module level in the fixed file")
+    return jax.jit(fun, **options)
+
+
+def _jit_call(tree: Any, function: FunctionRef) -> Any:
+    """The ``jax.jit(NAME, ...)`` call of ``function`` nearest its recorded jit line."""
+    import ast
+
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and (ast.unparse(node.func) in ("jax.jit", "jit"))
+        and node.args
+        and ast.unparse(node.args[0]).split(".")[-1] == function.name
+    ]
+    return min(calls, key=lambda c: abs(c.lineno - (function.jit_line or 0)), default=None)
+
+
+def _keyword(call: Any, name: str, position: int) -> Any:
+    for keyword in call.keywords:
+        if keyword.arg == name:
+            return keyword.value
+    return call.args[position] if len(call.args) > position else None
+
+
+def _bindings(expression: Any, value: Any) -> dict[str, Any]:
+    """Each name of a tuple/list/dict literal ``expression`` bound to its part of ``value``."""
+    import ast
+
+    if isinstance(expression, ast.Name):
+        return {expression.id: value}
+    found: dict[str, Any] = {}
+    if isinstance(expression, (ast.Tuple, ast.List)) and isinstance(value, (tuple, list)):
+        for part, sub in zip(expression.elts, value):
+            found.update(_bindings(part, sub))
+    elif isinstance(expression, ast.Dict) and isinstance(value, dict):
+        for key, part in zip(expression.keys, expression.values):
+            if isinstance(key, ast.Constant) and key.value in value:
+                found.update(_bindings(part, value[key.value]))
+    return found
 
 
 def import_safe(text: str) -> bool:

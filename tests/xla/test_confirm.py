@@ -12,6 +12,7 @@ from examples_support import ARGUMENTS, import_example, jax_runs_examples
 import offload_fixer
 from offload_fixer import jax_compat
 from offload_fixer.model import FunctionRef
+from offload_fixer.report_file import AbstractCall
 from offload_fixer.xla.confirm import confirm, with_host_output
 from offload_fixer.xla.confirm_fixes import compile_fixed
 
@@ -106,7 +107,8 @@ def test_a_fix_is_compiled_from_the_fixed_file_before_it_is_written(tmp_path: Pa
     if out is None and not jax_compat.spelling().memory_space_api:
         pytest.skip("the device fix is spelled with jax.memory.Space here")
     args = (jax.ShapeDtypeStruct((3, 128, 128), jnp.float32), jax.ShapeDtypeStruct((8, 128), jnp.float32))
-    check = compile_fixed(str(path), fixed, FunctionRef("layers", str(path), 9), args, {}, "tpu")
+    call = AbstractCall(None, args, {})
+    check = compile_fixed({str(path): fixed}, FunctionRef("layers", str(path), 9), call, "tpu")
     assert check.confirmed is confirmed, check.reason
     if not confirmed:
         assert "still rejects the fixed `layers`" in check.reason

@@ -1,0 +1,91 @@
+"""A fix in a package lowered from a temporary copy with every fixed file overlaid: relative
+imports resolve inside the copy, a jit built inside ``main()`` is jitted again from the run's
+record, the user's files are never touched, and what cannot be lowered says ``not verified``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+
+from offload_fixer.model import FunctionRef
+from offload_fixer.report_file import AbstractCall
+from offload_fixer.xla.confirm_fixes import compile_fixed
+
+ROOT = Path(__file__).resolve().parents[2]
+COMMAND = shutil.which("offload-fixer", path=os.path.dirname(sys.executable))
+
+
+def _package(tmp_path: Path) -> Path:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "helpers.py").write_text("def double(x):\n    return x * 2\n")
+    (package / "model.py").write_text(
+        "import jax\n\nfrom . import helpers\n\n\ndef step(x):\n    return helpers.double(x)\n"
+    )
+    (package / "__main__.py").write_text(
+        "import jax\n\nfrom .model import step\n\n\ndef main():\n    f = jax.jit(step)\n    f(1.0)\n\n\n"
+        'if __name__ == "__main__":\n    main()\n'
+    )
+    return package
+
+
+def test_a_package_fix_spanning_two_files_lowers_from_the_overlaid_copy(tmp_path: Path):
+    package = _package(tmp_path)
+    before = {p.name: p.read_text() for p in package.iterdir()}
+    fixed_helpers = "def double(x):\n    return x + x\n"
+    # the jit site (inside main()) edited too: the fixed call's out_shardings is evaluated
+    fixed_main = before["__main__.py"].replace("jax.jit(step)", "jax.jit(step, out_shardings=None)")
+    function = FunctionRef("step", str(package / "model.py"), 6, jit_path=str(package / "__main__.py"), jit_line=7)
+    call = AbstractCall(None, (jax.ShapeDtypeStruct((4,), jnp.float32),), {}, {})
+    modules = set(sys.modules)
+    check = compile_fixed(
+        {str(package / "helpers.py"): fixed_helpers, str(package / "__main__.py"): fixed_main},
+        function,
+        call,
+        "tpu",
+        compile=False,
+        require_safe=True,
+    )
+    assert check.confirmed and check.located, check.reason
+    assert {p.name: p.read_text() for p in package.iterdir()} == before  # the user's files untouched
+    assert not [m for m in set(sys.modules) - modules if m.startswith("_offload_fixer_fixed_")]
+
+
+def test_what_only_the_running_program_gives_is_not_verified(tmp_path: Path):
+    package = _package(tmp_path)
+    function = FunctionRef("step", str(package / "model.py"), 6, jit_path=str(package / "__main__.py"), jit_line=7)
+    args = (jax.ShapeDtypeStruct((4,), jnp.float32),)
+    fixed_main = (package / "__main__.py").read_text().replace("jax.jit(step)", "jax.jit(step, out_shardings=local)")
+    texts = {str(package / "__main__.py"): fixed_main}
+    runtime = compile_fixed(texts, function, AbstractCall(None, args, {}, {}), "tpu", compile=False)
+    assert not runtime.located and runtime.reason.startswith("not verified: the jit at __main__.py:7 is built inside")
+    assert "`local`" in runtime.reason
+    saved = compile_fixed(texts, function, AbstractCall(None, args, {}), "tpu", compile=False)  # fix REPORT
+    assert saved.reason.startswith("not verified:") and "no jit options" in saved.reason
+    (package / "helpers.py").write_text("def double(x):\n    return x * 2\n\nprint(double(1))\n")
+    runs = compile_fixed({}, function, AbstractCall(None, args, {}, {}), "tpu", compile=False, require_safe=True)
+    assert runs.reason == "not verified: importing pkg/helpers.py would run the program (statements at module level)"
+
+
+def test_run_fix_diff_compiles_and_measures_the_package_fix(tpu_compiler, tmp_path: Path):
+    """moments_on_host: the step in step.py, its jit inside main() in __main__.py."""
+    shutil.copytree(ROOT / "examples" / "training", tmp_path / "examples" / "training")
+    module = "examples.training.moments_on_host"
+    done = subprocess.run(
+        [COMMAND or "offload-fixer", "run", "--fix", "--diff", "-m", module],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )
+    said = done.stdout + done.stderr
+    assert "moments_on_host/step.py: the fix compiles (libtpu" in said, said
+    assert ": HBM " in said and "not verified" not in said, said
