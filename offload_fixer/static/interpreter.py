@@ -35,8 +35,8 @@ from . import jax_api, names
 from .evaluator import MAX_EVALUATIONS, Unsupported
 from .expressions import ExpressionEvaluator
 from .jax_api import argument_from_shardings, with_spelling
-from .project import Project, is_modeled
-from .scopes import ForeignScope, Frame, StaticScope
+from .project import ModuleFacts, Project, is_modeled
+from .scopes import ForeignScope, Frame, NotCut, StaticScope
 from .statements import StatementRunner
 from .syntax import calls_in, header_expressions
 from .values import (
@@ -88,26 +88,39 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
 
     def __init__(
         self,
-        module: cst.Module,
+        module: cst.Module | ModuleFacts,
         text: str,
         memos: Sequence[dict] | None = None,
         project: Project | None = None,
         path: str | None = None,
     ) -> None:
-        """``memos``: one dict per top-level statement that outlives this interpreter (a cached
-        chunk's, :meth:`ParsedSource.memos`), where what the statement's syntax alone tells (the
-        calls in each simple statement, the names each function binds) is kept for the next
-        check of the document. ``project`` resolves the imports of ``path`` to the other
-        modules of the project (without it, imported names stay names)."""
-        mutated_globals = frozenset(
-            name.strip() for match in _GLOBAL_STATEMENT.findall(text) for name in match.split(",")
-        )
+        """``module``: the parsed module, or the facts of one read statement by statement
+        (only the statements the check looks at are parsed; :class:`NotCut` when one of
+        them does not parse alone). ``memos``: one dict per top-level statement that outlives
+        this interpreter (a cached chunk's, :meth:`ParsedSource.memos`), where what the
+        statement's syntax alone tells (the calls in each simple statement, the names each
+        function binds) is kept for the next check of the document. ``project`` resolves the
+        imports of ``path`` to the other modules of the project (without it, imported names
+        stay names)."""
         self.path = None if path is None else os.path.abspath(path)
         self.project = project
-        self.module_scope = StaticScope(self, list(module.body), None, unknown=mutated_globals, module_path=self.path)
+        self.module_scope: StaticScope
+        if isinstance(module, ModuleFacts):
+            self.module_scope = ForeignScope(self, module, whole_fallback=False)
+            self.module_scope.module_path = self.path
+            self._body: Sequence[Any] | None = None
+            self._count = len(module.outline.groups)
+        else:
+            mutated_globals = frozenset(
+                name.strip() for match in _GLOBAL_STATEMENT.findall(text) for name in match.split(",")
+            )
+            self.module_scope = StaticScope(
+                self, list(module.body), None, unknown=mutated_globals, module_path=self.path
+            )
+            self._body = module.body
+            self._count = len(module.body)
         self.foreign: dict[str, ForeignScope | None] = {}
         """Modules of the project read so far, by absolute path."""
-        self.module = module
         self._memos = memos
         self._memo: dict = {}
         """The memo of the top-level statement being searched for jit sites."""
@@ -127,14 +140,24 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
         """The jit sites of each top-level statement (of those at ``indices``, in file order):
         a site's node is in the statement it was found in, so each is found once."""
         found: dict[int, list[Jitted]] = {}
-        body = self.module.body
-        for index in range(len(body)) if indices is None else indices:
+        for index in range(self._count) if indices is None else indices:
+            statement = self._statement(index)
             if self._memos is not None:
                 self._memo = self._memos[index]
             sites: dict[Any, Jitted] = {}
-            self._discover_statement(body[index], self.module_scope, self.module_scope, index, sites)
+            self._discover_statement(statement, self.module_scope, self.module_scope, index, sites)
             found[index] = list(sites.values())
         return found
+
+    def _statement(self, index: int) -> Any:
+        if self._body is not None:
+            return self._body[index]
+        assert isinstance(self.module_scope, ForeignScope)
+        chunk = self.module_scope.chunk(index)
+        if chunk is None:
+            raise NotCut(index)
+        self._memo = chunk.memo
+        return chunk.statements[0]
 
     def _discover(self, statements: list, scope: StaticScope, closure: StaticScope, sites: dict) -> None:
         """Find decorated jitted ``def``s and ``jax.jit(f, ...)`` calls in ``statements``.

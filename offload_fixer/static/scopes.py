@@ -88,14 +88,21 @@ class StaticScope:
         return PositionedScope(self, index)
 
 
-class ForeignScope(StaticScope):
-    """Another module of the project seen from the checked file. Its bindings are read on
-    demand: ``ast`` (:class:`ModuleFacts`) says which top-level statements bind a name, and only
-    those are parsed with libcst. A module that cannot be cut into statements is parsed whole."""
+class NotCut(Exception):
+    """A statement of the checked file does not parse alone: it is analysed whole instead."""
 
-    def __init__(self, interpreter: Any, facts: Any) -> None:
+
+class ForeignScope(StaticScope):
+    """A module read statement by statement: another module of the project seen from the
+    checked file, or (``whole_fallback=False``) the checked file itself. Its bindings are read
+    on demand: ``ast`` (:class:`ModuleFacts`) says which top-level statements bind a name, and
+    only those are parsed with libcst. Another module that cannot be cut into statements is
+    parsed whole; for the checked file, :class:`NotCut` says to analyse it whole."""
+
+    def __init__(self, interpreter: Any, facts: Any, whole_fallback: bool = True) -> None:
         super().__init__(interpreter, [], None, unknown=facts.mutated_globals, module_path=facts.path)
         self.facts = facts
+        self.whole_fallback = whole_fallback
         self.star_import = facts.star_import
         self.chunks: dict[int, Any] = {}
         """Index -> the libcst chunk of each statement parsed so far (for positions)."""
@@ -107,6 +114,8 @@ class ForeignScope(StaticScope):
         if name not in self.bindings and name not in self.unknown:
             loaded = self._load(name)
             if loaded is None:
+                if not self.whole_fallback:
+                    raise NotCut(name)
                 parsed = self.facts.parsed_whole()
                 self.whole = StaticScope(
                     self.interpreter,
@@ -125,15 +134,24 @@ class ForeignScope(StaticScope):
     def _load(self, name: str) -> list[Binding] | None:
         found: list[Binding] = []
         for index in dict.fromkeys(self.facts.binders.get(name, ())):
-            chunk = self.chunks.get(index) or self.facts.chunk(index)
+            chunk = self.chunk(index)
             if chunk is None:
                 return None
-            self.chunks[index] = chunk
             collector = BindingCollector()
             collector.add_statement(chunk.statements[0], index, nested=False)
             found.extend(collector.bindings.get(name, ()))
             self.unknown.update(collector.declared)
         return found
+
+    def chunk(self, index: int) -> Any:
+        """The libcst chunk of the ``index``-th top-level statement group, parsed on first use
+        (None when it does not parse alone)."""
+        chunk = self.chunks.get(index)
+        if chunk is None:
+            chunk = self.facts.chunk(index)
+            if chunk is not None:
+                self.chunks[index] = chunk
+        return chunk
 
     def source(self) -> Any:
         """Where the parsed statements are, for the positions of findings in this module."""
