@@ -523,7 +523,7 @@ def _analyse(
 
         policies: list[Diagnostic] = []  # the caller passes no text with ``unpinned_host``
         interpreter = Interpreter(parsed, text, None, project, importer)
-        indices: list[int] | None = jit_candidates(parsed, _project_imports(project, importer))
+        indices: list[int] | None = jit_candidates(parsed, project, importer)
     else:
         from .policies import unpinned_policies
 
@@ -557,21 +557,6 @@ def _analyse(
     primary = parsed if isinstance(parsed, ParsedSource) else interpreter.module_scope.source()
     sources = Sources(primary, path, others, source_sha256)
     return diagnostics(found, sources, target, spelling) + policies, dependencies
-
-
-def _project_imports(project: Project | None, importer: str | None) -> Callable[[int, str], bool]:
-    """Whether an import (``level`` dots, dotted module) of ``importer`` may reach a module of
-    the project, as :meth:`.interpreter.Interpreter.imported` resolves it."""
-
-    def reaches(level: int, module: str) -> bool:
-        if project is None or importer is None:
-            return False
-        if level:
-            return True
-        head = module.split(".", 1)[0]
-        return project.module_path([head], project.search_roots(importer)) is not None
-
-    return reaches
 
 
 def _increment(

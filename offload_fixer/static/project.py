@@ -154,6 +154,8 @@ class ModuleFacts:
                     else:
                         self.binders.setdefault(name, []).append(index)
         self.cache = cache if cache is not None else SourceCache(spare=0)
+        self.memo: dict[str, Any] = {}
+        """What other analyses derive from these facts alone, kept as long as they are."""
         self._line_offsets: list[int] | None = None
         self._occurrences: list[int] | None = None
         self._parsed_whole: ParsedSource | None = None
