@@ -12,7 +12,7 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Collection, Generator, Iterable, Mapping, MutableMapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from offload_fixer import jax_compat
 from offload_fixer.model import UNPINNED_HOST, Diagnostic, normalize_target
@@ -554,7 +554,7 @@ def _analyse(
         return policies, dependencies
     # Positions cost about three parses: only the statements that findings name pay for them.
     others = [(_display_path(p, path), scope.source(), scope.facts.sha256) for p, scope in foreign.items()]
-    primary = parsed if isinstance(parsed, ParsedSource) else interpreter.module_scope.source()
+    primary = interpreter.lazy.source() if interpreter.lazy is not None else cast(ParsedSource, parsed)
     sources = Sources(primary, path, others, source_sha256)
     return diagnostics(found, sources, target, spelling) + policies, dependencies
 

@@ -74,12 +74,12 @@ class _Group:
                 chain = []
                 base: ast.AST = node
                 while type(base) is ast.Attribute:
-                    chain.append(base.attr)  # type: ignore[attr-defined]
-                    base = base.value  # type: ignore[attr-defined]
+                    chain.append(base.attr)
+                    base = base.value
                 if not in_method and any(JIT_MARKER in attribute for attribute in chain):
                     self.value_spells_jit = True
                 if type(base) is ast.Name:
-                    self._read(base.id, tuple(reversed(chain)), in_method)  # type: ignore[attr-defined]
+                    self._read(base.id, tuple(reversed(chain)), in_method)
                 else:
                     stack.append((base, inner, in_class, in_method))
                 continue
@@ -160,7 +160,11 @@ class _Resolver:
 
     def _reads_jit(self, facts: ModuleFacts, index: int, reads: list[tuple[str, tuple[str, ...]]]) -> bool:
         group = self._group(facts, index)
-        if any(self._import_value(facts, statement, alias) for statement in group.nested_imports for alias in statement.names):
+        if any(
+            self._import_value(facts, statement, alias)
+            for statement in group.nested_imports
+            for alias in statement.names
+        ):
             return True
         return any(
             name in facts.binders and self._read(facts, name, chain, index) for name, chain in dict.fromkeys(reads)
@@ -198,7 +202,9 @@ class _Resolver:
                         found |= self._import_value(facts, statement, alias)
         return frozenset(found)
 
-    def _import_value(self, facts: ModuleFacts, statement: ast.Import | ast.ImportFrom, alias: ast.alias) -> frozenset[str]:
+    def _import_value(
+        self, facts: ModuleFacts, statement: ast.Import | ast.ImportFrom, alias: ast.alias
+    ) -> frozenset[str]:
         """What one import binds, as :meth:`.interpreter.Interpreter.imported` resolves it."""
         if isinstance(statement, ast.Import):
             qualname, level = (alias.name if alias.asname else alias.name.split(".")[0]), 0

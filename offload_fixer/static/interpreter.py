@@ -16,7 +16,6 @@ API does to memory kinds, :mod:`.syntax` walks the syntax.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -35,7 +34,7 @@ from . import jax_api, names
 from .evaluator import MAX_EVALUATIONS, Unsupported
 from .expressions import ExpressionEvaluator
 from .jax_api import argument_from_shardings, with_spelling
-from .project import ModuleFacts, Project, is_modeled
+from .project import ModuleFacts, Project, is_modeled, mutated_globals
 from .scopes import ForeignScope, Frame, NotCut, StaticScope
 from .statements import StatementRunner
 from .syntax import calls_in, header_expressions
@@ -57,8 +56,6 @@ from .values import (
     TransformFactory,
     after_each,
 )
-
-_GLOBAL_STATEMENT = re.compile(r"^[ \t]*global[ \t]+([\w \t,]+)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -94,28 +91,23 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
         project: Project | None = None,
         path: str | None = None,
     ) -> None:
-        """``module``: the parsed module, or the facts of one read statement by statement
-        (only the statements the check looks at are parsed; :class:`NotCut` when one of
-        them does not parse alone). ``memos``: one dict per top-level statement that outlives
-        this interpreter (a cached chunk's, :meth:`ParsedSource.memos`), where what the
-        statement's syntax alone tells (the calls in each simple statement, the names each
-        function binds) is kept for the next check of the document. ``project`` resolves the
-        imports of ``path`` to the other modules of the project (without it, imported names
-        stay names)."""
+        """``module``: parsed, or facts parsed statement by statement as read (:class:`NotCut`:
+        one does not parse alone). ``memos``: per top-level statement, what its syntax tells,
+        kept for the next check of the document (:meth:`ParsedSource.memos`). ``project``
+        resolves the imports of ``path`` (without it, imported names stay names)."""
         self.path = None if path is None else os.path.abspath(path)
         self.project = project
         self.module_scope: StaticScope
+        self.lazy: ForeignScope | None = None
+        """The module's scope when it is read statement by statement (its parsed ones)."""
         if isinstance(module, ModuleFacts):
-            self.module_scope = ForeignScope(self, module, whole_fallback=False)
-            self.module_scope.module_path = self.path
-            self._body: Sequence[Any] | None = None
+            self.module_scope = self.lazy = ForeignScope(self, module, whole_fallback=False)
+            self.lazy.module_path = self.path
+            self._body: Sequence[Any] = ()
             self._count = len(module.outline.groups)
         else:
-            mutated_globals = frozenset(
-                name.strip() for match in _GLOBAL_STATEMENT.findall(text) for name in match.split(",")
-            )
             self.module_scope = StaticScope(
-                self, list(module.body), None, unknown=mutated_globals, module_path=self.path
+                self, list(module.body), None, unknown=mutated_globals(text), module_path=self.path
             )
             self._body = module.body
             self._count = len(module.body)
@@ -150,10 +142,9 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
         return found
 
     def _statement(self, index: int) -> Any:
-        if self._body is not None:
+        if self.lazy is None:
             return self._body[index]
-        assert isinstance(self.module_scope, ForeignScope)
-        chunk = self.module_scope.chunk(index)
+        chunk = self.lazy.chunk(index)
         if chunk is None:
             raise NotCut(index)
         self._memo = chunk.memo

@@ -129,9 +129,7 @@ class ModuleFacts:
     """What ``ast`` tells about a module without libcst: where its top-level statements are
     (the chunks of :mod:`.outline`) and which of them bind each name."""
 
-    def __init__(
-        self, path: str, data: bytes, text: str, found: Outline, cache: SourceCache | None = None
-    ) -> None:
+    def __init__(self, path: str, data: bytes, text: str, found: Outline, cache: SourceCache | None = None) -> None:
         """``cache``: where the parsed chunks are kept (a private one when None)."""
         import hashlib  # here, not at start-up: a tree with nothing to analyse hashes nothing
 
@@ -140,9 +138,7 @@ class ModuleFacts:
         self.text = text
         self.outline = found
         self.sha256 = hashlib.sha256(data).hexdigest()
-        self.mutated_globals = frozenset(
-            name.strip() for match in _GLOBAL_STATEMENT.findall(text) for name in match.split(",")
-        )
+        self.mutated_globals = mutated_globals(text)
         self.binders: dict[str, list[int]] = {}
         """name -> indices of the chunks whose statements bind it at module level."""
         self.star_import = False
@@ -197,6 +193,11 @@ class ModuleFacts:
 
             self._parsed_whole = ParsedSource(cst.parse_module(self.text))
         return self._parsed_whole
+
+
+def mutated_globals(text: str) -> frozenset[str]:
+    """Names some ``global`` statement of the text declares: assigned from another scope."""
+    return frozenset(name.strip() for match in _GLOBAL_STATEMENT.findall(text) for name in match.split(","))
 
 
 def _bound_names(statement: ast.stmt) -> Iterator[str]:

@@ -63,7 +63,9 @@ def test_only_the_statements_that_can_hold_a_site_are_parsed():
 
 
 def test_a_site_through_module_level_aliases_and_a_helper():
-    text = HEADER + textwrap.dedent("""\
+    text = (
+        HEADER
+        + textwrap.dedent("""\
         from jax import jit as J
 
         fast = J
@@ -72,7 +74,11 @@ def test_a_site_through_module_level_aliases_and_a_helper():
 
         def compiled():
             return partial(again, donate_argnums=0)
-        """) + UNRELATED + STEP.replace("def step", "@compiled()\ndef step") + "\nlater = again(step)\n"
+        """)
+        + UNRELATED
+        + STEP.replace("def step", "@compiled()\ndef step")
+        + "\nlater = again(step)\n"
+    )
     facts = facts_of(text)
     chosen = {facts.pieces()[i].strip().splitlines()[0] for i in jit_candidates(facts, None, "m.py")}
     assert chosen == {"fast = J", "again = fast", "def compiled():", "@compiled()", "later = again(step)"}
@@ -133,5 +139,7 @@ def test_a_project_module_is_judged_by_the_attribute_read(tmp_path):
         """)
     main = tmp_path / "main.py"
     main.write_text(text)
-    chosen = [facts_of(text).pieces()[i].split("(")[0].strip() for i in jit_candidates(facts_of(text), Project(), str(main))]
+    chosen = [
+        facts_of(text).pieces()[i].split("(")[0].strip() for i in jit_candidates(facts_of(text), Project(), str(main))
+    ]
     assert chosen == ["def b", "def c", "def d"]  # `d` uses the module as a value: anything
