@@ -143,3 +143,23 @@ def test_a_project_module_is_judged_by_the_attribute_read(tmp_path):
         facts_of(text).pieces()[i].split("(")[0].strip() for i in jit_candidates(facts_of(text), Project(), str(main))
     ]
     assert chosen == ["def b", "def c", "def d"]  # `d` uses the module as a value: anything
+
+
+CORPORA = ("examples", "tests/static_vs_dynamic", "tests/lsp_fixtures", "tests/runner_programs")
+
+
+def test_every_corpus_finds_the_same_read_statement_by_statement_as_parsed_whole():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    files = sorted(path for corpus in CORPORA for path in (root / corpus).rglob("*.py"))
+    assert len(files) > 50
+    project = Project()
+    found = 0
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        lazy = check_source(text, str(path), project=project)
+        whole = check_source(text, str(path), cache=SourceCache(), project=project)
+        assert lazy.diagnostics == whole.diagnostics, path
+        found += len(lazy.diagnostics)
+    assert found > 50
