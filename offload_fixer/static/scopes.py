@@ -11,6 +11,7 @@ before it.
 from __future__ import annotations
 
 import builtins
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -129,11 +130,11 @@ class ForeignScope(StaticScope):
         return super().lookup_at(name, index)
 
     def binds(self, name: str) -> bool:
-        return name in self.facts.binders
+        return _as_ast_names_it(name) in self.facts.binders
 
     def _load(self, name: str) -> list[Binding] | None:
         found: list[Binding] = []
-        for index in dict.fromkeys(self.facts.binders.get(name, ())):
+        for index in dict.fromkeys(self.facts.binders.get(_as_ast_names_it(name), ())):
             chunk = self.chunk(index)
             if chunk is None:
                 return None
@@ -160,6 +161,12 @@ class ForeignScope(StaticScope):
         from .source import ParsedSource
 
         return ParsedSource(None, [(self.facts.line_offset(i), chunk) for i, chunk in sorted(self.chunks.items())])
+
+
+def _as_ast_names_it(name: str) -> str:
+    """A libcst name as ``ast`` spells it: NFKC-normalised, as Python reads identifiers
+    (``échelle_𝔥`` is ``échelle_h``)."""
+    return name if name.isascii() else unicodedata.normalize("NFKC", name)
 
 
 class PositionedScope:

@@ -105,6 +105,11 @@ def test_a_site_through_an_imported_project_helper(tmp_path):
     assert len(assert_same_as_whole(text, str(main), project)) == 1
 
 
+def test_names_python_normalises_are_found_as_ast_spells_them():
+    text = HEADER + UNRELATED + STEP.replace("step", "échelle_𝔥") + "\n\nstep_jit = jax.jit(échelle_𝔥)\n"
+    assert len(assert_same_as_whole(text)) == 1
+
+
 def test_a_star_import_leaves_every_statement_a_candidate():
     text = "from jax import *\n\nx = 1\n\n\ndef f(y):\n    return y\n"
     assert jit_candidates(facts_of(text), None, "m.py") == [0, 1, 2]
