@@ -12,10 +12,10 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Collection, Generator, Iterable, Mapping, MutableMapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from offload_fixer import jax_compat
-from offload_fixer.model import Diagnostic, normalize_target
+from offload_fixer.model import UNPINNED_HOST, Diagnostic, normalize_target
 from offload_fixer.recursion import call_allowing_deep_recursion
 from offload_fixer.source.decoding import SourceDecodeError, decode, libcst_view
 from offload_fixer.source.python_version import (
@@ -32,7 +32,7 @@ from .files import Unreadable, walk
 from .incremental import Increment, statement_names
 from .outline import Outline, SourceCache, outline
 from .prefilter import checks_policy_alone, references_jit
-from .project import Project
+from .project import ModuleFacts, Project
 from .results import ParseError, StaticResult, internal_error_note
 
 if TYPE_CHECKING:
@@ -399,6 +399,24 @@ def _check_once(
         return StaticResult(path, parse_error=_syntax_error(syntax_error, text, path, python), analysed=True)
     if found is not None and not references_jit(found.tree) and not checks_policy_alone(data):
         return StaticResult(path, analysed=True)
+    import hashlib
+
+    digest = hashlib.sha256(data).hexdigest()
+    if cache is None and found is not None and found.spans is not None and UNPINNED_HOST not in text:
+        # No document to keep chunks for, no offload policy to read: only the statements the
+        # check looks at are parsed (:mod:`.candidates`).
+        from .scopes import NotCut
+
+        try:
+            diagnostics, dependencies = _analyse(
+                ModuleFacts(path, data, text, found), text, path, target, spelling, digest, project
+            )
+        except NotCut:  # a statement that does not parse alone: the whole text is parsed below
+            pass
+        else:
+            if original != text:
+                diagnostics = _columns_of(original, text, path, diagnostics)
+            return StaticResult(path, tuple(diagnostics), analysed=True, dependencies=dependencies)
 
     import libcst as cst
 
@@ -413,9 +431,6 @@ def _check_once(
             detail = " ".join(exc.message.split())
             error = ParseError(path, exc.raw_line, exc.raw_column + 1, f"{LIBCST_LIMIT} ({detail})")
         return StaticResult(path, parse_error=error, analysed=True)
-    import hashlib
-
-    digest = hashlib.sha256(data).hexdigest()
     diagnostics, dependencies = _analyse(parsed, text, path, target, spelling, digest, project, found, cache)
     if original != text:
         diagnostics = _columns_of(original, text, path, diagnostics)
@@ -479,7 +494,7 @@ def _cpython_limit(error: BaseException | None, path: str) -> ParseError | None:
 
 
 def _analyse(
-    parsed: ParsedSource | libcst.Module,
+    parsed: ParsedSource | libcst.Module | ModuleFacts,
     text: str,
     path: str,
     target: str,
@@ -492,19 +507,34 @@ def _analyse(
     """Diagnostics of a parsed text (a module parsed whole is located statement by statement),
     and the other modules of the project read for them. With the ``cache`` of a document and
     the outline its statements were cut by, only the statements a change affects are
-    analysed again (:mod:`.incremental`); the findings are the same."""
+    analysed again (:mod:`.incremental`); the findings are the same. A text given by its
+    :class:`ModuleFacts` (without ``unpinned_host``, whose policies read the whole module) is
+    parsed statement by statement as the check reads it, and searched for jit sites only
+    in the statements that can hold one (:func:`.candidates.jit_candidates`); raises
+    :class:`~.scopes.NotCut` when one of those does not parse alone."""
     from .interpreter import Interpreter
-    from .policies import unpinned_policies
     from .rules import diagnostics, findings
     from .source import ParsedSource, Sources
 
-    if not isinstance(parsed, ParsedSource):
-        parsed = ParsedSource(parsed)
-    policies = unpinned_policies(parsed, text, path, target, source_sha256)
-    interpreter = Interpreter(parsed.module, text, parsed.memos(), project, None if path.startswith("<") else path)
-    increment = _increment(parsed, found_outline, cache, interpreter, (path, target, spelling), project)
+    importer = None if path.startswith("<") else path
+    increment = None
+    if isinstance(parsed, ModuleFacts):
+        from .candidates import jit_candidates
+
+        policies: list[Diagnostic] = []  # the caller passes no text with ``unpinned_host``
+        interpreter = Interpreter(parsed, text, None, project, importer)
+        indices: list[int] | None = jit_candidates(parsed, project, importer)
+    else:
+        from .policies import unpinned_policies
+
+        if not isinstance(parsed, ParsedSource):
+            parsed = ParsedSource(parsed)
+        policies = unpinned_policies(parsed, text, path, target, source_sha256)
+        interpreter = Interpreter(parsed.module, text, parsed.memos(), project, importer)
+        increment = _increment(parsed, found_outline, cache, interpreter, (path, target, spelling), project)
+        indices = None if increment is None else increment.dirty
     fresh: dict[int, list] = {}
-    for index, sites in interpreter.jit_sites_by_statement(None if increment is None else increment.dirty).items():
+    for index, sites in interpreter.jit_sites_by_statement(indices).items():
         fresh[index] = []
         for jitted in sites:
             site = interpreter.analyse(jitted)
@@ -524,7 +554,8 @@ def _analyse(
         return policies, dependencies
     # Positions cost about three parses: only the statements that findings name pay for them.
     others = [(_display_path(p, path), scope.source(), scope.facts.sha256) for p, scope in foreign.items()]
-    sources = Sources(parsed, path, others, source_sha256)
+    primary = interpreter.lazy.source() if interpreter.lazy is not None else cast(ParsedSource, parsed)
+    sources = Sources(primary, path, others, source_sha256)
     return diagnostics(found, sources, target, spelling) + policies, dependencies
 
 

@@ -16,7 +16,6 @@ API does to memory kinds, :mod:`.syntax` walks the syntax.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -35,8 +34,8 @@ from . import jax_api, names
 from .evaluator import MAX_EVALUATIONS, Unsupported
 from .expressions import ExpressionEvaluator
 from .jax_api import argument_from_shardings, with_spelling
-from .project import Project, is_modeled
-from .scopes import ForeignScope, Frame, StaticScope
+from .project import ModuleFacts, Project, is_modeled, mutated_globals
+from .scopes import ForeignScope, Frame, NotCut, StaticScope
 from .statements import StatementRunner
 from .syntax import calls_in, header_expressions
 from .values import (
@@ -57,8 +56,6 @@ from .values import (
     TransformFactory,
     after_each,
 )
-
-_GLOBAL_STATEMENT = re.compile(r"^[ \t]*global[ \t]+([\w \t,]+)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -88,26 +85,34 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
 
     def __init__(
         self,
-        module: cst.Module,
+        module: cst.Module | ModuleFacts,
         text: str,
         memos: Sequence[dict] | None = None,
         project: Project | None = None,
         path: str | None = None,
     ) -> None:
-        """``memos``: one dict per top-level statement that outlives this interpreter (a cached
-        chunk's, :meth:`ParsedSource.memos`), where what the statement's syntax alone tells (the
-        calls in each simple statement, the names each function binds) is kept for the next
-        check of the document. ``project`` resolves the imports of ``path`` to the other
-        modules of the project (without it, imported names stay names)."""
-        mutated_globals = frozenset(
-            name.strip() for match in _GLOBAL_STATEMENT.findall(text) for name in match.split(",")
-        )
+        """``module``: parsed, or facts parsed statement by statement as read (:class:`NotCut`:
+        one does not parse alone). ``memos``: per top-level statement, what its syntax tells,
+        kept for the next check of the document (:meth:`ParsedSource.memos`). ``project``
+        resolves the imports of ``path`` (without it, imported names stay names)."""
         self.path = None if path is None else os.path.abspath(path)
         self.project = project
-        self.module_scope = StaticScope(self, list(module.body), None, unknown=mutated_globals, module_path=self.path)
+        self.module_scope: StaticScope
+        self.lazy: ForeignScope | None = None
+        """The module's scope when it is read statement by statement (its parsed ones)."""
+        if isinstance(module, ModuleFacts):
+            self.module_scope = self.lazy = ForeignScope(self, module, whole_fallback=False)
+            self.lazy.module_path = self.path
+            self._body: Sequence[Any] = ()
+            self._count = len(module.outline.groups)
+        else:
+            self.module_scope = StaticScope(
+                self, list(module.body), None, unknown=mutated_globals(text), module_path=self.path
+            )
+            self._body = module.body
+            self._count = len(module.body)
         self.foreign: dict[str, ForeignScope | None] = {}
         """Modules of the project read so far, by absolute path."""
-        self.module = module
         self._memos = memos
         self._memo: dict = {}
         """The memo of the top-level statement being searched for jit sites."""
@@ -127,14 +132,23 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
         """The jit sites of each top-level statement (of those at ``indices``, in file order):
         a site's node is in the statement it was found in, so each is found once."""
         found: dict[int, list[Jitted]] = {}
-        body = self.module.body
-        for index in range(len(body)) if indices is None else indices:
+        for index in range(self._count) if indices is None else indices:
+            statement = self._statement(index)
             if self._memos is not None:
                 self._memo = self._memos[index]
             sites: dict[Any, Jitted] = {}
-            self._discover_statement(body[index], self.module_scope, self.module_scope, index, sites)
+            self._discover_statement(statement, self.module_scope, self.module_scope, index, sites)
             found[index] = list(sites.values())
         return found
+
+    def _statement(self, index: int) -> Any:
+        if self.lazy is None:
+            return self._body[index]
+        chunk = self.lazy.chunk(index)
+        if chunk is None:
+            raise NotCut(index)
+        self._memo = chunk.memo
+        return chunk.statements[0]
 
     def _discover(self, statements: list, scope: StaticScope, closure: StaticScope, sites: dict) -> None:
         """Find decorated jitted ``def``s and ``jax.jit(f, ...)`` calls in ``statements``.

@@ -129,7 +129,8 @@ class ModuleFacts:
     """What ``ast`` tells about a module without libcst: where its top-level statements are
     (the chunks of :mod:`.outline`) and which of them bind each name."""
 
-    def __init__(self, path: str, data: bytes, text: str, found: Outline) -> None:
+    def __init__(self, path: str, data: bytes, text: str, found: Outline, cache: SourceCache | None = None) -> None:
+        """``cache``: where the parsed chunks are kept (a private one when None)."""
         import hashlib  # here, not at start-up: a tree with nothing to analyse hashes nothing
 
         self.path = path
@@ -137,9 +138,7 @@ class ModuleFacts:
         self.text = text
         self.outline = found
         self.sha256 = hashlib.sha256(data).hexdigest()
-        self.mutated_globals = frozenset(
-            name.strip() for match in _GLOBAL_STATEMENT.findall(text) for name in match.split(",")
-        )
+        self.mutated_globals = mutated_globals(text)
         self.binders: dict[str, list[int]] = {}
         """name -> indices of the chunks whose statements bind it at module level."""
         self.star_import = False
@@ -150,8 +149,11 @@ class ModuleFacts:
                         self.star_import = True
                     else:
                         self.binders.setdefault(name, []).append(index)
-        self.cache = SourceCache(spare=0)
+        self.cache = cache if cache is not None else SourceCache(spare=0)
+        self.memo: dict[str, Any] = {}
+        """What other analyses derive from these facts alone, kept as long as they are."""
         self._line_offsets: list[int] | None = None
+        self._occurrences: list[int] | None = None
         self._parsed_whole: ParsedSource | None = None
 
     def chunk(self, index: int) -> Any:
@@ -160,10 +162,18 @@ class ModuleFacts:
 
         if self.outline.spans is None:
             return None
+        if self._occurrences is None:  # equal chunks of one file are told apart (``cached_chunk``)
+            seen: dict[str, int] = {}
+            self._occurrences = []
+            for piece in self.pieces():
+                self._occurrences.append(seen.get(piece, 0))
+                seen[piece] = self._occurrences[-1] + 1
         start, end = self.outline.spans[index]
-        piece = self.text[start:end]
-        occurrence = sum(1 for s, e in self.outline.spans[:index] if self.text[s:e] == piece)
-        return cached_chunk(self.cache, piece, index == 0, occurrence)
+        return cached_chunk(self.cache, self.text[start:end], index == 0, self._occurrences[index])
+
+    def pieces(self) -> list[str]:
+        """The text of each top-level statement group (none when the outline is not cut)."""
+        return [self.text[start:end] for start, end in self.outline.spans or ()]
 
     def line_offset(self, index: int) -> int:
         if self._line_offsets is None:
@@ -183,6 +193,11 @@ class ModuleFacts:
 
             self._parsed_whole = ParsedSource(cst.parse_module(self.text))
         return self._parsed_whole
+
+
+def mutated_globals(text: str) -> frozenset[str]:
+    """Names some ``global`` statement of the text declares: assigned from another scope."""
+    return frozenset(name.strip() for match in _GLOBAL_STATEMENT.findall(text) for name in match.split(","))
 
 
 def _bound_names(statement: ast.stmt) -> Iterator[str]:

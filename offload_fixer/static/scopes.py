@@ -11,6 +11,7 @@ before it.
 from __future__ import annotations
 
 import builtins
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -88,14 +89,21 @@ class StaticScope:
         return PositionedScope(self, index)
 
 
-class ForeignScope(StaticScope):
-    """Another module of the project seen from the checked file. Its bindings are read on
-    demand: ``ast`` (:class:`ModuleFacts`) says which top-level statements bind a name, and only
-    those are parsed with libcst. A module that cannot be cut into statements is parsed whole."""
+class NotCut(Exception):
+    """A statement of the checked file does not parse alone: it is analysed whole instead."""
 
-    def __init__(self, interpreter: Any, facts: Any) -> None:
+
+class ForeignScope(StaticScope):
+    """A module read statement by statement: another module of the project seen from the
+    checked file, or (``whole_fallback=False``) the checked file itself. Its bindings are read
+    on demand: ``ast`` (:class:`ModuleFacts`) says which top-level statements bind a name, and
+    only those are parsed with libcst. Another module that cannot be cut into statements is
+    parsed whole; for the checked file, :class:`NotCut` says to analyse it whole."""
+
+    def __init__(self, interpreter: Any, facts: Any, whole_fallback: bool = True) -> None:
         super().__init__(interpreter, [], None, unknown=facts.mutated_globals, module_path=facts.path)
         self.facts = facts
+        self.whole_fallback = whole_fallback
         self.star_import = facts.star_import
         self.chunks: dict[int, Any] = {}
         """Index -> the libcst chunk of each statement parsed so far (for positions)."""
@@ -107,6 +115,8 @@ class ForeignScope(StaticScope):
         if name not in self.bindings and name not in self.unknown:
             loaded = self._load(name)
             if loaded is None:
+                if not self.whole_fallback:
+                    raise NotCut(name)
                 parsed = self.facts.parsed_whole()
                 self.whole = StaticScope(
                     self.interpreter,
@@ -120,20 +130,29 @@ class ForeignScope(StaticScope):
         return super().lookup_at(name, index)
 
     def binds(self, name: str) -> bool:
-        return name in self.facts.binders
+        return _as_ast_names_it(name) in self.facts.binders
 
     def _load(self, name: str) -> list[Binding] | None:
         found: list[Binding] = []
-        for index in dict.fromkeys(self.facts.binders.get(name, ())):
-            chunk = self.chunks.get(index) or self.facts.chunk(index)
+        for index in dict.fromkeys(self.facts.binders.get(_as_ast_names_it(name), ())):
+            chunk = self.chunk(index)
             if chunk is None:
                 return None
-            self.chunks[index] = chunk
             collector = BindingCollector()
             collector.add_statement(chunk.statements[0], index, nested=False)
             found.extend(collector.bindings.get(name, ()))
             self.unknown.update(collector.declared)
         return found
+
+    def chunk(self, index: int) -> Any:
+        """The libcst chunk of the ``index``-th top-level statement group, parsed on first use
+        (None when it does not parse alone)."""
+        chunk = self.chunks.get(index)
+        if chunk is None:
+            chunk = self.facts.chunk(index)
+            if chunk is not None:
+                self.chunks[index] = chunk
+        return chunk
 
     def source(self) -> Any:
         """Where the parsed statements are, for the positions of findings in this module."""
@@ -142,6 +161,12 @@ class ForeignScope(StaticScope):
         from .source import ParsedSource
 
         return ParsedSource(None, [(self.facts.line_offset(i), chunk) for i, chunk in sorted(self.chunks.items())])
+
+
+def _as_ast_names_it(name: str) -> str:
+    """A libcst name as ``ast`` spells it: NFKC-normalised, as Python reads identifiers
+    (``échelle_𝔥`` is ``échelle_h``)."""
+    return name if name.isascii() else unicodedata.normalize("NFKC", name)
 
 
 class PositionedScope:

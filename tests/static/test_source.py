@@ -6,6 +6,7 @@ report, before and after edits (which move the cached chunks)."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import hashlib
 import importlib.util
 import random
@@ -297,7 +298,10 @@ def assert_same_with_and_without_cache(text: str, rng: random.Random, count: int
     for version in [text, *edits(text, rng, count), text]:
         assert outline_or_error(version, outlines) == outline_or_error(version), version
         result = check_source(version, "prog.py", jax_version=LEGACY, cache=cache)
-        assert result == check_source(version, "prog.py", jax_version=LEGACY), version
+        # Without a cache only the statements that can hold a site are read: fewer modules.
+        alone = check_source(version, "prog.py", jax_version=LEGACY)
+        assert set(alone.dependencies) <= set(result.dependencies), version
+        assert result == dataclasses.replace(alone, dependencies=result.dependencies), version
         if result.parse_error is None:
             try:
                 expected = whole_file_diagnostics(version)

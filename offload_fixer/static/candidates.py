@@ -1,0 +1,257 @@
+"""Which top-level statements of the checked file can hold a jit site, decided from ``ast``.
+
+The interpreter parses a statement with libcst only when it looks at it; finding the jit
+sites looks at every statement unless told which can hold one. A site is a ``def`` whose
+decorator, or a call whose callee, evaluates to ``jax.jit``/``pjit`` (:data:`.names.JIT`) or
+to something made from it (``functools.partial(jax.jit, ...)``, ``jax.jit(...)`` with options
+only). Every such value starts where ``jit`` is spelled: in the statement itself (an attribute
+``.jit``/``.pjit``, a name imported as ``jit``), or in another statement, of this module or of
+another module of the project, whose value flows here through a module-level name. So a
+statement can hold a site only when
+
+* its text contains ``jit`` (an import is judged by the names it binds instead), or
+* it reads a module-level name that may hold such a value: one bound by a statement that
+  is itself a candidate (a helper that returns a jitted function makes its callers
+  candidates), by an import of ``jax.jit``/``pjit`` under another name, or by an import of a
+  project module's name that may hold one, judged the same way in that module. A project
+  module read through attributes (``utils.helper``) is judged by the attribute it is read at,
+  as the interpreter resolves it; a module used any other way may hold anything.
+
+This over-approximates the interpreter (no shadowing, any read counts), so a statement ruled out holds no site it would find. A
+star import, which may bind any name, leaves every statement of its module a candidate.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from collections.abc import Callable, Sequence
+
+from .names import JIT
+from .prefilter import JIT_MARKER
+from .project import ModuleFacts, Project, is_modeled
+
+_MAY_JIT = "jit"
+"""The atom of a value that may be (or make) a jit; the others are project modules' paths."""
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def jit_candidates(facts: ModuleFacts, project: Project | None, importer: str | None) -> list[int]:
+    """Indices of the top-level statement groups of ``facts`` (the checked file, imported as
+    ``importer``; None: a text of no file, whose imports stay names) that can hold a jit site."""
+    resolver = _Resolver(facts, project, importer)
+    while True:  # to the least fixed point: a cycle of statements with no jit in it holds none
+        found = [index for index in range(len(facts.outline.groups)) if resolver.candidate(facts, index)]
+        if not resolver.next_pass():
+            return found
+
+
+class _Group:
+    """What the ``ast`` of one top-level statement group tells."""
+
+    def __init__(self, statements: Sequence[ast.stmt], text: str) -> None:
+        self.reads: list[tuple[str, tuple[str, ...]]] = []
+        """Each name loaded, in any scope, with the attributes read from it (``utils.helper``)."""
+        self.value_reads: list[tuple[str, tuple[str, ...]]] = []
+        """The reads outside the methods of classes: a class's value is its fields' defaults
+        (a dataclass's), never its methods."""
+        self.imports: list[ast.Import | ast.ImportFrom] = []
+        """Imports at module level (in ``if``/``try`` too)."""
+        self.nested_imports: list[ast.Import | ast.ImportFrom] = []
+        self.has_class = False
+        self.value_spells_jit = False
+        """``.jit``-like attributes or imports outside the methods of classes."""
+        # (node, inside a def/class/lambda, inside a class, inside a method of a class)
+        stack: list[tuple[ast.AST, bool, bool, bool]] = [(statement, False, False, False) for statement in statements]
+        while stack:
+            node, inner, in_class, in_method = stack.pop()
+            kind = type(node)
+            if kind is ast.Name:
+                if type(node.ctx) is ast.Load:  # type: ignore[attr-defined]
+                    self._read(node.id, (), in_method)  # type: ignore[attr-defined]
+                continue
+            if kind is ast.Attribute:
+                chain = []
+                base: ast.AST = node
+                while type(base) is ast.Attribute:
+                    chain.append(base.attr)
+                    base = base.value
+                if not in_method and any(JIT_MARKER in attribute for attribute in chain):
+                    self.value_spells_jit = True
+                if type(base) is ast.Name:
+                    self._read(base.id, tuple(reversed(chain)), in_method)
+                else:
+                    stack.append((base, inner, in_class, in_method))
+                continue
+            if kind is ast.Import or kind is ast.ImportFrom:
+                (self.nested_imports if inner else self.imports).append(node)  # type: ignore[arg-type]
+                if not in_method and any(JIT_MARKER in alias.name for alias in node.names):  # type: ignore[attr-defined]
+                    self.value_spells_jit = True
+                continue
+            if kind is ast.ClassDef:
+                self.has_class = in_class = True
+            elif in_class and (kind is ast.FunctionDef or kind is ast.AsyncFunctionDef):
+                in_method = True
+            inner = inner or kind in _SCOPES
+            stack.extend((child, inner, in_class, in_method) for child in ast.iter_child_nodes(node))
+        only_imports = all(isinstance(statement, (ast.Import, ast.ImportFrom)) for statement in statements)
+        self.spells_jit = JIT_MARKER in text and not only_imports
+
+    def _read(self, name: str, chain: tuple[str, ...], in_method: bool) -> None:
+        self.reads.append((name, chain))
+        if not in_method:
+            self.value_reads.append((name, chain))
+
+
+class _Resolver:
+    """What module-level names may hold, by module, for one check."""
+
+    def __init__(self, facts: ModuleFacts, project: Project | None, importer: str | None) -> None:
+        self.main = facts
+        self.project = project
+        self.main_path = None if importer is None else os.path.abspath(importer)
+        self.active: set[tuple[int, int]] = set()
+        self.found: dict[tuple[int, int], bool] = {}
+        """This pass's answers, by (facts, group); they depend on other files: kept no longer."""
+        self.previous: dict[tuple[int, int], bool] = {}
+        """The last pass's: what a statement still being decided (a cycle) is taken to be."""
+        self.changed = False
+
+    def next_pass(self) -> bool:
+        """Start another pass when this one changed an answer (they only ever turn true)."""
+        changed, self.changed = self.changed, False
+        self.previous.update(self.found)
+        self.found = {}
+        return changed
+
+    def candidate(self, facts: ModuleFacts, index: int) -> bool:
+        return self._decided((id(facts), index), lambda: self._candidate(facts, index))
+
+    def _decided(self, key: tuple[int, int], decide: Callable[[], bool]) -> bool:
+        found = self.found.get(key)
+        if found is not None:
+            return found
+        if key in self.active:
+            return self.previous.get(key, False)
+        self.active.add(key)
+        try:
+            found = decide()
+        finally:
+            self.active.discard(key)
+        if found != self.previous.get(key, False):
+            self.changed = True
+        self.found[key] = found
+        return found
+
+    def _candidate(self, facts: ModuleFacts, index: int) -> bool:
+        group = self._group(facts, index)
+        return facts.star_import or group.spells_jit or self._reads_jit(facts, index, group.reads)
+
+    def binds_jit(self, facts: ModuleFacts, index: int) -> bool:
+        """Whether the values a group gives the names it binds may be (or make) a jit: a
+        candidate's may, but a class's only through what its body holds outside its methods."""
+        group = self._group(facts, index)
+        if not group.has_class:
+            return self.candidate(facts, index)
+        return self._decided(
+            (id(facts), -1 - index),
+            lambda: facts.star_import or group.value_spells_jit or self._reads_jit(facts, index, group.value_reads),
+        )
+
+    def _reads_jit(self, facts: ModuleFacts, index: int, reads: list[tuple[str, tuple[str, ...]]]) -> bool:
+        group = self._group(facts, index)
+        if any(
+            self._import_value(facts, statement, alias)
+            for statement in group.nested_imports
+            for alias in statement.names
+        ):
+            return True
+        return any(
+            name in facts.binders and self._read(facts, name, chain, index) for name, chain in dict.fromkeys(reads)
+        )
+
+    def _group(self, facts: ModuleFacts, index: int) -> _Group:
+        groups = facts.memo.setdefault("jit_groups", {})  # the facts' alone: kept with them
+        found = groups.get(index)
+        if found is None:
+            pieces = facts.pieces()
+            text = pieces[index] if pieces else facts.text
+            found = groups[index] = _Group(facts.outline.groups[index], text)
+        return found
+
+    def _read(self, facts: ModuleFacts, name: str, chain: tuple[str, ...], reader: int | None) -> bool:
+        """Whether ``name.chain`` read in ``facts`` (by its group ``reader``) may hold a jit."""
+        value = self._value(facts, name, reader)
+        for attribute in chain:
+            if not value or _MAY_JIT in value:
+                break
+            value = frozenset(atom for path in value for atom in self._attribute(path, attribute))
+        return bool(value)
+
+    def _value(self, facts: ModuleFacts, name: str, reader: int | None) -> frozenset[str]:
+        """What a module-level name may hold: empty (no jit), or the jit atom and the project
+        modules it may be."""
+        found: set[str] = set()
+        for index in dict.fromkeys(facts.binders.get(name, ())):
+            # A group's own reads of what it binds add nothing it does not already hold.
+            if index != reader and self.binds_jit(facts, index):
+                return frozenset({_MAY_JIT})
+            for statement in self._group(facts, index).imports:
+                for alias in statement.names:
+                    if _local_name(statement, alias) == name:
+                        found |= self._import_value(facts, statement, alias)
+        return frozenset(found)
+
+    def _import_value(
+        self, facts: ModuleFacts, statement: ast.Import | ast.ImportFrom, alias: ast.alias
+    ) -> frozenset[str]:
+        """What one import binds, as :meth:`.interpreter.Interpreter.imported` resolves it."""
+        if isinstance(statement, ast.Import):
+            qualname, level = (alias.name if alias.asname else alias.name.split(".")[0]), 0
+        else:
+            level = statement.level or 0
+            module = statement.module
+            qualname = f"{module}.{alias.name}" if module else alias.name
+        if qualname in JIT:
+            return frozenset({_MAY_JIT})
+        importer = self.main_path if facts is self.main else facts.path
+        project = self.project
+        if (not level and is_modeled(qualname)) or project is None or importer is None:
+            return frozenset()  # a name the check knows by its qualified name: not a jit
+        parts = [part for part in qualname.split(".") if part]
+        if level:
+            base = project.relative_base(importer, level)
+            if base is None:
+                return frozenset()
+            value = frozenset({project.package_at(base)})
+        else:
+            head = project.module_path(parts[:1], project.search_roots(importer))
+            if head is None:
+                return frozenset()
+            value, parts = frozenset({head}), parts[1:]
+        for part in parts:
+            if _MAY_JIT in value:
+                break
+            value = frozenset(atom for path in value for atom in self._attribute(path, part))
+        return value
+
+    def _attribute(self, path: str, name: str) -> frozenset[str]:
+        """``module.name`` for a project module: what it binds, else its submodule."""
+        assert self.project is not None
+        facts = self._facts(path)
+        if facts is not None and (facts.star_import or name in facts.binders):
+            return frozenset({_MAY_JIT}) if facts.star_import else self._value(facts, name, None)
+        submodule = self.project.submodule(path, name)
+        return frozenset() if submodule is None else frozenset({submodule})
+
+    def _facts(self, path: str) -> ModuleFacts | None:
+        if path == self.main_path:
+            return self.main
+        assert self.project is not None
+        return self.project.facts(path) if os.path.isfile(path) else None
+
+
+def _local_name(statement: ast.Import | ast.ImportFrom, alias: ast.alias) -> str:
+    if isinstance(statement, ast.Import):
+        return alias.asname or alias.name.split(".")[0]
+    return alias.asname or alias.name

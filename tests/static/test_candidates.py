@@ -1,0 +1,170 @@
+"""The checked file read statement by statement: which statements can hold a jit site, and
+that reading only those finds what parsing the whole file finds."""
+
+from __future__ import annotations
+
+import textwrap
+
+from offload_fixer.static import check_source
+from offload_fixer.static.candidates import jit_candidates
+from offload_fixer.static.interpreter import Interpreter
+from offload_fixer.static.outline import SourceCache, outline
+from offload_fixer.static.project import ModuleFacts, Project
+
+from .helpers import HEADER, PROPAGATION
+
+STEP = """
+def step(params, x):
+    moved = jax.device_put(params, host)
+    return x, {"mu": moved * 2}
+"""
+
+UNRELATED = "".join(
+    f"""
+
+def unrelated_{i}(a, b):
+    total = jnp.zeros(3)
+    for k in range({i} + 2):
+        total = total + jnp.sum(a * k) - jnp.mean(b)
+    return {{"total": total, "scale": lax.abs(total) * {i}}}
+"""
+    for i in range(30)
+)
+
+
+def facts_of(text: str, path: str = "m.py") -> ModuleFacts:
+    return ModuleFacts(path, text.encode(), text, outline(text))
+
+
+def assert_same_as_whole(text: str, path: str = "m.py", project: Project | None = None) -> list:
+    """The findings read statement by statement (no document cache) equal a whole parse's (a
+    document cache, as the language server keeps); returns them."""
+    lazy = check_source(text, path, jax_version=PROPAGATION, project=project)
+    whole = check_source(text, path, jax_version=PROPAGATION, cache=SourceCache(), project=project)
+    assert lazy.diagnostics == whole.diagnostics
+    return [d for d in lazy.diagnostics if d.code == "OFL1200"]
+
+
+def test_only_the_statements_that_can_hold_a_site_are_parsed():
+    text = HEADER + UNRELATED + STEP + "\n\nstep_jit = jax.jit(step, donate_argnums=0)\n"
+    facts = facts_of(text)
+    indices = jit_candidates(facts, None, "m.py")
+    assert [facts.pieces()[i].strip().splitlines()[0] for i in indices] == [
+        "step_jit = jax.jit(step, donate_argnums=0)"
+    ]
+    interpreter = Interpreter(facts, text, None, None, "m.py")
+    (sites,) = [s for s in interpreter.jit_sites_by_statement(indices).values() if s]
+    assert len(sites) == 1
+    for jitted in sites:
+        interpreter.analyse(jitted)
+    # the site, `step`, and what they read (jax, host, mesh, ...): not the 30 unrelated functions
+    assert facts.cache.parsed < 15 < len(facts.outline.groups)
+    assert len(assert_same_as_whole(text)) == 1
+
+
+def test_a_site_through_module_level_aliases_and_a_helper():
+    text = (
+        HEADER
+        + textwrap.dedent("""\
+        from jax import jit as J
+
+        fast = J
+        again = fast
+
+
+        def compiled():
+            return partial(again, donate_argnums=0)
+        """)
+        + UNRELATED
+        + STEP.replace("def step", "@compiled()\ndef step")
+        + "\nlater = again(step)\n"
+    )
+    facts = facts_of(text)
+    chosen = {facts.pieces()[i].strip().splitlines()[0] for i in jit_candidates(facts, None, "m.py")}
+    assert chosen == {"fast = J", "again = fast", "def compiled():", "@compiled()", "later = again(step)"}
+    interpreter = Interpreter(facts, text, None, None, "m.py")
+    assert len(interpreter.jit_sites()) == 2  # the decorator and `again(step)`
+    assert len(assert_same_as_whole(text)) == 1  # one finding for the function jitted twice
+
+
+def test_a_site_through_an_imported_project_helper(tmp_path):
+    (tmp_path / "helpers.py").write_text("import functools\nimport jax\n\nfast = functools.partial(jax.jit)\n")
+    text = (
+        HEADER
+        + "from helpers import fast as compile_step\n"
+        + UNRELATED
+        + STEP.replace("def step", "@compile_step\ndef step")
+        + "\nidentity = jax.jit(lambda x: x)\n"
+    )
+    main = tmp_path / "main.py"
+    main.write_text(text)
+    facts = facts_of(text, str(main))
+    project = Project()
+    assert len(jit_candidates(facts, project, str(main))) == 2  # `identity = ...` and `step`
+    assert len(jit_candidates(facts, None, str(main))) == 1  # imports stay names: `fast` is no jit
+    assert len(assert_same_as_whole(text, str(main), project)) == 1
+
+
+def test_names_python_normalises_are_found_as_ast_spells_them():
+    text = HEADER + UNRELATED + STEP.replace("step", "échelle_𝔥") + "\n\nstep_jit = jax.jit(échelle_𝔥)\n"
+    assert len(assert_same_as_whole(text)) == 1
+
+
+def test_a_star_import_leaves_every_statement_a_candidate():
+    text = "from jax import *\n\nx = 1\n\n\ndef f(y):\n    return y\n"
+    assert jit_candidates(facts_of(text), None, "m.py") == [0, 1, 2]
+
+
+def test_a_project_module_is_judged_by_the_attribute_read(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "helpers.py").write_text(
+        "import functools\nimport jax\n\nfrom . import more\n\nfast = functools.partial(jax.jit)\n\n\n"
+        "def plain(x):\n    return x\n"
+    )
+    (tmp_path / "pkg" / "more.py").write_text("from .helpers import fast as again\n\n\ndef other(x):\n    return x\n")
+    text = textwrap.dedent("""\
+        from pkg import helpers
+
+
+        def a(x):
+            return helpers.plain(x) + helpers.more.other(x)
+
+
+        def b(x):
+            return helpers.more.again(x)
+
+
+        def c(x):
+            return helpers.fast(x)
+
+
+        def d(x):
+            return [helpers][0].plain(x)
+        """)
+    main = tmp_path / "main.py"
+    main.write_text(text)
+    chosen = [
+        facts_of(text).pieces()[i].split("(")[0].strip() for i in jit_candidates(facts_of(text), Project(), str(main))
+    ]
+    assert chosen == ["def b", "def c", "def d"]  # `d` uses the module as a value: anything
+
+
+CORPORA = ("examples", "tests/static_vs_dynamic", "tests/lsp_fixtures", "tests/runner_programs")
+
+
+def test_every_corpus_finds_the_same_read_statement_by_statement_as_parsed_whole():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    files = sorted(path for corpus in CORPORA for path in (root / corpus).rglob("*.py"))
+    assert len(files) > 50
+    project = Project()
+    found = 0
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        lazy = check_source(text, str(path), project=project)
+        whole = check_source(text, str(path), cache=SourceCache(), project=project)
+        assert lazy.diagnostics == whole.diagnostics, path
+        found += len(lazy.diagnostics)
+    assert found > 50
