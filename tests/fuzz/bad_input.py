@@ -741,11 +741,21 @@ CASES: tuple[Case, ...] = (
     Case(
         "check-5000-implicit-concatenations",
         lambda d: (
-            _write(d, "cat.py", FIXABLE + "\nS = (\n" + '    "x"\n' * 5000 + ")\n"),
+            _write(d, "cat.py", FIXABLE + "\nS = jax.jit(len)(\n" + '    "x"\n' * 5000 + ")\n"),
             ["check", "--jax-version", OLD, "cat.py"],
         )[1],
         ExitCode.INPUT_ERROR,
         _says("cat.py", "libcst", "CPython compiles"),
+    ),
+    Case(
+        # a statement that cannot hold a jit site is never parsed by libcst (static/candidates)
+        "check-5000-implicit-concatenations-the-check-never-reads",
+        lambda d: (
+            _write(d, "cat.py", FIXABLE + "\nS = (\n" + '    "x"\n' * 5000 + ")\n"),
+            ["check", "--jax-version", OLD, "cat.py"],
+        )[1],
+        ExitCode.FINDINGS,
+        _says("cat.py:10:9", "OFL1200"),
     ),
     # notebooks
     Case(
