@@ -12,7 +12,9 @@ from pathlib import Path
 
 import jax
 import jax.numpy as jnp
+import pytest
 
+from offload_fixer import jax_compat
 from offload_fixer.model import FunctionRef
 from offload_fixer.report_file import AbstractCall
 from offload_fixer.xla.confirm_fixes import compile_fixed
@@ -74,6 +76,9 @@ def test_what_only_the_running_program_gives_is_not_verified(tmp_path: Path):
     assert runs.reason == "not verified: importing pkg/helpers.py would run the program (statements at module level)"
 
 
+@pytest.mark.skipif(
+    not jax_compat.host_memory_on_this_backend(), reason="the package runs on CPU with pinned_host memory"
+)
 def test_run_fix_diff_compiles_and_measures_the_package_fix(tpu_compiler, tmp_path: Path):
     """moments_on_host: the step in step.py, its jit inside main() in __main__.py."""
     shutil.copytree(ROOT / "examples" / "training", tmp_path / "examples" / "training")
