@@ -21,6 +21,7 @@ HOST_SLICE_IN_SEVERAL_DIMENSIONS: Final = "OFL1208"
 DONATED_BUFFER_IN_OTHER_MEMORY: Final = "OFL1209"
 HOST_COPY_LANE_SLICE: Final = "OFL1210"
 OFFLOAD_DOES_NOTHING: Final = "OFL1211"
+HOST_STACK_OF_INNER_LOOP: Final = "OFL1212"
 
 NAMES: Final[dict[str, str]] = {
     HOST_VALUE_DEVICE_OUTPUT: "host-value-device-output",
@@ -34,6 +35,7 @@ NAMES: Final[dict[str, str]] = {
     DONATED_BUFFER_IN_OTHER_MEMORY: "donated-buffer-in-other-memory",
     HOST_COPY_LANE_SLICE: "host-copy-lane-slice",
     OFFLOAD_DOES_NOTHING: "offload-does-nothing",
+    HOST_STACK_OF_INNER_LOOP: "host-stack-of-inner-loop",
 }
 """Each code's rule name (``offload-fixer rules NAME``, SARIF's ``rules[].name``), in code order."""
 ALL_CODES: Final[tuple[str, ...]] = tuple(NAMES)

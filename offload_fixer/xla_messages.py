@@ -194,12 +194,15 @@ HOST_COMPUTE_ALIAS = XlaMessage(
     status="",
     stable="Check failed: host_execute_operand_subshape ==",
 )
+_ASYNC_SHAPE_0_0_50 = "(opcode: async-start) expects the shape of operand 0 to match the async shape"
+"""libtpu 0.0.50.1's wording of the async-start shape check (it names the host call first)."""
 HOST_ASYNC_SHAPE = XlaMessage(
     "tpu-host-async-shape",
     "The async-start expects the shape of operand 0 to match the async shape at index {{0}} (... vs ...S(5))",
     codes.BACKEND_CANNOT_BUILD_HOST_COMPUTE,
     status="INTERNAL",
     stable="The async-start expects the shape of operand 0 to match the async shape",
+    variants=(_ASYNC_SHAPE_0_0_50,),
 )
 """How libtpu also fails on a loop's dot mixing host and device memory, once the loop is
 differentiated (the host compute becomes an async host call)."""
@@ -217,6 +220,27 @@ HOST_TUPLE_SHAPE = XlaMessage(
     status="INTERNAL",
     stable="Expected instruction to have shape equal to (",
 )
+NESTED_STACK_HOST_CALL = XlaMessage(
+    "tpu-nested-stack-host-call",
+    HOST_ASYNC_SHAPE.template,
+    codes.HOST_STACK_OF_INNER_LOOP,
+    status="INTERNAL",
+    stable=HOST_ASYNC_SHAPE.stable,
+    variants=HOST_ASYNC_SHAPE.variants,
+)
+"""libtpu (0.0.17.1, 0.0.42.1, 0.0.50.1): host compute reading a host buffer that an outer loop
+stacked from an inner loop's host output; the buffer has lost its host layout (the text of
+:data:`HOST_ASYNC_SHAPE`, so XLA's text alone does not say which rule)."""
+GPU_NESTED_STACK = XlaMessage(
+    "gpu-nested-stack-tuple-shape",
+    HOST_TUPLE_SHAPE.template,
+    codes.HOST_STACK_OF_INNER_LOOP,
+    status="INTERNAL",
+    stable=HOST_TUPLE_SHAPE.stable,
+)
+"""XLA:GPU (jax-cuda12-plugin 0.10.2, 0.12.0.1): an outer loop's tuple that carries a host buffer
+stacked from an inner loop's host output loses the host memory space (the text of
+:data:`HOST_TUPLE_SHAPE`)."""
 UNPINNED_PARAMETER = XlaMessage(
     "tpu-unpinned-parameter",
     "Shape mismatch between parameter number {index} and its operand in {name}",
@@ -316,6 +340,8 @@ BACKEND_MESSAGES: tuple[XlaMessage, ...] = (
     GPU_DONATED_DEVICE_BUFFER,
     ASYNC_UPDATE_LANE_SLICE,
     LANE_SLICE_SIZE,
+    NESTED_STACK_HOST_CALL,
+    GPU_NESTED_STACK,
 )
 """What the TPU and GPU backends say when they cannot build what the offloader decided."""
 ALL_MESSAGES = HOST_OFFLOADER_MESSAGES + BACKEND_MESSAGES

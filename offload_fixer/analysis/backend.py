@@ -59,6 +59,8 @@ LANE_COUNT = 128
 TPU_DONATED_DEVICE_BUFFER = msg.DONATED_DEVICE_BUFFER
 TPU_DONATED_HOST_BUFFER = msg.DONATED_HOST_BUFFER
 GPU_DONATED_DEVICE_BUFFER = msg.GPU_DONATED_DEVICE_BUFFER
+TPU_NESTED_STACK = msg.NESTED_STACK_HOST_CALL
+GPU_NESTED_STACK = msg.GPU_NESTED_STACK
 
 DOTS = frozenset({"stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution"})
 
@@ -75,12 +77,53 @@ def backend_failures(walk: HostOffloadWalk, result: WalkResult, target: str) -> 
         message = _host_compute_failure(walk.view, op, result, target)
         if message is not None:
             failures.append(Failure(seeds[op], op, message))
+    failures.extend(_nested_stack_failures(walk, result, target))
     if target == "tpu":
         failures.extend(_async_slice_failures(walk, result))
         failures.extend(_lane_slice_failures(walk, result))
         failures.extend(_unpinned_failures(walk, result))
     failures.extend(_donation_failures(walk.view, target, {reach.output for reach in result.reaches}))
     return failures
+
+
+def _nested_stack_failures(walk: HostOffloadWalk, result: WalkResult, target: str) -> Iterator[Failure]:
+    """An outer loop that stacks, into a host buffer it carries, a host value an inner loop
+    returned (nested scans whose ys are moved to host: a remat offload policy inside nested
+    scans under ``grad``; the ``nested_scan_*`` probes). XLA:GPU loses the host memory space
+    in the outer loop's tuple whatever reads the stack; libtpu compiles the stack but not host
+    compute that reads it (a slice kept on host, or compute), whose async host call finds the
+    buffer without its host layout. One stacked at the top level, or a stack of a value moved
+    to host in the same loop body, compiles on both."""
+    for seed, ops in result.host_updates.items():
+        if seed.op is None:
+            continue
+        depth = _loop_depth(walk.view, seed.op)
+        for op in ops:
+            if not 1 <= _loop_depth(walk.view, op) < depth or not _on_host_path(op.operands[1], result):
+                continue
+            if target == "gpu":
+                yield Failure(seed, op, GPU_NESTED_STACK)
+            elif result.host_slices.get(seed) or result.host_compute.get(seed):
+                yield Failure(seed, op, TPU_NESTED_STACK)
+            break
+
+
+def _loop_depth(view: irm.ModuleView, op: ir.Operation, seen: frozenset[str] = frozenset()) -> int:
+    """How many while bodies enclose ``op``, through the functions called from them (the
+    deepest call site counts)."""
+    depth = 0
+    parent = op.parent
+    while parent is not None and parent.name != "func.func":
+        if parent.name == "stablehlo.while":
+            depth += 1
+        parent = parent.parent
+    if parent is None:
+        return depth
+    name = irm.symbol_name(parent)
+    if name in seen:
+        return depth
+    calls = view.call_sites.get(name, ())
+    return depth + max((_loop_depth(view, call, seen | {name}) for call in calls), default=0)
 
 
 def _donation_failures(view: irm.ModuleView, target: str, reached: set[int]) -> Iterator[Failure]:

@@ -421,6 +421,59 @@ def _streamed_on_mesh(devices: int):
     return step
 
 
+def _rows_stacked_in_nested_scans(xs):
+    """Each (8, 128) row moved to host in an inner scan, the inner scans' stacks stacked by
+    an outer scan: a (2, 3, 8, 128) host buffer the outer loop carries."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    def chunk(c, rows):
+        return c, lax.scan(lambda c, row: (c, _put(jnp.tanh(row), host_move())), c, rows)[1]
+
+    return lax.scan(chunk, 0.0, xs)[1]
+
+
+def nested_stack_returned(xs):
+    return _rows_stacked_in_nested_scans(xs)
+
+
+def nested_stack_rows_to_device(xs):
+    import jax.numpy as jnp
+    from jax import lax
+
+    stack = _rows_stacked_in_nested_scans(xs)
+    return lax.scan(lambda h, rows: (h + _put(rows, device_move()).sum(0), None), jnp.zeros(xs.shape[2:]), stack)[0]
+
+
+def nested_stack_read_on_host(xs):
+    import jax.numpy as jnp
+    from jax import lax
+
+    stack = _rows_stacked_in_nested_scans(xs)
+
+    def chunk(h, rows):  # the rows stay in host memory: the slice is host compute
+        return lax.scan(lambda h, row: (h + _put(row, device_move()), None), h, rows)[0], None
+
+    return lax.scan(chunk, jnp.zeros(xs.shape[2:]), stack)[0]
+
+
+def _nested_scan_remat_offload(w, xs):
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    def loss(w, xs):
+        policy = jax.checkpoint_policies.offload_dot_with_no_batch_dims("device", "pinned_host")
+
+        def chunk(h, rows):
+            step = jax.checkpoint(lambda h, x: (jnp.tanh(h @ w + x), None), policy=policy)
+            return lax.scan(step, h, rows)[0], None
+
+        return jnp.sum(lax.scan(chunk, jnp.zeros(xs.shape[2:]), xs)[0])
+
+    return jax.grad(loss)(w, xs)
+
+
 def gather_rows(w, i):
     return w[i]
 
@@ -730,6 +783,39 @@ PROBES: tuple[Probe, ...] = (
         {"tpu": OTHER, "gpu": COMPILED},
         jit=lambda: {"in_shardings": (host(), None)},
         unless=lambda g: None if g.tpu_async_slice_one_dimension_only else both(COMPILED),
+    ),
+    # host buffers stacked by an outer loop from an inner loop's host output (OFL1212)
+    Probe(
+        "nested_scan_remat_offload",
+        "a remat offload policy on a scan nested in another, under grad (issue 24's report)",
+        _nested_scan_remat_offload,
+        shapes(M, (2, 3) + V),
+        both(OTHER),
+    ),
+    Probe(
+        "nested_stack_returned",
+        "XLA:GPU cannot carry the stacked stacks; libtpu returns them",
+        nested_stack_returned,
+        shapes((2, 3) + V),
+        {"tpu": COMPILED, "gpu": OTHER},
+        jit=lambda: {"out_shardings": host()},
+        typed_only=True,
+    ),
+    Probe(
+        "nested_stack_rows_to_device",
+        "libtpu copies rows of the stacked stacks straight to device",
+        nested_stack_rows_to_device,
+        shapes((2, 3) + V),
+        {"tpu": COMPILED, "gpu": OTHER},
+        typed_only=True,
+    ),
+    Probe(
+        "nested_stack_read_on_host",
+        "a slice of the stacked stacks kept in host memory: libtpu's async host call fails",
+        nested_stack_read_on_host,
+        shapes((2, 3) + V),
+        both(OTHER),
+        typed_only=True,
     ),
     # donated buffers returned in another memory (JAX aliases them: tf.aliasing_output)
     Probe(
