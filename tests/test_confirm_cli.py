@@ -153,6 +153,49 @@ def test_confirm_json_records_every_xla_verdict_and_lists_the_unpredicted(tmp_pa
     assert document["unpredicted"][0] in proc.stderr
 
 
+STRIDED = """\
+import jax
+
+host = jax.sharding.SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")
+device = jax.sharding.SingleDeviceSharding(jax.devices()[0], memory_kind="device")
+
+
+def every_other_row(x):
+    return jax.device_put(x[::2], device)
+
+
+f = jax.jit(every_other_row, in_shardings=host)
+f(jax.device_put(jax.numpy.ones((16, 128)), host))
+"""
+"""Every other row of a host value moved to device: every released compiler measured (libtpu
+0.0.42.1 and 0.0.50.1, the CUDA plugins 0.10.2 and 0.12.0.1) fails on the strided copy with an
+internal shape error that no rule models (``analysis.backend._strided``): once one does, this
+test needs another such program."""
+
+
+@pytest.mark.skipif(not jax_compat.host_memory_on_this_backend(), reason="the program needs pinned_host on CPU")
+@pytest.mark.skipif(not has_tpu_compiler(), reason="libtpu is not installed")
+@pytest.mark.parametrize("fmt", ["json", "sarif"])
+def test_an_xla_error_the_analysis_did_not_predict_is_listed_in_json_and_sarif(tmp_path: Path, fmt: str):
+    import json
+
+    program = tmp_path / "strided.py"
+    program.write_text(STRIDED)
+    proc = offload_fixer("run", "--confirm", "--format", fmt, str(program), cwd=tmp_path)
+    assert proc.returncode == ExitCode.FINDINGS, proc.stderr
+    document = json.loads(proc.stdout)
+    if fmt == "json":
+        (compiled,) = document["compilations"]
+        assert compiled["predicted"]["outcome"] == "compiled" and compiled["xla"]["outcome"] == "rejected"
+        listed = document["unpredicted"]
+        assert listed == [f"every_other_row: {difference}" for difference in compiled["unpredicted"]]
+    else:
+        notifications = document["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+        listed = [n["message"]["text"] for n in notifications if n["descriptor"]["id"] == "unpredicted-xla-verdict"]
+    assert len(listed) == 1, listed
+    assert "the analysis predicts compiled" in listed[0] and "Expected instruction to have shape equal to" in listed[0]
+
+
 COUNTED = """\
 import sys
 
