@@ -213,12 +213,17 @@ CUSTOM_FUSION_BACKEND_CONFIG = XlaMessage(
     status="INTERNAL",
     stable="instruction->has_backend_config() Fusion must have backend config",
 )
+_GPU_SCATTER_VERIFIER = (
+    "!(operand_memory_space == Layout::kHostMemorySpace && result_memory_space == Layout::kDefaultMemorySpace)"
+)
+"""XLA:GPU's verifier on the same scatter when it is the only output (a RET_CHECK failure)."""
 HOST_TUPLE_SHAPE = XlaMessage(
     "gpu-host-tuple-shape",
     "Expected instruction to have shape equal to (...), actual shape is (...S(5)...)",
     codes.BACKEND_CANNOT_BUILD_HOST_COMPUTE,
     status="INTERNAL",
     stable="Expected instruction to have shape equal to (",
+    variants=(_GPU_SCATTER_VERIFIER,),
 )
 NESTED_STACK_HOST_CALL = XlaMessage(
     "tpu-nested-stack-host-call",

@@ -7,8 +7,9 @@ compilers, not rules of XLA's sources: each check below names the programs that 
 
 * GPU: a dot computed in host memory (XLA:GPU emits it as a GEMM fusion whose shape loses the
   host memory space: ``INTERNAL: Fused computation shape ... S(5)``); a single-update scatter
-  that is not a plain constant-index set (rewritten into a dynamic slice and a select whose
-  tuple loses the memory space).
+  that is not a plain constant-index set, on a value moved to host outside any loop (rewritten
+  into a dynamic slice and a select whose tuple loses the memory space, or a dynamic update
+  slice from host to device memory that its verifier rejects).
 * TPU: a dot in a loop body with an operand in device memory (the host-compute alias
   assigner aborts on a CHECK); a gather, or a scatter of several updates, in host memory
   (emitted as a custom fusion without a backend config); an ``unpinned_host`` parameter that
@@ -74,7 +75,7 @@ def backend_failures(walk: HostOffloadWalk, result: WalkResult, target: str) -> 
             seeds.setdefault(op, seed)
     failures: list[Failure] = []
     for op in dict.fromkeys(op for ops in result.host_compute.values() for op in ops):
-        message = _host_compute_failure(walk.view, op, result, target)
+        message = _host_compute_failure(walk.view, op, result, target, seeds[op])
         if message is not None:
             failures.append(Failure(seeds[op], op, message))
     failures.extend(_nested_stack_failures(walk, result, target))
@@ -242,13 +243,21 @@ def _partial_dimensions(op: ir.Operation) -> list[int]:
 
 
 def _host_compute_failure(
-    view: irm.ModuleView, op: ir.Operation, result: WalkResult, target: str
+    view: irm.ModuleView, op: ir.Operation, result: WalkResult, target: str, seed: Seed
 ) -> msg.XlaMessage | None:
     name = op.name
     if target == "gpu":
         if name in DOTS:
             return GPU_HOST_DOT
-        if name == "stablehlo.scatter" and _single_update(op) and not irm.is_constant_index_set_scatter(op):
+        if (
+            name == "stablehlo.scatter"
+            and _single_update(op)
+            and not irm.is_constant_index_set_scatter(op)
+            and seed.kind == "move_to_host"
+            and not _in_loop_body(view, op)
+        ):
+            # A host parameter updated so, or a host buffer updated in a loop body, compiles
+            # (the ``scatter_into_host_parameter`` and ``scatter_in_scan_into_host_buffer`` probes).
             return GPU_HOST_SCATTER
         return None
     if name in DOTS and _in_loop_body(view, op) and any(not _on_host_path(value, result) for value in op.operands):

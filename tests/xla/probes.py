@@ -18,7 +18,7 @@ COMPILED, E1200, OTHER = "compiled", "E1200", "other"
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count=8"
 """The CPU devices the mesh probes are sharded over; they skip without it. Not set for the
 whole suite: the examples build their meshes over ``jax.devices()`` and would become 8-device
-programs (param_streaming_broken's name is then not yet exact: XLA param.4, the analysis param.6)."""
+programs."""
 
 
 @dataclass(frozen=True)
@@ -204,6 +204,22 @@ def dynamic_index_set(x, i):
 
 def accumulate_at_index(x):
     return _put(x, host_move()).at[0].add(1.0), x
+
+
+def set_row(x, i, row):
+    return x.at[i].set(row)
+
+
+def dynamic_index_set_alone(x, i):
+    return _put(x, host_move()).at[i].set(1.0)
+
+
+def scatter_in_scan(x, rows, values):
+    import jax.numpy as jnp
+    from jax import lax
+
+    buffer = _put(jnp.zeros_like(x), host_move())
+    return lax.scan(lambda b, k: (b.at[rows[k]].add(values[k]), None), buffer, jnp.arange(rows.shape[0]))[0]
 
 
 def set_into_fresh_buffer(x):
@@ -474,6 +490,21 @@ def _nested_scan_remat_offload(w, xs):
     return jax.grad(loss)(w, xs)
 
 
+def two_scans_train_step(head, layers, x, y):
+    """``examples/param_streaming_broken.py``'s step: a scan forward and one backward, whose
+    bodies call other functions, on host weights; the loss is a device output."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    def loss(head, layers):
+        h = lax.scan(lambda h, w: (jnp.tanh(h @ w), None), x, layers)[0]
+        return jnp.mean((h @ head - y) ** 2)
+
+    value, (g_head, g_layers) = jax.value_and_grad(loss, argnums=(0, 1))(head, layers)
+    return head - 0.1 * g_head, layers - 0.1 * g_layers, value
+
+
 def gather_rows(w, i):
     return w[i]
 
@@ -635,6 +666,30 @@ PROBES: tuple[Probe, ...] = (
         shapes(V),
         {"tpu": COMPILED, "gpu": OTHER},
         typed_only=True,
+    ),
+    Probe(
+        "dynamic_index_set_alone",
+        "the same set as the only output: XLA:GPU's verifier rejects a host-to-device update",
+        dynamic_index_set_alone,
+        lambda: (*shapes(V)(), index_arg()),
+        {"tpu": COMPILED, "gpu": OTHER},
+        jit=lambda: {"out_shardings": host()},
+    ),
+    Probe(
+        "scatter_into_host_parameter",
+        "a row set at a dynamic index of a host parameter compiles on XLA:GPU too",
+        set_row,
+        lambda: (*shapes(V)(), index_arg(), *shapes((128,))()),
+        both(COMPILED),
+        jit=lambda: {"in_shardings": (host(), None, device()), "out_shardings": host()},
+    ),
+    Probe(
+        "scatter_in_scan_into_host_buffer",
+        "rows added at dynamic indices of a host buffer in a loop body compile on XLA:GPU too",
+        scatter_in_scan,
+        lambda: (*shapes(V)(), *shapes((4,), dtype="int32")(), *shapes((4, 128))()),
+        both(COMPILED),
+        jit=lambda: {"out_shardings": host()},
     ),
     # loops
     Probe(
@@ -981,6 +1036,21 @@ PROBES: tuple[Probe, ...] = (
         jit=lambda: {"in_shardings": (on_mesh(8, COLUMNS), on_mesh(8, COLUMNS, "pinned_host"))},
         devices=8,
         names=both("param.3"),
+    ),
+    Probe(
+        "mesh8_two_scans_train_step",
+        "entry parameters are renamed in XLA's post order from the root (the first output's "
+        "weight first), not in print order",
+        two_scans_train_step,
+        shapes((16, 1), (3, 16, 16), (32, 16), (32, 1)),
+        both(E1200),
+        jit=lambda: {
+            "in_shardings": (on_mesh(8, (), "pinned_host"), on_mesh(8, (), "pinned_host"), on_mesh(8), on_mesh(8)),
+            "out_shardings": (on_mesh(8, (), "pinned_host"), on_mesh(8, (), "pinned_host"), None),
+            "donate_argnums": (0, 1),
+        },
+        devices=8,
+        names=both("param.4"),
     ),
     Probe(
         "mesh4_unpinned_move_in_tuple",
