@@ -358,8 +358,11 @@ class HostOffloadWalk:
 
     # -- graph steps ----------------------------------------------------------------------
     def successors(self, node: Node) -> Iterator[Node]:
+        """``users()`` in XLA's order: the order the users were built in. MLIR lists a value's
+        uses newest first, so they are read backwards (which output XLA's error 1200 reaches
+        first, when one value reaches several: ``(w - g, w + g)`` stops at output 0)."""
         for value, path in self._values(node):
-            for use in value.uses:
+            for use in reversed(list(value.uses)):
                 yield from self._successors_through(use.owner.operation, use.operand_number, path)
 
     def _values(self, node: Node) -> Iterator[tuple[ir.Value[Any], tuple[int, ...]]]:

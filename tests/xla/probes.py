@@ -39,6 +39,8 @@ class Probe:
     names: dict[str, str] | None = None
     """Target -> the instruction XLA's error 1200 starts from (``starting from X``), measured
     on libtpu 0.0.42.1 and 0.0.50.1 and the CUDA plugins 0.10.2 and 0.12.0.1."""
+    first_output: int | None = None
+    """The output XLA's error 1200 trace ends at (its first error), where several are reached."""
     does_nothing: tuple[str, ...] = ()
     """Targets whose compiled program keeps none of the program's moves to host in host memory
     (OFL1211: 0 host output bytes for the outputs they reach, or 0 host bytes at all), under
@@ -418,6 +420,25 @@ def _shard_map_update(devices: int):
 
         spec = PartitionSpec(*COLUMNS)
         return shard_map_function()(lambda a, b: a - b, mesh=mesh(devices), in_specs=(spec, spec), out_specs=spec)(w, g)
+
+    return step
+
+
+def difference_and_sum(w, g):
+    return w - g, w + g
+
+
+def _shard_map_two_outputs(devices: int):
+    def step(w, g):
+        from jax.sharding import PartitionSpec
+
+        from offload_fixer.jax_compat import shard_map_function
+
+        spec = PartitionSpec(*COLUMNS)
+        body = shard_map_function()(
+            difference_and_sum, mesh=mesh(devices), in_specs=(spec, spec), out_specs=(spec, spec)
+        )
+        return body(w, g)
 
     return step
 
@@ -1026,6 +1047,27 @@ PROBES: tuple[Probe, ...] = (
         jit=lambda: {"in_shardings": (on_mesh(4, COLUMNS, "pinned_host"), on_mesh(4, COLUMNS))},
         devices=4,
         names=both("param.2"),
+    ),
+    Probe(
+        "mesh4_shard_map_two_outputs",
+        "a host parameter reaching both outputs of a shard_map: XLA's users in build order, output 0 first",
+        _shard_map_two_outputs(4),
+        shapes(M, M),
+        both(E1200),
+        jit=lambda: {"in_shardings": (on_mesh(4, COLUMNS, "pinned_host"), on_mesh(4, COLUMNS))},
+        devices=4,
+        names=both("param.2"),
+        first_output=0,
+    ),
+    Probe(
+        "host_param_two_outputs",
+        "a host parameter reaching two outputs: XLA's walk meets the first built user's output first",
+        difference_and_sum,
+        shapes(M, M),
+        both(E1200),
+        jit=lambda: {"in_shardings": (host(), device())},
+        names=both("w.1"),
+        first_output=0,
     ),
     Probe(
         "mesh8_host_param_after_loop",

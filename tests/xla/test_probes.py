@@ -24,6 +24,8 @@ def test_the_analysis_predicts_the_measured_outcome(probe: probes.Probe, target:
     assert predicted == probes.expected(probe, target, jax_compat.xla_generation()), probe.why
     if probe.names:
         assert report.predicted.instruction == probe.names[target], probe.why
+    if probe.first_output is not None:
+        assert report.predicted.output_index == probe.first_output, probe.why
     does_nothing = target in probe.does_nothing and jax_compat.regime() is jax_compat.Regime.TYPED
     assert bool(report.by_code(codes.OFFLOAD_DOES_NOTHING)) == does_nothing, probe.why
 
