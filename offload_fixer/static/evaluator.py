@@ -66,6 +66,10 @@ class Evaluator:
             """Run statements; True when every path leaves the block."""
 
         @abstractmethod
+        def assign(self, target: Any, value: Any, frame: Any) -> None:
+            """Bind an assignment target (a name, a tuple to unpack...) in ``frame``."""
+
+        @abstractmethod
         def is_flag(self, node: Any, test: Any, scope: Any) -> bool:
             """Whether a test is a configuration flag rather than a test on arrays."""
 

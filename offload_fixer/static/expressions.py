@@ -16,9 +16,9 @@ from typing import Any, cast
 
 import libcst as cst
 
-from offload_fixer.source.bindings import block_statements
+from offload_fixer.source.bindings import block_statements, target_names
 
-from . import jax_api, names
+from . import iteration, jax_api, names
 from .evaluator import MAX_CALL_DEPTH, Evaluator, Unsupported
 from .scopes import Frame
 from .statements import conditional, truth
@@ -247,6 +247,14 @@ class ExpressionEvaluator(Evaluator):
             scope.env[node.target.value] = value
         return value
 
+    def _ev_comprehension(self, node: Any, scope: Any) -> Any:
+        names_here: set = set()
+        clause = node.for_in
+        while clause is not None:
+            names_here.update(target_names(clause.target))
+            clause = clause.inner_for_in
+        return iteration.comprehension(self, node, scope, Frame(frozenset(names_here), scope))
+
     def _ev_boolean(self, node: cst.BooleanOperation, scope: Any) -> Any:
         self.ev(node.left, scope)
         self.ev(node.right, scope)
@@ -384,6 +392,9 @@ class ExpressionEvaluator(Evaluator):
             return self.compute(
                 _at_op(name, receiver), (receiver.base, *receiver.operands, *args, *kwargs.values()), node
             )
+        items = iteration.mapping_method(receiver, name, args)
+        if items is not None:
+            return items
         if isinstance(receiver, Mapping) and name == "get" and args and isinstance(args[0], Const):
             item = receiver.get(args[0].value)
             return item if item is not None else (args[1] if len(args) > 1 else NONE)
@@ -493,4 +504,8 @@ _DISPATCH: dict[type, Callable[[Any, Any, Any], Any]] = {
     cst.Lambda: ExpressionEvaluator._ev_lambda,
     cst.NamedExpr: ExpressionEvaluator._ev_named_expr,
     cst.Ellipsis: lambda self, node, scope: STATIC,
+    cst.ListComp: ExpressionEvaluator._ev_comprehension,
+    cst.GeneratorExp: ExpressionEvaluator._ev_comprehension,
+    cst.SetComp: ExpressionEvaluator._ev_comprehension,
+    cst.DictComp: ExpressionEvaluator._ev_comprehension,
 }

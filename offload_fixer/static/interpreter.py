@@ -45,6 +45,7 @@ from .values import (
     Bound,
     Const,
     DataclassType,
+    Differentiated,
     Function,
     JitFactory,
     JitOptions,
@@ -53,6 +54,7 @@ from .values import (
     ProjectModule,
     Ref,
     Seq,
+    Transform,
     TransformFactory,
     after_each,
 )
@@ -284,7 +286,7 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
             return UNKNOWN
         value: Any = Function(node, closure)
         for decorator in reversed(node.decorators):
-            value = self._apply_decorator(self.ev(decorator.decorator, scope), value)
+            value = self._apply_decorator(self.ev(decorator.decorator, scope), value, decorator.decorator, scope)
             if value is UNKNOWN:
                 break
         return value
@@ -342,13 +344,19 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
         callee = self.ev(node.func, scope)
         return isinstance(callee, Ref) and callee.qualname in names.DATACLASS
 
-    def _apply_decorator(self, decorator: Any, value: Any) -> Any:
+    def _apply_decorator(self, decorator: Any, value: Any, node: Any, scope: Any) -> Any:
         if isinstance(decorator, Ref):
             return jax_api.decorated(decorator.qualname, value)
         if isinstance(decorator, JitFactory):
             return Jitted(value, decorator.options)
         if isinstance(decorator, TransformFactory):
             return jax_api.transform_of(decorator.kind, value)
+        if isinstance(decorator, (Function, Bound)):
+            # A decorator of the project (a wrapper, a registry): what calling it returns.
+            try:
+                return self.apply(decorator, [value], {}, node, scope)
+            except Unsupported:
+                return UNKNOWN
         return UNKNOWN
 
     # ------------------------------------------------------------------ one jit site
@@ -356,6 +364,9 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
         target, bound_args, bound_kwargs = jitted.target, (), ()
         while isinstance(target, Jitted) and not target.options.keywords:
             target = target.target  # jit of a jitted function: the outer jit's options decide
+        transformed = None
+        if isinstance(target, (Transform, Differentiated)):
+            transformed, target = target, _traced_base(target)
         if isinstance(target, Bound):
             target, bound_args, bound_kwargs = target.fn, target.args, target.kwargs
         if not isinstance(target, Function):
@@ -367,10 +378,12 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
             out_shardings = self._option(options, "out_shardings", "out_axis_resources")
             frame = Frame(self.local_names(target.node), target.scope)
             frame.env.update(self._site_arguments(target.node, options, bound_args, dict(bound_kwargs)))
-            self._stack.append(target.node)
+            self._stack.append(target.node if transformed is None else transformed)  # traced by the transform
             try:
                 returns: tuple[ReturnedValue, ...]
-                if isinstance(target.node, cst.Lambda):
+                if transformed is not None:
+                    returns = (ReturnedValue(target.node, self._call_transformed(transformed, target, frame)),)
+                elif isinstance(target.node, cst.Lambda):
                     returns = (ReturnedValue(target.node.body, self.ev(target.node.body, frame)),)
                 else:
                     collected: list = []
@@ -388,6 +401,21 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
         except Unsupported:
             return None
         return SiteResult(target.node, returns, out_shardings, tuple(self.host_computations))
+
+    def _call_transformed(self, transformed: Any, base: Function, frame: Frame) -> Any:
+        """``jax.jit(jax.grad(f))`` and the like: ``f``'s parameters take the site's arguments
+        (those a ``functools.partial`` under the transform binds are its own), and the
+        transform is called on them, as JAX traces it."""
+        inner = transformed
+        while isinstance(inner, (Transform, Differentiated)):
+            inner = inner.fn
+        bound = inner if isinstance(inner, Bound) else Bound(base, (), ())
+        params = base.node.params
+        positional = [p.name.value for p in (*params.posonly_params, *params.params)][len(bound.args) :]
+        keyword = dict(bound.kwargs)
+        args = [frame.env[name] for name in positional if name not in keyword]
+        kwargs = {p.name.value: frame.env[p.name.value] for p in params.kwonly_params if p.name.value not in keyword}
+        return self.apply(transformed, args, kwargs, base.node, frame)
 
     def _option(self, options: JitOptions, *keywords: str) -> Any:
         found = options.get(*keywords)
@@ -495,3 +523,10 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
             cached = frozenset(names_here)
             self._locals[node] = cached
         return cached
+
+
+def _traced_base(value: Any) -> Any:
+    """The function a chain of transforms (``grad``, ``vmap``, ``checkpoint``...) traces."""
+    while isinstance(value, (Transform, Differentiated)):
+        value = value.fn
+    return value

@@ -22,7 +22,7 @@ from typing import Any
 
 from offload_fixer.model import DEVICE, PINNED_HOST, format_output_path
 
-from . import control_flow, names
+from . import control_flow, iteration, names
 from .evaluator import ABSENT, Evaluator, call_argument
 from .values import (
     DEVICE_TREE,
@@ -91,6 +91,8 @@ def decorated(qualname: str, value: Any) -> Any:
 
 def transform_of(kind: str, fn: Any) -> Any:
     """``fn`` under the transform ``kind`` (:data:`names.VMAP`, ... or ``custom_jvp``)."""
+    if kind == "wraps":
+        return fn  # ``functools.wraps(f)`` copies names onto ``fn``, nothing JAX sees
     if kind in ("custom_jvp", "custom_vjp"):
         return Function(fn.node, fn.scope, kind) if isinstance(fn, Function) else UNKNOWN
     return Transform(kind, fn)
@@ -359,13 +361,6 @@ def _one_operand(args: list) -> bool:
     return len(arrays) == 1 and (not isinstance(arrays[0], Seq) or len(arrays[0].items) == 1)
 
 
-def _sequence(is_list: bool) -> Handler:
-    def sequence(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
-        return Seq(args[0].items, is_list) if len(args) == 1 and isinstance(args[0], Seq) else UNKNOWN
-
-    return sequence
-
-
 def _dict(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
     return UNKNOWN if args else Mapping(tuple(kwargs.items()))
 
@@ -389,6 +384,7 @@ def _table() -> dict[str, Api]:
     )
     add(names.PARTIAL, _partial)
     add(names.STATICMETHOD, Api(_unknown, lambda value: value))
+    add(names.WRAPS, lambda interp, args, kwargs, node, scope: TransformFactory("wraps"))
     add(names.DEVICE_PUT, _device_put)
     add(names.SHARDING_CLASSES, _sharding)
     add(names.DEVICE_LISTS, _devices)
@@ -420,8 +416,9 @@ def _table() -> dict[str, Api]:
     add(names.COPIES, _copy)
     for qualname in sorted(names.COMPUTE_FUNCTIONS):
         add(qualname, _computation(qualname))
-    add("builtins.tuple", _sequence(False))
-    add("builtins.list", _sequence(True))
+    for qualname, handler in iteration.BUILTINS.items():
+        add(qualname, handler)
+    add(names.TREE_LEAVES, iteration.tree_leaves)
     add("builtins.dict", _dict)
     return table
 

@@ -299,6 +299,16 @@ class AtIndexed:
     operands: tuple
 
 
+@dataclass(frozen=True)
+class Repeated:
+    """A Python iterable of unknown length whose every item is ``item`` (``zip`` over pytrees
+    of layers, ``enumerate``, ``range``, a comprehension); ``nonempty``: known to have an item.
+    Arrays repeated are a pytree of unknown structure instead (:func:`.iteration.repeated`)."""
+
+    item: Any
+    nonempty: bool = False
+
+
 def map_leaves(value: Any, fn: Callable[[Any], Any]) -> Any:
     """Apply ``fn`` to every array leaf (host, device, unknown) of a pytree literal."""
     if isinstance(value, Instance):
@@ -328,6 +338,8 @@ def leaves(value: Any):
     elif isinstance(value, Mapping):
         for _, v in value.items:
             yield from leaves(v)
+    elif isinstance(value, Repeated):
+        yield from leaves(value.item)
     elif value is not NONE:
         yield value
 
@@ -342,12 +354,23 @@ def join(a: Any, b: Any) -> Any:
         return Mapping(tuple((k, join(x, y)) for (k, x), (_, y) in zip(a.items, b.items)))
     if isinstance(a, Instance) and isinstance(b, Instance) and [k for k, _ in a.fields] == [k for k, _ in b.fields]:
         return Instance(tuple((k, join(x, y)) for (k, x), (_, y) in zip(a.fields, b.fields)))
+    if isinstance(a, Repeated) and isinstance(b, Repeated):
+        return Repeated(join(a.item, b.item), a.nonempty and b.nonempty)
     if isinstance(a, DeviceArray) and isinstance(b, DeviceArray):
         return DeviceArray(False, a.explicit or b.explicit)
-    if isinstance(a, HostArray) and isinstance(b, HostArray) and a.origin == b.origin:
-        # Host on both paths: whichever runs, the value is host; keep every operation seen.
+    if isinstance(a, HostArray) and isinstance(b, HostArray) and _same_memory(a.origin, b.origin):
+        # Host on both paths: whichever runs, the value is host; keep every operation seen
+        # (and, from values moved to host apart, the first's origin, as a computation does).
         return HostArray(a.origin, a.steps | b.steps, a.trace, a.single and b.single)
     return UNKNOWN
+
+
+def _same_memory(a: HostOrigin, b: HostOrigin) -> bool:
+    """Origins a joined value can name either of: the same, or moved to the same memory in the
+    same way on no condition."""
+    if a == b:
+        return True
+    return (a.kind, a.memory_kind) == (b.kind, b.memory_kind) and a.condition is None and b.condition is None
 
 
 def join_branches(taken: Any, not_taken: Any, test: Any) -> Any:

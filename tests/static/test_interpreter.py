@@ -179,6 +179,34 @@ def test_helpers_lambdas_and_loops_are_followed():
     assert found(body, PROPAGATION) == error()
 
 
+def test_python_iteration_over_layers_is_followed():
+    """``zip``/``enumerate`` loops, comprehensions, ``sum`` and ``jax.tree.leaves`` run at
+    trace time: each item is traced, and a loop over a pytree of layers runs at least once."""
+    body = """
+    @jax.jit
+    def f(ws, bs, x):
+        ws = jax.device_put(ws, host)
+        for i, (w, b) in enumerate(zip(ws, bs)):
+            x = jnp.tanh(x @ w + b) * (i + 1)
+        return x
+    """
+    assert found(body, LEGACY) == error()
+    body = """
+    @jax.jit
+    def f(x):
+        hs = [jax.device_put(v, host) * 2 for v in x]
+        return hs, {k: v for k, v in {"a": x, "b": hs[0]}.items()}
+    """
+    assert found(body, LEGACY) == error("[0]") + error("[1]['b']")
+    body = """
+    @jax.jit
+    def f(params):
+        params = jax.device_put(params, host)
+        return sum(jnp.sum(g**2) for g in jax.tree.leaves(params)), [len(params) for _ in range(2)]
+    """
+    assert found(body, LEGACY) == error("[0]")
+
+
 def test_tree_map_moves_every_leaf():
     body = """
     @jax.jit
@@ -255,7 +283,6 @@ def test_output_index_follows_jax_flattening_order():
         "@jax.jit\ndef f(x):\n    h = jax.device_put(x, host)\n"
         "    return jax.device_put(h, NamedSharding(mesh, P()))\n",
         "@jax.jit\ndef f(x):\n    return jax.checkpoint(lambda v: jax.device_put(v, host) * 2)(x)\n",
-        "@jax.jit\ndef f(x):\n    return [jax.device_put(v, host) * 2 for v in x]\n",
         # a name that may hold different things
         "if cond:\n    target = host\nelse:\n    target = dev\n"
         "@jax.jit\ndef f(x):\n    return jax.device_put(x, target) * 2\n",
@@ -284,7 +311,6 @@ def test_output_index_follows_jax_flattening_order():
         "unknown-kind",
         "sharding-without-kind",
         "checkpoint",
-        "comprehension",
         "conditional-global",
         "correlated-branches",
         "param-named-jax",
