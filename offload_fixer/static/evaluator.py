@@ -35,6 +35,8 @@ class Evaluator:
     """How many ``with compute_on("device_host")`` blocks enclose the code being run."""
     _stack: list
     """The functions being traced, outermost first."""
+    _changes_parameters: dict
+    """``def``/lambda node -> whether it may change an object passed to it."""
     host_computations: list
     """``(origin, op, node)`` of each computation on a host value of the current jit site
     (:meth:`.expressions.ExpressionEvaluator.compute`): the source of OFL1201."""
@@ -52,6 +54,22 @@ class Evaluator:
         @abstractmethod
         def compute(self, op: str, operands: tuple, node: Any, kind: str = "compute") -> Any:
             """The single array an operation computes from its operands' data."""
+
+        @abstractmethod
+        def inline(self, fn: Any, args: list, kwargs: dict, node: Any, final: dict | None = None) -> Any:
+            """Trace a function of the project called with ``args``."""
+
+        @abstractmethod
+        def construct(self, cls: Any, args: list, kwargs: dict, node: Any) -> Any:
+            """An instance of a class of the project."""
+
+        @abstractmethod
+        def instance_member(self, instance: Any, name: str, node: Any) -> Any:
+            """``instance.name`` where it is not a field: a method, a property's value..."""
+
+        @abstractmethod
+        def forget_changed_instances(self, callee: Any, node: Any, scope: Any) -> None:
+            """Forget the objects a call may change."""
 
         @abstractmethod
         def binary(self, left: Any, operator: Any, right: Any, node: Any) -> Any:

@@ -7,10 +7,12 @@ file and nested jitted helpers, up to the ``return`` statements of each jitted f
 never imports or runs the analysed code. Whatever it does not model yields ``UNKNOWN``.
 
 The jobs, by module: this one finds the jit sites of a module, resolves names (imports of the
-project's other modules, decorators, dataclasses) and reads a site's arguments from its
-``in_shardings``; :mod:`.statements` runs statements, :mod:`.expressions` evaluates
-expressions and calls, :mod:`.jax_api` and :mod:`.control_flow` say what each modelled JAX
-API does to memory kinds, :mod:`.syntax` walks the syntax.
+project's other modules, decorators) and reads a site's arguments from its ``in_shardings``
+(a site may jit a transformed function: ``jax.jit(jax.grad(f))``); :mod:`.statements` runs
+statements, :mod:`.expressions` evaluates expressions and calls, :mod:`.project_code` traces
+the project's functions and classes, :mod:`.iteration` Python's iteration,
+:mod:`.jax_api` and :mod:`.control_flow` say what each modelled JAX API does to memory kinds,
+:mod:`.syntax` walks the syntax.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from .evaluator import MAX_EVALUATIONS, Unsupported
 from .expressions import ExpressionEvaluator
 from .jax_api import argument_from_shardings, with_spelling
 from .project import ModuleFacts, Project, is_modeled, mutated_globals
+from .project_code import ProjectCode
 from .scopes import ForeignScope, Frame, NotCut, StaticScope
 from .statements import StatementRunner
 from .syntax import calls_in, header_expressions
@@ -44,7 +47,6 @@ from .values import (
     UNKNOWN,
     Bound,
     Const,
-    DataclassType,
     Differentiated,
     Function,
     JitFactory,
@@ -82,7 +84,7 @@ class SiteResult:
     """``(origin, op, node)``: computations on host values before any move back to device."""
 
 
-class Interpreter(StatementRunner, ExpressionEvaluator):
+class Interpreter(StatementRunner, ExpressionEvaluator, ProjectCode):
     """The static check of one module: its jit sites, and what each one returns."""
 
     def __init__(
@@ -125,6 +127,7 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
         self._function_scopes: dict[Any, StaticScope] = {}
         self._collectors: dict[Any, BindingCollector] = {}
         self._locals: dict[Any, frozenset] = {}
+        self._changes_parameters = {}
 
     # ------------------------------------------------------------------ jit sites
     def jit_sites(self) -> list[Jitted]:
@@ -232,7 +235,7 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
             if binding.kind == "def":
                 return self.decorate(binding.node, scope.at(binding.index), scope.closure)
             if binding.kind == "class":
-                return self._class_value(binding.node, scope.at(binding.index), scope)
+                return self.class_value(binding.node, scope.at(binding.index), scope)
         except Unsupported:
             return UNKNOWN
         return UNKNOWN
@@ -290,59 +293,6 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
             if value is UNKNOWN:
                 break
         return value
-
-    def _class_value(self, node: cst.ClassDef, scope: Any, closure: StaticScope) -> Any:
-        """A ``@dataclass`` (a configuration object, or state registered as a pytree) or a
-        ``NamedTuple``: its fields and their defaults, so that ``Config().offload`` is the
-        default the program runs with and ``state.moment`` the field it was given. Any other
-        class is unknown."""
-        written = [
-            (d.decorator, value)
-            for d in node.decorators
-            if not (
-                isinstance(value := self.ev(d.decorator, scope), Ref) and value.qualname in names.PYTREE_REGISTRATIONS
-            )
-        ]
-        named_tuple = not written and any(
-            isinstance(base := self.ev(arg.value, scope), Ref) and base.qualname in names.NAMED_TUPLE
-            for arg in node.bases
-        )
-        if named_tuple:
-            pass
-        elif len(written) != 1:
-            return UNKNOWN
-        elif isinstance(written[0][1], Ref) and written[0][1].qualname in names.DATACLASS:
-            pass
-        elif not (isinstance(written[0][0], cst.Call) and self._is_dataclass_call(written[0][0], scope)):
-            return UNKNOWN
-        body = block_statements(node.body)
-        class_scope = StaticScope(self, body, closure, is_class=True)
-        fields = []
-        for index, statement in enumerate(body):
-            if not isinstance(statement, cst.SimpleStatementLine):
-                continue
-            for small in statement.body:
-                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
-                    default = (
-                        UNKNOWN if small.value is None else self._field_default(small.value, class_scope.at(index))
-                    )
-                    fields.append((small.target.value, default))
-        return DataclassType(tuple(fields))
-
-    def _field_default(self, node: Any, scope: Any) -> Any:
-        if isinstance(node, cst.Call):
-            callee = self.ev(node.func, scope)
-            if isinstance(callee, Ref) and callee.qualname in names.DATACLASS_FIELD:
-                for arg in node.args:
-                    if arg.keyword is not None and arg.keyword.value == "default":
-                        return self.ev(arg.value, scope)
-                return UNKNOWN
-        return self.ev(node, scope)
-
-    def _is_dataclass_call(self, node: cst.Call, scope: Any) -> bool:
-        """``@dataclass(frozen=True)`` and the like."""
-        callee = self.ev(node.func, scope)
-        return isinstance(callee, Ref) and callee.qualname in names.DATACLASS
 
     def _apply_decorator(self, decorator: Any, value: Any, node: Any, scope: Any) -> Any:
         if isinstance(decorator, Ref):

@@ -149,6 +149,8 @@ def _enumerate(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: An
 def _range(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
     if kwargs or not 1 <= len(args) <= 3:
         return UNKNOWN
+    if args == [SOME_LENGTH]:
+        return Repeated(STATIC, True)  # ``range(len(layers))``
     bounds = [a.value for a in args if isinstance(a, Const) and type(a.value) is int]
     return Repeated(STATIC, len(bounds) == len(args) and len(range(*bounds)) > 0)
 
@@ -202,9 +204,24 @@ def _sum(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> 
     return interp.binary(total, cst.Add(), element(iterated), node)
 
 
+class _SomeLength:
+    """The length of a pytree of layers: unknown, but not zero (see :func:`nonempty`)."""
+
+    def __bool__(self) -> bool:
+        return True
+
+    def __repr__(self) -> str:
+        return "len>0"
+
+
+SOME_LENGTH = Const(_SomeLength())
+
+
 def _len(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
     if len(args) == 1 and isinstance(args[0], (Seq, Mapping)):
         return Const(len(args[0].items))
+    if len(args) == 1 and nonempty(args[0]):
+        return SOME_LENGTH
     return STATIC
 
 

@@ -114,7 +114,7 @@ def sharding_of_kind(kind: Any) -> Any:
     return ShardingSpec(kind.value) if isinstance(kind, Const) and isinstance(kind.value, str) else UNKNOWN
 
 
-def instantiate(fields: tuple, args: list, kwargs: dict) -> Any:
+def instantiate(fields: tuple, args: list, kwargs: dict, cls: Any = None) -> Any:
     """A dataclass instance: positional arguments in field order, then keywords, then defaults."""
     if len(args) > len(fields) or set(kwargs) - {name for name, _ in fields}:
         return UNKNOWN
@@ -122,7 +122,7 @@ def instantiate(fields: tuple, args: list, kwargs: dict) -> Any:
     for (name, _), value in zip(fields, args):
         values[name] = value
     values.update(kwargs)
-    return Instance(tuple((name, values[name]) for name, _ in fields))
+    return Instance(tuple((name, values[name]) for name, _ in fields), cls)
 
 
 # ------------------------------------------------------------------ named calls
@@ -258,7 +258,7 @@ def _nnx_merge(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: An
 
 def _dataclass_replace(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
     if len(args) == 1 and isinstance(args[0], Instance):
-        return instantiate(args[0].fields, [], kwargs)
+        return instantiate(args[0].fields, [], kwargs, args[0].cls)
     return UNKNOWN
 
 
@@ -584,7 +584,7 @@ def condition_of(target: Any) -> Any:
 def with_spelling(value: Any, node: Any) -> Any:
     """Each leaf of an evaluated ``in_shardings`` (sub)tree, with the expression that spells it."""
     if isinstance(value, Instance):
-        return Instance(tuple((k, with_spelling(v, node)) for k, v in value.fields))
+        return replace(value, fields=tuple((k, with_spelling(v, node)) for k, v in value.fields))
     if isinstance(value, Seq):
         return Seq(tuple(with_spelling(v, node) for v in value.items), value.is_list)
     if isinstance(value, Mapping):
@@ -599,7 +599,8 @@ def argument_from_shardings(tree: Any, name: str, keys: tuple, written: Any) -> 
     dataclass or NamedTuple of shardings gives its fields, labelled ``state.moment``)."""
     if isinstance(tree, Instance):
         return Instance(
-            tuple((k, argument_from_shardings(t, name, keys + (("attr", k),), written)) for k, t in tree.fields)
+            tuple((k, argument_from_shardings(t, name, keys + (("attr", k),), written)) for k, t in tree.fields),
+            tree.cls,
         )
     if isinstance(tree, Seq):
         return Seq(

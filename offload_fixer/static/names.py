@@ -35,6 +35,7 @@ CUSTOM_JVP = frozenset({"jax.custom_jvp"})
 CUSTOM_VJP = frozenset({"jax.custom_vjp"})
 COMPUTE_ON = frozenset({"jax.experimental.compute_on.compute_on"})
 STATICMETHOD = "builtins.staticmethod"
+PROPERTY = "builtins.property"
 GRAD = frozenset({"jax.grad"})
 OPTAX_WITH_STATE = frozenset(
     f"optax.{n}"

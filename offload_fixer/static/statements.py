@@ -29,6 +29,7 @@ from .values import (
     Const,
     DeviceArray,
     HostArray,
+    Instance,
     Mapping,
     Seq,
     ShardingSpec,
@@ -227,6 +228,13 @@ class StatementRunner(Evaluator):
                 self._forget(target_names(target), frame)
         elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
             self._assign_item(target, value, frame)
+        elif (
+            isinstance(target, cst.Attribute)
+            and isinstance(target.value, cst.Name)
+            and isinstance(instance := frame.lookup(target.value.value), Instance)
+        ):
+            self.forget_aliases(instance, frame)  # ``self.w = v``: this name's object, changed
+            frame.env[target.value.value] = instance.with_field(target.attr.value, value)
         else:
             self.forget_base(target, frame)
 
@@ -267,7 +275,7 @@ class StatementRunner(Evaluator):
             frame.env[target.value] = UNKNOWN
 
     def forget_aliases(self, container: Any, frame: Frame) -> None:
-        if isinstance(container, (Seq, Mapping)):
+        if isinstance(container, (Seq, Mapping, Instance)):
             for other, value in list(frame.env.items()):
                 if value is container:
                     frame.env[other] = UNKNOWN

@@ -9,7 +9,7 @@ turns its result into ``UNKNOWN``, which keeps the check silent instead of guess
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .names import HOST_KINDS
@@ -266,22 +266,49 @@ class Optimizer:
 
 @dataclass(frozen=True, eq=False)
 class DataclassType:
-    """A ``@dataclass`` of the project (a configuration): its fields with their defaults."""
+    """A class of the project: a ``@dataclass`` (a configuration, a training state), a
+    ``NamedTuple``, or a plain class without bases (a model whose ``__init__`` sets attributes),
+    with its fields' defaults (a plain class's: its class attributes) and its methods."""
 
     fields: tuple  # ((name, default value or UNKNOWN), ...) in declaration order
+    methods: tuple = ()
+    """``(name, how, Function)``; ``how``: ``self`` (bound to the instance), ``static``, ``property``."""
+    plain: bool = False
+    """Built by its ``__init__`` (not from its fields)."""
+
+    def method(self, name: str) -> tuple | None:
+        for entry in self.methods:
+            if entry[0] == name:
+                return entry
+        return None
 
 
 @dataclass(frozen=True)
 class Instance:
-    """An instance of a project dataclass: the values its fields were given."""
+    """An instance of a project class: the values its fields (attributes) were given."""
 
     fields: tuple  # ((name, value), ...)
+    cls: Any = field(default=None, compare=False)
+    """Its :class:`DataclassType`, for its methods (None: fields only, a sharding prefix tree's)."""
 
     def get(self, name: str) -> Any:
         for key, value in self.fields:
             if key == name:
                 return value
         return None
+
+    def with_field(self, name: str, value: Any) -> Instance:
+        if self.get(name) is None:
+            return replace(self, fields=self.fields + ((name, value),))
+        return replace(self, fields=tuple((k, value if k == name else v) for k, v in self.fields))
+
+
+@dataclass(frozen=True)
+class ReplaceMethod:
+    """``state.replace`` (flax.struct, chex) or ``state._replace`` (NamedTuple): called, a copy
+    with the fields given changed."""
+
+    instance: Instance
 
 
 @dataclass(frozen=True)
@@ -312,7 +339,7 @@ class Repeated:
 def map_leaves(value: Any, fn: Callable[[Any], Any]) -> Any:
     """Apply ``fn`` to every array leaf (host, device, unknown) of a pytree literal."""
     if isinstance(value, Instance):
-        return Instance(tuple((k, map_leaves(v, fn)) for k, v in value.fields))
+        return replace(value, fields=tuple((k, map_leaves(v, fn)) for k, v in value.fields))
     if isinstance(value, Seq):
         return Seq(tuple(map_leaves(v, fn) for v in value.items), value.is_list)
     if isinstance(value, Mapping):
@@ -353,7 +380,7 @@ def join(a: Any, b: Any) -> Any:
     if isinstance(a, Mapping) and isinstance(b, Mapping) and [k for k, _ in a.items] == [k for k, _ in b.items]:
         return Mapping(tuple((k, join(x, y)) for (k, x), (_, y) in zip(a.items, b.items)))
     if isinstance(a, Instance) and isinstance(b, Instance) and [k for k, _ in a.fields] == [k for k, _ in b.fields]:
-        return Instance(tuple((k, join(x, y)) for (k, x), (_, y) in zip(a.fields, b.fields)))
+        return replace(a, fields=tuple((k, join(x, y)) for (k, x), (_, y) in zip(a.fields, b.fields)))
     if isinstance(a, Repeated) and isinstance(b, Repeated):
         return Repeated(join(a.item, b.item), a.nonempty and b.nonempty)
     if isinstance(a, DeviceArray) and isinstance(b, DeviceArray):
