@@ -207,6 +207,66 @@ def test_python_iteration_over_layers_is_followed():
     assert found(body, LEGACY) == error("[0]")
 
 
+def test_classes_of_the_project_are_followed():
+    """Methods, properties and ``replace`` of dataclasses; a plain class built by ``__init__``
+    and called through ``__call__``; an object a method changes is forgotten, not stale."""
+    body = """
+    import dataclasses
+
+    @dataclasses.dataclass
+    class State:
+        w: jax.Array
+        m: jax.Array
+
+        @property
+        def both(self):
+            return self.w + self.m
+
+        def replace(self, **changes):
+            return dataclasses.replace(self, **changes)
+
+    class Model:
+        def __init__(self, scale):
+            self.scale = scale
+
+        def __call__(self, x):
+            return jax.device_put(x, host) * self.scale
+
+    @jax.jit
+    def f(x):
+        s = State(x, jax.device_put(x, host))
+        return s.both, s.replace(w=s.m), Model(2.0)(x)
+    """
+    assert found(body, LEGACY) == error("[0]") + error("[1].m") + error("[1].w") + error("[2]")
+    body = """
+    class Stash:
+        def __init__(self, w):
+            self.w = jax.device_put(w, host)
+
+        def load(self):
+            self.w = jax.device_put(self.w, dev)
+
+    @jax.jit
+    def f(x):
+        stash = Stash(x)
+        stash.load()
+        return stash.w * 2
+    """
+    assert found(body, LEGACY) == []
+
+
+def test_jit_of_a_transformed_function_traces_it():
+    body = """
+    def loss(w, x):
+        w = jax.device_put(w, host)
+        return jnp.sum(x @ w)
+
+    step = jax.jit(jax.value_and_grad(loss))
+    """
+    # the loss is computed on host; the gradient comes back through the move's transpose
+    assert found(body, LEGACY) == error("[0]")
+
+
 def test_tree_map_moves_every_leaf():
     body = """
     @jax.jit
