@@ -88,6 +88,8 @@ def _units(diagnostics) -> set[tuple[str, str, str]]:
 
 def _in(diagnostic, files: set[str]) -> bool:
     span = diagnostic.span or (diagnostic.origin.span if diagnostic.origin else None)
+    if span is None and diagnostic.function is not None and diagnostic.function.path:
+        return os.path.realpath(diagnostic.function.path) in files  # an output of a transformed function
     return span is not None and os.path.realpath(span.path) in files
 
 

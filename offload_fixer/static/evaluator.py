@@ -35,6 +35,8 @@ class Evaluator:
     """How many ``with compute_on("device_host")`` blocks enclose the code being run."""
     _stack: list
     """The functions being traced, outermost first."""
+    _changes_parameters: dict
+    """``def``/lambda node -> whether it may change an object passed to it."""
     host_computations: list
     """``(origin, op, node)`` of each computation on a host value of the current jit site
     (:meth:`.expressions.ExpressionEvaluator.compute`): the source of OFL1201."""
@@ -54,6 +56,22 @@ class Evaluator:
             """The single array an operation computes from its operands' data."""
 
         @abstractmethod
+        def inline(self, fn: Any, args: list, kwargs: dict, node: Any, final: dict | None = None) -> Any:
+            """Trace a function of the project called with ``args``."""
+
+        @abstractmethod
+        def construct(self, cls: Any, args: list, kwargs: dict, node: Any) -> Any:
+            """An instance of a class of the project."""
+
+        @abstractmethod
+        def instance_member(self, instance: Any, name: str, node: Any) -> Any:
+            """``instance.name`` where it is not a field: a method, a property's value..."""
+
+        @abstractmethod
+        def forget_changed_instances(self, callee: Any, node: Any, scope: Any) -> None:
+            """Forget the objects a call may change."""
+
+        @abstractmethod
         def binary(self, left: Any, operator: Any, right: Any, node: Any) -> Any:
             """``left <operator> right`` (also for augmented assignments)."""
 
@@ -64,6 +82,10 @@ class Evaluator:
         @abstractmethod
         def exec_block(self, statements: list, frame: Any, returns: list) -> bool:
             """Run statements; True when every path leaves the block."""
+
+        @abstractmethod
+        def assign(self, target: Any, value: Any, frame: Any) -> None:
+            """Bind an assignment target (a name, a tuple to unpack...) in ``frame``."""
 
         @abstractmethod
         def is_flag(self, node: Any, test: Any, scope: Any) -> bool:

@@ -9,17 +9,16 @@ traced (inlined, as JAX tracing inlines Python calls); a call of a named JAX API
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, cast
 
 import libcst as cst
 
-from offload_fixer.source.bindings import block_statements
+from offload_fixer.source.bindings import target_names
 
-from . import jax_api, names
-from .evaluator import MAX_CALL_DEPTH, Evaluator, Unsupported
+from . import iteration, jax_api, names
+from .evaluator import Evaluator, Unsupported
 from .scopes import Frame
 from .statements import conditional, truth
 from .syntax import index_parts, literal_value, whole_axis
@@ -46,11 +45,11 @@ from .values import (
     Optimizer,
     ProjectModule,
     Ref,
+    ReplaceMethod,
     Seq,
     ShardingSpec,
     Transform,
     TransformFactory,
-    after_each,
     join,
     join_branches,
     leaves,
@@ -118,7 +117,7 @@ class ExpressionEvaluator(Evaluator):
             return self.module_attribute(base, attr)
         if isinstance(base, Instance):
             found = base.get(attr)
-            return UNKNOWN if found is None else found
+            return self.instance_member(base, attr, node) if found is None else found
         if isinstance(base, (HostArray, DeviceArray)):
             if attr in names.ARRAY_ATTRIBUTES:
                 return self.compute(attr, (base,), node, f"attribute.{attr}")
@@ -247,6 +246,14 @@ class ExpressionEvaluator(Evaluator):
             scope.env[node.target.value] = value
         return value
 
+    def _ev_comprehension(self, node: Any, scope: Any) -> Any:
+        names_here: set = set()
+        clause = node.for_in
+        while clause is not None:
+            names_here.update(target_names(clause.target))
+            clause = clause.inner_for_in
+        return iteration.comprehension(self, node, scope, Frame(frozenset(names_here), scope))
+
     def _ev_boolean(self, node: cst.BooleanOperation, scope: Any) -> Any:
         self.ev(node.left, scope)
         self.ev(node.right, scope)
@@ -303,6 +310,9 @@ class ExpressionEvaluator(Evaluator):
                 callee = Ref(f"{receiver.qualname}.{func.attr.value}")
             elif isinstance(receiver, ProjectModule):
                 callee = self.module_attribute(receiver, func.attr.value)
+            elif isinstance(receiver, Instance):
+                field = receiver.get(func.attr.value)
+                callee = self.instance_member(receiver, func.attr.value, node) if field is None else field
             else:
                 callee = None
         else:
@@ -321,6 +331,7 @@ class ExpressionEvaluator(Evaluator):
                     value = scope.env.get(arg.value.value)
                     if isinstance(value, Mapping) or (isinstance(value, Seq) and value.is_list):
                         self.forget_aliases(value, scope)
+            self.forget_changed_instances(callee, node, scope)
         return result
 
     def _arguments(self, node: cst.Call, scope: Any) -> tuple[list, dict] | None:
@@ -346,7 +357,7 @@ class ExpressionEvaluator(Evaluator):
         if isinstance(callee, Ref):
             return jax_api.call(self, callee.qualname, args, kwargs, node, scope)
         if isinstance(callee, Function):
-            return self._inline(callee, args, kwargs, node)
+            return self.inline(callee, args, kwargs, node)
         if isinstance(callee, Bound):
             merged = dict(callee.kwargs)
             merged.update(kwargs)
@@ -362,7 +373,12 @@ class ExpressionEvaluator(Evaluator):
         if isinstance(callee, Differentiated):
             return jax_api.differentiated(self, callee, args, kwargs, node, scope)
         if isinstance(callee, DataclassType):
-            return jax_api.instantiate(callee.fields, args, kwargs)
+            return self.construct(callee, args, kwargs, node)
+        if isinstance(callee, Instance):
+            call = self.instance_member(callee, "__call__", node)
+            return UNKNOWN if call is UNKNOWN else self.apply(call, args, kwargs, node, scope)
+        if isinstance(callee, ReplaceMethod):
+            return jax_api.instantiate(callee.instance.fields, args, kwargs, callee.instance.cls)
         if isinstance(callee, TransformFactory) and args:
             return jax_api.transform_of(callee.kind, args[0])
         return UNKNOWN
@@ -384,74 +400,15 @@ class ExpressionEvaluator(Evaluator):
             return self.compute(
                 _at_op(name, receiver), (receiver.base, *receiver.operands, *args, *kwargs.values()), node
             )
+        items = iteration.mapping_method(receiver, name, args)
+        if items is not None:
+            return items
         if isinstance(receiver, Mapping) and name == "get" and args and isinstance(args[0], Const):
             item = receiver.get(args[0].value)
             return item if item is not None else (args[1] if len(args) > 1 else NONE)
         if isinstance(receiver, (Mapping, Seq)) and name in names.MUTATING_METHODS and isinstance(scope, Frame):
             self.forget_base(receiver_node, scope)
         return UNKNOWN
-
-    def _inline(self, fn: Function, args: list, kwargs: dict, node: Any) -> Any:
-        """Trace a helper of the same file: Python calls are inlined by JAX tracing."""
-        if fn.node in self._stack or len(self._stack) >= MAX_CALL_DEPTH:
-            return UNKNOWN
-        if isinstance(fn.node, cst.FunctionDef) and fn.node.asynchronous is not None:
-            return UNKNOWN
-        env = self._bind(fn, args, kwargs)
-        if env is None:
-            return UNKNOWN
-        frame = Frame(self.local_names(fn.node), fn.scope)
-        frame.env.update(env)
-        self._stack.append(fn.node)
-        try:
-            if isinstance(fn.node, cst.Lambda):
-                result = self.ev(fn.node.body, frame)
-            else:
-                collected: list = []
-                leaves_always = self.exec_block(block_statements(fn.node.body), frame, collected)
-                results = [value for _, value in collected]
-                if not leaves_always:
-                    results.append(NONE)
-                # No return reached: the function always raises (or returns where the check cannot follow).
-                result = functools.reduce(join, results) if results else UNKNOWN
-        except Unsupported:
-            if self._budget < 0:
-                raise
-            result = UNKNOWN
-        finally:
-            self._stack.pop()
-        if fn.wrapper is not None:  # custom_jvp/custom_vjp: the body runs inside a custom-derivative call
-            result = after_each(result, "compute", fn.wrapper, node)
-        return result
-
-    def _bind(self, fn: Function, args: list, kwargs: dict) -> dict | None:
-        params = fn.node.params
-        positional = [*params.posonly_params, *params.params]
-        env: dict[str, Any] = {}
-        for param, value in zip(positional, args):
-            env[param.name.value] = value
-        extra = args[len(positional) :]
-        if isinstance(params.star_arg, cst.Param):
-            env[params.star_arg.name.value] = Seq(tuple(extra))
-        elif extra:
-            return None
-        by_keyword = {p.name.value for p in (*params.params, *params.kwonly_params)}
-        rest = []
-        for name, value in kwargs.items():
-            if name in env or name not in by_keyword:
-                if params.star_kwarg is None or name in env:
-                    return None
-                rest.append((name, value))
-            else:
-                env[name] = value
-        if params.star_kwarg is not None:
-            env[params.star_kwarg.name.value] = Mapping(tuple(rest))
-        for param in (*positional, *params.kwonly_params):
-            if param.name.value not in env:
-                if param.default is None:
-                    return None
-                env[param.name.value] = self.ev(param.default, fn.scope)
-        return env
 
 
 def _at_op(method: str, indexed: AtIndexed) -> str:
@@ -493,4 +450,8 @@ _DISPATCH: dict[type, Callable[[Any, Any, Any], Any]] = {
     cst.Lambda: ExpressionEvaluator._ev_lambda,
     cst.NamedExpr: ExpressionEvaluator._ev_named_expr,
     cst.Ellipsis: lambda self, node, scope: STATIC,
+    cst.ListComp: ExpressionEvaluator._ev_comprehension,
+    cst.GeneratorExp: ExpressionEvaluator._ev_comprehension,
+    cst.SetComp: ExpressionEvaluator._ev_comprehension,
+    cst.DictComp: ExpressionEvaluator._ev_comprehension,
 }

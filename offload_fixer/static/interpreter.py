@@ -7,10 +7,12 @@ file and nested jitted helpers, up to the ``return`` statements of each jitted f
 never imports or runs the analysed code. Whatever it does not model yields ``UNKNOWN``.
 
 The jobs, by module: this one finds the jit sites of a module, resolves names (imports of the
-project's other modules, decorators, dataclasses) and reads a site's arguments from its
-``in_shardings``; :mod:`.statements` runs statements, :mod:`.expressions` evaluates
-expressions and calls, :mod:`.jax_api` and :mod:`.control_flow` say what each modelled JAX
-API does to memory kinds, :mod:`.syntax` walks the syntax.
+project's other modules, decorators) and reads a site's arguments from its ``in_shardings``
+(a site may jit a transformed function: ``jax.jit(jax.grad(f))``); :mod:`.statements` runs
+statements, :mod:`.expressions` evaluates expressions and calls, :mod:`.project_code` traces
+the project's functions and classes, :mod:`.iteration` Python's iteration,
+:mod:`.jax_api` and :mod:`.control_flow` say what each modelled JAX API does to memory kinds,
+:mod:`.syntax` walks the syntax.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from .evaluator import MAX_EVALUATIONS, Unsupported
 from .expressions import ExpressionEvaluator
 from .jax_api import argument_from_shardings, with_spelling
 from .project import ModuleFacts, Project, is_modeled, mutated_globals
+from .project_code import ProjectCode
 from .scopes import ForeignScope, Frame, NotCut, StaticScope
 from .statements import StatementRunner
 from .syntax import calls_in, header_expressions
@@ -44,7 +47,7 @@ from .values import (
     UNKNOWN,
     Bound,
     Const,
-    DataclassType,
+    Differentiated,
     Function,
     JitFactory,
     JitOptions,
@@ -53,6 +56,7 @@ from .values import (
     ProjectModule,
     Ref,
     Seq,
+    Transform,
     TransformFactory,
     after_each,
 )
@@ -80,7 +84,7 @@ class SiteResult:
     """``(origin, op, node)``: computations on host values before any move back to device."""
 
 
-class Interpreter(StatementRunner, ExpressionEvaluator):
+class Interpreter(StatementRunner, ExpressionEvaluator, ProjectCode):
     """The static check of one module: its jit sites, and what each one returns."""
 
     def __init__(
@@ -123,6 +127,7 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
         self._function_scopes: dict[Any, StaticScope] = {}
         self._collectors: dict[Any, BindingCollector] = {}
         self._locals: dict[Any, frozenset] = {}
+        self._changes_parameters = {}
 
     # ------------------------------------------------------------------ jit sites
     def jit_sites(self) -> list[Jitted]:
@@ -230,7 +235,7 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
             if binding.kind == "def":
                 return self.decorate(binding.node, scope.at(binding.index), scope.closure)
             if binding.kind == "class":
-                return self._class_value(binding.node, scope.at(binding.index), scope)
+                return self.class_value(binding.node, scope.at(binding.index), scope)
         except Unsupported:
             return UNKNOWN
         return UNKNOWN
@@ -284,71 +289,24 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
             return UNKNOWN
         value: Any = Function(node, closure)
         for decorator in reversed(node.decorators):
-            value = self._apply_decorator(self.ev(decorator.decorator, scope), value)
+            value = self._apply_decorator(self.ev(decorator.decorator, scope), value, decorator.decorator, scope)
             if value is UNKNOWN:
                 break
         return value
 
-    def _class_value(self, node: cst.ClassDef, scope: Any, closure: StaticScope) -> Any:
-        """A ``@dataclass`` (a configuration object, or state registered as a pytree) or a
-        ``NamedTuple``: its fields and their defaults, so that ``Config().offload`` is the
-        default the program runs with and ``state.moment`` the field it was given. Any other
-        class is unknown."""
-        written = [
-            (d.decorator, value)
-            for d in node.decorators
-            if not (
-                isinstance(value := self.ev(d.decorator, scope), Ref) and value.qualname in names.PYTREE_REGISTRATIONS
-            )
-        ]
-        named_tuple = not written and any(
-            isinstance(base := self.ev(arg.value, scope), Ref) and base.qualname in names.NAMED_TUPLE
-            for arg in node.bases
-        )
-        if named_tuple:
-            pass
-        elif len(written) != 1:
-            return UNKNOWN
-        elif isinstance(written[0][1], Ref) and written[0][1].qualname in names.DATACLASS:
-            pass
-        elif not (isinstance(written[0][0], cst.Call) and self._is_dataclass_call(written[0][0], scope)):
-            return UNKNOWN
-        body = block_statements(node.body)
-        class_scope = StaticScope(self, body, closure, is_class=True)
-        fields = []
-        for index, statement in enumerate(body):
-            if not isinstance(statement, cst.SimpleStatementLine):
-                continue
-            for small in statement.body:
-                if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
-                    default = (
-                        UNKNOWN if small.value is None else self._field_default(small.value, class_scope.at(index))
-                    )
-                    fields.append((small.target.value, default))
-        return DataclassType(tuple(fields))
-
-    def _field_default(self, node: Any, scope: Any) -> Any:
-        if isinstance(node, cst.Call):
-            callee = self.ev(node.func, scope)
-            if isinstance(callee, Ref) and callee.qualname in names.DATACLASS_FIELD:
-                for arg in node.args:
-                    if arg.keyword is not None and arg.keyword.value == "default":
-                        return self.ev(arg.value, scope)
-                return UNKNOWN
-        return self.ev(node, scope)
-
-    def _is_dataclass_call(self, node: cst.Call, scope: Any) -> bool:
-        """``@dataclass(frozen=True)`` and the like."""
-        callee = self.ev(node.func, scope)
-        return isinstance(callee, Ref) and callee.qualname in names.DATACLASS
-
-    def _apply_decorator(self, decorator: Any, value: Any) -> Any:
+    def _apply_decorator(self, decorator: Any, value: Any, node: Any, scope: Any) -> Any:
         if isinstance(decorator, Ref):
             return jax_api.decorated(decorator.qualname, value)
         if isinstance(decorator, JitFactory):
             return Jitted(value, decorator.options)
         if isinstance(decorator, TransformFactory):
             return jax_api.transform_of(decorator.kind, value)
+        if isinstance(decorator, (Function, Bound)):
+            # A decorator of the project (a wrapper, a registry): what calling it returns.
+            try:
+                return self.apply(decorator, [value], {}, node, scope)
+            except Unsupported:
+                return UNKNOWN
         return UNKNOWN
 
     # ------------------------------------------------------------------ one jit site
@@ -356,6 +314,9 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
         target, bound_args, bound_kwargs = jitted.target, (), ()
         while isinstance(target, Jitted) and not target.options.keywords:
             target = target.target  # jit of a jitted function: the outer jit's options decide
+        transformed = None
+        if isinstance(target, (Transform, Differentiated)):
+            transformed, target = target, _traced_base(target)
         if isinstance(target, Bound):
             target, bound_args, bound_kwargs = target.fn, target.args, target.kwargs
         if not isinstance(target, Function):
@@ -367,10 +328,12 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
             out_shardings = self._option(options, "out_shardings", "out_axis_resources")
             frame = Frame(self.local_names(target.node), target.scope)
             frame.env.update(self._site_arguments(target.node, options, bound_args, dict(bound_kwargs)))
-            self._stack.append(target.node)
+            self._stack.append(target.node if transformed is None else transformed)  # traced by the transform
             try:
                 returns: tuple[ReturnedValue, ...]
-                if isinstance(target.node, cst.Lambda):
+                if transformed is not None:
+                    returns = (ReturnedValue(target.node, self._call_transformed(transformed, target, frame)),)
+                elif isinstance(target.node, cst.Lambda):
                     returns = (ReturnedValue(target.node.body, self.ev(target.node.body, frame)),)
                 else:
                     collected: list = []
@@ -388,6 +351,21 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
         except Unsupported:
             return None
         return SiteResult(target.node, returns, out_shardings, tuple(self.host_computations))
+
+    def _call_transformed(self, transformed: Any, base: Function, frame: Frame) -> Any:
+        """``jax.jit(jax.grad(f))`` and the like: ``f``'s parameters take the site's arguments
+        (those a ``functools.partial`` under the transform binds are its own), and the
+        transform is called on them, as JAX traces it."""
+        inner = transformed
+        while isinstance(inner, (Transform, Differentiated)):
+            inner = inner.fn
+        bound = inner if isinstance(inner, Bound) else Bound(base, (), ())
+        params = base.node.params
+        positional = [p.name.value for p in (*params.posonly_params, *params.params)][len(bound.args) :]
+        keyword = dict(bound.kwargs)
+        args = [frame.env[name] for name in positional if name not in keyword]
+        kwargs = {p.name.value: frame.env[p.name.value] for p in params.kwonly_params if p.name.value not in keyword}
+        return self.apply(transformed, args, kwargs, base.node, frame)
 
     def _option(self, options: JitOptions, *keywords: str) -> Any:
         found = options.get(*keywords)
@@ -495,3 +473,10 @@ class Interpreter(StatementRunner, ExpressionEvaluator):
             cached = frozenset(names_here)
             self._locals[node] = cached
         return cached
+
+
+def _traced_base(value: Any) -> Any:
+    """The function a chain of transforms (``grad``, ``vmap``, ``checkpoint``...) traces."""
+    while isinstance(value, (Transform, Differentiated)):
+        value = value.fn
+    return value

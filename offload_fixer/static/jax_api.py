@@ -22,7 +22,7 @@ from typing import Any
 
 from offload_fixer.model import DEVICE, PINNED_HOST, format_output_path
 
-from . import control_flow, names
+from . import control_flow, iteration, names
 from .evaluator import ABSENT, Evaluator, call_argument
 from .values import (
     DEVICE_TREE,
@@ -91,6 +91,8 @@ def decorated(qualname: str, value: Any) -> Any:
 
 def transform_of(kind: str, fn: Any) -> Any:
     """``fn`` under the transform ``kind`` (:data:`names.VMAP`, ... or ``custom_jvp``)."""
+    if kind == "wraps":
+        return fn  # ``functools.wraps(f)`` copies names onto ``fn``, nothing JAX sees
     if kind in ("custom_jvp", "custom_vjp"):
         return Function(fn.node, fn.scope, kind) if isinstance(fn, Function) else UNKNOWN
     return Transform(kind, fn)
@@ -112,7 +114,7 @@ def sharding_of_kind(kind: Any) -> Any:
     return ShardingSpec(kind.value) if isinstance(kind, Const) and isinstance(kind.value, str) else UNKNOWN
 
 
-def instantiate(fields: tuple, args: list, kwargs: dict) -> Any:
+def instantiate(fields: tuple, args: list, kwargs: dict, cls: Any = None) -> Any:
     """A dataclass instance: positional arguments in field order, then keywords, then defaults."""
     if len(args) > len(fields) or set(kwargs) - {name for name, _ in fields}:
         return UNKNOWN
@@ -120,7 +122,7 @@ def instantiate(fields: tuple, args: list, kwargs: dict) -> Any:
     for (name, _), value in zip(fields, args):
         values[name] = value
     values.update(kwargs)
-    return Instance(tuple((name, values[name]) for name, _ in fields))
+    return Instance(tuple((name, values[name]) for name, _ in fields), cls)
 
 
 # ------------------------------------------------------------------ named calls
@@ -256,7 +258,7 @@ def _nnx_merge(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: An
 
 def _dataclass_replace(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
     if len(args) == 1 and isinstance(args[0], Instance):
-        return instantiate(args[0].fields, [], kwargs)
+        return instantiate(args[0].fields, [], kwargs, args[0].cls)
     return UNKNOWN
 
 
@@ -359,13 +361,6 @@ def _one_operand(args: list) -> bool:
     return len(arrays) == 1 and (not isinstance(arrays[0], Seq) or len(arrays[0].items) == 1)
 
 
-def _sequence(is_list: bool) -> Handler:
-    def sequence(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
-        return Seq(args[0].items, is_list) if len(args) == 1 and isinstance(args[0], Seq) else UNKNOWN
-
-    return sequence
-
-
 def _dict(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
     return UNKNOWN if args else Mapping(tuple(kwargs.items()))
 
@@ -389,6 +384,7 @@ def _table() -> dict[str, Api]:
     )
     add(names.PARTIAL, _partial)
     add(names.STATICMETHOD, Api(_unknown, lambda value: value))
+    add(names.WRAPS, lambda interp, args, kwargs, node, scope: TransformFactory("wraps"))
     add(names.DEVICE_PUT, _device_put)
     add(names.SHARDING_CLASSES, _sharding)
     add(names.DEVICE_LISTS, _devices)
@@ -420,8 +416,9 @@ def _table() -> dict[str, Api]:
     add(names.COPIES, _copy)
     for qualname in sorted(names.COMPUTE_FUNCTIONS):
         add(qualname, _computation(qualname))
-    add("builtins.tuple", _sequence(False))
-    add("builtins.list", _sequence(True))
+    for qualname, handler in iteration.BUILTINS.items():
+        add(qualname, handler)
+    add(names.TREE_LEAVES, iteration.tree_leaves)
     add("builtins.dict", _dict)
     return table
 
@@ -587,7 +584,7 @@ def condition_of(target: Any) -> Any:
 def with_spelling(value: Any, node: Any) -> Any:
     """Each leaf of an evaluated ``in_shardings`` (sub)tree, with the expression that spells it."""
     if isinstance(value, Instance):
-        return Instance(tuple((k, with_spelling(v, node)) for k, v in value.fields))
+        return replace(value, fields=tuple((k, with_spelling(v, node)) for k, v in value.fields))
     if isinstance(value, Seq):
         return Seq(tuple(with_spelling(v, node) for v in value.items), value.is_list)
     if isinstance(value, Mapping):
@@ -602,7 +599,8 @@ def argument_from_shardings(tree: Any, name: str, keys: tuple, written: Any) -> 
     dataclass or NamedTuple of shardings gives its fields, labelled ``state.moment``)."""
     if isinstance(tree, Instance):
         return Instance(
-            tuple((k, argument_from_shardings(t, name, keys + (("attr", k),), written)) for k, t in tree.fields)
+            tuple((k, argument_from_shardings(t, name, keys + (("attr", k),), written)) for k, t in tree.fields),
+            tree.cls,
         )
     if isinstance(tree, Seq):
         return Seq(

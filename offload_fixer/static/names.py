@@ -14,6 +14,7 @@ from offload_fixer.model import HOST_KINDS, HOST_MEMORY_SPACE_KINDS  # noqa: F40
 
 JIT = frozenset({"jax.jit", "jax.pjit", "jax.experimental.pjit.pjit"})
 PARTIAL = frozenset({"functools.partial"})
+WRAPS = frozenset({"functools.wraps"})
 DEVICE_PUT = frozenset({"jax.device_put"})
 SHARDING_CLASSES = frozenset(
     {
@@ -34,6 +35,7 @@ CUSTOM_JVP = frozenset({"jax.custom_jvp"})
 CUSTOM_VJP = frozenset({"jax.custom_vjp"})
 COMPUTE_ON = frozenset({"jax.experimental.compute_on.compute_on"})
 STATICMETHOD = "builtins.staticmethod"
+PROPERTY = "builtins.property"
 GRAD = frozenset({"jax.grad"})
 OPTAX_WITH_STATE = frozenset(
     f"optax.{n}"
@@ -59,6 +61,7 @@ DATACLASS_REPLACE = frozenset({"dataclasses.replace"})
 VALUE_AND_GRAD = frozenset({"jax.value_and_grad"})
 
 TREE_MAP = frozenset({"jax.tree.map", "jax.tree_util.tree_map", "jax.tree_map"})
+TREE_LEAVES = frozenset({"jax.tree.leaves", "jax.tree_util.tree_leaves", "jax.tree_leaves"})
 LAX_SCAN = "jax.lax.scan"
 LAX_MAP = "jax.lax.map"
 LAX_FORI = "jax.lax.fori_loop"

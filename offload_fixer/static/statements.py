@@ -15,6 +15,7 @@ import libcst as cst
 
 from offload_fixer.source.bindings import block_statements, target_names
 
+from . import iteration
 from .evaluator import Evaluator
 from .jax_api import HOST_COMPUTE_CONTEXT
 from .scopes import Frame, StaticScope
@@ -28,6 +29,7 @@ from .values import (
     Const,
     DeviceArray,
     HostArray,
+    Instance,
     Mapping,
     Seq,
     ShardingSpec,
@@ -135,34 +137,27 @@ class StatementRunner(Evaluator):
         only what every iteration agrees on; ``return``s count from the second pass."""
         body = block_statements(statement.body)
         before = dict(frame.env)
-        self._loop_pass(statement, body, frame, [])
+        iterated = self._loop_pass(statement, body, frame, [])
         # A loop over the layers of a pytree (or a non-empty literal) runs at least once: what
         # one iteration leaves is the state the next starts from, not the state before the loop.
-        joined = dict(frame.env) if self._runs_once(statement, frame) else _join_env(before, frame.env)
+        runs_once = isinstance(statement, cst.For) and iteration.nonempty(iterated)
+        joined = dict(frame.env) if runs_once else _join_env(before, frame.env)
         frame.env = dict(joined)
         self._loop_pass(statement, body, frame, returns)
         frame.env = _join_env(joined, frame.env)
         if statement.orelse is not None:
             self.exec_block(block_statements(statement.orelse.body), frame, returns)
 
-    def _runs_once(self, statement: Any, frame: Frame) -> bool:
-        if not isinstance(statement, cst.For) or not isinstance(statement.iter, cst.Name):
-            return False
-        iterated = frame.lookup(statement.iter.value)
-        if isinstance(iterated, Seq):
-            return bool(iterated.items)
-        return isinstance(iterated, (HostArray, DeviceArray)) and not iterated.single
-
-    def _loop_pass(self, statement: Any, body: list, frame: Frame, returns: list) -> None:
+    def _loop_pass(self, statement: Any, body: list, frame: Frame, returns: list) -> Any:
+        """One pass of a loop's body; what a ``for`` iterates over."""
+        iterated = UNKNOWN
         if isinstance(statement, cst.For):
             iterated = self.ev(statement.iter, frame)
-            for name in target_names(statement.target):
-                frame.env[name] = UNKNOWN
-            if isinstance(statement.target, cst.Name):
-                frame.env[statement.target.value] = _element(iterated)
+            self.assign(statement.target, iteration.element(iterated), frame)
         else:
             self.ev(statement.test, frame)
         self.exec_block(body, frame, returns)
+        return iterated
 
     def _exec_with(self, statement: cst.With, frame: Frame, returns: list) -> bool:
         host_compute = 0
@@ -181,15 +176,15 @@ class StatementRunner(Evaluator):
         if isinstance(small, cst.Assign):
             value = self.ev(small.value, frame)
             for target in small.targets:
-                self._assign(target.target, value, frame)
+                self.assign(target.target, value, frame)
         elif isinstance(small, cst.AnnAssign):
             if small.value is not None:
-                self._assign(small.target, self.ev(small.value, frame), frame)
+                self.assign(small.target, self.ev(small.value, frame), frame)
         elif isinstance(small, cst.AugAssign):
             if isinstance(small.target, cst.Name):
                 current = frame.lookup(small.target.value)
                 value = self.binary(current, small.operator, self.ev(small.value, frame), small)
-                self._assign(small.target, value, frame)
+                self.assign(small.target, value, frame)
             else:
                 self.forget_base(small.target, frame)
         elif isinstance(small, cst.Expr):
@@ -212,7 +207,7 @@ class StatementRunner(Evaluator):
             self._forget([item.name.value for item in small.names], frame)
         return False
 
-    def _assign(self, target: Any, value: Any, frame: Frame) -> None:
+    def assign(self, target: Any, value: Any, frame: Frame) -> None:
         if isinstance(target, cst.Name):
             frame.env[target.value] = value
         elif isinstance(target, (cst.Tuple, cst.List)):
@@ -220,19 +215,26 @@ class StatementRunner(Evaluator):
             starred = [i for i, e in enumerate(elements) if isinstance(e, cst.StarredElement)]
             if isinstance(value, Seq) and not starred and len(value.items) == len(elements):
                 for element, item in zip(elements, value.items):
-                    self._assign(element.value, item, frame)
+                    self.assign(element.value, item, frame)
             elif isinstance(value, Seq) and len(starred) == 1 and len(value.items) >= len(elements) - 1:
                 split, tail = starred[0], len(elements) - starred[0] - 1
                 for element, item in zip(elements[:split], value.items[:split]):
-                    self._assign(element.value, item, frame)
+                    self.assign(element.value, item, frame)
                 rest = value.items[split : len(value.items) - tail]
-                self._assign(elements[split].value, Seq(rest, True), frame)
+                self.assign(elements[split].value, Seq(rest, True), frame)
                 for element, item in zip(elements[split + 1 :], value.items[len(value.items) - tail :]):
-                    self._assign(element.value, item, frame)
+                    self.assign(element.value, item, frame)
             else:
                 self._forget(target_names(target), frame)
         elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
             self._assign_item(target, value, frame)
+        elif (
+            isinstance(target, cst.Attribute)
+            and isinstance(target.value, cst.Name)
+            and isinstance(instance := frame.lookup(target.value.value), Instance)
+        ):
+            self.forget_aliases(instance, frame)  # ``self.w = v``: this name's object, changed
+            frame.env[target.value.value] = instance.with_field(target.attr.value, value)
         else:
             self.forget_base(target, frame)
 
@@ -273,7 +275,7 @@ class StatementRunner(Evaluator):
             frame.env[target.value] = UNKNOWN
 
     def forget_aliases(self, container: Any, frame: Frame) -> None:
-        if isinstance(container, (Seq, Mapping)):
+        if isinstance(container, (Seq, Mapping, Instance)):
             for other, value in list(frame.env.items()):
                 if value is container:
                     frame.env[other] = UNKNOWN
@@ -298,16 +300,6 @@ def conditional(value: Any) -> bool:
         if isinstance(leaf, ShardingSpec) and leaf.condition is not None:
             return True
     return False
-
-
-def _element(iterated: Any) -> Any:
-    """What a Python ``for`` over a value binds: each item of a pytree whose leaves are all
-    in one memory is a subtree in that memory (the layers of a parameter list)."""
-    if isinstance(iterated, (HostArray, DeviceArray)) and not iterated.single:
-        return iterated
-    if isinstance(iterated, Seq) and iterated.items:
-        return functools.reduce(join, iterated.items)
-    return UNKNOWN
 
 
 def _join_env(a: dict, b: dict, test: Any = None) -> dict:

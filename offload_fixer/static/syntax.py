@@ -160,3 +160,51 @@ def literal_value(text: str) -> Any:
     """``evaluated_value`` of a number or string literal (``ast.literal_eval`` of its text,
     which compiles it: literals repeat, so the values are kept)."""
     return ast.literal_eval(text)
+
+
+def sets_parameter_attributes(function: Any) -> bool:
+    """Whether a ``def`` (or lambda) may change an object passed to it: an assignment or
+    ``del`` whose target is reached through a parameter (``self.x = v``, ``arg.items[0] = v``,
+    in nested functions too), or ``setattr``/``delattr``."""
+    params = function.params
+    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+
+    class Finder(cst.CSTVisitor):
+        found = False
+
+        def _target(self, target: Any) -> None:
+            for part in _target_parts(target):
+                reached = False
+                while isinstance(part, (cst.Attribute, cst.Subscript)):
+                    part, reached = part.value, True
+                self.found = self.found or (reached and isinstance(part, cst.Name) and part.value in names)
+
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            self._target(node.target)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            self._target(node.target)
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            self._target(node.target)
+
+        def visit_Del(self, node: cst.Del) -> None:
+            self._target(node.target)
+
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Name) and node.func.value in ("setattr", "delattr"):
+                self.found = True
+
+    finder = Finder()
+    function.body.visit(finder)
+    return finder.found
+
+
+def _target_parts(target: Any) -> Iterator[Any]:
+    if isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _target_parts(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _target_parts(target.value)
+    else:
+        yield target

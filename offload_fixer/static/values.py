@@ -9,7 +9,7 @@ turns its result into ``UNKNOWN``, which keeps the check silent instead of guess
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from .names import HOST_KINDS
@@ -266,22 +266,49 @@ class Optimizer:
 
 @dataclass(frozen=True, eq=False)
 class DataclassType:
-    """A ``@dataclass`` of the project (a configuration): its fields with their defaults."""
+    """A class of the project: a ``@dataclass`` (a configuration, a training state), a
+    ``NamedTuple``, or a plain class without bases (a model whose ``__init__`` sets attributes),
+    with its fields' defaults (a plain class's: its class attributes) and its methods."""
 
     fields: tuple  # ((name, default value or UNKNOWN), ...) in declaration order
+    methods: tuple = ()
+    """``(name, how, Function)``; ``how``: ``self`` (bound to the instance), ``static``, ``property``."""
+    plain: bool = False
+    """Built by its ``__init__`` (not from its fields)."""
+
+    def method(self, name: str) -> tuple | None:
+        for entry in self.methods:
+            if entry[0] == name:
+                return entry
+        return None
 
 
 @dataclass(frozen=True)
 class Instance:
-    """An instance of a project dataclass: the values its fields were given."""
+    """An instance of a project class: the values its fields (attributes) were given."""
 
     fields: tuple  # ((name, value), ...)
+    cls: Any = field(default=None, compare=False)
+    """Its :class:`DataclassType`, for its methods (None: fields only, a sharding prefix tree's)."""
 
     def get(self, name: str) -> Any:
         for key, value in self.fields:
             if key == name:
                 return value
         return None
+
+    def with_field(self, name: str, value: Any) -> Instance:
+        if self.get(name) is None:
+            return replace(self, fields=self.fields + ((name, value),))
+        return replace(self, fields=tuple((k, value if k == name else v) for k, v in self.fields))
+
+
+@dataclass(frozen=True)
+class ReplaceMethod:
+    """``state.replace`` (flax.struct, chex) or ``state._replace`` (NamedTuple): called, a copy
+    with the fields given changed."""
+
+    instance: Instance
 
 
 @dataclass(frozen=True)
@@ -299,10 +326,20 @@ class AtIndexed:
     operands: tuple
 
 
+@dataclass(frozen=True)
+class Repeated:
+    """A Python iterable of unknown length whose every item is ``item`` (``zip`` over pytrees
+    of layers, ``enumerate``, ``range``, a comprehension); ``nonempty``: known to have an item.
+    Arrays repeated are a pytree of unknown structure instead (:func:`.iteration.repeated`)."""
+
+    item: Any
+    nonempty: bool = False
+
+
 def map_leaves(value: Any, fn: Callable[[Any], Any]) -> Any:
     """Apply ``fn`` to every array leaf (host, device, unknown) of a pytree literal."""
     if isinstance(value, Instance):
-        return Instance(tuple((k, map_leaves(v, fn)) for k, v in value.fields))
+        return replace(value, fields=tuple((k, map_leaves(v, fn)) for k, v in value.fields))
     if isinstance(value, Seq):
         return Seq(tuple(map_leaves(v, fn) for v in value.items), value.is_list)
     if isinstance(value, Mapping):
@@ -328,6 +365,8 @@ def leaves(value: Any):
     elif isinstance(value, Mapping):
         for _, v in value.items:
             yield from leaves(v)
+    elif isinstance(value, Repeated):
+        yield from leaves(value.item)
     elif value is not NONE:
         yield value
 
@@ -341,13 +380,24 @@ def join(a: Any, b: Any) -> Any:
     if isinstance(a, Mapping) and isinstance(b, Mapping) and [k for k, _ in a.items] == [k for k, _ in b.items]:
         return Mapping(tuple((k, join(x, y)) for (k, x), (_, y) in zip(a.items, b.items)))
     if isinstance(a, Instance) and isinstance(b, Instance) and [k for k, _ in a.fields] == [k for k, _ in b.fields]:
-        return Instance(tuple((k, join(x, y)) for (k, x), (_, y) in zip(a.fields, b.fields)))
+        return replace(a, fields=tuple((k, join(x, y)) for (k, x), (_, y) in zip(a.fields, b.fields)))
+    if isinstance(a, Repeated) and isinstance(b, Repeated):
+        return Repeated(join(a.item, b.item), a.nonempty and b.nonempty)
     if isinstance(a, DeviceArray) and isinstance(b, DeviceArray):
         return DeviceArray(False, a.explicit or b.explicit)
-    if isinstance(a, HostArray) and isinstance(b, HostArray) and a.origin == b.origin:
-        # Host on both paths: whichever runs, the value is host; keep every operation seen.
+    if isinstance(a, HostArray) and isinstance(b, HostArray) and _same_memory(a.origin, b.origin):
+        # Host on both paths: whichever runs, the value is host; keep every operation seen
+        # (and, from values moved to host apart, the first's origin, as a computation does).
         return HostArray(a.origin, a.steps | b.steps, a.trace, a.single and b.single)
     return UNKNOWN
+
+
+def _same_memory(a: HostOrigin, b: HostOrigin) -> bool:
+    """Origins a joined value can name either of: the same, or moved to the same memory in the
+    same way on no condition."""
+    if a == b:
+        return True
+    return (a.kind, a.memory_kind) == (b.kind, b.memory_kind) and a.condition is None and b.condition is None
 
 
 def join_branches(taken: Any, not_taken: Any, test: Any) -> Any:

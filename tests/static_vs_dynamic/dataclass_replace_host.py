@@ -1,0 +1,36 @@
+"""A registered dataclass state updated with dataclasses.replace; the ema field on host."""
+
+import dataclasses
+import os
+
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+
+
+import jax
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+MESH = jax.make_mesh((8,), ("data",))
+DEVICE = NamedSharding(MESH, P(), memory_kind="device")
+HOST = DEVICE.with_memory_kind("pinned_host")
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class State:
+    params: jax.Array
+    ema: jax.Array
+
+
+def step(state, grad):
+    params = state.params - 0.1 * grad
+    ema = 0.99 * state.ema + 0.01 * params
+    return dataclasses.replace(state, params=params, ema=ema)
+
+
+run = jax.jit(step, in_shardings=(State(DEVICE, HOST), DEVICE))
+
+if __name__ == "__main__":
+    s = State(np.ones((8,), np.float32), np.zeros((8,), np.float32))
+    print(run(s, np.ones((8,), np.float32)).ema)

@@ -1,0 +1,26 @@
+"""jax.jit(jax.grad(loss)) with host params: the grads are computed on host."""
+
+import os
+
+os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
+
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+MESH = jax.make_mesh((8,), ("data",))
+DEVICE = NamedSharding(MESH, P(), memory_kind="device")
+HOST = DEVICE.with_memory_kind("pinned_host")
+
+
+def loss(params, x):
+    return jnp.sum(jnp.tanh(x @ params["w"]) ** 2)
+
+
+run = jax.jit(jax.grad(loss), in_shardings=({"w": HOST}, DEVICE))
+
+if __name__ == "__main__":
+    print(run({"w": np.ones((8, 8), np.float32)}, np.ones((2, 8), np.float32))["w"].shape)
