@@ -174,9 +174,7 @@ class _Resolver:
         groups = facts.memo.setdefault("jit_groups", {})  # the facts' alone: kept with them
         found = groups.get(index)
         if found is None:
-            pieces = facts.pieces()
-            text = pieces[index] if pieces else facts.text
-            found = groups[index] = _Group(facts.outline.groups[index], text)
+            found = groups[index] = _Group(facts.outline.groups[index], facts.piece(index))
         return found
 
     def _read(self, facts: ModuleFacts, name: str, chain: tuple[str, ...], reader: int | None) -> bool:

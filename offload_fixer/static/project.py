@@ -171,6 +171,14 @@ class ModuleFacts:
         start, end = self.outline.spans[index]
         return cached_chunk(self.cache, self.text[start:end], index == 0, self._occurrences[index])
 
+    def piece(self, index: int) -> str:
+        """The text of one top-level statement group (the whole text when the outline is not cut)."""
+        spans = self.outline.spans
+        if spans is None:
+            return self.text
+        start, end = spans[index]
+        return self.text[start:end]
+
     def pieces(self) -> list[str]:
         """The text of each top-level statement group (none when the outline is not cut)."""
         return [self.text[start:end] for start, end in self.outline.spans or ()]
