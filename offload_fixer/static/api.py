@@ -409,7 +409,7 @@ def _check_once(
 
         try:
             diagnostics, dependencies = _analyse(
-                ModuleFacts(path, data, text, found), text, path, target, spelling, digest, project
+                ModuleFacts(path, data, text, found, sha256=digest), text, path, target, spelling, digest, project
             )
         except NotCut:  # a statement that does not parse alone: the whole text is parsed below
             pass

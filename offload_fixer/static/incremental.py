@@ -28,6 +28,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .names import import_binding
+
 _STAR = "*"
 
 
@@ -60,7 +62,7 @@ def statement_names(statements: Sequence[ast.stmt]) -> StatementNames:
             binds.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)) and not nested:
             for alias in node.names:
-                binds.add(_STAR if alias.name == _STAR else (alias.asname or alias.name).split(".")[0])
+                binds.add(import_binding(node, alias)[0])
         elif isinstance(node, ast.Global):
             binds.update(node.names)
             reads.update(node.names)
