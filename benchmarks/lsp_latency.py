@@ -17,7 +17,8 @@ host ``in_shardings`` error 1200 at the top, which is the costly case (positions
 for the statements that findings name). The time is to the first publish of each version, the
 one with the findings: the server plans their quick fixes once the document has been still for
 ``server.PLAN_AFTER_S`` and publishes again, and each change here comes sooner, as typing does,
-so that planning is cancelled. Each change edits one helper's constant, so every version is new
+so that planning is cancelled. A change that finds the analysis idle is analysed at once: the
+debounce waits only in a burst of changes that outpaces it (``settings.wait_before``). Each change edits one helper's constant, so every version is new
 text (no analysis cache hit) and the finding stays. Median of ``--changes``.
 
     .venv/bin/python benchmarks/lsp_latency.py

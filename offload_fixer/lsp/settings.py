@@ -3,7 +3,7 @@
 ``workspace/didChangeConfiguration`` or a ``workspace/configuration`` pull).
 
 Editor keys are camelCase: ``target``, ``strategy``, ``jaxVersion``, ``select``, ``ignore``,
-and ``debounceMs`` (how long to wait after a change before analysing).
+and ``debounceMs`` (how long to wait after a change before analysing, :func:`wait_before`).
 """
 
 from __future__ import annotations
@@ -168,3 +168,19 @@ class SettingsStore:
             except (ConfigError, TypeError) as inner:
                 self.errors.append(str(inner))
                 return Settings(root=Path(root) if root else None)
+
+
+def wait_before(previous_change: float | None, now: float, debounce: float, idle: bool) -> float:
+    """Seconds to wait before analysing a document changed at ``now`` (``time.monotonic()``),
+    whose change before came at ``previous_change`` (None: none yet). ``idle``: the findings of
+    every version before this one were published (or dropped), so no analysis is outstanding.
+
+    The debounce coalesces a burst of changes that outpaces the analysis (typing faster than
+    it answers, a paste sent as several edits): such a change waits ``debounce`` and a newer
+    one restarts the wait, so the one worker never queues versions already stale. A change
+    that finds the analysis idle, or comes a debounce after the one before, starts no such
+    burst and is analysed at once: an edit is answered in the analysis's time, not the
+    debounce's plus it."""
+    if idle or previous_change is None or now - previous_change >= debounce:
+        return 0.0
+    return debounce

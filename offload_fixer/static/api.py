@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Generator, Iterable, Mapping, 
 from typing import TYPE_CHECKING, Any, cast
 
 from offload_fixer import jax_compat
-from offload_fixer.model import UNPINNED_HOST, Diagnostic, normalize_target
+from offload_fixer.model import Diagnostic, normalize_target
 from offload_fixer.recursion import call_allowing_deep_recursion
 from offload_fixer.source.decoding import SourceDecodeError, decode, libcst_view
 from offload_fixer.source.python_version import (
@@ -402,14 +402,14 @@ def _check_once(
     import hashlib
 
     digest = hashlib.sha256(data).hexdigest()
-    if cache is None and found is not None and found.spans is not None and UNPINNED_HOST not in text:
-        # No document to keep chunks for, no offload policy to read: only the statements the
-        # check looks at are parsed (:mod:`.candidates`).
+    if cache is None and found is not None and found.spans is not None:
+        # No document to keep chunks for: only the statements the check looks at are parsed
+        # (:mod:`.candidates`; offload policies: :func:`.policies.unpinned_policies_by_statement`).
         from .scopes import NotCut
 
         try:
             diagnostics, dependencies = _analyse(
-                ModuleFacts(path, data, text, found), text, path, target, spelling, digest, project
+                ModuleFacts(path, data, text, found, sha256=digest), text, path, target, spelling, digest, project
             )
         except NotCut:  # a statement that does not parse alone: the whole text is parsed below
             pass
@@ -508,10 +508,11 @@ def _analyse(
     and the other modules of the project read for them. With the ``cache`` of a document and
     the outline its statements were cut by, only the statements a change affects are
     analysed again (:mod:`.incremental`); the findings are the same. A text given by its
-    :class:`ModuleFacts` (without ``unpinned_host``, whose policies read the whole module) is
-    parsed statement by statement as the check reads it, and searched for jit sites only
-    in the statements that can hold one (:func:`.candidates.jit_candidates`); raises
-    :class:`~.scopes.NotCut` when one of those does not parse alone."""
+    :class:`ModuleFacts` is parsed statement by statement as the check reads it, and
+    searched for jit sites only in the statements that can hold one
+    (:func:`.candidates.jit_candidates`) and for offload policies only in those that can name
+    one (:func:`.policies.unpinned_policies_by_statement`); raises :class:`~.scopes.NotCut`
+    when one of those does not parse alone."""
     from .interpreter import Interpreter
     from .rules import diagnostics, findings
     from .source import ParsedSource, Sources
@@ -520,9 +521,11 @@ def _analyse(
     increment = None
     if isinstance(parsed, ModuleFacts):
         from .candidates import jit_candidates
+        from .policies import unpinned_policies_by_statement
 
-        policies: list[Diagnostic] = []  # the caller passes no text with ``unpinned_host``
         interpreter = Interpreter(parsed, text, None, project, importer)
+        assert interpreter.lazy is not None
+        policies = unpinned_policies_by_statement(interpreter.lazy, text, path, target, source_sha256)
         indices: list[int] | None = jit_candidates(parsed, project, importer)
     else:
         from .policies import unpinned_policies

@@ -27,7 +27,7 @@ import ast
 import os
 from collections.abc import Callable, Sequence
 
-from .names import JIT
+from .names import JIT, import_binding
 from .prefilter import JIT_MARKER
 from .project import ModuleFacts, Project, is_modeled
 
@@ -174,9 +174,7 @@ class _Resolver:
         groups = facts.memo.setdefault("jit_groups", {})  # the facts' alone: kept with them
         found = groups.get(index)
         if found is None:
-            pieces = facts.pieces()
-            text = pieces[index] if pieces else facts.text
-            found = groups[index] = _Group(facts.outline.groups[index], text)
+            found = groups[index] = _Group(facts.outline.groups[index], facts.piece(index))
         return found
 
     def _read(self, facts: ModuleFacts, name: str, chain: tuple[str, ...], reader: int | None) -> bool:
@@ -198,7 +196,7 @@ class _Resolver:
                 return frozenset({_MAY_JIT})
             for statement in self._group(facts, index).imports:
                 for alias in statement.names:
-                    if _local_name(statement, alias) == name:
+                    if import_binding(statement, alias)[0] == name:
                         found |= self._import_value(facts, statement, alias)
         return frozenset(found)
 
@@ -206,12 +204,8 @@ class _Resolver:
         self, facts: ModuleFacts, statement: ast.Import | ast.ImportFrom, alias: ast.alias
     ) -> frozenset[str]:
         """What one import binds, as :meth:`.interpreter.Interpreter.imported` resolves it."""
-        if isinstance(statement, ast.Import):
-            qualname, level = (alias.name if alias.asname else alias.name.split(".")[0]), 0
-        else:
-            level = statement.level or 0
-            module = statement.module
-            qualname = f"{module}.{alias.name}" if module else alias.name
+        level = 0 if isinstance(statement, ast.Import) else statement.level or 0
+        qualname = import_binding(statement, alias)[1][level:]
         if qualname in JIT:
             return frozenset({_MAY_JIT})
         importer = self.main_path if facts is self.main else facts.path
@@ -249,9 +243,3 @@ class _Resolver:
             return self.main
         assert self.project is not None
         return self.project.facts(path) if os.path.isfile(path) else None
-
-
-def _local_name(statement: ast.Import | ast.ImportFrom, alias: ast.alias) -> str:
-    if isinstance(statement, ast.Import):
-        return alias.asname or alias.name.split(".")[0]
-    return alias.asname or alias.name

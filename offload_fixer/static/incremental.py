@@ -28,6 +28,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .names import import_binding
+
 _STAR = "*"
 
 
@@ -60,7 +62,7 @@ def statement_names(statements: Sequence[ast.stmt]) -> StatementNames:
             binds.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)) and not nested:
             for alias in node.names:
-                binds.add(_STAR if alias.name == _STAR else (alias.asname or alias.name).split(".")[0])
+                binds.add(import_binding(node, alias)[0])
         elif isinstance(node, ast.Global):
             binds.update(node.names)
             reads.update(node.names)
@@ -89,9 +91,10 @@ class KeptAnalysis:
 
     context: tuple
     """Path, target, JAX rules and ``global`` declarations it was made under."""
-    statements: dict[Any, tuple[tuple[int, ...], list]]
-    """statement node -> (the ids of the nodes it depended on, in file order, itself included;
-    its findings). Ids compare fast, and cannot be reused: every node they name is a key here."""
+    statements: dict[int, tuple[Any, tuple[int, ...], list]]
+    """id of a statement node -> (the node; the ids of the nodes it depended on, in file order,
+    itself included; its findings). Ids compare and hash fast (a libcst node hashes in Python),
+    and cannot be reused: every node they name is held here."""
     foreign: dict[str, tuple[Any, Any]]
     """Project modules read, by path: (stamp, the scope read)."""
     reanalysed: tuple[int, ...] = ()
@@ -119,15 +122,16 @@ class Increment:
                     binders.setdefault(name, []).append(index)
         readers: list[list[int]] = [[] for _ in body]
         self.keys: list[tuple] = []
+        ids = [id(node) for node in body]
         for index, found in enumerate(names):
             depends = {index, *stars}
-            for name in found.reads:
-                depends.update(binders.get(name, ()))
+            for name in found.reads & binders.keys():
+                depends.update(binders[name])
             ordered = sorted(depends)
             for other in ordered:
                 if other != index:
                     readers[other].append(index)
-            self.keys.append(tuple(id(body[i]) for i in ordered))
+            self.keys.append(tuple(map(ids.__getitem__, ordered)))
         usable = (
             kept is not None
             and kept.context == context
@@ -135,10 +139,11 @@ class Increment:
         )
         self.kept = kept if usable else None
         statements = self.kept.statements if self.kept is not None else {}
+        keys = self.keys
         changed = [
             index
-            for index, node in enumerate(body)
-            if (entry := statements.get(node)) is None or entry[0] != self.keys[index]
+            for index, node_id in enumerate(ids)
+            if (entry := statements.get(node_id)) is None or entry[1] != keys[index]
         ]
         dirty = set(changed)
         while changed:
@@ -147,13 +152,18 @@ class Increment:
                     dirty.add(reader)
                     changed.append(reader)
         self.body = body
+        self.ids = ids
         self.context = context
         self.dirty = sorted(dirty)
 
     def findings(self, fresh: dict[int, list]) -> list:
         """All findings in file order: ``fresh`` (by statement index) for the analysed ones."""
         statements = self.kept.statements if self.kept is not None else {}
-        return [f for index, node in enumerate(self.body) for f in fresh.get(index, statements.get(node, ((), []))[1])]
+        return [
+            f
+            for index, node_id in enumerate(self.ids)
+            for f in (fresh[index] if index in fresh else statements.get(node_id, (None, (), []))[2])
+        ]
 
     def keep(self, fresh: dict[int, list], foreign: dict[str, tuple[Any, Any]]) -> KeptAnalysis:
         """What the next version starts from. The project modules read stay recorded while
@@ -164,8 +174,8 @@ class Increment:
         return KeptAnalysis(
             self.context,
             {
-                node: (self.keys[index], fresh[index] if index in fresh else statements[node][1])
-                for index, node in enumerate(self.body)
+                node_id: (node, self.keys[index], fresh[index] if index in fresh else statements[node_id][2])
+                for index, (node_id, node) in enumerate(zip(self.ids, self.body))
             },
             recorded,
             tuple(sorted(fresh)),

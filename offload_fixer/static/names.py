@@ -8,9 +8,28 @@ through it.
 
 from __future__ import annotations
 
+import ast
+
 # Memory kinds live in the model; the interpreter reads them here with the API names.
 from offload_fixer import jax_compat
 from offload_fixer.model import HOST_KINDS, HOST_MEMORY_SPACE_KINDS  # noqa: F401 - re-exported
+
+
+def import_binding(statement: ast.Import | ast.ImportFrom, alias: ast.alias) -> tuple[str, str]:
+    """The name one alias of an import binds in its scope, and the qualified name it binds it
+    to: ``import a.b`` binds ``a`` to ``a``, ``import a.b as c`` ``c`` to ``a.b``, ``from a
+    import b as c`` ``c`` to ``a.b``; a relative import's qualified name keeps its dots
+    (``from ..a import b``: ``..a.b``), and ``from a import *`` binds ``*``. The one reading
+    of an import for the prefilter, the candidates, the project's bindings and the increments."""
+    if isinstance(statement, ast.Import):
+        if alias.asname:
+            return alias.asname, alias.name
+        head = alias.name.split(".")[0]
+        return head, head
+    module = statement.module
+    qualname = "." * (statement.level or 0) + (f"{module}.{alias.name}" if module else alias.name)
+    return alias.asname or alias.name, qualname
+
 
 JIT = frozenset({"jax.jit", "jax.pjit", "jax.experimental.pjit.pjit"})
 PARTIAL = frozenset({"functools.partial"})

@@ -11,7 +11,8 @@ where it is written, when it is the one value the file ever binds there.
 
 from __future__ import annotations
 
-from typing import Any
+import re
+from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 
@@ -19,9 +20,23 @@ from offload_fixer import codes
 from offload_fixer.model import UNPINNED_HOST, Diagnostic, Span
 from offload_fixer.rules import get_rule
 from offload_fixer.rules.ofl1204 import PIN_HOST_MEMORY, UNPINNED_POLICY
-from offload_fixer.source.offload_policies import policy_destinations
+from offload_fixer.source.offload_policies import (
+    POLICY_DESTINATION_KEYWORDS,
+    POLICY_DESTINATION_POSITIONS,
+    policy_destinations,
+)
 
+from .scopes import NotCut
 from .source import ParsedSource
+
+if TYPE_CHECKING:
+    from .scopes import ForeignScope
+
+
+DESTINATION_SPELLING = re.compile(
+    "|".join(map(re.escape, (*POLICY_DESTINATION_KEYWORDS, *POLICY_DESTINATION_POSITIONS)))
+)
+"""Text without which a statement names no policy destination (:func:`policy_destinations`)."""
 
 
 def unpinned_policies(
@@ -29,47 +44,104 @@ def unpinned_policies(
 ) -> list[Diagnostic]:
     if UNPINNED_HOST not in text:  # the common case costs one substring search
         return []
-    destinations: list[cst.BaseExpression] = []
-    bindings: dict[str, list[cst.BaseExpression | None]] = {}
-    classes: list[str] = []
+    finder = _Finder()
+    parsed.module.visit(finder)
+    return _diagnostics(finder, parsed, path, target, source_sha256)
 
-    class Finder(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            destinations.extend(policy_destinations(node))
 
-        def visit_ClassDef(self, node: cst.ClassDef) -> None:
-            classes.append(node.name.value)
+def unpinned_policies_by_statement(
+    scope: ForeignScope, text: str, path: str, target: str, source_sha256: str | None
+) -> list[Diagnostic]:
+    """The same findings for a module read statement by statement (the checked file's
+    :class:`~.scopes.ForeignScope`): only the statements that can name a destination, and
+    those that spell a name a destination reads (none can bind it without), are parsed.
+    Raises :class:`~.scopes.NotCut` when one of them does not parse alone."""
+    if UNPINNED_HOST not in text:
+        return []
+    facts = scope.facts
+    pieces = [facts.piece(index) for index in range(len(facts.outline.groups))]
+    named = {index for index, piece in enumerate(pieces) if DESTINATION_SPELLING.search(piece)}
+    finder = _Finder()
+    for index in sorted(named):
+        _chunk(scope, index).statements[0].visit(finder)
+    words = {name for value in finder.destinations if (name := _read_name(value)) is not None}
+    if words:  # the bindings of the names destinations read: in file order, with the destinations
+        spelled = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(words))) + r")\b")
+        finder = _Finder()
+        for index, piece in enumerate(pieces):
+            if index in named or spelled.search(piece):
+                _chunk(scope, index).statements[0].visit(finder)
+    return _diagnostics(finder, scope.source(), path, target, source_sha256)
 
-        def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
-            classes.pop()
 
-        def visit_Assign(self, node: cst.Assign) -> None:
-            for target in node.targets:
-                self._bind(target.target, node.value)
+def _chunk(scope: ForeignScope, index: int) -> Any:
+    chunk = scope.chunk(index)
+    if chunk is None:
+        raise NotCut(str(index))
+    return chunk
 
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-            self._bind(node.target, node.value)
 
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            self._bind(node.target, None)
+def _read_name(value: cst.BaseExpression) -> str | None:
+    """The name a destination reads its value through (``DST``; ``dst`` of ``Config.dst``)."""
+    if isinstance(value, cst.Name):
+        return value.value
+    if isinstance(value, cst.Attribute):
+        return value.attr.value
+    return None
 
-        def visit_Param(self, node: cst.Param) -> None:
-            self._bind(node.name, None)
 
-        def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
-            """Every binding of a name, keyed ``name`` and, in a class body, ``Class.name``."""
-            if isinstance(target, cst.Name):
-                bindings.setdefault(target.value, []).append(value)
-                if classes:
-                    bindings.setdefault(f"{classes[-1]}.{target.value}", []).append(value)
-            elif isinstance(target, cst.Attribute):
-                bindings.setdefault(f".{target.attr.value}", []).append(None)
-            elif isinstance(target, (cst.Tuple, cst.List)):
-                for element in target.elements:
-                    self._bind(element.value, None)
+class _Finder(cst.CSTVisitor):
+    """The policy destinations of the statements visited, and every binding of a name there."""
 
-    parsed.module.visit(Finder())
-    found = list(dict.fromkeys(literal for value in destinations if (literal := _literal(value, bindings)) is not None))
+    def __init__(self) -> None:
+        super().__init__()
+        self.destinations: list[cst.BaseExpression] = []
+        self.bindings: dict[str, list[cst.BaseExpression | None]] = {}
+        self.classes: list[str] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.destinations.extend(policy_destinations(node))
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.classes.append(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.classes.pop()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._bind(target.target, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._bind(node.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind(node.target, None)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self._bind(node.name, None)
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression | None) -> None:
+        """Every binding of a name, keyed ``name`` and, in a class body, ``Class.name``."""
+        bindings = self.bindings
+        if isinstance(target, cst.Name):
+            bindings.setdefault(target.value, []).append(value)
+            if self.classes:
+                bindings.setdefault(f"{self.classes[-1]}.{target.value}", []).append(value)
+        elif isinstance(target, cst.Attribute):
+            bindings.setdefault(f".{target.attr.value}", []).append(None)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for element in target.elements:
+                self._bind(element.value, None)
+
+
+def _diagnostics(
+    finder: _Finder, parsed: ParsedSource, path: str, target: str, source_sha256: str | None
+) -> list[Diagnostic]:
+    bindings = finder.bindings
+    found = list(
+        dict.fromkeys(literal for value in finder.destinations if (literal := _literal(value, bindings)) is not None)
+    )
     rule = get_rule(codes.UNPINNED_HOST_MEMORY)
     out = []
     for literal in found:

@@ -27,7 +27,7 @@ import re
 from offload_fixer import jax_compat
 from offload_fixer.model import PINNED_HOST, UNPINNED_HOST
 
-from .names import JIT
+from .names import JIT, import_binding
 
 JIT_MARKER = "jit"
 HOST_MEMBERS = tuple(dict.fromkeys(f".{api.host_member}" for api in jax_compat.MEMORY_SPACE_APIS))
@@ -108,16 +108,11 @@ def references_jit(tree: ast.Module) -> bool:
 
 
 def _add_aliases(node: ast.Import | ast.ImportFrom, aliases: dict[str, set[str]]) -> None:
-    if isinstance(node, ast.Import):
-        for alias in node.names:
-            if alias.asname:
-                aliases.setdefault(alias.asname, set()).add(alias.name)
-            else:
-                head = alias.name.split(".")[0]
-                aliases.setdefault(head, set()).add(head)
-    elif node.module and not node.level:
-        for alias in node.names:
-            aliases.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
+    if isinstance(node, ast.ImportFrom) and (not node.module or node.level):
+        return  # a relative import names a module of the project, never JAX's
+    for alias in node.names:
+        local, qualname = import_binding(node, alias)
+        aliases.setdefault(local, set()).add(qualname)
 
 
 def _resolve(node: ast.AST, aliases: dict[str, set[str]]) -> set[str]:

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from offload_fixer.source.decoding import SourceDecodeError, decode, read_regular_file
 
+from .names import import_binding
 from .outline import NEWLINE, Outline, SourceCache, outline
 from .prefilter import JIT_MARKER, checks_policy_alone, spells_host, spells_offload
 
@@ -129,15 +130,26 @@ class ModuleFacts:
     """What ``ast`` tells about a module without libcst: where its top-level statements are
     (the chunks of :mod:`.outline`) and which of them bind each name."""
 
-    def __init__(self, path: str, data: bytes, text: str, found: Outline, cache: SourceCache | None = None) -> None:
-        """``cache``: where the parsed chunks are kept (a private one when None)."""
-        import hashlib  # here, not at start-up: a tree with nothing to analyse hashes nothing
+    def __init__(
+        self,
+        path: str,
+        data: bytes,
+        text: str,
+        found: Outline,
+        cache: SourceCache | None = None,
+        sha256: str | None = None,
+    ) -> None:
+        """``cache``: where the parsed chunks are kept (a private one when None); ``sha256``:
+        the hex digest of ``data`` when the caller has it already."""
+        if sha256 is None:
+            import hashlib  # here, not at start-up: a tree with nothing to analyse hashes nothing
 
+            sha256 = hashlib.sha256(data).hexdigest()
         self.path = path
         self.data = data
         self.text = text
         self.outline = found
-        self.sha256 = hashlib.sha256(data).hexdigest()
+        self.sha256 = sha256
         self.mutated_globals = mutated_globals(text)
         self.binders: dict[str, list[int]] = {}
         """name -> indices of the chunks whose statements bind it at module level."""
@@ -170,6 +182,14 @@ class ModuleFacts:
                 seen[piece] = self._occurrences[-1] + 1
         start, end = self.outline.spans[index]
         return cached_chunk(self.cache, self.text[start:end], index == 0, self._occurrences[index])
+
+    def piece(self, index: int) -> str:
+        """The text of one top-level statement group (the whole text when the outline is not cut)."""
+        spans = self.outline.spans
+        if spans is None:
+            return self.text
+        start, end = spans[index]
+        return self.text[start:end]
 
     def pieces(self) -> list[str]:
         """The text of each top-level statement group (none when the outline is not cut)."""
@@ -210,7 +230,7 @@ def _bound_names(statement: ast.stmt) -> Iterator[str]:
             continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
-                yield (alias.asname or alias.name).split(".")[0] if alias.name != "*" else "*"
+                yield import_binding(node, alias)[0]
             continue
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             yield node.id

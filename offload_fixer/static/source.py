@@ -85,6 +85,8 @@ class Chunk:
         """A line end here leaves ``Newline(None)`` for ``default_newline``."""
         self.memo: dict = {}
         """What the interpreter read from the statement's syntax alone (``Interpreter(memos=)``)."""
+        self.lines: int | None = None
+        """How many line ends the chunk's text holds (counted once, by :func:`_assemble`)."""
         self._positions: dict | None = None
         self._node_ids: frozenset | None = None
         self._functions: list | None = None
@@ -321,6 +323,8 @@ def cached_chunk(cache: SourceCache, text: str, starts_file: bool, occurrence: i
 
 def _assemble(text: str, spans: list[tuple[int, int]], cache: SourceCache) -> ParsedSource | None:
     parsed = []
+    pieces = []
+    line = 0
     seen: dict[str, int] = {}
     for index, (start, end) in enumerate(spans):
         piece = text[start:end]
@@ -330,6 +334,10 @@ def _assemble(text: str, spans: list[tuple[int, int]], cache: SourceCache) -> Pa
         if chunk is None or (chunk.footer and index < len(spans) - 1):
             return None
         parsed.append(chunk)
+        pieces.append(line)
+        if chunk.lines is None:  # a chunk is kept by its text: its line ends are counted once
+            chunk.lines = len(NEWLINE.findall(piece))
+        line += chunk.lines
     cache.trim(len(parsed))
     # The file's defaults are libcst's: its first indented block, its first line end.
     indent = next((c.default_indent for c in parsed if c.own_indent), _DEFAULT_INDENT)
@@ -344,12 +352,7 @@ def _assemble(text: str, spans: list[tuple[int, int]], cache: SourceCache) -> Pa
         default_newline=newline,
         has_trailing_newline=parsed[-1].has_trailing_newline,
     )
-    pieces = []
-    line = 0
-    for (start, end), chunk in zip(spans, parsed):
-        pieces.append((line, chunk))
-        line += len(NEWLINE.findall(text, start, end))
-    return ParsedSource(module, pieces)
+    return ParsedSource(module, list(zip(pieces, parsed)))
 
 
 class _ExplicitLayout(cst.CSTTransformer):

@@ -82,3 +82,32 @@ def test_a_variable_destination_that_may_be_pinned_is_not_reported(binding):
     )
     source = TEMPLATE.format(policy=policy).replace("POLICY =", f"{binding}\n\n\nPOLICY =")
     assert not [d for d in check_source(source, "policy.py").diagnostics if d.code == "OFL1204"]
+
+
+@pytest.mark.parametrize(
+    "binding",
+    [
+        'DST = "unpinned_host"',
+        'DST = "unpinned_host"\nDST = "pinned_host"',
+        'def destination(DST="unpinned_host"):\n    return DST\nDST = "pinned_host"',
+        'class Config:\n    offload_dst = "unpinned_host"\n\n\nDST = Config.offload_dst',
+        'class Config:\n    offload_dst = "unpinned_host"\n\n\nclass Other:\n    offload_dst = "pinned_host"\n\n\n'
+        "DST = Config().offload_dst",
+        'DST = "unpinned_host"\nfor DST in ("pinned_host",):\n    pass',
+        'UNUSED = "unpinned_host"\nDST = "pinned_host"',
+    ],
+)
+def test_statement_by_statement_reads_the_policies_as_the_whole_module_does(binding):
+    """The check of a file parses only the statements that can name a destination or bind a
+    name one reads; the language server's, which parses every statement, finds the same."""
+    from offload_fixer.static import SourceCache
+    from offload_fixer.static.project import Project
+
+    policy = (
+        "jax.checkpoint_policies.save_and_offload_only_these_names(names_which_can_be_saved=[], "
+        'names_which_can_be_offloaded=["h"], offload_src="device", offload_dst=DST)'
+    )
+    source = TEMPLATE.format(policy=policy).replace("POLICY =", f"{binding}\n\n\nPOLICY =")
+    by_statement = check_source(source, "policy.py").diagnostics
+    whole = check_source(source, "policy.py", cache=SourceCache(), project=Project()).diagnostics
+    assert by_statement == whole

@@ -19,6 +19,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from offload_fixer import jax_compat
 from offload_fixer.static import SourceCache, check_source
+from offload_fixer.static.api import LIBCST_LIMIT
 from offload_fixer.static.interpreter import Interpreter
 from offload_fixer.static.outline import outline
 from offload_fixer.static.policies import unpinned_policies
@@ -301,6 +302,11 @@ def assert_same_with_and_without_cache(text: str, rng: random.Random, count: int
         # Without a cache only the statements that can hold a site are read: fewer modules.
         alone = check_source(version, "prog.py", jax_version=LEGACY)
         assert set(alone.dependencies) <= set(result.dependencies), version
+        if result.parse_error is not None and result.parse_error.message.startswith(LIBCST_LIMIT):
+            # CPython compiles it but libcst cannot parse it whole: read statement by statement,
+            # a file whose unparseable statements the check never reads is still checked.
+            assert alone.parse_error is None or alone.parse_error == result.parse_error, version
+            continue
         assert result == dataclasses.replace(alone, dependencies=result.dependencies), version
         if result.parse_error is None:
             try:
