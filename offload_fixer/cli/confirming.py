@@ -114,7 +114,8 @@ class FixConfirmation:
                     "",
                     "",
                     "",
-                    skipped=tuple(result.skipped if result else ()),
+                    # the refused plans too, with why: their findings are not ``[*]`` after this
+                    skipped=tuple(result.skipped if result else ()) + tuple(choice.left),
                     error=FixNotConfirmedError(path, f"{said}: {reason}"),
                 ),
                 [],
