@@ -310,11 +310,17 @@ class MemoryFigures:
         return self.host_argument + self.host_output + self.host_temp
 
 
+HOST_OUTPUTS_BASELINE = "host outputs"
+NO_OFFLOAD_BASELINE = "no offload"
+"""The two programs a fix's figures are compared with (:attr:`FixMeasurement.baseline`)."""
+
+
 @dataclass(frozen=True)
 class FixMeasurement:
     """A fix's cost in a released compiler's figures: one compilation of the fixed function
     against the same compilation of the unfixed one with its failing outputs declared host
-    (the program XLA accepts unchanged, as ``--confirm`` compiles it). Text, JSON, SARIF, the
+    (the program XLA accepts unchanged, as ``--confirm`` compiles it), or, where XLA cannot
+    compile that, without its offload (:attr:`baseline`). Text, JSON, SARIF, the
     run report and the language server all carry this record and its one :attr:`summary`."""
 
     function: str
@@ -322,7 +328,12 @@ class FixMeasurement:
     compiler: str
     after: MemoryFigures
     before: MemoryFigures | None = None
-    """``None`` where XLA rejects even the unfixed program so declared: only ``after`` is known."""
+    """``None`` where no unfixed program compiles: only ``after`` is known."""
+    baseline: str = HOST_OUTPUTS_BASELINE
+    """What ``before`` is: ``host outputs``, the unfixed program with its failing outputs
+    declared host; ``no offload``, the unfixed program with every host memory kind made
+    device memory (where XLA cannot compile the first: a scatter or update into a host
+    buffer, a loop over a host stack), so the delta is what the fix keeps of the offload."""
 
     @property
     def summary(self) -> str:
@@ -339,6 +350,8 @@ class FixMeasurement:
         largest = max(parts, key=lambda part: abs(parts[part]))
         delta = after.device_total - before.device_total
         hbm = f"HBM {'+' if delta >= 0 else '-'}{_size(abs(delta))}" + (f" ({largest})" if delta else "")
+        if self.baseline == NO_OFFLOAD_BASELINE:
+            hbm += " against no offload"
         host_delta = after.host_total - before.host_total
         if host_delta >= 0:
             return f"{hbm}, host {_size(after.host_total)} kept"

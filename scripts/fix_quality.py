@@ -17,7 +17,8 @@ Per program and strategy it reports:
 * ``placement``: whether every argument keeps its declared memory kind and every output the
   intended one (under ``host``, the outputs error 1200 names may become host memory);
 * HBM and host bytes (libtpu's ``memory_analysis()``) of the original with its offending
-  outputs declared host (what XLA would accept unchanged) and of the fixed program.
+  outputs declared host (what XLA would accept unchanged; where libtpu compiles no such
+  program, the original without its offload: ``before is``) and of the fixed program.
 
     XLA_FLAGS=--xla_force_host_platform_device_count=8 JAX_PLATFORMS=cpu \\
         .venv/bin/python scripts/fix_quality.py                 # the table, every strategy
@@ -71,6 +72,10 @@ class Row:
     hbm_after: int | None = None
     host_before: int | None = None
     host_after: int | None = None
+    baseline: str = ""
+    """What the before figures are (``offload_fixer.model.FixMeasurement.baseline``): the
+    original with its failing outputs declared host, or, where libtpu compiles no such
+    program, the original without its offload."""
     whole_moved: list[str] = field(default_factory=list)
     """Host arguments the fixed program moves to device whole and then feeds to a loop (a
     scanned stack: one slice per step would do), so every byte of them is in HBM."""
@@ -156,17 +161,23 @@ def _judge(lowered: Any, target: str) -> Any:
     return judge(lowered, target)
 
 
-def _baseline(report: Any, lowered_text: str) -> Any:
-    """libtpu's verdict on the original module with each output error 1200 names declared host."""
+def _baseline(report: Any, lowered_text: str) -> tuple[Any, str]:
+    """libtpu's verdict on the original module with each output error 1200 names declared
+    host, else (libtpu compiles no such program) on the original without its offload; and
+    which of the two it is (as ``run --fix`` measures: ``confirm_fixes.original_memory``)."""
     from offload_fixer import codes
-    from offload_fixer.xla.confirm import with_host_output
+    from offload_fixer.model import HOST_OUTPUTS_BASELINE, NO_OFFLOAD_BASELINE
+    from offload_fixer.xla.confirm import with_host_output, without_offload
     from offload_fixer.xla.oracle import judge
 
     text = lowered_text
     for d in report.by_code(codes.HOST_VALUE_DEVICE_OUTPUT):
         if d.output_index is not None:
             text = with_host_output(text, d.output_index)
-    return judge(text, "tpu")
+    verdict = judge(text, "tpu")
+    if verdict.memory is not None:
+        return verdict, HOST_OUTPUTS_BASELINE
+    return judge(without_offload(lowered_text), "tpu"), NO_OFFLOAD_BASELINE
 
 
 def _moved_whole(text: str) -> list[str]:
@@ -282,7 +293,9 @@ def assess(path: Path, strategies: tuple[str, ...], compilers: bool = True, show
             for t, v in verdicts.items():
                 if v.outcome != "compiled":
                     row.problems.append(f"{t}: {v.outcome}: {v.message.splitlines()[0] if v.message else ''}"[:300])
-            before.append(_baseline(report, lowered_before[index]).memory)
+            baseline, basis = _baseline(report, lowered_before[index])
+            before.append(baseline.memory)
+            row.baseline = basis if row.baseline in ("", basis) else "mixed"
             after.append(verdicts["tpu"].memory)
             if row.placement is None:
                 row.placement = True
@@ -338,21 +351,23 @@ def _mark(value: bool | None) -> str:
 def table(rows: list[Row]) -> str:
     header = (
         "| program | strategy | fix | lowers | tpu | gpu | cpu | placement | HBM before -> after "
-        "| host before -> after | stack moved to HBM whole |"
+        "| host before -> after | before is | stack moved to HBM whole |"
     )
-    lines = [header, "|" + "---|" * 11]
+    lines = [header, "|" + "---|" * 12]
     for r in rows:
         fix = r.fix if r.fix == "fixed" else f"left: {r.why[:80]}"
         lines.append(
             f"| {r.program} | {r.strategy} | {fix} | {_mark(r.lowers)} | {_mark(r.tpu)} | {_mark(r.gpu)} "
             f"| {_mark(r.cpu)} | {_mark(r.placement)}{(' (' + r.placement_why + ')') if r.placement_why else ''} "
             f"| {_bytes(r.hbm_before)} -> {_bytes(r.hbm_after)} | {_bytes(r.host_before)} -> {_bytes(r.host_after)} "
-            f"| {', '.join(r.whole_moved) or '-'} |"
+            f"| {r.baseline or '-'} | {', '.join(r.whole_moved) or '-'} |"
         )
     return "\n".join(lines)
 
 
 def summary(rows: list[Row]) -> str:
+    from offload_fixer.model import HOST_OUTPUTS_BASELINE
+
     lines = []
     for strategy in dict.fromkeys(r.strategy for r in rows):
         mine = [r for r in rows if r.strategy == strategy]
@@ -360,12 +375,17 @@ def summary(rows: list[Row]) -> str:
         findings = sum(r.findings for r in mine)
         safe = sum(r.safe for r in mine)
         grown = [r for r in written if r.hbm_after is not None and r.hbm_before is not None]
+        declared = [r for r in grown if r.baseline == HOST_OUTPUTS_BASELINE]
         measured = [r for r in written if r.hbm_after is not None]
         lines.append(
             f"{strategy}: {len(written)}/{len(mine)} programs fixed, {sum(r.good for r in written)} of them pass "
             f"every check; {safe}/{findings} OFL1200 findings get a safe fix ({100 * safe / max(findings, 1):.0f}%); "
             f"{sum(bool(r.whole_moved) for r in written)} move a host stack to HBM whole for a loop; "
-            f"HBM measured after {len(measured)}/{len(written)} fixes, before and after {len(grown)}, total delta {_bytes(sum(r.hbm_after - r.hbm_before for r in grown))}"
+            f"HBM measured after {len(measured)}/{len(written)} fixes, before and after {len(grown)} "
+            f"({len(declared)} against the original with its failing outputs declared host, total delta "
+            f"{_bytes(sum(r.hbm_after - r.hbm_before for r in declared))}; {len(grown) - len(declared)} against "
+            f"the original without its offload, where libtpu compiles no such program, total delta "
+            f"{_bytes(sum(r.hbm_after - r.hbm_before for r in grown if r not in declared))})"
         )
     return "\n".join(lines)
 

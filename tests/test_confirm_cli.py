@@ -64,6 +64,10 @@ def test_fix_confirm_writes_a_fix_that_compiles_and_refuses_one_that_does_not(tm
     assert proc.returncode == ExitCode.FIX_REFUSED, proc.stdout + proc.stderr
     assert "not confirmed by the compiler" in proc.stderr and "the fixed `f` no longer lowers" in proc.stderr
     assert bad.read_bytes() == before
+    # the finding whose fix was just refused is not marked fixable: [*] marks only a fix that is written
+    assert "[*]" not in proc.stdout, proc.stdout
+    assert "fix (not automatic): Move history back to device" in proc.stdout, proc.stdout
+    assert "not written:" in proc.stdout and "no longer lowers" in proc.stdout, proc.stdout
 
 
 HISTORY = """\

@@ -44,6 +44,7 @@ from offload_fixer.cli.fixing import (
     apply_fixes_per_file,
     fix_in_memory_then_write,
     fixed_listing,
+    marks_after_fixing,
 )
 from offload_fixer.cli.options import (
     FIX_OPTIONS,
@@ -274,6 +275,7 @@ def check(
         if added:
             console.note(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
         sys.exit(int(ExitCode.INPUT_ERROR if outcome.file_errors else ExitCode.CLEAN))
+    run = None
     if invocation.fix or invocation.diff:
         from offload_fixer.fixes.scope import WriteScope, project_root
 
@@ -320,13 +322,10 @@ def check(
             outcome.diagnostics, strategy, dataclasses.replace(invocation, fix=False), settings.jax_version, console
         )
         show_planned_fixes(run, console)
-    finish(
-        outcome,
-        invocation,
-        settings,
-        console,
-        marks_planner(strategy, invocation, settings.jax_version, results=results),
-    )
+    marks = marks_planner(strategy, invocation, settings.jax_version, results=results)
+    if invocation.fix and run is not None:  # a fix refused before it was written is not [*]
+        marks = marks_after_fixing(marks, run)
+    finish(outcome, invocation, settings, console, marks)
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -445,6 +444,7 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
             outcome.failure = outcome.failure or ExitCode.PROGRAM_FAILED
             outcome.complete = False
             outcome.checked = checked + " before the program failed"
+        marks = marks_planner(settings.strategy, invocation, None, reports=result.reports)
         if invocation.fix or invocation.diff:
             from offload_fixer.fixes.scope import WriteScope, project_root
 
@@ -477,6 +477,7 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
                 outcome.diagnostics = [d for d in outcome.diagnostics if d not in resolved]
                 outcome.fixed = max(before - len(grouped_findings(outcome.diagnostics)), 0)
                 console.note("offload-fixer: run the program again to check the fixed code")
+            marks = marks_after_fixing(marks, run_fixes)
         elif invocation.show_fixes and outcome.diagnostics:
             planned = apply_fixes(
                 outcome.diagnostics,
@@ -488,13 +489,7 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
                 reports=result.reports,
             )
             show_planned_fixes(planned, console)
-        finish(
-            outcome,
-            invocation,
-            settings,
-            console,
-            marks_planner(settings.strategy, invocation, None, reports=result.reports),
-        )
+        finish(outcome, invocation, settings, console, marks)
 
     try:
         result = run_program(

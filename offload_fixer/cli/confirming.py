@@ -114,7 +114,8 @@ class FixConfirmation:
                     "",
                     "",
                     "",
-                    skipped=tuple(result.skipped if result else ()),
+                    # the refused plans too, with why: their findings are not ``[*]`` after this
+                    skipped=tuple(result.skipped if result else ()) + tuple(choice.left),
                     error=FixNotConfirmedError(path, f"{said}: {reason}"),
                 ),
                 [],
@@ -242,23 +243,32 @@ class FixConfirmation:
                 continue
             compiler = check.verdict.compiler
             before = self.before(report, call)
-            found.append(FixMeasurement(ref.name, self.target, compiler, after, before))
+            if before is None:
+                found.append(FixMeasurement(ref.name, self.target, compiler, after))
+            else:
+                found.append(FixMeasurement(ref.name, self.target, compiler, after, before[0], before[1]))
         return tuple(found)
 
-    def before(self, report: Any, call: Any) -> Any:
-        """The unfixed compilation's figures with its failing outputs declared host: from the
-        run's own ``--confirm`` (``Report.xla_accepted``: the program is not compiled again),
-        else compiled once here (a run without ``--confirm``), once per compilation."""
+    def before(self, report: Any, call: Any) -> tuple[Any, str] | None:
+        """(the unfixed compilation's figures, their baseline): with its failing outputs
+        declared host, from the run's own ``--confirm`` where it compiled so
+        (``Report.xla_accepted``: the program is not compiled again), else compiled once here;
+        where XLA does not compile that, without its offload
+        (:func:`~offload_fixer.xla.confirm_fixes.original_memory`). Once per compilation."""
+        from offload_fixer.model import HOST_OUTPUTS_BASELINE
         from offload_fixer.xla.confirm_fixes import original_memory
 
-        if report.xla_accepted is not None:
-            return report.xla_accepted.memory
+        accepted = report.xla_accepted
+        if accepted is not None and accepted.outcome == "compiled" and accepted.memory is not None:
+            return accepted.memory, HOST_OUTPUTS_BASELINE
         key = id(report)
         if key not in self._before:
             failing = [
                 d.output_index for d in report.by_code(codes.HOST_VALUE_DEVICE_OUTPUT) if d.output_index is not None
             ]
-            self._before[key] = original_memory(report.function, call, self.target, failing)
+            # the run's --confirm compiled it with those outputs declared host, and XLA refused
+            declared = accepted is None or accepted.target != self.target
+            self._before[key] = original_memory(report.function, call, self.target, failing, declared)
         return self._before[key]
 
 

@@ -337,3 +337,34 @@ def fixed_listing(run: FixRun, diagnostics: Sequence[Diagnostic], root: str) -> 
                 name = ""
             lines.append(f"    {count} × {code}{name}")
     return "\n".join(lines) + "\n\n"
+
+
+def marks_after_fixing(
+    marks_for: Callable[[list[Diagnostic]], dict], run: FixRun
+) -> Callable[[list[Diagnostic]], dict]:
+    """``marks_for`` (what the planner would do about each finding) with what ``--fix`` just
+    found: a finding whose fix was refused before it was written (it does not lower, the
+    compiler rejects it, the edit cannot be made) is never ``[*]``; its ``fix`` line says it
+    is not automatic, and why. ``[*]`` marks only a fix that would be written."""
+
+    def marks(diagnostics: list[Diagnostic]) -> dict:
+        return {**marks_for(diagnostics), **refused_marks(run, diagnostics)}
+
+    return marks
+
+
+def refused_marks(run: FixRun, diagnostics: Sequence[Diagnostic]) -> dict[Diagnostic, Any]:
+    """Each of ``diagnostics`` a planned fix covers that ``run`` did not write, for a reason
+    other than its label (``unsafe``, ``display-only``: the planner's own marks say those):
+    ``manual``, with the reason the check before writing gave."""
+    from offload_fixer.findings import FixMark, resolved_by
+
+    found: dict[Diagnostic, Any] = {}
+    for result in run.results:
+        for plan, why in result.skipped:
+            if why.startswith(("unsafe", "display-only")) or plan.safety == "display-only":
+                continue
+            mark = FixMark(plan.title, "manual", f"not written: {why}")
+            for d in resolved_by(plan, diagnostics):
+                found.setdefault(d, mark)
+    return found

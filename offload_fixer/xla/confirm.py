@@ -8,11 +8,12 @@ are exactly those that fail, and the last verdict decides the other findings.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
 from offload_fixer import codes
-from offload_fixer.model import PINNED_HOST, Diagnostic, Report, XlaVerdict
+from offload_fixer.model import DEVICE, PINNED_HOST, Diagnostic, Report, XlaVerdict
 from offload_fixer.rules import get_rule
 from offload_fixer.xla.agreement import compare
 from offload_fixer.xla.oracle import Oracle, module_text, oracle
@@ -98,6 +99,18 @@ def with_host_output(text: str, index: int) -> str:
     attrs[index] = ir.DictAttr.get(entries, context=context)
     main.attributes["res_attrs"] = ir.ArrayAttr.get(attrs, context=context)
     return str(module.operation.get_asm(enable_debug_info=True))
+
+
+_HOST_KIND = re.compile(r'\b(mhlo\.memory_kind|_xla_buffer_placement) = "(?:pinned_host|unpinned_host)"')
+
+
+def without_offload(text: str) -> str:
+    """The module with every host memory kind it declares (arguments, outputs, moves) made
+    device memory: the same program without its offload, which XLA compiles where even the
+    program with its failing outputs declared host is not accepted (libtpu cannot build a
+    scatter or an update into a host buffer, a loop over a host stack, a host result of a
+    donated update)."""
+    return _HOST_KIND.sub(lambda match: f'{match.group(1)} = "{DEVICE}"', text)
 
 
 def _symbol(op: Any) -> str | None:

@@ -54,6 +54,7 @@ def compile_fixed(
     compile: bool = True,
     host_outputs: Sequence[int] = (),
     require_safe: bool = False,
+    no_offload: bool = False,
 ) -> FixCheck:
     """Lower ``function`` from the fixed files ``texts`` (path: new contents, every file of
     the plans: the function's module and its jit site's) and, with ``compile``, compile it.
@@ -63,8 +64,9 @@ def compile_fixed(
     here. ``host_outputs``: the outputs declared host memory before compiling (those of
     findings this text leaves unfixed, so that XLA judges the rest, as ``--confirm`` does).
     ``require_safe``: a file whose import would run the program is not imported (the check
-    says so, ``located`` false)."""
-    from offload_fixer.xla.confirm import with_host_output
+    says so, ``located`` false). ``no_offload``: every host memory kind of the lowered module
+    made device memory before compiling (:func:`~offload_fixer.xla.confirm.without_offload`)."""
+    from offload_fixer.xla.confirm import with_host_output, without_offload
     from offload_fixer.xla.oracle import judge, module_text
 
     texts = {os.path.abspath(p): t for p, t in texts.items()}
@@ -87,8 +89,10 @@ def compile_fixed(
     if not compile:
         return FixCheck(True, "")
     text = module_text(lowered)
-    for index in host_outputs:
+    for index in dict.fromkeys(host_outputs):
         text = with_host_output(text, index)
+    if no_offload:
+        text = without_offload(text)
     verdict = judge(text, target)
     if verdict.outcome == "compiled":
         return FixCheck(True, "", verdict)
@@ -98,12 +102,29 @@ def compile_fixed(
     return FixCheck(False, f"{verdict.compiler} still rejects the fixed `{function.name}`: {said}", verdict)
 
 
-def original_memory(function: FunctionRef, call: Any, target: str, host_outputs: Sequence[int]) -> MemoryFigures | None:
+def original_memory(
+    function: FunctionRef, call: Any, target: str, host_outputs: Sequence[int], declared: bool = True
+) -> tuple[MemoryFigures, str] | None:
     """The memory figures of ``function`` as the unfixed files have it, with the outputs
     error 1200 names declared host memory (the program XLA accepts unchanged, as ``--confirm``
-    compiles it): what a fix's figures are compared with. ``None`` where XLA rejects even that."""
-    check = compile_fixed({}, function, call, target, host_outputs=host_outputs)
-    return check.verdict.memory if check.verdict is not None else None
+    compiles it), and which baseline they are (``model.HOST_OUTPUTS_BASELINE``): what a
+    fix's figures are compared with. Where XLA cannot compile that either (libtpu has no
+    scatter or update into a host buffer, no loop over a whole host stack, no host result of
+    a donated host update: measured on the fix-quality corpus), or ``declared`` is false (the
+    run's ``--confirm`` already found it rejected), the same program without its offload
+    (``model.NO_OFFLOAD_BASELINE``). ``None`` where neither compiles."""
+    from offload_fixer.model import HOST_OUTPUTS_BASELINE, NO_OFFLOAD_BASELINE
+
+    if declared:
+        check = compile_fixed({}, function, call, target, host_outputs=host_outputs)
+        if check.verdict is not None and check.verdict.memory is not None:
+            return check.verdict.memory, HOST_OUTPUTS_BASELINE
+        if not check.lowered:
+            return None
+    check = compile_fixed({}, function, call, target, no_offload=True)
+    if check.verdict is not None and check.verdict.memory is not None:
+        return check.verdict.memory, NO_OFFLOAD_BASELINE
+    return None
 
 
 def package_root(path: str) -> str | None:

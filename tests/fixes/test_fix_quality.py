@@ -2,7 +2,7 @@
 findings get a safe fix, and the written fix holds, as ``scripts/fix_quality.py`` judges it:
 the fixed function lowers again from the fixed source, libtpu and the CUDA plugin compile it,
 ``example()`` gives the same outputs on CPU, every argument keeps its memory kind and every output
-the one its author intends, and libtpu reports the fix's memory figures.
+the one its author intends, and libtpu reports the fix's memory figures before and after.
 
 The corpus runs in a few subprocesses (the script needs 8 CPU devices, which a process must ask
 for before JAX starts), one per shard of programs, so xdist spreads them over its workers."""
@@ -77,7 +77,11 @@ def test_every_auto_fix_of_the_corpus_holds(shard, tpu_compiler, gpu_compiler, t
             or r["safe"] != r["findings"]
             or not all(checks.values())
             or r["hbm_after"] is None
+            or r["hbm_before"] is None  # every fix reports its HBM delta
         ):
-            failures.append(f"{r['program']}: {r['fix']} {r['why']} {checks} {r['placement_why']} {r['problems']}")
+            failures.append(
+                f"{r['program']}: {r['fix']} {r['why']} {checks} {r['placement_why']} {r['problems']} "
+                f"HBM {r['hbm_before']} -> {r['hbm_after']}"
+            )
     assert not failures, "\n".join(failures)
     assert done.returncode == 0, done.stdout[-3000:]

@@ -8,8 +8,16 @@ from typing import NamedTuple
 
 import jax
 import numpy as np
+import pytest
 
-from offload_fixer.model import FixMeasurement, MemoryFigures, describe_measurements
+from offload_fixer import jax_compat
+from offload_fixer.model import (
+    HOST_OUTPUTS_BASELINE,
+    NO_OFFLOAD_BASELINE,
+    FixMeasurement,
+    MemoryFigures,
+    describe_measurements,
+)
 from offload_fixer.xla.confirm_fixes import import_safe, rehome
 
 
@@ -89,3 +97,37 @@ def test_a_fix_measured_in_several_functions_names_each():
     assert describe_measurements([_measured(one, one, "f"), _measured(one, None, "g")]) == (
         "f: HBM +0 B, host 0 B kept; g: HBM 1.0 MiB, host 0 B"
     )
+
+
+def test_figures_against_the_program_without_its_offload_say_so_and_round_trip():
+    before = MemoryFigures(argument=6 << 20)
+    after = MemoryFigures(argument=2 << 20, host_argument=4 << 20)
+    measured = FixMeasurement("step", "tpu", "libtpu 0.0.42.1", after, before, NO_OFFLOAD_BASELINE)
+    assert measured.summary == "HBM -4.0 MiB (arguments) against no offload, host 4.0 MiB kept"
+    assert FixMeasurement.from_dict(measured.to_dict()) == measured
+    assert FixMeasurement.from_dict({**measured.to_dict(), "baseline": HOST_OUTPUTS_BASELINE}).summary == (
+        "HBM -4.0 MiB (arguments), host 4.0 MiB kept"
+    )
+
+
+@pytest.mark.skipif(not jax_compat.host_memory_on_this_backend(), reason="needs pinned_host memory on the CPU backend")
+def test_without_offload_makes_every_declared_host_kind_device_memory():
+    from jax.sharding import NamedSharding, PartitionSpec
+
+    from offload_fixer.xla.confirm import with_host_output, without_offload
+    from offload_fixer.xla.oracle import module_text
+
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("x",))
+    host = NamedSharding(mesh, PartitionSpec(), memory_kind="pinned_host")
+    device = NamedSharding(mesh, PartitionSpec(), memory_kind="device")
+
+    def step(x, table):
+        return x * 2, jax.device_put(x, host), table
+
+    jitted = jax.jit(step, in_shardings=(device, host), out_shardings=(device, device, host))
+    arg = jax.ShapeDtypeStruct((8,), np.float32)
+    text = with_host_output(module_text(jax_compat.lower_for_platform(jitted, (arg, arg), {}, "tpu")), 1)
+    assert '"pinned_host"' in text
+    stripped = without_offload(text)
+    assert '"pinned_host"' not in stripped and '"unpinned_host"' not in stripped
+    assert stripped.count('"device"') > text.count('"device"')
