@@ -350,4 +350,12 @@ BACKEND_MESSAGES: tuple[XlaMessage, ...] = (
 )
 """What the TPU and GPU backends say when they cannot build what the offloader decided."""
 ALL_MESSAGES = HOST_OFFLOADER_MESSAGES + BACKEND_MESSAGES
+
+
+def backend_codes(message: str) -> frozenset[str]:
+    """The codes of every backend failure whose text ``message`` holds: one code, or several
+    where rules share XLA's text (libtpu's async-start shape check: OFL1207, OFL1212)."""
+    return frozenset(known.code for known in BACKEND_MESSAGES if known.code and known.pattern().search(message))
+
+
 BY_KIND: dict[str, XlaMessage] = {message.kind: message for message in ALL_MESSAGES}

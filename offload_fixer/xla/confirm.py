@@ -17,6 +17,7 @@ from offload_fixer.model import DEVICE, PINNED_HOST, Diagnostic, Report, XlaVerd
 from offload_fixer.rules import get_rule
 from offload_fixer.xla.agreement import compare
 from offload_fixer.xla.oracle import Oracle, module_text, oracle
+from offload_fixer.xla_messages import backend_codes
 
 
 def confirm(report: Report, source: Any, judge: Oracle | None = None) -> Report:
@@ -77,7 +78,11 @@ def _confirmed(diagnostic: Diagnostic, rejected: dict[int, str], last: XlaVerdic
         said = evidence(last, diagnostic)
         return replace(diagnostic, confirmed=said is not None, xla_message=said)
     if diagnostic.severity == "error":
-        agrees = last.outcome in ("rejected", "aborted") and last.code == diagnostic.code
+        # A text several rules share names no one code: the diagnostic's is one of them.
+        same_code = last.code == diagnostic.code or (
+            last.code is None and diagnostic.code in backend_codes(last.message)
+        )
+        agrees = last.outcome in ("rejected", "aborted") and same_code
         return replace(diagnostic, confirmed=agrees, xla_message=last.message or None)
     return diagnostic
 
