@@ -74,3 +74,17 @@ def test_every_message_names_a_registered_code():
         assert message.code in codes.ALL_CODES, message
     for message in xla_messages.ALL_MESSAGES:
         assert message.code is None or message.code in codes.ALL_CODES, message.kind
+
+
+def test_a_text_several_rules_share_names_every_code_of_it():
+    # libtpu 0.0.42.1's and 0.0.50.1's wordings of the async-start shape check: OFL1207 (host
+    # compute in a differentiated loop) and OFL1212 (a host stack of an inner loop) both fail with it.
+    old = (
+        "INTERNAL: during context [post-optimization]: The async-start expects the shape of operand 0 to "
+        "match the async shape at index {0} (f32[32,16]{0,1:T(8,128)} vs f32[32,16]{0,1:T(8,128)S(5)})."
+    )
+    new = "INTERNAL: host-call.3 (opcode: async-start) expects the shape of operand 0 to match the async shape"
+    both = {codes.BACKEND_CANNOT_BUILD_HOST_COMPUTE, codes.HOST_STACK_OF_INNER_LOOP}
+    assert xla_messages.backend_codes(old) == both
+    assert xla_messages.backend_codes(new) == both
+    assert xla_messages.backend_codes("INVALID_ARGUMENT: something else") == frozenset()
