@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -23,7 +22,7 @@ from pygls.uris import to_fs_path
 
 from offload_fixer.lsp import engine
 from offload_fixer.lsp.publishing import NAME, SEVERITY
-from offload_fixer.lsp.settings import wait_before
+from offload_fixer.lsp.settings import ChangeClock
 from offload_fixer.lsp.text_edits import LineIndex, minimal_edits, span_range
 from offload_fixer.model import Diagnostic, Span
 from offload_fixer.notebook import CellSplitError, Program
@@ -63,10 +62,8 @@ class Snapshot:
 @dataclass
 class NotebookState:
     pending: asyncio.Task | None = None
-    changed_at: float | None = None
-    """When the editor last changed the notebook (``time.monotonic()``), for the debounce."""
-    outstanding: bool = False
-    """An analysis was scheduled whose findings are not published yet."""
+    clock: ChangeClock = field(default_factory=ChangeClock)
+    """When it last changed, and whether an analysis is outstanding (the debounce)."""
     snapshot: Snapshot | None = None
     analysis: engine.Analysis | None = None
     published: dict[str, list[types.Diagnostic]] = field(default_factory=dict)
@@ -128,16 +125,13 @@ class NotebookDocuments:
     def changed(self, notebook_uri: str, debounce: float) -> None:
         """The editor changed the notebook: analyse it at once, or after ``debounce`` in a burst of changes."""
         state = self.states.setdefault(notebook_uri, NotebookState())
-        now = time.monotonic()
-        delay = wait_before(state.changed_at, now, debounce, idle=not state.outstanding)
-        state.changed_at = now
-        self.schedule(notebook_uri, delay)
+        self.schedule(notebook_uri, state.clock.delay_for_change(debounce))
 
     def schedule(self, notebook_uri: str, delay: float) -> None:
         state = self.states.setdefault(notebook_uri, NotebookState())
         if state.pending is not None and not state.pending.done():
             state.pending.cancel()
-        state.outstanding = True
+        state.clock.outstanding = True
         state.pending = asyncio.get_running_loop().create_task(self._analyse_later(notebook_uri, delay))
 
     async def _analyse_later(self, notebook_uri: str, delay: float) -> None:
@@ -171,7 +165,7 @@ class NotebookDocuments:
         self.publish(state, snapshot, analysis)
 
     def publish(self, state: NotebookState, snapshot: Snapshot, analysis: engine.Analysis) -> None:
-        state.outstanding = False
+        state.clock.outstanding = False
         by_cell: dict[str, list[types.Diagnostic]] = {uri: [] for uri in snapshot.cell_uris}
         for diagnostic, fixes in analysis.items():
             span = engine.primary_span(diagnostic)

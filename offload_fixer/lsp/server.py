@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -31,7 +30,7 @@ from offload_fixer import last_run
 from offload_fixer.config import Settings
 from offload_fixer.lsp import engine, notebooks
 from offload_fixer.lsp.publishing import NAME, SEVERITY
-from offload_fixer.lsp.settings import ClientOptions, SettingsStore, wait_before
+from offload_fixer.lsp.settings import ChangeClock, ClientOptions, SettingsStore
 from offload_fixer.lsp.text_edits import LineIndex, minimal_edits, span_range
 from offload_fixer.model import Diagnostic, Span
 from offload_fixer.version import __version__
@@ -52,10 +51,8 @@ class DocumentState:
     """What the server knows about one open document beyond its text."""
 
     pending: asyncio.Task | None = None
-    changed_at: float | None = None
-    """When the editor last changed the document (``time.monotonic()``), for the debounce."""
-    outstanding: bool = False
-    """An analysis was scheduled whose findings are not published yet."""
+    clock: ChangeClock = field(default_factory=ChangeClock)
+    """When it last changed, and whether an analysis is outstanding (the debounce)."""
     analysed_version: int | None = None
     analysis: engine.Analysis | None = None
     published: list[types.Diagnostic] = field(default_factory=list)
@@ -99,17 +96,14 @@ class OffloadFixerServer(LanguageServer):
     def changed(self, uri: str) -> None:
         """The editor changed ``uri``: analyse it at once, or after the debounce in a burst of changes."""
         state = self.documents.setdefault(uri, DocumentState())
-        now = time.monotonic()
-        delay = wait_before(state.changed_at, now, self.settings.debounce_s, idle=not state.outstanding)
-        state.changed_at = now
-        self.schedule(uri, delay)
+        self.schedule(uri, state.clock.delay_for_change(self.settings.debounce_s))
 
     def schedule(self, uri: str, delay: float) -> None:
         """(Re)start the analysis of ``uri`` after ``delay`` seconds; a newer change cancels it."""
         state = self.documents.setdefault(uri, DocumentState())
         if state.pending is not None and not state.pending.done():
             state.pending.cancel()
-        state.outstanding = True
+        state.clock.outstanding = True
         state.pending = asyncio.get_running_loop().create_task(self._analyse_later(uri, delay))
 
     async def _analyse_later(self, uri: str, delay: float) -> None:
@@ -167,7 +161,7 @@ class OffloadFixerServer(LanguageServer):
     ) -> None:
         state.analysed_version = version
         state.analysis = analysis
-        state.outstanding = False
+        state.clock.outstanding = False
         if analysis.refused is not None and uri not in self.refused:
             self.refused.add(uri)
             self.window_show_message(

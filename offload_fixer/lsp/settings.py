@@ -9,6 +9,7 @@ and ``debounceMs`` (how long to wait after a change before analysing, :func:`wai
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -184,3 +185,19 @@ def wait_before(previous_change: float | None, now: float, debounce: float, idle
     if idle or previous_change is None or now - previous_change >= debounce:
         return 0.0
     return debounce
+
+
+@dataclass
+class ChangeClock:
+    """One document's changes, for the debounce: when the last came, and whether an analysis
+    whose findings are not published yet is outstanding (a text document or a notebook alike)."""
+
+    changed_at: float | None = None
+    outstanding: bool = False
+
+    def delay_for_change(self, debounce: float) -> float:
+        """The editor changed the document now: how long to wait before analysing it."""
+        now = time.monotonic()
+        delay = wait_before(self.changed_at, now, debounce, idle=not self.outstanding)
+        self.changed_at = now
+        return delay
