@@ -12,6 +12,7 @@ from offload_fixer.jax_compat import Spelling, xla_generation
 from offload_fixer.rules import FixDoc, Rule, TargetBehaviour
 from offload_fixer.rules.examples import example
 from offload_fixer.rules.ofl1207 import backend_failure
+from offload_fixer.rules.ofl1213 import strided
 
 if TYPE_CHECKING:
     from offload_fixer.analysis.backend import Backend
@@ -72,7 +73,7 @@ def backend(b: Backend) -> Iterator[Failure]:
     if b.target != "tpu" or not b.xla.tpu_async_slice_one_dimension_only:
         return
     for seed, op in b.copies():
-        if len(b.partial_dimensions(op)) > 1 and all(stride == 1 for stride in b.strides(op)):
+        if len(b.partial_dimensions(op)) > 1 and not strided(b, op):
             yield b.failure(seed, op, ASYNC_SLICE_DIMENSIONS)
 
 

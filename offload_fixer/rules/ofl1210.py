@@ -12,6 +12,7 @@ from offload_fixer.jax_compat import Spelling, xla_generation
 from offload_fixer.rules import FixDoc, Rule, TargetBehaviour
 from offload_fixer.rules.examples import example
 from offload_fixer.rules.ofl1207 import backend_failure
+from offload_fixer.rules.ofl1213 import strided
 
 if TYPE_CHECKING:
     from offload_fixer.analysis.backend import Backend
@@ -84,7 +85,7 @@ def backend(b: Backend) -> Iterator[Failure]:
     xla = b.xla
     for seed, op in b.copies():
         partial = b.partial_dimensions(op)
-        if not partial or any(stride != 1 for stride in b.strides(op)):
+        if not partial or strided(b, op):
             continue
         lane = b.rank(op) - 1
         update = b.is_update(op)
