@@ -22,7 +22,7 @@ STRIDED_COPY_SHAPE = msg.XlaMessage(
     status="INTERNAL",
     stable="Expected instruction to have shape equal to {name} actual shape is",
 )
-"""libtpu 0.0.42.1 and 0.0.50.1 (after optimisation) and the CUDA plugins 0.10.2 and 0.12.0.1
+"""libtpu 0.0.17.1, 0.0.42.1 and 0.0.50.1 (after optimisation) and the CUDA plugins 0.10.2 and 0.12.0.1
 (after layout assignment): the copy of a strided slice to device keeps the shape of the whole
 host value (``{name}`` is that shape, ``f32[16,128]{1,0},``). A tuple's shape, which starts
 with ``(``, is OFL1207's and OFL1212's text instead."""
@@ -149,7 +149,11 @@ RULE = Rule(
             "into a dimension of its own and slicing that copies only the slice.",
         ),
     ),
-    applies_to="Every JAX version with a released TPU or GPU compiler (measured with JAX 0.10.2 and 0.12.0.1)",
+    applies_to=(
+        "Every JAX version with a released TPU or GPU compiler (measured with JAX 0.10.2 and 0.12.0.1; "
+        "libtpu 0.0.17.1 of JAX 0.6.2 fails alike on `lax.slice` with strides, while JAX 0.6.2 lowers "
+        "`x[::2]` as a gather instead)"
+    ),
     invalid=(example(_INVALID), example(_INVALID_LANES)),
     valid=(example(_VALID), example(_VALID_DEVICE_FIRST), example(_VALID_ONE_ROW)),
     backend=backend,
