@@ -22,6 +22,7 @@ DONATED_BUFFER_IN_OTHER_MEMORY: Final = "OFL1209"
 HOST_COPY_LANE_SLICE: Final = "OFL1210"
 OFFLOAD_DOES_NOTHING: Final = "OFL1211"
 HOST_STACK_OF_INNER_LOOP: Final = "OFL1212"
+HOST_STRIDED_SLICE_TO_DEVICE: Final = "OFL1213"
 
 NAMES: Final[dict[str, str]] = {
     HOST_VALUE_DEVICE_OUTPUT: "host-value-device-output",
@@ -36,6 +37,7 @@ NAMES: Final[dict[str, str]] = {
     HOST_COPY_LANE_SLICE: "host-copy-lane-slice",
     OFFLOAD_DOES_NOTHING: "offload-does-nothing",
     HOST_STACK_OF_INNER_LOOP: "host-stack-of-inner-loop",
+    HOST_STRIDED_SLICE_TO_DEVICE: "host-strided-slice-to-device",
 }
 """Each code's rule name (``offload-fixer rules NAME``, SARIF's ``rules[].name``), in code order."""
 ALL_CODES: Final[tuple[str, ...]] = tuple(NAMES)
@@ -52,6 +54,7 @@ HOST_COMPUTE_CODES: Final[tuple[str, ...]] = (
     DEVICE_COMPUTE_ON_HOST,
     HOST_SLICE_NOT_MOVED_TO_DEVICE,
     BACKEND_CANNOT_BUILD_HOST_COMPUTE,
+    HOST_STRIDED_SLICE_TO_DEVICE,
 )
 """Codes of device compute that XLA turns into host compute (or fails to build as such): one
 computation reached by several host values is one problem, and a move to device fixes each."""

@@ -12,7 +12,7 @@ import pytest
 import offload_fixer
 from offload_fixer import codes, xla_messages
 from offload_fixer.model import HOST_KINDS, TPU_HBM
-from offload_fixer.rules import ToolMessage, all_rules
+from offload_fixer.rules import ToolMessage, all_rules, backend_codes, xla_texts
 
 PACKAGE = Path(offload_fixer.__file__).parent
 CODE = re.compile(r"OFL\d{4}")
@@ -72,8 +72,18 @@ def test_every_message_names_a_registered_code():
     assert len(tool_messages) >= 5
     for message in tool_messages:
         assert message.code in codes.ALL_CODES, message
-    for message in xla_messages.ALL_MESSAGES:
+    for message in (*xla_messages.HOST_OFFLOADER_MESSAGES, *xla_texts()):
         assert message.code is None or message.code in codes.ALL_CODES, message.kind
+
+
+def test_every_text_a_rule_words_is_its_own_or_the_host_offloaders():
+    """A rule's ``failure_texts`` are XLA's texts of its own code (declared in its module, or
+    the host offloader's in ``xla_messages``), and no two texts share a kind."""
+    for rule in all_rules():
+        for message in rule.failure_texts:
+            assert message.code == rule.code, (rule.code, message.kind)
+    kinds = [message.kind for message in {*xla_messages.HOST_OFFLOADER_MESSAGES, *xla_texts()}]
+    assert len(set(kinds)) == len(kinds)
 
 
 def test_a_text_several_rules_share_names_every_code_of_it():
@@ -85,6 +95,6 @@ def test_a_text_several_rules_share_names_every_code_of_it():
     )
     new = "INTERNAL: host-call.3 (opcode: async-start) expects the shape of operand 0 to match the async shape"
     both = {codes.BACKEND_CANNOT_BUILD_HOST_COMPUTE, codes.HOST_STACK_OF_INNER_LOOP}
-    assert xla_messages.backend_codes(old) == both
-    assert xla_messages.backend_codes(new) == both
-    assert xla_messages.backend_codes("INVALID_ARGUMENT: something else") == frozenset()
+    assert backend_codes(old) == both
+    assert backend_codes(new) == both
+    assert backend_codes("INVALID_ARGUMENT: something else") == frozenset()

@@ -152,7 +152,7 @@ class Diagnoser:
         """The instruction or parameter XLA's message names for this failure."""
         if failure.message is msg.DUS_DEVICE_PARAMETER and failure.parameter is not None:
             return self._parameter_name(failure.parameter)
-        if failure.message in (msg.WHILE_CONDITION_ROOT, msg.UNPINNED_OUTPUT):
+        if failure.message is msg.WHILE_CONDITION_ROOT:
             return None
         return self.op_name(failure.op) if failure.op is not None else None
 

@@ -65,7 +65,7 @@ class XlaError:
         return last[0] if last else 0
 
 
-DIAGNOSTIC_CODES: dict[str, str | None] = {message.kind: message.code for message in msg.ALL_MESSAGES}
+DIAGNOSTIC_CODES: dict[str, str | None] = {message.kind: message.code for message in msg.HOST_OFFLOADER_MESSAGES}
 
 _PATTERNS: tuple[tuple[Kind, str, re.Pattern[str]], ...] = tuple(
     (message.kind, message.severity, message.pattern()) for message in msg.HOST_OFFLOADER_MESSAGES

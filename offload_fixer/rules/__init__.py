@@ -11,10 +11,12 @@ compile failure of that code is worded). The engines loop over :func:`all_rules`
 name a rule, so adding one is adding its module (the recipe is in ``ARCHITECTURE.md``).
 
 The CLI's ``rules`` page, SARIF's ``driver.rules[]`` and the language server's hover text all
-read from here, so the explanation a user sees is the same everywhere. XLA's own texts are
-:mod:`offload_fixer.xla_messages`'s and each code's constant is :mod:`offload_fixer.codes`'.
-A rule module imports neither MLIR nor the static interpreter: the engines hand their hooks
-what they need (:class:`offload_fixer.analysis.diagnose.Diagnoser`,
+read from here, so the explanation a user sees is the same everywhere. XLA's texts of a
+backend failure are its rule module's (:func:`xla_texts` gathers them; the host offloader's
+own, which the model itself raises, are :mod:`offload_fixer.xla_messages`'s) and each code's
+constant is :mod:`offload_fixer.codes`'. A rule module imports neither MLIR nor the static
+interpreter: the engines hand their hooks what they need
+(:class:`offload_fixer.analysis.diagnose.Diagnoser`, :class:`offload_fixer.analysis.backend.Backend`,
 :class:`offload_fixer.static.rules.StaticSite`, :class:`offload_fixer.static.rules.StaticHostCompute`).
 """
 
@@ -27,7 +29,7 @@ import pkgutil
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from offload_fixer import codes
 from offload_fixer import xla_messages as msg
@@ -49,8 +51,9 @@ from offload_fixer.rules.examples import Example
 if TYPE_CHECKING:
     from jaxlib.mlir import ir
 
+    from offload_fixer.analysis.backend import Backend
     from offload_fixer.analysis.diagnose import Diagnoser
-    from offload_fixer.analysis.offloader import Seed, WalkResult
+    from offload_fixer.analysis.offloader import Failure, Seed, WalkResult
     from offload_fixer.static.rules import StaticHostCompute, StaticSite
 
 WalkHook = Callable[["Diagnoser", "Seed", "WalkResult"], Iterable[Diagnostic]]
@@ -61,6 +64,15 @@ StaticComputeHook = Callable[["StaticHostCompute"], Iterable[Diagnostic]]
 """The source check's hook: one host value of a jit site computed on -> its diagnostics."""
 FailureText = Callable[[str | None, str], tuple[str, str]]
 """A compile failure's (message, explanation), from XLA's subject name and the target."""
+BackendHook = Callable[["Backend"], Iterable["Failure"]]
+"""The XLA model's hook: a module as the target's backend finds it once the host offloader has
+decided where values live -> the failures of the rule's pattern, in the order the backend meets
+them (the rule's ``failure_texts`` word them)."""
+BackendStage = Literal["host compute", "loops", "copies", "entry"]
+BACKEND_STAGES: tuple[BackendStage, ...] = ("host compute", "loops", "copies", "entry")
+"""Where in the backend's pipeline a failure is met, in the order met: the host compute it
+builds, loops that carry host buffers, copies between host and device, the entry parameters
+and outputs. The compile stops at the first failure, so this order decides the verdict."""
 CompiledEvidence = Callable[[XlaVerdict, Diagnostic], str | None]
 """A finding on a program that compiles -> what the compiled program shows of it, in words
 (its memory figures), or ``None`` where it does not show it."""
@@ -111,8 +123,14 @@ class Rule:
     from_walk: WalkHook | None = None
     from_static: StaticHook | None = None
     from_static_compute: StaticComputeHook | None = None
+    backend: BackendHook | None = None
+    """For a failure of the target's backend: where the XLA model finds the rule's pattern."""
+    backend_stage: BackendStage = "host compute"
+    """Where in the backend's pipeline :attr:`backend`'s failures are met (:data:`BACKEND_STAGES`)."""
     failure_texts: Mapping[msg.XlaMessage, FailureText] = field(default_factory=dict)
-    """How each compile failure of this code (by XLA's message) is worded."""
+    """XLA's texts of this code's compile failures, each with how it is worded for the user:
+    a backend failure's texts are declared in its rule module, the host offloader's are
+    :mod:`offload_fixer.xla_messages`'s."""
     failure_fix: FixStrategy = "device"
     """The remedy a compile failure of this code offers."""
     compiled_evidence: CompiledEvidence | None = None
@@ -231,6 +249,23 @@ def all_rules() -> tuple[Rule, ...]:
         if _RULE_MODULE.fullmatch(module.name)
     )
     return tuple(sorted(found, key=lambda rule: codes.ALL_CODES.index(rule.code)))
+
+
+@functools.cache
+def xla_texts() -> tuple[msg.XlaMessage, ...]:
+    """Every XLA text a rule words (``failure_texts``), once, in code order."""
+    return tuple(dict.fromkeys(message for rule in all_rules() for message in rule.failure_texts))
+
+
+def backend_messages() -> tuple[msg.XlaMessage, ...]:
+    """What the TPU and GPU backends say when they cannot build what the host offloader decided."""
+    return tuple(message for message in xla_texts() if message not in msg.HOST_OFFLOADER_MESSAGES)
+
+
+def backend_codes(message: str) -> frozenset[str]:
+    """The codes of every backend failure whose text ``message`` holds: one code, or several
+    where rules share XLA's text (libtpu's async-start shape check: OFL1207, OFL1212)."""
+    return frozenset(known.code for known in backend_messages() if known.code and known.pattern().search(message))
 
 
 @functools.cache

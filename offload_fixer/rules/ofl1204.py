@@ -15,9 +15,30 @@ from offload_fixer.rules.examples import example
 from offload_fixer.rules.ofl1207 import backend_failure
 
 if TYPE_CHECKING:
+    from offload_fixer.analysis.backend import Backend
     from offload_fixer.analysis.diagnose import Diagnoser
-    from offload_fixer.analysis.offloader import Seed, WalkResult
+    from offload_fixer.analysis.offloader import Failure, Seed, WalkResult
     from offload_fixer.static.rules import StaticSite
+
+UNPINNED_PARAMETER = msg.XlaMessage(
+    "tpu-unpinned-parameter",
+    "Shape mismatch between parameter number {index} and its operand in {name}",
+    codes.UNPINNED_HOST_MEMORY,
+    status="INTERNAL",
+    stable="Shape mismatch between parameter number {index} and its operand in",
+)
+"""libtpu: a fusion reading an ``unpinned_host`` (S(6)) parameter."""
+DMA_HBM_TO_HBM = "Unimplemented DMA from hbm to hbm."
+"""libtpu's text for a copy into an output buffer that lies in device memory (HBM) while the
+output is declared elsewhere; two rules meet it (OFL1204, OFL1209), so XLA's text alone does
+not say which."""
+UNPINNED_OUTPUT = msg.XlaMessage(
+    "tpu-unpinned-output",
+    DMA_HBM_TO_HBM,
+    codes.UNPINNED_HOST_MEMORY,
+    status="FAILED_PRECONDITION",
+)
+"""libtpu (up to JAX 0.11's): an ``unpinned_host`` output computed in device memory."""
 
 UNPINNED_MOVE = ToolMessage(
     codes.UNPINNED_HOST_MEMORY,
@@ -90,8 +111,8 @@ def from_static(site: StaticSite) -> Iterator[Diagnostic]:
 
 
 _FAILURE_TEXTS = {
-    msg.UNPINNED_PARAMETER: backend_failure(
-        msg.UNPINNED_PARAMETER,
+    UNPINNED_PARAMETER: backend_failure(
+        UNPINNED_PARAMETER,
         "An 'unpinned_host' argument is computed on",
         (
             "On TPU 'unpinned_host' is memory space S(6), which the host offloader does not stream "
@@ -100,8 +121,8 @@ _FAILURE_TEXTS = {
             "and move it to device before computing on it."
         ),
     ),
-    msg.UNPINNED_OUTPUT: backend_failure(
-        msg.UNPINNED_OUTPUT,
+    UNPINNED_OUTPUT: backend_failure(
+        UNPINNED_OUTPUT,
         "An 'unpinned_host' output is computed in device memory",
         (
             "On TPU 'unpinned_host' is memory space S(6), and libtpu has no copy from device memory "
@@ -109,6 +130,25 @@ _FAILURE_TEXTS = {
         ),
     ),
 }
+
+
+def backend(b: Backend) -> Iterator[Failure]:
+    """On TPU, whose ``unpinned_host`` is S(6): an ``unpinned_host`` parameter computed on (the
+    ``unpinned_argument_computed`` probe), and on the libtpu generations that fail so, an
+    ``unpinned_host`` output no host value reaches (``device_value_to_unpinned_output``)."""
+    if b.target != "tpu":
+        return
+    for arg in b.args:
+        if arg.memory_kind == UNPINNED_HOST:
+            op = b.first_compute_user(arg.index)
+            if op is not None:
+                yield b.failure(None, op, UNPINNED_PARAMETER, parameter=arg.index)
+    if not b.xla.tpu_unpinned_output_from_device_fails:
+        return
+    reached = b.reached_outputs()
+    for output in b.results:
+        if output.memory_kind == UNPINNED_HOST and output.index not in reached:
+            yield b.failure(None, None, UNPINNED_OUTPUT, parameter=output.index)
 
 
 RULE = Rule(
@@ -134,7 +174,7 @@ RULE = Rule(
             "device output); an `unpinned_host` argument that is computed on, or an "
             "`unpinned_host` output computed in device memory, fails to compile (memory space "
             "S(6) is not the host memory XLA offloads to)",
-            msg.UNPINNED_OUTPUT.placeholder(),
+            UNPINNED_OUTPUT.placeholder(),
         ),
         "gpu": TargetBehaviour(
             "warning",
@@ -163,4 +203,6 @@ RULE = Rule(
     from_static=from_static,
     failure_texts=_FAILURE_TEXTS,
     failure_fix="host",
+    backend=backend,
+    backend_stage="entry",
 )

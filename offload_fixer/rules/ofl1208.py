@@ -3,12 +3,29 @@ slices more than one dimension (libtpu 0.0.42.1 cannot make it an async slice)."
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 from offload_fixer import codes
 from offload_fixer import xla_messages as msg
 from offload_fixer.jax_compat import Spelling, xla_generation
 from offload_fixer.rules import FixDoc, Rule, TargetBehaviour
 from offload_fixer.rules.examples import example
 from offload_fixer.rules.ofl1207 import backend_failure
+from offload_fixer.rules.ofl1213 import strided
+
+if TYPE_CHECKING:
+    from offload_fixer.analysis.backend import Backend
+    from offload_fixer.analysis.offloader import Failure
+
+ASYNC_SLICE_DIMENSIONS = msg.XlaMessage(
+    "tpu-async-slice-dimensions",
+    "Async slice only supports slicing in 1 dimension",
+    codes.HOST_SLICE_IN_SEVERAL_DIMENSIONS,
+    status="UNIMPLEMENTED",
+)
+"""libtpu 0.0.42.1 copies a slice of a host value to device as an async slice, which takes
+one sliced dimension only (``XlaGeneration.tpu_async_slice_one_dimension_only``)."""
 
 _INVALID = """
 def tile(stack, i, j):
@@ -33,7 +50,7 @@ args = (jax.ShapeDtypeStruct((4, 4, 64, 128), jnp.float32), jnp.int32(1), jnp.in
 
 
 _SEVERAL_DIMENSIONS = backend_failure(
-    msg.ASYNC_SLICE_DIMENSIONS,
+    ASYNC_SLICE_DIMENSIONS,
     "A slice of a host value copied to device slices more than one dimension",
     (
         "A slice of a value in host memory that is moved to device becomes a copy of just that "
@@ -46,6 +63,18 @@ _SEVERAL_DIMENSIONS = backend_failure(
 
 def _libtpu_slices_one_dimension(sp: Spelling) -> bool:
     return xla_generation(sp.version).tpu_async_slice_one_dimension_only
+
+
+def backend(b: Backend) -> Iterator[Failure]:
+    """Slices copied from host to device, and updates written from device into host buffers,
+    that take part of more than one dimension, on the libtpu generations whose async slice
+    takes one (the ``slice_two_dimensions`` and ``update_two_dimensions`` probes). A strided
+    slice fails otherwise (OFL1213)."""
+    if b.target != "tpu" or not b.xla.tpu_async_slice_one_dimension_only:
+        return
+    for seed, op in b.copies():
+        if len(b.partial_dimensions(op)) > 1 and not strided(b, op):
+            yield b.failure(seed, op, ASYNC_SLICE_DIMENSIONS)
 
 
 RULE = Rule(
@@ -68,7 +97,7 @@ RULE = Rule(
         "tpu": TargetBehaviour(
             "error",
             "compilation fails with libtpu 0.0.42.1 (JAX 0.10); libtpu 0.0.50.1 compiles it",
-            msg.ASYNC_SLICE_DIMENSIONS.placeholder(),
+            ASYNC_SLICE_DIMENSIONS.placeholder(),
         ),
         "gpu": TargetBehaviour("info", "compiles (the CUDA plugins 0.10.2 and 0.12.0.1 copy the slice)", None),
     },
@@ -85,5 +114,7 @@ RULE = Rule(
     invalid=(example(_INVALID),),
     valid=(example(_VALID),),
     applies=_libtpu_slices_one_dimension,
-    failure_texts={msg.ASYNC_SLICE_DIMENSIONS: _SEVERAL_DIMENSIONS},
+    failure_texts={ASYNC_SLICE_DIMENSIONS: _SEVERAL_DIMENSIONS},
+    backend=backend,
+    backend_stage="copies",
 )

@@ -3,11 +3,44 @@ lies in another memory than the output is declared in."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 from offload_fixer import codes
 from offload_fixer import xla_messages as msg
 from offload_fixer.rules import FixDoc, Rule, TargetBehaviour
 from offload_fixer.rules.examples import example
+from offload_fixer.rules.ofl1204 import DMA_HBM_TO_HBM
 from offload_fixer.rules.ofl1207 import backend_failure
+
+if TYPE_CHECKING:
+    from offload_fixer.analysis.backend import Backend
+    from offload_fixer.analysis.offloader import Failure
+
+DONATED_DEVICE_BUFFER = msg.XlaMessage(
+    "tpu-donated-device-buffer",
+    DMA_HBM_TO_HBM,
+    codes.DONATED_BUFFER_IN_OTHER_MEMORY,
+    status="FAILED_PRECONDITION",
+)
+"""libtpu: an output declared ``pinned_host`` that reuses a donated device argument's buffer."""
+DONATED_HOST_BUFFER = msg.XlaMessage(
+    "tpu-donated-host-buffer",
+    "Unimplemented DMA from host to host.",
+    codes.DONATED_BUFFER_IN_OTHER_MEMORY,
+    status="FAILED_PRECONDITION",
+)
+"""libtpu: a device output that reuses a donated ``pinned_host`` argument's buffer."""
+GPU_DONATED_DEVICE_BUFFER = msg.XlaMessage(
+    "gpu-donated-device-buffer",
+    "Copy-start %copy-start = (...) copy-start(...) doesn't have correct host memory space color S(5)",
+    codes.DONATED_BUFFER_IN_OTHER_MEMORY,
+    status="INTERNAL",
+    stable="doesn't have correct host memory space color S(5)",
+    variants=("has host memory space S(5) on both source and destination, which is unsupported",),
+)
+"""XLA:GPU: an output declared host memory that reuses a donated device argument's buffer
+(jax-cuda12-plugin 0.10.2's wording; 0.12.0.1 says the copy has S(5) on both sides)."""
 
 _INVALID = """
 def write_block(cache, block, i):
@@ -53,6 +86,34 @@ _WHY_HOST = (
     "donate the argument."
 )
 
+
+def backend(b: Backend) -> Iterator[Failure]:
+    """Outputs that reuse a donated argument's buffer in another memory than they are declared
+    in (the ``donated_*`` probes). XLA:GPU keeps ``unpinned_host`` as host memory; libtpu, whose
+    ``unpinned_host`` is S(6), fails on those as OFL1204 instead. An output a host value
+    reaches fails first in the host offloader, with error 1200 (the catalogue's
+    ``host_in_shardings_double_donated``, both compilers). A device output computed from a
+    copy of a donated host value compiles on libtpu (the ``moments_on_host`` training package
+    fixed by a move to device): only an update written into the donated buffer itself fails."""
+    host_kinds, device_kinds = b.host_kinds(), b.device_kinds()
+    reached = b.reached_outputs()
+    for output in b.results:
+        donor = b.aliased_outputs.get(output.index)
+        if donor is None or output.index in reached:
+            continue
+        argument = b.args[donor].memory_kind
+        if output.memory_kind in host_kinds and argument in device_kinds:
+            message = GPU_DONATED_DEVICE_BUFFER if b.target == "gpu" else DONATED_DEVICE_BUFFER
+            yield b.failure(None, None, message, parameter=donor)
+        elif (
+            b.target == "tpu"
+            and output.memory_kind in device_kinds
+            and argument in host_kinds
+            and b.updated_in_place(output.index, donor)
+        ):
+            yield b.failure(None, None, DONATED_HOST_BUFFER, parameter=donor)
+
+
 RULE = Rule(
     code=codes.DONATED_BUFFER_IN_OTHER_MEMORY,
     summary="An output reuses a donated buffer that lives in another memory",
@@ -74,13 +135,13 @@ RULE = Rule(
             "error",
             "compilation fails (libtpu 0.0.42.1 and 0.0.50.1) for a device buffer returned as a "
             "'pinned_host' output and for a 'pinned_host' buffer returned as a device output",
-            msg.DONATED_DEVICE_BUFFER.placeholder(),
+            DONATED_DEVICE_BUFFER.placeholder(),
         ),
         "gpu": TargetBehaviour(
             "error",
             "compilation fails (jax-cuda12-plugin 0.10.2 and 0.12.0.1) for a device buffer returned "
             "as a host output; a host buffer returned as a device output compiles",
-            msg.GPU_DONATED_DEVICE_BUFFER.placeholder(),
+            GPU_DONATED_DEVICE_BUFFER.placeholder(),
         ),
     },
     fixes=(
@@ -96,15 +157,17 @@ RULE = Rule(
     invalid=(example(_INVALID),),
     valid=(example(_VALID),),
     failure_texts={
-        msg.DONATED_DEVICE_BUFFER: backend_failure(
-            msg.DONATED_DEVICE_BUFFER, "A host output reuses a donated device buffer", _WHY_DEVICE
+        DONATED_DEVICE_BUFFER: backend_failure(
+            DONATED_DEVICE_BUFFER, "A host output reuses a donated device buffer", _WHY_DEVICE
         ),
-        msg.GPU_DONATED_DEVICE_BUFFER: backend_failure(
-            msg.GPU_DONATED_DEVICE_BUFFER, "A host output reuses a donated device buffer", _WHY_DEVICE
+        GPU_DONATED_DEVICE_BUFFER: backend_failure(
+            GPU_DONATED_DEVICE_BUFFER, "A host output reuses a donated device buffer", _WHY_DEVICE
         ),
-        msg.DONATED_HOST_BUFFER: backend_failure(
-            msg.DONATED_HOST_BUFFER, "A device output reuses a donated host buffer", _WHY_HOST
+        DONATED_HOST_BUFFER: backend_failure(
+            DONATED_HOST_BUFFER, "A device output reuses a donated host buffer", _WHY_HOST
         ),
     },
     failure_fix="host",
+    backend=backend,
+    backend_stage="entry",
 )

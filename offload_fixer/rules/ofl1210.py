@@ -3,12 +3,37 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 from offload_fixer import codes
 from offload_fixer import xla_messages as msg
 from offload_fixer.jax_compat import Spelling, xla_generation
 from offload_fixer.rules import FixDoc, Rule, TargetBehaviour
 from offload_fixer.rules.examples import example
 from offload_fixer.rules.ofl1207 import backend_failure
+from offload_fixer.rules.ofl1213 import strided
+
+if TYPE_CHECKING:
+    from offload_fixer.analysis.backend import Backend
+    from offload_fixer.analysis.offloader import Failure
+
+ASYNC_UPDATE_LANE_SLICE = msg.XlaMessage(
+    "tpu-async-update-lane-slice",
+    "Lane slice updating is not supported in async dynamic update slice yet.",
+    codes.HOST_COPY_LANE_SLICE,
+    status="UNIMPLEMENTED",
+)
+"""libtpu 0.0.42.1: an update into a host buffer that covers part of the lane dimension only."""
+LANE_SLICE_SIZE = msg.XlaMessage(
+    "tpu-lane-slice-size",
+    "Slicing lane dimension is only supported when the lane slice size is a multiple of LaneCount.",
+    codes.HOST_COPY_LANE_SLICE,
+    status="UNIMPLEMENTED",
+)
+"""libtpu 0.0.50.1: a copy between host and device of a lane slice that is not whole vregs."""
+LANE_COUNT = 128
+"""Lanes of a TPU vector register: the last dimension's tile."""
 
 _INVALID = """
 def keep_left_half(x):
@@ -48,6 +73,33 @@ def _libtpu_slices_lanes_in_tiles(sp: Spelling) -> bool:
     return generation.tpu_async_update_lane_slice_fails or generation.tpu_lane_slice_multiple_of_lane_count
 
 
+def backend(b: Backend) -> Iterator[Failure]:
+    """Copies between host and device of part of the lane (last) dimension that libtpu cannot
+    make (the ``lane_*`` probes): on libtpu 0.0.42.1 an update into a host buffer that takes
+    part of the lanes alone (two partial dimensions are OFL1208's already); on libtpu 0.0.50.1
+    a lane part that is not a multiple of 128, in an update into a host buffer, or in a slice
+    copied to device that also takes part of the sublane dimension. A strided slice fails
+    otherwise (OFL1213)."""
+    if b.target != "tpu":
+        return
+    xla = b.xla
+    for seed, op in b.copies():
+        partial = b.partial_dimensions(op)
+        if not partial or strided(b, op):
+            continue
+        lane = b.rank(op) - 1
+        update = b.is_update(op)
+        if xla.tpu_async_update_lane_slice_fails and update and partial == [lane]:
+            yield b.failure(seed, op, ASYNC_UPDATE_LANE_SLICE)
+        elif (
+            xla.tpu_lane_slice_multiple_of_lane_count
+            and lane in partial
+            and b.piece_shape(op)[lane] % LANE_COUNT
+            and (update or lane - 1 in partial)
+        ):
+            yield b.failure(seed, op, LANE_SLICE_SIZE)
+
+
 RULE = Rule(
     code=codes.HOST_COPY_LANE_SLICE,
     summary="A copy between host and device takes part of the lane dimension",
@@ -68,7 +120,7 @@ RULE = Rule(
             "error",
             "compilation fails with libtpu 0.0.42.1 (an update of part of the lanes) and 0.0.50.1 "
             "(a part that is not a multiple of 128 lanes)",
-            msg.LANE_SLICE_SIZE.placeholder(),
+            LANE_SLICE_SIZE.placeholder(),
         ),
         "gpu": TargetBehaviour("info", "compiles (the CUDA plugins 0.10.2 and 0.12.0.1)", None),
     },
@@ -86,11 +138,13 @@ RULE = Rule(
     valid=(example(_VALID),),
     applies=_libtpu_slices_lanes_in_tiles,
     failure_texts={
-        msg.ASYNC_UPDATE_LANE_SLICE: backend_failure(
-            msg.ASYNC_UPDATE_LANE_SLICE, "An update into a host buffer writes part of the lanes", _WHY
+        ASYNC_UPDATE_LANE_SLICE: backend_failure(
+            ASYNC_UPDATE_LANE_SLICE, "An update into a host buffer writes part of the lanes", _WHY
         ),
-        msg.LANE_SLICE_SIZE: backend_failure(
-            msg.LANE_SLICE_SIZE, "A copy between host and device takes part of a lane tile", _WHY
+        LANE_SLICE_SIZE: backend_failure(
+            LANE_SLICE_SIZE, "A copy between host and device takes part of a lane tile", _WHY
         ),
     },
+    backend=backend,
+    backend_stage="copies",
 )

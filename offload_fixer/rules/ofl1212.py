@@ -3,11 +3,39 @@ moved to host (nested scans under a remat offload policy), which neither backend
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 from offload_fixer import codes
 from offload_fixer import xla_messages as msg
 from offload_fixer.rules import FixDoc, Rule, TargetBehaviour
 from offload_fixer.rules.examples import example
-from offload_fixer.rules.ofl1207 import backend_failure
+from offload_fixer.rules.ofl1207 import HOST_ASYNC_SHAPE, HOST_TUPLE_SHAPE, backend_failure
+
+if TYPE_CHECKING:
+    from offload_fixer.analysis.backend import Backend
+    from offload_fixer.analysis.offloader import Failure
+
+NESTED_STACK_HOST_CALL = msg.XlaMessage(
+    "tpu-nested-stack-host-call",
+    HOST_ASYNC_SHAPE.template,
+    codes.HOST_STACK_OF_INNER_LOOP,
+    status="INTERNAL",
+    stable=HOST_ASYNC_SHAPE.stable,
+    variants=HOST_ASYNC_SHAPE.variants,
+)
+"""libtpu (0.0.17.1, 0.0.42.1, 0.0.50.1): host compute reading a host buffer that an outer loop
+stacked from an inner loop's host output; the buffer has lost its host layout (OFL1207's
+text, so XLA's text alone does not say which rule)."""
+GPU_NESTED_STACK = msg.XlaMessage(
+    "gpu-nested-stack-tuple-shape",
+    HOST_TUPLE_SHAPE.template,
+    codes.HOST_STACK_OF_INNER_LOOP,
+    status="INTERNAL",
+    stable=HOST_TUPLE_SHAPE.stable,
+)
+"""XLA:GPU (jax-cuda12-plugin 0.10.2, 0.12.0.1): an outer loop's tuple that carries a host buffer
+stacked from an inner loop's host output loses the host memory space (OFL1207's text)."""
 
 _INVALID = """
 def loss(w, xs):
@@ -57,6 +85,30 @@ _WHY = (
 )
 _SUMMARY = "An outer loop stacks in host memory what an inner loop moved to host"
 
+
+def backend(b: Backend) -> Iterator[Failure]:
+    """An outer loop that stacks, into a host buffer it carries, a host value an inner loop
+    returned (nested scans whose ys are moved to host: a remat offload policy inside nested
+    scans under ``grad``; the ``nested_scan_*`` and ``nested_stack_*`` probes). XLA:GPU loses
+    the host memory space in the outer loop's tuple whatever reads the stack; libtpu compiles
+    the stack but not host compute that reads it (a slice kept on host, or compute), whose
+    async host call finds the buffer without its host layout. One stacked at the top level,
+    or a stack of a value moved to host in the same loop body, compiles on both."""
+    result = b.result
+    for seed, ops in result.host_updates.items():
+        if seed.op is None:
+            continue
+        depth = b.loop_depth(seed.op)
+        for op in ops:
+            if not 1 <= b.loop_depth(op) < depth or not b.update_from_host(op):
+                continue
+            if b.target == "gpu":
+                yield b.failure(seed, op, GPU_NESTED_STACK)
+            elif result.host_slices.get(seed) or result.host_compute.get(seed):
+                yield b.failure(seed, op, NESTED_STACK_HOST_CALL)
+            break
+
+
 RULE = Rule(
     code=codes.HOST_STACK_OF_INNER_LOOP,
     summary=_SUMMARY,
@@ -79,12 +131,12 @@ RULE = Rule(
             "error",
             "compilation fails when host compute reads the stacked buffer (libtpu 0.0.17.1, "
             "0.0.42.1 and 0.0.50.1); a stack only returned, or sliced straight to device, compiles",
-            msg.NESTED_STACK_HOST_CALL.placeholder(),
+            NESTED_STACK_HOST_CALL.placeholder(),
         ),
         "gpu": TargetBehaviour(
             "error",
             "compilation fails (jax-cuda12-plugin 0.10.2 and 0.12.0.1)",
-            msg.GPU_NESTED_STACK.placeholder(),
+            GPU_NESTED_STACK.placeholder(),
         ),
     },
     fixes=(
@@ -100,8 +152,10 @@ RULE = Rule(
     invalid=(example(_INVALID),),
     valid=(example(_VALID),),
     failure_texts={
-        msg.NESTED_STACK_HOST_CALL: backend_failure(msg.NESTED_STACK_HOST_CALL, _SUMMARY, _WHY),
-        msg.GPU_NESTED_STACK: backend_failure(msg.GPU_NESTED_STACK, _SUMMARY, _WHY),
+        NESTED_STACK_HOST_CALL: backend_failure(NESTED_STACK_HOST_CALL, _SUMMARY, _WHY),
+        GPU_NESTED_STACK: backend_failure(GPU_NESTED_STACK, _SUMMARY, _WHY),
     },
     failure_fix="device",
+    backend=backend,
+    backend_stage="loops",
 )

@@ -14,10 +14,9 @@ from typing import Any
 
 from offload_fixer import codes
 from offload_fixer.model import DEVICE, PINNED_HOST, Diagnostic, Report, XlaVerdict
-from offload_fixer.rules import get_rule
+from offload_fixer.rules import backend_codes, get_rule
 from offload_fixer.xla.agreement import compare
 from offload_fixer.xla.oracle import Oracle, module_text, oracle
-from offload_fixer.xla_messages import backend_codes
 
 
 def confirm(report: Report, source: Any, judge: Oracle | None = None) -> Report:

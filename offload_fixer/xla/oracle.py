@@ -278,7 +278,7 @@ def _verdict(target: str, compiler: str, answer: dict[str, Any]) -> XlaVerdict:
 def _backend_code(message: str) -> str | None:
     """The code of a backend failure the rules know (``OFL1207``...), from XLA's text; ``None``
     where the text is that of several codes (libtpu's ``DMA from hbm to hbm``: OFL1204, OFL1209)."""
-    from offload_fixer.xla_messages import backend_codes
+    from offload_fixer.rules import backend_codes
 
     found = backend_codes(message)
     return next(iter(found)) if len(found) == 1 else None
