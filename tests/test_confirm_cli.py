@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -290,3 +291,36 @@ def test_a_measured_fix_is_carried_in_json_sarif_and_the_editors_run_report(tmp_
     region = note["locations"][0]["physicalLocation"]["region"]
     assert region["startLine"] == fix.span.line
     assert run["properties"]["fixes"][0]["measured"][0]["before"] == dataclasses.asdict(measured.before)
+
+
+@pytest.mark.skipif(
+    jax_compat.regime() is not jax_compat.Regime.TYPED or not jax_compat.host_memory_on_this_backend(),
+    reason="the program is written for JAX >= 0.7.1 with pinned_host memory on the CPU",
+)
+@pytest.mark.skipif(not has_tpu_compiler(), reason="libtpu is not installed")
+def test_confirm_chooses_among_the_plans_that_compile_the_one_holding_the_fewest_device_bytes(tmp_path: Path):
+    """An SGD step over a host stack scanned in ``loss_fn`` (8 devices): moving each layer to
+    device in the scan's body and moving the stack whole both compile. Without ``--confirm``
+    the slice-by-slice move is written (the first plan that compiles); with it, both are
+    compiled and, at these shapes, libtpu's figures put the whole stack lower (the scan's
+    residuals and the gradient stack are in HBM either way, and a small stack pads): the
+    choice follows the figures, which the note gives."""
+    source = Path(__file__).parent / "fixes" / "quality" / "scan_stream_layers_mesh8_params_out.py"
+    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"}
+    plain = tmp_path / "plain" / source.name
+    confirmed = tmp_path / "confirmed" / source.name
+    for copy in (plain, confirmed):
+        copy.parent.mkdir()
+        shutil.copy(source, copy)
+    proc = offload_fixer("run", "--fix", str(plain), cwd=plain.parent, **env)
+    assert proc.returncode == ExitCode.CLEAN, proc.stdout + proc.stderr
+    assert "        w = jax.device_put(w, jax.memory.Space.Device)\n" in plain.read_text()
+    proc = offload_fixer("run", "--fix", "--confirm", str(confirmed), cwd=confirmed.parent, **env)
+    assert proc.returncode == ExitCode.CLEAN, proc.stdout + proc.stderr
+    text = confirmed.read_text()
+    assert "    layers = jax.device_put(layers, jax.memory.Space.Device)\n" in text
+    assert "w = jax.device_put" not in text
+    note = next(line for line in proc.stderr.splitlines() if "the fewest device bytes" in line)
+    chosen, other = re.findall(r"([0-9.]+) KiB", note)[:2]
+    assert "Move argument layers to device where sgd starts" in note.split(": the fewest")[0]
+    assert float(chosen) < float(other), note
