@@ -100,6 +100,24 @@ if __name__ == "__main__":
 
 @pytest.mark.skipif(
     not jax_compat.host_memory_on_this_backend(),
+    reason="the program builds pinned_host arrays, which this JAX's CPU backend lacks",
+)
+def test_plain_run_marks_a_fix_that_does_not_lower_not_automatic_as_fix_would_refuse_it(tmp_path: Path):
+    """Plain ``run`` lowers each fix it would mark ``[*]`` from its fixed source first, with the
+    shapes the run recorded (JAX only): the fix ``--fix`` refuses is not ``[*]`` before it is
+    tried either, and says why."""
+    program = tmp_path / "history.py"
+    program.write_text(HISTORY)
+    proc = offload_fixer("run", "--unsafe-fixes", str(program), cwd=tmp_path)
+    assert proc.returncode == ExitCode.FINDINGS, proc.stdout + proc.stderr
+    assert program.read_text() == HISTORY
+    assert "[*]" not in proc.stdout, proc.stdout
+    assert "fix (not automatic): Move history back to device" in proc.stdout, proc.stdout
+    assert "not written:" in proc.stdout and "no longer lowers" in proc.stdout, proc.stdout
+
+
+@pytest.mark.skipif(
+    not jax_compat.host_memory_on_this_backend(),
     reason="the examples build pinned_host shardings, which this JAX's CPU backend lacks",
 )
 @pytest.mark.skipif(not has_tpu_compiler(), reason="libtpu is not installed")

@@ -20,15 +20,23 @@ class FixConfirmation:
     ``compile``) to measure it (:mod:`offload_fixer.xla.confirm_fixes`). A plan that fails is
     not written: the next candidate for its root cause is tried (:mod:`offload_fixer.fixes.candidates`)."""
 
-    def __init__(self, reports: Sequence[Any], calls: dict[int, Any], target: str, compile: bool = True) -> None:
+    def __init__(
+        self,
+        reports: Sequence[Any],
+        calls: dict[int, Any],
+        target: str,
+        compile: bool = True,
+        measure: bool | None = None,
+    ) -> None:
         from offload_fixer.xla import compilers
 
         self.reports = list(reports)
         self.calls = calls
         self.target = target
         self.compile = compile
-        self.measure = compile or compilers.installed(target) is not None
-        """Compile to measure even without ``--confirm``, where the compiler is installed."""
+        self.measure = compile or (compilers.installed(target) is not None if measure is None else measure)
+        """Compile to measure even without ``--confirm``, where the compiler is installed
+        (``measure`` False: lower only, as plain ``run`` checks the fixes it marks ``[*]``)."""
         self._before: dict[int, Any] = {}
 
     def apply(
