@@ -124,20 +124,22 @@ def choose(
     for plans in options:
         if not plans:
             continue
-        failed: list[str] = []
+        failed: list[tuple[FixPlan, str]] = []
         best: tuple[FixPlan, Trial] | None = None
         compared: list[tuple[FixPlan, Trial]] = []
-        for plan in plans[:RANKED] if rank and len(plans) > 1 else plans:
+        for index, plan in enumerate(plans):
+            if rank and len(plans) > 1 and index >= RANKED and best is not None:
+                break  # RANKED candidates compared; more only while none holds
             trial = check([*accepted, plan])
             if not trial.ok:
-                failed.append(f"{plan.title}: {trial.reason}")
+                failed.append((plan, trial.reason))
                 continue
             if rank and trial.compiled and trial.device_bytes is not None:
                 compared.append((plan, trial))
             if best is None or (trial.compiled and not best[1].compiled):
                 best = (plan, trial)
             if rank and len(plans) > 1:
-                continue  # every candidate (up to RANKED) compiled, then compared
+                continue  # the candidates (up to RANKED) compiled, then compared
             if not measure or trial.compiled:
                 break
         if compared:
@@ -152,11 +154,10 @@ def choose(
             left.append(
                 (
                     plans[0],
-                    f"none of the {count} candidate plan{'s' if count != 1 else ''} for this root cause is valid: "
-                    + "; ".join(failed),
+                    f"none of the {count} candidate plans for this root cause is valid: " + _reasons(failed, plans[0]),
                 )
                 if count > 1
-                else (plans[0], f"no other candidate plan for this root cause; {failed[0]}")
+                else (plans[0], f"{failed[0][1]}; no other candidate plan for this root cause")
             )
             continue
         plan, last = best
@@ -166,6 +167,12 @@ def choose(
             if first is not None:
                 why = f"fewer device bytes: {byte_size(last.device_bytes or 0)} against {byte_size(first.device_bytes or 0)}"
             else:
-                why = failed[0] if failed else "the first lowers but does not compile"
+                why = failed[0][1] if failed else "the first lowers but does not compile"
             replaced.append((plans[0], plan, why))
     return Choice(tuple(accepted), last if accepted else None, tuple(left), tuple(replaced), tuple(ranked))
+
+
+def _reasons(failed: Sequence[tuple[FixPlan, str]], first: FixPlan) -> str:
+    """Why each candidate failed, once each: the first (whose title the finding's mark
+    already gives) by its reason alone, the others named."""
+    return "; ".join(why if plan is first else f"{plan.title}: {why}" for plan, why in failed)

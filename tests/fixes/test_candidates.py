@@ -100,7 +100,7 @@ def test_a_plan_that_fails_is_replaced_by_the_next_candidate_and_says_why():
 
     choice = choose([[first, second]], check)
     assert choice.plans == (second,)
-    assert choice.replaced == ((first, second, "narrow move: the fixed `f` no longer lowers: TypeError: boom"),)
+    assert choice.replaced == ((first, second, "the fixed `f` no longer lowers: TypeError: boom"),)
     assert checked == [["narrow move"], ["narrow move"], ["whole move"]]
 
 
@@ -124,12 +124,13 @@ def test_a_root_cause_no_candidate_fixes_is_left_with_one_line_and_the_others_st
     assert choice.plans == (good,)
     ((plan, why),) = choice.left
     assert plan is bad and "\n" not in why
-    assert why.startswith("none of the 2 candidate plans for this root cause is valid: ")
-    single = choose([[bad]], check)
-    assert (
-        single.left[0][1]
-        == "no other candidate plan for this root cause; host out_shardings: host out_shardings rejected"
+    # the first plan's title is the finding's mark: its reason is said once, without it
+    assert why == (
+        "none of the 2 candidate plans for this root cause is valid: host out_shardings rejected; "
+        "move at return: move at return rejected"
     )
+    single = choose([[bad]], check)
+    assert single.left[0][1] == "host out_shardings rejected; no other candidate plan for this root cause"
 
 
 def _ranked_check(figures):
@@ -181,4 +182,10 @@ def test_rank_compiles_a_bounded_number_of_candidates_and_skips_those_that_fail(
     choice = choose([plans], check, measure=True, rank=True)
     assert checked == ["plan 0", "plan 1", "plan 2"]  # RANKED candidates, not all six
     assert [p.title for p in choice.plans] == ["plan 2"]
-    assert choice.replaced[0][2] == "plan 0: rejected"
+    assert choice.replaced[0][2] == "rejected"
+    # none of the first RANKED holds: the rest are still tried
+    for i in range(4):
+        figures[f"plan {i}"] = (False, None, None)
+    checked.clear()
+    late = choose([plans], check, measure=True, rank=True)
+    assert [p.title for p in late.plans] == ["plan 4"] and checked == [f"plan {i}" for i in range(5)]
