@@ -18,7 +18,16 @@ Per program and strategy it reports:
   intended one (under ``host``, the outputs error 1200 names may become host memory);
 * HBM and host bytes (libtpu's ``memory_analysis()``) of the original with its offending
   outputs declared host (what XLA would accept unchanged; where libtpu compiles no such
-  program, the original without its offload: ``before is``) and of the fixed program.
+  program, the original without its offload: ``before is``) and of the fixed program;
+* ``stack moved to HBM whole``: host arguments the fixed module moves to device whole and then
+  loops over (moving each slice would be narrower);
+* ``a valid plan holding less``: each other candidate plan of the fix's root causes compiled
+  alone by libtpu; one that compiles, places every output as the fix does and holds fewer HBM
+  bytes fails the fix (``none of N``: N such plans compared, none holding less). So "no fix
+  moves a whole host stack into HBM where a narrower valid plan exists" is measured, per shape.
+
+The fixes are chosen as ``run --fix --confirm`` chooses them: among the candidate plans that
+compile, the fewest HBM bytes.
 
     XLA_FLAGS=--xla_force_host_platform_device_count=8 JAX_PLATFORMS=cpu \\
         .venv/bin/python scripts/fix_quality.py                 # the table, every strategy

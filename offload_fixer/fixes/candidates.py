@@ -5,7 +5,8 @@ rejects) is not written; the next candidate for the same root cause is tried ins
 configured strategy's plan, its wider variant (a scanned stack moved whole where the function
 starts, not slice by slice), then, under ``auto``, each other strategy's plan. Where the
 compiler is installed, one that compiles is preferred, and its memory figures go with it.
-Checking is the caller's (``FixConfirmation`` in the CLI): this module knows no JAX.
+With ``--confirm`` the first few are compiled and the one holding the fewest device bytes is
+chosen among those placing the outputs alike (:func:`choose`, ``rank``). Checking is the caller's (``FixConfirmation`` in the CLI): this module knows no JAX.
 """
 
 from __future__ import annotations
