@@ -341,7 +341,7 @@ class FixMeasurement:
         largest part, and what host memory keeps (absolute figures where there is no before)."""
         after, before = self.after, self.before
         if before is None:
-            return f"HBM {_size(after.device_total)}, host {_size(after.host_total)}"
+            return f"HBM {byte_size(after.device_total)}, host {byte_size(after.host_total)}"
         parts = {
             "arguments": after.argument - before.argument,
             "outputs": after.output - before.output,
@@ -349,13 +349,13 @@ class FixMeasurement:
         }
         largest = max(parts, key=lambda part: abs(parts[part]))
         delta = after.device_total - before.device_total
-        hbm = f"HBM {'+' if delta >= 0 else '-'}{_size(abs(delta))}" + (f" ({largest})" if delta else "")
+        hbm = f"HBM {'+' if delta >= 0 else '-'}{byte_size(abs(delta))}" + (f" ({largest})" if delta else "")
         if self.baseline == NO_OFFLOAD_BASELINE:
             hbm += " against no offload"
         host_delta = after.host_total - before.host_total
         if host_delta >= 0:
-            return f"{hbm}, host {_size(after.host_total)} kept"
-        return f"{hbm}, host -{_size(-host_delta)} (now {_size(after.host_total)})"
+            return f"{hbm}, host {byte_size(after.host_total)} kept"
+        return f"{hbm}, host -{byte_size(-host_delta)} (now {byte_size(after.host_total)})"
 
     def to_dict(self) -> dict[str, Any]:
         """The figures in bytes, and :attr:`summary` beside them (ignored when read back)."""
@@ -408,7 +408,8 @@ def describe_measurements(measured: Iterable[FixMeasurement]) -> str:
     return "; ".join(f"{m.function}: {m.summary}" for m in measured)
 
 
-def _size(n: int) -> str:
+def byte_size(n: int) -> str:
+    """``4.0 MiB``: a byte count as the fixes' figures read."""
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= size:
             return f"{n / size:.1f} {unit}"

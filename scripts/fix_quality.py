@@ -18,7 +18,16 @@ Per program and strategy it reports:
   intended one (under ``host``, the outputs error 1200 names may become host memory);
 * HBM and host bytes (libtpu's ``memory_analysis()``) of the original with its offending
   outputs declared host (what XLA would accept unchanged; where libtpu compiles no such
-  program, the original without its offload: ``before is``) and of the fixed program.
+  program, the original without its offload: ``before is``) and of the fixed program;
+* ``stack moved to HBM whole``: host arguments the fixed module moves to device whole and then
+  loops over (moving each slice would be narrower);
+* ``a valid plan holding less``: each other candidate plan of the fix's root causes compiled
+  alone by libtpu; one that compiles, places every output as the fix does and holds fewer HBM
+  bytes fails the fix (``none of N``: N such plans compared, none holding less). So "no fix
+  moves a whole host stack into HBM where a narrower valid plan exists" is measured, per shape.
+
+The fixes are chosen as ``run --fix --confirm`` chooses them: among the candidate plans that
+compile, the fewest HBM bytes.
 
     XLA_FLAGS=--xla_force_host_platform_device_count=8 JAX_PLATFORMS=cpu \\
         .venv/bin/python scripts/fix_quality.py                 # the table, every strategy
@@ -79,6 +88,13 @@ class Row:
     whole_moved: list[str] = field(default_factory=list)
     """Host arguments the fixed program moves to device whole and then feeds to a loop (a
     scanned stack: one slice per step would do), so every byte of them is in HBM."""
+    compared: int = 0
+    """Other candidate plans of the fix's root causes compiled alone to compare with it (those
+    that compile and place the outputs as the fix does)."""
+    narrower: list[str] = field(default_factory=list)
+    """Each such candidate holding fewer HBM bytes than the fix (libtpu's figures, each plan
+    compiled alone): a fix that moves more into HBM than a valid plan does (a host stack moved
+    whole where moving each slice holds less) fails."""
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """What choosing among the candidate plans said (another plan chosen, the fix's figures)."""
@@ -91,7 +107,8 @@ class Row:
         if self.fix != "fixed":
             return True
         placement = self.placement if self.strategy != "device" else None
-        return all(v is not False for v in (self.lowers, self.tpu, self.gpu, self.cpu, placement))
+        checks = (self.lowers, self.tpu, self.gpu, self.cpu, placement)
+        return all(v is not False for v in checks) and not self.narrower
 
 
 def programs(names: list[str] | None = None) -> list[Path]:
@@ -240,6 +257,8 @@ def assess(path: Path, strategies: tuple[str, ...], compilers: bool = True, show
         fixed, _ = confirmation.choose_file(str(path), file_plans, False, alternatives)
         row.notes = list(confirmation.notes)
         row.safe = sum(1 for d in findings if any(d in p.covered for p in fixed.applied))
+        if compilers and fixed.error is None and fixed.changed:
+            _compare_candidates(row, confirmation, str(path), fixed.applied, alternatives)
         if fixed.error is not None:
             row.why = f"refused: {fixed.error}"
             continue
@@ -310,6 +329,42 @@ def assess(path: Path, strategies: tuple[str, ...], compilers: bool = True, show
     return rows
 
 
+COMPARED = 4
+"""Candidate plans per root cause compiled to compare with the fix."""
+
+
+def _compare_candidates(row: Row, confirmation: Any, path: str, applied: Any, alternatives: Any) -> None:
+    """Each other candidate plan of the fix's root causes (up to :data:`COMPARED`), compiled
+    alone as the fix's own plan is, by libtpu: one that compiles, places every output as the
+    fix does and holds fewer HBM bytes makes the fix fail (``Row.narrower``). This is measured
+    here, plan by plan, not taken from the choice ``--confirm`` made."""
+    from offload_fixer.findings import root_cause_key
+    from offload_fixer.model import byte_size
+
+    for plan in applied:
+        if not plan.diagnostics:
+            continue
+        others = [
+            other
+            for other in alternatives.get((plan.path, root_cause_key(plan.diagnostics[0])), ())[:COMPARED]
+            if other.edits != plan.edits
+        ]
+        if not others:
+            continue
+        mine = confirmation.check(path, [plan])
+        if not (mine.ok and mine.compiled and mine.device_bytes is not None):
+            continue
+        for other in others:
+            trial = confirmation.check(path, [other])
+            if not (trial.ok and trial.compiled) or trial.device_bytes is None or trial.placement != mine.placement:
+                continue
+            row.compared += 1
+            if trial.device_bytes < mine.device_bytes:
+                row.narrower.append(
+                    f"{other.title}: HBM {byte_size(trial.device_bytes)}, the fix {byte_size(mine.device_bytes)}"
+                )
+
+
 def _check_placement(row: Row, report: Any, intended: tuple[str, ...], before: str, after: str, verdicts: Any) -> None:
     from offload_fixer import codes
     from offload_fixer.model import HOST_KINDS
@@ -351,16 +406,17 @@ def _mark(value: bool | None) -> str:
 def table(rows: list[Row]) -> str:
     header = (
         "| program | strategy | fix | lowers | tpu | gpu | cpu | placement | HBM before -> after "
-        "| host before -> after | before is | stack moved to HBM whole |"
+        "| host before -> after | before is | stack moved to HBM whole | a valid plan holding less |"
     )
-    lines = [header, "|" + "---|" * 12]
+    lines = [header, "|" + "---|" * 13]
     for r in rows:
         fix = r.fix if r.fix == "fixed" else f"left: {r.why[:80]}"
         lines.append(
             f"| {r.program} | {r.strategy} | {fix} | {_mark(r.lowers)} | {_mark(r.tpu)} | {_mark(r.gpu)} "
             f"| {_mark(r.cpu)} | {_mark(r.placement)}{(' (' + r.placement_why + ')') if r.placement_why else ''} "
             f"| {_bytes(r.hbm_before)} -> {_bytes(r.hbm_after)} | {_bytes(r.host_before)} -> {_bytes(r.host_after)} "
-            f"| {r.baseline or '-'} | {', '.join(r.whole_moved) or '-'} |"
+            f"| {r.baseline or '-'} | {', '.join(r.whole_moved) or '-'} "
+            f"| {'; '.join(r.narrower) or ('none of ' + str(r.compared) if r.compared else '-')} |"
         )
     return "\n".join(lines)
 
@@ -380,7 +436,11 @@ def summary(rows: list[Row]) -> str:
         lines.append(
             f"{strategy}: {len(written)}/{len(mine)} programs fixed, {sum(r.good for r in written)} of them pass "
             f"every check; {safe}/{findings} OFL1200 findings get a safe fix ({100 * safe / max(findings, 1):.0f}%); "
-            f"{sum(bool(r.whole_moved) for r in written)} move a host stack to HBM whole for a loop; "
+            f"{sum(bool(r.whole_moved) for r in written)} move a host stack to HBM whole for a loop, "
+            f"{sum(bool(r.whole_moved) and bool(r.narrower) for r in written)} of them where a valid plan "
+            f"holds fewer HBM bytes; {sum(bool(r.narrower) for r in written)} fixes hold more HBM than another "
+            f"valid plan (of {sum(r.compared for r in written)} compared, in {sum(bool(r.compared) for r in written)} "
+            f"programs); "
             f"HBM measured after {len(measured)}/{len(written)} fixes, before and after {len(grown)} "
             f"({len(declared)} against the original with its failing outputs declared host, total delta "
             f"{_bytes(sum(r.hbm_after - r.hbm_before for r in declared))}; {len(grown) - len(declared)} against "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -95,6 +96,24 @@ def f(rows):
 if __name__ == "__main__":
     print(f.lower(jax.ShapeDtypeStruct((4, 8), jnp.float32)).compile() is not None)
 """
+
+
+@pytest.mark.skipif(
+    not jax_compat.host_memory_on_this_backend(),
+    reason="the program builds pinned_host arrays, which this JAX's CPU backend lacks",
+)
+def test_plain_run_marks_a_fix_that_does_not_lower_not_automatic_as_fix_would_refuse_it(tmp_path: Path):
+    """Plain ``run`` lowers each fix it would mark ``[*]`` from its fixed source first, with the
+    shapes the run recorded (JAX only): the fix ``--fix`` refuses is not ``[*]`` before it is
+    tried either, and says why."""
+    program = tmp_path / "history.py"
+    program.write_text(HISTORY)
+    proc = offload_fixer("run", "--unsafe-fixes", str(program), cwd=tmp_path)
+    assert proc.returncode == ExitCode.FINDINGS, proc.stdout + proc.stderr
+    assert program.read_text() == HISTORY
+    assert "[*]" not in proc.stdout, proc.stdout
+    assert "fix (not automatic): Move history back to device" in proc.stdout, proc.stdout
+    assert "not written:" in proc.stdout and "no longer lowers" in proc.stdout, proc.stdout
 
 
 @pytest.mark.skipif(
@@ -240,13 +259,17 @@ def _compiles(tmp_path: Path, *args: str) -> tuple[int, str]:
 @pytest.mark.skipif(not has_tpu_compiler(), reason="libtpu is not installed")
 def test_run_confirm_fix_compiles_the_unfixed_program_once(tmp_path: Path):
     """``--confirm`` compiles the unfixed program with its failing outputs declared host; the
-    fix's "before" figures are that compile's (``Report.xla_accepted``), not a second one. Without
+    fix's "before" figures are that compile's (``Report.xla_accepted``), not a second one; the
+    fix's candidate plans are compiled once each, to choose by their figures. Without
     ``--confirm`` the fix check compiles it once itself. The figures are the same either way."""
     shutil.copy(EXAMPLES / "unpinned_host_trap.py", tmp_path)
     confirmed, _ = _compiles(tmp_path, "run", "--confirm", "unpinned_host_trap.py")
     both, said = _compiles(tmp_path, "run", "--confirm", "--diff", "unpinned_host_trap.py")
     alone, said_alone = _compiles(tmp_path, "run", "--diff", "unpinned_host_trap.py")
-    assert both == confirmed + 1, said  # the fixed program, and nothing of the unfixed one again
+    # each of the fix's two candidate plans (pinned_host spelled; that and a move at the return)
+    # compiled once to compare their figures (they place the output differently, so the first
+    # is kept), and nothing of the unfixed program again
+    assert both == confirmed + 2, said
     assert alone == 2, said_alone  # the unfixed program once, the fixed once
     line = "the fix compiles (libtpu"
     measured = [next(s for s in text.splitlines() if line in s) for text in (said, said_alone)]
@@ -291,3 +314,36 @@ def test_a_measured_fix_is_carried_in_json_sarif_and_the_editors_run_report(tmp_
     region = note["locations"][0]["physicalLocation"]["region"]
     assert region["startLine"] == fix.span.line
     assert run["properties"]["fixes"][0]["measured"][0]["before"] == dataclasses.asdict(measured.before)
+
+
+@pytest.mark.skipif(
+    jax_compat.regime() is not jax_compat.Regime.TYPED or not jax_compat.host_memory_on_this_backend(),
+    reason="the program is written for JAX >= 0.7.1 with pinned_host memory on the CPU",
+)
+@pytest.mark.skipif(not has_tpu_compiler(), reason="libtpu is not installed")
+def test_confirm_chooses_among_the_plans_that_compile_the_one_holding_the_fewest_device_bytes(tmp_path: Path):
+    """An SGD step over a host stack scanned in ``loss_fn`` (8 devices): moving each layer to
+    device in the scan's body and moving the stack whole both compile. Without ``--confirm``
+    the slice-by-slice move is written (the first plan that compiles); with it, both are
+    compiled and, at these shapes, libtpu's figures put the whole stack lower (the scan's
+    residuals and the gradient stack are in HBM either way, and a small stack pads): the
+    choice follows the figures, which the note gives."""
+    source = Path(__file__).parent / "fixes" / "quality" / "scan_stream_layers_mesh8_params_out.py"
+    env = {"XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"}
+    plain = tmp_path / "plain" / source.name
+    confirmed = tmp_path / "confirmed" / source.name
+    for copy in (plain, confirmed):
+        copy.parent.mkdir()
+        shutil.copy(source, copy)
+    proc = offload_fixer("run", "--fix", str(plain), cwd=plain.parent, **env)
+    assert proc.returncode == ExitCode.CLEAN, proc.stdout + proc.stderr
+    assert "        w = jax.device_put(w, jax.memory.Space.Device)\n" in plain.read_text()
+    proc = offload_fixer("run", "--fix", "--confirm", str(confirmed), cwd=confirmed.parent, **env)
+    assert proc.returncode == ExitCode.CLEAN, proc.stdout + proc.stderr
+    text = confirmed.read_text()
+    assert "    layers = jax.device_put(layers, jax.memory.Space.Device)\n" in text
+    assert "w = jax.device_put" not in text
+    note = next(line for line in proc.stderr.splitlines() if "the fewest device bytes" in line)
+    chosen, other = re.findall(r"([0-9.]+) KiB", note)[:2]
+    assert "Move argument layers to device where sgd starts" in note.split(": the fewest")[0]
+    assert float(chosen) < float(other), note

@@ -45,6 +45,7 @@ from offload_fixer.cli.fixing import (
     fix_in_memory_then_write,
     fixed_listing,
     marks_after_fixing,
+    verify_fixes,
 )
 from offload_fixer.cli.options import (
     FIX_OPTIONS,
@@ -478,7 +479,18 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
                 outcome.fixed = max(before - len(grouped_findings(outcome.diagnostics)), 0)
                 console.note("offload-fixer: run the program again to check the fixed code")
             marks = marks_after_fixing(marks, run_fixes)
-        elif invocation.show_fixes and outcome.diagnostics:
+        else:  # [*] only for a fix that lowers from its fixed source, as --fix checks it
+            checked_fixes = verify_fixes(
+                outcome.diagnostics,
+                settings.strategy,
+                invocation,
+                result.reports,
+                result.calls,
+                settings.target,
+                result.sources,
+            )
+            marks = marks_after_fixing(marks, checked_fixes)
+        if not (invocation.fix or invocation.diff) and invocation.show_fixes and outcome.diagnostics:
             planned = apply_fixes(
                 outcome.diagnostics,
                 settings.strategy,

@@ -20,15 +20,23 @@ class FixConfirmation:
     ``compile``) to measure it (:mod:`offload_fixer.xla.confirm_fixes`). A plan that fails is
     not written: the next candidate for its root cause is tried (:mod:`offload_fixer.fixes.candidates`)."""
 
-    def __init__(self, reports: Sequence[Any], calls: dict[int, Any], target: str, compile: bool = True) -> None:
+    def __init__(
+        self,
+        reports: Sequence[Any],
+        calls: dict[int, Any],
+        target: str,
+        compile: bool = True,
+        measure: bool | None = None,
+    ) -> None:
         from offload_fixer.xla import compilers
 
         self.reports = list(reports)
         self.calls = calls
         self.target = target
         self.compile = compile
-        self.measure = compile or compilers.installed(target) is not None
-        """Compile to measure even without ``--confirm``, where the compiler is installed."""
+        self.measure = compile or (compilers.installed(target) is not None if measure is None else measure)
+        """Compile to measure even without ``--confirm``, where the compiler is installed
+        (``measure`` False: lower only, as plain ``run`` checks the fixes it marks ``[*]``)."""
         self._before: dict[int, Any] = {}
 
     def apply(
@@ -98,10 +106,20 @@ class FixConfirmation:
                     if other.edits != plan.edits
                 ]
             )
-        choice = choose(options, lambda trial: self._check(path, trial), measure=self.measure)
+        choice = choose(options, lambda trial: self.check(path, trial), measure=self.measure, rank=self.compile)
         unchosen = [p for p in plans if p not in chosen]
+        ranked = {id(compared[0][0]): compared for compared in choice.ranked}
         for first, instead, why in choice.replaced:
-            self.notes.append(f"{instead.title}, instead of {first.title} ({why})")
+            if id(instead) not in ranked:
+                self.notes.append(f"{instead.title}, instead of {first.title} ({why})")
+        for compared in choice.ranked:
+            from offload_fixer.model import byte_size
+
+            figures = ", ".join(f"{plan.title}: HBM {byte_size(held)}" for plan, held in compared[1:])
+            self.notes.append(
+                f"{compared[0][0].title}: the fewest device bytes ({byte_size(compared[0][1])}) of the "
+                f"{len(compared)} candidate plans that compile (against {figures})"
+            )
         if not choice.plans:
             said = "not confirmed by the compiler" if self.compile else "no candidate plan lowers"
             reason = choice.left[0][1] if choice.left else "no plan"
@@ -153,7 +171,7 @@ class FixConfirmation:
             return result, chosen
         return result, list(choice.plans)
 
-    def _check(self, path: str, plans: Sequence[Any]) -> Any:
+    def check(self, path: str, plans: Sequence[Any]) -> Any:
         """Lower (and compile, to measure) ``path`` with ``plans`` applied in memory, their
         edits in other files (the jit site in ``__main__.py``) overlaid too; the outputs of the
         findings they leave unfixed are declared host before compiling. ``Trial.detail``: (the
@@ -209,7 +227,18 @@ class FixConfirmation:
             return Trial(False, next(check.reason for check in checks if not check.confirmed))
         memories = [check.verdict.memory for check in checks if check.verdict is not None]
         device = sum(m.device_total for m in memories if m) if compiled and all(memories) else None
-        return Trial(True, compiled=compiled, device_bytes=device, detail=(result, checked, unverified))
+        placement = (
+            tuple(check.verdict.output_memory_kinds for check in checks if check.verdict is not None)
+            if compiled
+            else None
+        )
+        return Trial(
+            True,
+            compiled=compiled,
+            device_bytes=device,
+            detail=(result, checked, unverified),
+            placement=placement,
+        )
 
     def _calls(self, path: str) -> list[tuple[Any, Any]]:
         """(report, recorded call) of each checked compilation of a function of ``path``; where

@@ -167,6 +167,55 @@ _FIX_ERROR_CODES = {
 ``check`` reports it; every other refusal exits 5."""
 
 
+def verify_fixes(
+    diagnostics: Sequence[Diagnostic],
+    strategy: str,
+    invocation: Invocation,
+    reports: Sequence[Any],
+    calls: dict[int, Any],
+    target: str,
+    expected_sha256: dict[str, str],
+) -> FixRun:
+    """What ``--fix`` would write, checked as it checks before writing (each fixed file's
+    functions lowered again from the fixed text with the recorded shapes and shardings; JAX
+    only, nothing compiled), nothing written and nothing said: plain ``run`` marks ``[*]``
+    only what holds (:func:`marks_after_fixing`)."""
+    from offload_fixer.cli.confirming import FixConfirmation
+    from offload_fixer.findings import resolved_by
+    from offload_fixer.fixes import FIXABLE_CODES, plan_fixes
+    from offload_fixer.fixes.apply import choose_plans
+    from offload_fixer.fixes.candidates import candidate_plans
+    from offload_fixer.jax_compat import UnsupportedJaxVersion
+    from offload_fixer.recursion import call_allowing_deep_recursion
+
+    if not any(d.code in FIXABLE_CODES for d in diagnostics):
+        return FixRun([], [])
+    unsafe = invocation.unsafe_fixes
+    try:
+        plans = call_allowing_deep_recursion(lambda: plan_fixes(list(diagnostics), strategy, reports=reports))
+        alternatives = call_allowing_deep_recursion(
+            lambda: candidate_plans(
+                list(diagnostics),
+                strategy,
+                reports=reports,
+                eligible=lambda plan: bool(choose_plans([plan], unsafe)[0]),
+            )
+        )
+    except (RecursionError, UnsupportedJaxVersion):  # the planner's own marks stand
+        return FixRun([], [])
+    by_path: dict[str, list[Any]] = {}
+    for plan in plans:
+        if plan.path:
+            by_path.setdefault(plan.path, []).append(_with_expected_hash(plan, expected_sha256))
+    confirmation = FixConfirmation(reports, calls, target, compile=False, measure=False)
+    results = [confirmation.choose_file(path, ps, unsafe, alternatives)[0] for path, ps in by_path.items()]
+    resolved: dict[Diagnostic, None] = {}
+    for result in results:
+        for plan in result.applied if result.error is None else ():
+            resolved.update(dict.fromkeys(resolved_by(plan, diagnostics)))
+    return FixRun(results, list(resolved))
+
+
 def apply_fixes_per_file(
     diagnostics: Sequence[Diagnostic],
     settings_for: Callable[[str], Any],
@@ -348,9 +397,24 @@ def marks_after_fixing(
     is not automatic, and why. ``[*]`` marks only a fix that would be written."""
 
     def marks(diagnostics: list[Diagnostic]) -> dict:
-        return {**marks_for(diagnostics), **refused_marks(run, diagnostics)}
+        return {**marks_for(diagnostics), **chosen_marks(run, diagnostics), **refused_marks(run, diagnostics)}
 
     return marks
+
+
+def chosen_marks(run: FixRun, diagnostics: Sequence[Diagnostic]) -> dict[Diagnostic, Any]:
+    """Each of ``diagnostics`` a safe plan of ``run`` fixes, marked with that plan's title:
+    where the first plan did not lower and another candidate was chosen, ``[*]`` names the
+    one ``--fix`` writes."""
+    from offload_fixer.findings import FixMark, resolved_by
+
+    found: dict[Diagnostic, Any] = {}
+    for result in run.results:
+        for plan in result.applied if result.error is None else ():
+            if plan.safety == "safe":
+                for d in resolved_by(plan, diagnostics):
+                    found.setdefault(d, FixMark(plan.title, "applied"))
+    return found
 
 
 def refused_marks(run: FixRun, diagnostics: Sequence[Diagnostic]) -> dict[Diagnostic, Any]:

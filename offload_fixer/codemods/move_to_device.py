@@ -209,7 +209,8 @@ class MoveToDeviceCommand(ShardingCommand):
         each slice moved to device where the scan's body starts (``w = device_put(w, ...)``),
         so one layer at a time is in device memory, not the whole stack. False when a read of
         ``name`` is not such a scan's ``xs``, or a body is not a ``def`` of this file."""
-        found_scans = self._scans_of(function.node, name, depth=2)
+        kept: list[cst.Name] = []
+        found_scans = self._scans_of(function.node, name, depth=2, kept=kept)
         if found_scans is None:
             return False
         bodies = []
@@ -235,28 +236,44 @@ class MoveToDeviceCommand(ShardingCommand):
             statement = self._rebind(slice_name, spec)
             self.insert(block, start, statement)
             label = f"each slice of {name}"
+            lines = sorted({self.facts.line(use) for use in kept})
+            stays = (
+                f"; its arithmetic on line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))} "
+                f"stays in host memory (host compute)"
+                if lines
+                else ""
+            )
             self.record(
                 block.body[start] if start < len(block.body) else body_def.name,
                 f"move {label} to device where the scan body {body_def.name.value} starts (line "
-                f"{self.facts.line(body_def)}; one slice at a time is in device memory, not all of {name}): "
-                f"{self.code(statement).strip()}",
+                f"{self.facts.line(body_def)}; one slice at a time is in device memory, not all of {name}"
+                f"{stays}): {self.code(statement).strip()}",
                 reasons,
                 label,
             )
         return True
 
-    def _scans_of(self, node: cst.FunctionDef, name: str, depth: int) -> list[tuple[cst.Call, cst.FunctionDef]] | None:
+    def _scans_of(
+        self, node: cst.FunctionDef, name: str, depth: int, kept: list[cst.Name] | None = None
+    ) -> list[tuple[cst.Call, cst.FunctionDef]] | None:
         """The scans over parameter ``name`` of ``node`` when they are its only reads: directly,
         or through a module-level helper it is passed to (``forward(stack, x)`` whose ``stack``
-        is only scanned over), ``depth`` levels down; None otherwise."""
+        is only scanned over), ``depth`` levels down; None otherwise. With ``kept`` (the
+        function itself, not a helper), an operand of arithmetic (``stack - 0.1 * grads``, an
+        update of the stack kept in host memory) is a read too, collected there: it stays host
+        compute, as the stack stays host memory."""
         uses = _name_uses(node.body, name)
         if not uses or any(is_store for _, is_store in uses):
             return None
         scans = _scans_over(node.body, name)
         direct = {id(xs) for _, xs in scans}
+        arithmetic = _arithmetic_operands(node.body) if kept is not None else set()
         found = [(call, node) for call, _ in scans]
         for use, _ in uses:
             if id(use) in direct:
+                continue
+            if id(use) in arithmetic and kept is not None:
+                kept.append(use)
                 continue
             helper = self._helper_parameter(node, use) if depth > 1 else None
             if helper is None:
@@ -715,6 +732,22 @@ def _scans_over(root: cst.CSTNode, name: str) -> list[tuple[cst.Call, cst.Name]]
                 xs = positional[2].value
             if isinstance(xs, cst.Name) and xs.value == name:
                 found.append((node, xs))
+
+    root.visit(Visitor())
+    return found
+
+
+ARITHMETIC = (cst.Add, cst.Subtract, cst.Multiply, cst.Divide)
+
+
+def _arithmetic_operands(root: cst.CSTNode) -> set[int]:
+    """The ids of the names under ``root`` that are an operand of ``+``, ``-``, ``*`` or ``/``."""
+    found: set[int] = set()
+
+    class Visitor(cst.CSTVisitor):
+        def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+            if isinstance(node.operator, ARITHMETIC):
+                found.update(id(side) for side in (node.left, node.right) if isinstance(side, cst.Name))
 
     root.visit(Visitor())
     return found

@@ -5,7 +5,8 @@ rejects) is not written; the next candidate for the same root cause is tried ins
 configured strategy's plan, its wider variant (a scanned stack moved whole where the function
 starts, not slice by slice), then, under ``auto``, each other strategy's plan. Where the
 compiler is installed, one that compiles is preferred, and its memory figures go with it.
-Checking is the caller's (``FixConfirmation`` in the CLI): this module knows no JAX.
+With ``--confirm`` the first few are compiled and the one holding the fewest device bytes is
+chosen among those placing the outputs alike (:func:`choose`, ``rank``). Checking is the caller's (``FixConfirmation`` in the CLI): this module knows no JAX.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from offload_fixer.findings import root_cause_key
 from offload_fixer.fixes.planner import FixPlan, plan_fixes
-from offload_fixer.model import FIX_STRATEGIES, Diagnostic
+from offload_fixer.model import FIX_STRATEGIES, Diagnostic, byte_size
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,9 @@ class Trial:
     """HBM the compiled fixed functions hold (``MemoryFigures.device_total``, summed)."""
     detail: Any = None
     """The checker's own record (its verdicts, figures), handed back with the choice."""
+    placement: tuple[tuple[str, ...], ...] | None = None
+    """The memory kind of each output of each compiled function (``None`` uncompiled): plans
+    are ranked by bytes only among those that place the outputs alike."""
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,13 @@ class Choice:
     """The first candidate of each root cause left unfixed, with the one line that says why."""
     replaced: tuple[tuple[FixPlan, FixPlan, str], ...] = ()
     """(first candidate, the one chosen instead, why) for each root cause that changed plan."""
+    ranked: tuple[tuple[tuple[FixPlan, int], ...], ...] = ()
+    """With ``rank``: per root cause whose candidates were compiled and compared, each
+    compared plan and the device bytes it holds, the chosen (fewest) first."""
+
+
+RANKED = 3
+"""With ``rank`` (``--confirm``), the candidates compiled per root cause to compare bytes."""
 
 
 def candidate_plans(
@@ -82,54 +93,87 @@ def candidate_plans(
 
 
 def choose(
-    options: Sequence[Sequence[FixPlan]], check: Callable[[Sequence[FixPlan]], Trial], measure: bool = False
+    options: Sequence[Sequence[FixPlan]],
+    check: Callable[[Sequence[FixPlan]], Trial],
+    measure: bool = False,
+    rank: bool = False,
 ) -> Choice:
     """The plans to write for one file: root cause by root cause, each candidate checked with
     the plans already chosen (the root causes not yet reached left unfixed; the last check is of
     the whole chosen set, so its figures are the fix's); the first valid one,
-    or with ``measure`` the first that compiles too (else the first that lowers). Not the one
-    holding the fewest device bytes: measured (libtpu 0.0.42.1, the fix-quality corpus), the
-    state kept host memory costs more HBM than returning it in device memory, and a small stack
-    moved whole less than slice by slice (tile padding), so bytes alone would undo the offload
-    the user declared. The figures are reported with the fix (``Trial.device_bytes``). A root cause no candidate fixes is left, and
-    says why in one line."""
+    or with ``measure`` the first that compiles too (else the first that lowers). With ``rank``
+    (``--confirm``: every candidate is compiled), up to :data:`RANKED` candidates of a root
+    cause are compiled and the one holding the fewest device bytes is chosen, among those that
+    place the outputs as the first that compiles does (:attr:`Trial.placement`): bytes alone
+    would prefer returning the state the user keeps in host memory in device memory (measured,
+    libtpu 0.0.42.1: the state kept host costs HBM), which undoes the offload. So what bytes
+    decide is where the move goes (a stack moved slice by slice in the scan's body or whole),
+    from the figures of the recorded shapes: a small stack moved whole holds less than slice by
+    slice (tile padding, the residuals of a differentiated scan), a large one more. The figures
+    are reported with the fix (``Trial.device_bytes``, :attr:`Choice.ranked`). A root cause no
+    candidate fixes is left, and says why in one line."""
     firsts = [plans[0] for plans in options if plans]
-    whole = check(firsts) if firsts else None  # every first candidate at once: one check where they all hold
+    several = rank and any(len(plans) > 1 for plans in options)
+    whole = check(firsts) if firsts and not several else None  # one check where they all hold
     if whole is not None and whole.ok and (whole.compiled or not measure):
         return Choice(tuple(firsts), whole)
     accepted: list[FixPlan] = []
     last: Trial | None = None
     left: list[tuple[FixPlan, str]] = []
     replaced: list[tuple[FixPlan, FixPlan, str]] = []
+    ranked: list[tuple[tuple[FixPlan, int], ...]] = []
     for plans in options:
         if not plans:
             continue
-        failed: list[str] = []
+        failed: list[tuple[FixPlan, str]] = []
         best: tuple[FixPlan, Trial] | None = None
-        for plan in plans:  # in order: the first that holds (with ``measure``, that compiles)
+        compared: list[tuple[FixPlan, Trial]] = []
+        for index, plan in enumerate(plans):
+            if rank and len(plans) > 1 and index >= RANKED and best is not None:
+                break  # RANKED candidates compared; more only while none holds
             trial = check([*accepted, plan])
             if not trial.ok:
-                failed.append(f"{plan.title}: {trial.reason}")
+                failed.append((plan, trial.reason))
                 continue
+            if rank and trial.compiled and trial.device_bytes is not None:
+                compared.append((plan, trial))
             if best is None or (trial.compiled and not best[1].compiled):
                 best = (plan, trial)
+            if rank and len(plans) > 1:
+                continue  # the candidates (up to RANKED) compiled, then compared
             if not measure or trial.compiled:
                 break
+        if compared:
+            alike = [(p, t) for p, t in compared if t.placement == compared[0][1].placement]
+            fewest = min(alike, key=lambda pt: pt[1].device_bytes or 0)  # the earliest of equals
+            best = fewest
+            if len(alike) > 1:
+                ordered = [fewest, *(pt for pt in alike if pt is not fewest)]
+                ranked.append(tuple((p, t.device_bytes or 0) for p, t in ordered))
         if best is None:
             count = len(plans)
             left.append(
                 (
                     plans[0],
-                    f"none of the {count} candidate plan{'s' if count != 1 else ''} for this root cause is valid: "
-                    + "; ".join(failed),
+                    f"none of the {count} candidate plans for this root cause is valid: " + _reasons(failed, plans[0]),
                 )
                 if count > 1
-                else (plans[0], f"no other candidate plan for this root cause; {failed[0]}")
+                else (plans[0], f"{failed[0][1]}; no other candidate plan for this root cause")
             )
             continue
         plan, last = best
         accepted.append(plan)
         if plan is not plans[0]:
-            why = failed[0] if failed else "the first lowers but does not compile"
+            first = next((t for p, t in compared if p is plans[0]), None)
+            if first is not None:
+                why = f"fewer device bytes: {byte_size(last.device_bytes or 0)} against {byte_size(first.device_bytes or 0)}"
+            else:
+                why = failed[0][1] if failed else "the first lowers but does not compile"
             replaced.append((plans[0], plan, why))
-    return Choice(tuple(accepted), last if accepted else None, tuple(left), tuple(replaced))
+    return Choice(tuple(accepted), last if accepted else None, tuple(left), tuple(replaced), tuple(ranked))
+
+
+def _reasons(failed: Sequence[tuple[FixPlan, str]], first: FixPlan) -> str:
+    """Why each candidate failed, once each: the first (whose title the finding's mark
+    already gives) by its reason alone, the others named."""
+    return "; ".join(why if plan is first else f"{plan.title}: {why}" for plan, why in failed)

@@ -134,6 +134,8 @@ def title(part: str, t: FunctionTarget, edits: Sequence[Edit], place: Callable[[
     if t.placement == "entry":
         if not edits or subjects.startswith("argument"):
             return f"Move argument {t.parameter} to device where {function} starts{where}"
+        if subjects.startswith("each slice of"):  # in the body of the scan over the stack
+            return f"Move {subjects} to device where the scan body starts{where}"
         return f"Move {subjects} to device before {function} reads {them}{where}"
     if t.placement == "operand":
         return f"Move {subjects or 'the offloaded value'} back to device where it is computed on{where}"

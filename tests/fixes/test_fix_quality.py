@@ -2,7 +2,9 @@
 findings get a safe fix, and the written fix holds, as ``scripts/fix_quality.py`` judges it:
 the fixed function lowers again from the fixed source, libtpu and the CUDA plugin compile it,
 ``example()`` gives the same outputs on CPU, every argument keeps its memory kind and every output
-the one its author intends, and libtpu reports the fix's memory figures before and after.
+the one its author intends, libtpu reports the fix's memory figures before and after, and no
+other candidate plan that compiles and places the outputs alike holds fewer HBM bytes (a host
+stack moved whole where moving each slice holds less).
 
 The corpus runs in a few subprocesses (the script needs 8 CPU devices, which a process must ask
 for before JAX starts), one per shard of programs, so xdist spreads them over its workers."""
@@ -78,10 +80,47 @@ def test_every_auto_fix_of_the_corpus_holds(shard, tpu_compiler, gpu_compiler, t
             or not all(checks.values())
             or r["hbm_after"] is None
             or r["hbm_before"] is None  # every fix reports its HBM delta
+            or r["narrower"]  # another valid plan, compiled alone, holds fewer HBM bytes
         ):
             failures.append(
                 f"{r['program']}: {r['fix']} {r['why']} {checks} {r['placement_why']} {r['problems']} "
-                f"HBM {r['hbm_before']} -> {r['hbm_after']}"
+                f"HBM {r['hbm_before']} -> {r['hbm_after']} {r['narrower']}"
             )
     assert not failures, "\n".join(failures)
     assert done.returncode == 0, done.stdout[-3000:]
+
+
+def test_a_fix_a_valid_plan_holds_less_than_fails_and_one_placing_outputs_otherwise_does_not_count():
+    """The check is measured plan by plan (each candidate compiled alone), not read from the
+    choice: here a slice-by-slice plan holds less than the whole move written, so the row fails;
+    a plan returning the state in device memory holds less still, but places outputs otherwise."""
+    from types import SimpleNamespace
+
+    from offload_fixer.fixes.candidates import Trial
+    from offload_fixer.model import Diagnostic
+
+    script = _script()
+    diagnostic = Diagnostic.from_dict(
+        {"code": "OFL1200", "severity": "error", "message": "m", "target": "tpu", "explanation": "e"}
+    )
+    host, device = (("pinned_host", "device"),), (("device", "device"),)
+    whole, sliced, undone = (
+        SimpleNamespace(title=t, edits=(t,), path="p.py", diagnostics=(diagnostic,)) for t in ("whole", "slice", "dev")
+    )
+    figures = {"whole": (340, host), "slice": (300, host), "dev": (100, device)}
+    confirmation = SimpleNamespace(
+        check=lambda path, plans: Trial(
+            True, compiled=True, device_bytes=figures[plans[0].title][0], placement=figures[plans[0].title][1]
+        )
+    )
+    from offload_fixer.findings import root_cause_key
+
+    alternatives = {("p.py", root_cause_key(diagnostic)): [sliced, whole, undone]}
+    row = script.Row("program", "auto", fix="fixed")
+    script._compare_candidates(row, confirmation, "p.py", [whole], alternatives)
+    assert row.compared == 1 and row.narrower == ["slice: HBM 300 B, the fix 340 B"]
+    assert not row.good
+    figures["slice"] = (400, host)
+    kept = script.Row("program", "auto", fix="fixed")
+    script._compare_candidates(kept, confirmation, "p.py", [whole], alternatives)
+    assert kept.compared == 1 and kept.narrower == [] and kept.good
