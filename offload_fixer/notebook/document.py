@@ -189,6 +189,10 @@ def _read(path: str, text: str) -> dict:
             probe = notebook
             if probe.get("nbformat_minor", 0) < 5 and any("id" in cell for cell in probe["cells"]):
                 probe = nbformat.from_dict({**probe, "nbformat_minor": 5})
+            if any(_code_cell_keys(cell) for cell in probe["cells"]):
+                probe = nbformat.from_dict(
+                    {**probe, "cells": [_without_code_cell_keys(cell) for cell in probe["cells"]]}
+                )
             nbformat.validate(probe)
         except nbformat.ValidationError as exc:
             raise NotebookError(f"not a valid notebook: {_first_line(exc)}") from exc
@@ -197,6 +201,21 @@ def _read(path: str, text: str) -> dict:
         except Exception as exc:  # nbformat and jsonschema raise many kinds on odd input
             raise NotebookError(f"not a Jupyter notebook: {_first_line(exc)}") from exc
     return notebook
+
+
+_CODE_CELL_KEYS = ("execution_count", "outputs")
+"""What only a code cell carries: some writers leave them on markdown cells, which the schema
+refuses but Jupyter opens (and ignores them there): such a notebook is read."""
+
+
+def _code_cell_keys(cell: Mapping) -> bool:
+    return cell.get("cell_type") != "code" and any(key in cell for key in _CODE_CELL_KEYS)
+
+
+def _without_code_cell_keys(cell: Mapping) -> Mapping:
+    if not _code_cell_keys(cell):
+        return cell
+    return {key: value for key, value in cell.items() if key not in _CODE_CELL_KEYS}
 
 
 def _check_structure(raw: object) -> None:
