@@ -203,18 +203,25 @@ def _read(path: str, text: str) -> dict:
     return notebook
 
 
-_CODE_CELL_KEYS = ("execution_count", "outputs")
-"""What only a code cell carries: some writers leave them on markdown cells, which the schema
-refuses but Jupyter opens (and ignores them there): such a notebook is read."""
+_CODE_CELL_KEYS = {"execution_count": None, "outputs": []}
+"""What only a code cell carries. Some writers (an output stripper, Colab) leave them on markdown
+cells, or drop ``outputs`` from code cells (flax's sst2 example, maxtext's demo notebooks): the
+schema refuses both, Jupyter opens the notebook and writes them back in place, so such a
+notebook is validated as Jupyter would save it."""
 
 
 def _code_cell_keys(cell: Mapping) -> bool:
-    return cell.get("cell_type") != "code" and any(key in cell for key in _CODE_CELL_KEYS)
+    """Whether ``cell`` carries code-cell keys it should not, or lacks those it should."""
+    if cell.get("cell_type") == "code":
+        return any(key not in cell for key in _CODE_CELL_KEYS)
+    return any(key in cell for key in _CODE_CELL_KEYS)
 
 
 def _without_code_cell_keys(cell: Mapping) -> Mapping:
     if not _code_cell_keys(cell):
         return cell
+    if cell.get("cell_type") == "code":
+        return {**_CODE_CELL_KEYS, **cell}
     return {key: value for key, value in cell.items() if key not in _CODE_CELL_KEYS}
 
 

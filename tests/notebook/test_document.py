@@ -116,11 +116,12 @@ def test_notebooks_are_read_without_nbformat(tmp_path, monkeypatch):
 
 
 def test_a_markdown_cell_carrying_code_cell_keys_is_read_as_jupyter_opens_it(tmp_path):
-    """Colab and some converters leave ``execution_count`` on markdown cells (flax's sst2
-    example, maxtext's demo notebooks): the schema refuses them, Jupyter opens the notebook."""
+    """Output strippers leave ``execution_count`` on markdown cells and drop code cells'
+    ``outputs`` (flax's sst2 example, maxtext's demo notebooks): the schema refuses them,
+    Jupyter opens the notebook."""
     cells = [
         {"cell_type": "markdown", "id": "a1", "metadata": {}, "source": ["# Title"], "execution_count": None},
-        {"cell_type": "code", "id": "b2", "metadata": {}, "source": ["x = 1"], "outputs": [], "execution_count": 1},
+        {"cell_type": "code", "id": "b2", "metadata": {}, "source": ["x = 1"], "execution_count": 1},  # no outputs
     ]
     text = json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 4})
     file = _file(tmp_path, None, text=text)
