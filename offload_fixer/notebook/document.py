@@ -203,7 +203,7 @@ def _read(path: str, text: str) -> dict:
     return notebook
 
 
-_CODE_CELL_KEYS = {"execution_count": None, "outputs": []}
+_CODE_CELL_KEYS: dict[str, object] = {"execution_count": None, "outputs": []}
 """What only a code cell carries. Some writers (an output stripper, Colab) leave them on markdown
 cells, or drop ``outputs`` from code cells (flax's sst2 example, maxtext's demo notebooks): the
 schema refuses both, Jupyter opens the notebook and writes them back in place, so such a
