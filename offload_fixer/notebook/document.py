@@ -189,6 +189,10 @@ def _read(path: str, text: str) -> dict:
             probe = notebook
             if probe.get("nbformat_minor", 0) < 5 and any("id" in cell for cell in probe["cells"]):
                 probe = nbformat.from_dict({**probe, "nbformat_minor": 5})
+            if any(_code_cell_keys(cell) for cell in probe["cells"]):
+                probe = nbformat.from_dict(
+                    {**probe, "cells": [_without_code_cell_keys(cell) for cell in probe["cells"]]}
+                )
             nbformat.validate(probe)
         except nbformat.ValidationError as exc:
             raise NotebookError(f"not a valid notebook: {_first_line(exc)}") from exc
@@ -197,6 +201,28 @@ def _read(path: str, text: str) -> dict:
         except Exception as exc:  # nbformat and jsonschema raise many kinds on odd input
             raise NotebookError(f"not a Jupyter notebook: {_first_line(exc)}") from exc
     return notebook
+
+
+_CODE_CELL_KEYS: dict[str, object] = {"execution_count": None, "outputs": []}
+"""What only a code cell carries. Some writers (an output stripper, Colab) leave them on markdown
+cells, or drop ``outputs`` from code cells (flax's sst2 example, maxtext's demo notebooks): the
+schema refuses both, Jupyter opens the notebook and writes them back in place, so such a
+notebook is validated as Jupyter would save it."""
+
+
+def _code_cell_keys(cell: Mapping) -> bool:
+    """Whether ``cell`` carries code-cell keys it should not, or lacks those it should."""
+    if cell.get("cell_type") == "code":
+        return any(key not in cell for key in _CODE_CELL_KEYS)
+    return any(key in cell for key in _CODE_CELL_KEYS)
+
+
+def _without_code_cell_keys(cell: Mapping) -> Mapping:
+    if not _code_cell_keys(cell):
+        return cell
+    if cell.get("cell_type") == "code":
+        return {**_CODE_CELL_KEYS, **cell}
+    return {key: value for key, value in cell.items() if key not in _CODE_CELL_KEYS}
 
 
 def _check_structure(raw: object) -> None:

@@ -172,7 +172,7 @@ def check_paths(
         entry
         if isinstance(entry, StaticResult)
         else (entry[0], entry[1], entry[2], spellings(entry[3]), entry[4])
-        if project.selects(entry[1], entry[0])
+        if _selects(project, entry[1], entry[0])
         else _unselected(entry[0], entry[1], check_syntax, entry[4])
         for entry in pending
     ]
@@ -203,13 +203,28 @@ def check_paths(
                 if not isinstance(entry, tuple):
                     yield entry
                     continue
-                result, digests = futures[id(entry)].result()
+                try:
+                    result, digests = futures[id(entry)].result()
+                except Exception as exc:  # noqa: BLE001 (a worker that died: this file's note, the others reported)
+                    result, digests = (
+                        StaticResult(entry[1], analysed=True, internal_error=internal_error_note(entry[1], exc)),
+                        None,
+                    )
                 if results is not None and digests is not None:
                     results.put(*entry, result, digests)
                 yield result
         finally:  # a caller that stops early: drop what has not started, wait for the rest
             for future in futures.values():
                 future.cancel()
+
+
+def _selects(project: Project, path: str, data: bytes) -> bool:
+    """:meth:`Project.selects`; a failure there selects the file, so that its check reports it
+    as an internal error of that file (:func:`_check`) and every other file is still checked."""
+    try:
+        return project.selects(path, data)
+    except Exception:  # noqa: BLE001
+        return True
 
 
 def worker_count(jobs: int | None, candidates: int, size: int) -> int:

@@ -365,9 +365,8 @@ class ExpressionEvaluator(Evaluator):
         if isinstance(callee, Jitted):
             return jax_api.nested_jit(self, callee, args, kwargs, node, scope)
         if isinstance(callee, JitFactory):
-            if args:
-                return Jitted(args[0], callee.options.merged(jax_api.keywords(node, scope)))
-            return JitFactory(callee.options.merged(jax_api.keywords(node, scope)))
+            options = callee.options.merged(jax_api.with_unpacked(jax_api.keywords(node, scope), kwargs, node))
+            return Jitted(args[0], options) if args else JitFactory(options)
         if isinstance(callee, Transform):
             return jax_api.transformed(self, callee, args, kwargs, node, scope)
         if isinstance(callee, Differentiated):

@@ -58,6 +58,7 @@ from .values import (
     Seq,
     Transform,
     TransformFactory,
+    Unpacked,
     after_each,
 )
 
@@ -369,7 +370,7 @@ class Interpreter(StatementRunner, ExpressionEvaluator, ProjectCode):
 
     def _option(self, options: JitOptions, *keywords: str) -> Any:
         found = options.get(*keywords)
-        return NONE if found is None else self.ev(*found)
+        return NONE if found is None else jax_api.option_value(self, found)
 
     def _site_arguments(self, node: Any, options: JitOptions, bound_args: tuple, bound_kwargs: dict) -> dict:
         """Abstract arguments of a traced function: device, host per ``in_shardings``, or unknown."""
@@ -379,7 +380,12 @@ class Interpreter(StatementRunner, ExpressionEvaluator, ProjectCode):
         env: dict[str, Any] = {}
         static = self._static_arguments(options, positional)
         found = options.get("in_shardings", "in_axis_resources")
-        in_tree = NONE if found is None else self._sharding_tree(*found)
+        if found is None:
+            in_tree = NONE
+        elif isinstance(found[0], Unpacked):  # from ``**options``: spelled at that argument
+            in_tree = jax_api.with_spelling(found[0].value, options.argument("in_shardings", "in_axis_resources"))
+        else:
+            in_tree = self._sharding_tree(*found)
         written = options.argument("in_shardings", "in_axis_resources")
         dynamic = [
             param
@@ -416,7 +422,7 @@ class Interpreter(StatementRunner, ExpressionEvaluator, ProjectCode):
             found = options.get(keyword)
             if found is None:
                 continue
-            value = self.ev(*found)
+            value = jax_api.option_value(self, found)
             items = value.items if isinstance(value, Seq) else (value,)
             for item in items:
                 if not isinstance(item, Const) or isinstance(item.value, bool):

@@ -49,6 +49,7 @@ from .values import (
     ShardingSpec,
     Transform,
     TransformFactory,
+    Unpacked,
     after_each,
     is_single_array,
     leaves,
@@ -131,8 +132,25 @@ _JIT_POSITIONAL = ("fun", "in_shardings", "out_shardings")
 
 def _jit(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
     if args:
-        return Jitted(args[0], keywords(node, scope, _JIT_POSITIONAL))
-    return JitFactory(keywords(node, scope))
+        return Jitted(args[0], with_unpacked(keywords(node, scope, _JIT_POSITIONAL), kwargs, node))
+    return JitFactory(with_unpacked(keywords(node, scope), kwargs, node))
+
+
+def with_unpacked(options: JitOptions, kwargs: dict, node: Any) -> JitOptions:
+    """``options`` and the keywords a ``**options`` argument of the call ``node`` passes
+    (``jax.jit(fn, **options)`` in a decorator factory, ``functools.partial(jax.jit, **opts)``),
+    from their evaluated values in ``kwargs``; those that cannot be read stay unknown."""
+    star = next((arg for arg in reversed(node.args) if arg.star == "**"), None)
+    if star is None:
+        return options
+    written = {entry[0] for entry in options.keywords}
+    unpacked = tuple((name, Unpacked(value), None, star) for name, value in kwargs.items() if name not in written)
+    return JitOptions(options.keywords + unpacked) if unpacked else options
+
+
+def option_value(interp: Evaluator, found: tuple) -> Any:
+    """The value of one option (:meth:`JitOptions.get`)."""
+    return found[0].value if isinstance(found[0], Unpacked) else interp.ev(found[0], found[1])
 
 
 def _partial(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
@@ -143,7 +161,8 @@ def _partial(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any)
     head = args[0]
     if isinstance(head, Ref):
         api = APIS.get(head.qualname)
-        return UNKNOWN if api is None or api.partial is None else api.partial(node, scope)
+        made = UNKNOWN if api is None or api.partial is None else api.partial(node, scope)
+        return JitFactory(with_unpacked(made.options, kwargs, node)) if isinstance(made, JitFactory) else made
     if isinstance(head, (Function, Bound)):
         return Bound(head, tuple(args[1:]), tuple(kwargs.items()))
     return UNKNOWN
@@ -431,7 +450,7 @@ def nested_jit(interp: Evaluator, jitted: Jitted, args: list, kwargs: dict, node
     """A jitted helper called inside a jitted function: its outputs pass through a call."""
     for keyword in ("in_shardings", "out_shardings", "in_axis_resources", "out_axis_resources"):
         found = jitted.options.get(keyword)
-        if found is not None and interp.ev(*found) is not NONE:
+        if found is not None and option_value(interp, found) is not NONE:
             return UNKNOWN
     return after_each(interp.apply(jitted.target, args, kwargs, node, scope), "compute", "nested jit", node)
 

@@ -73,10 +73,14 @@ class Import:
     names: tuple[str, ...] = ()
 
 
-def project_root(directory: str) -> str | None:
+def project_root(directory: str, given: Sequence[str] = ()) -> str | None:
     """The nearest directory at or above ``directory`` with a :data:`PROJECT_MARKERS` file;
-    else the current directory when ``directory`` is inside it (a checkout without one)."""
-    here = os.path.abspath(directory)
+    else (a checkout without one) the outermost of the ``given`` roots that holds it (the
+    directories named to ``check``, the language server's configuration root), else the current
+    directory when ``directory`` is inside it. ``check``, pre-commit and the language server
+    all resolve imports through it (:meth:`Project.search_roots`), so how a file is named (a
+    directory, the file itself) never changes what its imports find."""
+    start = here = os.path.abspath(directory)
     while True:
         if any(os.path.exists(os.path.join(here, marker)) for marker in PROJECT_MARKERS):
             return here
@@ -84,8 +88,11 @@ def project_root(directory: str) -> str | None:
         if parent == here:
             break
         here = parent
+    for root in sorted(given, key=len):
+        if os.path.commonpath([root, start]) == root:
+            return root
     cwd = os.getcwd()
-    inside = os.path.commonpath([cwd, os.path.abspath(directory)]) == cwd
+    inside = os.path.commonpath([cwd, start]) == cwd
     return cwd if inside else None
 
 
@@ -360,7 +367,8 @@ class Project:
     # ------------------------------------------------------------------ modules
     def search_roots(self, path: str) -> list[str]:
         """Where absolute imports of ``path`` are looked for: its directory, its package's
-        root, the project root and its ``src/``, the roots given."""
+        root, the project root (:func:`project_root`, where the roots given count only in a
+        tree without a marker) and its ``src/``."""
         directory = os.path.dirname(os.path.abspath(path))
         package_root = directory
         while True:
@@ -373,9 +381,9 @@ class Project:
             package_root = parent
         found = self._project_roots.get(directory)
         if found is None:
-            root = project_root(directory)
+            root = project_root(directory, self.roots)
             found = self._project_roots[directory] = () if root is None else (root, os.path.join(root, "src"))
-        return list(dict.fromkeys([directory, package_root, *found, *self.roots]))
+        return list(dict.fromkeys([directory, package_root, *found]))
 
     def module_path(self, parts: Sequence[str], roots: Iterable[str]) -> str | None:
         """The file (or namespace directory) of a dotted module name under ``roots``."""

@@ -190,10 +190,19 @@ class Bound:
 
 
 @dataclass(frozen=True, eq=False)
-class JitOptions:
-    """The options of a ``jax.jit`` call, kept as nodes with the scope of each."""
+class Unpacked:
+    """An option a ``**options`` argument of ``jax.jit`` passes (a decorator factory's
+    ``**kwargs``, a dict of options): evaluated where it was unpacked, not a node."""
 
-    keywords: tuple = ()  # ((name, value node, scope, argument node), ...)
+    value: Any
+
+
+@dataclass(frozen=True, eq=False)
+class JitOptions:
+    """The options of a ``jax.jit`` call, kept as nodes with the scope of each (an option
+    unpacked from ``**options``: its :class:`Unpacked` value, the ``**`` argument as its node)."""
+
+    keywords: tuple = ()  # ((name, value node or Unpacked, scope, argument node), ...)
 
     def get(self, *names: str) -> tuple | None:
         """``(value node, scope)`` of the last option among ``names``, or None."""

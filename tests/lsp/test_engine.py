@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from offload_fixer.config import SettingsResolver
 from offload_fixer.exit_codes import ExitCode
 from offload_fixer.lsp import engine
@@ -64,3 +66,66 @@ def test_the_editor_judges_syntax_by_the_target_version_as_check_does(tmp_path: 
     assert cli.returncode == ExitCode.INPUT_ERROR and "Pattern matching" in cli.stdout
     newer = settings.with_overrides(target_version="py310")
     assert engine.analyse(text, str(path), newer).parse_error is None
+
+
+# ---------------------------------------------------------------------------------------
+# One resolution of imports: check (a directory, the file itself: pre-commit) and the server
+NESTED_MAIN = """\
+import functools
+
+import jax
+
+from mypkg.shardings import DEVICE, STASH
+
+
+@functools.partial(jax.jit, out_shardings=DEVICE)
+def step(x):
+    return jax.device_put(x, STASH) * 2
+"""
+NESTED_SHARDINGS = """\
+import jax
+from jax.sharding import NamedSharding, PartitionSpec as P
+
+MESH = jax.make_mesh((1,), ("x",))
+DEVICE = NamedSharding(MESH, P(), memory_kind="device")
+STASH = NamedSharding(MESH, P(), memory_kind="pinned_host")
+"""
+NESTED_LAYOUTS = {
+    "marker at the root": ({"pyproject.toml": "[project]\nname = 'p'\n"}, True),
+    "no marker": ({}, True),
+    "configured root": ({"pyproject.toml": "[tool.offload-fixer]\ntarget = 'tpu'\n"}, True),
+    # sub/ is a project of its own (its pyproject.toml): the root's package is not its import
+    "nested project": ({".git/HEAD": "", "sub/pyproject.toml": "[tool.offload-fixer]\n"}, False),
+}
+
+
+@pytest.mark.parametrize(("extra", "resolves"), NESTED_LAYOUTS.values(), ids=NESTED_LAYOUTS)
+def test_check_and_the_language_server_resolve_a_root_package_from_a_nested_file_alike(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, extra: dict, resolves: bool
+) -> None:
+    from offload_fixer.static import check_paths
+
+    (tmp_path / "mypkg").mkdir()
+    (tmp_path / "mypkg" / "__init__.py").write_text("")
+    (tmp_path / "mypkg" / "shardings.py").write_text(NESTED_SHARDINGS)
+    (tmp_path / "sub").mkdir()
+    main = tmp_path / "sub" / "main.py"
+    main.write_text(NESTED_MAIN)
+    for name, text in extra.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    monkeypatch.chdir(tmp_path)
+
+    def codes(results) -> list[str]:
+        return sorted(d.code for r in results if r.path.endswith("main.py") for d in r.diagnostics)
+
+    by_directory = codes(check_paths(["."]))
+    by_file = codes(check_paths(["sub/main.py"]))  # what pre-commit passes
+    from_elsewhere = codes(check_paths([str(tmp_path)]))
+    settings = SettingsResolver().settings_for(str(main))
+    served = sorted(d.code for d in engine.analyse(main.read_text(), str(main), settings, plan=False).diagnostics)
+    assert by_directory == by_file == served
+    assert bool(served) == resolves
+    if extra:  # a marker decides the root wherever check runs from
+        monkeypatch.chdir(tmp_path.parent)
+        assert codes(check_paths([str(main)])) == from_elsewhere == served

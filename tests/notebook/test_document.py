@@ -113,3 +113,20 @@ def test_notebooks_are_read_without_nbformat(tmp_path, monkeypatch):
     file = _file(tmp_path, None, text=text)
     assert file.program.text == "import jax\nx = 1\n"
     assert "".join(json.loads(file.with_sources({2: "x = 2"}))["cells"][1]["source"]) == "x = 2"
+
+
+def test_a_markdown_cell_carrying_code_cell_keys_is_read_as_jupyter_opens_it(tmp_path):
+    """Output strippers leave ``execution_count`` on markdown cells and drop code cells'
+    ``outputs`` (flax's sst2 example, maxtext's demo notebooks): the schema refuses them,
+    Jupyter opens the notebook."""
+    cells = [
+        {"cell_type": "markdown", "id": "a1", "metadata": {}, "source": ["# Title"], "execution_count": None},
+        {"cell_type": "code", "id": "b2", "metadata": {}, "source": ["x = 1"], "execution_count": 1},  # no outputs
+    ]
+    text = json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 4})
+    file = _file(tmp_path, None, text=text)
+    assert "x = 1" in file.program.data.decode()
+    cells[1]["cell_type"] = "raw"  # a raw cell with outputs is refused: not what those writers leave
+    cells[1]["bogus"] = 1
+    with pytest.raises(NotebookError, match="not a valid notebook"):
+        _file(tmp_path, None, text=json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 4}))

@@ -371,3 +371,26 @@ def test_a_module_whose_only_offload_is_a_remat_policy_is_analysed(tmp_path):
     (result,) = check_paths([str(tmp_path)])
     assert result.analysed
     assert [(d.code, d.span.line) for d in flow(result)] == [("OFL1204", 10), ("OFL1204", 12)]
+
+
+def test_a_failure_while_selecting_one_file_is_that_files_note(tmp_path, monkeypatch):
+    """A bug in the prefilter's reading of one file's imports is an internal-error note for that
+    file; every other file is still checked and its findings reported."""
+    from offload_fixer.static.project import Project
+
+    selects = Project.selects
+
+    def failing(self, path, data):
+        if path.endswith("crashes.py"):
+            raise ValueError("an import the scanner cannot read")
+        return selects(self, path, data)
+
+    monkeypatch.setattr(Project, "selects", failing)
+    body = "import jax\n\n\n@jax.jit\ndef f(x):\n    return jax.device_put(x, jax.memory.Space.Host) * 2\n"
+    for name in ("crashes.py", "fine.py"):
+        (tmp_path / name).write_text(body)
+    results = {os.path.basename(r.path): r for r in check_paths([str(tmp_path)], jobs=1)}
+    assert "ValueError: an import the scanner cannot read" in (results["crashes.py"].internal_error or "")
+    assert not results["crashes.py"].diagnostics
+    assert results["fine.py"].internal_error is None and results["fine.py"].diagnostics
+    assert results["fine.py"].diagnostics == check_source(body, str(tmp_path / "fine.py")).diagnostics

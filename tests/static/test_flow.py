@@ -473,3 +473,63 @@ def test_host_compute_on_a_configuration_branch_says_when():
     """
     (warning,) = _host_compute_diagnostics(body)
     assert warning.explanation.startswith("The value is host memory only on the branch taken when `OFFLOAD` is true")
+
+
+FACTORY_BODIES = {
+    "lambda factory": """
+        def jit_with(**options):
+            return lambda fn: jax.jit(fn, **options)
+
+        @jit_with(in_shardings=(dev, host))
+        def step(params, nu):
+            return params - 0.1 * (0.9 * nu + 1.0)
+        """,
+    "def factory, dict and keywords": """
+        OPTIONS = {"in_shardings": (dev, host)}
+
+        def compiled(**extra):
+            def wrap(fn):
+                return jax.jit(fn, **OPTIONS, **extra)
+            return wrap
+
+        @compiled(donate_argnums=(0,))
+        def step(params, nu):
+            return params - 0.1 * (0.9 * nu + 1.0)
+        """,
+    "partial of jit over a dict": """
+        STREAMED = dict(in_shardings=(dev, host))
+        jit_streamed = functools.partial(jax.jit, **STREAMED)
+
+        @jit_streamed
+        def step(params, nu):
+            return params - 0.1 * (0.9 * nu + 1.0)
+        """,
+    "jit(**options) then called": """
+        OPTIONS = {"in_shardings": (dev, host)}
+
+        def step(params, nu):
+            return params - 0.1 * (0.9 * nu + 1.0)
+
+        train = jax.jit(**OPTIONS)(step)
+        """,
+}
+
+
+@pytest.mark.parametrize("body", FACTORY_BODIES.values(), ids=FACTORY_BODIES)
+def test_jit_options_unpacked_from_a_decorator_factory_are_read(body):
+    assert found(body, TYPED) == [("OFL1200", "")]
+    line = "            return params - 0.1"
+    moved = body.replace(line, "            nu = jax.device_put(nu, dev)\n" + line)
+    assert found(moved, TYPED) == []
+
+
+def test_options_an_unpacked_mapping_cannot_spell_stay_unknown():
+    body = """
+        def jit_with(options):
+            return lambda fn: jax.jit(fn, **options)
+
+        @jit_with(CONFIG.jit_options)
+        def step(params, nu):
+            return params - 0.1 * (0.9 * nu + 1.0)
+        """
+    assert found(body, TYPED) == []
