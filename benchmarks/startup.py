@@ -101,38 +101,46 @@ def main() -> None:
         trees[" [baseline]"] = {**env, "PYTHONPATH": str(Path(args.baseline).resolve())}
     ours, ruff = tool("offload-fixer"), tool("ruff")
     with tempfile.TemporaryDirectory(prefix="offload-fixer-startup-") as tmp:
-        Path(tmp, "clean.py").write_text(CLEAN)
-        Path(tmp, "jitted.py").write_text(JITTED)
-        shutil.copyfile(BROKEN, Path(tmp, "broken.py"))
-        commands: dict[str, tuple[list[str], dict[str, str]]] = {
-            "python -c pass (the floor)": ([sys.executable, "-c", "pass"], env),
-            "ruff --version": ([ruff, "--version"], env),
+        # Each tree checks its own copy of the files, so that each has its own result cache
+        # (``.offload-fixer-cache/`` in the working directory): a shared one would let a
+        # tree's "(cached)" rows read what the other tree's runs wrote.
+        places = {suffix: Path(tmp, f"tree{number}") for number, suffix in enumerate(trees)}
+        for place in places.values():
+            place.mkdir()
+            Path(place, "clean.py").write_text(CLEAN)
+            Path(place, "jitted.py").write_text(JITTED)
+            shutil.copyfile(BROKEN, Path(place, "broken.py"))
+        first = str(places[""])
+        commands: dict[str, tuple[list[str], dict[str, str], str]] = {
+            "python -c pass (the floor)": ([sys.executable, "-c", "pass"], env, first),
+            "ruff --version": ([ruff, "--version"], env, first),
         }
         for file in ("clean.py", "jitted.py", "broken.py"):
-            commands[f"ruff check {file}"] = ([ruff, "check", "--isolated", "--no-cache", file], env)
+            commands[f"ruff check {file}"] = ([ruff, "check", "--isolated", "--no-cache", file], env, first)
         for suffix, tree_env in trees.items():
+            where = str(places[suffix])
             cache = (
                 "--no-cache"
                 in subprocess.run([ours, "check", "--help"], capture_output=True, text=True, env=tree_env).stdout
             )
-            commands[f"offload-fixer --version{suffix}"] = ([ours, "--version"], tree_env)
-            commands[f"offload-fixer check clean.py{suffix}"] = ([ours, "check", "clean.py"], tree_env)
+            commands[f"offload-fixer --version{suffix}"] = ([ours, "--version"], tree_env, where)
+            commands[f"offload-fixer check clean.py{suffix}"] = ([ours, "check", "clean.py"], tree_env, where)
             for file in ("jitted.py", "broken.py"):
                 cold = [ours, "check", "--no-cache", file] if cache else [ours, "check", file]
-                commands[f"offload-fixer check --no-cache {file}{suffix}"] = (cold, tree_env)
+                commands[f"offload-fixer check --no-cache {file}{suffix}"] = (cold, tree_env, where)
                 if cache:  # a version before the cache has no cached run
-                    commands[f"offload-fixer check {file} (cached){suffix}"] = ([ours, "check", file], tree_env)
-        for command, command_env in commands.values():  # warm the bytecode cache (and the result cache)
-            measured(command, tmp, command_env)
+                    commands[f"offload-fixer check {file} (cached){suffix}"] = ([ours, "check", file], tree_env, where)
+        for command, command_env, cwd in commands.values():  # warm the bytecode cache (and the result cache)
+            measured(command, cwd, command_env)
         cpu: dict[str, list[float]] = {name: [] for name in commands}
         rss: dict[str, list[float]] = {name: [] for name in commands}
         for _ in range(args.repeat):
-            for name, (command, command_env) in commands.items():
-                seconds, megabytes = measured(command, tmp, command_env)
+            for name, (command, command_env, cwd) in commands.items():
+                seconds, megabytes = measured(command, cwd, command_env)
                 cpu[name].append(seconds)
                 rss[name].append(megabytes)
         if args.imports:
-            modules = imported_modules([ours, "check", "clean.py"], tmp, env)
+            modules = imported_modules([ours, "check", "clean.py"], first, env)
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, {args.repeat} rounds")
     print(f"{'command':54s} {'CPU s median':>12s} {'min':>6s} {'max RSS MB':>11s} {'x ruff':>7s}")
     for name in sorted(commands, key=_row_order):

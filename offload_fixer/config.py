@@ -242,6 +242,9 @@ def find_project(start: str | os.PathLike[str]) -> Path | None:
     return None
 
 
+_UNKNOWN: Any = object()
+
+
 class SettingsResolver:
     """Settings for each checked path, from its nearest configuration; caches per directory."""
 
@@ -258,9 +261,7 @@ class SettingsResolver:
             return self._settled(self._fixed.config_path, lambda: self._fixed)
         resolved = _resolved(path)
         directory = resolved if resolved.is_dir() else resolved.parent
-        if directory not in self._config_for_dir:
-            self._config_for_dir[directory] = find_config(directory)
-        config_path = self._config_for_dir[directory]
+        config_path = self._config_at(directory)
         if config_path is not None:
             return self._settled(config_path, lambda: load_settings(config_path))
         if directory not in self._project_for_dir:
@@ -269,6 +270,19 @@ class SettingsResolver:
         return self._settled(
             project, lambda: Settings(root=Path.cwd(), target_version=_requires_python_target(project))
         )
+
+    def _config_at(self, directory: Path) -> Path | None:
+        """:func:`find_config` of ``directory``, each directory above it asked once per run (a
+        tree's directories share the ``pyproject.toml`` at its root, which is read once)."""
+        found = self._config_for_dir.get(directory, _UNKNOWN)
+        if found is _UNKNOWN:
+            candidate = directory / "pyproject.toml"
+            if _is_file(candidate) and _read_table(candidate) is not None:
+                found = candidate
+            else:
+                found = None if directory.parent == directory else self._config_at(directory.parent)
+            self._config_for_dir[directory] = found
+        return found
 
     def _settled(self, key: Path | None, load: Any) -> Settings:
         if key not in self._by_config:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import libcst as cst
 from libcst.codemod import CodemodContext
@@ -54,6 +55,8 @@ class Source:
     outline: FileOutline | None = None
     error: str | None = None
     _runs: dict[Job, DryRun] = field(default_factory=dict, repr=False)
+    _facts: dict[int, tuple[Any, SourceFacts]] = field(default_factory=dict, repr=False)
+    """By the excerpt's id: the excerpt (kept, so its id stays its own) and its facts."""
 
     def prefetch(self, codemod: type[FixCommand], targets: Sequence[FunctionTarget]) -> None:
         """Dry-run several targets in one pass over the statements they need."""
@@ -76,13 +79,18 @@ class Source:
         return self._runs[(codemod, target)]
 
     def facts(self, target: FunctionTarget) -> SourceFacts:
-        """What the codemods know of the statements ``target`` needs, in file lines."""
+        """What the codemods know of the statements ``target`` needs, in file lines: collected
+        once per excerpt (positions cost about three parses; a plan asks several times)."""
         assert self.outline is not None
         excerpt = self.outline.excerpt_for([target])
-        wrapper = MetadataWrapper(excerpt.module, unsafe_skip_copy=True)
-        return SourceFacts.collect(
-            wrapper.module, wrapper.resolve(PositionProvider), excerpt.file_line, self.outline.reference_count
-        )
+        found = self._facts.get(id(excerpt))
+        if found is None or found[0] is not excerpt:
+            wrapper = MetadataWrapper(excerpt.module, unsafe_skip_copy=True)
+            facts = SourceFacts.collect(
+                wrapper.module, wrapper.resolve(PositionProvider), excerpt.file_line, self.outline.reference_count
+            )
+            found = self._facts[id(excerpt)] = (excerpt, facts)
+        return found[1]
 
     def function(self, target: FunctionTarget) -> tuple[SourceFacts, FunctionInfo] | None:
         facts = self.facts(target)

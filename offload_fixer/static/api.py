@@ -524,8 +524,8 @@ def _analyse(
     the outline its statements were cut by, only the statements a change affects are
     analysed again (:mod:`.incremental`); the findings are the same. A text given by its
     :class:`ModuleFacts` is parsed statement by statement as the check reads it, and
-    searched for jit sites only in the statements that can hold one
-    (:func:`.candidates.jit_candidates`) and for offload policies only in those that can name
+    searched for jit sites only in the statements that can hold one a host value reaches
+    (:func:`.candidates.site_candidates`) and for offload policies only in those that can name
     one (:func:`.policies.unpinned_policies_by_statement`); raises :class:`~.scopes.NotCut`
     when one of those does not parse alone."""
     from .interpreter import Interpreter
@@ -535,13 +535,13 @@ def _analyse(
     importer = None if path.startswith("<") else path
     increment = None
     if isinstance(parsed, ModuleFacts):
-        from .candidates import jit_candidates
+        from .candidates import site_candidates
         from .policies import unpinned_policies_by_statement
 
         interpreter = Interpreter(parsed, text, None, project, importer)
         assert interpreter.lazy is not None
         policies = unpinned_policies_by_statement(interpreter.lazy, text, path, target, source_sha256)
-        indices: list[int] | None = jit_candidates(parsed, project, importer)
+        indices: list[int] | None = site_candidates(parsed, project, importer)
     else:
         from .policies import unpinned_policies
 

@@ -19,29 +19,51 @@ statement can hold a site only when
 
 This over-approximates the interpreter (no shadowing, any read counts), so a statement ruled out holds no site it would find. A
 star import, which may bind any name, leaves every statement of its module a candidate.
+
+A site can be reported only where a host memory kind reaches it, and every host value starts
+where the prefilter's words are spelled (:mod:`.prefilter`: a host memory kind, an offload
+policy, ``compute_on``). The same reasoning, with those words in place of ``jit``, tells which
+statements a host value can reach (:func:`site_candidates`): a jit site in any other statement
+is analysed to no finding, so it is never parsed. A test class that jits in every method but
+offloads in none, beside one that does, is the common case in real repositories.
 """
 
 from __future__ import annotations
 
 import ast
 import os
+import re
 from collections.abc import Callable, Sequence
 
 from .names import JIT, import_binding
-from .prefilter import JIT_MARKER
+from .prefilter import HOST_SPELLING, JIT_MARKER, OFFLOAD_SPELLING
 from .project import ModuleFacts, Project, is_modeled
 
 _MAY_JIT = "jit"
 """The atom of a value that may be (or make) a jit; the others are project modules' paths."""
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_HOST_WORDS = re.compile(f"{HOST_SPELLING.pattern}|{OFFLOAD_SPELLING.pattern.decode()}")
+"""What starts a host value (the prefilter's words), in a statement's text."""
 
 
 def jit_candidates(facts: ModuleFacts, project: Project | None, importer: str | None) -> list[int]:
     """Indices of the top-level statement groups of ``facts`` (the checked file, imported as
     ``importer``; None: a text of no file, whose imports stay names) that can hold a jit site."""
-    resolver = _Resolver(facts, project, importer)
+    return _fixed_point(_Resolver(facts, project, importer), facts, range(len(facts.outline.groups)))
+
+
+def site_candidates(facts: ModuleFacts, project: Project | None, importer: str | None) -> list[int]:
+    """The :func:`jit_candidates` that a host value can reach too: the only statements whose
+    jit sites can be reported."""
+    found = jit_candidates(facts, project, importer)
+    if not found:
+        return found
+    return _fixed_point(_Resolver(facts, project, importer, host=True), facts, found)
+
+
+def _fixed_point(resolver: _Resolver, facts: ModuleFacts, indices: Sequence[int]) -> list[int]:
     while True:  # to the least fixed point: a cycle of statements with no jit in it holds none
-        found = [index for index in range(len(facts.outline.groups)) if resolver.candidate(facts, index)]
+        found = [index for index in indices if resolver.candidate(facts, index)]
         if not resolver.next_pass():
             return found
 
@@ -96,6 +118,9 @@ class _Group:
             stack.extend((child, inner, in_class, in_method) for child in ast.iter_child_nodes(node))
         only_imports = all(isinstance(statement, (ast.Import, ast.ImportFrom)) for statement in statements)
         self.spells_jit = JIT_MARKER in text and not only_imports
+        self.spells_host = _HOST_WORDS.search(text) is not None
+        """A host memory kind, an offload policy or ``compute_on`` anywhere in the text (in an
+        import too, and in methods: a class's value is taken to be all of it)."""
 
     def _read(self, name: str, chain: tuple[str, ...], in_method: bool) -> None:
         self.reads.append((name, chain))
@@ -104,9 +129,11 @@ class _Group:
 
 
 class _Resolver:
-    """What module-level names may hold, by module, for one check."""
+    """What module-level names may hold, by module, for one check: a jit, or (``host``) a host
+    value."""
 
-    def __init__(self, facts: ModuleFacts, project: Project | None, importer: str | None) -> None:
+    def __init__(self, facts: ModuleFacts, project: Project | None, importer: str | None, host: bool = False) -> None:
+        self.host = host
         self.main = facts
         self.project = project
         self.main_path = None if importer is None else os.path.abspath(importer)
@@ -115,6 +142,10 @@ class _Resolver:
         """This pass's answers, by (facts, group); they depend on other files: kept no longer."""
         self.previous: dict[tuple[int, int], bool] = {}
         """The last pass's: what a statement still being decided (a cycle) is taken to be."""
+        self.values: dict[tuple[int, str, int | None], frozenset[str]] = {}
+        """This pass's values of module-level names, by (facts, name, reader), kept as ``found``."""
+        self.previous_values: dict[tuple[int, str, int | None], frozenset[str]] = {}
+        self.active_values: set[tuple[int, str, int | None]] = set()
         self.changed = False
 
     def next_pass(self) -> bool:
@@ -122,6 +153,8 @@ class _Resolver:
         changed, self.changed = self.changed, False
         self.previous.update(self.found)
         self.found = {}
+        self.previous_values.update(self.values)
+        self.values = {}
         return changed
 
     def candidate(self, facts: ModuleFacts, index: int) -> bool:
@@ -145,13 +178,14 @@ class _Resolver:
 
     def _candidate(self, facts: ModuleFacts, index: int) -> bool:
         group = self._group(facts, index)
-        return facts.star_import or group.spells_jit or self._reads_jit(facts, index, group.reads)
+        spells = group.spells_host if self.host else group.spells_jit
+        return facts.star_import or spells or self._reads_jit(facts, index, group.reads)
 
     def binds_jit(self, facts: ModuleFacts, index: int) -> bool:
         """Whether the values a group gives the names it binds may be (or make) a jit: a
         candidate's may, but a class's only through what its body holds outside its methods."""
         group = self._group(facts, index)
-        if not group.has_class:
+        if not group.has_class or self.host:
             return self.candidate(facts, index)
         return self._decided(
             (id(facts), -1 - index),
@@ -188,7 +222,26 @@ class _Resolver:
 
     def _value(self, facts: ModuleFacts, name: str, reader: int | None) -> frozenset[str]:
         """What a module-level name may hold: empty (no jit), or the jit atom and the project
-        modules it may be."""
+        modules it may be. Imports that lead back to a name being resolved (modules that
+        import from each other) take its last pass's value, as statements do."""
+        key = (id(facts), name, reader)
+        found = self.values.get(key)
+        if found is not None:
+            return found
+        before = self.previous_values.get(key, frozenset())
+        if key in self.active_values:
+            return before
+        self.active_values.add(key)
+        try:
+            found = self._resolve_value(facts, name, reader)
+        finally:
+            self.active_values.discard(key)
+        if found != before:
+            self.changed = True
+        self.values[key] = found
+        return found
+
+    def _resolve_value(self, facts: ModuleFacts, name: str, reader: int | None) -> frozenset[str]:
         found: set[str] = set()
         for index in dict.fromkeys(facts.binders.get(name, ())):
             # A group's own reads of what it binds add nothing it does not already hold.
@@ -206,7 +259,7 @@ class _Resolver:
         """What one import binds, as :meth:`.interpreter.Interpreter.imported` resolves it."""
         level = 0 if isinstance(statement, ast.Import) else statement.level or 0
         qualname = import_binding(statement, alias)[1][level:]
-        if qualname in JIT:
+        if qualname in JIT and not self.host:
             return frozenset({_MAY_JIT})
         importer = self.main_path if facts is self.main else facts.path
         project = self.project

@@ -6,7 +6,7 @@ from __future__ import annotations
 import textwrap
 
 from offload_fixer.static import check_source
-from offload_fixer.static.candidates import jit_candidates
+from offload_fixer.static.candidates import jit_candidates, site_candidates
 from offload_fixer.static.interpreter import Interpreter
 from offload_fixer.static.outline import SourceCache, outline
 from offload_fixer.static.project import ModuleFacts, Project
@@ -148,6 +148,45 @@ def test_a_project_module_is_judged_by_the_attribute_read(tmp_path):
         facts_of(text).pieces()[i].split("(")[0].strip() for i in jit_candidates(facts_of(text), Project(), str(main))
     ]
     assert chosen == ["def b", "def c", "def d"]  # `d` uses the module as a value: anything
+
+
+def test_only_the_sites_a_host_value_reaches_are_analysed():
+    plain = "".join(
+        f"""
+
+class TestPlain{i}:
+    def test_{i}(self):
+        return jax.jit(lambda x: jnp.sin(x) * {i})(jnp.ones(3))
+"""
+        for i in range(5)
+    )
+    text = (
+        HEADER
+        + plain
+        + "\n\nalias = host\n\n\nclass TestOffload:\n    def test(self):\n"
+        + "        def f(x):\n            return {'mu': jax.device_put(x, alias) * 2}\n\n"
+        + "        return jax.jit(f)(jnp.ones(3))\n"
+    )
+    facts = facts_of(text)
+    first_lines = [facts.pieces()[i].strip().splitlines()[0] for i in site_candidates(facts, None, "m.py")]
+    assert first_lines == ["class TestOffload:"]  # reached through `alias`, bound to `host`
+    assert len(jit_candidates(facts, None, "m.py")) == 6
+    assert assert_same_as_whole(text)
+
+
+def test_a_host_value_through_modules_that_import_each_other(tmp_path):
+    (tmp_path / "a.py").write_text(
+        "import jax\nfrom b import spare\n\nplace = jax.sharding.SingleDeviceSharding("
+        "jax.devices()[0], memory_kind='pinned_host')\n"
+    )
+    (tmp_path / "b.py").write_text("from a import place\n\nspare = place\n")
+    text = HEADER + "from b import spare\n" + UNRELATED + "\nf = jax.jit(lambda x: x, in_shardings=spare)\n"
+    main = tmp_path / "main.py"
+    main.write_text(text)
+    facts = facts_of(text, str(main))
+    assert [facts.pieces()[i].split()[0] for i in site_candidates(facts, Project(), str(main))] == ["f"]
+    (tmp_path / "a.py").write_text("import jax\nfrom b import spare\n\nplace = None\n")
+    assert site_candidates(facts_of(text, str(main)), Project(), str(main)) == []
 
 
 CORPORA = ("examples", "tests/static_vs_dynamic", "tests/lsp_fixtures", "tests/runner_programs")
