@@ -4,10 +4,10 @@ moved to host (nested scans under a remat offload policy), which neither backend
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from offload_fixer import codes
-from offload_fixer import xla_messages as msg
 from offload_fixer.rules import FixDoc, Rule, TargetBehaviour
 from offload_fixer.rules.examples import example
 from offload_fixer.rules.ofl1207 import HOST_ASYNC_SHAPE, HOST_TUPLE_SHAPE, backend_failure
@@ -16,23 +16,14 @@ if TYPE_CHECKING:
     from offload_fixer.analysis.backend import Backend
     from offload_fixer.analysis.offloader import Failure
 
-NESTED_STACK_HOST_CALL = msg.XlaMessage(
-    "tpu-nested-stack-host-call",
-    HOST_ASYNC_SHAPE.template,
-    codes.HOST_STACK_OF_INNER_LOOP,
-    status="INTERNAL",
-    stable=HOST_ASYNC_SHAPE.stable,
-    variants=HOST_ASYNC_SHAPE.variants,
+NESTED_STACK_HOST_CALL = replace(
+    HOST_ASYNC_SHAPE, kind="tpu-nested-stack-host-call", code=codes.HOST_STACK_OF_INNER_LOOP
 )
 """libtpu (0.0.17.1, 0.0.42.1, 0.0.50.1): host compute reading a host buffer that an outer loop
 stacked from an inner loop's host output; the buffer has lost its host layout (OFL1207's
 text, so XLA's text alone does not say which rule)."""
-GPU_NESTED_STACK = msg.XlaMessage(
-    "gpu-nested-stack-tuple-shape",
-    HOST_TUPLE_SHAPE.template,
-    codes.HOST_STACK_OF_INNER_LOOP,
-    status="INTERNAL",
-    stable=HOST_TUPLE_SHAPE.stable,
+GPU_NESTED_STACK = replace(
+    HOST_TUPLE_SHAPE, kind="gpu-nested-stack-tuple-shape", code=codes.HOST_STACK_OF_INNER_LOOP, variants=()
 )
 """XLA:GPU (jax-cuda12-plugin 0.10.2, 0.12.0.1): an outer loop's tuple that carries a host buffer
 stacked from an inner loop's host output loses the host memory space (OFL1207's text)."""
