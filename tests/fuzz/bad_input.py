@@ -739,9 +739,10 @@ CASES: tuple[Case, ...] = (
         ),
     ),
     Case(
+        # a jit site a host value reaches (out_shardings=host): the check must parse it
         "check-5000-implicit-concatenations",
         lambda d: (
-            _write(d, "cat.py", FIXABLE + "\nS = jax.jit(len)(\n" + '    "x"\n' * 5000 + ")\n"),
+            _write(d, "cat.py", FIXABLE + "\nS = jax.jit(len, out_shardings=host)(\n" + '    "x"\n' * 5000 + ")\n"),
             ["check", "--jax-version", OLD, "cat.py"],
         )[1],
         ExitCode.INPUT_ERROR,
