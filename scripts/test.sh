@@ -68,18 +68,43 @@ env_python() {
   case $1 in py312) find_python312 ;; *) echo "${PYTHON:-python3}" ;; esac
 }
 
+# The installer: uv (pinned) installs the same pins as pip about ten times faster (an
+# environment with JAX, libtpu and the CUDA plugin in about 10 s cold, 4 s from uv's cache),
+# which is most of a clean clone's set-up. It lives in .venv-tools; where it cannot be
+# installed (no registry), pip does the work.
+UV_VERSION=0.13.9
+TOOLS=.venv-tools
+find_uv() {  # prints the uv to install with, or nothing (then pip installs)
+  if ! "$TOOLS/bin/uv" --version 2>/dev/null | grep -qx "uv $UV_VERSION"; then
+    { "${PYTHON:-python3}" -m venv --clear "$TOOLS" && "$TOOLS/bin/python" -m pip install -q "uv==$UV_VERSION"; } \
+      >"$TOOLS.log" 2>&1 || { echo "scripts/test.sh: uv $UV_VERSION could not be installed (log in $TOOLS.log); pip installs instead" >&2; return 0; }
+  fi
+  echo "$TOOLS/bin/uv"
+}
+
+install_into() {  # install_into DIR ARGS...: pip's arguments, run by uv when there is one
+  local dir=$1
+  shift
+  if [ -n "$UV" ]; then
+    "$UV" pip install -q --python "$dir/bin/python" "$@"
+  else
+    "$dir/bin/python" -m pip install -q "$@"
+  fi
+}
+
 ensure_env() {  # ensure_env NAME PYTHON: (re)create the environment unless its stamp is current
   local dir constraints stamp
   dir=$(env_dir "$1")
   constraints=$(env_constraints "$1")
   stamp="$dir/.installed-$( (cat "$constraints" pyproject.toml; "$2" --version; env_requirements "$1"; env_extras "$1") | sha1sum | cut -c1-12)"
   [ -f "$stamp" ] && return
+  [ -n "${UV+set}" ] || UV=$(find_uv)  # once per run, and only when something is installed
   # A fresh environment each time its inputs change: nothing left over from the old pins.
   "$2" -m venv --clear "$dir"
-  # pip's output goes to a log, shown only when an install fails.
+  # The installer's output goes to a log, shown only when an install fails.
   # shellcheck disable=SC2046  # the requirement list is split on purpose
-  if ! { "$dir/bin/python" -m pip install -q --upgrade pip &&
-    "$dir/bin/python" -m pip install -q -c "$constraints" -e ".[$(env_extras "$1")]" $(env_requirements "$1"); } >"$dir/install.log" 2>&1; then
+  if ! { install_into "$dir" --upgrade pip &&
+    install_into "$dir" -c "$constraints" -e ".[$(env_extras "$1")]" $(env_requirements "$1"); } >"$dir/install.log" 2>&1; then
     cat "$dir/install.log" >&2
     echo "scripts/test.sh: installing $dir from $constraints failed (log above, kept in $dir/install.log)" >&2
     exit 1
