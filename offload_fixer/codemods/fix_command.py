@@ -72,13 +72,18 @@ class FixCommand(CodemodCommand):
         *,
         line_map: Callable[[int], int] | None = None,
         reference_count: Callable[[str], int] | None = None,
+        facts: SourceFacts | None = None,
         **flags: Any,
     ) -> None:
         """``line_map``/``reference_count``: the module is an excerpt of a file (see
-        ``SourceFacts.collect``); lines in targets, edits and messages are the file's."""
+        ``SourceFacts.collect``); lines in targets, edits and messages are the file's.
+        ``facts``: collected already (with the same ``line_map`` and ``reference_count``) from
+        the module this command will transform; a dry run of several commands over one module
+        then resolves positions and walks it once, not once per command."""
         super().__init__(context)
         self.line_map = line_map
         self.reference_count = reference_count
+        self.known_facts = facts
         self.standalone = target is None and not targets
         """Built from ``python -m libcst.tool codemod`` flags: a target that does not fit the
         file is reported through libcst (the file is skipped, with the reason), not ignored."""
@@ -161,13 +166,17 @@ class FixCommand(CodemodCommand):
         """Like ``CodemodCommand.transform_module`` (metadata, then scheduled imports), but
         without copying the tree first: the transform never mutates, so an unchanged module
         comes back as the same object and callers can skip regenerating its code."""
-        wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
-        with self.resolve(wrapper):
-            self.context = replace(self.context, wrapper=wrapper)
-            try:
-                tree = self.transform_module_impl(tree)
-            finally:
-                self.context = replace(self.context, wrapper=None)
+        if self.known_facts is not None and self.known_facts.module is tree:
+            self.facts = self.known_facts
+            tree = self._transform(tree)
+        else:
+            wrapper = MetadataWrapper(tree, unsafe_skip_copy=True)
+            with self.resolve(wrapper):
+                self.context = replace(self.context, wrapper=wrapper)
+                try:
+                    tree = self.transform_module_impl(tree)
+                finally:
+                    self.context = replace(self.context, wrapper=None)
         if AddImportsVisitor.CONTEXT_KEY in self.context.scratch:
             tree = AddImportsVisitor(self.context).transform_module(tree)
         return tree
@@ -176,6 +185,10 @@ class FixCommand(CodemodCommand):
         # libcst types the resolved metadata as objects; PositionProvider's are CodeRanges
         positions = cast(Mapping[cst.CSTNode, CodeRange], self.metadata[PositionProvider])
         self.facts = SourceFacts.collect(tree, positions, self.line_map, self.reference_count)
+        return self._transform(tree)
+
+    def _transform(self, tree: cst.Module) -> cst.Module:
+        """Plan each target against ``self.facts`` (of ``tree``), then make the rewrites."""
         for target, outcome in zip(self.targets, self.outcomes):
             self.target, self.outcome = target, outcome
             if self.standalone and not self._lines_exist(tree, target):

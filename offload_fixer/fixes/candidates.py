@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from offload_fixer.findings import root_cause_key
+from offload_fixer.fixes.plan_sources import Sources
 from offload_fixer.fixes.planner import FixPlan, plan_fixes
 from offload_fixer.model import FIX_STRATEGIES, Diagnostic, byte_size
 
@@ -65,12 +66,15 @@ def candidate_plans(
     reports: Iterable[Any] = (),
     texts: Mapping[str, bytes] | None = None,
     eligible: Callable[[FixPlan], bool] = lambda plan: True,
+    sources: Sources | None = None,
 ) -> dict[tuple[str, Any], list[FixPlan]]:
     """Per (file, root cause), the plans to try, best first, each making edits of its own:
     ``strategy``'s, its wider variant, and under ``auto`` the explicit strategies' (an explicit
     strategy is never swapped for another). ``eligible``: which plans may be written at all
-    (safe ones, unsafe ones with ``--unsafe-fixes``)."""
+    (safe ones, unsafe ones with ``--unsafe-fixes``). ``sources``: as for :func:`plan_fixes`;
+    the runs share them either way, so each file is parsed once for all of them."""
     reports = list(reports)
+    sources = Sources(texts or {}) if sources is None else sources
     runs = [(strategy, True), (strategy, False)]
     if strategy == "auto":
         runs += [(other, narrow) for other in FIX_STRATEGIES for narrow in (True, False)]
@@ -78,7 +82,7 @@ def candidate_plans(
     seen: dict[tuple[str, Any], list[Any]] = {}
     for run_strategy, narrow in runs:
         for plan in plan_fixes(
-            list(diagnostics), run_strategy, jax_version, texts=texts, reports=reports, narrow=narrow
+            list(diagnostics), run_strategy, jax_version, texts=texts, reports=reports, narrow=narrow, sources=sources
         ):
             key = (plan.path, root_cause_key(plan.diagnostics[0]))
             found.setdefault(key, [])

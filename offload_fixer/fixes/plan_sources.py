@@ -67,6 +67,7 @@ class Source:
             targets=targets,
             line_map=excerpt.file_line,
             reference_count=self.outline.reference_count,
+            facts=self._excerpt_facts(excerpt),
         )
         run.transform_module(excerpt.module)
         for target, outcome in zip(targets, run.outcomes):
@@ -82,7 +83,10 @@ class Source:
         """What the codemods know of the statements ``target`` needs, in file lines: collected
         once per excerpt (positions cost about three parses; a plan asks several times)."""
         assert self.outline is not None
-        excerpt = self.outline.excerpt_for([target])
+        return self._excerpt_facts(self.outline.excerpt_for([target]))
+
+    def _excerpt_facts(self, excerpt: Any) -> SourceFacts:
+        assert self.outline is not None
         found = self._facts.get(id(excerpt))
         if found is None or found[0] is not excerpt:
             wrapper = MetadataWrapper(excerpt.module, unsafe_skip_copy=True)

@@ -132,6 +132,7 @@ def plan_fixes(
     reports: Iterable[Report] = (),
     places: Mapping[str, Callable[[int], str]] | None = None,
     narrow: bool = True,
+    sources: Sources | None = None,
 ) -> list[FixPlan]:
     """Plans for the fixable diagnostics of a report (object or its JSON dict), of several
     reports, or of a list of diagnostics.
@@ -145,6 +146,9 @@ def plan_fixes(
     of a file whose lines are not the user's (a program of notebook cells: ``In [5], line 3``);
     a notebook's lines are named by its cells without it. ``narrow=False``: a scanned stack is
     moved whole where the function starts, not slice by slice (``FixTarget.narrow``).
+    ``sources``: the files as read for an earlier plan of the same findings (built from the
+    same ``texts``): their parses, facts and codemod dry runs are kept, so planning the
+    candidate strategies one after another reads and parses each file once.
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {strategy!r}; expected auto, device or host")
@@ -168,7 +172,7 @@ def plan_fixes(
         for d in report.diagnostics:
             outputs.setdefault(d, report.outputs)
     spelling = jax_compat.spelling(jax_version)
-    sources = Sources(texts or {})
+    sources = Sources(texts or {}) if sources is None else sources
     groups: dict[tuple[Any, ...], list[Diagnostic]] = {}
     for diagnostic in items:
         if diagnostic.code in FIXABLE_CODES:
