@@ -4,7 +4,7 @@ The host offloader decides where values live; the TPU and GPU backends then have
 what it decided, and some of it they cannot build. These are measured facts about released
 compilers, not rules of XLA's sources, and each lives in the rule module of its code: its
 ``backend`` hook says which patterns fail on which compiler (OFL1207 host compute, OFL1212
-stacks of inner loops, OFL1208 / OFL1210 / OFL1213 copies between host and device, OFL1204 /
+stacks of inner loops, OFL1205 loops decided by a host value, OFL1208 / OFL1210 / OFL1213 copies between host and device, OFL1204 /
 OFL1209 entry parameters and outputs), and its examples, compiled by the released compilers,
 pin it. This module is the loop that calls those hooks, never edited for a new rule, and the
 :class:`Backend` each hook reads: the walk's findings and the questions about the module's
@@ -96,6 +96,17 @@ class Backend:
                     if op not in seen:
                         seen.add(op)
                         yield seed, op
+
+    def host_loops(self) -> Iterator[tuple[Seed, Op]]:
+        """Each loop the host offloader put in host memory as a whole (its condition decided by
+        a host value, on the generations whose walk goes on from the loop), once, with the
+        first host value that decides it."""
+        seen: set[Op] = set()
+        for seed, loops in self.result.host_loops.items():
+            for loop in loops:
+                if loop not in seen:
+                    seen.add(loop)
+                    yield seed, loop
 
     def reached_outputs(self) -> set[int]:
         """The entry outputs a host value reaches (error 1200's, or streamed)."""

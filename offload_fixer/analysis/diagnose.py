@@ -166,6 +166,11 @@ class Diagnoser:
             if block == self.view.entry_block:
                 assert node.index is not None, "a parameter node has its argument number"
                 return self._parameter_name(node.index)
+            loop = block.owner.operation
+            if loop.name == "stablehlo.while":
+                # The move's user is the tuple of the loop's operands, which XLA names after
+                # the loop (``while.4`` for ``while.5``): the loop's tag lands on it first.
+                return self.op_name(loop)
             return "parameter"
         if node.kind == "res" and node.owner.name in ("stablehlo.case", "stablehlo.if"):
             # The move's user is its branch's root, a tuple XLA's conditional passes build.

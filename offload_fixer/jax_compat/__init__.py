@@ -392,10 +392,19 @@ class XlaGeneration:
     tpu_unpinned_output_from_device_fails: bool
     """libtpu cannot copy a device value into an ``unpinned_host`` output ('DMA from hbm to hbm')."""
     while_condition_on_host_aborts: bool
-    """A loop condition computed from host memory fails a CHECK in the host offloader (the
-    compiling process aborts); from jaxlib 0.12 XLA returns an error naming the condition's
-    instruction instead. JAX 0.6.2 cannot build that program (its loop carries lose the memory
-    kind), so its generation keeps the older behaviour unmeasured."""
+    """When the host offloader's walk reaches the root of a loop's condition (the condition is
+    computed from a host value: a host entry parameter carried through the loop or closed
+    over, or a value moved to host), the compilers fail a CHECK and the compiling process
+    aborts: libtpu 0.0.42.1 and jax-cuda12-plugin 0.10.2 ('Check failed: !tmp_shape_index.empty()
+    Expected shape index to be non-empty'), libtpu 0.0.17.1 of JAX 0.6.2 with another CHECK
+    ('Check failed: shape->has_layout() Instruction's shape has no layout: %while...'). From
+    jaxlib 0.12 (libtpu 0.0.50.1, jax-cuda12-plugin 0.12.0.1) the walk goes on from the whole
+    loop instead, every result of it in host memory: error 1200 where a loop result reaches a
+    device output, else the backend fails to build the host loop (libtpu: 'Shape mismatch
+    between parameter number 0 and its operand in %...fusion', a body fusion reading an S(5)
+    operand; XLA:GPU: 'Expected instruction to have shape equal to (f32[], ...), actual shape is
+    (f32[]{:S(5)}, ...)' on the while); an update written into a host buffer the loop carries
+    is still rejected by the buffer's condition check first (``WHILE_CONDITION_COMPUTE``)."""
     inlines_shard_map_body: bool
     """XLA's call inliner inlines a shard_map body called by name (``shmap_body``) before the
     host offloader runs (libtpu 0.0.17.1); later generations keep it as a call, so a move to

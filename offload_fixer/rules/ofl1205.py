@@ -3,13 +3,35 @@ host memory."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
 from offload_fixer import codes
 from offload_fixer import xla_messages as msg
-from offload_fixer.rules import FixDoc, Rule, ToolMessage, same_everywhere
+from offload_fixer.rules import FixDoc, Rule, TargetBehaviour, ToolMessage
 from offload_fixer.rules.examples import example
+from offload_fixer.rules.ofl1204 import UNPINNED_PARAMETER
+from offload_fixer.rules.ofl1207 import HOST_TUPLE_SHAPE, backend_failure
+
+if TYPE_CHECKING:
+    from offload_fixer.analysis.backend import Backend
+    from offload_fixer.analysis.offloader import Failure
 
 COMPILER_ABORTS = ToolMessage(codes.HOST_VALUE_IN_WHILE_CONDITION, "XLA aborts: {xla}")
 """XLA's failed check, which ends the compiling process rather than raising an error."""
+
+TPU_HOST_LOOP = replace(UNPINNED_PARAMETER, kind="tpu-host-loop-fusion", code=codes.HOST_VALUE_IN_WHILE_CONDITION)
+"""libtpu 0.0.50.1: a loop the host offloader put in host memory as a whole (its condition
+decided by a host value), whose body fuses compute on a carried value: the fusion's parameter
+is in device memory, its operand in host memory (S(5)). OFL1204's text, so XLA's text alone
+does not say which rule."""
+GPU_HOST_LOOP = replace(
+    HOST_TUPLE_SHAPE, kind="gpu-host-loop-tuple-shape", code=codes.HOST_VALUE_IN_WHILE_CONDITION, variants=()
+)
+"""jax-cuda12-plugin 0.12.0.1: the same loop after layout assignment: the while's tuple is all
+host memory (S(5)) where its body and condition expect device memory (OFL1207's and
+OFL1212's text)."""
 
 _INVALID = """
 @jax.jit
@@ -69,6 +91,39 @@ def _condition_root(subject: str | None, target: str) -> tuple[str, str]:
     )
 
 
+_HOST_LOOP_WHY = (
+    "A value in host memory decides a while loop's condition. The compilers of JAX 0.12 "
+    "put the whole loop in host memory then, every value it carries included, and the "
+    "backend cannot build the loop's device compute on them. Keep what the condition reads "
+    "on device (move the host value to device before the loop, or carry a count or total "
+    "on device beside it)."
+)
+_FAILURE_TEXTS = {
+    msg.WHILE_CONDITION_COMPUTE: _condition_compute,
+    msg.WHILE_CONDITION_ROOT: _condition_root,
+    TPU_HOST_LOOP: backend_failure(
+        TPU_HOST_LOOP, "A loop decided by a host value lands in host memory", _HOST_LOOP_WHY
+    ),
+    GPU_HOST_LOOP: backend_failure(
+        GPU_HOST_LOOP, "A loop decided by a host value lands in host memory", _HOST_LOOP_WHY
+    ),
+}
+
+
+def backend(b: Backend) -> Iterator[Failure]:
+    """JAX 0.12's compilers: each loop the host offloader put in host memory as a whole (its
+    condition decided by a host value) fails in the backend when no loop result reaches a
+    device output (error 1200 comes first then): libtpu on the body's fusion reading a carried
+    value (the ``host_parameter_in_loop_condition_*_host_output`` probes), XLA:GPU on the
+    loop's tuple shape. Not where the host offloader already rejects compute in that condition
+    (an update into a host buffer the loop carries: ``while_condition_on_host``)."""
+    if any(failure.code == codes.HOST_VALUE_IN_WHILE_CONDITION for failure in b.result.failures):
+        return
+    message = TPU_HOST_LOOP if b.target == "tpu" else GPU_HOST_LOOP
+    for seed, loop in b.host_loops():
+        yield b.failure(seed, loop, message)
+
+
 RULE = Rule(
     code=codes.HOST_VALUE_IN_WHILE_CONDITION,
     summary="A while loop's condition is computed from a value in host memory",
@@ -81,17 +136,33 @@ RULE = Rule(
         "The released compilers' host offloader follows host values into the loop "
         "condition, and when the walk reaches the condition's result the compilers of JAX "
         "up to 0.11 fail a CHECK: the compiling process aborts, with no exception and no "
-        "error message for the program to catch; those of JAX 0.12 reject the program, "
-        "naming the instruction that computes on the host value. (XLA's sources also reject compute on such a buffer in the condition "
-        "while they allocate it in host memory.)"
+        "error message for the program to catch. Those of JAX 0.12 go on from the whole "
+        "loop, which lands in host memory with every value it carries: error 1200 where a "
+        "result of the loop is returned as a device output, otherwise the backend fails to "
+        "build the loop (an internal error). Where the loop carries a host buffer that it "
+        "updates, the host offloader rejects the compute in the condition first, naming its "
+        "instruction."
     ),
-    targets=same_everywhere(
-        "error",
-        "the compilers of JAX up to 0.11 abort on a failed check (no error to catch); from JAX 0.12 "
-        "(libtpu 0.0.50.1, jax-cuda12-plugin 0.12.0.1) compilation fails with an error naming the "
-        "condition's instruction",
-        msg.WHILE_CONDITION_ROOT.placeholder(),
-    ),
+    targets={
+        "tpu": TargetBehaviour(
+            "error",
+            "libtpu 0.0.17.1 and 0.0.42.1 (JAX 0.6.2, 0.10.2) abort on a failed check (no error to "
+            "catch); libtpu 0.0.50.1 (JAX 0.12) rejects the program: error 1200 when a loop "
+            "result reaches a device output, else 'INTERNAL: Shape mismatch between parameter "
+            "number 0 and its operand in %...fusion' (or, for an update into a host buffer the "
+            "loop carries, an error naming the condition's instruction)",
+            msg.WHILE_CONDITION_ROOT.placeholder(),
+        ),
+        "gpu": TargetBehaviour(
+            "error",
+            "jax-cuda12-plugin 0.10.2 aborts on a failed check (no error to catch); 0.12.0.1 "
+            "rejects the program: error 1200 when a loop result reaches a device output, else "
+            "'INTERNAL: Expected instruction to have shape equal to (...), actual shape is "
+            "(...S(5)...)' on the while (or, for an update into a host buffer the loop "
+            "carries, an error naming the condition's instruction)",
+            msg.WHILE_CONDITION_ROOT.placeholder(),
+        ),
+    },
     fixes=(
         FixDoc(
             "device",
@@ -103,5 +174,7 @@ RULE = Rule(
     applies_to="Every JAX version",
     invalid=(example(_INVALID),),
     valid=(example(_VALID),),
-    failure_texts={msg.WHILE_CONDITION_COMPUTE: _condition_compute, msg.WHILE_CONDITION_ROOT: _condition_root},
+    failure_texts=_FAILURE_TEXTS,
+    backend=backend,
+    backend_stage="loops",
 )

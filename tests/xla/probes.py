@@ -32,7 +32,7 @@ class Probe:
     jit: Callable[[], dict[str, Any]] = dict
     typed_only: bool = False
     """The program needs memory spaces in types (JAX >= 0.7.1)."""
-    unless: Callable[[Any], dict[str, str]] | None = None
+    unless: Callable[[Any], dict[str, str] | None] | None = None
     """For an ``XlaGeneration`` that decides otherwise: the outcomes it gives instead."""
     devices: int = 1
     """Devices of the mesh the program is sharded over (``mhlo.num_partitions``)."""
@@ -246,6 +246,40 @@ def while_condition_on_host(rows):
         return i + 1, lax.dynamic_update_slice(history, row[None], (i, 0))
 
     return lax.while_loop(keep_going, write_row, (0, history))[1]
+
+
+def _loop_bound(h, reduce: str):
+    return h.sum() if reduce == "sum" else h[0]
+
+
+def _host_bound_loop(carried: bool, reduce: str):
+    """A loop whose condition compares its counter with a host parameter ``h`` (summed, or an
+    element of it), ``h`` carried in the loop state or closed over; it returns the loop's
+    device result."""
+
+    def run(h, x):
+        from jax import lax
+
+        if carried:
+            state = lax.while_loop(
+                lambda s: s[0] < _loop_bound(s[1], reduce), lambda s: (s[0] + 1, s[1], s[2] * 2), (0.0, h, x)
+            )
+            return state[2]
+        return lax.while_loop(lambda s: s[0] < _loop_bound(h, reduce), lambda s: (s[0] + 1, s[1] * 2), (0.0, x))[1]
+
+    return run
+
+
+def host_bound_loop_moved_to_device(h, x):
+    return _put(_host_bound_loop(carried=True, reduce="sum")(h, x), device_move())
+
+
+def moved_bound_loop(x):
+    """The loop bound is a value moved to host inside the program, closed over."""
+    from jax import lax
+
+    h = _put(x * 3, host_move())
+    return lax.while_loop(lambda s: s[0] < h.sum(), lambda s: (s[0] + 1, s[1] * 2), (0.0, x))[1]
 
 
 def matmul(w, x):
@@ -536,6 +570,86 @@ def sine(w):
     return jnp.sin(w)
 
 
+def _loop_on_host_e1200(generation: Any) -> dict[str, str] | None:
+    """Up to JAX 0.11 the compilers abort where a host value decides a loop's condition; JAX
+    0.12's put the loop in host memory, and its device result reaches a device output (error 1200)."""
+    return None if generation.while_condition_on_host_aborts else both(E1200)
+
+
+_LOOP_CONDITION_PROBES = (
+    Probe(
+        "host_parameter_in_loop_condition_carried_sum",
+        "a host parameter carried by a loop and summed in its condition: "
+        "JAX 0.12's compilers put the loop in host memory (error 1200 at its device result)",
+        _host_bound_loop(carried=True, reduce="sum"),
+        shapes((8,), (8,)),
+        both(OTHER),
+        jit=lambda: {"in_shardings": (host(), device())},
+        unless=_loop_on_host_e1200,
+    ),
+    Probe(
+        "host_parameter_in_loop_condition_carried_index",
+        "a host parameter carried by a loop and indexed in its condition: "
+        "JAX 0.12's compilers put the loop in host memory (error 1200 at its device result)",
+        _host_bound_loop(carried=True, reduce="index"),
+        shapes((8,), (8,)),
+        both(OTHER),
+        jit=lambda: {"in_shardings": (host(), device())},
+        unless=_loop_on_host_e1200,
+    ),
+    Probe(
+        "host_parameter_in_loop_condition_closed_sum",
+        "a host parameter closed over by a loop and summed in its condition: "
+        "JAX 0.12's compilers put the loop in host memory (error 1200 at its device result)",
+        _host_bound_loop(carried=False, reduce="sum"),
+        shapes((8,), (8,)),
+        both(OTHER),
+        jit=lambda: {"in_shardings": (host(), device())},
+        unless=_loop_on_host_e1200,
+    ),
+    Probe(
+        "host_parameter_in_loop_condition_closed_index",
+        "a host parameter closed over by a loop and indexed in its condition: "
+        "JAX 0.12's compilers put the loop in host memory (error 1200 at its device result)",
+        _host_bound_loop(carried=False, reduce="index"),
+        shapes((8,), (8,)),
+        both(OTHER),
+        jit=lambda: {"in_shardings": (host(), device())},
+        unless=_loop_on_host_e1200,
+    ),
+    Probe(
+        "host_parameter_in_loop_condition_host_output",
+        "a host parameter decides a loop's condition and the loop's result is a host output: "
+        "JAX 0.12's backends cannot build the loop in host memory",
+        _host_bound_loop(carried=True, reduce="sum"),
+        shapes((8,), (8,)),
+        both(OTHER),
+        jit=lambda: {"in_shardings": (host(), device()), "out_shardings": host()},
+    ),
+    Probe(
+        "host_parameter_in_loop_condition_moved_to_device",
+        "a host parameter decides a loop's condition and the loop's result is moved to device: "
+        "JAX 0.12's backends cannot build the loop in host memory",
+        host_bound_loop_moved_to_device,
+        shapes((8,), (8,)),
+        both(OTHER),
+        jit=lambda: {"in_shardings": (host(), device())},
+    ),
+    Probe(
+        "moved_value_in_loop_condition",
+        "a value moved to host inside the program decides a loop's condition: error 1200 from "
+        "the loop's operand tuple under JAX 0.12",
+        moved_bound_loop,
+        shapes((8,)),
+        both(OTHER),
+        unless=_loop_on_host_e1200,
+    ),
+)
+"""A host value that decides a loop's condition, without an update into a host buffer the loop
+carries (``while_condition_on_host``): measured on libtpu 0.0.42.1 and 0.0.50.1 and the CUDA
+plugins 0.10.2 and 0.12.0.1 (``XlaGeneration.while_condition_on_host_aborts``)."""
+
+
 PROBES: tuple[Probe, ...] = (
     # root repair
     Probe(
@@ -721,6 +835,7 @@ PROBES: tuple[Probe, ...] = (
         both(OTHER),
         typed_only=True,
     ),
+    *_LOOP_CONDITION_PROBES,
     # host compute the backends cannot build
     Probe(
         "matmul_on_host",
