@@ -118,6 +118,46 @@ def test_plain_run_marks_a_fix_that_does_not_lower_not_automatic_as_fix_would_re
 
 @pytest.mark.skipif(
     not jax_compat.host_memory_on_this_backend(),
+    reason="the example builds pinned_host shardings, which this JAX's CPU backend lacks",
+)
+def test_plain_run_does_not_mark_a_fix_it_cannot_verify_and_fix_does_not_write_it(tmp_path: Path):
+    """Safe means verified: a script that trains at module level (no ``if __name__ ==
+    "__main__":`` guard) cannot be imported to lower its fixed function without running the
+    program again, so its fix is not ``[*]``; it says why, and ``--fix`` does not write it."""
+    source = (EXAMPLES / "optimizer_offload_broken.py").read_text()
+    guarded = 'if __name__ == "__main__":\n    main()\n'
+    assert source.endswith(guarded)
+    script = source.removesuffix(guarded) + "main()\n"
+    program = tmp_path / "train_script.py"
+    program.write_text(script)
+    proc = offload_fixer("run", str(program), cwd=tmp_path)
+    assert proc.returncode == ExitCode.FINDINGS, proc.stdout + proc.stderr
+    assert "step  39" in proc.stdout  # the program ran, once
+    assert "[*]" not in proc.stdout, proc.stdout
+    assert "fix (not automatic): Move opt_state['mu'], opt_state['nu'] to device" in proc.stdout, proc.stdout
+    reason = "not written: not verified: importing train_script.py would run the program (statements at module level)"
+    assert reason in proc.stdout, proc.stdout
+    assert not list(tmp_path.glob(".offload-fixer-confirm-*"))
+
+    # what plain run does not mark [*], --fix does not write
+    proc = offload_fixer("run", "--fix", str(program), cwd=tmp_path)
+    assert proc.returncode == ExitCode.FIX_REFUSED, proc.stdout + proc.stderr
+    assert program.read_text() == script
+    assert "fix refused: not verified: importing train_script.py would run the program" in proc.stderr, proc.stderr
+    assert "[*]" not in proc.stdout and "fix (not automatic)" in proc.stdout, proc.stdout
+
+    # the same program with its guard: verified, [*], and written
+    (tmp_path / "train_module.py").write_text(source)
+    proc = offload_fixer("run", str(tmp_path / "train_module.py"), cwd=tmp_path)
+    assert proc.returncode == ExitCode.FINDINGS, proc.stdout + proc.stderr
+    assert "[*] 2 fixable with `--fix`." in proc.stdout, proc.stdout
+    proc = offload_fixer("run", "--fix", str(tmp_path / "train_module.py"), cwd=tmp_path)
+    assert proc.returncode == ExitCode.CLEAN, proc.stdout + proc.stderr
+    assert (tmp_path / "train_module.py").read_text() != source
+
+
+@pytest.mark.skipif(
+    not jax_compat.host_memory_on_this_backend(),
     reason="the examples build pinned_host shardings, which this JAX's CPU backend lacks",
 )
 @pytest.mark.skipif(not has_tpu_compiler(), reason="libtpu is not installed")

@@ -121,8 +121,11 @@ class FixConfirmation:
                 f"{len(compared)} candidate plans that compile (against {figures})"
             )
         if not choice.plans:
-            said = "not confirmed by the compiler" if self.compile else "no candidate plan lowers"
             reason = choice.left[0][1] if choice.left else "no plan"
+            if self.compile:
+                reason = f"not confirmed by the compiler: {reason}"
+            elif "not verified: " not in reason:  # else the reason says it was not verified
+                reason = f"no candidate plan lowers: {reason}"
             result = apply_plans(unchosen, write=False, unsafe=unsafe)[0] if unchosen else None
             from offload_fixer.fixes.apply import FileResult
 
@@ -134,7 +137,7 @@ class FixConfirmation:
                     "",
                     # the refused plans too, with why: their findings are not ``[*]`` after this
                     skipped=tuple(result.skipped if result else ()) + tuple(choice.left),
-                    error=FixNotConfirmedError(path, f"{said}: {reason}"),
+                    error=FixNotConfirmedError(path, reason),
                 ),
                 [],
             )
@@ -145,7 +148,9 @@ class FixConfirmation:
         trial = choice.trial
         checked = trial.detail[1] if trial is not None and trial.detail else []
         unverified = list(dict.fromkeys(trial.detail[2])) if trial is not None and trial.detail else []
-        if unverified:  # written as before, never silently: said, and carried by the fix's record
+        # some of the file's compilations lowered, others could not: written, never silently
+        # (said, and carried by the fix's record)
+        if unverified:
             self.notes += unverified
             marked = {id(p): dataclasses.replace(p, unverified=unverified[0]) for p in choice.plans}
             choice = dataclasses.replace(choice, plans=tuple(marked[id(p)] for p in choice.plans))
@@ -209,16 +214,12 @@ class FixConfirmation:
             checked = [entry for entry in checked if entry[2].located]
         checks = [check for _, _, check in checked]
         if not checks:
-            if self.compile:
-                return Trial(
-                    False,
-                    unverified[0]
-                    if unverified
-                    else "not verified: no checked compilation of this file to compile the fix with",
-                )
-            # nothing lowered: the fix is written as before, and says it was not verified
-            why = unverified or ["not verified: no checked compilation of this file's functions to lower it with"]
-            return Trial(True, detail=(result, [], why))
+            # nothing lowered, so nothing verified: not written (safe means verified), and
+            # plain ``run`` marks it ``fix (not automatic)`` with this reason, as ``--fix`` refuses it
+            if unverified:
+                return Trial(False, unverified[0])
+            verb = "compile" if self.compile else "lower"
+            return Trial(False, f"not verified: no checked compilation of this file's functions to {verb} the fix with")
         failing = next((check for check in checks if not check.lowered), None)
         if failing is not None:
             return Trial(False, failing.reason)
