@@ -155,6 +155,10 @@ class FixConfirmation:
             marked = {id(p): dataclasses.replace(p, unverified=unverified[0]) for p in choice.plans}
             choice = dataclasses.replace(choice, plans=tuple(marked[id(p)] for p in choice.plans))
             result = dataclasses.replace(result, applied=tuple(marked.get(id(p), p) for p in result.applied))
+        if checked:  # claimed: only what the fixed source, analysed again, no longer has
+            trimmed = {id(p): claim_only_removed(p, checked) for p in choice.plans}
+            choice = dataclasses.replace(choice, plans=tuple(trimmed[id(p)] for p in choice.plans))
+            result = dataclasses.replace(result, applied=tuple(trimmed.get(id(p), p) for p in result.applied))
         checks = [check for _, _, check in checked]
         if checks and all(c.verdict is not None for c in checks):
             compiler = checks[0].verdict.compiler
@@ -300,6 +304,33 @@ class FixConfirmation:
             declared = accepted is None or accepted.target != self.target
             self._before[key] = original_memory(report.function, call, self.target, failing, declared)
         return self._before[key]
+
+
+def claim_only_removed(plan: Any, checked: Sequence[tuple[Any, Any, Any]]) -> Any:
+    """``plan`` covering only the findings the fixed source no longer has: each covered
+    finding whose code and origin the analysis of its function's fixed lowering still finds
+    (``checked``: (report, call, check) of the file's compilations) is moved to
+    ``left_after``. A stack moved slice by slice whose update stays host compute leaves that
+    host compute (OFL1201) and what the backward pass still reads from host."""
+    from offload_fixer.xla.confirm_fixes import finding_key
+
+    def still_there(d: Any) -> bool:
+        return any(
+            check.lowered
+            and check.located
+            and report.function is not None
+            and d.function is not None
+            and report.function.name == d.function.name
+            and finding_key(d) in check.remaining
+            for report, _, check in checked
+        )
+
+    left = tuple(d for d in plan.covered if still_there(d))
+    if not left:
+        return plan
+    return dataclasses.replace(
+        plan, covered=tuple(d for d in plan.covered if d not in left), left_after=plan.left_after + left
+    )
 
 
 def require_compiler(target: str, console: Console) -> None:

@@ -40,6 +40,9 @@ class FixCheck:
     """The fixed function was found and imported (else nothing was lowered)."""
     lowered: bool = True
     """The fixed function lowered (a refusal with ``lowered`` is the compiler's)."""
+    remaining: tuple[tuple[str, str, str], ...] = ()
+    """(code, origin kind, origin argument) of each finding the analysis of the fixed lowering
+    still makes: a fix removes only the findings of its root cause that are not among them."""
 
 
 class Unverifiable(Exception):
@@ -86,8 +89,9 @@ def compile_fixed(
             return FixCheck(
                 False, f"the fixed `{function.name}` no longer lowers: {type(exc).__name__}: {exc}", lowered=False
             )
+    remaining = findings_left(lowered, target, function)
     if not compile:
-        return FixCheck(True, "")
+        return FixCheck(True, "", remaining=remaining)
     text = module_text(lowered)
     for index in dict.fromkeys(host_outputs):
         text = with_host_output(text, index)
@@ -95,11 +99,32 @@ def compile_fixed(
         text = without_offload(text)
     verdict = judge(text, target)
     if verdict.outcome == "compiled":
-        return FixCheck(True, "", verdict)
+        return FixCheck(True, "", verdict, remaining=remaining)
     from offload_fixer.xla_messages import summary
 
     said = summary(verdict.message) or verdict.outcome
-    return FixCheck(False, f"{verdict.compiler} still rejects the fixed `{function.name}`: {said}", verdict)
+    return FixCheck(
+        False, f"{verdict.compiler} still rejects the fixed `{function.name}`: {said}", verdict, remaining=remaining
+    )
+
+
+def finding_key(diagnostic: Any) -> tuple[str, str, str]:
+    """What identifies a finding across the unfixed and the fixed source, whose lines differ:
+    its code and its origin (kind, argument)."""
+    origin = diagnostic.origin
+    return (diagnostic.code, origin.kind if origin else "", (origin.argument or "") if origin else "")
+
+
+def findings_left(lowered: Any, target: str, function: FunctionRef) -> tuple[tuple[str, str, str], ...]:
+    """:func:`finding_key` of each finding the analysis makes of the fixed lowering (empty where
+    the module cannot be read: nothing is claimed left)."""
+    from offload_fixer.analysis import ModuleReadError, analyze
+
+    try:
+        report = analyze(lowered, target, function=function)
+    except ModuleReadError:
+        return ()
+    return tuple(dict.fromkeys(finding_key(d) for d in report.diagnostics))
 
 
 def original_memory(
