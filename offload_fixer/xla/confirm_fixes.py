@@ -306,7 +306,10 @@ def _jit_at_site(site: Any, texts: Mapping[str, str], function: FunctionRef, mod
     except (OSError, SyntaxError):
         fixed = original = None
     if fixed is None or original is None:
-        raise Unverifiable(f"no `jax.jit({function.name}, ...)` call found at {where}")
+        rebuilt = _from_factory(module, function, call, texts.get(path, before_text) == before_text)
+        if rebuilt is None:
+            raise Unverifiable(f"no `jax.jit({function.name}, ...)` call found at {where}")
+        return jax.jit(rebuilt, **options)
     names = dict(vars(site))
     recorded_in = options.get("in_shardings")
     written_in = _keyword(original, "in_shardings", 1)
@@ -330,6 +333,43 @@ def _jit_at_site(site: Any, texts: Mapping[str, str], function: FunctionRef, mod
     if fun is None:
         raise Unverifiable(f"`{function.name}` is not defined at module level in the fixed file")
     return jax.jit(fun, **options)
+
+
+def _from_factory(module: Any, function: FunctionRef, call: Any, site_unchanged: bool) -> Any:
+    """``function`` as the fixed module builds it where the program jits what a factory
+    returns (``jax.jit(make_eval_step(config), ...)`` inside ``main()``): the fixed module's
+    code of the inner ``def`` with the closure of the function the run jitted (its ``config``),
+    where the free variables are the same.
+    None where the fix edits the jit site (its options would be the site's, not the record's),
+    the run holds no such function, or the fixed code's free variables differ from it."""
+    import types
+
+    from offload_fixer.api import python_function
+
+    recorded = python_function(getattr(call, "fun", None))
+    code = getattr(recorded, "__code__", None)
+    if not site_unchanged or code is None or code.co_name != function.name.rsplit(".", 1)[-1]:
+        return None
+    if getattr(module, code.co_name, None) is not None:
+        return None  # defined at module level: not a factory's (found, or refused, as such)
+
+    def inner(codes: Any, depth: int = 0) -> Any:
+        for const in codes:
+            if isinstance(const, types.CodeType):
+                if const.co_name == code.co_name and const.co_freevars == code.co_freevars:
+                    return const
+                found = inner(const.co_consts, depth + 1) if depth < 3 else None
+                if found is not None:
+                    return found
+        return None
+
+    makers = [getattr(v, "__code__", None) for v in vars(module).values() if isinstance(v, types.FunctionType)]
+    fixed = inner([m for m in makers if m is not None])
+    if fixed is None:
+        return None
+    rebuilt = types.FunctionType(fixed, vars(module), code.co_name, recorded.__defaults__, recorded.__closure__)
+    rebuilt.__kwdefaults__ = recorded.__kwdefaults__
+    return rebuilt
 
 
 def _jit_call(tree: Any, function: FunctionRef) -> Any:
