@@ -95,6 +95,10 @@ class Row:
     """Each such candidate holding fewer HBM bytes than the fix (libtpu's figures, each plan
     compiled alone): a fix that moves more into HBM than a valid plan does (a host stack moved
     whole where moving each slice holds less) fails."""
+    claimed_left: list[str] = field(default_factory=list)
+    """Findings the written fix claims to remove (``FixPlan.covered``) that the analysis of the
+    fixed program, lowered again, still makes (same code and origin): a claim the fix does not
+    keep fails it."""
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """What choosing among the candidate plans said (another plan chosen, the fix's figures)."""
@@ -108,7 +112,7 @@ class Row:
             return True
         placement = self.placement if self.strategy != "device" else None
         checks = (self.lowers, self.tpu, self.gpu, self.cpu, placement)
-        return all(v is not False for v in checks) and not self.narrower
+        return all(v is not False for v in checks) and not self.narrower and not self.claimed_left
 
 
 def programs(names: list[str] | None = None) -> list[Path]:
@@ -298,6 +302,7 @@ def assess(path: Path, strategies: tuple[str, ...], compilers: bool = True, show
                 row.lowers, row.tpu, row.gpu, row.placement = False, None, None, None
                 row.problems.append(f"lower: {type(exc).__name__}: {str(exc)[:300]}")
                 break
+            _check_claims(row, report, fixed.applied, lowered["tpu"])
             if not compilers:
                 continue
             if index not in lowered_before:
@@ -363,6 +368,20 @@ def _compare_candidates(row: Row, confirmation: Any, path: str, applied: Any, al
                 row.narrower.append(
                     f"{other.title}: HBM {byte_size(trial.device_bytes)}, the fix {byte_size(mine.device_bytes)}"
                 )
+
+
+def _check_claims(row: Row, report: Any, applied: Any, lowered: Any) -> None:
+    """The analysis run again on the fixed function's lowering: each finding of ``report`` that
+    a written plan claims (``covered``) and that is still made there (its code and origin) is a
+    claim the fix does not keep (``Row.claimed_left``)."""
+    from offload_fixer.analysis import analyze
+    from offload_fixer.xla.confirm_fixes import finding_key
+
+    left = {finding_key(d) for d in analyze(lowered, "tpu", function=report.function).diagnostics}
+    for plan in applied:
+        for d in plan.covered:
+            if d in report.diagnostics and finding_key(d) in left:
+                row.claimed_left.append(f"{d.code} ({plan.title})")
 
 
 def _check_placement(row: Row, report: Any, intended: tuple[str, ...], before: str, after: str, verdicts: Any) -> None:
@@ -436,6 +455,8 @@ def summary(rows: list[Row]) -> str:
         lines.append(
             f"{strategy}: {len(written)}/{len(mine)} programs fixed, {sum(r.good for r in written)} of them pass "
             f"every check; {safe}/{findings} OFL1200 findings get a safe fix ({100 * safe / max(findings, 1):.0f}%); "
+            f"{sum(len(r.claimed_left) for r in written)} findings a fix claims are still found in the fixed "
+            f"program ({sum(bool(r.claimed_left) for r in written)} programs); "
             f"{sum(bool(r.whole_moved) for r in written)} move a host stack to HBM whole for a loop, "
             f"{sum(bool(r.whole_moved) and bool(r.narrower) for r in written)} of them where a valid plan "
             f"holds fewer HBM bytes; {sum(bool(r.narrower) for r in written)} fixes hold more HBM than another "

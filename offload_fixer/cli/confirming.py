@@ -121,8 +121,11 @@ class FixConfirmation:
                 f"{len(compared)} candidate plans that compile (against {figures})"
             )
         if not choice.plans:
-            said = "not confirmed by the compiler" if self.compile else "no candidate plan lowers"
             reason = choice.left[0][1] if choice.left else "no plan"
+            if self.compile:
+                reason = f"not confirmed by the compiler: {reason}"
+            elif "not verified: " not in reason:  # else the reason says it was not verified
+                reason = f"no candidate plan lowers: {reason}"
             result = apply_plans(unchosen, write=False, unsafe=unsafe)[0] if unchosen else None
             from offload_fixer.fixes.apply import FileResult
 
@@ -134,7 +137,7 @@ class FixConfirmation:
                     "",
                     # the refused plans too, with why: their findings are not ``[*]`` after this
                     skipped=tuple(result.skipped if result else ()) + tuple(choice.left),
-                    error=FixNotConfirmedError(path, f"{said}: {reason}"),
+                    error=FixNotConfirmedError(path, reason),
                 ),
                 [],
             )
@@ -145,11 +148,17 @@ class FixConfirmation:
         trial = choice.trial
         checked = trial.detail[1] if trial is not None and trial.detail else []
         unverified = list(dict.fromkeys(trial.detail[2])) if trial is not None and trial.detail else []
-        if unverified:  # written as before, never silently: said, and carried by the fix's record
+        # some of the file's compilations lowered, others could not: written, never silently
+        # (said, and carried by the fix's record)
+        if unverified:
             self.notes += unverified
             marked = {id(p): dataclasses.replace(p, unverified=unverified[0]) for p in choice.plans}
             choice = dataclasses.replace(choice, plans=tuple(marked[id(p)] for p in choice.plans))
             result = dataclasses.replace(result, applied=tuple(marked.get(id(p), p) for p in result.applied))
+        if checked:  # claimed: only what the fixed source, analysed again, no longer has
+            trimmed = {id(p): claim_only_removed(p, checked) for p in choice.plans}
+            choice = dataclasses.replace(choice, plans=tuple(trimmed[id(p)] for p in choice.plans))
+            result = dataclasses.replace(result, applied=tuple(trimmed.get(id(p), p) for p in result.applied))
         checks = [check for _, _, check in checked]
         if checks and all(c.verdict is not None for c in checks):
             compiler = checks[0].verdict.compiler
@@ -209,16 +218,12 @@ class FixConfirmation:
             checked = [entry for entry in checked if entry[2].located]
         checks = [check for _, _, check in checked]
         if not checks:
-            if self.compile:
-                return Trial(
-                    False,
-                    unverified[0]
-                    if unverified
-                    else "not verified: no checked compilation of this file to compile the fix with",
-                )
-            # nothing lowered: the fix is written as before, and says it was not verified
-            why = unverified or ["not verified: no checked compilation of this file's functions to lower it with"]
-            return Trial(True, detail=(result, [], why))
+            # nothing lowered, so nothing verified: not written (safe means verified), and
+            # plain ``run`` marks it ``fix (not automatic)`` with this reason, as ``--fix`` refuses it
+            if unverified:
+                return Trial(False, unverified[0])
+            verb = "compile" if self.compile else "lower"
+            return Trial(False, f"not verified: no checked compilation of this file's functions to {verb} the fix with")
         failing = next((check for check in checks if not check.lowered), None)
         if failing is not None:
             return Trial(False, failing.reason)
@@ -299,6 +304,33 @@ class FixConfirmation:
             declared = accepted is None or accepted.target != self.target
             self._before[key] = original_memory(report.function, call, self.target, failing, declared)
         return self._before[key]
+
+
+def claim_only_removed(plan: Any, checked: Sequence[tuple[Any, Any, Any]]) -> Any:
+    """``plan`` covering only the findings the fixed source no longer has: each covered
+    finding whose code and origin the analysis of its function's fixed lowering still finds
+    (``checked``: (report, call, check) of the file's compilations) is moved to
+    ``left_after``. A stack moved slice by slice whose update stays host compute leaves that
+    host compute (OFL1201) and what the backward pass still reads from host."""
+    from offload_fixer.xla.confirm_fixes import finding_key
+
+    def still_there(d: Any) -> bool:
+        return any(
+            check.lowered
+            and check.located
+            and report.function is not None
+            and d.function is not None
+            and report.function.name == d.function.name
+            and finding_key(d) in check.remaining
+            for report, _, check in checked
+        )
+
+    left = tuple(d for d in plan.covered if still_there(d))
+    if not left:
+        return plan
+    return dataclasses.replace(
+        plan, covered=tuple(d for d in plan.covered if d not in left), left_after=plan.left_after + left
+    )
 
 
 def require_compiler(target: str, console: Console) -> None:

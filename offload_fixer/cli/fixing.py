@@ -397,9 +397,30 @@ def marks_after_fixing(
     is not automatic, and why. ``[*]`` marks only a fix that would be written."""
 
     def marks(diagnostics: list[Diagnostic]) -> dict:
-        return {**marks_for(diagnostics), **chosen_marks(run, diagnostics), **refused_marks(run, diagnostics)}
+        return {
+            **marks_for(diagnostics),
+            **left_marks(run, diagnostics),
+            **chosen_marks(run, diagnostics),
+            **refused_marks(run, diagnostics),
+        }
 
     return marks
+
+
+def left_marks(run: FixRun, diagnostics: Sequence[Diagnostic]) -> dict[Diagnostic, Any]:
+    """Each of ``diagnostics`` a fix of ``run`` was planned to remove but, lowered and analysed
+    again from the fixed source, still has (``FixPlan.left_after``): ``--fix`` does not fix it,
+    so it is not ``[*]``."""
+    from offload_fixer.findings import FixMark
+
+    wanted = set(diagnostics)
+    found: dict[Diagnostic, Any] = {}
+    for result in run.results:
+        for plan in result.applied if result.error is None else ():
+            for d in plan.left_after:
+                if d in wanted:
+                    found.setdefault(d, FixMark(plan.title, "manual", "the fixed source, analysed again, still has it"))
+    return found
 
 
 def chosen_marks(run: FixRun, diagnostics: Sequence[Diagnostic]) -> dict[Diagnostic, Any]:

@@ -241,10 +241,15 @@ class FixCommand(CodemodCommand):
         self.outcome.problems.append(message)
         self.warn(message)
 
-    def record(self, node: cst.CSTNode, description: str, reasons: list[str], subject: str = "") -> None:
-        """An edit at ``node``'s line (where its text changes or a statement goes in)."""
+    def record(
+        self, node: cst.CSTNode, description: str, reasons: list[str], subject: str = "", kept: Sequence[int] = ()
+    ) -> None:
+        """An edit at ``node``'s line (where its text changes or a statement goes in);
+        ``kept``: the lines whose host compute it leaves (:attr:`Edit.host_compute_kept`)."""
         safety: EditSafety = "unsafe" if reasons else "safe"
-        self.outcome.edits.append(Edit(self.facts.line(node), description, safety, "; ".join(reasons), subject))
+        self.outcome.edits.append(
+            Edit(self.facts.line(node), description, safety, "; ".join(reasons), subject, tuple(kept))
+        )
 
     def already(self, note: str) -> None:
         self.outcome.satisfied.append(note)

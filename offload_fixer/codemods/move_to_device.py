@@ -6,7 +6,9 @@ Placements:
   assignment a returned name refers to, when the path goes into it), in every return of the
   function (or the ``--return-line`` ones);
 * ``entry`` — rebind a streamed (host) parameter as the function's first statement, which
-  fixes every output it reaches and keeps computation off host memory;
+  fixes every output it reaches and keeps computation off host memory (narrowed: each slice in
+  the body of a scan over it, the one slice the function reads of it, the host leaves where
+  they are read);
 * ``after_origin`` — rebind the value right after the statement that moved it to host, for
   host values that go through computation before they are returned.
 
@@ -176,6 +178,8 @@ class MoveToDeviceCommand(ShardingCommand):
         leaves = [parse_output_path(p) for p in self.target.parameter_leaves]
         if self.target.narrow and self._in_scan_bodies(function, name):
             return
+        if self.target.narrow and not (leaves and all(leaves)) and self._at_the_one_slice(function, name):
+            return
         why_whole = ""
         if leaves and all(leaves):
             why_whole = self._at_reads(function, body, name, leaves)
@@ -250,7 +254,45 @@ class MoveToDeviceCommand(ShardingCommand):
                 f"{stays}): {self.code(statement).strip()}",
                 reasons,
                 label,
+                kept=lines,
             )
+        return True
+
+    def _at_the_one_slice(self, function: FunctionInfo, name: str) -> bool:
+        """A host argument the function reads at one place only, as a slice of it
+        (``lax.dynamic_index_in_dim(experts, i)``, ``lax.dynamic_slice(x, ...)``, ``x[0]``):
+        that slice moved to device where it is read (``device_put(lax.dynamic_index_in_dim(
+        experts, i), ...)``), so only the slice is in device memory, not all of ``name``: the
+        narrowest point. Reads of its metadata (``name.shape``) move nothing. False otherwise
+        (the whole argument then moves where the function starts: the wider candidate)."""
+        uses = _name_uses(function.node.body, name)
+        if not uses or any(is_store for _, is_store in uses):
+            return False
+        holders = _holders(function.node.body, name)
+        reads = [use for use, _ in uses if not _metadata_read(holders.get(id(use)), use)]
+        if len(reads) != 1:
+            return False
+        read = reads[0]
+        sliced = _slice_of(holders.get(id(read)), read)
+        if sliced is None:
+            return False
+        if any(self.is_device_move(call, function.scope) for call in _calls_with_argument(function.node.body, sliced)):
+            self.already(f"the slice of {name} that {function.name} reads is already moved to device")
+            return True
+        made = self.device_spec(function, function.scope, self.facts.line(sliced))
+        if made is None:
+            return True  # the problem is reported: no sharding fits
+        spec, reasons = made
+        if not self.claim(sliced, self._wrapper(spec)):
+            return True
+        self.record(
+            sliced,
+            f"move the slice of {name} that {function.name} reads to device where it reads it (line "
+            f"{self.facts.line(sliced)}; only that slice is in device memory, not all of {name}): "
+            f"{self.device_put_callee()}({self.code(sliced)}, {self.code(spec)})",
+            reasons,
+            f"the slice of {name}",
+        )
         return True
 
     def _scans_of(
@@ -753,7 +795,7 @@ def _arithmetic_operands(root: cst.CSTNode) -> set[int]:
     return found
 
 
-def _calls_with_argument(root: cst.CSTNode, argument: cst.Name) -> list[cst.Call]:
+def _calls_with_argument(root: cst.CSTNode, argument: cst.BaseExpression) -> list[cst.Call]:
     """The calls under ``root`` that take ``argument`` (that very node) as an argument."""
     found: list[cst.Call] = []
 
@@ -764,6 +806,59 @@ def _calls_with_argument(root: cst.CSTNode, argument: cst.Name) -> list[cst.Call
 
     root.visit(Visitor())
     return found
+
+
+METADATA = frozenset({"shape", "dtype", "ndim", "size", "sharding"})
+"""Attributes of an array that read no element: such a read moves nothing to device."""
+
+SLICING_CALLS = frozenset({"dynamic_index_in_dim", "dynamic_slice", "dynamic_slice_in_dim", "index_in_dim"})
+"""``jax.lax`` calls that read one contiguous slice of their first argument: a slice of a host
+value read so is copied to device alone (never strided, unlike ``slice_in_dim``)."""
+
+
+def _holders(root: cst.CSTNode, name: str) -> dict[int, cst.CSTNode]:
+    """For each plain-name occurrence of ``name`` under ``root`` (by id), the node directly
+    holding it (an ``Attribute``, a ``Subscript``, the ``Call`` whose argument it is)."""
+    found: dict[int, cst.CSTNode] = {}
+    stack: list[cst.CSTNode] = []
+
+    class Visitor(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, cst.Name) and node.value == name and stack:
+                holder = stack[-1]
+                if isinstance(holder, cst.Arg) and len(stack) > 1:
+                    holder = stack[-2]
+                found[id(node)] = holder
+            stack.append(node)
+            return True
+
+        def on_leave(self, original_node: cst.CSTNode) -> None:
+            stack.pop()
+
+    root.visit(Visitor())
+    return found
+
+
+def _metadata_read(holder: cst.CSTNode | None, use: cst.Name) -> bool:
+    return isinstance(holder, cst.Attribute) and holder.value is use and holder.attr.value in METADATA
+
+
+def _slice_of(holder: cst.CSTNode | None, use: cst.Name) -> cst.BaseExpression | None:
+    """The expression reading one contiguous slice of ``use``: ``use[0]``, ``use[1, 2]``
+    (integer indices: an array index would gather), or a :data:`SLICING_CALLS` call with
+    ``use`` first; None otherwise."""
+    if isinstance(holder, cst.Subscript) and holder.value is use:
+        if all(
+            isinstance(element.slice, cst.Index) and isinstance(element.slice.value, cst.Integer)
+            for element in holder.slice
+        ):
+            return holder
+        return None
+    if isinstance(holder, cst.Call) and last_name(holder.func) in SLICING_CALLS:
+        first = holder.args[0] if holder.args else None
+        if first is not None and first.keyword is None and not first.star and first.value is use:
+            return holder
+    return None
 
 
 def _defs(root: cst.CSTNode) -> list[cst.FunctionDef]:

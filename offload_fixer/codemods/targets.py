@@ -106,3 +106,7 @@ class Edit:
     """Why an unsafe edit is unsafe."""
     subject: str = ""
     """What the edit moves or declares (``opt_state['mu']``, ``output [1]``), for a title."""
+    host_compute_kept: tuple[int, ...] = ()
+    """Lines whose computation on the host value the edit leaves in host memory (the update
+    ``stack - 0.1 * grads`` of a stack moved slice by slice): the host-compute findings there
+    stay, so the plan does not claim them."""

@@ -179,5 +179,8 @@ def choose(
 
 def _reasons(failed: Sequence[tuple[FixPlan, str]], first: FixPlan) -> str:
     """Why each candidate failed, once each: the first (whose title the finding's mark
-    already gives) by its reason alone, the others named."""
+    already gives) by its reason alone, the others named; a reason they all share (the fixed
+    file cannot be imported to verify any of them) once."""
+    if len({why for _, why in failed}) == 1:
+        return failed[0][1]
     return "; ".join(why if plan is first else f"{plan.title}: {why}" for plan, why in failed)

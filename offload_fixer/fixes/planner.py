@@ -29,7 +29,7 @@ from offload_fixer.codemods.pin_host_memory import PinHostMemoryCommand
 from offload_fixer.codemods.targets import Edit, FunctionTarget, narrowed
 from offload_fixer.codes import HOST_COMPUTE_CODES, HOST_VALUE_DEVICE_OUTPUT, UNPINNED_HOST_MEMORY
 from offload_fixer.findings import origin_key, root_cause_key, source_path
-from offload_fixer.fixes.plan_sources import Job, Source, Sources
+from offload_fixer.fixes.plan_sources import Job, Source, Sources, same_file
 from offload_fixer.fixes.plan_targets import FixTarget, fix_target, host_computed, imported_jit_target, state_outputs
 from offload_fixer.fixes.plan_words import (
     NONE_LEAF_NOTE,
@@ -50,6 +50,7 @@ from offload_fixer.model import (
     Origin,
     OutputInfo,
     Report,
+    Role,
     Safety,
 )
 
@@ -97,6 +98,10 @@ class FixPlan:
     unverified: str = ""
     """``not verified: <why>`` where the fixed source could not be lowered before it was
     written (a jit only the running program builds, an import that runs it); else empty."""
+    left_after: tuple[Diagnostic, ...] = ()
+    """Findings the edits were expected to fix (taken out of :attr:`covered`) that the analysis
+    of the fixed source, lowered again before writing, still makes: the plan claims only what
+    it removes."""
     elsewhere: tuple[tuple[str, str | None, Job], ...] = ()
     """(file, its sha256, edit) for the edits of the same fix in another file: the jit site of
     a function defined here, in the package's ``__main__.py`` (applied with the plan, always)."""
@@ -394,7 +399,9 @@ class _Group:
             edits=tuple(edits),
             problems=tuple(dict.fromkeys(problems)),
             more_jobs=tuple(more),
-            covered=tuple(d for d in self.diagnostics if d.code in covered),
+            covered=tuple(
+                d for d in self.diagnostics if d.code in covered and not _left_on_host(d, edits, source.path)
+            ),
             elsewhere=tuple(elsewhere),
             **{**base, "rationale": rationale},
         )
@@ -486,6 +493,17 @@ def _parts(
     elif codes & set(HOST_COMPUTE_CODES) and (operand or after_origin):
         parts.append(_Part("operand", operand + after_origin))
     return parts
+
+
+def _left_on_host(diagnostic: Diagnostic, edits: Sequence[Edit], path: str | None) -> bool:
+    """A host-compute finding with a computation on a line an edit leaves in host memory
+    (:attr:`Edit.host_compute_kept`: a stack moved slice by slice whose update stays host
+    compute): the edit does not remove it, so the plan does not claim it."""
+    kept = {line for edit in edits for line in edit.host_compute_kept}
+    if not kept or diagnostic.code not in HOST_COMPUTE_CODES:
+        return False
+    spans = [diagnostic.span] + [step.span for step in diagnostic.trace if step.role == Role.HOST_COMPUTE]
+    return any(span is not None and span.line in kept and same_file(span.path, path) for span in spans)
 
 
 def _codemod(strategy: str) -> type[FixCommand]:

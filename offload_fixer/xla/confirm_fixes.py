@@ -40,6 +40,9 @@ class FixCheck:
     """The fixed function was found and imported (else nothing was lowered)."""
     lowered: bool = True
     """The fixed function lowered (a refusal with ``lowered`` is the compiler's)."""
+    remaining: tuple[tuple[str, str, str], ...] = ()
+    """(code, origin kind, origin argument) of each finding the analysis of the fixed lowering
+    still makes: a fix removes only the findings of its root cause that are not among them."""
 
 
 class Unverifiable(Exception):
@@ -86,8 +89,9 @@ def compile_fixed(
             return FixCheck(
                 False, f"the fixed `{function.name}` no longer lowers: {type(exc).__name__}: {exc}", lowered=False
             )
+    remaining = findings_left(lowered, target, function)
     if not compile:
-        return FixCheck(True, "")
+        return FixCheck(True, "", remaining=remaining)
     text = module_text(lowered)
     for index in dict.fromkeys(host_outputs):
         text = with_host_output(text, index)
@@ -95,11 +99,32 @@ def compile_fixed(
         text = without_offload(text)
     verdict = judge(text, target)
     if verdict.outcome == "compiled":
-        return FixCheck(True, "", verdict)
+        return FixCheck(True, "", verdict, remaining=remaining)
     from offload_fixer.xla_messages import summary
 
     said = summary(verdict.message) or verdict.outcome
-    return FixCheck(False, f"{verdict.compiler} still rejects the fixed `{function.name}`: {said}", verdict)
+    return FixCheck(
+        False, f"{verdict.compiler} still rejects the fixed `{function.name}`: {said}", verdict, remaining=remaining
+    )
+
+
+def finding_key(diagnostic: Any) -> tuple[str, str, str]:
+    """What identifies a finding across the unfixed and the fixed source, whose lines differ:
+    its code and its origin (kind, argument)."""
+    origin = diagnostic.origin
+    return (diagnostic.code, origin.kind if origin else "", (origin.argument or "") if origin else "")
+
+
+def findings_left(lowered: Any, target: str, function: FunctionRef) -> tuple[tuple[str, str, str], ...]:
+    """:func:`finding_key` of each finding the analysis makes of the fixed lowering (empty where
+    the module cannot be read: nothing is claimed left)."""
+    from offload_fixer.analysis import ModuleReadError, analyze
+
+    try:
+        report = analyze(lowered, target, function=function)
+    except ModuleReadError:
+        return ()
+    return tuple(dict.fromkeys(finding_key(d) for d in report.diagnostics))
 
 
 def original_memory(
@@ -281,7 +306,10 @@ def _jit_at_site(site: Any, texts: Mapping[str, str], function: FunctionRef, mod
     except (OSError, SyntaxError):
         fixed = original = None
     if fixed is None or original is None:
-        raise Unverifiable(f"no `jax.jit({function.name}, ...)` call found at {where}")
+        rebuilt = _from_factory(module, function, call, texts.get(path, before_text) == before_text)
+        if rebuilt is None:
+            raise Unverifiable(f"no `jax.jit({function.name}, ...)` call found at {where}")
+        return jax.jit(rebuilt, **options)
     names = dict(vars(site))
     recorded_in = options.get("in_shardings")
     written_in = _keyword(original, "in_shardings", 1)
@@ -305,6 +333,43 @@ def _jit_at_site(site: Any, texts: Mapping[str, str], function: FunctionRef, mod
     if fun is None:
         raise Unverifiable(f"`{function.name}` is not defined at module level in the fixed file")
     return jax.jit(fun, **options)
+
+
+def _from_factory(module: Any, function: FunctionRef, call: Any, site_unchanged: bool) -> Any:
+    """``function`` as the fixed module builds it where the program jits what a factory
+    returns (``jax.jit(make_eval_step(config), ...)`` inside ``main()``): the fixed module's
+    code of the inner ``def`` with the closure of the function the run jitted (its ``config``),
+    where the free variables are the same.
+    None where the fix edits the jit site (its options would be the site's, not the record's),
+    the run holds no such function, or the fixed code's free variables differ from it."""
+    import types
+
+    from offload_fixer.api import python_function
+
+    recorded = python_function(getattr(call, "fun", None))
+    code = getattr(recorded, "__code__", None)
+    if not site_unchanged or code is None or code.co_name != function.name.rsplit(".", 1)[-1]:
+        return None
+    if getattr(module, code.co_name, None) is not None:
+        return None  # defined at module level: not a factory's (found, or refused, as such)
+
+    def inner(codes: Any, depth: int = 0) -> Any:
+        for const in codes:
+            if isinstance(const, types.CodeType):
+                if const.co_name == code.co_name and const.co_freevars == code.co_freevars:
+                    return const
+                found = inner(const.co_consts, depth + 1) if depth < 3 else None
+                if found is not None:
+                    return found
+        return None
+
+    makers = [getattr(v, "__code__", None) for v in vars(module).values() if isinstance(v, types.FunctionType)]
+    fixed = inner([m for m in makers if m is not None])
+    if fixed is None:
+        return None
+    rebuilt = types.FunctionType(fixed, vars(module), code.co_name, recorded.__defaults__, recorded.__closure__)
+    rebuilt.__kwdefaults__ = recorded.__kwdefaults__
+    return rebuilt
 
 
 def _jit_call(tree: Any, function: FunctionRef) -> Any:

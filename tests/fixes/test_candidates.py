@@ -73,6 +73,11 @@ def test_a_stack_updated_in_host_memory_still_moves_slice_by_slice_and_says_the_
     assert "    def layer(h, w):\n        w = jax.device_put(w, jax.memory.Space.Device)\n" in narrow
     assert "layers = jax.device_put" not in narrow
     assert any("its arithmetic on line 15 stays in host memory (host compute)" in d for d in said), said
+    # the planner reads which lines keep host compute, so the plan does not claim their OFL1201
+    target = MoveToDeviceTarget(function_name="sgd", function_line=13, placement="entry", parameter="layers")
+    command = MoveToDeviceCommand(CodemodContext(filename="m.py"), targets=[target])
+    command.transform_module(cst.parse_module(SGD_OF_SCAN))
+    assert [e.host_compute_kept for e in command.outcome.edits] == [(15,)]
     wide, _ = _move_sgd(SGD_OF_SCAN, False)
     assert "    layers = jax.device_put(layers, jax.memory.Space.Device)\n    loss, grads =" in wide
 
@@ -189,3 +194,47 @@ def test_rank_compiles_a_bounded_number_of_candidates_and_skips_those_that_fail(
     checked.clear()
     late = choose([plans], check, measure=True, rank=True)
     assert [p.title for p in late.plans] == ["plan 4"] and checked == [f"plan {i}" for i in range(5)]
+
+
+ROUTE = """import jax
+import jax.numpy as jnp
+
+
+def route(router, experts, x):
+    choice = jnp.argmax(jnp.mean(x @ router, axis=0))
+    expert = jax.lax.dynamic_index_in_dim(experts, choice, keepdims=False)
+    return x @ expert
+"""
+
+
+def _move_experts(text: str, narrow: bool) -> tuple[str, MoveToDeviceCommand]:
+    target = MoveToDeviceTarget(
+        function_name="route", function_line=5, placement="entry", parameter="experts", narrow=narrow
+    )
+    command = MoveToDeviceCommand(CodemodContext(filename="m.py"), targets=[target])
+    return command.transform_module(cst.parse_module(text)).code, command
+
+
+def test_a_host_argument_read_once_as_a_slice_moves_only_that_slice_and_its_wider_plan_whole():
+    narrow, command = _move_experts(ROUTE, True)
+    moved = "jax.device_put(jax.lax.dynamic_index_in_dim(experts, choice, keepdims=False), jax.memory.Space.Device)"
+    assert f"    expert = {moved}\n" in narrow
+    assert "experts = jax.device_put" not in narrow
+    assert [e.subject for e in command.outcome.edits] == ["the slice of experts"]
+    again, command = _move_experts(narrow, True)  # a second run changes nothing
+    assert again == narrow and command.outcome.satisfied and not command.outcome.edits
+    wide, _ = _move_experts(ROUTE, False)
+    assert "    experts = jax.device_put(experts, jax.memory.Space.Device)\n    choice =" in wide
+
+
+def test_a_slice_read_beside_other_reads_or_by_an_array_index_moves_the_whole_argument():
+    whole = "    experts = jax.device_put(experts, jax.memory.Space.Device)\n"
+    # metadata is no read: still the one slice
+    shaped = ROUTE.replace("return x @ expert", "return (x @ expert) / experts.shape[0]")
+    assert "experts = jax.device_put" not in _move_experts(shaped, True)[0]
+    twice = ROUTE.replace("return x @ expert", "return x @ expert + jnp.sum(experts)")
+    assert whole in _move_experts(twice, True)[0]
+    gathered = ROUTE.replace("jax.lax.dynamic_index_in_dim(experts, choice, keepdims=False)", "experts[choice]")
+    assert whole in _move_experts(gathered, True)[0]
+    first = ROUTE.replace("jax.lax.dynamic_index_in_dim(experts, choice, keepdims=False)", "experts[0]")
+    assert "    expert = jax.device_put(experts[0], jax.memory.Space.Device)\n" in _move_experts(first, True)[0]

@@ -98,3 +98,37 @@ def test_run_fix_diff_compiles_and_measures_the_package_fix(tpu_compiler, tmp_pa
     # a delta, not totals: libtpu aborts on the step with its failing outputs declared host
     # (a host result of the donated Adam update), so the before is the step without its offload
     assert re.search(r": HBM [+-]\d[\d.]* \w?i?B \(\w+\) against no offload, host ", said), said
+
+
+def test_a_jit_of_what_a_factory_returns_lowers_from_the_fixed_factory_with_the_recorded_closure(tmp_path: Path):
+    """``jax.jit(make_step(scale))`` inside ``main()``: the fixed module's inner ``def``,
+    closed over the ``scale`` the run's function held, is lowered; an edit of that jit site
+    is not verified so (its options would be the record's, not the fixed call's)."""
+    package = tmp_path / "fac"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    model = "def make_step(scale):\n    def step(x):\n        return x * scale\n\n    return step\n"
+    (package / "model.py").write_text(model)
+    main = (
+        "import jax\n\nfrom .model import make_step\n\n\ndef main():\n    f = jax.jit(make_step(3.0))\n    f(1.0)\n\n\n"
+        'if __name__ == "__main__":\n    main()\n'
+    )
+    (package / "__main__.py").write_text(main)
+    namespace: dict = {}
+    exec(compile(model, str(package / "model.py"), "exec"), namespace)
+    recorded = jax.jit(namespace["make_step"](3.0))
+    function = FunctionRef("step", str(package / "model.py"), 2, jit_path=str(package / "__main__.py"), jit_line=7)
+    call = AbstractCall(recorded, (jax.ShapeDtypeStruct((4,), jnp.float32),), {}, {})
+    fixed = {str(package / "model.py"): model.replace("return x * scale", "return jnp.asarray(x) * scale")}
+    fixed[str(package / "model.py")] = "import jax.numpy as jnp\n\n\n" + fixed[str(package / "model.py")]
+    check = compile_fixed(fixed, function, call, "tpu", compile=False, require_safe=True)
+    assert check.confirmed and check.located, check.reason
+    broken = {str(package / "model.py"): model.replace("return x * scale", "return x * scale * undefined")}
+    check = compile_fixed(broken, function, call, "tpu", compile=False, require_safe=True)
+    assert check.located and not check.lowered and "undefined" in check.reason  # the fixed code is what lowers
+    site = {
+        **fixed,
+        str(package / "__main__.py"): main.replace("make_step(3.0))", "make_step(3.0), out_shardings=None)"),
+    }
+    check = compile_fixed(site, function, call, "tpu", compile=False, require_safe=True)
+    assert not check.located and "no `jax.jit(step, ...)` call found" in check.reason
