@@ -95,6 +95,12 @@ class Node(NamedTuple):
     """An ``ir.Operation`` (``op``, ``res``, ``cond``), an ``ir.Block`` (``arg``) or ``None`` (``root``)."""
     index: int | None  # type: ignore[assignment]  # shadows tuple.index, which nothing calls on a Node
     path: tuple[int, ...] = ()
+    calls: tuple[Any, ...] = ()
+    """The calls XLA inlines that the walk entered to reach this node, innermost last: XLA's
+    call inliner gives each call site its own copy of the callee before the host offloader
+    runs, so a value leaving the callee returns to the call it came in by, not to every call
+    of the function (JAX's ``dynamic_index_in_dim``, called by a scan's forward loop on host
+    weights and by its backward loop on the device residuals)."""
 
 
 @dataclass(frozen=True)
@@ -356,7 +362,7 @@ class HostOffloadWalk:
                     continue
                 # From jaxlib 0.12 the condition's root leads to the loop at shape index {}:
                 # the walk goes on through every result of the loop.
-                loop = Node("op", node.owner, None)
+                loop = Node("op", node.owner, None, calls=node.calls)
                 if node.owner not in result.host_loops.setdefault(seed, []):
                     result.host_loops[seed].append(node.owner)
                 if loop not in parents:
@@ -415,7 +421,7 @@ class HostOffloadWalk:
         first, when one value reaches several: ``(w - g, w + g)`` stops at output 0)."""
         for value, path in self._values(node):
             for use in reversed(list(value.uses)):
-                yield from self._successors_through(use.owner.operation, use.operand_number, path)
+                yield from self._successors_through(use.owner.operation, use.operand_number, path, node.calls)
 
     def _values(self, node: Node) -> Iterator[tuple[ir.Value[Any], tuple[int, ...]]]:
         if node.kind == "op":
@@ -426,49 +432,57 @@ class HostOffloadWalk:
         elif node.kind == "arg":
             yield node.owner.arguments[node.index], node.path
 
-    def _successors_through(self, user: ir.Operation, k: int, path: tuple[int, ...]) -> Iterator[Node]:
+    def _successors_through(
+        self, user: ir.Operation, k: int, path: tuple[int, ...], calls: tuple[Any, ...] = ()
+    ) -> Iterator[Node]:
         name = user.name
         if name == "func.return":
             func = _parent(user)
             if func == self.view.main:
                 yield Node("root", None, k, path)
+            elif calls and irm.callee_name(calls[-1]) == irm.symbol_name(func):
+                # an inlined call: back to the call site the walk came in by
+                yield Node("res", calls[-1], k, path, calls[:-1])
             else:
+                # entered by no call the walk followed (a move to host in the callee), or a
+                # call XLA keeps: every caller (XLA's call graph)
                 for call in self.view.call_sites.get(irm.symbol_name(func), ()):
-                    yield Node("res", call, k, path)
+                    yield Node("res", call, k, path, calls)
         elif name in ("stablehlo.return", "sdy.return", "mhlo.return"):
             parent = _parent(user)
             if parent.name == "stablehlo.while":
                 if _terminator(parent.regions[1].blocks[0]) == user:
-                    yield Node("res", parent, k, path)
+                    yield Node("res", parent, k, path, calls)
                 else:  # the loop condition's root: XLA's GetSuccessors has no index for it
-                    yield Node("cond", parent, k, path)
+                    yield Node("cond", parent, k, path, calls)
             elif parent.name in REGION_RESULT_OWNERS:
-                yield Node("res", parent, k, path)
+                yield Node("res", parent, k, path, calls)
             else:
-                yield Node("op", parent, None, path)
+                yield Node("op", parent, None, path, calls)
         elif name == "func.call":
             callee = self.view.functions.get(irm.callee_name(user))
             if callee is not None:
-                yield Node("arg", callee.regions[0].blocks[0], k, path)
+                inner = calls + (user,) if self._inlined(user) else calls
+                yield Node("arg", callee.regions[0].blocks[0], k, path, inner)
         elif name == "stablehlo.while":
-            yield Node("arg", user.regions[1].blocks[0], k, path)
-            yield Node("arg", user.regions[0].blocks[0], k, path)
+            yield Node("arg", user.regions[1].blocks[0], k, path, calls)
+            yield Node("arg", user.regions[0].blocks[0], k, path, calls)
         elif name == "sdy.manual_computation":
-            yield Node("arg", user.regions[0].blocks[0], k, path)
+            yield Node("arg", user.regions[0].blocks[0], k, path, calls)
         elif name == "stablehlo.optimization_barrier":
-            yield Node("res", user, k, path)
+            yield Node("res", user, k, path, calls)
         elif name == "stablehlo.tuple":
-            yield Node("res", user, 0, (k,) + path)
+            yield Node("res", user, 0, (k,) + path, calls)
         elif name == "stablehlo.get_tuple_element":
             if path and path[0] == irm.tuple_index(user):
-                yield Node("res", user, 0, path[1:])
+                yield Node("res", user, 0, path[1:], calls)
         elif name == "stablehlo.custom_call" and not (
             _is_copy_like_custom_call(user) or irm.is_move_to_host(user) or irm.is_move_to_device(user)
         ):
             for index in irm.aliased_results(user, k):
-                yield Node("res", user, index, path)
+                yield Node("res", user, index, path, calls)
         else:
-            yield Node("op", user, None, path)
+            yield Node("op", user, None, path, calls)
 
     def _slice_leads_to_move_to_device(self, node: Node) -> bool:
         """``SliceLeadsToMoveToDeviceCustomCall``: every path from the slice ends at a move to

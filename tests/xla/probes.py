@@ -296,6 +296,43 @@ def scan_layers(w, x):
     return lax.scan(layer, x, w)[0]
 
 
+def _layers_loss(move: Callable[[], Any] | None):
+    """The mean square of a scan over stacked layers, each moved to ``move()`` in the scan's
+    body (or left where it is); JAX slices the stack through one ``dynamic_index_in_dim``
+    function, called by the forward loop on the stack and by the backward loop on the
+    residuals it saved."""
+
+    def loss(w, x):
+        import jax.numpy as jnp
+        from jax import lax
+
+        def layer(h, wi):
+            wi = wi if move is None else _put(wi, move())
+            return jnp.tanh(h @ wi), None
+
+        return jnp.mean(lax.scan(layer, x, w)[0] ** 2)
+
+    return loss
+
+
+def _layers_grad(move: Callable[[], Any] | None):
+    def grad(w, x):
+        import jax
+
+        return jax.grad(_layers_loss(move))(w, x)
+
+    return grad
+
+
+def streamed_layers_sgd(w, x):
+    """``tests/fixes/quality/scan_stream_layers_mesh8_params_out.py`` fixed slice by slice
+    (``jax.device_put(w, jax.memory.Space.Device)``, JAX >= 0.7.1)."""
+    import jax
+
+    loss, g = jax.value_and_grad(_layers_loss(lambda: jax.memory.Space.Device))(w, x)
+    return w - 0.1 * g, loss
+
+
 def loop_over_host_weights(w, x):
     from jax import lax
 
@@ -854,6 +891,23 @@ PROBES: tuple[Probe, ...] = (
         jit=lambda: {"in_shardings": (host(), device()), "out_shardings": host()},
     ),
     Probe(
+        "scan_over_host_layers_grad",
+        "the same differentiated, the gradient returned to host: every compiler fails",
+        _layers_grad(None),
+        shapes(LAYERS, V),
+        both(OTHER),
+        jit=lambda: {"in_shardings": (host(), device()), "out_shardings": host()},
+    ),
+    Probe(
+        "streamed_layers_grad",
+        "each layer moved to device in the scan's body: the backward loop slices the device "
+        "residuals through the function that slices the host stack, inlined per call",
+        _layers_grad(device_move),
+        shapes(LAYERS, V),
+        both(COMPILED),
+        jit=lambda: {"in_shardings": (host(), device())},
+    ),
+    Probe(
         "loop_over_host_weights",
         "the same with a loop-invariant host operand",
         loop_over_host_weights,
@@ -1238,6 +1292,21 @@ PROBES: tuple[Probe, ...] = (
         shapes(M, M),
         both(COMPILED),
         jit=lambda: {"in_shardings": (on_mesh(8, COLUMNS, "pinned_host"), on_mesh(8, COLUMNS))},
+        devices=8,
+    ),
+    Probe(
+        "mesh8_streamed_layers_sgd",
+        "an SGD step over layers streamed slice by slice, the new stack returned to host: "
+        "only the update is host compute",
+        streamed_layers_sgd,
+        shapes((3, 8, 8), (16, 8)),
+        both(COMPILED),
+        jit=lambda: {
+            "in_shardings": (on_mesh(8, (), "pinned_host"), on_mesh(8)),
+            "out_shardings": (on_mesh(8, (), "pinned_host"), None),
+            "donate_argnums": 0,
+        },
+        typed_only=True,
         devices=8,
     ),
     Probe(
