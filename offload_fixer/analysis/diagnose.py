@@ -266,6 +266,11 @@ def _merge_same_place(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
         out.append(diagnostic)
     for index, details in others.items():
         first = out[index]
+        own = first.origin.detail if first.origin else None
+        # the same origin reaching the place again (through another inlined call) is not another
+        details = [detail for detail in dict.fromkeys(details) if detail != own]
+        if not details:
+            continue
         out[index] = replace(
             first,
             explanation=f"{first.explanation} The same computation is also reached by: {'; '.join(details)}.",

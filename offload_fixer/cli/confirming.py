@@ -218,12 +218,21 @@ class FixConfirmation:
             checked = [entry for entry in checked if entry[2].located]
         checks = [check for _, _, check in checked]
         if not checks:
-            # nothing lowered, so nothing verified: not written (safe means verified), and
-            # plain ``run`` marks it ``fix (not automatic)`` with this reason, as ``--fix`` refuses it
+            # compilations recorded, none lowered: nothing verified, so not written (safe means
+            # verified), and plain ``run`` marks it ``fix (not automatic)`` with this reason, as
+            # ``--fix`` refuses it
             if unverified:
                 return Trial(False, unverified[0])
-            verb = "compile" if self.compile else "lower"
-            return Trial(False, f"not verified: no checked compilation of this file's functions to {verb} the fix with")
+            if self.compile:
+                return Trial(
+                    False, "not verified: no checked compilation of this file's functions to compile the fix with"
+                )
+            # no compilation recorded at all (a report without calls: ``fix`` of a static
+            # report): checked from source as ``check --fix`` checks it, written, and said so
+            return Trial(
+                True,
+                detail=(result, [], ["not verified: no checked compilation of this file's functions to lower it with"]),
+            )
         failing = next((check for check in checks if not check.lowered), None)
         if failing is not None:
             return Trial(False, failing.reason)
@@ -249,7 +258,7 @@ class FixConfirmation:
         """(report, recorded call) of each checked compilation of a function of ``path``; where
         there is none and ``path`` is in a package, of the package's functions (a fixed
         ``optim.py`` reaches ``step.train_step`` through ``from . import optim``)."""
-        from offload_fixer.xla.confirm_fixes import package_root
+        from offload_fixer.xla.fixed_modules import package_root
 
         recorded = [
             (report, call)

@@ -19,14 +19,9 @@ from offload_fixer.fixes.errors import (
     SourceReadError,
     SourceSyntaxError,
 )
+from offload_fixer.fixes.plan_options import fix_options, plan_alternatives
 from offload_fixer.fixes.plan_words import choose_strategy
-from offload_fixer.fixes.planner import (
-    FIXABLE_CODES,
-    FixPlan,
-    fix_options,
-    plan_alternatives,
-    plan_fixes,
-)
+from offload_fixer.fixes.planner import FIXABLE_CODES, FixPlan, plan_fixes
 
 __all__ = [
     "FIXABLE_CODES",
