@@ -410,6 +410,17 @@ class Project:
         self._facts[key] = (stamp, facts)
         return facts
 
+    def adopt(self, path: str, data: bytes, text: str, found: Outline) -> ModuleFacts | None:
+        """The module's facts, from an outline its caller parsed already (a checked file's,
+        :meth:`reads_as` ``data``) where the project has none yet."""
+        key = os.path.abspath(path)
+        cached = self._facts.get(key)
+        if cached is not None:
+            return cached[1]
+        facts = ModuleFacts(key, data, text, found)
+        self._facts[key] = (self.stamp(key), facts)
+        return facts
+
     def stamp(self, path: str) -> Any:
         key = os.path.abspath(path)
         return "remembered" if key in self._remembered else _stamp(key)
