@@ -22,7 +22,10 @@ Two costs are kept apart:
   (:class:`offload_fixer.static.outline.SourceCache`).
 
 Everything is cached by file and its modification stamp, so a tree is still one pass and a
-long-lived language server sees edits on disk.
+long-lived language server sees edits on disk. A run of ``check`` (``Project(snapshot=True)``)
+takes the files as they were first read, and keeps what analyses derive from several modules
+(:attr:`Project.memo`: the candidates' answers about each module, :mod:`.candidates`) for
+every file it checks; a checked file that is also imported is parsed once (:meth:`Project.adopt`).
 
 Over 500 lines on purpose: the project's modules, their facts and the prefilter's answers
 share one cache keyed by file and stamp.
