@@ -400,18 +400,19 @@ def _check_once(
     original, text = text, libcst_view(text)  # form feeds in indentation cut, as CPython counts them
     syntax_error = None
     found = None
-    # In a run, a checked file that other checked files import is read once: its outline,
-    # its parsed statements and what they tell are the project's (the same bytes, parsed alike).
+    # In a run, a checked file that an earlier checked file imported is read once: its outline,
+    # its parsed statements and what they tell are the project's (the same bytes, parsed
+    # alike). The others are not kept for the run: their trees would only weigh on the rest.
     grammar = grammar_of(python)
-    shareable = cache is None and project.snapshot and not path.startswith("<") and project.reads_as(path, data)
-    shared = project.facts(path) if shareable and grammar is None else None
+    shared = (
+        project.known_facts(path)
+        if cache is None and project.snapshot and not path.startswith("<") and project.reads_as(path, data)
+        else None
+    )
     try:
-        found = shared.outline if shared is not None else outline(text, cache, grammar)
-        if shareable and shared is None and grammar is not None and grammar >= (3, 8):
-            # parsed for an older Python's grammar, which only refuses newer syntax: the same tree
-            shared = project.adopt(path, data, text, found)
-            if shared is not None and shared.outline.spans != found.spans:
-                shared = None  # the project's own parse cut it otherwise: nothing shared
+        found = outline(text, cache, grammar) if shared is None or grammar is not None else shared.outline
+        if shared is not None and shared.outline.spans != found.spans:
+            shared = None  # the project's own parse cut it otherwise: nothing shared
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         # libcst may still parse syntax newer than this interpreter's; if not, CPython's
         # message and position are the ones users know.

@@ -25,7 +25,7 @@ Everything is cached by file and its modification stamp, so a tree is still one 
 long-lived language server sees edits on disk. A run of ``check`` (``Project(snapshot=True)``)
 takes the files as they were first read, and keeps what analyses derive from several modules
 (:attr:`Project.memo`: the candidates' answers about each module, :mod:`.candidates`) for
-every file it checks; a checked file that is also imported is parsed once (:meth:`Project.adopt`).
+every file it checks; a checked file that an earlier one imported is parsed once.
 
 Over 500 lines on purpose: the project's modules, their facts and the prefilter's answers
 share one cache keyed by file and stamp.
@@ -413,16 +413,11 @@ class Project:
         self._facts[key] = (stamp, facts)
         return facts
 
-    def adopt(self, path: str, data: bytes, text: str, found: Outline) -> ModuleFacts | None:
-        """The module's facts, from an outline its caller parsed already (a checked file's,
-        :meth:`reads_as` ``data``) where the project has none yet."""
-        key = os.path.abspath(path)
-        cached = self._facts.get(key)
-        if cached is not None:
-            return cached[1]
-        facts = ModuleFacts(key, data, text, found)
-        self._facts[key] = (self.stamp(key), facts)
-        return facts
+    def known_facts(self, path: str) -> ModuleFacts | None:
+        """The module's facts where the project has read them already (None: not yet, or they
+        cannot be read), without reading them."""
+        cached = self._facts.get(os.path.abspath(path))
+        return None if cached is None else cached[1]
 
     def stamp(self, path: str) -> Any:
         key = os.path.abspath(path)
