@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import fnmatch
+import functools
 import os
 import stat
 import sys
@@ -447,13 +448,25 @@ def is_excluded(path: str | os.PathLike[str], patterns: Sequence[str], root: str
     except ValueError:
         relative = absolute
     parts = relative.parts
+    names, paths = _split_patterns(tuple(patterns))
+    if names and any(_name_matches(part, names) for part in parts):
+        return True
     prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
-    for pattern in patterns:
-        pattern = pattern.rstrip("/")
-        if "/" in pattern:
-            pattern = pattern.removeprefix("./")
-            if any(fnmatch.fnmatchcase(prefix, pattern) for prefix in prefixes):
-                return True
-        elif any(fnmatch.fnmatchcase(part, pattern) for part in parts):
-            return True
-    return False
+    return any(fnmatch.fnmatchcase(prefix, pattern) for pattern in paths for prefix in prefixes)
+
+
+@functools.lru_cache(maxsize=64)
+def _split_patterns(patterns: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The patterns without ``/`` (matched against each name) and those with one (against
+    each path relative to the root), as :func:`is_excluded` reads them."""
+    stripped = [pattern.rstrip("/") for pattern in patterns]
+    names = tuple(pattern for pattern in stripped if "/" not in pattern)
+    paths = tuple(pattern.removeprefix("./") for pattern in stripped if "/" in pattern)
+    return names, paths
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_matches(name: str, patterns: tuple[str, ...]) -> bool:
+    """Whether a file or directory name matches one of ``patterns``: the directories above
+    every file of a tree are asked about again and again, so each name is matched once."""
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)

@@ -128,7 +128,7 @@ def check_paths(
     default = (normalize_target(target), jax_version)
     paths = [os.fspath(p) for p in paths]
     roots = tuple(p for p in paths if os.path.isdir(p))
-    project = Project(roots)
+    project = Project(roots, snapshot=True)
     cwd = os.getcwd()
 
     def excluded(path: str) -> bool:
@@ -330,7 +330,7 @@ def _check_in_worker(
     """One file in a worker process, which keeps one project per set of roots for all its files."""
     project = _WORKER_PROJECTS.get(roots)
     if project is None:
-        project = _WORKER_PROJECTS[roots] = Project(roots)
+        project = _WORKER_PROJECTS[roots] = Project(roots, snapshot=True)
     return _check_consulting(source, path, target, spelling, python, None, project, recording)
 
 
@@ -400,8 +400,19 @@ def _check_once(
     original, text = text, libcst_view(text)  # form feeds in indentation cut, as CPython counts them
     syntax_error = None
     found = None
+    # In a run, a checked file that an earlier checked file imported is read once: its outline,
+    # its parsed statements and what they tell are the project's (the same bytes, parsed
+    # alike). The others are not kept for the run: their trees would only weigh on the rest.
+    grammar = grammar_of(python)
+    shared = (
+        project.known_facts(path)
+        if cache is None and project.snapshot and not path.startswith("<") and project.reads_as(path, data)
+        else None
+    )
     try:
-        found = outline(text, cache, grammar_of(python))
+        found = outline(text, cache, grammar) if shared is None or grammar is not None else shared.outline
+        if shared is not None and shared.outline.spans != found.spans:
+            shared = None  # the project's own parse cut it otherwise: nothing shared
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         # libcst may still parse syntax newer than this interpreter's; if not, CPython's
         # message and position are the ones users know.
@@ -423,9 +434,10 @@ def _check_once(
         from .scopes import NotCut
 
         try:
-            diagnostics, dependencies = _analyse(
-                ModuleFacts(path, data, text, found, sha256=digest), text, path, target, spelling, digest, project
-            )
+            facts = ModuleFacts(path, data, text, found, None if shared is None else shared.cache, digest)
+            if shared is not None:
+                facts.memo = shared.memo
+            diagnostics, dependencies = _analyse(facts, text, path, target, spelling, digest, project)
         except NotCut:  # a statement that does not parse alone: the whole text is parsed below
             pass
         else:

@@ -34,10 +34,11 @@ import ast
 import os
 import re
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from .names import JIT, import_binding
 from .prefilter import HOST_SPELLING, JIT_MARKER, OFFLOAD_SPELLING
-from .project import ModuleFacts, Project, is_modeled
+from .project import Consulted, ModuleFacts, Project, is_modeled
 
 _MAY_JIT = "jit"
 """The atom of a value that may be (or make) a jit; the others are project modules' paths."""
@@ -62,10 +63,73 @@ def site_candidates(facts: ModuleFacts, project: Project | None, importer: str |
 
 
 def _fixed_point(resolver: _Resolver, facts: ModuleFacts, indices: Sequence[int]) -> list[int]:
-    while True:  # to the least fixed point: a cycle of statements with no jit in it holds none
-        found = [index for index in indices if resolver.candidate(facts, index)]
-        if not resolver.next_pass():
-            return found
+    with resolver.attributed(resolver.main_path):
+        while True:  # to the least fixed point: a cycle of statements with no jit in it holds none
+            found = [index for index in indices if resolver.candidate(facts, index)]
+            if not resolver.next_pass():
+                return found
+
+
+class _Shared:
+    """The final answers about the modules of a project kept for every check of one run
+    (:attr:`.Project.snapshot`): a module imported by many checked files is resolved once.
+
+    An answer about a module depends on the modules it reads names from, and on what finding
+    them asked of the disk, which a check records for the result cache
+    (:meth:`.Project.consulting`). So each module keeps what computing its answers asked
+    (``asked``) and the modules whose answers they used (``uses``); a check that takes an
+    answer notes again what the module and every module it used, transitively, asked."""
+
+    def __init__(self) -> None:
+        self.answers: dict[str, dict[tuple[Any, ...], Any]] = {}
+        """module path -> (what was asked, without the module) -> its final answer."""
+        self.facts: dict[str, ModuleFacts] = {}
+        """module path -> the facts its answers were found from."""
+        self.asked: dict[str, Consulted] = {}
+        self.uses: dict[str, set[str]] = {}
+
+    def answer(self, facts: ModuleFacts, key: tuple[Any, ...]) -> Any:
+        if self.facts.get(facts.path) is not facts:
+            return None
+        return self.answers[facts.path].get(key)
+
+    def keep(self, facts: ModuleFacts, key: tuple[Any, ...], answer: Any) -> None:
+        if self.facts.get(facts.path) is not facts:
+            self.facts[facts.path] = facts
+            self.answers[facts.path] = {}
+        self.answers[facts.path][key] = answer
+
+    def record(self, path: str) -> Consulted:
+        found = self.asked.get(path)
+        if found is None:
+            found = self.asked[path] = Consulted(set(), {})
+        return found
+
+
+def _shared(project: Project | None, facts: ModuleFacts, importer: str | None, host: bool) -> _Shared | None:
+    """The answers a check of ``facts`` shares with the run's other checks: only in a run
+    (:attr:`.Project.snapshot`) and only when the checked text is the module its importers
+    read (a text of no file, an editor's unsaved buffer: answers of its own)."""
+    if project is None or importer is None or not project.snapshot or not project.reads_as(importer, facts.data):
+        return None
+    key = "candidates.host" if host else "candidates.jit"
+    found = project.memo.get(key)
+    if found is None:
+        found = project.memo[key] = _Shared()
+    return found
+
+
+_LEAVES = frozenset(
+    {
+        ast.Constant,
+        *(
+            kind
+            for kind in vars(ast).values()
+            if isinstance(kind, type) and issubclass(kind, ast.AST) and not kind._fields
+        ),
+    }
+)
+"""Nodes with nothing a group reads: constants, contexts (``Load``) and operators."""
 
 
 class _Group:
@@ -115,7 +179,14 @@ class _Group:
             elif in_class and (kind is ast.FunctionDef or kind is ast.AsyncFunctionDef):
                 in_method = True
             inner = inner or kind in _SCOPES
-            stack.extend((child, inner, in_class, in_method) for child in ast.iter_child_nodes(node))
+            for field in kind._fields:  # ``ast.iter_child_nodes``, without its leaves
+                value = getattr(node, field, None)
+                if type(value) is list:
+                    for item in value:
+                        if isinstance(item, ast.AST) and type(item) not in _LEAVES:
+                            stack.append((item, inner, in_class, in_method))
+                elif isinstance(value, ast.AST) and type(value) not in _LEAVES:
+                    stack.append((value, inner, in_class, in_method))
         only_imports = all(isinstance(statement, (ast.Import, ast.ImportFrom)) for statement in statements)
         self.spells_jit = JIT_MARKER in text and not only_imports
         self.spells_host = _HOST_WORDS.search(text) is not None
@@ -147,10 +218,23 @@ class _Resolver:
         self.previous_values: dict[tuple[int, str, int | None], frozenset[str]] = {}
         self.active_values: set[tuple[int, str, int | None]] = set()
         self.changed = False
+        self.shared = _shared(project, facts, self.main_path, host)
+        self.module = self.main_path
+        """The module whose answer is being found (``shared`` only)."""
+        self.modules: dict[int, ModuleFacts] = {id(facts): facts}
+        self.noted: set[str] = set()
+        """Modules whose ``asked`` this check has noted (``shared`` only)."""
 
     def next_pass(self) -> bool:
         """Start another pass when this one changed an answer (they only ever turn true)."""
         changed, self.changed = self.changed, False
+        if not changed and self.shared is not None:
+            # A pass that changed nothing: its answers are the least fixed point, final.
+            for answers in (self.found, self.values):
+                for key, answer in answers.items():
+                    facts = self.modules[key[0]]
+                    if facts is not self.main:  # the checked file's own facts: of this check only
+                        self.shared.keep(facts, key[1:], answer)
         self.previous.update(self.found)
         self.found = {}
         self.previous_values.update(self.values)
@@ -158,17 +242,91 @@ class _Resolver:
         return changed
 
     def candidate(self, facts: ModuleFacts, index: int) -> bool:
-        return self._decided((id(facts), index), lambda: self._candidate(facts, index))
+        return self._decided(facts, (id(facts), index), lambda: self._candidate(facts, index))
 
-    def _decided(self, key: tuple[int, int], decide: Callable[[], bool]) -> bool:
+    def _kept(self, facts: ModuleFacts, key: tuple[Any, ...]) -> Any:
+        """The run's final answer about another module (None: none yet), noting what it asked."""
+        assert self.shared is not None
+        if facts is self.main:
+            self._use(self.main_path)
+            return None
+        path = facts.path
+        self._use(path)
+        found = self.shared.answer(facts, key[1:])
+        if found is not None and path not in self.noted:
+            self._note(path)
+        return found
+
+    def _use(self, path: str | None) -> None:
+        """Note that the answer being found uses one of module ``path``."""
+        assert self.shared is not None and self.module is not None and path is not None
+        if path != self.module:
+            uses = self.shared.uses.get(self.module)
+            if uses is None:
+                uses = self.shared.uses[self.module] = set()
+            uses.add(path)
+
+    def _path(self, facts: ModuleFacts) -> str | None:
+        return self.main_path if facts is self.main else facts.path
+
+    def _note(self, path: str) -> None:
+        """Note what the answers of ``path``, and of the modules they used, asked of the disk."""
+        assert self.shared is not None and self.project is not None
+        stack = [path]
+        while stack:
+            module = stack.pop()
+            if module in self.noted:
+                continue
+            self.noted.add(module)
+            asked = self.shared.asked.get(module)
+            if asked is not None:
+                self.project.note(asked)
+            stack.extend(self.shared.uses.get(module, ()))
+
+    def attributed(self, path: str | None) -> Any:
+        """Inside the block, the disk is asked for the answers of ``path`` (``shared`` only)."""
+        import contextlib
+
+        if self.shared is None or self.project is None or path is None:
+            return contextlib.nullcontext()
+        return self._attributed(path)
+
+    def _attributed(self, path: str) -> Any:
+        import contextlib
+
+        assert self.shared is not None and self.project is not None
+
+        @contextlib.contextmanager
+        def block() -> Any:
+            outer, self.module = self.module, path
+            try:
+                with self.project.attributing(self.shared.record(path)):  # type: ignore[union-attr]
+                    yield
+            finally:
+                self.module = outer
+
+        return block()
+
+    def _decided(self, facts: ModuleFacts, key: tuple[int, int], decide: Callable[[], bool]) -> bool:
         found = self.found.get(key)
         if found is not None:
+            if self.shared is not None:
+                self._use(self._path(facts))
             return found
+        if self.shared is not None:
+            found = self._kept(facts, key)
+            if found is not None:
+                return found
         if key in self.active:
             return self.previous.get(key, False)
         self.active.add(key)
+        self.modules[id(facts)] = facts
         try:
-            found = decide()
+            if self.shared is not None and self._path(facts) != self.module:
+                with self._attributed(self._path(facts) or facts.path):
+                    found = decide()
+            else:
+                found = decide()
         finally:
             self.active.discard(key)
         if found != self.previous.get(key, False):
@@ -188,6 +346,7 @@ class _Resolver:
         if not group.has_class or self.host:
             return self.candidate(facts, index)
         return self._decided(
+            facts,
             (id(facts), -1 - index),
             lambda: facts.star_import or group.value_spells_jit or self._reads_jit(facts, index, group.value_reads),
         )
@@ -227,13 +386,24 @@ class _Resolver:
         key = (id(facts), name, reader)
         found = self.values.get(key)
         if found is not None:
+            if self.shared is not None:
+                self._use(self._path(facts))
             return found
+        if self.shared is not None:
+            found = self._kept(facts, key)
+            if found is not None:
+                return found
         before = self.previous_values.get(key, frozenset())
         if key in self.active_values:
             return before
         self.active_values.add(key)
+        self.modules[id(facts)] = facts
         try:
-            found = self._resolve_value(facts, name, reader)
+            if self.shared is not None and self._path(facts) != self.module:
+                with self._attributed(self._path(facts) or facts.path):
+                    found = self._resolve_value(facts, name, reader)
+            else:
+                found = self._resolve_value(facts, name, reader)
         finally:
             self.active_values.discard(key)
         if found != before:

@@ -22,7 +22,10 @@ Two costs are kept apart:
   (:class:`offload_fixer.static.outline.SourceCache`).
 
 Everything is cached by file and its modification stamp, so a tree is still one pass and a
-long-lived language server sees edits on disk.
+long-lived language server sees edits on disk. A run of ``check`` (``Project(snapshot=True)``)
+takes the files as they were first read, and keeps what analyses derive from several modules
+(:attr:`Project.memo`: the candidates' answers about each module, :mod:`.candidates`) for
+every file it checks; a checked file that an earlier one imported is parsed once.
 
 Over 500 lines on purpose: the project's modules, their facts and the prefilter's answers
 share one cache keyed by file and stamp.
@@ -263,8 +266,16 @@ class Consulted:
 class Project:
     """Modules found from the checked files, their facts, and the prefilter's answers."""
 
-    def __init__(self, roots: Sequence[str] = ()) -> None:
+    def __init__(self, roots: Sequence[str] = (), snapshot: bool = False) -> None:
+        """``snapshot``: the files are taken to stay as they are while this project lives (one
+        run of ``check``), so answers that depend on several modules (:attr:`memo`) are kept
+        for every file the run checks; a long-lived project (the language server's) keeps none."""
         self.roots = tuple(os.path.abspath(r) for r in roots)
+        self.snapshot = snapshot
+        self.memo: dict[str, Any] = {}
+        """What analyses derive from several modules of the project (``snapshot`` only); emptied
+        whenever a module's facts change."""
+        self._attributed: Consulted | None = None
         self._stamped: dict[str, tuple[Any, Any]] = {}
         """path -> (stamp, bytes or None)."""
         self._facts: dict[str, tuple[Any, ModuleFacts | None]] = {}
@@ -285,6 +296,26 @@ class Project:
             yield self._consulted
         finally:
             self._consulted = outer
+
+    @contextlib.contextmanager
+    def attributing(self, record: Consulted | None) -> Iterator[None]:
+        """Inside the block, what the disk is asked is noted in ``record`` too (besides the
+        file's :meth:`consulting`): what one answer kept in :attr:`memo` depended on, to be
+        noted again (:meth:`note`) for each later check that takes the answer."""
+        outer, self._attributed = self._attributed, record
+        try:
+            yield
+        finally:
+            self._attributed = outer
+
+    def note(self, record: Consulted) -> None:
+        """Note what an answer taken from :attr:`memo` asked of the disk, as if asked now."""
+        if self._consulted is not None:
+            self._consulted.directories |= record.directories
+            self._consulted.files.update(record.files)
+        if self._attributed is not None:
+            self._attributed.directories |= record.directories
+            self._attributed.files.update(record.files)
 
     def digests(self, consulted: Consulted) -> dict[str, str]:
         """A digest of each directory's entries and each file's bytes, as they are now: equal
@@ -316,20 +347,33 @@ class Project:
     def remember(self, path: str, data: bytes) -> None:
         """The bytes a caller already read (the walk of ``check``): taken as the file's for the
         rest of this run, neither read nor looked at on disk again."""
-        self._remembered[os.path.abspath(path)] = data
+        key = os.path.abspath(path)
+        if key in self._remembered and self._remembered[key] != data:
+            self._facts.pop(key, None)
+            self._changed()
+        self._remembered[key] = data
+
+    def _changed(self) -> None:
+        """A module's bytes changed: drop every answer derived from several modules."""
+        self.memo.clear()
+        self._host.clear()
 
     def data(self, path: str) -> bytes | None:
         data = self._read(path)
         if self._consulted is not None:
             self._consulted.files[os.path.abspath(path)] = data
+        if self._attributed is not None:
+            self._attributed.files[os.path.abspath(path)] = data
         return data
 
     def _read(self, path: str) -> bytes | None:
         key = os.path.abspath(path)
         if key in self._remembered:
             return self._remembered[key]
-        stamp = _stamp(key)
         cached = self._stamped.get(key)
+        if cached is not None and self.snapshot:
+            return cached[1]
+        stamp = _stamp(key)
         if cached is not None and cached[0] == stamp:
             return cached[1]
         try:
@@ -339,15 +383,24 @@ class Project:
         self._stamped[key] = (stamp, data)
         return data
 
+    def reads_as(self, path: str, data: bytes) -> bool:
+        """Whether ``data`` is what the project reads at ``path`` (the text its importers see),
+        byte for byte, with no form feed that the check's view of a text would cut."""
+        return b"\f" not in data and self._read(path) == data
+
     def facts(self, path: str) -> ModuleFacts | None:
         """The module's ``ast`` facts; None when it cannot be read or parsed."""
         key = os.path.abspath(path)
-        if self._consulted is not None:
+        if self._consulted is not None or self._attributed is not None:
             self.data(key)  # what the facts are read from, noted even when they are known
-        stamp = self.stamp(key)
         cached = self._facts.get(key)
-        if cached is not None and cached[0] == stamp:
-            return cached[1]
+        if cached is not None and self.snapshot:
+            return cached[1]  # a run: the files stay as they were read
+        stamp = self.stamp(key)
+        if cached is not None:
+            if cached[0] == stamp:
+                return cached[1]
+            self._changed()
         facts = None
         data = self.data(key)
         if data is not None:
@@ -359,6 +412,12 @@ class Project:
                     facts = None
         self._facts[key] = (stamp, facts)
         return facts
+
+    def known_facts(self, path: str) -> ModuleFacts | None:
+        """The module's facts where the project has read them already (None: not yet, or they
+        cannot be read), without reading them."""
+        cached = self._facts.get(os.path.abspath(path))
+        return None if cached is None else cached[1]
 
     def stamp(self, path: str) -> Any:
         key = os.path.abspath(path)
@@ -459,6 +518,8 @@ class Project:
         """Note a directory whose entries an answer depends on."""
         if self._consulted is not None:
             self._consulted.directories.add(directory)
+        if self._attributed is not None:
+            self._attributed.directories.add(directory)
 
     # ------------------------------------------------------------------ prefilter
     def selects(self, path: str, data: bytes) -> bool:
@@ -501,18 +562,40 @@ class Project:
 
     def host_reachable(self, path: str) -> bool:
         """A host spelling in this module or in a project module it imports (transitively)."""
-        key = os.path.abspath(path)
+        return self._host_search(os.path.abspath(path), {}, [])[0]
+
+    def _host_search(self, key: str, order: dict[str, int], open_modules: list[str]) -> tuple[bool, int]:
+        """:meth:`host_reachable` of ``key`` within one search (Tarjan's: ``order`` numbers the
+        modules met, ``open_modules`` those whose import cycle is not closed yet), and the
+        lowest number of an open module the answer depends on. Modules that import each other
+        share one answer, kept only once their cycle is closed (or once it is True, which no
+        later import can undo): a False seen while the cycle was open is provisional."""
         stamp = self.stamp(key)
         cached = self._host.get(key)
         if cached is not None and cached[0] == stamp:
-            return cached[1]
-        self._host[key] = (stamp, False)  # an import cycle adds nothing
+            return cached[1], sys.maxsize
+        if key in order:  # open: its answer is still being searched
+            return False, order[key]
+        mine = low = order[key] = len(order)
+        open_modules.append(key)
         data = self.data(key)
-        found = data is not None and (
-            spells_host(data) or any(self.host_reachable(target) for target in self.imported_files(key, data))
-        )
-        self._host[key] = (stamp, found)
-        return found
+        found = data is not None and spells_host(data)
+        if data is not None and not found:
+            for target in self.imported_files(key, data):
+                reached, lowest = self._host_search(os.path.abspath(target), order, open_modules)
+                low = min(low, lowest)
+                if reached:
+                    found = True
+                    break  # True is final: every open module on the way to here reaches it
+        if found:
+            self._host[key] = (stamp, True)
+        elif low == mine:  # the cycle closes here, searched whole: none of its modules reaches one
+            while True:
+                member = open_modules.pop()
+                self._host[member] = (self.stamp(member), False)
+                if member == key:
+                    break
+        return found, low
 
 
 def _listing_digest(directory: str) -> str:

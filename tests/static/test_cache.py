@@ -152,3 +152,36 @@ def test_concurrent_runs_leave_whole_entries(tmp_path):
     assert offload_fixer("check", "--jax-version", LEGACY, ".", cwd=root / "src").stdout == outputs[0][0]
     counted = offload_fixer("check", "-v", "--jax-version", LEGACY, ".", cwd=root / "src").stderr
     assert "13 analysed (13 read from the cache)" in counted
+
+
+def test_a_module_resolved_for_an_earlier_file_of_the_run_is_still_a_dependency(tmp_path):
+    """``a`` and ``b`` read ``fast`` from ``helpers``, which takes it from ``deeper``. The run
+    resolves it once, for ``a``; ``b``'s entry must still depend on ``deeper``, which only
+    that resolution read (``b`` holds no statement a jit can reach, so nothing else reads it)."""
+    from .helpers import HEADER, PROPAGATION
+
+    main = (
+        HEADER
+        + "from helpers import fast\n\n\n@fast\ndef step(params, x):\n"
+        + "    moved = jax.device_put(params, host)\n    return x, {'mu': moved * 2}\n"
+        + "\n\nidentity = jax.jit(lambda x: x)\n"
+    )
+    root = write(
+        tmp_path,
+        {
+            "src/deeper.py": "import functools\n\nfast = functools.partial(print)\n",
+            "src/helpers.py": "from deeper import fast\n",
+            "src/a.py": main,
+            "src/b.py": main,
+        },
+    )
+
+    def run(cache: ResultCache | None) -> dict[str, list[str]]:
+        results = check_paths([str(root / "src")], jax_version=PROPAGATION, results=cache)
+        return {Path(r.path).name: sorted(d.code for d in r.diagnostics) for r in results}
+
+    assert run(ResultCache(root))["b.py"] == []
+    (root / "src" / "deeper.py").write_text("import functools\nimport jax\n\nfast = functools.partial(jax.jit)\n")
+    fresh = run(None)
+    assert "OFL1200" in fresh["b.py"]
+    assert run(ResultCache(root)) == fresh

@@ -11,6 +11,7 @@ import pytest
 from offload_fixer.static import check_paths, check_source
 from offload_fixer.static.project import Project, scan_imports
 
+from .helpers import HEADER as HEADER_TEXT
 from .helpers import LEGACY, PROPAGATION, TYPED, flow
 
 SHARDINGS = """\
@@ -365,3 +366,56 @@ def test_a_helper_that_returns_from_try_else_in_a_loop_then_raises(tmp_path):
     step = results["step.py"]
     assert step.internal_error is None and step.parse_error is None
     assert codes(step) == [("OFL1200", "[0]")]
+
+
+def test_a_module_in_an_import_cycle_reaches_what_the_cycle_reaches(tmp_path):
+    """``a`` imports ``b`` (which imports ``a`` back) before ``c``, the module with the host
+    spelling: while ``a`` is searched, ``b`` sees ``a`` as not reaching one yet. That answer
+    is provisional; once the cycle is searched whole, both reach ``c``."""
+    write(
+        tmp_path,
+        {
+            "a.py": "import b\nimport c\n",
+            "b.py": "import a\n",
+            "c.py": 'KIND = "pinned_host"\n',
+            "main.py": "import jax\nimport b\n\nf = jax.jit(lambda x: x)\n",
+        },
+    )
+    project = Project()
+    assert project.host_reachable(str(tmp_path / "a.py"))
+    assert project.host_reachable(str(tmp_path / "b.py"))
+    main = tmp_path / "main.py"
+    assert project.selects(str(main), main.read_bytes())
+    (tmp_path / "c.py").write_text('KIND = "device"\n')
+    os.utime(tmp_path / "c.py", ns=(1, 1))
+    for name in ("a.py", "b.py", "c.py"):
+        assert not Project().host_reachable(str(tmp_path / name))
+
+
+def test_a_run_shares_what_it_resolves_in_modules_and_finds_what_each_file_alone_finds(tmp_path):
+    """``check`` resolves a module imported by many files once for the run (modules that import
+    each other, and a checked file that is itself imported, included): the findings are
+    those of each file checked alone."""
+    write(
+        tmp_path,
+        {
+            "deeper.py": "import functools\nimport jax\n\nfast = functools.partial(jax.jit)\n",
+            "helpers.py": "from deeper import fast\nfrom cycle import again\n",
+            "cycle.py": "import helpers\n\nagain = helpers.fast\n",
+            **{
+                f"main{i}.py": HEADER_TEXT
+                + f"from helpers import {name}\n\n\n@{name}\ndef step(params, x):\n"
+                + "    moved = jax.device_put(params, host)\n    return x, {'mu': moved * 2}\n"
+                + "\n\nidentity = jax.jit(lambda x: x)\n"
+                for i, name in enumerate(("fast", "again", "fast"))
+            },
+        },
+    )
+    (tmp_path / "helpers.py").write_text("from deeper import fast\nfrom cycle import again\nimport main2\n")
+    run = {os.path.basename(r.path): codes(r) for r in check_paths([str(tmp_path)], jax_version=PROPAGATION)}
+    alone = {
+        path.name: codes(check_source(path.read_text(), str(path), jax_version=PROPAGATION, project=Project()))
+        for path in sorted(tmp_path.glob("main*.py"))
+    }
+    assert {name: run[name] for name in alone} == alone
+    assert all(found == [("OFL1200", "[1]['mu']")] for found in alone.values())
