@@ -31,6 +31,7 @@ offloads in none, beside one that does, is the common case in real repositories.
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import re
 from collections.abc import Callable, Sequence
@@ -285,15 +286,11 @@ class _Resolver:
 
     def attributed(self, path: str | None) -> Any:
         """Inside the block, the disk is asked for the answers of ``path`` (``shared`` only)."""
-        import contextlib
-
         if self.shared is None or self.project is None or path is None:
             return contextlib.nullcontext()
         return self._attributed(path)
 
     def _attributed(self, path: str) -> Any:
-        import contextlib
-
         assert self.shared is not None and self.project is not None
 
         @contextlib.contextmanager
@@ -307,25 +304,31 @@ class _Resolver:
 
         return block()
 
-    def _decided(self, facts: ModuleFacts, key: tuple[int, int], decide: Callable[[], bool]) -> bool:
-        found = self.found.get(key)
+    def _answered(self, facts: ModuleFacts, key: tuple[Any, ...], answers: dict[Any, Any]) -> Any:
+        """This pass's answer for ``key`` (in ``answers``), else the run's final one (None: neither)."""
+        found = answers.get(key)
         if found is not None:
             if self.shared is not None:
                 self._use(self._path(facts))
             return found
-        if self.shared is not None:
-            found = self._kept(facts, key)
-            if found is not None:
-                return found
+        return self._kept(facts, key) if self.shared is not None else None
+
+    def _deciding(self, facts: ModuleFacts) -> Any:
+        """The block that finds an answer about ``facts``: attributed to its module (``shared``)."""
+        self.modules[id(facts)] = facts
+        if self.shared is not None and self._path(facts) != self.module:
+            return self._attributed(self._path(facts) or facts.path)
+        return contextlib.nullcontext()
+
+    def _decided(self, facts: ModuleFacts, key: tuple[int, int], decide: Callable[[], bool]) -> bool:
+        found = self._answered(facts, key, self.found)
+        if found is not None:
+            return found
         if key in self.active:
             return self.previous.get(key, False)
         self.active.add(key)
-        self.modules[id(facts)] = facts
         try:
-            if self.shared is not None and self._path(facts) != self.module:
-                with self._attributed(self._path(facts) or facts.path):
-                    found = decide()
-            else:
+            with self._deciding(facts):
                 found = decide()
         finally:
             self.active.discard(key)
@@ -384,25 +387,15 @@ class _Resolver:
         modules it may be. Imports that lead back to a name being resolved (modules that
         import from each other) take its last pass's value, as statements do."""
         key = (id(facts), name, reader)
-        found = self.values.get(key)
+        found = self._answered(facts, key, self.values)
         if found is not None:
-            if self.shared is not None:
-                self._use(self._path(facts))
             return found
-        if self.shared is not None:
-            found = self._kept(facts, key)
-            if found is not None:
-                return found
         before = self.previous_values.get(key, frozenset())
         if key in self.active_values:
             return before
         self.active_values.add(key)
-        self.modules[id(facts)] = facts
         try:
-            if self.shared is not None and self._path(facts) != self.module:
-                with self._attributed(self._path(facts) or facts.path):
-                    found = self._resolve_value(facts, name, reader)
-            else:
+            with self._deciding(facts):
                 found = self._resolve_value(facts, name, reader)
         finally:
             self.active_values.discard(key)
