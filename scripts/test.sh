@@ -102,14 +102,26 @@ ensure_env() {  # ensure_env NAME PYTHON: (re)create the environment unless its 
   # A fresh environment each time its inputs change: nothing left over from the old pins.
   "$2" -m venv --clear "$dir"
   # The installer's output goes to a log, shown only when an install fails.
-  # shellcheck disable=SC2046  # the requirement list is split on purpose
-  if ! { install_into "$dir" --upgrade pip &&
-    install_into "$dir" -c "$constraints" -e ".[$(env_extras "$1")]" $(env_requirements "$1"); } >"$dir/install.log" 2>&1; then
+  if ! install_env "$1" "$dir" "$constraints" >"$dir/install.log" 2>&1 && {
+    [ -z "$UV" ] || {
+      # uv failed where pip may not (a proxy's certificates, say): pip installs it afresh
+      mv "$dir/install.log" "$TOOLS.$1.log"
+      echo "scripts/test.sh: uv could not install $dir (log in $TOOLS.$1.log); pip installs it instead" >&2
+      "$2" -m venv --clear "$dir"
+      ! UV="" install_env "$1" "$dir" "$constraints" >"$dir/install.log" 2>&1
+    }
+  }; then
     cat "$dir/install.log" >&2
     echo "scripts/test.sh: installing $dir from $constraints failed (log above, kept in $dir/install.log)" >&2
     exit 1
   fi
   touch "$stamp"
+}
+
+install_env() {  # install_env NAME DIR CONSTRAINTS: pip, then the package and its requirements
+  # shellcheck disable=SC2046  # the requirement list is split on purpose
+  install_into "$2" --upgrade pip &&
+    install_into "$2" -c "$3" -e ".[$(env_extras "$1")]" $(env_requirements "$1")
 }
 
 declare -A PYTHONS
