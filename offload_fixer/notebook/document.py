@@ -42,11 +42,14 @@ def is_notebook(path: str) -> bool:
     return str(path).endswith(NOTEBOOK_SUFFIX)
 
 
-def read_program_bytes(path: str) -> bytes:
+def read_program_bytes(path: str, validate: bool = True) -> bytes:
     """The Python a file holds, as the tool reads it: a ``.py`` file's bytes, a notebook's
-    code cells as one program (UTF-8). Raises ``OSError``, or :class:`NotebookError`."""
+    code cells as one program (UTF-8). Raises ``OSError``, or :class:`NotebookError`.
+    ``validate=False`` checks a notebook only for what reading its cells needs, not against
+    nbformat's schema (most of the cost of reading one): for a screen over many files, which
+    validates only the notebooks it goes on to analyse."""
     if is_notebook(path):
-        return NotebookFile.read(path).program.data
+        return NotebookFile.read(path, validate).program.data
     return read_regular_file(path)
 
 
@@ -63,30 +66,30 @@ class SourceValue:
 class NotebookFile:
     """A notebook's text, its nbformat object and its code cells as one :class:`Program`."""
 
-    def __init__(self, path: str, text: str) -> None:
+    def __init__(self, path: str, text: str, validate: bool = True) -> None:
         self.path = path
         self.text = text
-        self.notebook = _read(path, text)
+        self.notebook = _read(path, text, validate)
         language = kernel_language(self.notebook)
         if language is not None and language.lower() not in ("python", "python3", "ipython"):
             raise NotPythonNotebook(language)
         self.program = Program(code_cells(self.notebook["cells"]))
 
     @classmethod
-    def read(cls, path: str) -> NotebookFile:
+    def read(cls, path: str, validate: bool = True) -> NotebookFile:
         try:
             data = read_regular_file(path)
         except OSError as exc:
             raise NotebookError(f"cannot read file: {exc.strerror or exc}") from exc
-        return cls.from_bytes(path, data)
+        return cls.from_bytes(path, data, validate)
 
     @classmethod
-    def from_bytes(cls, path: str, data: bytes) -> NotebookFile:
+    def from_bytes(cls, path: str, data: bytes, validate: bool = True) -> NotebookFile:
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise NotebookError(f"not valid UTF-8 JSON: {exc.reason} at byte {exc.start}") from exc
-        return cls(path, text)
+        return cls(path, text, validate)
 
     @cached_property
     def sources(self) -> dict[int, SourceValue]:
@@ -163,11 +166,11 @@ class NotebookFile:
             raise NotebookError("the edited notebook would differ outside the fixed cells; nothing was written")
 
 
-def _read(path: str, text: str) -> dict:
+def _read(path: str, text: str, validate: bool = True) -> dict:
     """The notebook in ``text``, read as Jupyter reads it: the JSON checked for what a reader
     of cells needs (with the standard library, so no extra is needed), then, where nbformat is
-    installed, converted by nbformat's own reader and validated against the schema of the
-    current minor version when the cells carry ids (what Jupyter writes while keeping an older
+    installed and ``validate`` asks for it, converted by nbformat's own reader and validated
+    against the schema of the current minor version when the cells carry ids (what Jupyter writes while keeping an older
     ``nbformat_minor``). Raises :class:`NotebookError`, one line, for anything else."""
     try:
         raw = json.loads(text)
@@ -176,6 +179,8 @@ def _read(path: str, text: str) -> dict:
     except ValueError as exc:
         raise NotebookError(f"not a Jupyter notebook: not JSON ({_first_line(exc)})") from exc
     _check_structure(raw)
+    if not validate:
+        return raw
     try:
         import nbformat
     except ImportError:

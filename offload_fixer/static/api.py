@@ -121,7 +121,7 @@ def check_paths(
     loop, a FIFO or device named ``*.py``, and a file that is not Python text (binary, UTF-16,
     undecodable) each get a result with ``parse_error`` set: nothing is skipped in silence."""
     from offload_fixer.config import is_excluded
-    from offload_fixer.notebook import NotebookError, NotPythonNotebook, read_program_bytes
+    from offload_fixer.notebook import NotebookError, NotPythonNotebook, is_notebook, read_program_bytes
 
     if jax_version is not None:
         jax_compat.check_modelled(jax_version)
@@ -149,7 +149,7 @@ def check_paths(
             file_target, file_jax_version = normalize_target(settings.target), settings.jax_version
             python = settings.python
         try:
-            data = texts[path] if texts and path in texts else read_program_bytes(path)
+            data = texts[path] if texts and path in texts else read_program_bytes(path, validate=False)
         except OSError as exc:
             pending.append(
                 StaticResult(path, parse_error=ParseError(path, 1, 1, f"cannot read: {exc.strerror or exc}"))
@@ -175,6 +175,14 @@ def check_paths(
         if _selects(project, entry[1], entry[0])
         else _unselected(entry[0], entry[1], check_syntax, entry[4])
         for entry in pending
+    ]
+    # A notebook is validated against nbformat's schema only where it is analysed: most of
+    # the cost of reading one, spent on the few that can hold a finding.
+    selected = [
+        _validated(entry)
+        if isinstance(entry, tuple) and is_notebook(entry[1]) and not (texts and entry[1] in texts)
+        else entry
+        for entry in selected
     ]
     if results is not None:  # what an earlier run found, where it still holds
         selected = [
@@ -216,6 +224,17 @@ def check_paths(
         finally:  # a caller that stops early: drop what has not started, wait for the rest
             for future in futures.values():
                 future.cancel()
+
+
+def _validated(entry: tuple) -> tuple | StaticResult:
+    """A selected notebook's entry, or its result when nbformat refuses the file."""
+    from offload_fixer.notebook import NotebookError, NotebookFile
+
+    try:
+        NotebookFile.read(entry[1])
+    except NotebookError as exc:
+        return StaticResult(entry[1], parse_error=ParseError(entry[1], 1, 1, str(exc)))
+    return entry
 
 
 def _selects(project: Project, path: str, data: bytes) -> bool:
