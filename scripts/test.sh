@@ -163,10 +163,21 @@ case " $ENVS " in
 esac
 # Tests marked `once` (tests/conftest.py ONCE: file handling, packaging, the package's own
 # structure) do not depend on the installed JAX: they run in the main environment, and in the
-# others only when this run has no main environment.
+# others only when this run has no main environment. Tests marked `jax_independent`
+# (JAX_INDEPENDENT: they name the JAX version they check) depend on Python, not on the
+# installed JAX: they run in the main and Python 3.12 environments, and in the two older JAX
+# environments only when this run has neither.
 MESH_FLAG=--xla_force_host_platform_device_count=8  # tests/xla/probes.DEVICE_COUNT_FLAG
 MESH_TESTS=(tests/xla/test_probes.py tests/xla/test_fidelity.py)
-once_filter() { case " $ENVS " in *" main "*) [ "$1" = main ] || echo "not once" ;; esac; }
+once_filter() {  # once_filter NAME: the pytest -m expression for that environment, if any
+  local marks=()
+  case " $ENVS " in *" main "*) [ "$1" = main ] || marks+=("not once") ;; esac
+  case " $ENVS " in *" main "* | *" py312 "*)
+    case $1 in main | py312) ;; *) marks+=("not jax_independent") ;; esac ;;
+  esac
+  local IFS="|"
+  echo "${marks[*]}" | sed 's/|/ and /g'
+}
 for name in $ENVS; do
   dir=$(env_dir "$name")
   marks=$(once_filter "$name")

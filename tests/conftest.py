@@ -68,8 +68,23 @@ structure), with why: marked ``once``, and ``scripts/test.sh`` runs them in the 
 environment only, so the version matrix spends its time on what versions change."""
 
 
+JAX_INDEPENDENT = {
+    "tests/test_lsp.py": "the language server, on projects that name their JAX version",
+    "tests/test_lsp_notebooks.py": "the language server on notebooks, each naming its JAX version",
+    "tests/static/test_source.py": "statement chunks and caches, read with a named JAX version's rules",
+    "tests/cli/test_add_noqa.py": "--add-noqa, run with a named JAX version",
+}
+"""Tests that pin the JAX version whose rules they check (the static check and the language
+server never import JAX), so the installed JAX cannot change them but the Python version can:
+marked ``jax_independent``, and ``scripts/test.sh`` runs them in the main and Python 3.12
+environments only, whenever the run has either."""
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "once: independent of the installed JAX (ONCE in tests/conftest.py)")
+    config.addinivalue_line(
+        "markers", "jax_independent: pins its JAX version; Python's matters (JAX_INDEPENDENT in tests/conftest.py)"
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -79,3 +94,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         function = item.nodeid.split("[")[0]
         if path in ONCE or function in ONCE:
             item.add_marker(pytest.mark.once)
+        if path in JAX_INDEPENDENT:
+            item.add_marker(pytest.mark.jax_independent)
