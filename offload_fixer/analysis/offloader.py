@@ -622,10 +622,14 @@ def is_bitcast_like(op: ir.Operation, target: str) -> bool:
 
     Every reshape: layout assignment gives it layouts that make it one (no released compiler
     warns of host compute for a reshape). On TPU also every transpose, which libtpu folds
-    into a layout; XLA:GPU computes a transpose on the host (and warns).
+    into a layout; XLA:GPU computes a transpose on the host (and warns). A multiply by ones,
+    which the algebraic simplifier removes (``x[::2] * 1.0`` moved to device is the strided
+    copy every released compiler rejects, measured on all four).
     """
     if op.name == "stablehlo.reshape":
         return True
+    if op.name == "stablehlo.multiply":
+        return any(irm.is_splat_one(operand) for operand in op.operands)
     if op.name == "stablehlo.broadcast_in_dim":
         return irm.is_bitcast_reshape(op)
     if op.name == "stablehlo.transpose":

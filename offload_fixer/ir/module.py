@@ -220,6 +220,34 @@ def is_constant(value: ir.Value[Any]) -> bool:
     return op.name in CONSTANT_PRESERVING and is_constant(op.operands[0])
 
 
+def is_splat_one(value: ir.Value[Any]) -> bool:
+    """A constant whose every element is one (``1.0`` broadcast to a shape, converted or
+    reshaped): what XLA's simplifier drops from a multiply (``x * 1.0`` is ``x``)."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return False
+    op = owner.operation
+    if op.name in CONSTANT_PRESERVING:
+        return is_splat_one(op.operands[0])
+    if op.name != "stablehlo.constant":
+        return False
+    elements = _cast(ir.DenseElementsAttr, op.attributes["value"])
+    if elements is None or not elements.is_splat:
+        return False
+    splat = elements.get_splat_value()
+    number = _cast(ir.FloatAttr, splat) or _cast(ir.IntegerAttr, splat)
+    return number is not None and number.value == 1
+
+
+def _cast(kind: Any, attr: Any) -> Any:
+    """``attr`` as the attribute class ``kind``, or None (the bindings raise on a mismatch;
+    ``isinstance`` against the class is not reliable across jaxlib releases)."""
+    try:
+        return kind(attr)
+    except (ValueError, TypeError):
+        return None
+
+
 def is_constant_index_set_scatter(op: ir.Operation) -> bool:
     """A scatter that writes one update at constant indices and keeps the update's value
     (``x.at[0].set(v)``): XLA's simplifier turns it into a dynamic-update-slice."""

@@ -54,6 +54,17 @@ f = jax.jit(even_columns, in_shardings=$HOST_SHARDING)
 args = (jax.ShapeDtypeStruct((16, 256), jnp.float32),)
 """
 
+_INVALID_FOLDED = """
+def every_other_row_scaled(x):
+    # A multiply by one is no host compute: XLA's simplifier removes it before placing the
+    # copies, and the strided copy to device remains.
+    return jax.device_put(x[::2] * 1.0, $DEVICE)
+
+
+f = jax.jit(every_other_row_scaled, in_shardings=$HOST_SHARDING)
+args = (jax.ShapeDtypeStruct((1024, 128), jnp.float32),)
+"""
+
 _VALID = """
 def every_other_row(x):
     # Pair the rows up (a reshape is free) and take the first of each pair: a plain slice of
@@ -154,7 +165,7 @@ RULE = Rule(
         "libtpu 0.0.17.1 of JAX 0.6.2 fails alike on `lax.slice` with strides, while JAX 0.6.2 lowers "
         "`x[::2]` as a gather instead)"
     ),
-    invalid=(example(_INVALID), example(_INVALID_LANES)),
+    invalid=(example(_INVALID), example(_INVALID_LANES), example(_INVALID_FOLDED)),
     valid=(example(_VALID), example(_VALID_DEVICE_FIRST), example(_VALID_ONE_ROW)),
     backend=backend,
     backend_stage="copies",
