@@ -11,6 +11,7 @@ wherever they are installed.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,8 @@ DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count=8"
 """The CPU devices the mesh probes are sharded over; they skip without it. Not set for the
 whole suite: the examples build their meshes over ``jax.devices()`` and would become 8-device
 programs."""
+REQUIRE_COMPILERS = "OFFLOAD_FIXER_REQUIRE_COMPILERS"
+"""Where it names ``tpu`` (``tests/conftest.py``), probes that cannot get their TPU devices fail."""
 TOPOLOGY = "v5e:2x4"
 """The compile-only TPU topology (libtpu) whose devices the probes are built over where JAX's
 CPU backend has no ``pinned_host`` memory (JAX before 0.7): its devices have it, and its 8
@@ -66,8 +69,6 @@ def both(outcome: str) -> dict[str, str]:
 @functools.cache
 def _topology_devices() -> tuple[tuple[Any, ...], str | None]:
     """``TOPOLOGY``'s compile-only devices, or none and why libtpu could not give them."""
-    import os
-
     from offload_fixer import jax_compat
 
     # the oracle's compiler processes hold libtpu too (offload_fixer.xla.worker)
@@ -1423,10 +1424,13 @@ def skip_reason(probe: Probe, target: str | None = None) -> str | None:
     from offload_fixer import jax_compat
 
     if on_topology() and not _topology_devices()[0]:
-        return (
+        reason = (
             f"JAX {jax.__version__}'s CPU backend has no pinned_host memory for these programs, and "
             f"libtpu gives no compile-only {TOPOLOGY} devices to build them over ({_topology_devices()[1]})"
         )
+        if "tpu" in os.environ.get(REQUIRE_COMPILERS, "").split(","):
+            raise RuntimeError(f"this environment must have the TPU compiler: {reason}")
+        return reason
     if target == "gpu" and jax_compat.xla_generation().compiler("gpu") is None:
         return (
             f"no CUDA compiler of JAX {jax.__version__}'s generation ({jax_compat.xla_generation().name}) is measured"
