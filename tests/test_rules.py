@@ -106,9 +106,10 @@ def test_a_page_for_a_version_the_pattern_does_not_reach_says_so():
     assert note in render_rule("OFL1204", jax_version="0.6.2")
     assert note not in render_rule("OFL1204", jax_version="0.10.2")
     assert note in render_rule("OFL1208", jax_version="0.12.0.1")  # libtpu 0.0.50.1 compiles it
-    # Lane slices: libtpu 0.0.17.1 (JAX 0.6.2) is not measured, so it is not predicted there.
-    assert note in render_rule("OFL1210", jax_version="0.6.2")
-    assert not any(note in render_rule("OFL1210", jax_version=v) for v in ("0.10.2", "0.12.0.1"))
+    # Lane slices: libtpu 0.0.17.1 (JAX 0.6.2) fails an update of part of the lanes, as 0.0.42.1
+    # does (the lane_update probes, built over compile-only TPU devices there).
+    assert not any(note in render_rule("OFL1210", jax_version=v) for v in ("0.6.2", "0.10.2", "0.12.0.1"))
+    assert note not in render_rule("OFL1208", jax_version="0.6.2")
     # Before JAX 0.7.1 nothing moves a host value back for a device output: error 1200 instead.
     assert note in render_rule("OFL1211", jax_version="0.6.2")
     assert note not in render_rule("OFL1211", jax_version="0.10.2")

@@ -8,7 +8,7 @@ from offload_fixer.analysis.backend import backend_failures
 from offload_fixer.analysis.diagnose import Diagnoser
 from offload_fixer.analysis.offloader import HostOffloadWalk
 from offload_fixer.ir.module import ModuleReadError, load
-from offload_fixer.model import FunctionRef, Report, normalize_target
+from offload_fixer.model import UNPINNED_HOST, FunctionRef, Report, normalize_target
 
 __all__ = ["ModuleReadError", "analyze"]
 
@@ -33,6 +33,8 @@ def analyze(
     target = normalize_target(target)
     view = load(source)
     generation = jax_compat.xla_generation()
+    if target == "tpu" and generation.tpu_unpinned_host_is_host_memory:
+        view.lay_out_in_host_memory(UNPINNED_HOST)
     walker = HostOffloadWalk(view, target, generation)
     walk = walker.run()
     failures = backend_failures(walker, walk, target)

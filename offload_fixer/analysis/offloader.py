@@ -487,7 +487,8 @@ class HostOffloadWalk:
     def _slice_leads_to_move_to_device(self, node: Node) -> bool:
         """``SliceLeadsToMoveToDeviceCustomCall``: every path from the slice ends at a move to
         device. The released compilers also accept the entry root: a slice that is returned
-        becomes a host-to-device copy of just that slice."""
+        becomes a host-to-device copy of just that slice (libtpu 0.0.17.1 only where it is the
+        entry's only output: ``XlaGeneration.slice_to_single_output_is_dma``)."""
 
         def keeps_going(succ: Node) -> bool:
             op = _op(succ)
@@ -495,7 +496,9 @@ class HostOffloadWalk:
 
         for succ in self._breadth_first(self.successors(node), keeps_going):
             if succ.kind == "root":
-                if self.xla.slice_to_output_is_dma:
+                if self.xla.slice_to_output_is_dma or (
+                    self.xla.slice_to_single_output_is_dma and len(self.view.results) == 1
+                ):
                     continue
                 return False
             if succ.kind == "cond":

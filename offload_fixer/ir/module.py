@@ -9,7 +9,7 @@ the cost of an analysis is one scan plus the host paths, not a copy of the whole
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from jaxlib.mlir import ir
@@ -18,7 +18,7 @@ from jaxlib.mlir.dialects import stablehlo
 from offload_fixer.ir.locations import OpLocation, decode
 from offload_fixer.jax_compat import mlir as jax_mlir
 from offload_fixer.model import DEVICE as DEVICE_KIND
-from offload_fixer.model import HOST_KINDS, HOST_MEMORY_SPACE_KINDS
+from offload_fixer.model import HOST_KINDS, HOST_MEMORY_SPACE_KINDS, PINNED_HOST
 
 PLACEMENT_ATTR = "_xla_buffer_placement"
 ANNOTATION_TARGETS = frozenset({"annotate_device_placement"})
@@ -77,6 +77,13 @@ class ModuleView:
             entry = attrs[index] if attrs is not None and index < len(attrs) else None
             if entry is not None and "tf.aliasing_output" in ir.DictAttr(entry):
                 self.aliased_outputs[ir.IntegerAttr(ir.DictAttr(entry)["tf.aliasing_output"]).value] = index
+
+    def lay_out_in_host_memory(self, kind: str) -> None:
+        """Entry parameters and outputs of memory ``kind`` laid out in host memory (S(5)), as
+        ``pinned_host`` ones are: what libtpu 0.0.17.1 does with ``unpinned_host``
+        (``XlaGeneration.tpu_unpinned_host_is_host_memory``)."""
+        self.args = tuple(replace(v, memory_kind=PINNED_HOST) if v.memory_kind == kind else v for v in self.args)
+        self.results = tuple(replace(v, memory_kind=PINNED_HOST) if v.memory_kind == kind else v for v in self.results)
 
     @property
     def entry_block(self) -> ir.Block:

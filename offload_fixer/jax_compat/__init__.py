@@ -390,7 +390,8 @@ class XlaGeneration:
     slice_to_output_is_dma: bool
     """A slice of a host value that reaches an output becomes a copy to device (not host compute)."""
     tpu_unpinned_output_from_device_fails: bool
-    """libtpu cannot copy a device value into an ``unpinned_host`` output ('DMA from hbm to hbm')."""
+    """libtpu cannot copy a device value into an ``unpinned_host`` output ('DMA from hbm to hbm';
+    libtpu 0.0.42.1). libtpu 0.0.17.1 has no such output: ``tpu_unpinned_host_is_host_memory``."""
     while_condition_on_host_aborts: bool
     """When the host offloader's walk reaches the root of a loop's condition (the condition is
     computed from a host value: a host entry parameter carried through the loop or closed
@@ -411,20 +412,44 @@ class XlaGeneration:
     host inside it is not the entry's root."""
     tpu_async_slice_one_dimension_only: bool = False
     """libtpu copies a slice of a host value to device as an async slice that may slice one
-    dimension only ('Async slice only supports slicing in 1 dimension'; libtpu 0.0.42.1).
-    libtpu 0.0.50.1 and the CUDA plugins compile such slices; libtpu 0.0.17.1 is not measured
-    (JAX 0.6.2's CPU backend cannot build the programs), so it is not predicted there. The
-    same holds for an update written from device into a host buffer (an async
-    dynamic-update-slice)."""
+    dimension only ('Async slice only supports slicing in 1 dimension'; libtpu 0.0.17.1 and
+    0.0.42.1). libtpu 0.0.50.1 and the CUDA plugins compile such slices. The same holds for an
+    update written from device into a host buffer (an async dynamic-update-slice)."""
     tpu_async_update_lane_slice_fails: bool = False
     """libtpu's async dynamic-update-slice into a host buffer cannot write part of the lane
     (last) dimension ('Lane slice updating is not supported in async dynamic update slice
-    yet'; libtpu 0.0.42.1)."""
+    yet'; libtpu 0.0.17.1 and 0.0.42.1)."""
+    slice_to_single_output_is_dma: bool = False
+    """Where ``slice_to_output_is_dma`` does not hold: a slice of a host value that is the
+    entry's only output (not an element of a tuple of outputs) still becomes a copy to device
+    (libtpu 0.0.17.1: the ``slice_returned`` and ``dynamic_slice_returned`` probes compile,
+    ``slice_in_tuple`` is error 1200)."""
+    parameter_names_from_locations: bool = True
+    """jaxlib's translation to HLO names an entry parameter after its location (``w.1`` for
+    the argument ``w``), as XLA's messages then do; jaxlib 0.6.2's names it by position
+    (``Arg_0.1``). The analysis names instructions with the installed jaxlib's own
+    translation (``ir.hlo_names``), so this says only what a generation's messages read."""
+    tpu_unpinned_host_is_host_memory: bool = False
+    """libtpu lays out ``unpinned_host`` entry parameters and outputs in host memory (S(5)),
+    as ``pinned_host`` ones, so its compiled outputs are ``pinned_host`` (libtpu 0.0.17.1: the
+    ``root_unpinned_move``, ``unpinned_argument_*``, ``*_to_unpinned_output`` probes). Later
+    ones put them in S(6), which the host offloader does not take for host memory."""
+    tpu_builds_host_gather: bool = False
+    """libtpu builds a gather in host memory as host compute (libtpu 0.0.17.1, the
+    ``gather_on_host`` probe); later ones emit it as a custom fusion without a backend config
+    and fail."""
     tpu_lane_slice_multiple_of_lane_count: bool = False
     """libtpu copies part of the lane dimension between host and device only in multiples of
     128 lanes: an update into a host buffer, or a slice copied to device that also slices the
     sublane (second-to-last) dimension ('Slicing lane dimension is only supported when the
     lane slice size is a multiple of LaneCount'; libtpu 0.0.50.1)."""
+
+    def compiler(self, target: str) -> str | None:
+        """The released compiler of ``target`` this generation was measured on (``libtpu
+        0.0.17.1``), or ``None``: JAX 0.6.2's generation has no CUDA plugin measured."""
+        wanted = "libtpu " if target == "tpu" else "jax-cuda"
+        compilers = self.name.split(" (")[0].split(" / ")
+        return next((name for name in compilers if name.startswith(wanted)), None)
 
 
 XLA_GENERATIONS: tuple[tuple[tuple[int, int, int], XlaGeneration], ...] = (
@@ -433,9 +458,15 @@ XLA_GENERATIONS: tuple[tuple[tuple[int, int, int], XlaGeneration], ...] = (
         XlaGeneration(
             "libtpu 0.0.17.1 (jax 0.6.2)",
             slice_to_output_is_dma=False,
-            tpu_unpinned_output_from_device_fails=True,
+            tpu_unpinned_output_from_device_fails=False,
             while_condition_on_host_aborts=True,
             inlines_shard_map_body=True,
+            tpu_async_slice_one_dimension_only=True,
+            tpu_async_update_lane_slice_fails=True,
+            slice_to_single_output_is_dma=True,
+            tpu_builds_host_gather=True,
+            tpu_unpinned_host_is_host_memory=True,
+            parameter_names_from_locations=False,
         ),
     ),
     (

@@ -135,7 +135,9 @@ _FAILURE_TEXTS = {
 def backend(b: Backend) -> Iterator[Failure]:
     """On TPU, whose ``unpinned_host`` is S(6): an ``unpinned_host`` parameter computed on (the
     ``unpinned_argument_computed`` probe), and on the libtpu generations that fail so, an
-    ``unpinned_host`` output no host value reaches (``device_value_to_unpinned_output``)."""
+    ``unpinned_host`` output no host value reaches (``device_value_to_unpinned_output``).
+    libtpu 0.0.17.1 lays them out as ``pinned_host`` (``tpu_unpinned_host_is_host_memory``:
+    the analysis reads them so before the walk), and none is left here."""
     if b.target != "tpu":
         return
     for arg in b.args:

@@ -205,12 +205,12 @@ def _gpu_failure(b: Backend, op: Op, seed: Seed) -> msg.XlaMessage | None:
 
 def _tpu_failure(b: Backend, op: Op) -> msg.XlaMessage | None:
     """libtpu: a dot in a loop body with an operand in device memory (its host-compute alias
-    assigner aborts); a gather, or a scatter of several updates (a custom fusion without a
-    backend config)."""
+    assigner aborts); a gather (from libtpu 0.0.42.1: ``XlaGeneration.tpu_builds_host_gather``),
+    or a scatter of several updates (a custom fusion without a backend config)."""
     kind = b.kind(op)
     if kind in DOTS and b.in_loop_body(op) and b.reads_device_memory(op):
         return HOST_COMPUTE_ALIAS
-    if kind == "gather" or (kind == "scatter" and not b.single_update(op)):
+    if (kind == "gather" and not b.xla.tpu_builds_host_gather) or (kind == "scatter" and not b.single_update(op)):
         return CUSTOM_FUSION_BACKEND_CONFIG
     return None
 

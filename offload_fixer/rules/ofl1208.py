@@ -1,5 +1,5 @@
 """OFL1208 host-slice-in-several-dimensions: a slice of a host value, copied to device, that
-slices more than one dimension (libtpu 0.0.42.1 cannot make it an async slice)."""
+slices more than one dimension (libtpu 0.0.17.1 and 0.0.42.1 cannot make it an async slice)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ ASYNC_SLICE_DIMENSIONS = msg.XlaMessage(
     codes.HOST_SLICE_IN_SEVERAL_DIMENSIONS,
     status="UNIMPLEMENTED",
 )
-"""libtpu 0.0.42.1 copies a slice of a host value to device as an async slice, which takes
+"""libtpu 0.0.17.1 and 0.0.42.1 copy a slice of a host value to device as an async slice, which takes
 one sliced dimension only (``XlaGeneration.tpu_async_slice_one_dimension_only``)."""
 
 _INVALID = """
@@ -54,7 +54,7 @@ _SEVERAL_DIMENSIONS = backend_failure(
     "A slice of a host value copied to device slices more than one dimension",
     (
         "A slice of a value in host memory that is moved to device becomes a copy of just that "
-        "slice, which libtpu 0.0.42.1 runs as an async slice, and its async slice takes one "
+        "slice, which libtpu 0.0.17.1 and 0.0.42.1 run as an async slice, and their async slice takes one "
         "sliced dimension only. Slice the leading dimension in host memory, move that to "
         "device, and slice the other dimensions there."
     ),
@@ -88,7 +88,7 @@ RULE = Rule(
     ),
     why_bad=(
         "XLA turns a slice that feeds a move to device into a host-to-device copy of the "
-        "slice. libtpu 0.0.42.1 (JAX 0.10) emits that copy as an async slice, which supports "
+        "slice. libtpu 0.0.17.1 (JAX 0.6) and 0.0.42.1 (JAX 0.10) emit that copy as an async slice, which supports "
         "slicing in one dimension only, and the compile fails; the same holds for the async "
         "dynamic-update-slice that writes a device update into a host buffer. libtpu 0.0.50.1 "
         "and the CUDA plugins compile both (libtpu 0.0.50.1 with the lane limits of OFL1210)."
@@ -96,7 +96,7 @@ RULE = Rule(
     targets={
         "tpu": TargetBehaviour(
             "error",
-            "compilation fails with libtpu 0.0.42.1 (JAX 0.10); libtpu 0.0.50.1 compiles it",
+            "compilation fails with libtpu 0.0.17.1 (JAX 0.6) and 0.0.42.1 (JAX 0.10); libtpu 0.0.50.1 compiles it",
             ASYNC_SLICE_DIMENSIONS.placeholder(),
         ),
         "gpu": TargetBehaviour("info", "compiles (the CUDA plugins 0.10.2 and 0.12.0.1 copy the slice)", None),
@@ -110,7 +110,7 @@ RULE = Rule(
             "knows whether that fits in device memory.",
         ),
     ),
-    applies_to="TPU with the libtpu of JAX 0.7 - 0.11 (libtpu 0.0.42.1, measured with JAX 0.10.2); not JAX 0.12 (libtpu 0.0.50.1), not GPU",
+    applies_to="TPU with the libtpu of JAX up to 0.11 (libtpu 0.0.17.1 and 0.0.42.1, measured with JAX 0.6.2 and 0.10.2); not JAX 0.12 (libtpu 0.0.50.1), not GPU",
     invalid=(example(_INVALID),),
     valid=(example(_VALID),),
     applies=_libtpu_slices_one_dimension,

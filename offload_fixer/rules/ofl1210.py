@@ -24,7 +24,7 @@ ASYNC_UPDATE_LANE_SLICE = msg.XlaMessage(
     codes.HOST_COPY_LANE_SLICE,
     status="UNIMPLEMENTED",
 )
-"""libtpu 0.0.42.1: an update into a host buffer that covers part of the lane dimension only."""
+"""libtpu 0.0.17.1 and 0.0.42.1: an update into a host buffer that covers part of the lane dimension only."""
 LANE_SLICE_SIZE = msg.XlaMessage(
     "tpu-lane-slice-size",
     "Slicing lane dimension is only supported when the lane slice size is a multiple of LaneCount.",
@@ -60,7 +60,7 @@ args = (jax.ShapeDtypeStruct((16, 128), jnp.float32),)
 
 _WHY = (
     "libtpu copies between host and device memory in whole tiles of the lane (last) "
-    "dimension. libtpu 0.0.42.1 cannot write part of the lanes into a host buffer (its async "
+    "dimension. libtpu 0.0.17.1 and 0.0.42.1 cannot write part of the lanes into a host buffer (their async "
     "dynamic-update-slice); libtpu 0.0.50.1 copies part of the lanes only in multiples of 128, "
     "and for a slice copied to device only when no other dimension of the tile (the sublanes) "
     "is sliced too. Copy whole rows of lanes (pad on device, or slice the lanes on device "
@@ -75,7 +75,7 @@ def _libtpu_slices_lanes_in_tiles(sp: Spelling) -> bool:
 
 def backend(b: Backend) -> Iterator[Failure]:
     """Copies between host and device of part of the lane (last) dimension that libtpu cannot
-    make (the ``lane_*`` probes): on libtpu 0.0.42.1 an update into a host buffer that takes
+    make (the ``lane_*`` probes): on libtpu 0.0.17.1 and 0.0.42.1 an update into a host buffer that takes
     part of the lanes alone (two partial dimensions are OFL1208's already); on libtpu 0.0.50.1
     a lane part that is not a multiple of 128, in an update into a host buffer, or in a slice
     copied to device that also takes part of the sublane dimension. A strided slice fails
@@ -111,14 +111,14 @@ RULE = Rule(
     why_bad=(
         "XLA turns these into direct copies between host and device memory (an async "
         "dynamic-update-slice or slice on TPU), which libtpu builds from whole tiles of 128 "
-        "lanes. The compile fails: libtpu 0.0.42.1 on any part of the lanes written into a "
+        "lanes. The compile fails: libtpu 0.0.17.1 and 0.0.42.1 on any part of the lanes written into a "
         "host buffer; libtpu 0.0.50.1 on a part that is not a multiple of 128 lanes (a slice "
         "copied to device only when it also slices the sublanes). The CUDA plugins compile it."
     ),
     targets={
         "tpu": TargetBehaviour(
             "error",
-            "compilation fails with libtpu 0.0.42.1 (an update of part of the lanes) and 0.0.50.1 "
+            "compilation fails with libtpu 0.0.17.1 and 0.0.42.1 (an update of part of the lanes) and 0.0.50.1 "
             "(a part that is not a multiple of 128 lanes)",
             LANE_SLICE_SIZE.placeholder(),
         ),
@@ -133,7 +133,7 @@ RULE = Rule(
             "change; only the author knows which fits.",
         ),
     ),
-    applies_to="TPU with the libtpu of JAX 0.7 - 0.12 (measured with JAX 0.10.2 and 0.12.0.1), not GPU",
+    applies_to="TPU with the libtpu of JAX up to 0.12 (measured with JAX 0.6.2, 0.10.2 and 0.12.0.1), not GPU",
     invalid=(example(_INVALID),),
     valid=(example(_VALID),),
     applies=_libtpu_slices_lanes_in_tiles,

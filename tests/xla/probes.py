@@ -10,6 +10,8 @@ wherever they are installed.
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +21,13 @@ DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count=8"
 """The CPU devices the mesh probes are sharded over; they skip without it. Not set for the
 whole suite: the examples build their meshes over ``jax.devices()`` and would become 8-device
 programs."""
+REQUIRE_COMPILERS = "OFFLOAD_FIXER_REQUIRE_COMPILERS"
+"""Where it names ``tpu`` (``tests/conftest.py``), probes that cannot get their TPU devices fail."""
+TOPOLOGY = "v5e:2x4"
+"""The compile-only TPU topology (libtpu) whose devices the probes are built over where JAX's
+CPU backend has no ``pinned_host`` memory (JAX before 0.7): its devices have it, and its 8
+chips hold every mesh probe. Lowering names no device, only their number, so the module is
+the one a CPU device would give."""
 
 
 @dataclass(frozen=True)
@@ -39,12 +48,17 @@ class Probe:
     names: dict[str, str] | None = None
     """Target -> the instruction XLA's error 1200 starts from (``starting from X``), measured
     on libtpu 0.0.42.1 and 0.0.50.1 and the CUDA plugins 0.10.2 and 0.12.0.1."""
+    names_unless: Callable[[Any], dict[str, str] | None] | None = None
+    """For an ``XlaGeneration`` whose message names another instruction: the names it gives instead."""
     first_output: int | None = None
     """The output XLA's error 1200 trace ends at (its first error), where several are reached."""
+    first_output_unless: Callable[[Any], int | None] | None = None
+    """For an ``XlaGeneration`` whose trace ends at another output: that output."""
     does_nothing: tuple[str, ...] = ()
     """Targets whose compiled program keeps none of the program's moves to host in host memory
-    (OFL1211: 0 host output bytes for the outputs they reach, or 0 host bytes at all), under
-    JAX >= 0.7.1, which moves a host value back to device for a device output."""
+    (OFL1211: 0 host output bytes for the outputs they reach, or 0 host bytes at all): JAX
+    moves a host value back to device for a device output (JAX 0.6.2 too where the output is
+    declared device memory: ``root_move`` on libtpu 0.0.17.1)."""
 
 
 def both(outcome: str) -> dict[str, str]:
@@ -52,46 +66,76 @@ def both(outcome: str) -> dict[str, str]:
 
 
 # -- shardings and shapes, built lazily (they need a live backend) -------------------------
-def _cpu():
+@functools.cache
+def _topology_devices() -> tuple[tuple[Any, ...], str | None]:
+    """``TOPOLOGY``'s compile-only devices, or none and why libtpu could not give them."""
+    from offload_fixer import jax_compat
+
+    # the oracle's compiler processes hold libtpu too (offload_fixer.xla.worker)
+    os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+    try:
+        return tuple(jax_compat.compile_only_devices("tpu", TOPOLOGY)), None
+    except Exception as exc:  # noqa: BLE001 - no libtpu, or one that refuses the topology: the skip says so
+        return (), f"{type(exc).__name__}: {exc}".splitlines()[0]
+
+
+def on_topology() -> bool:
+    """Whether the probes are built over ``TOPOLOGY``'s devices: where the CPU backend has no
+    ``pinned_host`` memory for their shardings."""
+    from offload_fixer import jax_compat
+
+    return not jax_compat.host_memory_on_this_backend()
+
+
+def probe_devices() -> list[Any]:
+    """The devices the probes' shardings name: the CPU backend's, or ``TOPOLOGY``'s."""
     import jax
 
-    return jax.devices()[0]
+    return list(_topology_devices()[0]) if on_topology() else jax.devices()
+
+
+def _first() -> Any:
+    return probe_devices()[0]
 
 
 def host():
     import jax
 
-    return jax.sharding.SingleDeviceSharding(_cpu(), memory_kind="pinned_host")
+    return jax.sharding.SingleDeviceSharding(_first(), memory_kind="pinned_host")
 
 
 def unpinned():
     import jax
 
-    return jax.sharding.SingleDeviceSharding(_cpu(), memory_kind="unpinned_host")
+    return jax.sharding.SingleDeviceSharding(_first(), memory_kind="unpinned_host")
 
 
 def device():
     import jax
 
-    return jax.sharding.SingleDeviceSharding(_cpu(), memory_kind="device")
+    return jax.sharding.SingleDeviceSharding(_first(), memory_kind="device")
+
+
+def _move(memory_kind: str) -> Any:
+    import jax
+
+    from offload_fixer.jax_compat import memory_move_target
+
+    if on_topology():
+        return jax.sharding.SingleDeviceSharding(_first(), memory_kind=memory_kind)
+    return memory_move_target(memory_kind)
 
 
 def host_move():
-    from offload_fixer.jax_compat import memory_move_target
-
-    return memory_move_target("pinned_host")
+    return _move("pinned_host")
 
 
 def unpinned_move():
-    from offload_fixer.jax_compat import memory_move_target
-
-    return memory_move_target("unpinned_host")
+    return _move("unpinned_host")
 
 
 def device_move():
-    from offload_fixer.jax_compat import memory_move_target
-
-    return memory_move_target("device")
+    return _move("device")
 
 
 def shapes(*dims: tuple[int, ...], dtype: str = "float32") -> Callable[[], tuple[Any, ...]]:
@@ -112,11 +156,11 @@ def index_arg() -> Any:
 
 
 def mesh(devices: int):
-    """A ("data", "model") mesh of ``devices`` CPU devices, 2 along data."""
+    """A ("data", "model") mesh of ``devices`` of the probes' devices, 2 along data."""
     import jax
     import numpy as np
 
-    return jax.sharding.Mesh(np.array(jax.devices()[:devices]).reshape(2, devices // 2), ("data", "model"))
+    return jax.sharding.Mesh(np.array(probe_devices()[:devices]).reshape(2, devices // 2), ("data", "model"))
 
 
 def on_mesh(devices: int, spec: tuple[Any, ...] = (), memory_kind: str = "device"):
@@ -726,11 +770,12 @@ PROBES: tuple[Probe, ...] = (
     # unpinned_host parameters and outputs: S(6) on TPU
     Probe(
         "unpinned_argument_computed",
-        "libtpu cannot compute on an unpinned_host argument",
+        "libtpu cannot compute on an unpinned_host argument (libtpu 0.0.17.1 lays it out in host memory: error 1200)",
         times_two,
         shapes(V),
         {"tpu": OTHER, "gpu": COMPILED},
         jit=lambda: {"in_shardings": unpinned()},
+        unless=lambda g: {"tpu": E1200, "gpu": COMPILED} if g.tpu_unpinned_host_is_host_memory else None,
     ),
     Probe(
         "unpinned_argument_returned",
@@ -751,11 +796,13 @@ PROBES: tuple[Probe, ...] = (
     ),
     Probe(
         "host_argument_to_unpinned_output",
-        "an unpinned_host output is not host memory: error 1200",
+        "an unpinned_host output is not host memory: error 1200 (libtpu 0.0.17.1 lays it out in "
+        "host memory: host compute)",
         times_two,
         shapes(V),
         both(E1200),
         jit=lambda: {"in_shardings": host(), "out_shardings": unpinned()},
+        unless=lambda g: {"tpu": COMPILED, "gpu": E1200} if g.tpu_unpinned_host_is_host_memory else None,
     ),
     # slices of host values
     Probe(
@@ -768,11 +815,12 @@ PROBES: tuple[Probe, ...] = (
     ),
     Probe(
         "slice_in_tuple",
-        "the same inside a tuple of outputs",
+        "the same inside a tuple of outputs (libtpu 0.0.17.1: error 1200, only a lone output is a DMA)",
         slice_in_tuple,
         shapes(V, V),
         both(COMPILED),
         jit=lambda: {"in_shardings": (host(), device())},
+        unless=lambda g: None if g.slice_to_output_is_dma else both(E1200),
     ),
     Probe(
         "slice_then_multiply",
@@ -933,11 +981,12 @@ PROBES: tuple[Probe, ...] = (
     ),
     Probe(
         "gather_on_host",
-        "libtpu cannot build a gather in host memory",
+        "libtpu cannot build a gather in host memory (libtpu 0.0.17.1 can)",
         gather_rows,
         lambda: (*shapes(M)(), *shapes((4,), dtype="int32")()),
         {"tpu": OTHER, "gpu": COMPILED},
         jit=lambda: {"in_shardings": (host(), device()), "out_shardings": host()},
+        unless=lambda g: both(COMPILED) if g.tpu_builds_host_gather else None,
     ),
     # copies of host slices to device (async slices on TPU)
     Probe(
@@ -1073,12 +1122,17 @@ PROBES: tuple[Probe, ...] = (
     ),
     Probe(
         "donated_device_buffer_to_unpinned_output",
-        "XLA:GPU's unpinned_host is host memory; libtpu up to jax 0.11's has no copy into it at all",
+        "XLA:GPU's unpinned_host is host memory; libtpu up to jax 0.11's has no copy into it at all "
+        "(libtpu 0.0.17.1's is host memory: donated_device_buffer_to_host_output's DMA from hbm to hbm)",
         write_block,
         lambda: (*shapes(CACHE, BLOCK)(), index_arg()),
         both(OTHER),
         jit=lambda: {"in_shardings": (device(), device(), None), "out_shardings": unpinned(), "donate_argnums": 0},
-        unless=lambda g: None if g.tpu_unpinned_output_from_device_fails else {"tpu": COMPILED, "gpu": OTHER},
+        unless=lambda g: (
+            None
+            if g.tpu_unpinned_output_from_device_fails or g.tpu_unpinned_host_is_host_memory
+            else {"tpu": COMPILED, "gpu": OTHER}
+        ),
     ),
     Probe(
         "donated_host_buffer_to_device_output",
@@ -1209,24 +1263,29 @@ PROBES: tuple[Probe, ...] = (
     ),
     Probe(
         "mesh4_shard_map_host_param",
-        "a shard_map body's parameters are renamed first: the entry's host parameter is param.2",
+        "a shard_map body's parameters are renamed first: the entry's host parameter is param.2 "
+        "(param where XLA inlines the body first)",
         _shard_map_update(4),
         shapes(M, M),
         both(E1200),
         jit=lambda: {"in_shardings": (on_mesh(4, COLUMNS, "pinned_host"), on_mesh(4, COLUMNS))},
         devices=4,
         names=both("param.2"),
+        names_unless=lambda g: both("param") if g.inlines_shard_map_body else None,
     ),
     Probe(
         "mesh4_shard_map_two_outputs",
-        "a host parameter reaching both outputs of a shard_map: XLA's users in build order, output 0 first",
+        "a host parameter reaching both outputs of a shard_map: XLA's users in build order, output 0 first "
+        "(libtpu 0.0.17.1, which inlines the body: output 1, a known difference)",
         _shard_map_two_outputs(4),
         shapes(M, M),
         both(E1200),
         jit=lambda: {"in_shardings": (on_mesh(4, COLUMNS, "pinned_host"), on_mesh(4, COLUMNS))},
         devices=4,
         names=both("param.2"),
+        names_unless=lambda g: both("param") if g.inlines_shard_map_body else None,
         first_output=0,
+        first_output_unless=lambda g: 1 if g.inlines_shard_map_body else None,
     ),
     Probe(
         "host_param_two_outputs",
@@ -1236,6 +1295,7 @@ PROBES: tuple[Probe, ...] = (
         both(E1200),
         jit=lambda: {"in_shardings": (host(), device())},
         names=both("w.1"),
+        names_unless=lambda g: None if g.parameter_names_from_locations else both("Arg_0.1"),
         first_output=0,
     ),
     Probe(
@@ -1326,16 +1386,58 @@ def expected(probe: Probe, target: str, generation: Any) -> str:
     return (instead or probe.expect)[target]
 
 
-def skip_reason(probe: Probe) -> str | None:
+def expected_name(probe: Probe, target: str, generation: Any) -> str | None:
+    """The instruction ``generation``'s error 1200 starts from, where the probe records it."""
+    instead = probe.names_unless(generation) if probe.names_unless else None
+    names = instead or probe.names
+    return names[target] if names else None
+
+
+def expected_first_output(probe: Probe, generation: Any) -> int | None:
+    """The output ``generation``'s error 1200 trace ends at, where the probe records it."""
+    instead = probe.first_output_unless(generation) if probe.first_output_unless else None
+    return probe.first_output if instead is None else instead
+
+
+def differences(probe: Probe, target: str, generation: Any, report: Any) -> list[str]:
+    """Where ``report`` (the analysis of the probe for ``target``) differs from what the
+    compilers of ``generation`` were measured to do."""
+    from offload_fixer.xla.agreement import outcome_class
+
+    found = []
+    predicted, outcome = report.predicted, expected(probe, target, generation)
+    if outcome_class(predicted.outcome, predicted.code) != outcome:
+        found.append(f"the analysis predicts {outcome_class(predicted.outcome, predicted.code)}, measured {outcome}")
+    name = expected_name(probe, target, generation)
+    if name is not None and predicted.instruction != name:
+        found.append(f"error 1200 starts from {name}, the analysis says {predicted.instruction}")
+    output = expected_first_output(probe, generation)
+    if output is not None and predicted.output_index != output:
+        found.append(f"the trace ends at output {output}, the analysis says {predicted.output_index}")
+    return found
+
+
+def skip_reason(probe: Probe, target: str | None = None) -> str | None:
+    """Why the installed JAX cannot build ``probe`` (for ``target``, where one is given)."""
     import jax
 
     from offload_fixer import jax_compat
 
-    if not jax_compat.host_memory_on_this_backend():
-        return f"JAX {jax.__version__}'s CPU backend has no pinned_host memory for these programs"
+    if on_topology() and not _topology_devices()[0]:
+        reason = (
+            f"JAX {jax.__version__}'s CPU backend has no pinned_host memory for these programs, and "
+            f"libtpu gives no compile-only {TOPOLOGY} devices to build them over ({_topology_devices()[1]})"
+        )
+        if "tpu" in os.environ.get(REQUIRE_COMPILERS, "").split(","):
+            raise RuntimeError(f"this environment must have the TPU compiler: {reason}")
+        return reason
+    if target == "gpu" and jax_compat.xla_generation().compiler("gpu") is None:
+        return (
+            f"no CUDA compiler of JAX {jax.__version__}'s generation ({jax_compat.xla_generation().name}) is measured"
+        )
     if probe.typed_only and jax_compat.regime() is not jax_compat.Regime.TYPED:
         return "the program relies on memory spaces in types (JAX >= 0.7.1)"
-    if jax.device_count() < probe.devices:
+    if len(probe_devices()) < probe.devices:
         return f"the program needs {probe.devices} devices; set XLA_FLAGS={DEVICE_COUNT_FLAG}"
     return None
 
