@@ -10,6 +10,14 @@ the nodes of the statements binding the names it reads; the next version re-anal
 statement only when that list changed (its text, a binder's text, a binder added, removed
 or moved across it) or when a statement it reads from is re-analysed itself.
 
+A document is read statement by statement, as a check without a cache reads a file: of the
+statements a version must analyse again, only those a host value can reach
+(:func:`~offload_fixer.static.candidates.site_candidates`) are searched for jit sites, and
+libcst parses only what those read; the others find nothing. There a statement is known by
+the key of its chunk of text instead of a node (it may never be parsed), and the project
+modules read to rule statements out count as read. Opening a 20,000-line file so parses a
+handful of statements instead of all of them (``benchmarks/lsp_latency.py``).
+
 Reads and bindings are over-approximated from ``ast``: every name a statement loads,
 in any scope (and every attribute name, for ``module.name`` reached through an import of the
 file itself), is a read; the names it stores or deletes outside its functions and classes,
@@ -113,10 +121,13 @@ class KeptAnalysis:
 
     context: tuple
     """Path, target, JAX rules and ``global`` declarations it was made under."""
-    statements: dict[int, tuple[Any, tuple[int, ...], list]]
-    """id of a statement node -> (the node; the ids of the nodes it depended on, in file order,
-    itself included; its findings). Ids compare and hash fast (a libcst node hashes in Python),
-    and cannot be reused: every node they name is held here."""
+    statements: dict[Any, tuple[Any, tuple, list]]
+    """key of a statement -> (what stands for it; the keys of the statements it depended on,
+    in file order, itself included; its findings). For a module parsed whole, the key is the id
+    of the statement's libcst node (ids compare and hash fast, a libcst node hashes in Python,
+    and cannot be reused: every node they name is held here). For one read statement by
+    statement, the key of its chunk's text, and its libcst chunk where it was parsed (the
+    nodes its findings name are there)."""
     foreign: dict[str, tuple[Any, Any]]
     """Project modules read, by path: (stamp, the scope read)."""
     reanalysed: tuple[int, ...] = ()
@@ -133,7 +144,9 @@ class Increment:
         kept: KeptAnalysis | None,
         context: tuple,
         stamp: Callable[[str], Any],
+        ids: Sequence[Any] | None = None,
     ) -> None:
+        """``ids``: the key of each statement (default: the id of each of ``body``'s nodes)."""
         binders: dict[str, list[int]] = {}
         stars: list[int] = []
         for index, found in enumerate(names):
@@ -144,7 +157,7 @@ class Increment:
                     binders.setdefault(name, []).append(index)
         readers: list[list[int]] = [[] for _ in body]
         self.keys: list[tuple] = []
-        ids = [id(node) for node in body]
+        ids = [id(node) for node in body] if ids is None else list(ids)
         for index, found in enumerate(names):
             depends = {index, *stars}
             for name in found.reads & binders.keys():
@@ -187,8 +200,17 @@ class Increment:
             for f in (fresh[index] if index in fresh else statements.get(node_id, (None, (), []))[2])
         ]
 
-    def keep(self, fresh: dict[int, list], foreign: dict[str, tuple[Any, Any]]) -> KeptAnalysis:
-        """What the next version starts from. The project modules read stay recorded while
+    def kept_node(self, index: int) -> Any:
+        """What the last version held for the statement at ``index`` (None: nothing)."""
+        statements = self.kept.statements if self.kept is not None else {}
+        entry = statements.get(self.ids[index])
+        return None if entry is None else entry[0]
+
+    def keep(
+        self, fresh: dict[int, list], foreign: dict[str, tuple[Any, Any]], body: Sequence[Any] | None = None
+    ) -> KeptAnalysis:
+        """What the next version starts from (``body``: what stands for each statement now,
+        when not what it was planned with). The project modules read stay recorded while
         their stamps hold, also those read only for statements kept from earlier versions."""
         statements = self.kept.statements if self.kept is not None else {}
         recorded = dict(self.kept.foreign) if self.kept is not None else {}
@@ -197,7 +219,7 @@ class Increment:
             self.context,
             {
                 node_id: (node, self.keys[index], fresh[index] if index in fresh else statements[node_id][2])
-                for index, (node_id, node) in enumerate(zip(self.ids, self.body))
+                for index, (node_id, node) in enumerate(zip(self.ids, self.body if body is None else body))
             },
             recorded,
             tuple(sorted(fresh)),
