@@ -5,10 +5,11 @@ on the same texts (the work every analysis does, without the protocol or the deb
 when installed, ``ruff server`` on the same edits in the same run (a peer editors already run
 on every keystroke).
 
-The direct check runs twice: as the CLI does (each text parsed and analysed whole, timed on
-three changes), and as the server does (through one ``SourceCache``, so a change re-parses
-only the top-level statement it touched and re-analyses only the statements that read what
-it binds, :mod:`offload_fixer.static.incremental`).
+The direct check runs twice: as the CLI does (each text checked from scratch, timed on
+three changes), and as the server does (through one ``SourceCache``, so a change re-analyses
+only the statements that read what it binds, :mod:`offload_fixer.static.incremental`). Both
+read the text statement by statement and parse with libcst only what a host value can reach
+(:mod:`offload_fixer.static.candidates`).
 The server also freezes its long-lived heap after its first analysis (``gc.freeze``), so it
 can beat the direct calls, which run with the collector's defaults.
 
