@@ -5,10 +5,11 @@ on the same texts (the work every analysis does, without the protocol or the deb
 when installed, ``ruff server`` on the same edits in the same run (a peer editors already run
 on every keystroke).
 
-The direct check runs twice: as the CLI does (each text parsed and analysed whole, timed on
-three changes), and as the server does (through one ``SourceCache``, so a change re-parses
-only the top-level statement it touched and re-analyses only the statements that read what
-it binds, :mod:`offload_fixer.static.incremental`).
+The direct check runs twice: as the CLI does (each text checked from scratch, timed on
+three changes), and as the server does (through one ``SourceCache``, so a change re-analyses
+only the statements that read what it binds, :mod:`offload_fixer.static.incremental`). Both
+read the text statement by statement and parse with libcst only what a host value can reach
+(:mod:`offload_fixer.static.candidates`).
 The server also freezes its long-lived heap after its first analysis (``gc.freeze``), so it
 can beat the direct calls, which run with the collector's defaults.
 
@@ -19,7 +20,10 @@ one with the findings: the server plans their quick fixes once the document has 
 ``server.PLAN_AFTER_S`` and publishes again, and each change here comes sooner, as typing does,
 so that planning is cancelled. A change that finds the analysis idle is analysed at once: the
 debounce waits only in a burst of changes that outpaces it (``settings.wait_before``). Each change edits one helper's constant, so every version is new
-text (no analysis cache hit) and the finding stays. Median of ``--changes``.
+text (no analysis cache hit) and the finding stays. Median of ``--changes``. A second table
+gives the CPU time the server and its analysis worker spent on the same open and changes
+(Linux's ``/proc``, in clock ticks of 10 ms): other work on a shared machine inflates it far
+less than the wall time.
 
     .venv/bin/python benchmarks/lsp_latency.py
     .venv/bin/python benchmarks/lsp_latency.py --lines 2000 --changes 20 --no-finding
@@ -97,9 +101,11 @@ def edited(text: str, change: int) -> str:
 
 async def serve_latencies(
     command: list[str], path: Path, texts: list[str], init: dict | None
-) -> tuple[float, list[float]]:
+) -> tuple[float, list[float], float, list[float]]:
     """Seconds from didOpen to the first publishDiagnostics, and from each didChange to the
-    publishDiagnostics of that version."""
+    publishDiagnostics of that version; then the CPU seconds the server and its worker used
+    meanwhile, which other work on a shared machine inflates less than the wall time
+    (``/proc``'s clock ticks: 10 ms)."""
     # Imported here: tests/static use generate() where pygls is not installed.
     from lsprotocol import types
     from pygls.lsp.client import LanguageClient
@@ -128,13 +134,17 @@ async def serve_latencies(
     uri = path.as_uri()
     loop = asyncio.get_running_loop()
     waiting[1] = loop.create_future()
+    cpu_before = _cpu_total(client)
     opened = time.perf_counter()
     client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(uri, "python", 1, texts[0])))
     await asyncio.wait_for(waiting[1], 3600)
     open_s = arrived[1] - opened
-    latencies = []
+    cpu_after = _cpu_total(client)
+    open_cpu = cpu_after - cpu_before
+    latencies, change_cpu = [], []
     for version, text in enumerate(texts[1:], start=2):
         waiting[version] = loop.create_future()
+        cpu_before = cpu_after
         sent = time.perf_counter()
         client.text_document_did_change(
             types.DidChangeTextDocumentParams(
@@ -144,10 +154,12 @@ async def serve_latencies(
         )
         await asyncio.wait_for(waiting[version], 300)
         latencies.append(arrived[version] - sent)
+        cpu_after = _cpu_total(client)
+        change_cpu.append(cpu_after - cpu_before)
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
-    return open_s, latencies
+    return open_s, latencies, open_cpu, change_cpu
 
 
 LARGE_JAX_VERSION = "0.4.26"
@@ -267,6 +279,14 @@ def _cpu_seconds(client) -> tuple[float, float]:
     return ticks(server) / tick, below / tick
 
 
+def _cpu_total(client) -> float:
+    """CPU seconds of the server and its children so far; NaN where there is no ``/proc``."""
+    try:
+        return sum(_cpu_seconds(client))
+    except OSError:
+        return float("nan")
+
+
 def startup(paths: list[Path], repeat: int, skip_ruff: bool) -> None:
     ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
     servers = [("offload-fixer lsp", [sys.executable, "-m", "offload_fixer.lsp"])]
@@ -364,18 +384,31 @@ def size_rows(lines: int, args: argparse.Namespace, init: dict | None) -> list[t
             ("static check, whole text (CLI), 3 changes", direct_latencies(path, texts[:4], cached=False)),
             ("static check, SourceCache (as the server)", direct_latencies(path, texts, cached=True)),
         ]
-        opened, server = asyncio.run(serve_latencies([sys.executable, "-m", "offload_fixer.lsp"], path, texts, init))
+        opened, server, open_cpu, change_cpu = asyncio.run(
+            serve_latencies([sys.executable, "-m", "offload_fixer.lsp"], path, texts, init)
+        )
         rows += [
             ("offload-fixer lsp, didOpen -> publish", [opened]),
             ("offload-fixer lsp, didChange -> publish", server),
         ]
+        cpu_rows = [
+            ("offload-fixer lsp, didOpen -> publish", [open_cpu]),
+            ("offload-fixer lsp, didChange -> publish", change_cpu),
+        ]
         ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
         if not args.skip_ruff and Path(ruff).exists():
-            peer_open, peer = asyncio.run(serve_latencies([ruff, "server"], path, texts, None))
+            peer_open, peer, peer_open_cpu, peer_cpu = asyncio.run(serve_latencies([ruff, "server"], path, texts, None))
             rows += [("ruff server, didOpen -> publish", [peer_open]), ("ruff server, didChange -> publish", peer)]
+            cpu_rows += [
+                ("ruff server, didOpen -> publish", [peer_open_cpu]),
+                ("ruff server, didChange -> publish", peer_cpu),
+            ]
     print(f"{'':44} {'median ms':>10} {'min ms':>8} {'max ms':>8}")
     for name, values in rows:
         print(f"{name:44} {statistics.median(values) * 1e3:10.1f} {min(values) * 1e3:8.1f} {max(values) * 1e3:8.1f}")
+    print(f"{'CPU of the server and its worker':44} {'median ms':>10} {'min ms':>8} {'max ms':>8}")
+    for name, values in cpu_rows:
+        print(f"{name:44} {statistics.median(values) * 1e3:10.0f} {min(values) * 1e3:8.0f} {max(values) * 1e3:8.0f}")
     floor = statistics.median(rows[1][1])
     print(
         f"server / direct check with a SourceCache: {statistics.median(server) / floor:.2f}x "

@@ -447,16 +447,18 @@ def _check_once(
     import hashlib
 
     digest = hashlib.sha256(data).hexdigest()
-    if cache is None and found is not None and found.spans is not None:
-        # No document to keep chunks for: only the statements the check looks at are parsed
-        # (:mod:`.candidates`; offload policies: :func:`.policies.unpinned_policies_by_statement`).
+    if (cache is None or cache.on_demand) and found is not None and found.spans is not None:
+        # Only the statements the check looks at are parsed (:mod:`.candidates`; offload
+        # policies: :func:`.policies.unpinned_policies_by_statement`); a document's cache keeps
+        # them, and what each statement found (:mod:`.incremental`).
         from .scopes import NotCut
 
         try:
-            facts = ModuleFacts(path, data, text, found, None if shared is None else shared.cache, digest)
+            chunks = cache if cache is not None else None if shared is None else shared.cache
+            facts = ModuleFacts(path, data, text, found, chunks, digest)
             if shared is not None:
                 facts.memo = shared.memo
-            diagnostics, dependencies = _analyse(facts, text, path, target, spelling, digest, project)
+            diagnostics, dependencies = _analyse(facts, text, path, target, spelling, digest, project, found, cache)
         except NotCut:  # a statement that does not parse alone: the whole text is parsed below
             pass
         else:
@@ -558,13 +560,16 @@ def _analyse(
     searched for jit sites only in the statements that can hold one a host value reaches
     (:func:`.candidates.site_candidates`) and for offload policies only in those that can name
     one (:func:`.policies.unpinned_policies_by_statement`); raises :class:`~.scopes.NotCut`
-    when one of those does not parse alone."""
+    when one of those does not parse alone. With a document's cache too, a statement a change
+    may affect is analysed again only where a host value can reach it; the others find
+    nothing, whether or not they were ever parsed."""
     from .interpreter import Interpreter
     from .rules import diagnostics, findings
     from .source import ParsedSource, Sources
 
     importer = None if path.startswith("<") else path
     increment = None
+    consulted: dict[str, Any] = {}  # project modules read to rule statements out: their stamps count too
     if isinstance(parsed, ModuleFacts):
         from .candidates import site_candidates
         from .policies import unpinned_policies_by_statement
@@ -572,7 +577,17 @@ def _analyse(
         interpreter = Interpreter(parsed, text, None, project, importer)
         assert interpreter.lazy is not None
         policies = unpinned_policies_by_statement(interpreter.lazy, text, path, target, source_sha256)
-        indices: list[int] | None = site_candidates(parsed, project, importer)
+        if cache is None or project is None:
+            indices: list[int] | None = site_candidates(parsed, project, importer)
+        else:
+            # Of the statements a change may affect, those a host value can reach; the others
+            # find nothing (kept so), parsed only where an analysed one reads them.
+            increment = _increment_by_chunk(parsed, cache, (path, target, spelling), project)
+            with project.consulting() as asked:
+                indices = site_candidates(parsed, project, importer, increment.dirty)
+            project.note(asked)
+            own = os.path.abspath(path)
+            consulted = dict.fromkeys(p for p in asked.files if os.path.abspath(p) != own)
     else:
         from .policies import unpinned_policies
 
@@ -583,27 +598,41 @@ def _analyse(
         increment = _increment(parsed, found_outline, cache, interpreter, (path, target, spelling), project)
         indices = None if increment is None else increment.dirty
     fresh: dict[int, list] = {}
+    if increment is not None:
+        fresh.update((index, []) for index in increment.dirty)
     for index, sites in interpreter.jit_sites_by_statement(indices).items():
         fresh[index] = []
         for jitted in sites:
             site = interpreter.analyse(jitted)
             if site is not None:
                 fresh[index].extend(findings(site, spelling))
-    foreign = {module_path: scope for module_path, scope in interpreter.foreign.items() if scope is not None}
+    foreign: dict[str, Any] = {p: scope for p, scope in interpreter.foreign.items() if scope is not None}
+    foreign.update((p, None) for p in consulted if p not in foreign)
+    primary: ParsedSource | None = None
     if increment is None:
         found = [f for index in sorted(fresh) for f in fresh[index]]
     else:
         found = increment.findings(fresh)
         assert cache is not None and project is not None, "an increment is planned with both"
-        kept = increment.keep(fresh, {p: (project.stamp(p), scope) for p, scope in foreign.items()})
+        body = None
+        if interpreter.lazy is not None:
+            body, primary = _chunks_read(interpreter.lazy, increment)
+        kept = increment.keep(fresh, {p: (project.stamp(p), scope) for p, scope in foreign.items()}, body)
         cache.analysis = kept
+        if body is not None:
+            cache.trim(len(body))
         foreign.update((p, scope) for p, (_, scope) in kept.foreign.items() if p not in foreign)
     dependencies = tuple(foreign)
     if not found:
         return policies, dependencies
     # Positions cost about three parses: only the statements that findings name pay for them.
-    others = [(_display_path(p, path), scope.source(), scope.facts.sha256) for p, scope in foreign.items()]
-    primary = interpreter.lazy.source() if interpreter.lazy is not None else cast(ParsedSource, parsed)
+    others = [
+        (_display_path(p, path), scope.source(), scope.facts.sha256)
+        for p, scope in foreign.items()
+        if scope is not None
+    ]
+    if primary is None:
+        primary = interpreter.lazy.source() if interpreter.lazy is not None else cast(ParsedSource, parsed)
     sources = Sources(primary, path, others, source_sha256)
     return diagnostics(found, sources, target, spelling) + policies, dependencies
 
@@ -633,6 +662,45 @@ def _increment(
         names.append(known)
     context = (*context, frozenset(interpreter.module_scope.unknown))
     return Increment(body, names, cache.analysis, context, project.stamp)
+
+
+def _increment_by_chunk(facts: ModuleFacts, cache: SourceCache, context: tuple, project: Project) -> Increment:
+    """The plan of an incremental analysis of a text read statement by statement: each
+    statement is known by its chunk's key in the cache (its text, whether it starts the file,
+    its occurrence), whether or not it was ever parsed."""
+    keys: list[tuple] = []
+    seen: dict[str, int] = {}
+    for index, piece in enumerate(facts.pieces()):
+        occurrence = seen.get(piece, 0)
+        seen[piece] = occurrence + 1
+        keys.append((piece, index == 0, occurrence))
+    names = []
+    for key, group in zip(keys, facts.outline.groups):
+        known = cache.names.get(key)
+        names.append(statement_names(group) if known is None else known)
+    cache.names = dict(zip(keys, names))
+    context = (*context, "by chunk", facts.mutated_globals)
+    return Increment([None] * len(keys), names, cache.analysis, context, project.stamp, ids=keys)
+
+
+def _chunks_read(scope: Any, increment: Increment) -> tuple[list, ParsedSource]:
+    """The libcst chunks of each statement that findings may name: the one parsed now, and
+    for a statement not analysed again those kept with it (a chunk the cache let go and
+    parsed again is another tree, and kept findings name the nodes of the one they were
+    found in); and the source of all of them, for the positions of the findings."""
+    from .source import ParsedSource
+
+    dirty = set(increment.dirty)
+    body: list[tuple] = []
+    pieces: list[tuple[int, Any]] = []
+    for index in range(len(increment.ids)):
+        held = () if index in dirty else increment.kept_node(index) or ()
+        chunks = tuple(dict.fromkeys(c for c in (scope.chunks.get(index), *held) if c is not None))
+        body.append(chunks)
+        if chunks:
+            offset = scope.facts.line_offset(index)
+            pieces.extend((offset, chunk) for chunk in chunks)
+    return body, ParsedSource(None, pieces)
 
 
 def _display_path(module_path: str, checked: str) -> str:

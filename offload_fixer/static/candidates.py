@@ -54,10 +54,13 @@ def jit_candidates(facts: ModuleFacts, project: Project | None, importer: str | 
     return _fixed_point(_Resolver(facts, project, importer), facts, range(len(facts.outline.groups)))
 
 
-def site_candidates(facts: ModuleFacts, project: Project | None, importer: str | None) -> list[int]:
+def site_candidates(
+    facts: ModuleFacts, project: Project | None, importer: str | None, among: Sequence[int] | None = None
+) -> list[int]:
     """The :func:`jit_candidates` that a host value can reach too: the only statements whose
-    jit sites can be reported."""
-    found = jit_candidates(facts, project, importer)
+    jit sites can be reported; of the indices ``among`` (in their order) when given."""
+    indices = range(len(facts.outline.groups)) if among is None else among
+    found = _fixed_point(_Resolver(facts, project, importer), facts, indices)
     if not found:
         return found
     return _fixed_point(_Resolver(facts, project, importer, host=True), facts, found)

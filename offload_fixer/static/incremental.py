@@ -10,6 +10,14 @@ the nodes of the statements binding the names it reads; the next version re-anal
 statement only when that list changed (its text, a binder's text, a binder added, removed
 or moved across it) or when a statement it reads from is re-analysed itself.
 
+A document is read statement by statement, as a check without a cache reads a file: of the
+statements a version must analyse again, only those a host value can reach
+(:func:`~offload_fixer.static.candidates.site_candidates`) are searched for jit sites, and
+libcst parses only what those read; the others find nothing. There a statement is known by
+the key of its chunk of text instead of a node (it may never be parsed), and the project
+modules read to rule statements out count as read. Opening a 20,000-line file so parses a
+handful of statements instead of all of them (``benchmarks/lsp_latency.py``).
+
 Reads and bindings are over-approximated from ``ast``: every name a statement loads,
 in any scope (and every attribute name, for ``module.name`` reached through an import of the
 file itself), is a read; the names it stores or deletes outside its functions and classes,
@@ -47,14 +55,15 @@ def statement_names(statements: Sequence[ast.stmt]) -> StatementNames:
     stack: list[tuple[ast.AST, bool]] = [(statement, False) for statement in statements]
     while stack:
         node, nested = stack.pop()
-        if isinstance(node, ast.Name):
-            if isinstance(node.ctx, ast.Load):
+        if type(node) is ast.Name:  # the most common node by far, and a leaf: decided first
+            if type(node.ctx) is ast.Load:
                 reads.add(node.id)
             elif not nested:
                 binds.add(node.id)
-        elif isinstance(node, ast.Attribute):
+            continue
+        if type(node) is ast.Attribute:
             reads.add(node.attr)
-            if not nested and not isinstance(node.ctx, ast.Load):
+            if not nested and type(node.ctx) is not ast.Load:
                 binds.add(_base_name(node))
         elif isinstance(node, ast.Subscript) and not nested and not isinstance(node.ctx, ast.Load):
             binds.add(_base_name(node))
@@ -73,10 +82,31 @@ def statement_names(statements: Sequence[ast.stmt]) -> StatementNames:
         elif isinstance(node, ast.MatchMapping) and node.rest and not nested:
             binds.add(node.rest)
         # Names bound inside a def, class or lambda are its own (a ``global`` aside).
-        inner = nested or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))
-        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+        inner = nested or isinstance(node, _SCOPES)
+        for field in _child_fields(type(node)):
+            child = getattr(node, field, None)
+            if type(child) is list:
+                stack.extend((item, inner) for item in child if isinstance(item, ast.AST))
+            elif isinstance(child, ast.AST):
+                stack.append((child, inner))
     binds.discard("")
     return StatementNames(frozenset(binds), frozenset(reads))
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops"})
+"""Fields that hold only ``Load``/``Store``/``Del`` or an operator: nodes with nothing to read."""
+_CHILD_FIELDS: dict[type[ast.AST], tuple[str, ...]] = {}
+
+
+def _child_fields(kind: type[ast.AST]) -> tuple[str, ...]:
+    """The fields of a node type that may hold nodes: ``ast.iter_child_nodes`` without its two
+    generators per node, which cost more than half of this walk (it runs over every top-level
+    statement when a document is opened)."""
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        fields = _CHILD_FIELDS[kind] = tuple(name for name in kind._fields if name not in _LEAF_FIELDS)
+    return fields
 
 
 def _base_name(node: ast.expr) -> str:
@@ -91,10 +121,13 @@ class KeptAnalysis:
 
     context: tuple
     """Path, target, JAX rules and ``global`` declarations it was made under."""
-    statements: dict[int, tuple[Any, tuple[int, ...], list]]
-    """id of a statement node -> (the node; the ids of the nodes it depended on, in file order,
-    itself included; its findings). Ids compare and hash fast (a libcst node hashes in Python),
-    and cannot be reused: every node they name is held here."""
+    statements: dict[Any, tuple[Any, tuple, list]]
+    """key of a statement -> (what stands for it; the keys of the statements it depended on,
+    in file order, itself included; its findings). For a module parsed whole, the key is the id
+    of the statement's libcst node (ids compare and hash fast, a libcst node hashes in Python,
+    and cannot be reused: every node they name is held here). For one read statement by
+    statement, the key of its chunk's text, and its libcst chunk where it was parsed (the
+    nodes its findings name are there)."""
     foreign: dict[str, tuple[Any, Any]]
     """Project modules read, by path: (stamp, the scope read)."""
     reanalysed: tuple[int, ...] = ()
@@ -111,7 +144,9 @@ class Increment:
         kept: KeptAnalysis | None,
         context: tuple,
         stamp: Callable[[str], Any],
+        ids: Sequence[Any] | None = None,
     ) -> None:
+        """``ids``: the key of each statement (default: the id of each of ``body``'s nodes)."""
         binders: dict[str, list[int]] = {}
         stars: list[int] = []
         for index, found in enumerate(names):
@@ -122,7 +157,7 @@ class Increment:
                     binders.setdefault(name, []).append(index)
         readers: list[list[int]] = [[] for _ in body]
         self.keys: list[tuple] = []
-        ids = [id(node) for node in body]
+        ids = [id(node) for node in body] if ids is None else list(ids)
         for index, found in enumerate(names):
             depends = {index, *stars}
             for name in found.reads & binders.keys():
@@ -165,8 +200,17 @@ class Increment:
             for f in (fresh[index] if index in fresh else statements.get(node_id, (None, (), []))[2])
         ]
 
-    def keep(self, fresh: dict[int, list], foreign: dict[str, tuple[Any, Any]]) -> KeptAnalysis:
-        """What the next version starts from. The project modules read stay recorded while
+    def kept_node(self, index: int) -> Any:
+        """What the last version held for the statement at ``index`` (None: nothing)."""
+        statements = self.kept.statements if self.kept is not None else {}
+        entry = statements.get(self.ids[index])
+        return None if entry is None else entry[0]
+
+    def keep(
+        self, fresh: dict[int, list], foreign: dict[str, tuple[Any, Any]], body: Sequence[Any] | None = None
+    ) -> KeptAnalysis:
+        """What the next version starts from (``body``: what stands for each statement now,
+        when not what it was planned with). The project modules read stay recorded while
         their stamps hold, also those read only for statements kept from earlier versions."""
         statements = self.kept.statements if self.kept is not None else {}
         recorded = dict(self.kept.foreign) if self.kept is not None else {}
@@ -175,7 +219,7 @@ class Increment:
             self.context,
             {
                 node_id: (node, self.keys[index], fresh[index] if index in fresh else statements[node_id][2])
-                for index, (node_id, node) in enumerate(zip(self.ids, self.body))
+                for index, (node_id, node) in enumerate(zip(self.ids, self.body if body is None else body))
             },
             recorded,
             tuple(sorted(fresh)),

@@ -35,8 +35,14 @@ class SourceCache:
     finds them), least recently used going first. The chunks are :mod:`.source`'s, which
     parses them (``source.cached_chunk``); they are opaque here, where no libcst is."""
 
-    def __init__(self, spare: int = 1024) -> None:
+    def __init__(self, spare: int = 1024, on_demand: bool = True) -> None:
         self.spare = spare
+        self.on_demand = on_demand
+        """Statements parsed with libcst only as the check reads them (:mod:`.candidates`), as
+        a check without a cache does; False: every chunk is parsed (the check's whole path)."""
+        self.names: dict[tuple, Any] = {}
+        """The names each chunk of the latest text binds and reads (:mod:`.incremental`), by
+        the chunk's key (its text, whether it starts the file, its occurrence)."""
         self._chunks: OrderedDict[tuple, Any] = OrderedDict()
         self.outline: Outline | None = None
         """The latest text's, which the next version's is computed from."""

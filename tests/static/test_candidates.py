@@ -38,9 +38,9 @@ def facts_of(text: str, path: str = "m.py") -> ModuleFacts:
 
 def assert_same_as_whole(text: str, path: str = "m.py", project: Project | None = None) -> list:
     """The findings read statement by statement (no document cache) equal a whole parse's (a
-    document cache, as the language server keeps); returns them."""
+    document cache that parses every statement); returns them."""
     lazy = check_source(text, path, jax_version=PROPAGATION, project=project)
-    whole = check_source(text, path, jax_version=PROPAGATION, cache=SourceCache(), project=project)
+    whole = check_source(text, path, jax_version=PROPAGATION, cache=SourceCache(on_demand=False), project=project)
     assert lazy.diagnostics == whole.diagnostics
     return [d for d in lazy.diagnostics if d.code == "OFL1200"]
 
@@ -203,7 +203,7 @@ def test_every_corpus_finds_the_same_read_statement_by_statement_as_parsed_whole
     for path in files:
         text = path.read_text(encoding="utf-8")
         lazy = check_source(text, str(path), project=project)
-        whole = check_source(text, str(path), cache=SourceCache(), project=project)
+        whole = check_source(text, str(path), cache=SourceCache(on_demand=False), project=project)
         assert lazy.diagnostics == whole.diagnostics, path
         found += len(lazy.diagnostics)
     assert found > 50

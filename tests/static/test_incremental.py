@@ -140,3 +140,68 @@ def test_a_project_module_changed_on_disk_starts_again(tmp_path):
     stat = os.stat(shardings)
     os.utime(shardings, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
     assert document.check(text) == ()
+
+
+def test_a_project_module_read_only_to_rule_statements_out_starts_again_when_changed(tmp_path):
+    """No host value reaches ``helper`` at first, so it is never analysed (nor parsed): only
+    the candidates read ``shardings``. A move to host there later reaches it."""
+    on_device = HEAD.replace('host = SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")\n', "")
+    on_device = on_device.replace("place = host", "place = device")
+    shardings = tmp_path / "shardings.py"
+    shardings.write_text(on_device, encoding="utf-8")
+    main = tmp_path / "main.py"
+    text = (
+        "import jax\nimport jax.numpy as jnp\nfrom jax.sharding import SingleDeviceSharding\n"
+        "from shardings import place\n\n"
+        'unused = SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")\n'  # passes the prefilter
+        + HOST_HELPER
+        + USERS
+    )
+    main.write_text(text, encoding="utf-8")
+    document = Document(str(main), Project((str(tmp_path),)))
+    assert document.check(text) == ()
+    assert document.cache.outline is not None and document.cache.parsed < len(document.cache.outline.spans)
+    shardings.write_text(
+        on_device.replace(
+            "place = device", 'place = SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")'
+        ),
+        encoding="utf-8",
+    )
+    stat = os.stat(shardings)
+    os.utime(shardings, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    assert [d.code for d in document.check(text)] == ["OFL1200"]
+
+
+def test_opening_parses_only_the_statements_a_host_value_can_reach():
+    """The first check of a document reads, statement by statement, only what a host value
+    can reach (:mod:`offload_fixer.static.candidates`), as a check without a cache does; an
+    edit elsewhere is answered without parsing the rest either."""
+    unrelated = "".join(f"\n\n@jax.jit\ndef step_{i}(x):\n    return jnp.tanh(x) * {i}\n" for i in range(30))
+    document = Document()
+    text = HEAD + HOST_HELPER + USERS + unrelated
+    assert [d.code for d in document.check(text)] == ["OFL1200"]
+    opened = document.cache.parsed
+    assert opened < 15 < len(document.cache.outline.spans)
+    edited = text.replace("jnp.tanh(x) * 7", "jnp.tanh(x) * 8")
+    assert [d.code for d in document.check(edited)] == ["OFL1200"]
+    assert document.reanalysed(edited) == ["@jax.jit"]
+    assert document.cache.parsed == opened  # step_7 is no candidate: not parsed
+
+
+def test_findings_kept_with_chunks_the_cache_let_go_stay_placed():
+    """With no spare room, the cache lets go of the chunks no later version read (``helper``,
+    ``step``) as edits of ``other`` fill it; a new site then reads ``step`` again, parsed
+    anew (other nodes), while the finding kept for ``step`` names the nodes of the tree it
+    was found in. Both are placed (``Document.check`` compares with a fresh check)."""
+    other = "\n\nother = jax.jit(lambda x: jax.device_put(x, host) * {})\n"
+    document = Document()
+    document.cache = SourceCache(spare=0)
+    text = HEAD + HOST_HELPER + USERS
+    for i in range(6):
+        assert [d.code for d in document.check(text + other.format(i))] == ["OFL1201", "OFL1200", "OFL1200"]
+    assert len(document.cache) < document.cache.parsed  # chunks let go
+    parsed = document.cache.parsed
+    again = text + other.format(5) + "\n\n@jax.jit\ndef again(x):\n    return step(x)\n"
+    assert [d.code for d in document.check(again)] == ["OFL1201", "OFL1200", "OFL1200", "OFL1200"]
+    assert document.reanalysed(again) == ["@jax.jit"]
+    assert document.cache.parsed > parsed + 1  # `step` parsed again, besides the new statement

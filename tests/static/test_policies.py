@@ -99,7 +99,7 @@ def test_a_variable_destination_that_may_be_pinned_is_not_reported(binding):
 )
 def test_statement_by_statement_reads_the_policies_as_the_whole_module_does(binding):
     """The check of a file parses only the statements that can name a destination or bind a
-    name one reads; the language server's, which parses every statement, finds the same."""
+    name one reads; its whole path, which parses every statement, finds the same."""
     from offload_fixer.static import SourceCache
     from offload_fixer.static.project import Project
 
@@ -109,5 +109,5 @@ def test_statement_by_statement_reads_the_policies_as_the_whole_module_does(bind
     )
     source = TEMPLATE.format(policy=policy).replace("POLICY =", f"{binding}\n\n\nPOLICY =")
     by_statement = check_source(source, "policy.py").diagnostics
-    whole = check_source(source, "policy.py", cache=SourceCache(), project=Project()).diagnostics
+    whole = check_source(source, "policy.py", cache=SourceCache(on_demand=False), project=Project()).diagnostics
     assert by_statement == whole

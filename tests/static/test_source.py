@@ -9,6 +9,7 @@ import ast
 import dataclasses
 import hashlib
 import importlib.util
+import itertools
 import random
 import textwrap
 from pathlib import Path
@@ -182,7 +183,7 @@ def test_text_ast_cannot_cut_is_parsed_whole():
 
 def test_a_change_inside_one_function_parses_one_chunk():
     text = benchmark_module()
-    cache = SourceCache()
+    cache = SourceCache(on_demand=False)  # every chunk parsed, as the check's whole path does
     check_source(text, "generated.py", cache=cache)
     first, groups = cache.parsed, cache.outline.groups
     edited = text.replace("c * 3 + 1.0", "c * 3 + 7.0", 1)
@@ -200,9 +201,10 @@ def test_equal_statements_stay_distinct_nodes():
     text = program("\n\n" + body + "\n\n" + body)  # two chunks of the same text
     module = parsed(text, SourceCache()).module
     assert module.body[-1] is not module.body[-2] and module.body[-1].deep_equals(module.body[-2])
-    cached = check_source(text, "prog.py", jax_version=LEGACY, cache=SourceCache())
-    assert cached == check_source(text, "prog.py", jax_version=LEGACY)
-    assert len({d.return_span.line for d in flow(cached)}) == 2
+    for on_demand in (True, False):
+        cached = check_source(text, "prog.py", jax_version=LEGACY, cache=SourceCache(on_demand=on_demand))
+        assert cached == check_source(text, "prog.py", jax_version=LEGACY)
+        assert len({d.return_span.line for d in flow(cached)}) == 2
 
 
 def test_cache_keeps_the_latest_text_and_a_bounded_rest():
@@ -294,9 +296,9 @@ def outline_or_error(text: str, cache: SourceCache | None = None):
 def assert_same_with_and_without_cache(text: str, rng: random.Random, count: int) -> None:
     """Through one cache, the text, edited versions of it and the text again are cut into
     the same chunks and check the same as without a cache, and report what a whole-file
-    parse reports."""
-    cache, outlines = SourceCache(), SourceCache()
-    for version in [text, *edits(text, rng, count), text]:
+    parse reports; through a cache that parses every statement (the check's whole path) too."""
+    caches, outlines = (SourceCache(), SourceCache(on_demand=False)), SourceCache()
+    for version, cache in itertools.product([text, *edits(text, rng, count), text], caches):
         assert outline_or_error(version, outlines) == outline_or_error(version), version
         result = check_source(version, "prog.py", jax_version=LEGACY, cache=cache)
         # Without a cache only the statements that can hold a site are read: fewer modules.
@@ -311,8 +313,10 @@ def assert_same_with_and_without_cache(text: str, rng: random.Random, count: int
         if result.parse_error is None:
             try:
                 expected = whole_file_diagnostics(version)
-            except cst.ParserSyntaxError:  # ruled out by the prefilter before any parse
-                expected = ()
+            except cst.ParserSyntaxError:
+                if cache.on_demand:
+                    continue  # only statements that parse alone were read, as without a cache (above)
+                expected = ()  # ruled out by the prefilter before any parse
             assert result.diagnostics == expected, version
 
 
@@ -359,7 +363,7 @@ def test_functions_of_one_statement_keep_their_own_names():
             def b(x):
                 return helper(x)
     """)
-    cache = SourceCache()
+    cache = SourceCache(on_demand=False)  # every statement parsed and its memos kept
     for _ in range(2):  # the second check reads what the first kept
         result = check_source(text, "prog.py", jax_version=LEGACY, cache=cache)
         assert result.diagnostics == whole_file_diagnostics(text)
