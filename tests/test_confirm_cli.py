@@ -275,25 +275,26 @@ def test_confirm_json_records_every_xla_verdict_and_lists_the_unpredicted(tmp_pa
     assert document["unpredicted"][0] in proc.stderr
 
 
-STRIDED = """\
+LANE_PAIRS = """\
 import jax
 
 host = jax.sharding.SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")
 device = jax.sharding.SingleDeviceSharding(jax.devices()[0], memory_kind="device")
 
 
-def every_other_row(x):
-    return jax.device_put(x[::2] * 1.0, device)
+def lane_pairs(x):
+    return jax.device_put(x.reshape(16, 128, 2), device)
 
 
-f = jax.jit(every_other_row, in_shardings=host)
-f(jax.device_put(jax.numpy.ones((16, 128)), host))
+f = jax.jit(lane_pairs, in_shardings=host)
+f(jax.device_put(jax.numpy.ones((16, 256)), host))
 """
-"""Every other row of a host value, times 1, moved to device: the analysis sees host compute
-between the strided slice and the move (which compiles), but XLA's simplifier drops the
-multiply, and every released compiler measured (libtpu 0.0.42.1 and 0.0.50.1, the CUDA plugins
-0.10.2 and 0.12.0.1) then fails on the strided copy (OFL1213's text), which the analysis does
-not predict: once it models the simplifier, this test needs another such program."""
+"""A host value's lanes paired up by a reshape, moved to device: the analysis takes every
+reshape for a bitcast (which compiles), but libtpu cannot make this one a bitcast of the
+tiled layout (``UNIMPLEMENTED: Only handling bitcasts with majormost dimension of size 1``;
+measured on libtpu 0.0.42.1 and 0.0.50.1, where the CUDA plugins compile it). No rule models
+it (``docs/xla-host-offloader.md``, "Not modelled yet"): once one does, this test needs
+another such program."""
 
 
 @pytest.mark.skipif(not jax_compat.host_memory_on_this_backend(), reason="the program needs pinned_host on CPU")
@@ -302,8 +303,8 @@ not predict: once it models the simplifier, this test needs another such program
 def test_an_xla_error_the_analysis_did_not_predict_is_listed_in_json_and_sarif(tmp_path: Path, fmt: str):
     import json
 
-    program = tmp_path / "strided.py"
-    program.write_text(STRIDED)
+    program = tmp_path / "lanes.py"
+    program.write_text(LANE_PAIRS)
     proc = offload_fixer("run", "--confirm", "--format", fmt, str(program), cwd=tmp_path)
     assert proc.returncode == ExitCode.FINDINGS, proc.stderr
     document = json.loads(proc.stdout)
@@ -311,12 +312,12 @@ def test_an_xla_error_the_analysis_did_not_predict_is_listed_in_json_and_sarif(t
         (compiled,) = document["compilations"]
         assert compiled["predicted"]["outcome"] == "compiled" and compiled["xla"]["outcome"] == "rejected"
         listed = document["unpredicted"]
-        assert listed == [f"every_other_row: {difference}" for difference in compiled["unpredicted"]]
+        assert listed == [f"lane_pairs: {difference}" for difference in compiled["unpredicted"]]
     else:
         notifications = document["runs"][0]["invocations"][0]["toolExecutionNotifications"]
         listed = [n["message"]["text"] for n in notifications if n["descriptor"]["id"] == "unpredicted-xla-verdict"]
     assert len(listed) == 1, listed
-    assert "the analysis predicts compiled" in listed[0] and "Expected instruction to have shape equal to" in listed[0]
+    assert "the analysis predicts compiled" in listed[0] and "Only handling bitcasts" in listed[0]
 
 
 COUNTED = """\

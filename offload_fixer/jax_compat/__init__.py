@@ -12,6 +12,7 @@ this package instead of comparing versions itself, probing for a feature or impo
 private modules (``jax._src``), so that each difference between JAX and jaxlib releases has
 one home, with the versions it covers. This module holds the version facts (the tables, the
 spellings, the compiler generations) and the lowering and compile-only shims;
+:mod:`.generations` what each generation of released compilers does where they differ;
 :mod:`.mlir` jaxlib's MLIR and HLO bindings; :mod:`.tracing` JAX's tracing machinery and its
 start-up under ``run``.
 """
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from offload_fixer import installed
+from offload_fixer.jax_compat.generations import XLA_GENERATIONS, XlaGeneration
 from offload_fixer.jax_compat.mlir import make_ir_context
 from offload_fixer.model import DEVICE, PINNED_HOST, TPU_HBM, UNPINNED_HOST
 
@@ -379,123 +381,6 @@ def memory_figures(executable: Any) -> dict[str, int] | None:
     except Exception:  # noqa: BLE001 - a compiler that does not implement it raises its own error
         return None
     return {name: int(getattr(stats, attribute, 0) or 0) for name, attribute in MEMORY_STAT_FIELDS.items()}
-
-
-@dataclass(frozen=True)
-class XlaGeneration:
-    """What one generation of released compilers does where generations differ (measured with
-    ``scripts/fidelity.py`` on the compilers each JAX release installs: ``docs/xla-host-offloader.md``)."""
-
-    name: str
-    slice_to_output_is_dma: bool
-    """A slice of a host value that reaches an output becomes a copy to device (not host compute)."""
-    tpu_unpinned_output_from_device_fails: bool
-    """libtpu cannot copy a device value into an ``unpinned_host`` output ('DMA from hbm to hbm';
-    libtpu 0.0.42.1). libtpu 0.0.17.1 has no such output: ``tpu_unpinned_host_is_host_memory``."""
-    while_condition_on_host_aborts: bool
-    """When the host offloader's walk reaches the root of a loop's condition (the condition is
-    computed from a host value: a host entry parameter carried through the loop or closed
-    over, or a value moved to host), the compilers fail a CHECK and the compiling process
-    aborts: libtpu 0.0.42.1 and jax-cuda12-plugin 0.10.2 ('Check failed: !tmp_shape_index.empty()
-    Expected shape index to be non-empty'), libtpu 0.0.17.1 of JAX 0.6.2 with another CHECK
-    ('Check failed: shape->has_layout() Instruction's shape has no layout: %while...'). From
-    jaxlib 0.12 (libtpu 0.0.50.1, jax-cuda12-plugin 0.12.0.1) the walk goes on from the whole
-    loop instead, every result of it in host memory: error 1200 where a loop result reaches a
-    device output, else the backend fails to build the host loop (libtpu: 'Shape mismatch
-    between parameter number 0 and its operand in %...fusion', a body fusion reading an S(5)
-    operand; XLA:GPU: 'Expected instruction to have shape equal to (f32[], ...), actual shape is
-    (f32[]{:S(5)}, ...)' on the while); an update written into a host buffer the loop carries
-    is still rejected by the buffer's condition check first (``WHILE_CONDITION_COMPUTE``)."""
-    inlines_shard_map_body: bool
-    """XLA's call inliner inlines a shard_map body called by name (``shmap_body``) before the
-    host offloader runs (libtpu 0.0.17.1); later generations keep it as a call, so a move to
-    host inside it is not the entry's root."""
-    tpu_async_slice_one_dimension_only: bool = False
-    """libtpu copies a slice of a host value to device as an async slice that may slice one
-    dimension only ('Async slice only supports slicing in 1 dimension'; libtpu 0.0.17.1 and
-    0.0.42.1). libtpu 0.0.50.1 and the CUDA plugins compile such slices. The same holds for an
-    update written from device into a host buffer (an async dynamic-update-slice)."""
-    tpu_async_update_lane_slice_fails: bool = False
-    """libtpu's async dynamic-update-slice into a host buffer cannot write part of the lane
-    (last) dimension ('Lane slice updating is not supported in async dynamic update slice
-    yet'; libtpu 0.0.17.1 and 0.0.42.1)."""
-    slice_to_single_output_is_dma: bool = False
-    """Where ``slice_to_output_is_dma`` does not hold: a slice of a host value that is the
-    entry's only output (not an element of a tuple of outputs) still becomes a copy to device
-    (libtpu 0.0.17.1: the ``slice_returned`` and ``dynamic_slice_returned`` probes compile,
-    ``slice_in_tuple`` is error 1200)."""
-    parameter_names_from_locations: bool = True
-    """jaxlib's translation to HLO names an entry parameter after its location (``w.1`` for
-    the argument ``w``), as XLA's messages then do; jaxlib 0.6.2's names it by position
-    (``Arg_0.1``). The analysis names instructions with the installed jaxlib's own
-    translation (``ir.hlo_names``), so this says only what a generation's messages read."""
-    tpu_unpinned_host_is_host_memory: bool = False
-    """libtpu lays out ``unpinned_host`` entry parameters and outputs in host memory (S(5)),
-    as ``pinned_host`` ones, so its compiled outputs are ``pinned_host`` (libtpu 0.0.17.1: the
-    ``root_unpinned_move``, ``unpinned_argument_*``, ``*_to_unpinned_output`` probes). Later
-    ones put them in S(6), which the host offloader does not take for host memory."""
-    tpu_builds_host_gather: bool = False
-    """libtpu builds a gather in host memory as host compute (libtpu 0.0.17.1, the
-    ``gather_on_host`` probe); later ones emit it as a custom fusion without a backend config
-    and fail."""
-    tpu_lane_slice_multiple_of_lane_count: bool = False
-    """libtpu copies part of the lane dimension between host and device only in multiples of
-    128 lanes: an update into a host buffer, or a slice copied to device that also slices the
-    sublane (second-to-last) dimension ('Slicing lane dimension is only supported when the
-    lane slice size is a multiple of LaneCount'; libtpu 0.0.50.1)."""
-
-    def compiler(self, target: str) -> str | None:
-        """The released compiler of ``target`` this generation was measured on (``libtpu
-        0.0.17.1``), or ``None``: JAX 0.6.2's generation has no CUDA plugin measured."""
-        wanted = "libtpu " if target == "tpu" else "jax-cuda"
-        compilers = self.name.split(" (")[0].split(" / ")
-        return next((name for name in compilers if name.startswith(wanted)), None)
-
-
-XLA_GENERATIONS: tuple[tuple[tuple[int, int, int], XlaGeneration], ...] = (
-    (
-        (0, 7, 0),
-        XlaGeneration(
-            "libtpu 0.0.17.1 (jax 0.6.2)",
-            slice_to_output_is_dma=False,
-            tpu_unpinned_output_from_device_fails=False,
-            while_condition_on_host_aborts=True,
-            inlines_shard_map_body=True,
-            tpu_async_slice_one_dimension_only=True,
-            tpu_async_update_lane_slice_fails=True,
-            slice_to_single_output_is_dma=True,
-            tpu_builds_host_gather=True,
-            tpu_unpinned_host_is_host_memory=True,
-            parameter_names_from_locations=False,
-        ),
-    ),
-    (
-        (0, 12, 0),
-        XlaGeneration(
-            "libtpu 0.0.42.1 / jax-cuda12-plugin 0.10.2 (jax 0.10.2)",
-            slice_to_output_is_dma=True,
-            tpu_unpinned_output_from_device_fails=True,
-            while_condition_on_host_aborts=True,
-            inlines_shard_map_body=False,
-            tpu_async_slice_one_dimension_only=True,
-            tpu_async_update_lane_slice_fails=True,
-        ),
-    ),
-    (
-        (99, 0, 0),
-        XlaGeneration(
-            "libtpu 0.0.50.1 / jax-cuda12-plugin 0.12.0.1 (jax 0.12.0.1)",
-            slice_to_output_is_dma=True,
-            tpu_unpinned_output_from_device_fails=False,
-            while_condition_on_host_aborts=False,
-            inlines_shard_map_body=False,
-            tpu_lane_slice_multiple_of_lane_count=True,
-        ),
-    ),
-)
-"""Generations by the jaxlib release they ship with (the first jaxlib *not* in each): ``jax[tpu]``
-pins the libtpu of its release and the CUDA plugin is versioned with jaxlib, so the installed
-jaxlib tells which compilers a program will meet."""
 
 
 def xla_generation(jaxlib_version: str | None = None) -> XlaGeneration:
