@@ -192,7 +192,6 @@ class Oracle:
                 self._process = None
                 answer = {"outcome": "aborted", "message": _abort_text(code, _last_lines(self._log_dir))}
                 self._remove_logs()
-                self.spawn()  # the replacement starts now, beside whatever the caller does next
             verdict = _verdict(self.target, self.compiler, answer)
             self._cache[key] = verdict
             return verdict
