@@ -170,8 +170,9 @@ def _read(path: str, text: str, validate: bool = True) -> dict:
     """The notebook in ``text``, read as Jupyter reads it: the JSON checked for what a reader
     of cells needs (with the standard library, so no extra is needed), then, where nbformat is
     installed and ``validate`` asks for it, converted by nbformat's own reader and validated
-    against the schema of the current minor version when the cells carry ids (what Jupyter writes while keeping an older
-    ``nbformat_minor``). Raises :class:`NotebookError`, one line, for anything else."""
+    against the schema of the current minor version when the cells carry ids (what Jupyter
+    writes while keeping an older ``nbformat_minor``). Raises :class:`NotebookError`, one
+    line, for anything else."""
     try:
         raw = json.loads(text)
     except RecursionError as exc:
