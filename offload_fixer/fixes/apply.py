@@ -15,6 +15,7 @@ cells' sources only (``offload_fixer.notebook.fixing``), and its diff is shown p
 from __future__ import annotations
 
 import ast
+import copy
 import difflib
 import errno
 import os
@@ -50,6 +51,7 @@ from offload_fixer.recursion import call_allowing_deep_recursion
 from offload_fixer.source.decoding import decode, encode, libcst_view, split_lines
 from offload_fixer.source.diffs import unified_diff
 from offload_fixer.source.python_version import compile_any_version, only_newer_syntax
+from offload_fixer.static.pruning import BLANKED_LINE
 
 MAX_PASSES = 6
 """Passes over one file before giving up; fixes settle in two (fix, then no-op), one more
@@ -245,11 +247,15 @@ def check_intended(source: FileOutline, excerpt: Excerpt, fixed: cst.Module, tex
     by the fixed ones (compared as ``ast`` trees, top-level statement by statement): a splice
     that duplicates a definition or drops a body compiles, and is refused here."""
     path = source.path
+    blanked = Counter(ast.dump(method) for method in excerpt.blanked)
     try:
-        found = Counter(ast.dump(statement) for statement in ast.parse(text).body)
-        expected = Counter(ast.dump(statement) for group in source.groups for statement in group)
+        # The test methods the excerpt blanked are left out on both sides, each exactly once.
+        found, unmatched = _dumps(ast.parse(text).body, blanked)
+        expected, unexpected = _dumps([statement for group in source.groups for statement in group], blanked)
         expected.subtract(ast.dump(statement) for statement in ast.parse(excerpt.module.code).body)
         expected.update(ast.dump(statement) for statement in ast.parse(fixed.code).body)
+        if unmatched != unexpected or (excerpt.blanked and text.count(BLANKED_LINE) != source.text.count(BLANKED_LINE)):
+            found["blanked methods not back as they were"] += 1
     except SyntaxError as exc:
         if only_newer_syntax(exc, text):
             return  # a newer Python's syntax, which this interpreter's ast cannot compare: compiled below
@@ -264,6 +270,27 @@ def check_intended(source: FileOutline, excerpt: Excerpt, fixed: cst.Module, tex
             f"the fixed text is not the intended edit ({extra} statement(s) more, {missing} fewer than the fix "
             "made); left unchanged",
         )
+
+
+def _dumps(statements: Iterable[ast.stmt], blanked: Counter[str]) -> tuple[Counter[str], Counter[str]]:
+    """The ``ast.dump`` of each statement, a class's without the methods in ``blanked`` (as
+    many of each as it counts); and the blanked methods found nowhere."""
+    left = Counter(blanked)
+    dumps: Counter[str] = Counter()
+    for statement in statements:
+        if left and isinstance(statement, ast.ClassDef):
+            body = []
+            for member in statement.body:
+                if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    dump = ast.dump(member)
+                    if left[dump] > 0:
+                        left[dump] -= 1
+                        continue
+                body.append(member)
+            statement = copy.copy(statement)
+            statement.body = body
+        dumps[ast.dump(statement)] += 1
+    return dumps, +left
 
 
 def fix_to_fixpoint(

@@ -25,9 +25,9 @@ import bisect
 import difflib
 import re
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import libcst as cst
 
@@ -39,6 +39,7 @@ from offload_fixer.fixes.splice import splice
 from offload_fixer.source.decoding import libcst_view
 from offload_fixer.source.python_version import only_newer_syntax
 from offload_fixer.static.outline import NEWLINE, Outline, outline
+from offload_fixer.static.pruning import Member, Pruned, blank_unreached, first_line
 from offload_fixer.static.source import assemble_chunks
 
 _NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
@@ -93,10 +94,14 @@ class FileOutline:
             raise SourceSyntaxError(path, f"does not parse: {exc}", 1, 1) from exc
         self.spans: list[tuple[int, int]] | None = found.spans
         self.groups = found.groups
+        self.file_lines = found.file_lines
         self._line_starts: list[int] | None = None
         self._loads: dict[int, frozenset[str]] = {}
         self._references: dict[str, int] = {}
-        self._excerpts: dict[frozenset[int], Excerpt] = {}
+        self._excerpts: dict[tuple[Any, ...], Excerpt] = {}
+        self._pruned: dict[tuple[Any, ...], dict[int, Pruned]] = {}
+        self._pruning_memo: dict[Any, Any] = {}
+        """What :func:`~offload_fixer.static.pruning.blank_unreached` reads of each chunk, kept."""
         if self.spans is None:
             return
         self.first_lines: list[int] = []
@@ -127,10 +132,7 @@ class FileOutline:
         for target in targets:
             for line in target_lines(target):
                 chosen.add(self.chunk_of_line(line))
-        functions = {name for t in targets for name in target_function_names(t)}
-        for index in list(chosen):
-            functions.update(self._functions_at(index, [line for t in targets for line in target_lines(t)]))
-        for name in functions:
+        for name in self._searched_names(chosen, targets):
             chosen.update(self.mentions(name))
         queue = list(chosen)
         followed: set[str] = set()
@@ -167,16 +169,36 @@ class FileOutline:
             )
         return found
 
-    def _functions_at(self, index: int, lines: Sequence[int]) -> set[str]:
-        """Names of the functions in chunk ``index`` whose lines hold one of ``lines``."""
-        names = set()
-        for statement in self.groups[index]:
-            for node in ast.walk(statement):
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
-                    if any(first <= line <= (node.end_lineno or node.lineno) for line in lines):
-                        names.add(node.name)
-        return names
+    def _searched_names(self, chosen: Iterable[int], targets: Sequence[FunctionTarget]) -> set[str]:
+        """The functions whose mentions a fix of ``targets`` needs: the target functions and
+        those holding their lines, except a function defined inside another one, whose name
+        only its enclosing function can read (a test's ``def f``: every test has one)."""
+        lines = [line for t in targets for line in target_lines(t)]
+        outer: set[str] = set()
+        nested: set[str] = set()
+        for index in chosen:
+            found_outer, found_nested = self._functions_at(index, lines)
+            outer |= found_outer
+            nested |= found_nested
+        return outer | {name for t in targets for name in target_function_names(t) if name not in nested - outer}
+
+    def _functions_at(self, index: int, lines: Sequence[int]) -> tuple[set[str], set[str]]:
+        """Names of the functions in chunk ``index`` whose lines hold one of ``lines``: those
+        not inside another function, and those inside one."""
+        outer: set[str] = set()
+        nested: set[str] = set()
+        stack: list[tuple[ast.AST, bool]] = [(statement, False) for statement in self.groups[index]]
+        while stack:
+            node, inside = stack.pop()
+            is_function = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            if is_function:
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])  # type: ignore[attr-defined]
+                if any(first <= line <= (node.end_lineno or node.lineno) for line in lines):  # type: ignore[attr-defined]
+                    (nested if inside else outer).add(node.name)  # type: ignore[attr-defined]
+            stack.extend(
+                (child, inside or is_function or isinstance(node, ast.Lambda)) for child in ast.iter_child_nodes(node)
+            )
+        return outer, nested
 
     def reference_count(self, name: str) -> int:
         """How often ``name`` is written as a plain name in the whole file (what
@@ -195,20 +217,71 @@ class FileOutline:
         return self._references[name]
 
     # ------------------------------------------------------------------ excerpts
-    def excerpt(self, chunks: frozenset[int]) -> Excerpt:
-        """The libcst module of ``chunks`` (all of the file when it cannot be cut)."""
-        found = self._excerpts.get(chunks)
+    def excerpt(self, chunks: frozenset[int], pruned: Mapping[int, Pruned] | None = None) -> Excerpt:
+        """The libcst module of ``chunks`` (all of the file when it cannot be cut); ``pruned``:
+        by chunk, a text parsed instead of the chunk's (:meth:`pruned`)."""
+        key = (chunks, tuple(sorted((index, found.text) for index, found in (pruned or {}).items())))
+        found = self._excerpts.get(key)
         if found is None:
-            found = self._excerpts[chunks] = self._build(chunks)
+            found = self._excerpts[key] = self._build(chunks, pruned or {})
         return found
 
     def excerpt_for(self, targets: Iterable[FunctionTarget]) -> Excerpt:
-        return self.excerpt(self.needed(targets))
+        targets = list(targets)
+        chunks = self.needed(targets)
+        return self.excerpt(chunks, self.pruned(chunks, targets))
 
-    def _build(self, chunks: frozenset[int]) -> Excerpt:
+    def pruned(self, chunks: frozenset[int], targets: Sequence[FunctionTarget]) -> dict[int, Pruned]:
+        """The chunks holding a test class with the ``test*`` methods the targets do not need
+        blanked (:mod:`offload_fixer.static.pruning`): a method is needed when it holds a
+        target's line or names a target function, or, following names, those need it.
+        Splicing a fixed excerpt back keeps every blanked line's text
+        (:func:`~offload_fixer.fixes.splice.splice`), and :func:`~offload_fixer.fixes.apply.check_intended`
+        checks that each blanked method is in the fixed file as it was."""
+        if self.spans is None or not self.file_lines or len(chunks) == len(self.spans):
+            return {}
+        key = (chunks, tuple(targets))
+        found = self._pruned.get(key)
+        if found is None:
+            found = self._pruned[key] = self._prune(chunks, targets)
+        return found
+
+    def _prune(self, chunks: frozenset[int], targets: Sequence[FunctionTarget]) -> dict[int, Pruned]:
+        lines = [line for target in targets for line in target_lines(target)]
+        names = self._searched_names(chunks, targets)
+
+        def seeds(index: int, members: list[Member]) -> set[int]:
+            # A method of the class is followed by name through the flow; another name is
+            # looked for in each method's text.
+            own = {m.method.name for m in members if m.method is not None}
+            words = [name for name in names if name not in own]
+            word = re.compile("|".join(rf"\b{re.escape(name)}\b" for name in words)) if words else None
+            found = set()
+            for position, member in enumerate(members):
+                method = member.method
+                if method is None:
+                    continue
+                first, last = first_line(method), method.end_lineno or method.lineno
+                if any(first <= line <= last for line in lines) or (
+                    word is not None and word.search(member.text) is not None
+                ):
+                    found.add(position)
+            return found
+
+        return blank_unreached(
+            {index: self.groups[index] for index in chunks},
+            lambda index: self.text[self.spans[index][0] : self.spans[index][1]],  # type: ignore[index]
+            lambda index: self.first_lines[index] - 1,
+            seeds,
+            self._pruning_memo,
+            marked=True,
+        )
+
+    def _build(self, chunks: frozenset[int], pruned: Mapping[int, Pruned]) -> Excerpt:
         if self.spans is not None and len(chunks) < len(self.spans):
             order = sorted(chunks)
-            parsed = assemble_chunks(self.text, [self.spans[i] for i in order])
+            replaced = {position: pruned[index].text for position, index in enumerate(order) if index in pruned}
+            parsed = assemble_chunks(self.text, [self.spans[i] for i in order], replaced)
             if parsed is not None:
                 return Excerpt(
                     self,
@@ -216,6 +289,7 @@ class FileOutline:
                     parsed.module,
                     [self.first_lines[i] for i in order],
                     [offset + 1 for offset, _ in parsed.pieces],
+                    tuple(method for found in pruned.values() for method in found.dropped),
                 )
         return Excerpt(self, (), parse_source(self.path, self.text), [1], [1])
 
@@ -231,6 +305,8 @@ class Excerpt:
     """File line of each chunk's first line."""
     excerpt_starts: list[int]
     """Excerpt line of each chunk's first line."""
+    blanked: tuple[ast.FunctionDef | ast.AsyncFunctionDef, ...] = ()
+    """The file's test methods whose lines the excerpt leaves empty (:meth:`FileOutline.pruned`)."""
 
     @property
     def whole(self) -> bool:

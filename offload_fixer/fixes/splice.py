@@ -22,6 +22,7 @@ import difflib
 from collections.abc import Sequence
 
 from offload_fixer.source.decoding import LINE_END, split_lines
+from offload_fixer.static.pruning import BLANKED_LINE
 
 _LARGE = 2000
 """Lines above which the diff lets popular lines (blank ones) not seed matches: without it,
@@ -39,7 +40,10 @@ def splice(original: str, reprinted: str, fixed: str) -> str:
         original_of: list[int | None] = list(range(len(original_lines)))
     else:
         original_lines, reprinted_lines = split_lines(original), split_lines(reprinted)
-        original_of = _match(original_lines, reprinted_lines)
+        if _blanked_from(original_lines, reprinted_lines):
+            original_of = list(range(len(original_lines)))
+        else:
+            original_of = _match(original_lines, reprinted_lines)
     fixed_lines = split_lines(fixed)
     out: list[str] = []
     taken = 0
@@ -78,6 +82,16 @@ def splice(original: str, reprinted: str, fixed: str) -> str:
     if out and original_lines and not _end(out[-1]) and _end(original_lines[-1]):
         out[-1] += _end(original_lines[-1])  # a line added after the last one: the file still ends a line
     return "".join(out)
+
+
+def _blanked_from(original: Sequence[str], reprinted: Sequence[str]) -> bool:
+    """Whether ``reprinted`` is ``original`` with some lines made comments of their own, as a
+    fix planner's excerpt blanks the test methods it does not need
+    (:data:`~offload_fixer.static.pruning.BLANKED_LINE`): then each line is its own original,
+    and the blanked ones keep their text."""
+    return len(original) == len(reprinted) and all(
+        old == new or new.lstrip(" \t").startswith(BLANKED_LINE) for old, new in zip(original, reprinted)
+    )
 
 
 def _match(original: Sequence[str], reprinted: Sequence[str]) -> list[int | None]:

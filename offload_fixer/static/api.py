@@ -349,6 +349,10 @@ def _check_in_worker(
     """One file in a worker process, which keeps one project per set of roots for all its files."""
     project = _WORKER_PROJECTS.get(roots)
     if project is None:
+        if not _WORKER_PROJECTS:
+            from offload_fixer.batch_gc import tune_for_batch
+
+            tune_for_batch()
         project = _WORKER_PROJECTS[roots] = Project(roots, snapshot=True)
     return _check_consulting(source, path, target, spelling, python, None, project, recording)
 
@@ -458,7 +462,9 @@ def _check_once(
             facts = ModuleFacts(path, data, text, found, chunks, digest)
             if shared is not None:
                 facts.memo = shared.memo
-            diagnostics, dependencies = _analyse(facts, text, path, target, spelling, digest, project, found, cache)
+            diagnostics, dependencies = _analyse(
+                facts, text, path, target, spelling, digest, project, found, cache, prune=cache is None
+            )
         except NotCut:  # a statement that does not parse alone: the whole text is parsed below
             pass
         else:
@@ -551,6 +557,7 @@ def _analyse(
     project: Project | None = None,
     found_outline: Outline | None = None,
     cache: SourceCache | None = None,
+    prune: bool = False,
 ) -> tuple[list[Diagnostic], tuple[str, ...]]:
     """Diagnostics of a parsed text (a module parsed whole is located statement by statement),
     and the other modules of the project read for them. With the ``cache`` of a document and
@@ -576,9 +583,12 @@ def _analyse(
 
         interpreter = Interpreter(parsed, text, None, project, importer)
         assert interpreter.lazy is not None
-        policies = unpinned_policies_by_statement(interpreter.lazy, text, path, target, source_sha256)
         if cache is None or project is None:
             indices: list[int] | None = site_candidates(parsed, project, importer)
+            if prune and indices:
+                from .pruning import pruned_pieces
+
+                parsed.pruned = pruned_pieces(parsed, project, importer, indices)
         else:
             # Of the statements a change may affect, those a host value can reach; the others
             # find nothing (kept so), parsed only where an analysed one reads them.
@@ -588,6 +598,8 @@ def _analyse(
             project.note(asked)
             own = os.path.abspath(path)
             consulted = dict.fromkeys(p for p in asked.files if os.path.abspath(p) != own)
+        # After the pruning: the statements that name a policy spell it, so they are kept.
+        policies = unpinned_policies_by_statement(interpreter.lazy, text, path, target, source_sha256)
     else:
         from .policies import unpinned_policies
 

@@ -44,7 +44,7 @@ from .project import Consulted, ModuleFacts, Project, is_modeled
 _MAY_JIT = "jit"
 """The atom of a value that may be (or make) a jit; the others are project modules' paths."""
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
-_HOST_WORDS = re.compile(f"{HOST_SPELLING.pattern}|{OFFLOAD_SPELLING.pattern.decode()}")
+HOST_WORDS = re.compile(f"{HOST_SPELLING.pattern}|{OFFLOAD_SPELLING.pattern.decode()}")
 """What starts a host value (the prefilter's words), in a statement's text."""
 
 
@@ -64,6 +64,36 @@ def site_candidates(
     if not found:
         return found
     return _fixed_point(_Resolver(facts, project, importer, host=True), facts, found)
+
+
+def reads_host(
+    facts: ModuleFacts,
+    project: Project | None,
+    importer: str | None,
+    reader: int,
+    reads: Sequence[tuple[Sequence[tuple[str, tuple[str, ...]]], Sequence[ast.Import | ast.ImportFrom]]],
+) -> set[int]:
+    """Which of ``reads`` (each: the names read with the attributes read from them, and the
+    imports made, by a part of group ``reader``) may read a host value through a module-level
+    name or an import, as :func:`site_candidates` decides for whole groups (:mod:`.pruning`)."""
+    resolver = _Resolver(facts, project, importer, host=True)
+    with resolver.attributed(resolver.main_path):
+        while True:
+            found = {
+                position
+                for position, (names, imports) in enumerate(reads)
+                if any(
+                    resolver._import_value(facts, statement, alias)
+                    for statement in imports
+                    for alias in statement.names
+                )
+                or any(
+                    name in facts.binders and resolver._read(facts, name, chain, reader)
+                    for name, chain in dict.fromkeys(names)
+                )
+            }
+            if not resolver.next_pass():
+                return found
 
 
 def _fixed_point(resolver: _Resolver, facts: ModuleFacts, indices: Sequence[int]) -> list[int]:
@@ -193,7 +223,7 @@ class _Group:
                     stack.append((value, inner, in_class, in_method))
         only_imports = all(isinstance(statement, (ast.Import, ast.ImportFrom)) for statement in statements)
         self.spells_jit = JIT_MARKER in text and not only_imports
-        self.spells_host = _HOST_WORDS.search(text) is not None
+        self.spells_host = HOST_WORDS.search(text) is not None
         """A host memory kind, an offload policy or ``compute_on`` anywhere in the text (in an
         import too, and in methods: a class's value is taken to be all of it)."""
 

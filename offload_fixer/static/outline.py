@@ -82,11 +82,15 @@ class Outline:
         groups: list[list[ast.stmt]],
         spans: list[tuple[int, int]] | None,
         grammar: tuple[int, int] | None = None,
+        file_lines: bool = True,
     ) -> None:
         self.text = text
         self.groups = groups
         self.spans = spans
         self.grammar = grammar
+        self.file_lines = file_lines
+        """Whether the statements' line numbers are the text's (False: some come from an
+        earlier version's outline, :func:`_outline_after`)."""
         """The ``feature_version`` it was parsed with (:func:`~offload_fixer.source.python_version.grammar_of`)."""
 
     @property
@@ -169,6 +173,7 @@ def _outline_after(previous: Outline, text: str) -> Outline | None:
                     *((a + shift, b + shift) for a, b in spans[until + 1 :]),
                 ],
                 previous.grammar,
+                file_lines=False,
             )
     return None
 

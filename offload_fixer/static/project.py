@@ -177,6 +177,9 @@ class ModuleFacts:
         self._line_offsets: list[int] | None = None
         self._occurrences: list[int] | None = None
         self._parsed_whole: ParsedSource | None = None
+        self.pruned: dict[int, str] = {}
+        """Group index -> its text with the methods no host value reaches blanked
+        (:mod:`.pruning`): what libcst parses of it, in the check of this file only."""
 
     def chunk(self, index: int) -> Any:
         """The libcst chunk of one top-level statement group (None when it does not parse alone)."""
@@ -184,6 +187,9 @@ class ModuleFacts:
 
         if self.outline.spans is None:
             return None
+        pruned = self.pruned.get(index)
+        if pruned is not None:
+            return cached_chunk(self.cache, pruned, index == 0, 0)
         if self._occurrences is None:  # equal chunks of one file are told apart (``cached_chunk``)
             seen: dict[str, int] = {}
             self._occurrences = []

@@ -20,7 +20,7 @@ their printed lengths.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import libcst as cst
@@ -321,13 +321,15 @@ def cached_chunk(cache: SourceCache, text: str, starts_file: bool, occurrence: i
     return found
 
 
-def _assemble(text: str, spans: list[tuple[int, int]], cache: SourceCache) -> ParsedSource | None:
+def _assemble(
+    text: str, spans: list[tuple[int, int]], cache: SourceCache, replaced: Mapping[int, str] | None = None
+) -> ParsedSource | None:
     parsed = []
     pieces = []
     line = 0
     seen: dict[str, int] = {}
     for index, (start, end) in enumerate(spans):
-        piece = text[start:end]
+        piece = text[start:end] if replaced is None else replaced.get(index, text[start:end])
         occurrence = seen.get(piece, 0)
         seen[piece] = occurrence + 1
         chunk = cached_chunk(cache, piece, index == 0, occurrence)
@@ -443,8 +445,12 @@ def _shifted(code_range: CodeRange, lines: int) -> CodeRange:
     return CodeRange(CodePosition(start.line + lines, start.column), CodePosition(end.line + lines, end.column))
 
 
-def assemble_chunks(text: str, spans: Sequence[tuple[int, int]]) -> ParsedSource | None:
+def assemble_chunks(
+    text: str, spans: Sequence[tuple[int, int]], replaced: Mapping[int, str] | None = None
+) -> ParsedSource | None:
     """Some chunks of ``text`` (spans from its outline, in order, the first one starting the
     file) as one module, each chunk parsed alone; None when one does not parse alone. The fix
-    planner edits such an excerpt instead of the whole file."""
-    return _assemble(text, list(spans), SourceCache(0))
+    planner edits such an excerpt instead of the whole file. ``replaced``: by position in
+    ``spans``, a text parsed instead of the chunk's (the same lines, some blanked:
+    :mod:`.pruning`)."""
+    return _assemble(text, list(spans), SourceCache(0), replaced)
