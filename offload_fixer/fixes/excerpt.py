@@ -100,6 +100,7 @@ class FileOutline:
         self._references: dict[str, int] = {}
         self._excerpts: dict[tuple[Any, ...], Excerpt] = {}
         self._pruned: dict[tuple[Any, ...], dict[int, Pruned]] = {}
+        self._excerpts_for: dict[tuple[FunctionTarget, ...], Excerpt] = {}
         self._pruning_memo: dict[Any, Any] = {}
         """What :func:`~offload_fixer.static.pruning.blank_unreached` reads of each chunk, kept."""
         if self.spans is None:
@@ -190,6 +191,12 @@ class FileOutline:
         stack: list[tuple[ast.AST, bool]] = [(statement, False) for statement in self.groups[index]]
         while stack:
             node, inside = stack.pop()
+            end = getattr(node, "end_lineno", None)
+            if end is not None:  # a statement or expression: skipped unless it holds a line
+                decorators = getattr(node, "decorator_list", ())
+                start = min([node.lineno, *(d.lineno for d in decorators)])  # type: ignore[attr-defined]
+                if not any(start <= line <= end for line in lines):
+                    continue
             is_function = isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
             if is_function:
                 first = min([node.lineno, *(d.lineno for d in node.decorator_list)])  # type: ignore[attr-defined]
@@ -227,9 +234,12 @@ class FileOutline:
         return found
 
     def excerpt_for(self, targets: Iterable[FunctionTarget]) -> Excerpt:
-        targets = list(targets)
-        chunks = self.needed(targets)
-        return self.excerpt(chunks, self.pruned(chunks, targets))
+        key = tuple(targets)
+        found = self._excerpts_for.get(key)
+        if found is None:
+            chunks = self.needed(key)
+            found = self._excerpts_for[key] = self.excerpt(chunks, self.pruned(chunks, key))
+        return found
 
     def pruned(self, chunks: frozenset[int], targets: Sequence[FunctionTarget]) -> dict[int, Pruned]:
         """The chunks holding a test class with the ``test*`` methods the targets do not need

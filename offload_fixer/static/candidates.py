@@ -96,6 +96,21 @@ def reads_host(
                 return found
 
 
+def group_identifiers(facts: ModuleFacts, index: int) -> tuple[set[str], set[str]]:
+    """(the names and attribute names group ``index`` reads, the attribute names it stores),
+    from the walk the candidates made of it."""
+    group = _group_of(facts, index)
+    return {name for name, _ in group.reads} | group.attributes_read, group.attributes_stored
+
+
+def _group_of(facts: ModuleFacts, index: int) -> _Group:
+    groups = facts.memo.setdefault("jit_groups", {})  # the facts' alone: kept with them
+    found = groups.get(index)
+    if found is None:
+        found = groups[index] = _Group(facts.outline.groups[index], facts.piece(index))
+    return found
+
+
 def _fixed_point(resolver: _Resolver, facts: ModuleFacts, indices: Sequence[int]) -> list[int]:
     with resolver.attributed(resolver.main_path):
         while True:  # to the least fixed point: a cycle of statements with no jit in it holds none
@@ -178,6 +193,9 @@ class _Group:
         self.imports: list[ast.Import | ast.ImportFrom] = []
         """Imports at module level (in ``if``/``try`` too)."""
         self.nested_imports: list[ast.Import | ast.ImportFrom] = []
+        self.attributes_read: set[str] = set()
+        self.attributes_stored: set[str] = set()
+        """Attribute names read and stored anywhere (:mod:`.pruning` follows them)."""
         self.has_class = False
         self.value_spells_jit = False
         """``.jit``-like attributes or imports outside the methods of classes."""
@@ -195,6 +213,7 @@ class _Group:
                 base: ast.AST = node
                 while type(base) is ast.Attribute:
                     chain.append(base.attr)
+                    (self.attributes_read if type(base.ctx) is ast.Load else self.attributes_stored).add(base.attr)
                     base = base.value
                 if not in_method and any(JIT_MARKER in attribute for attribute in chain):
                     self.value_spells_jit = True
@@ -400,11 +419,7 @@ class _Resolver:
         )
 
     def _group(self, facts: ModuleFacts, index: int) -> _Group:
-        groups = facts.memo.setdefault("jit_groups", {})  # the facts' alone: kept with them
-        found = groups.get(index)
-        if found is None:
-            found = groups[index] = _Group(facts.outline.groups[index], facts.piece(index))
-        return found
+        return _group_of(facts, index)
 
     def _read(self, facts: ModuleFacts, name: str, chain: tuple[str, ...], reader: int | None) -> bool:
         """Whether ``name.chain`` read in ``facts`` (by its group ``reader``) may hold a jit."""

@@ -35,7 +35,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .candidates import HOST_WORDS, reads_host
+from .candidates import HOST_WORDS, group_identifiers, reads_host
 from .outline import NEWLINE
 from .project import ModuleFacts, Project
 
@@ -130,9 +130,10 @@ def pruned_pieces(
         )
 
     groups = {index: facts.outline.groups[index] for index in candidates}
+    memo = {("identifiers", index): group_identifiers(facts, index) for index in candidates}
     return {
         index: found.text
-        for index, found in blank_unreached(groups, facts.piece, facts.line_offset, host_seeds).items()
+        for index, found in blank_unreached(groups, facts.piece, facts.line_offset, host_seeds, memo).items()
     }
 
 
