@@ -433,7 +433,11 @@ def _check_once(
         else None
     )
     try:
-        found = outline(text, cache, grammar) if shared is None or grammar is not None else shared.outline
+        found = (
+            outline(text, cache, grammar)
+            if shared is None or grammar is not None or shared.outline.compacted
+            else shared.outline
+        )
         if shared is not None and shared.outline.spans != found.spans:
             shared = None  # the project's own parse cut it otherwise: nothing shared
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:

@@ -103,6 +103,17 @@ def group_identifiers(facts: ModuleFacts, index: int) -> tuple[set[str], set[str
     return {name for name, _ in group.reads} | group.attributes_read, group.attributes_stored
 
 
+def keep_groups_only(facts: ModuleFacts) -> None:
+    """What the candidates read of each statement group of a project's module, kept in place
+    of its ``ast`` (:meth:`.outline.Outline.compact`): the resolution of a run reads most groups
+    of the modules it opens, and their trees were most of its memory."""
+    if facts.outline.spans is None:
+        return
+    for index in range(len(facts.outline.groups)):
+        _group_of(facts, index)
+    facts.outline = facts.outline.compact()
+
+
 def _group_of(facts: ModuleFacts, index: int) -> _Group:
     groups = facts.memo.setdefault("jit_groups", {})  # the facts' alone: kept with them
     found = groups.get(index)

@@ -19,7 +19,8 @@ import ast
 import bisect
 import re
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, overload
 
 if TYPE_CHECKING:
     from .incremental import KeptAnalysis
@@ -79,24 +80,66 @@ class Outline:
     def __init__(
         self,
         text: str,
-        groups: list[list[ast.stmt]],
+        groups: Sequence[list[ast.stmt]],
         spans: list[tuple[int, int]] | None,
         grammar: tuple[int, int] | None = None,
         file_lines: bool = True,
     ) -> None:
         self.text = text
-        self.groups = groups
+        self.groups: Sequence[list[ast.stmt]] = groups
         self.spans = spans
         self.grammar = grammar
+        """The ``feature_version`` it was parsed with (:func:`~offload_fixer.source.python_version.grammar_of`)."""
         self.file_lines = file_lines
         """Whether the statements' line numbers are the text's (False: some come from an
         earlier version's outline, :func:`_outline_after`)."""
-        """The ``feature_version`` it was parsed with (:func:`~offload_fixer.source.python_version.grammar_of`)."""
+
+    @property
+    def compacted(self) -> bool:
+        return isinstance(self.groups, _ChunkStatements)
+
+    def compact(self) -> Outline:
+        """This outline keeping no ``ast``: each chunk's statements are parsed again if asked
+        for. A project's modules keep what the candidates read of them instead
+        (:func:`~offload_fixer.static.candidates.keep_groups_only`): a run reads hundreds, and
+        their whole trees were most of its memory (115 of 185 MB traced on maxtext)."""
+        if self.spans is None or self.compacted or "barry_as_FLUFL" in self.text:
+            return self
+        return Outline(self.text, _ChunkStatements(self.text, self.spans, self.grammar), self.spans, self.grammar)
 
     @property
     def tree(self) -> ast.Module:
         """The statements as one ``ast`` module (their line numbers are not the file's)."""
         return ast.Module(body=[statement for group in self.groups for statement in group], type_ignores=[])
+
+
+class _ChunkStatements(Sequence[list[ast.stmt]]):
+    """The statements of each chunk of a text, parsed alone (as a chunk does: :func:`_cut`)
+    each time one is asked for, with the text's line numbers."""
+
+    def __init__(self, text: str, spans: list[tuple[int, int]], grammar: tuple[int, int] | None) -> None:
+        self.text = text
+        self.spans = spans
+        self.grammar = grammar
+        self.first_lines: list[int] = []
+        line = 0
+        for start, end in spans:
+            self.first_lines.append(line)
+            line += len(NEWLINE.findall(text, start, end))
+
+    def __len__(self) -> int:
+        return len(self.spans)
+
+    @overload
+    def __getitem__(self, index: int) -> list[ast.stmt]: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[list[ast.stmt]]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(len(self))[index]]
+        start, end = self.spans[index]
+        tree = ast.parse(self.text[start:end], feature_version=self.grammar)
+        return ast.increment_lineno(tree, self.first_lines[index]).body
 
 
 def outline(text: str, cache: SourceCache | None = None, grammar: tuple[int, int] | None = None) -> Outline:
