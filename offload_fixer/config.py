@@ -15,7 +15,7 @@ import functools
 import os
 import stat
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,6 +28,7 @@ else:  # pragma: no cover - Python 3.10
 from offload_fixer.jax_compat import UnsupportedJaxVersion, check_modelled
 from offload_fixer.model import FORMAT_ALIASES, FORMATS, STRATEGIES, TARGET_CHOICES, Diagnostic
 from offload_fixer.source.decoding import file_kind, read_regular_file
+from offload_fixer.source.real_paths import RealPaths, relative_parts
 
 TABLE = "offload-fixer"
 DEFAULT_EXCLUDE: tuple[str, ...] = (
@@ -118,8 +119,9 @@ class Settings:
     def is_selected(self, code: str) -> bool:
         return _is_selected(code, self.selected, self.ignore)
 
-    def is_excluded(self, path: str | os.PathLike[str]) -> bool:
-        return is_excluded(path, (*self.exclude, *self.extend_exclude), self.root or Path.cwd())
+    def is_excluded(self, path: str | os.PathLike[str], real_path: Callable[[str], str] = os.path.realpath) -> bool:
+        """``real_path``: how paths are resolved (a run's :class:`RealPaths`)."""
+        return is_excluded(path, (*self.exclude, *self.extend_exclude), self.root or Path.cwd(), real_path)
 
     def ignored_in(self, path: str | os.PathLike[str]) -> tuple[str, ...]:
         """``ignore`` plus the ``per-file-ignores`` codes that apply to ``path``."""
@@ -232,45 +234,53 @@ def _requires_python_target(path: Path | None) -> str | None:
     return from_requires_python(spec) if isinstance(spec, str) else None
 
 
-def find_project(start: str | os.PathLike[str]) -> Path | None:
-    """The nearest ``pyproject.toml`` at or above ``start`` (the project's, for
-    ``requires-python`` where no ``[tool.offload-fixer]`` table is found)."""
-    path = _resolved(start)
-    directory = path if path.is_dir() else path.parent
-    for candidate_dir in (directory, *directory.parents):
-        if _is_file(candidate_dir / "pyproject.toml"):
-            return candidate_dir / "pyproject.toml"
-    return None
-
-
 _UNKNOWN: Any = object()
 
 
 class SettingsResolver:
-    """Settings for each checked path, from its nearest configuration; caches per directory."""
+    """Settings for each checked path, from its nearest configuration; caches per directory.
+    ``snapshot``: the tree is taken not to change while the resolver lives (one run of
+    ``check``), so each directory's real path is resolved once (:class:`RealPaths`); a
+    long-lived resolver (the language server's) resolves every path it is asked about."""
 
-    def __init__(self, overrides: dict[str, Any] | None = None, config: str | os.PathLike[str] | None = None):
+    def __init__(
+        self,
+        overrides: dict[str, Any] | None = None,
+        config: str | os.PathLike[str] | None = None,
+        snapshot: bool = False,
+    ):
         self._overrides = overrides or {}
+        self.real_path: Callable[[str], str] = RealPaths() if snapshot else os.path.realpath
         self._fixed = load_settings(config) if config is not None else None
         self._by_config: dict[Path | None, Settings] = {}
         self._config_for_dir: dict[Path, Path | None] = {}
         self._project_for_dir: dict[Path, Path | None] = {}
+        self._by_directory: dict[str, Settings] = {}
+        """A directory's real path -> the settings of the files in it."""
 
     def settings_for(self, path: str | os.PathLike[str]) -> Settings:
         """``config`` given to the constructor applies everywhere, as ruff's ``--config`` does."""
         if self._fixed is not None:
             return self._settled(self._fixed.config_path, lambda: self._fixed)
-        resolved = _resolved(path)
-        directory = resolved if resolved.is_dir() else resolved.parent
+        resolved = self.real_path(os.fspath(path))
+        directory = resolved if os.path.isdir(resolved) else os.path.dirname(resolved)
+        found = self._by_directory.get(directory)
+        if found is None:
+            found = self._by_directory[directory] = self._settings_in(Path(directory))
+        return found
+
+    def _settings_in(self, directory: Path) -> Settings:
         config_path = self._config_at(directory)
         if config_path is not None:
             return self._settled(config_path, lambda: load_settings(config_path))
-        if directory not in self._project_for_dir:
-            self._project_for_dir[directory] = find_project(directory)
-        project = self._project_for_dir[directory]  # without a table: its requires-python only
+        project = self._project_at(directory)  # without a table: its requires-python only
         return self._settled(
             project, lambda: Settings(root=Path.cwd(), target_version=_requires_python_target(project))
         )
+
+    def is_excluded(self, path: str | os.PathLike[str]) -> bool:
+        """Whether ``path``'s own settings exclude it (:meth:`Settings.is_excluded`)."""
+        return self.settings_for(path).is_excluded(path, self.real_path)
 
     def _config_at(self, directory: Path) -> Path | None:
         """:func:`find_config` of ``directory``, each directory above it asked once per run (a
@@ -283,6 +293,19 @@ class SettingsResolver:
             else:
                 found = None if directory.parent == directory else self._config_at(directory.parent)
             self._config_for_dir[directory] = found
+        return found
+
+    def _project_at(self, directory: Path) -> Path | None:
+        """The nearest ``pyproject.toml`` at or above ``directory`` (the project's, for
+        ``requires-python`` where no table is found), each directory asked once per run."""
+        found = self._project_for_dir.get(directory, _UNKNOWN)
+        if found is _UNKNOWN:
+            candidate = directory / "pyproject.toml"
+            if _is_file(candidate):
+                found = candidate
+            else:
+                found = None if directory.parent == directory else self._project_at(directory.parent)
+            self._project_for_dir[directory] = found
         return found
 
     def _settled(self, key: Path | None, load: Any) -> Settings:
@@ -435,19 +458,20 @@ def _report_path(diagnostic: Diagnostic) -> str | None:
     return span.path if span is not None else None
 
 
-def is_excluded(path: str | os.PathLike[str], patterns: Sequence[str], root: str | os.PathLike[str]) -> bool:
+def is_excluded(
+    path: str | os.PathLike[str],
+    patterns: Sequence[str],
+    root: str | os.PathLike[str],
+    real_path: Callable[[str], str] = os.path.realpath,
+) -> bool:
     """Whether ``path`` or any directory above it (up to ``root``) matches an exclusion glob.
 
     As in ruff: a pattern without ``/`` (``build``, ``*_pb2.py``) matches a file or directory
     name anywhere; a pattern with ``/`` (``src/gen/*.py``) matches the path relative to
-    ``root``.
+    ``root``. Both are taken with symlinks followed, by ``real_path`` (a run's
+    :class:`RealPaths`, which resolves each directory once).
     """
-    absolute = _resolved(path)
-    try:
-        relative = absolute.relative_to(_resolved(root))
-    except ValueError:
-        relative = absolute
-    parts = relative.parts
+    parts = relative_parts(real_path(os.fspath(path)), real_path(os.fspath(root)))
     names, paths = _split_patterns(tuple(patterns))
     if names and any(_name_matches(part, names) for part in parts):
         return True

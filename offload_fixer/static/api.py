@@ -149,7 +149,12 @@ def check_paths(
             file_target, file_jax_version = normalize_target(settings.target), settings.jax_version
             python = settings.python
         try:
-            data = texts[path] if texts and path in texts else read_program_bytes(path, validate=False)
+            if texts and path in texts:
+                data = texts[path]
+            elif results is not None and is_notebook(path):
+                data = results.notebook_program(path)  # kept by the notebook's bytes
+            else:
+                data = read_program_bytes(path, validate=False)
         except OSError as exc:
             pending.append(
                 StaticResult(path, parse_error=ParseError(path, 1, 1, f"cannot read: {exc.strerror or exc}"))
@@ -179,7 +184,7 @@ def check_paths(
     # A notebook is validated against nbformat's schema only where it is analysed: most of
     # the cost of reading one, spent on the few that can hold a finding.
     selected = [
-        _validated(entry)
+        _validated(entry, results)
         if isinstance(entry, tuple) and is_notebook(entry[1]) and not (texts and entry[1] in texts)
         else entry
         for entry in selected
@@ -226,12 +231,16 @@ def check_paths(
                 future.cancel()
 
 
-def _validated(entry: tuple) -> tuple | StaticResult:
-    """A selected notebook's entry, or its result when nbformat refuses the file."""
+def _validated(entry: tuple, results: ResultCache | None = None) -> tuple | StaticResult:
+    """A selected notebook's entry, or its result when nbformat refuses the file (the verdict
+    kept in ``results`` where it holds one for the notebook's bytes)."""
     from offload_fixer.notebook import NotebookError, NotebookFile
 
     try:
-        NotebookFile.read(entry[1])
+        if results is not None:
+            results.notebook_program(entry[1], validate=True)
+        else:
+            NotebookFile.read(entry[1])
     except NotebookError as exc:
         return StaticResult(entry[1], parse_error=ParseError(entry[1], 1, 1, str(exc)))
     return entry
