@@ -310,3 +310,28 @@ def test_relative_parts_are_pathlibs(absolute, root):
     except ValueError:
         expected = Path(absolute).parts
     assert relative_parts(absolute, root) == expected
+
+
+def test_globs_match_as_fnmatch_does_together_and_alone(tmp_path):
+    """The patterns of one setting are matched as one expression: each name (and each path
+    from the root) is excluded exactly where ``fnmatch.fnmatchcase`` matches some pattern."""
+    import fnmatch
+
+    names = ["build", "a.py", "b_pb2.py", "abc", "aXc", "test", "test.py", "x.y.z", "[a]", "Build", ".venv", "é.py"]
+    globs = ["build", "*_pb2.py", "a?c", "[!t]*.py", "x.*", "[[]a]", ".venv", "é*", "*.PY", "gen/*.py", "./src/a?.py"]
+    paths = ["gen/a.py", "gen/b/a.py", "src/ab.py", "src/abc.py", "a/gen/a.py"]
+    for glob in globs:
+        for relative in names + paths:
+            name_glob = "/" not in glob.rstrip("/")
+            expected = (
+                any(fnmatch.fnmatchcase(part, glob) for part in relative.split("/"))
+                if name_glob
+                else any(
+                    fnmatch.fnmatchcase("/".join(relative.split("/")[: i + 1]), glob.removeprefix("./"))
+                    for i in range(relative.count("/") + 1)
+                )
+            )
+            assert is_excluded(tmp_path / relative, [glob], tmp_path) == expected, (glob, relative)
+    for relative in names + paths:
+        alone = [is_excluded(tmp_path / relative, [glob], tmp_path) for glob in globs]
+        assert is_excluded(tmp_path / relative, globs, tmp_path) == any(alone), relative
