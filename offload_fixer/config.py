@@ -9,11 +9,7 @@ relative to the directory of the file that declared them.
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import fnmatch
-import functools
 import os
-import re
 import stat
 import sys
 from collections.abc import Callable, Iterable, Sequence
@@ -21,15 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
+from offload_fixer.exclusion import is_excluded
 from offload_fixer.jax_compat import UnsupportedJaxVersion, check_modelled
 from offload_fixer.model import FORMAT_ALIASES, FORMATS, STRATEGIES, TARGET_CHOICES, Diagnostic
 from offload_fixer.source.decoding import file_kind, read_regular_file
-from offload_fixer.source.real_paths import RealPaths, relative_parts
+from offload_fixer.source.real_paths import RealPaths
 
 TABLE = "offload-fixer"
 DEFAULT_EXCLUDE: tuple[str, ...] = (
@@ -166,13 +158,14 @@ _KEY_FOR_FIELD = {field: key for key, field in _FIELD_FOR_KEY.items()}
 def parse_setting_argument(text: str) -> dict[str, Any]:
     """``--config 'KEY = VALUE'`` (a line of TOML, as ruff takes it): the setting as a
     :meth:`Settings.with_overrides` value, checked as a file's would be."""
+    tomllib = _toml()
     try:
         table = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"--config {text!r}: not a TOML `KEY = VALUE` setting: {exc}") from exc
     unknown = [key for key in table if key not in _FIELD_FOR_KEY]
     if unknown:
-        close = difflib.get_close_matches(unknown[0], list(_FIELD_FOR_KEY), n=1)
+        close = _close_matches(unknown[0], list(_FIELD_FOR_KEY), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(_FIELD_FOR_KEY)}"
         raise ConfigError(f"--config {text!r}: unknown key {unknown[0]!r}{hint}")
     return _validate(table, source="--config")
@@ -213,12 +206,28 @@ def load_settings(config_path: str | os.PathLike[str]) -> Settings:
     unknown = [key for key in table if key not in _FIELD_FOR_KEY]
     if unknown:
         key = unknown[0]
-        close = difflib.get_close_matches(key, list(_FIELD_FOR_KEY), n=1)
+        close = _close_matches(key, list(_FIELD_FOR_KEY), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(_FIELD_FOR_KEY)}"
         raise ConfigError(f"{path}: unknown key {key!r} in [tool.{TABLE}]{hint}")
     values = _validate(table, source=str(path))
     values.setdefault("target_version", _requires_python_target(path))
     return Settings(root=path.parent, config_path=path, **values)
+
+
+def _toml() -> Any:
+    """``tomllib`` (``tomli`` before Python 3.11), loaded where a setting or file is read: a run
+    in a tree without ``pyproject.toml`` needs no TOML parser."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    return tomllib
+
+
+def _close_matches(word: str, possibilities: list[str], n: int) -> list[str]:
+    import difflib  # for a misspelt key: an error message
+
+    return difflib.get_close_matches(word, possibilities, n=n)
 
 
 def _requires_python_target(path: Path | None) -> str | None:
@@ -227,6 +236,7 @@ def _requires_python_target(path: Path | None) -> str | None:
 
     if path is None:
         return None
+    tomllib = _toml()
     try:
         project = tomllib.loads(read_regular_file(path).decode("utf-8")).get("project")
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
@@ -322,6 +332,7 @@ def _resolved(path: str | os.PathLike[str]) -> Path:
 
 
 def _read_table(path: Path) -> dict[str, Any] | None:
+    tomllib = _toml()
     try:
         document = tomllib.loads(read_regular_file(path).decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -420,13 +431,13 @@ def _selector(text: str, where: str) -> str:
     codes = [rule.code for rule in all_rules()]
     if selector == "ALL" or any(code.startswith(selector) for code in codes):
         return selector
-    close = difflib.get_close_matches(selector, codes, n=1)
+    close = _close_matches(selector, codes, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     raise ConfigError(f"{where}: {text!r} selects no rule (codes are {codes[0]}..{codes[-1]}){hint}")
 
 
 # ---------------------------------------------------------------------------------------
-# Selecting codes and excluding paths
+# Selecting codes (excluding paths: :mod:`offload_fixer.exclusion`)
 def _is_selected(code: str, select: Sequence[str] | None, ignore: Sequence[str]) -> bool:
     """Ruff's rule: the most specific matching selector wins; on a tie, ``ignore`` wins."""
 
@@ -457,40 +468,3 @@ def _report_path(diagnostic: Diagnostic) -> str | None:
     if span is None and diagnostic.function is not None:
         return diagnostic.function.path
     return span.path if span is not None else None
-
-
-def is_excluded(
-    path: str | os.PathLike[str],
-    patterns: Sequence[str],
-    root: str | os.PathLike[str],
-    real_path: Callable[[str], str] = os.path.realpath,
-) -> bool:
-    """Whether ``path`` or any directory above it (up to ``root``) matches an exclusion glob.
-
-    As in ruff: a pattern without ``/`` (``build``, ``*_pb2.py``) matches a file or directory
-    name anywhere; a pattern with ``/`` (``src/gen/*.py``) matches the path relative to
-    ``root``. Both are taken with symlinks followed, by ``real_path`` (a run's
-    :class:`RealPaths`, which resolves each directory once).
-    """
-    parts = relative_parts(real_path(os.fspath(path)), real_path(os.fspath(root)))
-    names, paths = _patterns(tuple(patterns))
-    if names is not None and any(names.match(part) for part in parts):
-        return True
-    return paths is not None and any(paths.match("/".join(parts[: i + 1])) for i in range(len(parts)))
-
-
-@functools.lru_cache(maxsize=64)
-def _patterns(patterns: tuple[str, ...]) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
-    """The patterns without ``/`` (matched against each name) and those with one (against
-    each path relative to the root), as :func:`is_excluded` reads them: each kind one regular
-    expression, the alternatives of the globs as ``fnmatch.fnmatchcase`` spells each (a tree's
-    every file and directory is matched against every pattern, so in one match, not twenty)."""
-    stripped = [pattern.rstrip("/") for pattern in patterns]
-    names = [pattern for pattern in stripped if "/" not in pattern]
-    paths = [pattern.removeprefix("./") for pattern in stripped if "/" in pattern]
-    return _any_of(names), _any_of(paths)
-
-
-def _any_of(globs: Sequence[str]) -> re.Pattern[str] | None:
-    """One expression that matches what any of ``globs`` matches (None: no glob)."""
-    return re.compile("|".join(f"(?:{fnmatch.translate(glob)})" for glob in globs)) if globs else None

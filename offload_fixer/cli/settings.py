@@ -136,9 +136,11 @@ def without_excluded(diagnostics: Sequence[Diagnostic], resolver, console: Conso
 def _sources_for(diagnostics: Iterable[Diagnostic], texts: dict[str, bytes]) -> dict[str, str]:
     """Source text of every file a diagnostic points into (suppression comments live there;
     a notebook's is its code cells as one program, whose lines the diagnostics count)."""
+    sources = {path: data.decode("utf-8", "replace") for path, data in texts.items()}
+    if not diagnostics:
+        return sources  # nothing to read (nor the notebook reader to load)
     from offload_fixer.notebook import NotebookError, read_program_bytes
 
-    sources = {path: data.decode("utf-8", "replace") for path, data in texts.items()}
     for d in diagnostics:
         for span in (d.span, d.origin.span if d.origin else None, d.return_span):
             if span and span.path not in sources and os.path.isfile(span.path):
