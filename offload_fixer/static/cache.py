@@ -14,8 +14,8 @@ One entry per checked file and settings, a small JSON file under
   added where an import now finds it makes the entry stale as an edit would.
 
 Only files the prefilter lets through are kept: the rest cost less to screen again than to
-look up. A notebook's program (its code cells, masked, as one text) is kept too, by the
-notebook's bytes (:meth:`ResultCache.notebook_program`): decoding a notebook's JSON and
+look up. A notebook's program (its code cells, masked, as one text) is kept too, while the
+notebook's bytes are the same (:meth:`ResultCache.notebook_program`): decoding a notebook's JSON and
 masking its cells cost ten times what hashing it does. Entries are written to a temporary file and renamed into place, so concurrent runs
 (pre-commit's parallel batches, an editor's save beside a CI job) each read a whole entry or
 none; a file that cannot be read, parsed or written is a miss, never an error. JSON, never
@@ -95,8 +95,8 @@ class ResultCache:
         self._write(self._entry(path, target, spelling, python), entry)
 
     def notebook_program(self, path: str, validate: bool = False) -> bytes:
-        """:func:`~offload_fixer.notebook.read_program_bytes` of a notebook, kept by the
-        notebook's bytes (and the tool's version): a second run hashes the file where the first
+        """:func:`~offload_fixer.notebook.read_program_bytes` of a notebook, kept for its path
+        while its bytes (and the tool) are the same: a second run hashes the file where the first
         decoded its JSON and masked its cells. ``validate``: the notebook is checked against
         nbformat's schema as well, and that verdict kept with the nbformat version that gave it
         (an unchanged notebook is never validated, nor nbformat imported, twice). Raises
@@ -110,8 +110,9 @@ class ResultCache:
             data = read_regular_file(path)
         except OSError as exc:
             raise NotebookError(f"cannot read file: {exc.strerror or exc}") from exc
-        key = hashlib.sha256(self._tool_fingerprint().encode() + hashlib.sha256(data).digest()).hexdigest()
-        destination = self.directory / f"notebook-{key[:40]}.json"
+        key = self._key(data)
+        name = json.dumps(["notebook", os.path.abspath(path)]).encode("utf-8", "surrogateescape")
+        destination = self.directory / f"{hashlib.sha256(name).hexdigest()[:40]}.json"  # one per notebook
         try:
             kept = json.loads(destination.read_bytes())
             if not isinstance(kept, dict) or kept.get("key") != key:

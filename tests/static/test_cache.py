@@ -229,11 +229,13 @@ def test_a_notebook_is_read_again_only_when_its_bytes_change(tmp_path, monkeypat
     reads.clear()
     assert run() == first
     assert reads == []  # every notebook (and every verdict) read from the cache
+    entries = sorted((tmp_path / DIRECTORY).rglob("*.json"))
     edited = json.loads(train.read_text())
     edited["cells"][0]["outputs"] = []
     train.write_text(json.dumps(edited))
     assert run() == first
     assert sorted(reads) == [("train.ipynb", False), ("train.ipynb", True)]
+    assert sorted((tmp_path / DIRECTORY).rglob("*.json")) == entries  # one entry per notebook, replaced
     reads.clear()
     train.write_text(train.read_text().replace("pinned_host", "device"))
     assert run()["train.ipynb"] == ([], None, None)
