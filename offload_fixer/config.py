@@ -9,25 +9,19 @@ relative to the directory of the file that declared them.
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import fnmatch
-import functools
 import os
 import stat
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
-
+from offload_fixer.exclusion import is_excluded
 from offload_fixer.jax_compat import UnsupportedJaxVersion, check_modelled
 from offload_fixer.model import FORMAT_ALIASES, FORMATS, STRATEGIES, TARGET_CHOICES, Diagnostic
 from offload_fixer.source.decoding import file_kind, read_regular_file
+from offload_fixer.source.real_paths import RealPaths
 
 TABLE = "offload-fixer"
 DEFAULT_EXCLUDE: tuple[str, ...] = (
@@ -118,8 +112,9 @@ class Settings:
     def is_selected(self, code: str) -> bool:
         return _is_selected(code, self.selected, self.ignore)
 
-    def is_excluded(self, path: str | os.PathLike[str]) -> bool:
-        return is_excluded(path, (*self.exclude, *self.extend_exclude), self.root or Path.cwd())
+    def is_excluded(self, path: str | os.PathLike[str], real_path: Callable[[str], str] = os.path.realpath) -> bool:
+        """``real_path``: how paths are resolved (a run's :class:`RealPaths`)."""
+        return is_excluded(path, (*self.exclude, *self.extend_exclude), self.root or Path.cwd(), real_path)
 
     def ignored_in(self, path: str | os.PathLike[str]) -> tuple[str, ...]:
         """``ignore`` plus the ``per-file-ignores`` codes that apply to ``path``."""
@@ -163,13 +158,14 @@ _KEY_FOR_FIELD = {field: key for key, field in _FIELD_FOR_KEY.items()}
 def parse_setting_argument(text: str) -> dict[str, Any]:
     """``--config 'KEY = VALUE'`` (a line of TOML, as ruff takes it): the setting as a
     :meth:`Settings.with_overrides` value, checked as a file's would be."""
+    tomllib = _toml()
     try:
         table = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"--config {text!r}: not a TOML `KEY = VALUE` setting: {exc}") from exc
     unknown = [key for key in table if key not in _FIELD_FOR_KEY]
     if unknown:
-        close = difflib.get_close_matches(unknown[0], list(_FIELD_FOR_KEY), n=1)
+        close = _close_matches(unknown[0], list(_FIELD_FOR_KEY), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(_FIELD_FOR_KEY)}"
         raise ConfigError(f"--config {text!r}: unknown key {unknown[0]!r}{hint}")
     return _validate(table, source="--config")
@@ -210,12 +206,28 @@ def load_settings(config_path: str | os.PathLike[str]) -> Settings:
     unknown = [key for key in table if key not in _FIELD_FOR_KEY]
     if unknown:
         key = unknown[0]
-        close = difflib.get_close_matches(key, list(_FIELD_FOR_KEY), n=1)
+        close = _close_matches(key, list(_FIELD_FOR_KEY), n=1)
         hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(_FIELD_FOR_KEY)}"
         raise ConfigError(f"{path}: unknown key {key!r} in [tool.{TABLE}]{hint}")
     values = _validate(table, source=str(path))
     values.setdefault("target_version", _requires_python_target(path))
     return Settings(root=path.parent, config_path=path, **values)
+
+
+def _toml() -> Any:
+    """``tomllib`` (``tomli`` before Python 3.11), loaded where a setting or file is read: a run
+    in a tree without ``pyproject.toml`` needs no TOML parser."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    return tomllib
+
+
+def _close_matches(word: str, possibilities: list[str], n: int) -> list[str]:
+    import difflib  # for a misspelt key: an error message
+
+    return difflib.get_close_matches(word, possibilities, n=n)
 
 
 def _requires_python_target(path: Path | None) -> str | None:
@@ -224,6 +236,7 @@ def _requires_python_target(path: Path | None) -> str | None:
 
     if path is None:
         return None
+    tomllib = _toml()
     try:
         project = tomllib.loads(read_regular_file(path).decode("utf-8")).get("project")
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
@@ -232,45 +245,53 @@ def _requires_python_target(path: Path | None) -> str | None:
     return from_requires_python(spec) if isinstance(spec, str) else None
 
 
-def find_project(start: str | os.PathLike[str]) -> Path | None:
-    """The nearest ``pyproject.toml`` at or above ``start`` (the project's, for
-    ``requires-python`` where no ``[tool.offload-fixer]`` table is found)."""
-    path = _resolved(start)
-    directory = path if path.is_dir() else path.parent
-    for candidate_dir in (directory, *directory.parents):
-        if _is_file(candidate_dir / "pyproject.toml"):
-            return candidate_dir / "pyproject.toml"
-    return None
-
-
 _UNKNOWN: Any = object()
 
 
 class SettingsResolver:
-    """Settings for each checked path, from its nearest configuration; caches per directory."""
+    """Settings for each checked path, from its nearest configuration; caches per directory.
+    ``snapshot``: the tree is taken not to change while the resolver lives (one run of
+    ``check``), so each directory's real path is resolved once (:class:`RealPaths`); a
+    long-lived resolver (the language server's) resolves every path it is asked about."""
 
-    def __init__(self, overrides: dict[str, Any] | None = None, config: str | os.PathLike[str] | None = None):
+    def __init__(
+        self,
+        overrides: dict[str, Any] | None = None,
+        config: str | os.PathLike[str] | None = None,
+        snapshot: bool = False,
+    ):
         self._overrides = overrides or {}
+        self.real_path: Callable[[str], str] = RealPaths() if snapshot else os.path.realpath
         self._fixed = load_settings(config) if config is not None else None
         self._by_config: dict[Path | None, Settings] = {}
         self._config_for_dir: dict[Path, Path | None] = {}
         self._project_for_dir: dict[Path, Path | None] = {}
+        self._by_directory: dict[str, Settings] = {}
+        """A directory's real path -> the settings of the files in it."""
 
     def settings_for(self, path: str | os.PathLike[str]) -> Settings:
         """``config`` given to the constructor applies everywhere, as ruff's ``--config`` does."""
         if self._fixed is not None:
             return self._settled(self._fixed.config_path, lambda: self._fixed)
-        resolved = _resolved(path)
-        directory = resolved if resolved.is_dir() else resolved.parent
+        resolved = self.real_path(os.fspath(path))
+        directory = resolved if os.path.isdir(resolved) else os.path.dirname(resolved)
+        found = self._by_directory.get(directory)
+        if found is None:
+            found = self._by_directory[directory] = self._settings_in(Path(directory))
+        return found
+
+    def _settings_in(self, directory: Path) -> Settings:
         config_path = self._config_at(directory)
         if config_path is not None:
             return self._settled(config_path, lambda: load_settings(config_path))
-        if directory not in self._project_for_dir:
-            self._project_for_dir[directory] = find_project(directory)
-        project = self._project_for_dir[directory]  # without a table: its requires-python only
+        project = self._project_at(directory)  # without a table: its requires-python only
         return self._settled(
             project, lambda: Settings(root=Path.cwd(), target_version=_requires_python_target(project))
         )
+
+    def is_excluded(self, path: str | os.PathLike[str]) -> bool:
+        """Whether ``path``'s own settings exclude it (:meth:`Settings.is_excluded`)."""
+        return self.settings_for(path).is_excluded(path, self.real_path)
 
     def _config_at(self, directory: Path) -> Path | None:
         """:func:`find_config` of ``directory``, each directory above it asked once per run (a
@@ -283,6 +304,19 @@ class SettingsResolver:
             else:
                 found = None if directory.parent == directory else self._config_at(directory.parent)
             self._config_for_dir[directory] = found
+        return found
+
+    def _project_at(self, directory: Path) -> Path | None:
+        """The nearest ``pyproject.toml`` at or above ``directory`` (the project's, for
+        ``requires-python`` where no table is found), each directory asked once per run."""
+        found = self._project_for_dir.get(directory, _UNKNOWN)
+        if found is _UNKNOWN:
+            candidate = directory / "pyproject.toml"
+            if _is_file(candidate):
+                found = candidate
+            else:
+                found = None if directory.parent == directory else self._project_at(directory.parent)
+            self._project_for_dir[directory] = found
         return found
 
     def _settled(self, key: Path | None, load: Any) -> Settings:
@@ -298,6 +332,7 @@ def _resolved(path: str | os.PathLike[str]) -> Path:
 
 
 def _read_table(path: Path) -> dict[str, Any] | None:
+    tomllib = _toml()
     try:
         document = tomllib.loads(read_regular_file(path).decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -396,13 +431,13 @@ def _selector(text: str, where: str) -> str:
     codes = [rule.code for rule in all_rules()]
     if selector == "ALL" or any(code.startswith(selector) for code in codes):
         return selector
-    close = difflib.get_close_matches(selector, codes, n=1)
+    close = _close_matches(selector, codes, n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     raise ConfigError(f"{where}: {text!r} selects no rule (codes are {codes[0]}..{codes[-1]}){hint}")
 
 
 # ---------------------------------------------------------------------------------------
-# Selecting codes and excluding paths
+# Selecting codes (excluding paths: :mod:`offload_fixer.exclusion`)
 def _is_selected(code: str, select: Sequence[str] | None, ignore: Sequence[str]) -> bool:
     """Ruff's rule: the most specific matching selector wins; on a tie, ``ignore`` wins."""
 
@@ -433,40 +468,3 @@ def _report_path(diagnostic: Diagnostic) -> str | None:
     if span is None and diagnostic.function is not None:
         return diagnostic.function.path
     return span.path if span is not None else None
-
-
-def is_excluded(path: str | os.PathLike[str], patterns: Sequence[str], root: str | os.PathLike[str]) -> bool:
-    """Whether ``path`` or any directory above it (up to ``root``) matches an exclusion glob.
-
-    As in ruff: a pattern without ``/`` (``build``, ``*_pb2.py``) matches a file or directory
-    name anywhere; a pattern with ``/`` (``src/gen/*.py``) matches the path relative to
-    ``root``.
-    """
-    absolute = _resolved(path)
-    try:
-        relative = absolute.relative_to(_resolved(root))
-    except ValueError:
-        relative = absolute
-    parts = relative.parts
-    names, paths = _split_patterns(tuple(patterns))
-    if names and any(_name_matches(part, names) for part in parts):
-        return True
-    prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
-    return any(fnmatch.fnmatchcase(prefix, pattern) for pattern in paths for prefix in prefixes)
-
-
-@functools.lru_cache(maxsize=64)
-def _split_patterns(patterns: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The patterns without ``/`` (matched against each name) and those with one (against
-    each path relative to the root), as :func:`is_excluded` reads them."""
-    stripped = [pattern.rstrip("/") for pattern in patterns]
-    names = tuple(pattern for pattern in stripped if "/" not in pattern)
-    paths = tuple(pattern.removeprefix("./") for pattern in stripped if "/" in pattern)
-    return names, paths
-
-
-@functools.lru_cache(maxsize=4096)
-def _name_matches(name: str, patterns: tuple[str, ...]) -> bool:
-    """Whether a file or directory name matches one of ``patterns``: the directories above
-    every file of a tree are asked about again and again, so each name is matched once."""
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)

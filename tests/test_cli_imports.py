@@ -76,6 +76,9 @@ def test_checking_a_file_without_jit_imports_neither_libcst_nor_the_rule_pages(t
     modules = imported("check", "clean.py", cwd=tmp_path)
     assert "offload_fixer.static.api" in modules  # the log is of the check itself
     assert loaded(modules, *NEVER_AT_START_UP, "libcst", "offload_fixer.rules", "importlib.metadata") == []
+    # neither the notebook reader (no notebook among the files) nor the SARIF writer (not
+    # printed), nor difflib (for a misspelt setting's hint and a notebook's edits)
+    assert loaded(modules, "offload_fixer.notebook", "offload_fixer.report.sarif", "difflib") == []
 
 
 def test_checking_a_jitted_file_without_a_finding_parses_it_but_loads_no_fix_machinery(tmp_path: Path) -> None:

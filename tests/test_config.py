@@ -246,3 +246,92 @@ def test_a_pyproject_nested_too_deep_or_not_a_regular_file_is_a_config_error(tmp
     (tmp_path / "zero" / "pyproject.toml").symlink_to("/dev/zero")
     with pytest.raises(ConfigError, match="is a character device"):
         find_config(tmp_path / "zero")
+
+
+def test_a_run_resolves_each_directory_once_with_the_same_answers(tmp_path, monkeypatch):
+    """``SettingsResolver(snapshot=True)`` (one run of ``check``) resolves each directory's
+    real path once; its settings and exclusions are those of a resolver that resolves every
+    path, through symlinked directories and files and from a relative working directory."""
+    _write(tmp_path / "pyproject.toml", '[tool.offload-fixer]\nextend-exclude = ["gen", "src/skip/*.py"]\n')
+    _write(tmp_path / "src" / "pkg" / "pyproject.toml", '[tool.offload-fixer]\ntarget = "gpu"\n')
+    for name in ("src/a.py", "src/skip/b.py", "src/gen/c.py", "src/pkg/d.py", "src/pkg/gen/e.py", "other/f.py"):
+        _write(tmp_path / name, "x = 1\n")
+    (tmp_path / "linked").symlink_to(tmp_path / "src" / "pkg", target_is_directory=True)
+    (tmp_path / "src" / "alias.py").symlink_to(tmp_path / "src" / "pkg" / "d.py")
+    (tmp_path / "src" / "skip" / "out.py").symlink_to(tmp_path / "other" / "f.py")
+    monkeypatch.chdir(tmp_path / "src")
+    paths = [
+        "a.py",
+        "skip/b.py",
+        "gen/c.py",
+        "pkg/d.py",
+        "pkg/gen/e.py",
+        "alias.py",
+        "skip/out.py",
+        "pkg",
+        "gen",
+        "../linked/d.py",
+        "../linked/gen/e.py",
+        "../other/f.py",
+        "pkg/../skip/b.py",
+        ".",
+        "..",
+        str(tmp_path / "linked" / "d.py"),
+        str(tmp_path / "src" / "skip" / "b.py"),
+    ]
+    run, each = SettingsResolver(snapshot=True), SettingsResolver()
+    for path in paths * 2:
+        assert run.settings_for(path) == each.settings_for(path), path
+        assert run.is_excluded(path) == each.settings_for(path).is_excluded(path), path
+    excluded = [p for p in paths if run.is_excluded(p)]
+    assert excluded == ["skip/b.py", "gen/c.py", "gen", "pkg/../skip/b.py", str(tmp_path / "src" / "skip" / "b.py")]
+    assert run.settings_for("../linked/d.py").target == "gpu"  # pkg's own table, without the excludes
+
+
+@pytest.mark.parametrize(
+    "absolute, root",
+    [
+        ("/a/b/c.py", "/a"),
+        ("/a/b/c.py", "/a/b/c.py"),
+        ("/a/b/c.py", "/"),
+        ("/a/b/c.py", "/x/y"),
+        ("/ab/c.py", "/a"),
+        ("/", "/"),
+        ("/", "/a"),
+        ("//net/a.py", "/"),
+        ("/a/b.py", "//net"),
+    ],
+)
+def test_relative_parts_are_pathlibs(absolute, root):
+    from offload_fixer.source.real_paths import relative_parts
+
+    try:
+        expected = Path(absolute).relative_to(root).parts
+    except ValueError:
+        expected = Path(absolute).parts
+    assert relative_parts(absolute, root) == expected
+
+
+def test_globs_match_as_fnmatch_does_together_and_alone(tmp_path):
+    """The patterns of one setting are matched as one expression: each name (and each path
+    from the root) is excluded exactly where ``fnmatch.fnmatchcase`` matches some pattern."""
+    import fnmatch
+
+    names = ["build", "a.py", "b_pb2.py", "abc", "aXc", "test", "test.py", "x.y.z", "[a]", "Build", ".venv", "é.py"]
+    globs = ["build", "*_pb2.py", "a?c", "[!t]*.py", "x.*", "[[]a]", ".venv", "é*", "*.PY", "gen/*.py", "./src/a?.py"]
+    paths = ["gen/a.py", "gen/b/a.py", "src/ab.py", "src/abc.py", "a/gen/a.py"]
+    for glob in globs:
+        for relative in names + paths:
+            name_glob = "/" not in glob.rstrip("/")
+            expected = (
+                any(fnmatch.fnmatchcase(part, glob) for part in relative.split("/"))
+                if name_glob
+                else any(
+                    fnmatch.fnmatchcase("/".join(relative.split("/")[: i + 1]), glob.removeprefix("./"))
+                    for i in range(relative.count("/") + 1)
+                )
+            )
+            assert is_excluded(tmp_path / relative, [glob], tmp_path) == expected, (glob, relative)
+    for relative in names + paths:
+        alone = [is_excluded(tmp_path / relative, [glob], tmp_path) for glob in globs]
+        assert is_excluded(tmp_path / relative, globs, tmp_path) == any(alone), relative

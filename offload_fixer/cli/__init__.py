@@ -229,14 +229,14 @@ def check(
         "jobs": jobs,
         "target_version": target_version,
     }
-    resolver, settings = resolve_settings(invocation, paths[0], console, **overrides)
+    resolver, settings = resolve_settings(invocation, paths[0], console, snapshot=not watch, **overrides)
     if show_settings:
         from offload_fixer.cli.inspecting import show_settings as print_settings
 
         print_settings(paths[0], settings)
         sys.exit(int(ExitCode.CLEAN))
     named = {p for p in paths if not os.path.isdir(p)}
-    walked = list(files_to_check(paths, force_exclude, resolver.settings_for))
+    walked = list(files_to_check(paths, force_exclude, resolver.is_excluded))
     files = [item for item in walked if isinstance(item, str)]
     unreadable = [item for item in walked if not isinstance(item, str)]
     if show_files:
@@ -251,7 +251,7 @@ def check(
         watch_files(
             argv,
             paths,
-            lambda: [f for f in files_to_check(paths, force_exclude, resolver.settings_for) if isinstance(f, str)],
+            lambda: [f for f in files_to_check(paths, force_exclude, resolver.is_excluded) if isinstance(f, str)],
         )
     # With --fix the files are checked again once fixed: their parsed statements are kept, so
     # that only the statements a fix changed are parsed twice, and their outlines go to the

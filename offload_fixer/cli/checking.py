@@ -58,16 +58,13 @@ def is_python_file(path: str) -> bool:
     return first.startswith(b"#!") and b"python" in first
 
 
-def files_to_check(paths: Sequence[str], force_exclude: bool, settings_for: Callable[[str], Any]) -> Iterable[Any]:
-    """The walk of each directory (``.gitignore``; ``exclude`` and ``extend-exclude``, each file
-    by its own ``[tool.offload-fixer]`` table and the command line's flags); files named on the
-    command line as given, unless ``--force-exclude`` and excluded. A path the walk could not
-    use (an unreadable directory, a symlink loop, a FIFO named ``*.py``) comes as an
-    ``Unreadable``."""
+def files_to_check(paths: Sequence[str], force_exclude: bool, excluded: Callable[[str], bool]) -> Iterable[Any]:
+    """The walk of each directory (``.gitignore``; ``exclude`` and ``extend-exclude``:
+    ``excluded(path)``, each file by its own ``[tool.offload-fixer]`` table and the command
+    line's flags); files named on the command line as given, unless ``--force-exclude`` and
+    excluded. A path the walk could not use (an unreadable directory, a symlink loop, a FIFO
+    named ``*.py``) comes as an ``Unreadable``."""
     from offload_fixer.static.files import walk
-
-    def excluded(path: str) -> bool:
-        return settings_for(path).is_excluded(path)
 
     for path in paths:
         if force_exclude and excluded(path):

@@ -15,7 +15,9 @@ from offload_fixer.model import Diagnostic
 
 # ---------------------------------------------------------------------------------------
 # Settings and selection
-def resolve_settings(invocation: Invocation, start: str, console: Console, **overrides: Any):
+def resolve_settings(invocation: Invocation, start: str, console: Console, snapshot: bool = False, **overrides: Any):
+    """The resolver of each file's settings, and the settings of ``start``. ``snapshot``: the
+    tree is taken not to change while the resolver lives (one run, not ``--watch``)."""
     from offload_fixer.cli.options import is_setting_argument
     from offload_fixer.config import SettingsResolver, parse_setting_argument
 
@@ -37,7 +39,7 @@ def resolve_settings(invocation: Invocation, start: str, console: Console, **ove
             settings.update(parse_setting_argument(argument))
         settings.update({k: v for k, v in given.items() if v is not None})
         config_file = next((c for c in invocation.config if not is_setting_argument(c)), None)
-        resolver = CheckedResolver(SettingsResolver(overrides=settings, config=config_file), console)
+        resolver = CheckedResolver(SettingsResolver(overrides=settings, config=config_file, snapshot=snapshot), console)
     return resolver, resolver.settings_for(start)
 
 
@@ -66,6 +68,11 @@ class CheckedResolver:
     def settings_for(self, path: str):
         with config_errors(self.console):
             return self.resolver.settings_for(path)
+
+    def is_excluded(self, path: str) -> bool:
+        """Whether ``path``'s own settings exclude it."""
+        with config_errors(self.console):
+            return self.resolver.is_excluded(path)
 
 
 def check_jax_version(text: str, console: Console) -> None:
@@ -129,9 +136,11 @@ def without_excluded(diagnostics: Sequence[Diagnostic], resolver, console: Conso
 def _sources_for(diagnostics: Iterable[Diagnostic], texts: dict[str, bytes]) -> dict[str, str]:
     """Source text of every file a diagnostic points into (suppression comments live there;
     a notebook's is its code cells as one program, whose lines the diagnostics count)."""
+    sources = {path: data.decode("utf-8", "replace") for path, data in texts.items()}
+    if not diagnostics:
+        return sources  # nothing to read (nor the notebook reader to load)
     from offload_fixer.notebook import NotebookError, read_program_bytes
 
-    sources = {path: data.decode("utf-8", "replace") for path, data in texts.items()}
     for d in diagnostics:
         for span in (d.span, d.origin.span if d.origin else None, d.return_span):
             if span and span.path not in sources and os.path.isfile(span.path):

@@ -22,11 +22,24 @@ from offload_fixer.model import FORMATS, Diagnostic, MeasuredFix, Report
 from offload_fixer.report.github import escape_data, escape_property, format_github
 from offload_fixer.report.jsondoc import format_json
 from offload_fixer.report.places import FileError, display_path, in_cells, unpredicted
-from offload_fixer.report.sarif import SourceChange, format_sarif, text_replacements
 from offload_fixer.report.text import Tally, format_statistics, format_text, summary_lines
 
 if TYPE_CHECKING:
+    from offload_fixer.report.sarif import SourceChange, format_sarif, text_replacements
     from offload_fixer.suppression import UnusedSuppression
+
+_SARIF = frozenset({"SourceChange", "format_sarif", "text_replacements"})
+"""Names of :mod:`.sarif`, loaded when first asked for: a run that prints no SARIF (most do)
+imports neither it nor what it needs (``difflib``, ``hashlib``)."""
+
+
+def __getattr__(name: str) -> object:
+    if name in _SARIF:
+        from offload_fixer.report import sarif
+
+        return getattr(sarif, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "FileError",
@@ -105,6 +118,8 @@ def render(
         )
         return json.dumps(document, indent=2) + "\n"
     if fmt == "sarif":
+        from offload_fixer.report.sarif import format_sarif
+
         document = format_sarif(
             diagnostics,
             file_errors,

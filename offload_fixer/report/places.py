@@ -41,11 +41,9 @@ def in_cells(
     diagnostics: list[Diagnostic], file_errors: list[FileError], unused: list[UnusedSuppression]
 ) -> tuple[list[Diagnostic], list[FileError], list[UnusedSuppression]]:
     """Everything that points into a notebook, in cell coordinates."""
-    from offload_fixer.notebook import is_notebook
-
     paths: list[str | None] = [*(e.path for e in file_errors), *(u.path for u in unused)]
     paths += [s.path for d in diagnostics for s in _spans(d)] + [d.function.path for d in diagnostics if d.function]
-    if not any(is_notebook(p) for p in paths if p):
+    if not any(str(p).endswith(".ipynb") for p in paths if p):  # is_notebook, without loading the reader
         return diagnostics, file_errors, unused
     from offload_fixer.notebook.positions import cell_span, diagnostic_in_cells
 

@@ -9,6 +9,7 @@ or ``\\n`` and runs such files, so the lines are cut here the same way first.
 
 from __future__ import annotations
 
+import codecs
 import errno
 import os
 import re
@@ -77,6 +78,8 @@ def detect_encoding(data: bytes) -> str:
         raise SourceDecodeError(
             "UTF-16 or UTF-32 text (byte-order mark): Python source must be UTF-8 or another ASCII-compatible encoding"
         )
+    if b"coding" not in data and not data.startswith(codecs.BOM_UTF8):
+        return "utf-8"  # no cookie, no BOM: tokenize's answer, without a tokenizer (most files)
     first = _first_lines(data, 2)
     lines = iter(first)
     try:

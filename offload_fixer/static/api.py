@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 from offload_fixer import jax_compat
 from offload_fixer.model import Diagnostic, normalize_target
 from offload_fixer.recursion import call_allowing_deep_recursion
-from offload_fixer.source.decoding import SourceDecodeError, decode, libcst_view
+from offload_fixer.source.decoding import SourceDecodeError, decode, libcst_view, read_regular_file
 from offload_fixer.source.python_version import (
     construct_start,
     grammar_of,
@@ -45,6 +45,9 @@ if TYPE_CHECKING:
     from .cache import ResultCache
     from .source import ParsedSource
 
+
+NOTEBOOK_SUFFIX = ".ipynb"
+""":data:`offload_fixer.notebook.NOTEBOOK_SUFFIX`, without loading the notebook package."""
 
 LIBCST_LIMIT = (
     "libcst, the parser the check and its fixes use, cannot parse this file, which CPython compiles; not checked"
@@ -121,7 +124,6 @@ def check_paths(
     loop, a FIFO or device named ``*.py``, and a file that is not Python text (binary, UTF-16,
     undecodable) each get a result with ``parse_error`` set: nothing is skipped in silence."""
     from offload_fixer.config import is_excluded
-    from offload_fixer.notebook import NotebookError, NotPythonNotebook, is_notebook, read_program_bytes
 
     if jax_version is not None:
         jax_compat.check_modelled(jax_version)
@@ -149,17 +151,16 @@ def check_paths(
             file_target, file_jax_version = normalize_target(settings.target), settings.jax_version
             python = settings.python
         try:
-            data = texts[path] if texts and path in texts else read_program_bytes(path, validate=False)
+            if texts and path in texts:
+                data: bytes | StaticResult = texts[path]
+            elif path.endswith(NOTEBOOK_SUFFIX):
+                data = _notebook_program(path, results)
+            else:
+                data = read_regular_file(path)
         except OSError as exc:
-            pending.append(
-                StaticResult(path, parse_error=ParseError(path, 1, 1, f"cannot read: {exc.strerror or exc}"))
-            )
-            continue
-        except NotPythonNotebook as exc:
-            pending.append(StaticResult(path, skipped=str(exc)))
-            continue
-        except NotebookError as exc:
-            pending.append(StaticResult(path, parse_error=ParseError(path, 1, 1, str(exc))))
+            data = StaticResult(path, parse_error=ParseError(path, 1, 1, f"cannot read: {exc.strerror or exc}"))
+        if isinstance(data, StaticResult):
+            pending.append(data)
             continue
         project.remember(path, data)
         pending.append((data, path, file_target, file_jax_version, python))
@@ -179,8 +180,8 @@ def check_paths(
     # A notebook is validated against nbformat's schema only where it is analysed: most of
     # the cost of reading one, spent on the few that can hold a finding.
     selected = [
-        _validated(entry)
-        if isinstance(entry, tuple) and is_notebook(entry[1]) and not (texts and entry[1] in texts)
+        _validated(entry, results)
+        if isinstance(entry, tuple) and entry[1].endswith(NOTEBOOK_SUFFIX) and not (texts and entry[1] in texts)
         else entry
         for entry in selected
     ]
@@ -226,12 +227,29 @@ def check_paths(
                 future.cancel()
 
 
-def _validated(entry: tuple) -> tuple | StaticResult:
-    """A selected notebook's entry, or its result when nbformat refuses the file."""
+def _notebook_program(path: str, results: ResultCache | None) -> bytes | StaticResult:
+    """A notebook's program (kept in ``results`` by the notebook's bytes), or its result when it
+    cannot be read: the notebook package is loaded only for a tree that holds notebooks."""
+    from offload_fixer.notebook import NotebookError, NotPythonNotebook, read_program_bytes
+
+    try:
+        return results.notebook_program(path) if results is not None else read_program_bytes(path, validate=False)
+    except NotPythonNotebook as exc:
+        return StaticResult(path, skipped=str(exc))
+    except NotebookError as exc:
+        return StaticResult(path, parse_error=ParseError(path, 1, 1, str(exc)))
+
+
+def _validated(entry: tuple, results: ResultCache | None = None) -> tuple | StaticResult:
+    """A selected notebook's entry, or its result when nbformat refuses the file (the verdict
+    kept in ``results`` where it holds one for the notebook's bytes)."""
     from offload_fixer.notebook import NotebookError, NotebookFile
 
     try:
-        NotebookFile.read(entry[1])
+        if results is not None:
+            results.notebook_program(entry[1], validate=True)
+        else:
+            NotebookFile.read(entry[1])
     except NotebookError as exc:
         return StaticResult(entry[1], parse_error=ParseError(entry[1], 1, 1, str(exc)))
     return entry

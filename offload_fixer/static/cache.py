@@ -14,7 +14,9 @@ One entry per checked file and settings, a small JSON file under
   added where an import now finds it makes the entry stale as an edit would.
 
 Only files the prefilter lets through are kept: the rest cost less to screen again than to
-look up. Entries are written to a temporary file and renamed into place, so concurrent runs
+look up. A notebook's program (its code cells, masked, as one text) is kept too, while the
+notebook's bytes are the same (:meth:`ResultCache.notebook_program`): decoding a notebook's JSON and
+masking its cells cost ten times what hashing it does. Entries are written to a temporary file and renamed into place, so concurrent runs
 (pre-commit's parallel batches, an editor's save beside a CI job) each read a whole entry or
 none; a file that cannot be read, parsed or written is a miss, never an error. JSON, never
 pickle: a cache directory can come from anywhere a checkout does.
@@ -34,6 +36,7 @@ from offload_fixer import installed
 from offload_fixer.findings import FixMark
 from offload_fixer.jax_compat import Spelling
 from offload_fixer.model import Diagnostic, Span
+from offload_fixer.source.decoding import read_regular_file
 from offload_fixer.version import __version__
 
 from .project import Project
@@ -90,6 +93,70 @@ class ResultCache:
             return
         entry = {"key": self._key(data), "consulted": digests, "result": _encoded(result)}
         self._write(self._entry(path, target, spelling, python), entry)
+
+    def notebook_program(self, path: str, validate: bool = False) -> bytes:
+        """:func:`~offload_fixer.notebook.read_program_bytes` of a notebook, kept for its path
+        while its bytes (and the tool) are the same: a second run hashes the file where the first
+        decoded its JSON and masked its cells. ``validate``: the notebook is checked against
+        nbformat's schema as well, and that verdict kept with the nbformat version that gave it
+        (an unchanged notebook is never validated, nor nbformat imported, twice). Raises
+        :class:`~offload_fixer.notebook.NotebookError` (:class:`NotPythonNotebook`) as reading
+        the notebook does, from what was kept or anew."""
+        import hashlib
+
+        from offload_fixer.notebook import NotebookError, NotebookFile, NotPythonNotebook
+
+        try:
+            data = read_regular_file(path)
+        except OSError as exc:
+            raise NotebookError(f"cannot read file: {exc.strerror or exc}") from exc
+        key = self._key(data)
+        name = json.dumps(["notebook", os.path.abspath(path)]).encode("utf-8", "surrogateescape")
+        destination = self.directory / f"{hashlib.sha256(name).hexdigest()[:40]}.json"  # one per notebook
+        try:
+            kept = json.loads(destination.read_bytes())
+            if not isinstance(kept, dict) or kept.get("key") != key:
+                kept = {}
+        except (OSError, ValueError):
+            kept = {}
+        schema = installed.version("nbformat") if validate else None
+        read: Any = kept.get("read")
+        verdict: Any = kept.get("schema")
+        changed = not isinstance(read, dict)
+        if changed:
+            try:
+                program = NotebookFile.from_bytes(path, data, validate=False).program.data
+            except NotPythonNotebook as exc:
+                read = {"language": exc.language}
+            except NotebookError as exc:
+                read = {"error": str(exc)}
+            else:
+                read = {"program": program.decode("utf-8")}
+            verdict = None
+        if validate and "program" in read and not (isinstance(verdict, list) and verdict[:1] == [schema]):
+            try:
+                NotebookFile.from_bytes(path, data, validate=True)
+            except NotebookError as exc:
+                verdict = [schema, str(exc)]
+            else:
+                verdict = [schema, None]
+            changed = True
+        if changed:
+            entry: dict[str, Any] = {"key": key, "read": read}
+            if verdict is not None:
+                entry["schema"] = verdict
+            self._write(destination, entry)
+        try:
+            if "language" in read:
+                raise NotPythonNotebook(str(read["language"]))
+            if "error" in read:
+                raise NotebookError(str(read["error"]))
+            program = str(read["program"]).encode("utf-8")
+            if validate and isinstance(verdict, list) and verdict[1] is not None:
+                raise NotebookError(str(verdict[1]))
+        except (KeyError, TypeError, IndexError, UnicodeError):  # an entry of another shape: read anew
+            return read_program_bytes_checked(path, data, validate)
+        return program
 
     def fix_marks(
         self,
@@ -181,6 +248,16 @@ class ResultCache:
                 [FORMAT, __version__, sys.version, installed.version("libcst"), modules], separators=(",", ":")
             )
         return self._tool
+
+
+def read_program_bytes_checked(path: str, data: bytes, validate: bool) -> bytes:
+    """A notebook's program from its bytes, validated where asked, as if nothing was kept."""
+    from offload_fixer.notebook import NotebookFile
+
+    program = NotebookFile.from_bytes(path, data, validate=False).program.data
+    if validate:
+        NotebookFile.from_bytes(path, data, validate=True)
+    return program
 
 
 def _spans(d: Diagnostic) -> list[Span]:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 from offload_fixer.source.decoding import file_kind
+from offload_fixer.source.real_paths import RealPaths
 
 SKIPPED_DIRECTORIES = frozenset(
     {
@@ -118,10 +119,12 @@ def walk(paths: Iterable[str], excluded: Callable[[str], bool] | None = None) ->
     suffixes = (".py", ".ipynb")
     seen: set[str] = set()
     """Real paths already yielded: each file once, whatever links or paths name it."""
+    real_path = RealPaths()
     for path in map(os.fspath, paths):
         if os.path.isdir(path):
-            yield from _walk(path, [], suffixes, excluded or _nothing, _Tree(os.path.realpath(path), seen))
-        elif (real := os.path.realpath(path)) not in seen:
+            top = os.path.realpath(path)
+            yield from _walk(path, top, [], suffixes, excluded or _nothing, _Tree(top, seen))
+        elif (real := real_path(path)) not in seen:
             seen.add(real)
             yield path
 
@@ -133,13 +136,15 @@ class _Tree:
     root: str
     seen: set[str]
 
-    def admits(self, entry: os.DirEntry) -> bool:
-        """Whether to yield a file found in the walk: a symlink only where it leads to a file
-        inside the tree (never out of it), and each real file once."""
-        real = os.path.realpath(entry.path)
+    def admits(self, entry: os.DirEntry, real_directory: str) -> bool:
+        """Whether to yield a file found in the walk (in the directory whose real path is
+        ``real_directory``): a symlink only where it leads to a file inside the tree (never
+        out of it), and each real file once."""
+        link = entry.is_symlink()
+        real = os.path.realpath(entry.path) if link else os.path.join(real_directory, entry.name)
         if real in self.seen:
             return False
-        if entry.is_symlink() and not real.startswith(self.root.rstrip(os.sep) + os.sep):
+        if link and not real.startswith(self.root.rstrip(os.sep) + os.sep):
             return False
         self.seen.add(real)
         return True
@@ -150,8 +155,15 @@ def _nothing(path: str) -> bool:
 
 
 def _walk(
-    directory: str, rules: list, suffixes: tuple[str, ...], excluded: Callable[[str], bool], tree: _Tree
+    directory: str,
+    real_directory: str,
+    rules: list,
+    suffixes: tuple[str, ...],
+    excluded: Callable[[str], bool],
+    tree: _Tree,
 ) -> Iterator[str | Unreadable]:
+    """The walk below ``directory``, whose real path is ``real_directory``: a directory the
+    walk enters is never a symlink, so each one's real path is its parent's and its name."""
     gitignore = os.path.join(directory, ".gitignore")
     if os.path.isfile(gitignore):
         try:
@@ -178,7 +190,7 @@ def _walk(
         if _ignored(entry.path, is_directory, rules) or excluded(entry.path):
             continue
         if is_directory:
-            yield from _walk(entry.path, rules, suffixes, excluded, tree)
+            yield from _walk(entry.path, os.path.join(real_directory, entry.name), rules, suffixes, excluded, tree)
             continue
         try:
             mode = entry.stat().st_mode  # follows a symlink: the file it names is what is read
@@ -193,7 +205,7 @@ def _walk(
             yield Unreadable(entry.path, f"cannot read: {reason}")
             continue
         if stat.S_ISREG(mode):
-            if tree.admits(entry):
+            if tree.admits(entry, real_directory):
                 yield entry.path
         elif not stat.S_ISDIR(mode):  # a symlink to a directory named *.py is not walked, as before
             yield Unreadable(entry.path, f"is {file_kind(mode)}, not a regular file: not read")

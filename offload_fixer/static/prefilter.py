@@ -41,6 +41,13 @@ OFFLOAD_SPELLING = re.compile(
     rb"save_and_offload_only_these_names|offload_dot_with_no_batch_dims|Offloadable|compute_on"
 )
 """Remat offload policies and ``compute_on``: host memory whatever names the destination."""
+_OFFLOAD_WORDS = tuple(word.encode() for word in OFFLOAD_SPELLING.pattern.decode().split("|"))
+""":data:`OFFLOAD_SPELLING`'s words: a substring search runs at memory speed, where the regular
+expression tries its alternatives at every byte (0.2 s of a cached run over jax, flax and optax)."""
+_OFFLOAD_CORE = b"ffload"
+"""In every policy's name (``Offloadable`` too): one search rules most files out for all of them."""
+_OFFLOAD_CORED = tuple(word for word in _OFFLOAD_WORDS if _OFFLOAD_CORE in word)
+_OFFLOAD_OTHERS = tuple(word for word in _OFFLOAD_WORDS if _OFFLOAD_CORE not in word)
 
 
 def may_hold_host_move(text: str | bytes) -> bool:
@@ -52,7 +59,9 @@ def may_hold_host_move(text: str | bytes) -> bool:
 
 def spells_offload(data: bytes) -> bool:
     """A remat offload policy or ``compute_on``."""
-    return OFFLOAD_SPELLING.search(data) is not None
+    if _OFFLOAD_CORE in data and any(word in data for word in _OFFLOAD_CORED):
+        return True
+    return any(word in data for word in _OFFLOAD_OTHERS)
 
 
 def checks_policy_alone(data: bytes) -> bool:

@@ -80,3 +80,21 @@ def test_libcst_view_cuts_form_feeds_in_indentation_as_cpython_counts_them():
     assert ast.dump(ast.parse(view)) == ast.dump(ast.parse(text))
     assert cst.parse_module(view).code == view
     assert libcst_view("def f():\n    return 1\n") == "def f():\n    return 1\n"
+
+
+@pytest.mark.parametrize(
+    "data", [b"x = 1\n", b"", b"\n\n\n", b"s = 'encoding'\n", b"\xe9 = 1\n", b"# -*- mode: python -*-\nx = 1\n"]
+)
+def test_without_a_cookie_or_a_bom_the_codec_is_utf8_as_the_tokenizer_says(data: bytes) -> None:
+    """Without the word ``coding`` (nor a BOM) no cookie can be there: the answer comes without
+    a tokenizer, and is what it says (or, for a first line that is not UTF-8 and so no cookie,
+    UTF-8, whose decoding names the byte)."""
+    import tokenize
+
+    lines = iter(data.splitlines(keepends=True)[:2])
+    try:
+        said = tokenize.detect_encoding(lambda: next(lines, b""))[0]
+    except SyntaxError:
+        said = "utf-8"
+    assert detect_encoding(data) == said == "utf-8"
+    assert detect_encoding(b"# coding: latin-1\n" + data) == "iso-8859-1"  # a cookie is still read

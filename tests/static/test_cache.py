@@ -185,3 +185,58 @@ def test_a_module_resolved_for_an_earlier_file_of_the_run_is_still_a_dependency(
     fresh = run(None)
     assert "OFL1200" in fresh["b.py"]
     assert run(ResultCache(root)) == fresh
+
+
+def test_a_notebook_is_read_again_only_when_its_bytes_change(tmp_path, monkeypatch):
+    """A notebook's program is kept by the notebook's bytes: a second run neither decodes its
+    JSON nor masks its cells, and neither validates again the one the check analyses (its
+    verdict is kept too); an edit, of a cell or an output alone, reads it anew."""
+    from offload_fixer.notebook import NotebookFile
+    from tests.notebook.notebooks import HOST, IMPORTS, JIT_SITE, SCALE, TYPED
+    from tests.notebook.notebooks import write as write_notebook
+
+    root = tmp_path / "src"
+    root.mkdir()
+    train = write_notebook(root / "train.ipynb", [IMPORTS, HOST, SCALE, JIT_SITE])
+    write_notebook(root / "plots.ipynb", [IMPORTS, "print(1)"])
+    julia = {"nbformat": 4, "nbformat_minor": 5, "cells": [], "metadata": {"kernelspec": {"language": "julia"}}}
+    (root / "julia.ipynb").write_text(json.dumps(julia))
+    (root / "broken.ipynb").write_text("{not json")
+    invalid = json.loads(train.read_text())
+    invalid["extra"] = 1  # nbformat's schema refuses it; the check analyses it
+    (root / "invalid.ipynb").write_text(json.dumps(invalid))
+    reads: list[tuple[str, bool]] = []
+    real = NotebookFile.from_bytes.__func__
+
+    def counted(cls, path, data, validate=True):
+        reads.append((Path(path).name, validate))
+        return real(cls, path, data, validate)
+
+    monkeypatch.setattr(NotebookFile, "from_bytes", classmethod(counted))
+
+    def run() -> dict[str, tuple]:
+        found = check_paths([str(root)], jax_version=TYPED, results=ResultCache(tmp_path))
+        return {
+            Path(r.path).name: ([d.code for d in r.diagnostics], r.parse_error and r.parse_error.message, r.skipped)
+            for r in found
+        }
+
+    first = run()
+    assert "OFL1200" in first["train.ipynb"][0]
+    assert "not a valid notebook" in first["invalid.ipynb"][1] and "not JSON" in first["broken.ipynb"][1]
+    assert "julia" in first["julia.ipynb"][2] and first["plots.ipynb"] == ([], None, None)
+    assert ("train.ipynb", True) in reads and ("plots.ipynb", True) not in reads
+    reads.clear()
+    assert run() == first
+    assert reads == []  # every notebook (and every verdict) read from the cache
+    entries = sorted((tmp_path / DIRECTORY).rglob("*.json"))
+    edited = json.loads(train.read_text())
+    edited["cells"][0]["outputs"] = []
+    train.write_text(json.dumps(edited))
+    assert run() == first
+    assert sorted(reads) == [("train.ipynb", False), ("train.ipynb", True)]
+    assert sorted((tmp_path / DIRECTORY).rglob("*.json")) == entries  # one entry per notebook, replaced
+    reads.clear()
+    train.write_text(train.read_text().replace("pinned_host", "device"))
+    assert run()["train.ipynb"] == ([], None, None)
+    assert reads == [("train.ipynb", False)]  # no longer analysed: not validated

@@ -123,3 +123,36 @@ def test_the_walk_never_leaves_the_tree_through_a_symlink_and_names_each_file_on
     (tree / "dir_out").symlink_to(outside, target_is_directory=True)
     found = list(python_files([str(tree), str(tree / "pkg" / "t.py")]))
     assert found == [os.path.join(str(tree), "pkg", "t.py")]
+
+
+def test_real_paths_answer_as_realpath_does(tmp_path, monkeypatch):
+    """:class:`RealPaths` resolves each directory once for a run; its every answer is
+    ``os.path.realpath``'s: through symlinked directories and files, ``..``, loops and paths
+    that do not exist."""
+    from offload_fixer.source.real_paths import RealPaths
+
+    _tree(tmp_path, ["a/b/c.py", "x.py"])
+    (tmp_path / "l").symlink_to(tmp_path / "a", target_is_directory=True)
+    (tmp_path / "a" / "b" / "up.py").symlink_to("../../x.py")
+    (tmp_path / "f.py").symlink_to("l/b/c.py")
+    os.symlink("loop2.py", tmp_path / "loop1.py")
+    os.symlink("loop1.py", tmp_path / "loop2.py")
+    os.symlink("nowhere/gone.py", tmp_path / "dangling.py")
+    monkeypatch.chdir(tmp_path / "a")
+    paths = [
+        *(str(tmp_path / p) for p in ("a/b/c.py", "l/b/c.py", "l/b/up.py", "f.py", "loop1.py", "dangling.py")),
+        *(str(tmp_path / p) for p in ("l/b/../b/c.py", "l/..", "l/b/", "a/missing/z.py", "l", "l/b")),
+        "b/c.py",
+        "../l/b/c.py",
+        "../f.py",
+        "",
+        ".",
+        "..",
+        "b",
+        "b/.",
+        "/",
+        "//x",
+    ]
+    real = RealPaths()
+    for path in paths * 2:  # the second time from what it kept
+        assert real(path) == os.path.realpath(path), path

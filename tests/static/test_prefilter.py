@@ -72,3 +72,22 @@ def test_every_host_spelling_jax_compat_produces_passes_the_text_prefilter(versi
     for text in written:
         source = f"import jax\n\n@jax.jit\ndef f(x):\n    return jax.device_put(x, {text})\n"
         assert may_hold_host_move(source) and may_hold_host_move(source.encode()), text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"",
+        b"offload",
+        b"policy = save_and_offload_only_these_names(...)",
+        b"jax.checkpoint_policies.offload_dot_with_no_batch_dims('device', 'pinned_host')",
+        b"x: Offloadable = None",
+        b"with compute_on('device_host'):",
+        b"compute_o n; save_and_offload_only_these_name; Offloadabl",
+        b"ffload compute_onx",
+    ],
+)
+def test_offload_spellings_are_found_as_the_expression_finds_them(text):
+    from offload_fixer.static.prefilter import OFFLOAD_SPELLING, spells_offload
+
+    assert spells_offload(text) == (OFFLOAD_SPELLING.search(text) is not None)

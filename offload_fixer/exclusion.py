@@ -1,0 +1,49 @@
+"""The ``exclude`` engine: whether a path (or a directory above it) matches an exclusion glob,
+for ``check``'s walk, ``run``, ``fix`` and the language server alike."""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import os
+import re
+from collections.abc import Callable, Sequence
+
+from offload_fixer.source.real_paths import relative_parts
+
+
+def is_excluded(
+    path: str | os.PathLike[str],
+    patterns: Sequence[str],
+    root: str | os.PathLike[str],
+    real_path: Callable[[str], str] = os.path.realpath,
+) -> bool:
+    """Whether ``path`` or any directory above it (up to ``root``) matches an exclusion glob.
+
+    As in ruff: a pattern without ``/`` (``build``, ``*_pb2.py``) matches a file or directory
+    name anywhere; a pattern with ``/`` (``src/gen/*.py``) matches the path relative to
+    ``root``. Both are taken with symlinks followed, by ``real_path`` (a run's
+    :class:`RealPaths`, which resolves each directory once).
+    """
+    parts = relative_parts(real_path(os.fspath(path)), real_path(os.fspath(root)))
+    names, paths = _patterns(tuple(patterns))
+    if names is not None and any(names.match(part) for part in parts):
+        return True
+    return paths is not None and any(paths.match("/".join(parts[: i + 1])) for i in range(len(parts)))
+
+
+@functools.lru_cache(maxsize=64)
+def _patterns(patterns: tuple[str, ...]) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    """The patterns without ``/`` (matched against each name) and those with one (against
+    each path relative to the root), as :func:`is_excluded` reads them: each kind one regular
+    expression, the alternatives of the globs as ``fnmatch.fnmatchcase`` spells each (a tree's
+    every file and directory is matched against every pattern, so in one match, not twenty)."""
+    stripped = [pattern.rstrip("/") for pattern in patterns]
+    names = [pattern for pattern in stripped if "/" not in pattern]
+    paths = [pattern.removeprefix("./") for pattern in stripped if "/" in pattern]
+    return _any_of(names), _any_of(paths)
+
+
+def _any_of(globs: Sequence[str]) -> re.Pattern[str] | None:
+    """One expression that matches what any of ``globs`` matches (None: no glob)."""
+    return re.compile("|".join(f"(?:{fnmatch.translate(glob)})" for glob in globs)) if globs else None

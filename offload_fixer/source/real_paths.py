@@ -1,0 +1,51 @@
+"""Real paths (symlinks followed) for one pass over a tree that does not change under it, and
+the parts of one below another."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+class RealPaths:
+    """``os.path.realpath`` for one pass over a tree that is taken not to change under it (a run
+    of ``check``): a path whose last part is no symlink is its directory's real path (resolved
+    once, then remembered) joined with its name, so a tree of thousands of files costs one
+    ``lstat`` per file and one resolution per directory, not one ``lstat`` per part of every
+    path. A symlinked file, and a path ending in ``.``/``..``, are resolved whole."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, str] = {}
+
+    def __call__(self, path: str | os.PathLike[str]) -> str:
+        path = os.fspath(path)
+        found = self._known.get(path)
+        if found is None:
+            head, name = os.path.split(path)
+            if not name or name in (os.curdir, os.pardir) or os.path.islink(path):
+                found = os.path.realpath(path)
+            else:
+                found = os.path.join(self(head), name)
+            self._known[path] = found
+        return found
+
+
+def relative_parts(absolute: str, root: str) -> tuple[str, ...]:
+    """The parts of ``absolute`` below ``root`` (both real paths), as
+    ``Path(absolute).relative_to(root).parts`` gives them; all its parts where it is not below."""
+    if os.altsep is None and _plain(absolute) and _plain(root):  # POSIX paths: pathlib's parts, by string
+        if root == absolute:
+            return ()
+        prefix = root if root == os.sep else root + os.sep
+        if absolute.startswith(prefix):
+            return tuple(absolute[len(prefix) :].split(os.sep))
+        return (os.sep, *absolute[1:].split(os.sep)) if absolute != os.sep else (os.sep,)
+    try:  # elsewhere (``//`` roots, Windows drives): pathlib's reading
+        return Path(absolute).relative_to(root).parts
+    except ValueError:
+        return Path(absolute).parts
+
+
+def _plain(path: str) -> bool:
+    """An absolute, normalised path with a one-``/`` root, as ``realpath`` gives on POSIX."""
+    return path.startswith(os.sep) and not path.startswith(os.sep * 2)
