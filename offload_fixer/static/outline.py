@@ -101,7 +101,7 @@ class Outline:
     def compact(self) -> Outline:
         """This outline keeping no ``ast``: each chunk's statements are parsed again if asked
         for. A project's modules keep what the candidates read of them instead
-        (:func:`~offload_fixer.static.candidates.keep_groups_only`): a run reads hundreds, and
+        (:func:`~offload_fixer.static.statement_reads.keep_groups_only`): a run reads hundreds, and
         their whole trees were most of its memory (115 of 185 MB traced on maxtext)."""
         if self.spans is None or self.compacted or "barry_as_FLUFL" in self.text:
             return self

@@ -414,9 +414,6 @@ class Project:
             if text is not None:
                 try:
                     facts = ModuleFacts(key, data, text, outline(text))
-                    from .candidates import keep_groups_only
-
-                    keep_groups_only(facts)
                 except (SyntaxError, ValueError, RecursionError, MemoryError):
                     facts = None
         self._facts[key] = (stamp, facts)

@@ -35,9 +35,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .candidates import HOST_WORDS, group_identifiers, reads_host
+from .candidates import reads_host
 from .outline import NEWLINE
 from .project import ModuleFacts, Project
+from .statement_reads import HOST_WORDS, group_identifiers
 
 PRUNABLE_PREFIX = "test"
 _BY_COMPUTED_NAME = frozenset({"getattr", "setattr", "delattr", "hasattr"})

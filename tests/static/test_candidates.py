@@ -215,7 +215,12 @@ def test_a_project_module_keeps_what_the_candidates_read_in_place_of_its_tree(tm
     text = HEADER + UNRELATED + STEP + "\n\n# a comment\nstep_jit = jax.jit(step)\n"
     path = tmp_path / "mod.py"
     path.write_text(text)
-    facts = Project().facts(str(path))
+    main = tmp_path / "main.py"
+    checked = "import jax\nfrom mod import step_jit\n\nout = step_jit(1, 2)\n"
+    main.write_text(checked)
+    project = Project()
+    assert site_candidates(facts_of(checked, str(main)), project, str(main)) == [2]
+    facts = project.facts(str(path))
     assert facts is not None and facts.outline.compacted
     assert len(facts.memo["jit_groups"]) == len(facts.outline.groups)
     # asked for anyway, a chunk's statements are parsed again, with the file's line numbers
@@ -223,7 +228,4 @@ def test_a_project_module_keeps_what_the_candidates_read_in_place_of_its_tree(tm
     assert [ast.dump(s, include_attributes=True) for g in facts.outline.groups for s in g] == [
         ast.dump(s, include_attributes=True) for g in whole.groups for s in g
     ]
-    main = tmp_path / "main.py"
-    checked = "import jax\nfrom mod import step_jit\n\nout = step_jit(1, 2)\n"
-    main.write_text(checked)
-    assert site_candidates(facts_of(checked, str(main)), Project(), str(main)) == [2]
+    assert site_candidates(facts_of(checked, str(main)), project, str(main)) == [2]

@@ -1,0 +1,132 @@
+"""What the ``ast`` of one top-level statement group tells :mod:`.candidates` and
+:mod:`.pruning`: the names it reads (with the attributes read from them), its imports, whether
+it spells a jit or a host memory kind, and the attribute names it reads and stores. Kept per
+module (``ModuleFacts.memo``), and in place of the ``ast`` of a project's module
+(:func:`keep_groups_only`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from .prefilter import HOST_SPELLING, JIT_MARKER, OFFLOAD_SPELLING
+
+if TYPE_CHECKING:
+    from .project import ModuleFacts
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+HOST_WORDS = re.compile(f"{HOST_SPELLING.pattern}|{OFFLOAD_SPELLING.pattern.decode()}")
+"""What starts a host value (the prefilter's words), in a statement's text."""
+
+
+def group_identifiers(facts: ModuleFacts, index: int) -> tuple[set[str], set[str]]:
+    """(the names and attribute names group ``index`` reads, the attribute names it stores),
+    from the walk the candidates made of it."""
+    group = group_of(facts, index)
+    return {name for name, _ in group.reads} | group.attributes_read, group.attributes_stored
+
+
+def keep_groups_only(facts: ModuleFacts) -> None:
+    """What the candidates read of each statement group of a project's module, kept in place
+    of its ``ast`` (:meth:`.outline.Outline.compact`): the resolution of a run reads most groups
+    of the modules it opens, and their trees were most of its memory."""
+    if facts.outline.spans is None:
+        return
+    for index in range(len(facts.outline.groups)):
+        group_of(facts, index)
+    facts.outline = facts.outline.compact()
+
+
+def group_of(facts: ModuleFacts, index: int) -> Group:
+    groups = facts.memo.setdefault("jit_groups", {})  # the facts' alone: kept with them
+    found = groups.get(index)
+    if found is None:
+        found = groups[index] = Group(facts.outline.groups[index], facts.piece(index))
+    return found
+
+
+_LEAVES = frozenset(
+    {
+        ast.Constant,
+        *(
+            kind
+            for kind in vars(ast).values()
+            if isinstance(kind, type) and issubclass(kind, ast.AST) and not kind._fields
+        ),
+    }
+)
+"""Nodes with nothing a group reads: constants, contexts (``Load``) and operators."""
+
+
+class Group:
+    """What the ``ast`` of one top-level statement group tells."""
+
+    def __init__(self, statements: Sequence[ast.stmt], text: str) -> None:
+        self.reads: list[tuple[str, tuple[str, ...]]] = []
+        """Each name loaded, in any scope, with the attributes read from it (``utils.helper``)."""
+        self.value_reads: list[tuple[str, tuple[str, ...]]] = []
+        """The reads outside the methods of classes: a class's value is its fields' defaults
+        (a dataclass's), never its methods."""
+        self.imports: list[ast.Import | ast.ImportFrom] = []
+        """Imports at module level (in ``if``/``try`` too)."""
+        self.nested_imports: list[ast.Import | ast.ImportFrom] = []
+        self.attributes_read: set[str] = set()
+        self.attributes_stored: set[str] = set()
+        """Attribute names read and stored anywhere (:mod:`.pruning` follows them)."""
+        self.has_class = False
+        self.value_spells_jit = False
+        """``.jit``-like attributes or imports outside the methods of classes."""
+        # (node, inside a def/class/lambda, inside a class, inside a method of a class)
+        stack: list[tuple[ast.AST, bool, bool, bool]] = [(statement, False, False, False) for statement in statements]
+        while stack:
+            node, inner, in_class, in_method = stack.pop()
+            kind = type(node)
+            if kind is ast.Name:
+                if type(node.ctx) is ast.Load:  # type: ignore[attr-defined]
+                    self._read(node.id, (), in_method)  # type: ignore[attr-defined]
+                continue
+            if kind is ast.Attribute:
+                chain = []
+                base: ast.AST = node
+                while type(base) is ast.Attribute:
+                    chain.append(base.attr)
+                    (self.attributes_read if type(base.ctx) is ast.Load else self.attributes_stored).add(base.attr)
+                    base = base.value
+                if not in_method and any(JIT_MARKER in attribute for attribute in chain):
+                    self.value_spells_jit = True
+                if type(base) is ast.Name:
+                    self._read(base.id, tuple(reversed(chain)), in_method)
+                else:
+                    stack.append((base, inner, in_class, in_method))
+                continue
+            if kind is ast.Import or kind is ast.ImportFrom:
+                (self.nested_imports if inner else self.imports).append(node)  # type: ignore[arg-type]
+                if not in_method and any(JIT_MARKER in alias.name for alias in node.names):  # type: ignore[attr-defined]
+                    self.value_spells_jit = True
+                continue
+            if kind is ast.ClassDef:
+                self.has_class = in_class = True
+            elif in_class and (kind is ast.FunctionDef or kind is ast.AsyncFunctionDef):
+                in_method = True
+            inner = inner or kind in _SCOPES
+            for field in kind._fields:  # ``ast.iter_child_nodes``, without its leaves
+                value = getattr(node, field, None)
+                if type(value) is list:
+                    for item in value:
+                        if isinstance(item, ast.AST) and type(item) not in _LEAVES:
+                            stack.append((item, inner, in_class, in_method))
+                elif isinstance(value, ast.AST) and type(value) not in _LEAVES:
+                    stack.append((value, inner, in_class, in_method))
+        only_imports = all(isinstance(statement, (ast.Import, ast.ImportFrom)) for statement in statements)
+        self.spells_jit = JIT_MARKER in text and not only_imports
+        self.spells_host = HOST_WORDS.search(text) is not None
+        """A host memory kind, an offload policy or ``compute_on`` anywhere in the text (in an
+        import too, and in methods: a class's value is taken to be all of it)."""
+
+    def _read(self, name: str, chain: tuple[str, ...], in_method: bool) -> None:
+        self.reads.append((name, chain))
+        if not in_method:
+            self.value_reads.append((name, chain))
