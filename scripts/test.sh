@@ -193,6 +193,12 @@ for name in $ENVS; do
   TIMEFORMAT='%R %U %S'
   { time (
     return_status=0
+    # The repository's own modules compiled to bytecode once, for this interpreter (about 1 s):
+    # where PYTHONDONTWRITEBYTECODE is set, every process the suite starts (the command under
+    # test, the compiler workers, the example programs) would otherwise compile them from
+    # source again, 0.4 s (Python 3.11) to 0.9 s (3.12) of CPU each. The processes still write
+    # no bytecode of their own.
+    "$dir/bin/python" -m compileall -q offload_fixer tests scripts examples >/dev/null || true
     OFFLOAD_FIXER_REQUIRE_COMPILERS=$(env_required_compilers "$name") \
       "$dir/bin/python" -m pytest -q -n "$JOBS" -p no:cacheprovider ${marks:+-m "$marks"} "$@" 2>&1 | tee "$logs/$name" || return_status=$?
     # The mesh probes need 8 CPU devices, which would turn the examples (meshes over

@@ -21,7 +21,8 @@ import errno
 import os
 import stat
 import tempfile
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -29,6 +30,7 @@ import libcst as cst
 from libcst.codemod import CodemodContext
 
 from offload_fixer.codemods.fix_command import FixCommand
+from offload_fixer.codemods.source_facts import SourceFacts
 from offload_fixer.codemods.targets import FunctionTarget
 from offload_fixer.fixes.errors import (
     FixError,
@@ -56,6 +58,11 @@ from offload_fixer.static.pruning import BLANKED_LINE
 MAX_PASSES = 6
 """Passes over one file before giving up; fixes settle in two (fix, then no-op), one more
 for each further target that edits a node another target edited."""
+
+_recent_fixes: OrderedDict[tuple[object, ...], tuple[str, int]] = OrderedDict()
+""":func:`fix_text`'s latest answers, by all they depend on: a run asks for one fix several
+times (``[*]`` verified by lowering it, ``--confirm`` compiling it, ``--fix`` writing it)."""
+_recent_fixes_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -162,7 +169,24 @@ def fix_text(
     lines they changed are spliced into ``text``; the changed statements must parse and compile
     (:func:`verify`, in ``encoding``; ``original``, the bytes ``text`` was decoded from, tells a
     fix that breaks the file from a file that was broken). Raises a :class:`FixError`."""
-    jobs = [job for plan in plans for job in plan.jobs]
+    jobs = tuple(job for plan in plans for job in plan.jobs)
+    key = (path, text, jobs, encoding, original, max_passes)
+    with _recent_fixes_lock:
+        found = _recent_fixes.get(key)
+        if found is not None:
+            _recent_fixes.move_to_end(key)
+            return found
+    new_text, passes = _fix_text(path, text, jobs, encoding, original, max_passes)
+    with _recent_fixes_lock:
+        _recent_fixes[key] = (new_text, passes)
+        while len(_recent_fixes) > 16:
+            _recent_fixes.popitem(last=False)
+    return new_text, passes
+
+
+def _fix_text(
+    path: str, text: str, jobs: Sequence[Job], encoding: str, original: bytes | None, max_passes: int
+) -> tuple[str, int]:
     view = libcst_view(text)  # what libcst prints back as it is (form feeds in indentation cut)
     try:
         new_view, changed, passes = call_allowing_deep_recursion(
@@ -314,14 +338,18 @@ def fix_to_fixpoint(
     original = module.code
     current, code = module, original
     maps: dict[str, LineMap] = {}
+    facts: SourceFacts | None = None
     for passes in range(1, max_passes + 1):
         before = code
         for codemod, targets in batches.items():
             if code != original:
                 lines = maps.get(code) or maps.setdefault(code, LineMap(split_lines(original), split_lines(code)))
                 targets = [t.remapped(lines) for t in targets]
-            run = codemod(CodemodContext(filename=path), targets=targets, reference_count=reference_count)
+            # the facts of a module the last codemod left unchanged are handed on: collected once per confirming pass
+            known = facts if facts is not None and facts.module is current else None
+            run = codemod(CodemodContext(filename=path), targets=targets, reference_count=reference_count, facts=known)
             fixed = run.transform_module(current)
+            facts = getattr(run, "facts", None)
             if fixed is not current:
                 current, code = fixed, fixed.code
         if code == before:
