@@ -5,7 +5,7 @@ own encoding, run every plan's codemod on the statements the fixes need (an exce
 file, :mod:`offload_fixer.fixes.excerpt`) until a pass changes nothing (capped), take only the
 lines the fixes changed from libcst's print and splice them into the original text (every
 other byte, line ends, cookie and BOM included, is the file's own), check that the changed
-statements parse and compile, and only then write it (:func:`write_source`: a rename that keeps
+statements parse and compile, and only then write it (:func:`~offload_fixer.fixes.writing.write_source`: a rename that keeps
 owner, group, mode and attributes, or in place for a file with other hard links). A file
 that fails gets a :class:`FileResult` with ``error`` set and the other files still go through.
 A notebook is fixed as its code cells' program; the result goes back into the edited
@@ -17,10 +17,6 @@ from __future__ import annotations
 import ast
 import copy
 import difflib
-import errno
-import os
-import stat
-import tempfile
 import threading
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -36,9 +32,6 @@ from offload_fixer.fixes.errors import (
     FixError,
     FixNotConvergedError,
     FixVerificationError,
-    ReadOnlySourceError,
-    SourceChangedError,
-    SourceReadError,
     SourceSyntaxError,
 )
 from offload_fixer.fixes.excerpt import Excerpt, FileOutline
@@ -46,7 +39,7 @@ from offload_fixer.fixes.plan_sources import Job
 from offload_fixer.fixes.planner import FixPlan
 from offload_fixer.fixes.source_io import check_fresh, decode_source_with_encoding, read_source
 from offload_fixer.fixes.splice import restore
-from offload_fixer.interrupts import uninterrupted
+from offload_fixer.fixes.writing import write_source as write_source  # patched by tests where a fix writes
 from offload_fixer.notebook import is_notebook
 from offload_fixer.notebook.fixing import edit_notebook
 from offload_fixer.recursion import call_allowing_deep_recursion
@@ -405,123 +398,3 @@ def verify(path: str, data: bytes, changed: Sequence[str] | None = None, origina
             except (ValueError, RecursionError, MemoryError) as before:
                 raise SourceSyntaxError(path, f"CPython cannot compile it: {before}", 1, 1) from exc
         raise FixVerificationError(path, f"the fixed file would not compile ({exc}); left unchanged") from exc
-
-
-def write_source(path: str, expected: bytes, data: bytes) -> None:
-    """Replace the content of the file (a symlink's target) with ``data``, keeping the file:
-    its mode, owner, group, extended attributes (ACLs) and hard links.
-
-    Normally by a temporary file in the same directory, given the original's metadata, then
-    renamed over it: a reader or an interrupted run sees the old bytes or the new ones, never
-    a mix. Where a rename cannot keep the file — it has other hard links (they would keep the
-    old content), or its owner, group or attributes cannot be given to a new file, or its
-    directory is not writable — the bytes are written into the file itself instead, after
-    the same checks (see ``README.md``, "Writing"). A file without write permission is
-    refused even where the rename would succeed (as root): read-only is the user's choice.
-    """
-    real = os.path.realpath(path)
-    try:
-        info = os.stat(real)
-    except OSError as exc:
-        raise SourceReadError(path, f"cannot stat: {exc.strerror or exc}") from exc
-    if not stat.S_ISREG(info.st_mode):
-        raise SourceReadError(path, "is not a regular file; nothing was written")
-    if not info.st_mode & stat.S_IWUSR or not os.access(real, os.W_OK):
-        raise ReadOnlySourceError(path, "is read-only; nothing was written")
-    if _file_bytes(real) != expected:
-        raise SourceChangedError(path, "changed while it was being fixed; nothing was written")
-    try:
-        if info.st_nlink > 1 or not _replace_keeping_metadata(real, info, data):
-            with uninterrupted():
-                _write_in_place(real, data)
-    except OSError as exc:
-        raise ReadOnlySourceError(path, f"cannot be written ({exc.strerror or exc}); nothing was written") from exc
-
-
-def _replace_keeping_metadata(real: str, info: os.stat_result, data: bytes) -> bool:
-    """Write ``data`` to a temporary file with ``info``'s owner, group, mode and extended
-    attributes and rename it over ``real``; False (nothing changed) where one of them cannot
-    be given to the new file or no file can be created next to it."""
-    directory, name = os.path.split(real)
-    try:
-        handle, temporary = tempfile.mkstemp(prefix=f".{name}.", suffix=".offload-fixer", dir=directory)
-    except OSError:
-        return False
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            descriptor = stream.fileno()
-            if not _copy_metadata(real, descriptor, info):
-                os.unlink(temporary)
-                return False
-            stream.write(data)
-            stream.flush()
-            os.fsync(descriptor)
-        os.replace(temporary, real)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-    return True
-
-
-def _copy_metadata(real: str, descriptor: int, info: os.stat_result) -> bool:
-    """Give the new file the original's owner, group, mode and extended attributes (ACLs,
-    security labels); False where the system does not let this process do so."""
-    created = os.fstat(descriptor)
-    try:
-        if (created.st_uid, created.st_gid) != (info.st_uid, info.st_gid):
-            os.fchown(descriptor, info.st_uid, info.st_gid)
-        os.fchmod(descriptor, stat.S_IMODE(info.st_mode))  # after chown, which clears set-id bits
-        wanted, present = _xattrs(real), _xattrs(descriptor)
-        for attribute in present.keys() - wanted.keys():  # e.g. a default ACL the directory gave it
-            os.removexattr(descriptor, attribute)
-        for attribute, value in wanted.items():
-            if present.get(attribute) != value:
-                os.setxattr(descriptor, attribute, value)
-    except PermissionError:
-        return False
-    except OSError as exc:
-        if exc.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):  # a filesystem without xattrs
-            return False
-        raise
-    return stat.S_IMODE(os.fstat(descriptor).st_mode) == stat.S_IMODE(info.st_mode)
-
-
-def _xattrs(file: str | int) -> dict[str, bytes]:
-    if not hasattr(os, "listxattr"):
-        return {}
-    try:
-        return {name: os.getxattr(file, name) for name in os.listxattr(file)}
-    except OSError as exc:
-        if exc.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
-            return {}
-        raise
-
-
-def _write_in_place(real: str, data: bytes) -> None:
-    """Overwrite the file's bytes (same inode: links, owner and attributes stay). Space is
-    reserved first, so a full disk fails before any byte changes."""
-    descriptor = os.open(real, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        if hasattr(os, "posix_fallocate") and data:
-            try:
-                os.posix_fallocate(descriptor, 0, len(data))
-            except OSError as exc:
-                if exc.errno not in (errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTSUP):
-                    raise
-        written = 0
-        view = memoryview(data)
-        while written < len(data):
-            written += os.pwrite(descriptor, view[written:], written)
-        os.ftruncate(descriptor, len(data))
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
-def _file_bytes(path: str) -> bytes:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError as exc:
-        raise SourceReadError(path, f"cannot read: {exc.strerror or exc}") from exc
