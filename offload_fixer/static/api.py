@@ -53,11 +53,12 @@ LIBCST_LIMIT = (
     "libcst, the parser the check and its fixes use, cannot parse this file, which CPython compiles; not checked"
 )
 
-BYTES_PER_WORKER = 1 << 20
+BYTES_PER_WORKER = 1 << 19
 """Source that passed the text prefilter per process when ``jobs`` is left to the check:
-about 1.5 s of libcst parsing, against a pool start of ~50 ms (fork) to ~0.6 s (forkserver,
-which imports the parser in each worker). Most trees have far less (jax, flax and optax
-together: 5 of 855 files, 0.29 MB), and there one process is faster than a pool.
+about a second of work (parsing, and resolving the project's modules it imports), against a
+pool start of ~50 ms (fork) to ~0.6 s (forkserver, which imports the parser in each worker).
+maxtext's 45 candidate files hold 1.7 MB: two processes check it in 5.7 s against 6.9 s for
+one. Small trees have far less, and there one process is faster than a pool.
 ``benchmarks/static_check.py --compare-jobs`` measures it."""
 
 

@@ -219,7 +219,7 @@ def test_a_named_file_is_parsed_even_when_the_prefilter_rules_it_out(tmp_path):
     "jobs, files, size, cores, expected",
     [
         (None, 5, 290_000, 8, 1),  # jax, flax and optax: five files reach the parser, one process is faster
-        (0, 200, 3 * BYTES_PER_WORKER, 8, 3),  # one process per MiB of source to parse
+        (0, 200, 3 * BYTES_PER_WORKER, 8, 3),  # one process per BYTES_PER_WORKER of source to parse
         (0, 200, 3 * BYTES_PER_WORKER, 2, 2),  # at most one per core
         (None, 200, 30 * BYTES_PER_WORKER, 1, 1),  # one core: no pool
         (None, 1, 10 * BYTES_PER_WORKER, 8, 1),  # one file: nothing to share
