@@ -203,9 +203,9 @@ def check(
     stdin (name it with --stdin-filename). Directories are walked for .py files, skipping
     .gitignore'd and excluded paths.
     """
-    from offload_fixer.batch_gc import tune_for_batch
+    from offload_fixer.batch_gc import tuned_for_batch
 
-    tune_for_batch()
+    click.get_current_context().with_resource(tuned_for_batch())
     invocation = Invocation.take(params)
     console = Console(invocation)
     if "-" in paths or (not paths and stdin_filename):
