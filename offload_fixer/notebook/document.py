@@ -17,11 +17,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
-from offload_fixer.source.decoding import read_regular_file
+from offload_fixer.source.decoding import NOTEBOOK_SUFFIX, read_regular_file
 
 from .program import Program, code_cells
 
-NOTEBOOK_SUFFIX = ".ipynb"
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 

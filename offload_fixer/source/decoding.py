@@ -17,6 +17,9 @@ import stat
 import tokenize
 from collections.abc import Sequence
 
+NOTEBOOK_SUFFIX = ".ipynb"
+"""A Jupyter notebook's file suffix (its program is read from its code cells)."""
+
 LINE_END = re.compile(r"\r\n|\r|\n")
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
 _BYTES_LINE_END = re.compile(rb"\r\n|\r|\n")

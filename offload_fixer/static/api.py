@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 from offload_fixer import jax_compat
 from offload_fixer.model import Diagnostic, normalize_target
 from offload_fixer.recursion import call_allowing_deep_recursion
-from offload_fixer.source.decoding import SourceDecodeError, decode, libcst_view, read_regular_file
+from offload_fixer.source.decoding import NOTEBOOK_SUFFIX, SourceDecodeError, decode, libcst_view, read_regular_file
 from offload_fixer.source.python_version import (
     construct_start,
     grammar_of,
@@ -45,9 +45,6 @@ if TYPE_CHECKING:
     from .cache import ResultCache
     from .source import ParsedSource
 
-
-NOTEBOOK_SUFFIX = ".ipynb"
-""":data:`offload_fixer.notebook.NOTEBOOK_SUFFIX`, without loading the notebook package."""
 
 LIBCST_LIMIT = (
     "libcst, the parser the check and its fixes use, cannot parse this file, which CPython compiles; not checked"
