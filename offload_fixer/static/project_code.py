@@ -184,6 +184,9 @@ class ProjectCode(Evaluator):
             pass
         elif not (isinstance(written[0][0], cst.Call) and self._is_dataclass_call(written[0][0], scope)):
             return UNKNOWN
+        node = closure.class_body(node)
+        if node is None:
+            return UNKNOWN
         body = block_statements(node.body)
         class_scope = StaticScope(self, body, closure, is_class=True)
         fields, methods = [], []

@@ -88,6 +88,11 @@ class StaticScope:
     def at(self, index: int) -> PositionedScope:
         return PositionedScope(self, index)
 
+    def class_body(self, node: Any) -> Any:
+        """The class statement ``node`` with its body (None: it cannot be read); a scope
+        that parses a class's header alone (:class:`ForeignScope`) parses the rest here."""
+        return node
+
 
 class NotCut(Exception):
     """A statement of the checked file does not parse alone: it is analysed whole instead."""
@@ -107,6 +112,9 @@ class ForeignScope(StaticScope):
         self.star_import = facts.star_import
         self.chunks: dict[int, Any] = {}
         """Index -> the libcst chunk of each statement parsed so far (for positions)."""
+        self.headers: dict[int, Any] = {}
+        """Index -> the chunk of a class parsed without its body (:meth:`ModuleFacts.class_header`),
+        for another module's classes: the body is parsed only if :meth:`class_body` is asked."""
         self.whole: StaticScope | None = None
 
     def lookup_at(self, name: str, index: int | None) -> Any:
@@ -135,7 +143,11 @@ class ForeignScope(StaticScope):
     def _load(self, name: str) -> list[Binding] | None:
         found: list[Binding] = []
         for index in dict.fromkeys(self.facts.binders.get(_as_ast_names_it(name), ())):
-            chunk = self.chunk(index)
+            chunk = self.chunks.get(index)
+            if chunk is None and self.whole_fallback:
+                chunk = self.headers[index] = self.facts.class_header(index)
+            if chunk is None:
+                chunk = self.chunk(index)
             if chunk is None:
                 return None
             collector = BindingCollector()
@@ -154,13 +166,23 @@ class ForeignScope(StaticScope):
                 self.chunks[index] = chunk
         return chunk
 
+    def class_body(self, node: Any) -> Any:
+        for index, header in self.headers.items():
+            if header is not None and header.statements[0] is node:
+                chunk = self.chunk(index)
+                return None if chunk is None else chunk.statements[0]
+        return node
+
     def source(self) -> Any:
         """Where the parsed statements are, for the positions of findings in this module."""
         if self.whole is not None:
             return self.facts.parsed_whole()
         from .source import ParsedSource
 
-        return ParsedSource(None, [(self.facts.line_offset(i), chunk) for i, chunk in sorted(self.chunks.items())])
+        parsed = [*self.chunks.items(), *((i, chunk) for i, chunk in self.headers.items() if chunk is not None)]
+        return ParsedSource(
+            None, [(self.facts.line_offset(i), chunk) for i, chunk in sorted(parsed, key=lambda p: p[0])]
+        )
 
 
 def _as_ast_names_it(name: str) -> str:

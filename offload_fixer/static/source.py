@@ -20,7 +20,7 @@ their printed lengths.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
 import libcst as cst
@@ -309,10 +309,10 @@ def _statement_pieces(module: cst.Module) -> list[tuple[int, Chunk]]:
     return pieces
 
 
-def cached_chunk(cache: SourceCache, text: str, starts_file: bool, occurrence: int) -> Chunk | None:
+def cached_chunk(cache: SourceCache, text: str, starts_file: bool, occurrence: Hashable) -> Chunk | None:
     """The chunk of ``text`` parsed alone, from ``cache`` when it holds it (None: it does not
-    parse alone). ``occurrence`` tells equal chunks of one file apart: a node must not be in a
-    module twice."""
+    parse alone). ``occurrence`` tells equal chunks of one file apart (a count, or what else
+    the text was cut for): a node must not be in a module twice."""
     key = (text, starts_file, occurrence)
     found: Chunk | None = cache.get(key)
     if found is None:

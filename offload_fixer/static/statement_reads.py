@@ -125,8 +125,19 @@ class Group:
         self.spells_host = HOST_WORDS.search(text) is not None
         """A host memory kind, an offload policy or ``compute_on`` anywhere in the text (in an
         import too, and in methods: a class's value is taken to be all of it)."""
+        self.class_body = _class_body(statements)
+        """For a group that is one class: the line (the file's number) and column where its
+        body starts, where :meth:`.project.ModuleFacts.class_header` cuts it."""
 
     def _read(self, name: str, chain: tuple[str, ...], in_method: bool) -> None:
         self.reads.append((name, chain))
         if not in_method:
             self.value_reads.append((name, chain))
+
+
+def _class_body(statements: Sequence[ast.stmt]) -> tuple[int, int] | None:
+    if len(statements) != 1 or type(statements[0]) is not ast.ClassDef:
+        return None
+    first = statements[0].body[0]
+    decorators: list[ast.expr] = getattr(first, "decorator_list", [])
+    return min([first.lineno, *(d.lineno for d in decorators)]), first.col_offset

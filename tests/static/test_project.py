@@ -419,3 +419,97 @@ def test_a_run_shares_what_it_resolves_in_modules_and_finds_what_each_file_alone
     }
     assert {name: run[name] for name in alone} == alone
     assert all(found == [("OFL1200", "[1]['mu']")] for found in alone.values())
+
+
+def test_another_modules_class_body_is_parsed_only_when_the_check_can_know_the_class(tmp_path, monkeypatch):
+    """A class of another module whose decorators and bases the check cannot model (a flax
+    module, a test case) is read by its header alone; a dataclass's body is parsed, and a
+    finding built in its method still names that method's line."""
+    from offload_fixer.static import source
+
+    parsed: list[str] = []
+    parse = source.Chunk.parse
+
+    def recording(text: str, starts_file: bool) -> object:
+        parsed.append(text)
+        return parse(text, starts_file)
+
+    monkeypatch.setattr(source.Chunk, "parse", staticmethod(recording))
+    write(
+        tmp_path,
+        {
+            "layers.py": """\
+            import dataclasses
+
+            import jax
+            from flax import nnx
+            from jax.sharding import NamedSharding, PartitionSpec as P
+
+
+            class Dense(nnx.Module):
+                \"\"\"A layer.\"\"\"
+
+                def __init__(self, rngs):
+                    self.marker_of_a_body_never_parsed = rngs
+
+
+            @dataclasses.dataclass
+            class Offload:
+                kind: str = "pinned_host"
+
+                def sharding(self, mesh):
+                    return NamedSharding(mesh, P(), memory_kind=self.kind)
+            """,
+            "train.py": """\
+            from functools import partial
+
+            import jax
+            from layers import Dense, Offload
+
+            mesh = jax.make_mesh((1,), ("x",))
+
+
+            @partial(jax.jit, in_shardings=(Offload().sharding(mesh),), out_shardings=None)
+            def step(state):
+                layer = Dense(rngs=None)
+                return state * 2, layer
+            """,
+        },
+    )
+    result = check(tmp_path / "train.py")
+    assert codes(result) == [("OFL1200", "[0]")]
+    assert not any("marker_of_a_body_never_parsed" in text for text in parsed)
+    assert any("def sharding" in text for text in parsed)
+    (d,) = flow(result)
+    assert d.origin.span.path == str(tmp_path / "train.py") and d.origin.span.line == 9
+
+
+@pytest.mark.parametrize(
+    ("text", "header"),
+    [
+        ("import jax\n\n\nclass A(B):\n    x = 1\n", "class A(B):\n    ...\n"),
+        (
+            "class A(\n    B,\n):  # why\n\n    @property\n    def f(self):\n        pass\n",
+            "class A(\n    B,\n):  # why\n\n    ...\n",
+        ),
+        ("class A(B):\r\n\t'''doc'''\r\n\tx = 1\r\n", "class A(B):\r\n\t...\r\n"),
+        ("class A(B): x = 1\n", None),  # the body shares the header's line
+        ("class A(\n    B,\n): x = 1\n", None),
+        ("x = 1; y = 2\n", None),  # not a class
+    ],
+)
+def test_a_class_header_is_cut_where_its_body_starts_a_line(tmp_path, text, header):
+    from offload_fixer.static.outline import outline
+    from offload_fixer.static.project import ModuleFacts
+
+    facts = ModuleFacts(str(tmp_path / "m.py"), text.encode(), text, outline(text))
+    chunk = facts.class_header(len(facts.outline.groups) - 1)
+    if header is None:
+        assert chunk is None
+    else:
+        import libcst as cst
+
+        module = cst.Module(
+            list(chunk.statements), default_indent=chunk.default_indent, default_newline=chunk.default_newline
+        )
+        assert module.code.lstrip("\r\n") == header
