@@ -19,6 +19,10 @@ statement can hold a site only when
 
 This over-approximates the interpreter (no shadowing, any read counts), so a statement ruled out holds no site it would find. A
 star import, which may bind any name, leaves every statement of its module a candidate.
+Two things the interpreter never reads values through are left out: annotations (``x:
+TensorSpec`` is a type, not a value), and the classes it cannot know (no decorator, and bases
+that are neither ``object`` nor ``NamedTuple``: a framework's layer or test case), whose names
+give it an unknown value whatever their bodies spell.
 
 A site can be reported only where a host memory kind reaches it, and every host value starts
 where the prefilter's words are spelled (:mod:`.prefilter`: a host memory kind, an offload
@@ -38,9 +42,11 @@ from typing import Any
 
 from .names import JIT, import_binding
 from .project import Consulted, ModuleFacts, Project, is_modeled
-from .statement_reads import Group, group_of, keep_groups_only
+from .statement_reads import ClassShape, Group, group_of, keep_groups_only
 
 _MAY_JIT = "jit"
+_MODELLED_BASES = frozenset({"object", "NamedTuple"})
+"""The bases a class the interpreter knows may have, by their last name."""
 """The atom of a value that may be (or make) a jit; the others are project modules' paths."""
 
 
@@ -295,6 +301,8 @@ class _Resolver:
         """Whether the values a group gives the names it binds may be (or make) a jit: a
         candidate's may, but a class's only through what its body holds outside its methods."""
         group = self._group(facts, index)
+        if group.class_shape is not None and self._opaque(facts, group.class_shape):
+            return False
         if not group.has_class or self.host:
             return self.candidate(facts, index)
         return self._decided(
@@ -302,6 +310,39 @@ class _Resolver:
             (id(facts), -1 - index),
             lambda: facts.star_import or group.value_spells_jit or self._reads_jit(facts, index, group.value_reads),
         )
+
+    def _opaque(self, facts: ModuleFacts, shape: ClassShape) -> bool:
+        """Whether a class statement gives its name a value the interpreter never knows
+        (:meth:`.project_code.ProjectCode.class_value` knows dataclasses, ``NamedTuple``\\s
+        and plain classes): no decorator, and neither a base that may be ``NamedTuple`` nor
+        bases that may all be ``object``. Nothing read through it (its methods, its
+        attributes, its instances) is then a jit or a host value, whatever its body spells:
+        the many classes of a project that subclass a framework's (a layer, a test case)."""
+        if shape.decorated or not (shape.bases or shape.keywords):
+            return False
+        return all(base is not None and not self._may_be_modelled_base(facts, base) for base in shape.bases)
+
+    def _may_be_modelled_base(self, facts: ModuleFacts, base: tuple[str, ...]) -> bool:
+        """Whether a base named ``base`` may be ``object`` or ``typing.NamedTuple``: by its
+        last name, or for a plain name through what binds it in the module (an assignment
+        may bind anything)."""
+        if base[-1] in _MODELLED_BASES:
+            return True
+        if len(base) > 1 or base[0] not in facts.binders:
+            return facts.star_import
+        for index in facts.binders[base[0]]:
+            group = self._group(facts, index)
+            if group.class_shape is not None and group.class_shape.name == base[0]:
+                continue
+            bound = [
+                import_binding(statement, alias)[1]
+                for statement in group.imports
+                for alias in statement.names
+                if import_binding(statement, alias)[0] == base[0]
+            ]
+            if not bound or any(qualname.rsplit(".", 1)[-1] in _MODELLED_BASES for qualname in bound):
+                return True
+        return False
 
     def _reads_jit(self, facts: ModuleFacts, index: int, reads: list[tuple[str, tuple[str, ...]]]) -> bool:
         group = self._group(facts, index)

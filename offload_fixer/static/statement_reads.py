@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .prefilter import HOST_SPELLING, JIT_MARKER, OFFLOAD_SPELLING
@@ -47,6 +48,9 @@ def group_of(facts: ModuleFacts, index: int) -> Group:
         found = groups[index] = Group(facts.outline.groups[index], facts.piece(index))
     return found
 
+
+_ANNOTATIONS = frozenset({"annotation", "returns"})
+"""The fields of ``arg``, ``AnnAssign`` and ``FunctionDef`` that hold annotations."""
 
 _LEAVES = frozenset(
     {
@@ -113,6 +117,8 @@ class Group:
                 in_method = True
             inner = inner or kind in _SCOPES
             for field in kind._fields:  # ``ast.iter_child_nodes``, without its leaves
+                if field in _ANNOTATIONS:
+                    continue  # a type: never a value the check follows (``x: TensorSpec``)
                 value = getattr(node, field, None)
                 if type(value) is list:
                     for item in value:
@@ -125,6 +131,7 @@ class Group:
         self.spells_host = HOST_WORDS.search(text) is not None
         """A host memory kind, an offload policy or ``compute_on`` anywhere in the text (in an
         import too, and in methods: a class's value is taken to be all of it)."""
+        self.class_shape = _class_shape(statements)
         self.class_body = _class_body(statements)
         """For a group that is one class: the line (the file's number) and column where its
         body starts, where :meth:`.project.ModuleFacts.class_header` cuts it."""
@@ -133,6 +140,32 @@ class Group:
         self.reads.append((name, chain))
         if not in_method:
             self.value_reads.append((name, chain))
+
+
+@dataclass(frozen=True)
+class ClassShape:
+    """What the header of a group's one class statement says: its name, whether it has
+    decorators or keywords (``metaclass=``), and each base as a dotted name (None: any
+    other expression)."""
+
+    name: str
+    decorated: bool
+    keywords: bool
+    bases: tuple[tuple[str, ...] | None, ...]
+
+
+def _class_shape(statements: Sequence[ast.stmt]) -> ClassShape | None:
+    if len(statements) != 1 or type(statements[0]) is not ast.ClassDef:
+        return None
+    cls = statements[0]
+    bases: list[tuple[str, ...] | None] = []
+    for base in cls.bases:
+        chain: list[str] = []
+        while type(base) is ast.Attribute:
+            chain.append(base.attr)
+            base = base.value
+        bases.append((base.id, *reversed(chain)) if type(base) is ast.Name else None)
+    return ClassShape(cls.name, bool(cls.decorator_list), bool(cls.keywords), tuple(bases))
 
 
 def _class_body(statements: Sequence[ast.stmt]) -> tuple[int, int] | None:

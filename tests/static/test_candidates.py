@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from offload_fixer.static import check_source
 from offload_fixer.static.candidates import jit_candidates, site_candidates
 from offload_fixer.static.interpreter import Interpreter
@@ -187,6 +189,62 @@ def test_a_host_value_through_modules_that_import_each_other(tmp_path):
     assert [facts.pieces()[i].split()[0] for i in site_candidates(facts, Project(), str(main))] == ["f"]
     (tmp_path / "a.py").write_text("import jax\nfrom b import spare\n\nplace = None\n")
     assert site_candidates(facts_of(text, str(main)), Project(), str(main)) == []
+
+
+@pytest.mark.parametrize(
+    ("layers", "reached"),
+    [
+        pytest.param(
+            "class Layer(nnx.Module):\n    def place(self):\n        return 'pinned_host'\n",
+            False,
+            id="a framework's subclass: never known, whatever its body spells",
+        ),
+        pytest.param(
+            "class Layer(metaclass=Meta):\n    def place(self):\n        return 'pinned_host'\n",
+            False,
+            id="a class with a metaclass",
+        ),
+        pytest.param(
+            "@dataclasses.dataclass\nclass Layer:\n    kind: str = 'pinned_host'\n",
+            True,
+            id="a dataclass: its fields are known",
+        ),
+        pytest.param(
+            "class Layer(NT):\n    kind: str = 'pinned_host'\n",
+            True,
+            id="a NamedTuple imported under another name",
+        ),
+        pytest.param(
+            "class Layer(Base):\n    kind = 'pinned_host'\n",
+            True,
+            id="a base assigned in the module: it may be object",
+        ),
+        pytest.param(
+            "class Layer:\n    kind = 'pinned_host'\n",
+            True,
+            id="a plain class",
+        ),
+        pytest.param(
+            "class Layer(nnx.Module):\n    kind: MemoryKind = None\n\n\nMemoryKind = 'pinned_host'\n",
+            False,
+            id="an annotation: a type, never a value",
+        ),
+        pytest.param(
+            "Layer: MemoryKind = None\n\n\nMemoryKind = 'pinned_host'\n",
+            False,
+            id="a module-level annotation",
+        ),
+    ],
+)
+def test_a_class_the_interpreter_cannot_know_and_annotations_carry_no_host_value(tmp_path, layers, reached):
+    (tmp_path / "layers.py").write_text(
+        "import dataclasses\nfrom typing import NamedTuple as NT\n\nfrom flax import nnx\n\n"
+        "Base = object\nMeta = type\n\n\n" + layers
+    )
+    text = HEADER + "from layers import Layer\n\n\nf = jax.jit(lambda x: (x, Layer))\n"
+    main = tmp_path / "main.py"
+    main.write_text(text)
+    assert bool(site_candidates(facts_of(text, str(main)), Project(), str(main))) == reached
 
 
 CORPORA = ("examples", "tests/static_vs_dynamic", "tests/lsp_fixtures", "tests/runner_programs")
