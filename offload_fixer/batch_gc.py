@@ -26,6 +26,12 @@ def tune_for_batch() -> None:
     gc.set_threshold(*BATCH_THRESHOLDS)
 
 
+def collect_file_garbage() -> None:
+    """Collect what the file just checked left in cycles: the young generations only, where
+    its objects still are (a full collection would walk every module the run has read)."""
+    gc.collect(1)
+
+
 @contextlib.contextmanager
 def tuned_for_batch() -> Iterator[None]:
     """:func:`tune_for_batch` inside the block; the thresholds are restored after it, and the

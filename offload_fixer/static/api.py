@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Generator, Iterable, Mapping, 
 from typing import TYPE_CHECKING, Any, cast
 
 from offload_fixer import jax_compat
+from offload_fixer.batch_gc import collect_file_garbage, tune_for_batch
 from offload_fixer.model import Diagnostic, normalize_target
 from offload_fixer.recursion import call_allowing_deep_recursion
 from offload_fixer.source.decoding import NOTEBOOK_SUFFIX, SourceDecodeError, decode, libcst_view, read_regular_file
@@ -197,6 +198,7 @@ def check_paths(
                 continue
             cache = caches.setdefault(entry[1], SourceCache()) if caches is not None else None
             result, digests = _check_consulting(*entry, cache, project, recording)
+            collect_file_garbage()
             if results is not None and digests is not None:
                 results.put(*entry, result, digests)
             yield result
@@ -204,7 +206,12 @@ def check_paths(
     import concurrent.futures  # a pool's machinery (multiprocessing, pickle, sockets) only for a pool
 
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
-        futures = {id(entry): pool.submit(_check_in_worker, *entry, roots, recording) for entry in candidates}
+        # The largest files first: a worker that takes the last big file as the others finish
+        # would leave the run waiting on it alone.
+        futures = {
+            id(entry): pool.submit(_check_in_worker, *entry, roots, recording)
+            for entry in sorted(candidates, key=lambda entry: -len(entry[0]))
+        }
         try:
             for entry in selected:
                 if not isinstance(entry, tuple):
@@ -366,11 +373,12 @@ def _check_in_worker(
     project = _WORKER_PROJECTS.get(roots)
     if project is None:
         if not _WORKER_PROJECTS:
-            from offload_fixer.batch_gc import tune_for_batch
-
             tune_for_batch()
         project = _WORKER_PROJECTS[roots] = Project(roots, snapshot=True)
-    return _check_consulting(source, path, target, spelling, python, None, project, recording)
+    try:
+        return _check_consulting(source, path, target, spelling, python, None, project, recording)
+    finally:
+        collect_file_garbage()
 
 
 def _check_consulting(
