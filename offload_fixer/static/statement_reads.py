@@ -70,7 +70,8 @@ class Group:
 
     def __init__(self, statements: Sequence[ast.stmt], text: str) -> None:
         self.reads: list[tuple[str, tuple[str, ...]]] = []
-        """Each name loaded, in any scope, with the attributes read from it (``utils.helper``)."""
+        """Each name loaded, in any scope, with the attributes read from it (``utils.helper``),
+        once, in the order first read."""
         self.value_reads: list[tuple[str, tuple[str, ...]]] = []
         """The reads outside the methods of classes: a class's value is its fields' defaults
         (a dataclass's), never its methods."""
@@ -80,6 +81,8 @@ class Group:
         self.attributes_read: set[str] = set()
         self.attributes_stored: set[str] = set()
         """Attribute names read and stored anywhere (:mod:`.pruning` follows them)."""
+        self._seen: set[tuple[str, tuple[str, ...]]] = set()
+        self._seen_in_value: set[tuple[str, tuple[str, ...]]] = set()
         self.has_class = False
         self.value_spells_jit = False
         """``.jit``-like attributes or imports outside the methods of classes."""
@@ -126,6 +129,7 @@ class Group:
                             stack.append((item, inner, in_class, in_method))
                 elif isinstance(value, ast.AST) and type(value) not in _LEAVES:
                     stack.append((value, inner, in_class, in_method))
+        del self._seen, self._seen_in_value
         only_imports = all(isinstance(statement, (ast.Import, ast.ImportFrom)) for statement in statements)
         self.spells_jit = JIT_MARKER in text and not only_imports
         self.spells_host = HOST_WORDS.search(text) is not None
@@ -137,9 +141,13 @@ class Group:
         body starts, where :meth:`.project.ModuleFacts.class_header` cuts it."""
 
     def _read(self, name: str, chain: tuple[str, ...], in_method: bool) -> None:
-        self.reads.append((name, chain))
-        if not in_method:
-            self.value_reads.append((name, chain))
+        read = (name, chain)
+        if read not in self._seen:  # each read once: a module's groups are kept for the run
+            self._seen.add(read)
+            self.reads.append(read)
+        if not in_method and read not in self._seen_in_value:
+            self._seen_in_value.add(read)
+            self.value_reads.append(read)
 
 
 @dataclass(frozen=True)
