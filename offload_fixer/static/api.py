@@ -485,11 +485,11 @@ def _check_once(
         # them, and what each statement found (:mod:`.incremental`).
         from .scopes import NotCut
 
+        chunks = cache if cache is not None else None if shared is None else shared.cache
+        facts = ModuleFacts(path, data, text, found, chunks, digest)
+        if shared is not None:
+            facts.memo = shared.memo
         try:
-            chunks = cache if cache is not None else None if shared is None else shared.cache
-            facts = ModuleFacts(path, data, text, found, chunks, digest)
-            if shared is not None:
-                facts.memo = shared.memo
             diagnostics, dependencies = _analyse(
                 facts, text, path, target, spelling, digest, project, found, cache, prune=cache is None
             )
@@ -499,6 +499,9 @@ def _check_once(
             if original != text:
                 diagnostics = _columns_of(original, text, path, diagnostics)
             return StaticResult(path, tuple(diagnostics), analysed=True, dependencies=dependencies)
+        finally:
+            if shared is None and cache is None:
+                facts.release()
 
     import libcst as cst
 
