@@ -177,22 +177,29 @@ def check_paths(
         for entry in pending
     ]
     # A notebook is validated against nbformat's schema only where it is analysed: most of
-    # the cost of reading one, spent on the few that can hold a finding.
-    selected = [
-        _validated(entry, results)
-        if isinstance(entry, tuple) and entry[1].endswith(NOTEBOOK_SUFFIX) and not (texts and entry[1] in texts)
-        else entry
+    # the cost of reading one, spent on the few that can hold a finding. One analysed anew is
+    # validated where it is checked (in a pool, by the worker that checks it, which alone
+    # loads nbformat); one whose program an earlier run checked, here (its verdict is kept
+    # by the notebook's bytes: an output may have changed, and made it invalid).
+    unvalidated = {
+        id(entry)
         for entry in selected
-    ]
+        if isinstance(entry, tuple) and entry[1].endswith(NOTEBOOK_SUFFIX) and not (texts and entry[1] in texts)
+    }
     if results is not None:  # what an earlier run found, where it still holds
         selected = [
-            entry if isinstance(entry, StaticResult) else results.get(*entry, project) or entry for entry in selected
+            entry
+            if isinstance(entry, StaticResult)
+            else _kept_result(entry, results, project, id(entry) in unvalidated)
+            for entry in selected
         ]
     candidates = [entry for entry in selected if isinstance(entry, tuple)]
     recording = results is not None
     workers = worker_count(jobs, len(candidates), sum(len(entry[0]) for entry in candidates))
     if workers <= 1:
         for entry in selected:
+            if isinstance(entry, tuple) and id(entry) in unvalidated:
+                entry = _validated(entry, results)
             if not isinstance(entry, tuple):
                 yield entry
                 continue
@@ -209,7 +216,7 @@ def check_paths(
         # The largest files first: a worker that takes the last big file as the others finish
         # would leave the run waiting on it alone.
         futures = {
-            id(entry): pool.submit(_check_in_worker, *entry, roots, recording)
+            id(entry): pool.submit(_check_in_worker, *entry, roots, recording, id(entry) in unvalidated)
             for entry in sorted(candidates, key=lambda entry: -len(entry[0]))
         }
         try:
@@ -243,6 +250,24 @@ def _notebook_program(path: str, results: ResultCache | None) -> bytes | StaticR
         return StaticResult(path, skipped=str(exc))
     except NotebookError as exc:
         return StaticResult(path, parse_error=ParseError(path, 1, 1, str(exc)))
+
+
+def _kept_result(
+    entry: tuple[bytes, str, str, jax_compat.Spelling, tuple[int, int] | None],
+    results: ResultCache,
+    project: Project,
+    notebook: bool,
+) -> tuple | StaticResult:
+    """An earlier run's result for ``entry`` where it still holds (a notebook's once it is
+    validated), else the entry, to be checked."""
+    kept = results.get(*entry, project)
+    if kept is None:
+        return entry
+    if notebook:
+        refused = _validated(entry, results)
+        if isinstance(refused, StaticResult):
+            return refused
+    return kept
 
 
 def _validated(entry: tuple, results: ResultCache | None = None) -> tuple | StaticResult:
@@ -368,8 +393,14 @@ def _check_in_worker(
     python: tuple[int, int] | None,
     roots: tuple[str, ...],
     recording: bool,
+    validate: bool,
 ) -> tuple[StaticResult, dict[str, str] | None]:
-    """One file in a worker process, which keeps one project per set of roots for all its files."""
+    """One file in a worker process, which keeps one project per set of roots for all its
+    files; ``validate``: a notebook, validated first (:func:`_validated`)."""
+    if validate:
+        checked = _validated((source, path))
+        if isinstance(checked, StaticResult):
+            return checked, None
     project = _WORKER_PROJECTS.get(roots)
     if project is None:
         if not _WORKER_PROJECTS:
