@@ -188,9 +188,12 @@ def test_a_notebook_written_by_another_tool_is_fixed_in_its_own_layout(tmp_path,
     )
 
 
-def test_nbformat_validates_the_notebooks_the_check_analyses_and_only_those(project, tmp_path):
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_nbformat_validates_the_notebooks_the_check_analyses_and_only_those(project, tmp_path, jobs):
     """Schema validation is most of the cost of reading a notebook: a tree's notebooks that
-    cannot hold a finding are read for their cells only, one that can is validated first."""
+    cannot hold a finding are read for their cells only, one that can is validated first (in
+    a pool, by the worker that checks it)."""
+    (tmp_path / "other.py").write_text("import jax\n\nf = jax.jit(lambda v: jax.device_put(v, jax.memory.Space.Host))\n")
     cells = [{"cell_type": "code", "source": IMPORTS, "metadata": {}, "outputs": [], "execution_count": None}]
     unrelated = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells, "extra": 1}
     (tmp_path / "plots.ipynb").write_text(json.dumps(unrelated))
@@ -198,7 +201,7 @@ def test_nbformat_validates_the_notebooks_the_check_analyses_and_only_those(proj
     notebook = json.loads(project.read_text())
     notebook["extra"] = 1
     project.write_text(json.dumps(notebook))
-    result = check(".")
+    result = check("-j", jobs, ".")
     assert result.exit_code == ExitCode.INPUT_ERROR
     assert "train.ipynb:1:1: error: not a valid notebook" in result.output
     assert "plots.ipynb" not in result.output
