@@ -30,6 +30,10 @@ from offload_fixer.model import PINNED_HOST, UNPINNED_HOST
 from .names import JIT, import_binding
 
 JIT_MARKER = "jit"
+_JIT_BYTES = JIT_MARKER.encode()
+_JIT_WORD = re.compile(rb"\bp?jit\b")
+"""``jit``/``pjit`` as a word: every name of :data:`.names.JIT` ends so, and naming one spells it
+(``jax.jit``, ``from jax import jit as j``, ``getattr(jax, "jit")``); ``jitted`` or ``_jit`` does not."""
 HOST_MEMBERS = tuple(dict.fromkeys(f".{api.host_member}" for api in jax_compat.MEMORY_SPACE_APIS))
 """``.Host``: the memory-space members, spelled through any alias of ``jax.memory`` or ``Space``."""
 HOST_SPELLING = re.compile("|".join([re.escape(PINNED_HOST), *(rf"{re.escape(member)}\b" for member in HOST_MEMBERS)]))
@@ -54,7 +58,12 @@ def may_hold_host_move(text: str | bytes) -> bool:
     """Whether one file on its own spells both a jit and a host memory kind, or an offload
     policy or ``compute_on``."""
     data = text if isinstance(text, bytes) else text.encode("utf-8", "surrogatepass")
-    return checks_policy_alone(data) or (JIT_MARKER.encode() in data and (spells_host(data) or spells_offload(data)))
+    return checks_policy_alone(data) or (spells_jit(data) and (spells_host(data) or spells_offload(data)))
+
+
+def spells_jit(data: bytes) -> bool:
+    """Whether the text may name ``jax.jit``/``pjit``: the word, not a longer name holding it."""
+    return _JIT_BYTES in data and _JIT_WORD.search(data) is not None  # the substring rules most files out
 
 
 def spells_offload(data: bytes) -> bool:

@@ -46,7 +46,7 @@ from offload_fixer.source.decoding import SourceDecodeError, decode, read_regula
 
 from .names import import_binding
 from .outline import NEWLINE, Outline, SourceCache, outline
-from .prefilter import JIT_MARKER, checks_policy_alone, spells_host, spells_offload
+from .prefilter import checks_policy_alone, spells_host, spells_jit, spells_offload
 
 if TYPE_CHECKING:
     from .source import ParsedSource
@@ -570,7 +570,7 @@ class Project:
         policy or ``compute_on`` in the file itself counts); or its offload policies'
         destinations need a check. A module that only imports a policy is not selected for it:
         what a policy offloads is the residuals, which ``run`` judges."""
-        if JIT_MARKER.encode() not in data:
+        if not spells_jit(data):
             return checks_policy_alone(data)
         if spells_host(data) or spells_offload(data):
             return True

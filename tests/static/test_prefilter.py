@@ -29,6 +29,12 @@ from offload_fixer.static.prefilter import may_hold_host_move, references_jit
         ("policy = cp.offload_dot_with_no_batch_dims('device', 'unpinned_host')", True),  # checked without jit
         ("policy = cp.offload_dot_with_no_batch_dims('device', cfg.dst)", False),  # nothing to decide
         ("@jax.jit\ndef f(x):\n    with compute_on('device_host'):\n        return x * 2", True),
+        # jit as a word: the name of every jit JAX has, and any way of naming one spells it
+        ("from jax import jit as compile_it\nf = compile_it(lambda x: jax.device_put(x, host))  # pinned_host", True),
+        ("f = getattr(jax, 'jit')(g)\ns = NamedSharding(m, p, memory_kind='pinned_host')", True),
+        ("from jax.experimental.pjit import pjit\ns = NamedSharding(m, p, memory_kind='pinned_host')", True),
+        ("f = jitted(g)\ng = _jit(h)\ns = NamedSharding(m, p, memory_kind='pinned_host')", False),
+        ("# jitting is slow\ns = NamedSharding(m, p, memory_kind='pinned_host')", False),
     ],
 )
 def test_text_markers(text, expected):
