@@ -61,6 +61,8 @@ class Member:
         self.stores: set[str] = set()
         self.computed_names = False
         """It reaches the attributes of ``self``/``cls`` by computed names, or an object's ``vars``."""
+        local_imports: list[str] = []
+        declares_global = False
         stack: list[ast.AST] = list(statements)
         while stack:
             node = stack.pop()
@@ -104,10 +106,16 @@ class Member:
                     self.computed_names = True
             elif kind is ast.Import or kind is ast.ImportFrom:
                 self.imports.append(node)  # type: ignore[arg-type]
-                self.defines.update(alias.asname or alias.name.split(".")[0] for alias in node.names)  # type: ignore[attr-defined]
+                # A method's import binds a local name, which no other member sees (unless a
+                # ``global`` statement makes it the module's); the class body's, a class attribute.
+                local_imports.extend(alias.asname or alias.name.split(".")[0] for alias in node.names)  # type: ignore[attr-defined]
+            elif kind is ast.Global:
+                declares_global = True
             elif method is None and kind in (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef):
                 self.defines.add(node.name)  # type: ignore[attr-defined]
             stack.extend(ast.iter_child_nodes(node))
+        if method is None or declares_global:
+            self.defines.update(local_imports)
         self.defines |= self.stores
         self.spells_host = HOST_WORDS.search(text) is not None
 

@@ -193,7 +193,9 @@ def test_nbformat_validates_the_notebooks_the_check_analyses_and_only_those(proj
     """Schema validation is most of the cost of reading a notebook: a tree's notebooks that
     cannot hold a finding are read for their cells only, one that can is validated first (in
     a pool, by the worker that checks it)."""
-    (tmp_path / "other.py").write_text("import jax\n\nf = jax.jit(lambda v: jax.device_put(v, jax.memory.Space.Host))\n")
+    (tmp_path / "other.py").write_text(
+        "import jax\n\nf = jax.jit(lambda v: jax.device_put(v, jax.memory.Space.Host))\n"
+    )
     cells = [{"cell_type": "code", "source": IMPORTS, "metadata": {}, "outputs": [], "execution_count": None}]
     unrelated = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells, "extra": 1}
     (tmp_path / "plots.ipynb").write_text(json.dumps(unrelated))

@@ -81,6 +81,15 @@ def test_only_the_test_methods_a_host_value_reaches_are_parsed():
             ["test_helper_of_another", "test_offload"],
             id="a test method another calls",
         ),
+        pytest.param(
+            "    def test_offload(self):\n        from jax import numpy as jnp_local\n"
+            "        return jax.jit(lambda x: jax.device_put(jnp_local.sin(x), host))(jnp.ones(3))\n\n"
+            "    def test_imports_the_same(self):\n        from jax import numpy as jnp_local\n"
+            "        return jax.jit(jnp_local.cos)(jnp.ones(3))\n\n"
+            "    def test_declares_it_global(self):\n        global jnp_local\n        from jax import numpy as jnp_local\n",
+            ["test_offload", "test_declares_it_global"],
+            id="a method's import is its own, unless declared global",
+        ),
     ],
 )
 def test_what_a_host_value_can_reach_by_name_is_kept(members, kept):
