@@ -45,9 +45,9 @@ from .project import Consulted, ModuleFacts, Project, is_modeled
 from .statement_reads import ClassShape, Group, group_of, keep_groups_only
 
 _MAY_JIT = "jit"
+"""The atom of a value that may be (or make) a jit; the others are project modules' paths."""
 _MODELLED_BASES = frozenset({"object", "NamedTuple"})
 """The bases a class the interpreter knows may have, by their last name."""
-"""The atom of a value that may be (or make) a jit; the others are project modules' paths."""
 
 
 def jit_candidates(facts: ModuleFacts, project: Project | None, importer: str | None) -> list[int]:
