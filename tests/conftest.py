@@ -12,12 +12,45 @@ that need it skip with the reason; an environment that must have it (CI names th
 cannot pass as a skip.
 """
 
+import atexit
+import importlib.util
 import os
+import shutil
+import tempfile
 
 import pytest
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
+
+
+def share_cpu_executables() -> None:
+    """One JAX persistent compilation cache for the whole session, in a fresh directory removed
+    at its end: the suite runs the same programs in hundreds of processes (the command under
+    test, the example programs, the xdist workers), and XLA:CPU compiling each of their jits
+    again (0.1 to 0.3 s each) was a large share of its CPU time. Keyed by the module without
+    its locations, so a copy of a program in another directory hits too. Only JAX's own
+    compiles on the CPU read it: the oracle's compile-only TPU and GPU compiles go straight to
+    the compiler's client (``jax_compat.compile_stablehlo``), never through this cache, and the
+    XLA caches it would switch on with it (GPU autotuning) stay off.
+
+    Set once, by the first pytest process (the xdist workers and every subprocess inherit
+    it); a cache the caller configured is left alone. Entries are written and read under a
+    file lock (``filelock``, hence a size limit): processes compiling the same module at once
+    never read half an entry."""
+    if "JAX_COMPILATION_CACHE_DIR" in os.environ or importlib.util.find_spec("filelock") is None:
+        return
+    directory = tempfile.mkdtemp(prefix="offload-fixer-tests-jax-cache-")
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+    os.environ.update(
+        JAX_COMPILATION_CACHE_DIR=directory,
+        JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+        JAX_COMPILATION_CACHE_MAX_SIZE=str(4 << 30),
+        JAX_PERSISTENT_CACHE_ENABLE_XLA_CACHES="none",
+    )
+
+
+share_cpu_executables()
 
 REQUIRED = {t for t in os.environ.get("OFFLOAD_FIXER_REQUIRE_COMPILERS", "").split(",") if t}
 
