@@ -207,34 +207,6 @@ class ModuleFacts:
         self.outline = self.outline.compact()
         self.cache = SourceCache(spare=0)
 
-    def class_header(self, index: int) -> Any:
-        """The libcst chunk of a class statement cut before its body, which becomes ``...``
-        (None: the group is not one class, or its body does not start a line of its own).
-        Its decorators and bases say whether the check can know the class at all
-        (:meth:`.project_code.ProjectCode.class_value`): most classes of a project (a
-        ``flax`` module, a test case) it cannot, and their bodies need not be parsed."""
-        from .source import cached_chunk
-        from .statement_reads import group_of
-
-        if self.outline.spans is None or not self.outline.file_lines or index in self.pruned:
-            return None
-        body = group_of(self, index).class_body
-        if body is None:
-            return None
-        line, column = body
-        piece = self.piece(index)
-        ends = [match.end() for match in NEWLINE.finditer(piece)]
-        relative = line - 1 - self.line_offset(index)
-        if not 0 < relative <= len(ends):
-            return None
-        start = ends[relative - 1]
-        indent = piece[start : start + column]
-        if indent.strip(" \t") or len(indent) != column:
-            return None  # the body shares its first line with the end of the header
-        header = piece[:start]
-        newline = "\r\n" if header.endswith("\r\n") else header[-1]
-        return cached_chunk(self.cache, f"{header}{indent}...{newline}", index == 0, ("class header", index))
-
     def piece(self, index: int) -> str:
         """The text of one top-level statement group (the whole text when the outline is not cut)."""
         spans = self.outline.spans

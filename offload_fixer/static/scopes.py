@@ -17,6 +17,8 @@ from typing import Any
 
 from offload_fixer.source.bindings import Binding, BindingCollector
 
+from .outline import NEWLINE
+from .statement_reads import group_of
 from .values import UNKNOWN, Ref
 
 _BUILTIN_NAMES = frozenset(vars(builtins))
@@ -113,7 +115,7 @@ class ForeignScope(StaticScope):
         self.chunks: dict[int, Any] = {}
         """Index -> the libcst chunk of each statement parsed so far (for positions)."""
         self.headers: dict[int, Any] = {}
-        """Index -> the chunk of a class parsed without its body (:meth:`ModuleFacts.class_header`),
+        """Index -> the chunk of a class parsed without its body (:meth:`class_header`),
         for another module's classes: the body is parsed only if :meth:`class_body` is asked."""
         self.whole: StaticScope | None = None
 
@@ -145,7 +147,7 @@ class ForeignScope(StaticScope):
         for index in dict.fromkeys(self.facts.binders.get(_as_ast_names_it(name), ())):
             chunk = self.chunks.get(index)
             if chunk is None and self.whole_fallback:
-                chunk = self.headers[index] = self.facts.class_header(index)
+                chunk = self.headers[index] = self.class_header(index)
             if chunk is None:
                 chunk = self.chunk(index)
             if chunk is None:
@@ -165,6 +167,34 @@ class ForeignScope(StaticScope):
             if chunk is not None:
                 self.chunks[index] = chunk
         return chunk
+
+    def class_header(self, index: int) -> Any:
+        """The libcst chunk of a class statement cut before its body, which becomes ``...``
+        (None: the group is not one class, or its body does not start a line of its own).
+        Its decorators and bases say whether the check can know the class at all
+        (:meth:`.project_code.ProjectCode.class_value`): most classes of a project (a
+        ``flax`` module, a test case) it cannot, and their bodies need not be parsed."""
+        from .source import cached_chunk
+
+        facts = self.facts
+        if facts.outline.spans is None or not facts.outline.file_lines or index in facts.pruned:
+            return None
+        body = group_of(facts, index).class_body
+        if body is None:
+            return None
+        line, column = body
+        piece = facts.piece(index)
+        ends = [match.end() for match in NEWLINE.finditer(piece)]
+        relative = line - 1 - facts.line_offset(index)
+        if not 0 < relative <= len(ends):
+            return None
+        start = ends[relative - 1]
+        indent = piece[start : start + column]
+        if indent.strip(" \t") or len(indent) != column:
+            return None  # the body shares its first line with the end of the header
+        header = piece[:start]
+        newline = "\r\n" if header.endswith("\r\n") else header[-1]
+        return cached_chunk(facts.cache, f"{header}{indent}...{newline}", index == 0, ("class header", index))
 
     def class_body(self, node: Any) -> Any:
         for index, header in self.headers.items():

@@ -138,7 +138,7 @@ class Group:
         self.class_shape = _class_shape(statements)
         self.class_body = _class_body(statements)
         """For a group that is one class: the line (the file's number) and column where its
-        body starts, where :meth:`.project.ModuleFacts.class_header` cuts it."""
+        body starts, where :meth:`.scopes.ForeignScope.class_header` cuts it."""
 
     def _read(self, name: str, chain: tuple[str, ...], in_method: bool) -> None:
         read = (name, chain)

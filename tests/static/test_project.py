@@ -501,9 +501,10 @@ def test_another_modules_class_body_is_parsed_only_when_the_check_can_know_the_c
 def test_a_class_header_is_cut_where_its_body_starts_a_line(tmp_path, text, header):
     from offload_fixer.static.outline import outline
     from offload_fixer.static.project import ModuleFacts
+    from offload_fixer.static.scopes import ForeignScope
 
     facts = ModuleFacts(str(tmp_path / "m.py"), text.encode(), text, outline(text))
-    chunk = facts.class_header(len(facts.outline.groups) - 1)
+    chunk = ForeignScope(None, facts).class_header(len(facts.outline.groups) - 1)
     if header is None:
         assert chunk is None
     else:
