@@ -97,3 +97,16 @@ def test_offload_spellings_are_found_as_the_expression_finds_them(text):
     from offload_fixer.static.prefilter import OFFLOAD_SPELLING, spells_offload
 
     assert spells_offload(text) == (OFFLOAD_SPELLING.search(text) is not None)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [b"jit", b"pjit", b"xpjit", b"ppjit", b"_jit", b"jit_", b"jitted", b"a.jit(", b"p jit", b"pjitx", b"\xc3\xa9jit"]
+    + [b"jax.pjit", b"jitjit", b"(jit)", b"jit2", b"jitted = 1; f = jax.jit(g)", b"", b"pj", b"ji"],
+)
+def test_jit_as_a_word_is_what_the_word_boundary_expression_finds(text):
+    import re
+
+    from offload_fixer.static.prefilter import spells_jit
+
+    assert spells_jit(text) is (re.search(rb"\bp?jit\b", text) is not None)
