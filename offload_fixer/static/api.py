@@ -263,10 +263,8 @@ def _kept_result(
     kept = results.get(*entry, project)
     if kept is None:
         return entry
-    if notebook:
-        refused = _validated(entry, results)
-        if isinstance(refused, StaticResult):
-            return refused
+    if notebook and isinstance(refusal := _validated(entry, results), StaticResult):
+        return refusal  # nbformat refuses the notebook now: its kept findings do not stand
     return kept
 
 
