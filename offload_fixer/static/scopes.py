@@ -147,7 +147,9 @@ class ForeignScope(StaticScope):
         for index in dict.fromkeys(self.facts.binders.get(_as_ast_names_it(name), ())):
             chunk = self.chunks.get(index)
             if chunk is None and self.whole_fallback:
-                chunk = self.headers[index] = self.class_header(index)
+                chunk = self.class_header(index)
+                if chunk is not None:
+                    self.headers[index] = chunk
             if chunk is None:
                 chunk = self.chunk(index)
             if chunk is None:
@@ -179,10 +181,10 @@ class ForeignScope(StaticScope):
         facts = self.facts
         if facts.outline.spans is None or not facts.outline.file_lines or index in facts.pruned:
             return None
-        body = group_of(facts, index).class_body
-        if body is None:
+        shape = group_of(facts, index).class_shape
+        if shape is None:
             return None
-        line, column = body
+        line, column = shape.body
         piece = facts.piece(index)
         ends = [match.end() for match in NEWLINE.finditer(piece)]
         relative = line - 1 - facts.line_offset(index)
@@ -198,7 +200,7 @@ class ForeignScope(StaticScope):
 
     def class_body(self, node: Any) -> Any:
         for index, header in self.headers.items():
-            if header is not None and header.statements[0] is node:
+            if header.statements[0] is node:
                 chunk = self.chunk(index)
                 return None if chunk is None else chunk.statements[0]
         return node
@@ -209,7 +211,7 @@ class ForeignScope(StaticScope):
             return self.facts.parsed_whole()
         from .source import ParsedSource
 
-        parsed = [*self.chunks.items(), *((i, chunk) for i, chunk in self.headers.items() if chunk is not None)]
+        parsed = [*self.chunks.items(), *self.headers.items()]
         return ParsedSource(
             None, [(self.facts.line_offset(i), chunk) for i, chunk in sorted(parsed, key=lambda p: p[0])]
         )

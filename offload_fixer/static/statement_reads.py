@@ -136,9 +136,7 @@ class Group:
         """A host memory kind, an offload policy or ``compute_on`` anywhere in the text (in an
         import too, and in methods: a class's value is taken to be all of it)."""
         self.class_shape = _class_shape(statements)
-        self.class_body = _class_body(statements)
-        """For a group that is one class: the line (the file's number) and column where its
-        body starts, where :meth:`.scopes.ForeignScope.class_header` cuts it."""
+        """What the header of a group that is one class statement says."""
 
     def _read(self, name: str, chain: tuple[str, ...], in_method: bool) -> None:
         read = (name, chain)
@@ -153,13 +151,15 @@ class Group:
 @dataclass(frozen=True)
 class ClassShape:
     """What the header of a group's one class statement says: its name, whether it has
-    decorators or keywords (``metaclass=``), and each base as a dotted name (None: any
-    other expression)."""
+    decorators or keywords (``metaclass=``), each base as a dotted name (None: any other
+    expression), and the line (the file's number) and column where its body starts, where
+    :meth:`.scopes.ForeignScope.class_header` cuts it."""
 
     name: str
     decorated: bool
     keywords: bool
     bases: tuple[tuple[str, ...] | None, ...]
+    body: tuple[int, int]
 
 
 def _class_shape(statements: Sequence[ast.stmt]) -> ClassShape | None:
@@ -173,12 +173,7 @@ def _class_shape(statements: Sequence[ast.stmt]) -> ClassShape | None:
             chain.append(base.attr)
             base = base.value
         bases.append((base.id, *reversed(chain)) if type(base) is ast.Name else None)
-    return ClassShape(cls.name, bool(cls.decorator_list), bool(cls.keywords), tuple(bases))
-
-
-def _class_body(statements: Sequence[ast.stmt]) -> tuple[int, int] | None:
-    if len(statements) != 1 or type(statements[0]) is not ast.ClassDef:
-        return None
-    first = statements[0].body[0]
+    first = cls.body[0]
     decorators: list[ast.expr] = getattr(first, "decorator_list", [])
-    return min([first.lineno, *(d.lineno for d in decorators)]), first.col_offset
+    body = min([first.lineno, *(d.lineno for d in decorators)]), first.col_offset
+    return ClassShape(cls.name, bool(cls.decorator_list), bool(cls.keywords), tuple(bases), body)
