@@ -480,6 +480,7 @@ def _check_once(
     # its parsed statements and what they tell are the project's (the same bytes, parsed
     # alike). The others are not kept for the run: their trees would only weigh on the rest.
     grammar = grammar_of(python)
+    newer_syntax = not judged_by_cpython(python)  # libcst's grammar judges: 3.12's syntax read under 3.11
     shared = (
         project.known_facts(path)
         if cache is None and project.snapshot and not path.startswith("<") and project.reads_as(path, data)
@@ -487,8 +488,11 @@ def _check_once(
     )
     try:
         found = (
-            outline(text, cache, grammar)
-            if shared is None or grammar is not None or shared.outline.compacted
+            outline(text, cache, grammar, newer_syntax)
+            if shared is None
+            or grammar is not None
+            or shared.outline.compacted
+            or (shared.outline.newer_syntax and not newer_syntax)
             else shared.outline
         )
         if shared is not None and shared.outline.spans != found.spans:
@@ -539,6 +543,8 @@ def _check_once(
     try:
         parsed = parse_source(text, found, cache)
     except cst.ParserSyntaxError as exc:
+        if syntax_error is None and found is not None and found.newer_syntax:
+            syntax_error = _refusal(text)  # the outline read a twin of the text: CPython's word
         if isinstance(syntax_error, SyntaxError):
             error = ParseError(path, syntax_error.lineno or 1, syntax_error.offset or 1, syntax_error.msg)
         else:  # CPython compiles it: a limit of libcst's parser (5,000 implicitly joined strings)
@@ -594,6 +600,17 @@ def _columns_of(original: str, view: str, path: str, diagnostics: Iterable[Diagn
         )
         for d in diagnostics
     ]
+
+
+def _refusal(text: str) -> SyntaxError | None:
+    """What this interpreter's ``ast`` says of ``text``: its ``SyntaxError``, if any."""
+    try:
+        ast.parse(text)
+    except SyntaxError as exc:
+        return exc
+    except (ValueError, RecursionError, MemoryError):
+        return None
+    return None
 
 
 def _cpython_limit(error: BaseException | None, path: str) -> ParseError | None:

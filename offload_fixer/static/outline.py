@@ -22,6 +22,8 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, overload
 
+from offload_fixer.source import type_parameters
+
 if TYPE_CHECKING:
     from .incremental import KeptAnalysis
 
@@ -84,12 +86,15 @@ class Outline:
         spans: list[tuple[int, int]] | None,
         grammar: tuple[int, int] | None = None,
         file_lines: bool = True,
+        newer_syntax: bool = False,
     ) -> None:
         self.text = text
         self.groups: Sequence[list[ast.stmt]] = groups
         self.spans = spans
         self.grammar = grammar
         """The ``feature_version`` it was parsed with (:func:`~offload_fixer.source.python_version.grammar_of`)."""
+        self.newer_syntax = newer_syntax
+        """Whether syntax newer than this interpreter's is read (:mod:`~offload_fixer.source.type_parameters`)."""
         self.file_lines = file_lines
         """Whether the statements' line numbers are the text's (False: some come from an
         earlier version's outline, :func:`_outline_after`)."""
@@ -105,7 +110,8 @@ class Outline:
         their whole trees were most of its memory (115 of 185 MB traced on maxtext)."""
         if self.spans is None or self.compacted or "barry_as_FLUFL" in self.text:
             return self
-        return Outline(self.text, _ChunkStatements(self.text, self.spans, self.grammar), self.spans, self.grammar)
+        statements = _ChunkStatements(self.text, self.spans, self.grammar, self.newer_syntax)
+        return Outline(self.text, statements, self.spans, self.grammar, newer_syntax=self.newer_syntax)
 
     @property
     def tree(self) -> ast.Module:
@@ -117,10 +123,13 @@ class _ChunkStatements(Sequence[list[ast.stmt]]):
     """The statements of each chunk of a text, parsed alone (as a chunk does: :func:`_cut`)
     each time one is asked for, with the text's line numbers."""
 
-    def __init__(self, text: str, spans: list[tuple[int, int]], grammar: tuple[int, int] | None) -> None:
+    def __init__(
+        self, text: str, spans: list[tuple[int, int]], grammar: tuple[int, int] | None, newer_syntax: bool
+    ) -> None:
         self.text = text
         self.spans = spans
         self.grammar = grammar
+        self.newer_syntax = newer_syntax
         self.first_lines: list[int] = []
         line = 0
         for start, end in spans:
@@ -138,13 +147,20 @@ class _ChunkStatements(Sequence[list[ast.stmt]]):
         if isinstance(index, slice):
             return [self[i] for i in range(len(self))[index]]
         start, end = self.spans[index]
-        tree = ast.parse(self.text[start:end], feature_version=self.grammar)
+        tree = type_parameters.parse(self.text[start:end], self.grammar, self.newer_syntax)
         return ast.increment_lineno(tree, self.first_lines[index]).body
 
 
-def outline(text: str, cache: SourceCache | None = None, grammar: tuple[int, int] | None = None) -> Outline:
+def outline(
+    text: str,
+    cache: SourceCache | None = None,
+    grammar: tuple[int, int] | None = None,
+    newer_syntax: bool = False,
+) -> Outline:
     """The outline of ``text``; raises ``SyntaxError``/``ValueError`` as ``ast.parse`` does
-    (``grammar``: with that ``feature_version``, so syntax newer than the file's target fails).
+    (``grammar``: with that ``feature_version``, so syntax newer than the file's target fails;
+    ``newer_syntax``: libcst's grammar judges the file, so Python 3.12's type parameters are
+    read under 3.11, :mod:`~offload_fixer.source.type_parameters`).
 
     With a cache that saw an earlier version of the document, only the chunks around what
     changed are parsed with ``ast`` again (:func:`_outline_after`).
@@ -153,18 +169,19 @@ def outline(text: str, cache: SourceCache | None = None, grammar: tuple[int, int
         cache is not None
         and cache.outline is not None
         and cache.outline.grammar == grammar
+        and cache.outline.newer_syntax == newer_syntax
         and "barry_as_FLUFL" not in text
     ):
         found = _outline_after(cache.outline, text)
         if found is not None:
             cache.outline = found
             return found
-    tree = ast.parse(text, feature_version=grammar)
+    tree = type_parameters.parse(text, grammar, newer_syntax)
     cut = _cut(text, tree)
     if cut is None:
-        return Outline(text, [list(tree.body)], None, grammar)
+        return Outline(text, [list(tree.body)], None, grammar, newer_syntax=newer_syntax)
     groups, spans = cut
-    found = Outline(text, groups, [*spans[:-1], (spans[-1][0], len(text))], grammar)
+    found = Outline(text, groups, [*spans[:-1], (spans[-1][0], len(text))], grammar, newer_syntax=newer_syntax)
     if cache is not None:
         cache.outline = found
     return found
@@ -198,7 +215,7 @@ def _outline_after(previous: Outline, text: str) -> Outline | None:
         begin, end = spans[first][0], spans[until][1] + shift
         region = text[begin:end]
         try:
-            tree = ast.parse(region, feature_version=previous.grammar)
+            tree = type_parameters.parse(region, previous.grammar, previous.newer_syntax)
         except (SyntaxError, ValueError):
             return None
         cut = _cut(region, tree)
@@ -217,6 +234,7 @@ def _outline_after(previous: Outline, text: str) -> Outline | None:
                 ],
                 previous.grammar,
                 file_lines=False,
+                newer_syntax=previous.newer_syntax,
             )
     return None
 

@@ -421,7 +421,7 @@ class Project:
             text = _decoded(data)
             if text is not None:
                 try:
-                    facts = ModuleFacts(key, data, text, outline(text))
+                    facts = ModuleFacts(key, data, text, outline(text, newer_syntax=True))
                 except (SyntaxError, ValueError, RecursionError, MemoryError):
                     facts = None
         self._facts[key] = (stamp, facts)

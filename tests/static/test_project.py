@@ -90,6 +90,35 @@ def jitted_step(state, grads):
     assert "when" not in d.message
 
 
+def test_a_module_written_in_python_3_12_syntax_is_read_under_any_python(tmp_path):
+    """Type parameters and ``type`` aliases (JAX's own ``core.py``) do not hide a module's
+    shardings from its importers under Python 3.11 (:mod:`offload_fixer.source.type_parameters`)."""
+    generic = "\n\nclass Box[T]:\n    value: T\n\n\ntype Tree[T] = dict[str, T]\n"
+    write(
+        tmp_path,
+        {
+            "trainer/__init__.py": "",
+            "trainer/shardings.py": SHARDINGS + generic,
+            "trainer/step.py": STEP
+            + generic
+            + """
+from functools import partial
+from .shardings import DEVICE, MOMENTS
+
+
+@partial(jax.jit, in_shardings=({"params": DEVICE, "mu": MOMENTS["mu"]}, DEVICE), out_shardings=None)
+def jitted_step(state, grads):
+    return train_step(state, grads)
+""",
+        },
+    )
+    result = check(tmp_path / "trainer" / "step.py")
+    assert result.parse_error is None
+    assert codes(result) == [("OFL1200", "['mu']"), ("OFL1200", "['params']")]
+    lines = (tmp_path / "trainer" / "step.py").read_text().splitlines()
+    assert lines[flow(result)[0].span.line - 1].startswith("@partial(jax.jit, in_shardings=")
+
+
 def test_jit_of_a_function_from_another_module_with_shardings_from_a_third(tmp_path):
     write(
         tmp_path,

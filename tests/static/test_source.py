@@ -62,6 +62,7 @@ LAYOUTS = {
     "form feeds": "x = 1\n\x0c\ndef f():\n    return 1\n\x0c# c\ny = 2\n",
     "equal chunks": "x = 1\nx = 1\ndef f():\n    return 1\n\n\ndef f():\n    return 1\n",
     "match": "match x:\n  case 1:\n      pass\ndef f():\n    return 1\n",
+    "type parameters (Python 3.12)": "class Box[T]:\n    x = 1\ntype Pair[T] = tuple[T, T]\ndef f[T](x: T) -> T:\n    return x\n",
 }
 
 
