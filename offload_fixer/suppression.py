@@ -245,13 +245,14 @@ class _StatementExtents:
     @classmethod
     def of(cls, source: str) -> _StatementExtents:
         import libcst as cst
-        from libcst.metadata import MetadataWrapper, PositionProvider
+
+        from offload_fixer.source.metadata import node_positions
 
         try:
-            wrapper = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)
+            module = cst.parse_module(source)
         except cst.ParserSyntaxError:
             return cls([], [], [], [])
-        positions = wrapper.resolve(PositionProvider)
+        positions = node_positions(module)
         simple: list[tuple[int, int]] = []
         compound: list[tuple[int, int, int, bool]] = []
         starts: list[int] = []

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, cast
 import libcst as cst
 from libcst.codemod import CodemodCommand, CodemodContext, SkipFile
 from libcst.codemod.visitors import AddImportsVisitor
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange, PositionProvider
 
 from offload_fixer import jax_compat
 from offload_fixer.codemods import sharding_exprs as sx
@@ -30,6 +30,7 @@ from offload_fixer.codemods.source_facts import (
 from offload_fixer.codemods.targets import Edit, FunctionTarget, HostValueTarget, Placement
 from offload_fixer.model import EditSafety, PathKey, parse_output_path
 from offload_fixer.source.bindings import last_name
+from offload_fixer.source.metadata import MetadataWrapper
 
 Rewrite = Callable[[cst.CSTNode], cst.CSTNode]
 _POSITIONAL_OPTIONS = {"in_shardings": 1, "out_shardings": 2}

@@ -14,7 +14,6 @@ from typing import Any
 
 import libcst as cst
 from libcst.codemod import CodemodContext
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from offload_fixer.codemods.fix_command import FixCommand
 from offload_fixer.codemods.pytree_source import literal_paths, locate, returned_values
@@ -26,6 +25,7 @@ from offload_fixer.fixes.errors import FixError
 from offload_fixer.fixes.excerpt import FileOutline
 from offload_fixer.fixes.source_io import decode_source, read_source, sha256_of
 from offload_fixer.model import Origin, PathKey, Span
+from offload_fixer.source.metadata import node_positions
 
 Job = tuple[type[FixCommand], FunctionTarget]
 """One edit to make: the codemod (a :class:`FixCommand` class) and its target."""
@@ -89,9 +89,8 @@ class Source:
         assert self.outline is not None
         found = self._facts.get(id(excerpt))
         if found is None or found[0] is not excerpt:
-            wrapper = MetadataWrapper(excerpt.module, unsafe_skip_copy=True)
             facts = SourceFacts.collect(
-                wrapper.module, wrapper.resolve(PositionProvider), excerpt.file_line, self.outline.reference_count
+                excerpt.module, node_positions(excerpt.module), excerpt.file_line, self.outline.reference_count
             )
             found = self._facts[id(excerpt)] = (excerpt, facts)
         return found[1]

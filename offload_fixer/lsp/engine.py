@@ -384,15 +384,15 @@ def suppress(text: str, path: str, line: int, code: str) -> str | None:
     that holds ``line`` (1-based): the placement :mod:`offload_fixer.suppression` reads as
     covering that whole statement (the whole function for a decorator or ``def`` line)."""
     import libcst as cst
-    from libcst.metadata import MetadataWrapper, PositionProvider
 
+    from offload_fixer.source.metadata import node_positions
     from offload_fixer.suppression import MARKER
 
     try:
-        wrapper = MetadataWrapper(cst.parse_module(text), unsafe_skip_copy=True)
+        module = cst.parse_module(text)
     except cst.ParserSyntaxError:
         return None
-    positions = wrapper.resolve(PositionProvider)
+    positions = node_positions(module)
     best: tuple[int, cst.SimpleStatementLine | cst.BaseCompoundStatement] | None = None
     for node, where in positions.items():
         if not isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
@@ -405,7 +405,7 @@ def suppress(text: str, path: str, line: int, code: str) -> str | None:
         return None
     node = best[1]
     directive = cst.EmptyLine(comment=cst.Comment(f"# {MARKER}: ignore[{code}]"))
-    fixed = wrapper.module.deep_replace(node, node.with_changes(leading_lines=[*node.leading_lines, directive]))
+    fixed = module.deep_replace(node, node.with_changes(leading_lines=[*node.leading_lines, directive]))
     assert isinstance(fixed, cst.Module), "replacing a statement keeps the module"
     return _verified(path, fixed.code)
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 from functools import lru_cache
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from offload_fixer.codemods.source_facts import JitSite, SourceFacts
 from offload_fixer.model import FunctionRef, Span
 from offload_fixer.source.lookup import source_bytes
+from offload_fixer.source.metadata import node_positions
 
 
 def in_shardings_span(function: FunctionRef) -> Span | None:
@@ -77,5 +77,4 @@ def _facts(path: str, _mtime: float) -> SourceFacts | None:
         module = cst.parse_module(data)
     except cst.ParserSyntaxError:
         return None
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    return SourceFacts.collect(wrapper.module, wrapper.resolve(PositionProvider))
+    return SourceFacts.collect(module, node_positions(module))

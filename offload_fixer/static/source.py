@@ -24,7 +24,9 @@ from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
 import libcst as cst
-from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodePosition, CodeRange
+
+from offload_fixer.source.metadata import node_positions
 
 from .outline import NEWLINE, Outline, SourceCache
 
@@ -158,7 +160,7 @@ class Chunk:
                 default_indent=self.default_indent,
                 default_newline=self.default_newline,
             )
-            self._positions = dict(MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider))
+            self._positions = dict(node_positions(module))
         return self._positions
 
     def holds(self, node: Any) -> bool:
