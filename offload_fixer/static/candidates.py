@@ -322,10 +322,12 @@ class _Resolver:
             return False
         return all(base is not None and not self._may_be_modelled_base(facts, base) for base in shape.bases)
 
-    def _may_be_modelled_base(self, facts: ModuleFacts, base: tuple[str, ...]) -> bool:
+    def _may_be_modelled_base(
+        self, facts: ModuleFacts, base: tuple[str, ...], visited: frozenset[tuple[str, str]] = frozenset()
+    ) -> bool:
         """Whether a base named ``base`` may be ``object`` or ``typing.NamedTuple``: by its
         last name, or for a plain name through what binds it in the module (an assignment
-        may bind anything)."""
+        may bind anything; an import from a project module, what binds the name there)."""
         if base[-1] in _MODELLED_BASES:
             return True
         if len(base) > 1 or base[0] not in facts.binders:
@@ -335,14 +337,45 @@ class _Resolver:
             if group.class_shape is not None and group.class_shape.name == base[0]:
                 continue
             bound = [
-                import_binding(statement, alias)[1]
+                (statement, alias)
                 for statement in group.imports
                 for alias in statement.names
                 if import_binding(statement, alias)[0] == base[0]
             ]
-            if not bound or any(qualname.rsplit(".", 1)[-1] in _MODELLED_BASES for qualname in bound):
+            if not bound:
                 return True
+            for statement, alias in bound:
+                if import_binding(statement, alias)[1].rsplit(".", 1)[-1] in _MODELLED_BASES:
+                    return True
+                origin = self._imported_from(facts, statement, alias)
+                if origin is not None and (origin[0].path, origin[1]) not in visited:
+                    key = (origin[0].path, origin[1])
+                    if self._may_be_modelled_base(origin[0], (origin[1],), visited | {key}):
+                        return True
         return False
+
+    def _imported_from(
+        self, facts: ModuleFacts, statement: ast.Import | ast.ImportFrom, alias: ast.alias
+    ) -> tuple[ModuleFacts, str] | None:
+        """The project module a ``from ... import name`` takes its name from, and the name
+        there; None for a library's, a plain ``import`` or a name the project does not hold."""
+        if not isinstance(statement, ast.ImportFrom) or self.project is None or alias.name == "*":
+            return None
+        importer = self.main_path if facts is self.main else facts.path
+        if importer is None:
+            return None
+        parts = [part for part in (statement.module or "").split(".") if part]
+        if statement.level:
+            base = self.project.relative_base(importer, statement.level)
+            module = (
+                None if base is None else self.project.child(base, parts) if parts else self.project.package_at(base)
+            )
+        elif parts and not is_modeled(statement.module or ""):
+            module = self.project.module_path(parts, self.project.search_roots(importer))
+        else:
+            module = None
+        origin = None if module is None else self._facts(module)
+        return None if origin is None else (origin, alias.name)
 
     def _reads_jit(self, facts: ModuleFacts, index: int, reads: list[tuple[str, tuple[str, ...]]]) -> bool:
         group = self._group(facts, index)

@@ -220,6 +220,26 @@ def test_a_host_value_through_modules_that_import_each_other(tmp_path):
             id="a base assigned in the module: it may be object",
         ),
         pytest.param(
+            "from kinds import Record\n\n\nclass Layer(Record):\n    kind: str = 'pinned_host'\n",
+            True,
+            id="a NamedTuple aliased in another project module",
+        ),
+        pytest.param(
+            "from kinds import Plain\n\n\nclass Layer(Plain):\n    kind = 'pinned_host'\n",
+            True,
+            id="a base assigned in another project module",
+        ),
+        pytest.param(
+            "from kinds import Framework\n\n\nclass Layer(Framework):\n    kind = 'pinned_host'\n",
+            False,
+            id="a framework's class imported through another project module",
+        ),
+        pytest.param(
+            "from kinds import Loop\n\n\nclass Layer(Loop):\n    kind = 'pinned_host'\n",
+            False,
+            id="a base imported in a cycle of modules",
+        ),
+        pytest.param(
             "class Layer:\n    kind = 'pinned_host'\n",
             True,
             id="a plain class",
@@ -240,6 +260,10 @@ def test_a_class_the_interpreter_cannot_know_and_annotations_carry_no_host_value
     (tmp_path / "layers.py").write_text(
         "import dataclasses\nfrom typing import NamedTuple as NT\n\nfrom flax import nnx\n\n"
         "Base = object\nMeta = type\n\n\n" + layers
+    )
+    (tmp_path / "kinds.py").write_text(
+        "from typing import NamedTuple as Record\n\nfrom flax.nnx import Module as Framework\n"
+        "from layers import Loop\n\nPlain = object\n"
     )
     text = HEADER + "from layers import Layer\n\n\nf = jax.jit(lambda x: (x, Layer))\n"
     main = tmp_path / "main.py"
