@@ -26,13 +26,16 @@ _ATTEMPTS = 64
 _HEADER = re.compile(r"[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+\w+[ \t]*(?=\[)")
 _ALIAS = re.compile(r"[ \t]*(type[ \t]+(\w+))[ \t]*")
 _NEWLINE = re.compile(r"\r\n?|\n")
+_CONSTRUCT = re.compile(r"^[ \t]*(?:(?:async[ \t]+)?(?:def|class)[ \t]+\w+[ \t]*\[|type[ \t]+\w+)", re.MULTILINE)
+"""A line that may start one: the first guess, before the parser's."""
+_SPACES = re.compile(r"[ \t]*")
 _OPENING, _CLOSING = "[({", "])}"
 
 
 def parse(text: str, feature_version: tuple[int, int] | None = None, newer_syntax: bool = False) -> ast.Module:
     """``ast.parse(text, feature_version=...)``; with ``newer_syntax`` (a file that libcst's
     grammar judges, not this interpreter's) and no ``feature_version``, PEP 695's constructs
-    are read as the module docstring says (:func:`twin_tree`)."""
+    are read as the module docstring says."""
     try:
         return ast.parse(text, feature_version=feature_version)
     except SyntaxError as refused:
@@ -44,31 +47,29 @@ def parse(text: str, feature_version: tuple[int, int] | None = None, newer_synta
 def _twin_tree(text: str, refused: SyntaxError) -> ast.Module:
     """The ``ast`` of ``text``'s twin, after ``ast.parse(text)`` raised ``refused``; raises
     ``refused`` again where its twin does not parse either (or this Python reads PEP 695
-    itself: then the refusal is for something else)."""
+    itself: then the refusal is for something else). Every line that starts like a construct
+    is blanked at once (one more parse, where blanking each where the parser stops costs one
+    per construct); what that misses, or a line a string holds, is left to the parser's word."""
     if sys.version_info >= (3, 12):
         raise refused
     twin = text
-    error = refused
+    for construct in _CONSTRUCT.finditer(text):
+        twin = _blanked(twin, construct.start()) or twin
     for _ in range(_ATTEMPTS):
-        blanked = _blanked(twin, error)
+        try:
+            return ast.parse(twin)
+        except SyntaxError as error:
+            start = None if error.lineno is None else _line_start(twin, error.lineno)
+            blanked = None if start is None else _blanked(twin, start)
         if blanked is None:
             break
         twin = blanked
-        try:
-            return ast.parse(twin)
-        except SyntaxError as again:
-            error = again
     raise refused
 
 
-def _blanked(text: str, error: SyntaxError) -> str | None:
-    """``text`` with the construct on the line CPython's parser stopped at blanked; None when
-    that line holds none (or one this cannot blank in place)."""
-    if error.lineno is None:
-        return None
-    start = _line_start(text, error.lineno)
-    if start is None:
-        return None
+def _blanked(text: str, start: int) -> str | None:
+    """``text`` with the construct on the line starting at ``start`` blanked; None when that
+    line holds none (or one this cannot blank in place)."""
     header = _HEADER.match(text, start)
     if header is not None:
         end = _bracket_end(text, header.end())
@@ -84,7 +85,7 @@ def _blanked(text: str, error: SyntaxError) -> str | None:
         closed = _bracket_end(text, equals)
         if closed is None:
             return None
-        equals = closed + len(text[closed:]) - len(text[closed:].lstrip(" \t"))
+        equals = _SPACES.match(text, closed).end()  # type: ignore[union-attr]
     if not text.startswith("=", equals) or text.startswith("==", equals):
         return None
     keyword = alias.start(1)

@@ -33,13 +33,15 @@ def places(tree: ast.Module) -> list[tuple[int, int, int | None, int | None]]:
         "type Pair[T] = tuple[T, T]\n",
         "x = 1\r\nclass C[T: 'a]b']: pass\r\ny = 2\n",
         "@jax.jit\ndef f[T](x):\n    return x\n",
+        'def f[T](x):\n    """Like\ndef g[T](y):\n    and\ntype A = B\n"""\n    return x\n',  # look-alikes in a string
+        "".join(f"def f{i}[T](x: T) -> T:\n    return x\n\n\n" for i in range(100)),  # more than one parse each
     ],
 )
 def test_statements_sit_where_they_do_in_the_text(text):
     tree = parse(text, newer_syntax=True)
     lines = text.replace("\r\n", "\n").split("\n")
     keywords = {"ClassDef": "class", "FunctionDef": "def", "AsyncFunctionDef": "async", "Pass": "pass"}
-    keywords |= {"Return": "return", "AnnAssign": "type", "TypeAlias": "type"}
+    keywords |= {"Return": "return", "AnnAssign": "type", "TypeAlias": "type", "Expr": '"""'}
     for node in ast.walk(tree):
         if isinstance(node, ast.stmt) and not isinstance(node, ast.Assign):
             assert lines[node.lineno - 1][node.col_offset :].startswith(keywords[type(node).__name__])
