@@ -39,6 +39,7 @@ from offload_fixer.model import Diagnostic, Span
 from offload_fixer.source.decoding import read_regular_file
 from offload_fixer.version import __version__
 
+from .manifest import Manifest
 from .project import Project
 from .results import ParseError, StaticResult
 
@@ -54,21 +55,29 @@ class ResultCache:
         self.directory = Path(root) / DIRECTORY / __version__
         self._tool: str | None = None
         self._ready: bool | None = None
+        self._manifest: Manifest | None = None
         self.hits = self.misses = 0
+
+    def manifest(self) -> Manifest | None:
+        """The facts of the files earlier runs read (:mod:`.manifest`), kept beside the
+        results; None where the cache cannot be written."""
+        if self._manifest is None and self._prepared():
+            self._manifest = Manifest(self.directory, self._tool_fingerprint())
+        return self._manifest
 
     def get(
         self,
-        data: bytes,
+        sha256: str,
         path: str,
         target: str,
         spelling: Spelling,
         python: tuple[int, int] | None,
         project: Project,
     ) -> StaticResult | None:
-        """The result kept for this file, if it still holds."""
+        """The result kept for this file (``sha256``: the hex digest of its bytes), if it still holds."""
         try:
             entry = json.loads(self._entry(path, target, spelling, python).read_bytes())
-            if entry["key"] != self._key(data) or not project.unchanged(entry["consulted"]):
+            if entry["key"] != self._key_of(bytes.fromhex(sha256)) or not project.unchanged(entry["consulted"]):
                 raise LookupError
             result = _result(entry["result"])
         except (OSError, ValueError, LookupError, TypeError, AttributeError):
@@ -236,7 +245,12 @@ class ResultCache:
     def _key(self, data: bytes) -> str:
         import hashlib
 
-        return hashlib.sha256(self._tool_fingerprint().encode() + hashlib.sha256(data).digest()).hexdigest()
+        return self._key_of(hashlib.sha256(data).digest())
+
+    def _key_of(self, digest: bytes) -> str:
+        import hashlib
+
+        return hashlib.sha256(self._tool_fingerprint().encode() + digest).hexdigest()
 
     def _tool_fingerprint(self) -> str:
         if self._tool is None:
