@@ -268,16 +268,24 @@ class SettingsResolver:
         self._project_for_dir: dict[Path, Path | None] = {}
         self._by_directory: dict[str, Settings] = {}
         """A directory's real path -> the settings of the files in it."""
+        self._by_path: dict[str, Settings] | None = {} if snapshot else None
+        """A path as asked -> its settings (``snapshot``: a run asks of each file twice, when
+        the walk tests it and when it is checked)."""
 
     def settings_for(self, path: str | os.PathLike[str]) -> Settings:
         """``config`` given to the constructor applies everywhere, as ruff's ``--config`` does."""
         if self._fixed is not None:
             return self._settled(self._fixed.config_path, lambda: self._fixed)
-        resolved = self.real_path(os.fspath(path))
+        path = os.fspath(path)
+        if self._by_path is not None and path in self._by_path:
+            return self._by_path[path]
+        resolved = self.real_path(path)
         directory = resolved if os.path.isdir(resolved) else os.path.dirname(resolved)
         found = self._by_directory.get(directory)
         if found is None:
             found = self._by_directory[directory] = self._settings_in(Path(directory))
+        if self._by_path is not None:
+            self._by_path[path] = found
         return found
 
     def _settings_in(self, directory: Path) -> Settings:

@@ -260,13 +260,16 @@ def _check_walked(
                 if not isinstance(entry, tuple):
                     yield entry
                     continue
+                verdict = None
                 try:
-                    result, digests = futures[id(entry)].result()
+                    result, digests, verdict = futures[id(entry)].result()
                 except Exception as exc:  # noqa: BLE001 (a worker that died: this file's note, the others reported)
                     result, digests = (
                         StaticResult(entry[1], analysed=True, internal_error=internal_error_note(entry[1], exc)),
                         None,
                     )
+                if results is not None and verdict is not None:  # the next run need not validate it
+                    results.keep_verdict(entry[1], *verdict)
                 if results is not None and digests is not None:
                     results.put(*entry, result, digests)
                 yield result
@@ -475,22 +478,44 @@ def _check_in_worker(
     roots: tuple[str, ...],
     recording: bool,
     validate: bool,
-) -> tuple[StaticResult, dict[str, str] | None]:
+) -> tuple[StaticResult, dict[str, str] | None, tuple[str, str | None] | None]:
     """One file in a worker process, which keeps one project per set of roots for all its
-    files; ``validate``: a notebook, validated first (:func:`_validated`)."""
+    files; ``validate``: a notebook, validated first (:func:`_validated`), and nbformat's
+    verdict returned with the SHA-256 of the bytes it judged, for the parent to keep."""
+    verdict = None
     if validate:
-        checked = _validated((source, path))
-        if isinstance(checked, StaticResult):
-            return checked, None
+        checked, verdict = _validated_here(path)
+        if checked is not None:
+            return checked, None, verdict
     project = _WORKER_PROJECTS.get(roots)
     if project is None:
         if not _WORKER_PROJECTS:
             tune_for_batch()
         project = _WORKER_PROJECTS[roots] = Project(roots, snapshot=True)
     try:
-        return _check_consulting(source, path, target, spelling, python, None, project, recording)
+        return (*_check_consulting(source, path, target, spelling, python, None, project, recording), verdict)
     finally:
         collect_file_garbage()
+
+
+def _validated_here(path: str) -> tuple[StaticResult | None, tuple[str, str | None] | None]:
+    """:func:`_validated` of a notebook (its result where nbformat refuses it), and the verdict
+    with the SHA-256 of the bytes judged (None where they could not be read)."""
+    import hashlib
+
+    from offload_fixer.notebook import NotebookError, NotebookFile
+
+    try:
+        data = read_regular_file(path)
+    except OSError:
+        checked = _validated((None, path))
+        return (checked if isinstance(checked, StaticResult) else None), None
+    digest = hashlib.sha256(data).hexdigest()
+    try:
+        NotebookFile.from_bytes(path, data, validate=True)
+    except NotebookError as exc:
+        return StaticResult(path, parse_error=ParseError(path, 1, 1, str(exc))), (digest, str(exc))
+    return None, (digest, None)
 
 
 def _check_consulting(

@@ -111,7 +111,6 @@ class ResultCache:
         (an unchanged notebook is never validated, nor nbformat imported, twice). Raises
         :class:`~offload_fixer.notebook.NotebookError` (:class:`NotPythonNotebook`) as reading
         the notebook does, from what was kept or anew."""
-        import hashlib
 
         from offload_fixer.notebook import NotebookError, NotebookFile, NotPythonNotebook
 
@@ -120,8 +119,7 @@ class ResultCache:
         except OSError as exc:
             raise NotebookError(f"cannot read file: {exc.strerror or exc}") from exc
         key = self._key(data)
-        name = json.dumps(["notebook", os.path.abspath(path)]).encode("utf-8", "surrogateescape")
-        destination = self.directory / f"{hashlib.sha256(name).hexdigest()[:40]}.json"  # one per notebook
+        destination = self._notebook_entry(path)
         try:
             kept = json.loads(destination.read_bytes())
             if not isinstance(kept, dict) or kept.get("key") != key:
@@ -166,6 +164,27 @@ class ResultCache:
         except (KeyError, TypeError, IndexError, UnicodeError):  # an entry of another shape: read anew
             return read_program_bytes_checked(path, data, validate)
         return program
+
+    def keep_verdict(self, path: str, sha256: str, error: str | None) -> None:
+        """Keep nbformat's verdict on a notebook validated elsewhere (a worker of the pool),
+        where the notebook's entry is for the bytes judged (``sha256``)."""
+        destination = self._notebook_entry(path)
+        try:
+            kept = json.loads(destination.read_bytes())
+            if not isinstance(kept, dict) or not isinstance(kept.get("read"), dict) or "program" not in kept["read"]:
+                return
+            if kept.get("key") != self._key_of(bytes.fromhex(sha256)):
+                return
+        except (OSError, ValueError):
+            return
+        kept["schema"] = [installed.version("nbformat"), error]
+        self._write(destination, kept)
+
+    def _notebook_entry(self, path: str) -> Path:
+        import hashlib
+
+        name = json.dumps(["notebook", os.path.abspath(path)]).encode("utf-8", "surrogateescape")
+        return self.directory / f"{hashlib.sha256(name).hexdigest()[:40]}.json"  # one per notebook
 
     def fix_marks(
         self,

@@ -9,9 +9,11 @@ from __future__ import annotations
 import errno
 import fnmatch
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from offload_fixer.source.decoding import file_kind
 from offload_fixer.source.real_paths import RealPaths
@@ -87,12 +89,99 @@ class SimpleIgnore:
 
 
 def ignore_spec(lines: Sequence[str]):
-    """A gitignore matcher: ``pathspec`` when installed, else :class:`SimpleIgnore`."""
+    """A gitignore matcher: ``pathspec`` when installed, else :class:`SimpleIgnore`; each built
+    only for the paths that a literal of some pattern could match (:class:`_Prescreened`)."""
+    return _Prescreened(lines)
+
+
+def _full_spec(lines: Sequence[str]):
     try:
         import pathspec
     except ImportError:
         return SimpleIgnore(lines)
     return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+class _Prescreened:
+    """A gitignore matcher asked only about paths that hold the literal text of some pattern
+    (``/build/`` of ``build/``, ``.pyc`` of ``*.pyc``), then only about those that one search of
+    all its patterns at once matches: a path no pattern matches is not ignored, whatever the
+    negations, and most paths of a tree are ruled out by the first test, the rest by the
+    second (``pathspec`` tries each pattern in turn). ``pathspec``, whose import and compiled
+    patterns cost more than the rest of the walk of a cached run, is loaded only where the
+    literal texts let a path through."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.lines = list(lines)
+        self.literals = _literals(self.lines)
+        self._spec: Any = None
+        self._any: re.Pattern[str] | None = None
+
+    def match_file(self, relative: str) -> bool:
+        if self.literals is not None:
+            padded = f"/{relative}/"
+            if not any(literal in padded for literal in self.literals):
+                return False
+        if self._spec is None:
+            self._spec = _full_spec(self.lines)
+            self._any = _any_pattern(self._spec)
+        if self._any is not None:
+            from pathspec.util import normalize_file
+
+            if self._any.search(normalize_file(relative)) is None:
+                return False
+        return bool(self._spec.match_file(relative))
+
+
+def _any_pattern(spec: Any) -> re.Pattern[str] | None:
+    """One expression that matches where any pattern of a ``pathspec`` spec does; None where
+    the patterns are not all plain expressions of its gitignore translation (whose one named
+    group, the directory mark, becomes a plain group), or the spec is :class:`SimpleIgnore`."""
+    texts, flags = [], set()
+    for pattern in getattr(spec, "patterns", None) or ():
+        if getattr(pattern, "include", None) is None:
+            continue  # a comment or blank line: matches nothing
+        regex = getattr(pattern, "regex", None)
+        if not isinstance(regex, re.Pattern) or not isinstance(regex.pattern, str):
+            return None
+        text = regex.pattern.replace("(?P<ps_d>", "(?:")
+        if "(?P" in text:
+            return None
+        texts.append(f"(?:{text})")
+        flags.add(regex.flags)
+    if not texts or len(flags) > 1:
+        return None
+    try:
+        return re.compile("|".join(texts), flags.pop())
+    except re.error:
+        return None
+
+
+def _literals(lines: Sequence[str]) -> tuple[str, ...] | None:
+    """For each pattern that can ignore a path (not a comment, a blank line or a ``!``
+    negation), a text that any path it matches holds, once written ``/path/``: a part of the
+    pattern without wildcards is a whole part of the path (``/lib/`` of ``lib/``), else the
+    longest run of its literal text before any ``[`` (``.pyc`` of ``*.pyc``; a class may close
+    anywhere). None where some pattern has no such text (``*``) or escapes a character
+    (``\\``): every path is asked."""
+    found = []
+    for raw in lines:
+        line = raw.rstrip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        if "\\" in line:
+            return None
+        texts = []
+        for part in line.split("/"):
+            if part and part == part.strip() and not any(c in part for c in "*?["):
+                texts.append(f"/{part}/")
+            else:
+                texts.extend(run.strip() for run in part.split("[", 1)[0].replace("?", "*").split("*"))
+        longest = max(texts, key=len)
+        if not longest:
+            return None
+        found.append(longest)
+    return tuple(dict.fromkeys(found))
 
 
 @dataclass(frozen=True)
@@ -213,7 +302,13 @@ def _walk(
 
 def _ignored(path: str, is_directory: bool, rules: list) -> bool:
     for base, spec in rules:
-        relative = os.path.relpath(path, base).replace(os.sep, "/")
+        # ``path`` is ``base`` joined with the names the walk listed below it (never empty,
+        # ``.`` or ``..``): on POSIX, relpath's answer is what follows ``base``
+        prefix = base if base.endswith(os.sep) else base + os.sep
+        if os.altsep is None and path.startswith(prefix):
+            relative = path[len(prefix) :]
+        else:
+            relative = os.path.relpath(path, base).replace(os.sep, "/")
         if spec.match_file(relative + "/" if is_directory else relative):
             return True
     return False

@@ -263,6 +263,8 @@ class Project:
         self._consulted: Consulted | None = None
         self._listing_digests: dict[str, str] = {}
         self._project_roots: dict[str, tuple[str, ...]] = {}
+        self._package_roots: dict[str, tuple[str, tuple[str, ...]]] = {}
+        """directory -> the root of its package, and the directories searched for it (``snapshot``)."""
         """directory -> its project root and the root's ``src/`` (:func:`project_root`)."""
 
     @contextlib.contextmanager
@@ -353,7 +355,9 @@ class Project:
             elif key in self._stamped:  # read before its facts were asked: its stat may be newer
                 found = TextFacts(self._stamped[key][1])
             elif self.manifest is not None:
-                found = self.manifest.facts(key, lambda: self._read(key)) or TextFacts(load=lambda: self._read(key))
+                found = self.manifest.facts(key, lambda: self._read_disk(key)) or TextFacts(
+                    load=lambda: self._read_disk(key)
+                )
             else:
                 found = TextFacts(load=lambda: self._read(key))
             if self.snapshot:
@@ -387,6 +391,11 @@ class Project:
         cached = self._stamped.get(key)
         if cached is not None and self.snapshot:
             return cached[1]
+        if self.manifest is not None:  # its stat first, so that the manifest keeps what is read
+            return self.text_facts(key).data
+        return self._read_disk(key, cached)
+
+    def _read_disk(self, key: str, cached: tuple[Any, Any] | None = None) -> bytes | None:
         stamp = _stamp(key)
         if cached is not None and cached[0] == stamp:
             return cached[1]
@@ -443,15 +452,24 @@ class Project:
         root, the project root (:func:`project_root`, where the roots given count only in a
         tree without a marker) and its ``src/``."""
         directory = os.path.dirname(os.path.abspath(path))
-        package_root = directory
-        while True:
-            self._consult(package_root)
-            if not os.path.isfile(os.path.join(package_root, "__init__.py")):
-                break
-            parent = os.path.dirname(package_root)
-            if parent == package_root:
-                break
-            package_root = parent
+        known = self._package_roots.get(directory)
+        if known is None:
+            consulted = []
+            package_root = directory
+            while True:
+                consulted.append(package_root)
+                if not os.path.isfile(os.path.join(package_root, "__init__.py")):
+                    break
+                parent = os.path.dirname(package_root)
+                if parent == package_root:
+                    break
+                package_root = parent
+            known = (package_root, tuple(consulted))
+            if self.snapshot:
+                self._package_roots[directory] = known
+        package_root = known[0]
+        for searched in known[1]:
+            self._consult(searched)
         found = self._project_roots.get(directory)
         if found is None:
             root = project_root(directory, self.roots)

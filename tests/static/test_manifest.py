@@ -308,3 +308,34 @@ def test_facts_of_bytes_are_those_of_the_prefilter():
     assert valid_facts(facts.known) and json.loads(json.dumps(facts.known)) == facts.known
     again = TextFacts(load=lambda: None, known=json.loads(json.dumps(facts.known)))
     assert again.imports() == facts.imports() and again.sha256 == facts.sha256
+
+
+def test_a_notebook_validated_in_a_worker_is_not_validated_again(tmp_path, later, monkeypatch):
+    """The pool's workers validate the notebooks they analyse; the verdict comes back with the
+    digest of the bytes judged and is kept, so the next run validates none of them (nbformat's
+    import alone costs more than the rest of a cached run)."""
+    from offload_fixer.notebook import NotebookFile
+    from tests.notebook.notebooks import HOST, IMPORTS, JIT_SITE, SCALE
+    from tests.notebook.notebooks import write as write_notebook
+
+    source = tmp_path / "src"
+    source.mkdir()
+    for name in ("a", "b", "c"):
+        write_notebook(source / f"{name}.ipynb", [IMPORTS, HOST, SCALE, JIT_SITE])
+    invalid = json.loads((source / "a.ipynb").read_text())
+    invalid["extra"] = 1
+    (source / "c.ipynb").write_text(json.dumps(invalid))
+    first = run(tmp_path, jobs=2)
+    assert first == run(tmp_path, cache=False)
+    assert first["a.ipynb"][0] and "not a valid notebook" in first["c.ipynb"][1][1]
+    validated: list[str] = []
+    real = NotebookFile.from_bytes.__func__
+
+    def counted(cls, path, data, validate=True):
+        if validate:
+            validated.append(os.path.basename(path))
+        return real(cls, path, data, validate)
+
+    monkeypatch.setattr(NotebookFile, "from_bytes", classmethod(counted))
+    assert run(tmp_path, jobs=2) == first
+    assert validated == []
