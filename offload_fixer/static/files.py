@@ -102,6 +102,11 @@ def _full_spec(lines: Sequence[str]):
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
+PRESCREEN_AFTER = 32
+"""Paths a spec's literal texts let through before its patterns are compiled into one search
+(a few milliseconds; ``pathspec`` asks each pattern in turn, some 20 microseconds a path)."""
+
+
 class _Prescreened:
     """A gitignore matcher asked only about paths that hold the literal text of some pattern
     (``/build/`` of ``build/``, ``.pyc`` of ``*.pyc``), then only about those that one search of
@@ -115,15 +120,19 @@ class _Prescreened:
         self.lines = list(lines)
         self.literals = _literals(self.lines)
         self._spec: Any = None
+        self._asked = 0
         self._any: re.Pattern[str] | None = None
 
     def match_file(self, relative: str) -> bool:
         if self.literals is not None:
             padded = f"/{relative}/"
-            if not any(literal in padded for literal in self.literals):
+            prefixes, texts = self.literals
+            if not padded.startswith(prefixes) and not any(text in padded for text in texts):
                 return False
         if self._spec is None:
             self._spec = _full_spec(self.lines)
+        self._asked += 1
+        if self._asked == PRESCREEN_AFTER:  # asked often: one search of all patterns pays
             self._any = _any_pattern(self._spec)
         if self._any is not None:
             from pathspec.util import normalize_file
@@ -157,31 +166,73 @@ def _any_pattern(spec: Any) -> re.Pattern[str] | None:
         return None
 
 
-def _literals(lines: Sequence[str]) -> tuple[str, ...] | None:
+def _literals(lines: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
     """For each pattern that can ignore a path (not a comment, a blank line or a ``!``
-    negation), a text that any path it matches holds, once written ``/path/``: a part of the
-    pattern without wildcards is a whole part of the path (``/lib/`` of ``lib/``), else the
-    longest run of its literal text before any ``[`` (``.pyc`` of ``*.pyc``; a class may close
-    anywhere). None where some pattern has no such text (``*``) or escapes a character
-    (``\\``): every path is asked."""
-    found = []
+    negation), texts one of which any path it matches holds, once written ``/path/``: a part of
+    the pattern without wildcards is a whole part of the path (``/lib/`` of ``lib/``), else a
+    run of its literal text (``.pyc`` of ``*.pyc``, one of ``.pyc``, ``.pyo`` of ``*.py[co]``);
+    a pattern anchored by a ``/`` starts the path with its first parts that have no wildcard
+    (``/build/lib/`` of ``/build/lib``). Returned as the texts a path may start with and those
+    it may hold; None where some pattern has no such text (``*``): every path is asked."""
+    prefixes, found = [], []
     for raw in lines:
         line = raw.rstrip()
         if not line or line.startswith(("#", "!")):
             continue
-        if "\\" in line:
+        parts = [_part_texts(part) for part in line.split("/")]
+        if any(part is None for part in parts):
             return None
-        texts = []
-        for part in line.split("/"):
-            if part and part == part.strip() and not any(c in part for c in "*?["):
-                texts.append(f"/{part}/")
-            else:
-                texts.extend(run.strip() for run in part.split("[", 1)[0].replace("?", "*").split("*"))
-        longest = max(texts, key=len)
-        if not longest:
+        leading = []
+        for part in parts[1:] if line.startswith("/") else parts:
+            if part is None or len(part) != 1 or not part[0].startswith("/"):
+                break
+            leading.append(part[0][1:])
+        if "/" in line.rstrip("/") and leading:  # anchored: the pattern's first parts are the path's
+            prefixes.append("/" + "".join(leading))
+            continue
+        best = max((texts for texts in parts if texts), key=lambda texts: min(map(len, texts)), default=None)
+        if not best or not all(best):
             return None
-        found.append(longest)
-    return tuple(dict.fromkeys(found))
+        found.extend(best)
+    return tuple(dict.fromkeys(prefixes)), tuple(dict.fromkeys(found))
+
+
+def _part_texts(part: str) -> list[str] | None:
+    """What one part of a pattern (between ``/``) makes a path hold: ``["/name/"]`` for a part
+    without wildcards (escapes read), else the alternatives of its longest literal run (a class
+    of plain characters, ``[co]``, makes one per character), [] for no part, [""] for none;
+    None for a pattern that cannot be read (a trailing ``\\``)."""
+    if not part:
+        return []
+    runs: list[list[str]] = [[""]]
+    plain, index = True, 0
+    while index < len(part):
+        character = part[index]
+        if character == "\\":
+            if index + 1 == len(part):
+                return None
+            runs[-1] = [text + part[index + 1] for text in runs[-1]]
+            index += 2
+            continue
+        if character in "*?":
+            plain = False
+            runs.append([""])
+        elif character == "[":
+            plain = False
+            close = part.find("]", index + 2)
+            inner = part[index + 1 : close] if close > 0 else ""
+            if not inner or len(runs[-1]) * len(inner) > 16 or not all(c.isalnum() or c in "._" for c in inner):
+                runs.append([""])
+                break  # a class that is not plain characters may close anywhere
+            runs[-1] = [text + c for text in runs[-1] for c in inner]
+            index = close + 1
+            continue
+        else:
+            runs[-1] = [text + character for text in runs[-1]]
+        index += 1
+    if plain and runs[0][0] == runs[0][0].strip():
+        return [f"/{runs[0][0]}/"]
+    return max(([text.strip() for text in run] for run in runs), key=lambda texts: min(map(len, texts)))
 
 
 @dataclass(frozen=True)

@@ -178,6 +178,13 @@ PATTERNS = [
     "dist/**",
     "!lib/keep/",
     "sub/lib/x.py",
+    "*.py[co]",
+    "x\\*y",
+    "a[bc]d/",
+    "\\ lead2",
+    "/docs/_build",
+    "/pkg/**/gen",
+    "#not/a/pattern",
     "*",
 ]
 PATHS = [
@@ -211,6 +218,20 @@ PATHS = [
     "xzy.py",
     "dist/a/b.py",
     "plain.py",
+    "m.pyc",
+    "m.pyd",
+    "x*y",
+    "xzzy",
+    "abd/",
+    "acd/x.py",
+    "aed/",
+    " lead2",
+    "docs/_build/",
+    "docs/_build/x.py",
+    "sub/docs/_build/",
+    "pkg/gen/",
+    "pkg/a/b/gen/x.py",
+    "not/a/pattern",
 ]
 
 
