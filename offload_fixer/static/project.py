@@ -46,9 +46,9 @@ from offload_fixer.source.decoding import SourceDecodeError, decode, read_regula
 
 from .names import import_binding
 from .outline import NEWLINE, Outline, SourceCache, outline
-from .text_facts import Import, TextFacts, scan_imports
+from .text_facts import MODELED_PACKAGES, Import, TextFacts, followed, is_modeled, scan_imports
 
-__all__ = ["Import", "ModuleFacts", "Project", "project_root", "scan_imports"]
+__all__ = ["MODELED_PACKAGES", "Import", "ModuleFacts", "Project", "is_modeled", "project_root", "scan_imports"]
 
 if TYPE_CHECKING:
     from .manifest import Manifest
@@ -56,10 +56,6 @@ if TYPE_CHECKING:
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 """What marks a project's root directory (as for ruff and pip)."""
-
-MODELED_PACKAGES = frozenset({"jax", "jaxlib", "flax", "optax", "numpy", "functools", "builtins"})
-"""Top-level packages whose APIs the check knows by name (``names.py``): never project modules."""
-_STANDARD_LIBRARY = frozenset(getattr(sys, "stdlib_module_names", ()))
 
 _GLOBAL_STATEMENT = re.compile(r"^[ \t]*global[ \t]+([\w \t,]+)", re.MULTILINE)
 
@@ -85,12 +81,6 @@ def project_root(directory: str, given: Sequence[str] = ()) -> str | None:
     cwd = os.getcwd()
     inside = os.path.commonpath([cwd, start]) == cwd
     return cwd if inside else None
-
-
-def is_modeled(qualname: str) -> bool:
-    """A name the check knows by its qualified name (``jax.numpy.sum``), or the standard library."""
-    head = qualname.split(".", 1)[0]
-    return head in MODELED_PACKAGES or head in _STANDARD_LIBRARY
 
 
 class ModuleFacts:
@@ -573,7 +563,7 @@ class Project:
     def imported_files(self, path: str, data: bytes | TextFacts) -> Iterator[str]:
         """Project files (modules, packages' ``__init__.py``) an import of ``path`` names."""
         roots = None
-        for found in data.imports() if isinstance(data, TextFacts) else scan_imports(data):
+        for found in data.imports() if isinstance(data, TextFacts) else filter(followed, scan_imports(data)):
             if found.level:
                 base = self.relative_base(path, found.level)
                 if base is None:

@@ -8,9 +8,9 @@ only when a fact it was not given is asked for, so a run whose files a manifest 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .prefilter import checks_policy_alone, spells_host, spells_jit, spells_offload
 
@@ -21,14 +21,29 @@ _IMPORT = re.compile(
 it may see an import in a string too: the prefilter only needs to over-approximate."""
 
 
-@dataclass(frozen=True)
-class Import:
+class Import(NamedTuple):
     """One imported module as written: ``level`` leading dots, dotted ``module``, and the
-    names taken from it (each may be a submodule)."""
+    names taken from it (each may be a submodule). A named tuple: a run builds thousands."""
 
     level: int
     module: str
     names: tuple[str, ...] = ()
+
+
+MODELED_PACKAGES = frozenset({"jax", "jaxlib", "flax", "optax", "numpy", "functools", "builtins"})
+"""Top-level packages whose APIs the check knows by name (``names.py``): never project modules."""
+_STANDARD_LIBRARY = frozenset(getattr(sys, "stdlib_module_names", ()))
+
+
+def is_modeled(qualname: str) -> bool:
+    """A name the check knows by its qualified name (``jax.numpy.sum``), or the standard library."""
+    head = qualname.split(".", 1)[0]
+    return head in MODELED_PACKAGES or head in _STANDARD_LIBRARY
+
+
+def followed(found: Import) -> bool:
+    """Whether an import may name a module of the project (relative, or of no modelled package)."""
+    return bool(found.level) or (bool(found.module) and not is_modeled(found.module))
 
 
 def scan_imports(data: bytes) -> Iterator[Import]:
@@ -140,12 +155,11 @@ class TextFacts:
         return str(self._fact("sha256", _sha256, ""))
 
     def imports(self) -> tuple[Import, ...]:
-        """:func:`scan_imports` of the text."""
+        """The imports of :func:`scan_imports` of the text that may name a project module
+        (:func:`followed`): most name JAX or the standard library, and are not kept."""
         if self._imports is None:
-            kept = self._fact(
-                "imports", lambda data: [[i.level, i.module, list(i.names)] for i in scan_imports(data)], []
-            )
-            self._imports = tuple(Import(int(level), str(module), tuple(names)) for level, module, names in kept)
+            kept = self._fact("imports", _followed_imports, [])
+            self._imports = tuple(Import(level, module, tuple(names)) for level, module, names in kept)
         return self._imports
 
     def keep(self, name: str, value: Any) -> None:
@@ -207,6 +221,10 @@ def _a_position(item: Any) -> bool:
         and type(item[1]) is int
         and isinstance(item[2], str)
     )
+
+
+def _followed_imports(data: bytes) -> list[list[Any]]:
+    return [[found.level, found.module, list(found.names)] for found in scan_imports(data) if followed(found)]
 
 
 def _sha256(data: bytes) -> str:
