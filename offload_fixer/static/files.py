@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from offload_fixer.source.decoding import file_kind
-from offload_fixer.source.real_paths import RealPaths
+from offload_fixer.source.real_paths import ListedPath, RealPaths
 
 SKIPPED_DIRECTORIES = frozenset(
     {
@@ -327,7 +327,9 @@ def _walk(
             continue
         if not is_directory and not entry.name.endswith(suffixes):
             continue
-        if _ignored(entry.path, is_directory, rules) or excluded(entry.path):
+        if _ignored(entry.path, is_directory, rules) or excluded(
+            ListedPath(entry.path, entry.is_symlink(), is_directory)
+        ):
             continue
         if is_directory:
             yield from _walk(entry.path, os.path.join(real_directory, entry.name), rules, suffixes, excluded, tree)
