@@ -21,7 +21,7 @@ from offload_fixer.exclusion import is_excluded
 from offload_fixer.jax_compat import UnsupportedJaxVersion, check_modelled
 from offload_fixer.model import FORMAT_ALIASES, FORMATS, STRATEGIES, TARGET_CHOICES, Diagnostic
 from offload_fixer.source.decoding import file_kind, read_regular_file
-from offload_fixer.source.real_paths import ListedPath, RealPaths
+from offload_fixer.source.real_paths import ListedPath, RealPaths, is_directory
 
 TABLE = "offload-fixer"
 DEFAULT_EXCLUDE: tuple[str, ...] = (
@@ -280,11 +280,10 @@ class SettingsResolver:
         if self._by_path is not None and path in self._by_path:
             return self._by_path[path]
         resolved = self.real_path(path)
-        if isinstance(path, ListedPath) and not path.is_symlink:  # what the walk's listing said
-            is_directory = path.is_directory
-        else:
-            is_directory = os.path.isdir(resolved)
-        directory = resolved if is_directory else os.path.dirname(resolved)
+        # a path the walk listed is no symlink or is asked as one: its listing says whether it is a directory
+        directory = (
+            resolved if is_directory(path if isinstance(path, ListedPath) else resolved) else os.path.dirname(resolved)
+        )
         found = self._by_directory.get(directory)
         if found is None:
             found = self._by_directory[directory] = self._settings_in(Path(directory))

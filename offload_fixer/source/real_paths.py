@@ -21,6 +21,16 @@ class ListedPath(str):
         listed.is_directory = is_directory
         return listed
 
+    def __reduce__(self) -> tuple:
+        return ListedPath, (str(self), self.is_symlink, self.is_directory)
+
+
+def is_directory(path: str) -> bool:
+    """``os.path.isdir``, answered by the listing that found ``path`` where it is no symlink."""
+    if isinstance(path, ListedPath) and not path.is_symlink:
+        return path.is_directory
+    return os.path.isdir(path)
+
 
 class RealPaths:
     """``os.path.realpath`` for one pass over a tree that is taken not to change under it (a run

@@ -28,6 +28,7 @@ from offload_fixer.source.python_version import (
     only_newer_syntax,
     parses,
 )
+from offload_fixer.source.real_paths import is_directory
 
 from .files import Unreadable, walk
 from .incremental import Increment, statement_names
@@ -128,7 +129,7 @@ def check_paths(
         jax_compat.check_modelled(jax_version)
     default = (normalize_target(target), jax_version)
     paths = [os.fspath(p) for p in paths]
-    roots = tuple(p for p in paths if os.path.isdir(p))
+    roots = tuple(p for p in paths if is_directory(p))
     manifest = results.manifest() if results is not None else None
     project = Project(roots, snapshot=True, manifest=manifest)
     try:

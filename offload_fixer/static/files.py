@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from offload_fixer.source.decoding import file_kind
-from offload_fixer.source.real_paths import ListedPath, RealPaths
+from offload_fixer.source.real_paths import ListedPath, RealPaths, is_directory
 
 SKIPPED_DIRECTORIES = frozenset(
     {
@@ -261,7 +261,7 @@ def walk(paths: Iterable[str], excluded: Callable[[str], bool] | None = None) ->
     """Real paths already yielded: each file once, whatever links or paths name it."""
     real_path = RealPaths()
     for path in map(os.fspath, paths):
-        if os.path.isdir(path):
+        if is_directory(path):
             top = os.path.realpath(path)
             yield from _walk(path, top, [], suffixes, excluded or _nothing, _Tree(top, seen))
         elif (real := real_path(path)) not in seen:
@@ -348,7 +348,7 @@ def _walk(
             continue
         if stat.S_ISREG(mode):
             if tree.admits(entry, real_directory):
-                yield entry.path
+                yield ListedPath(entry.path, entry.is_symlink(), False)  # a later walk of it asks nothing
         elif not stat.S_ISDIR(mode):  # a symlink to a directory named *.py is not walked, as before
             yield Unreadable(entry.path, f"is {file_kind(mode)}, not a regular file: not read")
 
