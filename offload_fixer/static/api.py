@@ -35,6 +35,7 @@ from .incremental import Increment, statement_names
 from .outline import Outline, SourceCache, outline
 from .prefilter import checks_policy_alone, references_jit
 from .project import ModuleFacts, Project
+from .reading import kept_result, notebook_facts, notebook_program, read_for_check, validated, validated_here
 from .results import ParseError, StaticResult, internal_error_note
 from .text_facts import TextFacts
 
@@ -46,7 +47,6 @@ if TYPE_CHECKING:
     from offload_fixer.config import Settings
 
     from .cache import ResultCache
-    from .manifest import Manifest
     from .source import ParsedSource
 
 
@@ -181,9 +181,7 @@ def _check_walked(
             if texts and path in texts:
                 data: bytes | TextFacts | StaticResult = texts[path]
             elif path.endswith(NOTEBOOK_SUFFIX):
-                data = (
-                    _notebook_program(path, results) if manifest is None else _notebook_facts(path, results, manifest)
-                )
+                data = notebook_program(path, results) if manifest is None else notebook_facts(path, results, manifest)
             elif manifest is not None:
                 data = project.text_facts(path)
                 if not data.known:  # nothing kept: read now, so that a file that cannot be read says so
@@ -226,17 +224,17 @@ def _check_walked(
     }
     if results is not None:  # what an earlier run found, where it still holds
         selected = [
-            entry if isinstance(entry, StaticResult) else _kept_result(entry, results, project, entry[1] in unvalidated)
+            entry if isinstance(entry, StaticResult) else kept_result(entry, results, project, entry[1] in unvalidated)
             for entry in selected
         ]
-    checked = [_read_for_check(entry, project) if isinstance(entry, tuple) else entry for entry in selected]
+    checked = [read_for_check(entry, project) if isinstance(entry, tuple) else entry for entry in selected]
     candidates = [entry for entry in checked if isinstance(entry, tuple)]
     recording = results is not None
     workers = worker_count(jobs, len(candidates), sum(len(entry[0]) for entry in candidates))
     if workers <= 1:
         for entry in checked:
             if isinstance(entry, tuple) and entry[1] in unvalidated:
-                entry = _validated(entry, results)
+                entry = validated(entry, results)
             if not isinstance(entry, tuple):
                 yield entry
                 continue
@@ -277,90 +275,6 @@ def _check_walked(
         finally:  # a caller that stops early: drop what has not started, wait for the rest
             for future in futures.values():
                 future.cancel()
-
-
-def _notebook_program(path: str, results: ResultCache | None) -> bytes | StaticResult:
-    """A notebook's program (kept in ``results`` by the notebook's bytes), or its result when it
-    cannot be read: the notebook package is loaded only for a tree that holds notebooks."""
-    from offload_fixer.notebook import NotebookError, NotPythonNotebook, read_program_bytes
-
-    try:
-        return results.notebook_program(path) if results is not None else read_program_bytes(path, validate=False)
-    except NotPythonNotebook as exc:
-        return StaticResult(path, skipped=str(exc))
-    except NotebookError as exc:
-        return StaticResult(path, parse_error=ParseError(path, 1, 1, str(exc)))
-
-
-def _notebook_facts(path: str, results: ResultCache | None, manifest: Manifest) -> TextFacts | StaticResult:
-    """:func:`_notebook_program` as facts of the program, kept by the notebook's ``stat`` with
-    what reading it gave: an unchanged notebook is read only where its program is checked."""
-    facts = manifest.facts(os.path.abspath(path), lambda: _notebook_bytes(path, results))
-    outcome: Any = facts.known.get("notebook", False) if facts is not None else False
-    if outcome is False:
-        read = _notebook_program(path, results)
-        if facts is None:
-            return TextFacts(read) if isinstance(read, bytes) else read
-        if isinstance(read, bytes):
-            facts.give(read)
-            outcome = None
-        else:
-            outcome = ["skipped", read.skipped] if read.parse_error is None else ["error", read.parse_error.message]
-        facts.keep("notebook", outcome)
-    assert facts is not None
-    if outcome is None:
-        return facts
-    if outcome[0] == "skipped":
-        return StaticResult(path, skipped=outcome[1])
-    return StaticResult(path, parse_error=ParseError(path, 1, 1, outcome[1]))
-
-
-def _notebook_bytes(path: str, results: ResultCache | None) -> bytes | None:
-    read = _notebook_program(path, results)
-    return read if isinstance(read, bytes) else None
-
-
-def _read_for_check(
-    entry: tuple[TextFacts, str, str, jax_compat.Spelling, tuple[int, int] | None], project: Project
-) -> tuple[bytes, str, str, jax_compat.Spelling, tuple[int, int] | None] | StaticResult:
-    """A file to check, with its bytes (read now where the manifest vouched for the file)."""
-    data = entry[0].data
-    path = entry[1]
-    if data is None:
-        return StaticResult(path, parse_error=ParseError(path, 1, 1, "cannot read: removed while the check ran"))
-    project.remember(path, data)
-    return (data, *entry[1:])
-
-
-def _kept_result(
-    entry: tuple[TextFacts, str, str, jax_compat.Spelling, tuple[int, int] | None],
-    results: ResultCache,
-    project: Project,
-    notebook: bool,
-) -> tuple | StaticResult:
-    """An earlier run's result for ``entry`` where it still holds (a notebook's once it is
-    validated), else the entry, to be checked."""
-    kept = results.get(entry[0].sha256, *entry[1:], project)
-    if kept is None:
-        return entry
-    if notebook and isinstance(refusal := _validated(entry, results), StaticResult):
-        return refusal  # nbformat refuses the notebook now: its kept findings do not stand
-    return kept
-
-
-def _validated(entry: tuple, results: ResultCache | None = None) -> tuple | StaticResult:
-    """A selected notebook's entry, or its result when nbformat refuses the file (the verdict
-    kept in ``results`` where it holds one for the notebook's bytes)."""
-    from offload_fixer.notebook import NotebookError, NotebookFile
-
-    try:
-        if results is not None:
-            results.notebook_program(entry[1], validate=True)
-        else:
-            NotebookFile.read(entry[1])
-    except NotebookError as exc:
-        return StaticResult(entry[1], parse_error=ParseError(entry[1], 1, 1, str(exc)))
-    return entry
 
 
 def _selects(project: Project, path: str, data: TextFacts) -> bool:
@@ -481,11 +395,11 @@ def _check_in_worker(
     validate: bool,
 ) -> tuple[StaticResult, dict[str, str] | None, tuple[str, str | None] | None]:
     """One file in a worker process, which keeps one project per set of roots for all its
-    files; ``validate``: a notebook, validated first (:func:`_validated`), and nbformat's
+    files; ``validate``: a notebook, validated first (:func:`.reading.validated`), and nbformat's
     verdict returned with the SHA-256 of the bytes it judged, for the parent to keep."""
     verdict = None
     if validate:
-        checked, verdict = _validated_here(path)
+        checked, verdict = validated_here(path)
         if checked is not None:
             return checked, None, verdict
     project = _WORKER_PROJECTS.get(roots)
@@ -497,26 +411,6 @@ def _check_in_worker(
         return (*_check_consulting(source, path, target, spelling, python, None, project, recording), verdict)
     finally:
         collect_file_garbage()
-
-
-def _validated_here(path: str) -> tuple[StaticResult | None, tuple[str, str | None] | None]:
-    """:func:`_validated` of a notebook (its result where nbformat refuses it), and the verdict
-    with the SHA-256 of the bytes judged (None where they could not be read)."""
-    import hashlib
-
-    from offload_fixer.notebook import NotebookError, NotebookFile
-
-    try:
-        data = read_regular_file(path)
-    except OSError:
-        checked = _validated((None, path))
-        return (checked if isinstance(checked, StaticResult) else None), None
-    digest = hashlib.sha256(data).hexdigest()
-    try:
-        NotebookFile.from_bytes(path, data, validate=True)
-    except NotebookError as exc:
-        return StaticResult(path, parse_error=ParseError(path, 1, 1, str(exc))), (digest, str(exc))
-    return None, (digest, None)
 
 
 def _check_consulting(
