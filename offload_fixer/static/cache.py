@@ -60,8 +60,9 @@ class ResultCache:
 
     def manifest(self) -> Manifest | None:
         """The facts of the files earlier runs read (:mod:`.manifest`), kept beside the
-        results; None where the cache cannot be written."""
-        if self._manifest is None and self._prepared():
+        results; None where the cache cannot be written, or on Windows, whose ``st_ctime`` is
+        the file's creation (an edit that restores size and mtime would go unseen)."""
+        if self._manifest is None and os.name != "nt" and self._prepared():
             self._manifest = Manifest(self.directory, self._tool_fingerprint())
         return self._manifest
 
