@@ -253,9 +253,9 @@ class Project:
         self._consulted: Consulted | None = None
         self._listing_digests: dict[str, str] = {}
         self._project_roots: dict[str, tuple[str, ...]] = {}
+        """directory -> its project root and the root's ``src/`` (:func:`project_root`)."""
         self._package_roots: dict[str, tuple[str, tuple[str, ...]]] = {}
         """directory -> the root of its package, and the directories searched for it (``snapshot``)."""
-        """directory -> its project root and the root's ``src/`` (:func:`project_root`)."""
 
     @contextlib.contextmanager
     def consulting(self) -> Iterator[Consulted]:
