@@ -235,11 +235,16 @@ PATHS = [
 ]
 
 
+@pytest.mark.parametrize("after", [1, 10**9])
 @pytest.mark.parametrize("pattern", PATTERNS)
-def test_prescreened_matching_is_pathspecs(pattern):
-    """Ruling paths out by the literal text of the patterns, then by one search of them all,
-    never changes pathspec's answer: each pattern alone, after the others, and with ``*``."""
+def test_prescreened_matching_is_pathspecs(pattern, after, monkeypatch):
+    """Ruling paths out by the literal text of the patterns, then (``after`` that many paths
+    asked) by one search of them all, never changes pathspec's answer: each pattern alone,
+    after the others, and with a negation."""
+    from offload_fixer.static import files
+
     pathspec = pytest.importorskip("pathspec")
+    monkeypatch.setattr(files, "PRESCREEN_AFTER", after)
     for lines in ([pattern], [p for p in PATTERNS if p not in ("*", pattern)] + [pattern], [pattern, "!x/"]):
         screened, full = ignore_spec(lines), pathspec.GitIgnoreSpec.from_lines(lines)
         assert [p for p in PATHS if screened.match_file(p)] == [p for p in PATHS if full.match_file(p)], lines
