@@ -9,7 +9,8 @@ from the bytes it had then (its SHA-256, the prefilter's words, its imports). A 
 ``os.utime`` cannot set back), a save by rename its inode. A file changed within the same
 tick of the filesystem's clock as the run that read it could keep every field, so a file
 whose mtime or ctime is not older than the run's start by :data:`RACY_MARGIN_NS` is never
-kept (git's "racy clean" rule): it is read again next time. The facts are those of the tool
+kept, nor trusted one not older than the manifest's own mtime by as much (git's "racy clean"
+rule, by both clocks): it is read again. The facts are those of the tool
 that computed them (its fingerprint heads the file). Written to a temporary file and renamed
 into place; concurrent runs each leave a whole manifest (the last one wins), and one that
 cannot be read or parsed is an empty one, never an error. JSON, never pickle.
@@ -101,16 +102,30 @@ class Manifest:
         if self._entries is None:
             self._entries = {}
             try:
-                kept: Any = json.loads(self.path.read_bytes())
+                with open(self.path, "rb") as handle:
+                    written = os.fstat(handle.fileno()).st_mtime_ns  # by the clock files are stamped with
+                    kept: Any = json.loads(handle.read())
                 if isinstance(kept, dict) and kept.get("tool") == self._tool and isinstance(kept.get("files"), dict):
                     self._entries = {
                         path: entry
                         for path, entry in kept["files"].items()
                         if isinstance(entry, list)
                         and len(entry) == 2
-                        and isinstance(entry[0], list)
+                        and _settled(entry[0], written)
                         and valid_facts(entry[1])
                     }
             except (OSError, ValueError, RecursionError):
                 pass
         return self._entries
+
+
+def _settled(stamp: Any, written: int) -> bool:
+    """Whether ``stamp`` is a ``stat`` stamp of a file last changed well before the manifest was
+    written (git's racy-git rule, by the filesystem's own clock: a file server's clock behind
+    this machine's cannot make a file changed as the run read it look settled)."""
+    return (
+        isinstance(stamp, list)
+        and len(stamp) == 5
+        and all(type(field) is int for field in stamp)
+        and max(stamp[3], stamp[4]) < written - RACY_MARGIN_NS
+    )

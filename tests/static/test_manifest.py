@@ -340,3 +340,21 @@ def test_a_notebook_validated_in_a_worker_is_not_validated_again(tmp_path, later
     monkeypatch.setattr(NotebookFile, "from_bytes", classmethod(counted))
     assert run(tmp_path, jobs=2) == first
     assert validated == []
+
+
+def test_a_file_changed_as_the_manifest_was_written_is_read(tmp_path, monkeypatch, reads):
+    """The racy rule by the filesystem's clock: an entry is trusted only for a file last changed
+    before the manifest's own mtime by the margin (here none), whatever this machine's clock
+    said when the entry was kept (a file server's clock may lag it)."""
+    monkeypatch.setattr(manifest, "RACY_MARGIN_NS", 0)
+    root = project(tmp_path)
+    time.sleep(0.05)
+    first = run(root)
+    reads.clear()
+    assert run(root) == first
+    assert reads == []
+    (path,) = (root / DIRECTORY).rglob(NAME)
+    changed = (root / "src" / "train.py").stat().st_ctime_ns
+    os.utime(path, ns=(changed, changed))  # written, by the file system's clock, as train.py changed
+    assert run(root) == first
+    assert "train.py" in reads
