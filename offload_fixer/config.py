@@ -21,7 +21,7 @@ from offload_fixer.exclusion import is_excluded
 from offload_fixer.jax_compat import UnsupportedJaxVersion, check_modelled
 from offload_fixer.model import FORMAT_ALIASES, FORMATS, STRATEGIES, TARGET_CHOICES, Diagnostic
 from offload_fixer.source.decoding import file_kind, read_regular_file
-from offload_fixer.source.real_paths import RealPaths
+from offload_fixer.source.real_paths import ListedPath, RealPaths, is_directory
 
 TABLE = "offload-fixer"
 DEFAULT_EXCLUDE: tuple[str, ...] = (
@@ -268,16 +268,27 @@ class SettingsResolver:
         self._project_for_dir: dict[Path, Path | None] = {}
         self._by_directory: dict[str, Settings] = {}
         """A directory's real path -> the settings of the files in it."""
+        self._by_path: dict[str, Settings] | None = {} if snapshot else None
+        """A path as asked -> its settings (``snapshot``: a run asks of each file twice, when
+        the walk tests it and when it is checked)."""
 
     def settings_for(self, path: str | os.PathLike[str]) -> Settings:
         """``config`` given to the constructor applies everywhere, as ruff's ``--config`` does."""
         if self._fixed is not None:
             return self._settled(self._fixed.config_path, lambda: self._fixed)
-        resolved = self.real_path(os.fspath(path))
-        directory = resolved if os.path.isdir(resolved) else os.path.dirname(resolved)
+        path = os.fspath(path)
+        if self._by_path is not None and path in self._by_path:
+            return self._by_path[path]
+        resolved = self.real_path(path)
+        # a path the walk listed is no symlink or is asked as one: its listing says whether it is a directory
+        directory = (
+            resolved if is_directory(path if isinstance(path, ListedPath) else resolved) else os.path.dirname(resolved)
+        )
         found = self._by_directory.get(directory)
         if found is None:
             found = self._by_directory[directory] = self._settings_in(Path(directory))
+        if self._by_path is not None:
+            self._by_path[path] = found
         return found
 
     def _settings_in(self, directory: Path) -> Settings:

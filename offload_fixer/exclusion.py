@@ -26,10 +26,26 @@ def is_excluded(
     :class:`RealPaths`, which resolves each directory once).
     """
     parts = relative_parts(real_path(os.fspath(path)), real_path(os.fspath(root)))
-    names, paths = _patterns(tuple(patterns))
-    if names is not None and any(names.match(part) for part in parts):
-        return True
-    return paths is not None and any(paths.match("/".join(parts[: i + 1])) for i in range(len(parts)))
+    if not parts:
+        return False
+    patterns = tuple(patterns)
+    return _excluded_below(patterns, parts[:-1]) or _matches(patterns, parts)
+
+
+@functools.lru_cache(maxsize=1024)
+def _excluded_below(patterns: tuple[str, ...], parts: tuple[str, ...]) -> bool:
+    """Whether a directory (``parts`` below the root) or one above it matches: asked once per
+    directory of a walk, not once for each of its files."""
+    return bool(parts) and (_excluded_below(patterns, parts[:-1]) or _matches(patterns, parts))
+
+
+def _matches(patterns: tuple[str, ...], parts: tuple[str, ...]) -> bool:
+    """Whether the last of ``parts`` matches a pattern without ``/``, or the path they spell a
+    pattern with one."""
+    names, paths = _patterns(patterns)
+    return (names is not None and names.match(parts[-1]) is not None) or (
+        paths is not None and paths.match("/".join(parts)) is not None
+    )
 
 
 @functools.lru_cache(maxsize=64)

@@ -66,13 +66,29 @@ class CheckedResolver:
         self.console = console
 
     def settings_for(self, path: str):
-        with config_errors(self.console):
+        try:  # not config_errors(): asked for every file and directory of a tree
             return self.resolver.settings_for(path)
+        except Exception as exc:
+            _config_error(exc, self.console)
+            raise
 
     def is_excluded(self, path: str) -> bool:
         """Whether ``path``'s own settings exclude it."""
-        with config_errors(self.console):
+        try:
             return self.resolver.is_excluded(path)
+        except Exception as exc:
+            _config_error(exc, self.console)
+            raise
+
+
+def _config_error(exc: Exception, console: Console) -> None:
+    """Exit as :func:`config_errors` does for a configuration error; return for any other."""
+    from offload_fixer.config import ConfigError, UnmodelledJaxVersion
+
+    if isinstance(exc, UnmodelledJaxVersion):
+        fail(ExitCode.UNSUPPORTED_JAX, str(exc), console)
+    if isinstance(exc, ConfigError):
+        fail(ExitCode.USAGE, str(exc), console)
 
 
 def check_jax_version(text: str, console: Console) -> None:

@@ -7,6 +7,31 @@ import os
 from pathlib import Path
 
 
+class ListedPath(str):
+    """A path found by listing its directory, with what the listing told of it: whether it is
+    a symlink, and (not following one) a directory. :class:`RealPaths` and the settings of a
+    path need not ask the disk again."""
+
+    is_symlink: bool
+    is_directory: bool
+
+    def __new__(cls, path: str, is_symlink: bool, is_directory: bool) -> ListedPath:
+        listed = super().__new__(cls, path)
+        listed.is_symlink = is_symlink
+        listed.is_directory = is_directory
+        return listed
+
+    def __reduce__(self) -> tuple:
+        return ListedPath, (str(self), self.is_symlink, self.is_directory)
+
+
+def is_directory(path: str) -> bool:
+    """``os.path.isdir``, answered by the listing that found ``path`` where it is no symlink."""
+    if isinstance(path, ListedPath) and not path.is_symlink:
+        return path.is_directory
+    return os.path.isdir(path)
+
+
 class RealPaths:
     """``os.path.realpath`` for one pass over a tree that is taken not to change under it (a run
     of ``check``): a path whose last part is no symlink is its directory's real path (resolved
@@ -22,7 +47,8 @@ class RealPaths:
         found = self._known.get(path)
         if found is None:
             head, name = os.path.split(path)
-            if not name or name in (os.curdir, os.pardir) or os.path.islink(path):
+            link = path.is_symlink if isinstance(path, ListedPath) else os.path.islink(path)
+            if not name or name in (os.curdir, os.pardir) or link:
                 found = os.path.realpath(path)
             else:
                 found = os.path.join(self(head), name)

@@ -28,13 +28,16 @@ from offload_fixer.source.python_version import (
     only_newer_syntax,
     parses,
 )
+from offload_fixer.source.real_paths import is_directory
 
 from .files import Unreadable, walk
 from .incremental import Increment, statement_names
 from .outline import Outline, SourceCache, outline
 from .prefilter import checks_policy_alone, references_jit
 from .project import ModuleFacts, Project
+from .reading import kept_result, notebook_facts, notebook_program, read_for_check, validated, validated_here
 from .results import ParseError, StaticResult, internal_error_note
+from .text_facts import TextFacts
 
 if TYPE_CHECKING:
     import multiprocessing.context
@@ -122,14 +125,39 @@ def check_paths(
     the one engine; files named in ``paths`` are checked). A directory that cannot be listed, a symlink
     loop, a FIFO or device named ``*.py``, and a file that is not Python text (binary, UTF-16,
     undecodable) each get a result with ``parse_error`` set: nothing is skipped in silence."""
-    from offload_fixer.config import is_excluded
-
     if jax_version is not None:
         jax_compat.check_modelled(jax_version)
     default = (normalize_target(target), jax_version)
     paths = [os.fspath(p) for p in paths]
-    roots = tuple(p for p in paths if os.path.isdir(p))
-    project = Project(roots, snapshot=True)
+    roots = tuple(p for p in paths if is_directory(p))
+    manifest = results.manifest() if results is not None else None
+    project = Project(roots, snapshot=True, manifest=manifest)
+    try:
+        yield from _check_walked(
+            paths, default, excludes, check_syntax, settings_for, caches, results, texts, project, jobs
+        )
+    finally:  # the facts this run computed, even where its caller stopped early
+        if manifest is not None:
+            manifest.save()
+
+
+def _check_walked(
+    paths: list[str],
+    default: tuple[str, str | None],
+    excludes: Sequence[str],
+    check_syntax: Collection[str],
+    settings_for: Callable[[str], Settings] | None,
+    caches: MutableMapping[str, SourceCache] | None,
+    results: ResultCache | None,
+    texts: Mapping[str, bytes] | None,
+    project: Project,
+    jobs: int | None,
+) -> Generator[StaticResult, None, None]:
+    """:func:`check_paths` of a project."""
+    from offload_fixer.config import is_excluded
+
+    roots = project.roots
+    manifest = project.manifest
     cwd = os.getcwd()
 
     def excluded(path: str) -> bool:
@@ -137,7 +165,7 @@ def check_paths(
             settings_for is not None and settings_for(path).is_excluded(path)
         )
 
-    pending: list[StaticResult | tuple[bytes, str, str, str | None, tuple[int, int] | None]] = []
+    pending: list[StaticResult | tuple[TextFacts, str, str, str | None, tuple[int, int] | None]] = []
     for item in walk(paths, excluded):
         if isinstance(item, Unreadable):
             pending.append(StaticResult(item.path, parse_error=ParseError(item.path, 1, 1, item.reason)))
@@ -151,9 +179,13 @@ def check_paths(
             python = settings.python
         try:
             if texts and path in texts:
-                data: bytes | StaticResult = texts[path]
+                data: bytes | TextFacts | StaticResult = texts[path]
             elif path.endswith(NOTEBOOK_SUFFIX):
-                data = _notebook_program(path, results)
+                data = notebook_program(path, results) if manifest is None else notebook_facts(path, results, manifest)
+            elif manifest is not None:
+                data = project.text_facts(path)
+                if not data.known:  # nothing kept: read now, so that a file that cannot be read says so
+                    data.give(read_regular_file(path))
             else:
                 data = read_regular_file(path)
         except OSError as exc:
@@ -161,14 +193,18 @@ def check_paths(
         if isinstance(data, StaticResult):
             pending.append(data)
             continue
-        project.remember(path, data)
+        if isinstance(data, bytes):
+            project.remember(path, data)
+            data = project.text_facts(path) if not path.endswith(NOTEBOOK_SUFFIX) else TextFacts(data)
+        elif data.loaded and not path.endswith(NOTEBOOK_SUFFIX):
+            project.remember(path, cast(bytes, data.data))
         pending.append((data, path, file_target, file_jax_version, python))
     # Every file is read before any is selected: a host spelling in one module makes the
     # modules that import it candidates. A file that cannot hold a finding is still screened.
     # The JAX version's spelling is looked up for candidates only (the installed version is
     # package metadata, which costs more to read than a tree without a candidate).
     spellings = functools.cache(jax_compat.spelling)
-    selected: list[StaticResult | tuple[bytes, str, str, jax_compat.Spelling, tuple[int, int] | None]] = [
+    selected: list[StaticResult | tuple[TextFacts, str, str, jax_compat.Spelling, tuple[int, int] | None]] = [
         entry
         if isinstance(entry, StaticResult)
         else (entry[0], entry[1], entry[2], spellings(entry[3]), entry[4])
@@ -182,24 +218,23 @@ def check_paths(
     # loads nbformat); one whose program an earlier run checked, here (its verdict is kept
     # by the notebook's bytes: an output may have changed, and made it invalid).
     unvalidated = {
-        id(entry)
+        entry[1]
         for entry in selected
         if isinstance(entry, tuple) and entry[1].endswith(NOTEBOOK_SUFFIX) and not (texts and entry[1] in texts)
     }
     if results is not None:  # what an earlier run found, where it still holds
         selected = [
-            entry
-            if isinstance(entry, StaticResult)
-            else _kept_result(entry, results, project, id(entry) in unvalidated)
+            entry if isinstance(entry, StaticResult) else kept_result(entry, results, project, entry[1] in unvalidated)
             for entry in selected
         ]
-    candidates = [entry for entry in selected if isinstance(entry, tuple)]
+    checked = [read_for_check(entry, project) if isinstance(entry, tuple) else entry for entry in selected]
+    candidates = [entry for entry in checked if isinstance(entry, tuple)]
     recording = results is not None
     workers = worker_count(jobs, len(candidates), sum(len(entry[0]) for entry in candidates))
     if workers <= 1:
-        for entry in selected:
-            if isinstance(entry, tuple) and id(entry) in unvalidated:
-                entry = _validated(entry, results)
+        for entry in checked:
+            if isinstance(entry, tuple) and entry[1] in unvalidated:
+                entry = validated(entry, results)
             if not isinstance(entry, tuple):
                 yield entry
                 continue
@@ -216,21 +251,24 @@ def check_paths(
         # The largest files first: a worker that takes the last big file as the others finish
         # would leave the run waiting on it alone.
         futures = {
-            id(entry): pool.submit(_check_in_worker, *entry, roots, recording, id(entry) in unvalidated)
+            id(entry): pool.submit(_check_in_worker, *entry, roots, recording, entry[1] in unvalidated)
             for entry in sorted(candidates, key=lambda entry: -len(entry[0]))
         }
         try:
-            for entry in selected:
+            for entry in checked:
                 if not isinstance(entry, tuple):
                     yield entry
                     continue
+                verdict = None
                 try:
-                    result, digests = futures[id(entry)].result()
+                    result, digests, verdict = futures[id(entry)].result()
                 except Exception as exc:  # noqa: BLE001 (a worker that died: this file's note, the others reported)
                     result, digests = (
                         StaticResult(entry[1], analysed=True, internal_error=internal_error_note(entry[1], exc)),
                         None,
                     )
+                if results is not None and verdict is not None:  # the next run need not validate it
+                    results.keep_verdict(entry[1], *verdict)
                 if results is not None and digests is not None:
                     results.put(*entry, result, digests)
                 yield result
@@ -239,51 +277,7 @@ def check_paths(
                 future.cancel()
 
 
-def _notebook_program(path: str, results: ResultCache | None) -> bytes | StaticResult:
-    """A notebook's program (kept in ``results`` by the notebook's bytes), or its result when it
-    cannot be read: the notebook package is loaded only for a tree that holds notebooks."""
-    from offload_fixer.notebook import NotebookError, NotPythonNotebook, read_program_bytes
-
-    try:
-        return results.notebook_program(path) if results is not None else read_program_bytes(path, validate=False)
-    except NotPythonNotebook as exc:
-        return StaticResult(path, skipped=str(exc))
-    except NotebookError as exc:
-        return StaticResult(path, parse_error=ParseError(path, 1, 1, str(exc)))
-
-
-def _kept_result(
-    entry: tuple[bytes, str, str, jax_compat.Spelling, tuple[int, int] | None],
-    results: ResultCache,
-    project: Project,
-    notebook: bool,
-) -> tuple | StaticResult:
-    """An earlier run's result for ``entry`` where it still holds (a notebook's once it is
-    validated), else the entry, to be checked."""
-    kept = results.get(*entry, project)
-    if kept is None:
-        return entry
-    if notebook and isinstance(refusal := _validated(entry, results), StaticResult):
-        return refusal  # nbformat refuses the notebook now: its kept findings do not stand
-    return kept
-
-
-def _validated(entry: tuple, results: ResultCache | None = None) -> tuple | StaticResult:
-    """A selected notebook's entry, or its result when nbformat refuses the file (the verdict
-    kept in ``results`` where it holds one for the notebook's bytes)."""
-    from offload_fixer.notebook import NotebookError, NotebookFile
-
-    try:
-        if results is not None:
-            results.notebook_program(entry[1], validate=True)
-        else:
-            NotebookFile.read(entry[1])
-    except NotebookError as exc:
-        return StaticResult(entry[1], parse_error=ParseError(entry[1], 1, 1, str(exc)))
-    return entry
-
-
-def _selects(project: Project, path: str, data: bytes) -> bool:
+def _selects(project: Project, path: str, data: TextFacts) -> bool:
     """:meth:`Project.selects`; a failure there selects the file, so that its check reports it
     as an internal error of that file (:func:`_check`) and every other file is still checked."""
     try:
@@ -340,11 +334,18 @@ def _single_threaded() -> bool:
 
 
 def _unselected(
-    data: bytes, path: str, check_syntax: Collection[str], python: tuple[int, int] | None = None
+    data: TextFacts, path: str, check_syntax: Collection[str], python: tuple[int, int] | None = None
 ) -> StaticResult:
     """A file the prefilter rules out: still screened (:func:`screen`), compiled too when it
-    was named on the command line."""
-    error = screen(data, path, compile_it=path in check_syntax, python=python)
+    was named on the command line (the verdict kept with the file's facts)."""
+    compile_it = path in check_syntax
+
+    def screened(data: bytes) -> tuple[int, int, str] | None:
+        error = screen(data, path, compile_it=compile_it, python=python)
+        return None if error is None else (error.line, error.col, error.message)
+
+    found = data.screened(f"{compile_it}:{python}", screened)
+    error = None if found is None else ParseError(path, *found)
     return StaticResult(path, parse_error=error, analysed=error is not None)
 
 
@@ -392,20 +393,22 @@ def _check_in_worker(
     roots: tuple[str, ...],
     recording: bool,
     validate: bool,
-) -> tuple[StaticResult, dict[str, str] | None]:
+) -> tuple[StaticResult, dict[str, str] | None, tuple[str, str | None] | None]:
     """One file in a worker process, which keeps one project per set of roots for all its
-    files; ``validate``: a notebook, validated first (:func:`_validated`)."""
+    files; ``validate``: a notebook, validated first (:func:`.reading.validated`), and nbformat's
+    verdict returned with the SHA-256 of the bytes it judged, for the parent to keep."""
+    verdict = None
     if validate:
-        checked = _validated((source, path))
-        if isinstance(checked, StaticResult):
-            return checked, None
+        checked, verdict = validated_here(path)
+        if checked is not None:
+            return checked, None, verdict
     project = _WORKER_PROJECTS.get(roots)
     if project is None:
         if not _WORKER_PROJECTS:
             tune_for_batch()
         project = _WORKER_PROJECTS[roots] = Project(roots, snapshot=True)
     try:
-        return _check_consulting(source, path, target, spelling, python, None, project, recording)
+        return (*_check_consulting(source, path, target, spelling, python, None, project, recording), verdict)
     finally:
         collect_file_garbage()
 

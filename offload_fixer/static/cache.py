@@ -39,6 +39,7 @@ from offload_fixer.model import Diagnostic, Span
 from offload_fixer.source.decoding import read_regular_file
 from offload_fixer.version import __version__
 
+from .manifest import Manifest
 from .project import Project
 from .results import ParseError, StaticResult
 
@@ -54,21 +55,30 @@ class ResultCache:
         self.directory = Path(root) / DIRECTORY / __version__
         self._tool: str | None = None
         self._ready: bool | None = None
+        self._manifest: Manifest | None = None
         self.hits = self.misses = 0
+
+    def manifest(self) -> Manifest | None:
+        """The facts of the files earlier runs read (:mod:`.manifest`), kept beside the
+        results; None where the cache cannot be written, or on Windows, whose ``st_ctime`` is
+        the file's creation (an edit that restores size and mtime would go unseen)."""
+        if self._manifest is None and os.name != "nt" and self._prepared():
+            self._manifest = Manifest(self.directory, self._tool_fingerprint())
+        return self._manifest
 
     def get(
         self,
-        data: bytes,
+        sha256: str,
         path: str,
         target: str,
         spelling: Spelling,
         python: tuple[int, int] | None,
         project: Project,
     ) -> StaticResult | None:
-        """The result kept for this file, if it still holds."""
+        """The result kept for this file (``sha256``: the hex digest of its bytes), if it still holds."""
         try:
             entry = json.loads(self._entry(path, target, spelling, python).read_bytes())
-            if entry["key"] != self._key(data) or not project.unchanged(entry["consulted"]):
+            if entry["key"] != self._key_of(bytes.fromhex(sha256)) or not project.unchanged(entry["consulted"]):
                 raise LookupError
             result = _result(entry["result"])
         except (OSError, ValueError, LookupError, TypeError, AttributeError):
@@ -102,7 +112,6 @@ class ResultCache:
         (an unchanged notebook is never validated, nor nbformat imported, twice). Raises
         :class:`~offload_fixer.notebook.NotebookError` (:class:`NotPythonNotebook`) as reading
         the notebook does, from what was kept or anew."""
-        import hashlib
 
         from offload_fixer.notebook import NotebookError, NotebookFile, NotPythonNotebook
 
@@ -111,8 +120,7 @@ class ResultCache:
         except OSError as exc:
             raise NotebookError(f"cannot read file: {exc.strerror or exc}") from exc
         key = self._key(data)
-        name = json.dumps(["notebook", os.path.abspath(path)]).encode("utf-8", "surrogateescape")
-        destination = self.directory / f"{hashlib.sha256(name).hexdigest()[:40]}.json"  # one per notebook
+        destination = self._notebook_entry(path)
         try:
             kept = json.loads(destination.read_bytes())
             if not isinstance(kept, dict) or kept.get("key") != key:
@@ -157,6 +165,27 @@ class ResultCache:
         except (KeyError, TypeError, IndexError, UnicodeError):  # an entry of another shape: read anew
             return read_program_bytes_checked(path, data, validate)
         return program
+
+    def keep_verdict(self, path: str, sha256: str, error: str | None) -> None:
+        """Keep nbformat's verdict on a notebook validated elsewhere (a worker of the pool),
+        where the notebook's entry is for the bytes judged (``sha256``)."""
+        destination = self._notebook_entry(path)
+        try:
+            kept = json.loads(destination.read_bytes())
+            if not isinstance(kept, dict) or not isinstance(kept.get("read"), dict) or "program" not in kept["read"]:
+                return
+            if kept.get("key") != self._key_of(bytes.fromhex(sha256)):
+                return
+        except (OSError, ValueError):
+            return
+        kept["schema"] = [installed.version("nbformat"), error]
+        self._write(destination, kept)
+
+    def _notebook_entry(self, path: str) -> Path:
+        import hashlib
+
+        name = json.dumps(["notebook", os.path.abspath(path)]).encode("utf-8", "surrogateescape")
+        return self.directory / f"{hashlib.sha256(name).hexdigest()[:40]}.json"  # one per notebook
 
     def fix_marks(
         self,
@@ -236,7 +265,12 @@ class ResultCache:
     def _key(self, data: bytes) -> str:
         import hashlib
 
-        return hashlib.sha256(self._tool_fingerprint().encode() + hashlib.sha256(data).digest()).hexdigest()
+        return self._key_of(hashlib.sha256(data).digest())
+
+    def _key_of(self, digest: bytes) -> str:
+        import hashlib
+
+        return hashlib.sha256(self._tool_fingerprint().encode() + digest).hexdigest()
 
     def _tool_fingerprint(self) -> str:
         if self._tool is None:

@@ -9,12 +9,14 @@ from __future__ import annotations
 import errno
 import fnmatch
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from offload_fixer.source.decoding import file_kind
-from offload_fixer.source.real_paths import RealPaths
+from offload_fixer.source.real_paths import ListedPath, RealPaths, is_directory
 
 SKIPPED_DIRECTORIES = frozenset(
     {
@@ -87,12 +89,150 @@ class SimpleIgnore:
 
 
 def ignore_spec(lines: Sequence[str]):
-    """A gitignore matcher: ``pathspec`` when installed, else :class:`SimpleIgnore`."""
+    """A gitignore matcher: ``pathspec`` when installed, else :class:`SimpleIgnore`; each built
+    only for the paths that a literal of some pattern could match (:class:`_Prescreened`)."""
+    return _Prescreened(lines)
+
+
+def _full_spec(lines: Sequence[str]):
     try:
         import pathspec
     except ImportError:
         return SimpleIgnore(lines)
     return pathspec.GitIgnoreSpec.from_lines(lines)
+
+
+PRESCREEN_AFTER = 32
+"""Paths a spec's literal texts let through before its patterns are compiled into one search
+(a few milliseconds; ``pathspec`` asks each pattern in turn, some 20 microseconds a path)."""
+
+
+class _Prescreened:
+    """A gitignore matcher asked only about paths that hold the literal text of some pattern
+    (``/build/`` of ``build/``, ``.pyc`` of ``*.pyc``), then only about those that one search of
+    all its patterns at once matches: a path no pattern matches is not ignored, whatever the
+    negations, and most paths of a tree are ruled out by the first test, the rest by the
+    second (``pathspec`` tries each pattern in turn). ``pathspec``, whose import and compiled
+    patterns cost more than the rest of the walk of a cached run, is loaded only where the
+    literal texts let a path through."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.lines = list(lines)
+        self.literals = _literals(self.lines)
+        self._spec: Any = None
+        self._asked = 0
+        self._any: re.Pattern[str] | None = None
+
+    def match_file(self, relative: str) -> bool:
+        if self.literals is not None:
+            padded = f"/{relative}/"
+            prefixes, texts = self.literals
+            if not padded.startswith(prefixes) and not any(text in padded for text in texts):
+                return False
+        if self._spec is None:
+            self._spec = _full_spec(self.lines)
+        self._asked += 1
+        if self._asked == PRESCREEN_AFTER:  # asked often: one search of all patterns pays
+            self._any = _any_pattern(self._spec)
+        if self._any is not None:
+            from pathspec.util import normalize_file
+
+            if self._any.search(normalize_file(relative)) is None:
+                return False
+        return bool(self._spec.match_file(relative))
+
+
+def _any_pattern(spec: Any) -> re.Pattern[str] | None:
+    """One expression that matches where any pattern of a ``pathspec`` spec does; None where
+    the patterns are not all plain expressions of its gitignore translation (whose one named
+    group, the directory mark, becomes a plain group), or the spec is :class:`SimpleIgnore`."""
+    texts, flags = [], set()
+    for pattern in getattr(spec, "patterns", None) or ():
+        if getattr(pattern, "include", None) is None:
+            continue  # a comment or blank line: matches nothing
+        regex = getattr(pattern, "regex", None)
+        if not isinstance(regex, re.Pattern) or not isinstance(regex.pattern, str):
+            return None
+        text = regex.pattern.replace("(?P<ps_d>", "(?:")
+        if "(?P" in text:
+            return None
+        texts.append(f"(?:{text})")
+        flags.add(regex.flags)
+    if not texts or len(flags) > 1:
+        return None
+    try:
+        return re.compile("|".join(texts), flags.pop())
+    except re.error:
+        return None
+
+
+def _literals(lines: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """For each pattern that can ignore a path (not a comment, a blank line or a ``!``
+    negation), texts one of which any path it matches holds, once written ``/path/``: a part of
+    the pattern without wildcards is a whole part of the path (``/lib/`` of ``lib/``), else a
+    run of its literal text (``.pyc`` of ``*.pyc``, one of ``.pyc``, ``.pyo`` of ``*.py[co]``);
+    a pattern anchored by a ``/`` starts the path with its first parts that have no wildcard
+    (``/build/lib/`` of ``/build/lib``). Returned as the texts a path may start with and those
+    it may hold; None where some pattern has no such text (``*``): every path is asked."""
+    prefixes, found = [], []
+    for raw in lines:
+        line = raw.rstrip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        parts = [_part_texts(part) for part in line.split("/")]
+        if any(part is None for part in parts):
+            return None
+        leading = []
+        for part in parts[1:] if line.startswith("/") else parts:
+            if part is None or len(part) != 1 or not part[0].startswith("/"):
+                break
+            leading.append(part[0][1:])
+        if "/" in line.rstrip("/") and leading:  # anchored: the pattern's first parts are the path's
+            prefixes.append("/" + "".join(leading))
+            continue
+        best = max((texts for texts in parts if texts), key=lambda texts: min(map(len, texts)), default=None)
+        if not best or not all(best):
+            return None
+        found.extend(best)
+    return tuple(dict.fromkeys(prefixes)), tuple(dict.fromkeys(found))
+
+
+def _part_texts(part: str) -> list[str] | None:
+    """What one part of a pattern (between ``/``) makes a path hold: ``["/name/"]`` for a part
+    without wildcards (escapes read), else the alternatives of its longest literal run (a class
+    of plain characters, ``[co]``, makes one per character), [] for no part, [""] for none;
+    None for a pattern that cannot be read (a trailing ``\\``)."""
+    if not part:
+        return []
+    runs: list[list[str]] = [[""]]
+    plain, index = True, 0
+    while index < len(part):
+        character = part[index]
+        if character == "\\":
+            if index + 1 == len(part):
+                return None
+            runs[-1] = [text + part[index + 1] for text in runs[-1]]
+            index += 2
+            continue
+        if character in "*?":
+            plain = False
+            runs.append([""])
+        elif character == "[":
+            plain = False
+            close = part.find("]", index + 2)
+            inner = part[index + 1 : close] if close > 0 else ""
+            if not inner or len(runs[-1]) * len(inner) > 16 or not all(c.isalnum() or c in "._" for c in inner):
+                runs.append([""])
+                break  # a class that is not plain characters may close anywhere
+            runs[-1] = [text + c for text in runs[-1] for c in inner]
+            index = close + 1
+            continue
+        else:
+            runs[-1] = [text + character for text in runs[-1]]
+        index += 1
+    if plain and runs[0][0] == runs[0][0].strip():
+        return [f"/{runs[0][0]}/"]
+    return max(([text.strip() for text in run] for run in runs), key=lambda texts: min(map(len, texts)))
 
 
 @dataclass(frozen=True)
@@ -121,7 +261,7 @@ def walk(paths: Iterable[str], excluded: Callable[[str], bool] | None = None) ->
     """Real paths already yielded: each file once, whatever links or paths name it."""
     real_path = RealPaths()
     for path in map(os.fspath, paths):
-        if os.path.isdir(path):
+        if is_directory(path):
             top = os.path.realpath(path)
             yield from _walk(path, top, [], suffixes, excluded or _nothing, _Tree(top, seen))
         elif (real := real_path(path)) not in seen:
@@ -187,7 +327,9 @@ def _walk(
             continue
         if not is_directory and not entry.name.endswith(suffixes):
             continue
-        if _ignored(entry.path, is_directory, rules) or excluded(entry.path):
+        if _ignored(entry.path, is_directory, rules) or excluded(
+            ListedPath(entry.path, entry.is_symlink(), is_directory)
+        ):
             continue
         if is_directory:
             yield from _walk(entry.path, os.path.join(real_directory, entry.name), rules, suffixes, excluded, tree)
@@ -206,14 +348,20 @@ def _walk(
             continue
         if stat.S_ISREG(mode):
             if tree.admits(entry, real_directory):
-                yield entry.path
+                yield ListedPath(entry.path, entry.is_symlink(), False)  # a later walk of it asks nothing
         elif not stat.S_ISDIR(mode):  # a symlink to a directory named *.py is not walked, as before
             yield Unreadable(entry.path, f"is {file_kind(mode)}, not a regular file: not read")
 
 
 def _ignored(path: str, is_directory: bool, rules: list) -> bool:
     for base, spec in rules:
-        relative = os.path.relpath(path, base).replace(os.sep, "/")
+        # ``path`` is ``base`` joined with the names the walk listed below it (never empty,
+        # ``.`` or ``..``): on POSIX, relpath's answer is what follows ``base``
+        prefix = base if base.endswith(os.sep) else base + os.sep
+        if os.altsep is None and path.startswith(prefix):
+            relative = path[len(prefix) :]
+        else:
+            relative = os.path.relpath(path, base).replace(os.sep, "/")
         if spec.match_file(relative + "/" if is_directory else relative):
             return True
     return False

@@ -46,34 +46,18 @@ from offload_fixer.source.decoding import SourceDecodeError, decode, read_regula
 
 from .names import import_binding
 from .outline import NEWLINE, Outline, SourceCache, outline
-from .prefilter import checks_policy_alone, spells_host, spells_jit, spells_offload
+from .text_facts import MODELED_PACKAGES, Import, TextFacts, followed, is_modeled, scan_imports
+
+__all__ = ["MODELED_PACKAGES", "Import", "ModuleFacts", "Project", "is_modeled", "project_root", "scan_imports"]
 
 if TYPE_CHECKING:
+    from .manifest import Manifest
     from .source import ParsedSource
 
 PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 """What marks a project's root directory (as for ruff and pip)."""
 
-MODELED_PACKAGES = frozenset({"jax", "jaxlib", "flax", "optax", "numpy", "functools", "builtins"})
-"""Top-level packages whose APIs the check knows by name (``names.py``): never project modules."""
-_STANDARD_LIBRARY = frozenset(getattr(sys, "stdlib_module_names", ()))
-
-_IMPORT = re.compile(
-    rb"[ \t]*(?:from[ \t]+(\.*)[ \t]*([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([^\n#;]*))"
-)
-"""``from X import a, (b, c)`` and ``import X.Y as Z``, matched at a line start. A text scan, so
-it may see an import in a string too: the prefilter only needs to over-approximate."""
 _GLOBAL_STATEMENT = re.compile(r"^[ \t]*global[ \t]+([\w \t,]+)", re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class Import:
-    """One imported module as written: ``level`` leading dots, dotted ``module``, and the
-    names taken from it (each may be a submodule)."""
-
-    level: int
-    module: str
-    names: tuple[str, ...] = ()
 
 
 def project_root(directory: str, given: Sequence[str] = ()) -> str | None:
@@ -97,43 +81,6 @@ def project_root(directory: str, given: Sequence[str] = ()) -> str | None:
     cwd = os.getcwd()
     inside = os.path.commonpath([cwd, start]) == cwd
     return cwd if inside else None
-
-
-def scan_imports(data: bytes) -> Iterator[Import]:
-    """The imports of a text, without parsing it: each ``import`` found by a substring search
-    (fast in C), then its line read with a regular expression."""
-    position = data.find(b"import")
-    seen_lines: set[int] = set()
-    while position >= 0:
-        line_start = data.rfind(b"\n", 0, position) + 1
-        if line_start not in seen_lines:
-            seen_lines.add(line_start)
-            match = _IMPORT.match(data, line_start)
-            if match is not None:
-                yield from _imports_of(match)
-        position = data.find(b"import", position + 6)
-
-
-def _imports_of(match: re.Match) -> Iterator[Import]:
-    dots, module, names, plain = match.groups()
-    if plain is not None:
-        for part in plain.split(b","):
-            words = part.split()
-            if words:
-                yield Import(0, words[0].decode("ascii", "replace"))
-        return
-    taken = []
-    for part in names.strip(b"()").replace(b"\\\n", b" ").split(b","):
-        words = part.split()
-        if words and words[0] != b"*":
-            taken.append(words[0].decode("ascii", "replace"))
-    yield Import(len(dots), module.decode("ascii", "replace"), tuple(taken))
-
-
-def is_modeled(qualname: str) -> bool:
-    """A name the check knows by its qualified name (``jax.numpy.sum``), or the standard library."""
-    head = qualname.split(".", 1)[0]
-    return head in MODELED_PACKAGES or head in _STANDARD_LIBRARY
 
 
 class ModuleFacts:
@@ -273,19 +220,25 @@ class Consulted:
     both are as they were (:meth:`Project.digests`), whatever was added, removed or edited."""
 
     directories: set[str]
-    files: dict[str, bytes | None]
-    """Each file read, with the bytes the check was given (None: it could not be read)."""
+    files: dict[str, bytes | TextFacts | None]
+    """Each file read, with the bytes the check was given, or the facts it took of them (None:
+    it could not be read)."""
 
 
 class Project:
     """Modules found from the checked files, their facts, and the prefilter's answers."""
 
-    def __init__(self, roots: Sequence[str] = (), snapshot: bool = False) -> None:
+    def __init__(self, roots: Sequence[str] = (), snapshot: bool = False, manifest: Manifest | None = None) -> None:
         """``snapshot``: the files are taken to stay as they are while this project lives (one
         run of ``check``), so answers that depend on several modules (:attr:`memo`) are kept
-        for every file the run checks; a long-lived project (the language server's) keeps none."""
+        for every file the run checks; a long-lived project (the language server's) keeps none.
+        ``manifest``: the facts of files an earlier run read, by their ``stat`` (``snapshot``
+        only): a file it vouches for is not read to select files or to compare digests."""
         self.roots = tuple(os.path.abspath(r) for r in roots)
         self.snapshot = snapshot
+        self.manifest = manifest if snapshot else None
+        self._texts: dict[str, TextFacts] = {}
+        """path -> its text's facts (``snapshot`` only)."""
         self.memo: dict[str, Any] = {}
         """What analyses derive from several modules of the project (``snapshot`` only); emptied
         whenever a module's facts change."""
@@ -301,6 +254,8 @@ class Project:
         self._listing_digests: dict[str, str] = {}
         self._project_roots: dict[str, tuple[str, ...]] = {}
         """directory -> its project root and the root's ``src/`` (:func:`project_root`)."""
+        self._package_roots: dict[str, tuple[str, tuple[str, ...]]] = {}
+        """directory -> the root of its package, and the directories searched for it (``snapshot``)."""
 
     @contextlib.contextmanager
     def consulting(self) -> Iterator[Consulted]:
@@ -343,18 +298,26 @@ class Project:
                 digest = self._listing_digests[directory] = _listing_digest(directory)
             found[f"dir:{directory}"] = digest
         for path, data in consulted.files.items():
-            found[f"file:{path}"] = "" if data is None else hashlib.sha256(data).hexdigest()
+            if isinstance(data, TextFacts):
+                found[f"file:{path}"] = data.sha256
+                continue
+            facts = self._texts.get(path)
+            if data is not None and facts is not None and facts.loaded and facts.data is data:
+                found[f"file:{path}"] = facts.sha256  # hashed once however many entries read it
+            else:
+                found[f"file:{path}"] = "" if data is None else hashlib.sha256(data).hexdigest()
         return found
 
     def unchanged(self, digests: dict[str, str]) -> bool:
-        """Whether the directories and files behind ``digests`` are as they were."""
+        """Whether the directories and files behind ``digests`` are as they were (a file the
+        manifest vouches for by its ``stat``, without reading it)."""
         consulted = Consulted(set(), {})
         for key in digests:
             kind, _, path = key.partition(":")
             if kind == "dir":
                 consulted.directories.add(path)
             else:
-                consulted.files[path] = self.data(path)
+                consulted.files[path] = self.text_facts(path) if self.snapshot else self.data(path)
         return self.digests(consulted) == digests
 
     # ------------------------------------------------------------------ files
@@ -366,6 +329,30 @@ class Project:
             self._facts.pop(key, None)
             self._changed()
         self._remembered[key] = data
+        facts = self._texts.get(key)
+        if facts is not None and not (facts.loaded and facts.data is data):
+            self._texts[key] = TextFacts(data)  # bytes of the caller's: nothing a manifest kept
+
+    def text_facts(self, path: str) -> TextFacts:
+        """The facts of the text the project reads at ``path`` (:meth:`data`): in a run, each
+        file's once, from the manifest where it vouches for the file, else from its bytes when
+        a fact is first asked for."""
+        key = os.path.abspath(path)
+        found = self._texts.get(key)
+        if found is None:
+            if key in self._remembered or not self.snapshot:
+                found = TextFacts(self._read(key))
+            elif key in self._stamped:  # read before its facts were asked: its stat may be newer
+                found = TextFacts(self._stamped[key][1])
+            elif self.manifest is not None:
+                found = self.manifest.facts(key, lambda: self._read_disk(key)) or TextFacts(
+                    load=lambda: self._read_disk(key)
+                )
+            else:
+                found = TextFacts(load=lambda: self._read(key))
+            if self.snapshot:
+                self._texts[key] = found
+        return found
 
     def _changed(self) -> None:
         """A module's bytes changed: drop every answer derived from several modules."""
@@ -380,6 +367,13 @@ class Project:
             self._attributed.files[os.path.abspath(path)] = data
         return data
 
+    def _read_facts(self, key: str, facts: TextFacts) -> None:
+        """Note that an answer took ``facts`` of the file at ``key``, as :meth:`data` notes bytes."""
+        if self._consulted is not None:
+            self._consulted.files[key] = facts
+        if self._attributed is not None:
+            self._attributed.files[key] = facts
+
     def _read(self, path: str) -> bytes | None:
         key = os.path.abspath(path)
         if key in self._remembered:
@@ -387,6 +381,11 @@ class Project:
         cached = self._stamped.get(key)
         if cached is not None and self.snapshot:
             return cached[1]
+        if self.manifest is not None:  # its stat first, so that the manifest keeps what is read
+            return self.text_facts(key).data
+        return self._read_disk(key, cached)
+
+    def _read_disk(self, key: str, cached: tuple[Any, Any] | None = None) -> bytes | None:
         stamp = _stamp(key)
         if cached is not None and cached[0] == stamp:
             return cached[1]
@@ -443,15 +442,24 @@ class Project:
         root, the project root (:func:`project_root`, where the roots given count only in a
         tree without a marker) and its ``src/``."""
         directory = os.path.dirname(os.path.abspath(path))
-        package_root = directory
-        while True:
-            self._consult(package_root)
-            if not os.path.isfile(os.path.join(package_root, "__init__.py")):
-                break
-            parent = os.path.dirname(package_root)
-            if parent == package_root:
-                break
-            package_root = parent
+        known = self._package_roots.get(directory)
+        if known is None:
+            consulted = []
+            package_root = directory
+            while True:
+                consulted.append(package_root)
+                if not os.path.isfile(os.path.join(package_root, "__init__.py")):
+                    break
+                parent = os.path.dirname(package_root)
+                if parent == package_root:
+                    break
+                package_root = parent
+            known = (package_root, tuple(consulted))
+            if self.snapshot:
+                self._package_roots[directory] = known
+        package_root = known[0]
+        for searched in known[1]:
+            self._consult(searched)
         found = self._project_roots.get(directory)
         if found is None:
             root = project_root(directory, self.roots)
@@ -536,24 +544,26 @@ class Project:
             self._attributed.directories.add(directory)
 
     # ------------------------------------------------------------------ prefilter
-    def selects(self, path: str, data: bytes) -> bool:
+    def selects(self, path: str, data: bytes | TextFacts) -> bool:
         """Whether the check must parse this file: it mentions jit, and a host memory kind can
         reach it (spelled in it, or in a project module it imports, directly or not; an offload
         policy or ``compute_on`` in the file itself counts); or its offload policies'
         destinations need a check. A module that only imports a policy is not selected for it:
-        what a policy offloads is the residuals, which ``run`` judges."""
-        if not spells_jit(data):
-            return checks_policy_alone(data)
-        if spells_host(data) or spells_offload(data):
+        what a policy offloads is the residuals, which ``run`` judges. ``data``: the file's
+        bytes, or their facts (:meth:`text_facts`)."""
+        facts = data if isinstance(data, TextFacts) else TextFacts(data)
+        if not facts.spells("jit"):
+            return facts.spells("alone")
+        if facts.spells("host") or facts.spells("offload"):
             return True
         if path.startswith("<"):
             return False  # a text of no file: no project around it
-        return any(self.host_reachable(target) for target in self.imported_files(path, data))
+        return any(self.host_reachable(target) for target in self.imported_files(path, facts))
 
-    def imported_files(self, path: str, data: bytes) -> Iterator[str]:
+    def imported_files(self, path: str, data: bytes | TextFacts) -> Iterator[str]:
         """Project files (modules, packages' ``__init__.py``) an import of ``path`` names."""
         roots = None
-        for found in scan_imports(data):
+        for found in data.imports() if isinstance(data, TextFacts) else filter(followed, scan_imports(data)):
             if found.level:
                 base = self.relative_base(path, found.level)
                 if base is None:
@@ -592,10 +602,11 @@ class Project:
             return False, order[key]
         mine = low = order[key] = len(order)
         open_modules.append(key)
-        data = self.data(key)
-        found = data is not None and spells_host(data)
-        if data is not None and not found:
-            for target in self.imported_files(key, data):
+        facts = self.text_facts(key)
+        self._read_facts(key, facts)
+        found = facts.spells("host")
+        if not found:
+            for target in self.imported_files(key, facts):
                 reached, lowest = self._host_search(os.path.abspath(target), order, open_modules)
                 low = min(low, lowest)
                 if reached:

@@ -156,3 +156,95 @@ def test_real_paths_answer_as_realpath_does(tmp_path, monkeypatch):
     real = RealPaths()
     for path in paths * 2:  # the second time from what it kept
         assert real(path) == os.path.realpath(path), path
+
+
+PATTERNS = [
+    "*.pyc",
+    "build/",
+    "/top.py",
+    "a/**/b.py",
+    "docs/*.py",
+    "lib",
+    "!keep.py",
+    "*.py[cod]",
+    "[!a]bc/",
+    "foo  ",
+    " lead",
+    "#comment",
+    "\\#hash",
+    "\\!bang",
+    "**/deep",
+    "x?y.py",
+    "dist/**",
+    "!lib/keep/",
+    "sub/lib/x.py",
+    "*.py[co]",
+    "x\\*y",
+    "a[bc]d/",
+    "\\ lead2",
+    "/docs/_build",
+    "/pkg/**/gen",
+    "#not/a/pattern",
+    "*",
+]
+PATHS = [
+    "a.pyc",
+    "x/a.pyo",
+    "x/a.py",
+    "build/",
+    "build/x.py",
+    "src/build/x.py",
+    "top.py",
+    "sub/top.py",
+    "a/b.py",
+    "a/x/y/b.py",
+    "docs/conf.py",
+    "lib/",
+    "lib/keep/",
+    "lib/keep/x.py",
+    "sub/lib/x.py",
+    "libs/x.py",
+    "keep.py",
+    "xbc/",
+    "abc/",
+    "foo",
+    "foo/",
+    " lead",
+    "lead",
+    "#hash",
+    "!bang",
+    "q/deep/",
+    "deep",
+    "xzy.py",
+    "dist/a/b.py",
+    "plain.py",
+    "m.pyc",
+    "m.pyd",
+    "x*y",
+    "xzzy",
+    "abd/",
+    "acd/x.py",
+    "aed/",
+    " lead2",
+    "docs/_build/",
+    "docs/_build/x.py",
+    "sub/docs/_build/",
+    "pkg/gen/",
+    "pkg/a/b/gen/x.py",
+    "not/a/pattern",
+]
+
+
+@pytest.mark.parametrize("after", [1, 10**9])
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_prescreened_matching_is_pathspecs(pattern, after, monkeypatch):
+    """Ruling paths out by the literal text of the patterns, then (``after`` that many paths
+    asked) by one search of them all, never changes pathspec's answer: each pattern alone,
+    after the others, and with a negation."""
+    from offload_fixer.static import files
+
+    pathspec = pytest.importorskip("pathspec")
+    monkeypatch.setattr(files, "PRESCREEN_AFTER", after)
+    for lines in ([pattern], [p for p in PATTERNS if p not in ("*", pattern)] + [pattern], [pattern, "!x/"]):
+        screened, full = ignore_spec(lines), pathspec.GitIgnoreSpec.from_lines(lines)
+        assert [p for p in PATHS if screened.match_file(p)] == [p for p in PATHS if full.match_file(p)], lines
