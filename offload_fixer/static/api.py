@@ -132,10 +132,10 @@ def check_paths(
     roots = tuple(p for p in paths if is_directory(p))
     manifest = results.manifest() if results is not None else None
     project = Project(roots, snapshot=True, manifest=manifest)
+    walked = _check_walked(paths, default, excludes, check_syntax, settings_for, caches, results, texts, project, jobs)
+    del project  # the walk's alone: it lets the project go before a pool starts
     try:
-        yield from _check_walked(
-            paths, default, excludes, check_syntax, settings_for, caches, results, texts, project, jobs
-        )
+        yield from walked
     finally:  # the facts this run computed, even where its caller stopped early
         if manifest is not None:
             manifest.save()
@@ -247,6 +247,10 @@ def _check_walked(
         return
     import concurrent.futures  # a pool's machinery (multiprocessing, pickle, sockets) only for a pool
 
+    # The workers check from their arguments and read the project's modules themselves: the
+    # bytes of every file the prefilter ruled out (four fifths of a tree's) are let go before
+    # the pool starts, rather than copied into each worker's memory (8 MB of axlearn's 11).
+    del pending, project
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=_pool_context()) as pool:
         # The largest files first: a worker that takes the last big file as the others finish
         # would leave the run waiting on it alone.
