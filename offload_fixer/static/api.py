@@ -668,6 +668,10 @@ def _analyse(
         interpreter = Interpreter(parsed, text, None, project, importer)
         assert interpreter.lazy is not None
         if cache is None or project is None:
+            if prune:
+                from .statement_reads import keep_jit_groups_only
+
+                keep_jit_groups_only(parsed)
             indices: list[int] | None = site_candidates(parsed, project, importer)
             if prune and indices:
                 from .pruning import pruned_pieces

@@ -19,7 +19,7 @@ import ast
 import bisect
 import re
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 from offload_fixer.source import type_parameters
@@ -113,6 +113,18 @@ class Outline:
         statements = _ChunkStatements(self.text, self.spans, self.grammar, self.newer_syntax)
         return Outline(self.text, statements, self.spans, self.grammar, newer_syntax=self.newer_syntax)
 
+    def release(self, keep: Collection[int] = ()) -> None:
+        """Let go of the ``ast`` of every chunk but those in ``keep``, in place, so that every
+        holder of this outline lets go of it: a released chunk's statements are parsed again if
+        asked for, as a :meth:`compact` outline's are."""
+        if self.spans is None or "barry_as_FLUFL" in self.text:
+            return
+        kept = {index: self.groups[index] for index in keep}
+        if isinstance(self.groups, _ChunkStatements):
+            self.groups.kept = kept
+        else:
+            self.groups = _ChunkStatements(self.text, self.spans, self.grammar, self.newer_syntax, kept)
+
     @property
     def tree(self) -> ast.Module:
         """The statements as one ``ast`` module (their line numbers are not the file's)."""
@@ -121,15 +133,22 @@ class Outline:
 
 class _ChunkStatements(Sequence[list[ast.stmt]]):
     """The statements of each chunk of a text, parsed alone (as a chunk does: :func:`_cut`)
-    each time one is asked for, with the text's line numbers."""
+    each time one is asked for, with the text's line numbers; those of the chunks in ``kept``
+    are the ones given."""
 
     def __init__(
-        self, text: str, spans: list[tuple[int, int]], grammar: tuple[int, int] | None, newer_syntax: bool
+        self,
+        text: str,
+        spans: list[tuple[int, int]],
+        grammar: tuple[int, int] | None,
+        newer_syntax: bool,
+        kept: dict[int, list[ast.stmt]] | None = None,
     ) -> None:
         self.text = text
         self.spans = spans
         self.grammar = grammar
         self.newer_syntax = newer_syntax
+        self.kept = kept or {}
         self.first_lines: list[int] = []
         line = 0
         for start, end in spans:
@@ -146,6 +165,9 @@ class _ChunkStatements(Sequence[list[ast.stmt]]):
     def __getitem__(self, index: int | slice) -> Any:
         if isinstance(index, slice):
             return [self[i] for i in range(len(self))[index]]
+        kept = self.kept.get(index)
+        if kept is not None:
+            return kept
         start, end = self.spans[index]
         tree = type_parameters.parse(self.text[start:end], self.grammar, self.newer_syntax)
         return ast.increment_lineno(tree, self.first_lines[index]).body

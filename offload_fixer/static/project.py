@@ -150,8 +150,10 @@ class ModuleFacts:
         """Drop the ``ast`` and the parsed chunks of a checked file's facts once its check is
         done: the interpreter's scopes and values refer to each other, and trees reachable from
         that garbage would be walked by the collector before they are freed (a tenth of a check
-        of JAX's tests); freed here, reference counting takes them at once."""
-        self.outline = self.outline.compact()
+        of JAX's tests); freed here, reference counting takes them at once. In place: the
+        caller's outline (:func:`.statement_reads.keep_jit_groups_only` kept some trees in it)
+        lets go of them too."""
+        self.outline.release()
         self.cache = SourceCache(spare=0)
 
     def piece(self, index: int) -> str:

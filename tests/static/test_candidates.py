@@ -311,3 +311,31 @@ def test_a_project_module_keeps_what_the_candidates_read_in_place_of_its_tree(tm
         ast.dump(s, include_attributes=True) for g in whole.groups for s in g
     ]
     assert site_candidates(facts_of(checked, str(main)), project, str(main)) == [2]
+
+
+def test_the_checked_file_keeps_the_trees_of_the_groups_that_spell_jit_only():
+    import ast
+
+    from offload_fixer.static.statement_reads import keep_jit_groups_only
+
+    text = (
+        HEADER
+        + UNRELATED
+        + STEP
+        + "\n\nstep_jit = jax.jit(step)\n\n\nclass Test:\n    def test_a(self):\n        jax.jit(step)(1, 2)\n"
+    )
+    whole = outline(text)
+    facts = facts_of(text)
+    held, statements = facts.outline, facts.outline.groups  # the caller's outline: let go in place
+    spelling = [index for index in range(len(statements)) if "jit" in facts.piece(index)]
+    assert len(spelling) == 2 < len(statements)
+    keep_jit_groups_only(facts)
+    assert facts.outline is held and held.compacted
+    # the groups that spell jit keep their statements; the others are parsed again, alike
+    assert all(facts.outline.groups[index] is statements[index] for index in spelling)
+    assert facts.outline.groups[0] is not statements[0]
+    assert [ast.dump(s, include_attributes=True) for g in facts.outline.groups for s in g] == [
+        ast.dump(s, include_attributes=True) for g in whole.groups for s in g
+    ]
+    assert len(facts.memo["jit_groups"]) == len(whole.groups)
+    assert jit_candidates(facts, None, None) == jit_candidates(facts_of(text), None, None)
