@@ -28,6 +28,7 @@ from libcst.metadata import CodePosition, CodeRange
 
 from offload_fixer.source.metadata import node_positions
 
+from .class_pieces import parse_class_in_pieces
 from .outline import NEWLINE, Outline, SourceCache
 
 _DEFAULT_INDENT = " " * 4
@@ -96,9 +97,10 @@ class Chunk:
 
     @classmethod
     def parse(cls, text: str, starts_file: bool) -> Chunk | None:
-        """The chunk parsed alone; None when it is not exactly one statement of Python."""
+        """The chunk parsed alone (a large class a few methods at a time,
+        :mod:`.class_pieces`); None when it is not exactly one statement of Python."""
         try:
-            module = cst.parse_module(text)
+            module = parse_class_in_pieces(text) or cst.parse_module(text)
         except cst.ParserSyntaxError:
             return None
         if len(module.body) != 1:

@@ -1,0 +1,119 @@
+"""A large class statement parsed by libcst a few methods at a time, into the tree a parse of
+the whole statement gives.
+
+libcst's native parser holds about 280 bytes for each character of the text it parses until
+it returns: a class of 86 kB (maxtext's ``MaxEngine``) took 25 MB more of a worker's memory
+than anything else in its check. A chunk of the check (:mod:`.source`) is one top-level
+statement, so such a class was parsed in one piece. Here its body is cut between statements,
+into pieces of about :data:`PIECE_CHARS` characters, each parsed under a stand-in header
+(``class _:``, ended as the text's first line is; the body keeps its own indentation); their statements and the last piece's
+trailing lines are put back into the class the first piece parsed. Statements do not depend
+on the header above them, so the tree is the one a whole parse gives (every large class of
+jax, flax, optax, axlearn and maxtext compares equal, node for node).
+
+A cut is made only where the lines between two statements are blank, or comments no deeper
+than the statements: a comment indented further after a method belongs to that method's
+block, which only a parse of both sees.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+
+import libcst as cst
+
+from offload_fixer.source import type_parameters
+
+from .outline import NEWLINE
+
+SPLIT_CHARS = 16384
+"""A class statement at least this long is parsed in pieces."""
+PIECE_CHARS = 8192
+"""About how much of the class body each piece holds (it ends at the next cut after this)."""
+
+
+def parse_class_in_pieces(text: str) -> cst.Module | None:
+    """The module of ``text``, one class statement (its comment lines above it and a file's
+    header included), parsed piece by piece; None where it is not one class, is too short to
+    cut, or does not parse (the caller parses it whole, and reports what that finds)."""
+    if len(text) < SPLIT_CHARS:
+        return None
+    try:
+        tree = type_parameters.parse(text, newer_syntax=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    if len(tree.body) != 1 or not isinstance(tree.body[0], ast.ClassDef):
+        return None
+    starts = [0, *(match.end() for match in NEWLINE.finditer(text))]
+    bounds = _piece_lines(tree.body[0], text, starts)
+    if len(bounds) < 2:
+        return None
+
+    def piece(first: int, after: int | None) -> str:
+        return text[starts[first - 1] : len(text) if after is None else starts[after - 1]]
+
+    try:
+        module = cst.parse_module(piece(*bounds[0]))
+        block = _block(module)
+        if block is None:
+            return None
+        body, footer, last = list(block.body), block.footer, module
+        stand_in_header = "class _:" + module.default_newline  # line ends are the text's, as its first
+        for first, after in bounds[1:]:
+            part = cst.parse_module(stand_in_header + piece(first, after))
+            stand_in = _block(part)
+            if part.header or stand_in is None:
+                return None
+            body.extend(stand_in.body)
+            footer, last = stand_in.footer, part
+    except cst.ParserSyntaxError:
+        return None
+    (statement,) = module.body
+    whole = block.with_changes(body=body, footer=footer)
+    return module.with_changes(
+        body=[statement.with_changes(body=whole)], footer=last.footer, has_trailing_newline=last.has_trailing_newline
+    )
+
+
+def _block(module: cst.Module) -> cst.IndentedBlock | None:
+    """The body of the one class statement of a parsed piece."""
+    if len(module.body) != 1:
+        return None
+    (statement,) = module.body
+    if not isinstance(statement, cst.ClassDef) or not isinstance(statement.body, cst.IndentedBlock):
+        return None
+    return statement.body
+
+
+def _piece_lines(cls: ast.ClassDef, text: str, starts: list[int]) -> list[tuple[int, int | None]]:
+    """(first line, line after) of each piece, 1-based; the last piece runs to the text's end."""
+    groups: list[list[int]] = []  # the body's statements by line, those sharing one together
+    for statement in cls.body:
+        decorators = getattr(statement, "decorator_list", ())
+        first = min([statement.lineno, *(d.lineno for d in decorators)])
+        last = statement.end_lineno or statement.lineno
+        if groups and first <= groups[-1][1]:
+            groups[-1][1] = max(groups[-1][1], last)
+        else:
+            groups.append([first, last])
+    if groups[0][0] <= cls.lineno:
+        return []  # a body on the header's line
+    indent = cls.body[0].col_offset
+    bounds: list[tuple[int, int | None]] = []
+    start = 1
+    for (_, last), (first, _) in itertools.pairwise(groups):
+        between = (text[starts[line] : starts[line + 1]] for line in range(last, first - 1))
+        if not all(_may_cut_at(line, indent) for line in between):
+            continue
+        if starts[last] - starts[start - 1] >= PIECE_CHARS:
+            bounds.append((start, last + 1))
+            start = last + 1
+    bounds.append((start, None))
+    return bounds
+
+
+def _may_cut_at(line: str, indent: int) -> bool:
+    """A line between two statements that the next one owns in a whole parse too."""
+    stripped = line.lstrip(" \t")
+    return not stripped.strip() or (stripped.startswith("#") and len(line) - len(stripped) <= indent)
