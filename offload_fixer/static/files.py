@@ -119,6 +119,8 @@ class _Prescreened:
     def __init__(self, lines: Sequence[str]) -> None:
         self.lines = list(lines)
         self.literals = _literals(self.lines)
+        self.plain = _plain_rules(self.lines) if self.literals is not None else None
+        """Each pattern's literal texts and, for a plain one, how :class:`SimpleIgnore` reads it."""
         self._spec: Any = None
         self._asked = 0
         self._any: re.Pattern[str] | None = None
@@ -129,6 +131,15 @@ class _Prescreened:
             prefixes, texts = self.literals
             if not padded.startswith(prefixes) and not any(text in padded for text in texts):
                 return False
+            if self.plain is not None:
+                # Only the patterns whose texts the path holds can match it; where those are
+                # all plain, they are read here (a checkout's ``.venv*`` or ``*.log`` against
+                # ``.../logistic_regression/``), and ``pathspec`` is not loaded for them.
+                hit = [rule for found, rule in self.plain if any(text in padded for text in found)]
+                if all(rule is not None for rule in hit):
+                    is_directory = relative.endswith("/")
+                    parts = relative.strip("/").split("/")
+                    return any(SimpleIgnore._matches(parts, is_directory, *rule) for rule in hit)  # type: ignore[misc]
         if self._spec is None:
             self._spec = _full_spec(self.lines)
         self._asked += 1
@@ -195,6 +206,35 @@ def _literals(lines: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]] |
             return None
         found.extend(best)
     return tuple(dict.fromkeys(prefixes)), tuple(dict.fromkeys(found))
+
+
+_PLAIN_CLASS = re.compile(r"\[[\w.-]+\]")
+
+
+def _plain_rules(lines: Sequence[str]) -> list[tuple[tuple[str, ...], tuple[bool, bool, str] | None]] | None:
+    """For each pattern that can ignore a path, the texts one of which a path it matches holds
+    once written ``/path/`` (as :func:`_literals` finds them) and, where the pattern is plain,
+    its rule for :meth:`SimpleIgnore._matches`: one part (a trailing ``/`` for directories),
+    ``*``, ``?`` and classes of plain characters, no escape and no ``**``, where ``fnmatch`` and
+    gitignore agree. A negation (``!``) is never plain: a path that holds its texts is left to
+    ``pathspec`` (one that does not cannot match it, so the negation cannot change its answer).
+    None when a pattern has no literal text."""
+    rules: list[tuple[tuple[str, ...], tuple[bool, bool, str] | None]] = []
+    for raw in lines:
+        line = raw.rstrip()
+        if not line or line.startswith("#"):
+            continue
+        negated = line.startswith("!")
+        found = _literals([line[1:] if negated else line])
+        if found is None:
+            return None
+        prefixes, texts = found
+        directory_only = line.endswith("/")
+        body = line[:-1] if directory_only else line
+        plain = not negated and not prefixes and body and "/" not in body and "\\" not in body and "**" not in body
+        plain = plain and "[" not in _PLAIN_CLASS.sub("", body) and "]" not in _PLAIN_CLASS.sub("", body)
+        rules.append((prefixes + texts, (directory_only, False, body) if plain else None))
+    return rules
 
 
 def _part_texts(part: str) -> list[str] | None:

@@ -248,3 +248,26 @@ def test_prescreened_matching_is_pathspecs(pattern, after, monkeypatch):
     for lines in ([pattern], [p for p in PATTERNS if p not in ("*", pattern)] + [pattern], [pattern, "!x/"]):
         screened, full = ignore_spec(lines), pathspec.GitIgnoreSpec.from_lines(lines)
         assert [p for p in PATHS if screened.match_file(p)] == [p for p in PATHS if full.match_file(p)], lines
+
+
+def test_plain_patterns_are_read_without_pathspec():
+    """A path that holds a plain pattern's text (``.log`` of ``*.log`` in ``logistic``) is
+    decided by the pattern's own reading, and ``pathspec`` is not built; a path that holds a
+    negation's text is left to it."""
+    spec = ignore_spec(["*.log", "venv*/", "build/", "*.py[cod]", "# comment"])
+    assert [
+        spec.match_file(p) for p in ("a/b.log", "x/logistic/y.py", "venv3/", "venv3.py", "a/b.pyc", "build/x.py")
+    ] == [
+        True,
+        False,
+        True,
+        False,
+        True,
+        True,
+    ]
+    assert spec._spec is None
+    negated = ignore_spec(["*.log", "!keep.log", ".gemini/", "!.gemini/commands/"])
+    assert negated.match_file("a/b.log") and negated.match_file(".gemini/")
+    assert negated._spec is None
+    assert not negated.match_file("a/keep.log")
+    assert negated._spec is not None
