@@ -364,16 +364,7 @@ class _Resolver:
         importer = self.main_path if facts is self.main else facts.path
         if importer is None:
             return None
-        parts = [part for part in (statement.module or "").split(".") if part]
-        if statement.level:
-            base = self.project.relative_base(importer, statement.level)
-            module = (
-                None if base is None else self.project.child(base, parts) if parts else self.project.package_at(base)
-            )
-        elif parts and not is_modeled(statement.module or ""):
-            module = self.project.module_path(parts, self.project.search_roots(importer))
-        else:
-            module = None
+        module = self.project.from_module(importer, statement.level or 0, statement.module or "")
         origin = None if module is None else self._facts(module)
         return None if origin is None else (origin, alias.name)
 

@@ -564,19 +564,11 @@ class Project:
 
     def imported_files(self, path: str, data: bytes | TextFacts) -> Iterator[str]:
         """Project files (modules, packages' ``__init__.py``) an import of ``path`` names."""
-        roots = None
+        roots: list[str] = []
         for found in data.imports() if isinstance(data, TextFacts) else filter(followed, scan_imports(data)):
-            if found.level:
-                base = self.relative_base(path, found.level)
-                if base is None:
-                    continue
-                parts = [p for p in found.module.split(".") if p]
-                module = self.child(base, parts) if parts else self.package_at(base)
-            else:
-                if not found.module or is_modeled(found.module):
-                    continue
-                roots = roots or self.search_roots(path)
-                module = self.module_path(found.module.split("."), roots)
+            if not found.level and not roots and found.module and not is_modeled(found.module):
+                roots = self.search_roots(path)
+            module = self.from_module(path, found.level, found.module, roots)
             if module is None:
                 continue
             if os.path.isfile(module):
@@ -585,6 +577,21 @@ class Project:
                 sub = self.submodule(module, name)
                 if sub is not None and os.path.isfile(sub):
                     yield sub
+
+    def from_module(self, importer: str, level: int, module: str, roots: Sequence[str] = ()) -> str | None:
+        """The project module (a file, a package's ``__init__.py`` or a namespace directory)
+        that ``from <level dots><module> import ...`` in ``importer`` takes names from; None
+        for a library's (a modelled one is never the project's) or where none is found.
+        ``roots``: ``importer``'s :meth:`search_roots`, where the caller has them."""
+        if level:
+            base = self.relative_base(importer, level)
+            if base is None:
+                return None
+            parts = [part for part in module.split(".") if part]
+            return self.child(base, parts) if parts else self.package_at(base)
+        if not module or is_modeled(module):
+            return None
+        return self.module_path(module.split("."), roots or self.search_roots(importer))
 
     def host_reachable(self, path: str) -> bool:
         """A host spelling in this module or in a project module it imports (transitively)."""
