@@ -59,7 +59,7 @@ def parse_class_in_pieces(text: str) -> cst.Module | None:
         if block is None:
             return None
         body, footer, last = list(block.body), block.footer, module
-        stand_in_header = "class _:" + module.default_newline  # line ends are the text's, as its first
+        stand_in_header = "class _:" + module.default_newline  # ended as the text's first line is
         for first, after in bounds[1:]:
             part = cst.parse_module(stand_in_header + piece(first, after))
             stand_in = _block(part)

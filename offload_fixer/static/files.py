@@ -232,7 +232,8 @@ def _plain_rules(lines: Sequence[str]) -> list[tuple[tuple[str, ...], tuple[bool
         directory_only = line.endswith("/")
         body = line[:-1] if directory_only else line
         plain = not negated and not prefixes and body and "/" not in body and "\\" not in body and "**" not in body
-        plain = plain and "[" not in _PLAIN_CLASS.sub("", body) and "]" not in _PLAIN_CLASS.sub("", body)
+        unclassed = _PLAIN_CLASS.sub("", body)
+        plain = plain and "[" not in unclassed and "]" not in unclassed
         rules.append((prefixes + texts, (directory_only, False, body) if plain else None))
     return rules
 
