@@ -13,8 +13,9 @@ Every tool runs as a fresh process, start-up included, as a pre-commit hook or C
         /work/ext/axlearn /work/ext/maxtext --repeat 3      # real repositories, kept out of the project
     .venv-py312/bin/python benchmarks/static_check.py --ruff .venv/bin/ruff --trees ...  # under Python 3.12
 
-JAX's own code needs Python 3.12 (``def f[T]()``): under 3.11 ``ast`` refuses those modules and
-the check parses them whole with libcst, so its tree is best measured from the 3.12 environment.
+JAX's own code is written for Python 3.12 (``def f[T]()``): under 3.11 the check reads it through
+a twin of each such text (``offload_fixer.source.type_parameters``), so either environment
+measures it; the 3.12 one runs the JAX that code is written for.
 
 Targets: at least 10x faster than ``fixit lint``, no slower than ``ruff check --select ALL``.
 
