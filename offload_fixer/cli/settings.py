@@ -47,14 +47,11 @@ def resolve_settings(invocation: Invocation, start: str, console: Console, snaps
 def config_errors(console: Console) -> Iterator[None]:
     """A configuration that cannot be used exits 2; a JAX version offload-fixer does not model
     exits 6, whether from the flag or from a ``pyproject.toml``."""
-    from offload_fixer.config import ConfigError, UnmodelledJaxVersion
-
     try:
         yield
-    except UnmodelledJaxVersion as exc:
-        fail(ExitCode.UNSUPPORTED_JAX, str(exc), console)
-    except ConfigError as exc:
-        fail(ExitCode.USAGE, str(exc), console)
+    except Exception as exc:
+        _config_error(exc, console)
+        raise
 
 
 class CheckedResolver:
