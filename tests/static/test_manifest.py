@@ -201,6 +201,14 @@ def test_a_garbled_manifest_is_an_empty_one(tmp_path, later, garbled):
     assert valid_facts(kept(root)[str(root / "src" / "train.py")][1])
 
 
+def rewrite_manifest(root, edit) -> None:
+    """The run's manifest, as ``edit`` (given its JSON, in place) leaves it."""
+    (path,) = (root / DIRECTORY).rglob(NAME)
+    manifest = json.loads(path.read_text())
+    edit(manifest)
+    path.write_text(json.dumps(manifest))
+
+
 @pytest.mark.parametrize(
     "facts",
     [
@@ -216,11 +224,12 @@ def test_an_entry_of_another_shape_is_no_entry(tmp_path, later, facts):
     """Facts under the file's very ``stat`` but of a shape the tool never writes are not read."""
     root = project(tmp_path)
     first = run(root)
-    (path,) = (root / DIRECTORY).rglob(NAME)
-    kept_now = json.loads(path.read_text())
-    for entry in kept_now["files"].values():
-        entry[1] = facts
-    path.write_text(json.dumps(kept_now))
+
+    def facts_of_another_shape(manifest: dict) -> None:
+        for entry in manifest["files"].values():
+            entry[1] = facts
+
+    rewrite_manifest(root, facts_of_another_shape)
     assert run(root) == first
     assert all(valid_facts(entry[1]) for entry in kept(root).values())
 
@@ -228,11 +237,13 @@ def test_an_entry_of_another_shape_is_no_entry(tmp_path, later, facts):
 def test_a_manifest_of_another_tool_is_not_read(tmp_path, later, reads):
     root = project(tmp_path)
     first = run(root)
-    (path,) = (root / DIRECTORY).rglob(NAME)
-    entries = json.loads(path.read_text())
-    for entry in entries["files"].values():
-        entry[1]["host"] = entry[1]["jit"] = False  # as another offload-fixer might have found
-    path.write_text(json.dumps({"tool": "another", "files": entries["files"]}))
+
+    def another_tools(manifest: dict) -> None:
+        for entry in manifest["files"].values():
+            entry[1]["host"] = entry[1]["jit"] = False  # as another offload-fixer might have found
+        manifest["tool"] = "another"
+
+    rewrite_manifest(root, another_tools)
     reads.clear()
     assert run(root) == first
     assert "train.py" in reads
