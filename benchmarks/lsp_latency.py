@@ -42,8 +42,10 @@ answer and to each document's first diagnostics, in fresh processes (median of `
 from __future__ import annotations
 
 import argparse
+import ast
 import asyncio
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -368,6 +370,52 @@ def direct_latencies(path: Path, texts: list[str], cached: bool) -> list[float]:
     return out
 
 
+def typed_versions(text: str, changes: int) -> list[str]:
+    """``text`` and ``changes`` versions after it, each one more line edited than the last (a
+    comment typed after an assignment), at places spread over the file: every version differs
+    from the one before in one place, as an editor's do."""
+    lines = text.splitlines(keepends=True)
+    places = [number for number, line in enumerate(lines) if _ASSIGNMENT.match(line)]
+    versions = [text]
+    for change in range(changes):
+        for number in places[change * len(places) // max(changes, 1) :]:
+            edited_lines = lines[:]
+            edited_lines[number] = edited_lines[number].rstrip("\r\n") + f"  # typed {change}\n"
+            candidate = "".join(edited_lines)
+            try:
+                ast.parse(candidate)
+            except SyntaxError:
+                continue
+            lines = edited_lines
+            versions.append(candidate)
+            break
+    return versions
+
+
+_ASSIGNMENT = re.compile(r"[ \t]+\w+ = \S.*[^\\\s]\r?\n")
+"""An indented assignment whose line ends without a continuation."""
+
+
+def real_rows(path: Path, args: argparse.Namespace, init: dict | None) -> None:
+    """The latencies of a real file: its open, then edits spread over it (``typed_versions``)."""
+    base = path.read_text(encoding="utf-8")
+    texts = typed_versions(base, args.changes)
+    print(f"{path}: {base.count(chr(10))} lines, {len(base.encode())} bytes, {len(texts) - 1} changes", flush=True)
+    rows = [("static check, SourceCache (as the server)", direct_latencies(path, texts, cached=True))]
+    opened, server, open_cpu, change_cpu = asyncio.run(
+        serve_latencies([sys.executable, "-m", "offload_fixer.lsp"], path, texts, init)
+    )
+    rows += [("offload-fixer lsp, didOpen -> publish", [opened]), ("offload-fixer lsp, didChange -> publish", server)]
+    ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
+    if not args.skip_ruff and Path(ruff).exists():
+        peer_open, peer, _, _ = asyncio.run(serve_latencies([ruff, "server"], path, texts, None))
+        rows += [("ruff server, didOpen -> publish", [peer_open]), ("ruff server, didChange -> publish", peer)]
+    print(f"{'':44} {'median ms':>10} {'min ms':>8} {'max ms':>8}")
+    for name, values in rows:
+        print(f"{name:44} {statistics.median(values) * 1e3:10.1f} {min(values) * 1e3:8.1f} {max(values) * 1e3:8.1f}")
+    print(f"CPU of the server and its worker: open {open_cpu * 1e3:.0f} ms, change median {statistics.median(change_cpu) * 1e3:.0f} ms\n", flush=True)
+
+
 def size_rows(lines: int, args: argparse.Namespace, init: dict | None) -> list[tuple[str, list[float]]]:
     base = generate(lines, args.finding)
     texts = [base] + [edited(base, i) for i in range(args.changes)]
@@ -441,7 +489,15 @@ def main() -> None:
         "--startup", type=Path, nargs="+", metavar="FILE", help="time a fresh server's first diagnostics instead"
     )
     parser.add_argument("--repeat", type=int, default=5, help="fresh servers per document with --startup")
+    parser.add_argument(
+        "--real", type=Path, nargs="+", metavar="FILE", help="open these files and type in them instead (the files are not written)"
+    )
     args = parser.parse_args()
+    init = None if args.debounce_ms is None else {"debounceMs": args.debounce_ms}
+    if args.real:
+        for path in args.real:
+            real_rows(path.resolve(), args, init)
+        return
     if args.startup:
         startup(args.startup, args.repeat, args.skip_ruff)
         return
@@ -449,7 +505,6 @@ def main() -> None:
         large_documents(args.large, args.skip_ruff)
         return
 
-    init = None if args.debounce_ms is None else {"debounceMs": args.debounce_ms}
     for lines in args.lines:
         size_rows(lines, args, init)
 

@@ -473,6 +473,8 @@ def _check_once(
     data = source if isinstance(source, bytes) else source.encode("utf-8", "surrogatepass")
     if not project.selects(path, data):
         return StaticResult(path)
+    if cache is not None:
+        cache.begin()
     if isinstance(source, bytes):
         decoded, error = _decode(source, path)
         if error is not None:
@@ -683,6 +685,12 @@ def _analyse(
             increment = _increment_by_chunk(parsed, cache, (path, target, spelling), project)
             with project.consulting() as asked:
                 indices = site_candidates(parsed, project, importer, increment.dirty)
+                if indices:
+                    from .pruning import pruned_pieces
+
+                    # As ``check`` prunes: a class is cut down by what every candidate reads.
+                    everywhere = site_candidates(parsed, project, importer)
+                    parsed.pruned = pruned_pieces(parsed, project, importer, everywhere)
             project.note(asked)
             own = os.path.abspath(path)
             consulted = dict.fromkeys(p for p in asked.files if os.path.abspath(p) != own)
@@ -719,6 +727,8 @@ def _analyse(
             body, primary = _chunks_read(interpreter.lazy, increment)
         kept = increment.keep(fresh, {p: (project.stamp(p), scope) for p, scope in foreign.items()}, body)
         cache.analysis = kept
+        if isinstance(parsed, ModuleFacts):
+            _keep_derived(parsed, cache, increment.ids)
         if body is not None:
             cache.trim(len(body))
         foreign.update((p, scope) for p, (_, scope) in kept.foreign.items() if p not in foreign)
@@ -779,8 +789,52 @@ def _increment_by_chunk(facts: ModuleFacts, cache: SourceCache, context: tuple, 
         known = cache.names.get(key)
         names.append(statement_names(group) if known is None else known)
     cache.names = dict(zip(keys, names))
+    cache.begin(frozenset(keys))  # the chunks of the statements a change replaced are free
+    _take_derived(facts, cache, keys)
     context = (*context, "by chunk", facts.mutated_globals)
     return Increment([None] * len(keys), names, cache.analysis, context, project.stamp, ids=keys)
+
+
+def _take_derived(facts: ModuleFacts, cache: SourceCache, keys: Sequence[tuple]) -> None:
+    """What the last version's check derived from the statements this version's outline kept
+    (each group's reads, its classes' members), put in the facts' memos: a change to one
+    method of a 7,000-line test class walks that class alone again."""
+    from .pruning import MEMBERS
+    from .statement_reads import GROUPS
+
+    if facts.outline.compacted:
+        return
+    groups = facts.memo.setdefault(GROUPS, {})
+    members = facts.memo.setdefault(MEMBERS, {})
+    for index, key in enumerate(keys):
+        held = cache.derived.get(key)
+        if held is not None and held[0] is facts.outline.groups[index][0]:
+            group, its_members = held[1]
+            if group is not None:
+                groups[index] = group
+            members.update(its_members)
+
+
+def _keep_derived(facts: ModuleFacts, cache: SourceCache, keys: Sequence[tuple]) -> None:
+    """What this check derived from each group's ``ast``, kept in ``cache`` for the next version."""
+    from .pruning import MEMBERS, members_key
+    from .statement_reads import GROUPS
+
+    if facts.outline.compacted:
+        return
+    groups = facts.memo.get(GROUPS, {})
+    members = facts.memo.get(MEMBERS, {})
+    derived = {}
+    for index, key in enumerate(keys):
+        statements = facts.outline.groups[index]
+        its_members = {
+            found: members[found]
+            for found in (members_key(s) for s in statements if isinstance(s, ast.ClassDef))
+            if found in members
+        }
+        if index in groups or its_members:
+            derived[key] = (statements[0], (groups.get(index), its_members))
+    cache.derived = derived
 
 
 def _chunks_read(scope: Any, increment: Increment) -> tuple[list, ParsedSource]:

@@ -46,6 +46,16 @@ class SourceCache:
         self.names: dict[tuple, Any] = {}
         """The names each chunk of the latest text binds and reads (:mod:`.incremental`), by
         the chunk's key (its text, whether it starts the file, its occurrence)."""
+        self.derived: dict[tuple, tuple[ast.stmt, Any]] = {}
+        """What the check derived from the ``ast`` of each chunk of the latest text, by the
+        chunk's key, with the first statement it was derived from (:mod:`.incremental`): the
+        next version's outline holds the same statements for the chunks a change left alone."""
+        self.parts: dict[str, Any] = {}
+        """The pieces of large classes parsed lately, by text (``source.Part``): a new version of
+        a class re-parses only the pieces a change touched. Each knows the chunk that holds it."""
+        self.in_use: dict[int, Any] = {}
+        """The chunks of classes in pieces that the current check reads or keeps, by id: no other
+        chunk may take their parts."""
         self._chunks: OrderedDict[tuple, Any] = OrderedDict()
         self.outline: Outline | None = None
         """The latest text's, which the next version's is computed from."""
@@ -67,9 +77,20 @@ class SourceCache:
         if chunk is not None:
             self._chunks[key] = chunk
 
+    def begin(self, current: Collection[tuple] | None = None) -> None:
+        """A new check of the document, before it reads any chunk: only the chunks the last
+        analysis kept are in use, of the statements whose keys are ``current`` (None: all)."""
+        self.in_use = {}
+        if self.analysis is not None:
+            for key, (held, _, _) in self.analysis.statements.items():
+                if current is None or key in current:
+                    for chunk in held if isinstance(held, tuple) else ():
+                        self.in_use[id(chunk)] = chunk
+
     def trim(self, in_use: int) -> None:
         while len(self._chunks) > in_use + self.spare:
             self._chunks.popitem(last=False)
+        self.parts = {text: part for text, part in self.parts.items() if part.owner() is not None}
 
     def __len__(self) -> int:
         return len(self._chunks)

@@ -136,7 +136,8 @@ class ModuleFacts:
             return None
         pruned = self.pruned.get(index)
         if pruned is not None:
-            return cached_chunk(self.cache, pruned, index == 0, 0)
+            occurrence = sum(1 for i, text in self.pruned.items() if i < index and text == pruned)
+            return cached_chunk(self.cache, pruned, index == 0, ("pruned", occurrence), self._shape(index, pruned))
         if self._occurrences is None:  # equal chunks of one file are told apart (``cached_chunk``)
             seen: dict[str, int] = {}
             self._occurrences = []
@@ -144,7 +145,17 @@ class ModuleFacts:
                 self._occurrences.append(seen.get(piece, 0))
                 seen[piece] = self._occurrences[-1] + 1
         start, end = self.outline.spans[index]
-        return cached_chunk(self.cache, self.text[start:end], index == 0, self._occurrences[index])
+        text = self.text[start:end]
+        return cached_chunk(self.cache, text, index == 0, self._occurrences[index], self._shape(index, text))
+
+    def _shape(self, index: int, text: str) -> tuple[ast.ClassDef, int] | None:
+        """:meth:`class_shape` where the chunk is parsed in pieces, and the outline's ``ast``
+        is at hand (a compacted outline's would be parsed again: ``text`` is, by libcst)."""
+        from .class_pieces import SPLIT_CHARS
+
+        if len(text) < SPLIT_CHARS or self.outline.compacted:
+            return None
+        return self.class_shape(index)
 
     def release(self) -> None:
         """Drop the ``ast`` and the parsed chunks of a checked file's facts once its check is
@@ -176,6 +187,34 @@ class ModuleFacts:
                 line += len(NEWLINE.findall(self.text, start, end))
             self._line_offsets = offsets
         return self._line_offsets[index]
+
+    def lines_before_in_ast(self, index: int) -> int:
+        """The line number the ``ast`` of group ``index`` gives the line before its chunk: the
+        file's where the outline's lines are; else (a document's outline, which keeps the
+        statements of earlier versions, :mod:`.outline`) the first statement's line less the
+        blank and comment lines above it in the chunk."""
+        if self.outline.file_lines:
+            return self.line_offset(index)
+        above = 0
+        piece = self.piece(index)
+        start = 0
+        for match in NEWLINE.finditer(piece):
+            code = piece[start : match.start()].strip()
+            if code and not code.startswith("#"):
+                break
+            above += 1
+            start = match.end()
+        statement = self.outline.groups[index][0]
+        decorators = getattr(statement, "decorator_list", ())
+        return min([statement.lineno, *(d.lineno for d in decorators)]) - 1 - above
+
+    def class_shape(self, index: int) -> tuple[ast.ClassDef, int] | None:
+        """The ``ast`` of group ``index`` where it is one class statement, with
+        :meth:`lines_before_in_ast` (:func:`.class_pieces.parse_class_in_pieces` cuts it by it)."""
+        group = self.outline.groups[index]
+        if len(group) != 1 or type(group[0]) is not ast.ClassDef:
+            return None
+        return group[0], self.lines_before_in_ast(index)
 
     def parsed_whole(self) -> ParsedSource:
         """The module parsed whole by libcst: for texts the outline cannot cut."""

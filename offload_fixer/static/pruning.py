@@ -24,8 +24,11 @@ What a kept member reads, transitively, is kept too, tainted or not: a test that
 result of a helper needs the helper. A method that reads attributes by computed names
 (``getattr(self, ...)``, ``vars``, ``__dict__``) keeps its whole class. The dropped methods'
 lines are blanked, not removed, so every line and column of what libcst parses is the file's,
-and a finding reads as it does when the whole class is parsed. Only ``check`` prunes (a
-check without a document cache); the language server parses what it analyses whole.
+and a finding reads as it does when the whole class is parsed. ``check`` and the language
+server prune alike: a document's outline keeps the ``ast`` of earlier versions for the
+statements an edit left alone, so a class's lines are counted from its own first line
+(:meth:`.project.ModuleFacts.lines_before_in_ast`); an edit to a dropped method leaves the
+pruned text as it was, and its parse is the cached one.
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ from .statement_reads import HOST_WORDS, group_identifiers
 PRUNABLE_PREFIX = "test"
 _BY_COMPUTED_NAME = frozenset({"getattr", "setattr", "delattr", "hasattr"})
 _OWN = frozenset({"self", "cls"})
+MEMBERS = "pruning members"
+"""Where the members of a module's classes are kept in its facts' ``memo``, by
+:func:`members_key` (with the class, so its id stays its own)."""
 BLANKED_LINE = "#~offload-fixer-blanked:"
 """How a marked blanked line starts (its line number follows)."""
 
@@ -129,7 +135,7 @@ def pruned_pieces(
 ) -> dict[int, str]:
     """The text of each candidate statement group with a class whose unreachable ``test*``
     methods are blanked, by group index (groups with nothing to prune are left out)."""
-    if facts.outline.spans is None or not facts.outline.file_lines:
+    if facts.outline.spans is None:
         return {}
 
     def host_seeds(index: int, members: list[Member]) -> set[int]:
@@ -139,11 +145,16 @@ def pruned_pieces(
         )
 
     groups = {index: facts.outline.groups[index] for index in candidates}
-    memo = {("identifiers", index): group_identifiers(facts, index) for index in candidates}
+    memo = facts.memo.setdefault(MEMBERS, {})  # the facts' alone: kept with them
+    memo.update((("identifiers", index), group_identifiers(facts, index)) for index in candidates)
     return {
         index: found.text
-        for index, found in blank_unreached(groups, facts.piece, facts.line_offset, host_seeds, memo).items()
+        for index, found in blank_unreached(groups, facts.piece, facts.lines_before_in_ast, host_seeds, memo).items()
     }
+
+
+def members_key(cls: ast.ClassDef) -> tuple[str, int]:
+    return ("members", id(cls))
 
 
 @dataclass(frozen=True)
@@ -192,7 +203,7 @@ def blank_unreached(
         blank: list[tuple[int, int]] = []
         dropped_here: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
         for cls in found:
-            key = ("members", index, id(cls))
+            key = members_key(cls)
             if key not in memo:
                 memo[key] = (cls, _members(cls, lines, offset))  # the class kept: its id stays its own
             members = memo[key][1]

@@ -20,7 +20,9 @@ their printed lengths.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+import ast
+import weakref
+from collections.abc import Collection, Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
 import libcst as cst
@@ -28,7 +30,7 @@ from libcst.metadata import CodePosition, CodeRange
 
 from offload_fixer.source.metadata import node_positions
 
-from .class_pieces import parse_class_in_pieces
+from .class_pieces import class_block, parse_class_in_pieces
 from .outline import NEWLINE, Outline, SourceCache
 
 _DEFAULT_INDENT = " " * 4
@@ -94,13 +96,22 @@ class Chunk:
         self._node_ids: frozenset | None = None
         self._functions: list | None = None
         self._variants: dict[tuple, Chunk] = {}
+        self.parts: tuple[tuple[int, Part], ...] = ()
+        """A class parsed in pieces (:mod:`.class_pieces`): each piece, with what to add to its
+        line numbers to make them the chunk's. Positions are resolved per part."""
+        self._outer_ids: frozenset | None = None
 
     @classmethod
-    def parse(cls, text: str, starts_file: bool) -> Chunk | None:
-        """The chunk parsed alone (a large class a few methods at a time,
-        :mod:`.class_pieces`); None when it is not exactly one statement of Python."""
+    def parse(
+        cls, text: str, starts_file: bool, cache: SourceCache | None = None, shape: tuple[ast.ClassDef, int] | None = None
+    ) -> Chunk | None:
+        """The chunk parsed alone (a large class a few methods at a time, :mod:`.class_pieces`,
+        cut where its ``shape`` says when given, taking from a document's ``cache`` the pieces
+        an earlier version of the class had); None when it is not exactly one statement of Python."""
+        taken: list[Part] = []
+        pieced = parse_class_in_pieces(text, lambda piece: _piece_module(piece, cache, taken), shape)
         try:
-            module = parse_class_in_pieces(text) or cst.parse_module(text)
+            module = pieced.module if pieced is not None else cst.parse_module(text)
         except cst.ParserSyntaxError:
             return None
         if len(module.body) != 1:
@@ -110,7 +121,7 @@ class Chunk:
         if module.header and not starts_file:
             statement = statement.with_changes(leading_lines=(*module.header, *statement.leading_lines))
             header = ()
-        return cls(
+        chunk = cls(
             (statement,),
             tuple(header),
             tuple(module.footer),
@@ -120,6 +131,19 @@ class Chunk:
             _first_block(statement) is not None,
             NEWLINE.search(text) is not None,
         )
+        if pieced is not None:
+            chunk.parts = tuple((shift, part) for (shift, _), part in zip(pieced.pieces, taken))
+            owner = weakref.ref(chunk)
+            for part in taken:
+                part.owner = owner
+                if cache is not None:
+                    cache.parts[part.text] = part
+        return chunk
+
+    def owns_its_parts(self) -> bool:
+        """Whether every part of this chunk is still its own (a newer chunk may have taken one,
+        :func:`_piece_module`)."""
+        return all(part.owner is not None and part.owner() is self for _, part in self.parts)
 
     def laid_out(self, indent: str, newline: str) -> Chunk:
         """This chunk for a file whose default indentation or line end differs from its own:
@@ -166,9 +190,39 @@ class Chunk:
         return self._positions
 
     def holds(self, node: Any) -> bool:
+        if self.parts:
+            return self._part_of(node) is not None or id(node) in self._outer()
         if self._node_ids is None:
             self._node_ids = frozenset(map(id, _walk(self.statements)))
         return id(node) in self._node_ids
+
+    def position(self, node: Any) -> CodeRange:
+        """Where ``node`` is, lines counted from the chunk's first line: in a class parsed in
+        pieces, resolved in the one piece that holds it."""
+        found = self._part_of(node)
+        if found is None:
+            return self.positions()[node]
+        shift, part = found
+        return _shifted(part.positions()[node], shift)
+
+    def functions_around(self, node: Any) -> list:
+        """``(range, name)`` of the ``def``s that may hold ``node``, chunk-relative: in a class
+        parsed in pieces, those of the piece that holds it (a method is never cut)."""
+        found = self._part_of(node)
+        if found is None:
+            return self.functions()
+        shift, part = found
+        return [(_shifted(code_range, shift), name) for code_range, name in part.functions()]
+
+    def _part_of(self, node: Any) -> tuple[int, Part] | None:
+        return next(((shift, part) for shift, part in self.parts if part.holds(node)), None)
+
+    def _outer(self) -> frozenset:
+        """The ids of the nodes no part holds: the class statement, its header and its body block."""
+        if self._outer_ids is None:
+            inner = {id(statement) for _, part in self.parts for statement in part.statements}
+            self._outer_ids = frozenset(map(id, _walk(self.statements, inner)))
+        return self._outer_ids
 
     def functions(self) -> list:
         """``(range, name)`` of each ``def`` in the chunk, chunk-relative."""
@@ -180,6 +234,58 @@ class Chunk:
                 if isinstance(node, cst.FunctionDef)
             ]
         return self._functions
+
+
+class Part:
+    """One piece of a class parsed alone (:mod:`.class_pieces`): its module, the class body's
+    statements it holds, and, resolved when a diagnostic names one of its nodes, their ids and
+    positions in that module. A document's cache keeps it for the next version of the class."""
+
+    def __init__(self, text: str, module: cst.Module) -> None:
+        self.text = text
+        self.module = module
+        block = class_block(module)
+        self.statements: tuple = tuple(block.body) if block is not None else ()
+        self.owner: weakref.ref[Chunk] | None = None
+        """The chunk assembled from it: no other chunk in use may hold its nodes."""
+        self._ids: frozenset | None = None
+        self._positions: dict | None = None
+        self._functions: list | None = None
+
+    def holds(self, node: Any) -> bool:
+        if self._ids is None:
+            self._ids = frozenset(map(id, _walk(self.statements)))
+        return id(node) in self._ids
+
+    def positions(self) -> dict:
+        if self._positions is None:
+            self._positions = dict(node_positions(self.module))
+        return self._positions
+
+    def functions(self) -> list:
+        if self._functions is None:
+            positions = self.positions()
+            self._functions = [
+                (positions[node], node.name.value) for node in _walk(self.statements) if isinstance(node, cst.FunctionDef)
+            ]
+        return self._functions
+
+
+def _piece_module(text: str, cache: SourceCache | None, taken: list[Part]) -> cst.Module:
+    """The module of one piece of a class: the one an earlier version of the document parsed,
+    where no chunk in use in this check holds it (and this class has not taken it already),
+    else parsed now. A part is taken from the chunk that held it, which no longer owns its
+    parts (:meth:`Chunk.owns_its_parts`): where that chunk is found in the cache again, it is
+    parsed again."""
+    part = cache.parts.get(text) if cache is not None and cache.on_demand else None
+    if part is not None:
+        owner = part.owner() if part.owner is not None else None
+        if (owner is not None and id(owner) in cache.in_use) or any(p is part for p in taken):  # type: ignore[union-attr]
+            part = None
+    if part is None:
+        part = Part(text, cst.parse_module(text))
+    taken.append(part)
+    return part.module
 
 
 class ParsedSource:
@@ -217,13 +323,13 @@ class ParsedSource:
         """Where a node is in the text; for any node but whitespace, punctuation, operators and
         comment lines."""
         offset, chunk = self.pieces[self._piece_index(node)]
-        return _shifted(chunk.positions()[node], offset)
+        return _shifted(chunk.position(node), offset)
 
     def functions_around(self, node: Any) -> list[tuple[CodeRange, str]]:
         """``(range, name)`` of the ``def``s in the top-level statement that holds ``node``:
         the only ones whose range can contain it."""
         offset, chunk = self.pieces[self._piece_index(node)]
-        return [(_shifted(r, offset), name) for r, name in chunk.functions()]
+        return [(_shifted(r, offset), name) for r, name in chunk.functions_around(node)]
 
     def holds(self, node: Any) -> bool:
         try:
@@ -313,15 +419,24 @@ def _statement_pieces(module: cst.Module) -> list[tuple[int, Chunk]]:
     return pieces
 
 
-def cached_chunk(cache: SourceCache, text: str, starts_file: bool, occurrence: Hashable) -> Chunk | None:
+def cached_chunk(
+    cache: SourceCache,
+    text: str,
+    starts_file: bool,
+    occurrence: Hashable,
+    shape: tuple[ast.ClassDef, int] | None = None,
+) -> Chunk | None:
     """The chunk of ``text`` parsed alone, from ``cache`` when it holds it (None: it does not
     parse alone). ``occurrence`` tells equal chunks of one file apart (a count, or what else
-    the text was cut for): a node must not be in a module twice."""
+    the text was cut for): a node must not be in a module twice. ``shape``: the ``ast`` of
+    the class statement it is, where the caller has it (:meth:`Chunk.parse`)."""
     key = (text, starts_file, occurrence)
     found: Chunk | None = cache.get(key)
-    if found is None:
-        found = Chunk.parse(text, starts_file)
+    if found is None or not found.owns_its_parts():
+        found = Chunk.parse(text, starts_file, cache, shape)
         cache.add(key, found)
+    if found is not None and found.parts:
+        cache.in_use[id(found)] = found
     return found
 
 
@@ -409,12 +524,15 @@ def _blocks(statement: Any) -> Iterator[Any]:
 _NODE_FIELDS: dict[type, tuple] = {}
 
 
-def _walk(nodes: Sequence[Any]) -> Iterator[Any]:
-    """Every node under ``nodes`` but layout tokens. Checks types by exact class (libcst's
-    ``isinstance`` goes through ``ABCMeta`` and would cost most of the walk)."""
-    stack = list(nodes)
+def _walk(nodes: Sequence[Any], skipped: Collection[int] = ()) -> Iterator[Any]:
+    """Every node under ``nodes`` but layout tokens (and but those whose ids are ``skipped``,
+    and what is under them). Checks types by exact class (libcst's ``isinstance`` goes through
+    ``ABCMeta`` and would cost most of the walk)."""
+    stack = [node for node in nodes if id(node) not in skipped]
     while stack:
         node = stack.pop()
+        if skipped and id(node) in skipped:
+            continue
         yield node
         fields = _NODE_FIELDS.get(type(node))
         if fields is None:

@@ -54,8 +54,12 @@ def keep_jit_groups_only(facts: ModuleFacts) -> None:
     facts.outline.release([index for index in range(len(facts.outline.groups)) if group_of(facts, index).spells_jit])
 
 
+GROUPS = "jit_groups"
+"""Where each group's :class:`Group` is kept in its facts' ``memo``, by index."""
+
+
 def group_of(facts: ModuleFacts, index: int) -> Group:
-    groups = facts.memo.setdefault("jit_groups", {})  # the facts' alone: kept with them
+    groups = facts.memo.setdefault(GROUPS, {})  # the facts' alone: kept with them
     found = groups.get(index)
     if found is None:
         found = groups[index] = Group(facts.outline.groups[index], facts.piece(index))

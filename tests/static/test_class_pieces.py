@@ -44,7 +44,7 @@ def test_every_class_of_the_corpora_parses_alike_in_pieces(small_pieces):
             found = parse_class_in_pieces(chunk)
             if found is not None:
                 split += 1
-                assert found.deep_equals(cst.parse_module(chunk)), (path, chunk[:80])
+                assert found.module.deep_equals(cst.parse_module(chunk)), (path, chunk[:80])
     assert split > 100
 
 
@@ -62,8 +62,8 @@ def test_every_class_of_the_corpora_parses_alike_in_pieces(small_pieces):
 def test_layouts_parse_alike_in_pieces(small_pieces, text):
     found = parse_class_in_pieces(text)
     assert found is not None
-    assert found.deep_equals(cst.parse_module(text))
-    assert found.code == text
+    assert found.module.deep_equals(cst.parse_module(text))
+    assert found.module.code == text
 
 
 @pytest.mark.parametrize(
@@ -83,4 +83,48 @@ def test_only_a_large_class_is_cut():
     text = "class A:\n" + "".join(f"    def f{i}(self):\n        return {i}\n\n" for i in range(40))
     assert len(text) < class_pieces.SPLIT_CHARS and parse_class_in_pieces(text) is None
     large = "class A:\n" + "".join(f"    def f{i}(self):\n        return {i}\n\n" for i in range(1500))
-    assert parse_class_in_pieces(large).deep_equals(cst.parse_module(large))
+    assert parse_class_in_pieces(large).module.deep_equals(cst.parse_module(large))
+
+
+def test_a_class_cut_by_the_callers_ast_parses_alike(small_pieces):
+    """The ``ast`` of the whole file, its line numbers shifted, cuts each class as the class's
+    own parse does; a method blanked out of the text (a pruned one) is skipped."""
+    files = sorted(path for corpus in CORPORA for path in (ROOT / corpus).rglob("*.py"))
+    cut = blanked_cut = 0
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        starts = [0, *(match.end() for match in NEWLINE.finditer(text))]
+        previous = 0
+        for statement in ast.parse(text).body:
+            last = statement.end_lineno or statement.lineno
+            end = starts[last] if last < len(starts) else len(text)
+            chunk, lines_before = text[previous:end], text.count("\n", 0, previous)
+            previous = end
+            if not isinstance(statement, ast.ClassDef):
+                continue
+            found = parse_class_in_pieces(chunk, shape=(statement, lines_before))
+            if found is None:
+                continue
+            cut += 1
+            assert found.module.deep_equals(cst.parse_module(chunk)), (path, chunk[:80])
+            methods = [s for s in statement.body if isinstance(s, ast.FunctionDef) and not s.decorator_list]
+            if len(methods) < 2:
+                continue
+            lines = chunk.splitlines(keepends=True)
+            dropped = methods[0]
+            for number in range(dropped.lineno - lines_before, dropped.end_lineno - lines_before + 1):
+                lines[number - 1] = "\n"
+            blanked = "".join(lines)
+            pruned = parse_class_in_pieces(blanked, shape=(statement, lines_before))
+            if pruned is not None:  # None: one statement left, nothing to cut
+                blanked_cut += 1
+                assert pruned.module.deep_equals(cst.parse_module(blanked)), (path, chunk[:80])
+    assert cut > 100 and blanked_cut > 50
+
+
+def test_a_shape_whose_lines_are_not_the_texts_cuts_nothing(small_pieces):
+    text = "class A:\n    x = 1\n\n    def f(self):\n        return 1\n\n    y = 2\n"
+    (cls,) = ast.parse(text).body
+    assert parse_class_in_pieces(text, shape=(cls, 0)) is not None
+    assert parse_class_in_pieces(text, shape=(cls, 1)) is None  # the statements' lines one off
+    assert parse_class_in_pieces(text, shape=(cls, -40)) is None

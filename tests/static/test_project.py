@@ -459,9 +459,9 @@ def test_another_modules_class_body_is_parsed_only_when_the_check_can_know_the_c
     parsed: list[str] = []
     parse = source.Chunk.parse
 
-    def recording(text: str, starts_file: bool) -> object:
+    def recording(text: str, *args: object) -> object:
         parsed.append(text)
-        return parse(text, starts_file)
+        return parse(text, *args)
 
     monkeypatch.setattr(source.Chunk, "parse", staticmethod(recording))
     write(

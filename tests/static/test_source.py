@@ -380,3 +380,128 @@ def test_functions_of_one_statement_keep_their_own_names():
         result = check_source(text, "prog.py", jax_version=LEGACY, cache=cache)
         assert result.diagnostics == whole_file_diagnostics(text)
         assert [d.function.name for d in flow(result)] == ["b"]
+
+
+TEST_CLASS = '''
+
+class OffloadTest:
+    """A test case whose methods jit what they move to host."""
+
+    def setUp(self):
+        self.scale = 2
+
+    def test_returns_host(self):
+        @jax.jit
+        def f(x):
+            return jax.device_put(x, host) * self.scale
+
+        return f
+
+    # between two tests
+    def test_device_only(self):
+        return jax.jit(lambda x: x + 1)
+
+    def test_host_output(self):
+        g = jax.jit(lambda x: jax.device_put(x, host))
+        return g
+
+    def tearDown(self):
+        pass
+'''
+
+
+@pytest.fixture
+def small_pieces(monkeypatch):
+    """Every class of more than one statement is parsed in pieces of one or two statements."""
+    from offload_fixer.static import class_pieces
+
+    monkeypatch.setattr(class_pieces, "SPLIT_CHARS", 1)
+    monkeypatch.setattr(class_pieces, "PIECE_CHARS", 1)
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_a_class_in_pieces_places_every_node_in_its_piece(small_pieces, path):
+    """Positions and enclosing functions resolved in the one piece of a class that holds a
+    node are those of the whole class."""
+    from offload_fixer.static.source import Chunk, _walk
+
+    text = path.read_text(encoding="utf-8")
+    spans = outline(text).spans or []
+    pieced = 0
+    for index, (start, end) in enumerate(spans):
+        chunk = Chunk.parse(text[start:end], index == 0)
+        if chunk is None or not chunk.parts:
+            continue
+        pieced += 1
+        whole = chunk.positions()
+        for node in _walk(chunk.statements):
+            assert chunk.holds(node)
+            assert chunk.position(node) == whole[node], (path.name, type(node).__name__)
+            around = chunk.functions_around(node)
+            assert set(around) <= set(chunk.functions())
+            assert {f for f in chunk.functions() if _contains(f[0], whole[node])} <= set(around)
+    assert pieced or "class " not in text
+
+
+def _contains(outer, inner) -> bool:
+    return (outer.start.line, outer.start.column) <= (inner.start.line, inner.start.column) and (
+        inner.end.line,
+        inner.end.column,
+    ) <= (outer.end.line, outer.end.column)
+
+
+def test_classes_in_pieces_check_the_same_through_a_cache(small_pieces):
+    """Edited, moved and copied (a copy's pieces are the same text, never the same nodes)."""
+    copy = TEST_CLASS.replace("class OffloadTest", "class OffloadTestCopy")
+    text = program(TEST_CLASS + copy)
+    assert_same_with_and_without_cache(text, random.Random(1), 12)
+    assert_same_with_and_without_cache(program(TEST_CLASS), random.Random(2), 12)
+
+
+def test_an_edit_to_a_class_in_pieces_parses_the_piece_it_touched(small_pieces):
+    from offload_fixer.static.source import _walk
+
+    text = program(TEST_CLASS)
+    cache = SourceCache()
+    first = check_source(text, "prog.py", jax_version=LEGACY, cache=cache)
+    assert [d.code for d in first.diagnostics] == ["OFL1201", "OFL1200", "OFL1200"]
+
+    def class_chunk():
+        (chunk,) = (c for c in cache.in_use.values() if c.parts)
+        return chunk
+
+    before = class_chunk()
+    edited = text.replace("self.scale = 2", "self.scale = 3")
+    again = check_source(edited, "prog.py", jax_version=LEGACY, cache=cache)
+    assert again == check_source(edited, "prog.py", jax_version=LEGACY)
+    after = class_chunk()
+    assert after is not before and not before.owns_its_parts()
+    kept = [b for (_, b), (_, a) in zip(before.parts, after.parts) if a is b]
+    assert len(kept) == len(after.parts) - 1  # all but the piece holding the edit
+    # A copy of the class in the next version shares the pieces' text, never their nodes.
+    copied = edited + TEST_CLASS.replace("class OffloadTest", "class OffloadTestCopy")
+    result = check_source(copied, "prog.py", jax_version=LEGACY, cache=cache)
+    assert result == check_source(copied, "prog.py", jax_version=LEGACY)
+    assert len(result.diagnostics) == 6
+    held = [c for c in cache.in_use.values() if c.parts]
+    assert len(held) == 2
+    ids = [{id(node) for node in _walk(chunk.statements)} for chunk in held]
+    assert not ids[0] & ids[1]
+
+
+def test_a_chunk_whose_piece_another_took_is_parsed_again(small_pieces):
+    """A class's cached chunk whose piece a newer class took while the first was not in use
+    is parsed again when it is read: two chunks in use never hold the same node."""
+    from offload_fixer.static.source import _walk, cached_chunk
+
+    first = textwrap.dedent(TEST_CLASS)
+    second = first.replace("class OffloadTest", "class Renamed")
+    cache = SourceCache()
+    cache.begin()
+    one = cached_chunk(cache, first, False, 0)
+    cache.begin()  # the next check: `one` is not in use, its pieces may be taken
+    other = cached_chunk(cache, second, False, 0)
+    assert [a is b for (_, a), (_, b) in zip(one.parts, other.parts)] == [False] + [True] * (len(one.parts) - 1)
+    again = cached_chunk(cache, first, False, 0)
+    assert again is not one and again.owns_its_parts() and other.owns_its_parts()
+    assert not {id(n) for n in _walk(again.statements)} & {id(n) for n in _walk(other.statements)}
