@@ -413,7 +413,10 @@ def real_rows(path: Path, args: argparse.Namespace, init: dict | None) -> None:
     print(f"{'':44} {'median ms':>10} {'min ms':>8} {'max ms':>8}")
     for name, values in rows:
         print(f"{name:44} {statistics.median(values) * 1e3:10.1f} {min(values) * 1e3:8.1f} {max(values) * 1e3:8.1f}")
-    print(f"CPU of the server and its worker: open {open_cpu * 1e3:.0f} ms, change median {statistics.median(change_cpu) * 1e3:.0f} ms\n", flush=True)
+    print(
+        f"CPU of the server and its worker: open {open_cpu * 1e3:.0f} ms, change median {statistics.median(change_cpu) * 1e3:.0f} ms\n",
+        flush=True,
+    )
 
 
 def size_rows(lines: int, args: argparse.Namespace, init: dict | None) -> list[tuple[str, list[float]]]:
@@ -490,7 +493,11 @@ def main() -> None:
     )
     parser.add_argument("--repeat", type=int, default=5, help="fresh servers per document with --startup")
     parser.add_argument(
-        "--real", type=Path, nargs="+", metavar="FILE", help="open these files and type in them instead (the files are not written)"
+        "--real",
+        type=Path,
+        nargs="+",
+        metavar="FILE",
+        help="open these files and type in them instead (the files are not written)",
     )
     args = parser.parse_args()
     init = None if args.debounce_ms is None else {"debounceMs": args.debounce_ms}

@@ -102,7 +102,9 @@ def parse_class_in_pieces(
     whole = block.with_changes(body=body, footer=footer)
     return PiecedClass(
         module.with_changes(
-            body=[statement.with_changes(body=whole)], footer=last.footer, has_trailing_newline=last.has_trailing_newline
+            body=[statement.with_changes(body=whole)],
+            footer=last.footer,
+            has_trailing_newline=last.has_trailing_newline,
         ),
         pieces,
     )

@@ -103,7 +103,11 @@ class Chunk:
 
     @classmethod
     def parse(
-        cls, text: str, starts_file: bool, cache: SourceCache | None = None, shape: tuple[ast.ClassDef, int] | None = None
+        cls,
+        text: str,
+        starts_file: bool,
+        cache: SourceCache | None = None,
+        shape: tuple[ast.ClassDef, int] | None = None,
     ) -> Chunk | None:
         """The chunk parsed alone (a large class a few methods at a time, :mod:`.class_pieces`,
         cut where its ``shape`` says when given, taking from a document's ``cache`` the pieces
@@ -266,7 +270,9 @@ class Part:
         if self._functions is None:
             positions = self.positions()
             self._functions = [
-                (positions[node], node.name.value) for node in _walk(self.statements) if isinstance(node, cst.FunctionDef)
+                (positions[node], node.name.value)
+                for node in _walk(self.statements)
+                if isinstance(node, cst.FunctionDef)
             ]
         return self._functions
 
