@@ -82,11 +82,37 @@ class UnusedSuppression:
         return f"unused {kind}"
 
 
-def find_suppressions(path: str, source: str) -> list[Suppression]:
-    """Every directive in ``source``; a file that does not tokenize has none we can trust."""
+def find_suppressions(path: str, source: str, chunks: Sequence[tuple[int, int]] | None = None) -> list[Suppression]:
+    """Every directive in ``source``; a file that does not tokenize has none we can trust.
+    ``chunks``: the spans of the text's top-level statements (:mod:`.static.outline`), each
+    of which tokenizes alone: only those that spell a directive are tokenized, and what each
+    holds is kept by its text (the language server asks again after every edit)."""
     if MARKER not in source and "noqa" not in source.lower():
         return []
-    found = []
+    if not chunks:
+        return [Suppression(path, *found) for found in _directives(source)]
+    result = []
+    line = 0
+    for start, end in chunks:
+        text = source[start:end]
+        if MARKER in text or "noqa" in text.lower():
+            kept = _CHUNK_DIRECTIVES.get(text)
+            if kept is None:
+                kept = _CHUNK_DIRECTIVES[text] = tuple(_directives(text))
+                if len(_CHUNK_DIRECTIVES) > _CHUNKS_KEPT:
+                    _CHUNK_DIRECTIVES.pop(next(iter(_CHUNK_DIRECTIVES)))
+            result.extend(Suppression(path, found[0] + line, *found[1:]) for found in kept)
+        line += text.count("\n")  # as ``generate_tokens`` over the whole text counts lines
+    return result
+
+
+_CHUNK_DIRECTIVES: dict[str, tuple[tuple, ...]] = {}
+_CHUNKS_KEPT = 256
+
+
+def _directives(source: str) -> list[tuple]:
+    """``Suppression``'s fields after ``path``, for each directive of ``source``."""
+    found: list[tuple] = []
     lines = source.splitlines()
     try:
         for token in tokenize.generate_tokens(io.StringIO(source).readline):
@@ -97,7 +123,7 @@ def find_suppressions(path: str, source: str) -> list[Suppression]:
                 codes = () if codes_text is None else _split_codes(codes_text)
                 line, col = token.start
                 standalone = not lines[line - 1][:col].strip()
-                found.append(Suppression(path, line, col + match.start() + 1, codes, standalone))
+                found.append((line, col + match.start() + 1, codes, standalone))
             for match in NOQA.finditer(token.string):
                 codes_text = match.group("codes")
                 codes = () if codes_text is None else _split_codes(codes_text)
@@ -105,7 +131,7 @@ def find_suppressions(path: str, source: str) -> list[Suppression]:
                 if codes and not ours:  # codes of another tool only (F401): theirs
                     continue
                 line, col = token.start
-                found.append(Suppression(path, line, col + match.start() + 1, ours, False, noqa=True))
+                found.append((line, col + match.start() + 1, ours, False, True))
     except (tokenize.TokenError, SyntaxError):
         return found
     return found
@@ -119,12 +145,14 @@ def filter_suppressed(
     diagnostics: Iterable[Diagnostic],
     sources: Mapping[str, str],
     enabled: Collection[str] | None = None,
+    chunks: Mapping[str, Sequence[tuple[int, int]] | None] | None = None,
 ) -> tuple[list[Diagnostic], list[Diagnostic], list[UnusedSuppression]]:
     """Split ``diagnostics`` into (kept, suppressed) and list the directives that silenced nothing.
 
     ``sources`` maps each file to its text; only directives in these files count.
     ``enabled`` is the set of codes this run could report: a directive for a code that was
-    not checked is not called unused (``None``: every known code was checked).
+    not checked is not called unused (``None``: every known code was checked). ``chunks``:
+    the spans of a file's top-level statements, where known (:func:`find_suppressions`).
     """
     known = set(codes.ALL_CODES)
     enabled_codes = known if enabled is None else set(enabled)
@@ -134,7 +162,7 @@ def filter_suppressed(
     # for files where that leaves a diagnostic that one of their directives could cover.
     by_file: dict[str, list[tuple[Suppression, tuple[int, int]]]] = {}
     for path, source in sources.items():
-        found = find_suppressions(path, source)
+        found = find_suppressions(path, source, (chunks or {}).get(path))
         if found:
             by_file[_key(path)] = [(suppression, (suppression.line, suppression.line)) for suppression in found]
     kept, suppressed, used = _match(diagnostics, by_file)

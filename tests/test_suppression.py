@@ -279,3 +279,46 @@ def test_noqa_of_other_tools_is_theirs_and_ours_unused_is_reported():
     kept, suppressed, unused = _run(text, hit)
     assert kept == [hit] and suppressed == []
     assert [(u.line, u.codes, u.message) for u in unused] == [(2, ("OFL1200",), "unused `# noqa`: OFL1200")]
+
+
+def test_directives_found_statement_by_statement_are_those_of_the_whole_text():
+    """Only the top-level statements that spell a directive are tokenized, each alone, and
+    each is kept by its text: the same directives, lines and columns as one pass over the
+    text, whatever its line ends."""
+    from pathlib import Path
+
+    from offload_fixer.static.outline import outline
+
+    root = Path(__file__).resolve().parents[1]
+    texts = [
+        p.read_text(encoding="utf-8") for d in ("offload_fixer", "tests") for p in sorted((root / d).rglob("*.py"))
+    ]
+    written = _source(
+        '''
+        import jax  # noqa: F401
+        s = """
+        x = 1  # offload-fixer: ignore
+        """
+        class A:
+            # offload-fixer: ignore[OFL1200]
+            def f(self):
+                return 1  # noqa: OFL1201
+        y = 2  # noqa
+        '''
+    )
+    texts += [written, written.replace("\n", "\r\n")]
+    compared = 0
+    for text in texts:
+        spans = outline(text).spans
+        if spans is None:
+            continue
+        whole = find_suppressions(PATH, text)
+        assert find_suppressions(PATH, text, spans) == whole
+        assert find_suppressions(PATH, text, spans) == whole  # kept by text the second time
+        compared += "noqa" in text or "offload-fixer" in text
+    assert compared > 20
+    assert [(s.line, s.codes, s.noqa) for s in find_suppressions(PATH, written, outline(written).spans)] == [
+        (6, ("OFL1200",), False),
+        (8, ("OFL1201",), True),
+        (9, (), True),
+    ]

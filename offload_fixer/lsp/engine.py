@@ -206,7 +206,10 @@ def _reportable(diagnostics: Sequence[Diagnostic], text: str, path: str, setting
     from offload_fixer.suppression import filter_suppressed
 
     selected = settings.reportable(diagnostics)
-    kept, _, _ = filter_suppressed(selected, {path: text})
+    if not selected:
+        return []
+    found = _outline_of(path, text)
+    kept, _, _ = filter_suppressed(selected, {path: text}, chunks={path: None if found is None else found.spans})
     return list(kept)
 
 
