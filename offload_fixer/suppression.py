@@ -91,7 +91,7 @@ def find_suppressions(path: str, source: str, chunks: Sequence[tuple[int, int]] 
         return []
     if not chunks:
         return [Suppression(path, *found) for found in _directives(source)]
-    result = []
+    result: list[Suppression] = []
     line = 0
     for start, end in chunks:
         text = source[start:end]
