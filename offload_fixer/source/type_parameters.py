@@ -21,11 +21,12 @@ import ast
 import re
 import sys
 
+from offload_fixer.source.line_ends import NEWLINE
+
 _ATTEMPTS = 64
 """Constructs blanked in one text at most before giving up (each costs one parse)."""
 _HEADER = re.compile(r"[ \t]*(?:async[ \t]+)?(?:def|class)[ \t]+\w+[ \t]*(?=\[)")
 _ALIAS = re.compile(r"[ \t]*(type[ \t]+(\w+))[ \t]*")
-_NEWLINE = re.compile(r"\r\n?|\n")
 _CONSTRUCT = re.compile(r"^[ \t]*(?:(?:async[ \t]+)?(?:def|class)[ \t]+\w+[ \t]*\[|type[ \t]+\w+)", re.MULTILINE)
 """A line that may start one: the first guess, before the parser's."""
 _SPACES = re.compile(r"[ \t]*")
@@ -97,7 +98,7 @@ def _line_start(text: str, lineno: int) -> int | None:
     """Offset of the 1-based line ``lineno`` as ``ast`` counts lines (``\\n``, ``\\r\\n``, ``\\r``)."""
     if lineno == 1:
         return 0
-    for number, newline in enumerate(_NEWLINE.finditer(text), start=2):
+    for number, newline in enumerate(NEWLINE.finditer(text), start=2):
         if number == lineno:
             return newline.end()
     return None

@@ -26,14 +26,18 @@ from __future__ import annotations
 
 import ast
 import itertools
+import weakref
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import libcst as cst
 
 from offload_fixer.source import type_parameters
+from offload_fixer.source.line_ends import NEWLINE
+from offload_fixer.source.metadata import node_positions
 
-from .outline import NEWLINE
+from .cst_nodes import walk_nodes
+from .outline import SourceCache
 
 SPLIT_CHARS = 16384
 """A class statement at least this long is parsed in pieces."""
@@ -164,3 +168,57 @@ def _may_cut_at(line: str, indent: int) -> bool:
     """A line between two statements that the next one owns in a whole parse too."""
     stripped = line.lstrip(" \t")
     return not stripped.strip() or (stripped.startswith("#") and len(line) - len(stripped) <= indent)
+
+
+class Part:
+    """One piece of a class parsed alone (:mod:`.class_pieces`): its module, the class body's
+    statements it holds, and, resolved when a diagnostic names one of its nodes, their ids and
+    positions in that module. A document's cache keeps it for the next version of the class."""
+
+    def __init__(self, text: str, module: cst.Module) -> None:
+        self.text = text
+        self.module = module
+        block = class_block(module)
+        self.statements: tuple = tuple(block.body) if block is not None else ()
+        self.owner: weakref.ref[Any] | None = None
+        """The chunk assembled from it: no other chunk in use may hold its nodes."""
+        self._ids: frozenset | None = None
+        self._positions: dict | None = None
+        self._functions: list | None = None
+
+    def holds(self, node: Any) -> bool:
+        if self._ids is None:
+            self._ids = frozenset(map(id, walk_nodes(self.statements)))
+        return id(node) in self._ids
+
+    def positions(self) -> dict:
+        if self._positions is None:
+            self._positions = dict(node_positions(self.module))
+        return self._positions
+
+    def functions(self) -> list:
+        if self._functions is None:
+            positions = self.positions()
+            self._functions = [
+                (positions[node], node.name.value)
+                for node in walk_nodes(self.statements)
+                if isinstance(node, cst.FunctionDef)
+            ]
+        return self._functions
+
+
+def piece_module(text: str, cache: SourceCache | None, taken: list[Part]) -> cst.Module:
+    """The module of one piece of a class: the one an earlier version of the document parsed,
+    where no chunk in use in this check holds it (and this class has not taken it already),
+    else parsed now. A part is taken from the chunk that held it, which no longer owns its
+    parts (:meth:`.source.Chunk.owns_its_parts`): where that chunk is found in the cache again, it is
+    parsed again."""
+    part = cache.parts.get(text) if cache is not None and cache.on_demand else None
+    if part is not None:
+        owner = part.owner() if part.owner is not None else None
+        if (owner is not None and id(owner) in cache.in_use) or any(p is part for p in taken):  # type: ignore[union-attr]
+            part = None
+    if part is None:
+        part = Part(text, cst.parse_module(text))
+    taken.append(part)
+    return part.module

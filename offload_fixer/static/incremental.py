@@ -32,6 +32,7 @@ same as a whole analysis's (``tests/static/test_incremental.py``).
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -52,7 +53,38 @@ class StatementNames:
 def statement_names(statements: Sequence[ast.stmt]) -> StatementNames:
     binds: set[str] = set()
     reads: set[str] = set()
-    stack: list[tuple[ast.AST, bool]] = [(statement, False) for statement in statements]
+    stack: list[tuple[ast.AST, bool]] = []
+    for statement in statements:
+        if type(statement) is ast.ClassDef:  # its members one by one: most are the last version's
+            binds.add(statement.name)
+            for field in _child_fields(ast.ClassDef):
+                if field != "body":
+                    child = getattr(statement, field, None)
+                    items = child if type(child) is list else [child]
+                    stack.extend((item, True) for item in items if isinstance(item, ast.AST))
+            for member in statement.body:
+                known = _MEMBER_NAMES.get(member)
+                if known is None:
+                    known = _MEMBER_NAMES[member] = _names([(member, True)], set(), set())
+                binds |= known[0]
+                reads |= known[1]
+        else:
+            stack.append((statement, False))
+    _names(stack, binds, reads)
+    binds.discard("")
+    return StatementNames(frozenset(binds), frozenset(reads))
+
+
+_MEMBER_NAMES: weakref.WeakKeyDictionary[ast.stmt, tuple[frozenset[str], frozenset[str]]] = weakref.WeakKeyDictionary()
+"""What each statement of a class body binds and reads, by its node: a document's outline keeps
+the members an edit left alone (:mod:`.class_members`)."""
+
+
+def _names(
+    stack: list[tuple[ast.AST, bool]], binds: set[str], reads: set[str]
+) -> tuple[frozenset[str], frozenset[str]]:
+    """Walks ``stack`` (nodes, and whether they are inside a def, class or lambda), adding
+    to ``binds`` and ``reads``; returns them."""
     while stack:
         node, nested = stack.pop()
         if type(node) is ast.Name:  # the most common node by far, and a leaf: decided first
@@ -89,8 +121,7 @@ def statement_names(statements: Sequence[ast.stmt]) -> StatementNames:
                 stack.extend((item, inner) for item in child if isinstance(item, ast.AST))
             elif isinstance(child, ast.AST):
                 stack.append((child, inner))
-    binds.discard("")
-    return StatementNames(frozenset(binds), frozenset(reads))
+    return frozenset(binds), frozenset(reads)
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)

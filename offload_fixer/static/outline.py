@@ -17,18 +17,17 @@ from __future__ import annotations
 
 import ast
 import bisect
-import re
 from collections import OrderedDict
 from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 from offload_fixer.source import type_parameters
+from offload_fixer.source.line_ends import NEWLINE
+
+from .class_members import class_after
 
 if TYPE_CHECKING:
     from .incremental import KeptAnalysis
-
-NEWLINE = re.compile(r"\r\n?|\n")
-"""Line ends as both ``ast`` (universal newlines) and libcst count them."""
 
 
 class SourceCache:
@@ -252,6 +251,26 @@ def _outline_after(previous: Outline, text: str) -> Outline | None:
     first = bisect.bisect_right(starts, max(same_start - 1, 0)) - 1
     last = bisect.bisect_right(starts, min(len(old) - same_end, len(old) - 1)) - 1
     shift = len(text) - len(old)
+    if first == last:  # inside one chunk: a large class's members the change left alone are kept
+        begin, end = spans[first]
+        changed = (same_start - begin, max(len(old) - same_end, same_start) - begin)
+        updated = class_after(
+            previous.groups[first],
+            old[begin:end],
+            text[begin : end + shift],
+            changed,
+            previous.grammar,
+            previous.newer_syntax,
+        )
+        if updated is not None:
+            return Outline(
+                text,
+                [*previous.groups[:first], updated, *previous.groups[first + 1 :]],
+                [*spans[:first], (begin, end + shift), *((a + shift, b + shift) for a, b in spans[first + 1 :])],
+                previous.grammar,
+                file_lines=False,
+                newer_syntax=previous.newer_syntax,
+            )
     for until in (last, last + 1):
         if until >= len(spans):
             return None

@@ -34,6 +34,7 @@ pruned text as it was, and its parse is the cached one.
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -256,6 +257,11 @@ def first_line(method: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
     return min([method.lineno, *(d.lineno for d in method.decorator_list)])
 
 
+_METHODS: weakref.WeakKeyDictionary[ast.stmt, Member] = weakref.WeakKeyDictionary()
+"""Each method's :class:`Member`, by its node: a document's outline keeps the methods an edit
+left alone (:mod:`.class_members`), whose text is the same."""
+
+
 def _members(cls: ast.ClassDef, lines: list[str], offset: int) -> list[Member] | None:
     """The class's methods and (last) its other statements; None when a method cannot be
     blanked alone: it shares a line with another statement, or the outline's lines are not
@@ -277,7 +283,10 @@ def _members(cls: ast.ClassDef, lines: list[str], offset: int) -> list[Member] |
         head = lines[first - 1].lstrip()
         if not head.startswith(("@", "def", "async")):
             return None
-        methods.append(Member([statement], "".join(lines[first - 1 : last]), statement))  # type: ignore[arg-type]
+        member = _METHODS.get(statement)
+        if member is None:
+            member = _METHODS[statement] = Member([statement], "".join(lines[first - 1 : last]), statement)  # type: ignore[arg-type]
+        methods.append(member)
     rest_text = "".join("".join(lines[s.lineno - offset - 1 : (s.end_lineno or s.lineno) - offset]) for s in rest)
     return [*methods, Member(rest, rest_text, None)]
 

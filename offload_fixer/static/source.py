@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 import weakref
-from collections.abc import Collection, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from typing import Any
 
 import libcst as cst
@@ -30,37 +30,12 @@ from libcst.metadata import CodePosition, CodeRange
 
 from offload_fixer.source.metadata import node_positions
 
-from .class_pieces import class_block, parse_class_in_pieces
+from .class_pieces import Part, parse_class_in_pieces, piece_module
+from .cst_nodes import walk_nodes
 from .outline import NEWLINE, Outline, SourceCache
 
 _DEFAULT_INDENT = " " * 4
 _DEFAULT_NEWLINE = "\n"
-_LAYOUT_FIELDS = frozenset(
-    {
-        "lpar",
-        "rpar",
-        "comma",
-        "semicolon",
-        "leading_lines",
-        "lines_after_decorators",
-        "header",
-        "footer",
-        "newline",
-        "equal",
-        "colon",
-        "lbrace",
-        "rbrace",
-        "lbracket",
-        "rbracket",
-        "first_line",
-        "empty_lines",
-        "indent",
-        "dot",
-        "asynchronous",
-        "operator",
-    }
-)
-"""Node fields (with ``whitespace*``) that hold only layout tokens: no node a diagnostic names."""
 
 
 class Chunk:
@@ -113,7 +88,7 @@ class Chunk:
         cut where its ``shape`` says when given, taking from a document's ``cache`` the pieces
         an earlier version of the class had); None when it is not exactly one statement of Python."""
         taken: list[Part] = []
-        pieced = parse_class_in_pieces(text, lambda piece: _piece_module(piece, cache, taken), shape)
+        pieced = parse_class_in_pieces(text, lambda piece: piece_module(piece, cache, taken), shape)
         try:
             module = pieced.module if pieced is not None else cst.parse_module(text)
         except cst.ParserSyntaxError:
@@ -197,7 +172,7 @@ class Chunk:
         if self.parts:
             return self._part_of(node) is not None or id(node) in self._outer()
         if self._node_ids is None:
-            self._node_ids = frozenset(map(id, _walk(self.statements)))
+            self._node_ids = frozenset(map(id, walk_nodes(self.statements)))
         return id(node) in self._node_ids
 
     def position(self, node: Any) -> CodeRange:
@@ -225,7 +200,7 @@ class Chunk:
         """The ids of the nodes no part holds: the class statement, its header and its body block."""
         if self._outer_ids is None:
             inner = {id(statement) for _, part in self.parts for statement in part.statements}
-            self._outer_ids = frozenset(map(id, _walk(self.statements, inner)))
+            self._outer_ids = frozenset(map(id, walk_nodes(self.statements, inner)))
         return self._outer_ids
 
     def functions(self) -> list:
@@ -234,64 +209,10 @@ class Chunk:
             positions = self.positions()
             self._functions = [
                 (positions[node], node.name.value)
-                for node in _walk(self.statements)
+                for node in walk_nodes(self.statements)
                 if isinstance(node, cst.FunctionDef)
             ]
         return self._functions
-
-
-class Part:
-    """One piece of a class parsed alone (:mod:`.class_pieces`): its module, the class body's
-    statements it holds, and, resolved when a diagnostic names one of its nodes, their ids and
-    positions in that module. A document's cache keeps it for the next version of the class."""
-
-    def __init__(self, text: str, module: cst.Module) -> None:
-        self.text = text
-        self.module = module
-        block = class_block(module)
-        self.statements: tuple = tuple(block.body) if block is not None else ()
-        self.owner: weakref.ref[Chunk] | None = None
-        """The chunk assembled from it: no other chunk in use may hold its nodes."""
-        self._ids: frozenset | None = None
-        self._positions: dict | None = None
-        self._functions: list | None = None
-
-    def holds(self, node: Any) -> bool:
-        if self._ids is None:
-            self._ids = frozenset(map(id, _walk(self.statements)))
-        return id(node) in self._ids
-
-    def positions(self) -> dict:
-        if self._positions is None:
-            self._positions = dict(node_positions(self.module))
-        return self._positions
-
-    def functions(self) -> list:
-        if self._functions is None:
-            positions = self.positions()
-            self._functions = [
-                (positions[node], node.name.value)
-                for node in _walk(self.statements)
-                if isinstance(node, cst.FunctionDef)
-            ]
-        return self._functions
-
-
-def _piece_module(text: str, cache: SourceCache | None, taken: list[Part]) -> cst.Module:
-    """The module of one piece of a class: the one an earlier version of the document parsed,
-    where no chunk in use in this check holds it (and this class has not taken it already),
-    else parsed now. A part is taken from the chunk that held it, which no longer owns its
-    parts (:meth:`Chunk.owns_its_parts`): where that chunk is found in the cache again, it is
-    parsed again."""
-    part = cache.parts.get(text) if cache is not None and cache.on_demand else None
-    if part is not None:
-        owner = part.owner() if part.owner is not None else None
-        if (owner is not None and id(owner) in cache.in_use) or any(p is part for p in taken):  # type: ignore[union-attr]
-            part = None
-    if part is None:
-        part = Part(text, cst.parse_module(text))
-    taken.append(part)
-    return part.module
 
 
 class ParsedSource:
@@ -525,45 +446,6 @@ def _blocks(statement: Any) -> Iterator[Any]:
     finalbody = getattr(statement, "finalbody", None)
     if finalbody is not None:
         yield finalbody.body
-
-
-_NODE_FIELDS: dict[type, tuple] = {}
-
-
-def _walk(nodes: Sequence[Any], skipped: Collection[int] = ()) -> Iterator[Any]:
-    """Every node under ``nodes`` but layout tokens (and but those whose ids are ``skipped``,
-    and what is under them). Checks types by exact class (libcst's ``isinstance`` goes through
-    ``ABCMeta`` and would cost most of the walk)."""
-    stack = [node for node in nodes if id(node) not in skipped]
-    while stack:
-        node = stack.pop()
-        if skipped and id(node) in skipped:
-            continue
-        yield node
-        fields = _NODE_FIELDS.get(type(node))
-        if fields is None:
-            fields = tuple(
-                name
-                for name in type(node).__dataclass_fields__
-                if name not in _LAYOUT_FIELDS and not name.startswith("whitespace")
-            )
-            _NODE_FIELDS[type(node)] = fields
-        for name in fields:
-            child = getattr(node, name)
-            if type(child) in (tuple, list):
-                stack.extend(item for item in child if _is_node(type(item)))
-            elif _is_node(type(child)):
-                stack.append(child)
-
-
-_IS_NODE: dict[type, bool] = {}
-
-
-def _is_node(kind: type) -> bool:
-    found = _IS_NODE.get(kind)
-    if found is None:
-        found = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
-    return found
 
 
 def _shifted(code_range: CodeRange, lines: int) -> CodeRange:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import re
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -82,10 +83,10 @@ _LEAVES = frozenset(
 """Nodes with nothing a group reads: constants, contexts (``Load``) and operators."""
 
 
-class Group:
-    """What the ``ast`` of one top-level statement group tells."""
+class _Reads:
+    """What a walk of some statements found read, imported and stored."""
 
-    def __init__(self, statements: Sequence[ast.stmt], text: str) -> None:
+    def __init__(self) -> None:
         self.reads: list[tuple[str, tuple[str, ...]]] = []
         """Each name loaded, in any scope, with the attributes read from it (``utils.helper``),
         once, in the order first read."""
@@ -103,8 +104,10 @@ class Group:
         self.has_class = False
         self.value_spells_jit = False
         """``.jit``-like attributes or imports outside the methods of classes."""
-        # (node, inside a def/class/lambda, inside a class, inside a method of a class)
-        stack: list[tuple[ast.AST, bool, bool, bool]] = [(statement, False, False, False) for statement in statements]
+
+    def walk(self, stack: list[tuple[ast.AST, bool, bool, bool]]) -> None:
+        """Walks the nodes of ``stack``: (node, inside a def/class/lambda, inside a class,
+        inside a method of a class); the last first, each with all below it."""
         while stack:
             node, inner, in_class, in_method = stack.pop()
             kind = type(node)
@@ -146,14 +149,6 @@ class Group:
                             stack.append((item, inner, in_class, in_method))
                 elif isinstance(value, ast.AST) and type(value) not in _LEAVES:
                     stack.append((value, inner, in_class, in_method))
-        del self._seen, self._seen_in_value
-        only_imports = all(isinstance(statement, (ast.Import, ast.ImportFrom)) for statement in statements)
-        self.spells_jit = JIT_MARKER in text and not only_imports
-        self.spells_host = HOST_WORDS.search(text) is not None
-        """A host memory kind, an offload policy or ``compute_on`` anywhere in the text (in an
-        import too, and in methods: a class's value is taken to be all of it)."""
-        self.class_shape = _class_shape(statements)
-        """What the header of a group that is one class statement says."""
 
     def _read(self, name: str, chain: tuple[str, ...], in_method: bool) -> None:
         read = (name, chain)
@@ -163,6 +158,69 @@ class Group:
         if not in_method and read not in self._seen_in_value:
             self._seen_in_value.add(read)
             self.value_reads.append(read)
+
+    def take(self, other: _Reads) -> None:
+        """What ``other`` found, as if this walk had walked its statements now."""
+        for read in other.reads:
+            if read not in self._seen:
+                self._seen.add(read)
+                self.reads.append(read)
+        for read in other.value_reads:
+            if read not in self._seen_in_value:
+                self._seen_in_value.add(read)
+                self.value_reads.append(read)
+        self.imports.extend(other.imports)
+        self.nested_imports.extend(other.nested_imports)
+        self.attributes_read |= other.attributes_read
+        self.attributes_stored |= other.attributes_stored
+        self.has_class = self.has_class or other.has_class
+        self.value_spells_jit = self.value_spells_jit or other.value_spells_jit
+
+
+class Group(_Reads):
+    """What the ``ast`` of one top-level statement group tells."""
+
+    def __init__(self, statements: Sequence[ast.stmt], text: str) -> None:
+        super().__init__()
+        for statement in reversed(statements):  # in the order one walk of them all pops them
+            if type(statement) is ast.ClassDef:
+                self._walk_class(statement)
+            else:
+                self.walk([(statement, False, False, False)])
+        del self._seen, self._seen_in_value
+        only_imports = all(isinstance(statement, (ast.Import, ast.ImportFrom)) for statement in statements)
+        self.spells_jit = JIT_MARKER in text and not only_imports
+        self.spells_host = HOST_WORDS.search(text) is not None
+        """A host memory kind, an offload policy or ``compute_on`` anywhere in the text (in an
+        import too, and in methods: a class's value is taken to be all of it)."""
+        self.class_shape = _class_shape(statements)
+        """What the header of a group that is one class statement says."""
+
+    def _walk_class(self, cls: ast.ClassDef) -> None:
+        """A top-level class, as :meth:`walk` walks it, each member of its body taken from
+        :data:`_MEMBER_READS` where it was walked before."""
+        self.has_class = True
+        below: list[tuple[str, ast.AST]] = []
+        for field in ast.ClassDef._fields:
+            value = getattr(cls, field, None)
+            for item in value if type(value) is list else [value]:
+                if isinstance(item, ast.AST) and type(item) not in _LEAVES:
+                    below.append((field, item))
+        for field, item in reversed(below):
+            if field != "body":
+                self.walk([(item, True, True, False)])
+                continue
+            member = _MEMBER_READS.get(item)
+            if member is None:
+                member = _MEMBER_READS[item] = _Reads()
+                member.walk([(item, True, True, False)])
+                del member._seen, member._seen_in_value
+            self.take(member)
+
+
+_MEMBER_READS: weakref.WeakKeyDictionary[ast.AST, _Reads] = weakref.WeakKeyDictionary()
+"""What each statement of a top-level class's body reads, by its node: a document's outline
+keeps the members an edit left alone (:mod:`.class_members`)."""
 
 
 @dataclass(frozen=True)

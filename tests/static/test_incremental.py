@@ -205,3 +205,23 @@ def test_findings_kept_with_chunks_the_cache_let_go_stay_placed():
     assert [d.code for d in document.check(again)] == ["OFL1201", "OFL1200", "OFL1200", "OFL1200"]
     assert document.reanalysed(again) == ["@jax.jit"]
     assert document.cache.parsed > parsed + 1  # `step` parsed again, besides the new statement
+
+
+def test_a_class_reads_and_binds_what_its_members_do():
+    """A class's names are put together from its members' (kept by node, for the members a
+    document's edit left alone): the same as one walk of the whole statement."""
+    import ast
+    from pathlib import Path
+
+    from offload_fixer.static.incremental import StatementNames, _names, statement_names
+
+    root = Path(__file__).resolve().parents[2]
+    classes = 0
+    for path in sorted((root / "offload_fixer").rglob("*.py")):
+        for statement in ast.parse(path.read_text(encoding="utf-8")).body:
+            binds, reads = _names([(statement, False)], set(), set())
+            expected = StatementNames(binds - {""}, reads)
+            assert statement_names([statement]) == expected, (path, statement.lineno)
+            assert statement_names([statement]) == expected  # from the members' memo
+            classes += isinstance(statement, ast.ClassDef)
+    assert classes > 100

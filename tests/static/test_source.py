@@ -423,7 +423,8 @@ def small_pieces(monkeypatch):
 def test_a_class_in_pieces_places_every_node_in_its_piece(small_pieces, path):
     """Positions and enclosing functions resolved in the one piece of a class that holds a
     node are those of the whole class."""
-    from offload_fixer.static.source import Chunk, _walk
+    from offload_fixer.static.cst_nodes import walk_nodes
+    from offload_fixer.static.source import Chunk
 
     text = path.read_text(encoding="utf-8")
     spans = outline(text).spans or []
@@ -434,7 +435,7 @@ def test_a_class_in_pieces_places_every_node_in_its_piece(small_pieces, path):
             continue
         pieced += 1
         whole = chunk.positions()
-        for node in _walk(chunk.statements):
+        for node in walk_nodes(chunk.statements):
             assert chunk.holds(node)
             assert chunk.position(node) == whole[node], (path.name, type(node).__name__)
             around = chunk.functions_around(node)
@@ -459,7 +460,7 @@ def test_classes_in_pieces_check_the_same_through_a_cache(small_pieces):
 
 
 def test_an_edit_to_a_class_in_pieces_parses_the_piece_it_touched(small_pieces):
-    from offload_fixer.static.source import _walk
+    from offload_fixer.static.cst_nodes import walk_nodes
 
     text = program(TEST_CLASS)
     cache = SourceCache()
@@ -485,14 +486,15 @@ def test_an_edit_to_a_class_in_pieces_parses_the_piece_it_touched(small_pieces):
     assert len(result.diagnostics) == 6
     held = [c for c in cache.in_use.values() if c.parts]
     assert len(held) == 2
-    ids = [{id(node) for node in _walk(chunk.statements)} for chunk in held]
+    ids = [{id(node) for node in walk_nodes(chunk.statements)} for chunk in held]
     assert not ids[0] & ids[1]
 
 
 def test_a_chunk_whose_piece_another_took_is_parsed_again(small_pieces):
     """A class's cached chunk whose piece a newer class took while the first was not in use
     is parsed again when it is read: two chunks in use never hold the same node."""
-    from offload_fixer.static.source import _walk, cached_chunk
+    from offload_fixer.static.cst_nodes import walk_nodes
+    from offload_fixer.static.source import cached_chunk
 
     first = textwrap.dedent(TEST_CLASS)
     second = first.replace("class OffloadTest", "class Renamed")
@@ -504,4 +506,4 @@ def test_a_chunk_whose_piece_another_took_is_parsed_again(small_pieces):
     assert [a is b for (_, a), (_, b) in zip(one.parts, other.parts)] == [False] + [True] * (len(one.parts) - 1)
     again = cached_chunk(cache, first, False, 0)
     assert again is not one and again.owns_its_parts() and other.owns_its_parts()
-    assert not {id(n) for n in _walk(again.statements)} & {id(n) for n in _walk(other.statements)}
+    assert not {id(n) for n in walk_nodes(again.statements)} & {id(n) for n in walk_nodes(other.statements)}

@@ -1,0 +1,74 @@
+"""Walking a libcst tree fast, past the layout tokens that no diagnostic names."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator, Sequence
+from typing import Any
+
+import libcst as cst
+
+_LAYOUT_FIELDS = frozenset(
+    {
+        "lpar",
+        "rpar",
+        "comma",
+        "semicolon",
+        "leading_lines",
+        "lines_after_decorators",
+        "header",
+        "footer",
+        "newline",
+        "equal",
+        "colon",
+        "lbrace",
+        "rbrace",
+        "lbracket",
+        "rbracket",
+        "first_line",
+        "empty_lines",
+        "indent",
+        "dot",
+        "asynchronous",
+        "operator",
+    }
+)
+"""Node fields (with ``whitespace*``) that hold only layout tokens: no node a diagnostic names."""
+
+
+_NODE_FIELDS: dict[type, tuple] = {}
+
+
+def walk_nodes(nodes: Sequence[Any], skipped: Collection[int] = ()) -> Iterator[Any]:
+    """Every node under ``nodes`` but layout tokens (and but those whose ids are ``skipped``,
+    and what is under them). Checks types by exact class (libcst's ``isinstance`` goes through
+    ``ABCMeta`` and would cost most of the walk)."""
+    stack = [node for node in nodes if id(node) not in skipped]
+    while stack:
+        node = stack.pop()
+        if skipped and id(node) in skipped:
+            continue
+        yield node
+        fields = _NODE_FIELDS.get(type(node))
+        if fields is None:
+            fields = tuple(
+                name
+                for name in type(node).__dataclass_fields__
+                if name not in _LAYOUT_FIELDS and not name.startswith("whitespace")
+            )
+            _NODE_FIELDS[type(node)] = fields
+        for name in fields:
+            child = getattr(node, name)
+            if type(child) in (tuple, list):
+                stack.extend(item for item in child if _is_node(type(item)))
+            elif _is_node(type(child)):
+                stack.append(child)
+
+
+_IS_NODE: dict[type, bool] = {}
+
+
+def _is_node(kind: type) -> bool:
+    found = _IS_NODE.get(kind)
+    if found is None:
+        found = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
+    return found
