@@ -412,11 +412,13 @@ class OffloadTest:
 
 @pytest.fixture
 def small_pieces(monkeypatch):
-    """Every class of more than one statement is parsed in pieces of one or two statements."""
-    from offload_fixer.static import class_pieces
+    """Every class of more than one statement is parsed in pieces of one or two statements,
+    and a document's outline follows an edit inside any class member by member."""
+    from offload_fixer.static import class_members, class_pieces
 
     monkeypatch.setattr(class_pieces, "SPLIT_CHARS", 1)
     monkeypatch.setattr(class_pieces, "PIECE_CHARS", 1)
+    monkeypatch.setattr(class_members, "MEMBERS_CHARS", 1)
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
@@ -455,8 +457,9 @@ def test_classes_in_pieces_check_the_same_through_a_cache(small_pieces):
     """Edited, moved and copied (a copy's pieces are the same text, never the same nodes)."""
     copy = TEST_CLASS.replace("class OffloadTest", "class OffloadTestCopy")
     text = program(TEST_CLASS + copy)
-    assert_same_with_and_without_cache(text, random.Random(1), 12)
-    assert_same_with_and_without_cache(program(TEST_CLASS), random.Random(2), 12)
+    for seed in range(6):
+        assert_same_with_and_without_cache(text, random.Random(seed), 12)
+        assert_same_with_and_without_cache(program(TEST_CLASS), random.Random(10 + seed), 12)
 
 
 def test_an_edit_to_a_class_in_pieces_parses_the_piece_it_touched(small_pieces):
