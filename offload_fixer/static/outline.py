@@ -50,7 +50,7 @@ class SourceCache:
         chunk's key, with the first statement it was derived from (:mod:`.incremental`): the
         next version's outline holds the same statements for the chunks a change left alone."""
         self.parts: dict[str, Any] = {}
-        """The pieces of large classes parsed lately, by text (``source.Part``): a new version of
+        """The pieces of large classes parsed lately, by text (``class_pieces.Part``): a new version of
         a class re-parses only the pieces a change touched. Each knows the chunk that holds it."""
         self.in_use: dict[int, Any] = {}
         """The chunks of classes in pieces that the current check reads or keeps, by id: no other

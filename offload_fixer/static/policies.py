@@ -63,15 +63,47 @@ def unpinned_policies_by_statement(
     named = {index for index, piece in enumerate(pieces) if DESTINATION_SPELLING.search(piece)}
     finder = _Finder()
     for index in sorted(named):
-        _chunk(scope, index).statements[0].visit(finder)
+        visit_chunk(_chunk(scope, index), finder)
     words = {name for value in finder.destinations if (name := _read_name(value)) is not None}
     if words:  # the bindings of the names destinations read: in file order, with the destinations
         spelled = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(words))) + r")\b")
         finder = _Finder()
         for index, piece in enumerate(pieces):
             if index in named or spelled.search(piece):
-                _chunk(scope, index).statements[0].visit(finder)
+                visit_chunk(_chunk(scope, index), finder)
     return _diagnostics(finder, scope.source(), path, target, source_sha256)
+
+
+def visit_chunk(chunk: Any, finder: _Finder) -> None:
+    """``finder`` over the statement of ``chunk``, what it finds kept with the chunk (a
+    document's next version visits only the statements an edit changed); a class parsed in
+    pieces (:mod:`.class_pieces`) piece by piece, what each finds kept with the piece."""
+    found = chunk.memo.get(_FOUND)
+    if found is None:
+        alone = _Finder()
+        statement = chunk.statements[0]
+        if not chunk.parts or not isinstance(statement, cst.ClassDef):
+            statement.visit(alone)
+        else:
+            alone.visit_ClassDef(statement)
+            for node in (*statement.decorators, *statement.bases, *statement.keywords):
+                node.visit(alone)
+            for _, part in chunk.parts:
+                key = (_FOUND, statement.name.value)
+                in_part = part.memo.get(key)
+                if in_part is None:
+                    inner = _Finder()
+                    inner.classes = [statement.name.value]
+                    for member in part.statements:
+                        member.visit(inner)
+                    in_part = part.memo[key] = (inner.destinations, inner.bindings)
+                alone.take(*in_part)
+            alone.leave_ClassDef(statement)
+        found = chunk.memo[_FOUND] = (alone.destinations, alone.bindings)
+    finder.take(*found)
+
+
+_FOUND = "policy destinations and bindings"
 
 
 def _chunk(scope: ForeignScope, index: int) -> Any:
@@ -98,6 +130,14 @@ class _Finder(cst.CSTVisitor):
         self.destinations: list[cst.BaseExpression] = []
         self.bindings: dict[str, list[cst.BaseExpression | None]] = {}
         self.classes: list[str] = []
+
+    def take(
+        self, destinations: list[cst.BaseExpression], bindings: dict[str, list[cst.BaseExpression | None]]
+    ) -> None:
+        """What another finder found, as if this one had visited its statements now."""
+        self.destinations.extend(destinations)
+        for name, values in bindings.items():
+            self.bindings.setdefault(name, []).extend(values)
 
     def visit_Call(self, node: cst.Call) -> None:
         self.destinations.extend(policy_destinations(node))

@@ -111,3 +111,35 @@ def test_statement_by_statement_reads_the_policies_as_the_whole_module_does(bind
     by_statement = check_source(source, "policy.py").diagnostics
     whole = check_source(source, "policy.py", cache=SourceCache(on_demand=False), project=Project()).diagnostics
     assert by_statement == whole
+
+
+def test_a_class_in_pieces_is_visited_piece_by_piece_as_whole(monkeypatch):
+    """Policy destinations and bindings found piece by piece in a class parsed in pieces (and
+    kept with each piece) are those one visit of the whole class finds, in the same order."""
+    from pathlib import Path
+
+    from offload_fixer.static import class_pieces
+    from offload_fixer.static.outline import outline
+    from offload_fixer.static.policies import _Finder, visit_chunk
+    from offload_fixer.static.source import Chunk
+
+    monkeypatch.setattr(class_pieces, "SPLIT_CHARS", 1)
+    monkeypatch.setattr(class_pieces, "PIECE_CHARS", 1)
+    root = Path(__file__).resolve().parents[2]
+    files = sorted([*(root / "offload_fixer").rglob("*.py"), *(root / "tests" / "static_vs_dynamic").rglob("*.py")])
+    visited = 0
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        for index, (start, end) in enumerate(outline(text).spans or []):
+            chunk = Chunk.parse(text[start:end], index == 0)
+            if chunk is None or not chunk.parts:
+                continue
+            whole = _Finder()
+            chunk.statements[0].visit(whole)
+            for _ in range(2):  # the second time from what each piece kept
+                pieces = _Finder()
+                visit_chunk(chunk, pieces)
+                assert pieces.destinations == whole.destinations and pieces.bindings == whole.bindings, path
+                assert pieces.classes == whole.classes == []
+            visited += bool(whole.bindings)
+    assert visited > 100
