@@ -225,3 +225,58 @@ def test_a_class_reads_and_binds_what_its_members_do():
             assert statement_names([statement]) == expected  # from the members' memo
             classes += isinstance(statement, ast.ClassDef)
     assert classes > 100
+
+
+def _test_class(methods: int) -> str:
+    """A test case of ``methods`` tests, some of which offload: large enough to be parsed in
+    pieces and outlined member by member."""
+    parts = ["\n\nclass OffloadTest:\n    def setUp(self):\n        self.scale = 2\n"]
+    for i in range(methods):
+        if i % 4:
+            parts.append(
+                f"\n    def test_host_{i}(self):\n        f = jax.jit(lambda x: jax.device_put(x, place) * {i})\n"
+                "        return f\n"
+            )
+        else:
+            parts.append(
+                f"\n    def test_plain_{i}(self):\n        y = jnp.tanh({i}.0)\n        return jax.jit(lambda x: x + y)\n"
+            )
+    return "".join(parts)
+
+
+def test_a_session_of_edits_in_a_large_test_class_checks_as_from_scratch():
+    """Edits one after another anywhere in a large test class (pruned, parsed in pieces,
+    outlined member by member), each version checked through the document's cache as a
+    fresh check finds it (``Document.check``), positions included."""
+    import random
+
+    from offload_fixer.static import class_members, class_pieces
+
+    text = HEAD + _test_class(140)
+    assert len(text) > 1.5 * max(class_pieces.SPLIT_CHARS, class_members.MEMBERS_CHARS)
+    document = Document()
+    rng = random.Random(7)
+    document.check(text)
+    for step in range(15):
+        lines = text.splitlines(keepends=True)
+        index = rng.randrange(len(lines))
+        line = lines[index]
+        choice = step % 5
+        if choice == 0 and "jnp.tanh(" in line:
+            lines[index] = line.replace("jnp.tanh(", "jnp.sin(")
+        elif choice == 1 and line.startswith("        "):
+            lines.insert(index, "        z = 1\n")
+        elif choice == 2 and "return f" in line:  # the test's jitted function returned unjitted
+            lines[index] = line.replace("return f", "return f(1.0)")
+        elif choice == 3 and line.strip() == "":
+            del lines[index]
+        else:
+            lines.insert(index, "\n")
+        new = "".join(lines)
+        try:
+            compile(new, "prog.py", "exec")
+        except SyntaxError:
+            continue
+        text = new
+        document.check(text)
+    assert document.cache.parts  # the class was parsed in pieces, kept for the next version
