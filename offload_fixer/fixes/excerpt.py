@@ -37,9 +37,10 @@ from offload_fixer.fixes.errors import SourceSyntaxError
 from offload_fixer.fixes.source_io import parse_source
 from offload_fixer.fixes.splice import splice
 from offload_fixer.source.decoding import libcst_view
+from offload_fixer.source.lines import first_line
 from offload_fixer.source.python_version import only_newer_syntax
 from offload_fixer.static.outline import NEWLINE, Outline, outline
-from offload_fixer.static.pruning import Member, Pruned, blank_unreached, first_line
+from offload_fixer.static.pruning import Member, Pruned, blank_unreached
 from offload_fixer.static.source import assemble_chunks
 
 _NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)

@@ -21,7 +21,7 @@ import ast
 import re
 import sys
 
-from offload_fixer.source.line_ends import NEWLINE
+from offload_fixer.source.lines import NEWLINE
 
 _ATTEMPTS = 64
 """Constructs blanked in one text at most before giving up (each costs one parse)."""

@@ -25,7 +25,7 @@ import copy
 from collections.abc import Sequence
 
 from offload_fixer.source import type_parameters
-from offload_fixer.source.line_ends import NEWLINE
+from offload_fixer.source.lines import NEWLINE, first_line, lines_before
 
 MEMBERS_CHARS = 8192
 """A class chunk at least this long is updated member by member."""
@@ -48,7 +48,7 @@ def class_after(
         return None
     cls = group[0]
     starts = _line_starts(old)
-    base = _lines_before(cls, old, starts)
+    base = lines_before(cls, old)
     members = _member_lines(cls.body, base)
     if members is None:
         return None
@@ -106,29 +106,12 @@ def _ends_line(text: str) -> bool:
     return text.endswith(("\n", "\r"))
 
 
-def _first_line(statement: ast.stmt) -> int:
-    decorators = getattr(statement, "decorator_list", ())
-    return min([statement.lineno, *(d.lineno for d in decorators)])
-
-
-def _lines_before(cls: ast.ClassDef, text: str, starts: list[int]) -> int:
-    """The number the class's ``ast`` gives the line before the chunk's first: its first
-    line's, less the blank and comment lines above it in the chunk."""
-    above = 0
-    for start, end in zip(starts, [*starts[1:], len(text)]):
-        code = text[start:end].strip()
-        if code and not code.startswith("#"):
-            break
-        above += 1
-    return _first_line(cls) - 1 - above
-
-
 def _member_lines(body: Sequence[ast.stmt], base: int) -> list[tuple[int, int, list[ast.stmt]]] | None:
     """(first line, last line, statements) of each member, counted in the chunk, statements
     sharing a line together."""
     members: list[tuple[int, int, list[ast.stmt]]] = []
     for statement in body:
-        first, last = _first_line(statement) - base, (statement.end_lineno or statement.lineno) - base
+        first, last = first_line(statement) - base, (statement.end_lineno or statement.lineno) - base
         if first < 1:
             return None
         if members and first <= members[-1][1]:
@@ -142,7 +125,7 @@ def _at_indentation(statements: Sequence[ast.stmt], indent: int) -> bool:
     """Whether each statement starting a line does so at the class body's indentation."""
     end = 0
     for statement in statements:
-        if _first_line(statement) > end and statement.col_offset != indent:
+        if first_line(statement) > end and statement.col_offset != indent:
             return False
         end = max(end, statement.end_lineno or statement.lineno)
     return bool(statements)

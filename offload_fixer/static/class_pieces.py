@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 import libcst as cst
 
 from offload_fixer.source import type_parameters
-from offload_fixer.source.line_ends import NEWLINE
+from offload_fixer.source.lines import NEWLINE, first_line
 from offload_fixer.source.metadata import node_positions
 
 from .cst_nodes import walk_nodes
@@ -132,8 +132,7 @@ def _piece_lines(cls: ast.ClassDef, shift: int, text: str, starts: list[int]) ->
     groups: list[list[int]] = []  # the body's statements by line, those sharing one together
     indent = None
     for statement in cls.body:
-        decorators = getattr(statement, "decorator_list", ())
-        first = min([statement.lineno, *(d.lineno for d in decorators)]) - shift
+        first = first_line(statement) - shift
         last = (statement.end_lineno or statement.lineno) - shift
         if not 1 <= first <= last <= len(starts):
             return []

@@ -22,7 +22,7 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 from offload_fixer.source import type_parameters
-from offload_fixer.source.line_ends import NEWLINE
+from offload_fixer.source.lines import NEWLINE, first_line
 
 from .class_members import class_after
 
@@ -334,8 +334,7 @@ def _cut(text: str, tree: ast.Module) -> tuple[list[list[ast.stmt]], list[tuple[
     groups: list[list[ast.stmt]] = []
     lines: list[list[int]] = []
     for statement in tree.body:
-        decorators = getattr(statement, "decorator_list", ())
-        first = min(statement.lineno, *(d.lineno for d in decorators)) if decorators else statement.lineno
+        first = first_line(statement)
         last = statement.end_lineno if statement.end_lineno is not None else statement.lineno
         if lines and first <= lines[-1][1]:
             lines[-1][1] = max(lines[-1][1], last)

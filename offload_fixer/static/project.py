@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from offload_fixer.source.decoding import SourceDecodeError, decode, read_regular_file
+from offload_fixer.source.lines import lines_before
 
 from .names import import_binding
 from .outline import NEWLINE, Outline, SourceCache, outline
@@ -195,18 +196,7 @@ class ModuleFacts:
         blank and comment lines above it in the chunk."""
         if self.outline.file_lines:
             return self.line_offset(index)
-        above = 0
-        piece = self.piece(index)
-        start = 0
-        for match in NEWLINE.finditer(piece):
-            code = piece[start : match.start()].strip()
-            if code and not code.startswith("#"):
-                break
-            above += 1
-            start = match.end()
-        statement = self.outline.groups[index][0]
-        decorators = getattr(statement, "decorator_list", ())
-        return min([statement.lineno, *(d.lineno for d in decorators)]) - 1 - above
+        return lines_before(self.outline.groups[index][0], self.piece(index))
 
     def class_shape(self, index: int) -> tuple[ast.ClassDef, int] | None:
         """The ``ast`` of group ``index`` where it is one class statement, with

@@ -39,6 +39,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from offload_fixer.source.lines import first_line
+
 from .candidates import reads_host
 from .outline import NEWLINE
 from .project import ModuleFacts, Project
@@ -251,10 +253,6 @@ def _lines(text: str) -> list[str]:
     if start < len(text):
         lines.append(text[start:])
     return lines
-
-
-def first_line(method: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
-    return min([method.lineno, *(d.lineno for d in method.decorator_list)])
 
 
 _METHODS: weakref.WeakKeyDictionary[ast.stmt, Member] = weakref.WeakKeyDictionary()

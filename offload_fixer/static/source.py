@@ -64,7 +64,8 @@ class Chunk:
         self.own_newline = own_newline
         """A line end here leaves ``Newline(None)`` for ``default_newline``."""
         self.memo: dict = {}
-        """What the interpreter read from the statement's syntax alone (``Interpreter(memos=)``)."""
+        """What the check read from the statement's syntax alone: the interpreter's
+        (``Interpreter(memos=)``), the offload policies' (:func:`.policies.visit_chunk`)."""
         self.lines: int | None = None
         """How many line ends the chunk's text holds (counted once, by :func:`_assemble`)."""
         self._positions: dict | None = None

@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from offload_fixer.source.lines import first_line
+
 from .prefilter import HOST_SPELLING, JIT_MARKER, OFFLOAD_SPELLING
 
 if TYPE_CHECKING:
@@ -249,6 +251,5 @@ def _class_shape(statements: Sequence[ast.stmt]) -> ClassShape | None:
             base = base.value
         bases.append((base.id, *reversed(chain)) if type(base) is ast.Name else None)
     first = cls.body[0]
-    decorators: list[ast.expr] = getattr(first, "decorator_list", [])
-    body = min([first.lineno, *(d.lineno for d in decorators)]), first.col_offset
+    body = first_line(first), first.col_offset
     return ClassShape(cls.name, bool(cls.decorator_list), bool(cls.keywords), tuple(bases), body)
