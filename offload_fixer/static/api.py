@@ -796,45 +796,28 @@ def _increment_by_chunk(facts: ModuleFacts, cache: SourceCache, context: tuple, 
 
 
 def _take_derived(facts: ModuleFacts, cache: SourceCache, keys: Sequence[tuple]) -> None:
-    """What the last version's check derived from the statements this version's outline kept
-    (each group's reads, its classes' members), put in the facts' memos: a change to one
-    method of a 7,000-line test class walks that class alone again."""
-    from .pruning import MEMBERS
+    """What the last version's check read of the statement groups this version's outline kept
+    (:class:`~.statement_reads.Group`), put in the facts' memo: the candidates of every version
+    are decided over all groups, and an edit changes one."""
     from .statement_reads import GROUPS
 
     if facts.outline.compacted:
         return
     groups = facts.memo.setdefault(GROUPS, {})
-    members = facts.memo.setdefault(MEMBERS, {})
     for index, key in enumerate(keys):
         held = cache.derived.get(key)
         if held is not None and held[0] is facts.outline.groups[index][0]:
-            group, its_members = held[1]
-            if group is not None:
-                groups[index] = group
-            members.update(its_members)
+            groups[index] = held[1]
 
 
 def _keep_derived(facts: ModuleFacts, cache: SourceCache, keys: Sequence[tuple]) -> None:
-    """What this check derived from each group's ``ast``, kept in ``cache`` for the next version."""
-    from .pruning import MEMBERS, members_key
+    """What this check read of each statement group, kept in ``cache`` for the next version."""
     from .statement_reads import GROUPS
 
     if facts.outline.compacted:
         return
     groups = facts.memo.get(GROUPS, {})
-    members = facts.memo.get(MEMBERS, {})
-    derived = {}
-    for index, key in enumerate(keys):
-        statements = facts.outline.groups[index]
-        its_members = {
-            found: members[found]
-            for found in (members_key(s) for s in statements if isinstance(s, ast.ClassDef))
-            if found in members
-        }
-        if index in groups or its_members:
-            derived[key] = (statements[0], (groups.get(index), its_members))
-    cache.derived = derived
+    cache.derived = {key: (facts.outline.groups[i][0], groups[i]) for i, key in enumerate(keys) if i in groups}
 
 
 def _chunks_read(scope: Any, increment: Increment) -> tuple[list, ParsedSource]:

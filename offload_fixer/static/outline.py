@@ -46,9 +46,10 @@ class SourceCache:
         """The names each chunk of the latest text binds and reads (:mod:`.incremental`), by
         the chunk's key (its text, whether it starts the file, its occurrence)."""
         self.derived: dict[tuple, tuple[ast.stmt, Any]] = {}
-        """What the check derived from the ``ast`` of each chunk of the latest text, by the
-        chunk's key, with the first statement it was derived from (:mod:`.incremental`): the
-        next version's outline holds the same statements for the chunks a change left alone."""
+        """What the check read of the ``ast`` of each chunk of the latest text (its
+        ``statement_reads.Group``), by the chunk's key, with the first statement it was read
+        from: the next version's outline holds the same statements for the chunks a change
+        left alone."""
         self.parts: dict[str, Any] = {}
         """The pieces of large classes parsed lately, by text (``class_pieces.Part``): a new version of
         a class re-parses only the pieces a change touched. Each knows the chunk that holds it."""

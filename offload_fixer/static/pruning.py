@@ -49,9 +49,6 @@ from .statement_reads import HOST_WORDS, group_identifiers
 PRUNABLE_PREFIX = "test"
 _BY_COMPUTED_NAME = frozenset({"getattr", "setattr", "delattr", "hasattr"})
 _OWN = frozenset({"self", "cls"})
-MEMBERS = "pruning members"
-"""Where the members of a module's classes are kept in its facts' ``memo``, by
-:func:`members_key` (with the class, so its id stays its own)."""
 BLANKED_LINE = "#~offload-fixer-blanked:"
 """How a marked blanked line starts (its line number follows)."""
 
@@ -148,16 +145,11 @@ def pruned_pieces(
         )
 
     groups = {index: facts.outline.groups[index] for index in candidates}
-    memo = facts.memo.setdefault(MEMBERS, {})  # the facts' alone: kept with them
-    memo.update((("identifiers", index), group_identifiers(facts, index)) for index in candidates)
+    memo = {("identifiers", index): group_identifiers(facts, index) for index in candidates}
     return {
         index: found.text
         for index, found in blank_unreached(groups, facts.piece, facts.lines_before_in_ast, host_seeds, memo).items()
     }
-
-
-def members_key(cls: ast.ClassDef) -> tuple[str, int]:
-    return ("members", id(cls))
 
 
 @dataclass(frozen=True)
@@ -206,7 +198,7 @@ def blank_unreached(
         blank: list[tuple[int, int]] = []
         dropped_here: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
         for cls in found:
-            key = members_key(cls)
+            key = ("members", id(cls))
             if key not in memo:
                 memo[key] = (cls, _members(cls, lines, offset))  # the class kept: its id stays its own
             members = memo[key][1]
