@@ -140,11 +140,13 @@ def assert_outlines_alike(texts: list[str]) -> int:
     return taken
 
 
-def test_random_edits_outline_as_a_fresh_parse(every_class):
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_random_edits_outline_as_a_fresh_parse(every_class, newline):
+    text = CLASS.replace("\n", newline)
     taken = 0
     for seed in range(40):
         rng = random.Random(seed)
-        taken += assert_outlines_alike([CLASS, *edits(CLASS, rng, 12)])
+        taken += assert_outlines_alike([text, *edits(text, rng, 12)])
     assert taken > 100
 
 
