@@ -10,6 +10,7 @@ import dataclasses
 import functools
 import hashlib
 import importlib.util
+import itertools
 import random
 import textwrap
 from pathlib import Path
@@ -84,11 +85,28 @@ def jit_programs_in_static_tests() -> list[str]:
     return list(found)
 
 
-def benchmark_module() -> str:
+def lsp_benchmark():
     spec = importlib.util.spec_from_file_location("lsp_latency", ROOT / "benchmarks" / "lsp_latency.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.generate(2000, True)
+    return module
+
+
+def benchmark_module() -> str:
+    return lsp_benchmark().generate(2000, True)
+
+
+def test_the_benchmarks_typed_versions_differ_one_line_at_a_time():
+    """``lsp_latency.py --real`` types in a real file: each version parses and differs from
+    the one before in one line, the files themselves untouched."""
+    path = ROOT / "offload_fixer" / "static" / "source.py"
+    text = path.read_text(encoding="utf-8")
+    versions = lsp_benchmark().typed_versions(text, 12)
+    assert len(versions) == 13 and versions[0] == text == path.read_text(encoding="utf-8")
+    for before, after in itertools.pairwise(versions):
+        ast.parse(after)
+        changed = [(a, b) for a, b in zip(before.splitlines(), after.splitlines()) if a != b]
+        assert len(changed) == 1 and changed[0][1].startswith(changed[0][0])
 
 
 PROGRAMS = jit_programs_in_static_tests()
