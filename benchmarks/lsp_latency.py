@@ -31,6 +31,12 @@ less than the wall time.
 Target: median under 50 ms for a change to 2,000 lines; bounded on 20,000 lines (the open
 under 2 s, a change under 200 ms).
 
+``--real FILE...``: a real file opened, then typed in (each version one line more edited than
+the last, at places spread over the file); its latencies, CPU, and the server's and its
+worker's peak memory after the changes.
+
+    .venv/bin/python benchmarks/lsp_latency.py --real ../ext/jax/tests/pjit_test.py --changes 20
+
 ``--startup FILE...``: how soon a freshly started server answers, as an editor starts it: the
 process spawned, ``initialize``, ``initialized``, ``didOpen`` of each file sent at once, then
 the wait for its first ``publishDiagnostics``. Seconds from the spawn to the ``initialize``
@@ -102,12 +108,13 @@ def edited(text: str, change: int) -> str:
 
 
 async def serve_latencies(
-    command: list[str], path: Path, texts: list[str], init: dict | None
+    command: list[str], path: Path, texts: list[str], init: dict | None, peaks: list[float] | None = None
 ) -> tuple[float, list[float], float, list[float]]:
     """Seconds from didOpen to the first publishDiagnostics, and from each didChange to the
     publishDiagnostics of that version; then the CPU seconds the server and its worker used
     meanwhile, which other work on a shared machine inflates less than the wall time
-    (``/proc``'s clock ticks: 10 ms)."""
+    (``/proc``'s clock ticks: 10 ms). ``peaks``: where the peak resident memory of the
+    server and of its worker after the last change (MB, ``/proc``'s ``VmHWM``) is added."""
     # Imported here: tests/static use generate() where pygls is not installed.
     from lsprotocol import types
     from pygls.lsp.client import LanguageClient
@@ -158,6 +165,8 @@ async def serve_latencies(
         latencies.append(arrived[version] - sent)
         cpu_after = _cpu_total(client)
         change_cpu.append(cpu_after - cpu_before)
+    if peaks is not None:
+        peaks.extend(_peak_rss_mb(client))
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
@@ -281,6 +290,25 @@ def _cpu_seconds(client) -> tuple[float, float]:
     return ticks(server) / tick, below / tick
 
 
+def _peak_rss_mb(client) -> list[float]:
+    """Peak resident memory, MB, of the client's server process and of each process below it."""
+
+    def peak(pid: int) -> float:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def children(pid: int) -> list[int]:
+        return [int(c) for task in Path(f"/proc/{pid}/task").iterdir() for c in (task / "children").read_text().split()]
+
+    try:
+        server = client._server.pid
+        return [peak(server), *(peak(pid) for pid in children(server))]
+    except OSError:
+        return []
+
+
 def _cpu_total(client) -> float:
     """CPU seconds of the server and its children so far; NaN where there is no ``/proc``."""
     try:
@@ -402,8 +430,9 @@ def real_rows(path: Path, args: argparse.Namespace, init: dict | None) -> None:
     texts = typed_versions(base, args.changes)
     print(f"{path}: {base.count(chr(10))} lines, {len(base.encode())} bytes, {len(texts) - 1} changes", flush=True)
     rows = [("static check, SourceCache (as the server)", direct_latencies(path, texts, cached=True))]
+    peaks: list[float] = []
     opened, server, open_cpu, change_cpu = asyncio.run(
-        serve_latencies([sys.executable, "-m", "offload_fixer.lsp"], path, texts, init)
+        serve_latencies([sys.executable, "-m", "offload_fixer.lsp"], path, texts, init, peaks)
     )
     rows += [("offload-fixer lsp, didOpen -> publish", [opened]), ("offload-fixer lsp, didChange -> publish", server)]
     ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
@@ -414,7 +443,9 @@ def real_rows(path: Path, args: argparse.Namespace, init: dict | None) -> None:
     for name, values in rows:
         print(f"{name:44} {statistics.median(values) * 1e3:10.1f} {min(values) * 1e3:8.1f} {max(values) * 1e3:8.1f}")
     print(
-        f"CPU of the server and its worker: open {open_cpu * 1e3:.0f} ms, change median {statistics.median(change_cpu) * 1e3:.0f} ms\n",
+        f"CPU of the server and its worker: open {open_cpu * 1e3:.0f} ms, "
+        f"change median {statistics.median(change_cpu) * 1e3:.0f} ms; "
+        f"peak memory after the changes: {' + '.join(f'{mb:.0f}' for mb in peaks) or '-'} MB (server + worker)\n",
         flush=True,
     )
 
