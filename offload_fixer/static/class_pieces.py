@@ -36,7 +36,7 @@ from offload_fixer.source import type_parameters
 from offload_fixer.source.lines import NEWLINE, first_line
 from offload_fixer.source.metadata import node_positions
 
-from .cst_nodes import walk_nodes
+from .cst_nodes import function_ranges, walk_nodes
 from .outline import SourceCache
 
 SPLIT_CHARS = 8192
@@ -199,12 +199,7 @@ class Part:
 
     def functions(self) -> list:
         if self._functions is None:
-            positions = self.positions()
-            self._functions = [
-                (positions[node], node.name.value)
-                for node in walk_nodes(self.statements)
-                if isinstance(node, cst.FunctionDef)
-            ]
+            self._functions = function_ranges(self.statements, self.positions())
         return self._functions
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 import libcst as cst
@@ -72,3 +72,8 @@ def _is_node(kind: type) -> bool:
     if found is None:
         found = _IS_NODE[kind] = issubclass(kind, cst.CSTNode)
     return found
+
+
+def function_ranges(nodes: Sequence[Any], positions: Mapping[Any, Any]) -> list[tuple[Any, str]]:
+    """``(code range, name)`` of each ``def`` under ``nodes``, the ranges from ``positions``."""
+    return [(positions[node], node.name.value) for node in walk_nodes(nodes) if isinstance(node, cst.FunctionDef)]

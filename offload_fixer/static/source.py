@@ -31,7 +31,7 @@ from libcst.metadata import CodePosition, CodeRange
 from offload_fixer.source.metadata import node_positions
 
 from .class_pieces import Part, parse_class_in_pieces, piece_module
-from .cst_nodes import walk_nodes
+from .cst_nodes import function_ranges, walk_nodes
 from .outline import NEWLINE, Outline, SourceCache
 
 _DEFAULT_INDENT = " " * 4
@@ -207,12 +207,7 @@ class Chunk:
     def functions(self) -> list:
         """``(range, name)`` of each ``def`` in the chunk, chunk-relative."""
         if self._functions is None:
-            positions = self.positions()
-            self._functions = [
-                (positions[node], node.name.value)
-                for node in walk_nodes(self.statements)
-                if isinstance(node, cst.FunctionDef)
-            ]
+            self._functions = function_ranges(self.statements, self.positions())
         return self._functions
 
 
