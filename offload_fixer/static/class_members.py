@@ -49,7 +49,7 @@ def class_after(
     cls = group[0]
     starts = _line_starts(old)
     base = lines_before(cls, old)
-    members = _member_lines(cls.body, base)
+    members = _member_lines(cls.body, base, len(starts))
     if members is None:
         return None
     indent = cls.body[0].col_offset
@@ -106,13 +106,13 @@ def _ends_line(text: str) -> bool:
     return text.endswith(("\n", "\r"))
 
 
-def _member_lines(body: Sequence[ast.stmt], base: int) -> list[tuple[int, int, list[ast.stmt]]] | None:
-    """(first line, last line, statements) of each member, counted in the chunk, statements
-    sharing a line together."""
+def _member_lines(body: Sequence[ast.stmt], base: int, lines: int) -> list[tuple[int, int, list[ast.stmt]]] | None:
+    """(first line, last line, statements) of each member, counted in the chunk of ``lines``
+    lines, statements sharing a line together; None where one is not within them."""
     members: list[tuple[int, int, list[ast.stmt]]] = []
     for statement in body:
         first, last = first_line(statement) - base, (statement.end_lineno or statement.lineno) - base
-        if first < 1:
+        if not 1 <= first <= last <= lines:
             return None
         if members and first <= members[-1][1]:
             members[-1] = (members[-1][0], max(members[-1][1], last), [*members[-1][2], statement])
