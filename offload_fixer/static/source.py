@@ -122,7 +122,7 @@ class Chunk:
 
     def owns_its_parts(self) -> bool:
         """Whether every part of this chunk is still its own (a newer chunk may have taken one,
-        :func:`_piece_module`)."""
+        :func:`.class_pieces.piece_module`)."""
         return all(part.owner is not None and part.owner() is self for _, part in self.parts)
 
     def laid_out(self, indent: str, newline: str) -> Chunk:
