@@ -35,6 +35,11 @@ _LAYOUT_FIELDS = frozenset(
 """Node fields (with ``whitespace*``) that hold only layout tokens: no node a diagnostic names."""
 
 
+def is_layout(field: str) -> bool:
+    """Whether a node's field holds only layout tokens (:data:`_LAYOUT_FIELDS`)."""
+    return field in _LAYOUT_FIELDS or field.startswith("whitespace")
+
+
 _NODE_FIELDS: dict[type, tuple] = {}
 
 
@@ -50,11 +55,7 @@ def walk_nodes(nodes: Sequence[Any], skipped: Collection[int] = ()) -> Iterator[
         yield node
         fields = _NODE_FIELDS.get(type(node))
         if fields is None:
-            fields = tuple(
-                name
-                for name in type(node).__dataclass_fields__
-                if name not in _LAYOUT_FIELDS and not name.startswith("whitespace")
-            )
+            fields = tuple(name for name in type(node).__dataclass_fields__ if not is_layout(name))
             _NODE_FIELDS[type(node)] = fields
         for name in fields:
             child = getattr(node, name)

@@ -16,34 +16,12 @@ import libcst as cst
 
 from offload_fixer.source.bindings import BindingCollector
 
+from .cst_nodes import is_layout
+
 _EMPTY_MODULE = cst.Module(body=())
-_SKIPPED_FIELDS = (
-    "whitespace",
-    "lpar",
-    "rpar",
-    "comma",
-    "semicolon",
-    "leading_lines",
-    "lines_after",
-    "header",
-    "footer",
-    "newline",
-    "equal",
-    "colon",
-    "lbrace",
-    "rbrace",
-    "lbracket",
-    "rbracket",
-    "first_line",
-    "empty_lines",
-    "indent",
-    "dot",
-    "star",
-    "asynchronous",
-    "operator",
-    "annotation",
-    "returns",
-)
+_NOT_READ = frozenset({"star", "star_arg", "star_kwarg", "annotation", "returns"})
+"""Fields besides layout that hold nothing an expression reads: a ``*`` marker, the ``*args``
+and ``**kwargs`` parameters (which have no default), types."""
 _NEW_SCOPES = (cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp, cst.FunctionDef, cst.ClassDef)
 _FIELDS: dict[type, tuple] = {}
 
@@ -115,7 +93,7 @@ def header_expressions(statement: Any) -> list:
 def _fields(cls: type[cst.CSTNode]) -> tuple:
     fields = _FIELDS.get(cls)
     if fields is None:
-        fields = tuple(name for name in cls.__dataclass_fields__ if not name.startswith(_SKIPPED_FIELDS))
+        fields = tuple(name for name in cls.__dataclass_fields__ if not is_layout(name) and name not in _NOT_READ)
         _FIELDS[cls] = fields
     return fields
 
