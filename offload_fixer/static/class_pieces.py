@@ -46,12 +46,13 @@ PIECE_CHARS = 4096
 
 
 class PiecedClass(NamedTuple):
-    """A class statement parsed piece by piece: the module of the whole text, and each piece's
-    module with what to add to one of its line numbers to make it the text's (0 for the first
-    piece; a later piece's module starts with the stand-in header)."""
+    """A class statement parsed piece by piece: the module of the whole text, and for each
+    piece (in the order ``parse_piece`` parsed them) what to add to a line number of its module
+    to make it the text's (0 for the first piece; a later piece's module starts with the
+    stand-in header)."""
 
     module: cst.Module
-    pieces: list[tuple[int, cst.Module]]
+    shifts: list[int]
 
 
 def parse_class_in_pieces(
@@ -90,7 +91,7 @@ def parse_class_in_pieces(
         if block is None:
             return None
         body, footer, last = list(block.body), block.footer, module
-        pieces = [(0, module)]
+        shifts = [0]
         stand_in_header = "class _:" + module.default_newline  # ended as the text's first line is
         for first, after in bounds[1:]:
             part = parse_piece(stand_in_header + piece(first, after))
@@ -99,7 +100,7 @@ def parse_class_in_pieces(
                 return None
             body.extend(stand_in.body)
             footer, last = stand_in.footer, part
-            pieces.append((first - 2, part))
+            shifts.append(first - 2)
     except cst.ParserSyntaxError:
         return None
     (statement,) = module.body
@@ -110,7 +111,7 @@ def parse_class_in_pieces(
             footer=last.footer,
             has_trailing_newline=last.has_trailing_newline,
         ),
-        pieces,
+        shifts,
     )
 
 
@@ -170,7 +171,7 @@ def _may_cut_at(line: str, indent: int) -> bool:
 
 
 class Part:
-    """One piece of a class parsed alone (:mod:`.class_pieces`): its module, the class body's
+    """One piece of a class parsed alone: its module, the class body's
     statements it holds, and, resolved when a diagnostic names one of its nodes, their ids and
     positions in that module. A document's cache keeps it for the next version of the class."""
 

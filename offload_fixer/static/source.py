@@ -112,7 +112,7 @@ class Chunk:
             NEWLINE.search(text) is not None,
         )
         if pieced is not None:
-            chunk.parts = tuple((shift, part) for (shift, _), part in zip(pieced.pieces, taken))
+            chunk.parts = tuple(zip(pieced.shifts, taken))
             owner = weakref.ref(chunk)
             for part in taken:
                 part.owner = owner
