@@ -17,18 +17,24 @@ statement can hold a site only when
   module read through attributes (``utils.helper``) is judged by the attribute it is read at,
   as the interpreter resolves it; a module used any other way may hold anything.
 
-This over-approximates the interpreter (no shadowing, any read counts), so a statement ruled out holds no site it would find. A
-star import, which may bind any name, leaves every statement of its module a candidate.
+This over-approximates the interpreter (no shadowing, any read counts), so a statement ruled out holds no site it would find.
+Names resolve as the interpreter resolves them: a part of an import's module path is the
+submodule (``b`` of ``from a.b import c``, all of ``import a.b as c``), another attribute of a
+module what it binds, else its submodule. A name only a star import binds has no value the
+interpreter knows, so a star import (``from .dummy_objects import *`` in a package's
+``__init__``) makes no statement a candidate.
 Two things the interpreter never reads values through are left out: annotations (``x:
 TensorSpec`` is a type, not a value), and the classes it cannot know (no decorator, and bases
 that are neither ``object`` nor ``NamedTuple``: a framework's layer or test case), whose names
 give it an unknown value whatever their bodies spell.
 
 A site can be reported only where a host memory kind reaches it, and every host value starts
-where the prefilter's words are spelled (:mod:`.prefilter`: a host memory kind, an offload
-policy, ``compute_on``). The same reasoning, with those words in place of ``jit``, tells which
-statements a host value can reach (:func:`site_candidates`): a jit site in any other statement
-is analysed to no finding, so it is never parsed. A test class that jits in every method but
+where a host memory kind is spelled as a word (``"pinned_host"``, ``.Host``; not a name such
+as ``enable_pinned_host_transfer``) or ``compute_on`` is. The destinations of JAX's offload
+policies (``offload_dst="pinned_host"``) start none: a policy moves residuals, which ``run``
+judges. The same reasoning, with those words in place of ``jit``, tells which statements a
+host value can reach (:func:`site_candidates`): a jit site in any other statement is analysed
+to no finding, so it is never parsed. A test class that jits in every method but
 offloads in none, beside one that does, is the common case in real repositories.
 """
 
@@ -294,8 +300,34 @@ class _Resolver:
 
     def _candidate(self, facts: ModuleFacts, index: int) -> bool:
         group = self._group(facts, index)
-        spells = group.spells_host if self.host else group.spells_jit
-        return facts.star_import or spells or self._reads_jit(facts, index, group.reads)
+        if self.host:
+            spells = group.spells_host or not all(
+                self._from_jax(facts, group, name) for name, _ in group.policy_callees
+            )
+        else:
+            spells = group.spells_jit
+        return spells or self._reads_jit(facts, index, group.reads)
+
+    def _from_jax(self, facts: ModuleFacts, group: Group, name: str) -> bool:
+        """Whether every binding of ``name`` that ``group`` may read is an import from JAX (the
+        callee of an offload policy call: one of the project's own may make anything)."""
+        imports = [
+            import_binding(statement, alias)[1]
+            for statement in group.nested_imports
+            for alias in statement.names
+            if import_binding(statement, alias)[0] == name
+        ]
+        for index in facts.binders.get(name, ()):
+            bound = [
+                import_binding(statement, alias)[1]
+                for statement in self._group(facts, index).imports
+                for alias in statement.names
+                if import_binding(statement, alias)[0] == name
+            ]
+            if not bound:
+                return False  # a def, a class or an assignment
+            imports.extend(bound)
+        return bool(imports) and all(qualname == "jax" or qualname.startswith("jax.") for qualname in imports)
 
     def binds_jit(self, facts: ModuleFacts, index: int) -> bool:
         """Whether the values a group gives the names it binds may be (or make) a jit: a
@@ -308,7 +340,7 @@ class _Resolver:
         return self._decided(
             facts,
             (id(facts), -1 - index),
-            lambda: facts.star_import or group.value_spells_jit or self._reads_jit(facts, index, group.value_reads),
+            lambda: group.value_spells_jit or self._reads_jit(facts, index, group.value_reads),
         )
 
     def _opaque(self, facts: ModuleFacts, shape: ClassShape) -> bool:
@@ -449,18 +481,24 @@ class _Resolver:
             if head is None:
                 return frozenset()
             value, parts = frozenset({head}), parts[1:]
-        for part in parts:
+        for position, part in enumerate(parts):
             if _MAY_JIT in value:
                 break
-            value = frozenset(atom for path in value for atom in self._attribute(path, part))
+            in_path = isinstance(statement, ast.Import) or position < len(parts) - 1
+            value = frozenset(atom for path in value for atom in self._attribute(path, part, in_path))
         return value
 
-    def _attribute(self, path: str, name: str) -> frozenset[str]:
-        """``module.name`` for a project module: what it binds, else its submodule."""
+    def _attribute(self, path: str, name: str, in_path: bool = False) -> frozenset[str]:
+        """``module.name`` for a project module, as :meth:`.interpreter.Interpreter.module_attribute`
+        takes it: what the module binds, else its submodule; a part of an import's module path
+        (``in_path``), the submodule first."""
         assert self.project is not None
+        submodule = self.project.submodule(path, name) if in_path else None
+        if submodule is not None:
+            return frozenset({submodule})
         facts = self._facts(path)
-        if facts is not None and (facts.star_import or name in facts.binders):
-            return frozenset({_MAY_JIT}) if facts.star_import else self._value(facts, name, None)
+        if facts is not None and name in facts.binders:
+            return self._value(facts, name, None)
         submodule = self.project.submodule(path, name)
         return frozenset() if submodule is None else frozenset({submodule})
 

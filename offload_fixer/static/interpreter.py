@@ -230,7 +230,7 @@ class Interpreter(StatementRunner, ExpressionEvaluator, ProjectCode):
         """The value a binding gives its name (called lazily by :class:`StaticScope`)."""
         try:
             if binding.kind == "import":
-                return self.imported(binding.qualname, scope.module_path)
+                return self.imported(binding.qualname, scope.module_path, isinstance(binding.node, cst.Import))
             if binding.kind == "assign":
                 return self.ev(binding.node, scope.at(binding.index))
             if binding.kind == "def":
@@ -242,9 +242,11 @@ class Interpreter(StatementRunner, ExpressionEvaluator, ProjectCode):
         return UNKNOWN
 
     # ------------------------------------------------------------------ other modules
-    def imported(self, qualname: str, importer: str | None) -> Any:
+    def imported(self, qualname: str, importer: str | None, modules_only: bool = False) -> Any:
         """What an import binds: a module of the project (or a name it defines), else a
-        name the check knows by its qualified name. ``..pkg.name`` is relative."""
+        name the check knows by its qualified name. ``..pkg.name`` is relative. The parts of
+        an import's module path are modules: all of ``import a.b as c`` (``modules_only``),
+        all but the last of ``from a.b import c``."""
         level = len(qualname) - len(qualname.lstrip("."))
         if not level and (self.project is None or importer is None or is_modeled(qualname)):
             return Ref(qualname)
@@ -261,14 +263,20 @@ class Interpreter(StatementRunner, ExpressionEvaluator, ProjectCode):
             if head is None:
                 return Ref(qualname)
             value, parts = ProjectModule(head), parts[1:]
-        for part in parts:
-            value = self.module_attribute(value, part)
+        for position, part in enumerate(parts):
+            value = self.module_attribute(value, part, in_path=modules_only or position < len(parts) - 1)
         return value
 
-    def module_attribute(self, module: Any, name: str) -> Any:
-        """``module.name``: what the module binds, else its submodule ``name``."""
+    def module_attribute(self, module: Any, name: str, in_path: bool = False) -> Any:
+        """``module.name``: what the module binds, else its submodule ``name``. ``in_path``: a
+        part of an import's module path (``b`` of ``from a.b import c``), which Python imports
+        as the submodule whatever the package binds by that name (a star import may bind any)."""
         if not isinstance(module, ProjectModule) or self.project is None:
             return UNKNOWN
+        if in_path:
+            submodule = self.project.submodule(module.path, name)
+            if submodule is not None:
+                return ProjectModule(submodule)
         if module.path == self.path:
             return self.module_scope.lookup(name)
         scope = self.foreign_scope(module.path)

@@ -35,6 +35,11 @@ HOST_MEMBERS = tuple(dict.fromkeys(f".{api.host_member}" for api in jax_compat.M
 """``.Host``: the memory-space members, spelled through any alias of ``jax.memory`` or ``Space``."""
 HOST_SPELLING = re.compile("|".join([re.escape(PINNED_HOST), *(rf"{re.escape(member)}\b" for member in HOST_MEMBERS)]))
 HOST_SPELLING_BYTES = re.compile(HOST_SPELLING.pattern.encode())
+HOST_KIND_SPELLING = re.compile(
+    "|".join([rf"\b(?:{re.escape(UNPINNED_HOST)}|{re.escape(PINNED_HOST)})\b", *HOST_SPELLING.pattern.split("|")[1:]])
+)
+"""A host memory kind as a word, the way a value the check follows spells it (a string's
+``"pinned_host"``, ``.Host``): not a name that holds the words (``enable_pinned_host_transfer``)."""
 _PINNED_HOST_BYTES = PINNED_HOST.encode()
 _HOST_MEMBERS_BYTES = tuple(member.encode() for member in HOST_MEMBERS)
 _UNPINNED_HOST_BYTES = UNPINNED_HOST.encode()
@@ -45,6 +50,10 @@ OFFLOAD_SPELLING = re.compile(
 _OFFLOAD_WORDS = tuple(word.encode() for word in OFFLOAD_SPELLING.pattern.decode().split("|"))
 """:data:`OFFLOAD_SPELLING`'s words: a substring search runs at memory speed, where the regular
 expression tries its alternatives at every byte (0.2 s of a cached run over jax, flax and optax)."""
+COMPUTE_ON_WORD = "compute_on"
+"""The one word of :data:`OFFLOAD_SPELLING` that starts a value the check follows (host compute)."""
+POLICY_NAMES = frozenset(word.decode() for word in _OFFLOAD_WORDS) - {COMPUTE_ON_WORD}
+"""The remat offload policies (and ``Offloadable``): they move residuals, which ``run`` judges."""
 _OFFLOAD_CORE = b"ffload"
 """In every policy's name (``Offloadable`` too): one search rules most files out for all of them."""
 _OFFLOAD_CORED = tuple(word for word in _OFFLOAD_WORDS if _OFFLOAD_CORE in word)

@@ -16,14 +16,15 @@ from typing import TYPE_CHECKING
 
 from offload_fixer.source.lines import first_line
 
-from .prefilter import HOST_SPELLING, JIT_MARKER, OFFLOAD_SPELLING
+from .prefilter import COMPUTE_ON_WORD, HOST_KIND_SPELLING, HOST_SPELLING, JIT_MARKER, OFFLOAD_SPELLING, POLICY_NAMES
 
 if TYPE_CHECKING:
     from .project import ModuleFacts
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 HOST_WORDS = re.compile(f"{HOST_SPELLING.pattern}|{OFFLOAD_SPELLING.pattern.decode()}")
-"""What starts a host value (the prefilter's words), in a statement's text."""
+"""The prefilter's words, in a statement's text: a host memory kind, an offload policy (whose
+destination :mod:`.policies` checks) or ``compute_on``."""
 
 
 def group_identifiers(facts: ModuleFacts, index: int) -> tuple[set[str], set[str]]:
@@ -106,6 +107,13 @@ class _Reads:
         self.has_class = False
         self.value_spells_jit = False
         """``.jit``-like attributes or imports outside the methods of classes."""
+        self.policy_host_literals = 0
+        """Host memory kinds spelled as string arguments of offload policy calls
+        (``offload_dst="pinned_host"``): where a policy's residuals go, never a value the
+        check follows (``jax.checkpoint`` leaves the offload machinery to ``run``)."""
+        self.policy_callees: set[tuple[str, tuple[str, ...]]] = set()
+        """The callees of those calls (``cp.offload_dot_with_no_batch_dims``: ``("cp",
+        ("offload_dot_with_no_batch_dims",))``), which must be JAX's for them to discount."""
 
     def walk(self, stack: list[tuple[ast.AST, bool, bool, bool]]) -> None:
         """Walks the nodes of ``stack``: (node, inside a def/class/lambda, inside a class,
@@ -136,7 +144,9 @@ class _Reads:
                 if not in_method and any(JIT_MARKER in alias.name for alias in node.names):  # type: ignore[attr-defined]
                     self.value_spells_jit = True
                 continue
-            if kind is ast.ClassDef:
+            if kind is ast.Call:
+                self._policy_call(node)  # type: ignore[arg-type]
+            elif kind is ast.ClassDef:
                 self.has_class = in_class = True
             elif in_class and (kind is ast.FunctionDef or kind is ast.AsyncFunctionDef):
                 in_method = True
@@ -151,6 +161,23 @@ class _Reads:
                             stack.append((item, inner, in_class, in_method))
                 elif isinstance(value, ast.AST) and type(value) not in _LEAVES:
                     stack.append((value, inner, in_class, in_method))
+
+    def _policy_call(self, call: ast.Call) -> None:
+        callee: ast.AST = call.func
+        chain = []
+        while type(callee) is ast.Attribute:
+            chain.append(callee.attr)
+            callee = callee.value
+        if type(callee) is not ast.Name or (chain[0] if chain else callee.id) not in POLICY_NAMES:
+            return
+        literals = sum(
+            len(HOST_KIND_SPELLING.findall(argument.value))
+            for argument in (*call.args, *(keyword.value for keyword in call.keywords))
+            if type(argument) is ast.Constant and type(argument.value) is str
+        )
+        if literals:
+            self.policy_host_literals += literals
+            self.policy_callees.add((callee.id, tuple(reversed(chain))))
 
     def _read(self, name: str, chain: tuple[str, ...], in_method: bool) -> None:
         read = (name, chain)
@@ -177,6 +204,8 @@ class _Reads:
         self.attributes_stored |= other.attributes_stored
         self.has_class = self.has_class or other.has_class
         self.value_spells_jit = self.value_spells_jit or other.value_spells_jit
+        self.policy_host_literals += other.policy_host_literals
+        self.policy_callees |= other.policy_callees
 
 
 class Group(_Reads):
@@ -192,9 +221,13 @@ class Group(_Reads):
         del self._seen, self._seen_in_value
         only_imports = all(isinstance(statement, (ast.Import, ast.ImportFrom)) for statement in statements)
         self.spells_jit = JIT_MARKER in text and not only_imports
-        self.spells_host = HOST_WORDS.search(text) is not None
-        """A host memory kind, an offload policy or ``compute_on`` anywhere in the text (in an
-        import too, and in methods: a class's value is taken to be all of it)."""
+        self.spells_host = COMPUTE_ON_WORD in text or len(HOST_KIND_SPELLING.findall(text)) > self.policy_host_literals
+        """A host memory kind as a word (:data:`.prefilter.HOST_KIND_SPELLING`) or ``compute_on``
+        anywhere in the text (in an import too, in a comment, and in methods: a class's value is
+        taken to be all of it), besides the
+        destinations of offload policy calls (:attr:`policy_host_literals`), which start no
+        value: a module that only configures remat offloading holds no host value for a jit
+        site to meet. Those calls' callees must still be JAX's (``.candidates`` resolves them)."""
         self.class_shape = _class_shape(statements)
         """What the header of a group that is one class statement says."""
 

@@ -112,9 +112,101 @@ def test_names_python_normalises_are_found_as_ast_spells_them():
     assert len(assert_same_as_whole(text)) == 1
 
 
-def test_a_star_import_leaves_every_statement_a_candidate():
+HOST_STEP = """
+import jax
+{imports}
+
+
+@jax.jit
+def step(x):
+    return {{"mu": jax.device_put(x, {host}) * 2}}
+"""
+
+
+def star_package(tmp_path, init: str = "from .dummies import *\n") -> None:
+    """``pkg``, whose ``__init__`` star-imports a module (as ``diffusers``-style packages do),
+    and its submodule ``placements`` that binds a host sharding."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text(init)
+    (tmp_path / "pkg" / "dummies.py").write_text("class Dummy:\n    pass\n")
+    (tmp_path / "pkg" / "placements.py").write_text(
+        "import jax\nfrom jax.sharding import NamedSharding, PartitionSpec as P\n\n"
+        'HOST = NamedSharding(jax.make_mesh((1,), ("x",)), P(), memory_kind="pinned_host")\n'
+    )
+
+
+@pytest.mark.parametrize(
+    ("imports", "host", "found"),
+    [
+        ("from pkg.placements import HOST", "HOST", 1),
+        ("from pkg import placements", "placements.HOST", 1),  # not bound by the package: its submodule
+        ("import pkg.placements as placements", "placements.HOST", 1),
+        ("from pkg.dummies import Dummy", "Dummy", 0),  # the star import makes nothing else host
+        ("from pkg import dummies", "dummies.Dummy", 0),
+    ],
+)
+@pytest.mark.parametrize(
+    "init",
+    [
+        "from .dummies import *\n",
+        # Python imports a module path's parts as modules, whatever the package binds by their names
+        "from .dummies import *\nplacements = dummies = None\n",
+    ],
+)
+def test_a_package_with_a_star_import_still_resolves_its_submodules(tmp_path, init, imports, host, found):
+    if "placements = " in init and imports.startswith("from pkg import"):
+        found = 0  # ``from pkg import name`` takes what the package binds
+    star_package(tmp_path, init)
+    main = tmp_path / "main.py"
+    text = HOST_STEP.format(imports=imports, host=host)
+    main.write_text(text)
+    project = Project()
+    assert len(site_candidates(facts_of(text, str(main)), project, str(main))) == found
+    assert len(assert_same_as_whole(text, str(main), project)) == found
+
+
+def test_a_name_only_a_star_import_binds_holds_nothing_the_interpreter_knows(tmp_path):
+    """The interpreter gives such a name no value (it cannot know which module binds it), so no
+    statement is a candidate for reading one, and the findings are a whole analysis's."""
+    star_package(tmp_path)
+    main = tmp_path / "main.py"
+    text = HOST_STEP.format(imports="from pkg.placements import *", host="HOST")
+    main.write_text(text)
+    project = Project()
+    assert site_candidates(facts_of(text, str(main)), project, str(main)) == []
+    assert assert_same_as_whole(text, str(main), project) == []
     text = "from jax import *\n\nx = 1\n\n\ndef f(y):\n    return y\n"
-    assert jit_candidates(facts_of(text), None, "m.py") == [0, 1, 2]
+    assert jit_candidates(facts_of(text), None, "m.py") == []
+
+
+POLICY_MODULE = """
+import jax
+from jax import checkpoint_policies as cp
+{extra}
+
+def policy(kind):
+    if kind == "dots":
+        return cp.offload_dot_with_no_batch_dims("device", "pinned_host")
+    return jax.checkpoint_policies.save_and_offload_only_these_names(
+        names_which_can_be_saved=[], names_which_can_be_offloaded=["h"],
+        offload_src="device", offload_dst="pinned_host")
+"""
+
+
+@pytest.mark.parametrize(
+    ("extra", "host"),
+    [
+        ("", False),  # the destinations of JAX's policies: residuals, which no jit site meets
+        ("# comment: keeps pinned_host", True),  # any other spelling still counts
+        ("from .policies import placements as cp", True),  # the project's own may make anything
+    ],
+)
+def test_offload_policy_destinations_start_no_host_value(tmp_path, extra, host):
+    (tmp_path / "remat.py").write_text(POLICY_MODULE.format(extra=extra))
+    main = tmp_path / "main.py"
+    text = "import jax\nfrom remat import policy\n\n\n@jax.jit\ndef step(x):\n    return jax.checkpoint(jnp.sin, policy=policy('dots'))(x)\n"
+    main.write_text(text)
+    assert bool(site_candidates(facts_of(text, str(main)), Project(), str(main))) is host
 
 
 def test_a_project_module_is_judged_by_the_attribute_read(tmp_path):
@@ -339,3 +431,20 @@ def test_the_checked_file_keeps_the_trees_of_the_groups_that_spell_jit_only():
     ]
     assert len(facts.memo["jit_groups"]) == len(whole.groups)
     assert jit_candidates(facts, None, None) == jit_candidates(facts_of(text), None, None)
+
+
+@pytest.mark.parametrize(
+    ("helper", "host"),
+    [
+        ("def options(enable_pinned_host_transfer=False):\n    return {}\n", False),  # a name, no memory kind
+        ("def options(kind='pinned_host'):\n    return {}\n", True),
+        ("def options(kind='unpinned_host'):\n    return {}\n", True),
+        ("def options(space=jax.memory.Space.Host):\n    return {}\n", True),
+    ],
+)
+def test_a_host_memory_kind_is_spelled_as_a_word(tmp_path, helper, host):
+    (tmp_path / "helpers.py").write_text(f"import jax\n\n\n{helper}")
+    main = tmp_path / "main.py"
+    text = "import jax\nfrom helpers import options\n\n\n@jax.jit\ndef step(x):\n    return x, options()\n"
+    main.write_text(text)
+    assert bool(site_candidates(facts_of(text, str(main)), Project(), str(main))) is host
