@@ -1,5 +1,5 @@
 """``python -m offload_fixer``: the ``offload-fixer`` command."""
 
-from offload_fixer.cli import main
+from offload_fixer.cli import entry
 
-main(prog_name="offload-fixer")
+entry()

@@ -27,6 +27,7 @@ from typing import Any, ClassVar
 import click
 
 from offload_fixer import exit_codes
+from offload_fixer.cli import process
 from offload_fixer.cli.checking import (
     check_files,
     check_stdin,
@@ -164,6 +165,11 @@ def main() -> None:
     """Predict and fix JAX host-offload outputs that XLA rejects with error 1200."""
 
 
+def entry() -> None:
+    """The ``offload-fixer`` command as a process of its own (:mod:`.process`)."""
+    process.run_as_process(lambda: main(prog_name="offload-fixer"))
+
+
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(readable=False))
 @options(
@@ -203,9 +209,13 @@ def check(
     stdin (name it with --stdin-filename). Directories are walked for .py files, skipping
     .gitignore'd and excluded paths.
     """
-    from offload_fixer.batch_gc import tuned_for_batch
+    from offload_fixer.batch_gc import tune_for_batch, tuned_for_batch
 
-    click.get_current_context().with_resource(tuned_for_batch())
+    if process.own_process():  # the collector is the process's to keep; no teardown after it
+        tune_for_batch()
+        process.end_without_teardown()
+    else:
+        click.get_current_context().with_resource(tuned_for_batch())
     invocation = Invocation.take(params)
     console = Console(invocation)
     if "-" in paths or (not paths and stdin_filename):

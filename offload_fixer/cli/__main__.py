@@ -1,3 +1,3 @@
-from offload_fixer.cli import main
+from offload_fixer.cli import entry
 
-main()
+entry()
