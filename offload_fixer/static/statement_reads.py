@@ -16,12 +16,17 @@ from typing import TYPE_CHECKING
 
 from offload_fixer.source.lines import first_line
 
+from .names import JIT
 from .prefilter import COMPUTE_ON_WORD, HOST_KIND_SPELLING, HOST_SPELLING, JIT_MARKER, OFFLOAD_SPELLING, POLICY_NAMES
 
 if TYPE_CHECKING:
     from .project import ModuleFacts
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+JIT_ATTRIBUTES = frozenset(qualname.rsplit(".", 1)[1] for qualname in JIT)
+"""``jit``/``pjit``: the last name of every qualified name of :data:`.names.JIT`, so an attribute
+read that can give one (``jax.jit``, ``pjit_module.pjit``) reads one of these."""
+_JIT_STRING = re.compile(r"""["']p?jit["']""")
 HOST_WORDS = re.compile(f"{HOST_SPELLING.pattern}|{OFFLOAD_SPELLING.pattern.decode()}")
 """The prefilter's words, in a statement's text: a host memory kind, an offload policy (whose
 destination :mod:`.policies` checks) or ``compute_on``."""
@@ -55,7 +60,7 @@ def keep_jit_groups_only(facts: ModuleFacts) -> None:
     Flax, Optax, axlearn and maxtext."""
     if facts.outline.spans is None:
         return
-    facts.outline.release([index for index in range(len(facts.outline.groups)) if group_of(facts, index).spells_jit])
+    facts.outline.release([index for index in range(len(facts.outline.groups)) if group_of(facts, index).mentions_jit])
 
 
 GROUPS = "jit_groups"
@@ -132,7 +137,7 @@ class _Reads:
                     chain.append(base.attr)
                     (self.attributes_read if type(base.ctx) is ast.Load else self.attributes_stored).add(base.attr)
                     base = base.value
-                if not in_method and any(JIT_MARKER in attribute for attribute in chain):
+                if not in_method and any(attribute in JIT_ATTRIBUTES for attribute in chain):
                     self.value_spells_jit = True
                 if type(base) is ast.Name:
                     self._read(base.id, tuple(reversed(chain)), in_method)
@@ -141,7 +146,7 @@ class _Reads:
                 continue
             if kind is ast.Import or kind is ast.ImportFrom:
                 (self.nested_imports if inner else self.imports).append(node)  # type: ignore[arg-type]
-                if not in_method and any(JIT_MARKER in alias.name for alias in node.names):  # type: ignore[attr-defined]
+                if not in_method and any(alias.name.rsplit(".", 1)[-1] in JIT_ATTRIBUTES for alias in node.names):  # type: ignore[attr-defined]
                     self.value_spells_jit = True
                 continue
             if kind is ast.Call:
@@ -220,7 +225,15 @@ class Group(_Reads):
                 self.walk([(statement, False, False, False)])
         del self._seen, self._seen_in_value
         only_imports = all(isinstance(statement, (ast.Import, ast.ImportFrom)) for statement in statements)
-        self.spells_jit = JIT_MARKER in text and not only_imports
+        self.mentions_jit = JIT_MARKER in text and not only_imports
+        """``jit`` anywhere in the text: whose tree the checked file keeps (:func:`keep_jit_groups_only`)."""
+        self.spells_jit = self.mentions_jit and (
+            not JIT_ATTRIBUTES.isdisjoint(self.attributes_read | self.attributes_stored)
+            or bool(_JIT_STRING.search(text))
+        )
+        """An attribute ``jit``/``pjit`` read anywhere (``jax.jit``, ``functools.partial(jax.jit)``),
+        or the string (``getattr``): what can start a jit the statement's own reads do not lead to
+        (an import of ``jax.jit`` is resolved as a read; ``pjit.jit_p`` or ``jitted`` is no jit)."""
         self.spells_host = COMPUTE_ON_WORD in text or len(HOST_KIND_SPELLING.findall(text)) > self.policy_host_literals
         """A host memory kind as a word (:data:`.prefilter.HOST_KIND_SPELLING`) or ``compute_on``
         anywhere in the text (in an import too, in a comment, and in methods: a class's value is

@@ -448,3 +448,26 @@ def test_a_host_memory_kind_is_spelled_as_a_word(tmp_path, helper, host):
     text = "import jax\nfrom helpers import options\n\n\n@jax.jit\ndef step(x):\n    return x, options()\n"
     main.write_text(text)
     assert bool(site_candidates(facts_of(text, str(main)), Project(), str(main))) is host
+
+
+@pytest.mark.parametrize(
+    ("helper", "jit"),
+    [
+        (
+            "from jax._src import pjit\n\n\ndef rule():\n    return pjit.jit_p\n",
+            False,
+        ),  # a module named pjit, a primitive
+        ("def jitted_name(jit_options):\n    return jit_options\n", False),  # words that hold jit
+        ("import jax\n\n\ndef rule():\n    return jax.jit\n", True),
+        (
+            "import functools\nimport jax\n\n\ndef rule():\n    return functools.partial(jax.jit, static_argnums=0)\n",
+            True,
+        ),
+        ("from jax.experimental import pjit\n\n\ndef rule():\n    return pjit.pjit\n", True),
+        ("import jax\n\n\ndef rule():\n    return getattr(jax, 'jit')\n", True),  # the string too
+        ("from jax import jit\n\n\ndef rule():\n    return jit\n", True),  # through the import
+    ],
+)
+def test_a_jit_is_spelled_by_the_attribute_or_import_that_gives_it(helper, jit):
+    text = f"{helper}\n\nfast = rule()\n"
+    assert bool(jit_candidates(facts_of(text), None, "m.py")) is jit
