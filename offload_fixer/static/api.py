@@ -688,8 +688,13 @@ def _analyse(
                 if indices:
                     from .pruning import pruned_pieces
 
-                    # As ``check`` prunes: a class is cut down by what every candidate reads.
-                    everywhere = site_candidates(parsed, project, importer)
+                    # As ``check`` prunes: a class is cut down by what every candidate reads
+                    # (those of a document just opened, every statement of which is dirty).
+                    everywhere = (
+                        indices
+                        if len(increment.dirty) == len(parsed.outline.groups)
+                        else site_candidates(parsed, project, importer)
+                    )
                     parsed.pruned = pruned_pieces(parsed, project, importer, everywhere)
             project.note(asked)
             own = os.path.abspath(path)
