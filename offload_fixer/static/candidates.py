@@ -15,7 +15,8 @@ statement can hold a site only when
   candidates), by an import of ``jax.jit``/``pjit`` under another name, or by an import of a
   project module's name that may hold one, judged the same way in that module. A project
   module read through attributes (``utils.helper``) is judged by the attribute it is read at,
-  as the interpreter resolves it; a module used any other way may hold anything.
+  as the interpreter resolves it; a module used any other way (passed, patched) may hold what
+  any name it binds may (a package, anything: any of its submodules).
 
 This over-approximates the interpreter (no shadowing, any read counts), so a statement ruled out holds no site it would find.
 Names resolve as the interpreter resolves them: a part of an import's module path is the
@@ -53,6 +54,8 @@ from .statement_reads import ClassShape, Group, group_of, keep_groups_only
 _MAY_JIT = "jit"
 """The atom of a value that may be (or make) a jit; the others are project modules' paths."""
 _MODELLED_BASES = frozenset({"object", "NamedTuple"})
+_WHOLE_MODULE = "module"
+"""The key of a module's answer as a whole (:meth:`_Resolver._module_holds`), beside its groups'."""
 """The bases a class the interpreter knows may have, by their last name."""
 
 
@@ -170,10 +173,10 @@ class _Resolver:
         self.main = facts
         self.project = project
         self.main_path = None if importer is None else os.path.abspath(importer)
-        self.active: set[tuple[int, int]] = set()
-        self.found: dict[tuple[int, int], bool] = {}
+        self.active: set[tuple[int, int | str]] = set()
+        self.found: dict[tuple[int, int | str], bool] = {}
         """This pass's answers, by (facts, group); they depend on other files: kept no longer."""
-        self.previous: dict[tuple[int, int], bool] = {}
+        self.previous: dict[tuple[int, int | str], bool] = {}
         """The last pass's: what a statement still being decided (a cycle) is taken to be."""
         self.values: dict[tuple[int, str, int | None], frozenset[str]] = {}
         """This pass's values of module-level names, by (facts, name, reader), kept as ``found``."""
@@ -281,7 +284,7 @@ class _Resolver:
             return self._attributed(self._path(facts) or facts.path)
         return contextlib.nullcontext()
 
-    def _decided(self, facts: ModuleFacts, key: tuple[int, int], decide: Callable[[], bool]) -> bool:
+    def _decided(self, facts: ModuleFacts, key: tuple[int, int | str], decide: Callable[[], bool]) -> bool:
         found = self._answered(facts, key, self.found)
         if found is not None:
             return found
@@ -416,13 +419,24 @@ class _Resolver:
         return group_of(facts, index)
 
     def _read(self, facts: ModuleFacts, name: str, chain: tuple[str, ...], reader: int | None) -> bool:
-        """Whether ``name.chain`` read in ``facts`` (by its group ``reader``) may hold a jit."""
+        """Whether ``name.chain`` read in ``facts`` (by its group ``reader``) may hold a jit:
+        the jit atom, or a project module used as a value that may hold one by some name."""
         value = self._value(facts, name, reader)
         for attribute in chain:
             if not value or _MAY_JIT in value:
                 break
             value = frozenset(atom for path in value for atom in self._attribute(path, attribute))
-        return bool(value)
+        return _MAY_JIT in value or any(self._module_holds(path) for path in value)
+
+    def _module_holds(self, path: str) -> bool:
+        """Whether a project module used as a value (passed, stored, patched) may give a jit
+        through any name it binds. A package may give any of its submodules too: it may."""
+        facts = self._facts(path) if os.path.basename(path) != "__init__.py" else None
+        if facts is None:
+            return True  # a package, a namespace directory, a module that cannot be read
+        return self._decided(
+            facts, (id(facts), _WHOLE_MODULE), lambda: any(self._read(facts, name, (), None) for name in facts.binders)
+        )
 
     def _value(self, facts: ModuleFacts, name: str, reader: int | None) -> frozenset[str]:
         """What a module-level name may hold: empty (no jit), or the jit atom and the project

@@ -471,3 +471,44 @@ def test_a_host_memory_kind_is_spelled_as_a_word(tmp_path, helper, host):
 def test_a_jit_is_spelled_by_the_attribute_or_import_that_gives_it(helper, jit):
     text = f"{helper}\n\nfast = rule()\n"
     assert bool(jit_candidates(facts_of(text), None, "m.py")) is jit
+
+
+@pytest.mark.parametrize(
+    ("limits", "host"),
+    [
+        ("MAX_BYTES = 1 << 30\n\n\ndef budget():\n    return MAX_BYTES\n", False),
+        (
+            "import jax\nfrom jax.sharding import NamedSharding, PartitionSpec as P\n\n"
+            'HOST = NamedSharding(jax.make_mesh((1,), ("x",)), P(), memory_kind="pinned_host")\n',
+            True,
+        ),
+        ("import other\n\nLIMIT = 1\n", True),  # through the module it binds, which binds a host value
+        ("import other_plain\n\nLIMIT = 1\n", False),
+    ],
+)
+def test_a_module_used_as_a_value_holds_what_its_names_may_hold(tmp_path, limits, host):
+    """``configure(limits)``: the callee may read any name of the module (orbax's tests patch
+    a limits module so), so the module holds a host value where one of its names may."""
+    (tmp_path / "limits.py").write_text(limits)
+    (tmp_path / "other.py").write_text(
+        "import jax\nfrom jax.sharding import NamedSharding, PartitionSpec as P\n\nimport limits\n\n"
+        'HOST = NamedSharding(jax.make_mesh((1,), ("x",)), P(), memory_kind="pinned_host")\n'
+    )
+    (tmp_path / "other_plain.py").write_text("import limits\n\nSCALE = 2\n")  # each imports the other
+    main = tmp_path / "main.py"
+    text = (
+        "import jax\n\nimport limits\n\n\ndef configure(module):\n    return module\n\n\n"
+        "@jax.jit\ndef step(x):\n    return x, configure(limits)\n"
+    )
+    main.write_text(text)
+    assert bool(site_candidates(facts_of(text, str(main)), Project(), str(main))) is host
+
+
+def test_a_package_used_as_a_value_may_hold_anything(tmp_path):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "placements.py").write_text('KIND = "pinned_host"\n')
+    main = tmp_path / "main.py"
+    text = "import jax\n\nimport pkg\n\n\n@jax.jit\ndef step(x):\n    return x, print(pkg)\n"
+    main.write_text(text)
+    assert site_candidates(facts_of(text, str(main)), Project(), str(main)) == [2]
