@@ -48,7 +48,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .names import JIT, import_binding
-from .project import Consulted, ModuleFacts, Project, is_modeled
+from .project import ModuleFacts, Project, is_modeled
+from .shared_answers import shared_answers
 from .statement_reads import ClassShape, Group, group_of, keep_groups_only
 
 _MAY_JIT = "jit"
@@ -115,55 +116,6 @@ def _fixed_point(resolver: _Resolver, facts: ModuleFacts, indices: Sequence[int]
                 return found
 
 
-class _Shared:
-    """The final answers about the modules of a project kept for every check of one run
-    (:attr:`.Project.snapshot`): a module imported by many checked files is resolved once.
-
-    An answer about a module depends on the modules it reads names from, and on what finding
-    them asked of the disk, which a check records for the result cache
-    (:meth:`.Project.consulting`). So each module keeps what computing its answers asked
-    (``asked``) and the modules whose answers they used (``uses``); a check that takes an
-    answer notes again what the module and every module it used, transitively, asked."""
-
-    def __init__(self) -> None:
-        self.answers: dict[str, dict[tuple[Any, ...], Any]] = {}
-        """module path -> (what was asked, without the module) -> its final answer."""
-        self.facts: dict[str, ModuleFacts] = {}
-        """module path -> the facts its answers were found from."""
-        self.asked: dict[str, Consulted] = {}
-        self.uses: dict[str, set[str]] = {}
-
-    def answer(self, facts: ModuleFacts, key: tuple[Any, ...]) -> Any:
-        if self.facts.get(facts.path) is not facts:
-            return None
-        return self.answers[facts.path].get(key)
-
-    def keep(self, facts: ModuleFacts, key: tuple[Any, ...], answer: Any) -> None:
-        if self.facts.get(facts.path) is not facts:
-            self.facts[facts.path] = facts
-            self.answers[facts.path] = {}
-        self.answers[facts.path][key] = answer
-
-    def record(self, path: str) -> Consulted:
-        found = self.asked.get(path)
-        if found is None:
-            found = self.asked[path] = Consulted(set(), {})
-        return found
-
-
-def _shared(project: Project | None, facts: ModuleFacts, importer: str | None, host: bool) -> _Shared | None:
-    """The answers a check of ``facts`` shares with the run's other checks: only in a run
-    (:attr:`.Project.snapshot`) and only when the checked text is the module its importers
-    read (a text of no file, an editor's unsaved buffer: answers of its own)."""
-    if project is None or importer is None or not project.snapshot or not project.reads_as(importer, facts.data):
-        return None
-    key = "candidates.host" if host else "candidates.jit"
-    found = project.memo.get(key)
-    if found is None:
-        found = project.memo[key] = _Shared()
-    return found
-
-
 class _Resolver:
     """What module-level names may hold, by module, for one check: a jit, or (``host``) a host
     value."""
@@ -183,7 +135,7 @@ class _Resolver:
         self.previous_values: dict[tuple[int, str, int | None], frozenset[str]] = {}
         self.active_values: set[tuple[int, str, int | None]] = set()
         self.changed = False
-        self.shared = _shared(project, facts, self.main_path, host)
+        self.shared = shared_answers(project, facts, self.main_path, host)
         self.module = self.main_path
         """The module whose answer is being found (``shared`` only)."""
         self.modules: dict[int, ModuleFacts] = {id(facts): facts}
