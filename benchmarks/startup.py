@@ -68,6 +68,17 @@ def tool(name: str) -> str:
     return found
 
 
+def console_script(tree: Path) -> list[str]:
+    """What the installed ``offload-fixer`` of another checkout runs: its ``[project.scripts]``
+    entry, called as the console script calls it (the installed one is this checkout's)."""
+    import tomllib
+
+    target = tomllib.loads((tree / "pyproject.toml").read_text())["project"]["scripts"]["offload-fixer"]
+    module, function = target.split(":")
+    launcher = f"import sys; from {module} import {function}; sys.exit({function}())"
+    return [sys.executable, "-c", launcher]
+
+
 def measured(command: list[str], cwd: str, env: dict[str, str]) -> tuple[float, float]:
     """(CPU seconds, peak RSS in MB) of one run of ``command``."""
     process = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -97,9 +108,11 @@ def main() -> None:
 
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     trees = {"": env}
+    launchers = {"": [tool("offload-fixer")]}
     if args.baseline:
         trees[" [baseline]"] = {**env, "PYTHONPATH": str(Path(args.baseline).resolve())}
-    ours, ruff = tool("offload-fixer"), tool("ruff")
+        launchers[" [baseline]"] = console_script(Path(args.baseline))
+    ruff = tool("ruff")
     with tempfile.TemporaryDirectory(prefix="offload-fixer-startup-") as tmp:
         # Each tree checks its own copy of the files, so that each has its own result cache
         # (``.offload-fixer-cache/`` in the working directory): a shared one would let a
@@ -119,17 +132,18 @@ def main() -> None:
             commands[f"ruff check {file}"] = ([ruff, "check", "--isolated", "--no-cache", file], env, first)
         for suffix, tree_env in trees.items():
             where = str(places[suffix])
+            ours = launchers[suffix]
             cache = (
                 "--no-cache"
-                in subprocess.run([ours, "check", "--help"], capture_output=True, text=True, env=tree_env).stdout
+                in subprocess.run([*ours, "check", "--help"], capture_output=True, text=True, env=tree_env).stdout
             )
-            commands[f"offload-fixer --version{suffix}"] = ([ours, "--version"], tree_env, where)
-            commands[f"offload-fixer check clean.py{suffix}"] = ([ours, "check", "clean.py"], tree_env, where)
+            commands[f"offload-fixer --version{suffix}"] = ([*ours, "--version"], tree_env, where)
+            commands[f"offload-fixer check clean.py{suffix}"] = ([*ours, "check", "clean.py"], tree_env, where)
             for file in ("jitted.py", "broken.py"):
-                cold = [ours, "check", "--no-cache", file] if cache else [ours, "check", file]
+                cold = [*ours, "check", "--no-cache", file] if cache else [*ours, "check", file]
                 commands[f"offload-fixer check --no-cache {file}{suffix}"] = (cold, tree_env, where)
                 if cache:  # a version before the cache has no cached run
-                    commands[f"offload-fixer check {file} (cached){suffix}"] = ([ours, "check", file], tree_env, where)
+                    commands[f"offload-fixer check {file} (cached){suffix}"] = ([*ours, "check", file], tree_env, where)
         for command, command_env, cwd in commands.values():  # warm the bytecode cache (and the result cache)
             measured(command, cwd, command_env)
         cpu: dict[str, list[float]] = {name: [] for name in commands}
@@ -140,7 +154,7 @@ def main() -> None:
                 cpu[name].append(seconds)
                 rss[name].append(megabytes)
         if args.imports:
-            modules = imported_modules([ours, "check", "clean.py"], first, env)
+            modules = imported_modules([*launchers[""], "check", "clean.py"], first, env)
     print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}, {args.repeat} rounds")
     print(f"{'command':54s} {'CPU s median':>12s} {'min':>6s} {'max RSS MB':>11s} {'x ruff':>7s}")
     for name in sorted(commands, key=_row_order):
