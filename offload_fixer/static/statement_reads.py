@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from offload_fixer.source.lines import first_line
 
 from .names import JIT
-from .prefilter import COMPUTE_ON_WORD, HOST_KIND_SPELLING, HOST_SPELLING, JIT_MARKER, OFFLOAD_SPELLING, POLICY_NAMES
+from .prefilter import COMPUTE_ON_WORD, HOST_SPELLING, JIT_MARKER, OFFLOAD_SPELLING, POLICY_NAMES, host_kinds_in
 
 if TYPE_CHECKING:
     from .project import ModuleFacts
@@ -176,7 +176,7 @@ class _Reads:
         if type(callee) is not ast.Name or (chain[0] if chain else callee.id) not in POLICY_NAMES:
             return
         literals = sum(
-            len(HOST_KIND_SPELLING.findall(argument.value))
+            host_kinds_in(argument.value)
             for argument in (*call.args, *(keyword.value for keyword in call.keywords))
             if type(argument) is ast.Constant and type(argument.value) is str
         )
@@ -234,8 +234,8 @@ class Group(_Reads):
         """An attribute ``jit``/``pjit`` read anywhere (``jax.jit``, ``functools.partial(jax.jit)``),
         or the string (``getattr``): what can start a jit the statement's own reads do not lead to
         (an import of ``jax.jit`` is resolved as a read; ``pjit.jit_p`` or ``jitted`` is no jit)."""
-        self.spells_host = COMPUTE_ON_WORD in text or len(HOST_KIND_SPELLING.findall(text)) > self.policy_host_literals
-        """A host memory kind as a word (:data:`.prefilter.HOST_KIND_SPELLING`) or ``compute_on``
+        self.spells_host = COMPUTE_ON_WORD in text or host_kinds_in(text) > self.policy_host_literals
+        """A host memory kind as a word (:func:`.prefilter.host_kinds_in`) or ``compute_on``
         anywhere in the text (in an import too, in a comment, and in methods: a class's value is
         taken to be all of it), besides the
         destinations of offload policy calls (:attr:`policy_host_literals`), which start no

@@ -110,3 +110,55 @@ def test_jit_as_a_word_is_what_the_word_boundary_expression_finds(text):
     from offload_fixer.static.prefilter import spells_jit
 
     assert spells_jit(text) is (re.search(rb"\bp?jit\b", text) is not None)
+
+
+HOST_KIND_WORDS = r"\b(?:un)?pinned_host\b|\.Host\b"
+"""What :func:`host_kinds_in` counts, as the expression it replaced spells it."""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '"pinned_host"',
+        "'unpinned_host'",
+        "enable_pinned_host_transfer",
+        "xunpinned_host",
+        "re_unpinned_host",
+        "un pinned_host",
+        "unpinned_host_",
+        "pinned_hostname",
+        "épinned_host",
+        "pinned_host",
+        "un",
+        "npinned_host",
+        "jax.memory.Space.Host",
+        "x.Hostname",
+        ".Host_",
+        ".Host",
+        'f"{kind}pinned_host"; memory_kind="pinned_host", space=Space.Host',
+        "",
+    ],
+)
+def test_host_kinds_are_counted_as_the_word_boundary_expression_counts_them(text):
+    import re
+
+    from offload_fixer.static.prefilter import host_kinds_in
+
+    assert host_kinds_in(text) == len(re.findall(HOST_KIND_WORDS, text))
+
+
+def test_host_kinds_are_counted_alike_over_the_package_and_its_tests():
+    import re
+    from pathlib import Path
+
+    from offload_fixer.static.prefilter import host_kinds_in
+
+    root = Path(__file__).resolve().parents[2]
+    texts = [
+        path.read_text(encoding="utf-8")
+        for folder in ("offload_fixer", "tests", "examples")
+        for path in (root / folder).rglob("*.py")
+    ]
+    assert sum(host_kinds_in(text) for text in texts) > 500
+    for text in texts:
+        assert host_kinds_in(text) == len(re.findall(HOST_KIND_WORDS, text))
