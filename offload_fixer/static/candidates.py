@@ -55,9 +55,9 @@ from .statement_reads import ClassShape, Group, group_of, keep_groups_only
 _MAY_JIT = "jit"
 """The atom of a value that may be (or make) a jit; the others are project modules' paths."""
 _MODELLED_BASES = frozenset({"object", "NamedTuple"})
+"""The bases a class the interpreter knows may have, by their last name."""
 _WHOLE_MODULE = "module"
 """The key of a module's answer as a whole (:meth:`_Resolver._module_holds`), beside its groups'."""
-"""The bases a class the interpreter knows may have, by their last name."""
 
 
 def jit_candidates(facts: ModuleFacts, project: Project | None, importer: str | None) -> list[int]:
@@ -256,9 +256,7 @@ class _Resolver:
     def _candidate(self, facts: ModuleFacts, index: int) -> bool:
         group = self._group(facts, index)
         if self.host:
-            spells = group.spells_host or not all(
-                self._from_jax(facts, group, name) for name, _ in group.policy_callees
-            )
+            spells = group.spells_host or not all(self._from_jax(facts, group, name) for name in group.policy_callees)
         else:
             spells = group.spells_jit
         return spells or self._reads_jit(facts, index, group.reads)

@@ -35,8 +35,6 @@ HOST_MEMBERS = tuple(dict.fromkeys(f".{api.host_member}" for api in jax_compat.M
 """``.Host``: the memory-space members, spelled through any alias of ``jax.memory`` or ``Space``."""
 HOST_SPELLING = re.compile("|".join([re.escape(PINNED_HOST), *(rf"{re.escape(member)}\b" for member in HOST_MEMBERS)]))
 HOST_SPELLING_BYTES = re.compile(HOST_SPELLING.pattern.encode())
-
-
 _PINNED_HOST_BYTES = PINNED_HOST.encode()
 _HOST_MEMBERS_BYTES = tuple(member.encode() for member in HOST_MEMBERS)
 _UNPINNED_HOST_BYTES = UNPINNED_HOST.encode()

@@ -27,6 +27,7 @@ JIT_ATTRIBUTES = frozenset(qualname.rsplit(".", 1)[1] for qualname in JIT)
 """``jit``/``pjit``: the last name of every qualified name of :data:`.names.JIT`, so an attribute
 read that can give one (``jax.jit``, ``pjit_module.pjit``) reads one of these."""
 _JIT_STRING = re.compile(r"""["']p?jit["']""")
+"""``"jit"`` as a string (``getattr(jax, "jit")``)."""
 HOST_WORDS = re.compile(f"{HOST_SPELLING.pattern}|{OFFLOAD_SPELLING.pattern.decode()}")
 """The prefilter's words, in a statement's text: a host memory kind, an offload policy (whose
 destination :mod:`.policies` checks) or ``compute_on``."""
@@ -116,9 +117,9 @@ class _Reads:
         """Host memory kinds spelled as string arguments of offload policy calls
         (``offload_dst="pinned_host"``): where a policy's residuals go, never a value the
         check follows (``jax.checkpoint`` leaves the offload machinery to ``run``)."""
-        self.policy_callees: set[tuple[str, tuple[str, ...]]] = set()
-        """The callees of those calls (``cp.offload_dot_with_no_batch_dims``: ``("cp",
-        ("offload_dot_with_no_batch_dims",))``), which must be JAX's for them to discount."""
+        self.policy_callees: set[str] = set()
+        """The names those calls' callees are read through (``cp`` of
+        ``cp.offload_dot_with_no_batch_dims``), which must be JAX's for them to discount."""
 
     def walk(self, stack: list[tuple[ast.AST, bool, bool, bool]]) -> None:
         """Walks the nodes of ``stack``: (node, inside a def/class/lambda, inside a class,
@@ -168,12 +169,12 @@ class _Reads:
                     stack.append((value, inner, in_class, in_method))
 
     def _policy_call(self, call: ast.Call) -> None:
+        """Counts the host memory kinds an offload policy call is given as strings."""
         callee: ast.AST = call.func
-        chain = []
+        called = callee.attr if type(callee) is ast.Attribute else getattr(callee, "id", None)
         while type(callee) is ast.Attribute:
-            chain.append(callee.attr)
             callee = callee.value
-        if type(callee) is not ast.Name or (chain[0] if chain else callee.id) not in POLICY_NAMES:
+        if type(callee) is not ast.Name or called not in POLICY_NAMES:
             return
         literals = sum(
             host_kinds_in(argument.value)
@@ -182,7 +183,7 @@ class _Reads:
         )
         if literals:
             self.policy_host_literals += literals
-            self.policy_callees.add((callee.id, tuple(reversed(chain))))
+            self.policy_callees.add(callee.id)
 
     def _read(self, name: str, chain: tuple[str, ...], in_method: bool) -> None:
         read = (name, chain)
