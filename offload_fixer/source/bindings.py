@@ -50,7 +50,8 @@ class BindingCollector:
         self.bindings: dict[str, list[Binding]] = {}
         self.declared: set[str] = set()
         """Names declared ``global``/``nonlocal``: assigned through another scope."""
-        self.star_import = False
+        self.star_sources: list[tuple[int, str]] = []
+        """(level, module) of each ``from <level dots><module> import *``, in order."""
 
     def add(
         self, name: str, kind: BindingKind, node: Any, site: cst.CSTNode, index: int, nested: bool, qualname: str = ""
@@ -120,7 +121,8 @@ class BindingCollector:
 
     def _import_from(self, small: cst.ImportFrom, index: int, nested: bool) -> None:
         if isinstance(small.names, cst.ImportStar):
-            self.star_import = True
+            module = dotted_name(small.module) if small.module is not None else None
+            self.star_sources.append((len(small.relative), module or ""))
             return
         module = dotted_name(small.module) if small.module is not None else None
         level = len(small.relative)

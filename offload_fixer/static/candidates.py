@@ -21,9 +21,9 @@ statement can hold a site only when
 This over-approximates the interpreter (no shadowing, any read counts), so a statement ruled out holds no site it would find.
 Names resolve as the interpreter resolves them: a part of an import's module path is the
 submodule (``b`` of ``from a.b import c``, all of ``import a.b as c``), another attribute of a
-module what it binds, else its submodule. A name only a star import binds has no value the
-interpreter knows, so a star import (``from .dummy_objects import *`` in a package's
-``__init__``) makes no statement a candidate.
+module what it binds, else its submodule. A star import binds what the project's module it
+names binds (public names, through that module's own star imports too), as the interpreter
+binds them; a library's, nothing it knows.
 Two things the interpreter never reads values through are left out: annotations (``x:
 TensorSpec`` is a type, not a value), and the classes it cannot know (no decorator, and bases
 that are neither ``object`` nor ``NamedTuple``: a framework's layer or test case), whose names
@@ -37,6 +37,9 @@ judges. The same reasoning, with those words in place of ``jit``, tells which st
 host value can reach (:func:`site_candidates`): a jit site in any other statement is analysed
 to no finding, so it is never parsed. A test class that jits in every method but
 offloads in none, beside one that does, is the common case in real repositories.
+
+Over 500 lines on purpose: one resolver, whose rules for imports, attributes, star imports,
+classes and offload policies share its passes and the run's answers (:mod:`.shared_answers`).
 """
 
 from __future__ import annotations
@@ -100,7 +103,7 @@ def reads_host(
                     for alias in statement.names
                 )
                 or any(
-                    name in facts.binders and resolver._read(facts, name, chain, reader)
+                    (name in facts.binders or facts.star_sources) and resolver._read(facts, name, chain, reader)
                     for name, chain in dict.fromkeys(names)
                 )
             }
@@ -316,7 +319,7 @@ class _Resolver:
         if base[-1] in _MODELLED_BASES:
             return True
         if len(base) > 1 or base[0] not in facts.binders:
-            return facts.star_import
+            return bool(facts.star_sources)
         for index in facts.binders[base[0]]:
             group = self._group(facts, index)
             if group.class_shape is not None and group.class_shape.name == base[0]:
@@ -362,7 +365,8 @@ class _Resolver:
         ):
             return True
         return any(
-            name in facts.binders and self._read(facts, name, chain, index) for name, chain in dict.fromkeys(reads)
+            (name in facts.binders or facts.star_sources) and self._read(facts, name, chain, index)
+            for name, chain in dict.fromkeys(reads)
         )
 
     def _group(self, facts: ModuleFacts, index: int) -> Group:
@@ -385,7 +389,12 @@ class _Resolver:
         if facts is None:
             return True  # a package, a namespace directory, a module that cannot be read
         return self._decided(
-            facts, (id(facts), _WHOLE_MODULE), lambda: any(self._read(facts, name, (), None) for name in facts.binders)
+            facts,
+            (id(facts), _WHOLE_MODULE),
+            lambda: (
+                any(self._read(facts, name, (), None) for name in facts.binders)
+                or any(self._module_holds(source) for source in self._star_modules(facts))
+            ),
         )
 
     def _value(self, facts: ModuleFacts, name: str, reader: int | None) -> frozenset[str]:
@@ -411,6 +420,8 @@ class _Resolver:
         return found
 
     def _resolve_value(self, facts: ModuleFacts, name: str, reader: int | None) -> frozenset[str]:
+        if name not in facts.binders:
+            return self._star_value(facts, name)
         found: set[str] = set()
         for index in dict.fromkeys(facts.binders.get(name, ())):
             # A group's own reads of what it binds add nothing it does not already hold.
@@ -464,7 +475,35 @@ class _Resolver:
         if facts is not None and name in facts.binders:
             return self._value(facts, name, None)
         submodule = self.project.submodule(path, name)
-        return frozenset() if submodule is None else frozenset({submodule})
+        if submodule is not None:
+            return frozenset({submodule})
+        return frozenset() if facts is None else self._star_value(facts, name)
+
+    def _star_value(self, facts: ModuleFacts, name: str, seen: frozenset[str] = frozenset()) -> frozenset[str]:
+        """What a name only ``facts``'s star imports may bind may hold, from the project's
+        modules they import, as :meth:`.interpreter.Interpreter.star_imported` finds it."""
+        if name.startswith("_"):
+            return frozenset()
+        found: set[str] = set()
+        for path in self._star_modules(facts):
+            source = self._facts(path) if path not in seen else None
+            if source is not None and name in source.binders:
+                found |= self._value(source, name, None)
+            elif source is not None:
+                found |= self._star_value(source, name, seen | {path})
+        return frozenset(found)
+
+    def _star_modules(self, facts: ModuleFacts) -> list[str]:
+        """The project's modules (files) the star imports of ``facts`` take names from."""
+        importer = self.main_path if facts is self.main else facts.path
+        if self.project is None or importer is None:
+            return []
+        found = []
+        for level, module in facts.star_sources:
+            path = self.project.from_module(importer, level, module)
+            if path is not None and path != self.main_path and os.path.isfile(path):
+                found.append(path)
+        return found
 
     def _facts(self, path: str) -> ModuleFacts | None:
         if path == self.main_path:

@@ -104,7 +104,7 @@ class Evaluator:
             """The value a ``def`` binds, through its decorators."""
 
         @abstractmethod
-        def module_attribute(self, module: Any, name: str) -> Any:
+        def module_attribute(self, module: Any, name: str, in_path: bool = False) -> Any:
             """``module.name`` for a module of the project."""
 
         @abstractmethod

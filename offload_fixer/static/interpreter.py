@@ -36,7 +36,8 @@ from . import jax_api, names
 from .evaluator import MAX_EVALUATIONS, Unsupported
 from .expressions import ExpressionEvaluator
 from .jax_api import argument_from_shardings, with_spelling
-from .project import ModuleFacts, Project, is_modeled, mutated_globals
+from .other_modules import OtherModules
+from .project import ModuleFacts, Project, mutated_globals
 from .project_code import ProjectCode
 from .scopes import ForeignScope, Frame, NotCut, StaticScope
 from .statements import StatementRunner
@@ -53,7 +54,6 @@ from .values import (
     JitOptions,
     Jitted,
     Mapping,
-    ProjectModule,
     Ref,
     Seq,
     Transform,
@@ -85,7 +85,7 @@ class SiteResult:
     """``(origin, op, node)``: computations on host values before any move back to device."""
 
 
-class Interpreter(StatementRunner, ExpressionEvaluator, ProjectCode):
+class Interpreter(StatementRunner, ExpressionEvaluator, ProjectCode, OtherModules):
     """The static check of one module: its jit sites, and what each one returns."""
 
     def __init__(
@@ -240,58 +240,6 @@ class Interpreter(StatementRunner, ExpressionEvaluator, ProjectCode):
         except Unsupported:
             return UNKNOWN
         return UNKNOWN
-
-    # ------------------------------------------------------------------ other modules
-    def imported(self, qualname: str, importer: str | None, modules_only: bool = False) -> Any:
-        """What an import binds: a module of the project (or a name it defines), else a
-        name the check knows by its qualified name. ``..pkg.name`` is relative. The parts of
-        an import's module path are modules: all of ``import a.b as c`` (``modules_only``),
-        all but the last of ``from a.b import c``."""
-        level = len(qualname) - len(qualname.lstrip("."))
-        if not level and (self.project is None or importer is None or is_modeled(qualname)):
-            return Ref(qualname)
-        if self.project is None or importer is None:
-            return UNKNOWN
-        parts = [p for p in qualname[level:].split(".") if p]
-        if level:
-            base = self.project.relative_base(importer, level)
-            if base is None:
-                return UNKNOWN
-            value: Any = ProjectModule(self.project.package_at(base))
-        else:
-            head = self.project.module_path(parts[:1], self.project.search_roots(importer))
-            if head is None:
-                return Ref(qualname)
-            value, parts = ProjectModule(head), parts[1:]
-        for position, part in enumerate(parts):
-            value = self.module_attribute(value, part, in_path=modules_only or position < len(parts) - 1)
-        return value
-
-    def module_attribute(self, module: Any, name: str, in_path: bool = False) -> Any:
-        """``module.name``: what the module binds, else its submodule ``name``. ``in_path``: a
-        part of an import's module path (``b`` of ``from a.b import c``), which Python imports
-        as the submodule whatever the package binds by that name (a star import may bind any)."""
-        if not isinstance(module, ProjectModule) or self.project is None:
-            return UNKNOWN
-        if in_path:
-            submodule = self.project.submodule(module.path, name)
-            if submodule is not None:
-                return ProjectModule(submodule)
-        if module.path == self.path:
-            return self.module_scope.lookup(name)
-        scope = self.foreign_scope(module.path)
-        if scope is not None and scope.binds(name):
-            return scope.lookup(name)
-        submodule = self.project.submodule(module.path, name)
-        if submodule is not None:
-            return ProjectModule(submodule)
-        return UNKNOWN
-
-    def foreign_scope(self, path: str) -> ForeignScope | None:
-        if path not in self.foreign:
-            facts = self.project.facts(path) if self.project is not None and os.path.isfile(path) else None
-            self.foreign[path] = None if facts is None else ForeignScope(self, facts)
-        return self.foreign[path]
 
     def decorate(self, node: cst.FunctionDef, scope: Any, closure: Any) -> Any:
         if node.asynchronous is not None:

@@ -111,14 +111,12 @@ class ModuleFacts:
         self.mutated_globals = mutated_globals(text)
         self.binders: dict[str, list[int]] = {}
         """name -> indices of the chunks whose statements bind it at module level."""
-        self.star_import = False
+        self.star_sources: list[tuple[int, str]] = []
+        """(level, module) of each ``from <level dots><module> import *`` at module level, in order."""
         for index, group in enumerate(found.groups):
             for statement in group:
-                for name in _bound_names(statement):
-                    if name == "*":
-                        self.star_import = True
-                    else:
-                        self.binders.setdefault(name, []).append(index)
+                for name in _bound_names(statement, self.star_sources):
+                    self.binders.setdefault(name, []).append(index)
         self.cache = cache if cache is not None else SourceCache(spare=0)
         self.memo: dict[str, Any] = {}
         """What other analyses derive from these facts alone, kept as long as they are."""
@@ -222,8 +220,9 @@ def mutated_globals(text: str) -> frozenset[str]:
     return frozenset(name.strip() for match in _GLOBAL_STATEMENT.findall(text) for name in match.split(","))
 
 
-def _bound_names(statement: ast.stmt) -> Iterator[str]:
-    """Names a top-level statement binds in the module (not inside its functions or classes)."""
+def _bound_names(statement: ast.stmt, star_sources: list[tuple[int, str]]) -> Iterator[str]:
+    """Names a top-level statement binds in the module (not inside its functions or classes);
+    its star imports are added to ``star_sources`` instead."""
     stack: list[Any] = [statement]
     while stack:
         node = stack.pop()
@@ -232,7 +231,10 @@ def _bound_names(statement: ast.stmt) -> Iterator[str]:
             continue
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             for alias in node.names:
-                yield import_binding(node, alias)[0]
+                if alias.name == "*" and isinstance(node, ast.ImportFrom):
+                    star_sources.append((node.level or 0, node.module or ""))
+                else:
+                    yield import_binding(node, alias)[0]
             continue
         if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
             yield node.id

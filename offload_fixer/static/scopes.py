@@ -50,7 +50,8 @@ class StaticScope:
         self.closure: StaticScope = parent.closure if is_class and parent is not None else self
         """What functions defined here close over: a class body is not visible to its methods."""
         self.unknown = set(unknown) | collector.declared | set(params)
-        self.star_import = collector.star_import
+        self.star_sources = collector.star_sources
+        """Where the scope's star imports take names from (a module's only)."""
         self._values: dict[int, Any] = {}
 
     def lookup(self, name: str) -> Any:
@@ -64,8 +65,8 @@ class StaticScope:
             return self._value_at(bindings, index)
         if self.parent is not None:
             return self.parent.lookup(name)
-        if self.star_import:
-            return UNKNOWN
+        if self.star_sources:
+            return self.interpreter.star_imported(self.star_sources, self.module_path, name)
         return Ref(f"builtins.{name}") if name in _BUILTIN_NAMES else UNKNOWN
 
     def _value_at(self, bindings: list[Binding], index: int | None) -> Any:
@@ -111,7 +112,7 @@ class ForeignScope(StaticScope):
         super().__init__(interpreter, [], None, unknown=facts.mutated_globals, module_path=facts.path)
         self.facts = facts
         self.whole_fallback = whole_fallback
-        self.star_import = facts.star_import
+        self.star_sources = facts.star_sources
         self.chunks: dict[int, Any] = {}
         """Index -> the libcst chunk of each statement parsed so far (for positions)."""
         self.headers: dict[int, Any] = {}

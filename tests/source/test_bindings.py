@@ -65,7 +65,7 @@ def test_each_binding_has_its_kind_statement_and_qualified_name() -> None:
     assert kinds["j"] == [("import", 3, False, "jax.jit")]
     assert kinds["helper"] == [("import", 4, False, "..pkg.helper")]
     assert kinds["sibling"] == [("import", 5, False, ".sibling")]
-    assert found.star_import
+    assert found.star_sources == [(0, "functools")]
     assert kinds["host"] == [("annotation", 7, False, "")]
     assert [b.kind for b in found.bindings["size"]] == ["assign", "other"]
     assert [b.kind for b in found.bindings["a"]] == [b.kind for b in found.bindings["b"]] == ["assign"]

@@ -165,16 +165,33 @@ def test_a_package_with_a_star_import_still_resolves_its_submodules(tmp_path, in
     assert len(assert_same_as_whole(text, str(main), project)) == found
 
 
-def test_a_name_only_a_star_import_binds_holds_nothing_the_interpreter_knows(tmp_path):
-    """The interpreter gives such a name no value (it cannot know which module binds it), so no
-    statement is a candidate for reading one, and the findings are a whole analysis's."""
-    star_package(tmp_path)
+@pytest.mark.parametrize(
+    ("imports", "found"),
+    [
+        ("from pkg.placements import *", 1),
+        ("from pkg import *", 1),  # a star import of a package that star-imports its dummies, and ...
+        ("from pkg.dummies import *", 0),  # ... a module that binds no host value
+        ("from pkg.placements import *\nHOST = None", 0),  # a binding of the file's own comes after
+    ],
+)
+def test_a_name_a_star_import_binds_is_the_project_module_s(tmp_path, imports, found):
+    """As Python binds it: a public name of the project module a star import names, or of
+    the modules that one star-imports (``pkg/__init__.py`` here star-imports ``placements``)."""
+    star_package(tmp_path, "from .dummies import *\nfrom .placements import *\n")
     main = tmp_path / "main.py"
-    text = HOST_STEP.format(imports="from pkg.placements import *", host="HOST")
+    text = HOST_STEP.format(imports=imports, host="HOST")
     main.write_text(text)
     project = Project()
-    assert site_candidates(facts_of(text, str(main)), project, str(main)) == []
-    assert assert_same_as_whole(text, str(main), project) == []
+    assert len(site_candidates(facts_of(text, str(main)), project, str(main))) == found
+    assert len(assert_same_as_whole(text, str(main), project)) == found
+
+
+def test_a_star_import_of_a_library_or_a_private_name_binds_nothing_the_interpreter_knows(tmp_path):
+    (tmp_path / "placements.py").write_text("import jax\n\n_HOST = jax.memory.Space.Host\n")
+    main = tmp_path / "main.py"
+    text = HOST_STEP.format(imports="from placements import *", host="_HOST")
+    main.write_text(text)
+    assert site_candidates(facts_of(text, str(main)), Project(), str(main)) == []
     text = "from jax import *\n\nx = 1\n\n\ndef f(y):\n    return y\n"
     assert jit_candidates(facts_of(text), None, "m.py") == []
 

@@ -28,4 +28,6 @@ def test_an_import_binds_its_local_name_to_a_qualified_name(source, expected):
     (statement,) = ast.parse(source).body
     assert isinstance(statement, (ast.Import, ast.ImportFrom))
     assert [import_binding(statement, alias) for alias in statement.names] == expected
-    assert list(_bound_names(statement)) == [local for local, _ in expected]
+    star_sources: list[tuple[int, str]] = []
+    assert list(_bound_names(statement, star_sources)) == [local for local, _ in expected if local != "*"]
+    assert star_sources == ([(statement.level, statement.module)] if expected[0][0] == "*" else [])  # type: ignore[union-attr]
