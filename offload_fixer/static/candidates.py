@@ -111,6 +111,18 @@ def reads_host(
                 return found
 
 
+def _imports_binding(
+    statements: Sequence[ast.Import | ast.ImportFrom], name: str
+) -> list[tuple[ast.Import | ast.ImportFrom, ast.alias]]:
+    """The imports among ``statements`` that bind ``name``, with the alias that binds it."""
+    return [
+        (statement, alias)
+        for statement in statements
+        for alias in statement.names
+        if import_binding(statement, alias)[0] == name
+    ]
+
+
 def _fixed_point(resolver: _Resolver, facts: ModuleFacts, indices: Sequence[int]) -> list[int]:
     with resolver.attributed(resolver.main_path):
         while True:  # to the least fixed point: a cycle of statements with no jit in it holds none
@@ -267,23 +279,14 @@ class _Resolver:
     def _from_jax(self, facts: ModuleFacts, group: Group, name: str) -> bool:
         """Whether every binding of ``name`` that ``group`` may read is an import from JAX (the
         callee of an offload policy call: one of the project's own may make anything)."""
-        imports = [
-            import_binding(statement, alias)[1]
-            for statement in group.nested_imports
-            for alias in statement.names
-            if import_binding(statement, alias)[0] == name
-        ]
+        imports = _imports_binding(group.nested_imports, name)
         for index in facts.binders.get(name, ()):
-            bound = [
-                import_binding(statement, alias)[1]
-                for statement in self._group(facts, index).imports
-                for alias in statement.names
-                if import_binding(statement, alias)[0] == name
-            ]
+            bound = _imports_binding(self._group(facts, index).imports, name)
             if not bound:
                 return False  # a def, a class or an assignment
             imports.extend(bound)
-        return bool(imports) and all(qualname == "jax" or qualname.startswith("jax.") for qualname in imports)
+        qualnames = [import_binding(statement, alias)[1] for statement, alias in imports]
+        return bool(qualnames) and all(qualname == "jax" or qualname.startswith("jax.") for qualname in qualnames)
 
     def binds_jit(self, facts: ModuleFacts, index: int) -> bool:
         """Whether the values a group gives the names it binds may be (or make) a jit: a
@@ -324,12 +327,7 @@ class _Resolver:
             group = self._group(facts, index)
             if group.class_shape is not None and group.class_shape.name == base[0]:
                 continue
-            bound = [
-                (statement, alias)
-                for statement in group.imports
-                for alias in statement.names
-                if import_binding(statement, alias)[0] == base[0]
-            ]
+            bound = _imports_binding(group.imports, base[0])
             if not bound:
                 return True
             for statement, alias in bound:
@@ -427,10 +425,8 @@ class _Resolver:
             # A group's own reads of what it binds add nothing it does not already hold.
             if index != reader and self.binds_jit(facts, index):
                 return frozenset({_MAY_JIT})
-            for statement in self._group(facts, index).imports:
-                for alias in statement.names:
-                    if import_binding(statement, alias)[0] == name:
-                        found |= self._import_value(facts, statement, alias)
+            for statement, alias in _imports_binding(self._group(facts, index).imports, name):
+                found |= self._import_value(facts, statement, alias)
         return frozenset(found)
 
     def _import_value(
@@ -494,16 +490,11 @@ class _Resolver:
         return frozenset(found)
 
     def _star_modules(self, facts: ModuleFacts) -> list[str]:
-        """The project's modules (files) the star imports of ``facts`` take names from."""
+        """The project's modules the star imports of ``facts`` take names from, but the checked file."""
         importer = self.main_path if facts is self.main else facts.path
         if self.project is None or importer is None:
             return []
-        found = []
-        for level, module in facts.star_sources:
-            path = self.project.from_module(importer, level, module)
-            if path is not None and path != self.main_path and os.path.isfile(path):
-                found.append(path)
-        return found
+        return [path for path in self.project.star_modules(importer, facts.star_sources) if path != self.main_path]
 
     def _facts(self, path: str) -> ModuleFacts | None:
         if path == self.main_path:

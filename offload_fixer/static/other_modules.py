@@ -80,9 +80,8 @@ class OtherModules(Evaluator):
         imports; UNKNOWN for any other (a library's star import may bind anything)."""
         if self.project is None or importer is None or name.startswith("_"):
             return UNKNOWN
-        for level, module in reversed(sources):
-            path = self.project.from_module(importer, level, module)
-            if path is None or path in seen or path == self.path or not os.path.isfile(path):
+        for path in reversed(self.project.star_modules(importer, sources)):
+            if path in seen or path == self.path:
                 continue
             scope = self.foreign_scope(path)
             if scope is not None and scope.binds(name):

@@ -624,6 +624,16 @@ class Project:
             return None
         return self.module_path(module.split("."), roots or self.search_roots(importer))
 
+    def star_modules(self, importer: str, sources: Sequence[tuple[int, str]]) -> list[str]:
+        """The project's module files that the star imports ``sources`` (``(level, module)``
+        each, in order) of ``importer`` take names from; a library's are left out."""
+        found = []
+        for level, module in sources:
+            path = self.from_module(importer, level, module)
+            if path is not None and os.path.isfile(path):
+                found.append(path)
+        return found
+
     def host_reachable(self, path: str) -> bool:
         """A host spelling in this module or in a project module it imports (transitively)."""
         return self._host_search(os.path.abspath(path), {}, [])[0]
