@@ -23,6 +23,7 @@ HOST_COPY_LANE_SLICE: Final = "OFL1210"
 OFFLOAD_DOES_NOTHING: Final = "OFL1211"
 HOST_STACK_OF_INNER_LOOP: Final = "OFL1212"
 HOST_STRIDED_SLICE_TO_DEVICE: Final = "OFL1213"
+HOST_LANES_UPDATED_BY_LAYOUT: Final = "OFL1214"
 
 NAMES: Final[dict[str, str]] = {
     HOST_VALUE_DEVICE_OUTPUT: "host-value-device-output",
@@ -38,6 +39,7 @@ NAMES: Final[dict[str, str]] = {
     OFFLOAD_DOES_NOTHING: "offload-does-nothing",
     HOST_STACK_OF_INNER_LOOP: "host-stack-of-inner-loop",
     HOST_STRIDED_SLICE_TO_DEVICE: "host-strided-slice-to-device",
+    HOST_LANES_UPDATED_BY_LAYOUT: "host-lanes-updated-by-layout",
 }
 """Each code's rule name (``offload-fixer rules NAME``, SARIF's ``rules[].name``), in code order."""
 ALL_CODES: Final[tuple[str, ...]] = tuple(NAMES)

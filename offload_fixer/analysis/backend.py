@@ -128,6 +128,16 @@ class Backend:
         return len(ir.RankedTensorType(op.results[0].type).shape)
 
     @staticmethod
+    def buffer_shape(op: Op) -> list[int]:
+        """The shape of the buffer an update writes into (a dynamic-update-slice's operand)."""
+        return list(ir.RankedTensorType(op.operands[0].type).shape)
+
+    @staticmethod
+    def element_bits(op: Op) -> int | None:
+        """The bit width of the elements ``op`` makes."""
+        return irm.element_bits(op.results[0].type)
+
+    @staticmethod
     def piece_shape(op: Op) -> list[int]:
         """The shape of what is copied: a slice's result, a dynamic-update-slice's update."""
         value = op.operands[1] if op.name == "stablehlo.dynamic_update_slice" else op.results[0]
@@ -224,6 +234,48 @@ class Backend:
         if owner is None or owner.name not in IN_PLACE_UPDATES:
             return False
         return bool(owner.operands[0] == block.arguments[donor])
+
+    def gathered_host_outputs(self) -> Iterator[tuple[Seed, Op, tuple[int, ...], tuple[int, ...]]]:
+        """Each entry output in host memory that a move to host makes of a value computed on
+        device, with how many devices each dimension of the value and of the output is split
+        over: ``(seed, move, value splits, output splits)``. The value's splits are those of the
+        entry arguments it is computed from elementwise (the same shape), the most split of
+        each dimension, as Shardy's propagation gives it; none where the module has no Shardy
+        shardings."""
+        block = self._walk.view.entry_block
+        returned = list(block.operations)[-1].operands
+        seeds = {seed.op: seed for seed in self.result.seeds if seed.op is not None}
+        for output in self.results:
+            if output.memory_kind not in HOST_MEMORY_SPACE_KINDS or output.splits is None:
+                continue
+            move = _defining_op(returned[output.index])
+            seed = seeds.get(move) if move is not None else None
+            if move is None or seed is None:
+                continue
+            splits = self._argument_splits(move.operands[0])
+            if splits is not None:
+                yield seed, move, splits, output.splits
+
+    def _argument_splits(self, value: ir.Value[Any]) -> tuple[int, ...] | None:
+        """The most devices each dimension of ``value`` is split over, among the entry arguments
+        it is computed from through operations of its own shape."""
+        shape = value.type
+        arguments = self._walk.view.args
+        block = self._walk.view.entry_block
+        found: tuple[int, ...] | None = None
+        stack, seen = [value], 0
+        while stack and seen < 256:
+            current = stack.pop()
+            seen += 1
+            owner = current.owner
+            if isinstance(owner, ir.Block):
+                if owner == block:
+                    splits = arguments[ir.BlockArgument(current).arg_number].splits
+                    if splits is not None:
+                        found = splits if found is None else tuple(map(max, found, splits))
+                continue
+            stack.extend(operand for operand in owner.operation.operands if operand.type == shape)
+        return found
 
     def host_kinds(self) -> frozenset[str]:
         """The memory kinds this target's backend keeps in host memory: XLA:GPU's

@@ -42,6 +42,9 @@ class EntryValue:
     element_bits: int | None
     value_type: str = ""
     """The tensor type, ``tensor<4x8xf32>``."""
+    splits: tuple[int, ...] | None = None
+    """How many devices each dimension is split over (its Shardy sharding on the module's
+    mesh); ``None`` where the module declares no Shardy sharding for it."""
 
     @property
     def in_host_memory_space(self) -> bool:
@@ -67,6 +70,8 @@ class ModuleView:
             raise ModuleReadError("the module has no @main function")
         self.main = self.functions["main"]
         self._location_cache: dict[ir.Operation, OpLocation] = {}
+        self.meshes = _meshes(module)
+        """The module's Shardy meshes: name -> axis -> size."""
         self._index(self.main, set())
         self.args = tuple(self._entry_values("arg_attrs", self.entry_block.arguments, "jax.arg_info"))
         self.results = tuple(self._entry_values("res_attrs", _result_types(self.main), "jax.result_info"))
@@ -115,7 +120,8 @@ class ModuleView:
                 location = jax_mlir.value_location(value)
                 info = None if location is None else decode(location).name
             type_ = value.type if isinstance(value, ir.Value) else value
-            yield EntryValue(index, kind, info or "", _element_bits(type_), str(type_))
+            splits = _dimension_splits(entry, self.meshes)
+            yield EntryValue(index, kind, info or "", element_bits(type_), str(type_), splits)
 
     def location(self, op: ir.Operation) -> OpLocation:
         cached = self._location_cache.get(op)
@@ -298,7 +304,7 @@ def _shape(type_: ir.Type) -> list[int] | None:
         return None
 
 
-def _element_bits(type_: ir.Type) -> int | None:
+def element_bits(type_: ir.Type) -> int | None:
     """Bit width of a tensor's elements; sub-byte types get explicitly customised layouts."""
     try:
         element = ir.RankedTensorType(type_).element_type
@@ -313,6 +319,49 @@ def _element_bits(type_: ir.Type) -> int | None:
             continue
         return int(width) if width is not None else None
     return None
+
+
+def _meshes(module: ir.Module) -> dict[str, dict[str, int]]:
+    """The module's ``sdy.mesh`` declarations: name -> axis name -> size."""
+    sdy = jax_mlir.sdy_bindings()
+    if sdy is None:
+        return {}
+    return {
+        symbol_name(view.operation): _mesh_axes(sdy, view.operation.attributes["mesh"])
+        for view in module.body.operations
+        if view.operation.name == "sdy.mesh"
+    }
+
+
+def _mesh_axes(sdy: Any, attr: ir.Attribute) -> dict[str, int]:
+    axes = (sdy.MeshAxisAttr(axis) for axis in sdy.MeshAttr(attr).axes)
+    return {axis.name: axis.size for axis in axes}
+
+
+def _dimension_splits(entry: Any, meshes: dict[str, dict[str, int]]) -> tuple[int, ...] | None:
+    """How many devices each dimension of an entry value is split over, from its ``sdy.sharding``
+    (the product of the sizes of the mesh axes that shard it)."""
+    sdy = jax_mlir.sdy_bindings()
+    if sdy is None or entry is None or "sdy.sharding" not in ir.DictAttr(entry):
+        return None
+    sharding = sdy.TensorShardingAttr(ir.DictAttr(entry)["sdy.sharding"])
+    ref = sharding.mesh_or_ref
+    try:
+        axes = meshes.get(ir.FlatSymbolRefAttr(ref).value)
+    except ValueError:  # the mesh itself, inline
+        axes = _mesh_axes(sdy, ref)
+    if axes is None:
+        return None
+    splits = []
+    for dimension in sharding.dimension_shardings:
+        count = 1
+        for axis in sdy.DimensionShardingAttr(dimension).axes:
+            ref_axis = sdy.AxisRefAttr(axis)
+            if ref_axis.sub_axis_info is not None or ref_axis.name not in axes:
+                return None  # a sub-axis split: not modelled
+            count *= axes[ref_axis.name]
+        splits.append(count)
+    return tuple(splits)
 
 
 def _result_types(func: ir.Operation) -> list[ir.Type]:

@@ -72,6 +72,11 @@ class XlaGeneration:
     128 lanes: an update into a host buffer, or a slice copied to device that also slices the
     sublane (second-to-last) dimension ('Slicing lane dimension is only supported when the
     lane slice size is a multiple of LaneCount'; libtpu 0.0.50.1)."""
+    tpu_gathers_host_shards_by_updates: bool = False
+    """libtpu gathers the shards of a value split over more devices than the host output it is
+    returned in by writing each shard into the host buffer (an async dynamic-update-slice per
+    shard), which fails where a shard of a 1-D output is not whole 128-lane tiles (libtpu 0.0.42.1
+    and 0.0.50.1, the ``lane_gather_*`` probes); libtpu 0.0.17.1 compiles these."""
 
     def compiler(self, target: str) -> str | None:
         """The released compiler of ``target`` this generation was measured on (``libtpu
@@ -108,6 +113,7 @@ XLA_GENERATIONS: tuple[tuple[tuple[int, int, int], XlaGeneration], ...] = (
             inlines_shard_map_body=False,
             tpu_async_slice_one_dimension_only=True,
             tpu_async_update_lane_slice_fails=True,
+            tpu_gathers_host_shards_by_updates=True,
         ),
     ),
     (
@@ -119,6 +125,7 @@ XLA_GENERATIONS: tuple[tuple[tuple[int, int, int], XlaGeneration], ...] = (
             while_condition_on_host_aborts=False,
             inlines_shard_map_body=False,
             tpu_lane_slice_multiple_of_lane_count=True,
+            tpu_gathers_host_shards_by_updates=True,
         ),
     ),
 )

@@ -86,6 +86,16 @@ def value_location(value: Any) -> Any:
     return value.location if hasattr(value, "location") else None
 
 
+def sdy_bindings() -> Any:
+    """jaxlib's Shardy attribute classes (``MeshAttr``, ``TensorShardingAttr``...), or None where
+    this jaxlib has none: ``jaxlib.mlir.dialects.sdy`` in jaxlib 0.10.2 and 0.12.0.1."""
+    try:
+        from jaxlib.mlir.dialects import sdy
+    except ImportError:
+        return None
+    return sdy
+
+
 def hlo_bindings() -> Any:
     """jaxlib's HLO classes (``HloModule``, ``HloPrintOptions``, ``XlaComputation``,
     ``hlo_module_from_text``): ``jax._src.lib.hlo`` (``jaxlib._hlo``) in jaxlib 0.10.2 and

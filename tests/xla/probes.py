@@ -439,6 +439,26 @@ def _update_of(buffer, piece, start):
     return update, lambda: (*shapes(piece)(), index_arg())
 
 
+def write_at(position_dimension: int):
+    """Write ``update`` into the host buffer ``buffer`` at ``position`` along one dimension."""
+
+    def write(buffer, update, position):
+        from jax import lax
+
+        start = tuple(position if dim == position_dimension else 0 for dim in range(buffer.ndim))
+        return lax.dynamic_update_slice(buffer, update, start)
+
+    return write
+
+
+def _buffer_update(buffer: tuple[int, ...], update: tuple[int, ...]) -> Callable[[], tuple[Any, ...]]:
+    return lambda: (*shapes(buffer, update)(), index_arg())
+
+
+def sgd_bias(b, g):
+    return b - 0.1 * g
+
+
 def lanes_in_scan(x):
     import jax.lax as lax
     import jax.numpy as jnp
@@ -1078,6 +1098,34 @@ PROBES: tuple[Probe, ...] = (
         jit=lambda: {"in_shardings": (host(), None)},
         unless=lambda g: None if g.tpu_async_slice_one_dimension_only else both(COMPILED),
     ),
+    # updates along the dimension libtpu lays out in lanes (OFL1214)
+    *(
+        Probe(
+            f"lane_layout_{name}",
+            why,
+            write_at(position),
+            _buffer_update(buffer, update),
+            {"tpu": outcome, "gpu": COMPILED},
+            jit=lambda: {"in_shardings": (host(), None, None), "out_shardings": host(), "donate_argnums": 0},
+        )
+        for name, why, buffer, update, position, outcome in (
+            ("kv_cache", "a KV cache of head dimension 64: positions in lanes", (8, 128, 64), (8, 1, 64), 1, OTHER),
+            ("positions_first", "the same cache positions first: still in lanes", (128, 8, 64), (1, 8, 64), 0, OTHER),
+            ("rows_of_96", "two rows of 96 into 256: the rows lie in lanes", (256, 96), (2, 96), 0, OTHER),
+            ("rows_of_120", "a row of 120 into 128 rows: in lanes (less padding)", (128, 120), (1, 120), 0, OTHER),
+            (
+                "rows_of_120_in_136",
+                "a row of 120 into 136 rows: lanes kept (less padding)",
+                (136, 120),
+                (1, 120),
+                0,
+                COMPILED,
+            ),
+            ("equal_padding", "64 rows of 64: the padding ties, lanes kept", (64, 64), (1, 64), 0, COMPILED),
+            ("short_buffer", "16 rows of 64: lanes kept", (16, 64), (1, 64), 0, COMPILED),
+            ("whole_lanes", "rows of 128 lanes: lanes kept", (256, 128), (2, 128), 0, COMPILED),
+        )
+    ),
     # host buffers stacked by an outer loop from an inner loop's host output (OFL1212)
     Probe(
         "nested_scan_remat_offload",
@@ -1378,6 +1426,35 @@ PROBES: tuple[Probe, ...] = (
         jit=lambda: {"in_shardings": host(), "out_shardings": host()},
     ),
 )
+
+
+LANE_GATHERS: tuple[Probe, ...] = tuple(
+    Probe(
+        f"lane_gather_{name}",
+        why,
+        sgd_bias,
+        shapes((size,), (size,)),
+        {"tpu": outcome, "gpu": COMPILED},
+        jit=lambda value=value, output=output: {
+            "in_shardings": (on_mesh(8, value), on_mesh(8, value)),
+            "out_shardings": on_mesh(8, output, "pinned_host"),
+        },
+        unless=None
+        if outcome == COMPILED
+        else lambda g: None if g.tpu_gathers_host_shards_by_updates else both(COMPILED),
+        devices=8,
+    )
+    for name, why, size, value, output, outcome in (
+        ("shards_of_64", "256 over 4 devices into a replicated host output", 256, ("model",), (), OTHER),
+        ("shards_of_2", "8 over 4 devices into a replicated host output", 8, ("model",), (), OTHER),
+        ("shards_of_64_over_8", "512 over 8 devices into 2 host shards", 512, (("data", "model"),), ("data",), OTHER),
+        ("same_sharding", "256 over 4 devices into a host output sharded alike", 256, ("model",), ("model",), COMPILED),
+    )
+)
+"""A 1-D host output gathered from the shards of its value (OFL1214), on an 8-device mesh.
+Not in :data:`PROBES`: where they compile, libtpu and XLA:GPU gather the shards in host memory
+and warn of the all-gather as host compute, which the analysis does not report; only the
+outcome is held to the compilers (``tests/xla/test_lane_gathers.py``)."""
 
 
 def expected(probe: Probe, target: str, generation: Any) -> str:
