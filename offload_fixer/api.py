@@ -34,8 +34,8 @@ def check(fn: Callable[..., Any], *args: Any, target: str = "tpu", confirm: bool
     from offload_fixer.model import normalize_target
 
     target = normalize_target(target)
-    lowered = jax_compat.lower_for_platform(fn, args, kwargs, jax_compat.lowering_platform(target))
-    report = analyze(lowered, target=target, function=function_ref(fn))
+    lowered, policies = jax_compat.lower_with_policies(fn, args, kwargs, jax_compat.lowering_platform(target))
+    report = analyze(lowered, target=target, function=function_ref(fn), remat_policies=policies)
     if confirm:
         from offload_fixer.xla.confirm import confirm as confirm_report
 

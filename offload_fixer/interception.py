@@ -164,8 +164,9 @@ class CompilationChecker:
                     force=True,
                 )
             try:
-                lowered = jax_compat.lower_for_platform(jitted, args, kwargs, self.platform)
-                report = analyze(lowered, target=self.target, function=_jitted_at(function_ref(fun), site))
+                lowered, policies = jax_compat.lower_with_policies(jitted, args, kwargs, self.platform)
+                function = _jitted_at(function_ref(fun), site)
+                report = analyze(lowered, target=self.target, function=function, remat_policies=policies)
                 if self.confirm:
                     from offload_fixer.xla.confirm import confirm
 

@@ -147,6 +147,32 @@ class Origin:
 
 
 @dataclass(frozen=True)
+class RematPolicy:
+    """A remat (``jax.checkpoint``) offload policy as the traced program applies it: what it can
+    offload, and whether the program offloads anything through it."""
+
+    span: Span | None
+    """Where the checkpointed function is called (the first user frame of the remat)."""
+    policy: str
+    """The policy function's name (``save_and_offload_only_these_names``)."""
+    differentiated: bool
+    """Whether the program differentiates the checkpointed function (a policy acts only then)."""
+    offloads: bool
+    """Whether the traced program moves any residual of it to host memory."""
+    matched: int
+    """Operations the policy marks offloadable: of the checkpointed function as the backward
+    pass recomputes it, and those whose values it takes as residuals."""
+    matched_to_host: int
+    """Of those, the ones it sends to a host memory kind."""
+    offload_names: tuple[str, ...] | None
+    """The ``checkpoint_name`` names it offloads, where it offloads by name."""
+    tagged_names: tuple[str, ...]
+    """The names ``checkpoint_name`` tags anywhere in the traced program."""
+    destination: str | None
+    """The memory kind it offloads to (``offload_dst``), where it says one."""
+
+
+@dataclass(frozen=True)
 class FixOption:
     """A remedy in words; the planner turns the chosen one into a codemod target."""
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from offload_fixer.analysis.backend import backend_failures
 from offload_fixer.analysis.diagnose import Diagnoser
 from offload_fixer.analysis.offloader import HostOffloadWalk
 from offload_fixer.ir.module import ModuleReadError, load
-from offload_fixer.model import UNPINNED_HOST, FunctionRef, Report, normalize_target
+from offload_fixer.model import UNPINNED_HOST, FunctionRef, RematPolicy, Report, normalize_target
 
 __all__ = ["ModuleReadError", "analyze"]
 
@@ -19,6 +20,7 @@ def analyze(
     *,
     function: FunctionRef | None = None,
     host_compute_offload: bool = True,
+    remat_policies: Sequence[RematPolicy] = (),
 ) -> Report:
     """Predict XLA's host-offloader verdicts for a lowered module.
 
@@ -26,7 +28,9 @@ def analyze(
     memory moves), an MLIR module, StableHLO text or bytecode. ``target``: ``tpu`` or ``gpu``;
     both released compilers fail on a host value reaching a device output (error 1200), and
     their backends differ in what host compute they can build. ``host_compute_offload=False``
-    models ``--xla_disable_automatic_host_compute_offload``.
+    models ``--xla_disable_automatic_host_compute_offload``. ``remat_policies``: the remat
+    offload policies of the traced program the module was lowered from
+    (``jax_compat.lower_with_policies``), which the rules judge beside the module.
     """
     from offload_fixer import jax_compat
 
@@ -40,7 +44,7 @@ def analyze(
     failures = backend_failures(walker, walk, target)
     diagnoser = Diagnoser(view, target, function, host_compute_offload, generation)
     return Report(
-        diagnostics=tuple(diagnoser.diagnostics(walk, failures)),
+        diagnostics=(*diagnoser.diagnostics(walk, failures), *diagnoser.policy_diagnostics(remat_policies)),
         target=target,
         jax_version=jax_compat.installed_version(),
         module_name=view.name,

@@ -8,6 +8,7 @@ error XLA meets, which is what a released compiler's verdict is compared with.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from jaxlib.mlir import ir
@@ -29,6 +30,7 @@ from offload_fixer.model import (
     OutputInfo,
     OutputVerdict,
     Prediction,
+    RematPolicy,
     Role,
     Span,
     Step,
@@ -71,6 +73,11 @@ class Diagnoser:
         for failure in [*walk.failures, *backend_failures]:
             out.append(self._failure(failure))
         return _merge_same_place(out)
+
+    def policy_diagnostics(self, policies: Sequence[RematPolicy]) -> list[Diagnostic]:
+        """Each rule's hook on each remat offload policy of the traced program."""
+        hooks = [rule.from_policy for rule in all_rules() if rule.from_policy is not None]
+        return [diagnostic for policy in policies for hook in hooks for diagnostic in hook(self, policy)]
 
     def unstreamed_reaches(self, seed: Seed) -> list[Reach]:
         """The outputs ``seed`` reaches without being streamed (error 1200 unless declared host)."""

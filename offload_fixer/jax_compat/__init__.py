@@ -28,7 +28,7 @@ from typing import Any
 from offload_fixer import installed
 from offload_fixer.jax_compat.generations import XLA_GENERATIONS, XlaGeneration
 from offload_fixer.jax_compat.mlir import make_ir_context
-from offload_fixer.model import DEVICE, PINNED_HOST, TPU_HBM, UNPINNED_HOST
+from offload_fixer.model import DEVICE, PINNED_HOST, TPU_HBM, UNPINNED_HOST, RematPolicy
 
 OLDEST_SUPPORTED = (0, 4, 35)
 """Oldest JAX the dynamic analysis runs under; static rules and spellings reach further back."""
@@ -232,6 +232,22 @@ def lower_for_platform(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict
     jitted = fn if hasattr(fn, "trace") else jax.jit(fn)
     traced = jitted.trace(*args, **kwargs)
     return traced.lower(lowering_platforms=(platform,))
+
+
+def lower_with_policies(
+    fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any], platform: str
+) -> tuple[Any, tuple[RematPolicy, ...]]:
+    """:func:`lower_for_platform`, and the remat offload policies the traced program applies
+    (:func:`offload_fixer.jax_compat.policies.remat_policies`): what the lowered module alone
+    cannot show, a policy that offloads nothing leaving no move in it."""
+    import jax
+
+    from offload_fixer.jax_compat.policies import remat_policies
+
+    check_runtime_supported()
+    jitted = fn if hasattr(fn, "trace") else jax.jit(fn)
+    traced = jitted.trace(*args, **kwargs)
+    return traced.lower(lowering_platforms=(platform,)), remat_policies(traced)
 
 
 def lowering_platform(target: str) -> str:

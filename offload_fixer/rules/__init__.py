@@ -40,6 +40,7 @@ from offload_fixer.model import (
     FixOption,
     FixStrategy,
     Origin,
+    RematPolicy,
     Role,
     Safety,
     Severity,
@@ -58,6 +59,8 @@ if TYPE_CHECKING:
 
 WalkHook = Callable[["Diagnoser", "Seed", "WalkResult"], Iterable[Diagnostic]]
 """The dynamic engine's hook: one host value (a seed) of a walked module -> its diagnostics."""
+PolicyHook = Callable[["Diagnoser", RematPolicy], Iterable[Diagnostic]]
+"""The dynamic engine's hook: one remat offload policy of the traced program -> its diagnostics."""
 StaticHook = Callable[["StaticSite"], Iterable[Diagnostic]]
 """The source check's hook: one offending output leaf of a jit site -> its diagnostics."""
 StaticComputeHook = Callable[["StaticHostCompute"], Iterable[Diagnostic]]
@@ -121,6 +124,8 @@ class Rule:
     """Whether a JAX version (its spelling) can produce the pattern: where it cannot, the
     invalid example is a program that version accepts, and the examples' tests say so."""
     from_walk: WalkHook | None = None
+    from_policy: PolicyHook | None = None
+    """A remat offload policy of the traced program (what the lowered module cannot show)."""
     from_static: StaticHook | None = None
     from_static_compute: StaticComputeHook | None = None
     backend: BackendHook | None = None

@@ -3,12 +3,13 @@ in host memory (the program compiles; the memory saving the move asked for is go
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from offload_fixer import codes
 from offload_fixer.jax_compat import Regime
-from offload_fixer.model import PINNED_HOST, Diagnostic, XlaVerdict
+from offload_fixer.model import HOST_KINDS, PINNED_HOST, UNPINNED_HOST, Diagnostic, Origin, RematPolicy, XlaVerdict
 from offload_fixer.rules import FixDoc, Rule, TargetBehaviour, ToolMessage
 from offload_fixer.rules.examples import example
 
@@ -24,6 +25,33 @@ MOVED_BACK = ToolMessage(
 ROUND_TRIP = ToolMessage(
     codes.OFFLOAD_DOES_NOTHING,
     "XLA:GPU removes this move to host: the value is moved straight back to device, so it never occupies host memory.",
+)
+
+POLICY_NEVER_DIFFERENTIATED = ToolMessage(
+    codes.OFFLOAD_DOES_NOTHING,
+    "This remat offload policy does nothing: the checkpointed function is never differentiated, "
+    "and a policy only decides what a backward pass keeps.",
+)
+POLICY_NAMES_UNTAGGED = ToolMessage(
+    codes.OFFLOAD_DOES_NOTHING,
+    "This remat policy offloads {names}, which no `checkpoint_name` in the program tags{hint}: nothing is offloaded.",
+)
+POLICY_MATCHES_NOTHING = ToolMessage(
+    codes.OFFLOAD_DOES_NOTHING,
+    "The remat policy `{policy}` matches no operation of the checkpointed function{detail}: nothing is offloaded.",
+)
+POLICY_DESTINATION_NOT_HOST = ToolMessage(
+    codes.OFFLOAD_DOES_NOTHING,
+    "This remat policy offloads to `{destination}`, which is not host memory: nothing moves.",
+)
+POLICY_NAMES_NOT_RESIDUALS = ToolMessage(
+    codes.OFFLOAD_DOES_NOTHING,
+    "The values this remat policy offloads ({names}) are never residuals: the checkpointed function "
+    "returns them (a scan carry, its next step's input) or the backward pass does not read them, "
+    "so nothing is offloaded.",
+)
+POLICY_OFFLOADS_NOTHING = ToolMessage(
+    codes.OFFLOAD_DOES_NOTHING, "The remat policy `{policy}` offloads nothing in the traced program."
 )
 
 _INVALID = """
@@ -122,6 +150,66 @@ def from_walk(d: Diagnoser, seed: Seed, walk: WalkResult) -> Iterator[Diagnostic
     )
 
 
+_WHY_POLICY = (
+    "A remat policy offloads the residuals it matches: values the backward pass needs, moved to "
+    "host memory in the forward pass and back for the backward. A policy that matches nothing "
+    "(a name no `checkpoint_name` tags, a rule no operation fits), sends its matches to device "
+    "memory, matches only values the checkpointed function returns (a scan's carry is its next "
+    "step's input, never a residual) or is applied where nothing is differentiated leaves no "
+    "move in the program: the residuals stay in device memory, and the compiled program holds "
+    "0 bytes of host memory for them."
+)
+_NO_BATCH_DIMS = "offload_dot_with_no_batch_dims"
+
+
+def from_policy(d: Diagnoser, policy: RematPolicy) -> Iterator[Diagnostic]:
+    """A remat offload policy through which the traced program offloads nothing, and why. A
+    policy whose destination is ``unpinned_host`` is OFL1204's."""
+    if policy.offloads or policy.destination == UNPINNED_HOST:
+        return
+    if not policy.differentiated:
+        message = POLICY_NEVER_DIFFERENTIATED.format()
+    elif policy.destination is not None and policy.destination not in HOST_KINDS:
+        message = POLICY_DESTINATION_NOT_HOST.format(destination=policy.destination)
+    elif policy.offload_names is not None:
+        tagged = [name for name in policy.offload_names if name in policy.tagged_names]
+        if tagged:
+            message = POLICY_NAMES_NOT_RESIDUALS.format(names=", ".join(repr(name) for name in tagged))
+        else:
+            close = [
+                match
+                for name in policy.offload_names
+                for match in difflib.get_close_matches(name, policy.tagged_names, n=1)
+            ]
+            hint = f" (did you mean {', '.join(repr(name) for name in dict.fromkeys(close))}?)" if close else ""
+            names = ", ".join(repr(name) for name in policy.offload_names) or "no name"
+            message = POLICY_NAMES_UNTAGGED.format(names=names, hint=hint)
+    elif policy.matched == 0:
+        detail = " (every dot in it has batch dimensions)" if policy.policy == _NO_BATCH_DIMS else ""
+        message = POLICY_MATCHES_NOTHING.format(policy=policy.policy, detail=detail)
+    elif policy.matched_to_host == 0:
+        message = POLICY_DESTINATION_NOT_HOST.format(destination=policy.destination or "device")
+    else:
+        message = POLICY_OFFLOADS_NOTHING.format(policy=policy.policy)
+    origin = Origin(
+        "offload_policy",
+        policy.destination or PINNED_HOST,
+        policy.span,
+        detail=policy.policy,
+        key=f"policy:{policy.span}",
+    )
+    yield Diagnostic(
+        code=RULE.code,
+        severity=RULE.severity(d.target),
+        target=d.target,
+        message=message,
+        explanation=_WHY_POLICY,
+        origin=origin,
+        span=policy.span,
+        function=d.function,
+    )
+
+
 def compiled_evidence(verdict: XlaVerdict, diagnostic: Diagnostic) -> str | None:
     """What the compiled program shows of the finding (its memory analysis), or ``None``
     where it keeps the value in host memory after all."""
@@ -150,9 +238,12 @@ RULE = Rule(
         "from it ends at a move back to device that is an output (an `out_shardings` leaf "
         "that says device makes JAX insert that move), or, on GPU, its only users are moves "
         "back to device, which XLA:GPU removes. A host argument moved to device inside the "
-        "function is streaming (it lives on host between calls) and is not reported. A remat "
-        "policy whose names match no `checkpoint_name` leaves no move in the program at all, "
-        "so the lowered program cannot show it: it is not reported yet."
+        "function is streaming (it lives on host between calls) and is not reported. From the "
+        "traced program (`run` and the Python API), it also reports a remat offload policy "
+        "that offloads nothing: names no `checkpoint_name` tags (with the nearest tag), a rule "
+        "that matches no operation (`offload_dot_with_no_batch_dims` over batched einsums), a "
+        "destination that is device memory, matches that are all returned values (a scan "
+        "carry), or a checkpoint never differentiated."
     ),
     why_bad=(
         "The program compiles and runs, but the memory the move was meant to free is not "
@@ -200,5 +291,6 @@ RULE = Rule(
     valid=(example(_VALID), example(_VALID_SCAN)),
     applies=lambda sp: sp.regime is Regime.TYPED,
     from_walk=from_walk,
+    from_policy=from_policy,
     compiled_evidence=compiled_evidence,
 )
