@@ -32,26 +32,29 @@ def remat_policies(traced: Any) -> tuple[RematPolicy, ...]:
         return ()
     jaxpr = getattr(closed, "jaxpr", closed)
     tagged: dict[str, Span | None] = {}
-    for eqn, _ in _equations(jaxpr):
+    for eqn, _, _ in _equations(jaxpr):
         if _is_name(eqn):
             tagged.setdefault(str(eqn.params["name"]), _span(eqn))
     found = []
-    for eqn, scope in _equations(jaxpr):
+    for eqn, scope, holders in _equations(jaxpr):
         policy = eqn.params.get("policy") if eqn.primitive.name in REMAT_PRIMITIVES else None
         if policy is None or not _may_offload(policy):
             continue
-        found.append(_read(eqn, scope, policy, tagged))
+        # A remat that grad moved into a backward loop has no user frame: the loop's is where it is applied.
+        span = next((where for held in (eqn, *reversed(holders)) if (where := _span(held)) is not None), None)
+        found.append(_read(eqn, scope, policy, tagged, span))
     return tuple(found)
 
 
-def _equations(jaxpr: Any) -> Iterator[tuple[Any, Any]]:
-    """Each equation of ``jaxpr`` and of the jaxprs its equations hold, with the jaxpr that holds it."""
+def _equations(jaxpr: Any, holders: tuple[Any, ...] = ()) -> Iterator[tuple[Any, Any, tuple[Any, ...]]]:
+    """Each equation of ``jaxpr`` and of the jaxprs its equations hold, with the jaxpr that
+    holds it and the equations that hold that jaxpr, outermost first."""
     from jax._src import core
 
     for eqn in jaxpr.eqns:
-        yield eqn, jaxpr
+        yield eqn, jaxpr, holders
         for sub in core.jaxprs_in_params(eqn.params):
-            yield from _equations(sub)
+            yield from _equations(sub, (*holders, eqn))
 
 
 def _is_name(eqn: Any) -> bool:
@@ -81,13 +84,13 @@ def _may_offload(policy: Any) -> bool:
     return "Offloadable" in source
 
 
-def _read(eqn: Any, scope: Any, policy: Any, tagged: dict[str, Span | None]) -> RematPolicy:
+def _read(eqn: Any, scope: Any, policy: Any, tagged: dict[str, Span | None], span: Span | None) -> RematPolicy:
     body = eqn.params["jaxpr"]
     body = getattr(body, "jaxpr", body)
     producers = {id(var): producer for producer in scope.eqns for var in producer.outvars}
     residuals = [producers[id(var)] for var in eqn.invars if id(var) in producers]
     matched = to_host = 0
-    for candidate in (*(inner for inner, _ in _equations(body)), *residuals):
+    for candidate in (*(inner for inner, _, _ in _equations(body)), *residuals):
         decision = _decide(policy, candidate)
         if decision is not None:
             matched += 1
@@ -95,8 +98,7 @@ def _read(eqn: Any, scope: Any, policy: Any, tagged: dict[str, Span | None]) -> 
     closure = _closure(policy)
     names = closure.get("names_which_can_be_offloaded")
     destination = closure.get("offload_dst")
-    span = _span(eqn)
-    if span is None and names:  # a remat inside a transposed loop: where a name it offloads is tagged
+    if span is None and names:  # where a name it offloads is tagged
         span = next((tagged[name] for name in sorted(map(str, names)) if tagged.get(name)), None)
     return RematPolicy(
         span=span,
