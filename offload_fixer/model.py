@@ -170,6 +170,9 @@ class RematPolicy:
     """The names ``checkpoint_name`` tags anywhere in the traced program."""
     destination: str | None
     """The memory kind it offloads to (``offload_dst``), where it says one."""
+    host_inputs: bool = False
+    """Whether the traced program takes arguments in host memory: residuals another program
+    offloaded may reach it that way (the backward half of a ``jax.vjp``)."""
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,8 @@ def remat_policies(traced: Any) -> tuple[RematPolicy, ...]:
     for eqn, _, _ in _equations(jaxpr):
         if _is_name(eqn):
             tagged.setdefault(str(eqn.params["name"]), _span(eqn))
+    moved = _moved_to_host(jaxpr)
+    host_inputs = any(str(getattr(var.aval, "memory_space", "")).endswith("Host") for var in jaxpr.invars)
     found = []
     for eqn, scope, holders in _equations(jaxpr):
         policy = eqn.params.get("policy") if eqn.primitive.name in REMAT_PRIMITIVES else None
@@ -42,8 +44,21 @@ def remat_policies(traced: Any) -> tuple[RematPolicy, ...]:
             continue
         # A remat that grad moved into a backward loop has no user frame: the loop's is where it is applied.
         span = next((where for held in (eqn, *reversed(holders)) if (where := _span(held)) is not None), None)
-        found.append(_read(eqn, scope, policy, tagged, span))
+        found.append(_read(eqn, scope, policy, tagged, span, moved, host_inputs))
     return tuple(found)
+
+
+def _moved_to_host(jaxpr: Any) -> list[Any]:
+    """The operations whose results a ``device_put`` to host memory takes, anywhere in the
+    program: where JAX put the residuals a policy offloads (in a loop's forward body, the
+    stack the backward loop reads them from)."""
+    moved: list[Any] = []
+    for eqn, scope, _ in _equations(jaxpr):
+        if eqn.primitive.name != "device_put" or not _to_host(eqn):
+            continue
+        producers = {id(var): producer for producer in scope.eqns for var in producer.outvars}
+        moved.extend(producers[id(var)] for var in eqn.invars if id(var) in producers)
+    return moved
 
 
 def _equations(jaxpr: Any, holders: tuple[Any, ...] = ()) -> Iterator[tuple[Any, Any, tuple[Any, ...]]]:
@@ -84,7 +99,15 @@ def _may_offload(policy: Any) -> bool:
     return "Offloadable" in source
 
 
-def _read(eqn: Any, scope: Any, policy: Any, tagged: dict[str, Span | None], span: Span | None) -> RematPolicy:
+def _read(
+    eqn: Any,
+    scope: Any,
+    policy: Any,
+    tagged: dict[str, Span | None],
+    span: Span | None,
+    moved: list[Any],
+    host_inputs: bool,
+) -> RematPolicy:
     body = eqn.params["jaxpr"]
     body = getattr(body, "jaxpr", body)
     producers = {id(var): producer for producer in scope.eqns for var in producer.outvars}
@@ -94,7 +117,7 @@ def _read(eqn: Any, scope: Any, policy: Any, tagged: dict[str, Span | None], spa
         decision = _decide(policy, candidate)
         if decision is not None:
             matched += 1
-            to_host += str(getattr(decision, "dst", "")) in HOST_KINDS
+            to_host += _sends_to_host(decision)
     closure = _closure(policy)
     names = closure.get("names_which_can_be_offloaded")
     destination = closure.get("offload_dst")
@@ -104,12 +127,13 @@ def _read(eqn: Any, scope: Any, policy: Any, tagged: dict[str, Span | None], spa
         span=span,
         policy=getattr(policy, "__qualname__", repr(policy)).split(".<locals>")[0],
         differentiated=bool(eqn.params.get("differentiated", True)),
-        offloads=any(producer.primitive.name == "device_put" and _to_host(producer) for producer in residuals),
+        offloads=any(_sends_to_host(_decide(policy, producer)) for producer in moved),
         matched=matched,
         matched_to_host=to_host,
         offload_names=tuple(sorted(map(str, names))) if names is not None else None,
         tagged_names=tuple(tagged),
         destination=str(destination) if destination is not None else None,
+        host_inputs=host_inputs,
     )
 
 
@@ -120,6 +144,10 @@ def _decide(policy: Any, eqn: Any) -> Any:
     except Exception:  # noqa: BLE001 - a user policy that cannot take this operation decides nothing
         return None
     return decision if hasattr(decision, "dst") and hasattr(decision, "src") else None
+
+
+def _sends_to_host(decision: Any) -> bool:
+    return decision is not None and str(decision.dst) in HOST_KINDS
 
 
 def _to_host(eqn: Any) -> bool:

@@ -167,12 +167,14 @@ def from_policy(d: Diagnoser, policy: RematPolicy) -> Iterator[Diagnostic]:
     policy whose destination is ``unpinned_host`` is OFL1204's."""
     if policy.offloads or policy.destination == UNPINNED_HOST:
         return
+    tagged = [name for name in policy.offload_names or () if name in policy.tagged_names]
+    if policy.host_inputs and policy.differentiated and (tagged or policy.matched_to_host or not policy.tagged_names):
+        return  # its residuals may arrive as host arguments, tagged by another program (a vjp's backward)
     if not policy.differentiated:
         message = POLICY_NEVER_DIFFERENTIATED.format()
     elif policy.destination is not None and policy.destination not in HOST_KINDS:
         message = POLICY_DESTINATION_NOT_HOST.format(destination=policy.destination)
     elif policy.offload_names is not None:
-        tagged = [name for name in policy.offload_names if name in policy.tagged_names]
         if tagged:
             message = POLICY_NAMES_NOT_RESIDUALS.format(names=", ".join(repr(name) for name in tagged))
         else:

@@ -125,7 +125,8 @@ _WHY_GATHER = (
 def lane_dimension(shape: list[int], bits: int | None) -> int:
     """The dimension libtpu lays out in lanes. The last, unless it is not whole 128-lane tiles
     and another dimension in lanes (the last then in sublanes) pads the array less; a tie keeps
-    the last. Measured on libtpu 0.0.17.1, 0.0.42.1 and 0.0.50.1: (8, 128, 64) and (128, 8, 64)
+    the last, else takes the more minor (a (16, 16, 8) int32 buffer keeps its updates along
+    the first dimension whole: XLA's ``OutputStreamingInUnrolledScanLoop`` compiles). Measured on libtpu 0.0.17.1, 0.0.42.1 and 0.0.50.1: (8, 128, 64) and (128, 8, 64)
     float32 buffers have their 128 in lanes, (8, 64, 64), (8, 16, 64) and (136, 120) keep the last."""
     last = len(shape) - 1
     if last < 1 or shape[last] % LANE_COUNT == 0:
@@ -140,7 +141,7 @@ def lane_dimension(shape: list[int], bits: int | None) -> int:
             size *= _padded(extent, tile)
         return size
 
-    return min(range(last + 1), key=lambda dim: (padded_size(dim), dim != last))
+    return min(range(last + 1), key=lambda dim: (padded_size(dim), dim != last, -dim))
 
 
 def _padded(size: int, tile: int) -> int:
