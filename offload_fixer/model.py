@@ -170,6 +170,10 @@ class RematPolicy:
     """The names ``checkpoint_name`` tags anywhere in the traced program."""
     destination: str | None
     """The memory kind it offloads to (``offload_dst``), where it says one."""
+    host_moves: bool = False
+    """Whether the traced program moves anything to host memory at all (its residuals may be
+    among the moves in ways the policy's own decisions do not show: JAX before 0.7 moves a
+    loop's stacked residuals after the loop)."""
     host_inputs: bool = False
     """Whether the traced program takes arguments in host memory: residuals another program
     offloaded may reach it that way (the backward half of a ``jax.vjp``)."""

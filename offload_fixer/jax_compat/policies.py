@@ -128,6 +128,7 @@ def _read(
         policy=getattr(policy, "__qualname__", repr(policy)).split(".<locals>")[0],
         differentiated=bool(eqn.params.get("differentiated", True)),
         offloads=any(_sends_to_host(_decide(policy, producer)) for producer in moved),
+        host_moves=bool(moved),
         matched=matched,
         matched_to_host=to_host,
         offload_names=tuple(sorted(map(str, names))) if names is not None else None,

@@ -170,22 +170,24 @@ def from_policy(d: Diagnoser, policy: RematPolicy) -> Iterator[Diagnostic]:
     tagged = [name for name in policy.offload_names or () if name in policy.tagged_names]
     if policy.host_inputs and policy.differentiated and (tagged or policy.matched_to_host or not policy.tagged_names):
         return  # its residuals may arrive as host arguments, tagged by another program (a vjp's backward)
+    untagged = policy.offload_names is not None and not tagged
     if not policy.differentiated:
         message = POLICY_NEVER_DIFFERENTIATED.format()
     elif policy.destination is not None and policy.destination not in HOST_KINDS:
         message = POLICY_DESTINATION_NOT_HOST.format(destination=policy.destination)
-    elif policy.offload_names is not None:
-        if tagged:
-            message = POLICY_NAMES_NOT_RESIDUALS.format(names=", ".join(repr(name) for name in tagged))
-        else:
-            close = [
-                match
-                for name in policy.offload_names
-                for match in difflib.get_close_matches(name, policy.tagged_names, n=1)
-            ]
-            hint = f" (did you mean {', '.join(repr(name) for name in dict.fromkeys(close))}?)" if close else ""
-            names = ", ".join(repr(name) for name in policy.offload_names) or "no name"
-            message = POLICY_NAMES_UNTAGGED.format(names=names, hint=hint)
+    elif untagged:
+        close = [
+            match
+            for name in policy.offload_names or ()
+            for match in difflib.get_close_matches(name, policy.tagged_names, n=1)
+        ]
+        hint = f" (did you mean {', '.join(repr(name) for name in dict.fromkeys(close))}?)" if close else ""
+        names = ", ".join(repr(name) for name in policy.offload_names or ()) or "no name"
+        message = POLICY_NAMES_UNTAGGED.format(names=names, hint=hint)
+    elif policy.host_moves:
+        return  # the program moves values to host: which of them are this policy's, the jaxpr does not always show
+    elif tagged:
+        message = POLICY_NAMES_NOT_RESIDUALS.format(names=", ".join(repr(name) for name in tagged))
     elif policy.matched == 0:
         detail = " (every dot in it has batch dimensions)" if policy.policy == _NO_BATCH_DIMS else ""
         message = POLICY_MATCHES_NOTHING.format(policy=policy.policy, detail=detail)
