@@ -53,10 +53,13 @@ def _moved_to_host(jaxpr: Any) -> list[Any]:
     program: where JAX put the residuals a policy offloads (in a loop's forward body, the
     stack the backward loop reads them from)."""
     moved: list[Any] = []
+    producers_of: dict[int, dict[int, Any]] = {}
     for eqn, scope, _ in _equations(jaxpr):
         if eqn.primitive.name != "device_put" or not _to_host(eqn):
             continue
-        producers = {id(var): producer for producer in scope.eqns for var in producer.outvars}
+        producers = producers_of.get(id(scope))
+        if producers is None:
+            producers = producers_of[id(scope)] = {id(v): p for p in scope.eqns for v in p.outvars}
         moved.extend(producers[id(var)] for var in eqn.invars if id(var) in producers)
     return moved
 
