@@ -76,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         for target, judge in judges.items():
             lowered = program.lower(PLATFORMS[target])
-            report, verdict = analyze(lowered, target), judge.judge(lowered)
+            report = analyze(lowered, target, remat_policies=corpora.remat_policies(lowered))
+            verdict = judge.judge(lowered)
             agreement = compare(report, verdict)
             matrices.setdefault((program.corpus, target), Counter())[(agreement.xla, agreement.tool)] += 1
             key = (program.corpus, target)

@@ -42,7 +42,20 @@ class Program:
 def _lower(fn: Any, args: tuple[Any, ...], platform: str) -> Any:
     from offload_fixer import jax_compat
 
-    return jax_compat.lower_for_platform(fn, args, {}, platform)
+    lowered, policies = jax_compat.lower_with_policies(fn, args, {}, platform)
+    if policies:
+        _POLICIES[id(lowered)] = (lowered, policies)
+    return lowered
+
+
+_POLICIES: dict[int, tuple[Any, tuple[Any, ...]]] = {}
+
+
+def remat_policies(lowered: Any) -> tuple[Any, ...]:
+    """The remat offload policies of the traced program ``lowered`` was lowered from (what
+    ``run`` and the API hand the analysis beside the module), read once."""
+    entry = _POLICIES.pop(id(lowered), None)
+    return entry[1] if entry is not None and entry[0] is lowered else ()
 
 
 # -- the trigger catalogue -----------------------------------------------------------------

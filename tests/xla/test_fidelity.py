@@ -26,7 +26,8 @@ def test_analysis_agrees_with_the_released_compiler(program: corpora.Program, ju
     if reason:
         pytest.skip(reason)
     lowered = program.lower(PLATFORMS[judge.target])
-    report, verdict = analyze(lowered, judge.target), judge.judge(lowered)
+    report = analyze(lowered, judge.target, remat_policies=corpora.remat_policies(lowered))
+    verdict = judge.judge(lowered)
     agreement = compare(report, verdict)
     assert corpora.unflagged_silent_offload(lowered, report, verdict) is None
     known = known_difference(program.id, judge.compiler)
