@@ -199,8 +199,8 @@ RULE = Rule(
     targets={
         "tpu": TargetBehaviour(
             "error",
-            "compilation fails with libtpu 0.0.17.1 and 0.0.42.1 (a gathered 1-D output: 0.0.42.1 "
-            "and 0.0.50.1 only) and 0.0.50.1",
+            "compilation fails: an update along a laid-out lane dimension with libtpu 0.0.17.1, "
+            "0.0.42.1 and 0.0.50.1, a gathered 1-D output with 0.0.42.1 and 0.0.50.1",
             ASYNC_UPDATE_LANE_SLICE.placeholder(),
         ),
         "gpu": TargetBehaviour("info", "compiles (the CUDA plugins 0.10.2 and 0.12.0.1)", None),
