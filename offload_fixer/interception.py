@@ -56,6 +56,7 @@ from offload_fixer.model import Diagnostic, FunctionRef, Report, Span, normalize
 from offload_fixer.report_file import AbstractCall, abstract_arguments, read_source_bytes, report_paths
 
 if TYPE_CHECKING:
+    from offload_fixer.accelerator import AcceleratorRun, Route, StopProgram
     from offload_fixer.console import Progress
 
 TOOL_FRAMES = (os.path.abspath(__file__), os.path.abspath(runpy.__file__), "<frozen runpy>")
@@ -85,6 +86,10 @@ class RunResult:
     """Those files' text as it was hashed: the report keeps the lines its findings name."""
     calls: dict[int, AbstractCall] = field(default_factory=dict)
     """For each report with findings (by its index), the call its fixes are lowered again with."""
+    accelerator: AcceleratorRun | None = None
+    """Where the local backend is the accelerator: its failures, patches and measurements."""
+    stopped: StopProgram | None = None
+    """The compilation the program was stopped at (``--no-keep-going``, or no patch compiled)."""
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -96,7 +101,13 @@ class RunResult:
 class CompilationChecker:
     """Lowers each distinct compilation once for the target and collects the reports."""
 
-    def __init__(self, target: str, progress: Progress | None = None, confirm: bool = False):
+    def __init__(
+        self,
+        target: str,
+        progress: Progress | None = None,
+        confirm: bool = False,
+        accelerator: AcceleratorRun | None = None,
+    ):
         import jax
 
         from offload_fixer import jax_compat
@@ -110,7 +121,12 @@ class CompilationChecker:
         self.result = RunResult(target=target)
         self.confirm = confirm
         """Also compile each compilation with the released compiler (``--confirm``)."""
-        if confirm:
+        self.accelerator = accelerator
+        """The local backend is the accelerator: each compilation is checked before it compiles
+        and guarded (:mod:`offload_fixer.accelerator`)."""
+        self.result.accelerator = accelerator
+        self._eager_routes: dict[Any, Route] = {}
+        if confirm and self.released_compiler_judges:
             from offload_fixer import xla
 
             xla.oracle(target).spawn()  # its start-up overlaps the program's
@@ -121,6 +137,12 @@ class CompilationChecker:
         self._identities: dict[Any, int] = {}
         self._report_keys: set[Any] = set()
         self._lock = threading.RLock()
+
+    @property
+    def released_compiler_judges(self) -> bool:
+        """``--confirm`` compiles with the released compiler, compile-only; on the accelerator
+        itself its own compile of the program is the judge instead."""
+        return self.accelerator is None or self.accelerator.accelerator.emulated
 
     def identity(self, fun: Any, options: Any) -> int:
         """A small number for a (function, jit options) pair, so that signatures hash fast and
@@ -151,10 +173,24 @@ class CompilationChecker:
     ) -> None:
         """Analyse one compilation; ``quiet`` drops tool failures (the user's own call failed
         too, and its traceback already says why). ``site``: where ``jax.jit`` was applied."""
+        report, _ = self.analyse(jitted, fun, args, kwargs, quiet, site)
+        if report is not None:
+            self.record(report, self.call_of(report, jitted, fun, args, kwargs))
+
+    def analyse(
+        self,
+        jitted: Any,
+        fun: Any,
+        args: tuple,
+        kwargs: dict,
+        quiet: bool = False,
+        site: tuple[str, int, int] | None = None,
+    ) -> tuple[Report | None, Any]:
+        """(the report, the lowering for the target) of one compilation, not yet recorded;
+        ``(None, None)`` where it could not be checked (said as a tool warning)."""
         from offload_fixer import jax_compat
         from offload_fixer.analysis import analyze
         from offload_fixer.api import function_ref
-        from offload_fixer.jax_compat import tracing as jax_tracing
 
         with self._lock:
             if self.progress is not None:
@@ -167,32 +203,41 @@ class CompilationChecker:
                 lowered, policies = jax_compat.lower_with_policies(jitted, args, kwargs, self.platform)
                 function = _jitted_at(function_ref(fun), site)
                 report = analyze(lowered, target=self.target, function=function, remat_policies=policies)
-                if self.confirm:
+                if self.confirm and self.released_compiler_judges:
                     from offload_fixer.xla.confirm import confirm
 
                     report = confirm(report, lowered)
             except Exception as exc:  # noqa: BLE001 - the tool must never break the program
                 if not quiet:
                     self.warn(f"could not check {_describe(fun)} for {self.target}: {_one_line(exc)}")
-                return
+                return None, None
             finally:
                 if self.progress is not None:
                     self.progress.clear()  # the program's own output follows on the terminal
+            return report, lowered
+
+    def call_of(self, report: Report, jitted: Any, fun: Any, args: tuple, kwargs: dict) -> AbstractCall | None:
+        """The call a fix of ``report``'s function is lowered again with before it is written."""
+        from offload_fixer.jax_compat import tracing as jax_tracing
+
+        if not (self.confirm or report.diagnostics):
+            return None
+        return AbstractCall(fun, abstract_arguments(args), dict(kwargs), jax_tracing.jit_options(jitted))
+
+    def record(
+        self, report: Report, call: AbstractCall | None = None, where: tuple[str, int, int] | None = None
+    ) -> None:
+        """One checked compilation's report; ``where``: an eager operation's line, where its
+        findings are reported."""
+        with self._lock:
             self.result.checked += 1
-            # the call a fix is lowered again with before it is written
-            call = (
-                AbstractCall(fun, abstract_arguments(args), dict(kwargs), jax_tracing.jit_options(jitted))
-                if self.confirm or report.diagnostics
-                else None
-            )
-            self._add(report, call)
+            self._add(_at_user_line(report, where), call)
 
     def check_eager(
         self, fun: Any, args_flat: Sequence[Any], out_flat: Sequence[Any], lower: Callable[[str], Any]
     ) -> None:
         """One of JAX's own jits (an eager ``jnp``/``lax`` operation) that took or returned an
         array in host memory: analysed like a user's jit, reported at the user's line."""
-        from offload_fixer.analysis import analyze
         from offload_fixer.jax_compat import tracing as jax_tracing
 
         if not self.active or not self.outside_any_trace() or not _is_jax_internal(fun):
@@ -208,21 +253,65 @@ class CompilationChecker:
             signature = None
         if not self.observe(signature):
             return
+        report, _ = self._analyse_eager(fun, lower, where)
+        if report is not None:
+            self.record(report, where=where)
+
+    def _analyse_eager(
+        self, fun: Any, lower: Callable[[str], Any], where: tuple[str, int, int] | None
+    ) -> tuple[Report | None, Any]:
+        """(the report, the lowering for the target) of an eager operation at the user's line
+        ``where``; ``(None, None)`` where it could not be checked (a tool warning)."""
+        from offload_fixer.analysis import analyze
+
         name = getattr(fun, "__name__", type(fun).__name__)
         function = FunctionRef(f"{name} (eager)", where[0] if where else None, where[1] if where else None)
         with self._lock:
             try:
                 lowered = lower(self.platform)
                 report = analyze(lowered, target=self.target, function=function)
-                if self.confirm:
+                if self.confirm and self.released_compiler_judges:
                     from offload_fixer.xla.confirm import confirm
 
                     report = confirm(report, lowered)
             except Exception as exc:  # noqa: BLE001 - the tool must never break the program
                 self.warn(f"could not check the eager {name} for {self.target}: {_one_line(exc)}")
-                return
-            self.result.checked += 1
-            self._add(_at_user_line(report, where))
+                return None, None
+            return report, lowered
+
+    def intercept_eager(
+        self, fun: Any, args_flat: Sequence[Any], lower: Callable[[str], Any], proceed: Callable[[], Sequence[Any]]
+    ) -> Sequence[Any]:
+        """On the accelerator: one of JAX's own jits on an array in host memory, checked before
+        it compiles and guarded as a jit is (a failure patched, or the program stopped)."""
+        from offload_fixer.accelerator import Compilation, Route
+        from offload_fixer.jax_compat import tracing as jax_tracing
+
+        run = self.accelerator
+        if run is None or not self.active or not self.outside_any_trace() or not _is_jax_internal(fun):
+            return proceed()
+        if not any(jax_tracing.host_memory_kind(v) for v in args_flat):
+            return proceed()
+        where = _user_frame()
+        try:
+            signature = (id(getattr(fun, "__code__", fun)), tuple(_leaf_key(v) for v in args_flat), where)
+            hash(signature)
+        except TypeError:
+            return proceed()
+        route = self._eager_routes.get(signature)
+        if route is not None:
+            return route.call(proceed, lambda patched: patched.call_flat(args_flat))
+        if not self.observe(signature):
+            return proceed()
+        report, lowered = self._analyse_eager(fun, lower, where)
+        name = f"{getattr(fun, '__name__', type(fun).__name__)} (eager)"
+        compilation = Compilation(name, where, report, lowered, lambda: lower(run.local_platform), eager=True)
+        route = self._eager_routes[signature] = Route(compilation)
+        try:
+            return route.first_call(run, proceed, lambda patched: patched.call_flat(args_flat), lambda: None)
+        finally:
+            if report is not None:
+                self.record(report, where=where)
 
     def warn(self, message: str) -> None:
         with self._lock:
@@ -269,6 +358,7 @@ class CheckedJit:
             _static_nums=static[0],
             _static_names=static[1],
             _checker=checker,
+            _routes={},
         )
         for name in ("__name__", "__qualname__", "__doc__", "__module__"):
             value = getattr(real, name, None)
@@ -279,11 +369,16 @@ class CheckedJit:
         checker = self._checker  # the fast path of _intercept, inlined: this runs every step
         if not checker.active or not checker.outside_any_trace():
             return self._real(*args, **kwargs)
+        if checker.accelerator is not None:
+            return self._on_accelerator(args, kwargs, lowering=False)
         if not checker.observe(self._signature(args, kwargs)):
             return self._real(*args, **kwargs)
         return self._run_then_check(self._real, args, kwargs)
 
     def lower(self, *args: Any, **kwargs: Any) -> Any:
+        checker = self._checker
+        if checker.accelerator is not None and checker.active and checker.outside_any_trace():
+            return self._on_accelerator(args, kwargs, lowering=True)
         return self._intercept(self._real.lower, args, kwargs)
 
     def trace(self, *args: Any, **kwargs: Any) -> Any:
@@ -308,6 +403,66 @@ class CheckedJit:
         if not checker.observe(self._signature(args, kwargs)):
             return operation(*args, **kwargs)
         return self._run_then_check(operation, args, kwargs)
+
+    def _on_accelerator(self, args: tuple, kwargs: dict, lowering: bool) -> Any:
+        """A call (or ``.lower``) where the local backend is the accelerator: a new signature is
+        checked before the program compiles it, then guarded (:mod:`offload_fixer.accelerator`);
+        a later one runs as its first did, patched where that failed."""
+        from offload_fixer.accelerator import AcceleratedLowered
+
+        checker = self._checker
+        run = checker.accelerator
+        assert run is not None
+        signature = self._signature(args, kwargs)
+        first = checker.observe(signature)
+        route = self._routes.get(signature) if signature is not None else None
+        if route is None and first:
+            route = self._routes[signature] = self._route(args, kwargs)
+        if lowering:
+            real = self._real.lower(*args, **kwargs)
+            return AcceleratedLowered(real, run, route.compilation, route.patched) if route is not None else real
+        if route is None:
+            return self._real(*args, **kwargs)
+        dynamic_args, dynamic_kwargs = self._dynamic(args, kwargs)
+
+        def call() -> Any:
+            return self._real(*args, **kwargs)
+
+        def patched_call(patched: Any) -> Any:
+            return patched(*dynamic_args, **dynamic_kwargs)
+
+        if first:
+            return route.first_call(run, call, patched_call, lambda: self._real.lower(*args, **kwargs).compile())
+        return route.call(call, patched_call)
+
+    def _route(self, args: tuple, kwargs: dict) -> Route:
+        """The check of a new signature (recorded), and the route its calls take."""
+        from offload_fixer.accelerator import Compilation, Route
+
+        checker = self._checker
+        report, lowered = checker.analyse(self._real, self._fun, args, kwargs, site=self._site)
+        if report is not None:
+            checker.record(report, checker.call_of(report, self._real, self._fun, args, kwargs))
+        abstract = _abstract(args, kwargs)
+        return Route(
+            Compilation(
+                _describe(self._fun),
+                _user_frame(),
+                report,
+                lowered,
+                lambda: self._real.trace(*abstract[0], **abstract[1]).lower(),
+            )
+        )
+
+    def _dynamic(self, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+        """The arguments without the static ones: what a compiled program is called with."""
+        if not (self._static_nums or self._static_names):
+            return args, kwargs
+        positions = {i if i >= 0 else i + len(args) for i in self._static_nums}
+        return (
+            tuple(a for i, a in enumerate(args) if i not in positions),
+            {k: v for k, v in kwargs.items() if k not in self._static_names},
+        )
 
     def _run_then_check(self, operation: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """The user's operation first (its result and errors are the program's), then the
@@ -376,6 +531,19 @@ class LeafSignatures:
             )
             self._by_type[kind] = reader
         return reader(leaf)
+
+
+def _abstract(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """The arguments as shapes, types and shardings (``jax.ShapeDtypeStruct``), so that what
+    lowers a call again later holds no array alive."""
+    import jax
+
+    def abstract(leaf: Any) -> Any:
+        if isinstance(leaf, jax.Array):
+            return jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=leaf.sharding, weak_type=leaf.weak_type)
+        return leaf
+
+    return jax.tree_util.tree_map(abstract, (args, kwargs))
 
 
 def _leaf_key(value: Any) -> Any:

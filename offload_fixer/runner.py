@@ -18,9 +18,11 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any
 
+from offload_fixer.accelerator import StopProgram
 from offload_fixer.interception import TOOL_FRAMES, CheckedJit, CompilationChecker, RunResult, intercept_jit
 
 if TYPE_CHECKING:
+    from offload_fixer.accelerator import AcceleratorRun
     from offload_fixer.console import Progress
 
 __all__ = [
@@ -70,6 +72,7 @@ def run_program(
     confirm: bool = False,
     finish: Callable[[RunResult], Any] | None = None,
     show_start_up: bool = False,
+    accelerator: AcceleratorRun | None = None,
 ) -> RunResult:
     """Run ``program`` (a script path, or a module name with ``is_module``) as ``__main__`` and
     check each distinct jit compilation it triggers for ``target``. ``sys.path`` starts as
@@ -84,7 +87,10 @@ def run_program(
     and ``finish`` runs once they are done (``result.deferred`` is then True and the caller
     does nothing more). JAX is started first, without the plugins' start-up noise (all of
     it with ``show_start_up``) and without a TPU probe where there is no accelerator
-    (:func:`~offload_fixer.jax_compat.tracing.start_quietly`)."""
+    (:func:`~offload_fixer.jax_compat.tracing.start_quietly`). ``accelerator``: the local
+    backend is the accelerator (or is emulated): each compilation is checked before the
+    program compiles it, and one that fails is recorded and patched so that the program goes
+    on (:mod:`offload_fixer.accelerator`)."""
     from offload_fixer import jax_compat
     from offload_fixer.jax_compat import tracing as jax_tracing
 
@@ -92,15 +98,19 @@ def run_program(
     find_program(program, is_module)
     jax_tracing.start_quietly(verbose=show_start_up)  # jax's own jits are created before the patch, on purpose
 
-    checker = CompilationChecker(target, progress, confirm=confirm)
+    checker = CompilationChecker(target, progress, confirm=confirm, accelerator=accelerator)
     result = checker.result
     ending = _Ending(checker, finish)
     threads_before = set(threading.enumerate())
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     patch = ExitStack()
     patch.enter_context(intercept_jit(checker))
-    if not patch.enter_context(jax_tracing.observe_compilations(checker.check_eager)):
-        checker.warn(f"eager operations are not checked under jax {jax_compat.installed_version()}")
+    intercept = checker.intercept_eager if accelerator is not None else None
+    if not patch.enter_context(jax_tracing.observe_compilations(checker.check_eager, intercept)):
+        checker.warn(
+            f"eager operations are not checked{' before they run' if intercept else ''} under jax "
+            f"{jax_compat.installed_version()}"
+        )
     try:
         try:
             if is_module:
@@ -112,6 +122,9 @@ def run_program(
                 sys.argv = [program, *argv]
                 sys.path.insert(0, os.path.dirname(path))
                 runpy.run_path(path, run_name="__main__")
+        except StopProgram as exc:  # a failing compilation ended it: said, no traceback
+            result.stopped = exc
+            result.program_exit_code = 1
         except SystemExit as exc:
             code = exc.code
             if code is None or isinstance(code, int):
@@ -133,7 +146,14 @@ def run_program(
         if not result.deferred:
             ending.close()
             patch.close()
+            judge_reports(result, confirm)
     return result
+
+
+def judge_reports(result: RunResult, confirm: bool) -> None:
+    """Each report with what the accelerator made of its compilation, once the program ended."""
+    if result.accelerator is not None:
+        result.reports = [result.accelerator.judged(report, confirm) for report in result.reports]
 
 
 def _program_threads(before: set[threading.Thread]) -> list[threading.Thread]:
@@ -186,6 +206,7 @@ class _Ending:
     def _finish(self) -> int:
         self.done = True
         self.checker.active = False
+        judge_reports(self.checker.result, self.checker.confirm)
         status = 0
         try:
             self.finish(self.checker.result)  # type: ignore[misc]

@@ -86,19 +86,33 @@ _PREFIX_ONLY = re.compile(r"^[A-Z_]+:\s*(E\d+: \w+:)?\s*$")
 
 
 def summary(message: str, limit: int = 300) -> str:
-    """The line of a compiler's error that says what went wrong (not the status line alone,
-    nor XLA's "Suspected Python Code Location" frames)."""
+    """The line of a compiler's error that says what went wrong, in the compiler's own form:
+    its status and error code (``INVALID_ARGUMENT: E1200:
+    CompileTimeHostOffloadOutputLocationMismatch:``, as the TPU and newer XLA print it), the
+    text, and the link to the error's page where the message has one; never the status line
+    alone, the HLO text of the instruction, nor XLA's "Suspected Python Code Location" frames."""
     lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
     status = ""
+    link = next((line for line in lines if line.startswith(LINK_PREFIX)), "")
     for line in lines:
         if _PREFIX_ONLY.match(line):
-            status = status or line.split(":", 1)[0] + ": "
+            status = status or line + " "
             continue
-        if line.startswith(("Suspected Python Code Location", "See https://")) or "[<module>]" in line:
+        if line.startswith(("Suspected Python Code Location", LINK_PREFIX)) or "[<module>]" in line:
             break
         text = line if ":" in line[:40] else status + line
-        return text if len(text) <= limit else text[: limit - 3] + "..."
+        text = text.split(_INSTRUCTION_DUMP, 1)[0].rstrip(": ")
+        text = text if len(text) <= limit else text[: limit - 3] + "..."
+        return f"{text} {link}" if link and link not in text else text
     return lines[0] if lines else ""
+
+
+_INSTRUCTION_DUMP = ": %"
+"""Where XLA appends the HLO text of the instruction it failed on (``...: %dynamic-slice.1 =
+f32[5,1]{...} dynamic-slice(...), backend_config={...}``), which the summary leaves out."""
+LINK_PREFIX = "See https://"
+"""How XLA's link to an error's page starts (``See https://openxla.org/xla/errors/error_1200
+for more details.``)."""
 
 
 def match_field(match: re.Match[str], field: str) -> str | None:

@@ -353,14 +353,31 @@ def check(
     default=None,
     help="Write the diagnostics as JSON for `offload-fixer fix`.",
 )
+@click.option(
+    "--keep-going/--no-keep-going",
+    default=True,
+    show_default=True,
+    help="On an accelerator: go on past a compilation that fails (compiled without its offload), or stop at the first.",
+)
 @options(*REPORT_OPTIONS, *FIX_OPTIONS, "confirm")
 @click.argument("program")
 @click.argument("program_args", nargs=-1, type=click.UNPROCESSED)
-def run(module: bool, report_path: str | None, program: str, program_args: tuple[str, ...], **params: Any) -> None:
+def run(
+    module: bool,
+    report_path: str | None,
+    keep_going: bool,
+    program: str,
+    program_args: tuple[str, ...],
+    **params: Any,
+) -> None:
     """Run PROGRAM unchanged and check every distinct jit compilation it triggers for the target.
 
     The program's own output goes where it always does; with a machine --format and no
     --output-file its stdout goes to stderr, so stdout holds only the report.
+
+    On a TPU or GPU machine each compilation is checked before it compiles; one that fails is
+    reported in place of JAX's traceback (-v shows it) and compiled without its offload so that
+    the program goes on, and --fix runs the fixed program again there.
     """
     from offload_fixer import jax_compat
     from offload_fixer.report_file import write_report_file
@@ -379,10 +396,16 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
         jax_compat.check_runtime_supported()
     except jax_compat.UnsupportedJaxVersion as exc:
         fail(ExitCode.UNSUPPORTED_JAX, str(exc), console)
-    if invocation.confirm:
-        require_compiler(settings.target, console)
+    from offload_fixer.cli.on_accelerator import accelerator_run
+
+    on_accelerator = accelerator_run(
+        invocation, settings.target, keep_going, console, measure=invocation.fix and not invocation.diff
+    )
+    if invocation.confirm and (on_accelerator is None or on_accelerator.accelerator.emulated):
+        require_compiler(settings.target, console)  # on the accelerator itself its own compile judges
     fmt = invocation.fmt or settings.format
     keep_stdout_for_report = fmt in MACHINE_FORMATS and not invocation.output_file and not invocation.diff
+    modules_before = set(sys.modules)
     progress = Progress(not invocation.quiet)
     redirect = contextlib.ExitStack()
     if keep_stdout_for_report:
@@ -411,6 +434,10 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
             report_unpredicted(result.reports, console, outcome)
             report_compiled(result.reports, console)
             outcome.compilations = list(result.reports)
+        if result.accelerator is not None:
+            from offload_fixer.cli.on_accelerator import report_failures
+
+            report_failures(result, console, outcome, differences=not invocation.confirm)
 
         def save(fixes: list[Any]) -> None:
             """The report (``--report``) and the editor's last run; again with the fixes measured."""
@@ -436,7 +463,7 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
             save_last_run(None if module else program, result, settings.target, console, fixes)
 
         save([])
-        failed = result.program_exit_code not in (0, None)
+        failed = result.program_exit_code not in (0, None) and result.stopped is None
         console.note(
             f"offload-fixer: checked {result.checked} distinct compilation{'s' if result.checked != 1 else ''} "
             f"({result.intercepted} jit call{'s' if result.intercepted != 1 else ''} intercepted) for "
@@ -458,6 +485,10 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
             outcome.failure = outcome.failure or ExitCode.PROGRAM_FAILED
             outcome.complete = False
             outcome.checked = checked + " before the program failed"
+        elif result.stopped is not None:
+            outcome.failure = outcome.failure or ExitCode.FINDINGS
+            outcome.complete = False
+            outcome.checked = checked + f" before the program was stopped at {result.stopped.failure.name}"
         marks = marks_planner(settings.strategy, invocation, None, reports=result.reports)
         if invocation.fix or invocation.diff:
             from offload_fixer.fixes.scope import WriteScope, project_root
@@ -470,8 +501,15 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
                 None,
                 console,
                 expected_sha256=result.sources,
-                # every fix lowered again before it is written; compiled too with --confirm
-                confirm=FixConfirmation(result.reports, result.calls, settings.target, compile=invocation.confirm),
+                # every fix lowered again before it is written; compiled too with --confirm (on the
+                # accelerator itself, its run of the fixed program judges instead)
+                confirm=FixConfirmation(
+                    result.reports,
+                    result.calls,
+                    settings.target,
+                    compile=invocation.confirm and result.accelerator is None,
+                    measure=False if result.accelerator is not None else None,
+                ),
                 reports=result.reports,
                 scope=WriteScope.of([project_root(os.getcwd())], [] if module else [program]),
             )
@@ -490,7 +528,21 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
                 resolved = set(run_fixes.resolved)
                 outcome.diagnostics = [d for d in outcome.diagnostics if d not in resolved]
                 outcome.fixed = max(before - len(grouped_findings(outcome.diagnostics)), 0)
-                console.note("offload-fixer: run the program again to check the fixed code")
+                if result.accelerator is None:
+                    console.note("offload-fixer: run the program again to check the fixed code")
+                else:
+                    from offload_fixer.cli.on_accelerator import forget_program_modules, run_fixed_again
+                    from offload_fixer.fixes.scope import project_root
+
+                    def rerun(again: Any) -> Any:
+                        forget_program_modules(modules_before, project_root(os.getcwd()))
+                        return run_program(
+                            program, list(program_args), target=settings.target, is_module=module, accelerator=again
+                        )
+
+                    written = [r for r in run_fixes.results if r.written]
+                    if not run_fixed_again(result, rerun, written, console, revert=invocation.confirm):
+                        outcome.failure = outcome.failure or ExitCode.FIX_REFUSED
             marks = marks_after_fixing(marks, run_fixes)
         else:  # [*] only for a fix that lowers from its fixed source, as --fix checks it
             checked_fixes = verify_fixes(
@@ -526,6 +578,7 @@ def run(module: bool, report_path: str | None, program: str, program_args: tuple
             confirm=invocation.confirm,
             finish=after_program,
             show_start_up=invocation.verbose,
+            accelerator=on_accelerator,
         )
     except BaseException:
         redirect.close()

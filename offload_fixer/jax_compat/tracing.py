@@ -41,20 +41,30 @@ def tracer_class() -> type:
 # Compilations JAX makes for itself: eager operations.
 InternalCompilation = Callable[[Any, Sequence[Any], Sequence[Any], Callable[[str], Any]], None]
 """``(fun, flat arguments, flat results, lower)``; ``lower(platform)`` gives a ``Lowered``."""
+InterceptedCompilation = Callable[
+    [Any, Sequence[Any], Callable[[str], Any], Callable[[], Sequence[Any]]], Sequence[Any]
+]
+"""``(fun, flat arguments, lower, proceed) -> flat results``, before JAX compiles: ``proceed()``
+is JAX's own compile and run (its flat results); other results replace them."""
 
 
 @contextmanager
-def observe_compilations(observer: InternalCompilation) -> Iterator[bool]:
+def observe_compilations(
+    observer: InternalCompilation, intercept: InterceptedCompilation | None = None
+) -> Iterator[bool]:
     """Call ``observer`` after every jit call that misses JAX's C++ dispatch cache (the first
     call of a signature), JAX's own jits included: an eager ``x * 2`` or ``x.reshape(-1)``
     runs ``jnp.multiply``'s jit or a jit of the primitive (``dispatch.apply_primitive``),
-    compiled like any other. Yields False where this JAX's dispatch is not one this module
-    knows (nothing is observed then).
+    compiled like any other. With ``intercept``, each such call goes through it instead,
+    before JAX compiles (``run`` on an accelerator: an eager operation is checked before it
+    runs); what it returns is the call's result, and such a call is never cached, so the
+    next one is intercepted too. Yields False where this JAX's dispatch is not one this
+    module knows (nothing is observed then).
 
     The hook is the Python function each cache miss calls: ``pjit._run_python_pjit`` in recent
     JAX (0.10, 0.12: it receives the inferred parameters, from which ``stages.Traced`` is
     rebuilt as ``jit(...).trace`` does), ``pjit._python_pjit_helper`` before (0.4.35, 0.6.2:
-    re-traced through ``jit_trace`` or ``_make_jit_wrapper``).
+    re-traced through ``jit_trace`` or ``_make_jit_wrapper``; not intercepted).
     """
     import inspect
 
@@ -62,38 +72,75 @@ def observe_compilations(observer: InternalCompilation) -> Iterator[bool]:
 
     reentered = threading.local()
 
-    def notify(fun: Any, args_flat: Sequence[Any], out_flat: Sequence[Any], lower: Callable[[str], Any]) -> None:
+    @contextmanager
+    def ours() -> Iterator[bool]:
+        """False inside a compilation the observer itself caused (lowering for the target, a
+        patched run): those are not observed again."""
         if getattr(reentered, "active", False):
-            return  # a compilation the observer itself caused (lowering for the target)
+            yield False
+            return
         reentered.active = True
         try:
-            observer(fun, args_flat, out_flat, lower)
+            yield True
         finally:
             reentered.active = False
+
+    def notify(fun: Any, args_flat: Sequence[Any], out_flat: Sequence[Any], lower: Callable[[str], Any]) -> None:
+        with ours() as observed:
+            if observed:
+                observer(fun, args_flat, out_flat, lower)
 
     modern = getattr(pjit, "_run_python_pjit", None)
     legacy = getattr(pjit, "_python_pjit_helper", None)
     replacement: Callable[..., Any]
     if modern is not None and list(inspect.signature(modern).parameters)[:3] == ["p", "args_flat", "fun"]:
         from jax._src import api_util, stages
+        from jax.tree_util import tree_unflatten
 
         # JAX 0.12 also takes the function's source description (for its error messages).
         wants_source = "fun_sourceinfo" in inspect.signature(stages.Traced.__init__).parameters
 
         def run_python_pjit(p, args_flat, fun, args, kwargs):
-            result = modern(p, args_flat, fun, args, kwargs)
-
             def lower(platform: str) -> Any:
                 arg_types = [pjit.convert_to_metaty(a) for a in args_flat]
                 source = (api_util.fun_sourceinfo(fun),) if wants_source else ()
                 traced = stages.Traced(arg_types, p.params, p.in_tree, p.out_tree, p.consts, *source)
                 return traced.lower(lowering_platforms=(platform,))
 
-            notify(fun, args_flat, result[1], lower)
-            return result
+            if intercept is None or getattr(reentered, "active", False):
+                result = modern(p, args_flat, fun, args, kwargs)
+                notify(fun, args_flat, result[1], lower)
+                return result
+            ran: list[Any] = []
+
+            def proceed() -> Sequence[Any]:
+                ran.append(modern(p, args_flat, fun, args, kwargs))
+                return ran[0][1]
+
+            with ours():
+                out_flat = intercept(fun, args_flat, lower, proceed)
+            if ran and ran[0][1] is out_flat:
+                return ran[0]
+            # (outs, out_flat, out_tree, args_flat, jaxpr, executable, profiler, const_args) as
+            # JAX 0.10 and 0.12 return them; no executable: the C++ cache keeps nothing of it
+            out_flat = list(out_flat)
+            return (
+                tree_unflatten(p.out_tree, out_flat),
+                out_flat,
+                p.out_tree,
+                args_flat,
+                p.params["jaxpr"],
+                None,
+                None,
+                [],
+            )
 
         name, replacement, original = "_run_python_pjit", run_python_pjit, modern
-    elif legacy is not None and list(inspect.signature(legacy).parameters)[:2] == ["fun", "jit_info"]:
+    elif (
+        legacy is not None
+        and list(inspect.signature(legacy).parameters)[:2] == ["fun", "jit_info"]
+        and intercept is None
+    ):
 
         def python_pjit_helper(fun, jit_info, *args, **kwargs):
             result = legacy(fun, jit_info, *args, **kwargs)
@@ -147,10 +194,16 @@ ACCELERATOR_START_UP_NOISE = (
     r"E\d{4} [\d:.]+ +\d+ common_lib\.cc:\d+\] INVALID_ARGUMENT: Error: unexpected worker hostname .*",
     r"=== Source Location Trace: === ?",
     r"learning/[\w/]+\.cc:\d+",
+    # JAX's TPU start-up on a TPU VM (jax/_src/cloud_tpu_init.py, JAX 0.4.35 - 0.12), a Python
+    # warning: its line, then the line of source Python prints under it
+    r".*cloud_tpu_init\.py:\d+: UserWarning: Transparent hugepages are not enabled\..*",
 )
 """What the released compilers' plugins write to stderr while JAX starts on a machine without
 their hardware: a line each, in this order, measured with libtpu 0.0.17.1, 0.0.42.1, 0.0.50.1
-and jax-cuda12-plugin 0.10.2, 0.12.0.1. None of it is about the user's program."""
+and jax-cuda12-plugin 0.10.2, 0.12.0.1; and what JAX's TPU start-up warns of on a TPU v5e VM
+(JAX 0.10.2, libtpu 0.0.42.1). None of it is about the user's program."""
+_WARNING_SOURCE = re.compile(r"\s+warnings\.warn\($")
+"""The source line Python prints under a warning: left out with a warning that is noise."""
 _PLUGIN_FAILURE = "Jax plugin configuration error:"
 _TRACEBACK_LINE = re.compile(r"\s|Traceback |The above exception|During handling|[\w.]+(Error|Exception)\b.*: |$")
 """A line of the traceback that follows :data:`_PLUGIN_FAILURE`."""
@@ -172,6 +225,26 @@ def accelerator_visible() -> bool:
         or hardware_utils.has_visible_nvidia_gpu()
         or os.path.exists("/dev/kfd")
     )
+
+
+def accelerator_platform() -> str | None:
+    """The accelerator JAX's default backend will be here: ``"tpu"``, ``"gpu"``, or ``None``
+    for the CPU. ``JAX_PLATFORMS`` (or ``JAX_PLATFORM_NAME``) decides where the user set it
+    (its first platform), else the hardware JAX would find (:func:`accelerator_visible`'s
+    probes). Cheap: no plugin is loaded, no backend started."""
+    import os
+
+    from jax._src import hardware_utils
+
+    chosen = os.environ.get("JAX_PLATFORMS") or os.environ.get("JAX_PLATFORM_NAME")
+    if chosen:
+        first = chosen.split(",")[0].strip().lower()
+        return "tpu" if first == "tpu" else "gpu" if first in ("cuda", "rocm", "gpu") else None
+    if hardware_utils.num_available_tpu_chips_and_device_id()[0] > 0:
+        return "tpu"
+    if hardware_utils.has_visible_nvidia_gpu() or os.path.exists("/dev/kfd"):
+        return "gpu"
+    return None
 
 
 def start_quietly(verbose: bool = False) -> None:
@@ -246,12 +319,16 @@ def _stderr_without_start_up_noise(verbose: bool) -> Iterator[_StartUp]:
             text = capture.read().decode("utf-8", errors="replace")
             noise = re.compile("|".join(ACCELERATOR_START_UP_NOISE))
             kept: list[str] = []
-            in_traceback = False
+            in_traceback = after_noise = False
             for line in text.splitlines(keepends=True):
                 if in_traceback and _TRACEBACK_LINE.match(line):
                     continue
+                if after_noise and _WARNING_SOURCE.match(line.rstrip("\r\n")):
+                    after_noise = False
+                    continue
                 in_traceback = state.plugins_fail_as_noise and line.startswith(_PLUGIN_FAILURE)
-                if not in_traceback and not noise.fullmatch(line.rstrip("\r\n")):
+                after_noise = bool(noise.fullmatch(line.rstrip("\r\n")))
+                if not in_traceback and not after_noise:
                     kept.append(line)
             if kept:
                 os.write(2, "".join(kept).encode())

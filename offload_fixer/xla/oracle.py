@@ -235,6 +235,12 @@ def module_text(source: Any) -> str:
     raise TypeError(f"expected a jax Lowered, an MLIR module or StableHLO text, got {type(source).__name__}")
 
 
+def verdict_of_error(target: str, compiler: str, message: str) -> XlaVerdict:
+    """The verdict of a compile that raised ``message`` (a program's own compile on the
+    accelerator: ``jax.errors.JaxRuntimeError``'s text), read as a worker's rejection is."""
+    return _verdict(target, compiler, {"outcome": "rejected", "message": message})
+
+
 def _verdict(target: str, compiler: str, answer: dict[str, Any]) -> XlaVerdict:
     from offload_fixer.explain.messages import parse_error_log
 
