@@ -431,8 +431,8 @@ class CheckedJit:
         def patched_call(patched: Any) -> Any:
             return patched(*dynamic_args, **dynamic_kwargs)
 
-        if first:
-            return route.first_call(run, call, patched_call, lambda: self._real.lower(*args, **kwargs).compile())
+        if first:  # measured from its lowering by shapes: a donated argument is gone after the call
+            return route.first_call(run, call, patched_call, lambda: route.compilation.local_lowering().compile())
         return route.call(call, patched_call)
 
     def _route(self, args: tuple, kwargs: dict) -> Route:

@@ -535,7 +535,10 @@ def run(
                     from offload_fixer.fixes.scope import project_root
 
                     def rerun(again: Any) -> Any:
+                        import jax
+
                         forget_program_modules(modules_before, project_root(os.getcwd()))
+                        jax.clear_caches()  # each compilation is compiled (and checked) afresh
                         return run_program(
                             program, list(program_args), target=settings.target, is_module=module, accelerator=again
                         )
@@ -655,8 +658,12 @@ def explain(log: str, dump_dir: str | None, target: str | None, color: str, conf
         if dump_dir is None:
             fail(ExitCode.USAGE, "--confirm compiles the dumped modules: give --dump DIR", console)
         require_compiler(target or "tpu", console)
+    from offload_fixer.fixes.scope import project_root
+
     try:
-        result = explain_log(text, dump_dir=dump_dir, target=target or "tpu", confirm=confirm)
+        result = explain_log(
+            text, dump_dir=dump_dir, target=target or "tpu", confirm=confirm, project=project_root(os.getcwd())
+        )
     except DumpReadError as exc:
         fail(ExitCode.INPUT_ERROR, str(exc), console)
     if fmt == "json":

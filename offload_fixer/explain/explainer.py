@@ -93,16 +93,25 @@ class Explanation:
 
 
 def explain(
-    log_text: str, dump_dir: str | os.PathLike[str] | None = None, target: str = "tpu", confirm: bool = False
+    log_text: str,
+    dump_dir: str | os.PathLike[str] | None = None,
+    target: str = "tpu",
+    confirm: bool = False,
+    project: str | os.PathLike[str] | None = None,
 ) -> Explanation:
     """Explain every XLA host-offload message in ``log_text``; with ``dump_dir`` (an
     ``--xla_dump_to`` directory) also find the failing module, output and source lines.
-    ``confirm``: the installed compiler of ``target`` also judges each module analysed."""
+    ``confirm``: the installed compiler of ``target`` also judges each module analysed.
+    ``project``: the project root here, to which the traceback's paths of a log from another
+    machine (a TPU VM's checkout) are mapped (:func:`local_path`)."""
     target = normalize_target(target)
     errors = tuple(parse_error_log(log_text))
-    frames = tuple(traceback_frames(log_text))
     matches: list[ErrorMatch] = []
     notes: list[str] = []
+    frames = tuple(traceback_frames(log_text))
+    if project is not None:
+        frames, mapped = _frames_here(frames, os.fspath(project))
+        notes += [f"the log's {there} is {here} in this project" for there, here in mapped.items()]
     dump = os.fspath(dump_dir) if dump_dir is not None else None
     if dump is not None:
         session = _DumpSession(find_dumped_modules(dump), target, notes, confirm)
@@ -120,6 +129,38 @@ def explain(
                 notes.append(f"no module in {dump} could be tied to: {error.message}")
     text = _render(errors, matches, frames, target, dump, notes)
     return Explanation(errors, tuple(matches), text, target, dump, tuple(notes), frames)
+
+
+def local_path(path: str, project: str) -> str | None:
+    """Where ``path`` (a file of a log from another machine, ``/home/u/run/train/step.py``) is
+    in ``project``: the longest tail of it that is a file below the project root
+    (``train/step.py``); ``None`` where no tail is, or where ``path`` is a file here already."""
+    if os.path.isfile(path):
+        return None
+    parts = [part for part in path.replace("\\", "/").split("/") if part not in ("", ".")]
+    for start in range(len(parts)):
+        candidate = os.path.join(project, *parts[start:])
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def _frames_here(
+    frames: tuple[TracebackFrame, ...], project: str
+) -> tuple[tuple[TracebackFrame, ...], dict[str, str]]:
+    """The frames with the project's files of another machine mapped to this one, and what
+    was mapped (shown as each path relative to the working directory)."""
+    from offload_fixer.report import display_path
+
+    mapped: dict[str, str] = {}
+    here = []
+    for frame in frames:
+        found = None if _is_library_path(frame.path) else local_path(frame.path, project)
+        if found is not None:
+            mapped[frame.path] = display_path(found)
+            frame = dataclasses.replace(frame, path=mapped[frame.path])
+        here.append(frame)
+    return tuple(here), mapped
 
 
 # ---------------------------------------------------------------------------------------

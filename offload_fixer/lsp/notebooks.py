@@ -203,7 +203,7 @@ class NotebookDocuments:
         url = engine.rule_url(diagnostic.code)
         return types.Diagnostic(
             range=range_,
-            message=diagnostic.message,
+            message=engine.message_of(diagnostic),
             severity=SEVERITY.get(diagnostic.severity, types.DiagnosticSeverity.Warning),
             code=diagnostic.code,
             code_description=types.CodeDescription(href=url) if url else None,

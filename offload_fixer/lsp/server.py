@@ -229,7 +229,7 @@ class OffloadFixerServer(LanguageServer):
         url = engine.rule_url(diagnostic.code)
         return types.Diagnostic(
             range=span_range(span, index, self.encoding),
-            message=diagnostic.message + (DYNAMIC_SUFFIX if diagnostic.source == "dynamic" else ""),
+            message=engine.message_of(diagnostic, DYNAMIC_SUFFIX if diagnostic.source == "dynamic" else ""),
             severity=SEVERITY.get(diagnostic.severity, types.DiagnosticSeverity.Warning),
             code=diagnostic.code,
             code_description=types.CodeDescription(href=url) if url else None,
