@@ -239,9 +239,14 @@ class AcceleratorRun:
         except _PatchFailed as exc:
             raise StopProgram(failure, f"the program cannot go on past {failure.name}: {exc}") from None
         failure.patched = True
+        how = (
+            "run on device (its host operands moved there first)"
+            if compilation.eager
+            else "compiled without its offload (host memory made device memory)"
+        )
         self.say(
-            f"offload-fixer: the program goes on with {failure.name} compiled without its offload (host memory "
-            "made device memory): what it prints from here on comes from a patched compilation"
+            f"offload-fixer: the program goes on with {failure.name} {how}: what it prints from here on comes "
+            "from a patched compilation"
         )
         return recover(patched)
 
@@ -441,12 +446,16 @@ class Patched:
         return jax.tree_util.tree_unflatten(tree, self._declared(leaves))
 
     def call_flat(self, args_flat: Sequence[Any]) -> list[Any]:
-        """The flat results for the flat arguments (an eager operation's, as JAX's dispatch
-        holds them)."""
+        """The flat results for the flat arguments of an eager operation (as JAX's dispatch
+        holds them), left in device memory: moved back to host, the program's next eager
+        operation on them would copy out of a host buffer again (on a TPU v5e, iterating over
+        such a result, ``jit_unstack``, halts the chip's core while it runs)."""
         import jax
 
-        args, kwargs = self.compiled.in_tree.unflatten(list(args_flat))
-        return jax.tree_util.tree_leaves(self(*args, **kwargs))
+        from offload_fixer.jax_compat import stages
+
+        args, kwargs = self.compiled.in_tree.unflatten([stages.device_twin(a) for a in args_flat])
+        return jax.tree_util.tree_leaves(self.compiled(*args, **kwargs))
 
     def _declared(self, leaves: list[Any]) -> list[Any]:
         from offload_fixer.jax_compat import stages

@@ -18,7 +18,9 @@ def accelerator_run(invocation: Invocation, target: str, keep_going: bool, conso
     ``measure``: time and measure every compilation with findings (``--fix``: the figures
     before the fix)."""
     from offload_fixer.accelerator import AcceleratorRun, detect
+    from offload_fixer.jax_compat import tracing
 
+    tracing.start_quietly(verbose=invocation.verbose)  # JAX's hardware probes import JAX: quietly, here
     try:
         accelerator = detect()
     except ValueError as exc:
@@ -54,9 +56,8 @@ def report_failures(result: Any, console: Console, outcome: Outcome, differences
         count = len(patched)
         console.note(
             f"offload-fixer: {count} compilation{'s' if count != 1 else ''} failed on {result.target} and "
-            f"{'were' if count != 1 else 'was'} compiled without {'their' if count != 1 else 'its'} offload to keep "
-            f"the program going; what it printed after {patched[0].name} at {patched[0].where} came from patched "
-            "compilations",
+            f"{'were' if count != 1 else 'was'} patched to keep the program going; what it printed after "
+            f"{patched[0].name} at {patched[0].where} came from patched compilations",
             always=True,
         )
     if result.stopped is not None:
@@ -162,12 +163,9 @@ def measurement_lines(before: Sequence[Any], after: Sequence[Any]) -> list[str]:
     for key, first in old.items():
         second = new.get(key)
         step = f"step {_ms(first.step_s)} -> {_ms(second.step_s if second else None)}"
-        hbm = (
-            f"HBM {_bytes(first.memory)} -> {_bytes(second.memory if second else None)}"
-            " (the compiler's memory analysis)"
-        )
-        how = " (before: compiled without its offload, the first run's patch)" if first.patched else ""
-        lines.append(f"{first.name}: {step}; {hbm}{how}")
+        hbm = f"HBM {_bytes(first.memory)} -> {_bytes(second.memory if second else None)}"
+        before = "; before: the first run's compilation without its offload" if first.patched else ""
+        lines.append(f"{first.name}: {step}, {hbm} (the compiler's memory analysis{before})")
     return lines
 
 

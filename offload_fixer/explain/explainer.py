@@ -145,9 +145,7 @@ def local_path(path: str, project: str) -> str | None:
     return None
 
 
-def _frames_here(
-    frames: tuple[TracebackFrame, ...], project: str
-) -> tuple[tuple[TracebackFrame, ...], dict[str, str]]:
+def _frames_here(frames: tuple[TracebackFrame, ...], project: str) -> tuple[tuple[TracebackFrame, ...], dict[str, str]]:
     """The frames with the project's files of another machine mapped to this one, and what
     was mapped (shown as each path relative to the working directory)."""
     from offload_fixer.report import display_path
