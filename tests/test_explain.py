@@ -171,6 +171,53 @@ def test_without_a_dump_the_message_is_explained_with_next_steps():
     assert expected_fix in text
 
 
+CHIP_LOG = FIXTURES / "tpu_v5e_e1200.log"
+"""``python3 tests/accelerator_programs/momentum_on_host.py`` on a TPU v5e (JAX 0.10.2, libtpu
+0.0.42.1) without the tool, in a checkout at ``/work/main/.chip/43``: the TPU runtime's start-up
+warning, then JAX's traceback of error 1200 in its coded form."""
+
+
+def test_the_chips_log_is_read_in_its_coded_form():
+    (error,) = parse_error_log(CHIP_LOG.read_text(encoding="utf-8"))
+
+    assert (error.code, error.error_name, error.status) == (
+        1200,
+        "CompileTimeHostOffloadOutputLocationMismatch",
+        "INVALID_ARGUMENT",
+    )
+    assert error.instruction == "snapshot.1"
+    assert error.url == "https://openxla.org/xla/errors/error_1200"
+
+
+def test_explain_maps_a_log_from_another_machine_to_the_project(tmp_path):
+    """The log names the TPU machine's checkout; ``explain`` run in this project points at the
+    same files here, through each path's tail below the project root, and says so."""
+    from tests.cli_support import offload_fixer
+
+    log = tmp_path / "chip.log"
+    shutil.copy(CHIP_LOG, log)
+    proc = offload_fixer("explain", str(log))
+
+    assert proc.returncode == 1, proc.stderr
+    program = "tests/accelerator_programs/momentum_on_host.py"
+    assert f"The failing call: {program}:37 (in main)." in proc.stdout
+    assert f"offload-fixer run --target tpu {program}" in proc.stdout
+    assert f"note: the log's /work/main/.chip/43/{program} is {program} in this project" in proc.stdout
+    assert "/work/main/.chip/43" not in proc.stdout.replace(f"note: the log's /work/main/.chip/43/{program}", "")
+    assert "[1] XLA E1200 CompileTimeHostOffloadOutputLocationMismatch" in proc.stdout
+
+
+def test_a_path_no_tail_of_which_is_in_the_project_is_left_as_it_is(tmp_path):
+    log = tmp_path / "chip.log"
+    log.write_text(
+        CHIP_LOG.read_text(encoding="utf-8").replace("tests/accelerator_programs/", "elsewhere/"), encoding="utf-8"
+    )
+    explanation = explain(log.read_text(encoding="utf-8"), project=Path(__file__).resolve().parents[1])
+
+    assert "The failing call: /work/main/.chip/43/elsewhere/momentum_on_host.py:37 (in main)." in explanation.text
+    assert explanation.notes == ()
+
+
 def test_unknown_target_is_refused():
     with pytest.raises(ValueError, match="unknown target"):
         explain("", target="cpu")

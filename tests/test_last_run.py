@@ -110,6 +110,31 @@ async def test_a_fix_the_run_compiled_is_titled_with_its_figures_until_the_text_
     assert all("measured" not in f and "HBM" not in f["title"] for f in moved.data["fixes"])
 
 
+@needs_host_memory
+@pytest.mark.skipif(not _has_tpu_compiler(), reason="libtpu is not installed: --confirm needs it")
+@pytest.mark.slow
+@pytest.mark.asyncio
+async def test_a_finding_the_compiler_confirmed_shows_its_words_in_their_coded_form(vscode: LanguageClient, tmp_path):
+    """``run --confirm``: the editor shows what the compiler said as the TPU says it, its error
+    code and name, and the link to the error's page."""
+    program = copy_fixture("checkpointed_stream.py", tmp_path)
+    done = subprocess.run(
+        [COMMAND, "run", "--confirm", program.name], cwd=program.parent, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 1, done.stderr
+
+    editor = Editor(vscode, program)
+    editor.open()
+    (diagnostic,) = [d for d in await editor.diagnostics() if d.code == "OFL1200"]
+    first, said = diagnostic.message.split("\n")
+    assert first.endswith("[found by `offload-fixer run`]")
+    assert said.startswith("confirmed by libtpu ")
+    assert (
+        ": INVALID_ARGUMENT: E1200: CompileTimeHostOffloadOutputLocationMismatch: Tensor which is moved to host" in said
+    )
+    assert said.endswith("See https://openxla.org/xla/errors/error_1200 for more details.")
+
+
 def test_every_run_writes_the_default_report_in_the_project(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
     nested = tmp_path / "src" / "demo"

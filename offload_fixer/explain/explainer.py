@@ -134,12 +134,13 @@ def explain(
 def local_path(path: str, project: str) -> str | None:
     """Where ``path`` (a file of a log from another machine, ``/home/u/run/train/step.py``) is
     in ``project``: the longest tail of it that is a file below the project root
-    (``train/step.py``); ``None`` where no tail is, or where ``path`` is a file here already."""
-    if os.path.isfile(path):
+    (``train/step.py``); ``None`` where no tail is, or where ``path`` is in the project already."""
+    root = os.path.realpath(project)
+    if os.path.realpath(path).startswith(root + os.sep):
         return None
     parts = [part for part in path.replace("\\", "/").split("/") if part not in ("", ".")]
     for start in range(len(parts)):
-        candidate = os.path.join(project, *parts[start:])
+        candidate = os.path.join(root, *parts[start:])
         if os.path.isfile(candidate):
             return candidate
     return None
