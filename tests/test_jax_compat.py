@@ -205,6 +205,32 @@ def test_run_keeps_the_plugins_start_up_off_the_terminal(tmp_path):
     assert "JAX_PLATFORMS None backend cpu" in shown
 
 
+def test_the_tpu_runtimes_start_up_warning_is_left_out_and_the_rest_kept(capfd):
+    """On a TPU v5e VM, importing JAX warns that transparent hugepages are off: a Python
+    warning from JAX's own ``cloud_tpu_init.py``, its text as the chip's log recorded it
+    (``tests/explain_fixtures/tpu_v5e_e1200.log``), printed by Python's warnings machinery
+    with the line of source under it. While JAX starts, it is left out; another warning is not."""
+    import os
+    import warnings
+
+    from jax._src import cloud_tpu_init
+
+    from tests.cli_support import REPO
+
+    recorded = (REPO / "tests" / "explain_fixtures" / "tpu_v5e_e1200.log").read_text(encoding="utf-8")
+    text = re.search(r"UserWarning: (Transparent hugepages are not enabled\..*)", recorded)[1]
+    line = next(
+        n for n, source in enumerate(inspect.getsourcelines(cloud_tpu_init)[0], 1) if "warnings.warn(" in source
+    )
+    with jax_tracing._stderr_without_start_up_noise(verbose=False):
+        for message in (text, "the program's own warning"):  # as Python's default showwarning prints it
+            os.write(2, warnings.formatwarning(message, UserWarning, cloud_tpu_init.__file__, line).encode())
+    err = capfd.readouterr().err
+    assert "hugepages" not in err
+    source = inspect.getsourcelines(cloud_tpu_init)[0][line - 1].strip()
+    assert err == f"{cloud_tpu_init.__file__}:{line}: UserWarning: the program's own warning\n  {source}\n"
+
+
 @needs_libtpu_without_tpu
 @pytest.mark.slow
 def test_the_users_jax_platforms_wins(tmp_path):

@@ -202,7 +202,7 @@ ACCELERATOR_START_UP_NOISE = (
 their hardware: a line each, in this order, measured with libtpu 0.0.17.1, 0.0.42.1, 0.0.50.1
 and jax-cuda12-plugin 0.10.2, 0.12.0.1; and what JAX's TPU start-up warns of on a TPU v5e VM
 (JAX 0.10.2, libtpu 0.0.42.1). None of it is about the user's program."""
-_WARNING_SOURCE = re.compile(r"\s+warnings\.warn\($")
+_WARNING_SOURCE = re.compile(r"\s+warnings\.warn\(")
 """The source line Python prints under a warning: left out with a warning that is noise."""
 _PLUGIN_FAILURE = "Jax plugin configuration error:"
 _TRACEBACK_LINE = re.compile(r"\s|Traceback |The above exception|During handling|[\w.]+(Error|Exception)\b.*: |$")
