@@ -1,4 +1,5 @@
-"""Every example runs as a script on CPU, exits 0, and prints what it claims to show."""
+"""Every example runs as a script on CPU, exits 0, and prints what it claims to show; ``run``
+over it finds what its ``.expected.json`` records, its eager operations included."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from examples_support import (
     import_example,
     is_jitted,
     jax_runs_examples,
+    load_expected,
 )
 
 pytestmark = pytest.mark.skipif(not jax_runs_examples(), reason=SKIP_REASON)
@@ -62,3 +64,31 @@ def test_example_imports_without_running(name, capsys):
     assert capsys.readouterr().out == ""
     assert callable(module.main)
     assert any(is_jitted(value) for value in vars(module).values())
+
+
+WARNINGS_NOT_RECORDED = {"OFL1201", "OFL1206"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", EXAMPLE_PATHS, ids=EXAMPLE_NAMES)
+def test_run_finds_what_the_expected_file_records_eager_operations_included(path, capsys):
+    """``run`` sees every compilation the program makes, JAX's own jits for its eager
+    operations too (a strided index of a host array fails on a TPU, as the last line of
+    ``scan_stream_to_host.py`` did): an eager finding is recorded at its line, its function
+    the name ``run`` gives it (``slice (eager)``)."""
+    from offload_fixer.findings import location
+    from offload_fixer.runner import run_program
+
+    result = run_program(str(path), target="tpu")
+    assert result.program_exit_code == 0, result.program_exception
+    found = set()
+    for report in result.reports:
+        name = report.function.name if report.function else None
+        for d in report.diagnostics:
+            if d.code in WARNINGS_NOT_RECORDED:
+                continue
+            eager = bool(name and name.endswith("(eager)"))
+            line = location(d).line if eager else (d.origin.span.line if d.origin and d.origin.span else None)
+            found.add((d.code, line, d.output_path, name))
+    expected = {(e["code"], e["line"], e["output_path"], e["function"]) for e in load_expected(path.stem)}
+    assert found == expected

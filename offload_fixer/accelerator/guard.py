@@ -1,37 +1,20 @@
-"""``run`` where the local backend is the accelerator: every failing compilation found in one run.
-
-On a TPU VM the program's own compile is XLA's: the first compilation that XLA rejects ends
-the program with JAX's traceback, and nothing after it is checked. Here each compilation (a
-jit's first call of a signature, an AOT ``.compile()``, an eager operation on a host array) is
-lowered and analysed before it compiles (:mod:`offload_fixer.interception`), then compiled as
-the program compiles it. Where that fails with a host-offload error the compiler's words are
-recorded in place of the traceback, and the program goes on with that compilation patched:
-the same program without its offload (every host memory kind made device memory; arguments
-moved to device before each call, results moved back to the memory kinds the program
-declares). What the program computes is unchanged; where its data lives and how fast it runs
-are not, and every note says so. ``--no-keep-going`` stops at the first failure instead. A
-compilation the analysis predicts the compiler aborts on is never compiled (an abort would
-end the program, and nothing can catch it).
-
-Tests and CI have no accelerator: ``OFFLOAD_FIXER_EMULATE_ACCELERATOR=tpu`` takes this path on
-the CPU, where each compilation's lowering for the target is first compiled by the released
-compiler (compile-only, :mod:`offload_fixer.xla`) and its rejection raised as the chip raises
-it (``jax.errors.JaxRuntimeError``, the compiler's own text); the program's CPU compile runs
-only where that one compiled. Its transcripts are compared with the chip's in ``tests/``.
-"""
+"""The guard of each compilation on the accelerator: the program's own compile tried (the
+released compiler's first where the accelerator is emulated), a host-offload failure recorded
+in the compiler's words, then the compilation patched or the program stopped; and what a run
+there records (its failures, the verdicts, the figures ``run --fix`` measures)."""
 
 from __future__ import annotations
 
 import os
 import statistics
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from offload_fixer.xla_messages import summary
 
 if TYPE_CHECKING:
+    from offload_fixer.accelerator.patched import Patched
     from offload_fixer.model import MemoryFigures, Report, XlaVerdict
 
 EMULATE_ENV = "OFFLOAD_FIXER_EMULATE_ACCELERATOR"
@@ -277,6 +260,8 @@ class AcceleratorRun:
         if memory is None:
             figures = stages.compiled_memory(compiled)
             memory = MemoryFigures(**figures) if figures else None
+        from offload_fixer.accelerator.patched import Patched
+
         return Patched(compiled, stages.declared_memory_kinds(local), memory)
 
     def measures(self, compilation: Compilation) -> bool:
@@ -423,144 +408,6 @@ class _PatchFailed(Exception):
     """Why a failing compilation could not be compiled without its offload."""
 
 
-# ---------------------------------------------------------------------------------------
-# A compilation patched
-class Patched:
-    """A compilation that failed, compiled again without its offload, called as the program
-    called the one that failed: its arguments moved to device first, its results moved back
-    to the memory kinds the program declares. Anything else is the patched ``Compiled``'s."""
-
-    def __init__(self, compiled: Any, kinds: Sequence[str | None], memory: MemoryFigures | None) -> None:
-        self.compiled = compiled
-        self.kinds = list(kinds)
-        self.memory = memory
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        import jax
-
-        from offload_fixer.jax_compat import stages
-
-        args, kwargs = jax.tree_util.tree_map(stages.device_twin, (args, kwargs))
-        results = self.compiled(*args, **kwargs)
-        leaves, tree = jax.tree_util.tree_flatten(results)
-        return jax.tree_util.tree_unflatten(tree, self._declared(leaves))
-
-    def call_flat(self, args_flat: Sequence[Any]) -> list[Any]:
-        """The flat results for the flat arguments of an eager operation (as JAX's dispatch
-        holds them), left in device memory: moved back to host, the program's next eager
-        operation on them would copy out of a host buffer again (on a TPU v5e, iterating over
-        such a result, ``jit_unstack``, halts the chip's core while it runs)."""
-        import jax
-
-        from offload_fixer.jax_compat import stages
-
-        args, kwargs = self.compiled.in_tree.unflatten([stages.device_twin(a) for a in args_flat])
-        return jax.tree_util.tree_leaves(self.compiled(*args, **kwargs))
-
-    def _declared(self, leaves: list[Any]) -> list[Any]:
-        from offload_fixer.jax_compat import stages
-
-        return [stages.in_memory(value, kind) for value, kind in zip(leaves, self.kinds)] + leaves[len(self.kinds) :]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(vars(self)["compiled"], name)
-
-
-def timed(figures: StepFigures | None, call: Callable[[], T]) -> T:
-    """``call()``, its time added to ``figures`` (waited for) where the run measures it."""
-    if figures is None:
-        return call()
-    import jax
-
-    start = time.perf_counter()
-    result = call()
-    jax.block_until_ready(result)
-    figures.times.append(time.perf_counter() - start)
-    return result
-
-
-class Route:
-    """How one compilation (a jit's signature, an eager operation at a line) runs on the
-    accelerator once guarded: as the program has it, or patched; timed where measured."""
-
-    def __init__(self, compilation: Compilation) -> None:
-        self.compilation = compilation
-        self.patched: list[Patched] = []
-        """The patched compilation, once the program's own failed."""
-        self.figures: StepFigures | None = None
-
-    def keep(self, patched: Patched, run: AcceleratorRun) -> Patched:
-        self.patched.append(patched)
-        self.figures = run.measuring(self.compilation, True, patched.memory)
-        return patched
-
-    def first_call(
-        self,
-        run: AcceleratorRun,
-        real: Callable[[], T],
-        patched_call: Callable[[Patched], T],
-        memory: Callable[[], Any],
-    ) -> T:
-        """The first call of the compilation: guarded, its figures started where measured."""
-
-        def attempt() -> T:
-            result = real()
-            if run.measures(self.compilation):
-                self.figures = run.measuring(self.compilation, False, run.compiled_memory(self.compilation, memory))
-            return result
-
-        return run.guard(self.compilation, attempt, lambda patched: patched_call(self.keep(patched, run)))
-
-    def call(self, real: Callable[[], T], patched_call: Callable[[Patched], T]) -> T:
-        """A later call: the patched compilation where the program's failed, timed where measured."""
-        if self.patched:
-            return timed(self.figures, lambda: patched_call(self.patched[0]))
-        return timed(self.figures, real)
-
-
-class AcceleratedLowered:
-    """Stands in for a ``jax.stages.Lowered`` on the accelerator: ``.compile()`` is guarded
-    (a failure recorded, the patched compilation returned instead) and, where the run
-    measures it, the compiled program's calls timed. Anything else is the real one's."""
-
-    def __init__(self, real: Any, run: AcceleratorRun, compilation: Compilation, patched: list[Patched]) -> None:
-        vars(self).update(_real=real, _run=run, _compilation=compilation, _patched=patched)
-
-    def compile(self, *args: Any, **kwargs: Any) -> Any:
-        run, compilation, real = self._run, self._compilation, self._real
-        if self._patched:  # this compilation failed before: its patch is what runs
-            return _TimedCompiled(self._patched[0], run.measuring(compilation, True, self._patched[0].memory))
-
-        def recover(patched: Patched) -> Any:
-            self._patched.append(patched)
-            return _TimedCompiled(patched, run.measuring(compilation, True, patched.memory))
-
-        compiled = run.guard(compilation, lambda: real.compile(*args, **kwargs), recover)
-        if isinstance(compiled, _TimedCompiled):
-            return compiled
-        if not run.measures(compilation):
-            return compiled
-        return _TimedCompiled(
-            compiled, run.measuring(compilation, False, run.compiled_memory(compilation, lambda: compiled))
-        )
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(vars(self)["_real"], name)
-
-
-class _TimedCompiled:
-    """A compiled program (real or patched) whose calls are timed where the run measures it."""
-
-    def __init__(self, compiled: Any, figures: StepFigures | None) -> None:
-        vars(self).update(_compiled=compiled, _figures=figures)
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return timed(self._figures, lambda: self._compiled(*args, **kwargs))
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(vars(self)["_compiled"], name)
-
-
 def program_traceback(exc: BaseException) -> str:
     """The traceback JAX would have printed for ``exc``, caught where the program compiled:
     the program's frames that called the compile, then those under it, without the tool's,
@@ -570,7 +417,7 @@ def program_traceback(exc: BaseException) -> str:
     import jax
 
     hidden = (
-        os.path.dirname(os.path.abspath(__file__)) + os.sep,
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,  # offload_fixer's
         os.path.dirname(os.path.abspath(jax.__file__)) + os.sep,
     )
     outer = traceback.extract_stack()[:-1]
