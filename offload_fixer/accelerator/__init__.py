@@ -31,7 +31,8 @@ from offload_fixer.accelerator.guard import (
     detect,
     program_traceback,
 )
-from offload_fixer.accelerator.patched import AcceleratedLowered, Patched, Route
+from offload_fixer.accelerator.patched import Patched
+from offload_fixer.accelerator.stand_ins import AcceleratedLowered, Route
 
 __all__ = [
     "EMULATE_ENV",

@@ -430,20 +430,6 @@ def rule_title(code: str) -> str:
         return code
 
 
-def message_of(diagnostic: Diagnostic, suffix: str = "") -> str:
-    """What the editor shows: the finding's message (``suffix`` after it), and where a
-    compiler judged it (``run
-    --confirm``, or ``run`` on the accelerator itself), the compiler's own words in its coded
-    form (``E1200: CompileTimeHostOffloadOutputLocationMismatch: ...`` and the error's page)."""
-    if diagnostic.confirmed is None or not diagnostic.xla_message:
-        return diagnostic.message + suffix
-    from offload_fixer.xla_messages import summary
-
-    by = f" by {diagnostic.confirmed_by}" if diagnostic.confirmed_by else ""
-    verdict = "confirmed" if diagnostic.confirmed else "not confirmed"
-    return f"{diagnostic.message}{suffix}\n{verdict}{by}: {summary(diagnostic.xla_message)}"
-
-
 def rule_url(code: str) -> str | None:
     from offload_fixer.rules import UnknownRule, get_rule
 

@@ -21,7 +21,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from offload_fixer.lsp import engine
-from offload_fixer.lsp.publishing import NAME, SEVERITY
+from offload_fixer.lsp.publishing import NAME, SEVERITY, message_of
 from offload_fixer.lsp.settings import ChangeClock
 from offload_fixer.lsp.text_edits import LineIndex, minimal_edits, span_range
 from offload_fixer.model import Diagnostic, Span
@@ -203,7 +203,7 @@ class NotebookDocuments:
         url = engine.rule_url(diagnostic.code)
         return types.Diagnostic(
             range=range_,
-            message=engine.message_of(diagnostic),
+            message=message_of(diagnostic),
             severity=SEVERITY.get(diagnostic.severity, types.DiagnosticSeverity.Warning),
             code=diagnostic.code,
             code_description=types.CodeDescription(href=url) if url else None,

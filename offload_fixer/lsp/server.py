@@ -29,7 +29,7 @@ from pygls.uris import to_fs_path
 from offload_fixer import last_run
 from offload_fixer.config import Settings
 from offload_fixer.lsp import engine, notebooks
-from offload_fixer.lsp.publishing import NAME, SEVERITY
+from offload_fixer.lsp.publishing import NAME, SEVERITY, message_of
 from offload_fixer.lsp.settings import ChangeClock, ClientOptions, SettingsStore
 from offload_fixer.lsp.text_edits import LineIndex, minimal_edits, span_range
 from offload_fixer.model import Diagnostic, Span
@@ -229,7 +229,7 @@ class OffloadFixerServer(LanguageServer):
         url = engine.rule_url(diagnostic.code)
         return types.Diagnostic(
             range=span_range(span, index, self.encoding),
-            message=engine.message_of(diagnostic, DYNAMIC_SUFFIX if diagnostic.source == "dynamic" else ""),
+            message=message_of(diagnostic, DYNAMIC_SUFFIX if diagnostic.source == "dynamic" else ""),
             severity=SEVERITY.get(diagnostic.severity, types.DiagnosticSeverity.Warning),
             code=diagnostic.code,
             code_description=types.CodeDescription(href=url) if url else None,
