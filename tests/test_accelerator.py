@@ -94,7 +94,10 @@ def test_verbose_shows_jaxs_traceback_of_the_failure_from_the_programs_own_lines
         (str(PROGRAMS / "rollout_buffer.py"), "34", "<module>"),
         (str(PROGRAMS / "rollout_buffer.py"), "30", "main"),
     ]
-    assert "\njax.errors.JaxRuntimeError: UNIMPLEMENTED: Async slice only supports slicing in 1 dimension\n" in tracebacks[1]
+    assert (
+        "\njax.errors.JaxRuntimeError: UNIMPLEMENTED: Async slice only supports slicing in 1 dimension\n"
+        in tracebacks[1]
+    )
 
 
 def test_a_programs_own_error_is_the_programs(tmp_path):
