@@ -14,7 +14,8 @@ one home, with the versions it covers. This module holds the version facts (the 
 spellings, the compiler generations) and the lowering and compile-only shims;
 :mod:`.generations` what each generation of released compilers does where they differ;
 :mod:`.mlir` jaxlib's MLIR and HLO bindings; :mod:`.tracing` JAX's tracing machinery and its
-start-up under ``run``.
+start-up under ``run``; :mod:`.stages` a lowered program compiled from another module (``run``
+on an accelerator, a failing compilation compiled without its offload).
 """
 
 from __future__ import annotations
