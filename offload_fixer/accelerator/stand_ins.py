@@ -39,6 +39,7 @@ class Route:
         self.figures: StepFigures | None = None
 
     def keep(self, patched: Patched, run: AcceleratorRun) -> Patched:
+        """``patched`` is what this compilation's calls run from now on (measured from here)."""
         self.patched.append(patched)
         self.figures = run.measuring(self.compilation, True, patched.memory)
         return patched
