@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from offload_fixer.model import HOST_KINDS
+from offload_fixer.model import HOST_KINDS, PINNED_HOST
 
 
 def device_memory_lowering(lowered: Any, module_text: str) -> Any:
@@ -58,7 +58,7 @@ def declared_memory_kinds(lowered: Any) -> list[str | None]:
         kind = getattr(sharding, "memory_kind", None)
         if kind is None:
             space = getattr(aval, "memory_space", None)
-            kind = "pinned_host" if getattr(space, "name", "") == "Host" else None
+            kind = PINNED_HOST if getattr(space, "name", "") == "Host" else None
         kinds.append(kind)
     return kinds
 
