@@ -1,35 +1,34 @@
 """Language server latency: from ``textDocument/didOpen`` and ``textDocument/didChange`` to
 ``publishDiagnostics``, for generated modules of 2,000 and 20,000 lines (by default) with a
-jitted function every 14 lines (142 and 1,428 of them), beside the static check called directly
-on the same texts (the work every analysis does, without the protocol or the debounce) and,
-when installed, ``ruff server`` on the same edits in the same run (a peer editors already run
-on every keystroke).
+jitted function every 16 lines (125 and 1,250 of them), each kind of edit an editor makes
+typed in its own session (:data:`EDIT_KINDS`): a constant edited in place, a line inserted in
+a helper's body in the middle of the module, a line deleted there, a jitted function of 20
+lines pasted there, a helper renamed where it is defined and called, a block removed. All
+but the first move every statement below them. ``ruff server``, when installed, types the
+same versions in the same run (a peer editors already run on every keystroke).
 
-The direct check runs twice: as the CLI does (each text checked from scratch, timed on
-three changes), and as the server does (through one ``SourceCache``, so a change re-analyses
-only the statements that read what it binds, :mod:`offload_fixer.static.incremental`). Both
-read the text statement by statement and parse with libcst only what a host value can reach
-(:mod:`offload_fixer.static.candidates`).
-The server also freezes its long-lived heap after its first analysis (``gc.freeze``), so it
-can beat the direct calls, which run with the collector's defaults.
+Beside the server, the static check called directly through one ``SourceCache``, as the
+server calls it (without the protocol), and how many top-level statements each version
+analysed again (:mod:`offload_fixer.static.incremental`: those whose text, callees or read
+globals changed, not those that moved); and once, the whole text checked from scratch, as the
+CLI does.
 
 The file is a generated module of jitted steps and helpers; ``--finding`` (default) puts one
 host ``in_shardings`` error 1200 at the top, which is the costly case (positions are computed
 for the statements that findings name). The time is to the first publish of each version, the
-one with the findings: the server plans their quick fixes once the document has been still for
-``server.PLAN_AFTER_S`` and publishes again, and each change here comes sooner, as typing does,
-so that planning is cancelled. A change that finds the analysis idle is analysed at once: the
-debounce waits only in a burst of changes that outpaces it (``settings.wait_before``). Each change edits one helper's constant, so every version is new
-text (no analysis cache hit) and the finding stays. Median of ``--changes``. A second table
-gives the CPU time the server and its analysis worker spent on the same open and changes
-(Linux's ``/proc``, in clock ticks of 10 ms): other work on a shared machine inflates it far
-less than the wall time.
+one with the findings. The server plans their quick fixes once the document has been still for
+``server.PLAN_AFTER_S`` (300 ms) and publishes again; each change here comes ``--pause-ms``
+(350) after the publish before it, as a typist's pause, so that it lands while the last
+version's fixes are being planned, and a change that supersedes a planning must not wait for
+it (:mod:`offload_fixer.lsp.superseding`). The CPU column is the server's and its analysis
+worker's per change (Linux's ``/proc``, in clock ticks of 10 ms), planning included. Medians
+of ``--changes``.
 
     .venv/bin/python benchmarks/lsp_latency.py
-    .venv/bin/python benchmarks/lsp_latency.py --lines 2000 --changes 20 --no-finding
+    .venv/bin/python benchmarks/lsp_latency.py --lines 2000 --changes 20 --edits "insert a line" --pause-ms 0
 
-Target: median under 50 ms for a change to 2,000 lines; bounded on 20,000 lines (the open
-under 2 s, a change under 200 ms).
+Target: median at most 50 ms for every edit kind at 2,000 lines / 125 jitted functions;
+bounded on 20,000 lines (the open under 2 s, a change under 200 ms).
 
 ``--real FILE...``: a real file opened, then typed in (each version one line more edited than
 the last, at places spread over the file); its latencies, CPU, and the server's and its
@@ -82,14 +81,39 @@ def helper_{i}(a, b):
     """Plain numerical helper {i}."""
     c = jnp.tanh(a @ b)
     d = c * {i} + 1.0
-    return d.sum(axis=0)
+    e = jnp.square(d)
+    return (d + e).sum(axis=0)
 
 
 @jax.jit
 def step_{i}(params, x):
+    """Step {i}: one jitted function in 16 lines, 125 in 2,000."""
     y = helper_{i}(params, x)
     z = jnp.maximum(y, 0.0)
     return z, y
+'''
+PASTED = '''
+
+@jax.jit
+def pasted_{k}(x, w):
+    """A jitted function of 20 lines, pasted."""
+    h = jnp.tanh(x @ w)
+    h = h * 2.0 + 1.0
+    g = jnp.maximum(h, 0.0)
+    g = g / (1.0 + jnp.abs(g))
+    s = jnp.sum(g, axis=-1)
+    m = jnp.mean(g, axis=-1)
+    v = jnp.var(g, axis=-1)
+    n = (g - m[..., None]) / jnp.sqrt(v[..., None] + 1e-6)
+    o = n @ w.T
+    p = jnp.exp(o - o.max())
+    q = p / p.sum()
+    r = q * s[..., None]
+    t = jnp.where(r > 0, r, 0.0)
+    u = t.reshape(-1)
+    c = jnp.cumsum(u)
+    c = c / c[-1]
+    return c, s
 '''
 
 
@@ -107,14 +131,63 @@ def edited(text: str, change: int) -> str:
     return text.replace("c * 0 + 1.0", f"c * 0 + {change + 2}.0", 1)
 
 
+EDIT_KINDS = (
+    "edit a constant",
+    "insert a line",
+    "delete a line",
+    "paste a 20-line function",
+    "rename a function",
+    "remove a function",
+)
+
+
+def edit_session(text: str, kind: str, changes: int) -> list[str]:
+    """``text`` and ``changes`` versions after it, each one more edit of ``kind`` than the
+    last, as typed in the middle of the module (every statement after the edit moves, except
+    for the constant, edited in place at the top). A line is inserted in a helper's body,
+    a helper's docstring line is deleted, a jitted function of 20 lines is pasted between two
+    blocks, a helper is renamed where it is defined and called (an editor's rename), or a
+    block (helper and jitted step) is removed."""
+    if kind == "edit a constant":
+        return [text] + [edited(text, change) for change in range(changes)]
+    blocks = text.count("def helper_")
+    middle = blocks // 2
+    versions = [text]
+    for change in range(changes):
+        i = (middle + change) % blocks
+        if kind == "insert a line":
+            anchor = f"    d = c * {middle} + 1.0\n"
+            text = text.replace(anchor, f"{anchor}    e{change} = d * {change}.0\n", 1)
+        elif kind == "delete a line":
+            text = text.replace(f'    """Plain numerical helper {i}."""\n', "", 1)
+        elif kind == "paste a 20-line function":
+            anchor = f"\n\ndef helper_{i}("
+            text = text.replace(anchor, PASTED.format(k=change) + anchor, 1)
+        elif kind == "rename a function":
+            text = text.replace(f"helper_{i}(", f"renamed_helper_{i}(")
+        elif kind == "remove a function":
+            text = text.replace(BLOCK.format(i=i), "", 1)
+        else:
+            raise ValueError(f"unknown edit kind {kind!r}")
+        assert text != versions[-1], (kind, change)
+        versions.append(text)
+    return versions
+
+
 async def serve_latencies(
-    command: list[str], path: Path, texts: list[str], init: dict | None, peaks: list[float] | None = None
+    command: list[str],
+    path: Path,
+    texts: list[str],
+    init: dict | None,
+    peaks: list[float] | None = None,
+    pause: float = 0.0,
 ) -> tuple[float, list[float], float, list[float]]:
     """Seconds from didOpen to the first publishDiagnostics, and from each didChange to the
     publishDiagnostics of that version; then the CPU seconds the server and its worker used
     meanwhile, which other work on a shared machine inflates less than the wall time
     (``/proc``'s clock ticks: 10 ms). ``peaks``: where the peak resident memory of the
-    server and of its worker after the last change (MB, ``/proc``'s ``VmHWM``) is added."""
+    server and of its worker after the last change (MB, ``/proc``'s ``VmHWM``) is added.
+    ``pause``: seconds between a publish and the next change, as a typist leaves them."""
     # Imported here: tests/static use generate() where pygls is not installed.
     from lsprotocol import types
     from pygls.lsp.client import LanguageClient
@@ -152,6 +225,8 @@ async def serve_latencies(
     open_cpu = cpu_after - cpu_before
     latencies, change_cpu = [], []
     for version, text in enumerate(texts[1:], start=2):
+        if pause:
+            await asyncio.sleep(pause)
         waiting[version] = loop.create_future()
         cpu_before = cpu_after
         sent = time.perf_counter()
@@ -384,7 +459,10 @@ def large_documents(sizes: list[int], skip_ruff: bool) -> None:
         print(f"{len(text):12,} {took:8.2f} {answer:>28} {check:8.2f} {peer_text} {ratio}")
 
 
-def direct_latencies(path: Path, texts: list[str], cached: bool) -> list[float]:
+def direct_latencies(path: Path, texts: list[str], cached: bool, analysed: list[int] | None = None) -> list[float]:
+    """Seconds of the static check of each text after the first, called in-process; with
+    ``cached``, through one ``SourceCache`` as the server does, and ``analysed`` is given how
+    many top-level statements each version analysed again."""
     from offload_fixer.static import SourceCache, check_source
     from offload_fixer.static.project import Project
 
@@ -395,6 +473,8 @@ def direct_latencies(path: Path, texts: list[str], cached: bool) -> list[float]:
         start = time.perf_counter()
         check_source(text, str(path), cache=cache, project=project)
         out.append(time.perf_counter() - start)
+        if analysed is not None and cache is not None and cache.analysis is not None:
+            analysed.append(len(cache.analysis.reanalysed))
     return out
 
 
@@ -450,65 +530,84 @@ def real_rows(path: Path, args: argparse.Namespace, init: dict | None) -> None:
     )
 
 
-def size_rows(lines: int, args: argparse.Namespace, init: dict | None) -> list[tuple[str, list[float]]]:
+def size_rows(lines: int, args: argparse.Namespace, init: dict | None) -> None:
+    """The open, then each edit kind (:data:`EDIT_KINDS`) in a session of its own, in the
+    server and in ``ruff server`` one after the other, ``--pause-ms`` between a publish and
+    the next change; beside them the direct check through a ``SourceCache`` and how many
+    top-level statements it analysed again per version."""
     base = generate(lines, args.finding)
-    texts = [base] + [edited(base, i) for i in range(args.changes)]
     jitted = base.count("@jax.jit")
+    pause = args.pause_ms / 1e3
     print(
         f"{base.count(chr(10))} lines, {len(base.encode())} bytes, {jitted} jitted functions, "
-        f"finding: {args.finding}, {args.changes} changes",
+        f"finding: {args.finding}, {args.changes} changes per kind, {args.pause_ms} ms between a publish "
+        "and the next change",
         flush=True,
     )
+    ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
+    with_ruff = not args.skip_ruff and Path(ruff).exists()
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "generated.py"
         path.write_text(base, encoding="utf-8")
-        rows = [
-            ("static check, whole text (CLI), 3 changes", direct_latencies(path, texts[:4], cached=False)),
-            ("static check, SourceCache (as the server)", direct_latencies(path, texts, cached=True)),
-        ]
-        opened, server, open_cpu, change_cpu = asyncio.run(
-            serve_latencies([sys.executable, "-m", "offload_fixer.lsp"], path, texts, init)
-        )
-        rows += [
-            ("offload-fixer lsp, didOpen -> publish", [opened]),
-            ("offload-fixer lsp, didChange -> publish", server),
-        ]
-        cpu_rows = [
-            ("offload-fixer lsp, didOpen -> publish", [open_cpu]),
-            ("offload-fixer lsp, didChange -> publish", change_cpu),
-        ]
-        ruff = shutil.which("ruff") or str(Path(sys.executable).with_name("ruff"))
-        if not args.skip_ruff and Path(ruff).exists():
-            peer_open, peer, peer_open_cpu, peer_cpu = asyncio.run(serve_latencies([ruff, "server"], path, texts, None))
-            rows += [("ruff server, didOpen -> publish", [peer_open]), ("ruff server, didChange -> publish", peer)]
-            cpu_rows += [
-                ("ruff server, didOpen -> publish", [peer_open_cpu]),
-                ("ruff server, didChange -> publish", peer_cpu),
-            ]
-    print(f"{'':44} {'median ms':>10} {'min ms':>8} {'max ms':>8}")
-    for name, values in rows:
-        print(f"{name:44} {statistics.median(values) * 1e3:10.1f} {min(values) * 1e3:8.1f} {max(values) * 1e3:8.1f}")
-    print(f"{'CPU of the server and its worker':44} {'median ms':>10} {'min ms':>8} {'max ms':>8}")
-    for name, values in cpu_rows:
-        print(f"{name:44} {statistics.median(values) * 1e3:10.0f} {min(values) * 1e3:8.0f} {max(values) * 1e3:8.0f}")
-    floor = statistics.median(rows[1][1])
-    print(
-        f"server / direct check with a SourceCache: {statistics.median(server) / floor:.2f}x "
-        "(the server adds its debounce and JSON-RPC, and saves the garbage collector's full scans)"
-    )
-    if len(rows) > 4:
+        whole = direct_latencies(path, [base] + [edited(base, i) for i in range(3)], cached=False)
         print(
-            f"change, offload-fixer lsp / ruff server: {statistics.median(server) / statistics.median(rows[5][1]):.1f}x"
+            f"static check of the whole text (as the CLI): {statistics.median(whole) * 1e3:.0f} ms, "
+            f"{statistics.median(whole) / jitted * 1e3:.2f} ms per jitted function"
         )
-    per_function = statistics.median(rows[0][1]) / jitted * 1e3
-    print(f"whole-text check per jitted function: {per_function:.2f} ms\n", flush=True)
-    return rows
+        header = (
+            f"{'edit':26} {'direct ms':>9} {'analysed':>8} {'lsp ms':>7} {'min':>6} {'max':>7} {'CPU ms':>6} "
+            f"{'ruff ms':>7} {'lsp/ruff':>8}"
+        )
+        print(header)
+        opens: list[tuple[float, float]] = []
+        for kind in args.edits:
+            texts = edit_session(base, kind, args.changes)
+            analysed: list[int] = []
+            direct = direct_latencies(path, texts, cached=True, analysed=analysed)
+            opened, server, _, change_cpu = asyncio.run(
+                serve_latencies([sys.executable, "-m", "offload_fixer.lsp"], path, texts, init, pause=pause)
+            )
+            peer = asyncio.run(serve_latencies([ruff, "server"], path, texts, None, pause=pause)) if with_ruff else None
+            opens.append((opened, peer[0] if peer else float("nan")))
+            median = statistics.median(server)
+            peer_text = (
+                f"{statistics.median(peer[1]) * 1e3:7.1f} {median / statistics.median(peer[1]):8.1f}"
+                if peer
+                else f"{'-':>7} {'-':>8}"
+            )
+            print(
+                f"{kind:26} {statistics.median(direct) * 1e3:9.1f} {statistics.median(analysed):8.0f} "
+                f"{median * 1e3:7.1f} {min(server) * 1e3:6.1f} {max(server) * 1e3:7.1f} "
+                f"{statistics.median(change_cpu) * 1e3:6.0f} {peer_text}",
+                flush=True,
+            )
+    print(
+        f"didOpen -> publish, median of the sessions: offload-fixer lsp "
+        f"{statistics.median(o for o, _ in opens) * 1e3:.0f} ms, ruff server "
+        f"{statistics.median(p for _, p in opens) * 1e3:.0f} ms; load average {os.getloadavg()[0]:.1f}\n",
+        flush=True,
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--lines", type=int, nargs="+", default=[2000, 20000])
     parser.add_argument("--changes", type=int, default=20)
+    parser.add_argument(
+        "--edits",
+        nargs="+",
+        choices=EDIT_KINDS,
+        default=list(EDIT_KINDS),
+        metavar="KIND",
+        help=f"the edit kinds typed in the generated modules (default: all of {', '.join(EDIT_KINDS)})",
+    )
+    parser.add_argument(
+        "--pause-ms",
+        type=int,
+        default=350,
+        help="between a publish and the next change (default 350: the change comes while the server plans the "
+        "last version's quick fixes, which it starts 300 ms after a publish)",
+    )
     parser.add_argument("--finding", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument("--debounce-ms", type=int, default=None, help="server debounce (default: its own)")
     parser.add_argument("--skip-ruff", action="store_true")

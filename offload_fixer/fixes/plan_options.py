@@ -20,11 +20,14 @@ def plan_alternatives(
     texts: Mapping[str, bytes] | None = None,
     reports: Iterable[Report] = (),
     places: Mapping[str, Callable[[int], str]] | None = None,
+    sources: Sources | None = None,
 ) -> list[tuple[str, list[FixPlan]]]:
     """(strategy, plans) for the configured strategy, then for each other explicit one: the
-    fixes a finding can get, the one ``--fix`` applies first."""
+    fixes a finding can get, the one ``--fix`` applies first. ``sources``: the files as read
+    for an earlier plan from the same ``texts``, kept (:func:`plan_fixes`)."""
     reports = list(reports)
-    sources = Sources(texts or {})  # each file read and parsed once for every strategy
+    if sources is None:
+        sources = Sources(texts or {})  # each file read and parsed once for every strategy
     order = [strategy, *(s for s in FIX_STRATEGIES if s != strategy)]
     return [
         (s, plan_fixes(diagnostics, s, jax_version, texts=texts, reports=reports, places=places, sources=sources))

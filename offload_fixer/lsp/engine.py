@@ -13,14 +13,16 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from offload_fixer.config import Settings
 from offload_fixer.lsp.dynamic import LastRunFeed
-from offload_fixer.model import Diagnostic, MeasuredFix, Origin, Report, Span
+from offload_fixer.lsp.fix_choices import FixChoice, encoded, encoding_of, fix_choices
+from offload_fixer.lsp.superseding import Superseded, Ticket, cut_short
+from offload_fixer.model import Diagnostic, Origin, Report, Span
 
 if TYPE_CHECKING:
     from offload_fixer.fixes import FixPlan
@@ -31,34 +33,6 @@ MAX_DOCUMENT_CHARS = 1_000_000
 """Larger documents are not analysed as you type: the check runs at roughly 0.1-0.2 MB/s on
 one core (libcst's parse dominates), so a 5 MB file would take about a minute after every
 change. They are refused with a message instead (``benchmarks/lsp_latency.py --large`` times both)."""
-
-
-@dataclass(frozen=True)
-class FixChoice:
-    """One quick fix offered for a diagnostic, as published in its ``data``: what it does
-    (``strategy``: ``device``/``host``) and the strategy it is planned with again
-    (``requested``: ``auto`` picks per root cause)."""
-
-    strategy: str
-    title: str
-    safety: str
-    preferred: bool
-    requested: str = ""
-    measured: tuple[dict[str, Any], ...] = ()
-    """The last run's compiler figures of this very fix (``FixMeasurement.to_dict``), in its
-    title too; none where the run measured none or the document changed since."""
-
-    def to_data(self) -> dict[str, Any]:
-        data = {
-            "strategy": self.strategy,
-            "title": self.title,
-            "safety": self.safety,
-            "preferred": self.preferred,
-            "requested": self.requested or self.strategy,
-        }
-        if self.measured:
-            data["measured"] = list(self.measured)
-        return data
 
 
 @dataclass(frozen=True)
@@ -87,21 +61,23 @@ _sources: OrderedDict[str, SourceCache] = OrderedDict()
 """Per document: its parsed top-level statements, so that a change re-parses only its own."""
 
 
-def analyse(text: str, path: str, settings: Settings, plan: bool = True) -> Analysis:
+def analyse(text: str, path: str, settings: Settings, plan: bool = True, ticket: Ticket | None = None) -> Analysis:
     """Static check, code selection and suppression comments, as ``offload-fixer check`` does;
     cached by text and settings, so saving an analysed text costs nothing. ``plan``: also plan
     each finding's fix choices (which costs more than a change's check: the planner reads the
-    whole text); a later call with ``plan`` adds them to the cached analysis."""
+    whole text); a later call with ``plan`` adds them to the cached analysis. ``ticket``: the
+    planning stops once a change supersedes it (:mod:`.superseding`), and the analysis is
+    returned unplanned."""
     key = (hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest(), path, _settings_key(settings))
     cached = _cache.get(key)
     if cached is not None and all(_project(settings).stamp(p) == stamp for p, stamp in cached.dependencies):
         _cache.move_to_end(key)
         if plan and not cached.planned:
-            cached = _cache[key] = _planned(cached, text, path, settings)
+            cached = _cache[key] = _planned(cached, text, path, settings, ticket)
         return cached
     result = _analyse(text, path, settings)
     if plan:
-        result = _planned(result, text, path, settings)
+        result = _planned(result, text, path, settings, ticket)
     _cache[key] = result
     if len(_cache) > _CACHE_SIZE:
         _cache.popitem(last=False)
@@ -141,12 +117,16 @@ def _analyse(text: str, path: str, settings: Settings) -> Analysis:
     return Analysis(tuple(kept), tuple(() for _ in kept), dependencies=dependencies, planned=not kept)
 
 
-def _planned(analysis: Analysis, text: str, path: str, settings: Settings) -> Analysis:
+def _planned(analysis: Analysis, text: str, path: str, settings: Settings, ticket: Ticket | None = None) -> Analysis:
+    """``analysis`` with its fix choices, or as it is where a change supersedes ``ticket`` first."""
     if analysis.planned:
         return analysis
-    return replace(
-        analysis, fixes=fix_choices(analysis.diagnostics, text, path, settings, _outline_of(path, text)), planned=True
-    )
+    try:
+        with cut_short(ticket):
+            choices = fix_choices(analysis.diagnostics, text, path, settings, _outline_of(path, text), ticket=ticket)
+    except Superseded:
+        return analysis
+    return replace(analysis, fixes=choices, planned=True)
 
 
 def _outline_of(path: str, text: str) -> Any:
@@ -155,42 +135,49 @@ def _outline_of(path: str, text: str) -> Any:
     return found if found is not None and found.text == text else None
 
 
-def document_analysis(text: str, path: str, settings: Settings, plan: bool = True) -> Analysis:
+def document_analysis(
+    text: str, path: str, settings: Settings, plan: bool = True, ticket: Ticket | None = None
+) -> Analysis:
     """What the editor shows: the static check, and the last ``offload-fixer run``'s findings
     in this document while it still holds the lines they name (:mod:`.dynamic`). A static
-    finding the run also made is shown once, as the run's. ``plan``: with the fix choices."""
-    static, runs, dynamic = _findings(text, path, settings, plan)
+    finding the run also made is shown once, as the run's. ``plan``: with the fix choices,
+    unless a change supersedes ``ticket`` first (then ``planned`` is False)."""
+    static, runs, dynamic = _findings(text, path, settings, plan, ticket)
     if not dynamic:
         return static
     seen = {_identity(d) for d in dynamic}
     items = [(d, f) for d, f in static.items() if _identity(d) not in seen]
-    choices = (
-        fix_choices(
-            dynamic,
-            text,
-            path,
-            settings,
-            _outline_of(path, text),
-            reports=runs,
-            measured=_LAST_RUN.fixes(path, _encoded(text)),
-        )
-        if plan
-        else tuple(() for _ in dynamic)
-    )
+    choices: tuple[tuple[FixChoice, ...], ...] = tuple(() for _ in dynamic)
+    planned = plan and static.planned
+    if planned:
+        try:
+            with cut_short(ticket):
+                choices = fix_choices(
+                    dynamic,
+                    text,
+                    path,
+                    settings,
+                    _outline_of(path, text),
+                    reports=runs,
+                    measured=_LAST_RUN.fixes(path, encoded(text)),
+                    ticket=ticket,
+                )
+        except Superseded:
+            planned = False
     items += zip(dynamic, choices)
     return Analysis(
-        tuple(d for d, _ in items), tuple(f for _, f in items), dependencies=static.dependencies, planned=plan
+        tuple(d for d, _ in items), tuple(f for _, f in items), dependencies=static.dependencies, planned=planned
     )
 
 
 def _findings(
-    text: str, path: str, settings: Settings, plan: bool = True
+    text: str, path: str, settings: Settings, plan: bool = True, ticket: Ticket | None = None
 ) -> tuple[Analysis, tuple[Report, ...], list[Diagnostic]]:
     """The static analysis, the last run's reports placed in this text, and their findings shown."""
-    static = analyse(text, path, settings, plan)
+    static = analyse(text, path, settings, plan, ticket)
     if static.parse_error is not None or static.refused is not None:
         return static, (), []
-    runs = _LAST_RUN.reports(path, text, _encoded(text))
+    runs = _LAST_RUN.reports(path, text, encoded(text))
     return static, runs, _reportable([d for report in runs for d in report.diagnostics], text, path, settings)
 
 
@@ -256,46 +243,6 @@ def forget(path: str) -> None:
     _sources.pop(path, None)
 
 
-def fix_choices(
-    diagnostics: Sequence[Diagnostic],
-    text: str,
-    path: str,
-    settings: Settings,
-    outline: Any = None,
-    reports: Sequence[Report] = (),
-    measured: Mapping[str, MeasuredFix] | None = None,
-) -> tuple[tuple[FixChoice, ...], ...]:
-    """For each diagnostic, the fixes the planner can make for it in this text: one per
-    strategy whose edits differ, titled with where the edit goes, the configured strategy's
-    preferred. A finding no edit can fix gets none (only the suppression action). The check's
-    own outline of the text is reused, so planning cuts the text into statements no second time;
-    a run's findings are planned with their ``reports`` (the output trees). ``measured``: the
-    fixes the run compiled, by title; a choice with the same title carries their figures."""
-    from offload_fixer.fixes import FIXABLE_CODES, plan_alternatives
-    from offload_fixer.fixes.excerpt import FileOutline
-
-    if not any(d.code in FIXABLE_CODES for d in diagnostics):
-        return tuple(() for _ in diagnostics)
-    FileOutline.of(path, text, outline)
-    alternatives = plan_alternatives(
-        diagnostics, settings.strategy, settings.jax_version, texts={path: _encoded(text)}, reports=reports
-    )
-    out = []
-    for d in diagnostics:
-        choices: list[FixChoice] = []
-        seen: list[tuple] = []
-        for index, (strategy, plans) in enumerate(alternatives):
-            for plan in plans:
-                if d in plan.covered and plan.edits and plan.edits not in seen:
-                    seen.append(plan.edits)
-                    fix = (measured or {}).get(plan.title)
-                    title = f"offload-fixer: {plan.title}" + (f" ({fix.summary})" if fix else "")
-                    figures = tuple(m.to_dict() for m in fix.measured) if fix else ()
-                    choices.append(FixChoice(plan.strategy, title, plan.safety, index == 0, strategy, figures))
-        out.append(tuple(choices))
-    return tuple(out)
-
-
 def apply_fix(text: str, path: str, diagnostic: Diagnostic, strategy: str, settings: Settings) -> str | None:
     """The text after the quick fix for ``diagnostic`` (safe or not: the user picked it): the
     plan, among those for every finding shown for the text, that fixes it (its root cause's
@@ -332,25 +279,8 @@ def plan_on_text(
     from offload_fixer.fixes import plan_fixes
 
     return plan_fixes(
-        diagnostics, strategy=strategy, jax_version=settings.jax_version, texts={path: _encoded(text)}, reports=reports
+        diagnostics, strategy=strategy, jax_version=settings.jax_version, texts={path: encoded(text)}, reports=reports
     )
-
-
-def _encoding(text: str) -> str:
-    """The encoding the file would be written in: its coding cookie (PEP 263) decides, else UTF-8."""
-    from offload_fixer.source.decoding import SourceDecodeError, detect_encoding
-
-    try:
-        encoding = detect_encoding(text.encode("utf-8", "surrogatepass"))
-        text.encode(encoding)
-    except (SourceDecodeError, LookupError, UnicodeEncodeError):
-        return "utf-8"
-    return encoding
-
-
-def _encoded(text: str) -> bytes:
-    """The bytes the file would hold."""
-    return text.encode(_encoding(text), "surrogatepass")
 
 
 def _apply(text: str, path: str, plans: list[FixPlan], unsafe: bool) -> str | None:
@@ -364,7 +294,7 @@ def _apply(text: str, path: str, plans: list[FixPlan], unsafe: bool) -> str | No
     if not plans:
         return None
     try:
-        fixed, _ = fix_text(path, text, plans, encoding=_encoding(text), original=_encoded(text))
+        fixed, _ = fix_text(path, text, plans, encoding=encoding_of(text), original=encoded(text))
     except FixError:
         return None
     return fixed
@@ -376,7 +306,7 @@ def _verified(path: str, text: str) -> str | None:
     from offload_fixer.fixes.apply import verify
 
     try:
-        verify(path, _encoded(text))
+        verify(path, encoded(text))
     except FixError:
         return None
     return text

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote
@@ -21,6 +20,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from offload_fixer.lsp import engine
+from offload_fixer.lsp.fix_choices import FixChoice
 from offload_fixer.lsp.publishing import NAME, SEVERITY, message_of
 from offload_fixer.lsp.settings import ChangeClock
 from offload_fixer.lsp.text_edits import LineIndex, minimal_edits, span_range
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from pygls.workspace import Workspace
 
     from offload_fixer.config import Settings
+    from offload_fixer.lsp.worker import AnalysisWorker
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ class Server(Protocol):
     """What the notebook documents ask of the language server (:mod:`.server`'s, which
     holds them, so this module does not import it)."""
 
-    analysis_pool: Executor
+    analysis_pool: AnalysisWorker
 
     @property
     def workspace(self) -> Workspace: ...
@@ -131,6 +132,7 @@ class NotebookDocuments:
         state = self.states.setdefault(notebook_uri, NotebookState())
         if state.pending is not None and not state.pending.done():
             state.pending.cancel()
+        self.server.analysis_pool.changes.advance()
         state.clock.outstanding = True
         state.pending = asyncio.get_running_loop().create_task(self._analyse_later(notebook_uri, delay))
 
@@ -197,7 +199,7 @@ class NotebookDocuments:
         return snapshot.cell_uri(cell.number), span_range(moved, LineIndex.of(cell.source), self.server.encoding)
 
     def _to_lsp(
-        self, snapshot: Snapshot, diagnostic: Diagnostic, fixes: tuple[engine.FixChoice, ...], range_: types.Range
+        self, snapshot: Snapshot, diagnostic: Diagnostic, fixes: tuple[FixChoice, ...], range_: types.Range
     ) -> types.Diagnostic:
         preferred = next((f for f in fixes if f.preferred), None)
         url = engine.rule_url(diagnostic.code)

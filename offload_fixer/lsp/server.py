@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 from lsprotocol import types
@@ -29,9 +28,11 @@ from pygls.uris import to_fs_path
 from offload_fixer import last_run
 from offload_fixer.config import Settings
 from offload_fixer.lsp import engine, notebooks
+from offload_fixer.lsp.fix_choices import FixChoice
 from offload_fixer.lsp.publishing import NAME, SEVERITY, message_of
 from offload_fixer.lsp.settings import ChangeClock, ClientOptions, SettingsStore
 from offload_fixer.lsp.text_edits import LineIndex, minimal_edits, span_range
+from offload_fixer.lsp.worker import AnalysisWorker
 from offload_fixer.model import Diagnostic, Span
 from offload_fixer.version import __version__
 
@@ -59,7 +60,7 @@ class DocumentState:
 
 
 class OffloadFixerServer(LanguageServer):
-    def __init__(self, analysis_pool: Executor) -> None:
+    def __init__(self, analysis_pool: AnalysisWorker) -> None:
         # Incremental: VS Code sends a notebook cell's edits as ranges whatever a server asks
         # for (vscode-languageclient's notebook sync), and pygls applies both kinds under it.
         super().__init__(
@@ -99,10 +100,12 @@ class OffloadFixerServer(LanguageServer):
         self.schedule(uri, state.clock.delay_for_change(self.settings.debounce_s))
 
     def schedule(self, uri: str, delay: float) -> None:
-        """(Re)start the analysis of ``uri`` after ``delay`` seconds; a newer change cancels it."""
+        """(Re)start the analysis of ``uri`` after ``delay`` seconds; a newer change cancels it,
+        and cuts short any planning of quick fixes the worker is doing (:mod:`.superseding`)."""
         state = self.documents.setdefault(uri, DocumentState())
         if state.pending is not None and not state.pending.done():
             state.pending.cancel()
+        self.analysis_pool.changes.advance()
         state.clock.outstanding = True
         state.pending = asyncio.get_running_loop().create_task(self._analyse_later(uri, delay))
 
@@ -113,8 +116,10 @@ class OffloadFixerServer(LanguageServer):
         if document is None:
             return
         version, text, path = document.version, document.source, _path_of(uri)
-        # The findings first, their quick fixes (planned on the whole text) in a second publish.
-        for plan in (False, True):
+        # The findings first, their quick fixes (planned on the whole text) in a second publish,
+        # once the document is still: tried again while a change elsewhere cuts them short.
+        plan = False
+        while True:
             analysis = await self._document_analysis(uri, text, path, plan)
             state = self.documents.get(uri)
             current = self.workspace.text_documents.get(uri)
@@ -126,16 +131,25 @@ class OffloadFixerServer(LanguageServer):
                 or current.source != text
             ):
                 return  # the document changed while we analysed: its own analysis is on the way
-            self._publish(uri, state, version, text, path, analysis)
+            if analysis.planned or not plan:
+                self._publish(uri, state, version, text, path, analysis)
             if analysis.planned:
                 return
+            plan = True
             await asyncio.sleep(PLAN_AFTER_S)
 
-    async def _document_analysis(self, uri: str, text: str, path: str, plan: bool) -> engine.Analysis | None:
+    async def _document_analysis(
+        self, uri: str, text: str, path: str, plan: bool, supersedable: bool = True
+    ) -> engine.Analysis | None:
+        """The analysis of ``text``; with ``plan``, its quick fixes too, unless a change comes
+        first where ``supersedable`` (then it is returned unplanned)."""
         settings = self.settings_for(path)
         loop = asyncio.get_running_loop()
+        ticket = self.analysis_pool.changes.ticket() if plan and supersedable else None
         try:
-            return await loop.run_in_executor(self.analysis_pool, engine.document_analysis, text, path, settings, plan)
+            return await loop.run_in_executor(
+                self.analysis_pool, engine.document_analysis, text, path, settings, plan, ticket
+            )
         except Exception as exc:  # a checker bug must not take the server down
             log.exception("analysis of %s failed", uri)
             self.window_log_message(types.LogMessageParams(types.MessageType.Error, f"offload-fixer: {uri}: {exc!r}"))
@@ -151,7 +165,7 @@ class OffloadFixerServer(LanguageServer):
         if state.analysed_version != version or document.version != version:
             return
         text, path = document.source, _path_of(uri)
-        analysis = await self._document_analysis(uri, text, path, True)
+        analysis = await self._document_analysis(uri, text, path, True, supersedable=False)
         document = self.workspace.text_documents.get(uri)
         if analysis is not None and document is not None and document.version == version and document.source == text:
             self._publish(uri, state, version, text, path, analysis)
@@ -217,7 +231,7 @@ class OffloadFixerServer(LanguageServer):
     def to_lsp(
         self,
         diagnostic: Diagnostic,
-        fixes: tuple[engine.FixChoice, ...],
+        fixes: tuple[FixChoice, ...],
         uri: str,
         path: str,
         index: LineIndex,
@@ -423,7 +437,7 @@ def _path_of(uri: str) -> str:
 
 # ---------------------------------------------------------------------------------------
 # Wiring
-def build_server(analysis_pool: Executor) -> OffloadFixerServer:
+def build_server(analysis_pool: AnalysisWorker) -> OffloadFixerServer:
     server = OffloadFixerServer(analysis_pool)
 
     @server.feature(types.INITIALIZE)

@@ -27,6 +27,8 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool, ProcessPoolExecutor
 from typing import Any
 
+from offload_fixer.lsp.superseding import Changes, share
+
 log = logging.getLogger(__name__)
 
 WARM_UP = """import jax
@@ -46,48 +48,56 @@ scale_on_host = jax.jit(scale, in_shardings=host)
 
 class AnalysisWorker(Executor):
     """One worker process; a new one replaces it when it dies (the analysis it ran fails with
-    ``BrokenProcessPool``, which the server logs like any failed analysis)."""
+    ``BrokenProcessPool``, which the server logs like any failed analysis). ``changes``: the
+    count of changes it shares with the server, which supersedes a planning of quick fixes
+    (:mod:`.superseding`)."""
 
     def __init__(self) -> None:
         # fork where it is safe (Linux, before the server starts any thread): the child starts
         # with what is imported already, in milliseconds. Elsewhere a fresh interpreter.
-        self._pool = _start("fork" if sys.platform == "linux" else "spawn")
+        self._pool, self.changes = _start("fork" if sys.platform == "linux" else "spawn")
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
         try:
             return self._pool.submit(fn, *args, **kwargs)
         except BrokenProcessPool:
             log.warning("the analysis worker stopped; starting another")
-            self._pool = _start("spawn")  # the server runs threads by now: never fork it again
+            self._pool, self.changes = _start("spawn")  # the server runs threads by now: never fork it again
             return self._pool.submit(fn, *args, **kwargs)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
         self._pool.shutdown(wait=wait, cancel_futures=cancel_futures)
 
 
-def _start(method: str) -> Executor:
+def _start(method: str) -> tuple[Executor, Changes]:
+    context = multiprocessing.get_context(method)
     try:
+        changes = Changes(context)
         pool: Executor = ProcessPoolExecutor(
             max_workers=1,
-            mp_context=multiprocessing.get_context(method),
+            mp_context=context,
             initializer=_initialize,
-            initargs=(os.getpid(),),
+            initargs=(os.getpid(), changes),
         )
         pool.submit(warm)
     except (OSError, ImportError, NotImplementedError) as exc:
         log.warning("analysing in the server's own process (no worker process: %s)", exc)
+        changes = Changes()
+        share(changes, in_worker_process=False)
         pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="offload-fixer-analysis")
         pool.submit(warm)
-    return pool
+    return pool, changes
 
 
-def _initialize(parent: int) -> None:
+def _initialize(parent: int, changes: Changes) -> None:
     """In the worker: stdout carries the protocol and stdin the client's messages, so neither
-    is the worker's; Ctrl-C is the server's to handle; the worker ends with the server."""
+    is the worker's; Ctrl-C is the server's to handle; the worker ends with the server; a
+    change in the server supersedes the planning of quick fixes here."""
     os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    share(changes, in_worker_process=True)
     threading.Thread(target=_end_with, args=(parent,), daemon=True, name="offload-fixer-parent").start()
 
 

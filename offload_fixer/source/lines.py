@@ -9,6 +9,15 @@ NEWLINE = re.compile(r"\r\n?|\n")
 """A line end: ``\\r\\n``, ``\\r`` or ``\\n`` (universal newlines)."""
 
 
+def count_line_ends(text: str, start: int = 0, end: int | None = None) -> int:
+    """How many :data:`NEWLINE` line ends ``text[start:end]`` holds: counted by ``str.count``
+    where it holds no ``\\r`` (a language server counts every chunk of a document per version)."""
+    end = len(text) if end is None else end
+    if text.find("\r", start, end) < 0:
+        return text.count("\n", start, end)
+    return len(NEWLINE.findall(text, start, end))
+
+
 def first_line(statement: ast.stmt) -> int:
     """The line a statement starts on: its first decorator's, where it has one."""
     decorators = getattr(statement, "decorator_list", ())

@@ -22,7 +22,7 @@ from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any, overload
 
 from offload_fixer.source import type_parameters
-from offload_fixer.source.lines import NEWLINE, first_line
+from offload_fixer.source.lines import NEWLINE, count_line_ends, first_line
 
 from .class_members import class_after
 
@@ -174,7 +174,7 @@ class _ChunkStatements(Sequence[list[ast.stmt]]):
         line = 0
         for start, end in spans:
             self.first_lines.append(line)
-            line += len(NEWLINE.findall(text, start, end))
+            line += count_line_ends(text, start, end)
 
     def __len__(self) -> int:
         return len(self.spans)

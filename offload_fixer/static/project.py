@@ -38,15 +38,16 @@ import contextlib
 import os
 import re
 import sys
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from offload_fixer.source.decoding import SourceDecodeError, decode, read_regular_file
-from offload_fixer.source.lines import lines_before
+from offload_fixer.source.lines import count_line_ends, lines_before
 
 from .names import import_binding
-from .outline import NEWLINE, Outline, SourceCache, outline
+from .outline import Outline, SourceCache, outline
 from .text_facts import MODELED_PACKAGES, Import, TextFacts, followed, is_modeled, scan_imports
 
 __all__ = ["MODELED_PACKAGES", "Import", "ModuleFacts", "Project", "is_modeled", "project_root", "scan_imports"]
@@ -115,8 +116,10 @@ class ModuleFacts:
         """(level, module) of each ``from <level dots><module> import *`` at module level, in order."""
         for index, group in enumerate(found.groups):
             for statement in group:
-                for name in _bound_names(statement, self.star_sources):
+                names, stars = _bindings_of(statement)
+                for name in names:
                     self.binders.setdefault(name, []).append(index)
+                self.star_sources.extend(stars)
         self.cache = cache if cache is not None else SourceCache(spare=0)
         self.memo: dict[str, Any] = {}
         """What other analyses derive from these facts alone, kept as long as they are."""
@@ -183,7 +186,7 @@ class ModuleFacts:
             offsets, line = [], 0
             for start, end in self.outline.spans or ():
                 offsets.append(line)
-                line += len(NEWLINE.findall(self.text, start, end))
+                line += count_line_ends(self.text, start, end)
             self._line_offsets = offsets
         return self._line_offsets[index]
 
@@ -217,7 +220,24 @@ class ModuleFacts:
 
 def mutated_globals(text: str) -> frozenset[str]:
     """Names some ``global`` statement of the text declares: assigned from another scope."""
+    if "global" not in text:  # most texts: no scan of every line
+        return frozenset()
     return frozenset(name.strip() for match in _GLOBAL_STATEMENT.findall(text) for name in match.split(","))
+
+
+def _bindings_of(statement: ast.stmt) -> tuple[tuple[str, ...], tuple[tuple[int, str], ...]]:
+    """The names a top-level statement binds, and its star imports, kept by its node: a
+    document's outline holds the statements an edit left alone in every version."""
+    known = _BINDINGS.get(statement)
+    if known is None:
+        stars: list[tuple[int, str]] = []
+        known = _BINDINGS[statement] = (tuple(_bound_names(statement, stars)), tuple(stars))
+    return known
+
+
+_BINDINGS: weakref.WeakKeyDictionary[ast.stmt, tuple[tuple[str, ...], tuple[tuple[int, str], ...]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _bound_names(statement: ast.stmt, star_sources: list[tuple[int, str]]) -> Iterator[str]:

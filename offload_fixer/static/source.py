@@ -28,6 +28,7 @@ from typing import Any
 import libcst as cst
 from libcst.metadata import CodePosition, CodeRange
 
+from offload_fixer.source.lines import count_line_ends
 from offload_fixer.source.metadata import node_positions
 
 from .class_pieces import Part, parse_class_in_pieces, piece_module
@@ -338,7 +339,7 @@ def _statement_pieces(module: cst.Module) -> list[tuple[int, Chunk]]:
         chunk = Chunk((statement,), header, (), True, module.default_indent, module.default_newline, False, False)
         pieces.append((line, chunk))
         code = "".join(module.code_for_node(node) for node in (*header, statement))
-        line += len(NEWLINE.findall(code))
+        line += count_line_ends(code)
     return pieces
 
 
@@ -380,7 +381,7 @@ def _assemble(
         parsed.append(chunk)
         pieces.append(line)
         if chunk.lines is None:  # a chunk is kept by its text: its line ends are counted once
-            chunk.lines = len(NEWLINE.findall(piece))
+            chunk.lines = count_line_ends(piece)
         line += chunk.lines
     cache.trim(len(parsed))
     # The file's defaults are libcst's: its first indented block, its first line end.

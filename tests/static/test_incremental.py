@@ -4,6 +4,7 @@ and reports exactly what a check from scratch reports."""
 
 from __future__ import annotations
 
+import itertools
 import os
 from dataclasses import replace
 
@@ -280,3 +281,43 @@ def test_a_session_of_edits_in_a_large_test_class_checks_as_from_scratch():
         text = new
         document.check(text)
     assert document.cache.parts  # the class was parsed in pieces, kept for the next version
+
+
+def test_each_edit_an_editor_makes_reanalyses_what_it_changed_not_what_it_moved():
+    """The language-server benchmark's edit kinds (a line inserted or deleted in the middle, a
+    jitted function pasted, a helper renamed where it is defined and called, a block removed):
+    each version analyses again at most the statements whose text changed and those whose
+    callees changed, never the hundred statements below that merely moved, and finds what a
+    fresh check finds."""
+    from .test_source import lsp_benchmark
+
+    benchmark = lsp_benchmark()
+    base = benchmark.generate(600, True)
+    for kind in benchmark.EDIT_KINDS:
+        document = Document("generated.py")
+        versions = benchmark.edit_session(base, kind, 4)
+        assert document.check(versions[0])
+        for before, after in itertools.pairwise(versions):
+            assert document.check(after)
+            again = document.reanalysed(after)
+            changed = _changed_statements(before, after)
+            assert set(again) <= changed | {"@jax.jit"}, (kind, again, changed)
+            assert len(again) <= 2, (kind, again)
+
+
+def _changed_statements(before: str, after: str) -> set[str]:
+    """The first lines of the top-level statements of ``after`` that ``before`` does not hold."""
+    import ast
+
+    def statements(text: str) -> dict[str, str]:
+        lines = text.splitlines(keepends=True)
+        tree = ast.parse(text)
+        out = {}
+        for node in tree.body:
+            start = min([node.lineno, *(d.lineno for d in getattr(node, "decorator_list", ()))])
+            segment = "".join(lines[start - 1 : node.end_lineno])
+            out[segment] = lines[start - 1].strip()
+        return out
+
+    old = statements(before)
+    return {first for segment, first in statements(after).items() if segment not in old}
