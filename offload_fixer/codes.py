@@ -23,7 +23,8 @@ HOST_COPY_LANE_SLICE: Final = "OFL1210"
 OFFLOAD_DOES_NOTHING: Final = "OFL1211"
 HOST_STACK_OF_INNER_LOOP: Final = "OFL1212"
 HOST_STRIDED_SLICE_TO_DEVICE: Final = "OFL1213"
-HOST_LANES_UPDATED_BY_LAYOUT: Final = "OFL1214"
+HOST_LANES_UPDATED_BY_LAYOUT: Final = "OFL1215"
+MIXED_MEMORY_SPACES: Final = "OFL1215"
 
 NAMES: Final[dict[str, str]] = {
     HOST_VALUE_DEVICE_OUTPUT: "host-value-device-output",
@@ -40,6 +41,7 @@ NAMES: Final[dict[str, str]] = {
     HOST_STACK_OF_INNER_LOOP: "host-stack-of-inner-loop",
     HOST_STRIDED_SLICE_TO_DEVICE: "host-strided-slice-to-device",
     HOST_LANES_UPDATED_BY_LAYOUT: "host-lanes-updated-by-layout",
+    MIXED_MEMORY_SPACES: "mixed-memory-spaces",
 }
 """Each code's rule name (``offload-fixer rules NAME``, SARIF's ``rules[].name``), in code order."""
 ALL_CODES: Final[tuple[str, ...]] = tuple(NAMES)
@@ -47,10 +49,14 @@ ALL_CODES: Final[tuple[str, ...]] = tuple(NAMES)
 compiler fails that check. Its number is not reused."""
 
 STATIC_CODES: Final[frozenset[str]] = frozenset(
-    {HOST_VALUE_DEVICE_OUTPUT, DEVICE_COMPUTE_ON_HOST, UNPINNED_HOST_MEMORY}
+    {HOST_VALUE_DEVICE_OUTPUT, DEVICE_COMPUTE_ON_HOST, UNPINNED_HOST_MEMORY, MIXED_MEMORY_SPACES}
 )
 """The codes ``offload-fixer check`` (which never runs the program) reports; ``run`` and the
-Python API, which lower the program, report every code."""
+Python API, which lower the program, report every code but OFL1215, which JAX raises before
+anything lowers (``run`` shows the program's traceback)."""
+EAGER_STATIC_CODES: Final[frozenset[str]] = frozenset({HOST_STRIDED_SLICE_TO_DEVICE})
+"""The codes ``check`` reports only in code outside any jit, where JAX compiles each operation
+alone (an eager ``x[::2]`` of a host array)."""
 
 HOST_COMPUTE_CODES: Final[tuple[str, ...]] = (
     DEVICE_COMPUTE_ON_HOST,

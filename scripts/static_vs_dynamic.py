@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
 # The meshes of ``tests/static_vs_dynamic/`` have 4 and 8 devices: CPU devices, set before JAX starts.
@@ -67,6 +68,12 @@ class Matrix:
     """Compiled functions where only the static check reports OFL1201: a static false error."""
     codes: dict = field(default_factory=dict)
     """program -> (codes ``run`` reports, codes ``check`` reports), for ``--verbose``."""
+    eager_found: set = field(default_factory=set)
+    """Eager findings, ``(file, line, code)``, that ``run`` and the static check both report: an
+    operation outside any jit on an array in host memory (``run``'s ``... (eager)`` reports), and
+    JAX's refusal of mixed memory spaces, which stops the program (OFL1215 at its line)."""
+    eager_missed: set = field(default_factory=set)
+    eager_false_positive: set = field(default_factory=set)
 
 
 def _functions(diagnostics, code: str) -> set[tuple[str, str]]:
@@ -74,7 +81,7 @@ def _functions(diagnostics, code: str) -> set[tuple[str, str]]:
     return {
         (os.path.realpath(d.function.path or ""), d.function.name.rsplit(".", 1)[-1])
         for d in diagnostics
-        if d.code == code and d.function is not None
+        if d.code == code and d.function is not None and not _eager(d)
     }
 
 
@@ -82,8 +89,38 @@ def _units(diagnostics) -> set[tuple[str, str, str]]:
     return {
         (os.path.realpath(d.function.path or ""), d.function.name.rsplit(".", 1)[-1], d.output_path or "")
         for d in diagnostics
-        if d.code == "OFL1200" and d.function is not None
+        if d.code == "OFL1200" and d.function is not None and not _eager(d)
     }
+
+
+def _eager(diagnostic) -> bool:
+    """A finding of an eager operation: the jit JAX compiles around it (``multiply (eager)``)."""
+    return diagnostic.function is not None and diagnostic.function.name.endswith(" (eager)")
+
+
+def _eager_units(diagnostics, files: set[str]) -> set[tuple[str, int, str]]:
+    """``(file, line, code)`` of the eager findings in ``files``: the two sides name JAX's jits
+    differently (``_reduce_sum`` against ``sum``), so an operation is known by its line."""
+    found = set()
+    for d in diagnostics:
+        span = d.location
+        if (_eager(d) or d.code == "OFL1215") and span is not None and os.path.realpath(span.path) in files:
+            found.add((os.path.realpath(span.path), span.line, d.code))
+    return found
+
+
+_REFUSAL = re.compile(r'File "([^"]+)", line (\d+)')
+_REFUSAL_TEXT = "memory_space of all inputs passed to"
+
+
+def _refusal(exception: str | None, files: set[str]) -> set[tuple[str, int, str]]:
+    """JAX's refusal of mixed memory spaces that stopped the program, at the innermost line of
+    the program's own files in its traceback (OFL1215 there)."""
+    if not exception or _REFUSAL_TEXT not in exception:
+        return set()
+    frames = [(os.path.realpath(path), int(line)) for path, line in _REFUSAL.findall(exception)]
+    mine = [frame for frame in frames if frame[0] in files]
+    return {(*mine[-1], "OFL1215")} if mine else set()
 
 
 def _in(diagnostic, files: set[str]) -> bool:
@@ -96,7 +133,9 @@ def _in(diagnostic, files: set[str]) -> bool:
 def _compiled(diagnostic, checked: set) -> bool:
     """A finding of a function the program compiled (``run`` cannot judge the others)."""
     function = diagnostic.function
-    return function is None or (os.path.realpath(function.path or ""), function.name.rsplit(".", 1)[-1]) in checked
+    if function is None or _eager(diagnostic):
+        return True  # an eager operation: compared by its line (:func:`_eager_units`)
+    return (os.path.realpath(function.path or ""), function.name.rsplit(".", 1)[-1]) in checked
 
 
 def _names_host_compute(diagnostic) -> bool:
@@ -133,15 +172,33 @@ def compare(programs: list[Path]) -> Matrix:
             files = {os.path.realpath(program)}
             result = run_program(str(program), [], target="tpu")
         if result.program_exit_code != 0:
-            matrix.not_run.append((str(program), "the program failed"))
+            refused = _refusal(result.program_exception, files)
+            if not refused:
+                matrix.not_run.append((str(program), "the program failed"))
+                continue
+            # JAX refused an operation: what ran before it is compared, and the refusal.
+            static_diagnostics = [d for r in check_paths([str(program)]) for d in r.diagnostics]
+            static_refusals = {u for u in _eager_units(static_diagnostics, files) if u[2] == "OFL1215"}
+            matrix.eager_found |= refused & static_refusals
+            matrix.eager_missed |= refused - static_refusals
+            matrix.eager_false_positive |= static_refusals - refused
+            matrix.codes[str(program)] = (["OFL1215"], sorted({u[2] for u in static_refusals}))
             continue
         checked = {
             (os.path.realpath(report.function.path), report.function.name.rsplit(".", 1)[-1])
             for report in result.reports
-            if report.function and report.function.path and os.path.realpath(report.function.path) in files
+            if report.function
+            and report.function.path
+            and os.path.realpath(report.function.path) in files
+            and not report.function.name.endswith(" (eager)")
         }
         dynamic = {u for u in _units(result.diagnostics) if u[0] in files}
         static_diagnostics = [d for r in check_paths([str(program)]) for d in r.diagnostics]
+        dynamic_eager = _eager_units(result.diagnostics, files)
+        static_eager = _eager_units(static_diagnostics, files)
+        matrix.eager_found |= dynamic_eager & static_eager
+        matrix.eager_missed |= dynamic_eager - static_eager
+        matrix.eager_false_positive |= static_eager - dynamic_eager
         dynamic_codes = sorted({d.code for d in result.diagnostics if _in(d, files)})
         static_codes = sorted({d.code for d in static_diagnostics if _in(d, files) and _compiled(d, checked)})
         matrix.codes[str(program)] = (dynamic_codes, static_codes)
@@ -217,11 +274,21 @@ def main() -> int:
         )
     for path, function in sorted(matrix.host_compute_false_positive):
         print(f"static OFL1201 false positive: {os.path.relpath(path, ROOT)} {function}")
+    eager = len(matrix.eager_found) + len(matrix.eager_missed)
+    if eager or matrix.eager_false_positive:
+        print(
+            f"eager findings (file, line, code): the static check reports {len(matrix.eager_found)} of the "
+            f"{eager} run reports; {len(matrix.eager_false_positive)} static false positives"
+        )
+    for title, units in (("eager miss", matrix.eager_missed), ("eager false positive", matrix.eager_false_positive)):
+        for path, line, code in sorted(units):
+            print(f"{title}: {os.path.relpath(path, ROOT)}:{line} {code}")
     for program in sorted(matrix.host_compute - matrix.host_compute_named):
         print(f"static host-compute misses: {os.path.relpath(program, ROOT)}")
     for program in sorted(matrix.host_compute_static_only):
         print(f"static host compute that run does not report: {os.path.relpath(program, ROOT)}")
-    return 1 if matrix.false_positive or matrix.host_compute_false_positive or matrix.host_compute_static_only else 0
+    failed = matrix.false_positive or matrix.host_compute_false_positive or matrix.host_compute_static_only
+    return 1 if failed or matrix.eager_false_positive else 0
 
 
 if __name__ == "__main__":

@@ -141,6 +141,10 @@ class Rule:
     compiled_evidence: CompiledEvidence | None = None
     """For a finding XLA neither rejects nor logs: how ``--confirm`` and the fidelity script
     read it from the compiled program."""
+    judged_by_jax: bool = False
+    """JAX itself refuses the pattern, where :attr:`applies`, before any compiler sees it: the
+    examples are programs run as they are (eager code, no ``f`` to lower), and the tests run
+    them (each invalid one raises, each valid one runs); ``run`` reports the program's failure."""
 
     @property
     def name(self) -> str:
@@ -303,12 +307,16 @@ def render_rule(code: str, jax_version: str | None = None) -> str:
         behaviour = rule.targets[target]
         out.append(f"- `{target}` ({behaviour.severity}): {behaviour.outcome}.")
         if behaviour.message:
-            out.append(f"  XLA: `{behaviour.message}`")
+            out.append(f"  {'JAX' if rule.judged_by_jax else 'XLA'}: `{behaviour.message}`")
     out.append("")
     out += ["## Applies to", "", f"{rule.applies_to}.", ""]
     checked_by = "`offload-fixer run`, `fix` and `analyze()` (the lowered program)"
-    if rule.checked_statically:
+    if rule.judged_by_jax:
+        checked_by = "`offload-fixer check` (the source, without running it); `offload-fixer run` shows JAX's error as the program's failure"
+    elif rule.checked_statically:
         checked_by += ", and `offload-fixer check` (the source, without running it)"
+    elif rule.code in codes.EAGER_STATIC_CODES:
+        checked_by += ", and `offload-fixer check` in code outside any jit (the source, without running it)"
     out += ["## Reported by", "", f"{checked_by}.", ""]
     out += [f"## Example (JAX {sp.version})", ""]
     if not rule.applies(sp):

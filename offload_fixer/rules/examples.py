@@ -4,7 +4,8 @@ rule module lists its invalid and valid programs; this module renders them).
 Each is a real program for the JAX version it is rendered for (spellings come from
 :mod:`offload_fixer.jax_compat`) and defines ``f`` (a jitted function) and ``args`` (arguments
 to trace it with), so the tests lower it, analyse it and have the released compilers judge it
-(``tests/test_rules.py``, ``tests/xla/test_rule_examples.py``).
+(``tests/test_rules.py``, ``tests/xla/test_rule_examples.py``); a rule JAX judges itself
+(``Rule.judged_by_jax``) has programs the tests run instead.
 """
 
 from __future__ import annotations

@@ -151,6 +151,19 @@ def from_static(site: StaticSite) -> Iterator[Diagnostic]:
 def _static_explanation(site: StaticSite) -> str:
     leaf, spelling, target = site.finding.leaf, site.spelling, site.target
     version = spelling.version
+    eager = site.finding.site.eager
+    if eager is not None:
+        text = f"Outside any jit, JAX {version} compiles `{eager.op}` on its own, with its operand in host memory, "
+        if spelling.regime is not Regime.TYPED:
+            text += "and declares every such result device memory (before 0.7.1)."
+        elif leaf.shard:
+            text += (
+                "and types its result device memory: the operand is the data of one addressable shard "
+                "of an array in host memory, which JAX types device memory though it stays on host."
+            )
+        else:
+            text += "and declares its result device memory."
+        return f"{text} XLA finds the host value returned through a device output. On {target}: {RULE.targets[target].outcome}."
     if spelling.regime is Regime.LEGACY:
         text = (
             f"JAX {version} (<= 0.4.28) never infers output memory kinds: an output is host memory "

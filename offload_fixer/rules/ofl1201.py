@@ -75,6 +75,8 @@ def _host_compute(d: Diagnoser, seed: Seed, ops: list[ir.Operation]) -> Diagnost
 def from_static_compute(site: StaticHostCompute) -> Iterator[Diagnostic]:
     """The source check's OFL1201: a host value's computations before any move back to device,
     at the first, worded as ``run`` words them."""
+    if site.kind != "compute":
+        return
     first, where = site.ops[0]
     explanation = _compute_explanation(site.origin, [op for op, _ in site.ops])
     if site.elsewhere:

@@ -8,12 +8,14 @@ from typing import TYPE_CHECKING
 
 from offload_fixer import codes
 from offload_fixer import xla_messages as msg
+from offload_fixer.model import Diagnostic, Role, Step
 from offload_fixer.rules import FixDoc, Rule, ToolMessage, same_everywhere
 from offload_fixer.rules.examples import example
 
 if TYPE_CHECKING:
     from offload_fixer.analysis.backend import Backend, Op
     from offload_fixer.analysis.offloader import Failure
+    from offload_fixer.static.rules import StaticHostCompute
 
 STRIDED_COPY_SHAPE = msg.XlaMessage(
     "strided-host-copy-shape",
@@ -129,6 +131,29 @@ def _failure_text(subject: str | None, target: str) -> tuple[str, str]:
     return STRIDED_COPY_FAILS.format(subject=where, compiler=target.upper()), _WHY
 
 
+def from_static_compute(site: StaticHostCompute) -> Iterator[Diagnostic]:
+    """The source check's OFL1213: a strided slice of a host array on one device, taken by eager
+    code, which JAX compiles as a copy of the slice to device (:mod:`offload_fixer.static.eager`)."""
+    if site.kind != "strided slice":
+        return
+    op, where = site.ops[0]
+    message, why = _failure_text(None, site.target)
+    yield Diagnostic(
+        code=RULE.code,
+        severity=RULE.severity(site.target),
+        target=site.target,
+        message=message,
+        explanation=why,
+        origin=site.origin,
+        trace=(site.start, Step(op, Role.HOST_COMPUTE, where)),
+        span=where,
+        fixes=(RULE.fix_option("device"),),
+        function=site.function,
+        source="static",
+        source_sha256=site.source_sha256,
+    )
+
+
 RULE = Rule(
     code=codes.HOST_STRIDED_SLICE_TO_DEVICE,
     summary="A strided slice of a host value is copied to device",
@@ -167,6 +192,7 @@ RULE = Rule(
     ),
     invalid=(example(_INVALID), example(_INVALID_LANES), example(_INVALID_FOLDED)),
     valid=(example(_VALID), example(_VALID_DEVICE_FIRST), example(_VALID_ONE_ROW)),
+    from_static_compute=from_static_compute,
     backend=backend,
     backend_stage="copies",
     failure_texts={STRIDED_COPY_SHAPE: _failure_text},

@@ -33,7 +33,7 @@ from offload_fixer.source.real_paths import is_directory
 from .files import Unreadable, walk
 from .incremental import Increment, statement_names
 from .outline import Outline, SourceCache, outline
-from .prefilter import checks_policy_alone, references_jit
+from .prefilter import checks_policy_alone, references_jit, spells_host
 from .project import ModuleFacts, Project
 from .reading import kept_result, notebook_facts, notebook_program, read_for_check, validated, validated_here
 from .results import ParseError, StaticResult, internal_error_note
@@ -516,7 +516,7 @@ def _check_once(
     if isinstance(syntax_error, SyntaxError) and judged_by_cpython(python):
         # the file is written for this interpreter's Python or an older one: CPython decides
         return StaticResult(path, parse_error=_syntax_error(syntax_error, text, path, python), analysed=True)
-    if found is not None and not references_jit(found.tree) and not checks_policy_alone(data):
+    if found is not None and not references_jit(found.tree) and not checks_policy_alone(data) and not spells_host(data):
         return StaticResult(path, analysed=True)
     import hashlib
 
@@ -657,17 +657,18 @@ def _analyse(
     may affect is analysed again only where a host value can reach it; the others find
     nothing, whether or not they were ever parsed."""
     from .interpreter import Interpreter
-    from .rules import diagnostics, findings
+    from .rules import diagnostics, eager_findings, findings
     from .source import ParsedSource, Sources
 
     importer = None if path.startswith("<") else path
     increment = None
     consulted: dict[str, Any] = {}  # project modules read to rule statements out: their stamps count too
+    eager: list[int] | None
     if isinstance(parsed, ModuleFacts):
-        from .candidates import site_candidates
+        from .candidates import eager_candidates, site_candidates
         from .policies import unpinned_policies_by_statement
 
-        interpreter = Interpreter(parsed, text, None, project, importer)
+        interpreter = Interpreter(parsed, text, None, project, importer, spelling.regime)
         assert interpreter.lazy is not None
         if cache is None or project is None:
             if prune:
@@ -675,25 +676,29 @@ def _analyse(
 
                 keep_jit_groups_only(parsed)
             indices: list[int] | None = site_candidates(parsed, project, importer)
-            if prune and indices:
+            eager = eager_candidates(parsed, project, importer)
+            if prune and (indices or eager):
                 from .pruning import pruned_pieces
 
-                parsed.pruned = pruned_pieces(parsed, project, importer, indices)
+                parsed.pruned = pruned_pieces(parsed, project, importer, sorted({*(indices or ()), *eager}))
         else:
             # Of the statements a change may affect, those a host value can reach; the others
             # find nothing (kept so), parsed only where an analysed one reads them.
             increment = _increment_by_chunk(parsed, cache, (path, target, spelling), project)
             with project.consulting() as asked:
                 indices = site_candidates(parsed, project, importer, increment.dirty)
-                if indices:
+                eager = eager_candidates(parsed, project, importer, increment.dirty)
+                if indices or eager:
                     from .pruning import pruned_pieces
 
                     # As ``check`` prunes: a class is cut down by what every candidate reads
                     # (those of a document just opened, every statement of which is dirty).
                     everywhere = (
-                        indices
+                        sorted({*(indices or ()), *eager})
                         if len(increment.dirty) == len(parsed.outline.groups)
-                        else site_candidates(parsed, project, importer)
+                        else sorted(
+                            {*site_candidates(parsed, project, importer), *eager_candidates(parsed, project, importer)}
+                        )
                     )
                     parsed.pruned = pruned_pieces(parsed, project, importer, everywhere)
             project.note(asked)
@@ -707,9 +712,10 @@ def _analyse(
         if not isinstance(parsed, ParsedSource):
             parsed = ParsedSource(parsed)
         policies = unpinned_policies(parsed, text, path, target, source_sha256)
-        interpreter = Interpreter(parsed.module, text, parsed.memos(), project, importer)
+        interpreter = Interpreter(parsed.module, text, parsed.memos(), project, importer, spelling.regime)
         increment = _increment(parsed, found_outline, cache, interpreter, (path, target, spelling), project)
         indices = None if increment is None else increment.dirty
+        eager = indices
     fresh: dict[int, list] = {}
     if increment is not None:
         fresh.update((index, []) for index in increment.dirty)
@@ -719,6 +725,14 @@ def _analyse(
             site = interpreter.analyse(jitted)
             if site is not None:
                 fresh[index].extend(findings(site, spelling))
+    # The code outside any jit, once every jit site is analysed (its module-level names are
+    # then evaluated as eager code does).
+    eager_indices = range(interpreter.statement_count) if eager is None else eager
+    for index, (operations, called) in interpreter.eager_by_statement(eager_indices).items():
+        found_here = fresh.setdefault(index, [])
+        found_here.extend(eager_findings(operations))
+        for site in called:
+            found_here.extend(findings(site, spelling))
     foreign: dict[str, Any] = {p: scope for p, scope in interpreter.foreign.items() if scope is not None}
     foreign.update((p, None) for p in consulted if p not in foreign)
     primary: ParsedSource | None = None

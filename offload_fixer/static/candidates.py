@@ -81,6 +81,27 @@ def site_candidates(
     return _fixed_point(_Resolver(facts, project, importer, host=True), facts, found)
 
 
+def eager_candidates(
+    facts: ModuleFacts, project: Project | None, importer: str | None, among: Sequence[int] | None = None
+) -> list[int]:
+    """The top-level statement groups whose code runs outside any jit (:mod:`.eager`: a
+    statement other than a ``def`` or a class, a test function, a class with test methods)
+    that a host value can reach; of the indices ``among`` (in their order) when given."""
+    indices = range(len(facts.outline.groups)) if among is None else among
+    roots = [index for index in indices if any(_runs_eagerly(s) for s in facts.outline.groups[index])]
+    if not roots:
+        return roots
+    return _fixed_point(_Resolver(facts, project, importer, host=True), facts, roots)
+
+
+def _runs_eagerly(statement: ast.stmt) -> bool:
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return statement.name.startswith("test")
+    if isinstance(statement, ast.ClassDef):
+        return any(isinstance(m, ast.FunctionDef) and m.name.startswith("test") for m in statement.body)
+    return True
+
+
 def reads_host(
     facts: ModuleFacts,
     project: Project | None,

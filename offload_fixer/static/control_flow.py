@@ -6,6 +6,7 @@ say where each leaf of the carry, the stacked outputs and the branches' results 
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from typing import Any
 
 from .evaluator import ABSENT, Evaluator, call_argument
@@ -89,7 +90,7 @@ def _slice(leaf: Any, node: Any) -> Any:
         return leaf
     if isinstance(leaf, HostArray):
         sliced = leaf.after("maybe_identity", "scan slice", node)
-        return HostArray(sliced.origin, sliced.steps, sliced.trace, leaf.single)
+        return replace(sliced, single=leaf.single)
     return UNKNOWN
 
 
@@ -121,7 +122,7 @@ def _carry_result(carry_in: Any, carry_out: Any) -> Any:
         # Computed from host data in the body: host from the first iteration on, and every
         # later one computes on it there (the walk of XLA's host offloader through the loop).
         steps = carry_out.steps | (carry_in.steps if isinstance(carry_in, HostArray) else frozenset())
-        return HostArray(carry_out.origin, steps | {"carry"}, carry_out.trace, carry_out.single)
+        return replace(carry_out, steps=steps | {"carry"})
     return UNKNOWN
 
 
@@ -149,5 +150,5 @@ def _merge_branches(values: list, node: Any) -> Any:
         return UNKNOWN
     merged = hosts[0]
     for other in hosts[1:]:
-        merged = HostArray(merged.origin, merged.steps | other.steps, merged.trace, merged.single and other.single)
+        merged = replace(merged, steps=merged.steps | other.steps, single=merged.single and other.single)
     return merged.after("compute" if len(hosts) == len(values) else "cond_mixed", "cond", node)

@@ -40,12 +40,28 @@ class Evaluator:
     host_computations: list
     """``(origin, op, node)`` of each computation on a host value of the current jit site
     (:meth:`.expressions.ExpressionEvaluator.compute`): the source of OFL1201."""
+    refusals: list
+    """``(origin, op, node)`` of each operation of the current jit site that JAX >= 0.7.1
+    refuses, its operands in different memory spaces: the source of OFL1215."""
+    module_scope: Any
+    """The checked module's scope."""
+    _silent: int
+    """How many evaluations under way record no eager operation (:mod:`.eager`)."""
 
     if TYPE_CHECKING:
+
+        @property
+        @abstractmethod
+        def in_eager_code(self) -> bool:
+            """Whether the code being run is outside any jit (:mod:`.eager`)."""
 
         @abstractmethod
         def ev(self, node: Any, scope: Any) -> Any:
             """The abstract value of expression ``node`` in ``scope``."""
+
+        @abstractmethod
+        def attribute_of(self, base: Any, attr: str, node: Any) -> Any:
+            """``base.attr`` for an abstract value ``base``."""
 
         @abstractmethod
         def apply(self, callee: Any, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
@@ -110,6 +126,30 @@ class Evaluator:
         @abstractmethod
         def local_names(self, node: Any) -> frozenset:
             """The names a function binds locally."""
+
+        @abstractmethod
+        def top_statement(self, index: int) -> Any:
+            """The ``index``-th top-level statement of the checked module."""
+
+        @abstractmethod
+        def class_statements(self, node: Any) -> list:
+            """The statements of a class's body."""
+
+        @abstractmethod
+        def analysed_call(self, jitted: Any, args: list, kwargs: dict, keep: bool) -> Any:
+            """A jit site called from eager code: its result (``keep``: and its site first)."""
+
+        @abstractmethod
+        def eager_compute(self, op: str, operands: tuple, node: Any, kind: str) -> Any:
+            """The result of an eager operation, recorded where an operand is in host memory."""
+
+        @abstractmethod
+        def refused(self, op: str, host: Any, operands: tuple) -> bool:
+            """Whether JAX >= 0.7.1 refuses an operation for its operands' memory spaces."""
+
+        @abstractmethod
+        def eager_jit_call(self, jitted: Any, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
+            """A jitted function called from eager code."""
 
 
 ABSENT: Any = object()

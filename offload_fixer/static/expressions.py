@@ -47,7 +47,9 @@ from .values import (
     Ref,
     ReplaceMethod,
     Seq,
+    Shard,
     ShardingSpec,
+    Shards,
     Transform,
     TransformFactory,
     join,
@@ -109,8 +111,10 @@ class ExpressionEvaluator(Evaluator):
         return Const(literal_value(node.value))
 
     def _ev_attribute(self, node: cst.Attribute, scope: Any) -> Any:
-        base = self.ev(node.value, scope)
-        attr = node.attr.value
+        return self.attribute_of(self.ev(node.value, scope), node.attr.value, node)
+
+    def attribute_of(self, base: Any, attr: str, node: Any) -> Any:
+        """``base.attr`` (also ``getattr(base, "attr")``), written at ``node``."""
         if isinstance(base, Ref):
             return Ref(f"{base.qualname}.{attr}")
         if isinstance(base, ProjectModule):
@@ -118,6 +122,8 @@ class ExpressionEvaluator(Evaluator):
         if isinstance(base, Instance):
             found = base.get(attr)
             return self.instance_member(base, attr, node) if found is None else found
+        if isinstance(base, Shard) and attr == "data":
+            return _shard_data(base.array)
         if isinstance(base, (HostArray, DeviceArray)):
             if attr in names.ARRAY_ATTRIBUTES:
                 return self.compute(attr, (base,), node, f"attribute.{attr}")
@@ -125,6 +131,8 @@ class ExpressionEvaluator(Evaluator):
                 return AtIndexer(base)
             if attr in ("shape", "ndim", "size", "dtype"):
                 return STATIC
+            if attr in ("addressable_shards", "global_shards"):
+                return Shards(base)
             if not base.single and attr not in names.ARRAY_PROPERTIES:
                 return base  # a pytree node's field (``state.params``): a subtree in the same memory
         return UNKNOWN
@@ -156,7 +164,10 @@ class ExpressionEvaluator(Evaluator):
             if isinstance(base, AtIndexer):
                 return AtIndexed(base.base, operands)
             trivial = all(whole_axis(element.slice) for element in node.slice)
-            return self.compute("index", (base, *operands), node, "maybe_identity" if trivial else "slice")
+            kind = "maybe_identity" if trivial else "strided slice" if _strided(node, scope, self) else "slice"
+            return self.compute("index", (base, *operands), node, kind)
+        if isinstance(base, Shards):
+            return Shard(base.array)
         return UNKNOWN
 
     def constant_index(self, node: cst.Subscript, scope: Any) -> Const | None:
@@ -264,12 +275,16 @@ class ExpressionEvaluator(Evaluator):
 
         ``kind`` names the operation for :data:`names.MAYBE_IDENTITY`; those that may be
         skipped by JAX are recorded as ``maybe_identity`` rather than ``compute``, slices
-        (``kind="slice"``) as ``slice``. A computation on a host value is recorded for OFL1201.
+        (``kind="slice"``, ``"strided slice"``) as ``slice``. A computation on a host value is
+        recorded for OFL1201; one JAX >= 0.7.1 refuses for its operands' memory spaces, for
+        OFL1215. In eager code JAX compiles each operation alone (:mod:`.eager`).
         """
+        if self.in_eager_code:
+            return self.eager_compute(op, operands, node, kind)
         if kind == "maybe_identity" or kind in names.MAYBE_IDENTITY:
             category = "maybe_identity"
         else:
-            category = "slice" if kind == "slice" else "compute"
+            category = "slice" if kind in ("slice", "strided slice") else "compute"
         host = None
         unknown = explicit = False
         for operand in operands:
@@ -285,12 +300,15 @@ class ExpressionEvaluator(Evaluator):
                 elif not isinstance(leaf, (Const, Ref, ShardingSpec, DeviceRef)):
                     unknown = True
         if host is not None:
+            if self.refused(op, host, operands):
+                self.refusals.append((host.origin, op, node))
+                return UNKNOWN
             if category == "compute" and not explicit and not self._host_compute_depth and op not in _MEMORY_OPS:
                 self.record_host_compute(host, op, node)
             result = host.after(category, op, node)
             if explicit:
                 result = replace(result, steps=result.steps | {"explicit_device"})
-            return result if result.single else HostArray(result.origin, result.steps, result.trace, True)
+            return result if result.single else replace(result, single=True)
         if unknown or self._host_compute_depth:
             return UNKNOWN
         return DeviceArray(True, explicit) if explicit else DEVICE_LEAF
@@ -363,6 +381,8 @@ class ExpressionEvaluator(Evaluator):
             merged.update(kwargs)
             return self.apply(callee.fn, [*callee.args, *args], merged, node, scope)
         if isinstance(callee, Jitted):
+            if self.in_eager_code:
+                return self.eager_jit_call(callee, args, kwargs, node, scope)
             return jax_api.nested_jit(self, callee, args, kwargs, node, scope)
         if isinstance(callee, JitFactory):
             options = callee.options.merged(jax_api.with_unpacked(jax_api.keywords(node, scope), kwargs, node))
@@ -388,8 +408,15 @@ class ExpressionEvaluator(Evaluator):
         if isinstance(receiver, Optimizer):
             return jax_api.optimizer_method(self, receiver, name, args, kwargs, node)
         if name == "with_memory_kind":
-            return jax_api.sharding_of_kind(args[0] if args else kwargs.get("kind"))
+            sharding = jax_api.sharding_of_kind(args[0] if args else kwargs.get("kind"))
+            if isinstance(receiver, ShardingSpec) and isinstance(sharding, ShardingSpec):
+                return replace(sharding, placement=receiver.placement)
+            return sharding
         if isinstance(receiver, (HostArray, DeviceArray)):
+            if name == "addressable_data" and isinstance(receiver, HostArray):
+                return _shard_data(receiver)
+            if name == "block_until_ready" and not args and not kwargs:
+                return receiver
             if name in names.ARRAY_METHODS:
                 return self.compute(name, (receiver, *args, *kwargs.values()), node, f"method.{name}")
             if name == "copy" and not args:
@@ -408,6 +435,26 @@ class ExpressionEvaluator(Evaluator):
         if isinstance(receiver, (Mapping, Seq)) and name in names.MUTATING_METHODS and isinstance(scope, Frame):
             self.forget_base(receiver_node, scope)
         return UNKNOWN
+
+
+def _shard_data(array: Any) -> Any:
+    """The data of one addressable shard of ``array``: of a host array, host data that JAX
+    >= 0.7.1 types device memory where the array spans devices (:mod:`.eager`); an array on
+    one device is its own shard."""
+    if isinstance(array, HostArray):
+        return replace(array, single=True, shard=array.placement != "single")
+    return DeviceArray(True) if isinstance(array, DeviceArray) else UNKNOWN
+
+
+def _strided(node: cst.Subscript, scope: Any, interp: Any) -> bool:
+    """Whether an index slices with a constant step other than 1 (``x[::2]``, ``x[:, 1::2]``)."""
+    for element in node.slice:
+        part = element.slice
+        if isinstance(part, cst.Slice) and part.step is not None:
+            step = interp.ev(part.step, scope)
+            if isinstance(step, Const) and isinstance(step.value, int) and step.value not in (1, None):
+                return True
+    return False
 
 
 def _at_op(method: str, indexed: AtIndexed) -> str:

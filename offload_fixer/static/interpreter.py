@@ -17,6 +17,7 @@ the project's functions and classes, :mod:`.iteration` Python's iteration,
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from typing import Any, cast
 
 import libcst as cst
 
+from offload_fixer.jax_compat import Regime
 from offload_fixer.source.bindings import (
     Binding,
     BindingCollector,
@@ -33,6 +35,7 @@ from offload_fixer.source.bindings import (
 )
 
 from . import jax_api, names
+from .eager import EagerOperation, EagerRunner
 from .evaluator import MAX_EVALUATIONS, Unsupported
 from .expressions import ExpressionEvaluator
 from .jax_api import argument_from_shardings, with_spelling
@@ -60,6 +63,7 @@ from .values import (
     TransformFactory,
     Unpacked,
     after_each,
+    join,
 )
 
 
@@ -74,19 +78,24 @@ class ReturnedValue:
 
 @dataclass(frozen=True)
 class SiteResult:
-    """What one jitted function returns, and the ``out_shardings`` it declares."""
+    """What one jitted function returns, and the ``out_shardings`` it declares; or (``eager``)
+    one eager operation on a host array (:mod:`.eager`)."""
 
     function: Any
-    """The ``def``/``lambda`` node that is traced."""
+    """The ``def``/``lambda`` node that is traced (an eager operation's: its node)."""
     returns: tuple
     out_shardings: Any
     """Abstract value of ``out_shardings``: ``NONE`` when absent."""
     host_computations: tuple = ()
     """``(origin, op, node)``: computations on host values before any move back to device."""
+    refusals: tuple = ()
+    """``(origin, op, node)``: operations JAX >= 0.7.1 refuses, their operands in different memory spaces."""
+    eager: EagerOperation | None = None
+    """The eager operation this stands for: its result is the one return, ``op (eager)`` the function."""
 
 
-class Interpreter(StatementRunner, ExpressionEvaluator, ProjectCode, OtherModules):
-    """The static check of one module: its jit sites, and what each one returns."""
+class Interpreter(StatementRunner, ExpressionEvaluator, ProjectCode, OtherModules, EagerRunner):
+    """The static check of one module: its jit sites, what each one returns, and the eager code."""
 
     def __init__(
         self,
@@ -95,11 +104,19 @@ class Interpreter(StatementRunner, ExpressionEvaluator, ProjectCode, OtherModule
         memos: Sequence[dict] | None = None,
         project: Project | None = None,
         path: str | None = None,
+        regime: Regime = Regime.TYPED,
     ) -> None:
         """``module``: parsed, or facts parsed statement by statement as read (:class:`NotCut`:
         one does not parse alone). ``memos``: per top-level statement, what its syntax tells,
         kept for the next check of the document (:meth:`ParsedSource.memos`). ``project``
-        resolves the imports of ``path`` (without it, imported names stay names)."""
+        resolves the imports of ``path`` (without it, imported names stay names). ``regime``:
+        how the JAX version types memory, which decides what eager operations do."""
+        self.regime = regime
+        self._eager = None
+        self._eager_sites = []
+        self._traced = 0
+        self._silent = 0
+        self.refusals: list = []
         self.path = None if path is None else os.path.abspath(path)
         self.project = project
         self.module_scope: StaticScope
@@ -146,6 +163,20 @@ class Interpreter(StatementRunner, ExpressionEvaluator, ProjectCode, OtherModule
             self._discover_statement(statement, self.module_scope, self.module_scope, index, sites)
             found[index] = list(sites.values())
         return found
+
+    @property
+    def statement_count(self) -> int:
+        """How many top-level statements (groups) the checked module has."""
+        return self._count
+
+    def top_statement(self, index: int) -> Any:
+        """The libcst node of the ``index``-th top-level statement (parsed now, when read lazily)."""
+        return self._statement(index)
+
+    def class_statements(self, node: cst.ClassDef) -> list:
+        """The statements of a class's body (its full body where only its header was parsed)."""
+        body = self.module_scope.class_body(node)
+        return [] if body is None else block_statements(body.body)
 
     def _statement(self, index: int) -> Any:
         if self.lazy is None:
@@ -228,6 +259,9 @@ class Interpreter(StatementRunner, ExpressionEvaluator, ProjectCode, OtherModule
 
     def binding_value(self, scope: StaticScope, binding: Binding) -> Any:
         """The value a binding gives its name (called lazily by :class:`StaticScope`)."""
+        return self.eager_binding(lambda: self._binding_value(scope, binding))
+
+    def _binding_value(self, scope: StaticScope, binding: Binding) -> Any:
         try:
             if binding.kind == "import":
                 return self.imported(binding.qualname, scope.module_path, isinstance(binding.node, cst.Import))
@@ -268,6 +302,23 @@ class Interpreter(StatementRunner, ExpressionEvaluator, ProjectCode, OtherModule
 
     # ------------------------------------------------------------------ one jit site
     def analyse(self, jitted: Jitted) -> SiteResult | None:
+        self._budget = MAX_EVALUATIONS
+        return self._trace_site(jitted, None)[0]
+
+    def analysed_call(self, jitted: Jitted, args: list, kwargs: dict, keep: bool) -> Any:
+        """A jit site called from eager code with ``args``: its result (and, ``keep``, its
+        :class:`SiteResult` first). Committed arguments are traced as they are, unless the
+        site declares ``in_shardings``."""
+        saved = self.host_computations, self.refusals
+        try:
+            site, value = self._trace_site(jitted, (args, kwargs))
+        finally:
+            self.host_computations, self.refusals = saved
+        return (site, value) if keep else value
+
+    def _trace_site(self, jitted: Jitted, called: tuple[list, dict] | None) -> tuple[SiteResult | None, Any]:
+        """What a jit site returns, traced from its ``in_shardings`` or (``called``) from the
+        arguments eager code passes it; and the value it returns, joined over its returns."""
         target, bound_args, bound_kwargs = jitted.target, (), ()
         while isinstance(target, Jitted) and not target.options.keywords:
             target = target.target  # jit of a jitted function: the outer jit's options decide
@@ -276,15 +327,24 @@ class Interpreter(StatementRunner, ExpressionEvaluator, ProjectCode, OtherModule
             transformed, target = target, _traced_base(target)
         if isinstance(target, Bound):
             target, bound_args, bound_kwargs = target.fn, target.args, target.kwargs
-        if not isinstance(target, Function):
-            return None
-        self._budget = MAX_EVALUATIONS
+        if not isinstance(target, Function) or target.node in self._stack:
+            return None, UNKNOWN
         self.host_computations = []
+        self.refusals = []
         options = jitted.options
         try:
             out_shardings = self._option(options, "out_shardings", "out_axis_resources")
             frame = Frame(self.local_names(target.node), target.scope)
-            frame.env.update(self._site_arguments(target.node, options, bound_args, dict(bound_kwargs)))
+            declared = options.get("in_shardings", "in_axis_resources") is not None
+            if called is None or declared or transformed is not None:
+                frame.env.update(self._site_arguments(target.node, options, bound_args, dict(bound_kwargs)))
+            else:
+                env = self._bind(
+                    Function(target.node, target.scope), [*bound_args, *called[0]], {**dict(bound_kwargs), **called[1]}
+                )
+                if env is None:
+                    return None, UNKNOWN
+                frame.env.update(env)
             self._stack.append(target.node if transformed is None else transformed)  # traced by the transform
             try:
                 returns: tuple[ReturnedValue, ...]
@@ -306,8 +366,10 @@ class Interpreter(StatementRunner, ExpressionEvaluator, ProjectCode, OtherModule
             finally:
                 self._stack.pop()
         except Unsupported:
-            return None
-        return SiteResult(target.node, returns, out_shardings, tuple(self.host_computations))
+            return None, UNKNOWN
+        site = SiteResult(target.node, returns, out_shardings, tuple(self.host_computations), tuple(self.refusals))
+        value = functools.reduce(join, [r.value for r in returns]) if returns else UNKNOWN
+        return site, value
 
     def _call_transformed(self, transformed: Any, base: Function, frame: Frame) -> Any:
         """``jax.jit(jax.grad(f))`` and the like: ``f``'s parameters take the site's arguments

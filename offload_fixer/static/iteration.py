@@ -14,6 +14,7 @@ pytree argument: iterated, each item is such a subtree).
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from typing import Any
 
 import libcst as cst
@@ -30,6 +31,8 @@ from .values import (
     Mapping,
     Repeated,
     Seq,
+    Shard,
+    Shards,
     join,
 )
 
@@ -40,11 +43,7 @@ MAX_UNROLLED = 32
 def repeated(item: Any, nonempty: bool) -> Any:
     """An iterable of unknown length whose items are each ``item``."""
     if isinstance(item, (HostArray, DeviceArray)):
-        return (
-            HostArray(item.origin, item.steps, item.trace, False)
-            if isinstance(item, HostArray)
-            else DeviceArray(False, item.explicit)
-        )
+        return replace(item, single=False) if isinstance(item, HostArray) else DeviceArray(False, item.explicit)
     return Repeated(item, nonempty)
 
 
@@ -57,6 +56,8 @@ def element(iterated: Any) -> Any:
         return functools.reduce(join, iterated.items)
     if isinstance(iterated, Repeated):
         return iterated.item
+    if isinstance(iterated, Shards):
+        return Shard(iterated.array)
     return UNKNOWN
 
 

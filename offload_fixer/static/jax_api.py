@@ -188,13 +188,19 @@ def put(x: Any, target: Any, node: Any) -> Any:
             return Mapping(tuple((k, put(v, target.get(k), node)) for k, v in x.items))
         return UNKNOWN
     kind = memory_kind_of(target)
+    placement = target.placement if isinstance(target, ShardingSpec) else None
     if kind in names.HOST_KINDS:
         origin = HostOrigin(
             "move_to_host", kind, node, f"jax.device_put to {kind} memory", condition=condition_of(target)
         )
-        return map_leaves(x, lambda leaf: HostArray(origin, single=is_single_array(leaf)))
+        return map_leaves(
+            x,
+            lambda leaf: HostArray(origin, single=is_single_array(leaf), placement=placement, shaped=_shaped(leaf)),
+        )
     if kind in names.DEVICE_KINDS:
-        return map_leaves(x, lambda leaf: DeviceArray(single=is_single_array(leaf), explicit=True))
+        return map_leaves(
+            x, lambda leaf: DeviceArray(single=is_single_array(leaf), explicit=True, shaped=_shaped(leaf))
+        )
     if kind == "device_ref":
         return after_each(x, "noop_put", "device_put", node)
     if kind == "nokind":
@@ -202,9 +208,58 @@ def put(x: Any, target: Any, node: Any) -> Any:
     return UNKNOWN
 
 
-def _sharding(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
-    kind = kwargs.get("memory_kind", NONE)
-    return ShardingSpec(None) if kind is NONE else sharding_of_kind(kind)
+def _shaped(leaf: Any) -> bool:
+    return isinstance(leaf, (HostArray, DeviceArray)) and leaf.shaped
+
+
+def _sharding(placement: str | None) -> Handler:
+    """A sharding class: ``memory_kind=`` names its memory; ``placement`` is how it places an
+    array (``single``: one device, ``mesh``: a named sharding over a mesh)."""
+
+    def sharding(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
+        kind = kwargs.get("memory_kind", NONE)
+        found = ShardingSpec(None) if kind is NONE else sharding_of_kind(kind)
+        return replace(found, placement=placement) if isinstance(found, ShardingSpec) else found
+
+    return sharding
+
+
+def _block_until_ready(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
+    return args[0] if len(args) == 1 and not kwargs else UNKNOWN
+
+
+def _getattr(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
+    """``getattr(x, "name")`` with a constant name: ``x.name``; with a default, either."""
+    if not 2 <= len(args) <= 3 or kwargs or not isinstance(args[1], Const) or not isinstance(args[1].value, str):
+        return UNKNOWN
+    found = interp.attribute_of(args[0], args[1].value, node)
+    if len(args) == 3 and found is UNKNOWN:
+        return UNKNOWN
+    return found
+
+
+def _created(qualname: str) -> Handler:
+    """``jnp.ones(shape)``, ``jnp.arange(n)``...: a new array in device memory, with a dimension
+    where its shape says so (JAX >= 0.7.1 compares the memory spaces of such operands)."""
+    ranged = qualname.rsplit(".", 1)[1] in ("arange", "linspace", "eye", "identity")
+
+    def created(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
+        if ranged:
+            return DeviceArray(True, shaped=True)  # a range, a grid, a matrix: a dimension at least
+        shape = args[0] if args else kwargs.get("shape", UNKNOWN)
+        shaped = (isinstance(shape, Const) and type(shape.value) is int and shape.value > 0) or (
+            isinstance(shape, Seq) and bool(shape.items)
+        )
+        return DeviceArray(True, shaped=shaped)
+
+    return created
+
+
+def _created_like(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
+    """``jnp.zeros_like(x)`` of a device array: another like it (of a host one, unknown)."""
+    if not args or not isinstance(args[0], DeviceArray):
+        return UNKNOWN
+    return DeviceArray(True, shaped=args[0].shaped)
 
 
 def _devices(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
@@ -337,7 +392,7 @@ def _tree_map(interp: Evaluator, fn: Any, tree: Any, rest: list, node: Any, scop
         return result
     # ``tree`` stands for a subtree of unknown structure: each of its leaves maps alike.
     if isinstance(result, HostArray):
-        return HostArray(result.origin, result.steps, result.trace, single=False)
+        return replace(result, single=False)
     return DeviceArray(False, result.explicit) if isinstance(result, DeviceArray) else UNKNOWN
 
 
@@ -351,6 +406,13 @@ def _pytree_preserving(op: str) -> Handler:
 
 
 def _copy(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
+    if (
+        len(args) == 1
+        and isinstance(args[0], Seq)
+        and args[0].items
+        and all(isinstance(i, Const) for i in args[0].items)
+    ):
+        return DeviceArray(True, shaped=True)  # ``jnp.array([0, 2])``: a new array of those numbers
     if len(args) == 1 and set(kwargs) <= {"copy"}:
         return after_each(args[0], "copy", "copy", node)
     return UNKNOWN
@@ -405,7 +467,13 @@ def _table() -> dict[str, Api]:
     add(names.STATICMETHOD, Api(_unknown, lambda value: value))
     add(names.WRAPS, lambda interp, args, kwargs, node, scope: TransformFactory("wraps"))
     add(names.DEVICE_PUT, _device_put)
-    add(names.SHARDING_CLASSES, _sharding)
+    for qualname in sorted(names.SHARDING_CLASSES):
+        add(qualname, _sharding(names.SHARDING_PLACEMENTS.get(qualname)))
+    add(names.BLOCK_UNTIL_READY, _block_until_ready)
+    add("builtins.getattr", _getattr)
+    for qualname in sorted(names.ARRAY_CREATION):
+        add(qualname, _created(qualname))
+    add(names.ARRAY_CREATION_LIKE, _created_like)
     add(names.DEVICE_LISTS, _devices)
     add(names.COMPUTE_ON, _compute_on)
     add(names.CUSTOM_JVP, _transform("custom_jvp"))

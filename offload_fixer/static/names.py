@@ -35,6 +35,10 @@ JIT = frozenset({"jax.jit", "jax.pjit", "jax.experimental.pjit.pjit"})
 PARTIAL = frozenset({"functools.partial"})
 WRAPS = frozenset({"functools.wraps"})
 DEVICE_PUT = frozenset({"jax.device_put"})
+ARRAY_TYPES = frozenset({"jax.Array", "jax.numpy.ndarray"})
+"""What ``isinstance(x, ...)`` tests for a JAX array."""
+BLOCK_UNTIL_READY = frozenset({"jax.block_until_ready"})
+"""Waits for a pytree's arrays and returns it: each leaf where it was."""
 SHARDING_CLASSES = frozenset(
     {
         "jax.sharding.NamedSharding",
@@ -44,6 +48,16 @@ SHARDING_CLASSES = frozenset(
         "jax.sharding.GSPMDSharding",
     }
 )
+SHARDING_PLACEMENTS = {
+    "jax.sharding.NamedSharding": "mesh",
+    "jax.NamedSharding": "mesh",
+    "jax.sharding.SingleDeviceSharding": "single",
+}
+"""How a sharding class places an array: on one device, or over a mesh's devices."""
+ARRAY_CREATION = frozenset(f"jax.numpy.{n}" for n in "zeros ones empty full arange linspace eye identity".split())
+"""New arrays from a shape (or a length), in device memory."""
+ARRAY_CREATION_LIKE = frozenset(f"jax.numpy.{n}" for n in "zeros_like ones_like empty_like full_like".split())
+"""New arrays shaped like another."""
 SPACE_HOST = frozenset(api.host for api in jax_compat.MEMORY_SPACE_APIS)
 SPACE_DEVICE = frozenset(api.device for api in jax_compat.MEMORY_SPACE_APIS)
 DEVICE_LISTS = frozenset({"jax.devices", "jax.local_devices"})

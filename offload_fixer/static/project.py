@@ -600,13 +600,14 @@ class Project:
     def selects(self, path: str, data: bytes | TextFacts) -> bool:
         """Whether the check must parse this file: it mentions jit, and a host memory kind can
         reach it (spelled in it, or in a project module it imports, directly or not; an offload
-        policy or ``compute_on`` in the file itself counts); or its offload policies'
+        policy or ``compute_on`` in the file itself counts); or it spells a host memory kind
+        itself, for its code outside any jit (:mod:`.eager`); or its offload policies'
         destinations need a check. A module that only imports a policy is not selected for it:
         what a policy offloads is the residuals, which ``run`` judges. ``data``: the file's
         bytes, or their facts (:meth:`text_facts`)."""
         facts = data if isinstance(data, TextFacts) else TextFacts(data)
         if not facts.spells("jit"):
-            return facts.spells("alone")
+            return facts.spells("alone") or facts.spells("host")  # eager code on host arrays
         if facts.spells("host") or facts.spells("offload"):
             return True
         if path.startswith("<"):

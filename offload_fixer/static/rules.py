@@ -40,6 +40,7 @@ from offload_fixer.model import (
 )
 from offload_fixer.rules import all_rules
 
+from .eager import COMPUTE, DECLARED_DEVICE, MIXED, EagerOperation
 from .interpreter import ReturnedValue, SiteResult
 from .jax_api import memory_kind_of
 from .source import Sources
@@ -109,12 +110,15 @@ def is_error(leaf: HostArray, spelling: Spelling) -> bool | None:
 
 @dataclass(frozen=True)
 class HostCompute:
-    """Computations on one host value of a jit site before any move back to device (OFL1201)."""
+    """Computations on one host value of a jit site before any move back to device (OFL1201),
+    or (``kind``) operations on it that JAX refuses (OFL1215) or no compiler builds (OFL1213)."""
 
     site: SiteResult
     origin: HostOrigin
     ops: tuple
     """``(op, node)`` in the order they were traced."""
+    kind: str = COMPUTE
+    """:data:`.eager.COMPUTE`, :data:`.eager.MIXED` or :data:`.eager.STRIDED`."""
 
 
 def findings(site: SiteResult, spelling: Spelling) -> list[Finding | HostCompute]:
@@ -138,6 +142,23 @@ def findings(site: SiteResult, spelling: Spelling) -> list[Finding | HostCompute
     for origin, op, node in site.host_computations:
         by_origin.setdefault(origin, []).append((op, node))
     found.extend(HostCompute(site, origin, tuple(ops)) for origin, ops in by_origin.items())
+    found.extend(HostCompute(site, origin, ((op, node),), MIXED) for origin, op, node in site.refusals)
+    return found
+
+
+def eager_findings(operations: list[EagerOperation]) -> list[Finding | HostCompute]:
+    """What ``run`` reports for each eager operation on a host array (:mod:`.eager`), as the
+    findings of the jit JAX compiles around it: its result, declared device memory (OFL1200),
+    or the operation itself (host compute, a refusal, a strided copy)."""
+    found: list[Finding | HostCompute] = []
+    for operation in operations:
+        node, host = operation.node, operation.host
+        if operation.kind == DECLARED_DEVICE:
+            site = SiteResult(node, (ReturnedValue(node, host),), NONE, eager=operation)
+            found.append(Finding(site, site.returns[0], (), 0, host))
+        else:
+            site = SiteResult(node, (), NONE, eager=operation)
+            found.append(HostCompute(site, host.origin, ((operation.op, node),), operation.kind))
     return found
 
 
@@ -218,11 +239,7 @@ def diagnostics(
     hooks = [rule.from_static for rule in all_rules() if rule.from_static is not None]
     for f in outputs:
         output_path = format_output_path(f.keys)
-        function = FunctionRef(
-            _function_name(f.site.function),
-            source.path_of(f.site.function),
-            source.code_range(f.site.function).start.line,
-        )
+        function = _function_ref(f.site, source)
         source_sha256 = source.sha256_of(f.site.function)
         origin = _origin(f.leaf.origin, span, function.name)
         return_span = span(f.returned.node)
@@ -234,7 +251,10 @@ def diagnostics(
             f, function, origin, output_path, return_span, others, target, spelling, source_sha256, span, seen
         )
         for hook in hooks:
-            result.extend(hook(site))
+            made = hook(site)
+            # An eager operation's findings point at the operation, as ``run`` points them at
+            # the user's line of the jit JAX compiled for it.
+            result.extend(made if f.site.eager is None else (replace(d, span=return_span) for d in made))
     return result
 
 
@@ -296,6 +316,8 @@ class StaticHostCompute:
     target: str
     spelling: Spelling
     source_sha256: str | None
+    kind: str = COMPUTE
+    """:data:`.eager.COMPUTE` (OFL1201), :data:`.eager.MIXED` (OFL1215), :data:`.eager.STRIDED` (OFL1213)."""
 
 
 def _host_computations(
@@ -308,12 +330,13 @@ def _host_computations(
     seen: set[tuple] = set()
     for f in found:
         node = f.site.function
-        function = FunctionRef(_function_name(node), source.path_of(node), source.code_range(node).start.line)
+        function = _function_ref(f.site, source)
         origin = _origin(f.origin, span, function.name)
         ops = tuple((op, span(n)) for op, n in f.ops)
-        if (origin.key, ops[0][1]) in seen:
+        key = (origin.key, ops[0][1], f.kind, f.site.eager is None)  # a traced op and the same op run eagerly
+        if key in seen:
             continue
-        seen.add((origin.key, ops[0][1]))
+        seen.add(key)
         elsewhere = sorted({(_display(s.path), s.line) for _, s in ops[1:] if s.line != ops[0][1].line})
         site = StaticHostCompute(
             f,
@@ -326,10 +349,19 @@ def _host_computations(
             target,
             spelling,
             source.sha256_of(node),
+            f.kind,
         )
         for hook in hooks:
             out.extend(hook(site))
     return out
+
+
+def _function_ref(site: SiteResult, source: Sources) -> FunctionRef:
+    """The jitted function a finding is in, or (eager code) the operation JAX jits, named as
+    ``run`` names it (``multiply (eager)``) at the line it is written on."""
+    node = site.function
+    name = f"{site.eager.op} (eager)" if site.eager is not None else _function_name(node)
+    return FunctionRef(name, source.path_of(node), source.code_range(node).start.line)
 
 
 def _start(host: HostOrigin, origin: Origin, spans: _Spans) -> Step:

@@ -16,6 +16,7 @@ import libcst as cst
 from offload_fixer.source.bindings import block_statements, target_names
 
 from . import iteration
+from .eager import expects_exception, refined
 from .evaluator import Evaluator
 from .jax_api import HOST_COMPUTE_CONTEXT
 from .scopes import Frame, StaticScope
@@ -75,11 +76,16 @@ class StatementRunner(Evaluator):
         if decided is False:
             return self._exec_else(statement, frame, returns)
         flag = condition_key(statement.test) if self.is_flag(statement.test, test, frame) else None
+        when_true, when_false = (
+            refined(statement.test, lambda node: self.ev(node, frame), frame.lookup) if self.in_eager_code else ({}, {})
+        )
         before = dict(frame.env)
         frame.env = _masked(before, flag, True)
+        frame.env.update(when_true)
         body_leaves = self.exec_block(block_statements(statement.body), frame, returns)
         after_body = _unmasked(frame.env, before)
         frame.env = _masked(before, flag, False)
+        frame.env.update(when_false)
         else_leaves = self._exec_else(statement, frame, returns)
         after_else = _unmasked(frame.env, before)
         if body_leaves and else_leaves:
@@ -161,16 +167,23 @@ class StatementRunner(Evaluator):
 
     def _exec_with(self, statement: cst.With, frame: Frame, returns: list) -> bool:
         host_compute = 0
+        expects_raise = 0
         for item in statement.items:
             if self.ev(item.item, frame) is HOST_COMPUTE_CONTEXT:
                 host_compute += 1
+            if self.in_eager_code and expects_exception(item.item):
+                expects_raise = 1
             if item.asname is not None:
                 self._forget(target_names(item.asname.name), frame)
         self._host_compute_depth += host_compute
+        # A test's ``with pytest.raises(...)``/``self.assertRaises(...)``: the body is expected
+        # to stop with an exception, maybe before any operation the check would report.
+        self._silent += expects_raise
         try:
             return self.exec_block(block_statements(statement.body), frame, returns)
         finally:
             self._host_compute_depth -= host_compute
+            self._silent -= expects_raise
 
     def _exec_small(self, small: Any, frame: Frame, returns: list) -> bool:
         if isinstance(small, cst.Assign):
@@ -193,7 +206,11 @@ class StatementRunner(Evaluator):
             value = NONE if small.value is None else self.ev(small.value, frame)
             returns.append((small, value))
             return True
-        elif isinstance(small, (cst.Raise, cst.Break, cst.Continue)):
+        elif isinstance(small, cst.Raise):
+            if small.exc is not None:  # ``raise SystemExit(main())`` runs ``main()`` first
+                self.ev(small.exc, frame)
+            return True
+        elif isinstance(small, (cst.Break, cst.Continue)):
             return True
         elif isinstance(small, (cst.Import, cst.ImportFrom)):
             scope = StaticScope(self, [cst.SimpleStatementLine(body=[small])], None, module_path=frame.module_path)

@@ -52,6 +52,9 @@ class DeviceArray:
     explicit: bool = False
     """Computed from a ``device_put`` to device memory: JAX >= 0.7.1 types it with an explicit
     memory space, and a result mixing it with host data is returned through a move to device."""
+    shaped: bool = False
+    """Known to have a dimension (``jnp.ones(8)``, an elementwise result of one): JAX >= 0.7.1
+    compares the memory spaces of such operands only (:mod:`.eager`)."""
 
 
 DEVICE_LEAF = DeviceArray(single=True)
@@ -85,6 +88,9 @@ class HostOrigin:
     condition: Condition | None = None
     """Set when the value is host only on one branch of an ``if`` whose test the check
     cannot decide (a configuration flag): the finding holds when that branch runs."""
+    assumed: bool = False
+    """Known to be in host memory from a test of its memory kind (``if x.sharding.memory_kind
+    == "pinned_host":``), not from a move the check saw: a move seen elsewhere names it better."""
 
 
 @dataclass(frozen=True)
@@ -109,6 +115,17 @@ class HostArray:
     steps: frozenset = frozenset()
     trace: tuple = ()
     single: bool = True
+    placement: str | None = None
+    """How the sharding it was moved with places it: ``single`` (one device), ``mesh`` (a
+    named sharding over a mesh), None (unknown). Eager indexing depends on it (:mod:`.eager`)."""
+    shard: bool = False
+    """The data of one addressable shard (``x.addressable_shards[i].data``): JAX >= 0.7.1
+    types it device memory though it is in host memory."""
+    shaped: bool = False
+    """Known to have a dimension, as :attr:`DeviceArray.shaped`."""
+    scalar: bool = False
+    """Known to have none: a full reduction's result (``jnp.sum(x)``). JAX >= 0.7.1 gives an
+    operation on scalars alone a result in device memory, whatever memory they are in."""
 
     def after(self, category: str, op: str, node: Any) -> HostArray:
         trace = self.trace if len(self.trace) >= 16 else self.trace + (TraceStep(op, category, node),)
@@ -143,6 +160,31 @@ class ShardingSpec:
     memory_kind: str | None
     condition: Condition | None = None
     """Set when the kind is host only on one branch of an undecided ``if`` (see HostOrigin)."""
+    placement: str | None = None
+    """``single`` (``SingleDeviceSharding``), ``mesh`` (``NamedSharding``), None: unknown."""
+
+
+@dataclass(frozen=True)
+class NotArray:
+    """A Python object known not to be an array (the branch where ``isinstance(x, jax.Array)``
+    is false): it holds no memory, so where paths meet it gives way to the other path's value."""
+
+
+NOT_ARRAY = NotArray()
+
+
+@dataclass(frozen=True)
+class Shards:
+    r"""``x.addressable_shards`` of an array: iterated, each item is one of its :class:`Shard`\ s."""
+
+    array: Any
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One addressable shard of an array; its ``data`` is that shard's array."""
+
+    array: Any
 
 
 @dataclass(frozen=True)
@@ -384,6 +426,8 @@ def join(a: Any, b: Any) -> Any:
     """The value a name holds after two Python-level paths meet (``if``/loops)."""
     if a is b or a == b:
         return a
+    if a is NOT_ARRAY or b is NOT_ARRAY:
+        return b if a is NOT_ARRAY else a
     if isinstance(a, Seq) and isinstance(b, Seq) and len(a.items) == len(b.items) and a.is_list == b.is_list:
         return Seq(tuple(join(x, y) for x, y in zip(a.items, b.items)), a.is_list)
     if isinstance(a, Mapping) and isinstance(b, Mapping) and [k for k, _ in a.items] == [k for k, _ in b.items]:
@@ -393,11 +437,21 @@ def join(a: Any, b: Any) -> Any:
     if isinstance(a, Repeated) and isinstance(b, Repeated):
         return Repeated(join(a.item, b.item), a.nonempty and b.nonempty)
     if isinstance(a, DeviceArray) and isinstance(b, DeviceArray):
-        return DeviceArray(False, a.explicit or b.explicit)
+        return DeviceArray(False, a.explicit or b.explicit, a.shaped and b.shaped)
     if isinstance(a, HostArray) and isinstance(b, HostArray) and _same_memory(a.origin, b.origin):
         # Host on both paths: whichever runs, the value is host; keep every operation seen
-        # (and, from values moved to host apart, the first's origin, as a computation does).
-        return HostArray(a.origin, a.steps | b.steps, a.trace, a.single and b.single)
+        # (and, from values moved to host apart, the first's origin, as a computation does,
+        # unless it was only assumed from a test of the memory kind).
+        first = b if a.origin.assumed and not b.origin.assumed else a
+        return replace(
+            first,
+            steps=a.steps | b.steps,
+            single=a.single and b.single,
+            placement=a.placement if a.placement == b.placement else None,
+            shard=a.shard and b.shard,
+            shaped=a.shaped and b.shaped,
+            scalar=a.scalar and b.scalar,
+        )
     return UNKNOWN
 
 
@@ -432,7 +486,7 @@ def join_branches(taken: Any, not_taken: Any, test: Any) -> Any:
     for host, other, holds in ((taken, not_taken, True), (not_taken, taken, False)):
         if isinstance(host, HostArray) and host.origin.condition is None and isinstance(other, (DeviceArray, Const)):
             origin = replace(host.origin, condition=Condition(test, holds))
-            return HostArray(origin, host.steps, host.trace, host.single and is_single_array(other))
+            return replace(host, origin=origin, single=host.single and is_single_array(other))
         if (
             isinstance(host, ShardingSpec)
             and host.condition is None

@@ -37,8 +37,8 @@ def test_straight_line_rebinding_is_read_at_each_statement():
         "s = NamedSharding(m, p, memory_kind='device')\n"
     )
     scope = _module_scope(source)
-    assert scope.lookup("t") == ShardingSpec("pinned_host")
-    assert scope.lookup("s") == ShardingSpec("device")  # what a function body sees later
+    assert scope.lookup("t") == ShardingSpec("pinned_host", placement="mesh")
+    assert scope.lookup("s") == ShardingSpec("device", placement="mesh")  # what a function body sees later
 
 
 def test_names_bound_in_branches_or_declared_global_are_unknown():

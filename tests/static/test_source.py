@@ -26,7 +26,7 @@ from offload_fixer.static.interpreter import Interpreter
 from offload_fixer.static.outline import outline
 from offload_fixer.static.policies import unpinned_policies
 from offload_fixer.static.prefilter import may_hold_host_move
-from offload_fixer.static.rules import diagnostics, findings
+from offload_fixer.static.rules import diagnostics, eager_findings, findings
 from offload_fixer.static.source import ParsedSource, parse_source
 
 from .helpers import LEGACY, flow, program
@@ -292,12 +292,20 @@ def whole_file_diagnostics(text: str) -> tuple:
     """The diagnostics of one whole-file parse with whole-module positions."""
     module = cst.parse_module(text)
     spelling = jax_compat.spelling(LEGACY)
-    interpreter = Interpreter(module, text)
-    found = []
-    for jitted in interpreter.jit_sites():
-        site = interpreter.analyse(jitted)
-        if site is not None:
-            found.extend(findings(site, spelling))
+    interpreter = Interpreter(module, text, regime=spelling.regime)
+    by_statement: dict[int, list] = {}
+    for index, sites in interpreter.jit_sites_by_statement().items():
+        for jitted in sites:
+            site = interpreter.analyse(jitted)
+            if site is not None:
+                by_statement.setdefault(index, []).extend(findings(site, spelling))
+    # Then the code outside any jit, every statement of it, as the check runs it.
+    for index, (operations, called) in interpreter.eager_by_statement(range(interpreter.statement_count)).items():
+        here = by_statement.setdefault(index, [])
+        here.extend(eager_findings(operations))
+        for site in called:
+            here.extend(findings(site, spelling))
+    found = [f for index in sorted(by_statement) for f in by_statement[index]]
     digest = hashlib.sha256(text.encode()).hexdigest()
     located = WholeModulePositions(module, "prog.py", digest)
     policies = tuple(unpinned_policies(located, text, "prog.py", "tpu", digest))
