@@ -67,7 +67,12 @@ def test_an_eager_operation_on_scalars_alone_or_a_mean_is_declared_device_memory
     """JAX >= 0.7.1 compares the memory of operands with a dimension only: an operation on a
     host scalar (a full reduction's result) gives a device result, as ``jnp.mean``'s own
     division does (``eager_norm_of_host_moments.py``, ``eager_mean_of_host_buffer.py``)."""
-    assert corpus("eager_norm_of_host_moments.py") == [(25, "OFL1200"), (25, "OFL1201"), (25, "OFL1201"), (25, "OFL1201")]
+    assert corpus("eager_norm_of_host_moments.py") == [
+        (25, "OFL1200"),
+        (25, "OFL1201"),
+        (25, "OFL1201"),
+        (25, "OFL1201"),
+    ]
     assert corpus("eager_mean_of_host_buffer.py") == [(14, "OFL1200"), (14, "OFL1201")]
 
 
@@ -194,6 +199,8 @@ def test_a_test_of_the_memory_kind_tells_the_branch():
 
 
 def test_a_file_that_spells_a_host_kind_without_a_jit_is_checked():
-    source = "import jax\nimport jax.numpy as jnp\n\nx = jax.device_put(jnp.ones(8), jax.memory.Space.Host)\ny = x + 1\n"
+    source = (
+        "import jax\nimport jax.numpy as jnp\n\nx = jax.device_put(jnp.ones(8), jax.memory.Space.Host)\ny = x + 1\n"
+    )
     (diagnostic,) = check_source(source, "prog.py", jax_version=TYPED).diagnostics
     assert (diagnostic.code, diagnostic.location.line, diagnostic.function.name) == ("OFL1201", 5, "add (eager)")
