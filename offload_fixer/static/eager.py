@@ -77,6 +77,20 @@ error 1200 and host compute on TPU, ``jnp.sum`` host compute only)."""
 
 
 @dataclass(frozen=True)
+class Shards:
+    r"""``x.addressable_shards`` of an array: iterated, each item is one of its :class:`Shard`\ s."""
+
+    array: Any
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One addressable shard of an array; its ``data`` is that shard's array."""
+
+    array: Any
+
+
+@dataclass(frozen=True)
 class EagerOperation:
     """One eager operation on a host array, and what JAX makes of it (:data:`COMPUTE` ...)."""
 
@@ -221,6 +235,17 @@ class EagerRunner(Evaluator):
             self._eager.append(EagerOperation(kind, op, node, host))
 
     # ------------------------------------------------------------------ calls
+    def analysed_call(self, jitted: Any, args: list, kwargs: dict, keep: bool) -> Any:
+        """A jit site called from eager code with ``args``: its result (and, ``keep``, its
+        :class:`SiteResult` first). Committed arguments are traced as they are, unless the
+        site declares ``in_shardings``."""
+        saved = self.host_computations, self.refusals
+        try:
+            site, value = self.trace_site(jitted, (args, kwargs))
+        finally:
+            self.host_computations, self.refusals = saved
+        return (site, value) if keep else value
+
     def eager_jit_call(self, jitted: Jitted, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
         """A jitted function called from eager code: traced with the arguments it is given
         (committed arrays keep their memory), its findings those of a site; the result, what
@@ -242,6 +267,26 @@ class EagerRunner(Evaluator):
         if self.regime is Regime.TYPED:
             return value
         return map_leaves(value, lambda leaf: DeviceArray(True) if isinstance(leaf, HostArray) else leaf)
+
+
+def shard_data(array: Any) -> Any:
+    """The data of one addressable shard of ``array``: of a host array, host data that JAX
+    >= 0.7.1 types device memory where the array spans devices (:mod:`.eager`); an array on
+    one device is its own shard."""
+    if isinstance(array, HostArray):
+        return replace(array, single=True, shard=array.placement != "single")
+    return DeviceArray(True) if isinstance(array, DeviceArray) else UNKNOWN
+
+
+def strided_index(node: cst.Subscript, scope: Any, interp: Any) -> bool:
+    """Whether an index slices with a constant step other than 1 (``x[::2]``, ``x[:, 1::2]``)."""
+    for element in node.slice:
+        part = element.slice
+        if isinstance(part, cst.Slice) and part.step is not None:
+            step = interp.ev(part.step, scope)
+            if isinstance(step, Const) and isinstance(step.value, int) and step.value not in (1, None):
+                return True
+    return False
 
 
 def refined(test: Any, evaluate: Any, lookup: Any) -> tuple[dict, dict]:

@@ -140,6 +140,11 @@ class Evaluator:
             """A jit site called from eager code: its result (``keep``: and its site first)."""
 
         @abstractmethod
+        def trace_site(self, jitted: Any, called: Any) -> tuple[Any, Any]:
+            """A jit site's result and returned value, traced from its ``in_shardings`` or
+            (``called``) from the arguments eager code passes it."""
+
+        @abstractmethod
         def eager_compute(self, op: str, operands: tuple, node: Any, kind: str) -> Any:
             """The result of an eager operation, recorded where an operand is in host memory."""
 

@@ -18,6 +18,7 @@ import libcst as cst
 from offload_fixer.source.bindings import target_names
 
 from . import iteration, jax_api, names
+from .eager import Shard, Shards, shard_data, strided_index
 from .evaluator import Evaluator, Unsupported
 from .scopes import Frame
 from .statements import conditional, truth
@@ -47,9 +48,7 @@ from .values import (
     Ref,
     ReplaceMethod,
     Seq,
-    Shard,
     ShardingSpec,
-    Shards,
     Transform,
     TransformFactory,
     join,
@@ -123,7 +122,7 @@ class ExpressionEvaluator(Evaluator):
             found = base.get(attr)
             return self.instance_member(base, attr, node) if found is None else found
         if isinstance(base, Shard) and attr == "data":
-            return _shard_data(base.array)
+            return shard_data(base.array)
         if isinstance(base, (HostArray, DeviceArray)):
             if attr in names.ARRAY_ATTRIBUTES:
                 return self.compute(attr, (base,), node, f"attribute.{attr}")
@@ -164,7 +163,7 @@ class ExpressionEvaluator(Evaluator):
             if isinstance(base, AtIndexer):
                 return AtIndexed(base.base, operands)
             trivial = all(whole_axis(element.slice) for element in node.slice)
-            kind = "maybe_identity" if trivial else "strided slice" if _strided(node, scope, self) else "slice"
+            kind = "maybe_identity" if trivial else "strided slice" if strided_index(node, scope, self) else "slice"
             return self.compute("index", (base, *operands), node, kind)
         if isinstance(base, Shards):
             return Shard(base.array)
@@ -414,7 +413,7 @@ class ExpressionEvaluator(Evaluator):
             return sharding
         if isinstance(receiver, (HostArray, DeviceArray)):
             if name == "addressable_data" and isinstance(receiver, HostArray):
-                return _shard_data(receiver)
+                return shard_data(receiver)
             if name == "block_until_ready" and not args and not kwargs:
                 return receiver
             if name in names.ARRAY_METHODS:
@@ -435,26 +434,6 @@ class ExpressionEvaluator(Evaluator):
         if isinstance(receiver, (Mapping, Seq)) and name in names.MUTATING_METHODS and isinstance(scope, Frame):
             self.forget_base(receiver_node, scope)
         return UNKNOWN
-
-
-def _shard_data(array: Any) -> Any:
-    """The data of one addressable shard of ``array``: of a host array, host data that JAX
-    >= 0.7.1 types device memory where the array spans devices (:mod:`.eager`); an array on
-    one device is its own shard."""
-    if isinstance(array, HostArray):
-        return replace(array, single=True, shard=array.placement != "single")
-    return DeviceArray(True) if isinstance(array, DeviceArray) else UNKNOWN
-
-
-def _strided(node: cst.Subscript, scope: Any, interp: Any) -> bool:
-    """Whether an index slices with a constant step other than 1 (``x[::2]``, ``x[:, 1::2]``)."""
-    for element in node.slice:
-        part = element.slice
-        if isinstance(part, cst.Slice) and part.step is not None:
-            step = interp.ev(part.step, scope)
-            if isinstance(step, Const) and isinstance(step.value, int) and step.value not in (1, None):
-                return True
-    return False
 
 
 def _at_op(method: str, indexed: AtIndexed) -> str:

@@ -303,20 +303,9 @@ class Interpreter(StatementRunner, ExpressionEvaluator, ProjectCode, OtherModule
     # ------------------------------------------------------------------ one jit site
     def analyse(self, jitted: Jitted) -> SiteResult | None:
         self._budget = MAX_EVALUATIONS
-        return self._trace_site(jitted, None)[0]
+        return self.trace_site(jitted, None)[0]
 
-    def analysed_call(self, jitted: Jitted, args: list, kwargs: dict, keep: bool) -> Any:
-        """A jit site called from eager code with ``args``: its result (and, ``keep``, its
-        :class:`SiteResult` first). Committed arguments are traced as they are, unless the
-        site declares ``in_shardings``."""
-        saved = self.host_computations, self.refusals
-        try:
-            site, value = self._trace_site(jitted, (args, kwargs))
-        finally:
-            self.host_computations, self.refusals = saved
-        return (site, value) if keep else value
-
-    def _trace_site(self, jitted: Jitted, called: tuple[list, dict] | None) -> tuple[SiteResult | None, Any]:
+    def trace_site(self, jitted: Jitted, called: tuple[list, dict] | None) -> tuple[SiteResult | None, Any]:
         """What a jit site returns, traced from its ``in_shardings`` or (``called``) from the
         arguments eager code passes it; and the value it returns, joined over its returns."""
         target, bound_args, bound_kwargs = jitted.target, (), ()

@@ -19,6 +19,7 @@ from typing import Any
 
 import libcst as cst
 
+from .eager import Shard, Shards
 from .evaluator import Evaluator
 from .values import (
     NONE,
@@ -31,8 +32,6 @@ from .values import (
     Mapping,
     Repeated,
     Seq,
-    Shard,
-    Shards,
     join,
 )
 

@@ -174,20 +174,6 @@ NOT_ARRAY = NotArray()
 
 
 @dataclass(frozen=True)
-class Shards:
-    r"""``x.addressable_shards`` of an array: iterated, each item is one of its :class:`Shard`\ s."""
-
-    array: Any
-
-
-@dataclass(frozen=True)
-class Shard:
-    """One addressable shard of an array; its ``data`` is that shard's array."""
-
-    array: Any
-
-
-@dataclass(frozen=True)
 class DeviceList:
     """``jax.devices()``."""
 
