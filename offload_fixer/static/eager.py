@@ -36,7 +36,7 @@ from offload_fixer.jax_compat import Regime
 from offload_fixer.source.bindings import block_statements
 
 from . import names
-from .evaluator import MAX_EVALUATIONS, Evaluator, Unsupported
+from .evaluator import Evaluator, Unsupported
 from .scopes import Frame
 from .values import (
     NOT_ARRAY,
@@ -52,6 +52,13 @@ from .values import (
     map_leaves,
 )
 
+MAX_EAGER_DEPTH = 4
+"""Calls eager code is followed through (a jit's code: :data:`~.evaluator.MAX_CALL_DEPTH`)."""
+MAX_EAGER_EVALUATIONS = 20_000
+"""Per piece of eager code (a module's statement, a test function) with what it calls: a
+script's ``main()`` reaches most of a project, and what it does beyond this is left unread
+(a tenth of a jit site's :data:`~.evaluator.MAX_EVALUATIONS`: maxtext's 108 pieces took
+three fifths of a check with it)."""
 DECLARED_DEVICE = "declared device"
 """An eager result JAX declares device memory while its operand is in host memory: OFL1200."""
 COMPUTE = "compute"
@@ -104,6 +111,8 @@ class EagerRunner(Evaluator):
     """Runs the code outside ``jax.jit``; a part of :class:`.interpreter.Interpreter`."""
 
     regime: Regime
+    path: str | None
+    """The checked module's absolute path."""
     _eager: list | None
     """The eager operations of the code being run (None: not eager code)."""
     _eager_sites: list
@@ -147,7 +156,7 @@ class EagerRunner(Evaluator):
         return block_statements(node.body), frame
 
     def _run_root(self, body: list, frame: Frame, operations: list, sites: list) -> None:
-        self._budget = MAX_EVALUATIONS
+        self._budget = MAX_EAGER_EVALUATIONS
         self._eager, self._eager_sites = operations, sites
         try:
             self.exec_block(body, frame, [])
@@ -235,6 +244,19 @@ class EagerRunner(Evaluator):
             self._eager.append(EagerOperation(kind, op, node, host))
 
     # ------------------------------------------------------------------ calls
+    def eager_inlines(self, fn: Any, args: list, kwargs: dict) -> bool:
+        """Whether eager code follows a call of a project function: in traced code always; in
+        eager code to :data:`MAX_EAGER_DEPTH` calls, and into another module only with a host
+        array, a host sharding or a host memory kind in hand (a script's ``main()`` calls into
+        most of its project, which is parsed only where a host value can go)."""
+        if not self.in_eager_code:
+            return True
+        if len(self._stack) >= MAX_EAGER_DEPTH:
+            return False
+        if getattr(fn.scope, "module_path", None) == self.path:
+            return True
+        return any(_hosts(leaf) for value in (*args, *kwargs.values()) for leaf in leaves(value))
+
     def analysed_call(self, jitted: Any, args: list, kwargs: dict, keep: bool) -> Any:
         """A jit site called from eager code with ``args``: its result (and, ``keep``, its
         :class:`SiteResult` first). Committed arguments are traced as they are, unless the
@@ -327,6 +349,15 @@ def refined(test: Any, evaluate: Any, lookup: Any) -> tuple[dict, dict]:
                     (when_true if equal else when_false)[name] = host
                     break
     return (when_false, when_true) if negated else (when_true, when_false)
+
+
+def _hosts(leaf: Any) -> bool:
+    """A host array, a sharding in host memory, or a host memory kind's name."""
+    if isinstance(leaf, HostArray):
+        return True
+    if isinstance(leaf, ShardingSpec):
+        return leaf.memory_kind in names.HOST_KINDS
+    return _host_kind(leaf)
 
 
 def _refinable(value: Any) -> bool:

@@ -156,6 +156,10 @@ class Evaluator:
         def eager_jit_call(self, jitted: Any, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
             """A jitted function called from eager code."""
 
+        @abstractmethod
+        def eager_inlines(self, fn: Any, args: list, kwargs: dict) -> bool:
+            """Whether a call of a project function is followed (eager code follows fewer)."""
+
 
 ABSENT: Any = object()
 """An argument the call does not pass."""

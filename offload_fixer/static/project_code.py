@@ -43,7 +43,7 @@ class ProjectCode(Evaluator):
     def inline(self, fn: Function, args: list, kwargs: dict, node: Any, final: dict | None = None) -> Any:
         """Trace a helper of the same file: Python calls are inlined by JAX tracing. ``final``
         receives the names the function binds, as they are where it returns."""
-        if fn.node in self._stack or len(self._stack) >= MAX_CALL_DEPTH:
+        if fn.node in self._stack or len(self._stack) >= MAX_CALL_DEPTH or not self.eager_inlines(fn, args, kwargs):
             return UNKNOWN
         if isinstance(fn.node, cst.FunctionDef) and fn.node.asynchronous is not None:
             return UNKNOWN
