@@ -67,8 +67,11 @@ Safety = Literal[EditSafety, "display-only"]
 FixStrategy = Literal["device", "host"]
 FIX_STRATEGIES: tuple[FixStrategy, ...] = typing.get_args(FixStrategy)
 """The ways to fix a host value at a device output: move it back to device, or declare the output host."""
-STRATEGIES: tuple[str, ...] = ("auto", *FIX_STRATEGIES)
-"""What ``--strategy`` and ``strategy`` accept: ``auto`` chooses per origin."""
+WORKAROUND = "workaround"
+STRATEGIES: tuple[str, ...] = ("auto", *FIX_STRATEGIES, WORKAROUND)
+"""What ``--strategy`` and ``strategy`` accept: ``auto`` chooses per origin; ``workaround`` is
+``auto`` that also edits around a known bug of the released compiler (:class:`CompilerBugNote`),
+which the other strategies leave to an upgrade."""
 OutputVerdict = Literal["device", "host", "streamed", "repaired", "error"]
 
 
@@ -190,6 +193,21 @@ class FixOption:
 
 
 @dataclass(frozen=True)
+class CompilerBugNote:
+    """A finding that is a bug of the released compiler, not of the program: a later release
+    compiles it (``jax_compat.compiler_bugs``)."""
+
+    compiler: str
+    """The compiler and release that fail: ``libtpu 0.0.42.1``."""
+    fixed_in: str
+    """The first release measured to compile it: ``0.0.46.3``."""
+    upgrade_jax: str | None
+    """The first JAX release that installs the fix, where one does."""
+    reference: str
+    """The XLA issue or pull request, or why there is none."""
+
+
+@dataclass(frozen=True)
 class FunctionRef:
     """The jitted Python function a module was lowered from."""
 
@@ -233,6 +251,9 @@ class Diagnostic:
     """With ``--confirm``: what the compiler said of this finding, in its own words."""
     confirmed_by: str | None = None
     """With ``--confirm``: the compiler asked (``libtpu 0.0.42.1``)."""
+    compiler_bug: CompilerBugNote | None = None
+    """Where the failure is a known bug of the released compiler: fixed by an upgrade, and
+    edited around only with ``--strategy workaround``."""
 
     def to_dict(self) -> dict[str, Any]:
         return _to_dict(self)

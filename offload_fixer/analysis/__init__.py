@@ -42,7 +42,9 @@ def analyze(
     walker = HostOffloadWalk(view, target, generation)
     walk = walker.run()
     failures = backend_failures(walker, walk, target)
-    diagnoser = Diagnoser(view, target, function, host_compute_offload, generation)
+    from offload_fixer.jax_compat.compiler_bugs import compiler_release
+
+    diagnoser = Diagnoser(view, target, function, host_compute_offload, generation, compiler_release(target))
     return Report(
         diagnostics=(*diagnoser.diagnostics(walk, failures), *diagnoser.policy_diagnostics(remat_policies)),
         target=target,

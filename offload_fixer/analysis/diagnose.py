@@ -19,11 +19,15 @@ from offload_fixer.analysis.offloader import Failure, Node, Reach, Seed, WalkRes
 from offload_fixer.ir import module as irm
 from offload_fixer.ir.hlo_names import HloNames
 from offload_fixer.jax_compat import XlaGeneration
+from offload_fixer.jax_compat.compiler_bugs import known_bug
 from offload_fixer.model import (
     DEVICE,
     PINNED_HOST,
     UNPINNED_HOST,
+    WORKAROUND,
+    CompilerBugNote,
     Diagnostic,
+    FixOption,
     FunctionRef,
     Origin,
     OriginKind,
@@ -52,8 +56,13 @@ class Diagnoser:
         function: FunctionRef | None,
         host_compute_offload: bool,
         xla: XlaGeneration | None = None,
+        compiler_release: str | None = None,
     ):
+        """``compiler_release``: the release of the target's compiler the program meets
+        (``jax_compat.compiler_bugs.compiler_release``), whose known bugs its failures are
+        matched against; ``None``: none is known, and no failure is taken for a bug."""
         self.view = view
+        self.compiler_release = compiler_release
         self.target = target
         self.function = function or _function_from_module(view)
         self.host_compute_offload = host_compute_offload
@@ -142,6 +151,30 @@ class Diagnoser:
         origin = self.origin(failure.seed) if failure.seed is not None else None
         message, explanation = rule.failure_texts[failure.message](self._failure_subject(failure), self.target)
         span = self.span(failure.op) if failure.op is not None else None
+        fixes: tuple[FixOption, ...] = (rule.fix_option(rule.failure_fix),)
+        bug = known_bug(failure.message.kind, self.target, self.compiler_release)
+        note = None
+        if bug is not None and self.compiler_release is not None:
+            note = CompilerBugNote(
+                f"{bug.package} {self.compiler_release}", bug.fixed_in, bug.fixing_jax, bug.reference
+            )
+            message = f"{message}: {bug.summary(self.compiler_release)}"
+            explanation = (
+                f"The program is correct: {note.compiler} cannot compile it and {bug.package} "
+                f"{bug.fixed_in} does ({bug.reference}). Until you can upgrade, the workaround "
+                f"(--strategy workaround): {explanation}"
+            )
+            upgrade = f"JAX {bug.fixing_jax}" if bug.fixing_jax else f"{bug.package} {bug.fixed_in}"
+            workaround = fixes[0]
+            fixes = (
+                FixOption(
+                    workaround.strategy,
+                    f"Upgrade to {upgrade}",
+                    f"{bug.package} {bug.fixed_in} compiles the program as it is.",
+                    "display-only",
+                ),
+                replace(workaround, title=f"{workaround.title} (with --strategy {WORKAROUND})"),
+            )
         return Diagnostic(
             code=failure.code,
             severity="error",
@@ -151,8 +184,9 @@ class Diagnoser:
             origin=origin,
             trace=(Step(failure.op.name, Role.FAILURE, span),) if failure.op is not None else (),
             span=span or (origin.span if origin else None),
-            fixes=(rule.fix_option(rule.failure_fix),),
+            fixes=fixes,
             function=self.function,
+            compiler_bug=note,
         )
 
     def _failure_subject(self, failure: Failure) -> str | None:

@@ -143,7 +143,10 @@ OPTIONS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
         "--strategy",
         type=click.Choice(STRATEGIES),
         default=None,
-        help="device: move back to device; host: declare host outputs; auto: per origin [default: auto].",
+        help=(
+            "device: move back to device; host: declare host outputs; auto: per origin; "
+            "workaround: auto, and edit around known compiler bugs too [default: auto]."
+        ),
     ),
     "unsafe_fixes": click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes labelled unsafe."),
     "jax_version": click.option(

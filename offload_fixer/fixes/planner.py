@@ -43,6 +43,7 @@ from offload_fixer.fixes.plan_words import (
 from offload_fixer.model import (
     STRATEGIES,
     UNPINNED_HOST,
+    WORKAROUND,
     Diagnostic,
     FixMeasurement,
     Origin,
@@ -140,8 +141,10 @@ def plan_fixes(
     """Plans for the fixable diagnostics of a report (object or its JSON dict), of several
     reports, or of a list of diagnostics.
 
-    ``strategy``: ``device`` (move back to device), ``host`` (declare host outputs) or
-    ``auto`` (per origin; see the package README). ``jax_version`` picks the spelling;
+    ``strategy``: ``device`` (move back to device), ``host`` (declare host outputs),
+    ``auto`` (per origin; see the package README) or ``workaround`` (``auto``, and also the
+    findings that are known bugs of the released compiler, which the others leave to an
+    upgrade). ``jax_version`` picks the spelling;
     default: the report's version, else the installed one. ``texts``: file contents to
     plan against instead of the files on disk (an editor's unsaved buffer), by path.
     ``reports``: where plain diagnostics come from, for the output tree of each function
@@ -154,7 +157,10 @@ def plan_fixes(
     candidate strategies one after another reads and parses each file once.
     """
     if strategy not in STRATEGIES:
-        raise ValueError(f"unknown strategy {strategy!r}; expected auto, device or host")
+        raise ValueError(f"unknown strategy {strategy!r}; expected {', '.join(STRATEGIES)}")
+    workaround = strategy == WORKAROUND
+    if workaround:
+        strategy = "auto"
     if isinstance(diagnostics, Mapping):
         diagnostics = Report.from_dict(dict(diagnostics))
     if isinstance(diagnostics, Report):
@@ -178,7 +184,7 @@ def plan_fixes(
     sources = Sources(texts or {}) if sources is None else sources
     groups: dict[tuple[Any, ...], list[Diagnostic]] = {}
     for diagnostic in items:
-        if diagnostic.code in FIXABLE_CODES:
+        if diagnostic.code in FIXABLE_CODES and (workaround or diagnostic.compiler_bug is None):
             groups.setdefault(root_cause_key(diagnostic), []).append(diagnostic)
     ordered = sorted(groups.values(), key=_origin_order)  # run and check list findings in different orders
     prepared = [_Group.prepare(group, strategy, spelling, sources, outputs, narrow) for group in ordered]
