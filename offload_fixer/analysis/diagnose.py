@@ -22,6 +22,7 @@ from offload_fixer.jax_compat import XlaGeneration
 from offload_fixer.jax_compat.compiler_bugs import known_bug
 from offload_fixer.model import (
     DEVICE,
+    HOST_KINDS,
     PINNED_HOST,
     UNPINNED_HOST,
     WORKAROUND,
@@ -87,6 +88,36 @@ class Diagnoser:
         """Each rule's hook on each remat offload policy of the traced program."""
         hooks = [rule.from_policy for rule in all_rules() if rule.from_policy is not None]
         return [diagnostic for policy in policies for hook in hooks for diagnostic in hook(self, policy)]
+
+    def updates_returned_on_device(self, seed: Seed, walk: WalkResult) -> list[int]:
+        """The outputs that return a host argument's value moved to device and updated in its
+        own tensor type (its state after the step: ``0.9 * mu + g``), in device memory that
+        JAX inferred from the types (no ``out_shardings`` declares it). Followed through the
+        operations of the entry's own block whose result has the argument's type."""
+        if seed.kind != "host_argument" or seed.arg_index is None:
+            return []
+        argument = self.view.args[seed.arg_index]
+        block = self.view.entry_block
+        values = [move.result for move in walk.device_moves.get(seed, ())]
+        seen: set[ir.Operation] = set()
+        found: set[int] = set()
+        while values:
+            for use in values.pop().uses:
+                owner = use.owner
+                user = owner.operation if isinstance(owner, ir.OpView) else owner
+                if user.name == "func.return" and user.parent == self.view.main:
+                    found.add(use.operand_number)
+                elif user.block == block and user not in seen:
+                    seen.add(user)
+                    values.extend(r for r in user.results if str(r.type) == argument.value_type)
+        results = self.view.results
+        return sorted(
+            i
+            for i in found
+            if results[i].value_type == argument.value_type
+            and not results[i].declared
+            and results[i].memory_kind not in HOST_KINDS
+        )
 
     def unstreamed_reaches(self, seed: Seed) -> list[Reach]:
         """The outputs ``seed`` reaches without being streamed (error 1200 unless declared host)."""

@@ -25,6 +25,8 @@ ANNOTATION_TARGETS = frozenset({"annotate_device_placement"})
 MOVE_TO_HOST_TARGET = "MoveToHost"
 MOVE_TO_DEVICE_TARGET = "MoveToDevice"
 SHARDING_TARGETS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"})
+SHARDING_ATTRIBUTES = ("sdy.sharding", "mhlo.sharding")
+"""How an entry value's declared sharding is spelled (Shardy; GSPMD before it)."""
 
 
 class ModuleReadError(ValueError):
@@ -45,6 +47,9 @@ class EntryValue:
     splits: tuple[int, ...] | None = None
     """How many devices each dimension is split over (its Shardy sharding on the module's
     mesh); ``None`` where the module declares no Shardy sharding for it."""
+    declared: bool = False
+    """Whether the module gives it a sharding (Shardy's or GSPMD's): the jit declared it
+    (``in_shardings``/``out_shardings``), rather than JAX inferring its memory kind from types."""
 
     @property
     def in_host_memory_space(self) -> bool:
@@ -121,7 +126,8 @@ class ModuleView:
                 info = None if location is None else decode(location).name
             type_ = value.type if isinstance(value, ir.Value) else value
             splits = _dimension_splits(entry, self.meshes)
-            yield EntryValue(index, kind, info or "", element_bits(type_), str(type_), splits)
+            declared = entry is not None and any(key in ir.DictAttr(entry) for key in SHARDING_ATTRIBUTES)
+            yield EntryValue(index, kind, info or "", element_bits(type_), str(type_), splits, declared)
 
     def location(self, op: ir.Operation) -> OpLocation:
         cached = self._location_cache.get(op)

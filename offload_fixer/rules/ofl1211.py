@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from offload_fixer import codes
+from offload_fixer.findings import split_argument
 from offload_fixer.jax_compat import Regime
 from offload_fixer.model import HOST_KINDS, PINNED_HOST, UNPINNED_HOST, Diagnostic, Origin, RematPolicy, XlaVerdict
 from offload_fixer.rules import FixDoc, Rule, TargetBehaviour, ToolMessage
@@ -25,6 +26,12 @@ MOVED_BACK = ToolMessage(
 ROUND_TRIP = ToolMessage(
     codes.OFFLOAD_DOES_NOTHING,
     "XLA:GPU removes this move to host: the value is moved straight back to device, so it never occupies host memory.",
+)
+
+STATE_BACK_ON_DEVICE = ToolMessage(
+    codes.OFFLOAD_DOES_NOTHING,
+    "Host argument {argument} is moved to device, updated and returned as output {outputs} in "
+    "device memory: after one step this state lives on device, and host memory holds none of it.",
 )
 
 POLICY_NEVER_DIFFERENTIATED = ToolMessage(
@@ -118,8 +125,12 @@ _WHY_ROUND_TRIP = (
 
 def from_walk(d: Diagnoser, seed: Seed, walk: WalkResult) -> Iterator[Diagnostic]:
     """A ``pinned_host`` move whose value only ever goes back to device: as device outputs
-    (every target), or straight away (XLA:GPU removes the pair). A host argument moved to
+    (every target), or straight away (XLA:GPU removes the pair); a host argument's state that
+    leaves on device (:func:`_state_back_on_device`). Otherwise a host argument moved to
     device is streamed in, never reported: it lives in host memory between calls."""
+    if seed.kind == "host_argument":
+        yield from _state_back_on_device(d, seed, walk)
+        return
     moves = walk.device_moves.get(seed)
     if seed.kind != "move_to_host" or seed.memory_kind != PINNED_HOST or not moves:
         return
@@ -147,6 +158,51 @@ def from_walk(d: Diagnoser, seed: Seed, walk: WalkResult) -> Iterator[Diagnostic
         fixes=(RULE.fix_option("host"), RULE.fix_option("device")) if moved_back else (RULE.fix_option("device"),),
         function=d.function,
         related_outputs=tuple(paths[1:]) if moved_back else (),
+    )
+
+
+_WHY_STATE = (
+    "The argument arrives in host memory (restored or kept there on purpose, such as an "
+    "optimizer state) and the step moves it to device to update it. The update, a value of the "
+    "argument's own type under its own key in the returned tree, is returned in device memory: "
+    "no `out_shardings` leaf declares it, so JAX gives it the memory kind of its type, device. "
+    "The caller passes the returned state to the next step, so from the first step on it "
+    "occupies device memory and the offload is gone (the compiled program's host output bytes "
+    "hold none of it). Declare that output `pinned_host` in `out_shardings` to keep the state "
+    "on host between steps."
+)
+
+
+def _state_back_on_device(d: Diagnoser, seed: Seed, walk: WalkResult) -> Iterator[Diagnostic]:
+    """A ``pinned_host`` argument whose update the function returns in device memory, where JAX
+    inferred that kind: the output of the argument's type reached from its move to device,
+    under the argument's own keys in the returned tree (``opt_state['mu']`` returned at
+    ``[1]['mu']``; a plain array argument has no key that ties it to one output). A device
+    leaf the jit declares is what the author asked for, and the tool's own device fix
+    declares a returned state host, so neither is reported."""
+    if seed.memory_kind != PINNED_HOST:
+        return
+    origin = d.origin(seed)
+    keys = split_argument(origin.argument or "")[1]
+    if not keys:
+        return
+    outputs = [i for i in d.updates_returned_on_device(seed, walk) if d.output_path(i).endswith(keys)]
+    if not outputs:
+        return
+    paths = [d.output_path(i) for i in outputs]
+    yield Diagnostic(
+        code=RULE.code,
+        severity=RULE.severity(d.target),
+        target=d.target,
+        message=STATE_BACK_ON_DEVICE.format(argument=origin.argument, outputs=", ".join(paths)),
+        explanation=_WHY_STATE,
+        output_index=outputs[0],
+        output_path=paths[0],
+        origin=origin,
+        span=origin.span,
+        fixes=(RULE.fix_option("host"),),
+        function=d.function,
+        related_outputs=tuple(paths[1:]),
     )
 
 
@@ -242,7 +298,10 @@ RULE = Rule(
         "from it ends at a move back to device that is an output (an `out_shardings` leaf "
         "that says device makes JAX insert that move), or, on GPU, its only users are moves "
         "back to device, which XLA:GPU removes. A host argument moved to device inside the "
-        "function is streaming (it lives on host between calls) and is not reported. From the "
+        "function is streaming (it lives on host between calls) and is not reported, unless its "
+        "update is returned under its own keys in device memory that no `out_shardings` leaf "
+        "declares: a state (an optimizer's moments restored to host memory) that after one step "
+        "lives on device. From the "
         "traced program (`run` and the Python API), it also reports a remat offload policy "
         "that offloads nothing: names no `checkpoint_name` tags (with the nearest tag), a rule "
         "that matches no operation (`offload_dot_with_no_batch_dims` over batched einsums), a "
