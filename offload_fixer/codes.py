@@ -49,7 +49,7 @@ ALL_CODES: Final[tuple[str, ...]] = tuple(NAMES)
 compiler fails that check. Its number is not reused."""
 
 STATIC_CODES: Final[frozenset[str]] = frozenset(
-    {HOST_VALUE_DEVICE_OUTPUT, DEVICE_COMPUTE_ON_HOST, UNPINNED_HOST_MEMORY, MIXED_MEMORY_SPACES}
+    {HOST_VALUE_DEVICE_OUTPUT, DEVICE_COMPUTE_ON_HOST, UNPINNED_HOST_MEMORY, MIXED_MEMORY_SPACES, OFFLOAD_DOES_NOTHING}
 )
 """The codes ``offload-fixer check`` (which never runs the program) reports; ``run`` and the
 Python API, which lower the program, report every code but OFL1215, which JAX raises before

@@ -26,6 +26,7 @@ PROGRAMS = sorted((REPO / "tests" / "runner_programs" / "silent_offloads").glob(
 EXPECT = re.compile(r"#\s*expect:\s*OFL1211\b")
 KINDS = {
     "name_typo_mlp": "which no `checkpoint_name` in the program tags (did you mean 'hidden'?)",
+    "name_typo_scanned_decoder": "(did you mean 'decoder_layer_inputs'?)",
     "name_untagged_blocks": "offloads 'attn_out', which no `checkpoint_name` in the program tags:",
     "dot_policy_batched_attention": "(every dot in it has batch dimensions)",
     "custom_policy_matches_nothing": "`offload_double_contractions` matches no operation",

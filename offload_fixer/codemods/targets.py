@@ -14,12 +14,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Literal, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 from offload_fixer import jax_compat
 from offload_fixer.model import EditSafety
 
-Placement = Literal["return", "entry", "after_origin", "operand", "out_shardings", "pin_memory"]
+Placement = Literal["return", "entry", "after_origin", "operand", "out_shardings", "pin_memory", "rename_name"]
 T = TypeVar("T", bound="FunctionTarget")
 
 LINE_FLAGS = {
@@ -42,6 +42,9 @@ class FunctionTarget:
     function_name: str | None = None
     function_line: int | None = None
     inner_line: int | None = None
+    file_words: ClassVar[tuple[str, ...]] = ()
+    """Words whose every mention in the file the codemod reads (the statements a fix's
+    excerpt keeps besides the target's own lines)."""
 
     def lines(self) -> list[tuple[str, int]]:
         """(flag, line) for every line of the file the target names, in :data:`LINE_FLAGS`' order."""

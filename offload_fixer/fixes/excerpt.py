@@ -10,7 +10,8 @@ byte of the other chunks stays as it was.
 
 The chunks a set of targets needs: the first (header, docstring), every chunk with a
 top-level import (aliases; new imports go after them), the chunks holding the targets' lines,
-every chunk that names a target function (its jit sites), and, following module-level names
+every chunk that names a target function (its jit sites) or a word its codemod reads the whole
+file for (:attr:`~offload_fixer.codemods.targets.FunctionTarget.file_words`), and, following module-level names
 those chunks read, the chunks that bind them (the shardings, meshes and trees the codemods
 copy; all of a name's bindings, since "bound once" is part of what they check).
 
@@ -134,6 +135,8 @@ class FileOutline:
         for target in targets:
             for line in target_lines(target):
                 chosen.add(self.chunk_of_line(line))
+            for word in target.file_words:
+                chosen.update(self.mentions(word))
         for name in self._searched_names(chosen, targets):
             chosen.update(self.mentions(name))
         queue = list(chosen)

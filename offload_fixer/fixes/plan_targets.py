@@ -14,7 +14,7 @@ from offload_fixer.codemods.fix_command import FixCommand
 from offload_fixer.codemods.move_to_device import MoveToDeviceTarget
 from offload_fixer.codemods.pin_host_memory import PinTarget
 from offload_fixer.codemods.targets import FunctionTarget, narrowed
-from offload_fixer.codes import HOST_COMPUTE_CODES, HOST_VALUE_DEVICE_OUTPUT, UNPINNED_HOST_MEMORY
+from offload_fixer.codes import HOST_COMPUTE_CODES, HOST_VALUE_DEVICE_OUTPUT, OFFLOAD_DOES_NOTHING, UNPINNED_HOST_MEMORY
 from offload_fixer.findings import split_argument
 from offload_fixer.fixes.plan_sources import Source, in_file, same_file
 from offload_fixer.model import HOST_KINDS, Diagnostic, OutputInfo, PathKey, Role, format_output_path, parse_output_path
@@ -37,8 +37,8 @@ def fix_target(
     function = next((d.function for d in group if d.function is not None), None)
     origin = next((d.origin for d in group if d.origin is not None), None)
     origin_span = in_file(origin.span if origin else None, path)
-    if origin is None and first.code == UNPINNED_HOST_MEMORY:
-        origin_span = in_file(first.span, path)  # a policy's destination: the literal itself
+    if origin is None and first.code in (UNPINNED_HOST_MEMORY, OFFLOAD_DOES_NOTHING):
+        origin_span = in_file(first.span, path)  # a policy's destination or name: the literal itself
     offending = [d for d in group if d.code == HOST_VALUE_DEVICE_OUTPUT]
     return_spans = [in_file(d.return_span, path) for d in offending]
     function_line = function.line if function is not None and same_file(function.path, path) else None

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from offload_fixer import jax_compat
 from offload_fixer.codemods.host_output import HostOutputTarget
 from offload_fixer.codemods.move_to_device import MoveToDeviceTarget
+from offload_fixer.codemods.rename_checkpoint_name import RenameTarget
 from offload_fixer.codemods.targets import Edit, FunctionTarget
 from offload_fixer.model import Origin, Span
 
@@ -66,6 +67,7 @@ PART_WORDS = {
     "state": "keeping the returned state host memory",
     "declare": "declaring the output host memory",
     "pin": "spelling 'pinned_host'",
+    "rename": "respelling the offloaded name as its tag",
     "move": "moving the value to device",
     "operand": "moving the operand to device",
 }
@@ -121,6 +123,9 @@ def title(part: str, t: FunctionTarget, edits: Sequence[Edit], place: Callable[[
     of the codemod that makes it, which says which edit it is; ``edits``: those of the part's
     dry run, none for a display-only plan."""
     where = f" ({place(edits[0].line)})" if edits else ""
+    if isinstance(t, RenameTarget):
+        tag = edits[0].subject if edits else "the name checkpoint_name tags"
+        return f"Offload {tag}{where}, the name checkpoint_name tags"
     if not isinstance(t, HostOutputTarget):
         return f"Use 'pinned_host' instead of 'unpinned_host'{where}, so the value is typed host memory"
     function = t.function_name.rsplit(".", 1)[-1] if t.function_name else "the function"

@@ -26,8 +26,9 @@ from offload_fixer.codemods.fix_command import FixCommand
 from offload_fixer.codemods.host_output import HostOutputCommand, HostOutputTarget
 from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
 from offload_fixer.codemods.pin_host_memory import PinHostMemoryCommand
+from offload_fixer.codemods.rename_checkpoint_name import RenameCheckpointNameCommand
 from offload_fixer.codemods.targets import Edit, FunctionTarget, narrowed
-from offload_fixer.codes import HOST_COMPUTE_CODES, HOST_VALUE_DEVICE_OUTPUT, UNPINNED_HOST_MEMORY
+from offload_fixer.codes import HOST_COMPUTE_CODES, HOST_VALUE_DEVICE_OUTPUT, OFFLOAD_DOES_NOTHING, UNPINNED_HOST_MEMORY
 from offload_fixer.findings import origin_key, root_cause_key, source_path
 from offload_fixer.fixes.plan_sources import Job, Source, Sources, same_file
 from offload_fixer.fixes.plan_targets import FixTarget, fix_target, host_computed, imported_jit_target, state_outputs
@@ -53,7 +54,12 @@ from offload_fixer.model import (
     Safety,
 )
 
-CODEMODS: tuple[type[FixCommand], ...] = (MoveToDeviceCommand, HostOutputCommand, PinHostMemoryCommand)
+CODEMODS: tuple[type[FixCommand], ...] = (
+    MoveToDeviceCommand,
+    HostOutputCommand,
+    PinHostMemoryCommand,
+    RenameCheckpointNameCommand,
+)
 """Every codemod the planner may choose; each declares its strategy and, per placement, the
 codes an edit there fixes (``FixCommand.STRATEGY``, ``FixCommand.FIXES``). A new codemod is
 one more entry here."""
@@ -184,7 +190,7 @@ def plan_fixes(
     sources = Sources(texts or {}) if sources is None else sources
     groups: dict[tuple[Any, ...], list[Diagnostic]] = {}
     for diagnostic in items:
-        if diagnostic.code in FIXABLE_CODES and (workaround or diagnostic.compiler_bug is None):
+        if _planned(diagnostic, workaround):
             groups.setdefault(root_cause_key(diagnostic), []).append(diagnostic)
     ordered = sorted(groups.values(), key=_origin_order)  # run and check list findings in different orders
     prepared = [_Group.prepare(group, strategy, spelling, sources, outputs, narrow) for group in ordered]
@@ -426,6 +432,8 @@ def _parts(
         return parts
     if kind is None and codes == {UNPINNED_HOST_MEMORY}:
         return [_Part("pin", [at("pin_memory")])]
+    if kind is None and codes == {OFFLOAD_DOES_NOTHING}:
+        return [_Part("rename", [at("rename_name")])]
     unpinned = (
         origin is not None
         and origin.memory_kind == UNPINNED_HOST
@@ -458,6 +466,15 @@ def _left_on_host(diagnostic: Diagnostic, edits: Sequence[Edit], path: str | Non
         return False
     spans = [diagnostic.span] + [step.span for step in diagnostic.trace if step.role == Role.HOST_COMPUTE]
     return any(span is not None and span.line in kept and same_file(span.path, path) for span in spans)
+
+
+def _planned(diagnostic: Diagnostic, workaround: bool) -> bool:
+    """Whether a finding gets a plan: its code is one a codemod fixes, it is no known compiler
+    bug (unless the workaround is asked for), and for OFL1211 it is the source check's
+    misspelt name (its literal is the span; what ``run`` finds of OFL1211 is advice)."""
+    if diagnostic.code not in FIXABLE_CODES or (diagnostic.compiler_bug is not None and not workaround):
+        return False
+    return diagnostic.code != OFFLOAD_DOES_NOTHING or diagnostic.origin is None
 
 
 def _codemod(strategy: str) -> type[FixCommand]:

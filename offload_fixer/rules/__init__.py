@@ -145,6 +145,9 @@ class Rule:
     """JAX itself refuses the pattern, where :attr:`applies`, before any compiler sees it: the
     examples are programs run as they are (eager code, no ``f`` to lower), and the tests run
     them (each invalid one raises, each valid one runs); ``run`` reports the program's failure."""
+    static_scope: str = ""
+    """Where the source check reports only part of what the rule covers: that part, in words
+    (its pages' examples are then not the source check's; its tests are)."""
 
     @property
     def name(self) -> str:
@@ -315,6 +318,8 @@ def render_rule(code: str, jax_version: str | None = None) -> str:
         checked_by = "`offload-fixer check` (the source, without running it); `offload-fixer run` shows JAX's error as the program's failure"
     elif rule.checked_statically:
         checked_by += ", and `offload-fixer check` (the source, without running it)"
+        if rule.static_scope:
+            checked_by += f" for {rule.static_scope}"
     elif rule.code in codes.EAGER_STATIC_CODES:
         checked_by += ", and `offload-fixer check` in code outside any jit (the source, without running it)"
     out += ["## Reported by", "", f"{checked_by}.", ""]

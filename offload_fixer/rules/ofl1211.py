@@ -3,7 +3,6 @@ in host memory (the program compiles; the memory saving the move asked for is go
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -13,6 +12,7 @@ from offload_fixer.jax_compat import Regime
 from offload_fixer.model import HOST_KINDS, PINNED_HOST, UNPINNED_HOST, Diagnostic, Origin, RematPolicy, XlaVerdict
 from offload_fixer.rules import FixDoc, Rule, TargetBehaviour, ToolMessage
 from offload_fixer.rules.examples import example
+from offload_fixer.source.checkpoint_names import close_tags
 
 if TYPE_CHECKING:
     from offload_fixer.analysis.diagnose import Diagnoser
@@ -42,6 +42,12 @@ POLICY_NEVER_DIFFERENTIATED = ToolMessage(
 POLICY_NAMES_UNTAGGED = ToolMessage(
     codes.OFFLOAD_DOES_NOTHING,
     "This remat policy offloads {names}, which no `checkpoint_name` in the program tags{hint}: nothing is offloaded.",
+)
+RENAME_TITLE = ToolMessage(codes.OFFLOAD_DOES_NOTHING, "Offload {tag!r}, the name checkpoint_name tags")
+RENAME_WHY = ToolMessage(
+    codes.OFFLOAD_DOES_NOTHING,
+    "Respell {name!r} as {tag!r} in the policy: the tagged value is then offloaded, as the policy "
+    "was written to do. Values are unchanged; host memory holds the residual.",
 )
 POLICY_MATCHES_NOTHING = ToolMessage(
     codes.OFFLOAD_DOES_NOTHING,
@@ -206,7 +212,7 @@ def _state_back_on_device(d: Diagnoser, seed: Seed, walk: WalkResult) -> Iterato
     )
 
 
-_WHY_POLICY = (
+WHY_POLICY = (
     "A remat policy offloads the residuals it matches: values the backward pass needs, moved to "
     "host memory in the forward pass and back for the backward. A policy that matches nothing "
     "(a name no `checkpoint_name` tags, a rule no operation fits), sends its matches to device "
@@ -232,11 +238,7 @@ def from_policy(d: Diagnoser, policy: RematPolicy) -> Iterator[Diagnostic]:
     elif policy.destination is not None and policy.destination not in HOST_KINDS:
         message = POLICY_DESTINATION_NOT_HOST.format(destination=policy.destination)
     elif untagged:
-        close = [
-            match
-            for name in policy.offload_names or ()
-            for match in difflib.get_close_matches(name, policy.tagged_names, n=1)
-        ]
+        close = [match for name in policy.offload_names or () for match in close_tags(name, policy.tagged_names)[:1]]
         hint = f" (did you mean {', '.join(repr(name) for name in dict.fromkeys(close))}?)" if close else ""
         names = ", ".join(repr(name) for name in policy.offload_names or ()) or "no name"
         message = POLICY_NAMES_UNTAGGED.format(names=names, hint=hint)
@@ -263,7 +265,7 @@ def from_policy(d: Diagnoser, policy: RematPolicy) -> Iterator[Diagnostic]:
         severity=RULE.severity(d.target),
         target=d.target,
         message=message,
-        explanation=_WHY_POLICY,
+        explanation=WHY_POLICY,
         origin=origin,
         span=policy.span,
         function=d.function,
@@ -356,4 +358,8 @@ RULE = Rule(
     from_walk=from_walk,
     from_policy=from_policy,
     compiled_evidence=compiled_evidence,
+    static_scope=(
+        "a name a `save_and_offload_only_these_names` policy offloads that no `checkpoint_name` of the "
+        'file tags but one nearly spells ("hiden" for "hidden"), which `--fix` respells'
+    ),
 )

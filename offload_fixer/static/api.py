@@ -666,7 +666,7 @@ def _analyse(
     eager: list[int] | None
     if isinstance(parsed, ModuleFacts):
         from .candidates import eager_candidates, site_candidates
-        from .policies import unpinned_policies_by_statement
+        from .policies import unpinned_policies_by_statement, untagged_names_by_statement
 
         interpreter = Interpreter(parsed, text, None, project, importer, spelling.regime)
         assert interpreter.lazy is not None
@@ -706,12 +706,14 @@ def _analyse(
             consulted = dict.fromkeys(p for p in asked.files if os.path.abspath(p) != own)
         # After the pruning: the statements that name a policy spell it, so they are kept.
         policies = unpinned_policies_by_statement(interpreter.lazy, text, path, target, source_sha256)
+        policies += untagged_names_by_statement(interpreter.lazy, text, path, target, source_sha256)
     else:
-        from .policies import unpinned_policies
+        from .policies import unpinned_policies, untagged_names
 
         if not isinstance(parsed, ParsedSource):
             parsed = ParsedSource(parsed)
         policies = unpinned_policies(parsed, text, path, target, source_sha256)
+        policies += untagged_names(parsed, text, path, target, source_sha256)
         interpreter = Interpreter(parsed.module, text, parsed.memos(), project, importer, spelling.regime)
         increment = _increment(parsed, found_outline, cache, interpreter, (path, target, spelling), project)
         indices = None if increment is None else increment.dirty

@@ -1,4 +1,5 @@
-"""Offload policies that offload nothing: ``offload_dst="unpinned_host"`` (the OFL1204 trap).
+"""Offload policies that offload nothing: ``offload_dst="unpinned_host"`` (the OFL1204 trap),
+and names that no ``checkpoint_name`` of the file tags but one tag nearly spells (OFL1211).
 
 A remat policy built with ``save_and_offload_only_these_names(..., offload_dst="unpinned_host")``,
 ``offload_dot_with_no_batch_dims(..., "unpinned_host")`` or ``Offloadable(dst="unpinned_host")``
@@ -7,6 +8,11 @@ the source shows it: the residuals stay on device and the memory saving silently
 The destination may be held in a name or a class attribute of the file (``offload_dst=DST``,
 ``offload_dst=Config.offload_dst``, a dataclass field's default): the literal is reported
 where it is written, when it is the one value the file ever binds there.
+
+A ``save_and_offload_only_these_names`` policy that offloads a name nothing tags leaves no
+move either. The names may be tagged in another module, so the check reports a name only
+where the file tags others, every tag a literal, and one of them is close to the name (a
+misspelling: "hiden" for "hidden"), at the name's literal, with the tag it was meant to be.
 """
 
 from __future__ import annotations
@@ -17,9 +23,18 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from offload_fixer import codes
-from offload_fixer.model import UNPINNED_HOST, Diagnostic, Span
+from offload_fixer.model import UNPINNED_HOST, Diagnostic, FixOption, Span
 from offload_fixer.rules import get_rule
 from offload_fixer.rules.ofl1204 import PIN_HOST_MEMORY, UNPINNED_POLICY
+from offload_fixer.rules.ofl1211 import POLICY_NAMES_UNTAGGED, RENAME_TITLE, RENAME_WHY, WHY_POLICY
+from offload_fixer.source.checkpoint_names import (
+    NAME_POLICIES,
+    OFFLOADED_NAMES_KEYWORD,
+    TAGGING,
+    close_tags,
+    offloaded_names,
+    tag_of,
+)
 from offload_fixer.source.offload_policies import (
     POLICY_DESTINATION_KEYWORDS,
     POLICY_DESTINATION_POSITIONS,
@@ -230,3 +245,91 @@ def _literal(value: cst.BaseExpression, bindings: dict[str, list]) -> cst.Simple
 
 def _is_unpinned(value: Any) -> bool:
     return isinstance(value, cst.SimpleString) and value.evaluated_value == UNPINNED_HOST
+
+
+NAMES_SPELLING = re.compile("|".join(map(re.escape, (OFFLOADED_NAMES_KEYWORD, *NAME_POLICIES, TAGGING))))
+"""Text without which a statement names no offloaded name and tags none."""
+
+
+def untagged_names(
+    parsed: ParsedSource, text: str, path: str, target: str, source_sha256: str | None
+) -> list[Diagnostic]:
+    """Names an offload policy of the file offloads that a ``checkpoint_name`` of the file
+    nearly tags (OFL1211), at each name's literal."""
+    if not _spells_names(text):
+        return []
+    finder = _NamesFinder()
+    parsed.module.visit(finder)
+    return _untagged(finder, parsed, path, target, source_sha256)
+
+
+def untagged_names_by_statement(
+    scope: ForeignScope, text: str, path: str, target: str, source_sha256: str | None
+) -> list[Diagnostic]:
+    """:func:`untagged_names` over the statements that spell a policy's names or a tag, each
+    parsed alone; raises :class:`~.scopes.NotCut` when one does not."""
+    if not _spells_names(text):
+        return []
+    facts = scope.facts
+    finder = _NamesFinder()
+    for index in range(len(facts.outline.groups)):
+        if NAMES_SPELLING.search(facts.piece(index)):
+            chunk = _chunk(scope, index)
+            chunk.statements[0].visit(finder)
+            for _, part in chunk.parts or ():
+                for member in part.statements:
+                    member.visit(finder)
+    return _untagged(finder, scope.source(), path, target, source_sha256)
+
+
+def _spells_names(text: str) -> bool:
+    return TAGGING in text and (OFFLOADED_NAMES_KEYWORD in text or any(policy in text for policy in NAME_POLICIES))
+
+
+class _NamesFinder(cst.CSTVisitor):
+    """The name literals offload policies offload, and the names ``checkpoint_name`` tags."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.offloaded: list[cst.SimpleString] = []
+        self.tags: list[cst.BaseExpression] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.offloaded.extend(offloaded_names(node) or ())
+        tag = tag_of(node)
+        if tag is not None:
+            self.tags.append(tag)
+
+
+def _untagged(
+    finder: _NamesFinder, parsed: ParsedSource, path: str, target: str, source_sha256: str | None
+) -> list[Diagnostic]:
+    values = [tag.evaluated_value for tag in finder.tags if isinstance(tag, cst.SimpleString)]
+    tags = [tag for tag in values if isinstance(tag, str)]
+    if not tags or len(tags) != len(finder.tags):
+        return []  # no tag here, or one the source computes: which names are tagged, it cannot tell
+    rule = get_rule(codes.OFFLOAD_DOES_NOTHING)
+    out = []
+    for literal in dict.fromkeys(finder.offloaded):
+        name = literal.evaluated_value
+        close = close_tags(name, tags) if isinstance(name, str) and name not in tags else []
+        if not close:
+            continue
+        where = parsed.code_range(literal)
+        span = Span(path, where.start.line, where.start.column + 1, where.end.line, where.end.column + 1)
+        out.append(
+            Diagnostic(
+                code=rule.code,
+                severity=rule.severity(target),
+                target=target,
+                message=POLICY_NAMES_UNTAGGED.format(names=repr(name), hint=f" (did you mean {close[0]!r}?)"),
+                explanation=WHY_POLICY,
+                span=span,
+                fixes=(
+                    FixOption("host", RENAME_TITLE.format(tag=close[0]), RENAME_WHY.format(name=name, tag=close[0])),
+                ),
+                source="static",
+                source_sha256=source_sha256,
+            )
+        )
+    return out

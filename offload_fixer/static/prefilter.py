@@ -13,7 +13,8 @@
    its destination often taken from configuration, so spelling one counts as spelling host
    memory. A file with such a policy and ``unpinned_host`` is analysed even without a jit
    (:func:`checks_policy_alone`): the policy is applied where another module jits it, and
-   its destination (OFL1204) is checked where it is written.
+   its destination (OFL1204) is checked where it is written; so is a file that spells a
+   policy's offloaded names and ``checkpoint_name`` (a misspelt name, OFL1211).
 2. Structure: stdlib ``ast`` (about ten times faster than libcst) checks that some name in the
    file resolves, through its imports, to ``jax.jit``/``pjit``. JAX's own sources mention
    memory kinds often but jit only through private modules, so they stop here.
@@ -38,6 +39,8 @@ HOST_SPELLING_BYTES = re.compile(HOST_SPELLING.pattern.encode())
 _PINNED_HOST_BYTES = PINNED_HOST.encode()
 _HOST_MEMBERS_BYTES = tuple(member.encode() for member in HOST_MEMBERS)
 _UNPINNED_HOST_BYTES = UNPINNED_HOST.encode()
+_CHECKPOINT_NAME_BYTES = b"checkpoint_name"
+_OFFLOADED_NAMES_BYTES = b"names_which_can_be_offloaded"
 OFFLOAD_SPELLING = re.compile(
     rb"save_and_offload_only_these_names|offload_dot_with_no_batch_dims|Offloadable|compute_on"
 )
@@ -114,7 +117,10 @@ def spells_offload(data: bytes) -> bool:
 
 
 def checks_policy_alone(data: bytes) -> bool:
-    """An offload policy and ``unpinned_host``: its destination is checked without a jit."""
+    """An offload policy and ``unpinned_host`` (its destination), or the names a policy
+    offloads and a ``checkpoint_name``: checked without a jit."""
+    if _CHECKPOINT_NAME_BYTES in data and _OFFLOADED_NAMES_BYTES in data:
+        return True
     return _UNPINNED_HOST_BYTES in data and spells_offload(data)
 
 

@@ -28,13 +28,14 @@ from offload_fixer.codemods.fix_command import FixCommand
 from offload_fixer.codemods.host_output import HostOutputCommand
 from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
 from offload_fixer.codemods.pin_host_memory import PinHostMemoryCommand
+from offload_fixer.codemods.rename_checkpoint_name import RenameCheckpointNameCommand
 from offload_fixer.codemods.targets import FunctionTarget
 from offload_fixer.fixes.apply import fix_to_fixpoint, split_lines
 
 FIXTURES = Path(__file__).parent / "fixtures"
 COMMANDS: dict[str, type[FixCommand]] = {
     command.__module__.rsplit(".", 1)[-1]: command
-    for command in (MoveToDeviceCommand, HostOutputCommand, PinHostMemoryCommand)
+    for command in (MoveToDeviceCommand, HostOutputCommand, PinHostMemoryCommand, RenameCheckpointNameCommand)
 }
 HEADER_END = "# ---\n"
 
