@@ -19,7 +19,7 @@ from offload_fixer.analysis.offloader import Failure, Node, Reach, Seed, WalkRes
 from offload_fixer.ir import module as irm
 from offload_fixer.ir.hlo_names import HloNames
 from offload_fixer.jax_compat import XlaGeneration
-from offload_fixer.jax_compat.compiler_bugs import known_bug
+from offload_fixer.jax_compat.compiler_bugs import CompilerBug, known_bug
 from offload_fixer.model import (
     DEVICE,
     HOST_KINDS,
@@ -183,28 +183,11 @@ class Diagnoser:
         message, explanation = rule.failure_texts[failure.message](self._failure_subject(failure), self.target)
         span = self.span(failure.op) if failure.op is not None else None
         fixes: tuple[FixOption, ...] = (rule.fix_option(rule.failure_fix),)
-        bug = known_bug(failure.message.kind, self.target, self.compiler_release)
         note = None
+        bug = known_bug(failure.message.kind, self.target, self.compiler_release)
         if bug is not None and self.compiler_release is not None:
-            note = CompilerBugNote(
-                f"{bug.package} {self.compiler_release}", bug.fixed_in, bug.fixing_jax, bug.reference
-            )
-            message = f"{message}: {bug.summary(self.compiler_release)}"
-            explanation = (
-                f"The program is correct: {note.compiler} cannot compile it and {bug.package} "
-                f"{bug.fixed_in} does ({bug.reference}). Until you can upgrade, the workaround "
-                f"(--strategy workaround): {explanation}"
-            )
-            upgrade = f"JAX {bug.fixing_jax}" if bug.fixing_jax else f"{bug.package} {bug.fixed_in}"
-            workaround = fixes[0]
-            fixes = (
-                FixOption(
-                    workaround.strategy,
-                    f"Upgrade to {upgrade}",
-                    f"{bug.package} {bug.fixed_in} compiles the program as it is.",
-                    "display-only",
-                ),
-                replace(workaround, title=f"{workaround.title} (with --strategy {WORKAROUND})"),
+            note, message, explanation, fixes = _as_compiler_bug(
+                bug, self.compiler_release, message, explanation, fixes[0]
             )
         return Diagnostic(
             code=failure.code,
@@ -318,6 +301,30 @@ class Diagnoser:
         if not info and len(self.view.results) > 1:
             return f"[{index}]"
         return output_path(info)
+
+
+def _as_compiler_bug(
+    bug: CompilerBug, release: str, message: str, explanation: str, workaround: FixOption
+) -> tuple[CompilerBugNote, str, str, tuple[FixOption, ...]]:
+    """A failure that is a known bug of the released compiler, worded so: which release fixes
+    it and which JAX installs that, the rule's remedy kept as the workaround a user must ask
+    for (``--strategy workaround``)."""
+    note = CompilerBugNote(f"{bug.package} {release}", bug.fixed_in, bug.fixing_jax, bug.reference)
+    explanation = (
+        f"The program is correct: {note.compiler} cannot compile it and {bug.package} {bug.fixed_in} "
+        f"does ({bug.reference}). Until you can upgrade, the workaround (--strategy {WORKAROUND}): {explanation}"
+    )
+    upgrade = f"JAX {bug.fixing_jax}" if bug.fixing_jax else f"{bug.package} {bug.fixed_in}"
+    fixes = (
+        FixOption(
+            workaround.strategy,
+            f"Upgrade to {upgrade}",
+            f"{bug.package} {bug.fixed_in} compiles the program as it is.",
+            "display-only",
+        ),
+        replace(workaround, title=f"{workaround.title} (with --strategy {WORKAROUND})"),
+    )
+    return note, f"{message}: {bug.summary(release)}", explanation, fixes
 
 
 def _merge_same_place(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
