@@ -68,8 +68,7 @@ def group_findings(
                 d.output_path or "",
             )
         )
-        mark = min((marks[d] for d in members if d in marks), key=lambda m: _PREFERENCE[m.status], default=None)
-        found.append(Finding(tuple(members), mark))
+        found.append(Finding(tuple(members), _mark_of(members, marks)))
     found.sort(
         key=lambda f: (
             _where(anchor(f.head)),
@@ -79,6 +78,22 @@ def group_findings(
         )
     )
     return found
+
+
+def _mark_of(members: Sequence[Diagnostic], marks: Mapping[Diagnostic, FixMark]) -> FixMark | None:
+    """A finding's mark: ``applied`` (``[*]``) only where ``--fix`` removes every one of its
+    diagnostics, as the fixed count counts it; else the most hopeful mark of those it leaves
+    (unsafe, then manual), or where they have none, that the fix leaves part of it."""
+    applied = [marks[d] for d in members if d in marks and marks[d].status == "applied"]
+    if applied and len(applied) == len(members):
+        return applied[0]
+    others = [marks[d] for d in members if d in marks and marks[d].status != "applied"]
+    if others:
+        return min(others, key=lambda m: _PREFERENCE[m.status])
+    if applied:
+        left = len(members) - len(applied)
+        return FixMark(applied[0].title, "manual", f"the fix leaves {left} of its {len(members)} outputs")
+    return None
 
 
 # ---------------------------------------------------------------------------------------
@@ -171,3 +186,45 @@ def fix_marks(diagnostics: Sequence[Diagnostic], plans: Iterable[Any], unsafe: b
             if d not in marks or _PREFERENCE[mark.status] < _PREFERENCE[marks[d].status]:
                 marks[d] = mark
     return marks
+
+
+# ---------------------------------------------------------------------------------------
+# The marks once the verification stage has checked the plans
+UNCLAIMED = "not written: no fix that holds when checked before writing removes it"
+LEFT_AFTER = "the fixed source, analysed again, still has it"
+
+
+def verified_marks(
+    diagnostics: Sequence[Diagnostic], planned: Mapping[Diagnostic, FixMark], results: Iterable[Any], decided: bool
+) -> dict[Diagnostic, FixMark]:
+    """What ``--fix`` does about each of ``diagnostics`` once the verification stage has checked
+    the plans (``results``: each file's result, with the plans it applies and those it skipped
+    with why): ``[*]`` names the plan written (another candidate where the first did not hold);
+    a finding whose fix was refused before it was written (it does not lower, the compiler
+    rejects it, the fixed source still fails) or that the fix written leaves
+    (``FixPlan.left_after``) says why, never ``[*]``. ``planned``: the planner's own marks
+    (``unsafe`` and ``display-only`` are its labels'). ``decided``: the stage checked every
+    plan, so a finding the planner would fix that no written plan removes is not ``[*]`` either
+    (the same predicate for the marks, the fixable count and ``--fix``)."""
+    wanted = set(diagnostics)
+    chosen: dict[Diagnostic, FixMark] = {}
+    left: dict[Diagnostic, FixMark] = {}
+    refused: dict[Diagnostic, FixMark] = {}
+    for result in results:
+        for plan in result.applied if result.error is None else ():
+            for d in resolved_by(plan, diagnostics):
+                chosen.setdefault(d, FixMark(plan.title, "applied"))
+            for d in plan.left_after:
+                if d in wanted:
+                    left.setdefault(d, FixMark(plan.title, "manual", LEFT_AFTER))
+        for plan, why in result.skipped:
+            if why.startswith(("unsafe", "display-only")) or plan.safety == "display-only":
+                continue
+            for d in resolved_by(plan, diagnostics):
+                refused.setdefault(d, FixMark(plan.title, "manual", f"not written: {why}"))
+    found = {**planned, **left, **chosen, **refused}
+    if decided:
+        for d, mark in found.items():
+            if mark.status == "applied" and d not in chosen:
+                found[d] = FixMark(mark.title, "manual", UNCLAIMED)
+    return found

@@ -422,9 +422,11 @@ class FixMeasurement:
 
 @dataclass(frozen=True)
 class MeasuredFix:
-    """A fix ``run`` compiled before writing (``--fix``) or showing (``--diff``) it, with its
-    figures: the ``fixes`` of the JSON document and the run report, SARIF's notifications, and
-    what the language server titles a quick fix with while the file is as the run analysed it."""
+    """What the verification stage found of a fix ``run`` checked before writing (``--fix``),
+    showing (``--diff``) or marking it (``[*]``): its figures where the compiler measured it, or
+    why it is not written (``refused``). The ``fixes`` of the JSON document and the run report,
+    SARIF's notifications, and what the language server titles a quick fix with (or offers none
+    for) while the file is as the run analysed it."""
 
     path: str
     title: str
@@ -440,9 +442,14 @@ class MeasuredFix:
     unverified: str = ""
     """``not verified: <why>`` for a fix written or shown without being lowered first (then
     ``measured`` is empty); empty for a fix lowered from its fixed source."""
+    refused: str = ""
+    """Why the verification stage does not write this fix (it does not lower, the compiler
+    rejects it, the fixed source still fails); empty for a fix that holds."""
 
     @property
     def summary(self) -> str:
+        if self.refused:
+            return f"not written: {self.refused}"
         return self.unverified or describe_measurements(self.measured)
 
     def to_dict(self) -> dict[str, Any]:

@@ -34,11 +34,16 @@ class AbstractCall:
 
 
 def abstract_arguments(args: tuple) -> tuple:
+    """``args`` as shapes and shardings; an array the program passed uncommitted (``jnp.ones``:
+    JAX places it beside the other arguments) without its device, as JAX treats it: recorded
+    on its device, it would not lower beside an argument sharded over several."""
     import jax
 
     def shape_of(leaf: Any) -> Any:
         if hasattr(leaf, "shape") and hasattr(leaf, "dtype"):
-            return jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=getattr(leaf, "sharding", None))
+            committed = getattr(leaf, "committed", True)
+            sharding = getattr(leaf, "sharding", None) if committed else None
+            return jax.ShapeDtypeStruct(leaf.shape, leaf.dtype, sharding=sharding)
         return leaf
 
     return jax.tree_util.tree_map(shape_of, args)

@@ -185,7 +185,7 @@ def _judge(lowered: Any, target: str) -> Any:
 def _baseline(report: Any, lowered_text: str) -> tuple[Any, str]:
     """libtpu's verdict on the original module with each output error 1200 names declared
     host, else (libtpu compiles no such program) on the original without its offload; and
-    which of the two it is (as ``run --fix`` measures: ``confirm_fixes.original_memory``)."""
+    which of the two it is (as ``run --fix`` measures: ``verify.lowering.original_memory``)."""
     from offload_fixer import codes
     from offload_fixer.model import HOST_OUTPUTS_BASELINE, NO_OFFLOAD_BASELINE
     from offload_fixer.xla.confirm import with_host_output, without_offload
@@ -227,11 +227,12 @@ def _argument_kinds(text: str) -> list[str]:
 def assess(path: Path, strategies: tuple[str, ...], compilers: bool = True, show_diff: bool = False) -> list[Row]:
     """One row per strategy for the corpus program ``path`` (a copy in a scratch directory)."""
     from offload_fixer import codes
-    from offload_fixer.cli.confirming import FixConfirmation
     from offload_fixer.fixes import plan_fixes
     from offload_fixer.fixes.candidates import candidate_plans
     from offload_fixer.runner import run_program
-    from offload_fixer.xla.confirm_fixes import find_jitted, lower_fixed
+    from offload_fixer.verify.jit_sites import find_jitted
+    from offload_fixer.verify.lowering import lower_fixed
+    from offload_fixer.verify.stage import Verifier
     from offload_fixer.xla.oracle import module_text
 
     intended = intended_host_outputs(path)
@@ -256,7 +257,7 @@ def assess(path: Path, strategies: tuple[str, ...], compilers: bool = True, show
             reports=result.reports,
             eligible=lambda plan: plan.safety == "safe",
         )
-        confirmation = FixConfirmation(result.reports, result.calls, "tpu", compile=compilers)
+        confirmation = Verifier(result.reports, result.calls, "tpu", compile=compilers)
         file_plans = [p for p in plans if p.path == str(path)]
         fixed, _ = confirmation.choose_file(str(path), file_plans, False, alternatives)
         row.notes = list(confirmation.notes)
@@ -375,7 +376,7 @@ def _check_claims(row: Row, report: Any, applied: Any, lowered: Any) -> None:
     a written plan claims (``covered``) and that is still made there (its code and origin) is a
     claim the fix does not keep (``Row.claimed_left``)."""
     from offload_fixer.analysis import analyze
-    from offload_fixer.xla.confirm_fixes import finding_key
+    from offload_fixer.verify.lowering import finding_key
 
     left = {finding_key(d) for d in analyze(lowered, "tpu", function=report.function).diagnostics}
     for plan in applied:

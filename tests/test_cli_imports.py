@@ -49,6 +49,7 @@ NEVER_AT_START_UP = (
     "offload_fixer.analysis",
     "offload_fixer.ir",
     "offload_fixer.xla",
+    "offload_fixer.verify",
     "offload_fixer.explain",
     "libcst.codemod",
     "libcst.matchers",

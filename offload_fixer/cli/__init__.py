@@ -39,7 +39,7 @@ from offload_fixer.cli.checking import (
     show_fixed,
     show_planned_fixes,
 )
-from offload_fixer.cli.confirming import FixConfirmation, report_compiled, report_unpredicted, require_compiler
+from offload_fixer.cli.confirming import report_compiled, report_unpredicted, require_compiler
 from offload_fixer.cli.fixing import (
     apply_fixes,
     apply_fixes_per_file,
@@ -490,6 +490,8 @@ def run(
             outcome.complete = False
             outcome.checked = checked + f" before the program was stopped at {result.stopped.failure.name}"
         marks = marks_planner(settings.strategy, invocation, None, reports=result.reports)
+        from offload_fixer.verify.stage import Verifier
+
         if invocation.fix or invocation.diff:
             from offload_fixer.fixes.scope import WriteScope, project_root
 
@@ -501,14 +503,14 @@ def run(
                 None,
                 console,
                 expected_sha256=result.sources,
-                # every fix lowered again before it is written; compiled too with --confirm (on the
-                # accelerator itself, its run of the fixed program judges instead)
-                confirm=FixConfirmation(
+                # every fix lowered again before it is written, and compiled where the compiler is
+                # installed (on the accelerator itself, its run of the fixed program judges instead)
+                verifier=Verifier(
                     result.reports,
                     result.calls,
                     settings.target,
-                    compile=invocation.confirm and result.accelerator is None,
-                    measure=False if result.accelerator is not None else None,
+                    require_compiler=invocation.confirm and result.accelerator is None,
+                    compile=False if result.accelerator is not None else None,
                 ),
                 reports=result.reports,
                 scope=WriteScope.of([project_root(os.getcwd())], [] if module else [program]),
@@ -546,18 +548,26 @@ def run(
                     written = [r for r in run_fixes.results if r.written]
                     if not run_fixed_again(result, rerun, written, console, revert=invocation.confirm):
                         outcome.failure = outcome.failure or ExitCode.FIX_REFUSED
-            marks = marks_after_fixing(marks, run_fixes)
-        else:  # [*] only for a fix that lowers from its fixed source, as --fix checks it
+            marks = marks_after_fixing(marks, run_fixes, verified=True)
+        else:  # [*] only for a fix that holds, as --fix checks it before writing it
             checked_fixes = verify_fixes(
                 outcome.diagnostics,
                 settings.strategy,
                 invocation,
+                Verifier(
+                    result.reports,
+                    result.calls,
+                    settings.target,
+                    figures=False,
+                    compile=False if result.accelerator is not None else None,
+                ),
                 result.reports,
-                result.calls,
-                settings.target,
                 result.sources,
             )
-            marks = marks_after_fixing(marks, checked_fixes)
+            marks = marks_after_fixing(marks, checked_fixes, verified=True)
+            outcome.measured = checked_fixes.measured()
+            if outcome.measured:  # the editor offers no quick fix the run refused
+                save(outcome.measured)
         if not (invocation.fix or invocation.diff) and invocation.show_fixes and outcome.diagnostics:
             planned = apply_fixes(
                 outcome.diagnostics,
@@ -702,8 +712,9 @@ def fix(report_file: str, **params: Any) -> None:
     diagnostics = without_excluded([d for r in saved.reports for d in r.diagnostics], resolver, console)
     if invocation.confirm:
         require_compiler(saved.target, console)
+    from offload_fixer.verify.stage import Verifier
+
     calls = {index: AbstractCall(None, *decode_call(call)) for index, call in saved.calls.items()}
-    confirmation = FixConfirmation(saved.reports, calls, saved.target, compile=invocation.confirm)
     run_fixes = apply_fixes(
         diagnostics,
         invocation.strategy or "auto",
@@ -711,7 +722,7 @@ def fix(report_file: str, **params: Any) -> None:
         saved.jax_version,
         console,
         expected_sha256=saved.sources,
-        confirm=confirmation,
+        verifier=Verifier(saved.reports, calls, saved.target, require_compiler=invocation.confirm),
         reports=saved.reports,
         scope=WriteScope.of([project_root(os.getcwd())]),  # a report is shared: it names paths, it is not trusted
     )

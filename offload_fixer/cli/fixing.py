@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,8 +16,8 @@ from offload_fixer.exit_codes import ExitCode
 from offload_fixer.model import Diagnostic
 
 if TYPE_CHECKING:
-    from offload_fixer.cli.confirming import FixConfirmation
     from offload_fixer.fixes.scope import WriteScope
+    from offload_fixer.verify.stage import Verifier
 
 
 # ---------------------------------------------------------------------------------------
@@ -36,29 +36,40 @@ class FixRun:
         return any(r.changed and r.error is None for r in self.results)
 
     def measured(self) -> list[Any]:
-        """Each fix made (``--fix``) or shown (``--diff``) that the compiler measured, or that
-        could not be lowered before (``not verified: ...``), as the formats and the run report
-        carry it (``model.MeasuredFix``)."""
+        """What the verification stage found of each fix: made (``--fix``) or shown (``--diff``,
+        ``[*]``) with the compiler's figures or ``not verified: ...``, or refused with why, as the
+        formats and the run report carry it (``model.MeasuredFix``)."""
         from offload_fixer.findings import location
         from offload_fixer.model import MeasuredFix
 
-        return [
-            MeasuredFix(
+        def record(result: Any, plan: Any, refused: str = "") -> MeasuredFix:
+            return MeasuredFix(
                 path=result.path,
                 title=plan.title,
                 strategy=plan.strategy,
                 safety=plan.safety,
-                codes=tuple(dict.fromkeys(d.code for d in plan.covered)),
+                codes=tuple(dict.fromkeys(d.code for d in (plan.covered if not refused else plan.diagnostics))),
                 measured=plan.measured,
                 written=result.written,
                 span=location(plan.diagnostics[0]) if plan.diagnostics else None,
                 unverified=plan.unverified,
+                refused=refused,
             )
+
+        found = [
+            record(result, plan)
             for result in self.results
             if result.error is None and result.changed
             for plan in result.applied
             if plan.measured or plan.unverified
         ]
+        found += [
+            record(result, plan, why)
+            for result in self.results
+            for plan, why in result.skipped
+            if result.path and plan.safety != "display-only" and not why.startswith(("unsafe", "display-only"))
+        ]
+        return found
 
 
 def apply_fixes(
@@ -69,15 +80,15 @@ def apply_fixes(
     console: Console,
     expected_sha256: dict[str, str] | None = None,
     source: tuple[str, bytes] | None = None,
-    confirm: FixConfirmation | None = None,
+    verifier: Verifier | None = None,
     reports: Sequence[Any] = (),
     scope: WriteScope | None = None,
     texts: dict[str, bytes] | None = None,
 ) -> FixRun:
     """Plan, then write (``--fix``) or only compute (``--diff``, stdin) the fixes.
-    ``source``: (path, text) read from stdin, fixed in memory. ``confirm``: each fixed file's
-    functions are compiled by the released compiler first; a file whose fix XLA rejects is
-    left untouched. ``reports``: the analysis reports of ``run``, whose output trees
+    ``source``: (path, text) read from stdin, fixed in memory. ``verifier``: the verification
+    stage, asked about each file's plans before anything is written (a plan that does not hold
+    is replaced by the next candidate, or left). ``reports``: the analysis reports of ``run``, whose output trees
     host-output fixes mirror. ``expected_sha256`` (a saved or just-made run's hashes): a file
     it holds no hash of is refused. ``scope``: the files a fix may write, any other refused
     with its path. ``texts``: the files' contents as fixed so far in memory (``check --fix``'s
@@ -125,7 +136,7 @@ def apply_fixes(
         results = [apply_to_source(source[0], source[1], plans, unsafe=invocation.unsafe_fixes)]
     elif texts is not None:
         results = apply_plans(plans, write=False, unsafe=invocation.unsafe_fixes, texts=texts)
-    elif confirm is not None:
+    elif verifier is not None:
         from offload_fixer.fixes.apply import choose_plans
         from offload_fixer.fixes.candidates import candidate_plans
 
@@ -136,7 +147,7 @@ def apply_fixes(
             reports=reports,
             eligible=lambda plan: bool(choose_plans([plan], invocation.unsafe_fixes)[0]),
         )
-        results = confirm.apply(plans, invocation, console, alternatives)
+        results = verified_results(verifier, plans, invocation, console, alternatives)
     else:
         results = apply_plans(plans, write=invocation.write, unsafe=invocation.unsafe_fixes)
     results = refused + results
@@ -171,16 +182,14 @@ def verify_fixes(
     diagnostics: Sequence[Diagnostic],
     strategy: str,
     invocation: Invocation,
+    verifier: Verifier,
     reports: Sequence[Any],
-    calls: dict[int, Any],
-    target: str,
     expected_sha256: dict[str, str],
 ) -> FixRun:
-    """What ``--fix`` would write, checked as it checks before writing (each fixed file's
-    functions lowered again from the fixed text with the recorded shapes and shardings; JAX
-    only, nothing compiled), nothing written and nothing said: plain ``run`` marks ``[*]``
-    only what holds (:func:`marks_after_fixing`)."""
-    from offload_fixer.cli.confirming import FixConfirmation
+    """What ``--fix`` would write, checked by the same ``verifier`` as it checks before writing
+    (each fixed file's functions lowered again with the recorded shapes and shardings, and
+    compiled where the compiler is installed), nothing written and nothing said: plain ``run``
+    marks ``[*]`` only what ``--fix`` writes (:func:`marks_after_fixing`)."""
     from offload_fixer.findings import resolved_by
     from offload_fixer.fixes import FIXABLE_CODES, plan_fixes
     from offload_fixer.fixes.apply import choose_plans
@@ -207,13 +216,53 @@ def verify_fixes(
     for plan in plans:
         if plan.path:
             by_path.setdefault(plan.path, []).append(_with_expected_hash(plan, expected_sha256))
-    confirmation = FixConfirmation(reports, calls, target, compile=False, measure=False)
-    results = [confirmation.choose_file(path, ps, unsafe, alternatives)[0] for path, ps in by_path.items()]
+    results = [verifier.choose_file(path, ps, unsafe, alternatives)[0] for path, ps in by_path.items()]
     resolved: dict[Diagnostic, None] = {}
     for result in results:
         for plan in result.applied if result.error is None else ():
             resolved.update(dict.fromkeys(resolved_by(plan, diagnostics)))
     return FixRun(results, list(resolved))
+
+
+def verified_results(
+    verifier: Verifier,
+    plans: Sequence[Any],
+    invocation: Invocation,
+    console: Console,
+    alternatives: Mapping[tuple[str, Any], Sequence[Any]],
+) -> list[Any]:
+    """``plans`` checked file by file by the verification stage, each failing one replaced by
+    the next of its ``alternatives`` (per (file, root cause), from ``candidate_plans``), what it
+    did said one line each, then the chosen plans written (``invocation.write``)."""
+    from offload_fixer.fixes import apply_plans
+    from offload_fixer.report import display_path
+
+    by_path: dict[str, list[Any]] = {}
+    for plan in plans:
+        by_path.setdefault(plan.path, []).append(plan)
+    results = []
+    confirmed: dict[str, list[Any]] = {}
+    for path, file_plans in by_path.items():
+        result, chosen = verifier.choose_file(path, file_plans, invocation.unsafe_fixes, alternatives)
+        for line in verifier.notes:
+            console.note(f"offload-fixer: {display_path(path)}: {line}", always=line.startswith("left unfixed"))
+        results.append(result)
+        if chosen:
+            confirmed[path] = chosen
+    # the chosen plans' edits in other files (a jit site in the package's __main__.py)
+    others = [part for chosen in confirmed.values() for plan in chosen for part in plan.in_other_files()]
+    if others:
+        results += [r for r in apply_plans(others, write=False, unsafe=True) if r.path not in by_path]
+    if invocation.write and confirmed:
+        written = {
+            r.path: r
+            for r in apply_plans(
+                [p for chosen in confirmed.values() for p in chosen], write=True, unsafe=invocation.unsafe_fixes
+            )
+        }
+        results = [dataclasses.replace(written[r.path], skipped=r.skipped) if r.path in written else r for r in results]
+        results += [r for path, r in written.items() if path not in {x.path for x in results}]
+    return results
 
 
 def apply_fixes_per_file(
@@ -389,67 +438,15 @@ def fixed_listing(run: FixRun, diagnostics: Sequence[Diagnostic], root: str) -> 
 
 
 def marks_after_fixing(
-    marks_for: Callable[[list[Diagnostic]], dict], run: FixRun
+    marks_for: Callable[[list[Diagnostic]], dict], run: FixRun, verified: bool = False
 ) -> Callable[[list[Diagnostic]], dict]:
     """``marks_for`` (what the planner would do about each finding) with what ``--fix`` just
-    found: a finding whose fix was refused before it was written (it does not lower, the
-    compiler rejects it, the edit cannot be made) is never ``[*]``; its ``fix`` line says it
-    is not automatic, and why. ``[*]`` marks only a fix that would be written."""
+    found (:func:`~offload_fixer.findings.verified_marks`): ``[*]`` marks only a fix that is
+    written. ``verified``: ``run`` was checked by the verification stage, which decides alone."""
 
     def marks(diagnostics: list[Diagnostic]) -> dict:
-        return {
-            **marks_for(diagnostics),
-            **left_marks(run, diagnostics),
-            **chosen_marks(run, diagnostics),
-            **refused_marks(run, diagnostics),
-        }
+        from offload_fixer.findings import verified_marks
+
+        return verified_marks(diagnostics, marks_for(diagnostics), run.results, verified)
 
     return marks
-
-
-def left_marks(run: FixRun, diagnostics: Sequence[Diagnostic]) -> dict[Diagnostic, Any]:
-    """Each of ``diagnostics`` a fix of ``run`` was planned to remove but, lowered and analysed
-    again from the fixed source, still has (``FixPlan.left_after``): ``--fix`` does not fix it,
-    so it is not ``[*]``."""
-    from offload_fixer.findings import FixMark
-
-    wanted = set(diagnostics)
-    found: dict[Diagnostic, Any] = {}
-    for result in run.results:
-        for plan in result.applied if result.error is None else ():
-            for d in plan.left_after:
-                if d in wanted:
-                    found.setdefault(d, FixMark(plan.title, "manual", "the fixed source, analysed again, still has it"))
-    return found
-
-
-def chosen_marks(run: FixRun, diagnostics: Sequence[Diagnostic]) -> dict[Diagnostic, Any]:
-    """Each of ``diagnostics`` a safe plan of ``run`` fixes, marked with that plan's title:
-    where the first plan did not lower and another candidate was chosen, ``[*]`` names the
-    one ``--fix`` writes."""
-    from offload_fixer.findings import FixMark, resolved_by
-
-    found: dict[Diagnostic, Any] = {}
-    for result in run.results:
-        for plan in result.applied if result.error is None else ():
-            if plan.safety == "safe":
-                for d in resolved_by(plan, diagnostics):
-                    found.setdefault(d, FixMark(plan.title, "applied"))
-    return found
-
-
-def refused_marks(run: FixRun, diagnostics: Sequence[Diagnostic]) -> dict[Diagnostic, Any]:
-    """Each of ``diagnostics`` a planned fix covers that ``run`` did not write, for a reason
-    other than its label (``unsafe``, ``display-only``: the planner's own marks say those):
-    ``manual``, with the reason the check before writing gave."""
-    from offload_fixer.findings import FixMark, resolved_by
-
-    found: dict[Diagnostic, Any] = {}
-    for result in run.results:
-        for plan, why in result.skipped:
-            if why.startswith(("unsafe", "display-only")) or plan.safety == "display-only":
-                continue
-            mark = FixMark(plan.title, "manual", f"not written: {why}")
-            for d in resolved_by(plan, diagnostics):
-                found.setdefault(d, mark)
-    return found

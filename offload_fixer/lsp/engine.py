@@ -250,7 +250,7 @@ def apply_fix(text: str, path: str, diagnostic: Diagnostic, strategy: str, setti
     shown, runs = _shown(text, path, settings)
     others = [d for d in shown if d != diagnostic]
     plans = plan_on_text([diagnostic, *others], text, path, strategy, settings, runs)
-    return _apply(text, path, [p for p in plans if diagnostic in p.covered], unsafe=True)
+    return _apply(text, path, [p for p in _held(plans, text, path) if diagnostic in p.covered], unsafe=True)
 
 
 def fix_all(text: str, path: str, settings: Settings) -> str | None:
@@ -263,7 +263,13 @@ def fix_all(text: str, path: str, settings: Settings) -> str | None:
     if not shown:
         return None
     plans = plan_on_text(shown, text, path, settings.strategy, settings, runs)
-    return _apply(text, path, plans, unsafe=False)
+    return _apply(text, path, _held(plans, text, path), unsafe=False)
+
+
+def _held(plans: list[FixPlan], text: str, path: str) -> list[FixPlan]:
+    """``plans`` less those the last run's verification refused for this very text."""
+    refused = {title for title, fix in _LAST_RUN.fixes(path, encoded(text)).items() if fix.refused}
+    return [plan for plan in plans if plan.title not in refused]
 
 
 def plan_on_text(

@@ -89,9 +89,11 @@ def fix_choices(
             seen: list[tuple] = []
             for rank, (strategy, plans) in enumerate(alternatives):
                 for plan in plans:
+                    fix = (measured or {}).get(plan.title)
+                    if fix is not None and fix.refused:
+                        continue  # the run's verification refused it: no quick fix, as `run` marks it
                     if d in plan.covered and plan.edits and plan.edits not in seen:
                         seen.append(plan.edits)
-                        fix = (measured or {}).get(plan.title)
                         title = f"offload-fixer: {plan.title}" + (f" ({fix.summary})" if fix else "")
                         figures = tuple(m.to_dict() for m in fix.measured) if fix else ()
                         choices.append(FixChoice(plan.strategy, title, plan.safety, rank == 0, strategy, figures))

@@ -86,6 +86,9 @@ class FixResult:
     cells: dict[int, str]
     file_diffs: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    marks: Mapping[Diagnostic, Any] = field(default_factory=dict)
+    """What ``%offload_fix`` does about each finding (by its diagnostic in the cells' file
+    names), as the verification stage decided it: the ``[*]`` of the findings shown."""
 
 
 class OffloadFixerExtension:
@@ -187,14 +190,13 @@ class OffloadFixerExtension:
 
         names = cell_names(self.shell)
         shown = [_labelled(d, names) for d in findings.diagnostics]
-        marks = self.fix_marks(findings)
+        fix = self.fixes(findings) if findings.diagnostics else FixResult({})
         text = format_text(
             shown,
             root=os.getcwd(),
-            marks={label: marks[d] for d, label in zip(findings.diagnostics, shown) if d in marks},
+            marks={label: fix.marks[d] for d, label in zip(findings.diagnostics, shown) if d in fix.marks},
         )
         warnings = [f"offload-fixer: could not check a compilation: {w}" for w in findings.warnings]
-        fix = self.fixes(findings) if findings.diagnostics else FixResult({})
         diffs = [
             _cell_diff(number, _history_source(self.shell, number), source)
             for number, source in sorted(fix.cells.items())
@@ -202,42 +204,29 @@ class OffloadFixerExtension:
         return FindingsView(text, warnings, diffs + list(fix.file_diffs), list(fix.notes), bool(fix.cells))
 
     # ------------------------------------------------------------------ fixing
-    def fix_marks(self, findings: CellFindings) -> dict[Diagnostic, Any]:
-        """What ``%offload_fix`` does about each finding (by its diagnostic in the cells' file
-        names), titled with the cell and line each edit goes to (``In [5], line 3``)."""
-        from offload_fixer.findings import fix_marks
-        from offload_fixer.fixes import plan_fixes
+    def fixes(self, findings: CellFindings, unsafe: bool = False) -> FixResult:
+        """Plan the findings' fixes on the kernel's cells as one program, verify them as ``run``
+        does (each fixed function rebuilt in a copy of the kernel's namespace and lowered with the
+        recorded call, compiled where the compiler is installed) and apply those that hold there
+        (safe ones; unsafe ones too with ``unsafe``); files outside the cells get a diff. The
+        marks say what was done about each finding, titled with the cell and line each edit goes
+        to (``In [5], line 3``)."""
+        from offload_fixer.findings import fix_marks, verified_marks
+        from offload_fixer.fixes import apply_plans, plan_fixes
+        from offload_fixer.fixes.apply import choose_plans
+        from offload_fixer.fixes.candidates import candidate_plans
+        from offload_fixer.verify.stage import Verifier
 
         program, names = kernel_program(self.shell)
-        diagnostics, reports = _findings_in_program(findings, program, names)
+        diagnostics, reports, calls = self._in_program(findings, program, names)
 
         def place(line: int) -> str:
             cell, in_cell = program.locate(line)
             return f"In [{cell.number}], line {in_cell}"
 
-        plans = plan_fixes(
-            diagnostics,
-            strategy=self.settings.strategy,
-            texts={KERNEL_CELLS: program.data},
-            reports=reports,
-            places={KERNEL_CELLS: place},
-        )
-        marks = fix_marks(diagnostics, plans, unsafe=False)
-        return {d: marks[moved] for d, moved in zip(findings.diagnostics, diagnostics) if moved in marks}
-
-    def fixes(self, findings: CellFindings, unsafe: bool = False) -> FixResult:
-        """Plan the findings' fixes on the kernel's cells as one program and apply them there
-        (safe ones; unsafe ones too with ``unsafe``); files outside the cells get a diff."""
-        import libcst as cst
-
-        from offload_fixer.fixes import FixError, apply_plans, plan_fixes
-        from offload_fixer.fixes.apply import choose_plans, fix_text
-
-        program, names = kernel_program(self.shell)
-        diagnostics, reports = _findings_in_program(findings, program, names)
-        plans = plan_fixes(
-            diagnostics, strategy=self.settings.strategy, texts={KERNEL_CELLS: program.data}, reports=reports
-        )
+        texts = {KERNEL_CELLS: program.data}
+        strategy = self.settings.strategy
+        plans = plan_fixes(diagnostics, strategy=strategy, texts=texts, reports=reports, places={KERNEL_CELLS: place})
         chosen, skipped = choose_plans(plans, unsafe)
         notes = [
             f"not applied ({plan.title}): {why}" + (" (--unsafe applies it)" if why.startswith("unsafe") else "")
@@ -247,13 +236,44 @@ class OffloadFixerExtension:
         in_files = [p for p in chosen if p.path != KERNEL_CELLS]
         file_diffs = tuple(r.diff for r in apply_plans(in_files, write=False) if r.diff)
         cells: dict[int, str] = {}
+        results = []
         if in_cells:
-            try:
-                fixed, _ = fix_text(KERNEL_CELLS, program.text, in_cells)
-                cells = program.split(fixed)
-            except (cst.ParserSyntaxError, FixError, CellSplitError) as exc:
-                notes.append(f"the fix could not be made in the cells: {exc}")
-        return FixResult(cells, file_diffs, tuple(notes))
+            verifier = Verifier(reports, calls, self.settings.target, figures=False, parts=tuple(names), texts=texts)
+            alternatives = candidate_plans(
+                diagnostics,
+                strategy,
+                reports=reports,
+                texts=texts,
+                eligible=lambda plan: bool(choose_plans([plan], unsafe)[0]),
+            )
+            result, _ = verifier.choose_file(KERNEL_CELLS, in_cells, unsafe, alternatives)
+            results.append(result)
+            notes += verifier.notes
+            if result.error is not None:
+                notes.append(f"the fix could not be made in the cells: {result.error}")
+            elif result.changed:
+                try:
+                    cells = program.split(result.new_text)
+                except CellSplitError as exc:
+                    notes.append(f"the fix could not be made in the cells: {exc}")
+        marks = verified_marks(diagnostics, fix_marks(diagnostics, plans, unsafe), results, bool(in_cells))
+        moved = {d: marks[m] for d, m in zip(findings.diagnostics, diagnostics) if m in marks}
+        return FixResult(cells, file_diffs, tuple(notes), moved)
+
+    def _in_program(
+        self, findings: CellFindings, program: Program, names: Mapping[str, int]
+    ) -> tuple[list[Diagnostic], list[Any], dict[int, Any]]:
+        """The findings, their reports (holding them, for the output trees) and the calls their
+        compilations were checked with, moved into the kernel's program."""
+        diagnostics, pairs = _findings_in_program(findings, program, names)
+        recorded = self._checker.result if self._checker is not None else None
+        positions = {id(r): i for i, r in enumerate(recorded.reports)} if recorded is not None else {}
+        calls: dict[int, Any] = {}
+        for index, (original, _) in enumerate(pairs):
+            position = positions.get(id(original))
+            if recorded is not None and position is not None and position in recorded.calls:
+                calls[index] = recorded.calls[position]
+        return diagnostics, [moved for _, moved in pairs], calls
 
     def fix(self, argument: str) -> str:
         """``%offload_fix [N] [--unsafe]``: put the fixed In [N] (the only cell the fix edits,
@@ -398,16 +418,24 @@ def _in_program(diagnostic: Diagnostic, program: Program, names: Mapping[str, in
 
 def _findings_in_program(
     findings: CellFindings, program: Program, names: Mapping[str, int]
-) -> tuple[list[Diagnostic], list[Any]]:
-    """The findings and their reports (holding them, for the output trees) moved into the
-    kernel's program."""
+) -> tuple[list[Diagnostic], list[tuple[Any, Any]]]:
+    """The findings and their reports (holding them, for the output trees; their functions
+    too) moved into the kernel's program, each report beside the one it was moved from."""
     diagnostics = [_in_program(d, program, names) for d in findings.diagnostics]
     moved = dict(zip(findings.diagnostics, diagnostics))
+    cells = {k: v for k, v in names.items() if _in(program, v)}
     reports = [
-        dataclasses.replace(r, diagnostics=tuple(moved[d] for d in r.diagnostics if d in moved))
+        (
+            r,
+            dataclasses.replace(
+                r,
+                diagnostics=tuple(moved[d] for d in r.diagnostics if d in moved),
+                function=_function(r.function, cells, program),
+            ),
+        )
         for r in findings.reports
     ]
-    return diagnostics, [r for r in reports if r.diagnostics]
+    return diagnostics, [(r, m) for r, m in reports if m.diagnostics]
 
 
 def _in(program: Program, number: int) -> bool:

@@ -294,11 +294,16 @@ def _sarif_fix(change: SourceChange, base: Path) -> dict[str, Any]:
 
 
 def _fix_notification(fix: MeasuredFix, base: Path) -> dict[str, Any]:
-    """A fix the run compiled: what it does and what it costs, where its finding is (a fix it
-    could not lower first: a warning that says why, ``fix-unverified``)."""
-    done = "fixed" if fix.written else ("fix shown" if fix.unverified else "fix compiles")
+    """A fix the run checked: what it does and what it costs, where its finding is (a fix it
+    could not lower first: a warning that says why, ``fix-unverified``; one it refused: a
+    warning that says why, ``fix-refused``)."""
+    if fix.refused:
+        done, level, kind = "fix refused", "warning", "fix-refused"
+    elif fix.unverified:
+        done, level, kind = ("fixed" if fix.written else "fix shown"), "warning", "fix-unverified"
+    else:
+        done, level, kind = ("fixed" if fix.written else "fix compiles"), "note", "fix-measured"
     message = f"{done}: {fix.title}: {fix.summary}"
-    level, kind = ("warning", "fix-unverified") if fix.unverified else ("note", "fix-measured")
     if fix.span is None:
         return {"level": level, "message": {"text": message}, "descriptor": {"id": kind}}
     return _notification(level, cell_words(fix.span) + message, fix.span, base, kind)

@@ -13,8 +13,8 @@ import offload_fixer
 from offload_fixer import jax_compat
 from offload_fixer.model import FunctionRef
 from offload_fixer.report_file import AbstractCall
+from offload_fixer.verify.lowering import compile_fixed
 from offload_fixer.xla.confirm import confirm, with_host_output
-from offload_fixer.xla.confirm_fixes import compile_fixed
 
 examples = pytest.mark.skipif(not jax_runs_examples(), reason="the examples target JAX >= 0.10")
 

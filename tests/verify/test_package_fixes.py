@@ -18,7 +18,7 @@ import pytest
 from offload_fixer import jax_compat
 from offload_fixer.model import FunctionRef
 from offload_fixer.report_file import AbstractCall
-from offload_fixer.xla.confirm_fixes import compile_fixed
+from offload_fixer.verify.lowering import compile_fixed
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMAND = shutil.which("offload-fixer", path=os.path.dirname(sys.executable))

@@ -18,8 +18,8 @@ from offload_fixer.model import (
     MemoryFigures,
     describe_measurements,
 )
-from offload_fixer.xla.confirm_fixes import rehome
-from offload_fixer.xla.fixed_modules import import_safe
+from offload_fixer.verify.fixed_modules import import_safe
+from offload_fixer.verify.lowering import rehome
 
 
 def test_a_module_that_only_defines_things_is_imported():
