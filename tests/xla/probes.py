@@ -256,6 +256,30 @@ def set_row(x, i, row):
     return x.at[i].set(row)
 
 
+def scatter_host_indices(buffer, rows, values):
+    """The buffer moved to device, its rows (host indices) left host: the wrap of negative
+    indices (``lt``, ``add``, ``select``) is host compute that feeds a device scatter."""
+    return _put(buffer, device_move()).at[rows].set(values)
+
+
+def host_index_count(buffer, rows):
+    return buffer, (rows < 8).sum()
+
+
+def clamped_host_index_slice(x, i):
+    import jax.numpy as jnp
+    from jax import lax
+
+    return lax.dynamic_slice_in_dim(x, jnp.clip(i, 0, 3), 4)
+
+
+def clamped_host_index_update(x, i, row):
+    import jax.numpy as jnp
+    from jax import lax
+
+    return lax.dynamic_update_slice_in_dim(x, row, jnp.clip(i, 0, 15), 0)
+
+
 def dynamic_index_set_alone(x, i):
     return _put(x, host_move()).at[i].set(1.0)
 
@@ -930,6 +954,54 @@ PROBES: tuple[Probe, ...] = (
         lambda: (*shapes(V)(), *shapes((4,), dtype="int32")(), *shapes((4, 128))()),
         both(COMPILED),
         jit=lambda: {"out_shardings": host()},
+    ),
+    # host values used as indices: the index arithmetic is host compute, and it reaches what
+    # the index selects
+    Probe(
+        "scatter_host_indices_into_moved_buffer",
+        "a donated host buffer moved to device and scattered at host indices: libtpu builds the "
+        "scatter its host indices make host compute as a fusion its host backend cannot configure",
+        scatter_host_indices,
+        lambda: (*shapes(V)(), *shapes((3,), dtype="int32")(), *shapes((3, 128))()),
+        {"tpu": OTHER, "gpu": COMPILED},
+        jit=lambda: {"in_shardings": (host(), host(), device()), "out_shardings": host(), "donate_argnums": 0},
+        typed_only=True,
+    ),
+    Probe(
+        "scatter_host_indices_to_device_output",
+        "the same scatter returned as a device output: the host indices reach it (error 1200)",
+        scatter_host_indices,
+        lambda: (*shapes(V)(), *shapes((3,), dtype="int32")(), *shapes((3, 128))()),
+        both(E1200),
+        jit=lambda: {"in_shardings": (host(), host(), device())},
+        typed_only=True,
+        names=both("rows.1"),
+    ),
+    Probe(
+        "host_index_comparison_to_device_output",
+        "a comparison of host indices summed into a device output",
+        host_index_count,
+        lambda: (*shapes(V)(), *shapes((3,), dtype="int32")()),
+        both(E1200),
+        jit=lambda: {"in_shardings": (host(), host()), "out_shardings": (host(), None)},
+        names=both("rows.1"),
+    ),
+    Probe(
+        "clamped_host_index_slices_device_value",
+        "a host index clamped on host slices a device value: the slice is the device's, it compiles",
+        clamped_host_index_slice,
+        lambda: (*shapes((8, 128))(), index_arg()),
+        both(COMPILED),
+        jit=lambda: {"in_shardings": (device(), host())},
+    ),
+    Probe(
+        "clamped_host_index_updates_device_value",
+        "a host index clamped on host places a device update: the index reaches the updated value",
+        clamped_host_index_update,
+        lambda: (*shapes(V)(), index_arg(), *shapes((1, 128))()),
+        both(E1200),
+        jit=lambda: {"in_shardings": (device(), host(), device())},
+        names=both("i.1"),
     ),
     # loops
     Probe(
