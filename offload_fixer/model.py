@@ -374,8 +374,12 @@ class FixMeasurement:
     """A fix's cost in a released compiler's figures: one compilation of the fixed function
     against the same compilation of the unfixed one with its failing outputs declared host
     (the program XLA accepts unchanged, as ``--confirm`` compiles it), or, where XLA cannot
-    compile that, without its offload (:attr:`baseline`). Text, JSON, SARIF, the
-    run report and the language server all carry this record and its one :attr:`summary`."""
+    compile that, without its offload (:attr:`baseline`); and against the program without its
+    offload (:attr:`no_offload`), which a fix for offloaded state must hold less HBM than, or it
+    defeats the offload. Text, JSON, SARIF, the run report and the language server all carry
+    this record and its one :attr:`summary`. HBM is the compiler's ``memory_analysis()``
+    (arguments, outputs and temporaries a program needs), never an allocator's peak, which
+    leaves the temporaries out."""
 
     function: str
     target: str
@@ -388,28 +392,52 @@ class FixMeasurement:
     declared host; ``no offload``, the unfixed program with every host memory kind made
     device memory (where XLA cannot compile the first: a scatter or update into a host
     buffer, a loop over a host stack), so the delta is what the fix keeps of the offload."""
+    no_offload: MemoryFigures | None = None
+    """The unfixed program with every host memory kind made device memory: what the offload
+    saves is measured against it (``None`` where it does not compile)."""
+    moved: int | None = None
+    """Bytes one call of the fixed program copies between host and device memory (moves to and
+    from host, times the trips of the loops around them; host outputs written back)."""
+
+    @property
+    def defeats_offload(self) -> bool:
+        """The fix keeps state in host memory yet holds more HBM than the program without its
+        offload: the offload no longer saves the memory it was for."""
+        return (
+            self.no_offload is not None
+            and self.after.host_total > 0
+            and self.after.device_total > self.no_offload.device_total
+        )
 
     @property
     def summary(self) -> str:
-        """``HBM +4.0 MiB (temporaries), host 2.0 GiB kept``: the change in device memory, its
-        largest part, and what host memory keeps (absolute figures where there is no before)."""
+        """``HBM 8.0 MiB (+4.0 MiB temporaries; -2.0 MiB against no offload), host 2.0 GiB kept,
+        4.0 MiB moved host<->device per call``: the HBM the fixed program holds, its change
+        against the unfixed program and its largest part, against the program without its
+        offload, what host memory keeps, and what one call moves (absolute figures where there
+        is no before)."""
         after, before = self.after, self.before
-        if before is None:
-            return f"HBM {byte_size(after.device_total)}, host {byte_size(after.host_total)}"
-        parts = {
-            "arguments": after.argument - before.argument,
-            "outputs": after.output - before.output,
-            "temporaries": after.temp - before.temp,
-        }
-        largest = max(parts, key=lambda part: abs(parts[part]))
-        delta = after.device_total - before.device_total
-        hbm = f"HBM {'+' if delta >= 0 else '-'}{byte_size(abs(delta))}" + (f" ({largest})" if delta else "")
-        if self.baseline == NO_OFFLOAD_BASELINE:
-            hbm += " against no offload"
-        host_delta = after.host_total - before.host_total
-        if host_delta >= 0:
-            return f"{hbm}, host {byte_size(after.host_total)} kept"
-        return f"{hbm}, host -{byte_size(-host_delta)} (now {byte_size(after.host_total)})"
+        deltas = []
+        if before is not None:
+            parts = {
+                "arguments": after.argument - before.argument,
+                "outputs": after.output - before.output,
+                "temporaries": after.temp - before.temp,
+            }
+            largest = max(parts, key=lambda part: abs(parts[part]))
+            delta = after.device_total - before.device_total
+            deltas.append(_signed(delta) + (f" {largest}" if delta else ""))
+        if self.no_offload is not None and (before is None or self.baseline != NO_OFFLOAD_BASELINE):
+            deltas.append(f"{_signed(after.device_total - self.no_offload.device_total)} against no offload")
+        elif before is not None and self.baseline == NO_OFFLOAD_BASELINE:
+            deltas[-1] += " against no offload"
+        hbm = f"HBM {byte_size(after.device_total)}" + (f" ({'; '.join(deltas)})" if deltas else "")
+        if before is None or after.host_total >= before.host_total:
+            host = f"host {byte_size(after.host_total)}" + (" kept" if before is not None else "")
+        else:
+            host = f"host -{byte_size(before.host_total - after.host_total)} (now {byte_size(after.host_total)})"
+        moved = f", {byte_size(self.moved)} moved host<->device per call" if self.moved is not None else ""
+        return f"{hbm}, {host}{moved}"
 
     def to_dict(self) -> dict[str, Any]:
         """The figures in bytes, and :attr:`summary` beside them (ignored when read back)."""
@@ -418,6 +446,10 @@ class FixMeasurement:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> FixMeasurement:
         return _from_jsonable(cls, data)
+
+
+def _signed(n: int) -> str:
+    return f"{'+' if n >= 0 else '-'}{byte_size(abs(n))}"
 
 
 @dataclass(frozen=True)
@@ -691,6 +723,7 @@ _FIELD_TYPES.update(
         ("XlaVerdict", "memory"): (MemoryFigures, False),
         ("FixMeasurement", "after"): (MemoryFigures, False),
         ("FixMeasurement", "before"): (MemoryFigures, False),
+        ("FixMeasurement", "no_offload"): (MemoryFigures, False),
         ("MeasuredFix", "measured"): (FixMeasurement, True),
         ("MeasuredFix", "span"): (Span, False),
     }

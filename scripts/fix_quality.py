@@ -85,6 +85,14 @@ class Row:
     """What the before figures are (``offload_fixer.model.FixMeasurement.baseline``): the
     original with its failing outputs declared host, or, where libtpu compiles no such
     program, the original without its offload."""
+    hbm_no_offload: int | None = None
+    """libtpu's HBM for the original with every host memory kind made device memory: a fix
+    that keeps state on host must hold less, or it defeats the offload (the fix says so and is
+    not written)."""
+    moved: int | None = None
+    """Bytes one call of the fixed program moves between host and device memory."""
+    summary: str = ""
+    """The fix's cost line, as the tool prints it."""
     whole_moved: list[str] = field(default_factory=list)
     """Host arguments the fixed program moves to device whole and then feeds to a loop (a
     scanned stack: one slice per step would do), so every byte of them is in HBM."""
@@ -99,6 +107,21 @@ class Row:
     """Findings the written fix claims to remove (``FixPlan.covered``) that the analysis of the
     fixed program, lowered again, still makes (same code and origin): a claim the fix does not
     keep fails it."""
+    functions: list[str] = field(default_factory=list)
+    """The jitted functions with findings (what the chip corpus measures)."""
+    predicted: dict[str, str] = field(default_factory=dict)
+    """The TPU compile outcome the tool predicts: ``original`` (the worst of its compilations:
+    ``rejected``, ``aborted`` or ``compiled``), ``fixed`` (``compiled`` where a fix is written:
+    it was verified so)."""
+    intended_host_outputs: list[str] = field(default_factory=list)
+    cpu_outputs: dict[str, Any] | None = None
+    """The unfixed program's outputs on the CPU (``chip_corpus.summarise``): what the fixed
+    program must give on the chip."""
+    fixed_text: str = ""
+    """The fixed source written (``--save-fixed`` keeps it as a file)."""
+    refused_text: str = ""
+    """Where the verification refused every candidate: the first one's source, as it would have
+    been written unchecked (``--save-fixed`` keeps it as ``NAME.refused.py``)."""
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """What choosing among the candidate plans said (another plan chosen, the fix's figures)."""
@@ -115,9 +138,9 @@ class Row:
         return all(v is not False for v in checks) and not self.narrower and not self.claimed_left
 
 
-def programs(names: list[str] | None = None) -> list[Path]:
+def programs(names: list[str] | None = None, corpus: Path = CORPUS) -> list[Path]:
     """The corpus programs (files that state ``INTENDED_HOST_OUTPUTS``), or those named."""
-    found = [p for p in sorted(CORPUS.glob("*.py")) if "INTENDED_HOST_OUTPUTS" in p.read_text(encoding="utf-8")]
+    found = [p for p in sorted(corpus.glob("*.py")) if "INTENDED_HOST_OUTPUTS" in p.read_text(encoding="utf-8")]
     if names:
         wanted = {Path(n).stem for n in names}
         found = [p for p in found if p.stem in wanted]
@@ -156,6 +179,16 @@ def _import(path: Path, text: str | None = None) -> Any:
     finally:
         if text is not None:
             os.unlink(source)
+
+
+def summarise(outputs: Any) -> dict[str, Any]:
+    """The outputs as the chip corpus records them (``scripts/chip_corpus.py``)."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        from chip_corpus import summarise as chip_summary
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    return chip_summary(outputs)
 
 
 def _outputs(module: Any) -> Any:
@@ -224,7 +257,9 @@ def _argument_kinds(text: str) -> list[str]:
     return [a.memory_kind for a in view.args]
 
 
-def assess(path: Path, strategies: tuple[str, ...], compilers: bool = True, show_diff: bool = False) -> list[Row]:
+def assess(
+    path: Path, strategies: tuple[str, ...], compilers: bool = True, show_diff: bool = False, execute: bool = True
+) -> list[Row]:
     """One row per strategy for the corpus program ``path`` (a copy in a scratch directory)."""
     from offload_fixer import codes
     from offload_fixer.fixes import plan_fixes
@@ -240,11 +275,18 @@ def assess(path: Path, strategies: tuple[str, ...], compilers: bool = True, show
         result = run_program(str(path), [], target="tpu", confirm=True)
     reports = [r for r in result.reports if r.function is not None]
     findings = [d for r in reports for d in r.by_code(codes.HOST_VALUE_DEVICE_OUTPUT)]
-    original = _outputs(_import(path))
+    original = _outputs(_import(path)) if execute else None
     lowered_before: dict[int, Any] = {}
     rows = []
+    outcomes = [r.predicted.outcome for r in reports if r.predicted is not None]
+    worst = next((o for o in ("aborted", "rejected") if o in outcomes), "compiled")
+    functions = list(dict.fromkeys(r.function.name for r in reports if r.diagnostics and r.function))
     for strategy in strategies:
         row = Row(path.stem, strategy, findings=len(findings))
+        row.functions = functions
+        row.predicted = {"original": worst}
+        row.intended_host_outputs = list(intended)
+        row.cpu_outputs = summarise(original) if execute else None
         rows.append(row)
         if not findings:
             row.why = "no OFL1200 finding"
@@ -257,7 +299,7 @@ def assess(path: Path, strategies: tuple[str, ...], compilers: bool = True, show
             reports=result.reports,
             eligible=lambda plan: plan.safety == "safe",
         )
-        confirmation = Verifier(result.reports, result.calls, "tpu", compile=compilers)
+        confirmation = Verifier(result.reports, result.calls, "tpu", compile=compilers, strategy=strategy)
         file_plans = [p for p in plans if p.path == str(path)]
         fixed, _ = confirmation.choose_file(str(path), file_plans, False, alternatives)
         row.notes = list(confirmation.notes)
@@ -266,12 +308,28 @@ def assess(path: Path, strategies: tuple[str, ...], compilers: bool = True, show
             _compare_candidates(row, confirmation, str(path), fixed.applied, alternatives)
         if fixed.error is not None:
             row.why = f"refused: {fixed.error}"
+            if file_plans:  # what would have been written unchecked: the chip judges the refusal
+                from offload_fixer.fixes import apply_plans
+
+                unchecked = apply_plans(file_plans, write=False)[0]
+                row.refused_text = unchecked.new_text if unchecked.error is None and unchecked.changed else ""
             continue
         if not fixed.changed:
             reasons = [why for _, why in fixed.skipped] + [p for plan in plans for p in plan.problems]
             row.why = "; ".join(dict.fromkeys(reasons)) or "no plan"
             continue
         row.fix = "fixed"
+        row.fixed_text = fixed.new_text
+        row.predicted["fixed"] = "compiled" if confirmation.compile else "lowers"
+        measured = [m for plan in fixed.applied for m in plan.measured]
+        if measured:
+            from offload_fixer.model import describe_measurements
+
+            row.summary = describe_measurements(measured)
+            if all(m.no_offload is not None for m in measured):
+                row.hbm_no_offload = sum(m.no_offload.device_total for m in measured if m.no_offload)
+            if all(m.moved is not None for m in measured):
+                row.moved = sum(m.moved or 0 for m in measured)
         if show_diff:
             print(fixed.diff, file=sys.stderr)
         try:
@@ -281,7 +339,7 @@ def assess(path: Path, strategies: tuple[str, ...], compilers: bool = True, show
             row.problems.append(f"import: {type(exc).__name__}: {exc}")
             continue
         try:
-            row.cpu = _allclose(original, _outputs(module))
+            row.cpu = _allclose(original, _outputs(module)) if execute else None
         except Exception as exc:  # noqa: BLE001
             row.cpu = False
             row.problems.append(f"cpu: {type(exc).__name__}: {str(exc)[:200]}")
@@ -479,16 +537,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", help="write the rows as JSON here")
     parser.add_argument("--no-compilers", action="store_true", help="lower only; do not compile")
     parser.add_argument("--show-diff", action="store_true", help="print each fix's diff to stderr")
+    parser.add_argument("--save-fixed", type=Path, help="write each fixed program here, under its own name")
+    parser.add_argument("--corpus", type=Path, default=CORPUS, help=f"the programs' folder (default: {CORPUS})")
+    parser.add_argument(
+        "--no-run", action="store_true", help="never run example(): programs too large for this machine (lowered only)"
+    )
     args = parser.parse_args(argv)
     strategies = tuple(args.strategy or STRATEGIES)
     scratch = Path(tempfile.mkdtemp(prefix="fix-quality-"))
     try:
-        shutil.copytree(CORPUS, scratch / "quality")
+        shutil.copytree(args.corpus, scratch / "quality")
         rows: list[Row] = []
-        for program in programs(args.programs):
+        for program in programs(args.programs, args.corpus):
             copy = scratch / "quality" / program.name
             try:
-                rows += assess(copy, strategies, compilers=not args.no_compilers, show_diff=args.show_diff)
+                rows += assess(
+                    copy, strategies, not args.no_compilers, show_diff=args.show_diff, execute=not args.no_run
+                )
             except Exception as exc:  # noqa: BLE001 - one program's failure is a row, not the end
                 rows += [Row(program.stem, s, why=f"error: {type(exc).__name__}: {exc}") for s in strategies]
             print(
@@ -497,6 +562,13 @@ def main(argv: list[str] | None = None) -> int:
             )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    if args.save_fixed:
+        args.save_fixed.mkdir(parents=True, exist_ok=True)
+        for row in rows:
+            if row.fixed_text:
+                (args.save_fixed / f"{row.program}.py").write_text(row.fixed_text, encoding="utf-8")
+            if row.refused_text:
+                (args.save_fixed / f"{row.program}.refused.py").write_text(row.refused_text, encoding="utf-8")
     if args.json:
         Path(args.json).write_text(json.dumps([asdict(r) for r in rows], indent=1), encoding="utf-8")
     print(table(rows))

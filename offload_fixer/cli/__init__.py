@@ -511,6 +511,7 @@ def run(
                     settings.target,
                     require_compiler=invocation.confirm and result.accelerator is None,
                     compile=False if result.accelerator is not None else None,
+                    strategy=settings.strategy,
                 ),
                 reports=result.reports,
                 scope=WriteScope.of([project_root(os.getcwd())], [] if module else [program]),
@@ -559,6 +560,7 @@ def run(
                     result.calls,
                     settings.target,
                     figures=False,
+                    strategy=settings.strategy,
                     compile=False if result.accelerator is not None else None,
                 ),
                 result.reports,
@@ -722,7 +724,13 @@ def fix(report_file: str, **params: Any) -> None:
         saved.jax_version,
         console,
         expected_sha256=saved.sources,
-        verifier=Verifier(saved.reports, calls, saved.target, require_compiler=invocation.confirm),
+        verifier=Verifier(
+            saved.reports,
+            calls,
+            saved.target,
+            require_compiler=invocation.confirm,
+            strategy=invocation.strategy or "auto",
+        ),
         reports=saved.reports,
         scope=WriteScope.of([project_root(os.getcwd())]),  # a report is shared: it names paths, it is not trusted
     )

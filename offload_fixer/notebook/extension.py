@@ -238,7 +238,9 @@ class OffloadFixerExtension:
         cells: dict[int, str] = {}
         results = []
         if in_cells:
-            verifier = Verifier(reports, calls, self.settings.target, figures=False, parts=tuple(names), texts=texts)
+            verifier = Verifier(
+                reports, calls, self.settings.target, figures=False, parts=tuple(names), texts=texts, strategy=strategy
+            )
             alternatives = candidate_plans(
                 diagnostics,
                 strategy,

@@ -41,6 +41,9 @@ class FixCheck:
     found: tuple[Diagnostic, ...] = ()
     """What the analysis of the fixed lowering finds: a fix removes only the findings of its
     root cause that are not among them, and may leave no new error."""
+    moved: int | None = None
+    """Bytes one call of the fixed program copies between host and device memory
+    (:func:`~offload_fixer.ir.transfers.bytes_moved`)."""
 
     @property
     def remaining(self) -> tuple[tuple[str, str, str], ...]:
@@ -88,8 +91,9 @@ def compile_fixed(
     except Unverifiable as exc:
         return FixCheck(False, f"not verified: {exc}", located=False, lowered=False)
     found = analysed_again(lowered, target, function)
+    moved = transfers(lowered)
     if not compile:
-        return FixCheck(True, "", found=found)
+        return FixCheck(True, "", found=found, moved=moved)
     text = module_text(lowered)
     for index in dict.fromkeys(host_outputs):
         text = with_host_output(text, index)
@@ -97,12 +101,16 @@ def compile_fixed(
         text = without_offload(text)
     verdict = judge(text, target)
     if verdict.outcome == "compiled":
-        return FixCheck(True, "", verdict, found=found)
+        return FixCheck(True, "", verdict, found=found, moved=moved)
     from offload_fixer.xla_messages import summary
 
     said = summary(verdict.message) or verdict.outcome
     return FixCheck(
-        False, f"{verdict.compiler} still rejects the fixed `{function.name}`: {said}", verdict, found=found
+        False,
+        f"{verdict.compiler} still rejects the fixed `{function.name}`: {said}",
+        verdict,
+        found=found,
+        moved=moved,
     )
 
 
@@ -205,6 +213,18 @@ def finding_key(diagnostic: Any) -> tuple[str, str, str]:
     return (diagnostic.code, origin.kind if origin else "", (origin.argument or "") if origin else "")
 
 
+def transfers(lowered: Any) -> int | None:
+    """Bytes one call of ``lowered`` moves between host and device memory (``None`` where the
+    module cannot be read)."""
+    from offload_fixer.ir.module import ModuleReadError, load
+    from offload_fixer.ir.transfers import bytes_moved
+
+    try:
+        return bytes_moved(load(lowered))[0]
+    except ModuleReadError:
+        return None
+
+
 def analysed_again(lowered: Any, target: str, function: FunctionRef) -> tuple[Diagnostic, ...]:
     """What the analysis finds in the fixed lowering (nothing where the module cannot be read:
     nothing is claimed left)."""
@@ -231,15 +251,21 @@ def original_memory(
     from offload_fixer.model import HOST_OUTPUTS_BASELINE, NO_OFFLOAD_BASELINE
 
     if declared:
-        check = compile_fixed({}, function, call, target, host_outputs=host_outputs)
+        check = compile_fixed({}, function, call, target, host_outputs=host_outputs, require_safe=True)
         if check.verdict is not None and check.verdict.memory is not None:
             return check.verdict.memory, HOST_OUTPUTS_BASELINE
         if not check.lowered:
             return None
-    check = compile_fixed({}, function, call, target, no_offload=True)
-    if check.verdict is not None and check.verdict.memory is not None:
-        return check.verdict.memory, NO_OFFLOAD_BASELINE
-    return None
+    found = without_offload_memory(function, call, target)
+    return (found, NO_OFFLOAD_BASELINE) if found is not None else None
+
+
+def without_offload_memory(function: FunctionRef, call: Any, target: str) -> MemoryFigures | None:
+    """The memory figures of ``function`` as the unfixed files have it with every host memory
+    kind made device memory: the program without its offload, which a fix for offloaded state
+    must hold less HBM than (``None`` where it does not compile)."""
+    check = compile_fixed({}, function, call, target, no_offload=True, require_safe=True)
+    return check.verdict.memory if check.verdict is not None else None
 
 
 def lower_fixed(jitted: Any, module: Any, args: tuple, kwargs: dict, target: str) -> Any:

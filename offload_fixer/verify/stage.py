@@ -40,6 +40,7 @@ class Verifier:
         compile: bool | None = None,
         parts: Collection[str] = (),
         texts: Mapping[str, bytes] | None = None,
+        strategy: str = "auto",
     ) -> None:
         self.reports = list(reports)
         self.calls = dict(calls)
@@ -48,6 +49,8 @@ class Verifier:
         self._compile = True if require_compiler else compile
         self.parts = parts
         self.texts = dict(texts or {})
+        self.strategy = strategy
+        """The strategy asked for: only ``device`` may return host state in device memory."""
         """The bytes of a program that is no file (a kernel's cells), by its path."""
         """The files a checked path is made of where it is a program of several (a kernel's cells)."""
         self.figures = figures
@@ -55,7 +58,7 @@ class Verifier:
         too): what ``--fix`` and ``--diff`` say; plain ``run`` only marks ``[*]``."""
         self.notes: list[str] = []
         """What the last :meth:`choose_file` did, one line each."""
-        self._before: dict[int, Any] = {}
+        self._before: dict[Any, Any] = {}
 
     @property
     def compile(self) -> bool:
@@ -241,6 +244,12 @@ class Verifier:
             still = still_failing(report, check.found, covered)
             if still is not None:
                 return Trial(False, still)
+        if self.compile:
+            for report, call, check in checked:
+                moved_off = None if self.strategy == "device" else host_state_lost(report, check)
+                defeated = moved_off or self.defeats_offload(report, call, check)
+                if defeated is not None:
+                    return Trial(False, defeated)
         memories = [check.verdict.memory for check in checks if check.verdict is not None]
         compiled = self.compile
         device = sum(m.device_total for m in memories if m) if compiled and memories and all(memories) else None
@@ -279,7 +288,7 @@ class Verifier:
         """The compiler's figures of each compilation of ``plan``'s function(s) in the fixed
         file (``checked``: (report, call, compiled fix) of the file's compilations), each against
         the same compilation unfixed (:meth:`before`)."""
-        from offload_fixer.model import FixMeasurement
+        from offload_fixer.model import HOST_OUTPUTS_BASELINE, FixMeasurement
 
         functions = {(d.function.name, d.function.path) for d in plan.diagnostics if d.function is not None}
         found = []
@@ -290,11 +299,43 @@ class Verifier:
                 continue
             compiler = check.verdict.compiler
             before = self.before(report, call)
-            if before is None:
-                found.append(FixMeasurement(ref.name, self.target, compiler, after))
-            else:
-                found.append(FixMeasurement(ref.name, self.target, compiler, after, before[0], before[1]))
+            figures, baseline = before if before is not None else (None, HOST_OUTPUTS_BASELINE)
+            no_offload = self.no_offload(report, call)
+            found.append(
+                FixMeasurement(ref.name, self.target, compiler, after, figures, baseline, no_offload, check.moved)
+            )
         return tuple(found)
+
+    def no_offload(self, report: Any, call: Any) -> Any:
+        """The unfixed compilation's figures with every host memory kind made device memory (the
+        program without its offload). Once per compilation."""
+        from offload_fixer.verify.lowering import without_offload_memory
+
+        key = ("no offload", id(report))
+        if key not in self._before:
+            self._before[key] = without_offload_memory(report.function, call, self.target)
+        return self._before[key]
+
+    def defeats_offload(self, report: Any, call: Any, check: Any) -> str | None:
+        """Why the compiled fix ``check`` defeats the offload it repairs (``None`` where it does
+        not): it keeps state in host memory yet holds more HBM than the same program without
+        its offload, so a user who offloaded to fit the model is handed one that needs more
+        HBM than not offloading at all (the compiler's ``memory_analysis()``, the bound a chip's
+        HBM holds a program to)."""
+        from offload_fixer.model import byte_size
+
+        after = check.verdict.memory if check.verdict is not None else None
+        without = self.no_offload(report, call)
+        if after is None or without is None or after.host_total == 0:
+            return None
+        if after.device_total <= without.device_total:
+            return None
+        return (
+            f"the fixed `{report.function.name}` needs {byte_size(after.device_total)} of HBM "
+            f"({check.verdict.compiler}'s memory analysis), more than the same program without its offload "
+            f"({byte_size(without.device_total)}): it would defeat the offload it repairs (keep that state on "
+            "device, or move it to device a part at a time)"
+        )
 
     def before(self, report: Any, call: Any) -> tuple[Any, str] | None:
         """(the unfixed compilation's figures, their baseline): with its failing outputs
@@ -317,6 +358,23 @@ class Verifier:
             declared = accepted is None or accepted.target != self.target
             self._before[key] = original_memory(report.function, call, self.target, failing, declared)
         return self._before[key]
+
+
+def host_state_lost(report: Any, check: Any) -> str | None:
+    """Why the compiled fix ``check`` does not keep the author's placement (``None`` where it
+    does): an output the unfixed program returns in host memory comes back in device memory.
+    Host state stays host; only ``--strategy device`` returns it in device memory, as asked."""
+    from offload_fixer.model import HOST_KINDS
+
+    kinds = check.verdict.output_memory_kinds if check.verdict is not None else ()
+    for output in report.outputs:
+        if output.index < len(kinds) and output.memory_kind in HOST_KINDS and kinds[output.index] not in HOST_KINDS:
+            where = output.path or "the result"
+            return (
+                f"the fixed `{report.function.name}` returns output {where} in {kinds[output.index]} memory, "
+                f"where the program keeps it in {output.memory_kind}: host state stays host"
+            )
+    return None
 
 
 def _claim(d: Diagnostic) -> tuple[Any, ...]:

@@ -76,10 +76,10 @@ def _measured(after: MemoryFigures, before: MemoryFigures | None, function: str 
 def test_memory_figures_read_as_the_change_in_hbm_and_what_host_keeps():
     before = MemoryFigures(argument=4 << 20, output=1 << 10, temp=0, host_argument=2 << 30)
     after = MemoryFigures(argument=4 << 20, output=1 << 10, temp=4 << 20, host_argument=2 << 30)
-    assert _measured(after, before).summary == "HBM +4.0 MiB (temporaries), host 2.0 GiB kept"
+    assert _measured(after, before).summary == "HBM 8.0 MiB (+4.0 MiB temporaries), host 2.0 GiB kept"
     assert _measured(after, None).summary == "HBM 8.0 MiB, host 2.0 GiB"
     smaller = MemoryFigures(argument=4 << 20, output=1 << 10, temp=0, host_argument=1 << 30)
-    assert _measured(smaller, after).summary == "HBM -4.0 MiB (temporaries), host -1.0 GiB (now 1.0 GiB)"
+    assert _measured(smaller, after).summary == "HBM 4.0 MiB (-4.0 MiB temporaries), host -1.0 GiB (now 1.0 GiB)"
 
 
 def test_a_measurement_round_trips_in_bytes_with_its_line_beside_them():
@@ -94,9 +94,9 @@ def test_a_measurement_round_trips_in_bytes_with_its_line_beside_them():
 
 def test_a_fix_measured_in_several_functions_names_each():
     one = MemoryFigures(argument=1 << 20)
-    assert describe_measurements([_measured(one, one)]) == "HBM +0 B, host 0 B kept"
+    assert describe_measurements([_measured(one, one)]) == "HBM 1.0 MiB (+0 B), host 0 B kept"
     assert describe_measurements([_measured(one, one, "f"), _measured(one, None, "g")]) == (
-        "f: HBM +0 B, host 0 B kept; g: HBM 1.0 MiB, host 0 B"
+        "f: HBM 1.0 MiB (+0 B), host 0 B kept; g: HBM 1.0 MiB, host 0 B"
     )
 
 
@@ -104,11 +104,30 @@ def test_figures_against_the_program_without_its_offload_say_so_and_round_trip()
     before = MemoryFigures(argument=6 << 20)
     after = MemoryFigures(argument=2 << 20, host_argument=4 << 20)
     measured = FixMeasurement("step", "tpu", "libtpu 0.0.42.1", after, before, NO_OFFLOAD_BASELINE)
-    assert measured.summary == "HBM -4.0 MiB (arguments) against no offload, host 4.0 MiB kept"
+    assert measured.summary == "HBM 2.0 MiB (-4.0 MiB arguments against no offload), host 4.0 MiB kept"
     assert FixMeasurement.from_dict(measured.to_dict()) == measured
     assert FixMeasurement.from_dict({**measured.to_dict(), "baseline": HOST_OUTPUTS_BASELINE}).summary == (
-        "HBM -4.0 MiB (arguments), host 4.0 MiB kept"
+        "HBM 2.0 MiB (-4.0 MiB arguments), host 4.0 MiB kept"
     )
+
+
+def test_a_fix_says_what_it_holds_against_both_programs_and_what_it_moves_per_call():
+    """The HBM the fixed program needs, its change against the unfixed program with its failing
+    outputs declared host and against the program without its offload, what host memory keeps,
+    and the bytes one call moves between host and device; a fix that keeps state on host yet
+    needs more HBM than the program without offload defeats it."""
+    before = MemoryFigures(argument=4 << 20, output=1 << 10, temp=0, host_argument=2 << 30)
+    after = MemoryFigures(argument=4 << 20, output=1 << 10, temp=4 << 20, host_argument=2 << 30)
+    without = MemoryFigures(argument=4 << 20, temp=1 << 20)
+    measured = FixMeasurement("step", "tpu", "libtpu 0.0.42.1", after, before, no_offload=without, moved=8 << 20)
+    assert measured.summary == (
+        "HBM 8.0 MiB (+4.0 MiB temporaries; +3.0 MiB against no offload), host 2.0 GiB kept, "
+        "8.0 MiB moved host<->device per call"
+    )
+    assert measured.defeats_offload
+    assert FixMeasurement.from_dict(measured.to_dict()) == measured
+    kept = FixMeasurement("step", "tpu", "libtpu 0.0.42.1", without, before, no_offload=after)
+    assert not kept.defeats_offload
 
 
 @pytest.mark.skipif(not jax_compat.host_memory_on_this_backend(), reason="needs pinned_host memory on the CPU backend")

@@ -114,16 +114,19 @@ def test_a_fix_that_changes_statements_that_run_the_program_is_not_verified(tmp_
 
 
 UNCOMMITTED = """\
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 MESH = Mesh(np.array(jax.devices()[:2]), ("d",))
-HOST = NamedSharding(MESH, PartitionSpec(), memory_kind="pinned_host")
+DEVICE = NamedSharding(MESH, PartitionSpec())
+HOST = DEVICE.with_memory_kind("pinned_host")
 
 
-@jax.jit
+@functools.partial(jax.jit, out_shardings=(None, DEVICE))
 def step(x, m):
     return x + 1, m * 2
 
