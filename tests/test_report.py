@@ -271,7 +271,7 @@ def test_a_measured_fix_is_a_sarif_notification_with_its_bytes_in_the_runs_prope
     (note,) = run["invocations"][0]["toolExecutionNotifications"]
     assert note["descriptor"]["id"] == "fix-measured" and note["level"] == "note"
     assert note["message"]["text"] == (
-        "fix compiles: Move new to device (line 6): HBM +4.0 MiB (temporaries), host 2.0 GiB kept"
+        "fix compiles: Move new to device (line 6): HBM 8.0 MiB (+4.0 MiB temporaries), host 2.0 GiB kept"
     )
     assert note["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "pkg/train.py"
     (fix,) = run["properties"]["fixes"]
@@ -283,7 +283,7 @@ def test_json_lists_the_measured_fixes_in_bytes_with_their_line(project):
     _, path = project
     document = json.loads(render("json", [_diagnostic(path)], measured=[_measured_fix(path)]))
     (fix,) = document["fixes"]
-    assert fix["summary"] == fix["measured"][0]["summary"] == "HBM +4.0 MiB (temporaries), host 2.0 GiB kept"
+    assert fix["summary"] == fix["measured"][0]["summary"] == "HBM 8.0 MiB (+4.0 MiB temporaries), host 2.0 GiB kept"
     assert fix["measured"][0]["before"]["host_argument"] == 2 << 30 and fix["written"] is False
     assert "fixes" not in json.loads(render("json", [_diagnostic(path)]))  # nothing measured, nothing said
 

@@ -50,7 +50,8 @@ class Verifier:
         self.parts = parts
         self.texts = dict(texts or {})
         self.strategy = strategy
-        """The strategy asked for: only ``device`` may return host state in device memory."""
+        """The strategy asked for: only ``device`` may return host state in device memory (and
+        so undo the offload: its HBM is not held to the program without offload's)."""
         """The bytes of a program that is no file (a kernel's cells), by its path."""
         """The files a checked path is made of where it is a program of several (a kernel's cells)."""
         self.figures = figures
@@ -244,12 +245,11 @@ class Verifier:
             still = still_failing(report, check.found, covered)
             if still is not None:
                 return Trial(False, still)
-        if self.compile:
+        if self.compile and self.strategy != "device":  # `--strategy device` undoes the offload, as asked
             for report, call, check in checked:
-                moved_off = None if self.strategy == "device" else host_state_lost(report, check)
-                defeated = moved_off or self.defeats_offload(report, call, check)
-                if defeated is not None:
-                    return Trial(False, defeated)
+                lost = host_state_lost(report, check) or self.defeats_offload(report, call, check)
+                if lost is not None:
+                    return Trial(False, lost)
         memories = [check.verdict.memory for check in checks if check.verdict is not None]
         compiled = self.compile
         device = sum(m.device_total for m in memories if m) if compiled and memories and all(memories) else None

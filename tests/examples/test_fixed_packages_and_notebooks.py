@@ -104,8 +104,10 @@ def _fixed_copies(
         tree = _tree(copy)
         if tree == original:
             # declined, never silently: a fix that would drop the user's offload (the state
-            # returned in device memory) is offered as unsafe, with its reason
-            assert "unsafe fix" in fixed.stdout + fixed.stderr, (strategy, fixed.stdout + fixed.stderr)
+            # returned in device memory) is offered as unsafe, with its reason; one that would
+            # defeat it (more HBM than no offload) is refused, with the compiler's figures
+            said = fixed.stdout + fixed.stderr
+            assert "unsafe fix" in said or "it would defeat the offload it repairs" in said, (strategy, said)
             continue
         distinct.setdefault(tuple(sorted(tree.items())), (strategy, copy))
     assert distinct, "no strategy fixes it"
