@@ -114,8 +114,8 @@ def test_a_fix_a_valid_plan_holds_less_than_fails_and_one_placing_outputs_otherw
     a plan returning the state in device memory holds less still, but places outputs otherwise."""
     from types import SimpleNamespace
 
-    from offload_fixer.verify.choice import Trial
     from offload_fixer.model import Diagnostic
+    from offload_fixer.verify.choice import Trial
 
     script = _script()
     diagnostic = Diagnostic.from_dict(
