@@ -52,7 +52,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from offload_fixer.model import Diagnostic, FunctionRef, Report, Span, normalize_target
+from offload_fixer.model import EAGER_SUFFIX, Diagnostic, FunctionRef, Report, Span, normalize_target
 from offload_fixer.report_file import AbstractCall, abstract_arguments, read_source_bytes, report_paths
 
 if TYPE_CHECKING:
@@ -265,7 +265,7 @@ class CompilationChecker:
         from offload_fixer.analysis import analyze
 
         name = getattr(fun, "__name__", type(fun).__name__)
-        function = FunctionRef(f"{name} (eager)", where[0] if where else None, where[1] if where else None)
+        function = FunctionRef(f"{name}{EAGER_SUFFIX}", where[0] if where else None, where[1] if where else None)
         with self._lock:
             try:
                 lowered = lower(self.platform)
@@ -304,7 +304,7 @@ class CompilationChecker:
         if not self.observe(signature):
             return proceed()
         report, lowered = self._analyse_eager(fun, lower, where)
-        name = f"{getattr(fun, '__name__', type(fun).__name__)} (eager)"
+        name = f"{getattr(fun, '__name__', type(fun).__name__)}{EAGER_SUFFIX}"
         compilation = Compilation(name, where, report, lowered, lambda: lower(run.local_platform), eager=True)
         route = self._eager_routes[signature] = Route(compilation)
         try:

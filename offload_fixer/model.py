@@ -222,6 +222,16 @@ class FunctionRef:
     ``def`` (a package's ``__main__.py`` jitting a step defined in ``step.py``): the file whose
     ``out_shardings`` a fix edits."""
 
+    @property
+    def eager(self) -> bool:
+        """One of JAX's own jits around an eager operation (``slice (eager)``), reported at the
+        user's line: no jit of the user's to edit."""
+        return self.name.endswith(EAGER_SUFFIX)
+
+
+EAGER_SUFFIX = " (eager)"
+"""How an eager operation's compilation is named: ``slice (eager)``."""
+
 
 @dataclass(frozen=True)
 class Diagnostic:

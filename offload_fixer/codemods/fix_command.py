@@ -695,6 +695,10 @@ def _target_from_flags(cls: type[FunctionTarget], flags: dict[str, Any]) -> Func
         "compute_spans": tuple((line, 1) for line in flags.get("compute_line") or ()),
         "output_kinds": tuple(flags.get("output_kind") or ()),
         "spelling": jax_compat.spelling(flags.get("jax_version") or jax_compat.NEWEST_MODELLED),
+        "eager_line": flags.get("eager_line"),
+        "eager_col": flags.get("eager_col"),
+        "eager_end_col": flags.get("eager_end_col"),
+        "operand_index": flags.get("operand_index") or 0,
     }
     return cls(**{f.name: values[f.name] for f in fields(cls) if f.name in values})
 

@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 from offload_fixer import jax_compat
 from offload_fixer.model import EditSafety
 
-Placement = Literal["return", "entry", "after_origin", "operand", "out_shardings", "pin_memory", "rename_name"]
+Placement = Literal["return", "entry", "after_origin", "operand", "out_shardings", "pin_memory", "rename_name", "eager"]
 T = TypeVar("T", bound="FunctionTarget")
 
 LINE_FLAGS = {
@@ -28,6 +28,7 @@ LINE_FLAGS = {
     "origin_line": "--origin-line",
     "return_lines": "--return-line",
     "compute_spans": "--compute-line",
+    "eager_line": "--eager-line",
 }
 """The fields that hold lines of the file (a line, lines, or (line, column) pairs), each with the
 flag that sets it: what moves when an edit adds lines above them, what a standalone run checks

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from offload_fixer import jax_compat
+from offload_fixer.codemods.eager_to_device import EagerTarget
 from offload_fixer.codemods.fix_command import FixCommand
 from offload_fixer.codemods.move_to_device import MoveToDeviceTarget
 from offload_fixer.codemods.pin_host_memory import PinTarget
@@ -21,7 +22,7 @@ from offload_fixer.model import HOST_KINDS, Diagnostic, OutputInfo, PathKey, Rol
 
 
 @dataclass(frozen=True)
-class FixTarget(MoveToDeviceTarget, PinTarget):
+class FixTarget(MoveToDeviceTarget, PinTarget, EagerTarget):
     """What the planner reads from a group of diagnostics: every field some codemod's own
     target has (a subclass of each), so each codemod's target is a part of it."""
 
@@ -63,6 +64,18 @@ def fix_target(
         output_kinds=tuple((info.path, info.memory_kind) for info in tree),
         spelling=spelling,
     )
+    eager_span = in_file(first.span, path) if function is not None and function.eager else None
+    if eager_span is not None:  # the user's eager line: the operation and its host operand, no function
+        target = replace(
+            target,
+            function_name=None,
+            function_line=None,
+            inner_line=None,
+            eager_line=eager_span.line,
+            eager_col=eager_span.col,
+            eager_end_col=eager_span.end_col if eager_span.end_line == eager_span.line else None,
+            operand_index=origin.argument_index if origin is not None and origin.argument_index is not None else 0,
+        )
     if origin is not None and origin.kind == "host_argument" and source is not None and source.outline is not None:
         parameter = source.host_parameter(target, origin)
         if parameter is not None:

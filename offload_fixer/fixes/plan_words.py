@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from offload_fixer import jax_compat
+from offload_fixer.codemods.eager_to_device import EagerTarget
 from offload_fixer.codemods.host_output import HostOutputTarget
 from offload_fixer.codemods.move_to_device import MoveToDeviceTarget
 from offload_fixer.codemods.rename_checkpoint_name import RenameTarget
@@ -70,6 +71,7 @@ PART_WORDS = {
     "rename": "respelling the offloaded name as its tag",
     "move": "moving the value to device",
     "operand": "moving the operand to device",
+    "eager": "moving the eager operand to device",
 }
 """What a part of a plan does, for a rationale that says which part could not be made."""
 
@@ -123,6 +125,9 @@ def title(part: str, t: FunctionTarget, edits: Sequence[Edit], place: Callable[[
     of the codemod that makes it, which says which edit it is; ``edits``: those of the part's
     dry run, none for a display-only plan."""
     where = f" ({place(edits[0].line)})" if edits else ""
+    if isinstance(t, EagerTarget):
+        subject = edits[0].subject if edits else "the host array"
+        return f"Move {subject} to device before the eager operation on it{where}"
     if isinstance(t, RenameTarget):
         tag = edits[0].subject if edits else "the name checkpoint_name tags"
         return f"Offload {tag}{where}, the name checkpoint_name tags"

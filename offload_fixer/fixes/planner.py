@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from offload_fixer import jax_compat
+from offload_fixer.codemods.eager_to_device import EagerToDeviceCommand
 from offload_fixer.codemods.fix_command import FixCommand
 from offload_fixer.codemods.host_output import HostOutputCommand, HostOutputTarget
 from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
@@ -59,6 +60,7 @@ CODEMODS: tuple[type[FixCommand], ...] = (
     HostOutputCommand,
     PinHostMemoryCommand,
     RenameCheckpointNameCommand,
+    EagerToDeviceCommand,
 )
 """Every codemod the planner may choose; each declares its strategy and, per placement, the
 codes an edit there fixes (``FixCommand.STRATEGY``, ``FixCommand.FIXES``). A new codemod is
@@ -414,6 +416,8 @@ def _parts(
             frozenset(codemod.FIXES[placement] if covers is None else covers),  # type: ignore[index]
         )
 
+    if target.eager_line is not None:  # JAX's own jit around the user's eager line
+        return [_Part("eager", [at("eager")])]
     declare = [at("out_shardings")] if outs else []
     at_returns = [at("return")] if outs else []
     if kind == "host_argument":

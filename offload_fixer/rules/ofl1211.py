@@ -185,8 +185,10 @@ def _state_back_on_device(d: Diagnoser, seed: Seed, walk: WalkResult) -> Iterato
     under the argument's own keys in the returned tree (``opt_state['mu']`` returned at
     ``[1]['mu']``; a plain array argument has no key that ties it to one output). A device
     leaf the jit declares is what the author asked for, and the tool's own device fix
-    declares a returned state host, so neither is reported."""
-    if seed.memory_kind != PINNED_HOST:
+    declares a returned state host, so neither is reported. Nor is an eager operation's
+    (``device_put(x, Space.Device)`` of a host array outside any jit): JAX's own jit, whose
+    ``args[0]`` is no state of the user's."""
+    if seed.memory_kind != PINNED_HOST or (d.function is not None and d.function.eager):
         return
     origin = d.origin(seed)
     keys = split_argument(origin.argument or "")[1]

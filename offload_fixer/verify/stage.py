@@ -18,9 +18,16 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from offload_fixer import codes
+from offload_fixer.codemods.eager_to_device import EagerTarget
 from offload_fixer.fixes.planner import FixPlan
 from offload_fixer.model import Diagnostic
 from offload_fixer.verify.choice import Trial
+
+EAGER_NOT_VERIFIED = (
+    "not verified: an eager operation is compiled only when the program runs it (run the fixed program again)"
+)
+"""An eager edit has no recorded call to lower it with: JAX's own jit around the operation
+is built from the program's live arrays."""
 
 
 class Verifier:
@@ -216,8 +223,12 @@ class Verifier:
             )
             checked.append((report, call, check))
         unverified = [check.reason for _, _, check in checked if not check.located]
+        if any(isinstance(plan.target, EagerTarget) for plan in plans):
+            unverified.append(EAGER_NOT_VERIFIED)
         checked = [entry for entry in checked if entry[2].located]
         checks = [check for _, _, check in checked]
+        if not checks and all(isinstance(plan.target, EagerTarget) for plan in plans):
+            return Trial(True, detail=(result, [], unverified))
         if not checks:
             # compilations recorded, none lowered: nothing verified, so not written (safe means
             # verified), and plain ``run`` marks it ``fix (not automatic)`` with this reason, as

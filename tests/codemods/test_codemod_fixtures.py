@@ -24,6 +24,7 @@ import pytest
 from libcst.codemod import CodemodContext
 
 from offload_fixer import jax_compat
+from offload_fixer.codemods.eager_to_device import EagerToDeviceCommand
 from offload_fixer.codemods.fix_command import FixCommand
 from offload_fixer.codemods.host_output import HostOutputCommand
 from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
@@ -35,7 +36,13 @@ from offload_fixer.fixes.apply import fix_to_fixpoint, split_lines
 FIXTURES = Path(__file__).parent / "fixtures"
 COMMANDS: dict[str, type[FixCommand]] = {
     command.__module__.rsplit(".", 1)[-1]: command
-    for command in (MoveToDeviceCommand, HostOutputCommand, PinHostMemoryCommand, RenameCheckpointNameCommand)
+    for command in (
+        MoveToDeviceCommand,
+        HostOutputCommand,
+        PinHostMemoryCommand,
+        RenameCheckpointNameCommand,
+        EagerToDeviceCommand,
+    )
 }
 HEADER_END = "# ---\n"
 

@@ -1,0 +1,95 @@
+"""Eager operations on host arrays fixed at the user's line, as a user does it: ``offload-fixer
+run`` marks them ``[*]``, ``run --fix`` writes exactly those edits, the fixed program prints what
+the original printed, and ``run`` finds nothing in it. Each program in ``eager_programs/`` is a
+script (no jit of the user's is edited: JAX compiles each eager operation alone)."""
+
+from __future__ import annotations
+
+import difflib
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from offload_fixer import jax_compat
+from tests.cli_support import environment, offload_fixer
+
+PROGRAMS = Path(__file__).parent / "eager_programs"
+
+pytestmark = pytest.mark.skipif(
+    jax_compat.regime() is not jax_compat.Regime.TYPED or not jax_compat.host_memory_on_this_backend(),
+    reason="eager operations keep host memory from JAX 0.7.1 (jax.memory.Space spells the fix)",
+)
+
+CASES = {
+    # program: (strategy, the lines as --fix writes them)
+    "scan_trajectory_strided": (
+        "auto",
+        ["        [round(float(x), 3) for x in jax.device_put(trajectory, jax.memory.Space.Device)[::40, 0]],"],
+    ),
+    "history_every_tenth": (
+        "auto",
+        ["every_10th = jax.device_put(history, jax.memory.Space.Device)[::10, 1]  # one column, every tenth step"],
+    ),
+    "mean_of_host_leaves": (
+        "auto",
+        [
+            '    print("mean of w:", float(jax.device_put(params["w"], jax.memory.Space.Device).mean()))',
+            '    print("mean of b:", float(jnp.mean(jax.device_put(params["b"], jax.memory.Space.Device))))',
+        ],
+    ),
+    "host_cache_element": (
+        "workaround",
+        ['print("element:", float(jax.device_put(cache, jax.memory.Space.Device)[16, 0]))'],
+    ),
+}
+
+
+def program_output(path: Path) -> str:
+    proc = subprocess.run(
+        [sys.executable, str(path)], capture_output=True, text=True, env=environment(), timeout=300, check=True
+    )
+    return proc.stdout
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_eager_fix_is_marked_written_and_runs(name: str, tmp_path: Path) -> None:
+    strategy, fixed_lines = CASES[name]
+    program = tmp_path / f"{name}.py"
+    shutil.copy(PROGRAMS / program.name, program)
+    before = program.read_text()
+    printed = program_output(program)
+
+    shown = offload_fixer("run", "--strategy", strategy, program.name, cwd=tmp_path)
+    marked = re.search(r"\[\*\] (\d+) fixable with `--fix`", shown.stdout + shown.stderr)
+    assert shown.returncode == 1 and marked, shown.stdout + shown.stderr
+    assert "fix (not automatic)" not in shown.stdout
+
+    fixed = offload_fixer("run", "--fix", "--strategy", strategy, program.name, cwd=tmp_path)
+    said = fixed.stdout + fixed.stderr
+    assert f"({marked.group(1)} fixed, 0 remaining)" in said, said
+    assert "not verified: an eager operation is compiled only when the program runs it" in said
+    after = program.read_text()
+    changed = [
+        line[1:]
+        for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=0)
+        if line.startswith("+") and not line.startswith("+++")
+    ]
+    assert changed == fixed_lines
+
+    assert program_output(program) == printed
+    again = offload_fixer("run", "--strategy", strategy, program.name, cwd=tmp_path)
+    assert again.returncode == 0 and "All checks passed!" in again.stdout, again.stdout + again.stderr
+
+
+def test_a_known_compiler_bug_gets_no_eager_edit_without_the_workaround(tmp_path: Path) -> None:
+    """OFL1208 of libtpu 0.0.42.1 is fixed in a later release: ``auto`` writes nothing."""
+    program = tmp_path / "host_cache_element.py"
+    shutil.copy(PROGRAMS / program.name, program)
+    before = program.read_bytes()
+    proc = offload_fixer("run", "--fix", program.name, cwd=tmp_path)
+    assert "OFL1208" in proc.stdout and "fixed in 0.0.46.3" in proc.stdout, proc.stdout + proc.stderr
+    assert program.read_bytes() == before
