@@ -191,6 +191,7 @@ def test_libcst_tool_lists_the_commands(project: Path) -> None:
         "host_output.HostOutputCommand",
         "pin_host_memory.PinHostMemoryCommand",
         "rename_checkpoint_name.RenameCheckpointNameCommand",
+        "eager_to_device.EagerToDeviceCommand",
     ):
         assert command in done.stdout
 
@@ -212,7 +213,8 @@ def test_libcst_tool_runs_a_command_named_in_full_without_a_configuration(tmp_pa
 def test_codemods_import_neither_jax_nor_mlir(tmp_path: Path) -> None:
     probe = (
         "import sys, offload_fixer.codemods.host_output, offload_fixer.codemods.move_to_device, "
-        "offload_fixer.codemods.pin_host_memory, offload_fixer.codemods.rename_checkpoint_name; "
+        "offload_fixer.codemods.pin_host_memory, offload_fixer.codemods.rename_checkpoint_name, "
+        "offload_fixer.codemods.eager_to_device; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('jax', 'jaxlib', 'mlir') "
         "or m.startswith(('offload_fixer.analysis', 'offload_fixer.ir', 'offload_fixer.xla'))))"
     )

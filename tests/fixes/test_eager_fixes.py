@@ -25,17 +25,20 @@ pytestmark = pytest.mark.skipif(
 )
 
 CASES = {
-    # program: (strategy, the lines as --fix writes them)
+    # program: (strategy, the code run reports, the lines as --fix writes them)
     "scan_trajectory_strided": (
         "auto",
+        "OFL1213",
         ["        [round(float(x), 3) for x in jax.device_put(trajectory, jax.memory.Space.Device)[::40, 0]],"],
     ),
     "history_every_tenth": (
         "auto",
+        "OFL1213",
         ["every_10th = jax.device_put(history, jax.memory.Space.Device)[::10, 1]  # one column, every tenth step"],
     ),
     "mean_of_host_leaves": (
         "auto",
+        "OFL1200",
         [
             '    print("mean of w:", float(jax.device_put(params["w"], jax.memory.Space.Device).mean()))',
             '    print("mean of b:", float(jnp.mean(jax.device_put(params["b"], jax.memory.Space.Device))))',
@@ -43,6 +46,7 @@ CASES = {
     ),
     "host_cache_element": (
         "workaround",
+        "OFL1208",
         ['print("element:", float(jax.device_put(cache, jax.memory.Space.Device)[16, 0]))'],
     ),
 }
@@ -57,7 +61,7 @@ def program_output(path: Path) -> str:
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_eager_fix_is_marked_written_and_runs(name: str, tmp_path: Path) -> None:
-    strategy, fixed_lines = CASES[name]
+    strategy, code, fixed_lines = CASES[name]
     program = tmp_path / f"{name}.py"
     shutil.copy(PROGRAMS / program.name, program)
     before = program.read_text()
@@ -66,6 +70,7 @@ def test_eager_fix_is_marked_written_and_runs(name: str, tmp_path: Path) -> None
     shown = offload_fixer("run", "--strategy", strategy, program.name, cwd=tmp_path)
     marked = re.search(r"\[\*\] (\d+) fixable with `--fix`", shown.stdout + shown.stderr)
     assert shown.returncode == 1 and marked, shown.stdout + shown.stderr
+    assert f": {code} [*] [error]" in shown.stdout
     assert "fix (not automatic)" not in shown.stdout
 
     fixed = offload_fixer("run", "--fix", "--strategy", strategy, program.name, cwd=tmp_path)
