@@ -60,9 +60,8 @@ def main(argv: list[str]) -> int:
         except BaseException as exc:  # noqa: BLE001 - recorded: the chip's verdict
             outcome["ran"] = False
             outcome["error"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-            outcome["where"] = [
-                f"{Path(f.filename).name}:{f.lineno}" for f in traceback.extract_tb(exc.__traceback__)
-            ][-3:]
+            frames = traceback.extract_tb(exc.__traceback__)[-3:]
+            outcome["where"] = [f"{Path(f.filename).name}:{f.lineno}" for f in frames]
         outcome["stdout"] = printed.getvalue()
         outcome["seconds"] = round(time.perf_counter() - start, 3)
         record["programs"][name] = outcome

@@ -98,3 +98,36 @@ def test_a_known_compiler_bug_gets_no_eager_edit_without_the_workaround(tmp_path
     proc = offload_fixer("run", "--fix", program.name, cwd=tmp_path)
     assert "OFL1208" in proc.stdout and "fixed in 0.0.46.3" in proc.stdout, proc.stdout + proc.stderr
     assert program.read_bytes() == before
+
+
+TEST_OF_THE_ERROR = """\
+import jax
+import jax.numpy as jnp
+import pytest
+
+
+def test_mean_of_a_host_array_is_refused_on_tpu():
+    history = jax.device_put(jnp.arange(400.0).reshape(100, 4), jax.memory.Space.Host)
+    with pytest.raises(Exception):
+        float(history.mean())
+"""
+
+
+def test_a_finding_in_a_test_that_expects_the_error_is_offered_a_suppression(tmp_path: Path) -> None:
+    """Run under pytest as a user runs a test suite: the edit would make the test fail."""
+    test_file = tmp_path / "test_refused.py"
+    test_file.write_text(TEST_OF_THE_ERROR)
+    args = ("run", "--fix", "-m", "pytest", "-q", "-p", "no:cacheprovider", test_file.name)
+    proc = offload_fixer(*args, cwd=tmp_path)
+    assert test_file.read_text() == TEST_OF_THE_ERROR
+    suggested = "`# offload-fixer: ignore[OFL1200, OFL1201]`"
+    assert (
+        "fix (not automatic): Move the host array to device before the eager operation on it (inside "
+        f"`with pytest.raises(...)` (line 8), a test that expects this error: suppress it on its line ({suggested}, "
+        "or `check --add-noqa`) instead of fixing it)"
+    ) in proc.stdout, proc.stdout + proc.stderr
+
+    line = "float(history.mean())"
+    test_file.write_text(TEST_OF_THE_ERROR.replace(line, f"{line}  {suggested.strip('`')}"))
+    again = offload_fixer(*args, cwd=tmp_path)
+    assert "OFL1200" not in again.stdout and "OFL1201" not in again.stdout, again.stdout
