@@ -24,7 +24,8 @@ from offload_fixer.findings import split_argument
 from offload_fixer.fixes.errors import FixError
 from offload_fixer.fixes.excerpt import FileOutline
 from offload_fixer.fixes.source_io import decode_source, read_source, sha256_of
-from offload_fixer.model import Origin, PathKey, Span
+from offload_fixer.model import Diagnostic, Origin, PathKey, Span
+from offload_fixer.source.error_tests import error_asserted_at
 from offload_fixer.source.metadata import node_positions
 
 Job = tuple[type[FixCommand], FunctionTarget]
@@ -78,6 +79,21 @@ class Source:
         if (codemod, target) not in self._runs:
             self.prefetch(codemod, [target])
         return self._runs[(codemod, target)]
+
+    def asserted_error(self, group: Sequence[Diagnostic]) -> str | None:
+        """Why no edit is written where every finding of ``group`` is in code a test of this
+        file expects to fail (``with pytest.raises(...)``): a suppression is the answer there."""
+        if self.outline is None:
+            return None
+        spans = [in_file(d.span, self.path) for d in group]
+        blocks = {error_asserted_at(self.outline.text, span.line) if span is not None else None for span in spans}
+        if len(blocks) != 1 or None in blocks:
+            return None
+        codes = ", ".join(sorted({d.code for d in group}))
+        return (
+            f"inside {blocks.pop()}, a test that expects this error: suppress it on its line "
+            f"(`# offload-fixer: ignore[{codes}]`, or `check --add-noqa`) instead of fixing it"
+        )
 
     def facts(self, target: FunctionTarget) -> SourceFacts:
         """What the codemods know of the statements ``target`` needs, in file lines: collected

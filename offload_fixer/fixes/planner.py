@@ -31,7 +31,7 @@ from offload_fixer.codemods.rename_checkpoint_name import RenameCheckpointNameCo
 from offload_fixer.codemods.targets import Edit, FunctionTarget, narrowed
 from offload_fixer.codes import HOST_COMPUTE_CODES, HOST_VALUE_DEVICE_OUTPUT, OFFLOAD_DOES_NOTHING, UNPINNED_HOST_MEMORY
 from offload_fixer.findings import origin_key, root_cause_key, source_path
-from offload_fixer.fixes.plan_sources import Job, Source, Sources, in_file, same_file
+from offload_fixer.fixes.plan_sources import Job, Source, Sources, same_file
 from offload_fixer.fixes.plan_targets import FixTarget, fix_target, host_computed, imported_jit_target, state_outputs
 from offload_fixer.fixes.plan_words import (
     NONE_LEAF_NOTE,
@@ -54,7 +54,6 @@ from offload_fixer.model import (
     Role,
     Safety,
 )
-from offload_fixer.source.error_tests import error_asserted_at
 
 CODEMODS: tuple[type[FixCommand], ...] = (
     MoveToDeviceCommand,
@@ -70,6 +69,8 @@ CODEMOD_AT: dict[str, type[FixCommand]] = {placement: c for c in CODEMODS for pl
 """The codemod that makes each placement."""
 FIXABLE_CODES = tuple(sorted({code for c in CODEMODS for codes in c.FIXES.values() for code in codes}))
 """The codes some codemod fixes: the diagnostics the planner plans for."""
+_ELSEWHERE = [c.FIXES[p] for p, c in CODEMOD_AT.items() if p != "eager"]
+EAGER_ONLY_CODES = CODEMOD_AT["eager"].FIXES["eager"] - set().union(*_ELSEWHERE)
 
 
 @dataclass(frozen=True)
@@ -285,8 +286,7 @@ class _Group:
 
     def plan(self, spelling: jax_compat.Spelling, place: Callable[[int], str]) -> FixPlan:
         source, base = self.source, self.base
-        asserted = self._asserted_error()
-        if asserted is not None:
+        if source is not None and (asserted := source.asserted_error(self.diagnostics)) is not None:
             return self._display_only((asserted,), place)
         if source is None or source.error is not None or not self.parts:
             problem = (
@@ -370,23 +370,6 @@ class _Group:
             ),
             elsewhere=tuple(elsewhere),
             **{**base, "rationale": rationale},
-        )
-
-    def _asserted_error(self) -> str | None:
-        """Why no edit is written where every finding of the group is in code a test expects to
-        fail (``with pytest.raises(...)``): a suppression is the answer there."""
-        if self.source is None or self.source.outline is None:
-            return None
-        spans = [in_file(d.span, self.source.path) for d in self.diagnostics]
-        if not spans or None in spans:
-            return None
-        blocks = {error_asserted_at(self.source.outline.text, span.line) for span in spans if span is not None}
-        if len(blocks) != 1 or None in blocks:
-            return None
-        codes = ", ".join(sorted({d.code for d in self.diagnostics}))
-        return (
-            f"inside {blocks.pop()}, a test that expects this error: suppress it on its line "
-            f"(`# offload-fixer: ignore[{codes}]`, or `check --add-noqa`) instead of fixing it"
         )
 
     def _display_only(self, problems: tuple[str, ...], place: Callable[[int], str]) -> FixPlan:
@@ -496,8 +479,10 @@ def _left_on_host(diagnostic: Diagnostic, edits: Sequence[Edit], path: str | Non
 def _planned(diagnostic: Diagnostic, workaround: bool) -> bool:
     """Whether a finding gets a plan: its code is one a codemod fixes, it is no known compiler
     bug (unless the workaround is asked for), and for OFL1211 it is the source check's
-    misspelt name (its literal is the span; what ``run`` finds of OFL1211 is advice)."""
+    misspelt name (its literal is the span; what ``run`` finds of OFL1211 is advice); OFL1208 only eagerly."""
     if diagnostic.code not in FIXABLE_CODES or (diagnostic.compiler_bug is not None and not workaround):
+        return False
+    if diagnostic.code in EAGER_ONLY_CODES and not (diagnostic.function and diagnostic.function.eager):
         return False
     return diagnostic.code != OFFLOAD_DOES_NOTHING or diagnostic.origin is None
 
