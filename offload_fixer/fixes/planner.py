@@ -69,7 +69,7 @@ CODEMOD_AT: dict[str, type[FixCommand]] = {placement: c for c in CODEMODS for pl
 """The codemod that makes each placement."""
 FIXABLE_CODES = tuple(sorted({code for c in CODEMODS for codes in c.FIXES.values() for code in codes}))
 """The codes some codemod fixes: the diagnostics the planner plans for."""
-_ELSEWHERE = [c.FIXES[p] for p, c in CODEMOD_AT.items() if p != "eager"]
+_ELSEWHERE = [fixed for c in CODEMODS for p, fixed in c.FIXES.items() if p != "eager"]
 EAGER_ONLY_CODES = CODEMOD_AT["eager"].FIXES["eager"] - set().union(*_ELSEWHERE)
 
 
