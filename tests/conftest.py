@@ -83,6 +83,27 @@ def judge(request):
     return request.getfixturevalue(f"{request.param}_compiler")
 
 
+POD = "v5e:4x4"
+"""The pod the in-process pod tests see: 16 chips on 4 hosts (libtpu's 2x2 chips per host),
+so process 0 has 4 local devices of 16, and compiling for it stays cheap."""
+
+
+@pytest.fixture(scope="session")
+def tpu_pod():
+    """:data:`POD`'s compile-only devices, as ``run --topology`` gives them to a program
+    (libtpu loaded in the test process); skipped without libtpu, failed where CI requires it."""
+    from offload_fixer.jax_compat import pod
+    from offload_fixer.topology import parse_topology
+
+    os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")  # the oracle's workers hold libtpu too
+    try:
+        return pod.start(parse_topology(POD))
+    except pod.PodUnavailable as exc:
+        if "tpu" in REQUIRED:
+            pytest.fail(f"this environment must build TPU pods: {exc}")
+        pytest.skip(str(exc))
+
+
 ONCE = {
     "tests/fuzz/test_bad_input.py": "the command line's answers to bad files and arguments",
     "tests/fuzz/test_interrupts.py": "signals during a write",

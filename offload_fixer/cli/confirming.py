@@ -4,14 +4,19 @@ verdicts on the run said in its own words."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 from offload_fixer import codes
 from offload_fixer.cli.options import Console, Invocation, Outcome, fail
 from offload_fixer.exit_codes import ExitCode
+
+if TYPE_CHECKING:
+    from offload_fixer.jax_compat.pod import Pod
 
 
 class FixConfirmation:
@@ -27,12 +32,18 @@ class FixConfirmation:
         target: str,
         compile: bool = True,
         measure: bool | None = None,
+        pod: Pod | None = None,
     ) -> None:
         from offload_fixer.xla import compilers
 
         self.reports = list(reports)
         self.calls = calls
         self.target = target
+        self.pod = pod
+        """The pod the run's program saw (``--topology``): a fixed module is imported seeing
+        it too (a mesh it builds from ``jax.devices()`` at import is the pod's), and compiled
+        for its topology."""
+        self.topology = pod.topology if pod is not None else None
         self.compile = compile
         self.measure = compile or (compilers.installed(target) is not None if measure is None else measure)
         """Compile to measure even without ``--confirm``, where the compiler is installed
@@ -209,9 +220,17 @@ class FixConfirmation:
                 for d in report.by_code(codes.HOST_VALUE_DEVICE_OUTPUT)
                 if d.output_index is not None and (d.function, d.output_index, d.message) not in covered
             ]
-            check = compile_fixed(
-                texts, report.function, call, self.target, self.measure, left, require_safe=not self.compile
-            )
+            with self.seeing_the_pod():
+                check = compile_fixed(
+                    texts,
+                    report.function,
+                    call,
+                    self.target,
+                    self.measure,
+                    left,
+                    require_safe=not self.compile,
+                    topology=self.topology,
+                )
             checked.append((report, call, check))
         unverified = [check.reason for _, _, check in checked if not check.located]
         if not self.compile:
@@ -311,8 +330,19 @@ class FixConfirmation:
             ]
             # the run's --confirm compiled it with those outputs declared host, and XLA refused
             declared = accepted is None or accepted.target != self.target
-            self._before[key] = original_memory(report.function, call, self.target, failing, declared)
+            with self.seeing_the_pod():
+                self._before[key] = original_memory(
+                    report.function, call, self.target, failing, declared, self.topology
+                )
         return self._before[key]
+
+    def seeing_the_pod(self) -> AbstractContextManager[Any]:
+        """JAX answering as the run's pod while a fixed module is imported and lowered."""
+        if self.pod is None:
+            return contextlib.nullcontext()
+        from offload_fixer.jax_compat.pod import pod_view
+
+        return pod_view(self.pod)
 
 
 def claim_only_removed(plan: Any, checked: Sequence[tuple[Any, Any, Any]]) -> Any:
@@ -342,14 +372,15 @@ def claim_only_removed(plan: Any, checked: Sequence[tuple[Any, Any, Any]]) -> An
     )
 
 
-def require_compiler(target: str, console: Console) -> None:
-    """``--confirm`` without the target's compiler: a clear refusal with the install command."""
+def require_compiler(target: str, console: Console, why: str | None = None) -> None:
+    """``--confirm`` (or what else needs it: ``why``) without the target's compiler: a clear
+    refusal with the install command."""
     from offload_fixer import xla
 
     try:
-        xla.oracle(target).spawn()
+        xla.require_installed(target)
     except xla.CompilerUnavailable as exc:
-        fail(ExitCode.NO_COMPILER, f"--confirm needs the {target} compiler: {exc}", console)
+        fail(ExitCode.NO_COMPILER, f"{why or f'--confirm needs the {target} compiler'}: {exc}", console)
 
 
 def report_unpredicted(reports: Sequence[Any], console: Console, outcome: Outcome) -> None:

@@ -175,11 +175,12 @@ def verify_fixes(
     calls: dict[int, Any],
     target: str,
     expected_sha256: dict[str, str],
+    pod: Any = None,
 ) -> FixRun:
     """What ``--fix`` would write, checked as it checks before writing (each fixed file's
-    functions lowered again from the fixed text with the recorded shapes and shardings; JAX
-    only, nothing compiled), nothing written and nothing said: plain ``run`` marks ``[*]``
-    only what holds (:func:`marks_after_fixing`)."""
+    functions lowered again from the fixed text with the recorded shapes and shardings, seeing
+    the run's ``pod`` where it had one; JAX only, nothing compiled), nothing written and
+    nothing said: plain ``run`` marks ``[*]`` only what holds (:func:`marks_after_fixing`)."""
     from offload_fixer.cli.confirming import FixConfirmation
     from offload_fixer.findings import resolved_by
     from offload_fixer.fixes import FIXABLE_CODES, plan_fixes
@@ -207,7 +208,7 @@ def verify_fixes(
     for plan in plans:
         if plan.path:
             by_path.setdefault(plan.path, []).append(_with_expected_hash(plan, expected_sha256))
-    confirmation = FixConfirmation(reports, calls, target, compile=False, measure=False)
+    confirmation = FixConfirmation(reports, calls, target, compile=False, measure=False, pod=pod)
     results = [confirmation.choose_file(path, ps, unsafe, alternatives)[0] for path, ps in by_path.items()]
     resolved: dict[Diagnostic, None] = {}
     for result in results:

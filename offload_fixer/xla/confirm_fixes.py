@@ -17,10 +17,13 @@ import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from offload_fixer.model import FunctionRef, MemoryFigures, XlaVerdict
 from offload_fixer.xla.fixed_modules import Unverifiable, fixed_modules
+
+if TYPE_CHECKING:
+    from offload_fixer.topology import Topology
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,7 @@ def compile_fixed(
     host_outputs: Sequence[int] = (),
     require_safe: bool = False,
     no_offload: bool = False,
+    topology: Topology | None = None,
 ) -> FixCheck:
     """Lower ``function`` from the fixed files ``texts`` (path: new contents, every file of
     the plans: the function's module and its jit site's) and, with ``compile``, compile it.
@@ -57,9 +61,10 @@ def compile_fixed(
     findings this text leaves unfixed, so that XLA judges the rest, as ``--confirm`` does).
     ``require_safe``: a file whose import would run the program is not imported (the check
     says so, ``located`` false). ``no_offload``: every host memory kind of the lowered module
-    made device memory before compiling (:func:`~offload_fixer.xla.confirm.without_offload`)."""
+    made device memory before compiling (:func:`~offload_fixer.xla.confirm.without_offload`).
+    ``topology``: the pod the run checked for (``--topology``), whose devices it compiles for."""
     from offload_fixer.xla.confirm import with_host_output, without_offload
-    from offload_fixer.xla.oracle import judge, module_text
+    from offload_fixer.xla.oracle import module_text, oracle
 
     texts = {os.path.abspath(p): t for p, t in texts.items()}
     with fixed_modules(texts, require_safe) as load:
@@ -86,7 +91,7 @@ def compile_fixed(
         text = with_host_output(text, index)
     if no_offload:
         text = without_offload(text)
-    verdict = judge(text, target)
+    verdict = oracle(target, topology).judge(text)
     if verdict.outcome == "compiled":
         return FixCheck(True, "", verdict, remaining=remaining)
     from offload_fixer.xla_messages import summary
@@ -117,7 +122,12 @@ def findings_left(lowered: Any, target: str, function: FunctionRef) -> tuple[tup
 
 
 def original_memory(
-    function: FunctionRef, call: Any, target: str, host_outputs: Sequence[int], declared: bool = True
+    function: FunctionRef,
+    call: Any,
+    target: str,
+    host_outputs: Sequence[int],
+    declared: bool = True,
+    topology: Topology | None = None,
 ) -> tuple[MemoryFigures, str] | None:
     """The memory figures of ``function`` as the unfixed files have it, with the outputs
     error 1200 names declared host memory (the program XLA accepts unchanged, as ``--confirm``
@@ -130,12 +140,12 @@ def original_memory(
     from offload_fixer.model import HOST_OUTPUTS_BASELINE, NO_OFFLOAD_BASELINE
 
     if declared:
-        check = compile_fixed({}, function, call, target, host_outputs=host_outputs)
+        check = compile_fixed({}, function, call, target, host_outputs=host_outputs, topology=topology)
         if check.verdict is not None and check.verdict.memory is not None:
             return check.verdict.memory, HOST_OUTPUTS_BASELINE
         if not check.lowered:
             return None
-    check = compile_fixed({}, function, call, target, no_offload=True)
+    check = compile_fixed({}, function, call, target, no_offload=True, topology=topology)
     if check.verdict is not None and check.verdict.memory is not None:
         return check.verdict.memory, NO_OFFLOAD_BASELINE
     return None
