@@ -68,9 +68,28 @@ def test_a_pod_program_is_checked_for_the_pod_from_one_machine(tmp_path: Path):
     assert "fix [*]: Move argument weights to device where step starts" in report
     assert "0 of 1 verdicts read from .offload-fixer-cache/" in first.stderr
 
-    again = offload_fixer("run", "-v", "--topology", "v5e-256", "pod.py", cwd=tmp_path)
-    assert (again.returncode, again.stdout) == (first.returncode, first.stdout)
-    assert "1 of 1 verdicts read from .offload-fixer-cache/" in again.stderr
+
+def test_a_second_run_of_an_unchanged_pod_program_reads_its_verdicts(tpu_pod, tmp_path: Path):
+    """What the first run found is kept; the second reads it back instead of analysing, with
+    the same findings, and a run for another pod or another target computes its own."""
+    from offload_fixer.runner import run_program
+    from offload_fixer.topology import parse_topology
+    from offload_fixer.verdicts import VerdictCache
+
+    program = tmp_path / "pod.py"
+    program.write_text(POD_PROGRAM)
+
+    def run(topology: str, target: str = "tpu") -> tuple[list, VerdictCache]:
+        verdicts = VerdictCache(tmp_path)
+        result = run_program(str(program), target=target, topology=parse_topology(topology), verdicts=verdicts)
+        assert result.needs_pod is not None, result.program_exception
+        return result.diagnostics, verdicts
+
+    # from one line: the frames above the program are in its module's locations, and so in the key
+    (first, cold), (again, cached) = (run("v5e:4x4") for _ in range(2))
+    assert (cold.hits, cold.misses, cached.hits, cached.misses) == (0, 1, 1, 0)
+    assert again == first and [d.code for d in first] == ["OFL1200", "OFL1201"]
+    assert run("v5e:4x8")[1].misses == 1  # another pod: another module, another verdict
 
 
 @pytest.mark.parametrize(
