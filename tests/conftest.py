@@ -116,6 +116,12 @@ ONCE = {
     "tests/codemods/test_codemod_commands.py::test_the_wheel_installs_the_codemods_inside_the_package": "packaging",
     "tests/static/test_cache.py::test_concurrent_runs_leave_whole_entries": "file locking of the cache",
     "tests/static/test_source.py::test_benchmark_module_checks_the_same_through_a_cache": "the cache's round trip",
+    "tests/test_runner_pods.py::test_a_pod_program_is_checked_for_the_pod_from_one_machine": (
+        "the command line's wiring of --topology (the pod view and a pod run are tested in-process in every JAX)"
+    ),
+    "tests/test_runner_pods.py::test_a_pod_it_cannot_check_is_refused_before_the_program_runs": (
+        "--topology's arguments, refused before the program runs"
+    ),
 }
 """Tests of what the installed JAX cannot change (file handling, packaging, the package's own
 structure), with why: marked ``once``, and ``scripts/test.sh`` runs them in the main

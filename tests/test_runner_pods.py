@@ -88,7 +88,8 @@ def test_a_second_run_of_an_unchanged_pod_program_reads_its_verdicts(tpu_pod, tm
     # from one line: the frames above the program are in its module's locations, and so in the key
     (first, cold), (again, cached) = (run("v5e:4x4") for _ in range(2))
     assert (cold.hits, cold.misses, cached.hits, cached.misses) == (0, 1, 1, 0)
-    assert again == first and [d.code for d in first] == ["OFL1200", "OFL1201"]
+    # (JAX 0.6.2's output of ``weights * 0.9`` is device memory: a second OFL1200 there)
+    assert again == first and {d.code for d in first} == {"OFL1200", "OFL1201"}
     assert run("v5e:4x8")[1].misses == 1  # another pod: another module, another verdict
 
 
