@@ -3,15 +3,29 @@ own (``--topology``), and a program of several processes under ``jax.distributed
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import subprocess
 from pathlib import Path
 
+import jax
+import jax.numpy as jnp
 import pytest
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from offload_fixer import jax_compat
 from offload_fixer.exit_codes import ExitCode
+from offload_fixer.jax_compat.pod import pod_view
+from offload_fixer.report_file import (
+    AbstractCall,
+    MissingDevices,
+    decode_call,
+    encode_call,
+    read_report_file,
+    write_report_file,
+)
 from offload_fixer.xla import installed
 from tests.cli_support import command, environment, offload_fixer, without_plugin_noise
 
@@ -54,7 +68,9 @@ needs_host_memory = pytest.mark.skipif(
 @needs_libtpu
 def test_a_pod_program_is_checked_for_the_pod_from_one_machine(tmp_path: Path):
     (tmp_path / "pod.py").write_text(POD_PROGRAM)
-    first = offload_fixer("run", "-v", "--topology", "v5e-256", "pod.py", cwd=tmp_path)
+    first = offload_fixer(
+        "run", "-v", "--confirm", "--report", "report.json", "--topology", "v5e-256", "pod.py", cwd=tmp_path
+    )
     assert first.returncode == ExitCode.FINDINGS, first.stdout + first.stderr
     assert "lowered for {'fsdp': 64, 'tensor': 4} as process 0 of 64" in first.stdout
     assert "never here" not in first.stdout and "Traceback" not in first.stderr
@@ -67,6 +83,13 @@ def test_a_pod_program_is_checked_for_the_pod_from_one_machine(tmp_path: Path):
     # the fix was lowered from the fixed file imported seeing the pod, whose mesh it builds at import
     assert "fix [*]: Move argument weights to device where step starts" in report
     assert "0 of 1 verdicts read from .offload-fixer-cache/" in first.stderr
+    assert "xla: confirmed by libtpu" in report
+    # the report keeps the pod: its fix is compiled for the same 256 devices later
+    fixed = offload_fixer("fix", "--confirm", "report.json", cwd=tmp_path)
+    assert fixed.returncode == ExitCode.CLEAN, fixed.stdout + fixed.stderr
+    assert "pod.py: the fix compiles (libtpu" in fixed.stderr and "confirmed 1 compilation)" in fixed.stderr
+    assert "Found 2 problems (2 fixed, 0 remaining)." in fixed.stdout
+    assert "device_put(weights" in (tmp_path / "pod.py").read_text()
 
 
 def test_a_second_run_of_an_unchanged_pod_program_reads_its_verdicts(tpu_pod, tmp_path: Path):
@@ -91,6 +114,27 @@ def test_a_second_run_of_an_unchanged_pod_program_reads_its_verdicts(tpu_pod, tm
     # (JAX 0.6.2's output of ``weights * 0.9`` is device memory: a second OFL1200 there)
     assert again == first and {d.code for d in first} == {"OFL1200", "OFL1201"}
     assert run("v5e:4x8")[1].misses == 1  # another pod: another module, another verdict
+
+
+def test_a_reports_calls_on_a_pods_mesh_are_read_back_on_its_devices(tpu_pod, tmp_path: Path):
+    """``run --topology --report``: the pod and each call's meshes (by their devices' ids) are
+    kept, so that ``fix`` lowers the fixed function on the same devices; without the pod they
+    cannot be made, and that is said rather than guessed."""
+    with pod_view(tpu_pod):
+        mesh = jax.make_mesh((4, 4), ("fsdp", "tensor"))
+        weights = jax.ShapeDtypeStruct(
+            (64, 32), jnp.float32, sharding=NamedSharding(mesh, P(("fsdp", "tensor")), memory_kind="pinned_host")
+        )
+        batch = jax.ShapeDtypeStruct((16, 8), jnp.float32, sharding=NamedSharding(mesh, P("fsdp", None)))
+        encoded = json.loads(json.dumps(encode_call(AbstractCall(None, (weights,), {"batch": batch}))))
+        assert len(encoded["meshes"]) == 1  # the mesh once, however many arrays are laid out on it
+        args, kwargs = decode_call(encoded)
+    assert (args, kwargs) == ((weights,), {"batch": batch})
+    with pytest.raises(MissingDevices, match="its mesh is made of 16 devices"):
+        decode_call(encoded)
+    report = tmp_path / "report.json"
+    write_report_file(str(report), [], "tpu", {}, topology=tpu_pod.topology)
+    assert read_report_file(str(report)).topology == tpu_pod.topology
 
 
 @pytest.mark.parametrize(

@@ -39,7 +39,13 @@ from offload_fixer.cli.checking import (
     show_fixed,
     show_planned_fixes,
 )
-from offload_fixer.cli.confirming import FixConfirmation, report_compiled, report_unpredicted, require_compiler
+from offload_fixer.cli.confirming import (
+    FixConfirmation,
+    report_compiled,
+    report_unpredicted,
+    require_compiler,
+    saved_calls,
+)
 from offload_fixer.cli.fixing import (
     apply_fixes,
     apply_fixes_per_file,
@@ -485,6 +491,7 @@ def run(
                         result.texts,
                         calls=result.calls,
                         fixes=fixes,
+                        topology=pod,
                     )
                 except OSError as exc:  # the findings are still shown
                     console.note(
@@ -705,7 +712,8 @@ def save_last_run(program: str | None, result, target: str, console: Console, fi
     report = last_run.report_path_for(program)
     try:
         last_run.prepare(report)
-        write_report_file(str(report), result.reports, target, result.sources, result.texts, fixes=fixes)
+        pod = result.pod.topology if result.pod is not None else None
+        write_report_file(str(report), result.reports, target, result.sources, result.texts, fixes=fixes, topology=pod)
     except OSError as exc:
         console.note(f"offload-fixer: could not save the run for the editor in {report}: {exc.strerror or exc}")
 
@@ -776,8 +784,9 @@ def fix(report_file: str, **params: Any) -> None:
     """Apply the fixes from a saved `offload-fixer run --report` file.
 
     With --confirm (the report written by `run --confirm --report`), each fixed function is
-    compiled by the released compiler first, with the arguments the run recorded."""
-    from offload_fixer.report_file import AbstractCall, decode_call, read_report_file
+    compiled by the released compiler first, with the arguments the run recorded, and for the
+    pod of a `run --topology`."""
+    from offload_fixer.report_file import read_report_file
 
     invocation = Invocation.take(params)
     invocation.fix = True
@@ -796,8 +805,8 @@ def fix(report_file: str, **params: Any) -> None:
     diagnostics = without_excluded([d for r in saved.reports for d in r.diagnostics], resolver, console)
     if invocation.confirm:
         require_compiler(saved.target, console)
-    calls = {index: AbstractCall(None, *decode_call(call)) for index, call in saved.calls.items()}
-    confirmation = FixConfirmation(saved.reports, calls, saved.target, compile=invocation.confirm)
+    pod, calls = saved_calls(saved, console)
+    confirmation = FixConfirmation(saved.reports, calls, saved.target, compile=invocation.confirm, pod=pod)
     run_fixes = apply_fixes(
         diagnostics,
         invocation.strategy or "auto",

@@ -345,6 +345,46 @@ class FixConfirmation:
         return pod_view(self.pod)
 
 
+def saved_calls(saved: Any, console: Console) -> tuple[Pod | None, dict[int, Any]]:
+    """The pod a report was made for (``run --topology``), where libtpu can build it here, and
+    the report's recorded calls on its devices (``fix REPORT``). A call whose mesh names
+    devices this process does not see (no libtpu for the pod, or a CPU mesh of more devices
+    than this machine gives) is left out, and said: its functions' fixes are not lowered again."""
+    from offload_fixer.report_file import AbstractCall, MissingDevices, decode_call
+    from offload_fixer.xla import compilers
+
+    pod = None
+    if saved.topology is not None and compilers.installed("tpu") is not None:
+        from offload_fixer.jax_compat.pod import PodUnavailable, start
+
+        try:
+            pod = start(saved.topology)
+        except PodUnavailable as exc:
+            fail(ExitCode.INPUT_ERROR, f"the report's --topology {saved.topology}: {exc}", console)
+    calls: dict[int, Any] = {}
+    left_out: list[str] = []
+    view: AbstractContextManager[Any] = contextlib.nullcontext()
+    if pod is not None:
+        from offload_fixer.jax_compat.pod import pod_view
+
+        view = pod_view(pod)
+    with view:
+        for index, call in saved.calls.items():
+            try:
+                calls[index] = AbstractCall(None, *decode_call(call))
+            except MissingDevices as exc:
+                left_out.append(str(exc))
+            except (KeyError, TypeError, ValueError, IndexError) as exc:
+                fail(ExitCode.INPUT_ERROR, f"the report's recorded call {index} is not valid: {exc!r}", console)
+    if left_out:
+        where = f" (the run was made for {saved.topology}, and libtpu is not installed)" if saved.topology else ""
+        console.note(
+            f"offload-fixer: {len(left_out)} recorded compilation(s) not lowered again{where}: {left_out[0]}",
+            always=True,
+        )
+    return pod, calls
+
+
 def claim_only_removed(plan: Any, checked: Sequence[tuple[Any, Any, Any]]) -> Any:
     """``plan`` covering only the findings the fixed source no longer has: each covered
     finding whose code and origin the analysis of its function's fixed lowering still finds

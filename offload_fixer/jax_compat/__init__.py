@@ -360,6 +360,25 @@ def topology_devices(topology: Topology) -> list[Any]:
     )
 
 
+def mesh_axis_types(mesh: Any) -> list[str] | None:
+    """The names of a mesh's axis types (``Auto``, ``Explicit``, ``Manual``: JAX 0.6.2 on;
+    ``jax.make_mesh`` makes them ``Explicit`` in 0.10.2 and 0.12.0.1, ``Auto`` in 0.6.2);
+    ``None`` where the JAX has none (0.4.35)."""
+    types = getattr(mesh, "axis_types", None)
+    return None if types is None else [kind.name for kind in types]
+
+
+def mesh_of(devices: Any, names: Sequence[str], axis_types: Sequence[str] | None) -> Any:
+    """``jax.sharding.Mesh`` over ``devices`` (an array of the axes' shape), with the named
+    axis types where this JAX has them."""
+    import jax
+
+    axis_type = getattr(jax.sharding, "AxisType", None)
+    if axis_types is None or axis_type is None:
+        return jax.sharding.Mesh(devices, tuple(names))
+    return jax.sharding.Mesh(devices, tuple(names), axis_types=tuple(axis_type[kind] for kind in axis_types))
+
+
 def parse_stablehlo(text: str) -> Any:
     """StableHLO text (with locations) as a module of JAX's own MLIR context."""
     from jaxlib.mlir import ir
