@@ -10,7 +10,7 @@ from typing import Any
 from offload_fixer.model import Diagnostic, FunctionRef, Origin, Report, Span, Step
 from offload_fixer.version import __version__
 
-__all__ = ["Diagnostic", "FunctionRef", "Origin", "Report", "Span", "Step", "__version__", "analyze", "check"]
+__all__ = ["Diagnostic", "FunctionRef", "Origin", "Report", "Span", "Step", "__version__", "analyze", "check", "pod"]
 
 
 def analyze(source: Any, target: str = "tpu", **kwargs: Any) -> Report:
@@ -35,8 +35,8 @@ def unload_ipython_extension(ipython: Any) -> None:
 
 
 def __getattr__(name: str) -> Any:
-    if name == "check":
-        from offload_fixer.api import check
+    if name in ("check", "pod"):
+        from offload_fixer import api
 
-        return check
+        return getattr(api, name)
     raise AttributeError(name)

@@ -4,19 +4,31 @@ reports what XLA's host offloader would do with it, on any machine (CPU included
 from __future__ import annotations
 
 import ast
+import contextlib
+import contextvars
 import functools
 import inspect
 import os
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from offload_fixer.model import FunctionRef, Report
 from offload_fixer.source.lookup import is_interactive, source_bytes
 
-__all__ = ["check", "function_ref", "is_jitted", "python_function"]
+if TYPE_CHECKING:
+    from offload_fixer.topology import Topology
+
+__all__ = ["check", "function_ref", "is_jitted", "pod", "python_function"]
 
 
-def check(fn: Callable[..., Any], *args: Any, target: str = "tpu", confirm: bool = False, **kwargs: Any) -> Report:
+def check(
+    fn: Callable[..., Any],
+    *args: Any,
+    target: str = "tpu",
+    confirm: bool = False,
+    topology: str | Topology | None = None,
+    **kwargs: Any,
+) -> Report:
     """Analyse ``fn(*args, **kwargs)`` as it would compile for ``target`` (tpu or gpu).
 
     ``fn`` is a plain function or a ``jax.jit``-wrapped one; a jitted function keeps its own
@@ -24,23 +36,51 @@ def check(fn: Callable[..., Any], *args: Any, target: str = "tpu", confirm: bool
     may be arrays, NumPy arrays or ``jax.ShapeDtypeStruct``s (with shardings): nothing runs,
     the function is only traced and lowered. The keyword ``target`` is taken by ``check``;
     a function with its own ``target`` parameter receives it positionally, and so for
-    ``confirm``: with ``confirm=True`` the released compiler of the target (libtpu, JAX's CUDA
-    plugin) compiles the module too, and each diagnostic says whether it agrees
-    (``Diagnostic.confirmed``, ``Report.xla``); without that compiler installed it raises
-    :class:`offload_fixer.xla.CompilerUnavailable`, whose message gives the install command.
+    ``confirm`` and ``topology``: with ``confirm=True`` the released compiler of the target
+    (libtpu, JAX's CUDA plugin) compiles the module too, and each diagnostic says whether it
+    agrees (``Diagnostic.confirmed``, ``Report.xla``); without that compiler installed it
+    raises :class:`offload_fixer.xla.CompilerUnavailable`, whose message gives the install
+    command. ``topology``: the TPU pod (``"v5e-256"``) the module is compiled for with
+    ``confirm``; inside :func:`pod`, that block's pod.
     """
     from offload_fixer import jax_compat
     from offload_fixer.analysis import analyze
     from offload_fixer.model import normalize_target
+    from offload_fixer.topology import parse_topology
 
     target = normalize_target(target)
     lowered, policies = jax_compat.lower_with_policies(fn, args, kwargs, jax_compat.lowering_platform(target))
     report = analyze(lowered, target=target, function=function_ref(fn), remat_policies=policies)
     if confirm:
+        from offload_fixer import xla
         from offload_fixer.xla.confirm import confirm as confirm_report
 
-        report = confirm_report(report, lowered)
+        chosen = parse_topology(topology) if isinstance(topology, str) else topology or _current_pod.get()
+        report = confirm_report(report, lowered, xla.oracle(target, chosen))
     return report
+
+
+_current_pod: contextvars.ContextVar[Topology | None] = contextvars.ContextVar("offload_fixer_pod", default=None)
+
+
+@contextlib.contextmanager
+def pod(topology: str, num_slices: int = 1) -> Iterator[Topology]:
+    """Inside the block, JAX answers as process 0 of the TPU pod ``topology`` names
+    (``"v5e-256"``, ``"v5p:4x4x8"``; ``num_slices`` of it): ``jax.devices()`` are its
+    compile-only devices, so a mesh and shardings built there are the pod's, and :func:`check`
+    confirms for it. Needs libtpu (``jax[tpu]``); raises
+    :class:`~offload_fixer.topology.UnknownTopology` for a name it cannot read and
+    :class:`~offload_fixer.jax_compat.pod.PodUnavailable` where libtpu cannot build it."""
+    from offload_fixer.jax_compat import pod as jax_pod
+    from offload_fixer.topology import parse_topology
+
+    chosen = parse_topology(topology, num_slices)
+    token = _current_pod.set(chosen)
+    try:
+        with jax_pod.pod_view(jax_pod.start(chosen)):
+            yield chosen
+    finally:
+        _current_pod.reset(token)
 
 
 def is_jitted(fn: Any) -> bool:

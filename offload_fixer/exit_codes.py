@@ -35,7 +35,11 @@ class ExitCode(enum.IntEnum):
         ("a fix was refused: read-only or append-only file, file changed since analysis, result would not compile"),
     )
     UNSUPPORTED_JAX = 6, "a JAX version offload-fixer does not model (installed, `--jax-version` or `jax-version`)"
-    NO_COMPILER = 7, "`--confirm`: the released compiler of the target is not installed (or does not start)"
+    NO_COMPILER = (
+        7,
+        "`--confirm`: the released compiler of the target is not installed (or does not start); "
+        "`--topology`: libtpu is not installed",
+    )
     INTERRUPTED = 130, "interrupted (Ctrl-C: 128 + SIGINT); `run` prints what it found before the program was"
     TERMINATED = 143, "terminated (128 + SIGTERM); a file being fixed is left as it was or fully fixed"
 

@@ -52,15 +52,28 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from offload_fixer.model import EAGER_SUFFIX, Diagnostic, FunctionRef, Report, Span, normalize_target
+from offload_fixer.model import EAGER_SUFFIX, Diagnostic, FunctionRef, RematPolicy, Report, Span, normalize_target
 from offload_fixer.report_file import AbstractCall, abstract_arguments, read_source_bytes, report_paths
 
 if TYPE_CHECKING:
     from offload_fixer.accelerator import AcceleratorRun, Route, StopProgram
     from offload_fixer.console import Progress
+    from offload_fixer.jax_compat.pod import Pod
+    from offload_fixer.topology import Topology
+    from offload_fixer.verdicts import VerdictCache
 
 TOOL_FRAMES = (os.path.abspath(__file__), os.path.abspath(runpy.__file__), "<frozen runpy>")
 """Files whose frames are the stand-in's or runpy's (which runs the program), never the user's."""
+
+
+@dataclass(frozen=True)
+class PodStop:
+    """A program under ``--topology`` that needed the pod's chips to go on."""
+
+    message: str
+    """``calling jit(init) needs the v5e-256 pod's chips, ...``."""
+    span: Span | None
+    """The program's own line that asked for them."""
 
 
 @dataclass
@@ -90,6 +103,18 @@ class RunResult:
     """Where the local backend is the accelerator: its failures, patches and measurements."""
     stopped: StopProgram | None = None
     """The compilation the program was stopped at (``--no-keep-going``, or no patch compiled)."""
+    pod: Pod | None = None
+    """Under ``--topology``: the pod the program saw (its fixes are checked seeing it too)."""
+    needs_pod: PodStop | None = None
+    """Under ``--topology``: where the program stopped because it needed the pod's chips."""
+    process: int = 0
+    processes: int = 1
+    """This process of a ``jax.distributed`` program, and how many there are: process 0's
+    result holds every process's findings (:mod:`offload_fixer.processes`)."""
+    unheard: list[int] = field(default_factory=list)
+    """On process 0: the processes that sent no findings in time."""
+    kept: list[str] = field(default_factory=list)
+    """The verdict cache's key of each compilation checked (:mod:`offload_fixer.verdicts`)."""
 
     @property
     def diagnostics(self) -> list[Diagnostic]:
@@ -107,6 +132,10 @@ class CompilationChecker:
         progress: Progress | None = None,
         confirm: bool = False,
         accelerator: AcceleratorRun | None = None,
+        *,
+        pod: Pod | None = None,
+        topology: Topology | None = None,
+        verdicts: VerdictCache | None = None,
     ):
         import jax
 
@@ -118,7 +147,7 @@ class CompilationChecker:
         self.progress = progress
         self.platform = jax_compat.lowering_platform(target)
         self.active = True
-        self.result = RunResult(target=target)
+        self.result = RunResult(target=target, pod=pod)
         self.confirm = confirm
         """Also compile each compilation with the released compiler (``--confirm``)."""
         self.accelerator = accelerator
@@ -126,10 +155,15 @@ class CompilationChecker:
         and guarded (:mod:`offload_fixer.accelerator`)."""
         self.result.accelerator = accelerator
         self._eager_routes: dict[Any, Route] = {}
-        if confirm and self.released_compiler_judges:
+        self.pod = pod
+        """The pod the program sees (``--topology``): a call that executes on it is refused."""
+        self.topology = topology
+        self.verdicts = verdicts
+        """Reports earlier runs kept (:mod:`offload_fixer.verdicts`); ``None``: neither read nor kept."""
+        if confirm and self.released_compiler_judges and verdicts is None:
             from offload_fixer import xla
 
-            xla.oracle(target).spawn()  # its start-up overlaps the program's
+            xla.oracle(target, topology).spawn()  # its start-up overlaps the program's
         self.leaf_signature = LeafSignatures()
         self.tree_flatten = jax.tree_util.tree_flatten
         self.outside_any_trace = jax_tracing.trace_state_check()
@@ -170,12 +204,17 @@ class CompilationChecker:
         kwargs: dict,
         quiet: bool = False,
         site: tuple[str, int, int] | None = None,
-    ) -> None:
+        lowered: Any = None,
+    ) -> Any:
         """Analyse one compilation; ``quiet`` drops tool failures (the user's own call failed
-        too, and its traceback already says why). ``site``: where ``jax.jit`` was applied."""
-        report, _ = self.analyse(jitted, fun, args, kwargs, quiet, site)
+        too, and its traceback already says why). ``site``: where ``jax.jit`` was applied.
+        ``lowered``: the program's own lowering of it, where that is for the target (a pod
+        program's ``.lower()``), used instead of lowering it again.
+        Returns the compilation lowered for the target, ``None`` where it could not be."""
+        report, lowered = self.analyse(jitted, fun, args, kwargs, quiet, site, lowered)
         if report is not None:
             self.record(report, self.call_of(report, jitted, fun, args, kwargs))
+        return lowered
 
     def analyse(
         self,
@@ -185,11 +224,12 @@ class CompilationChecker:
         kwargs: dict,
         quiet: bool = False,
         site: tuple[str, int, int] | None = None,
+        lowered: Any = None,
     ) -> tuple[Report | None, Any]:
         """(the report, the lowering for the target) of one compilation, not yet recorded;
-        ``(None, None)`` where it could not be checked (said as a tool warning)."""
+        ``(None, None)`` where it could not be checked (said as a tool warning). ``lowered``:
+        the program's own lowering for the target, not made again."""
         from offload_fixer import jax_compat
-        from offload_fixer.analysis import analyze
         from offload_fixer.api import function_ref
 
         with self._lock:
@@ -200,13 +240,8 @@ class CompilationChecker:
                     force=True,
                 )
             try:
-                lowered, policies = jax_compat.lower_with_policies(jitted, args, kwargs, self.platform)
-                function = _jitted_at(function_ref(fun), site)
-                report = analyze(lowered, target=self.target, function=function, remat_policies=policies)
-                if self.confirm and self.released_compiler_judges:
-                    from offload_fixer.xla.confirm import confirm
-
-                    report = confirm(report, lowered)
+                lowered, policies = jax_compat.lower_with_policies(jitted, args, kwargs, self.platform, lowered)
+                report = self.report(lowered, _jitted_at(function_ref(fun), site), policies)
             except Exception as exc:  # noqa: BLE001 - the tool must never break the program
                 if not quiet:
                     self.warn(f"could not check {_describe(fun)} for {self.target}: {_one_line(exc)}")
@@ -232,6 +267,38 @@ class CompilationChecker:
         with self._lock:
             self.result.checked += 1
             self._add(_at_user_line(report, where), call)
+
+    def report(self, lowered: Any, function: FunctionRef | None, policies: tuple[RematPolicy, ...] = ()) -> Report:
+        """The analysis of ``lowered`` (and the released compiler's verdict with ``--confirm``),
+        read from the verdicts an earlier run kept where it kept one for this module and these
+        remat ``policies`` (what the traced program applies: the module alone does not show
+        a policy that offloads nothing)."""
+        from offload_fixer.analysis import analyze
+        from offload_fixer.jax_compat import distributed as jax_distributed
+
+        key = None
+        judged = self.confirm and self.released_compiler_judges
+        if self.verdicts is not None:
+            key = self.verdicts.key(lowered, self.target, self.topology, judged, function, policies)
+            self.result.kept.append(key)
+            kept = self.verdicts.get(key)
+            if kept is not None:
+                return kept
+        if judged:
+            from offload_fixer import xla
+
+            # started at the first compilation no earlier run kept: a run that reads every
+            # verdict from the cache starts no compiler; this one's start-up overlaps the analysis
+            xla.oracle(self.target, self.topology).spawn()
+        report = analyze(lowered, target=self.target, function=function, remat_policies=policies)
+        if judged:
+            from offload_fixer import xla
+            from offload_fixer.xla.confirm import confirm
+
+            report = confirm(report, lowered, xla.oracle(self.target, self.topology))
+        if self.verdicts is not None and key is not None and jax_distributed.is_first_process():
+            self.verdicts.put(key, report)  # once, where several processes check the same module
+        return report
 
     def check_eager(
         self, fun: Any, args_flat: Sequence[Any], out_flat: Sequence[Any], lower: Callable[[str], Any]
@@ -262,18 +329,13 @@ class CompilationChecker:
     ) -> tuple[Report | None, Any]:
         """(the report, the lowering for the target) of an eager operation at the user's line
         ``where``; ``(None, None)`` where it could not be checked (a tool warning)."""
-        from offload_fixer.analysis import analyze
 
         name = getattr(fun, "__name__", type(fun).__name__)
         function = FunctionRef(f"{name}{EAGER_SUFFIX}", where[0] if where else None, where[1] if where else None)
         with self._lock:
             try:
                 lowered = lower(self.platform)
-                report = analyze(lowered, target=self.target, function=function)
-                if self.confirm and self.released_compiler_judges:
-                    from offload_fixer.xla.confirm import confirm
-
-                    report = confirm(report, lowered)
+                report = self.report(lowered, function)
             except Exception as exc:  # noqa: BLE001 - the tool must never break the program
                 self.warn(f"could not check the eager {name} for {self.target}: {_one_line(exc)}")
                 return None, None
@@ -319,11 +381,7 @@ class CompilationChecker:
                 self.result.tool_warnings.append(message)
 
     def _add(self, report: Report, call: AbstractCall | None = None) -> None:
-        key: Any = (report.function, report.diagnostics)
-        try:
-            hash(key)
-        except TypeError:
-            key = json.dumps(report.to_dict(), sort_keys=True, default=str)
+        key = report_key(report)
         if key in self._report_keys:
             return
         self._report_keys.add(key)
@@ -336,6 +394,17 @@ class CompilationChecker:
                 if data is not None:
                     self.result.sources[path] = hashlib.sha256(data).hexdigest()
                     self.result.texts[path] = data.decode("utf-8", "replace")
+
+
+def report_key(report: Report) -> Any:
+    """What makes two reports one: the function and its diagnostics (a recompilation, or the
+    same compilation in another process, that finds the same)."""
+    key: Any = (report.function, report.diagnostics)
+    try:
+        hash(key)
+    except TypeError:
+        key = json.dumps(report.to_dict(), sort_keys=True, default=str)
+    return key
 
 
 class CheckedJit:
@@ -466,13 +535,23 @@ class CheckedJit:
 
     def _run_then_check(self, operation: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
         """The user's operation first (its result and errors are the program's), then the
-        check, which reuses JAX's cached trace."""
+        check, which reuses JAX's cached trace. A call under a pod (``--topology``) is
+        checked first: where it would run on the pod's compile-only devices, it is refused
+        before JAX compiles it for them only to fail executing it."""
+        checker = self._checker
+        if checker.pod is not None and operation is self._real:
+            lowered = checker.check(self._real, self._fun, args, kwargs, site=self._site)
+            if lowered is not None and checker.pod.runs_on_pod(lowered):
+                raise checker.pod.refusal(f"calling {_describe(self._fun)}")
+            return operation(*args, **kwargs)
         try:
             result = operation(*args, **kwargs)
         except Exception:
             self._checker.check(self._real, self._fun, args, kwargs, quiet=True, site=self._site)
             raise
-        self._checker.check(self._real, self._fun, args, kwargs, site=self._site)
+        # a pod program's own .lower() is already the pod's TPU lowering: not lowered twice
+        on_pod = checker.pod is not None and operation == self._real.lower and checker.pod.runs_on_pod(result)
+        self._checker.check(self._real, self._fun, args, kwargs, site=self._site, lowered=result if on_pod else None)
         return result
 
     def _signature(self, args: tuple, kwargs: dict) -> Any:
@@ -554,7 +633,7 @@ def _leaf_key(value: Any) -> Any:
 def _user_frame() -> tuple[str, int, int] | None:
     """``(path, line, column)`` of the innermost frame of the user's program on the stack."""
     frame: types.FrameType | None = sys._getframe(1)
-    ours = (os.path.dirname(os.path.abspath(__file__)) + os.sep, *_jax_roots())
+    ours = (os.path.dirname(os.path.abspath(__file__)) + os.sep, *jax_roots())
     while frame is not None:
         path = os.path.abspath(frame.f_code.co_filename)
         if not path.startswith(ours) and path not in TOOL_FRAMES and not frame.f_code.co_filename.startswith("<"):
@@ -658,7 +737,7 @@ def _as_tuple(value: Any) -> tuple:
 
 
 @functools.lru_cache(maxsize=1)
-def _jax_roots() -> tuple[str, ...]:
+def jax_roots() -> tuple[str, ...]:
     import jax
     import jaxlib
 
@@ -669,7 +748,7 @@ def _is_jax_internal(fun: Any) -> bool:
     from offload_fixer.api import python_function
 
     code = getattr(python_function(fun), "__code__", None)
-    return code is not None and os.path.abspath(code.co_filename).startswith(_jax_roots())
+    return code is not None and os.path.abspath(code.co_filename).startswith(jax_roots())
 
 
 def _jitted_at(function: FunctionRef | None, site: tuple[str, int, int] | None) -> FunctionRef | None:
@@ -681,7 +760,7 @@ def _jitted_at(function: FunctionRef | None, site: tuple[str, int, int] | None) 
 
 def _called_from_jax() -> bool:
     """JAX calling the public ``jax.jit`` on its own behalf (two frames up: past ``jit``)."""
-    return os.path.abspath(sys._getframe(2).f_code.co_filename).startswith(_jax_roots())
+    return os.path.abspath(sys._getframe(2).f_code.co_filename).startswith(jax_roots())
 
 
 def _checked_jit(real_jit: Callable[..., Any], checker: CompilationChecker) -> Callable[..., Any]:

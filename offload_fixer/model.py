@@ -131,6 +131,60 @@ class Step:
 
 
 @dataclass(frozen=True)
+class Sharding:
+    """How one argument or output of a partitioned module is laid out over its devices: the
+    mesh axes (or, without names, the number of pieces) each dimension is split into, and the
+    piece one device holds. A pod's mesh in the words a finding uses."""
+
+    dtype: str
+    """The element type, as JAX prints it: ``f32``, ``bf16``, ``s32``."""
+    shape: tuple[int, ...]
+    """The whole value's shape."""
+    tiles: tuple[int, ...]
+    """Pieces along each dimension (1: not split)."""
+    axes: tuple[tuple[str, ...], ...] = ()
+    """The mesh axes each dimension is split over (``(), ("fsdp",), ("tensor",)``); empty where
+    the module names no mesh (GSPMD shardings: only ``tiles``)."""
+    mesh: tuple[tuple[str, int], ...] = ()
+    """The mesh's axes and sizes, in order: ``(("fsdp", 64), ("tensor", 4))``."""
+    sub_axes: bool = False
+    """Some dimension is split over part of a mesh axis (Shardy's sub-axes: ``"fsdp":(1)2``)."""
+
+    @property
+    def shard(self) -> tuple[int, ...]:
+        """One device's piece (the last one, where a dimension does not split evenly, is smaller)."""
+        return tuple(-(-size // tiles) for size, tiles in zip(self.shape, self.tiles))
+
+    def layout(self) -> str:
+        """``f32[4,256,512] as P(None, 'fsdp', 'tensor'): f32[4,4,128] per device`` (the mesh
+        is said once for a finding: :func:`mesh_text`)."""
+        whole = _shape_text(self.dtype, self.shape)
+        if all(t == 1 for t in self.tiles):
+            return f"{whole} replicated"
+        if self.axes:
+            spec = ", ".join(
+                "None" if not names else repr(names[0]) if len(names) == 1 else repr(names) for names in self.axes
+            )
+            split = f"as P({spec})"
+        else:
+            split = "split " + "x".join(map(str, self.tiles))
+        return f"{whole} {split}: {_shape_text(self.dtype, self.shard)} per device"
+
+
+def mesh_text(mesh: Iterable[tuple[str, int]]) -> str:
+    """``fsdp=64 x tensor=4 (256 devices)``."""
+    axes = list(mesh)
+    devices = 1
+    for _, size in axes:
+        devices *= size
+    return " x ".join(f"{name}={size}" for name, size in axes) + f" ({devices} devices)"
+
+
+def _shape_text(dtype: str, shape: tuple[int, ...]) -> str:
+    return f"{dtype}[{','.join(map(str, shape))}]"
+
+
+@dataclass(frozen=True)
 class Origin:
     """Where a value became host memory: a move to host, a host argument, an offload policy."""
 
@@ -147,6 +201,8 @@ class Origin:
     """For ``host_argument``: the flat index of the argument among ``@main``'s parameters."""
     value_type: str = ""
     """For ``host_argument``: the argument's tensor type (``tensor<8xf32>``)."""
+    sharding: Sharding | None = None
+    """For ``host_argument`` of a module partitioned over several devices: its layout on them."""
 
 
 @dataclass(frozen=True)
@@ -264,6 +320,9 @@ class Diagnostic:
     compiler_bug: CompilerBugNote | None = None
     """Where the failure is a known bug of the released compiler: fixed by an upgrade, and
     edited around only with ``--strategy workaround``."""
+    sharding: Sharding | None = None
+    """For a diagnostic about an output of a module partitioned over several devices (a
+    pod's mesh): that output's layout on them, where the module declares it."""
 
     def to_dict(self) -> dict[str, Any]:
         return _to_dict(self)
@@ -332,6 +391,8 @@ class OutputInfo:
     value_type: str = ""
     """The output's tensor type (``tensor<4x8xf32>``): which outputs can give back a streamed
     argument (the same type)."""
+    sharding: Sharding | None = None
+    """Its layout over the devices of a partitioned module, where the module declares it."""
 
 
 @dataclass(frozen=True)
@@ -705,7 +766,7 @@ _FIELD_TYPES: dict[tuple[str, str], tuple[type[DataclassInstance], bool]] = {}
 def _decode_field(cls: type[DataclassInstance], name: str, value: Any) -> Any:
     kind = _FIELD_TYPES.get((cls.__name__, name))
     if kind is None or value is None:
-        return tuple(value) if isinstance(value, list) else value
+        return _tupled(value)
     nested, many = kind
     if many:
         if not isinstance(value, (list, tuple)):
@@ -714,10 +775,18 @@ def _decode_field(cls: type[DataclassInstance], name: str, value: Any) -> Any:
     return _from_jsonable(nested, value)
 
 
+def _tupled(value: Any) -> Any:
+    """JSON's lists as the tuples a frozen dataclass holds, nested ones too (a mesh's axes)."""
+    return tuple(_tupled(item) for item in value) if isinstance(value, list) else value
+
+
 _FIELD_TYPES.update(
     {
         ("Step", "span"): (Span, False),
         ("Origin", "span"): (Span, False),
+        ("Origin", "sharding"): (Sharding, False),
+        ("Diagnostic", "sharding"): (Sharding, False),
+        ("OutputInfo", "sharding"): (Sharding, False),
         ("Diagnostic", "origin"): (Origin, False),
         ("Diagnostic", "trace"): (Step, True),
         ("Diagnostic", "span"): (Span, False),

@@ -1,7 +1,8 @@
 """``--report FILE``: what `offload-fixer run` found, written for `offload-fixer fix` and the
 language server to read back -- the reports, the files' hashes and the lines their findings
-name, and with ``--confirm`` each compilation's call as shapes and shardings, so the fixed
-function can be lowered again without the program's data."""
+name, the pod the run was made for (``--topology``), and with ``--confirm`` each compilation's
+call as shapes and shardings, so the fixed function can be lowered again without the program's
+data (for the same pod: a mesh is kept as the ids of its devices)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from offload_fixer.model import MeasuredFix, Report, Span
+from offload_fixer.topology import Topology, UnknownTopology, parse_topology
 
 if TYPE_CHECKING:
     pass
@@ -65,6 +67,9 @@ class ReportFile:
     fixes: tuple[MeasuredFix, ...] = ()
     """``run --fix``/``--diff`` where the compiler is installed: each fix compiled, with its
     memory figures, for the editor to title the same quick fix with."""
+    topology: Topology | None = None
+    """``run --topology``: the pod the program saw, whose devices the calls' meshes name and
+    for which ``fix --confirm`` compiles."""
 
     def stale_sources(self) -> list[str]:
         """Files changed (or gone) since they were analysed: fixes must not touch them."""
@@ -79,11 +84,13 @@ def write_report_file(
     texts: dict[str, str] | None = None,
     calls: dict[int, AbstractCall] | None = None,
     fixes: Sequence[MeasuredFix] = (),
+    topology: Topology | None = None,
 ) -> None:
     """Write the reports as JSON, atomically; ``sources`` defaults to hashing the files now,
     ``texts`` (the files as hashed) to reading them now. ``calls`` (``--confirm``): each
     report's arguments as shapes, for ``fix --confirm`` to compile the fixed functions with.
-    ``fixes``: the fixes the run compiled, with their figures."""
+    ``fixes``: the fixes the run compiled, with their figures. ``topology``: the pod the
+    program saw (``--topology``)."""
     from offload_fixer import jax_compat
 
     reports = list(reports)
@@ -98,6 +105,7 @@ def write_report_file(
     record = {
         "version": REPORT_FILE_VERSION,
         "target": target,
+        "topology": None if topology is None else {"name": topology.name, "num_slices": topology.num_slices},
         "jax_version": jax_compat.installed_version(),
         "reports": [report.to_dict() for report in reports],
         "sources": dict(sorted(sources.items())),
@@ -146,6 +154,11 @@ def read_report_file(path: str) -> ReportFile:
         target, jax_version = data["target"], data["jax_version"]
         if not isinstance(target, str) or not isinstance(jax_version, str):
             raise TypeError("'target' and 'jax_version' must be strings")
+        pod = data.get("topology")
+        if pod is not None and not (
+            isinstance(pod, dict) and isinstance(pod.get("name"), str) and type(pod.get("num_slices")) is int
+        ):
+            raise TypeError("'topology' must be an object of a 'name' and a 'num_slices'")
         return ReportFile(
             target=target,
             jax_version=jax_version,
@@ -157,7 +170,10 @@ def read_report_file(path: str) -> ReportFile:
             },
             calls={int(index): call for index, call in calls.items()},
             fixes=tuple(MeasuredFix.from_dict(fix) for fix in fixes),
+            topology=None if pod is None else parse_topology(pod["name"], pod["num_slices"]),
         )
+    except UnknownTopology as exc:
+        raise ValueError(f"{path}: not a valid report: 'topology': {exc}") from None
     except KeyError as exc:
         raise ValueError(f"{path}: not a valid report: missing {exc}") from None
     except (TypeError, ValueError, AttributeError) as exc:
@@ -168,67 +184,131 @@ def read_report_file(path: str) -> ReportFile:
 # Abstract calls in a report file: pytrees of dicts, lists and tuples over array shapes
 def encode_call(call: AbstractCall) -> dict[str, Any] | None:
     """JSON for the call's arguments, or ``None`` where they hold something a file cannot
-    carry (a pytree node of the user's own, a sharding over several devices)."""
+    carry (a pytree node of the user's own, a sharding over several devices that is not a
+    mesh's). Each mesh the arguments are laid out on is written once, in ``meshes``: its axes,
+    their types and the ids of its devices in order, which the arrays name by position."""
+    meshes: list[Any] = []
     try:
-        return {"args": _encode(call.args), "kwargs": _encode(call.kwargs)}
+        args, kwargs = _encode(call.args, meshes), _encode(call.kwargs, meshes)
     except _NotEncodable:
         return None
+    encoded = {"args": args, "kwargs": kwargs}
+    if meshes:
+        from offload_fixer.jax_compat import mesh_axis_types
+
+        encoded["meshes"] = [
+            {
+                "axes": [[name, int(size)] for name, size in mesh.shape.items()],
+                "axis_types": mesh_axis_types(mesh),
+                "devices": [d.id for d in mesh.devices.flat],
+            }
+            for mesh in meshes
+        ]
+    return encoded
 
 
 def decode_call(data: dict[str, Any]) -> tuple[tuple, dict]:
-    """The arguments of an encoded call, as ``ShapeDtypeStruct``s on this machine's device."""
-    return tuple(_decode(data["args"])), dict(_decode(data["kwargs"]))
+    """The arguments of an encoded call, as ``ShapeDtypeStruct``s on this machine's device, or
+    on the meshes they were laid out on, made of the devices of ``jax.devices()`` with the
+    recorded ids (a pod's, seen through ``jax_compat.pod.pod_view``); :class:`MissingDevices`
+    where there are no such devices."""
+    meshes = [_decode_mesh(recorded) for recorded in data.get("meshes", [])]
+    return tuple(_decode(data["args"], meshes)), dict(_decode(data["kwargs"], meshes))
+
+
+class MissingDevices(ValueError):
+    """A recorded call's mesh names devices this process does not see (the run's pod, or
+    more CPU devices than this machine gives)."""
 
 
 class _NotEncodable(Exception):
     pass
 
 
-def _encode(value: Any) -> Any:
+def _encode(value: Any, meshes: list[Any]) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, tuple) and not hasattr(value, "_fields"):
-        return {"tuple": [_encode(v) for v in value]}
+        return {"tuple": [_encode(v, meshes) for v in value]}
     if isinstance(value, list):
-        return [_encode(v) for v in value]
+        return [_encode(v, meshes) for v in value]
     if type(value) is dict and all(isinstance(k, str) for k in value):
-        return {"dict": {k: _encode(v) for k, v in value.items()}}
+        return {"dict": {k: _encode(v, meshes) for k, v in value.items()}}
     if hasattr(value, "shape") and hasattr(value, "dtype"):
-        sharding = getattr(value, "sharding", None)
+        sharding: Any = getattr(value, "sharding", None)
         devices = getattr(sharding, "device_set", None)
-        if devices is not None and len(devices) > 1:
-            raise _NotEncodable("a sharding over several devices")
-        return {
-            "array": {
-                "shape": list(value.shape),
-                "dtype": str(value.dtype),
-                "memory_kind": getattr(sharding, "memory_kind", None),
-                "named": type(sharding).__name__ == "NamedSharding",
-            }
+        named = type(sharding).__name__ == "NamedSharding"
+        array = {
+            "shape": list(value.shape),
+            "dtype": str(value.dtype),
+            "memory_kind": getattr(sharding, "memory_kind", None),
+            "named": named,
         }
+        if devices is not None and len(devices) > 1:
+            if not named:
+                raise _NotEncodable("a sharding over several devices that is not a mesh's")
+            if sharding.mesh not in meshes:
+                meshes.append(sharding.mesh)
+            array["mesh"] = meshes.index(sharding.mesh)
+            array["spec"] = _encode_spec(sharding.spec)
+        return {"array": array}
     raise _NotEncodable(type(value).__name__)
 
 
-def _decode(value: Any) -> Any:
+def _encode_spec(spec: Any) -> list[Any]:
+    """A ``PartitionSpec``: per dimension, no axis, an axis, or several (a list)."""
+    encoded: list[Any] = []
+    for entry in spec:
+        if entry is None or isinstance(entry, str):
+            encoded.append(entry)
+        elif isinstance(entry, tuple) and all(isinstance(axis, str) for axis in entry):
+            encoded.append(list(entry))
+        else:
+            raise _NotEncodable(f"a partition spec entry {entry!r}")
+    return encoded
+
+
+def _decode(value: Any, meshes: list[Any]) -> Any:
     if isinstance(value, list):
-        return [_decode(v) for v in value]
+        return [_decode(v, meshes) for v in value]
     if not isinstance(value, dict):
         return value
     if "tuple" in value:
-        return tuple(_decode(v) for v in value["tuple"])
+        return tuple(_decode(v, meshes) for v in value["tuple"])
     if "dict" in value:
-        return {k: _decode(v) for k, v in value["dict"].items()}
+        return {k: _decode(v, meshes) for k, v in value["dict"].items()}
     import jax
 
     array = value["array"]
     kind = array.get("memory_kind")
     sharding: jax.sharding.Sharding | None = None
-    if kind and array.get("named"):  # only a NamedSharding puts the memory space in the type
+    if "mesh" in array:
+        spec = jax.sharding.PartitionSpec(*(tuple(e) if isinstance(e, list) else e for e in array["spec"]))
+        sharding = jax.sharding.NamedSharding(meshes[array["mesh"]], spec, memory_kind=kind)
+    elif kind and array.get("named"):  # only a NamedSharding puts the memory space in the type
         mesh = jax.sharding.Mesh(jax.devices()[:1], ("x",))
         sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(), memory_kind=kind)
     elif kind:
         sharding = jax.sharding.SingleDeviceSharding(jax.devices()[0], memory_kind=kind)
     return jax.ShapeDtypeStruct(tuple(array["shape"]), array["dtype"], sharding=sharding)
+
+
+def _decode_mesh(recorded: dict[str, Any]) -> Any:
+    import jax
+    import numpy as np
+
+    from offload_fixer.jax_compat import mesh_of
+
+    by_id = {device.id: device for device in jax.devices()}
+    ids = recorded["devices"]
+    missing = [i for i in ids if i not in by_id]
+    if missing:
+        raise MissingDevices(
+            f"its mesh is made of {len(ids)} devices and this process sees {len(by_id)}, not device {missing[0]}"
+        )
+    names = tuple(name for name, _ in recorded["axes"])
+    sizes = tuple(size for _, size in recorded["axes"])
+    return mesh_of(np.array([by_id[i] for i in ids], dtype=object).reshape(sizes), names, recorded.get("axis_types"))
 
 
 def _named_lines(reports: Sequence[Report], texts: dict[str, str]) -> dict[str, dict[str, list[str]]]:

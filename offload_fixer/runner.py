@@ -19,11 +19,22 @@ from contextlib import ExitStack, contextmanager
 from typing import TYPE_CHECKING, Any
 
 from offload_fixer.accelerator import StopProgram
-from offload_fixer.interception import TOOL_FRAMES, CheckedJit, CompilationChecker, RunResult, intercept_jit
+from offload_fixer.interception import (
+    TOOL_FRAMES,
+    CheckedJit,
+    CompilationChecker,
+    PodStop,
+    RunResult,
+    intercept_jit,
+    jax_roots,
+)
+from offload_fixer.model import Span
 
 if TYPE_CHECKING:
     from offload_fixer.accelerator import AcceleratorRun
     from offload_fixer.console import Progress
+    from offload_fixer.topology import Topology
+    from offload_fixer.verdicts import VerdictCache
 
 __all__ = [
     "CheckedJit",
@@ -73,6 +84,8 @@ def run_program(
     finish: Callable[[RunResult], Any] | None = None,
     show_start_up: bool = False,
     accelerator: AcceleratorRun | None = None,
+    topology: Topology | None = None,
+    verdicts: VerdictCache | None = None,
 ) -> RunResult:
     """Run ``program`` (a script path, or a module name with ``is_module``) as ``__main__`` and
     check each distinct jit compilation it triggers for ``target``. ``sys.path`` starts as
@@ -90,21 +103,39 @@ def run_program(
     (:func:`~offload_fixer.jax_compat.tracing.start_quietly`). ``accelerator``: the local
     backend is the accelerator (or is emulated): each compilation is checked before the
     program compiles it, and one that fails is recorded and patched so that the program goes
-    on (:mod:`offload_fixer.accelerator`)."""
+    on (:mod:`offload_fixer.accelerator`).
+
+    ``topology``: the program sees that TPU pod's compile-only devices as its own, as process
+    0 of the pod (:mod:`offload_fixer.jax_compat.pod`); where it needs the pod's chips to go
+    on, it stops there (``result.needs_pod`` says where). Raises
+    :class:`~offload_fixer.jax_compat.pod.PodUnavailable` where libtpu cannot build the pod.
+    ``verdicts``: the reports earlier runs kept, read and kept by module."""
     from offload_fixer import jax_compat
+    from offload_fixer.jax_compat import distributed as jax_distributed
+    from offload_fixer.jax_compat import pod as jax_pod
     from offload_fixer.jax_compat import tracing as jax_tracing
+    from offload_fixer.processes import share
 
     jax_compat.check_runtime_supported()
     find_program(program, is_module)
     jax_tracing.start_quietly(verbose=show_start_up)  # jax's own jits are created before the patch, on purpose
+    pod = jax_pod.start(topology, verbose=show_start_up) if topology is not None else None
 
-    checker = CompilationChecker(target, progress, confirm=confirm, accelerator=accelerator)
+    checker = CompilationChecker(
+        target, progress, confirm=confirm, accelerator=accelerator, pod=pod, topology=topology, verdicts=verdicts
+    )
     result = checker.result
     ending = _Ending(checker, finish)
     threads_before = set(threading.enumerate())
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     patch = ExitStack()
+    launcher = [os.path.abspath(sys.argv[0])] if os.path.isfile(sys.argv[0]) else []  # the console script
+    patch.enter_context(jax_tracing.frames_not_the_users([_PACKAGE, *TOOL_FRAMES, *launcher]))
     patch.enter_context(intercept_jit(checker))
+    if pod is not None:
+        patch.enter_context(jax_pod.pod_view(pod))
+    else:
+        patch.enter_context(jax_distributed.shutdown_held())
     intercept = checker.intercept_eager if accelerator is not None else None
     observed = patch.enter_context(jax_tracing.observe_compilations(checker.check_eager, intercept))
     if not observed and intercept is not None:  # JAX before 0.10: checked after they run
@@ -138,7 +169,10 @@ def run_program(
                 result.program_exception = str(code)
         except BaseException as exc:  # noqa: BLE001 - the user's uncaught exception, KeyboardInterrupt included
             result.program_exit_code = 1
-            result.program_exception = format_user_traceback(exc)
+            if pod is not None and jax_pod.is_pod_failure(exc):
+                result.needs_pod = _needing_the_pod(exc)
+            else:
+                result.program_exception = format_user_traceback(exc)
             result.interrupted = isinstance(exc, KeyboardInterrupt)
         finally:
             sys.argv, sys.path[:] = saved_argv, saved_path
@@ -146,6 +180,8 @@ def run_program(
             result.deferred = True
             ending.defer(patch)
             return result
+        if not result.interrupted:
+            share(result)  # one process of a jax.distributed program: process 0 reports for all
     finally:
         if not result.deferred:
             ending.close()
@@ -228,6 +264,7 @@ class _Ending:
 
 
 _TOOL_FILES = (os.path.abspath(__file__), *TOOL_FRAMES)
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def format_user_traceback(exc: BaseException) -> str:
@@ -241,6 +278,21 @@ def format_user_traceback(exc: BaseException) -> str:
         ]
         part.stack = traceback.StackSummary.from_list(kept)
     return "".join(formatted.format())
+
+
+def _needing_the_pod(exc: BaseException) -> PodStop:
+    """Where the program needed the pod's chips: its last frame of its own, and what for."""
+    user = [
+        frame
+        for frame in traceback.extract_tb(exc.__traceback__)
+        if not frame.filename.startswith("<")
+        and os.path.abspath(frame.filename) not in _TOOL_FILES
+        and not os.path.abspath(frame.filename).startswith((_PACKAGE, *jax_roots()))
+    ]
+    what = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    last = user[-1] if user else None
+    column = (getattr(last, "colno", None) or 0) + 1 if last else 1  # ``colno``: Python 3.11 on
+    return PodStop(what, Span(os.path.abspath(last.filename), last.lineno or 1, column) if last else None)
 
 
 def _chain(

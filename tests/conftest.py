@@ -83,6 +83,27 @@ def judge(request):
     return request.getfixturevalue(f"{request.param}_compiler")
 
 
+POD = "v5e:4x4"
+"""The pod the in-process pod tests see: 16 chips on 4 hosts (libtpu's 2x2 chips per host),
+so process 0 has 4 local devices of 16, and compiling for it stays cheap."""
+
+
+@pytest.fixture(scope="session")
+def tpu_pod():
+    """:data:`POD`'s compile-only devices, as ``run --topology`` gives them to a program
+    (libtpu loaded in the test process); skipped without libtpu, failed where CI requires it."""
+    from offload_fixer.jax_compat import pod
+    from offload_fixer.topology import parse_topology
+
+    os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")  # the oracle's workers hold libtpu too
+    try:
+        return pod.start(parse_topology(POD))
+    except pod.PodUnavailable as exc:
+        if "tpu" in REQUIRED:
+            pytest.fail(f"this environment must build TPU pods: {exc}")
+        pytest.skip(str(exc))
+
+
 ONCE = {
     "tests/fuzz/test_bad_input.py": "the command line's answers to bad files and arguments",
     "tests/fuzz/test_interrupts.py": "signals during a write",
@@ -95,6 +116,12 @@ ONCE = {
     "tests/codemods/test_codemod_commands.py::test_the_wheel_installs_the_codemods_inside_the_package": "packaging",
     "tests/static/test_cache.py::test_concurrent_runs_leave_whole_entries": "file locking of the cache",
     "tests/static/test_source.py::test_benchmark_module_checks_the_same_through_a_cache": "the cache's round trip",
+    "tests/test_runner_pods.py::test_a_pod_program_is_checked_for_the_pod_from_one_machine": (
+        "the command line's wiring of --topology (the pod view and a pod run are tested in-process in every JAX)"
+    ),
+    "tests/test_runner_pods.py::test_a_pod_it_cannot_check_is_refused_before_the_program_runs": (
+        "--topology's arguments, refused before the program runs"
+    ),
 }
 """Tests of what the installed JAX cannot change (file handling, packaging, the package's own
 structure), with why: marked ``once``, and ``scripts/test.sh`` runs them in the main

@@ -372,10 +372,11 @@ def test_run_confirm_fix_compiles_the_unfixed_program_once(tmp_path: Path):
     (its ``[*]``) as by ``--diff``. Without ``--confirm`` the fix check compiles the unfixed
     program once itself. The figures are the same either way."""
     shutil.copy(EXAMPLES / "unpinned_host_trap.py", tmp_path)
-    plain, _ = _compiles(tmp_path, "run", "unpinned_host_trap.py")
-    confirmed, _ = _compiles(tmp_path, "run", "--confirm", "unpinned_host_trap.py")
-    both, said = _compiles(tmp_path, "run", "--confirm", "--diff", "unpinned_host_trap.py")
-    alone, said_alone = _compiles(tmp_path, "run", "--diff", "unpinned_host_trap.py")
+    # each run from scratch: a run after the first would read the unfixed program's verdict
+    plain, _ = _compiles(tmp_path, "run", "--no-cache", "unpinned_host_trap.py")
+    confirmed, _ = _compiles(tmp_path, "run", "--no-cache", "--confirm", "unpinned_host_trap.py")
+    both, said = _compiles(tmp_path, "run", "--no-cache", "--confirm", "--diff", "unpinned_host_trap.py")
+    alone, said_alone = _compiles(tmp_path, "run", "--no-cache", "--diff", "unpinned_host_trap.py")
     # each of the fix's two candidate plans (pinned_host spelled; that and a move at the return)
     # compiled once to compare their figures (they place the output differently, so the first
     # is kept), and nothing of the unfixed program again

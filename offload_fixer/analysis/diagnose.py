@@ -37,6 +37,7 @@ from offload_fixer.model import (
     Prediction,
     RematPolicy,
     Role,
+    Sharding,
     Span,
     Step,
 )
@@ -82,7 +83,19 @@ class Diagnoser:
                 out.extend(hook(self, seed, walk))
         for failure in [*walk.failures, *backend_failures]:
             out.append(self._failure(failure))
-        return _merge_same_place(out)
+        return [self._with_output_sharding(d) for d in _merge_same_place(out)]
+
+    def _with_output_sharding(self, diagnostic: Diagnostic) -> Diagnostic:
+        """A diagnostic about an output of a partitioned module names the output's layout."""
+        index = diagnostic.output_index
+        if index is None or not 0 <= index < len(self.view.results):
+            return diagnostic
+        sharding = self.sharding(self.view.results[index])
+        return diagnostic if sharding is None else replace(diagnostic, sharding=sharding)
+
+    def sharding(self, value: irm.EntryValue) -> Sharding | None:
+        """An entry value's layout, where the module is partitioned over several devices."""
+        return value.sharding if self.view.partitions > 1 else None
 
     def policy_diagnostics(self, policies: Sequence[RematPolicy]) -> list[Diagnostic]:
         """Each rule's hook on each remat offload policy of the traced program."""
@@ -153,6 +166,7 @@ class Diagnoser:
                     verdict,
                     self._compiled_kind(value.index, value.memory_kind, verdict),
                     value.value_type,
+                    self.sharding(value),
                 )
             )
         return tuple(infos)
@@ -275,6 +289,7 @@ class Diagnoser:
                 argument=arg.info or None,
                 argument_index=seed.arg_index,
                 value_type=arg.value_type,
+                sharding=self.sharding(arg),
             )
         op = seed.op
         assert op is not None, "a move-to-host seed has its move"

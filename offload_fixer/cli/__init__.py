@@ -39,7 +39,7 @@ from offload_fixer.cli.checking import (
     show_fixed,
     show_planned_fixes,
 )
-from offload_fixer.cli.confirming import report_compiled, report_unpredicted, require_compiler
+from offload_fixer.cli.confirming import report_compiled, report_unpredicted, require_compiler, saved_calls
 from offload_fixer.cli.fixing import (
     apply_fixes,
     apply_fixes_per_file,
@@ -359,7 +359,7 @@ def check(
     show_default=True,
     help="On an accelerator: go on past a compilation that fails (compiled without its offload), or stop at the first.",
 )
-@options(*REPORT_OPTIONS, *FIX_OPTIONS, "confirm")
+@options(*REPORT_OPTIONS, *FIX_OPTIONS, "confirm", "topology", "num_slices", "no_cache")
 @click.argument("program")
 @click.argument("program_args", nargs=-1, type=click.UNPROCESSED)
 def run(
@@ -368,6 +368,9 @@ def run(
     keep_going: bool,
     program: str,
     program_args: tuple[str, ...],
+    topology: str | None,
+    num_slices: int | None,
+    no_cache: bool,
     **params: Any,
 ) -> None:
     """Run PROGRAM unchanged and check every distinct jit compilation it triggers for the target.
@@ -378,10 +381,18 @@ def run(
     On a TPU or GPU machine each compilation is checked before it compiles; one that fails is
     reported in place of JAX's traceback (-v shows it) and compiled without its offload so that
     the program goes on, and --fix runs the fixed program again there.
+
+    With --topology the program sees that TPU pod's devices and compiles for them from this
+    machine; what needs the pod's chips to run stops it there.
     """
     from offload_fixer import jax_compat
+    from offload_fixer.jax_compat.pod import PodUnavailable
+    from offload_fixer.model import position_text
+    from offload_fixer.processes import GATHER_TIMEOUT_S
+    from offload_fixer.report.places import display_path
     from offload_fixer.report_file import write_report_file
     from offload_fixer.runner import ProgramNotFound, find_program, run_program, stdout_to_stderr
+    from offload_fixer.verdicts import VerdictCache
 
     invocation = Invocation.take(params)
     console = Console(invocation)
@@ -396,13 +407,20 @@ def run(
         jax_compat.check_runtime_supported()
     except jax_compat.UnsupportedJaxVersion as exc:
         fail(ExitCode.UNSUPPORTED_JAX, str(exc), console)
+    pod = pod_topology(topology, num_slices, settings.target, console)
     from offload_fixer.cli.on_accelerator import accelerator_run
 
-    on_accelerator = accelerator_run(
-        invocation, settings.target, keep_going, console, measure=invocation.fix and not invocation.diff
+    # a pod named: the program sees its compile-only devices, whatever this machine holds
+    on_accelerator = (
+        None
+        if pod is not None
+        else accelerator_run(
+            invocation, settings.target, keep_going, console, measure=invocation.fix and not invocation.diff
+        )
     )
     if invocation.confirm and (on_accelerator is None or on_accelerator.accelerator.emulated):
         require_compiler(settings.target, console)  # on the accelerator itself its own compile judges
+    verdicts = None if no_cache else VerdictCache(settings.root or os.getcwd())
     fmt = invocation.fmt or settings.format
     keep_stdout_for_report = fmt in MACHINE_FORMATS and not invocation.output_file and not invocation.diff
     modules_before = set(sys.modules)
@@ -416,12 +434,28 @@ def run(
         process itself (``os._exit``) or leaves threads that Python waits for."""
         redirect.close()  # the report goes to stdout again
         sys.stdout.flush()
-        checked = f"{result.checked} compilation{'s' if result.checked != 1 else ''} checked for {settings.target}"
+        where = settings.target + (f" on {pod}" if pod is not None else "")
+        checked = f"{result.checked} compilation{'s' if result.checked != 1 else ''} checked for {where}"
         outcome = Outcome(checked=checked)
         found = without_excluded(result.diagnostics, resolver, console)
         outcome.diagnostics, outcome.unused_suppressions = reportable(found, resolver)
-        if result.program_exception:
-            click.echo(result.program_exception, err=True, nl=False)
+        if result.program_exception:  # as Python prints it: a traceback, or a SystemExit's message and a newline
+            click.echo(result.program_exception, err=True, nl=not result.program_exception.endswith("\n"))
+        failed = result.program_exit_code not in (0, None) and result.stopped is None
+        if result.process:  # process 0 of the jax.distributed program reports for all, and writes
+            console.note(
+                f"offload-fixer: process {result.process} of {result.processes}: {checked}; "
+                f"process 0 reports the findings of all {result.processes}"
+            )
+            problems = any(d.severity in ("error", "warning") for d in outcome.diagnostics)
+            status = ExitCode.PROGRAM_FAILED if failed else ExitCode.FINDINGS if problems else ExitCode.CLEAN
+            sys.exit(int(ExitCode.CLEAN if invocation.exit_zero and status == ExitCode.FINDINGS else status))
+        for silent in result.unheard:
+            console.note(
+                f"offload-fixer: process {silent} sent no findings within {GATHER_TIMEOUT_S:.0f} s of this "
+                "one's end: its compilations are not in this report",
+                always=True,
+            )
         if invocation.verbose:
             for warning in result.tool_warnings:
                 console.note(f"offload-fixer: warning: {warning}")
@@ -451,6 +485,7 @@ def run(
                         result.texts,
                         calls=result.calls,
                         fixes=fixes,
+                        topology=pod,
                     )
                 except OSError as exc:  # the findings are still shown
                     console.note(
@@ -463,17 +498,31 @@ def run(
             save_last_run(None if module else program, result, settings.target, console, fixes)
 
         save([])
-        failed = result.program_exit_code not in (0, None) and result.stopped is None
-        console.note(
-            f"offload-fixer: checked {result.checked} distinct compilation{'s' if result.checked != 1 else ''} "
-            f"({result.intercepted} jit call{'s' if result.intercepted != 1 else ''} intercepted) for "
-            f"{settings.target}"
-            + (
-                f"; the program failed (exit code {result.program_exit_code}), so later compilations were not checked"
-                if failed and not result.interrupted
+        if result.needs_pod is not None:
+            stop = result.needs_pod
+            at = (
+                f"{position_text(display_path(stop.span.path, None), stop.span.line, stop.span.col)}: "
+                if stop.span
                 else ""
             )
+            console.note(f"offload-fixer: {at}{stop.message}", always=True)
+        stopped = (
+            "; the program needed the pod's chips to go on, so later compilations were not checked"
+            if result.needs_pod is not None
+            else f"; the program failed (exit code {result.program_exit_code}), so later compilations were not checked"
         )
+        console.note(
+            f"offload-fixer: checked {result.checked} distinct compilation{'s' if result.checked != 1 else ''} "
+            f"({result.intercepted} jit call{'s' if result.intercepted != 1 else ''} intercepted"
+            + (f" in {result.processes} processes" if result.processes > 1 else "")
+            + f") for {where}"
+            + (stopped if failed and not result.interrupted else "")
+        )
+        if invocation.verbose and verdicts is not None and verdicts.hits + verdicts.misses:
+            console.note(
+                f"offload-fixer: {verdicts.hits} of {verdicts.hits + verdicts.misses} verdicts read from "
+                f"{verdicts.folder.directory.parent.name}/ ({verdicts.seconds:.2f} s in the cache)"
+            )
         if result.interrupted:
             console.note(
                 "offload-fixer: the program was interrupted (Ctrl-C); these are the findings so far", always=True
@@ -481,6 +530,9 @@ def run(
             outcome.failure = ExitCode.INTERRUPTED
             outcome.complete = False
             outcome.checked = checked + " before the program was interrupted"
+        elif result.needs_pod is not None:  # where a pod program ends on a machine without the pod
+            outcome.complete = False
+            outcome.checked = checked + " before the program needed the pod's chips"
         elif failed:
             outcome.failure = outcome.failure or ExitCode.PROGRAM_FAILED
             outcome.complete = False
@@ -512,6 +564,7 @@ def run(
                     require_compiler=invocation.confirm and result.accelerator is None,
                     compile=False if result.accelerator is not None else None,
                     strategy=settings.strategy,
+                    pod=result.pod,
                 ),
                 reports=result.reports,
                 scope=WriteScope.of([project_root(os.getcwd())], [] if module else [program]),
@@ -551,25 +604,13 @@ def run(
                         outcome.failure = outcome.failure or ExitCode.FIX_REFUSED
             marks = marks_after_fixing(marks, run_fixes, verified=True)
         else:  # [*] only for a fix that holds, as --fix checks it before writing it
-            checked_fixes = verify_fixes(
-                outcome.diagnostics,
-                settings.strategy,
-                invocation,
-                Verifier(
-                    result.reports,
-                    result.calls,
-                    settings.target,
-                    figures=False,
-                    strategy=settings.strategy,
-                    compile=False if result.accelerator is not None else None,
-                ),
-                result.reports,
-                result.sources,
-            )
-            marks = marks_after_fixing(marks, checked_fixes, verified=True)
-            outcome.measured = checked_fixes.measured()
-            if outcome.measured:  # the editor offers no quick fix the run refused
-                save(outcome.measured)
+
+            def keep_refused(fixes: Any) -> None:
+                outcome.measured = fixes.measured()
+                if outcome.measured:  # the editor offers no quick fix the run refused
+                    save(outcome.measured)
+
+            marks = verified_marks(marks, outcome.diagnostics, result, settings, invocation, verdicts, keep_refused)
         if not (invocation.fix or invocation.diff) and invocation.show_fixes and outcome.diagnostics:
             planned = apply_fixes(
                 outcome.diagnostics,
@@ -594,12 +635,68 @@ def run(
             finish=after_program,
             show_start_up=invocation.verbose,
             accelerator=on_accelerator,
+            topology=pod,
+            verdicts=verdicts,
         )
+    except PodUnavailable as exc:
+        redirect.close()
+        fail(ExitCode.USAGE, f"--topology {topology}: {exc}", console)
     except BaseException:
         redirect.close()
         raise
     if not result.deferred:  # else the runner calls it once the program's threads are done
         after_program(result)
+
+
+def verified_marks(planned, diagnostics, result, settings, invocation: Invocation, verdicts, checked) -> Any:
+    """The ``[*]`` marks of a plain ``run``: what the planner would do (``planned``), where the
+    fix holds as ``--fix`` checks it before writing it (:func:`verify_fixes` with the
+    verification stage, seeing the run's pod where it had one); ``checked`` is handed what was
+    checked (the fixes refused, for the editor). Kept with the run's verdicts (``verdicts``), for
+    these findings, the compilations' verdicts and the bytes of the files they name: a second
+    run of an unchanged program plans and verifies no fix again (nor hands ``checked`` anything)."""
+    from offload_fixer.verify.stage import Verifier
+
+    def marks(shown: list) -> dict:
+        verifier = Verifier(
+            result.reports,
+            result.calls,
+            settings.target,
+            figures=False,
+            strategy=settings.strategy,
+            compile=False if result.accelerator is not None else None,
+            pod=result.pod,
+        )
+        checked_fixes = verify_fixes(
+            diagnostics, settings.strategy, invocation, verifier, result.reports, result.sources
+        )
+        checked(checked_fixes)
+        found: dict = marks_after_fixing(planned, checked_fixes, verified=True)(shown)
+        return found
+
+    if verdicts is None:
+        return marks
+    kept = ("run", settings.strategy, invocation.unsafe_fixes, *sorted(set(result.kept)))
+    return lambda shown: verdicts.folder.fix_marks(shown, kept, lambda: marks(shown))
+
+
+def pod_topology(name: str | None, num_slices: int | None, target: str, console: Console) -> Any:
+    """The pod ``--topology`` names (``None`` without it): a name the tool reads, for TPU,
+    with libtpu installed to build its devices; otherwise a clear refusal."""
+    from offload_fixer.topology import UnknownTopology, parse_topology
+
+    if name is None:
+        if num_slices is not None:
+            fail(ExitCode.USAGE, "--num-slices is the number of slices of a --topology; name the pod too", console)
+        return None
+    try:
+        topology = parse_topology(name, num_slices or 1)
+    except UnknownTopology as exc:
+        fail(ExitCode.USAGE, f"--topology: {exc}", console)
+    if target != "tpu":
+        fail(ExitCode.USAGE, f"--topology names a TPU pod: it checks for --target tpu, not {target}", console)
+    require_compiler("tpu", console, why=f"--topology {name} needs libtpu to build the pod's devices")
+    return topology
 
 
 def check_writable_destination(path: str, console: Console) -> None:
@@ -623,7 +720,8 @@ def save_last_run(program: str | None, result, target: str, console: Console, fi
     report = last_run.report_path_for(program)
     try:
         last_run.prepare(report)
-        write_report_file(str(report), result.reports, target, result.sources, result.texts, fixes=fixes)
+        pod = result.pod.topology if result.pod is not None else None
+        write_report_file(str(report), result.reports, target, result.sources, result.texts, fixes=fixes, topology=pod)
     except OSError as exc:
         console.note(f"offload-fixer: could not save the run for the editor in {report}: {exc.strerror or exc}")
 
@@ -694,8 +792,9 @@ def fix(report_file: str, **params: Any) -> None:
     """Apply the fixes from a saved `offload-fixer run --report` file.
 
     With --confirm (the report written by `run --confirm --report`), each fixed function is
-    compiled by the released compiler first, with the arguments the run recorded."""
-    from offload_fixer.report_file import AbstractCall, decode_call, read_report_file
+    compiled by the released compiler first, with the arguments the run recorded, and for the
+    pod of a `run --topology`."""
+    from offload_fixer.report_file import read_report_file
 
     invocation = Invocation.take(params)
     invocation.fix = True
@@ -716,7 +815,7 @@ def fix(report_file: str, **params: Any) -> None:
         require_compiler(saved.target, console)
     from offload_fixer.verify.stage import Verifier
 
-    calls = {index: AbstractCall(None, *decode_call(call)) for index, call in saved.calls.items()}
+    pod, calls = saved_calls(saved, console)
     run_fixes = apply_fixes(
         diagnostics,
         invocation.strategy or "auto",
@@ -730,6 +829,7 @@ def fix(report_file: str, **params: Any) -> None:
             saved.target,
             require_compiler=invocation.confirm,
             strategy=invocation.strategy or "auto",
+            pod=pod,
         ),
         reports=saved.reports,
         scope=WriteScope.of([project_root(os.getcwd())]),  # a report is shared: it names paths, it is not trusted

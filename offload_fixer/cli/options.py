@@ -180,6 +180,19 @@ OPTIONS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
         help="Also compile with the target's released compiler (libtpu, JAX's CUDA plugin) and say "
         "whether it agrees; with --fix/--diff, only fixes that compile.",
     ),
+    "topology": click.option(
+        "--topology",
+        default=None,
+        metavar="NAME",
+        help="Check for this TPU pod (v5e-256, v5e:16x16, v4-1024, v5p:4x4x8): the program sees its "
+        "compile-only devices as jax.devices(), as process 0 (needs libtpu).",
+    ),
+    "num_slices": click.option(
+        "--num-slices",
+        type=click.IntRange(min=1),
+        default=None,
+        help="With --topology: that many slices of the pod (multi-slice) [default: 1].",
+    ),
     "stdin_filename": click.option(
         "--stdin-filename",
         default=None,

@@ -16,16 +16,17 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from offload_fixer.ir.locations import OpLocation, decode
+from offload_fixer.ir.shardings import GSPMD_SHARDING, SDY_SHARDING, entry_sharding, module_meshes
 from offload_fixer.jax_compat import mlir as jax_mlir
 from offload_fixer.model import DEVICE as DEVICE_KIND
-from offload_fixer.model import HOST_KINDS, HOST_MEMORY_SPACE_KINDS, PINNED_HOST
+from offload_fixer.model import HOST_KINDS, HOST_MEMORY_SPACE_KINDS, PINNED_HOST, Sharding
 
 PLACEMENT_ATTR = "_xla_buffer_placement"
 ANNOTATION_TARGETS = frozenset({"annotate_device_placement"})
 MOVE_TO_HOST_TARGET = "MoveToHost"
 MOVE_TO_DEVICE_TARGET = "MoveToDevice"
 SHARDING_TARGETS = frozenset({"Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape"})
-SHARDING_ATTRIBUTES = ("sdy.sharding", "mhlo.sharding")
+SHARDING_ATTRIBUTES = (SDY_SHARDING, GSPMD_SHARDING)
 """How an entry value's declared sharding is spelled (Shardy; GSPMD before it)."""
 
 
@@ -44,12 +45,19 @@ class EntryValue:
     element_bits: int | None
     value_type: str = ""
     """The tensor type, ``tensor<4x8xf32>``."""
-    splits: tuple[int, ...] | None = None
-    """How many devices each dimension is split over (its Shardy sharding on the module's
-    mesh); ``None`` where the module declares no Shardy sharding for it."""
+    sharding: Sharding | None = None
+    """Its layout over the devices the module is partitioned over, where the module declares
+    one (:mod:`offload_fixer.ir.shardings`)."""
     declared: bool = False
     """Whether the module gives it a sharding (Shardy's or GSPMD's): the jit declared it
     (``in_shardings``/``out_shardings``), rather than JAX inferring its memory kind from types."""
+
+    @property
+    def splits(self) -> tuple[int, ...] | None:
+        """How many devices each dimension is split over, where its Shardy sharding names the
+        module's mesh by whole axes; ``None`` otherwise (GSPMD, a sub-axis, no sharding)."""
+        found = self.sharding
+        return found.tiles if found is not None and found.mesh and not found.sub_axes else None
 
     @property
     def in_host_memory_space(self) -> bool:
@@ -74,9 +82,13 @@ class ModuleView:
         if "main" not in self.functions:
             raise ModuleReadError("the module has no @main function")
         self.main = self.functions["main"]
+        attributes = module.operation.attributes
+        self.partitions = (
+            ir.IntegerAttr(attributes["mhlo.num_partitions"]).value if "mhlo.num_partitions" in attributes else 1
+        )
+        """Devices the module is partitioned over (its mesh's size)."""
+        self._meshes = module_meshes(module)
         self._location_cache: dict[ir.Operation, OpLocation] = {}
-        self.meshes = _meshes(module)
-        """The module's Shardy meshes: name -> axis -> size."""
         self._index(self.main, set())
         self.args = tuple(self._entry_values("arg_attrs", self.entry_block.arguments, "jax.arg_info"))
         self.results = tuple(self._entry_values("res_attrs", _result_types(self.main), "jax.result_info"))
@@ -125,9 +137,10 @@ class ModuleView:
                 location = jax_mlir.value_location(value)
                 info = None if location is None else decode(location).name
             type_ = value.type if isinstance(value, ir.Value) else value
-            splits = _dimension_splits(entry, self.meshes)
-            declared = entry is not None and any(key in ir.DictAttr(entry) for key in SHARDING_ATTRIBUTES)
-            yield EntryValue(index, kind, info or "", element_bits(type_), str(type_), splits, declared)
+            named = named_attributes(entry) if entry is not None else {}
+            sharding = entry_sharding(named, type_, self._meshes, self.partitions) if named else None
+            declared = any(key in named for key in SHARDING_ATTRIBUTES)
+            yield EntryValue(index, kind, info or "", element_bits(type_), str(type_), sharding, declared)
 
     def location(self, op: ir.Operation) -> OpLocation:
         cached = self._location_cache.get(op)
@@ -325,49 +338,6 @@ def element_bits(type_: ir.Type) -> int | None:
             continue
         return int(width) if width is not None else None
     return None
-
-
-def _meshes(module: ir.Module) -> dict[str, dict[str, int]]:
-    """The module's ``sdy.mesh`` declarations: name -> axis name -> size."""
-    sdy = jax_mlir.sdy_bindings()
-    if sdy is None:
-        return {}
-    return {
-        symbol_name(view.operation): _mesh_axes(sdy, view.operation.attributes["mesh"])
-        for view in module.body.operations
-        if view.operation.name == "sdy.mesh"
-    }
-
-
-def _mesh_axes(sdy: Any, attr: ir.Attribute) -> dict[str, int]:
-    axes = (sdy.MeshAxisAttr(axis) for axis in sdy.MeshAttr(attr).axes)
-    return {axis.name: axis.size for axis in axes}
-
-
-def _dimension_splits(entry: Any, meshes: dict[str, dict[str, int]]) -> tuple[int, ...] | None:
-    """How many devices each dimension of an entry value is split over, from its ``sdy.sharding``
-    (the product of the sizes of the mesh axes that shard it)."""
-    sdy = jax_mlir.sdy_bindings()
-    if sdy is None or entry is None or "sdy.sharding" not in ir.DictAttr(entry):
-        return None
-    sharding = sdy.TensorShardingAttr(ir.DictAttr(entry)["sdy.sharding"])
-    ref = sharding.mesh_or_ref
-    try:
-        axes = meshes.get(ir.FlatSymbolRefAttr(ref).value)
-    except ValueError:  # the mesh itself, inline
-        axes = _mesh_axes(sdy, ref)
-    if axes is None:
-        return None
-    splits = []
-    for dimension in sharding.dimension_shardings:
-        count = 1
-        for axis in sdy.DimensionShardingAttr(dimension).axes:
-            ref_axis = sdy.AxisRefAttr(axis)
-            if ref_axis.sub_axis_info is not None or ref_axis.name not in axes:
-                return None  # a sub-axis split: not modelled
-            count *= axes[ref_axis.name]
-        splits.append(count)
-    return tuple(splits)
 
 
 def _result_types(func: ir.Operation) -> list[ir.Type]:

@@ -15,7 +15,9 @@ spellings, the compiler generations) and the lowering and compile-only shims;
 :mod:`.generations` what each generation of released compilers does where they differ;
 :mod:`.mlir` jaxlib's MLIR and HLO bindings; :mod:`.tracing` JAX's tracing machinery and its
 start-up under ``run``; :mod:`.stages` a lowered program compiled from another module (``run``
-on an accelerator, a failing compilation compiled without its offload).
+on an accelerator, a failing compilation compiled without its offload); :mod:`.pod` a
+program's view of a TPU pod it does not run on; :mod:`.distributed` the coordinator of a
+``jax.distributed`` program.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from offload_fixer import installed
 from offload_fixer.jax_compat.generations import XLA_GENERATIONS, XlaGeneration
 from offload_fixer.jax_compat.mlir import make_ir_context
 from offload_fixer.model import DEVICE, PINNED_HOST, TPU_HBM, UNPINNED_HOST, RematPolicy
+from offload_fixer.topology import Topology
 
 OLDEST_SUPPORTED = (0, 4, 35)
 """Oldest JAX the dynamic analysis runs under; static rules and spellings reach further back."""
@@ -236,11 +239,13 @@ def lower_for_platform(fn: Callable[..., Any], args: Sequence[Any], kwargs: dict
 
 
 def lower_with_policies(
-    fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any], platform: str
+    fn: Callable[..., Any], args: Sequence[Any], kwargs: dict[str, Any], platform: str, lowered: Any = None
 ) -> tuple[Any, tuple[RematPolicy, ...]]:
     """:func:`lower_for_platform`, and the remat offload policies the traced program applies
     (:func:`offload_fixer.jax_compat.policies.remat_policies`): what the lowered module alone
-    cannot show, a policy that offloads nothing leaving no move in it."""
+    cannot show, a policy that offloads nothing leaving no move in it. ``lowered``: the
+    program's own lowering for ``platform``, kept (JAX's trace is cached: only the policies
+    are read)."""
     import jax
 
     from offload_fixer.jax_compat.policies import remat_policies
@@ -248,7 +253,7 @@ def lower_with_policies(
     check_runtime_supported()
     jitted = fn if hasattr(fn, "trace") else jax.jit(fn)
     traced = jitted.trace(*args, **kwargs)
-    return traced.lower(lowering_platforms=(platform,)), remat_policies(traced)
+    return lowered or traced.lower(lowering_platforms=(platform,)), remat_policies(traced)
 
 
 def lowering_platform(target: str) -> str:
@@ -322,14 +327,56 @@ def shard_map_function() -> Callable[..., Any]:
 
 # ---------------------------------------------------------------------------------------
 # Compile-only XLA clients: the released TPU and GPU compilers on a machine without the chip.
-def compile_only_devices(platform: str, topology: str, target_config: str | None = None) -> list[Any]:
+def compile_only_devices(
+    platform: str,
+    topology: str,
+    target_config: str | None = None,
+    *,
+    num_slices: int = 1,
+    chip_config: str | None = None,
+) -> list[Any]:
     """The compile-only devices of a TPU topology (``"v5e:2x2"``) or a CUDA one (``"1x1x1"``
-    with a ``GpuTargetConfigProto`` in text form: without it the plugin looks for a GPU)."""
+    with a ``GpuTargetConfigProto`` in text form: without it the plugin looks for a GPU).
+
+    A TPU topology may have several slices (``num_slices``: each device then has its
+    ``slice_index``) and a ``chip_config`` (``"megacore"``: a device per v4 or v5p chip, not
+    per TensorCore). libtpu 0.0.17.1, 0.0.42.1 and 0.0.50.1 take both, through
+    ``get_topology_desc``'s keywords (the same in JAX 0.4.35 - 0.12)."""
     from jax.experimental import topologies
 
     if platform == "tpu":
-        return list(topologies.get_topology_desc(topology_name=topology, platform="tpu").devices)
+        options: dict[str, Any] = {"num_slices": num_slices} if num_slices != 1 else {}
+        if chip_config is not None:
+            options["chip_config_name"] = chip_config
+        return list(topologies.get_topology_desc(topology_name=topology, platform="tpu", **options).devices)
     return list(topologies.get_topology_desc(platform="cuda", topology=topology, target_config=target_config).devices)
+
+
+def topology_devices(topology: Topology) -> list[Any]:
+    """The compile-only devices of a TPU pod (:mod:`offload_fixer.topology`), in libtpu's
+    order; raises what libtpu raises for a layout it refuses (``v5e:1x1``)."""
+    return compile_only_devices(
+        "tpu", topology.libtpu_name, num_slices=topology.num_slices, chip_config=topology.generation.chip_config
+    )
+
+
+def mesh_axis_types(mesh: Any) -> list[str] | None:
+    """The names of a mesh's axis types (``Auto``, ``Explicit``, ``Manual``: JAX 0.6.2 on;
+    ``jax.make_mesh`` makes them ``Explicit`` in 0.10.2 and 0.12.0.1, ``Auto`` in 0.6.2);
+    ``None`` where the JAX has none (0.4.35)."""
+    types = getattr(mesh, "axis_types", None)
+    return None if types is None else [kind.name for kind in types]
+
+
+def mesh_of(devices: Any, names: Sequence[str], axis_types: Sequence[str] | None) -> Any:
+    """``jax.sharding.Mesh`` over ``devices`` (an array of the axes' shape), with the named
+    axis types where this JAX has them."""
+    import jax
+
+    axis_type = getattr(jax.sharding, "AxisType", None)
+    if axis_types is None or axis_type is None:
+        return jax.sharding.Mesh(devices, tuple(names))
+    return jax.sharding.Mesh(devices, tuple(names), axis_types=tuple(axis_type[kind] for kind in axis_types))
 
 
 def parse_stablehlo(text: str) -> Any:

@@ -133,3 +133,22 @@ def hlo_instructions_of(computation: Any) -> list[Any] | None:
     them: ``HloComputation.instructions`` exists in jaxlib 0.10.2 and 0.12.0.1, not in 0.4.35
     or 0.6.2."""
     return list(computation.instructions()) if hasattr(computation, "instructions") else None
+
+
+def hlo_sharding_tiles(text: str, rank: int) -> tuple[int, ...] | None:
+    """The pieces each of ``rank`` dimensions is split into by an HLO sharding written as
+    text (``mhlo.sharding = "{devices=[1,64,4]<=[256]}"``: GSPMD's, which names no mesh), read
+    by jaxlib's ``HloSharding`` (0.4.35 - 0.12.0.1); ``None`` for one that places the value on
+    one device, or that jaxlib cannot read."""
+    from jax._src.lib import xla_client
+
+    try:
+        sharding = xla_client.HloSharding.from_string(text)
+        if sharding.is_replicated():
+            return (1,) * rank
+        if not sharding.is_tiled():
+            return None
+        tiles = tuple(sharding.tile_assignment_dimensions())
+    except Exception:  # noqa: BLE001 - a tuple sharding or a text this jaxlib does not read
+        return None
+    return tiles[:rank] if len(tiles) >= rank else None

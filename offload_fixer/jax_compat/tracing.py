@@ -168,6 +168,30 @@ def observe_compilations(
         setattr(pjit, name, original)
 
 
+@contextmanager
+def frames_not_the_users(prefixes: Sequence[str]) -> Iterator[None]:
+    """While the block runs, JAX takes no frame of a file under ``prefixes`` (the tool's own
+    package, runpy's frozen module) for the user's: the source locations of a lowered module
+    then hold the program's frames only, however the tool was started (``offload-fixer``,
+    ``python -m offload_fixer``, a profiler), so the same program lowers to the same text.
+    ``jax._src.source_info_util``'s exclusions (``register_exclusion`` and the private
+    ``_exclude_paths`` it appends to, the same in 0.4.35 - 0.12.0.1)."""
+    from jax._src import source_info_util
+
+    added = [prefix for prefix in prefixes if prefix not in source_info_util._exclude_paths]
+    for prefix in added:
+        source_info_util.register_exclusion(prefix)
+    try:
+        yield
+    finally:
+        for prefix in added:
+            source_info_util._exclude_paths.remove(prefix)
+        for cached in (source_info_util._exclude_path_regex, getattr(source_info_util, "is_user_filename", None)):
+            clear = getattr(cached, "cache_clear", None)
+            if clear is not None:
+                clear()
+
+
 def host_memory_kind(value: Any) -> str | None:
     """The memory kind of a committed array in host memory, other than its device's default
     (JAX's CPU build before 0.5 keeps every array in ``unpinned_host``: that is not offloading)."""
@@ -286,6 +310,14 @@ def start_quietly(verbose: bool = False) -> None:
 
     backends_quietly.started_quietly = True  # type: ignore[attr-defined]
     xla_bridge.backends = backends_quietly  # JAX's own calls look the name up in its module
+
+
+@contextmanager
+def without_start_up_noise(verbose: bool = False) -> Iterator[None]:
+    """Leave out what a plugin prints while it loads without its hardware (libtpu building a
+    pod's compile-only devices, :func:`~offload_fixer.jax_compat.pod.start`)."""
+    with _stderr_without_start_up_noise(verbose):
+        yield
 
 
 @dataclass

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from offload_fixer.findings import Finding, FixMark, group_findings
 from offload_fixer.findings import location as primary_span
-from offload_fixer.model import Diagnostic, Span, position_text
+from offload_fixer.model import Diagnostic, Sharding, Span, mesh_text, position_text
 from offload_fixer.report.places import FileError, display_path, origin_words, output_words
 
 if TYPE_CHECKING:
@@ -102,6 +102,7 @@ def _finding_details(finding: Finding, where, paint, verbose: bool) -> list[str]
     elif outputs:
         lines.append(f"  outputs ({len(outputs)}):")
         lines.extend(f"    {output}" for output in outputs)
+    lines.extend(_sharding_lines(finding))
     shown = d.trace if verbose else d.trace[:TRACE_STEPS_SHOWN]
     for number, step in enumerate(shown, 1):
         at = f" at {where(step.span)}" if step.span else ""
@@ -138,6 +139,23 @@ def _finding_details(finding: Finding, where, paint, verbose: bool) -> list[str]
         lines.append(f"  {paint('fix (not automatic)', 'dim')}: {fix.title}{reason}")
     else:
         lines.extend(f"  help: {option.title}" for option in d.fixes if option.safety != "display-only")
+    return lines
+
+
+def _sharding_lines(finding: Finding) -> list[str]:
+    """How the host arguments and the outputs of a finding are laid out over a partitioned
+    module's devices (a pod's mesh): the mesh once, then each value and one device's piece."""
+    laid_out: dict[str, Sharding] = {}
+    for d in finding.diagnostics:
+        if d.origin is not None and d.origin.sharding is not None and d.origin.argument:
+            laid_out.setdefault(d.origin.argument, d.origin.sharding)
+        if d.sharding is not None:
+            laid_out.setdefault(d.output_path or f"output {d.output_index}", d.sharding)
+    if not laid_out:
+        return []
+    mesh = next((s.mesh for s in laid_out.values() if s.mesh), ())
+    lines = [f"  sharded over {mesh_text(mesh)}:" if mesh else "  sharded:"]
+    lines.extend(f"    {name}: {sharding.layout()}" for name, sharding in laid_out.items())
     return lines
 
 

@@ -221,6 +221,24 @@ class ResultCache:
         self._write(entry, [[index[d], vars(mark)] for d, mark in marks.items() if d in index])
         return marks
 
+    def read(self, name: str) -> Any:
+        """The value :meth:`keep` kept as ``name``, or ``None`` (never kept, unreadable)."""
+        try:
+            return json.loads((self.directory / name).read_bytes())
+        except (OSError, ValueError):
+            return None
+
+    def keep(self, name: str, value: Any) -> None:
+        """Keep ``value`` (JSON) as ``name`` beside the results, whole or not at all: how
+        another of the tool's engines keeps what it found between runs in the same folder
+        (``run``'s verdicts, :mod:`offload_fixer.verdicts`)."""
+        self._write(self.directory / name, value)
+
+    def tool(self) -> str:
+        """What an entry is only valid for: this offload-fixer (each of its modules' size and
+        time), Python and libcst."""
+        return self._tool_fingerprint()
+
     def _write(self, destination: Path, value: Any) -> None:
         """``value`` as JSON at ``destination``, whole or not at all."""
         if not self._prepared():

@@ -21,11 +21,14 @@ import os
 from collections.abc import Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from offload_fixer.model import Diagnostic, FunctionRef, MemoryFigures, XlaVerdict
 from offload_fixer.verify.fixed_modules import Unverifiable, fixed_modules
 from offload_fixer.verify.jit_sites import find_jitted, from_factory, jit_options_at_site
+
+if TYPE_CHECKING:
+    from offload_fixer.topology import Topology
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,7 @@ def compile_fixed(
     no_offload: bool = False,
     originals: Mapping[str, str] | None = None,
     parts: Collection[str] = (),
+    topology: Topology | None = None,
 ) -> FixCheck:
     """Lower ``function`` from the fixed files ``texts`` (path: new contents, every file of
     the plans: the function's module and its jit site's; ``originals``: their contents as
@@ -74,9 +78,10 @@ def compile_fixed(
     live function), one whose import would run the program is not (the check says so,
     ``located`` false). ``no_offload``: every host memory kind of the lowered module made device
     memory before compiling (:func:`~offload_fixer.xla.confirm.without_offload`). ``parts``: the
-    files a program at ``function.path`` is made of (a kernel's cells)."""
+    files a program at ``function.path`` is made of (a kernel's cells). ``topology``: the pod the
+    run checked for (``--topology``), whose devices it compiles for."""
     from offload_fixer.xla.confirm import with_host_output, without_offload
-    from offload_fixer.xla.oracle import judge, module_text
+    from offload_fixer.xla.oracle import module_text, oracle
 
     texts = {_absolute(p): t for p, t in texts.items()}
     originals = {_absolute(p): t for p, t in (originals or {}).items()}
@@ -99,7 +104,7 @@ def compile_fixed(
         text = with_host_output(text, index)
     if no_offload:
         text = without_offload(text)
-    verdict = judge(text, target)
+    verdict = oracle(target, topology).judge(text)
     if verdict.outcome == "compiled":
         return FixCheck(True, "", verdict, found=found, moved=moved)
     from offload_fixer.xla_messages import summary
@@ -238,7 +243,12 @@ def analysed_again(lowered: Any, target: str, function: FunctionRef) -> tuple[Di
 
 
 def original_memory(
-    function: FunctionRef, call: Any, target: str, host_outputs: Sequence[int], declared: bool = True
+    function: FunctionRef,
+    call: Any,
+    target: str,
+    host_outputs: Sequence[int],
+    declared: bool = True,
+    topology: Topology | None = None,
 ) -> tuple[MemoryFigures, str] | None:
     """The memory figures of ``function`` as the unfixed files have it, with the outputs
     error 1200 names declared host memory (the program XLA accepts unchanged, as ``--confirm``
@@ -251,20 +261,24 @@ def original_memory(
     from offload_fixer.model import HOST_OUTPUTS_BASELINE, NO_OFFLOAD_BASELINE
 
     if declared:
-        check = compile_fixed({}, function, call, target, host_outputs=host_outputs, require_safe=True)
+        check = compile_fixed(
+            {}, function, call, target, host_outputs=host_outputs, require_safe=True, topology=topology
+        )
         if check.verdict is not None and check.verdict.memory is not None:
             return check.verdict.memory, HOST_OUTPUTS_BASELINE
         if not check.lowered:
             return None
-    found = without_offload_memory(function, call, target)
+    found = without_offload_memory(function, call, target, topology)
     return (found, NO_OFFLOAD_BASELINE) if found is not None else None
 
 
-def without_offload_memory(function: FunctionRef, call: Any, target: str) -> MemoryFigures | None:
+def without_offload_memory(
+    function: FunctionRef, call: Any, target: str, topology: Topology | None = None
+) -> MemoryFigures | None:
     """The memory figures of ``function`` as the unfixed files have it with every host memory
     kind made device memory: the program without its offload, which a fix for offloaded state
     must hold less HBM than (``None`` where it does not compile)."""
-    check = compile_fixed({}, function, call, target, no_offload=True, require_safe=True)
+    check = compile_fixed({}, function, call, target, no_offload=True, require_safe=True, topology=topology)
     return check.verdict.memory if check.verdict is not None else None
 
 

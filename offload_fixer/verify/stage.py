@@ -12,16 +12,21 @@ words of whichever check refused it (the compiler's own, where it was the compil
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 from offload_fixer import codes
 from offload_fixer.codemods.eager_to_device import EagerTarget
 from offload_fixer.fixes.planner import FixPlan
 from offload_fixer.model import Diagnostic
 from offload_fixer.verify.choice import Trial
+
+if TYPE_CHECKING:
+    from offload_fixer.jax_compat.pod import Pod
 
 EAGER_NOT_VERIFIED = (
     "not verified: an eager operation is compiled only when the program runs it (run the fixed program again)"
@@ -48,6 +53,7 @@ class Verifier:
         parts: Collection[str] = (),
         texts: Mapping[str, bytes] | None = None,
         strategy: str = "auto",
+        pod: Pod | None = None,
     ) -> None:
         self.reports = list(reports)
         self.calls = dict(calls)
@@ -55,12 +61,17 @@ class Verifier:
         self.require_compiler = require_compiler
         self._compile = True if require_compiler else compile
         self.parts = parts
+        """The files a checked path is made of where it is a program of several (a kernel's cells)."""
         self.texts = dict(texts or {})
+        """The bytes of a program that is no file (a kernel's cells), by its path."""
         self.strategy = strategy
         """The strategy asked for: only ``device`` may return host state in device memory (and
         so undo the offload: its HBM is not held to the program without offload's)."""
-        """The bytes of a program that is no file (a kernel's cells), by its path."""
-        """The files a checked path is made of where it is a program of several (a kernel's cells)."""
+        self.pod = pod
+        """The pod the run's program saw (``--topology``): a fixed module is imported seeing
+        it too (a mesh it builds from ``jax.devices()`` at import is the pod's), and compiled
+        for its topology."""
+        self.topology = pod.topology if pod is not None else None
         self.figures = figures
         """Whether a compiled fix is measured against the unfixed program (a compile of that one
         too): what ``--fix`` and ``--diff`` say; plain ``run`` only marks ``[*]``."""
@@ -210,17 +221,19 @@ class Verifier:
                 for d in report.by_code(codes.HOST_VALUE_DEVICE_OUTPUT)
                 if d.output_index is not None and _claim(d) not in covered
             ]
-            check = compile_fixed(
-                texts,
-                report.function,
-                call,
-                self.target,
-                self.compile,
-                left,
-                require_safe=True,
-                originals=originals,
-                parts=self.parts,
-            )
+            with self.seeing_the_pod():
+                check = compile_fixed(
+                    texts,
+                    report.function,
+                    call,
+                    self.target,
+                    self.compile,
+                    left,
+                    require_safe=True,
+                    originals=originals,
+                    parts=self.parts,
+                    topology=self.topology,
+                )
             checked.append((report, call, check))
         unverified = [check.reason for _, _, check in checked if not check.located]
         if any(isinstance(plan.target, EagerTarget) for plan in plans):
@@ -324,7 +337,8 @@ class Verifier:
 
         key = ("no offload", id(report))
         if key not in self._before:
-            self._before[key] = without_offload_memory(report.function, call, self.target)
+            with self.seeing_the_pod():
+                self._before[key] = without_offload_memory(report.function, call, self.target, self.topology)
         return self._before[key]
 
     def defeats_offload(self, report: Any, call: Any, check: Any) -> str | None:
@@ -367,8 +381,19 @@ class Verifier:
             ]
             # the run's --confirm compiled it with those outputs declared host, and XLA refused
             declared = accepted is None or accepted.target != self.target
-            self._before[key] = original_memory(report.function, call, self.target, failing, declared)
+            with self.seeing_the_pod():
+                self._before[key] = original_memory(
+                    report.function, call, self.target, failing, declared, self.topology
+                )
         return self._before[key]
+
+    def seeing_the_pod(self) -> AbstractContextManager[Any]:
+        """JAX answering as the run's pod while a fixed module is imported and lowered."""
+        if self.pod is None:
+            return contextlib.nullcontext()
+        from offload_fixer.jax_compat.pod import pod_view
+
+        return pod_view(self.pod)
 
 
 def host_state_lost(report: Any, check: Any) -> str | None:

@@ -10,6 +10,15 @@ from __future__ import annotations
 
 from offload_fixer.model import XlaVerdict
 from offload_fixer.xla.compilers import InstalledCompiler, installed
-from offload_fixer.xla.oracle import CompilerUnavailable, Oracle, judge, oracle
+from offload_fixer.xla.oracle import CompilerUnavailable, Oracle, judge, oracle, require_installed
 
-__all__ = ["CompilerUnavailable", "InstalledCompiler", "Oracle", "XlaVerdict", "installed", "judge", "oracle"]
+__all__ = [
+    "CompilerUnavailable",
+    "InstalledCompiler",
+    "Oracle",
+    "XlaVerdict",
+    "installed",
+    "judge",
+    "oracle",
+    "require_installed",
+]

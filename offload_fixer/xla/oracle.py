@@ -18,11 +18,14 @@ import sys
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from offload_fixer import codes
 from offload_fixer.model import MemoryFigures, XlaVerdict
 from offload_fixer.xla import compilers
+
+if TYPE_CHECKING:
+    from offload_fixer.topology import Topology
 
 PYTHON_ENV = "OFFLOAD_FIXER_XLA_PYTHON"
 """An interpreter of another environment whose compiler judges (its JAX must read the module)."""
@@ -49,16 +52,42 @@ def _quote(requirement: str) -> str:
     return f'"{requirement}"' if any(c in requirement for c in "[]<>=") else requirement
 
 
+def require_installed(target: str, python: str | None = None) -> None:
+    """Raise :class:`CompilerUnavailable`, with the install command, where no compiler for
+    ``target`` can be started: this environment has none, or the interpreter of another one
+    (``python``, else :data:`PYTHON_ENV`) is not there to run."""
+    target = compiler_target(target)
+    python = python or os.environ.get(PYTHON_ENV) or sys.executable
+    if python != sys.executable:
+        if not (os.path.isfile(python) and os.access(python, os.X_OK)):
+            raise CompilerUnavailable(target, f"cannot start {python}: no such executable")
+        return
+    if compilers.installed(target) is not None:
+        return
+    from offload_fixer import jax_compat
+
+    requirements = jax_compat.compiler_requirements(target)
+    reason = f"no {target.upper()} compiler is installed ({' or '.join(compilers.PACKAGES[target])})"
+    if requirements is None:
+        reason += f"; the package registry has none for JAX {jax_compat.installed_version()}"
+    raise CompilerUnavailable(target, reason, requirements)
+
+
 def compiler_target(target: str) -> str:
     """Every GPU analysis target is judged by XLA:GPU."""
     return "tpu" if target == "tpu" else "gpu"
 
 
 class Oracle:
-    """A worker process holding one target's compiler; thread-safe, one compile at a time."""
+    """A worker process holding one target's compiler; thread-safe, one compile at a time.
 
-    def __init__(self, target: str, python: str | None = None) -> None:
+    ``topology``: a TPU pod whose compile-only devices the worker compiles for (``run
+    --topology v5e-256``); without one, the smallest of the worker's own topologies that holds
+    the module's devices."""
+
+    def __init__(self, target: str, python: str | None = None, topology: Topology | None = None) -> None:
         self.target = compiler_target(target)
+        self.topology = topology
         self.python = python or os.environ.get(PYTHON_ENV) or sys.executable
         self._process: subprocess.Popen[str] | None = None
         self._starting: subprocess.Popen[str] | None = None
@@ -81,24 +110,19 @@ class Oracle:
         if self._starting is not None:
             return
         if self.python == sys.executable:
-            installed = compilers.installed(self.target)
-            if installed is None:
-                from offload_fixer import jax_compat
-
-                requirements = jax_compat.compiler_requirements(self.target)
-                reason = (
-                    f"no {self.target.upper()} compiler is installed ({' or '.join(compilers.PACKAGES[self.target])})"
-                )
-                if requirements is None:
-                    reason += f"; the package registry has none for JAX {jax_compat.installed_version()}"
-                raise CompilerUnavailable(self.target, reason, requirements)
+            require_installed(self.target, self.python)
         env = dict(os.environ)
         package_root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
         self._log_dir = tempfile.mkdtemp(prefix="offload-fixer-xla-")
+        command = [self.python, "-m", "offload_fixer.xla.worker", "--target", self.target, "--log-dir", self._log_dir]
+        if self.topology is not None:
+            command += ["--topology", self.topology.libtpu_name, "--num-slices", str(self.topology.num_slices)]
+            if self.topology.generation.chip_config is not None:
+                command += ["--chip-config", self.topology.generation.chip_config]
         try:
             self._starting = subprocess.Popen(
-                [self.python, "-m", "offload_fixer.xla.worker", "--target", self.target, "--log-dir", self._log_dir],
+                command,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -290,16 +314,17 @@ def _backend_code(message: str) -> str | None:
     return next(iter(found)) if len(found) == 1 else None
 
 
-_ORACLES: dict[str, Oracle] = {}
+_ORACLES: dict[tuple[str, str | None], Oracle] = {}
 _ORACLES_LOCK = threading.Lock()
 
 
-def oracle(target: str) -> Oracle:
-    """This process's oracle for ``target``, started on first use, closed at exit."""
-    key = compiler_target(target)
+def oracle(target: str, topology: Topology | None = None) -> Oracle:
+    """This process's oracle for ``target`` (on ``topology``'s devices, where given), started
+    on first use, closed at exit."""
+    key = (compiler_target(target), topology.key() if topology is not None else None)
     with _ORACLES_LOCK:
         if key not in _ORACLES:
-            _ORACLES[key] = Oracle(key)
+            _ORACLES[key] = Oracle(key[0], topology=topology)
         return _ORACLES[key]
 
 

@@ -22,6 +22,7 @@ import json
 import os
 import sys
 import traceback
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from offload_fixer.model import TARGETS
@@ -94,20 +95,40 @@ class LogTail:
         return "".join(chunks)
 
 
+@dataclass(frozen=True)
+class PodLayout:
+    """A TPU pod to compile for (``run --topology``), as libtpu names it."""
+
+    name: str
+    """``v5e:16x16``."""
+    num_slices: int = 1
+    chip_config: str | None = None
+
+
 class Compiler:
-    def __init__(self, target: str, target_config: str | None) -> None:
+    def __init__(self, target: str, target_config: str | None, pod: PodLayout | None = None) -> None:
         from offload_fixer import jax_compat
 
         self.compat = jax_compat
         self.target = target
         self.target_config = target_config
         self._devices: dict[int, list[Any]] = {}
+        self.pod = pod
+        if pod is not None:
+            devices = jax_compat.compile_only_devices(
+                "tpu", pod.name, num_slices=pod.num_slices, chip_config=pod.chip_config
+            )
+            self._devices[len(devices)] = devices
         self.devices_for(1)
 
     def devices_for(self, count: int) -> list[Any]:
         for size, devices in sorted(self._devices.items()):
             if size >= count:
                 return devices
+        if self.pod is not None:
+            raise ValueError(
+                f"the module is partitioned over {count} devices, more than {self.pod.name}'s {max(self._devices)}"
+            )
         if self.target == "tpu":
             for name, size in TPU_TOPOLOGIES:
                 if size >= count:
@@ -142,7 +163,14 @@ def _int_attr(attrs: Any, name: str) -> int:
     return ir.IntegerAttr(attrs[name]).value if name in attrs else 1
 
 
-def serve(target: str, target_config_path: str | None, requests: TextIO, answers: TextIO, log_dir: str) -> None:
+def serve(
+    target: str,
+    target_config_path: str | None,
+    requests: TextIO,
+    answers: TextIO,
+    log_dir: str,
+    pod: PodLayout | None = None,
+) -> None:
     patterns = [os.path.join(log_dir, TPU_LOG_PATTERN)] if target == "tpu" else []
     patterns.append(os.path.join(log_dir, STDERR_LOG))
     target_config = None
@@ -150,7 +178,7 @@ def serve(target: str, target_config_path: str | None, requests: TextIO, answers
         with open(target_config_path or _default_target_config(), encoding="utf-8") as handle:
             target_config = handle.read()
     try:
-        compiler = Compiler(target, target_config)
+        compiler = Compiler(target, target_config, pod)
     except Exception as exc:  # noqa: BLE001 - a compiler that cannot start is the answer, in its words
         _answer(answers, {"ready": False, "message": f"{type(exc).__name__}: {exc}"})
         return
@@ -191,7 +219,13 @@ def main(argv: list[str] | None = None) -> int:
         "--log-dir", required=True, help="where the compilers' logs go (the caller reads an abort there)"
     )
     parser.add_argument("--gpu-target-config", default=None)
+    parser.add_argument(
+        "--topology", default=None, help="a TPU topology to compile for, as libtpu names it (v5e:16x16)"
+    )
+    parser.add_argument("--num-slices", type=int, default=1)
+    parser.add_argument("--chip-config", default=None, help="libtpu's chip_config_name (megacore)")
     args = parser.parse_args(argv)
+    pod = PodLayout(args.topology, args.num_slices, args.chip_config) if args.topology else None
     configure_environment(args.target, args.log_dir)
     # The protocol keeps the original stdout; everything the compilers print goes to a file.
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
@@ -200,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     os.dup2(log_fd, 2)
     sys.stdout = sys.stderr = os.fdopen(os.dup(log_fd), "w", buffering=1)
     try:
-        serve(args.target, args.gpu_target_config, sys.stdin, answers, args.log_dir)
+        serve(args.target, args.gpu_target_config, sys.stdin, answers, args.log_dir, pod)
     except Exception:  # noqa: BLE001 - the worker's last word: whatever ended it goes to the parent
         _answer(answers, {"ready": False, "message": traceback.format_exc()})
         return 1

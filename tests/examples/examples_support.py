@@ -54,6 +54,11 @@ def _backward_args(m):
     return params, pullback
 
 
+def _pod_step_args(m):
+    mesh = m.create_device_mesh(m.Config())
+    return m.get_abstract_state(m.Config(), mesh), m.get_shaped_batch(m.Config(), mesh)
+
+
 # The arguments each module-level jitted function is called with, the way main() builds them.
 ARGUMENTS = {
     "activation_offload": {"train_step": lambda m: (m.init_params(), m.make_batch(0))},
@@ -73,6 +78,7 @@ ARGUMENTS = {
     "optimizer_offload_broken": {"train_step": lambda m: m.abstract_inputs()},
     "param_streaming": {"train_step": lambda m: m.abstract_inputs()},
     "param_streaming_broken": {"train_step": lambda m: m.abstract_inputs()},
+    "pod_train": {"train_step": _pod_step_args},
     "scan_stream_to_host": {"simulate": lambda m: m.initial_state()},
     "unpinned_host_trap": {"train_step": lambda m: (m.init_params(), m.make_batch(0))},
 }

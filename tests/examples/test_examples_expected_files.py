@@ -33,7 +33,9 @@ def _dotted(node: ast.AST) -> str:
 
 def host_placement_lines(tree: ast.Module) -> set[int]:
     """Lines where memory placement is written: a ``device_put`` call, a ``compute_on``
-    block, or an ``in_shardings=`` / ``offload_dst=`` argument (host argument origins)."""
+    block, or an ``in_shardings=`` / ``offload_dst=`` argument (host argument origins); for a
+    module-level jit without ``in_shardings``, whose abstract arguments declare their memory
+    (``ShapeDtypeStruct(..., sharding=...)``), its decorator."""
     lines: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
@@ -43,6 +45,12 @@ def host_placement_lines(tree: ast.Module) -> set[int]:
             for keyword in node.keywords:
                 if keyword.arg in ("in_shardings", "offload_dst"):
                     lines.add(keyword.lineno)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            for decorator in node.decorator_list:
+                keywords = decorator.keywords if isinstance(decorator, ast.Call) else []
+                if _dotted(decorator).endswith("jit") and all(k.arg != "in_shardings" for k in keywords):
+                    lines.add(decorator.lineno)
     return lines
 
 

@@ -32,6 +32,7 @@ MUST_PRINT = {
     "optimizer_offload_broken": ["moments live in: pinned_host"],
     "param_streaming": ["weights live in: pinned_host"],
     "param_streaming_broken": ["weights live in: pinned_host"],
+    "pod_train": ["compiled for {'fsdp': 1, 'tensor': 1} on 1 cpu devices", "parameters live in: pinned_host"],
     "scan_stream_to_host": ["trajectory lives in: pinned_host"],
     "unpinned_host_trap": ["snapshot lives in: device"],
 }
