@@ -380,7 +380,9 @@ def test_run_confirm_fix_compiles_the_unfixed_program_once(tmp_path: Path):
     # each of the fix's two candidate plans (pinned_host spelled; that and a move at the return)
     # compiled once to compare their figures (they place the output differently, so the first
     # is kept), and nothing of the unfixed program again
-    assert plain == 3, plain  # and the program without its offload, which the fix must hold less HBM than
+    # the candidates and the program without its offload (which the fix must hold less HBM than):
+    # two reach libtpu (``Oracle.compiles`` does not count what its cache answered)
+    assert plain == 2, plain
     assert both == confirmed, said
     assert alone == plain + 1, said_alone  # and the unfixed program with its failing outputs declared host
     line = "the fix compiles (libtpu"
