@@ -197,7 +197,7 @@ class AcceleratorRun:
             except _Aborted as exc:
                 verdict = exc.verdict
             except RuntimeError as exc:
-                found = self._offload_failure(exc)
+                found = self._offload_failure(exc, report)
                 if found is None:
                     raise  # the program's own error, not the offload's
                 verdict, error = found, exc
@@ -340,14 +340,15 @@ class AcceleratorRun:
 
         return xla.oracle(self.accelerator.platform).judge(text)
 
-    def _offload_failure(self, exc: BaseException) -> XlaVerdict | None:
+    def _offload_failure(self, exc: BaseException, report: Report | None) -> XlaVerdict | None:
         """The verdict of a compile that raised ``exc``, where it is a host-offload failure a
         rule knows (error 1200 and the other host-offloader errors, a backend failure)."""
         if type(exc).__name__ not in XLA_ERRORS:
             return None
         from offload_fixer.xla.oracle import verdict_of_error
 
-        verdict = verdict_of_error(self.target, self.accelerator.compiler, str(exc))
+        predicted = report.predicted.code if report is not None and report.predicted is not None else None
+        verdict = verdict_of_error(self.target, self.accelerator.compiler, str(exc), predicted)
         return verdict if verdict.code is not None else None
 
     def _predicted_abort(self, report: Report) -> XlaVerdict:

@@ -53,9 +53,12 @@ class AnalysisWorker(Executor):
     (:mod:`.superseding`)."""
 
     def __init__(self) -> None:
-        # fork where it is safe (Linux, before the server starts any thread): the child starts
-        # with what is imported already, in milliseconds. Elsewhere a fresh interpreter.
-        self._pool, self.changes = _start("fork" if sys.platform == "linux" else "spawn")
+        # fork where it is safe (Linux, while this process runs no other thread: before the
+        # server starts any, and where JAX, whose runtime threads Python does not count, is not
+        # imported): the child starts with what is imported already, in milliseconds. Elsewhere
+        # a fresh interpreter.
+        safe = sys.platform == "linux" and threading.active_count() == 1 and "jax" not in sys.modules
+        self._pool, self.changes = _start("fork" if safe else "spawn")
 
     def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
         try:

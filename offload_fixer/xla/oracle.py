@@ -8,6 +8,7 @@ and its fixed variant, a report and its confirmation).
 
 from __future__ import annotations
 
+import dataclasses
 import atexit
 import hashlib
 import json
@@ -259,10 +260,21 @@ def module_text(source: Any) -> str:
     raise TypeError(f"expected a jax Lowered, an MLIR module or StableHLO text, got {type(source).__name__}")
 
 
-def verdict_of_error(target: str, compiler: str, message: str) -> XlaVerdict:
+def verdict_of_error(target: str, compiler: str, message: str, predicted: str | None = None) -> XlaVerdict:
     """The verdict of a compile that raised ``message`` (a program's own compile on the
-    accelerator: ``jax.errors.JaxRuntimeError``'s text), read as a worker's rejection is."""
-    return _verdict(target, compiler, {"outcome": "rejected", "message": message})
+    accelerator: ``jax.errors.JaxRuntimeError``'s text), read as a worker's rejection is.
+    Where XLA's text is that of several rules (libtpu 0.0.50.1's lane-slice refusal: OFL1210,
+    OFL1214), the code the analysis ``predicted`` for it, else the lowest: it is still an
+    offload failure, not the program's own error."""
+    verdict = _verdict(target, compiler, {"outcome": "rejected", "message": message})
+    if verdict.code is not None:
+        return verdict
+    from offload_fixer.rules import backend_codes
+
+    shared = backend_codes(message)
+    if not shared:
+        return verdict
+    return dataclasses.replace(verdict, code=predicted if predicted in shared else min(shared))
 
 
 def _verdict(target: str, compiler: str, answer: dict[str, Any]) -> XlaVerdict:

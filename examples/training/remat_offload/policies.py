@@ -12,7 +12,8 @@ OFFLOAD_HIDDEN = jax.checkpoint_policies.save_and_offload_only_these_names(
 
 
 def block(w, h):
-    return checkpoint_name(jax.numpy.tanh(h @ w), "hidden")
+    # The pre-activation, which the backward pass needs: the residual the policy offloads.
+    return jax.numpy.tanh(checkpoint_name(h @ w, "hidden"))
 
 
 remat_block = jax.checkpoint(block, policy=OFFLOAD_HIDDEN)
