@@ -664,8 +664,9 @@ def _analyse(
     increment = None
     consulted: dict[str, Any] = {}  # project modules read to rule statements out: their stamps count too
     eager: list[int] | None
+    tests: dict[int, frozenset[str]] | None = None
     if isinstance(parsed, ModuleFacts):
-        from .candidates import eager_candidates, site_candidates
+        from .candidates import site_candidates
         from .policies import unpinned_policies_by_statement, untagged_names_by_statement
 
         interpreter = Interpreter(parsed, text, None, project, importer, spelling.regime)
@@ -676,31 +677,26 @@ def _analyse(
 
                 keep_jit_groups_only(parsed)
             indices: list[int] | None = site_candidates(parsed, project, importer)
-            eager = eager_candidates(parsed, project, importer)
+            eager, tests = _eager_roots(parsed, project, importer)
             if prune and (indices or eager):
-                from .pruning import pruned_pieces
-
-                parsed.pruned = pruned_pieces(parsed, project, importer, sorted({*(indices or ()), *eager}))
+                parsed.pruned = _pruned(parsed, project, importer, indices or [], eager, tests)
         else:
             # Of the statements a change may affect, those a host value can reach; the others
             # find nothing (kept so), parsed only where an analysed one reads them.
             increment = _increment_by_chunk(parsed, cache, (path, target, spelling), project)
             with project.consulting() as asked:
                 indices = site_candidates(parsed, project, importer, increment.dirty)
-                eager = eager_candidates(parsed, project, importer, increment.dirty)
+                eager, tests = _eager_roots(parsed, project, importer, increment.dirty)
                 if indices or eager:
-                    from .pruning import pruned_pieces
-
                     # As ``check`` prunes: a class is cut down by what every candidate reads
                     # (those of a document just opened, every statement of which is dirty).
-                    everywhere = (
-                        sorted({*(indices or ()), *eager})
-                        if len(increment.dirty) == len(parsed.outline.groups)
-                        else sorted(
-                            {*site_candidates(parsed, project, importer), *eager_candidates(parsed, project, importer)}
+                    if len(increment.dirty) == len(parsed.outline.groups):
+                        parsed.pruned = _pruned(parsed, project, importer, indices, eager, tests)
+                    else:
+                        every_site = site_candidates(parsed, project, importer)
+                        parsed.pruned = _pruned(
+                            parsed, project, importer, every_site, *_eager_roots(parsed, project, importer)
                         )
-                    )
-                    parsed.pruned = pruned_pieces(parsed, project, importer, everywhere)
             project.note(asked)
             own = os.path.abspath(path)
             consulted = dict.fromkeys(p for p in asked.files if os.path.abspath(p) != own)
@@ -730,7 +726,7 @@ def _analyse(
     # The code outside any jit, once every jit site is analysed (its module-level names are
     # then evaluated as eager code does).
     eager_indices = range(interpreter.statement_count) if eager is None else eager
-    for index, (operations, called) in interpreter.eager_by_statement(eager_indices).items():
+    for index, (operations, called) in interpreter.eager_by_statement(eager_indices, tests).items():
         found_here = fresh.setdefault(index, [])
         found_here.extend(eager_findings(operations))
         for site in called:
@@ -766,6 +762,39 @@ def _analyse(
         primary = interpreter.lazy.source() if interpreter.lazy is not None else cast(ParsedSource, parsed)
     sources = Sources(primary, path, others, source_sha256)
     return diagnostics(found, sources, target, spelling) + policies, dependencies
+
+
+def _eager_roots(
+    facts: ModuleFacts, project: Project | None, importer: str | None, among: Sequence[int] | None = None
+) -> tuple[list[int], dict[int, frozenset[str]]]:
+    """The statement groups whose code outside any jit a host value can reach (of ``among``
+    when given), and of each class among them, the test methods it reaches (a class none of
+    whose test methods it reaches is left out: libcst never parses it for its eager code)."""
+    from .candidates import eager_candidates
+    from .pruning import reached_tests
+
+    eager = eager_candidates(facts, project, importer, among)
+    tests = reached_tests(facts, project, importer, eager)
+    return [index for index in eager if tests.get(index) != frozenset()], tests
+
+
+def _pruned(
+    facts: ModuleFacts,
+    project: Project | None,
+    importer: str | None,
+    sites: Sequence[int],
+    eager: Sequence[int],
+    tests: Mapping[int, frozenset[str]],
+) -> dict[int, str]:
+    """The candidates' texts with what no candidate reads blanked (:func:`.pruning.pruned_pieces`):
+    a test case's class read for its eager code alone keeps only the tests a host value reaches."""
+    from .candidates import opaque_classes
+    from .pruning import pruned_pieces
+
+    eager_only = [index for index in eager if index in tests and index not in set(sites)]
+    opaque = opaque_classes(facts, project, importer, eager_only) if eager_only else set()
+    tests_only = {index: tests[index] for index in eager_only if index in opaque}
+    return pruned_pieces(facts, project, importer, sorted({*sites, *eager}), tests_only)
 
 
 def _increment(

@@ -85,21 +85,28 @@ def eager_candidates(
     facts: ModuleFacts, project: Project | None, importer: str | None, among: Sequence[int] | None = None
 ) -> list[int]:
     """The top-level statement groups whose code runs outside any jit (:mod:`.eager`: a
-    statement other than a ``def`` or a class, a test function, a class with test methods)
-    that a host value can reach; of the indices ``among`` (in their order) when given."""
+    statement other than an import, a ``def`` or a class; a test function; a class with test
+    methods) that a host value can reach; of the indices ``among`` (in their order) when
+    given. Which test methods of such a class: :func:`.pruning.reached_tests`."""
     indices = range(len(facts.outline.groups)) if among is None else among
-    roots = [index for index in indices if any(_runs_eagerly(s) for s in facts.outline.groups[index])]
+    roots = [index for index in indices if group_of(facts, index).runs_eagerly]
     if not roots:
         return roots
     return _fixed_point(_Resolver(facts, project, importer, host=True), facts, roots)
 
 
-def _runs_eagerly(statement: ast.stmt) -> bool:
-    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return statement.name.startswith("test")
-    if isinstance(statement, ast.ClassDef):
-        return any(isinstance(m, ast.FunctionDef) and m.name.startswith("test") for m in statement.body)
-    return True
+def opaque_classes(
+    facts: ModuleFacts, project: Project | None, importer: str | None, indices: Sequence[int]
+) -> set[int]:
+    """Of ``indices``, the groups that are one class statement whose value the interpreter
+    never knows, whatever its body (:meth:`_Resolver._opaque`: a test case's class)."""
+    resolver = _Resolver(facts, project, importer)
+    with resolver.attributed(resolver.main_path):
+        return {
+            index
+            for index in indices
+            if (shape := group_of(facts, index).class_shape) is not None and resolver._opaque(facts, shape)
+        }
 
 
 def reads_host(
