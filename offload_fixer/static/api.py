@@ -516,7 +516,8 @@ def _check_once(
     if isinstance(syntax_error, SyntaxError) and judged_by_cpython(python):
         # the file is written for this interpreter's Python or an older one: CPython decides
         return StaticResult(path, parse_error=_syntax_error(syntax_error, text, path, python), analysed=True)
-    if found is not None and not references_jit(found.tree) and not checks_policy_alone(data) and not spells_host(data):
+    names_jit = found is not None and references_jit(found.tree)
+    if found is not None and not names_jit and not checks_policy_alone(data) and not spells_host(data):
         return StaticResult(path, analysed=True)
     import hashlib
 
@@ -533,7 +534,17 @@ def _check_once(
             facts.memo = shared.memo
         try:
             diagnostics, dependencies = _analyse(
-                facts, text, path, target, spelling, digest, project, found, cache, prune=cache is None
+                facts,
+                text,
+                path,
+                target,
+                spelling,
+                digest,
+                project,
+                found,
+                cache,
+                prune=cache is None,
+                search_sites=names_jit,
             )
         except NotCut:  # a statement that does not parse alone: the whole text is parsed below
             pass
@@ -644,6 +655,7 @@ def _analyse(
     found_outline: Outline | None = None,
     cache: SourceCache | None = None,
     prune: bool = False,
+    search_sites: bool = True,
 ) -> tuple[list[Diagnostic], tuple[str, ...]]:
     """Diagnostics of a parsed text (a module parsed whole is located statement by statement),
     and the other modules of the project read for them. With the ``cache`` of a document and
@@ -655,7 +667,9 @@ def _analyse(
     one (:func:`.policies.unpinned_policies_by_statement`); raises :class:`~.scopes.NotCut`
     when one of those does not parse alone. With a document's cache too, a statement a change
     may affect is analysed again only where a host value can reach it; the others find
-    nothing, whether or not they were ever parsed."""
+    nothing, whether or not they were ever parsed. ``search_sites`` False: a text that names none of
+    JAX's jits (:func:`.prefilter.references_jit`), read for its code outside any jit alone,
+    is not searched for jit sites (as a text ruled out by the prefilter is not)."""
     from .interpreter import Interpreter
     from .rules import diagnostics, eager_findings, findings
     from .source import ParsedSource, Sources
@@ -676,7 +690,7 @@ def _analyse(
                 from .statement_reads import keep_jit_groups_only
 
                 keep_jit_groups_only(parsed)
-            indices: list[int] | None = site_candidates(parsed, project, importer)
+            indices: list[int] | None = site_candidates(parsed, project, importer) if search_sites else []
             eager, tests = _eager_roots(parsed, project, importer)
             if prune and (indices or eager):
                 parsed.pruned = _pruned(parsed, project, importer, indices or [], eager, tests)
@@ -685,7 +699,7 @@ def _analyse(
             # find nothing (kept so), parsed only where an analysed one reads them.
             increment = _increment_by_chunk(parsed, cache, (path, target, spelling), project)
             with project.consulting() as asked:
-                indices = site_candidates(parsed, project, importer, increment.dirty)
+                indices = site_candidates(parsed, project, importer, increment.dirty) if search_sites else []
                 eager, tests = _eager_roots(parsed, project, importer, increment.dirty)
                 if indices or eager:
                     # As ``check`` prunes: a class is cut down by what every candidate reads
@@ -693,7 +707,7 @@ def _analyse(
                     if len(increment.dirty) == len(parsed.outline.groups):
                         parsed.pruned = _pruned(parsed, project, importer, indices, eager, tests)
                     else:
-                        every_site = site_candidates(parsed, project, importer)
+                        every_site = site_candidates(parsed, project, importer) if search_sites else []
                         parsed.pruned = _pruned(
                             parsed, project, importer, every_site, *_eager_roots(parsed, project, importer)
                         )

@@ -282,16 +282,19 @@ def test_only_the_test_methods_a_host_value_reaches_run_and_are_parsed():
     ]
 
 
-def test_a_file_that_spells_a_host_kind_is_searched_for_sites_of_a_project_made_jit(tmp_path):
-    """Selected for its host kind, a file that names none of JAX's jits is still searched for
-    sites: a decorator made of ``jax.jit`` in another module of the project makes one."""
+def test_a_file_that_names_no_jit_of_jax_is_read_for_its_eager_code_alone(tmp_path):
+    """Selected for the host kind it spells, a file that names none of JAX's jits is analysed
+    for its code outside any jit, and searched for jit sites no more than the prefilter
+    searches a file that names no jit: a decorator the project makes of ``jax.jit`` elsewhere
+    is not followed there (the cold check of a tree would otherwise trace every such file)."""
     (tmp_path / "helpers.py").write_text("import functools\nimport jax\n\nfast = functools.partial(jax.jit)\n")
     text = (
         "import jax\nimport jax.numpy as jnp\nfrom helpers import fast\n\n"
         'host = jax.sharding.SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")\n\n\n'
-        '@fast\ndef step(x):\n    return {"mu": jax.device_put(x, host) * 2}\n'
+        '@fast\ndef step(x):\n    return {"mu": jax.device_put(x, host) * 2}\n\n\n'
+        "scaled = jax.device_put(jnp.ones(8), host) * 2\n"
     )
     main = tmp_path / "main.py"
     main.write_text(text)
     (diagnostic,) = check_source(text, str(main), jax_version=TYPED, project=Project()).diagnostics
-    assert (diagnostic.location.line, diagnostic.code, diagnostic.function.name) == (10, "OFL1201", "step")
+    assert (diagnostic.location.line, diagnostic.code, diagnostic.function.name) == (13, "OFL1201", "multiply (eager)")
