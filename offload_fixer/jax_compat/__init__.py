@@ -310,7 +310,8 @@ def compute_on_host(fn: Callable[..., Any]) -> Callable[..., Any]:
         # the function form is JAX 0.11.1's; the installed JAX's typing may be an older one's
         return compute_on(fn, compute_type="device_host", out_memory_spaces=jax.memory.Space.Host)  # type: ignore[call-arg, misc, arg-type, unused-ignore]
     if form is HostCompute.CONTEXT:
-        return compute_on("device_host")(fn)
+        # the context manager is JAX 0.4.29 - 0.11.0's; the installed JAX's typing may be a newer one's
+        return compute_on("device_host")(fn)  # type: ignore[call-arg, unused-ignore]
     raise UnsupportedJaxVersion(f"jax {installed_version()} has no compute_on")  # pragma: no cover
 
 
