@@ -54,7 +54,7 @@ def check(
     except ValueError as error:  # JAX's refusal to trace mixed memory spaces is a finding
         from offload_fixer.trace_refusals import refusal_report
 
-        refused = refusal_report(error, fn, args, kwargs, target, function_ref(fn))
+        refused = refusal_report(error, fn, args, kwargs, target, python_function(fn), function_ref(fn))
         if refused is None:
             raise
         return refused

@@ -273,10 +273,12 @@ class CompilationChecker:
         called_at: Span | None,
     ) -> Report | None:
         """JAX's refusal to trace mixed memory spaces, as a report (``trace_refusals``)."""
+        from offload_fixer.api import python_function
         from offload_fixer.trace_refusals import refusal_report
 
         try:
-            return refusal_report(error, jitted, args, kwargs, self.target, function, called_at)
+            defined = python_function(jitted)
+            return refusal_report(error, jitted, args, kwargs, self.target, defined, function, called_at)
         except Exception as exc:  # noqa: BLE001 - the tool must never break the program
             self.warn(f"could not read JAX's refusal for {self.target}: {_one_line(exc)}")
             return None

@@ -44,13 +44,15 @@ def refusal_report(
     args: Sequence[Any],
     kwargs: dict[str, Any],
     target: str,
+    defined: Any,
     function: FunctionRef | None,
     called_at: Span | None = None,
 ) -> Report | None:
     """The report of JAX's refusal ``error`` to trace ``fn(*args, **kwargs)``, or ``None`` where
-    ``error`` is no refusal of mixed memory spaces, or no committed host argument explains it.
-    ``called_at``: where the user's code called ``fn``, where ``error``'s traceback does not
-    reach that far (it was caught on the way up)."""
+    ``error`` is no refusal of mixed memory spaces. ``defined``: the Python function behind
+    ``fn`` (``api.python_function``), whose parameters name the arguments; ``called_at``: where
+    the user's code called ``fn``, where ``error``'s traceback does not reach that far (it was
+    caught on the way up)."""
     from offload_fixer import jax_compat
 
     if jax_compat.mixed_memory_space_refusal(error) is None:
@@ -58,11 +60,11 @@ def refusal_report(
     import jax
 
     leaves, tree = jax.tree_util.tree_flatten((tuple(args), dict(kwargs)))
-    hosts = _host_arguments(fn, args, kwargs, leaves)
+    hosts = _host_arguments(defined, args, kwargs, leaves)
     typed_device: dict[int, Any] = {}
     diagnostics: list[Diagnostic] = []
     # where the host arguments came in; the next refusals are met tracing again, from here
-    call_site = called_at or _call_site(_user_frames(error.__traceback__), fn)
+    call_site = called_at or _call_site(_user_frames(error.__traceback__), defined)
     current: BaseException | None = error
     while current is not None and len(diagnostics) < MAX_REFUSALS:
         primitive = jax_compat.mixed_memory_space_refusal(current)
@@ -86,13 +88,13 @@ def refusal_report(
     return Report(tuple(diagnostics), target, jax_compat.installed_version(), function=function)
 
 
-def _host_arguments(fn: Any, args: Sequence[Any], kwargs: dict[str, Any], leaves: list[Any]) -> list[_Argument]:
+def _host_arguments(defined: Any, args: Sequence[Any], kwargs: dict[str, Any], leaves: list[Any]) -> list[_Argument]:
     """The committed host arrays among the flat arguments, labelled as JAX labels them."""
     import jax
 
     from offload_fixer.jax_compat.tracing import host_memory_kind
 
-    labels = _labels(fn, args, kwargs)
+    labels = _labels(defined, args, kwargs)
     found = []
     for index, leaf in enumerate(leaves):
         kind = host_memory_kind(leaf) if isinstance(leaf, jax.Array) else None
@@ -101,16 +103,14 @@ def _host_arguments(fn: Any, args: Sequence[Any], kwargs: dict[str, Any], leaves
     return found
 
 
-def _labels(fn: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> list[str]:
+def _labels(defined: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> list[str]:
     """``params['w']`` for each flat argument: the parameter's name and the leaf's pytree path."""
     import inspect
 
     import jax
 
-    from offload_fixer.api import python_function
-
     try:
-        names = list(inspect.signature(python_function(fn)).bind(*args, **kwargs).arguments)
+        names = list(inspect.signature(defined).bind(*args, **kwargs).arguments)
     except (TypeError, ValueError):
         names = []
     labels = []
@@ -216,11 +216,9 @@ def _user_frames(traceback: types.TracebackType | None) -> list[tuple[str, int, 
     return found
 
 
-def _call_site(frames: list[tuple[str, int, int, types.CodeType]], fn: Any) -> Span | None:
+def _call_site(frames: list[tuple[str, int, int, types.CodeType]], defined: Any) -> Span | None:
     """Where the user's code called the traced function: the frame before its own."""
-    from offload_fixer.api import python_function
-
-    code = getattr(python_function(fn), "__code__", None)
+    code = getattr(defined, "__code__", None)
     for before, frame in itertools.pairwise(frames):
         if frame[3] is code:
             return Span(before[0], before[1], col=before[2])
