@@ -184,11 +184,11 @@ MESH_TESTS=(tests/xla/test_probes.py tests/xla/test_fidelity.py)
 cpu_mesh_pass() { case $1 in jax0435 | jax062 | remat3) return 1 ;; esac; }
 # The remat3 lane: jax_remat3 changes how jax.checkpoint and its offload policies are traced
 # (docs/jax-versions.md), so the lane runs what reads traced programs: the analysis, its
-# trigger catalogue and the examples' expected findings, the compilers' probes, and the
-# fidelity corpora, where the compilers judge only the modules remat3 changes (the others were
+# trigger catalogue and the examples' expected findings, the remat policies read from the
+# jaxpr (jax_compat/policies.py), the compilers' probes, and the fidelity corpora, where the compilers judge only the modules remat3 changes (the others were
 # judged in the main pass: tests/xla/corpora.lowered_alike_without_remat3). Its pytest
 # arguments replace these.
-REMAT3_TESTS=(tests/analysis tests/examples/test_examples_analysis.py tests/xla/test_probes.py tests/xla/test_fidelity.py)
+REMAT3_TESTS=(tests/analysis tests/examples/test_examples_analysis.py tests/test_remat_policies.py tests/xla/test_probes.py tests/xla/test_fidelity.py)
 lane_variables() { case $1 in remat3) echo JAX_REMAT3=1 ;; esac; }
 once_filter() {  # once_filter NAME: the pytest -m expression for that environment, if any
   local marks=()
