@@ -104,22 +104,23 @@ def _host_arguments(defined: Any, args: Sequence[Any], kwargs: dict[str, Any], l
 
 
 def _labels(defined: Any, args: Sequence[Any], kwargs: dict[str, Any]) -> list[str]:
-    """``params['w']`` for each flat argument: the parameter's name and the leaf's pytree path."""
+    """``params['w']`` for each flat argument, in the order ``(args, kwargs)`` flattens (keyword
+    arguments by name): the parameter's name and the leaf's pytree path."""
     import inspect
 
     import jax
 
     try:
-        names = list(inspect.signature(defined).bind(*args, **kwargs).arguments)
+        names = list(inspect.signature(defined).bind(*args, **kwargs).arguments)[: len(args)]
     except (TypeError, ValueError):
         names = []
-    labels = []
-    values = [*args, *kwargs.values()]
-    for position, value in enumerate(values):
-        name = names[position] if position < len(names) else f"argument {position}"
-        for path, _ in jax.tree_util.tree_flatten_with_path(value)[0]:
-            labels.append(name + jax.tree_util.keystr(path))
-    return labels
+    named = [(names[i] if i < len(names) else f"argument {i}", value) for i, value in enumerate(args)]
+    named += [(key, kwargs[key]) for key in sorted(kwargs)]
+    return [
+        name + jax.tree_util.keystr(path)
+        for name, value in named
+        for path, _ in jax.tree_util.tree_flatten_with_path(value)[0]
+    ]
 
 
 def _refused(error: BaseException, candidates: list[_Argument]) -> _Argument | None:

@@ -51,6 +51,8 @@ def test_the_api_names_each_committed_host_argument_jax_refuses_and_where():
         assert (d.code, d.severity, d.origin.kind) == (codes.MIXED_MEMORY_SPACES, "error", "host_argument")
         assert f"`{d.trace[-1].op}` must be the same" in d.message  # JAX's own words
         assert [fix.strategy for fix in d.fixes] == ["device"]
+    by_keyword = offload_fixer.check(namespace["loss"], x=jnp.ones((16, 8)), params=host_params())
+    assert [d.origin.argument for d in by_keyword.diagnostics] == [argument for _, _, argument in expected_refusals()]
 
 
 MOVED_INSIDE = """\
