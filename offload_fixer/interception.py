@@ -213,7 +213,9 @@ class CompilationChecker:
         ``lowered``: the program's own lowering of it, where that is for the target (a pod
         program's ``.lower()``), used instead of lowering it again.
         Returns the compilation lowered for the target, ``None`` where it could not be."""
-        report, lowered = self.analyse(jitted, fun, args, kwargs, failure is not None, site, lowered, failure, called_at)
+        report, lowered = self.analyse(
+            jitted, fun, args, kwargs, failure is not None, site, lowered, failure, called_at
+        )
         if report is not None:
             self.record(report, self.call_of(report, jitted, fun, args, kwargs))
         return lowered
