@@ -52,6 +52,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from offload_fixer.jax_compat.tracing import jax_roots
 from offload_fixer.model import Diagnostic, FunctionRef, RematPolicy, Report, Span, normalize_target
 from offload_fixer.report_file import AbstractCall, abstract_arguments, read_source_bytes, report_paths
 
@@ -770,14 +771,6 @@ def _as_tuple(value: Any) -> tuple:
     if isinstance(value, (int, str)):
         return (value,)
     return tuple(value)
-
-
-@functools.lru_cache(maxsize=1)
-def jax_roots() -> tuple[str, ...]:
-    import jax
-    import jaxlib
-
-    return tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (jax, jaxlib) if m.__file__ is not None)
 
 
 def _is_jax_internal(fun: Any) -> bool:

@@ -202,7 +202,7 @@ def _diagnostic(
 def _user_frames(traceback: types.TracebackType | None) -> list[tuple[str, int, int, types.CodeType]]:
     """``(path, line, column, code)`` of each frame of the user's code in ``traceback``,
     outermost first (JAX's own frames and this package's are left out)."""
-    from offload_fixer.interception import jax_roots
+    from offload_fixer.jax_compat.tracing import jax_roots
 
     ours = (os.path.dirname(os.path.abspath(__file__)) + os.sep, *jax_roots())
     found = []
