@@ -8,8 +8,8 @@ and its fixed variant, a report and its confirmation).
 
 from __future__ import annotations
 
-import dataclasses
 import atexit
+import dataclasses
 import hashlib
 import json
 import os
