@@ -11,11 +11,11 @@ Every tool runs as a fresh process, start-up included, as a pre-commit hook or C
     .venv/bin/python benchmarks/static_check.py --compare-jobs   # `check -j 1` against its default
     .venv/bin/python benchmarks/static_check.py --trees /work/ext/jax,/work/ext/flax,/work/ext/optax \
         /work/ext/axlearn /work/ext/maxtext --repeat 3      # real repositories, kept out of the project
-    .venv-py312/bin/python benchmarks/static_check.py --ruff .venv/bin/ruff --trees ...  # under Python 3.12
+    .venv-jax010/bin/python benchmarks/static_check.py --ruff .venv/bin/ruff --trees ...  # under Python 3.11
 
 JAX's own code is written for Python 3.12 (``def f[T]()``): under 3.11 the check reads it through
 a twin of each such text (``offload_fixer.source.type_parameters``), so either environment
-measures it; the 3.12 one runs the JAX that code is written for.
+measures it; the main one (3.12) runs the JAX that code is written for.
 
 Targets: at least 10x faster than ``fixit lint``, no slower than ``ruff check --select ALL``.
 

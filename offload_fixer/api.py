@@ -49,7 +49,15 @@ def check(
     from offload_fixer.topology import parse_topology
 
     target = normalize_target(target)
-    lowered, policies = jax_compat.lower_with_policies(fn, args, kwargs, jax_compat.lowering_platform(target))
+    try:
+        lowered, policies = jax_compat.lower_with_policies(fn, args, kwargs, jax_compat.lowering_platform(target))
+    except ValueError as error:  # JAX's refusal to trace mixed memory spaces is a finding
+        from offload_fixer.trace_refusals import refusal_report
+
+        refused = refusal_report(error, fn, args, kwargs, target, python_function(fn), function_ref(fn))
+        if refused is None:
+            raise
+        return refused
     report = analyze(lowered, target=target, function=function_ref(fn), remat_policies=policies)
     if confirm:
         from offload_fixer import xla

@@ -52,8 +52,8 @@ STATIC_CODES: Final[frozenset[str]] = frozenset(
     {HOST_VALUE_DEVICE_OUTPUT, DEVICE_COMPUTE_ON_HOST, UNPINNED_HOST_MEMORY, MIXED_MEMORY_SPACES, OFFLOAD_DOES_NOTHING}
 )
 """The codes ``offload-fixer check`` (which never runs the program) reports; ``run`` and the
-Python API, which lower the program, report every code but OFL1215, which JAX raises before
-anything lowers (``run`` shows the program's traceback)."""
+Python API, which lower the program, report every code (OFL1215, which JAX raises before
+anything lowers, from JAX's error)."""
 EAGER_STATIC_CODES: Final[frozenset[str]] = frozenset({HOST_STRIDED_SLICE_TO_DEVICE})
 """The codes ``check`` reports only in code outside any jit, where JAX compiles each operation
 alone (an eager ``x[::2]`` of a host array)."""
@@ -63,8 +63,10 @@ HOST_COMPUTE_CODES: Final[tuple[str, ...]] = (
     HOST_SLICE_NOT_MOVED_TO_DEVICE,
     BACKEND_CANNOT_BUILD_HOST_COMPUTE,
     HOST_STRIDED_SLICE_TO_DEVICE,
+    MIXED_MEMORY_SPACES,
 )
-"""Codes of device compute that XLA turns into host compute (or fails to build as such): one
-computation reached by several host values is one problem, and a move to device fixes each."""
+"""Codes of device compute on host values that XLA turns into host compute (or fails to build
+as such), or that JAX refuses to trace: one computation reached by several host values is one
+problem, and a move to device fixes each."""
 HOST_COMPUTE_WARNING_CODES: Final[tuple[str, ...]] = (DEVICE_COMPUTE_ON_HOST, HOST_SLICE_NOT_MOVED_TO_DEVICE)
 """The host-compute codes a compiler only logs (it compiles the program): what its warnings confirm."""

@@ -52,6 +52,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from offload_fixer.jax_compat.tracing import jax_roots
 from offload_fixer.model import EAGER_SUFFIX, Diagnostic, FunctionRef, RematPolicy, Report, Span, normalize_target
 from offload_fixer.report_file import AbstractCall, abstract_arguments, read_source_bytes, report_paths
 
@@ -202,16 +203,20 @@ class CompilationChecker:
         fun: Any,
         args: tuple,
         kwargs: dict,
-        quiet: bool = False,
+        failure: BaseException | None = None,
         site: tuple[str, int, int] | None = None,
         lowered: Any = None,
+        called_at: tuple[str, int, int] | None = None,
     ) -> Any:
-        """Analyse one compilation; ``quiet`` drops tool failures (the user's own call failed
-        too, and its traceback already says why). ``site``: where ``jax.jit`` was applied.
+        """Analyse one compilation. ``failure``: the user's own call failed with it, so the
+        tool's failures are dropped (its traceback already says why). ``site``: where
+        ``jax.jit`` was applied; ``called_at``: where the user's code made the call.
         ``lowered``: the program's own lowering of it, where that is for the target (a pod
         program's ``.lower()``), used instead of lowering it again.
         Returns the compilation lowered for the target, ``None`` where it could not be."""
-        report, lowered = self.analyse(jitted, fun, args, kwargs, quiet, site, lowered)
+        report, lowered = self.analyse(
+            jitted, fun, args, kwargs, failure is not None, site, lowered, failure, called_at
+        )
         if report is not None:
             self.record(report, self.call_of(report, jitted, fun, args, kwargs))
         return lowered
@@ -225,10 +230,15 @@ class CompilationChecker:
         quiet: bool = False,
         site: tuple[str, int, int] | None = None,
         lowered: Any = None,
+        failure: BaseException | None = None,
+        called_at: tuple[str, int, int] | None = None,
     ) -> tuple[Report | None, Any]:
         """(the report, the lowering for the target) of one compilation, not yet recorded;
-        ``(None, None)`` where it could not be checked (said as a tool warning). ``lowered``:
-        the program's own lowering for the target, not made again."""
+        ``(None, None)`` where it could not be checked (said as a tool warning, unless
+        ``quiet``). ``lowered``: the program's own lowering for the target, not made again.
+        Where JAX refuses to trace mixed memory spaces, that refusal is the report (and there
+        is no lowering): ``failure``, the user's own call's error, says it with the user's
+        frames, ``called_at`` where the user's code made the call."""
         from offload_fixer import jax_compat
         from offload_fixer.api import function_ref
 
@@ -239,10 +249,15 @@ class CompilationChecker:
                     f"({self.result.checked} checked so far)",
                     force=True,
                 )
+            function = _jitted_at(function_ref(fun), site)
             try:
                 lowered, policies = jax_compat.lower_with_policies(jitted, args, kwargs, self.platform, lowered)
-                report = self.report(lowered, _jitted_at(function_ref(fun), site), policies)
+                report = self.report(lowered, function, policies)
             except Exception as exc:  # noqa: BLE001 - the tool must never break the program
+                at = Span(called_at[0], called_at[1], called_at[2]) if called_at else None
+                refusal = self._refusal(failure or exc, jitted, args, kwargs, function, at)
+                if refusal is not None:
+                    return refusal, None
                 if not quiet:
                     self.warn(f"could not check {_describe(fun)} for {self.target}: {_one_line(exc)}")
                 return None, None
@@ -250,6 +265,26 @@ class CompilationChecker:
                 if self.progress is not None:
                     self.progress.clear()  # the program's own output follows on the terminal
             return report, lowered
+
+    def _refusal(
+        self,
+        error: BaseException,
+        jitted: Any,
+        args: tuple,
+        kwargs: dict,
+        function: FunctionRef | None,
+        called_at: Span | None,
+    ) -> Report | None:
+        """JAX's refusal to trace mixed memory spaces, as a report (``trace_refusals``)."""
+        from offload_fixer.api import python_function
+        from offload_fixer.trace_refusals import refusal_report
+
+        try:
+            defined = python_function(jitted)
+            return refusal_report(error, jitted, args, kwargs, self.target, defined, function, called_at)
+        except Exception as exc:  # noqa: BLE001 - the tool must never break the program
+            self.warn(f"could not read JAX's refusal for {self.target}: {_one_line(exc)}")
+            return None
 
     def call_of(self, report: Report, jitted: Any, fun: Any, args: tuple, kwargs: dict) -> AbstractCall | None:
         """The call a fix of ``report``'s function is lowered again with before it is written."""
@@ -546,8 +581,10 @@ class CheckedJit:
             return operation(*args, **kwargs)
         try:
             result = operation(*args, **kwargs)
-        except Exception:
-            self._checker.check(self._real, self._fun, args, kwargs, quiet=True, site=self._site)
+        except Exception as exc:
+            self._checker.check(
+                self._real, self._fun, args, kwargs, failure=exc, site=self._site, called_at=_user_frame()
+            )
             raise
         # a pod program's own .lower() is already the pod's TPU lowering: not lowered twice
         on_pod = checker.pod is not None and operation == self._real.lower and checker.pod.runs_on_pod(result)
@@ -734,14 +771,6 @@ def _as_tuple(value: Any) -> tuple:
     if isinstance(value, (int, str)):
         return (value,)
     return tuple(value)
-
-
-@functools.lru_cache(maxsize=1)
-def jax_roots() -> tuple[str, ...]:
-    import jax
-    import jaxlib
-
-    return tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (jax, jaxlib) if m.__file__ is not None)
 
 
 def _is_jax_internal(fun: Any) -> bool:

@@ -26,8 +26,8 @@ from offload_fixer.interception import (
     PodStop,
     RunResult,
     intercept_jit,
-    jax_roots,
 )
+from offload_fixer.jax_compat.tracing import jax_roots
 from offload_fixer.model import Span
 
 if TYPE_CHECKING:

@@ -2,32 +2,38 @@
 # The test command. Creates the test environments if needed (each from its own constraints
 # file, stamped so an unchanged one is not reinstalled), then runs the suite in each:
 #
-#   .venv          default python3, JAX 0.10.2 + libtpu + CUDA plugin   constraints.txt
-#   .venv-jax0435  default python3, JAX 0.4.35 (oldest supported)       constraints-jax0435.txt
-#   .venv-jax062   default python3, JAX 0.6.2 + libtpu                  constraints-jax062.txt
-#   .venv-py312    Python 3.12,     JAX 0.12.0.1 + libtpu + CUDA plugin constraints-py312.txt
+#   main     .venv          Python 3.12,     JAX 0.12.0.1 + libtpu + CUDA plugin  constraints.txt
+#   jax010   .venv-jax010   default python3, JAX 0.10.2 + libtpu + CUDA plugin    constraints-jax010.txt
+#   jax062   .venv-jax062   default python3, JAX 0.6.2 + libtpu                   constraints-jax062.txt
+#   jax0435  .venv-jax0435  default python3, JAX 0.4.35 (oldest supported)        constraints-jax0435.txt
+#   remat3   .venv again, with JAX's new remat implementation (JAX_REMAT3=1), over the tests of
+#            what it changes: the analysis, the compilers' probes and the fidelity corpora
 #
 # Before the suites, the type checker (mypy) and the linter (ruff check) run once, in .venv
 # (which has the `lint` extra), with the settings in pyproject.toml.
 #
 # Every environment runs even when an earlier one fails, so one run reports them all; the
 # script fails if any did, or if mypy or ruff did. Usage: scripts/test.sh [pytest args...]
-# TEST_ENVS="py312 jax0435" runs only those; PYTHON / PYTHON312 choose the interpreters.
+# TEST_ENVS="main jax0435" runs only those; PYTHON312 / PYTHON choose the interpreters (the
+# main environment's Python 3.12, the others' default python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-ALL_ENVS="main jax0435 jax062 py312"
+ALL_ENVS="main jax010 jax062 jax0435 remat3"
 ENVS=${TEST_ENVS:-$ALL_ENVS}
 JOBS=${JOBS:-$(nproc)}
 
-env_dir() { case $1 in main) echo .venv ;; *) echo ".venv-$1" ;; esac; }
-env_constraints() { case $1 in main) echo constraints.txt ;; *) echo "constraints-$1.txt" ;; esac; }
+# A lane runs in another environment with settings of its own: remat3 is the main environment
+# under JAX_REMAT3=1 (remat_lane).
+env_base() { case $1 in remat3) echo main ;; *) echo "$1" ;; esac; }
+env_dir() { case $(env_base "$1") in main) echo .venv ;; *) echo ".venv-$(env_base "$1")" ;; esac; }
+env_constraints() { case $(env_base "$1") in main) echo constraints.txt ;; *) echo "constraints-$(env_base "$1").txt" ;; esac; }
 # The released compilers, for compile-only use (no NVIDIA libraries; the tests run JAX itself
 # on the CPU, tests/conftest.py). JAX 0.4.35 has no libtpu on the registry; the 0.6.2 CUDA
 # plugin checks for the NVIDIA libraries at every JAX start, whatever JAX_PLATFORMS says, and
 # logs a traceback to stderr when they are missing, so that environment has libtpu only.
 env_requirements() {
-  case $1 in
+  case $(env_base "$1") in
     jax0435) ;;
     jax062) echo "jax[tpu]" ;;
     *) echo "jax[tpu] jax-cuda12-plugin" ;;
@@ -38,7 +44,7 @@ env_requirements() {
 # that needs one of these and finds it missing). jaxlib 0.6.2 has no compile-only CUDA
 # topology, and JAX 0.4.35 no libtpu on the registry.
 env_required_compilers() {
-  case $1 in
+  case $(env_base "$1") in
     jax0435) ;;
     jax062) echo tpu ;;
     *) echo tpu,gpu ;;
@@ -54,7 +60,7 @@ find_python312() {  # prints a working Python 3.12 interpreter, or fails naming 
       return
     fi
   done
-  echo "scripts/test.sh: JAX 0.12 needs Python 3.12 and none was found (looked for" \
+  echo "scripts/test.sh: the main environment's JAX 0.12 needs Python 3.12 and none was found (looked for" \
     "\$PYTHON312, $root/versions/3.12.*/bin/python3.12 and python3.12 on PATH)." \
     "Install it with 'pyenv install 3.12' (or your system's python3.12 package)," \
     "or set PYTHON312=/path/to/python3.12." >&2
@@ -62,10 +68,10 @@ find_python312() {  # prints a working Python 3.12 interpreter, or fails naming 
 }
 
 # The main environment also type-checks and lints the code: the `lint` extra.
-env_extras() { case $1 in main) echo test,lint ;; *) echo test ;; esac; }
+env_extras() { case $(env_base "$1") in main) echo test,lint ;; *) echo test ;; esac; }
 
 env_python() {
-  case $1 in py312) find_python312 ;; *) echo "${PYTHON:-python3}" ;; esac
+  case $(env_base "$1") in main) find_python312 ;; *) echo "${PYTHON:-python3}" ;; esac
 }
 
 # The installer: uv (pinned) installs the same pins as pip, faster (an environment with JAX,
@@ -131,7 +137,10 @@ for name in $ENVS; do
 done
 
 start=$SECONDS
+declare -A SET_UP  # a lane's environment is set up once
 for name in $ENVS; do
+  [ -z "${SET_UP[$(env_dir "$name")]:-}" ] || continue
+  SET_UP[$(env_dir "$name")]=1
   echo "== setting up $(env_dir "$name") ($(env_constraints "$name"))"
   ensure_env "$name" "${PYTHONS[$name]}"
 done
@@ -165,28 +174,42 @@ esac
 # structure) do not depend on the installed JAX: they run in the main environment, and in the
 # others only when this run has no main environment. Tests marked `jax_independent`
 # (JAX_INDEPENDENT: they name the JAX version they check) depend on Python, not on the
-# installed JAX: they run in the main and Python 3.12 environments, and in the two older JAX
-# environments only when this run has neither.
+# installed JAX: they run in the main (Python 3.12) and jax010 (the default python3)
+# environments, and in the two oldest JAX environments only when this run has neither.
 MESH_FLAG=--xla_force_host_platform_device_count=8  # tests/xla/probes.DEVICE_COUNT_FLAG
 MESH_TESTS=(tests/xla/test_probes.py tests/xla/test_fidelity.py)
 # JAX 0.4.35's and 0.6.2's CPU backend has no pinned_host: their probes run over compile-only
-# TPU devices in the main pass (tests/xla/probes.TOPOLOGY), or not at all, so 8 CPU devices change nothing.
-cpu_mesh_pass() { case $1 in jax0435 | jax062) return 1 ;; esac; }
+# TPU devices in the main pass (tests/xla/probes.TOPOLOGY), or not at all, so 8 CPU devices
+# change nothing. The remat3 lane keeps to its own tests.
+cpu_mesh_pass() { case $1 in jax0435 | jax062 | remat3) return 1 ;; esac; }
+# The remat3 lane: jax_remat3 changes how jax.checkpoint and its offload policies are traced
+# (docs/jax-versions.md), so the lane runs what reads traced programs: the analysis, its
+# trigger catalogue and the examples' expected findings, the remat policies read from the
+# jaxpr (jax_compat/policies.py), the compilers' probes, and the fidelity corpora, where the compilers judge only the modules remat3 changes (the others were
+# judged in the main pass: tests/xla/corpora.lowered_alike_without_remat3). Its pytest
+# arguments replace these.
+REMAT3_TESTS=(tests/analysis tests/examples/test_examples_analysis.py tests/test_remat_policies.py tests/xla/test_probes.py tests/xla/test_fidelity.py)
+lane_variables() { case $1 in remat3) echo JAX_REMAT3=1 ;; esac; }
 once_filter() {  # once_filter NAME: the pytest -m expression for that environment, if any
   local marks=()
   case " $ENVS " in *" main "*) [ "$1" = main ] || marks+=("not once") ;; esac
-  case " $ENVS " in *" main "* | *" py312 "*)
-    case $1 in main | py312) ;; *) marks+=("not jax_independent") ;; esac ;;
+  case " $ENVS " in *" main "* | *" jax010 "*)
+    case $1 in main | jax010) ;; *) marks+=("not jax_independent") ;; esac ;;
   esac
   local IFS="|"
   echo "${marks[*]}" | sed 's/|/ and /g'
 }
 for name in $ENVS; do
   dir=$(env_dir "$name")
+  label=$dir  # what the summary calls it: the environment, and a lane's name
+  [ "$(env_base "$name")" = "$name" ] || label="$dir $name"
   marks=$(once_filter "$name")
+  tests=("$@")
+  [ "$name" != remat3 ] || [ $# -gt 0 ] || tests=("${REMAT3_TESTS[@]}")
   jax=$("$dir/bin/python" -c 'import importlib.metadata as m; print(m.version("jax"))' || echo "?")
   python=$("$dir/bin/python" -c 'import platform; print(platform.python_version())' || echo "?")
-  echo "== jax $jax, python $python ($dir)"
+  variables=$(lane_variables "$name")
+  echo "== jax $jax, python $python ($dir)${variables:+ with $variables}"
   status=0
   # Wall and CPU seconds (user + system, the test processes' children included): on a shared
   # machine the CPU figure is the one that says what the suite costs.
@@ -201,8 +224,9 @@ for name in $ENVS; do
     "$dir/bin/python" -m compileall -q offload_fixer tests scripts examples >/dev/null || true
     # worksteal: a worker that runs out takes tests queued for the other, so a run does not
     # end on one worker finishing a long queue of slow tests (fixes that compile).
-    OFFLOAD_FIXER_REQUIRE_COMPILERS=$(env_required_compilers "$name") \
-      "$dir/bin/python" -m pytest -q -n "$JOBS" --dist worksteal -p no:cacheprovider ${marks:+-m "$marks"} "$@" 2>&1 | tee "$logs/$name" || return_status=$?
+    # shellcheck disable=SC2086  # a lane's variables are NAME=VALUE words
+    env $variables OFFLOAD_FIXER_REQUIRE_COMPILERS="$(env_required_compilers "$name")" \
+      "$dir/bin/python" -m pytest -q -n "$JOBS" --dist worksteal -p no:cacheprovider ${marks:+-m "$marks"} "${tests[@]}" 2>&1 | tee "$logs/$name" || return_status=$?
     # The mesh probes need 8 CPU devices, which would turn the examples (meshes over
     # jax.devices()) into 8-device programs: a pass of their own, on a full run only.
     if [ $# -eq 0 ] && cpu_mesh_pass "$name"; then
@@ -222,7 +246,7 @@ for name in $ENVS; do
     counts="$counts; mesh probes: $mesh"
   fi
   [ "$status" -eq 0 ] || failed="$failed $name"
-  summary+=("$(printf '%-14s jax %-9s python %-7s %4.0fs wall %4.0fs cpu  %s%s' "$dir" "$jax" "$python" "$wall" \
+  summary+=("$(printf '%-14s jax %-9s python %-7s %4.0fs wall %4.0fs cpu  %s%s' "$label" "$jax" "$python" "$wall" \
     "$(awk -v b="$user" -v c="$system" 'BEGIN {print b + c}')" "$counts" "$([ "$status" -eq 0 ] || echo "  (exit $status)")")")
 done
 

@@ -39,6 +39,8 @@ def test_doctor_says_what_can_be_confirmed():
     assert proc.returncode == 0, proc.stderr
     assert "--confirm --target tpu:" in proc.stdout and "--confirm --target gpu:" in proc.stdout
     assert "its verdicts were checked against:" in proc.stdout
+    for newer in jax_compat.xla_generation().newer_compilers_loading:  # measured to load under this jaxlib
+        assert f"{newer} " in proc.stdout and "also loads under jaxlib" in proc.stdout
 
 
 @pytest.mark.skipif(

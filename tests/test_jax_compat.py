@@ -72,6 +72,25 @@ def test_transfer_to_memory_kind_matches_the_installed_jax():
     assert jax_compat.spelling().transfer_to_memory_kind is hasattr(sharding_impls, "TransferToMemoryKind")
 
 
+@pytest.mark.skipif(not jax_compat.host_memory_on_this_backend(), reason="this JAX's CPU backend has no pinned_host")
+def test_the_refusal_of_mixed_memory_spaces_matches_the_installed_jax():
+    """Where the spelling says JAX refuses an operation on host and device operands, tracing one
+    raises the refusal the package reads (naming the primitive); elsewhere it traces."""
+    host = jax.sharding.SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")
+
+    def mixed(w, x):
+        return x @ jax.device_put(w, host)
+
+    args = (jnp.ones((8, 4)), jnp.ones((2, 8)))
+    if jax_compat.spelling().regime is jax_compat.Regime.TYPED:
+        with pytest.raises(ValueError) as refused:
+            jax.jit(mixed).trace(*args)
+        assert jax_compat.mixed_memory_space_refusal(refused.value) == "dot_general"
+    else:
+        jax.jit(mixed).trace(*args)
+    assert jax_compat.mixed_memory_space_refusal(ValueError("Incompatible shapes for broadcasting")) is None
+
+
 def test_host_compute_shape_matches_the_installed_compute_on():
     from jax.experimental.compute_on import compute_on
 

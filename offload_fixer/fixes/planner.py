@@ -12,6 +12,9 @@ anything is written. See ``README.md`` in this package for the rules and the saf
 Its neighbours: the words of a plan (rationale, notes, titles) in ``plan_words``, the
 diagnostics read into a target in ``plan_targets``, the source files and dry runs in
 ``plan_sources``. This module groups the diagnostics, chooses the parts and runs them.
+
+Over 500 lines on purpose: which parts each kind of finding gets (``_parts``, ``_planned``) reads
+the group's target and codemods as the group does; its seam, the per-code rules, is the next split.
 """
 
 from __future__ import annotations
@@ -29,7 +32,13 @@ from offload_fixer.codemods.move_to_device import MoveToDeviceCommand
 from offload_fixer.codemods.pin_host_memory import PinHostMemoryCommand
 from offload_fixer.codemods.rename_checkpoint_name import RenameCheckpointNameCommand
 from offload_fixer.codemods.targets import Edit, FunctionTarget, narrowed
-from offload_fixer.codes import HOST_COMPUTE_CODES, HOST_VALUE_DEVICE_OUTPUT, OFFLOAD_DOES_NOTHING, UNPINNED_HOST_MEMORY
+from offload_fixer.codes import (
+    HOST_COMPUTE_CODES,
+    HOST_VALUE_DEVICE_OUTPUT,
+    MIXED_MEMORY_SPACES,
+    OFFLOAD_DOES_NOTHING,
+    UNPINNED_HOST_MEMORY,
+)
 from offload_fixer.findings import origin_key, root_cause_key, source_path
 from offload_fixer.fixes.plan_sources import Job, Source, Sources, same_file
 from offload_fixer.fixes.plan_targets import FixTarget, fix_target, host_computed, imported_jit_target, state_outputs
@@ -478,12 +487,16 @@ def _left_on_host(diagnostic: Diagnostic, edits: Sequence[Edit], path: str | Non
 
 def _planned(diagnostic: Diagnostic, workaround: bool) -> bool:
     """Whether a finding gets a plan: its code is one a codemod fixes, it is no known compiler
-    bug (unless the workaround is asked for), and for OFL1211 it is the source check's
-    misspelt name (its literal is the span; what ``run`` finds of OFL1211 is advice); OFL1208 only eagerly."""
+    bug (unless the workaround is asked for), for OFL1211 it is the source check's misspelt
+    name (its literal is the span; what ``run`` finds of OFL1211 is advice), for OFL1215 a
+    committed host argument JAX refused (a value the program moves to host itself is moved
+    back where the program means it on device: advice), and OFL1208 only in eager code."""
     if diagnostic.code not in FIXABLE_CODES or (diagnostic.compiler_bug is not None and not workaround):
         return False
     if diagnostic.code in EAGER_ONLY_CODES and not (diagnostic.function and diagnostic.function.eager):
         return False
+    if diagnostic.code == MIXED_MEMORY_SPACES:
+        return diagnostic.origin is not None and diagnostic.origin.kind == "host_argument"
     return diagnostic.code != OFFLOAD_DOES_NOTHING or diagnostic.origin is None
 
 

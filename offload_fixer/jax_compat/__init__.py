@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -201,6 +202,25 @@ def spelling(version: str | None = None) -> Spelling:
     )
 
 
+_MIXED_MEMORY_SPACES = re.compile(r"memory_space of all inputs passed to `(\w+)` must be the same")
+"""JAX's refusal of an operation on operands in different memory spaces, worded alike from
+0.7.1 to 0.12.0.1: ``memory_space of all inputs passed to `dot_general` must be the same. Got
+one operand with type: float32[16,8] and another operand with type: float32<host>[8,4]``."""
+
+
+def mixed_memory_space_refusal(error: BaseException) -> str | None:
+    """The primitive JAX refused to trace because its operands live in host and device memory
+    (``dot_general``), where ``error`` is that refusal (a ``ValueError`` while tracing; JAX
+    refuses from 0.7.1, :attr:`Regime.TYPED`, on a value moved to ``pinned_host`` inside ``jit``
+    or a committed ``pinned_host`` array passed in: a ``NamedSharding`` one from 0.7.1, a
+    single-device one from 0.7.2; an argument streamed through a host ``in_shardings`` is typed
+    device memory and is not refused)."""
+    if not isinstance(error, ValueError):
+        return None
+    match = _MIXED_MEMORY_SPACES.search(str(error))
+    return match.group(1) if match else None
+
+
 def describe_installed() -> str:
     """``"jax 0.10.2 (regime >=0.7.1: memory space is part of the type)"``."""
     meaning = {
@@ -310,7 +330,8 @@ def compute_on_host(fn: Callable[..., Any]) -> Callable[..., Any]:
         # the function form is JAX 0.11.1's; the installed JAX's typing may be an older one's
         return compute_on(fn, compute_type="device_host", out_memory_spaces=jax.memory.Space.Host)  # type: ignore[call-arg, misc, arg-type, unused-ignore]
     if form is HostCompute.CONTEXT:
-        return compute_on("device_host")(fn)
+        # the context manager is JAX 0.4.29 - 0.11.0's; the installed JAX's typing may be a newer one's
+        return compute_on("device_host")(fn)  # type: ignore[call-arg, unused-ignore]
     raise UnsupportedJaxVersion(f"jax {installed_version()} has no compute_on")  # pragma: no cover
 
 
@@ -390,11 +411,19 @@ FIRST_JAXLIB_COMPILING_MLIR_MODULES = (0, 8, 0)
 """``Client.compile`` takes an MLIR module from jaxlib 0.8; before, serialized bytes or text."""
 
 
-def compile_stablehlo(module: Any, devices: Sequence[Any], num_replicas: int, num_partitions: int) -> Any:
+def compile_stablehlo(
+    module: Any,
+    devices: Sequence[Any],
+    num_replicas: int,
+    num_partitions: int,
+    options: Mapping[str, Any] | None = None,
+) -> Any:
     """Run the full XLA pipeline of ``devices``' compiler over ``module`` (no execution).
 
     Compiles through the devices' own client, so a module lowered on the CPU for ``tpu`` or
-    ``cuda`` is judged by exactly the compiler a user's accelerator job would run.
+    ``cuda`` is judged by exactly the compiler a user's accelerator job would run. ``options``:
+    XLA flags for this compile alone (``{"xla_disable_automatic_host_compute_offload": True}``),
+    as ``jit(...).compile(compiler_options=...)`` passes them (JAX 0.4.35 - 0.12.0.1).
     """
     import numpy as np
     from jax._src import compiler
@@ -407,13 +436,14 @@ def compile_stablehlo(module: Any, devices: Sequence[Any], num_replicas: int, nu
     assignment = np.array([d.id for d in devices[: num_replicas * num_partitions]]).reshape(
         num_replicas, num_partitions
     )
-    options = compiler.get_compile_options(
+    compile_options = compiler.get_compile_options(
         num_replicas=num_replicas,
         num_partitions=num_partitions,
         device_assignment=assignment,
+        env_options_overrides=dict(options) if options else None,
     )
     chosen = xla_client.DeviceList(tuple(devices[: num_replicas * num_partitions]))
-    return client.compile(module, executable_devices=chosen, compile_options=options)
+    return client.compile(module, executable_devices=chosen, compile_options=compile_options)
 
 
 def output_memory_kinds(executable: Any) -> list[str]:

@@ -78,6 +78,11 @@ class XlaGeneration:
     shard), which fails where a shard of a 1-D output is not whole 128-lane tiles (libtpu 0.0.42.1
     and 0.0.50.1, the ``lane_gather_*`` probes); libtpu 0.0.17.1 compiles these."""
 
+    newer_compilers_loading: tuple[str, ...] = ()
+    """Released compilers newer than this generation's that were measured to load under its
+    jaxlib and compile deviceless (``libtpu 0.0.51`` under jaxlib 0.12.0.1): usable for
+    ``--confirm``, though the analysis was checked against this generation's own."""
+
     def compiler(self, target: str) -> str | None:
         """The released compiler of ``target`` this generation was measured on (``libtpu
         0.0.17.1``), or ``None``: JAX 0.6.2's generation has no CUDA plugin measured."""
@@ -126,6 +131,7 @@ XLA_GENERATIONS: tuple[tuple[tuple[int, int, int], XlaGeneration], ...] = (
             inlines_shard_map_body=False,
             tpu_lane_slice_multiple_of_lane_count=True,
             tpu_gathers_host_shards_by_updates=True,
+            newer_compilers_loading=("libtpu 0.0.51",),
         ),
     ),
 )

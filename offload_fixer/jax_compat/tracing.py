@@ -192,6 +192,18 @@ def frames_not_the_users(prefixes: Sequence[str]) -> Iterator[None]:
                 clear()
 
 
+@functools.cache
+def jax_roots() -> tuple[str, ...]:
+    """The directories of the installed ``jax`` and ``jaxlib`` packages (with a trailing
+    separator): a frame or function from under them is JAX's own, not the user's."""
+    import os
+
+    import jax
+    import jaxlib
+
+    return tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (jax, jaxlib) if m.__file__ is not None)
+
+
 def host_memory_kind(value: Any) -> str | None:
     """The memory kind of a committed array in host memory, other than its device's default
     (JAX's CPU build before 0.5 keeps every array in ``unpinned_host``: that is not offloading)."""

@@ -144,7 +144,9 @@ class Rule:
     judged_by_jax: bool = False
     """JAX itself refuses the pattern, where :attr:`applies`, before any compiler sees it: the
     examples are programs run as they are (eager code, no ``f`` to lower), and the tests run
-    them (each invalid one raises, each valid one runs); ``run`` reports the program's failure."""
+    them (each invalid one raises, each valid one runs). ``run`` and the API report the refusal
+    of a jitted function from JAX's error (``offload_fixer.trace_refusals``); an eager one is the
+    program's failure."""
     static_scope: str = ""
     """Where the source check reports only part of what the rule covers: that part, in words
     (its pages' examples are then not the source check's; its tests are)."""
@@ -315,7 +317,12 @@ def render_rule(code: str, jax_version: str | None = None) -> str:
     out += ["## Applies to", "", f"{rule.applies_to}.", ""]
     checked_by = "`offload-fixer run`, `fix` and `analyze()` (the lowered program)"
     if rule.judged_by_jax:
-        checked_by = "`offload-fixer check` (the source, without running it); `offload-fixer run` shows JAX's error as the program's failure"
+        checked_by = (
+            "`offload-fixer check` (the source, without running it); `offload-fixer run` and "
+            "`check(fn, ...)` from JAX's error where it refuses a jitted function (the committed "
+            "host arguments it names, each with the move that fixes it); `run` shows an eager "
+            "operation's refusal as the program's failure"
+        )
     elif rule.checked_statically:
         checked_by += ", and `offload-fixer check` (the source, without running it)"
         if rule.static_scope:

@@ -152,7 +152,8 @@ RULE = Rule(
         ),
         FixDoc(
             None,
-            'Mark the compute as intended host compute: `compute_on` with `compute_type="device_host"`',
+            'Mark the compute as intended host compute: `compute_on` with `compute_type="device_host"` '
+            "(from JAX 0.11.1 only the function wrapper, `compute_on(f, compute_type=..., out_memory_spaces=...)`)",
             "display-only",
             "Only the author knows whether running this on the host CPU is intended.",
         ),

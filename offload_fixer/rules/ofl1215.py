@@ -1,5 +1,6 @@
 """OFL1215 mixed-memory-spaces: an operation whose array operands are in host and in device
-memory, which JAX refuses from 0.7.1, before anything compiles."""
+memory, which JAX refuses from 0.7.1, before anything compiles. The source check finds it in
+the source; ``run`` and the API in JAX's error (``offload_fixer.trace_refusals``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from offload_fixer import codes
 from offload_fixer.jax_compat import Regime
-from offload_fixer.model import Diagnostic, Role, Step
+from offload_fixer.model import Diagnostic, FunctionRef, Origin, Role, Span, Step
 from offload_fixer.rules import FixDoc, Rule, ToolMessage, on_branch, origin_phrase, same_everywhere
 from offload_fixer.rules.examples import example
 
@@ -60,6 +61,27 @@ _WHY = (
 )
 
 
+def refused(primitive: str, at: Span | None, origin: Origin, function: FunctionRef | None, target: str) -> Diagnostic:
+    """``run``'s and the API's OFL1215 from JAX's refusal of ``primitive``, which ``origin``
+    reaches: a committed host argument (the fix moves it to device where the function starts),
+    or a value the function moves to host at a place JAX's error does not give (no fix: the
+    source check finds the move); ``at``: where the user's code asked for the operation."""
+    argument = origin.kind == "host_argument"
+    start = Step("argument", Role.HOST_ARGUMENT, origin.span) if argument else Step("device_put", Role.MOVE_TO_HOST)
+    return Diagnostic(
+        code=RULE.code,
+        severity=RULE.severity(target),
+        target=target,
+        message=JAX_REFUSES.format(op=primitive),
+        explanation=f"{origin_phrase(origin)} meets a value in device memory in `{primitive}`. {_WHY}",
+        origin=origin,
+        trace=(start, Step(primitive, Role.FAILURE, at)),
+        span=at or origin.span,
+        fixes=(RULE.fix_option("device"),) if argument else (),
+        function=function,
+    )
+
+
 def from_static_compute(site: StaticHostCompute) -> Iterator[Diagnostic]:
     """The source check's OFL1215, at the operation JAX refuses."""
     if site.kind != "mixed":
@@ -99,10 +121,12 @@ RULE = Rule(
         FixDoc(
             "device",
             "Move the host operand to device before the operation",
-            "display-only",
-            "A `jax.device_put` of the host operand to device memory where it meets the device "
-            "operand; JAX then computes on device. No edit is made: the move belongs where the "
-            "program means its value to be on device.",
+            "safe",
+            "A `jax.device_put` of the host operand to device memory before it meets the device "
+            "operand; JAX then computes on device. `run --fix` writes it for a committed host "
+            "argument JAX names, where the jitted function starts; for a value the program moves "
+            "to host itself no edit is made: the move belongs where the program means its value "
+            "to be on device.",
         ),
     ),
     applies_to="JAX 0.7.1 and later, where the memory space is part of an array's type; before, JAX "

@@ -516,7 +516,8 @@ def _check_once(
     if isinstance(syntax_error, SyntaxError) and judged_by_cpython(python):
         # the file is written for this interpreter's Python or an older one: CPython decides
         return StaticResult(path, parse_error=_syntax_error(syntax_error, text, path, python), analysed=True)
-    if found is not None and not references_jit(found.tree) and not checks_policy_alone(data) and not spells_host(data):
+    names_jit = found is not None and references_jit(found.tree)
+    if found is not None and not names_jit and not checks_policy_alone(data) and not spells_host(data):
         return StaticResult(path, analysed=True)
     import hashlib
 
@@ -533,7 +534,17 @@ def _check_once(
             facts.memo = shared.memo
         try:
             diagnostics, dependencies = _analyse(
-                facts, text, path, target, spelling, digest, project, found, cache, prune=cache is None
+                facts,
+                text,
+                path,
+                target,
+                spelling,
+                digest,
+                project,
+                found,
+                cache,
+                prune=cache is None,
+                search_sites=names_jit,
             )
         except NotCut:  # a statement that does not parse alone: the whole text is parsed below
             pass
@@ -644,6 +655,7 @@ def _analyse(
     found_outline: Outline | None = None,
     cache: SourceCache | None = None,
     prune: bool = False,
+    search_sites: bool = True,
 ) -> tuple[list[Diagnostic], tuple[str, ...]]:
     """Diagnostics of a parsed text (a module parsed whole is located statement by statement),
     and the other modules of the project read for them. With the ``cache`` of a document and
@@ -655,7 +667,9 @@ def _analyse(
     one (:func:`.policies.unpinned_policies_by_statement`); raises :class:`~.scopes.NotCut`
     when one of those does not parse alone. With a document's cache too, a statement a change
     may affect is analysed again only where a host value can reach it; the others find
-    nothing, whether or not they were ever parsed."""
+    nothing, whether or not they were ever parsed. ``search_sites`` False: a text that names none of
+    JAX's jits (:func:`.prefilter.references_jit`), read for its code outside any jit alone,
+    is not searched for jit sites (as a text ruled out by the prefilter is not)."""
     from .interpreter import Interpreter
     from .rules import diagnostics, eager_findings, findings
     from .source import ParsedSource, Sources
@@ -664,8 +678,9 @@ def _analyse(
     increment = None
     consulted: dict[str, Any] = {}  # project modules read to rule statements out: their stamps count too
     eager: list[int] | None
+    tests: dict[int, frozenset[str]] | None = None
     if isinstance(parsed, ModuleFacts):
-        from .candidates import eager_candidates, site_candidates
+        from .candidates import site_candidates
         from .policies import unpinned_policies_by_statement, untagged_names_by_statement
 
         interpreter = Interpreter(parsed, text, None, project, importer, spelling.regime)
@@ -675,32 +690,27 @@ def _analyse(
                 from .statement_reads import keep_jit_groups_only
 
                 keep_jit_groups_only(parsed)
-            indices: list[int] | None = site_candidates(parsed, project, importer)
-            eager = eager_candidates(parsed, project, importer)
+            indices: list[int] | None = site_candidates(parsed, project, importer) if search_sites else []
+            eager, tests = _eager_roots(parsed, project, importer)
             if prune and (indices or eager):
-                from .pruning import pruned_pieces
-
-                parsed.pruned = pruned_pieces(parsed, project, importer, sorted({*(indices or ()), *eager}))
+                parsed.pruned = _pruned(parsed, project, importer, indices or [], eager, tests)
         else:
             # Of the statements a change may affect, those a host value can reach; the others
             # find nothing (kept so), parsed only where an analysed one reads them.
             increment = _increment_by_chunk(parsed, cache, (path, target, spelling), project)
             with project.consulting() as asked:
-                indices = site_candidates(parsed, project, importer, increment.dirty)
-                eager = eager_candidates(parsed, project, importer, increment.dirty)
+                indices = site_candidates(parsed, project, importer, increment.dirty) if search_sites else []
+                eager, tests = _eager_roots(parsed, project, importer, increment.dirty)
                 if indices or eager:
-                    from .pruning import pruned_pieces
-
                     # As ``check`` prunes: a class is cut down by what every candidate reads
                     # (those of a document just opened, every statement of which is dirty).
-                    everywhere = (
-                        sorted({*(indices or ()), *eager})
-                        if len(increment.dirty) == len(parsed.outline.groups)
-                        else sorted(
-                            {*site_candidates(parsed, project, importer), *eager_candidates(parsed, project, importer)}
+                    if len(increment.dirty) == len(parsed.outline.groups):
+                        parsed.pruned = _pruned(parsed, project, importer, indices, eager, tests)
+                    else:
+                        every_site = site_candidates(parsed, project, importer) if search_sites else []
+                        parsed.pruned = _pruned(
+                            parsed, project, importer, every_site, *_eager_roots(parsed, project, importer)
                         )
-                    )
-                    parsed.pruned = pruned_pieces(parsed, project, importer, everywhere)
             project.note(asked)
             own = os.path.abspath(path)
             consulted = dict.fromkeys(p for p in asked.files if os.path.abspath(p) != own)
@@ -730,7 +740,7 @@ def _analyse(
     # The code outside any jit, once every jit site is analysed (its module-level names are
     # then evaluated as eager code does).
     eager_indices = range(interpreter.statement_count) if eager is None else eager
-    for index, (operations, called) in interpreter.eager_by_statement(eager_indices).items():
+    for index, (operations, called) in interpreter.eager_by_statement(eager_indices, tests).items():
         found_here = fresh.setdefault(index, [])
         found_here.extend(eager_findings(operations))
         for site in called:
@@ -766,6 +776,39 @@ def _analyse(
         primary = interpreter.lazy.source() if interpreter.lazy is not None else cast(ParsedSource, parsed)
     sources = Sources(primary, path, others, source_sha256)
     return diagnostics(found, sources, target, spelling) + policies, dependencies
+
+
+def _eager_roots(
+    facts: ModuleFacts, project: Project | None, importer: str | None, among: Sequence[int] | None = None
+) -> tuple[list[int], dict[int, frozenset[str]]]:
+    """The statement groups whose code outside any jit a host value can reach (of ``among``
+    when given), and of each class among them, the test methods it reaches (a class none of
+    whose test methods it reaches is left out: libcst never parses it for its eager code)."""
+    from .candidates import eager_candidates
+    from .pruning import reached_tests
+
+    eager = eager_candidates(facts, project, importer, among)
+    tests = reached_tests(facts, project, importer, eager)
+    return [index for index in eager if tests.get(index) != frozenset()], tests
+
+
+def _pruned(
+    facts: ModuleFacts,
+    project: Project | None,
+    importer: str | None,
+    sites: Sequence[int],
+    eager: Sequence[int],
+    tests: Mapping[int, frozenset[str]],
+) -> dict[int, str]:
+    """The candidates' texts with what no candidate reads blanked (:func:`.pruning.pruned_pieces`):
+    a test case's class read for its eager code alone keeps only the tests a host value reaches."""
+    from .candidates import opaque_classes
+    from .pruning import pruned_pieces
+
+    eager_only = [index for index in eager if index in tests and index not in set(sites)]
+    opaque = opaque_classes(facts, project, importer, eager_only) if eager_only else set()
+    tests_only = {index: tests[index] for index in eager_only if index in opaque}
+    return pruned_pieces(facts, project, importer, sorted({*sites, *eager}), tests_only)
 
 
 def _increment(

@@ -47,6 +47,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import os
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -66,7 +67,7 @@ _WHOLE_MODULE = "module"
 def jit_candidates(facts: ModuleFacts, project: Project | None, importer: str | None) -> list[int]:
     """Indices of the top-level statement groups of ``facts`` (the checked file, imported as
     ``importer``; None: a text of no file, whose imports stay names) that can hold a jit site."""
-    return _fixed_point(_Resolver(facts, project, importer), facts, range(len(facts.outline.groups)))
+    return _fixed_point(_resolver(facts, project, importer), facts, range(len(facts.outline.groups)))
 
 
 def site_candidates(
@@ -75,31 +76,38 @@ def site_candidates(
     """The :func:`jit_candidates` that a host value can reach too: the only statements whose
     jit sites can be reported; of the indices ``among`` (in their order) when given."""
     indices = range(len(facts.outline.groups)) if among is None else among
-    found = _fixed_point(_Resolver(facts, project, importer), facts, indices)
+    found = _fixed_point(_resolver(facts, project, importer), facts, indices)
     if not found:
         return found
-    return _fixed_point(_Resolver(facts, project, importer, host=True), facts, found)
+    return _fixed_point(_resolver(facts, project, importer, host=True), facts, found)
 
 
 def eager_candidates(
     facts: ModuleFacts, project: Project | None, importer: str | None, among: Sequence[int] | None = None
 ) -> list[int]:
     """The top-level statement groups whose code runs outside any jit (:mod:`.eager`: a
-    statement other than a ``def`` or a class, a test function, a class with test methods)
-    that a host value can reach; of the indices ``among`` (in their order) when given."""
+    statement other than an import, a ``def`` or a class; a test function; a class with test
+    methods) that a host value can reach; of the indices ``among`` (in their order) when
+    given. Which test methods of such a class: :func:`.pruning.reached_tests`."""
     indices = range(len(facts.outline.groups)) if among is None else among
-    roots = [index for index in indices if any(_runs_eagerly(s) for s in facts.outline.groups[index])]
+    roots = [index for index in indices if group_of(facts, index).runs_eagerly]
     if not roots:
         return roots
-    return _fixed_point(_Resolver(facts, project, importer, host=True), facts, roots)
+    return _fixed_point(_resolver(facts, project, importer, host=True), facts, roots)
 
 
-def _runs_eagerly(statement: ast.stmt) -> bool:
-    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return statement.name.startswith("test")
-    if isinstance(statement, ast.ClassDef):
-        return any(isinstance(m, ast.FunctionDef) and m.name.startswith("test") for m in statement.body)
-    return True
+def opaque_classes(
+    facts: ModuleFacts, project: Project | None, importer: str | None, indices: Sequence[int]
+) -> set[int]:
+    """Of ``indices``, the groups that are one class statement whose value the interpreter
+    never knows, whatever its body (:meth:`_Resolver._opaque`: a test case's class)."""
+    resolver = _resolver(facts, project, importer)
+    with resolver.attributed(resolver.main_path):
+        return {
+            index
+            for index in indices
+            if (shape := group_of(facts, index).class_shape) is not None and resolver._opaque(facts, shape)
+        }
 
 
 def reads_host(
@@ -112,7 +120,7 @@ def reads_host(
     """Which of ``reads`` (each: the names read with the attributes read from them, and the
     imports made, by a part of group ``reader``) may read a host value through a module-level
     name or an import, as :func:`site_candidates` decides for whole groups (:mod:`.pruning`)."""
-    resolver = _Resolver(facts, project, importer, host=True)
+    resolver = _resolver(facts, project, importer, host=True)
     with resolver.attributed(resolver.main_path):
         while True:
             found = {
@@ -144,6 +152,27 @@ def _imports_binding(
     ]
 
 
+def _resolver(facts: ModuleFacts, project: Project | None, importer: str | None, host: bool = False) -> _Resolver:
+    """The resolver of one check of ``facts`` (a fresh :class:`ModuleFacts` each check), by
+    kind: what it settled about the checked file answers every later question of the check
+    (the candidates, the eager roots, the test methods a host value reaches) without deciding
+    it again."""
+    kept = _RESOLVERS.get(facts)
+    if kept is None:
+        kept = _RESOLVERS[facts] = {}
+    found = kept.get(host)
+    if found is None or found.project is not project or found.main_path != _absolute(importer):
+        found = kept[host] = _Resolver(facts, project, importer, host)
+    return found
+
+
+def _absolute(importer: str | None) -> str | None:
+    return None if importer is None else os.path.abspath(importer)
+
+
+_RESOLVERS: weakref.WeakKeyDictionary[ModuleFacts, dict[bool, _Resolver]] = weakref.WeakKeyDictionary()
+
+
 def _fixed_point(resolver: _Resolver, facts: ModuleFacts, indices: Sequence[int]) -> list[int]:
     with resolver.attributed(resolver.main_path):
         while True:  # to the least fixed point: a cycle of statements with no jit in it holds none
@@ -160,7 +189,7 @@ class _Resolver:
         self.host = host
         self.main = facts
         self.project = project
-        self.main_path = None if importer is None else os.path.abspath(importer)
+        self.main_path = _absolute(importer)
         self.active: set[tuple[int, int | str]] = set()
         self.found: dict[tuple[int, int | str], bool] = {}
         """This pass's answers, by (facts, group); they depend on other files: kept no longer."""
@@ -170,6 +199,9 @@ class _Resolver:
         """This pass's values of module-level names, by (facts, name, reader), kept as ``found``."""
         self.previous_values: dict[tuple[int, str, int | None], frozenset[str]] = {}
         self.active_values: set[tuple[int, str, int | None]] = set()
+        self.settled: dict[tuple[Any, ...], Any] = {}
+        """The answers of passes that changed nothing (``found``'s and ``values``' alike, told
+        apart by the length of their keys): final, for the checked file too."""
         self.changed = False
         self.shared = shared_answers(project, facts, self.main_path, host)
         self.module = self.main_path
@@ -181,6 +213,9 @@ class _Resolver:
     def next_pass(self) -> bool:
         """Start another pass when this one changed an answer (they only ever turn true)."""
         changed, self.changed = self.changed, False
+        if not changed:
+            self.settled.update(self.found)
+            self.settled.update(self.values)
         if not changed and self.shared is not None:
             # A pass that changed nothing: its answers are the least fixed point, final.
             for answers in (self.found, self.values):
@@ -259,6 +294,8 @@ class _Resolver:
     def _answered(self, facts: ModuleFacts, key: tuple[Any, ...], answers: dict[Any, Any]) -> Any:
         """This pass's answer for ``key`` (in ``answers``), else the run's final one (None: neither)."""
         found = answers.get(key)
+        if found is None:
+            found = self.settled.get(key)
         if found is not None:
             if self.shared is not None:
                 self._use(self._path(facts))

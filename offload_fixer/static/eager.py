@@ -26,7 +26,7 @@ Where a test of an array's kind (``isinstance(x, jax.Array)``, ``x.sharding.memo
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -123,15 +123,19 @@ class EagerRunner(Evaluator):
     """How many module-level bindings are being evaluated for a name eager code reads: their
     operations are that statement's, not this one's."""
 
-    def eager_by_statement(self, indices: Iterable[int]) -> dict[int, tuple[list, list]]:
+    def eager_by_statement(
+        self, indices: Iterable[int], tests: Mapping[int, frozenset[str]] | None = None
+    ) -> dict[int, tuple[list, list]]:
         """For each top-level statement at ``indices``: the eager operations on host arrays its
-        code runs (each :class:`EagerOperation` once), and the jit sites it calls with host arrays."""
+        code runs (each :class:`EagerOperation` once), and the jit sites it calls with host arrays.
+        ``tests``: of the classes of a statement there, the test methods run (the others no host
+        value reaches: :func:`.pruning.reached_tests`); a statement not there runs all of them."""
         found: dict[int, tuple[list, list]] = {}
         for index in indices:
             statement = self.top_statement(index)
             operations: list = []
             sites: list = []
-            for body, frame in self._roots(statement, index):
+            for body, frame in self._roots(statement, index, None if tests is None else tests.get(index)):
                 self._run_root(body, frame, operations, sites)
             unique: dict = {}
             for operation in operations:  # a loop runs its body twice: each operation once
@@ -139,15 +143,20 @@ class EagerRunner(Evaluator):
             found[index] = (list(unique.values()), sites)
         return found
 
-    def _roots(self, statement: Any, index: int) -> list[tuple[list, Frame]]:
+    def _roots(self, statement: Any, index: int, tests: frozenset[str] | None) -> list[tuple[list, Frame]]:
         """The code of a top-level statement that runs outside any jit: the statement itself, or
-        the test functions and methods it defines, each with the frame it runs in."""
+        the test functions and methods it defines (of a class, those named in ``tests`` when
+        given), each with the frame it runs in."""
         if isinstance(statement, cst.FunctionDef):
             return [self._test_root(statement)] if _is_test(statement) else []
         if isinstance(statement, cst.ClassDef):
             body = self.class_statements(statement)
             return [
-                self._test_root(member) for member in body if isinstance(member, cst.FunctionDef) and _is_test(member)
+                self._test_root(member)
+                for member in body
+                if isinstance(member, cst.FunctionDef)
+                and _is_test(member)
+                and (tests is None or member.name.value in tests)
             ]
         return [([statement], Frame(frozenset(), self.module_scope.at(index)))]
 

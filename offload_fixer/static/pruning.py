@@ -44,7 +44,7 @@ from offload_fixer.source.lines import first_line
 from .candidates import reads_host
 from .outline import NEWLINE
 from .project import ModuleFacts, Project
-from .statement_reads import HOST_WORDS, group_identifiers
+from .statement_reads import HOST_WORDS, group_identifiers, is_test
 
 PRUNABLE_PREFIX = "test"
 _BY_COMPUTED_NAME = frozenset({"getattr", "setattr", "delattr", "hasattr"})
@@ -131,10 +131,18 @@ class Member:
 
 
 def pruned_pieces(
-    facts: ModuleFacts, project: Project | None, importer: str | None, candidates: Sequence[int]
+    facts: ModuleFacts,
+    project: Project | None,
+    importer: str | None,
+    candidates: Sequence[int],
+    tests_only: Mapping[int, frozenset[str]] | None = None,
 ) -> dict[int, str]:
     """The text of each candidate statement group with a class whose unreachable ``test*``
-    methods are blanked, by group index (groups with nothing to prune are left out)."""
+    methods are blanked, by group index (groups with nothing to prune are left out).
+    ``tests_only``: candidates read for their eager code alone, each a class whose value the
+    interpreter never knows (:func:`.candidates.opaque_classes`), with the test methods
+    :func:`reached_tests` names: every other method is blanked, as nothing but those tests,
+    run with an unknown ``self``, reads the class body."""
     if facts.outline.spans is None:
         return {}
 
@@ -146,10 +154,59 @@ def pruned_pieces(
 
     groups = {index: facts.outline.groups[index] for index in candidates}
     memo = {("identifiers", index): group_identifiers(facts, index) for index in candidates}
-    return {
-        index: found.text
-        for index, found in blank_unreached(groups, facts.piece, facts.lines_before_in_ast, host_seeds, memo).items()
+    found = {
+        index: pruned.text
+        for index, pruned in blank_unreached(groups, facts.piece, facts.lines_before_in_ast, host_seeds, memo).items()
     }
+    for index, tests in (tests_only or {}).items():
+        shape = facts.class_shape(index)
+        if shape is None:
+            continue
+        cls, offset = shape
+        lines = _lines(facts.piece(index))
+        members = _members(cls, lines, offset)
+        if members is None:
+            continue
+        dropped = [m.method for m in members if m.method is not None and m.method.name not in tests]
+        if dropped:
+            spans = [(first_line(m) - offset, (m.end_lineno or m.lineno) - offset) for m in dropped]
+            found[index] = _blanked(lines, spans, marked=False)
+    return found
+
+
+def reached_tests(
+    facts: ModuleFacts, project: Project | None, importer: str | None, candidates: Sequence[int]
+) -> dict[int, frozenset[str]]:
+    """For each of the ``candidates`` (eager ones, :func:`.candidates.eager_candidates`) that
+    is a class with test methods: the names of the test methods a host value can reach when a
+    test runner calls them. :mod:`.eager` runs a test method with the module's names and
+    nothing of its instance (``self`` is unknown), so a host value reaches one only as it
+    reaches a seed of the flow here: the method spells a host memory kind, an offload policy
+    or ``compute_on``, or it reads (or imports) what may hold a host value, or a name the
+    class statement binds (its own class, whose attributes the interpreter knows where the
+    class is a plain one). A class whose methods cannot be told apart line by line gives all
+    its test methods."""
+    if facts.outline.spans is None:
+        return {}
+    found: dict[int, frozenset[str]] = {}
+    for index in candidates:
+        shape = facts.class_shape(index)
+        if shape is None or not any(is_test(member) for member in shape[0].body):
+            continue
+        cls, offset = shape
+        members = _members(cls, _lines(facts.piece(index)), offset)
+        if members is None:
+            found[index] = frozenset(member.name for member in cls.body if is_test(member))  # type: ignore[attr-defined]
+            continue
+        tests = [member for member in members if member.method is not None and is_test(member.method)]
+        reaching = reads_host(facts, project, importer, index, [(m.module_reads, m.imports) for m in tests])
+        bound = {name for name, binders in facts.binders.items() if index in binders}
+        found[index] = frozenset(
+            member.method.name  # type: ignore[union-attr]
+            for position, member in enumerate(tests)
+            if member.spells_host or position in reaching or not bound.isdisjoint(member.reads)
+        )
+    return found
 
 
 @dataclass(frozen=True)

@@ -244,6 +244,9 @@ class Group(_Reads):
         site to meet. Those calls' callees must still be JAX's (``.candidates`` resolves them)."""
         self.class_shape = _class_shape(statements)
         """What the header of a group that is one class statement says."""
+        self.runs_eagerly = any(_runs_eagerly(statement) for statement in statements)
+        """Code of the group runs outside any jit (:mod:`.eager`): a statement other than an
+        import, a ``def`` or a class, a test function, or a class with test methods."""
 
     def _walk_class(self, cls: ast.ClassDef) -> None:
         """A top-level class, as :meth:`walk` walks it, each member of its body taken from
@@ -265,6 +268,21 @@ class Group(_Reads):
                 member.walk([(item, True, True, False)])
                 del member._seen, member._seen_in_value
             self.take(member)
+
+
+def is_test(statement: ast.stmt) -> bool:
+    """A test function or method, which a test runner calls outside any jit (as :mod:`.eager`
+    runs them: not a coroutine)."""
+    return type(statement) is ast.FunctionDef and statement.name.startswith("test")
+
+
+def _runs_eagerly(statement: ast.stmt) -> bool:
+    kind = type(statement)
+    if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+        return is_test(statement)
+    if kind is ast.ClassDef:
+        return any(is_test(member) for member in statement.body)  # type: ignore[attr-defined]
+    return kind is not ast.Import and kind is not ast.ImportFrom
 
 
 _MEMBER_READS: weakref.WeakKeyDictionary[ast.AST, _Reads] = weakref.WeakKeyDictionary()

@@ -3,7 +3,11 @@
 XLA stops at its first error and names one tensor. To confirm every output the analysis says
 error 1200 reaches, the module is compiled again with each output XLA rejects declared host
 memory, until XLA compiles it or fails for another reason: the outputs it rejected on the way
-are exactly those that fail, and the last verdict decides the other findings.
+are exactly those that fail, and the last verdict decides the other findings. Where that last
+module compiles and the analysis found host compute, it is compiled once more with
+``--xla_disable_automatic_host_compute_offload`` (:data:`~offload_fixer.xla.oracle.WITHOUT_HOST_COMPUTE`):
+XLA refusing it is XLA's own word that it makes host compute there; its logged warnings only
+name the instructions.
 """
 
 from __future__ import annotations
@@ -13,10 +17,11 @@ from dataclasses import replace
 from typing import Any
 
 from offload_fixer import codes
+from offload_fixer import xla_messages as msg
 from offload_fixer.model import DEVICE, PINNED_HOST, Diagnostic, Report, XlaVerdict
 from offload_fixer.rules import backend_codes, get_rule
 from offload_fixer.xla.agreement import compare
-from offload_fixer.xla.oracle import Oracle, module_text, oracle
+from offload_fixer.xla.oracle import WITHOUT_HOST_COMPUTE, Oracle, module_text, oracle
 
 
 def confirm(report: Report, source: Any, judge: Oracle | None = None) -> Report:
@@ -35,8 +40,12 @@ def confirm(report: Report, source: Any, judge: Oracle | None = None) -> Report:
         text = with_host_output(text, index)
         verdict = judge.judge(text)
         warned += [name for name in verdict.host_compute + verdict.host_slices if name not in warned]
+    host_compute = None
+    if verdict.outcome == "compiled" and any(d.code in codes.HOST_COMPUTE_WARNING_CODES for d in report.diagnostics):
+        host_compute = judge.judge(text, WITHOUT_HOST_COMPUTE)
     diagnostics = tuple(
-        replace(_confirmed(d, rejected, verdict, warned), confirmed_by=first.compiler) for d in report.diagnostics
+        replace(_confirmed(d, rejected, verdict, warned, host_compute), confirmed_by=first.compiler)
+        for d in report.diagnostics
     )
     return replace(
         report,
@@ -61,17 +70,27 @@ def _error_1200_output(verdict: XlaVerdict, report: Report) -> int | None:
     return None
 
 
-def _confirmed(diagnostic: Diagnostic, rejected: dict[int, str], last: XlaVerdict, warned: list[str]) -> Diagnostic:
+def _confirmed(
+    diagnostic: Diagnostic,
+    rejected: dict[int, str],
+    last: XlaVerdict,
+    warned: list[str],
+    host_compute: XlaVerdict | None,
+) -> Diagnostic:
+    """``host_compute``: the last module compiled without automatic host compute, where it was."""
     if diagnostic.code == codes.HOST_VALUE_DEVICE_OUTPUT:
         message = rejected.get(diagnostic.output_index) if diagnostic.output_index is not None else None
         return replace(diagnostic, confirmed=message is not None, xla_message=message)
     if diagnostic.code in codes.HOST_COMPUTE_WARNING_CODES:
-        said = (
-            f"warns of host compute in {', '.join(warned[:6])}" + (", ..." if len(warned) > 6 else "")
-            if warned
-            else None
-        )
-        return replace(diagnostic, confirmed=bool(warned), xla_message=said)
+        names = f" in {', '.join(warned[:6])}" + (", ..." if len(warned) > 6 else "") if warned else ""
+        if host_compute is not None:  # XLA's refusal under the flag decides; its warnings name the places
+            made = host_compute.outcome == "rejected" and bool(
+                msg.HOST_COMPUTE_DISABLED.pattern().search(host_compute.message)
+            )
+            refused = f"makes host compute{names} (refused under --xla_disable_automatic_host_compute_offload)"
+            return replace(diagnostic, confirmed=made, xla_message=refused if made else None)
+        warns = f"warns of host compute{names}" if warned else None
+        return replace(diagnostic, confirmed=bool(warned), xla_message=warns)
     evidence = get_rule(diagnostic.code).compiled_evidence
     if evidence is not None:
         said = evidence(last, diagnostic)

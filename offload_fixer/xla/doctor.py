@@ -58,6 +58,14 @@ def report_lines() -> list[str]:
             lines.append(f"--confirm --target {target}: yes, with {status.compiler}")
         else:
             lines.append(f"--confirm --target {target}: no — {status.problem}")
-    lines += ["", f"the analysis models: {jax_compat.xla_generation().name}", "its verdicts were checked against:"]
-    lines += [f"  {generation.name}" for _, generation in jax_compat.XLA_GENERATIONS]
+    generation = jax_compat.xla_generation()
+    lines += ["", f"the analysis models: {generation.name}", "its verdicts were checked against:"]
+    lines += [f"  {each.name}" for _, each in jax_compat.XLA_GENERATIONS]
+    jaxlib = _version("jaxlib")
+    for newer in generation.newer_compilers_loading:
+        installed = f"libtpu {_version('libtpu')}" == newer
+        lines.append(
+            f"{newer} {'(installed) ' if installed else ''}also loads under jaxlib {jaxlib} and compiles "
+            f"deviceless (measured); the analysis was checked against {generation.compiler('tpu')}"
+        )
     return lines

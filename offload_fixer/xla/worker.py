@@ -1,8 +1,8 @@
 """The oracle's compiler process: compiles StableHLO with a released XLA compiler, deviceless.
 
 Started by :mod:`offload_fixer.xla.oracle` as ``python -m offload_fixer.xla.worker --target tpu``
-(or ``gpu``), it speaks JSON lines: one request ``{"module": <StableHLO text>}`` per line on
-stdin, one answer per line on the original stdout. Why a process of its own:
+(or ``gpu``), it speaks JSON lines: one request ``{"module": <StableHLO text>, "options": {<XLA flag>:
+<value>}}`` per line on stdin, one answer per line on the original stdout. Why a process of its own:
 
 * libtpu and the CUDA plugin must be configured before JAX is imported (``JAX_PLATFORMS``,
   log flags), which a user's program or the test process has long done its own way;
@@ -138,14 +138,14 @@ class Compiler:
         self._devices[count] = self.compat.compile_only_devices("cuda", f"1x1x{count}", self.target_config)
         return self._devices[count]
 
-    def compile(self, text: str) -> dict[str, Any]:
+    def compile(self, text: str, options: dict[str, Any] | None = None) -> dict[str, Any]:
         module = self.compat.parse_stablehlo(text)
         attrs = module.operation.attributes
         replicas = _int_attr(attrs, "mhlo.num_replicas")
         partitions = _int_attr(attrs, "mhlo.num_partitions")
         devices = self.devices_for(replicas * partitions)
         try:
-            executable = self.compat.compile_stablehlo(module, devices, replicas, partitions)
+            executable = self.compat.compile_stablehlo(module, devices, replicas, partitions, options)
         except Exception as exc:
             if type(exc).__name__ not in XLA_ERRORS:
                 raise
@@ -195,7 +195,7 @@ def serve(
         request = json.loads(line)
         logs.read()  # whatever an earlier compile logged late belongs to no answer now
         try:
-            answer = compiler.compile(request["module"])
+            answer = compiler.compile(request["module"], request.get("options"))
         except Exception as exc:  # noqa: BLE001 - a module the compiler's MLIR cannot read, a topology too small
             answer = {"outcome": "unsupported", "message": f"{type(exc).__name__}: {exc}"}
         logs.settle()

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from offload_fixer import jax_compat
+from offload_fixer.jax_compat.compiler_bugs import compiler_release, known_bug
 from tests.cli_support import environment, offload_fixer
 
 PROGRAMS = Path(__file__).parent / "eager_programs"
@@ -52,6 +53,11 @@ CASES = {
 }
 
 
+TWO_DIMENSION_SLICE_FAILS = known_bug("tpu-async-slice-dimensions", "tpu", compiler_release("tpu")) is not None
+"""The installed libtpu cannot copy a slice of two dimensions out of host memory (OFL1208: 0.0.42.1
+cannot, 0.0.46.3 on can, and there ``run`` finds nothing in ``host_cache_element``)."""
+
+
 def program_output(path: Path) -> str:
     proc = subprocess.run(
         [sys.executable, str(path)], capture_output=True, text=True, env=environment(), timeout=300, check=True
@@ -62,6 +68,8 @@ def program_output(path: Path) -> str:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_eager_fix_is_marked_written_and_runs(name: str, tmp_path: Path) -> None:
     strategy, code, fixed_lines = CASES[name]
+    if code == "OFL1208" and not TWO_DIMENSION_SLICE_FAILS:
+        pytest.skip(f"libtpu {compiler_release('tpu')} copies a slice of two dimensions from host memory")
     program = tmp_path / f"{name}.py"
     shutil.copy(PROGRAMS / program.name, program)
     before = program.read_text()
@@ -90,6 +98,7 @@ def test_eager_fix_is_marked_written_and_runs(name: str, tmp_path: Path) -> None
     assert again.returncode == 0 and "All checks passed!" in again.stdout, again.stdout + again.stderr
 
 
+@pytest.mark.skipif(not TWO_DIMENSION_SLICE_FAILS, reason="the installed libtpu copies a slice of two dimensions")
 def test_a_known_compiler_bug_gets_no_eager_edit_without_the_workaround(tmp_path: Path) -> None:
     """OFL1208 of libtpu 0.0.42.1 is fixed in a later release: ``auto`` writes nothing."""
     program = tmp_path / "host_cache_element.py"

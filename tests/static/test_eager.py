@@ -7,8 +7,12 @@ import textwrap
 from pathlib import Path
 
 from offload_fixer.static import check_source
+from offload_fixer.static.candidates import eager_candidates, opaque_classes
+from offload_fixer.static.project import Project
+from offload_fixer.static.pruning import pruned_pieces, reached_tests
 
 from .helpers import LEGACY, PROPAGATION, TYPED
+from .test_candidates import assert_same_as_whole, facts_of
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "static_vs_dynamic"
@@ -204,3 +208,93 @@ def test_a_file_that_spells_a_host_kind_without_a_jit_is_checked():
     )
     (diagnostic,) = check_source(source, "prog.py", jax_version=TYPED).diagnostics
     assert (diagnostic.code, diagnostic.location.line, diagnostic.function.name) == ("OFL1201", 5, "add (eager)")
+
+
+TEST_CASES = """\
+import jax
+import jax.numpy as jnp
+from absl.testing import absltest
+
+HOST = jax.sharding.SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")
+
+
+def offload(x):
+    return jax.device_put(x, HOST)
+
+
+class OffloadTest(absltest.TestCase):
+    def setUp(self):
+        self.values = jnp.ones(8)
+
+    def _double(self, x):
+        return x * 2
+
+    def test_plain(self):
+        self.assertEqual(self._double(self.values).shape, (8,))
+
+    def test_scales_what_it_offloads(self):
+        moved = offload(jnp.ones(8))
+        return moved * 2
+
+    def test_sums_a_host_buffer(self):
+        buffer = jax.device_put(jnp.ones(8), jax.memory.Space.Host)
+        return buffer.sum()
+
+
+class TestPlacement:
+    PLACE = HOST
+
+    def test_plain(self):
+        return jnp.ones(8) * 2
+
+    def test_moves_to_its_place(self):
+        buffer = jax.device_put(jnp.ones(8), TestPlacement().PLACE)
+        return buffer * 2
+"""
+
+
+def test_only_the_test_methods_a_host_value_reaches_run_and_are_parsed():
+    """A test runner calls each test method with an instance the check knows nothing of, so a
+    host value reaches one only through what it spells or reads at module level (its own
+    class included, which the check knows when it is a plain class). A test case's class is
+    read for nothing else: every other method of it is blanked, never parsed."""
+    facts = facts_of(TEST_CASES)
+    eager = eager_candidates(facts, None, "m.py")
+    tests = reached_tests(facts, None, "m.py", eager)
+    offload_test, placement = (i for i in eager if facts.class_shape(i) is not None)
+    assert tests == {
+        offload_test: {"test_scales_what_it_offloads", "test_sums_a_host_buffer"},
+        placement: {"test_moves_to_its_place"},
+    }
+    assert opaque_classes(facts, None, "m.py", eager) == {offload_test}  # a plain class's value is known
+    pruned = pruned_pieces(facts, None, "m.py", eager, {offload_test: tests[offload_test]})
+    assert [line.split("(")[0].strip() for line in pruned[offload_test].splitlines() if "def " in line] == [
+        "def test_scales_what_it_offloads",
+        "def test_sums_a_host_buffer",
+    ]
+    assert pruned[offload_test].count("\n") == facts.piece(offload_test).count("\n")  # lines kept in place
+    assert_same_as_whole(TEST_CASES)
+    found = check_source(TEST_CASES, "m.py", jax_version=TYPED).diagnostics
+    assert sorted((d.location.line, d.code, d.function.name) for d in found) == [
+        (24, "OFL1201", "multiply (eager)"),
+        (28, "OFL1201", "sum (eager)"),
+        (39, "OFL1201", "multiply (eager)"),
+    ]
+
+
+def test_a_file_that_names_no_jit_of_jax_is_read_for_its_eager_code_alone(tmp_path):
+    """Selected for the host kind it spells, a file that names none of JAX's jits is analysed
+    for its code outside any jit, and searched for jit sites no more than the prefilter
+    searches a file that names no jit: a decorator the project makes of ``jax.jit`` elsewhere
+    is not followed there (the cold check of a tree would otherwise trace every such file)."""
+    (tmp_path / "helpers.py").write_text("import functools\nimport jax\n\nfast = functools.partial(jax.jit)\n")
+    text = (
+        "import jax\nimport jax.numpy as jnp\nfrom helpers import fast\n\n"
+        'host = jax.sharding.SingleDeviceSharding(jax.devices()[0], memory_kind="pinned_host")\n\n\n'
+        '@fast\ndef step(x):\n    return {"mu": jax.device_put(x, host) * 2}\n\n\n'
+        "scaled = jax.device_put(jnp.ones(8), host) * 2\n"
+    )
+    main = tmp_path / "main.py"
+    main.write_text(text)
+    (diagnostic,) = check_source(text, str(main), jax_version=TYPED, project=Project()).diagnostics
+    assert (diagnostic.location.line, diagnostic.code, diagnostic.function.name) == (13, "OFL1201", "multiply (eager)")

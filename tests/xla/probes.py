@@ -450,6 +450,10 @@ def write_block(cache, block, i):
     return lax.dynamic_update_slice(cache, block, (i, 0, 0))
 
 
+def write_block_then_offload(cache, block, i):
+    return _put(write_block(cache, block, i), host_move())
+
+
 def _update_of(buffer, piece, start):
     """Write ``piece`` (moved to host) into a fresh host buffer of shape ``buffer`` at ``start``."""
 
@@ -1261,6 +1265,25 @@ PROBES: tuple[Probe, ...] = (
         lambda: (*shapes(CACHE, BLOCK)(), index_arg()),
         {"tpu": OTHER, "gpu": COMPILED},
         jit=lambda: {"in_shardings": (host(), device(), None), "out_shardings": device(), "donate_argnums": 0},
+    ),
+    Probe(
+        "donated_host_buffer_undeclared_output",
+        "JAX declares the output that reuses a donated host buffer device memory (JAX 0.9.0 to "
+        "0.12.0.1 alike): the update reaches it, error 1200",
+        write_block,
+        lambda: (*shapes(CACHE, BLOCK)(), index_arg()),
+        both(E1200),
+        jit=lambda: {"in_shardings": (host(), device(), None), "donate_argnums": 0},
+    ),
+    Probe(
+        "donated_device_buffer_moved_to_host",
+        "a device buffer donated and returned after a move to host: JAX aliases it to the host "
+        "output, which reuses the device buffer (donated_device_buffer_to_host_output's failure)",
+        write_block_then_offload,
+        lambda: (*shapes(CACHE, BLOCK)(), index_arg()),
+        both(OTHER),
+        jit=lambda: {"in_shardings": (device(), device(), None), "donate_argnums": 0},
+        typed_only=True,
     ),
     Probe(
         "donated_host_buffer_to_host_output",

@@ -26,6 +26,8 @@ def test_analysis_agrees_with_the_released_compiler(program: corpora.Program, ju
     if reason:
         pytest.skip(reason)
     lowered = program.lower(PLATFORMS[judge.target])
+    if corpora.lowered_alike_without_remat3(program, PLATFORMS[judge.target], lowered):
+        pytest.skip("jax_remat3 lowers it as the default remat does: the main pass judged this module")
     report = analyze(lowered, judge.target, remat_policies=corpora.remat_policies(lowered))
     verdict = judge.judge(lowered)
     agreement = compare(report, verdict)
