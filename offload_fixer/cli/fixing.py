@@ -155,8 +155,11 @@ def apply_fixes(
     resolved: dict[Diagnostic, None] = {}
     for result in results:
         if result.error is not None:
+            from offload_fixer.report import display_path
+
             why = getattr(result.error, "message", None) or str(result.error)
-            console.note(console.styled_error(f"offload-fixer: {result.path}: fix refused: {why}"), always=True)
+            where = display_path(result.path)
+            console.note(console.styled_error(f"offload-fixer: {where}: fix refused: {why}"), always=True)
             code = _FIX_ERROR_CODES.get(type(result.error).__name__, ExitCode.FIX_REFUSED)
             failure = ExitCode.FIX_REFUSED if ExitCode.FIX_REFUSED in (failure, code) else code
             continue
