@@ -56,9 +56,11 @@ class FixConfirmation:
         invocation: Invocation,
         console: Console,
         alternatives: Mapping[tuple[str, Any], Sequence[Any]] | None = None,
+        scope: Any = None,
     ) -> list[Any]:
         """``plans`` checked file by file, each failing one replaced by the next of its
-        ``alternatives`` (per (file, root cause), from ``candidate_plans``), then written."""
+        ``alternatives`` (per (file, root cause), from ``candidate_plans``), then written where
+        ``scope`` (a :class:`~offload_fixer.fixes.scope.WriteScope`) lets them be."""
         from offload_fixer.fixes import apply_plans
         from offload_fixer.report import display_path
 
@@ -82,7 +84,10 @@ class FixConfirmation:
             written = {
                 r.path: r
                 for r in apply_plans(
-                    [p for chosen in confirmed.values() for p in chosen], write=True, unsafe=invocation.unsafe_fixes
+                    [p for chosen in confirmed.values() for p in chosen],
+                    write=True,
+                    unsafe=invocation.unsafe_fixes,
+                    scope=scope,
                 )
             }
             results = [

@@ -136,9 +136,9 @@ def apply_fixes(
             reports=reports,
             eligible=lambda plan: bool(choose_plans([plan], invocation.unsafe_fixes)[0]),
         )
-        results = confirm.apply(plans, invocation, console, alternatives)
+        results = confirm.apply(plans, invocation, console, alternatives, scope)
     else:
-        results = apply_plans(plans, write=invocation.write, unsafe=invocation.unsafe_fixes)
+        results = apply_plans(plans, write=invocation.write, unsafe=invocation.unsafe_fixes, scope=scope)
     results = refused + results
     failure = None
     resolved: dict[Diagnostic, None] = {}
@@ -316,7 +316,7 @@ def fix_in_memory_then_write(
     unwritten: set[str] = set()
     for path, data in current.items():
         try:
-            diff = write_fixed(path, analysed[path], data)
+            diff = write_fixed(path, analysed[path], data, scope)
         except FixError as error:
             console.note(console.styled_error(f"offload-fixer: {path}: fix refused: {error.message}"), always=True)
             failure = worse_failure(failure, _FIX_ERROR_CODES.get(type(error).__name__, ExitCode.FIX_REFUSED))

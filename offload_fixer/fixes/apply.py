@@ -37,6 +37,7 @@ from offload_fixer.fixes.errors import (
 from offload_fixer.fixes.excerpt import Excerpt, FileOutline
 from offload_fixer.fixes.plan_sources import Job
 from offload_fixer.fixes.planner import FixPlan
+from offload_fixer.fixes.scope import WriteScope
 from offload_fixer.fixes.source_io import check_fresh, decode_source_with_encoding, read_source
 from offload_fixer.fixes.splice import restore
 from offload_fixer.fixes.writing import write_source as write_source  # patched by tests where a fix writes
@@ -91,8 +92,10 @@ def apply_plans(
     unsafe: bool = False,
     max_passes: int = MAX_PASSES,
     texts: Mapping[str, bytes] | None = None,
+    scope: WriteScope | None = None,
 ) -> list[FileResult]:
-    """Apply ``plans`` file by file; write the files only if ``write``.
+    """Apply ``plans`` file by file; write the files only if ``write``, and only where
+    ``scope`` lets a fix write (:func:`write_source`).
 
     Safe plans are applied; unsafe ones only with ``unsafe=True``; display-only ones never.
     ``texts``: a file's bytes as already fixed in memory (a notebook's: its program), fixed
@@ -104,20 +107,21 @@ def apply_plans(
             by_path.setdefault(part.path, []).append(part)
     texts = texts or {}
     return [
-        _apply_file(path, file_plans, write and path not in texts, unsafe, max_passes, texts.get(path))
+        _apply_file(path, file_plans, write and path not in texts, unsafe, max_passes, texts.get(path), scope)
         for path, file_plans in by_path.items()
     ]
 
 
-def write_fixed(path: str, analysed: bytes, fixed: bytes) -> str:
+def write_fixed(path: str, analysed: bytes, fixed: bytes, scope: WriteScope | None = None) -> str:
     """Replace the file whose content (a notebook's: its program) was ``analysed`` with its
-    ``fixed`` bytes, once, atomically (:func:`write_source`); the diff written. Raises a
-    :class:`FixError`, the file left as it was, where it changed since it was analysed."""
+    ``fixed`` bytes, once, atomically (:func:`write_source`, judged by ``scope``); the diff
+    written. Raises a :class:`FixError`, the file left as it was, where it changed since it
+    was analysed or no longer leads where it did."""
     if is_notebook(path):
         edit = edit_notebook(path, analysed, fixed.decode("utf-8"))
-        write_source(path, edit.old_bytes, edit.new_bytes)
+        write_source(path, edit.old_bytes, edit.new_bytes, scope=scope)
         return edit.diff
-    write_source(path, analysed, fixed)
+    write_source(path, analysed, fixed, scope=scope)
     old_text, _ = decode_source_with_encoding(path, analysed)
     new_text, _ = decode_source_with_encoding(path, fixed)
     return unified_diff(path, old_text, new_text)
@@ -202,7 +206,13 @@ def _fix_text(
 
 
 def _apply_file(
-    path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_passes: int, data: bytes | None = None
+    path: str,
+    plans: list[FixPlan],
+    write: bool,
+    unsafe: bool,
+    max_passes: int,
+    data: bytes | None = None,
+    scope: WriteScope | None = None,
 ) -> FileResult:
     chosen, skipped = choose_plans(plans, unsafe)
     if not path:  # diagnostics that name no file: nothing to read, only reasons to show
@@ -226,7 +236,7 @@ def _apply_file(
                 edit = edit_notebook(path, data, new_text)
                 expected, written_data, diff = edit.old_bytes, edit.new_bytes, edit.diff
             if write:
-                write_source(path, expected, written_data)
+                write_source(path, expected, written_data, scope=scope)
                 written = True
         return FileResult(
             path, old_text, new_text, diff, tuple(chosen), tuple(skipped), written, None, passes, data, new_data

@@ -227,9 +227,9 @@ def _counting_writes() -> Iterator[list[str]]:
     written: list[str] = []
     write_source = fix_apply.write_source
 
-    def counted(target: str, expected: bytes, data: bytes) -> None:
+    def counted(target: str, expected: bytes, data: bytes, **options) -> None:
         written.append(os.path.realpath(target))
-        write_source(target, expected, data)
+        write_source(target, expected, data, **options)
 
     fix_apply.write_source = counted
     try:
