@@ -35,6 +35,7 @@ from offload_fixer.fixes.errors import (
     SourceSyntaxError,
 )
 from offload_fixer.fixes.excerpt import Excerpt, FileOutline
+from offload_fixer.fixes.introduced_names import unbound_reads
 from offload_fixer.fixes.plan_sources import Job
 from offload_fixer.fixes.planner import FixPlan
 from offload_fixer.fixes.scope import WriteScope
@@ -272,15 +273,18 @@ def fix_source_to_fixpoint(
 def check_intended(source: FileOutline, excerpt: Excerpt, fixed: cst.Module, text: str) -> None:
     """The spliced ``text`` must hold exactly the file's statements with the excerpt's replaced
     by the fixed ones (compared as ``ast`` trees, top-level statement by statement): a splice
-    that duplicates a definition or drops a body compiles, and is refused here."""
+    that duplicates a definition or drops a body compiles, and is refused here. And every name
+    the fix reads must be bound where it reads it when the module runs
+    (:func:`~offload_fixer.fixes.introduced_names.unbound_reads`)."""
     path = source.path
     blanked = Counter(ast.dump(method) for method in excerpt.blanked)
     try:
         # The test methods the excerpt blanked are left out on both sides, each exactly once.
-        found, unmatched = _dumps(ast.parse(text).body, blanked)
+        whole, before, after = ast.parse(text), ast.parse(excerpt.module.code).body, ast.parse(fixed.code).body
+        found, unmatched = _dumps(whole.body, blanked)
         expected, unexpected = _dumps([statement for group in source.groups for statement in group], blanked)
-        expected.subtract(ast.dump(statement) for statement in ast.parse(excerpt.module.code).body)
-        expected.update(ast.dump(statement) for statement in ast.parse(fixed.code).body)
+        expected.subtract(ast.dump(statement) for statement in before)
+        expected.update(ast.dump(statement) for statement in after)
         if unmatched != unexpected or (excerpt.blanked and text.count(BLANKED_LINE) != source.text.count(BLANKED_LINE)):
             found["blanked methods not back as they were"] += 1
     except SyntaxError as exc:
@@ -296,6 +300,12 @@ def check_intended(source: FileOutline, excerpt: Excerpt, fixed: cst.Module, tex
             path,
             f"the fixed text is not the intended edit ({extra} statement(s) more, {missing} fewer than the fix "
             "made); left unchanged",
+        )
+    unbound = unbound_reads(whole, before, after, fixed.code)
+    if unbound:
+        names = ", ".join(f"`{name}`" for name in unbound)
+        raise FixVerificationError(
+            path, f"the fix reads {names}, which the module does not bind when it runs (a NameError); left unchanged"
         )
 
 
