@@ -31,7 +31,9 @@ def test_names_only_a_type_checker_or_another_function_sees_are_unbound() -> Non
 
 def test_names_the_module_binds_when_it_runs_are_bound() -> None:
     assert _unbound("import typing\nif typing.TYPE_CHECKING:\n    pass\nelse:\n    import jax\nfirst = 1\n") == []
-    assert _unbound("try:\n    import jax\nexcept ImportError:\n    jax = None\nfor first in range(2):\n    pass\n") == []
+    assert (
+        _unbound("try:\n    import jax\nexcept ImportError:\n    jax = None\nfor first in range(2):\n    pass\n") == []
+    )
     assert _unbound("import jax.numpy\n[first := 1 for _ in ()]\n") == []
     assert _unbound("from jax import *\n") == []  # a star import binds what cannot be told: no verdict
 
