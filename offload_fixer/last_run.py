@@ -48,10 +48,12 @@ def folder_for(program: str | os.PathLike[str] | None) -> StateFolder:
 
 
 def find_for(document: str | os.PathLike[str]) -> Path | None:
-    """The nearest last-run report at or above a document's directory."""
+    """The nearest last-run report at or above a document's directory; one whose folder leads
+    out of the directory that holds it (a symlink elsewhere) is not read."""
     here = Path(document).resolve().parent
     for directory in (here, *here.parents):
         candidate = directory / DIRECTORY / FILE_NAME
         if candidate.is_file():
-            return candidate
+            folder = os.path.realpath(directory / DIRECTORY)
+            return candidate if folder.startswith(str(directory).rstrip(os.sep) + os.sep) else None
     return None

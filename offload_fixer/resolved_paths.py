@@ -79,11 +79,11 @@ class Directory:
                 raise PathChangedError(os.path.join(self.real, name), "is a symlink now") from exc
             raise
 
-    def create(self, prefix: str, mode: int = 0o600) -> tuple[int, str]:
-        """A new file of a name no other has (``prefix`` and random letters): its descriptor
-        and name."""
+    def create(self, prefix: str, mode: int = 0o600, suffix: str = "") -> tuple[int, str]:
+        """A new file of a name no other has (``prefix``, random letters, ``suffix``): its
+        descriptor and name."""
         for _ in range(100):
-            name = f"{prefix}{os.urandom(6).hex()}"
+            name = f"{prefix}{os.urandom(6).hex()}{suffix}"
             try:
                 return self.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode), name
             except FileExistsError:
