@@ -211,7 +211,7 @@ def python_spelling(text: str) -> str:
     """``text`` with each identifier replaced by its NFKC form, as CPython reads it; ``text``
     itself where none changes (nearly every file: ASCII, or normalized already) or where it
     does not tokenize. Lines and their ends stay as they are."""
-    if text.isascii() or unicodedata.is_normalized("NFKC", text):
+    if not _may_fold_a_name(text):
         return text
     lines = split_lines(text)
     changed = False
@@ -228,7 +228,7 @@ def spelled_as_written(text: str, original: str) -> list[str]:
     ``original`` spells otherwise spelled as ``original`` does: the one way it spells that
     name (a name it spells several ways, or also as Python reads it, stays folded)."""
     lines = split_lines(text)
-    if original.isascii() or unicodedata.is_normalized("NFKC", original):
+    if not _may_fold_a_name(original):
         return lines
     spellings: dict[str, set[str]] = {}
     for token in _names(split_lines(original)):
@@ -241,6 +241,19 @@ def spelled_as_written(text: str, original: str) -> list[str]:
         line = lines[row - 1]
         lines[row - 1] = line[:column] + written[token.string] + line[column + len(token.string) :]
     return lines
+
+
+def _may_fold_a_name(text: str) -> bool:
+    """Whether some character of ``text`` that NFKC changes may be part of a name (the
+    tokenizer is asked only then: an ellipsis, a non-breaking space or a superscript in a
+    docstring changes under NFKC too, but is never a name's)."""
+    if text.isascii() or unicodedata.is_normalized("NFKC", text):
+        return False
+    return any(
+        not unicodedata.is_normalized("NFKC", character) and f"_{character}".isidentifier()
+        for character in set(text)
+        if not character.isascii()
+    )
 
 
 def _folded(name: str) -> str:
