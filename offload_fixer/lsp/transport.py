@@ -67,8 +67,14 @@ async def serve(protocol: Any, reader: Any, writer: Any) -> int:
 
 
 def _answered_here(record: logging.LogRecord) -> bool:
-    """pygls logs a traceback for params that do not fit; the client gets InvalidParams instead."""
-    return not str(record.msg).startswith("Unable to deserialize message")
+    """pygls logs a traceback for params that do not fit, and for a request its handler refuses
+    as invalid (a command no one registered); the client gets InvalidParams, the log nothing."""
+    from pygls.exceptions import JsonRpcInvalidParams
+
+    refused = record.exc_info[1] if record.exc_info else None
+    return not str(record.msg).startswith("Unable to deserialize message") and not isinstance(
+        refused, JsonRpcInvalidParams
+    )
 
 
 class _State:
