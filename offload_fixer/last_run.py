@@ -4,7 +4,8 @@ Every ``run`` writes its report (the same JSON as ``run --report FILE``) to
 ``<project>/.offload-fixer/last-run.json``, where ``<project>`` is the nearest directory above
 the program that holds a ``pyproject.toml``, ``setup.cfg``, ``setup.py`` or ``.git`` (the
 current directory when none does, or for ``run -m``). The directory gets a ``.gitignore`` of
-``*``, as tool caches do, so it is never committed. The language server looks for the nearest
+``*``, as tool caches do, so it is never committed (repaired where it is missing or not whole),
+and is never followed out of the project (:mod:`offload_fixer.state_folders`). The language server looks for the nearest
 ``.offload-fixer/last-run.json`` above each open document and shows the findings that name it,
 while the document still holds the lines the run analysed. Nothing here executes code.
 """
@@ -14,8 +15,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from offload_fixer.state_folders import StateFolder
+
 DIRECTORY = ".offload-fixer"
 FILE_NAME = "last-run.json"
+GITIGNORE = "# written by offload-fixer run\n*\n"
 PROJECT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 WATCH_GLOB = f"**/{DIRECTORY}/{FILE_NAME}"
 """The pattern an editor watches to learn of a new run."""
@@ -37,19 +41,19 @@ def report_path_for(program: str | os.PathLike[str] | None) -> Path:
     return project_directory(program if program is not None else Path.cwd()) / DIRECTORY / FILE_NAME
 
 
-def prepare(report: Path) -> None:
-    """Create the report's directory, ignored by version control."""
-    report.parent.mkdir(parents=True, exist_ok=True)
-    ignore = report.parent / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("# written by offload-fixer run\n*\n", encoding="utf-8")
+def folder_for(program: str | os.PathLike[str] | None) -> StateFolder:
+    """The folder a run of ``program`` keeps its report in, with its ``.gitignore``."""
+    project = project_directory(program if program is not None else Path.cwd())
+    return StateFolder(project, (DIRECTORY,), {".gitignore": GITIGNORE})
 
 
 def find_for(document: str | os.PathLike[str]) -> Path | None:
-    """The nearest last-run report at or above a document's directory."""
+    """The nearest last-run report at or above a document's directory; one whose folder leads
+    out of the directory that holds it (a symlink elsewhere) is not read."""
     here = Path(document).resolve().parent
     for directory in (here, *here.parents):
         candidate = directory / DIRECTORY / FILE_NAME
         if candidate.is_file():
-            return candidate
+            folder = os.path.realpath(directory / DIRECTORY)
+            return candidate if folder.startswith(str(directory).rstrip(os.sep) + os.sep) else None
     return None

@@ -85,8 +85,30 @@ def write_report_file(
     calls: dict[int, AbstractCall] | None = None,
     fixes: Sequence[MeasuredFix] = (),
     topology: Topology | None = None,
+    directory: str | None = None,
 ) -> None:
-    """Write the reports as JSON, atomically; ``sources`` defaults to hashing the files now,
+    """Write the reports as JSON (:func:`encode_report_file`), atomically, into ``directory``
+    (the real path of the file's folder as it was checked before the run; resolved now when
+    not given): a folder swapped for a symlink since raises
+    :class:`~offload_fixer.resolved_paths.PathChangedError`, nothing written."""
+    from offload_fixer.resolved_paths import Directory
+
+    data = encode_report_file(reports, target, sources, texts, calls, fixes, topology)
+    folder, name = os.path.split(os.path.abspath(path))
+    with Directory(directory or os.path.realpath(folder)) as opened:
+        opened.write_atomically(name, data)
+
+
+def encode_report_file(
+    reports: Iterable[Report],
+    target: str,
+    sources: dict[str, str] | None = None,
+    texts: dict[str, str] | None = None,
+    calls: dict[int, AbstractCall] | None = None,
+    fixes: Sequence[MeasuredFix] = (),
+    topology: Topology | None = None,
+) -> bytes:
+    """The reports as the JSON of a report file; ``sources`` defaults to hashing the files now,
     ``texts`` (the files as hashed) to reading them now. ``calls`` (``--confirm``): each
     report's arguments as shapes, for ``fix --confirm`` to compile the fixed functions with.
     ``fixes``: the fixes the run compiled, with their figures. ``topology``: the pod the
@@ -115,11 +137,7 @@ def write_report_file(
         },
         "fixes": [fix.to_dict() for fix in fixes],
     }
-    temporary = f"{path}.tmp{os.getpid()}"
-    with open(temporary, "w", encoding="utf-8") as handle:
-        json.dump(record, handle, indent=1)
-        handle.write("\n")
-    os.replace(temporary, path)
+    return (json.dumps(record, indent=1) + "\n").encode("utf-8")
 
 
 def read_report_file(path: str) -> ReportFile:

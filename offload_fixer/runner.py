@@ -14,9 +14,10 @@ import runpy
 import sys
 import threading
 import traceback
+import types
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from offload_fixer.accelerator import StopProgram
 from offload_fixer.interception import (
@@ -125,7 +126,9 @@ def run_program(
         target, progress, confirm=confirm, accelerator=accelerator, pod=pod, topology=topology, verdicts=verdicts
     )
     result = checker.result
-    ending = _Ending(checker, finish)
+    state = _ToolState()
+    exit_handlers = _ExitHandlers()
+    ending = _Ending(checker, finish, exit_handlers, state)
     threads_before = set(threading.enumerate())
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     patch = ExitStack()
@@ -136,6 +139,7 @@ def run_program(
         patch.enter_context(jax_pod.pod_view(pod))
     else:
         patch.enter_context(jax_distributed.shutdown_held())
+    patch.enter_context(exit_handlers)
     intercept = checker.intercept_eager if accelerator is not None else None
     observed = patch.enter_context(jax_tracing.observe_compilations(checker.check_eager, intercept))
     if not observed and intercept is not None:  # JAX before 0.10: checked after they run
@@ -176,10 +180,15 @@ def run_program(
             result.interrupted = isinstance(exc, KeyboardInterrupt)
         finally:
             sys.argv, sys.path[:] = saved_argv, saved_path
+        if os.getpid() != ending.pid:  # a child the program forked, leaving it: it exits as Python would
+            exit_handlers.run()
+            _exit_as_the_program(result)
         if finish is not None and _program_threads(threads_before):
             result.deferred = True
             ending.defer(patch)
             return result
+        exit_handlers.run()  # where Python runs them: after the program, its jits checked too
+        state.restore()
         if not result.interrupted:
             share(result)  # one process of a jax.distributed program: process 0 reports for all
     finally:
@@ -196,6 +205,106 @@ def judge_reports(result: RunResult, confirm: bool) -> None:
         result.reports = [result.accelerator.judged(report, confirm) for report in result.reports]
 
 
+def _find_lost_modules() -> None:
+    """Put back the modules imported while the program ran that it removed or blocked since,
+    found through the modules that still hold them (a package holds its submodules): a fresh
+    import would make second copies of their classes."""
+    found = True
+    while found:
+        found = False
+        for holder in list(sys.modules.values()):
+            for value in list(vars(holder).values()) if isinstance(holder, types.ModuleType) else ():
+                name = getattr(value, "__name__", None) if isinstance(value, types.ModuleType) else None
+                if isinstance(name, str) and not isinstance(sys.modules.get(name), types.ModuleType):
+                    sys.modules[name] = value
+                    found = True
+
+
+def _exit_as_the_program(result: RunResult) -> NoReturn:
+    """End a forked child of the program as Python would end it, with none of the run's own
+    end (no report, no fix: those are the process that started the run's)."""
+    if result.program_exception:
+        sys.stderr.write(result.program_exception)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(result.program_exit_code or 0)
+
+
+class _ExitHandlers:
+    """The ``atexit`` handlers the program registers, kept here while it runs and run, last
+    first, where Python would run them (after the program and the threads it leaves) but
+    before the report: a jit first called from one is checked. JAX's own (a handler of
+    ``jax``/``jaxlib``, registered when the program starts the distributed runtime) go to
+    ``atexit`` itself: the run still needs JAX after the program."""
+
+    def __init__(self) -> None:
+        self.handlers: list[tuple[Callable[..., Any], tuple, dict]] = []
+
+    def __enter__(self) -> _ExitHandlers:
+        import atexit
+
+        self.register, self.unregister = atexit.register, atexit.unregister
+        atexit.register, atexit.unregister = self._register, self._unregister  # type: ignore[assignment]
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        import atexit
+
+        atexit.register, atexit.unregister = self.register, self.unregister
+
+    def _register(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[..., Any]:
+        owner = getattr(function, "__module__", None) or type(getattr(function, "__self__", None)).__module__
+        if owner.split(".")[0] in ("jax", "jaxlib"):
+            return self.register(function, *args, **kwargs)
+        self.handlers.append((function, args, kwargs))
+        return function
+
+    def _unregister(self, function: Callable[..., Any]) -> None:
+        self.handlers = [handler for handler in self.handlers if handler[0] != function]
+        self.unregister(function)
+
+    def run(self) -> None:
+        while self.handlers:
+            function, args, kwargs = self.handlers.pop()
+            try:
+                function(*args, **kwargs)
+            except BaseException as exc:  # noqa: BLE001 - as Python reports a failing handler, and goes on
+                print(f"Exception ignored in atexit callback: {function!r}", file=sys.stderr)
+                traceback.print_exception(exc)
+
+
+class _ToolState:
+    """What the program may change of the interpreter that the run's own end needs back: the
+    modules loaded before it (a program that empties ``sys.modules`` or blocks an import with
+    ``None`` would give the tool a second copy of its own classes, or none), the standard
+    streams and the working directory (paths are relative to where the run started)."""
+
+    def __init__(self) -> None:
+        self.modules = dict(sys.modules)
+        self.streams = (sys.stdout, sys.stderr)
+        self.cwd = os.getcwd()
+
+    def restore(self) -> None:
+        changed = False
+        for name, module in self.modules.items():
+            if sys.modules.get(name) is not module:
+                sys.modules[name] = module
+                changed = True
+        if changed or any(module is None for module in sys.modules.values()):
+            _find_lost_modules()
+        for name in [name for name, module in sys.modules.items() if module is None and name not in self.modules]:
+            del sys.modules[name]
+        sys.stdout, sys.stderr = self.streams
+        try:
+            if os.getcwd() != self.cwd:
+                os.chdir(self.cwd)
+        except OSError:  # the program removed the directory it ran in
+            pass
+
+
 def _program_threads(before: set[threading.Thread]) -> list[threading.Thread]:
     """Non-daemon threads the program started that still run: Python waits for them."""
     return [t for t in threading.enumerate() if t not in before and not t.daemon and t.is_alive()]
@@ -206,12 +315,21 @@ class _Ending:
 
     ``os._exit`` is replaced while the program runs (only in this process: a forked child's
     ``os._exit`` is its own). An exit hook registered before the program runs comes last,
-    after Python has waited for the program's threads and run its ``atexit`` handlers.
+    after Python has waited for the program's threads; it runs the program's ``atexit``
+    handlers (:class:`_ExitHandlers`) and gives the tool its state back before ``finish``.
     """
 
-    def __init__(self, checker: CompilationChecker, finish: Callable[[RunResult], Any] | None) -> None:
+    def __init__(
+        self,
+        checker: CompilationChecker,
+        finish: Callable[[RunResult], Any] | None,
+        exit_handlers: _ExitHandlers,
+        state: _ToolState,
+    ) -> None:
         self.checker = checker
         self.finish = finish
+        self.exit_handlers = exit_handlers
+        self.state = state
         self.pid = os.getpid()
         self.done = False
         self.deferred = False
@@ -226,6 +344,7 @@ class _Ending:
         if os.getpid() != self.pid or self.done:
             self.real_exit(status)
         self.checker.result.program_exit_code = status
+        self.state.restore()  # no atexit handler runs after os._exit
         self.real_exit(self._finish())
 
     def defer(self, patch: Any) -> None:
@@ -235,6 +354,8 @@ class _Ending:
 
     def _at_exit(self) -> None:
         if self.deferred and not self.done and os.getpid() == self.pid:
+            self.exit_handlers.run()
+            self.state.restore()
             self.real_exit(self._finish())
 
     def close(self) -> None:

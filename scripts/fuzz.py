@@ -2,13 +2,19 @@
 
     .venv/bin/python scripts/fuzz.py --variants 800                # everything
     .venv/bin/python scripts/fuzz.py --variants 200 --interrupts 10 --skip-lsp-timing
+    .venv/bin/python scripts/fuzz.py --only races --races 200      # one part
 
 Parts: mutated variants of the examples and fixtures (form feeds included) fixed by the real
 ``check --fix`` and checked (bytes outside the edits, compiling, idempotence, each file
 written once and no other, the programs still run); the CLI bad-input table; interrupted
 many-file ``--fix`` runs (two-round fixes among them); seeded path cases (report paths,
-symlinked trees, notebooks' line ends, deep JSON and TOML); the language server's protocol scenarios and its time on a 5 MB
-document (and on one at the size limit it analyses). Prints the counts; exits 1 when any
+symlinked trees, notebooks' line ends, deep JSON and TOML); a symlink swapped in during a fix
+(before, inside and racing the write); state folders that are symlinks, and state files on a
+full disk; fixes of modules that import ``jax`` for the type checker only, run afterwards;
+identifiers spelled with Unicode look-alikes; ``run`` on programs that fork, compile at exit,
+edit the interpreter's state or spell ``unpinned_host`` shardings; the language server's
+protocol scenarios, messages nested deeply, and its time on a 5 MB document (and on one at the
+size limit it analyses). Prints the counts, each part's tried and failed; exits 1 when any
 failure count is not 0.
 """
 
@@ -103,6 +109,12 @@ def path_cases(count: int, seed: int) -> tuple[Counter, list[str]]:
         return run_path_cases(count, seed, Path(tmp))
 
 
+def in_directory(run, prefix: str):
+    """``run(directory)`` in a temporary directory of its own."""
+    with tempfile.TemporaryDirectory(prefix=f"offload-fixer-{prefix}-") as tmp:
+        return run(Path(tmp))
+
+
 def lsp_scenarios() -> tuple[Counter, list[str]]:
     from tests.fuzz.lsp_protocol import SCENARIOS, run_scenario
 
@@ -143,6 +155,14 @@ def main() -> int:
         help="seeded report paths, symlinked trees, notebooks' line ends, deep JSON and TOML",
     )
     parser.add_argument("--skip-cli", action="store_true")
+    parser.add_argument("--races", type=int, default=120, help="fix runs with a symlink swapped in")
+    parser.add_argument("--state-cases", type=int, default=20, help="projects whose state folders are symlinks")
+    parser.add_argument("--full-disk", type=int, default=8, help="check and run rounds on a full disk")
+    parser.add_argument("--type-only", type=int, default=40, help="modules importing jax for the type checker only")
+    parser.add_argument("--unicode-names", type=int, default=60, help="programs spelled with look-alike names")
+    parser.add_argument("--programs", type=int, default=24, help="programs that fork, compile at exit, edit state")
+    parser.add_argument("--deep-messages", type=int, default=40, help="language-server messages nested deeply")
+    parser.add_argument("--only", nargs="*", default=None, help="run only these parts (by the option's name)")
     parser.add_argument("--skip-lsp", action="store_true")
     parser.add_argument("--skip-lsp-timing", action="store_true")
     parser.add_argument(
@@ -161,7 +181,8 @@ def main() -> int:
     failed = 0
     details: list[str] = []
 
-    def report(title: str, counts: Counter, bad: tuple[str, ...]) -> None:
+    def report(title: str, counts: Counter, bad: tuple[str, ...], tried: int | None = None) -> None:
+        """A part's counts, failures last; with ``tried``, a line of what was tried and what failed."""
         nonlocal failed
         print(title)
         for key, value in sorted(counts.items(), key=lambda kv: (kv[0] in bad, kv[0])):
@@ -169,18 +190,25 @@ def main() -> int:
         for key in bad:
             if key not in counts:
                 print(f"  {key}: 0")
-        failed += sum(counts.get(key, 0) for key in bad)
+        failures = sum(counts.get(key, 0) for key in bad)
+        if tried is not None:
+            skipped = sum(value for key, value in counts.items() if "skipped" in key)
+            print(f"  => tried {tried - skipped}, failures {failures}")
+        failed += failures
+
+    def wanted(part: str) -> bool:
+        return args.only is None or part in args.only
 
     start = time.perf_counter()
-    if args.variants:
+    if args.variants and wanted("variants"):
         counts, found = fix_variants(args.variants, args.seed, not args.no_run)
         report(f"fix variants (seed {args.seed})", counts, FAILURES)
         details += found
-    if not args.skip_cli:
+    if not args.skip_cli and wanted("cli"):
         counts, found = cli_table()
         report("CLI bad-input table", counts, ("wrong exit code", "wrong outcome", "tracebacks", "hangs"))
         details += found
-    if args.interrupts:
+    if args.interrupts and wanted("interrupts"):
         counts, found = interrupted_fixes(args.interrupts, args.files, args.seed)
         report(
             "interrupted --fix runs",
@@ -188,17 +216,63 @@ def main() -> int:
             ("files half-written", "files lost", "temporary files left", "traceback", "hang", "wrong exit code"),
         )
         details += found
-    if args.path_cases:
+    if args.path_cases and wanted("path-cases"):
         from tests.fuzz.paths import PATH_FAILURES
 
         counts, found = path_cases(args.path_cases, args.seed)
         report(f"path and hostile-file cases (seed {args.seed})", counts, PATH_FAILURES)
         details += found
-    if not args.skip_lsp:
+    if args.races and wanted("races"):
+        from tests.fuzz.races import RACE_FAILURES, run_races
+
+        counts, found = in_directory(lambda d: run_races(args.races, args.seed, d), "races")
+        report(f"a symlink swapped in during a fix (seed {args.seed})", counts, RACE_FAILURES, args.races)
+        details += found
+    if args.state_cases and wanted("state-cases"):
+        from tests.fuzz.state_folders import STATE_FAILURES, run_state_cases
+
+        counts, found = in_directory(lambda d: run_state_cases(args.state_cases, args.seed, d), "state")
+        report(f"state folders that are symlinks (seed {args.seed})", counts, STATE_FAILURES, args.state_cases)
+        details += found
+    if args.full_disk and wanted("full-disk"):
+        from tests.fuzz.state_folders import DISK_FAILURES, run_full_disk
+
+        counts, found = in_directory(lambda d: run_full_disk(args.full_disk, d), "disk")
+        report("state files on a full disk", counts, DISK_FAILURES, args.full_disk)
+        details += found
+    if args.type_only and wanted("type-only"):
+        from tests.fuzz.names import NAME_FAILURES, run_type_only_cases
+
+        counts, found = in_directory(
+            lambda d: run_type_only_cases(args.type_only, args.seed, d, run=not args.no_run), "type-only"
+        )
+        title = f"fixes of modules importing jax for the type checker only (seed {args.seed})"
+        report(title, counts, NAME_FAILURES, args.type_only)
+        details += found
+    if args.unicode_names and wanted("unicode-names"):
+        from tests.fuzz.names import UNICODE_FAILURES, run_unicode_cases
+
+        counts, found = in_directory(lambda d: run_unicode_cases(args.unicode_names, args.seed, d), "unicode")
+        report(f"identifiers spelled with look-alikes (seed {args.seed})", counts, UNICODE_FAILURES, args.unicode_names)
+        details += found
+    if args.programs and wanted("programs"):
+        from tests.fuzz.programs import PROGRAM_FAILURES, run_programs
+
+        counts, found = in_directory(lambda d: run_programs(args.programs, args.seed, d), "programs")
+        title = f"run on programs that fork, compile at exit, edit state (seed {args.seed})"
+        report(title, counts, PROGRAM_FAILURES, args.programs)
+        details += found
+    if not args.skip_lsp and wanted("lsp"):
         counts, found = lsp_scenarios()
         report("language server protocol", counts, ("failed",))
         details += found
-    if not args.skip_lsp and not args.skip_lsp_timing:
+    if args.deep_messages and not args.skip_lsp and wanted("deep-messages"):
+        from tests.fuzz.lsp_protocol import deep_messages
+
+        counts, found = in_directory(lambda d: deep_messages(args.deep_messages, args.seed, d), "deep")
+        report(f"language-server messages nested deeply (seed {args.seed})", counts, ("failed",), args.deep_messages)
+        details += found
+    if not args.skip_lsp and not args.skip_lsp_timing and wanted("lsp-timing"):
         print("language server, time from didOpen to its answer")
         print("\n".join(lsp_timing(args.lsp_sizes)))
     print(f"campaign: {time.perf_counter() - start:.0f} s, {failed} failure(s)")

@@ -757,7 +757,9 @@ def test_one_fix_replaces_each_file_once_after_fixing_again_in_memory(tmp_path: 
     written: list[str] = []
     write_source = fix_apply.write_source
     monkeypatch.setattr(
-        fix_apply, "write_source", lambda path, *rest: (written.append(path), write_source(path, *rest))
+        fix_apply,
+        "write_source",
+        lambda path, *rest, **options: (written.append(path), write_source(path, *rest, **options)),
     )
     result = invoke("check", "--fix", "--jax-version", "0.10.2", str(program))
     assert result.exit_code == ExitCode.CLEAN, result.output

@@ -150,6 +150,23 @@ def test_every_run_writes_the_default_report_in_the_project(tmp_path):
     assert last_run.report_path_for(program) == report
 
 
+def test_a_run_folder_that_leads_out_of_the_project_is_neither_written_nor_read(tmp_path):
+    project, outside = tmp_path / "proj", tmp_path / "outside"
+    (project / "src").mkdir(parents=True)
+    outside.mkdir()
+    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
+    (outside / last_run.FILE_NAME).write_text('{"version": 1}')  # planted where the link leads
+    (project / last_run.DIRECTORY).symlink_to(outside)
+    program = project / "src" / "train.py"
+    program.write_text("print('no jit here')\n")
+    before = sorted(p.name for p in outside.iterdir())
+    done = run(program)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("leads out of the project") == 1
+    assert sorted(p.name for p in outside.iterdir()) == before
+    assert last_run.find_for(program) is None
+
+
 def test_lines_are_found_again_by_their_neighbours():
     recorded = {2: ("a = 1", "b = 2", "c = 3"), 5: ("", "return x", ""), 7: ("x", "edited", "y")}
     lines = ["# new", "a = 1", "b = 2", "c = 3", "", "", "return x", ""]

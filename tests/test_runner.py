@@ -406,6 +406,60 @@ def test_a_forked_childs_os_exit_is_its_own(tmp_path: Path) -> None:
     assert done.stdout.count("finished") == 1 and "finished 0" in done.stdout, done.stderr
 
 
+@pytest.mark.parametrize("end", ["sys.exit(4)", "pass", "raise RuntimeError('in the child')"])
+def test_a_forked_child_ends_as_the_program_says_and_never_finishes_the_run(tmp_path: Path, end: str) -> None:
+    program = f"import os, sys\npid = os.fork()\nif pid == 0:\n    {end}\nelse:\n    os.waitpid(pid, 0)\n"
+    done = _finish_of(tmp_path, program)
+    assert done.stdout.count("finished") == 1 and "finished 0" in done.stdout, done.stdout + done.stderr
+    assert ("RuntimeError: in the child" in done.stderr) == end.startswith("raise")
+
+
+def test_a_jit_first_called_at_exit_is_checked_before_the_run_finishes(tmp_path: Path) -> None:
+    program = JITTED + (
+        "import atexit\n"
+        "atexit.register(lambda: print('at exit', double(jnp.ones(2)), flush=True))\n"
+        "atexit.register(lambda: 1 / 0)\n"
+        "print('main done', flush=True)\n"
+    )
+    done = _finish_of(tmp_path, program)
+    assert done.stdout.index("main done") < done.stdout.index("at exit") < done.stdout.index("finished 0 1")
+    assert "ZeroDivisionError" in done.stderr  # a failing handler is reported, the others still run
+    assert done.returncode == 7
+
+
+KEEPER = (
+    "import os, sys\n"
+    "START = os.getcwd()\n"
+    "import offload_fixer.model\n"
+    "from offload_fixer.runner import run_program\n"
+    "result = run_program(sys.argv[1])\n"
+    "import difflib\n"
+    "print('modules kept', sys.modules['offload_fixer.model'] is offload_fixer.model, file=sys.__stdout__)\n"
+    "print('stdout kept', sys.stdout is sys.__stdout__, file=sys.__stdout__)\n"
+    "print('directory kept', os.getcwd() == START, result.checked, file=sys.__stdout__)\n"
+)
+
+
+def test_the_run_keeps_its_modules_streams_and_directory_whatever_the_program_does(tmp_path: Path) -> None:
+    (tmp_path / "elsewhere").mkdir()
+    script = tmp_path / "program.py"
+    script.write_text(
+        JITTED + "import io, os, sys\n"
+        "print(double(jnp.ones(2)))\n"
+        "for name in [n for n in sys.modules if n.startswith('offload_fixer')]:\n"
+        "    del sys.modules[name]\n"
+        "sys.modules['difflib'] = None\n"
+        "sys.stdout = io.StringIO()\n"
+        "os.chdir('elsewhere')\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run(
+        [sys.executable, "-c", KEEPER, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert "modules kept True" in done.stdout and "stdout kept True" in done.stdout, done.stdout + done.stderr
+    assert "directory kept True 1" in done.stdout, done.stdout + done.stderr
+
+
 def test_threads_the_program_leaves_running_are_waited_for_and_checked(tmp_path: Path) -> None:
     program = JITTED + (
         "import threading, time\n"

@@ -73,7 +73,7 @@ def test_an_entry_that_cannot_be_read_is_a_miss(tmp_path):
     cache = VerdictCache(tmp_path)
     key = cache.key(module_text(lowered), "tpu", None, False, function)
     cache.put(key, analyze(lowered, target="tpu", function=function))
-    (entry,) = cache.folder.directory.glob("verdict-*.json")
+    (entry,) = Path(cache.folder.folder.path).glob("verdict-*.json")
     for broken in (b"", b"{not json", b'{"key": "other", "report": {}}', b'{"key": "%s", "report": 3}' % key.encode()):
         entry.write_bytes(broken)
         assert VerdictCache(tmp_path).get(key) is None
@@ -102,4 +102,4 @@ def test_concurrent_writers_leave_whole_entries(tmp_path):
         thread.join()
     assert all(found is None or found == report for found in read)
     assert VerdictCache(tmp_path).get(key) == report
-    assert [p.name for p in VerdictCache(tmp_path).folder.directory.iterdir() if p.name.startswith(".")] == []
+    assert [p.name for p in Path(VerdictCache(tmp_path).folder.folder.path).iterdir() if p.name.startswith(".")] == []

@@ -21,7 +21,7 @@ import dataclasses
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 import click
@@ -278,6 +278,8 @@ def check(
         caches,
         results,
     )
+    if results is not None and results.refusal:
+        console.note_once(f"offload-fixer: warning: the result cache {results.refusal}")
     if invocation.verbose and outcome.analysed:
         console.note(outcome.analysed)
     outcome.diagnostics, outcome.unused_suppressions = reportable(outcome.diagnostics, resolver)
@@ -285,16 +287,14 @@ def check(
     if add_noqa:
         from offload_fixer.cli.add_noqa import write_noqa
 
-        added = write_noqa([d for d in outcome.diagnostics if d.severity != "info"], console, outcome.file_errors)
+        noted = [d for d in outcome.diagnostics if d.severity != "info"]
+        added = write_noqa(noted, console, outcome.file_errors, write_scope(paths, named))
         if added:
             console.note(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
         sys.exit(int(ExitCode.INPUT_ERROR if outcome.file_errors else ExitCode.CLEAN))
     run = None
     if invocation.fix or invocation.diff:
-        from offload_fixer.fixes.scope import WriteScope, project_root
-
-        # a fix writes only inside the project or the trees and files named
-        scope = WriteScope.of([project_root(os.getcwd()), *(p for p in paths if os.path.isdir(p))], named)
+        scope = write_scope(paths, named)
         share_outlines(caches or {})
         if invocation.diff:
             run = apply_fixes_per_file(
@@ -340,6 +340,14 @@ def check(
     if invocation.fix and run is not None:  # a fix refused before it was written is not [*]
         marks = marks_after_fixing(marks, run)
     finish(outcome, invocation, settings, console, marks)
+
+
+def write_scope(paths: Sequence[str], named: Iterable[str]) -> Any:
+    """Where ``check`` may write a fix or a noqa: inside the project, the trees named and the
+    files named (:class:`~offload_fixer.fixes.scope.WriteScope`)."""
+    from offload_fixer.fixes.scope import WriteScope, project_root
+
+    return WriteScope.of([project_root(os.getcwd()), *(p for p in paths if os.path.isdir(p))], named)
 
 
 @main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -400,8 +408,7 @@ def run(
         find_program(program, module)
     except ProgramNotFound as exc:
         fail(ExitCode.INPUT_ERROR, str(exc), console)
-    if report_path:
-        check_writable_destination(report_path, console)
+    report_directory = check_writable_destination(report_path, console) if report_path else None
     resolver, settings = resolve_settings(invocation, program if not module else ".", console)
     try:
         jax_compat.check_runtime_supported()
@@ -486,6 +493,7 @@ def run(
                         calls=result.calls,
                         fixes=fixes,
                         topology=pod,
+                        directory=report_directory,
                     )
                 except OSError as exc:  # the findings are still shown
                     console.note(
@@ -521,8 +529,10 @@ def run(
         if invocation.verbose and verdicts is not None and verdicts.hits + verdicts.misses:
             console.note(
                 f"offload-fixer: {verdicts.hits} of {verdicts.hits + verdicts.misses} verdicts read from "
-                f"{verdicts.folder.directory.parent.name}/ ({verdicts.seconds:.2f} s in the cache)"
+                f"{verdicts.folder.folder.parts[0]}/ ({verdicts.seconds:.2f} s in the cache)"
             )
+        if verdicts is not None and verdicts.folder.refusal:
+            console.note_once(f"offload-fixer: warning: the result cache {verdicts.folder.refusal}")
         if result.interrupted:
             console.note(
                 "offload-fixer: the program was interrupted (Ctrl-C); these are the findings so far", always=True
@@ -699,9 +709,11 @@ def pod_topology(name: str | None, num_slices: int | None, target: str, console:
     return topology
 
 
-def check_writable_destination(path: str, console: Console) -> None:
+def check_writable_destination(path: str, console: Console) -> str:
     """Refuse, before the program runs, a report path whose directory is missing or read-only:
-    after the run it would be too late to say so without losing what the run found."""
+    after the run it would be too late to say so without losing what the run found. Returns
+    the directory's real path, which the report is written into (a symlink swapped in since
+    is refused, not followed)."""
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         fail(ExitCode.USAGE, f"cannot write the report {path}: no directory {directory}", console)
@@ -709,21 +721,23 @@ def check_writable_destination(path: str, console: Console) -> None:
         fail(ExitCode.USAGE, f"cannot write the report {path}: {directory} is not writable", console)
     if os.path.exists(path) and not os.path.isfile(path):
         fail(ExitCode.USAGE, f"cannot write the report {path}: not a regular file", console)
+    return os.path.realpath(directory)
 
 
 def save_last_run(program: str | None, result, target: str, console: Console, fixes: Sequence[Any] = ()) -> None:
     """Every run leaves its findings where the language server looks (:mod:`offload_fixer.last_run`),
-    and the fixes it measured (``fixes``)."""
+    and the fixes it measured (``fixes``); not where that folder leads out of the project."""
     from offload_fixer import last_run
-    from offload_fixer.report_file import write_report_file
+    from offload_fixer.report_file import encode_report_file
 
-    report = last_run.report_path_for(program)
-    try:
-        last_run.prepare(report)
-        pod = result.pod.topology if result.pod is not None else None
-        write_report_file(str(report), result.reports, target, result.sources, result.texts, fixes=fixes, topology=pod)
-    except OSError as exc:
-        console.note(f"offload-fixer: could not save the run for the editor in {report}: {exc.strerror or exc}")
+    folder = last_run.folder_for(program)
+    pod = result.pod.topology if result.pod is not None else None
+    data = encode_report_file(result.reports, target, result.sources, result.texts, fixes=fixes, topology=pod)
+    if not folder.write(last_run.FILE_NAME, data):
+        if folder.refusal:
+            console.note_once(f"offload-fixer: warning: the editor's copy of the run {folder.refusal}")
+        else:
+            console.note(f"offload-fixer: could not save the run for the editor in {folder.path}")
 
 
 @main.command()

@@ -111,9 +111,10 @@ def _comment_line_of(text: str) -> dict[int, int]:
     return resolved
 
 
-def write_noqa(diagnostics: Sequence[Diagnostic], console, unchecked: Sequence[Any] = ()) -> int:
+def write_noqa(diagnostics: Sequence[Diagnostic], console, unchecked: Sequence[Any] = (), scope: Any = None) -> int:
     """Add the directives to every file with findings; returns the number added. A file that
-    cannot be edited, or could not be checked (``unchecked``: the check's file errors), is
+    cannot be edited, could not be checked (``unchecked``: the check's file errors) or leads
+    out of ``scope`` (a :class:`~offload_fixer.fixes.scope.WriteScope`) when it is written, is
     named on stderr and left as it was."""
     from offload_fixer.fixes.apply import verify, write_source
     from offload_fixer.fixes.errors import FixError
@@ -136,9 +137,9 @@ def write_noqa(diagnostics: Sequence[Diagnostic], console, unchecked: Sequence[A
             verify(path, data, original=original)
             if is_notebook(path):
                 edit = edit_notebook(path, original, data.decode("utf-8"))
-                write_source(path, edit.old_bytes, edit.new_bytes)
+                write_source(path, edit.old_bytes, edit.new_bytes, scope=scope)
             else:
-                write_source(path, original, data)
+                write_source(path, original, data, scope=scope)
         except (OSError, FixError, ValueError) as exc:
             why = getattr(exc, "message", None) or getattr(exc, "strerror", None) or str(exc)
             console.note(console.styled_error(f"offload-fixer: {path}: no noqa added: {why}"), always=True)

@@ -147,9 +147,9 @@ def apply_fixes(
             reports=reports,
             eligible=lambda plan: bool(choose_plans([plan], invocation.unsafe_fixes)[0]),
         )
-        results = verified_results(verifier, plans, invocation, console, alternatives)
+        results = verified_results(verifier, plans, invocation, console, alternatives, scope)
     else:
-        results = apply_plans(plans, write=invocation.write, unsafe=invocation.unsafe_fixes)
+        results = apply_plans(plans, write=invocation.write, unsafe=invocation.unsafe_fixes, scope=scope)
     results = refused + results
     failure = None
     resolved: dict[Diagnostic, None] = {}
@@ -233,10 +233,12 @@ def verified_results(
     invocation: Invocation,
     console: Console,
     alternatives: Mapping[tuple[str, Any], Sequence[Any]],
+    scope: Any = None,
 ) -> list[Any]:
     """``plans`` checked file by file by the verification stage, each failing one replaced by
     the next of its ``alternatives`` (per (file, root cause), from ``candidate_plans``), what it
-    did said one line each, then the chosen plans written (``invocation.write``)."""
+    did said one line each, then the chosen plans written (``invocation.write``) where ``scope``
+    (a :class:`~offload_fixer.fixes.scope.WriteScope`) lets them be."""
     from offload_fixer.fixes import apply_plans
     from offload_fixer.report import display_path
 
@@ -260,7 +262,10 @@ def verified_results(
         written = {
             r.path: r
             for r in apply_plans(
-                [p for chosen in confirmed.values() for p in chosen], write=True, unsafe=invocation.unsafe_fixes
+                [p for chosen in confirmed.values() for p in chosen],
+                write=True,
+                unsafe=invocation.unsafe_fixes,
+                scope=scope,
             )
         }
         results = [dataclasses.replace(written[r.path], skipped=r.skipped) if r.path in written else r for r in results]
@@ -367,7 +372,7 @@ def fix_in_memory_then_write(
     unwritten: set[str] = set()
     for path, data in current.items():
         try:
-            diff = write_fixed(path, analysed[path], data)
+            diff = write_fixed(path, analysed[path], data, scope)
         except FixError as error:
             console.note(console.styled_error(f"offload-fixer: {path}: fix refused: {error.message}"), always=True)
             failure = worse_failure(failure, _FIX_ERROR_CODES.get(type(error).__name__, ExitCode.FIX_REFUSED))

@@ -285,6 +285,7 @@ class Console:
             else (self.color_err if report_to_stderr else color_enabled(invocation.color, sys.stdout))
         )
         self._report: list[str] = []
+        self._said: set[str] = set()
 
     def report(self, text: str) -> None:
         """Part of the report: stdout, or the output file (written once, at the end)."""
@@ -299,6 +300,12 @@ class Console:
         if always or not self.quiet:
             click.echo(text, err=True, color=self.color_err)
 
+    def note_once(self, text: str) -> None:
+        """A warning said once per command, however often it applies (a state folder not used)."""
+        if text not in self._said:
+            self._said.add(text)
+            self.note(self.styled_error(text), always=True)
+
     def styled_error(self, text: str) -> str:
         return click.style(text, fg="red") if self.color_err else text
 
@@ -306,14 +313,10 @@ class Console:
         """Write the output file in one rename, so a reader never sees half a report."""
         if not self.output_file:
             return
-        import tempfile
+        from offload_fixer.resolved_paths import write_file
 
-        path = os.path.abspath(self.output_file)
         try:
-            handle, temporary = tempfile.mkstemp(prefix=".offload-fixer-", dir=os.path.dirname(path))
-            with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                stream.write("".join(self._report))
-            os.replace(temporary, path)
+            write_file(self.output_file, "".join(self._report).encode("utf-8"))
         except OSError as exc:
             fail(ExitCode.USAGE, f"cannot write the report to {self.output_file}: {exc.strerror or exc}", self)
 

@@ -31,16 +31,21 @@ _BUILTINS = frozenset(dir(builtins))
 
 
 class Aliases:
-    """What each name bound by an import anywhere in the module stands for."""
+    """What each name bound by an import anywhere in the module stands for (to read the code),
+    and which of them the module binds when it runs (to write new code with)."""
 
-    def __init__(self, imported: Mapping[str, str]) -> None:
+    def __init__(self, imported: Mapping[str, str], bound: Mapping[str, str] | None = None) -> None:
         self.imported = dict(imported)
         """local name -> qualified name (``jnp`` -> ``jax.numpy``, ``j`` -> ``jax.jit``)."""
+        self.bound = dict(self.imported if bound is None else bound)
+        """The imports at module level that run: not under ``if TYPE_CHECKING:`` (a type
+        checker's alone), nor in a function (a name another function cannot read)."""
         self._locals: dict[str, list[str]] = {}
-        for local, qualname in self.imported.items():
+        for local, qualname in self.bound.items():
             self._locals.setdefault(qualname, []).append(local)
 
     def locals_of(self, qualname: str) -> list[str]:
+        """The module's names for ``qualname`` when it runs: the ones a fix may write."""
         return self._locals.get(qualname, [])
 
     def jax_module(self) -> str | None:
@@ -62,7 +67,7 @@ class Aliases:
     def transfer_to_memory_kind(self) -> list[str]:
         return [
             local
-            for local, name in self.imported.items()
+            for local, name in self.bound.items()
             if name.startswith("jax") and name.rpartition(".")[2] == TRANSFER_TO_MEMORY_KIND
         ]
 
@@ -81,7 +86,8 @@ class Scope:
     node: cst.CSTNode
     parent: Scope | None
     bindings: dict[str, list[Binding]] = field(default_factory=dict)
-    """The scope's bindings but annotations without a value, which bind nothing yet."""
+    """The scope's bindings but annotations without a value, which bind nothing yet, and the
+    bindings under ``if TYPE_CHECKING:``, which the program never runs."""
 
     def single_value(self, name: str) -> Binding | None:
         """The one ``name = value`` binding of ``name`` here, if it is bound exactly once."""
@@ -428,6 +434,8 @@ class _Walker(cst.CSTVisitor):
         self.positions = positions
         self.imported: dict[str, str] = {}
         """What the imports of every scope bind, for :class:`Aliases` once the walk is done."""
+        self.bound: dict[str, str] = {}
+        """What the module's own imports bind when it runs (``TYPE_CHECKING`` ones left out)."""
         self.aliases = Aliases({})
         self.module_scope = self._scope("module", module, None, list(module.body))
         self.scopes: list[Scope] = [self.module_scope]
@@ -466,7 +474,9 @@ class _Walker(cst.CSTVisitor):
             for binding in found:
                 if binding.kind == "import":
                     self.imported[name] = binding.qualname
-                if binding.kind != "annotation":
+                    if kind == "module" and not binding.type_only:
+                        self.bound[name] = binding.qualname
+                if binding.kind != "annotation" and not binding.type_only:
                     bindings.setdefault(name, []).append(binding)
         return Scope(kind, node, parent, bindings)
 
@@ -535,7 +545,7 @@ class _Walker(cst.CSTVisitor):
         self.pending_calls.append((node, self.scope, self._line(node)))
 
     def leave_Module(self, original_node: cst.Module) -> None:
-        self.aliases = Aliases(self.imported)
+        self.aliases = Aliases(self.imported, self.bound)
         for call, scope, line in self.pending_calls:
             if isinstance(call.func, cst.Call):
                 self.inline_calls[call.func] = call

@@ -35,8 +35,10 @@ from offload_fixer.fixes.errors import (
     SourceSyntaxError,
 )
 from offload_fixer.fixes.excerpt import Excerpt, FileOutline
+from offload_fixer.fixes.introduced_names import unbound_reads
 from offload_fixer.fixes.plan_sources import Job
 from offload_fixer.fixes.planner import FixPlan
+from offload_fixer.fixes.scope import WriteScope
 from offload_fixer.fixes.source_io import check_fresh, decode_source_with_encoding, read_source
 from offload_fixer.fixes.splice import restore
 from offload_fixer.fixes.writing import write_source as write_source  # patched by tests where a fix writes
@@ -91,8 +93,10 @@ def apply_plans(
     unsafe: bool = False,
     max_passes: int = MAX_PASSES,
     texts: Mapping[str, bytes] | None = None,
+    scope: WriteScope | None = None,
 ) -> list[FileResult]:
-    """Apply ``plans`` file by file; write the files only if ``write``.
+    """Apply ``plans`` file by file; write the files only if ``write``, and only where
+    ``scope`` lets a fix write (:func:`write_source`).
 
     Safe plans are applied; unsafe ones only with ``unsafe=True``; display-only ones never.
     ``texts``: a file's bytes as already fixed in memory (a notebook's: its program), fixed
@@ -104,20 +108,21 @@ def apply_plans(
             by_path.setdefault(part.path, []).append(part)
     texts = texts or {}
     return [
-        _apply_file(path, file_plans, write and path not in texts, unsafe, max_passes, texts.get(path))
+        _apply_file(path, file_plans, write and path not in texts, unsafe, max_passes, texts.get(path), scope)
         for path, file_plans in by_path.items()
     ]
 
 
-def write_fixed(path: str, analysed: bytes, fixed: bytes) -> str:
+def write_fixed(path: str, analysed: bytes, fixed: bytes, scope: WriteScope | None = None) -> str:
     """Replace the file whose content (a notebook's: its program) was ``analysed`` with its
-    ``fixed`` bytes, once, atomically (:func:`write_source`); the diff written. Raises a
-    :class:`FixError`, the file left as it was, where it changed since it was analysed."""
+    ``fixed`` bytes, once, atomically (:func:`write_source`, judged by ``scope``); the diff
+    written. Raises a :class:`FixError`, the file left as it was, where it changed since it
+    was analysed or no longer leads where it did."""
     if is_notebook(path):
         edit = edit_notebook(path, analysed, fixed.decode("utf-8"))
-        write_source(path, edit.old_bytes, edit.new_bytes)
+        write_source(path, edit.old_bytes, edit.new_bytes, scope=scope)
         return edit.diff
-    write_source(path, analysed, fixed)
+    write_source(path, analysed, fixed, scope=scope)
     old_text, _ = decode_source_with_encoding(path, analysed)
     new_text, _ = decode_source_with_encoding(path, fixed)
     return unified_diff(path, old_text, new_text)
@@ -202,7 +207,13 @@ def _fix_text(
 
 
 def _apply_file(
-    path: str, plans: list[FixPlan], write: bool, unsafe: bool, max_passes: int, data: bytes | None = None
+    path: str,
+    plans: list[FixPlan],
+    write: bool,
+    unsafe: bool,
+    max_passes: int,
+    data: bytes | None = None,
+    scope: WriteScope | None = None,
 ) -> FileResult:
     chosen, skipped = choose_plans(plans, unsafe)
     if not path:  # diagnostics that name no file: nothing to read, only reasons to show
@@ -226,7 +237,7 @@ def _apply_file(
                 edit = edit_notebook(path, data, new_text)
                 expected, written_data, diff = edit.old_bytes, edit.new_bytes, edit.diff
             if write:
-                write_source(path, expected, written_data)
+                write_source(path, expected, written_data, scope=scope)
                 written = True
         return FileResult(
             path, old_text, new_text, diff, tuple(chosen), tuple(skipped), written, None, passes, data, new_data
@@ -262,15 +273,18 @@ def fix_source_to_fixpoint(
 def check_intended(source: FileOutline, excerpt: Excerpt, fixed: cst.Module, text: str) -> None:
     """The spliced ``text`` must hold exactly the file's statements with the excerpt's replaced
     by the fixed ones (compared as ``ast`` trees, top-level statement by statement): a splice
-    that duplicates a definition or drops a body compiles, and is refused here."""
+    that duplicates a definition or drops a body compiles, and is refused here. And every name
+    the fix reads must be bound where it reads it when the module runs
+    (:func:`~offload_fixer.fixes.introduced_names.unbound_reads`)."""
     path = source.path
     blanked = Counter(ast.dump(method) for method in excerpt.blanked)
     try:
         # The test methods the excerpt blanked are left out on both sides, each exactly once.
-        found, unmatched = _dumps(ast.parse(text).body, blanked)
+        whole, before, after = ast.parse(text), ast.parse(excerpt.module.code).body, ast.parse(fixed.code).body
+        found, unmatched = _dumps(whole.body, blanked)
         expected, unexpected = _dumps([statement for group in source.groups for statement in group], blanked)
-        expected.subtract(ast.dump(statement) for statement in ast.parse(excerpt.module.code).body)
-        expected.update(ast.dump(statement) for statement in ast.parse(fixed.code).body)
+        expected.subtract(ast.dump(statement) for statement in before)
+        expected.update(ast.dump(statement) for statement in after)
         if unmatched != unexpected or (excerpt.blanked and text.count(BLANKED_LINE) != source.text.count(BLANKED_LINE)):
             found["blanked methods not back as they were"] += 1
     except SyntaxError as exc:
@@ -286,6 +300,12 @@ def check_intended(source: FileOutline, excerpt: Excerpt, fixed: cst.Module, tex
             path,
             f"the fixed text is not the intended edit ({extra} statement(s) more, {missing} fewer than the fix "
             "made); left unchanged",
+        )
+    unbound = unbound_reads(whole, before, after, fixed.code)
+    if unbound:
+        names = ", ".join(f"`{name}`" for name in unbound)
+        raise FixVerificationError(
+            path, f"the fix reads {names}, which the module does not bind when it runs (a NameError); left unchanged"
         )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
 """The files a fix may rewrite; a script with a ``#!`` python line only when it is named."""
@@ -36,6 +36,8 @@ class WriteScope:
 
     roots: tuple[str, ...]
     named: frozenset[str] = frozenset()
+    checked: dict[str, str] = field(default_factory=dict, compare=False)
+    """Each path judged, with where it led then: a write compares its own resolution with it."""
 
     @classmethod
     def of(cls, roots: Iterable[str], named: Iterable[str] = ()) -> WriteScope:
@@ -44,9 +46,14 @@ class WriteScope:
             frozenset(os.path.realpath(p) for p in named),
         )
 
-    def refusal(self, path: str) -> str | None:
-        """Why a fix may not write ``path`` (``None`` where it may)."""
-        real = os.path.realpath(path)
+    def refusal(self, path: str, real: str | None = None) -> str | None:
+        """Why a fix may not write ``path`` (``None`` where it may), judged by ``real``, its
+        resolution (symlinks followed; resolved now when not given). A path judged before
+        that resolves elsewhere now is refused: it changed between the check and the write."""
+        real = os.path.realpath(path) if real is None else real
+        earlier = self.checked.setdefault(path, real)
+        if earlier != real:
+            return f"now leads to {real}, not to {earlier} as when it was checked"
         if real in self.named:
             return None
         if not real.endswith(PYTHON_SUFFIXES):

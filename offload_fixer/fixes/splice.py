@@ -13,7 +13,9 @@ break, as older and Emacs-edited code has) is dropped with the whitespace before
 print has lines the file does not, and a splice by content would take the wrong ones. The
 fixer therefore gives libcst :func:`~offload_fixer.source.decoding.libcst_view`, the text with such indentation cut to what
 follows its last form feed (how CPython's tokenizer counts it: a form feed resets the
-column), and :func:`restore` puts the cut prefixes back around the edit.
+column), and :func:`restore` puts the cut prefixes back around the edit. The view also spells
+every identifier as Python reads it (NFKC); :func:`restore` spells the changed lines' names as
+the file does.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Sequence
 
-from offload_fixer.source.decoding import LINE_END, split_lines
+from offload_fixer.source.decoding import LINE_END, form_feeds_cut, spelled_as_written, split_lines
 from offload_fixer.static.pruning import BLANKED_LINE
 
 _LARGE = 2000
@@ -147,22 +149,25 @@ def _end(line: str) -> str:
 
 def restore(original: str, view: str, fixed_view: str) -> str:
     """``fixed_view``, an edit of ``view`` (``libcst_view`` of ``original``), as the same
-    edit of ``original``: unchanged lines are the original's, and a changed line keeps the
-    prefix the view cut (the first line of a statement a fix replaced by several)."""
+    edit of ``original``: unchanged lines are the original's, a changed line keeps the prefix
+    the view cut (the first line of a statement a fix replaced by several), and the names on
+    changed lines are spelled as ``original`` spells them (:func:`spelled_as_written`)."""
     if fixed_view == view:
         return original
     if view == original:
         return fixed_view
     old, cut, fixed = split_lines(original), split_lines(view), split_lines(fixed_view)
+    written = spelled_as_written(fixed_view, original)
+    uncut = split_lines(form_feeds_cut(original)) if "\f" in original else old
     out: list[str] = []
     for tag, i1, i2, j1, j2 in _opcodes(cut, fixed):
         if tag == "equal":
             out.extend(old[i1:i2])
             continue
-        replacement = fixed[j1:j2]
+        replacement = written[j1:j2]
         pairs = range(i2 - i1) if i2 - i1 == j2 - j1 else range(min(1, i2 - i1, j2 - j1))
         for offset in pairs:
-            prefix = old[i1 + offset][: len(old[i1 + offset]) - len(cut[i1 + offset])]
+            prefix = old[i1 + offset][: len(old[i1 + offset]) - len(uncut[i1 + offset])]
             replacement[offset] = prefix + replacement[offset]
         out.extend(replacement)
     return "".join(out)

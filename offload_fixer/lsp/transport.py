@@ -9,7 +9,10 @@ frames itself and hands well-formed messages to pygls' protocol:
 * a header block without a valid ``Content-Length`` is answered with a JSON-RPC ``ParseError``
   (id null, as JSON-RPC 2.0 says for a message whose id cannot be known), and the reader
   resynchronises on the next ``Content-Length:`` header;
-* a body that is not JSON: ``ParseError``; JSON that is not a request, notification or
+* a body that is not JSON, or JSON nested deeper than :data:`MAX_JSON_DEPTH` (Python's JSON
+  decoder recurses once per level: a message a thousand levels deep would end the process
+  with a ``RecursionError``, and the walks over params after it recurse too): ``ParseError``,
+  decided before anything is decoded; JSON that is not a request, notification or
   response: ``InvalidRequest``; params that do not fit the method: ``InvalidParams`` with the
   request's id (a notification gets no answer, as the spec says); a request for a method
   neither the LSP nor this server defines: ``MethodNotFound``, whatever its params;
@@ -34,6 +37,11 @@ SERVER_NOT_INITIALIZED = -32002
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 """A frame announcing more is refused (its body skipped) rather than read into memory."""
 _SKIP_CHUNK = 1 << 20
+MAX_JSON_DEPTH = 64
+"""Arrays and objects nested in a message, at most: the LSP's deepest structures (a selection
+range's parents, a document symbol's children) stay far below it in practice."""
+_NESTING = bytes.maketrans(b"[{]}", b"(())")
+_NOT_NESTING = bytes(range(256)).translate(None, b"[]{}")
 
 
 class Exit(Exception):
@@ -59,8 +67,14 @@ async def serve(protocol: Any, reader: Any, writer: Any) -> int:
 
 
 def _answered_here(record: logging.LogRecord) -> bool:
-    """pygls logs a traceback for params that do not fit; the client gets InvalidParams instead."""
-    return not str(record.msg).startswith("Unable to deserialize message")
+    """pygls logs a traceback for params that do not fit, and for a request its handler refuses
+    as invalid (a command no one registered); the client gets InvalidParams, the log nothing."""
+    from pygls.exceptions import JsonRpcInvalidParams
+
+    refused = record.exc_info[1] if record.exc_info else None
+    return not str(record.msg).startswith("Unable to deserialize message") and not isinstance(
+        refused, JsonRpcInvalidParams
+    )
 
 
 class _State:
@@ -124,9 +138,12 @@ async def _skip(reader: Any, size: int) -> None:
 
 
 def _dispatch(protocol: Any, body: bytes, state: _State, writer: Any) -> None:
+    if nested_too_deeply(body):
+        _send_error(writer, None, PARSE_ERROR, f"the message is nested more than {MAX_JSON_DEPTH} levels deep")
+        return
     try:
         data = json.loads(body)
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         _send_error(writer, None, PARSE_ERROR, f"the message is not JSON: {exc}")
         return
     if not isinstance(data, dict) or data.get("jsonrpc") != "2.0":
@@ -172,6 +189,27 @@ def _dispatch(protocol: Any, body: bytes, state: _State, writer: Any) -> None:
     if method == "initialize":
         state.initialized = True
     protocol.handle_message(message)
+
+
+def nested_too_deeply(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether arrays and objects nest more than ``limit`` deep in a JSON text (strings left
+    out), decided without decoding it and in C: a text with no more openers than ``limit`` is
+    not; else its brackets outside strings lose their innermost pairs, pass after pass, until
+    more than ``limit`` passes or openers in a row show the depth."""
+    if body.count(b"[") + body.count(b"{") <= limit:
+        return False
+    outside = b"".join(body.replace(b"\\\\", b"").replace(b'\\"', b"").split(b'"')[::2])
+    nesting = outside.translate(_NESTING, _NOT_NESTING)  # "(" and ")" only
+    in_a_row = b"(" * (limit + 1)
+    passes = 0
+    while nesting and passes <= limit:
+        if in_a_row in nesting:
+            return True
+        inner = nesting.replace(b"()", b"")
+        if inner == nesting:  # unbalanced: what is left opens without closing
+            return passes + nesting.count(b"(") > limit
+        nesting, passes = inner, passes + 1
+    return passes > limit
 
 
 def _known_method(protocol: Any, method: str) -> bool:

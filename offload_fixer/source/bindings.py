@@ -36,6 +36,8 @@ class Binding:
     nested: bool
     """Inside a compound statement (``if``/``for``/``with``/``try``) of the scope."""
     qualname: str = ""
+    type_only: bool = False
+    """Under ``if TYPE_CHECKING:``: the type checker sees it, the running program never does."""
 
     @property
     def value(self) -> cst.BaseExpression | None:
@@ -52,11 +54,13 @@ class BindingCollector:
         """Names declared ``global``/``nonlocal``: assigned through another scope."""
         self.star_sources: list[tuple[int, str]] = []
         """(level, module) of each ``from <level dots><module> import *``, in order."""
+        self._type_only = False
 
     def add(
         self, name: str, kind: BindingKind, node: Any, site: cst.CSTNode, index: int, nested: bool, qualname: str = ""
     ) -> None:
-        self.bindings.setdefault(name, []).append(Binding(kind, node, site, index, nested, qualname))
+        binding = Binding(kind, node, site, index, nested, qualname, self._type_only)
+        self.bindings.setdefault(name, []).append(binding)
 
     def collect(self, statements: list) -> BindingCollector:
         for index, statement in enumerate(statements):
@@ -76,6 +80,14 @@ class BindingCollector:
             self._compound(statement, index)
 
     def _compound(self, statement: Any, index: int) -> None:
+        if isinstance(statement, cst.If) and is_type_checking(statement.test):
+            saved, self._type_only = self._type_only, True
+            for inner in block_statements(statement.body):
+                self.add_statement(inner, index, nested=True)
+            self._type_only = saved
+            for inner in orelse_statements(statement):
+                self.add_statement(inner, index, nested=True)
+            return
         if isinstance(statement, cst.For):
             for name in target_names(statement.target):
                 self.add(name, "other", statement, statement, index, True)
@@ -191,13 +203,22 @@ def inner_statements(statement: Any) -> list:
             blocks.append(statement.finalbody.body)
     if isinstance(statement, cst.Match):
         blocks.extend(case.body for case in statement.cases)
-    statements = [inner for block in blocks for inner in block_statements(block)]
+    return [inner for block in blocks for inner in block_statements(block)] + orelse_statements(statement)
+
+
+def orelse_statements(statement: Any) -> list:
+    """The statements of a compound statement's ``else`` (an ``elif`` as one ``If``)."""
     orelse = getattr(statement, "orelse", None)
     if isinstance(orelse, cst.If):
-        statements.append(orelse)
-    elif orelse is not None:
-        statements.extend(block_statements(orelse.body))
-    return statements
+        return [orelse]
+    if orelse is not None:
+        return block_statements(orelse.body)
+    return []
+
+
+def is_type_checking(test: cst.BaseExpression) -> bool:
+    """``TYPE_CHECKING`` or ``typing.TYPE_CHECKING`` (any module's): true for type checkers only."""
+    return last_name(test) == "TYPE_CHECKING"
 
 
 def parameters(params: cst.Parameters) -> list[cst.Param]:

@@ -1,10 +1,20 @@
 """Python source bytes read the way CPython reads them: the encoding (BOM, a PEP 263 cookie
-on one of the first two lines, else UTF-8) and the lines, whatever ends them.
+on one of the first two lines, else UTF-8), the lines, whatever ends them, and the names.
 
 ``tokenize.detect_encoding`` reads lines with ``readline``, which splits on ``\\n`` only: a
 file whose lines end in a lone ``\\r`` is one "line" to it, so a coding cookie there is
 checked against the whole file and refused. CPython itself ends lines at ``\\r\\n``, ``\\r``
 or ``\\n`` and runs such files, so the lines are cut here the same way first.
+
+CPython's tokenizer folds every identifier to its NFKC form (PEP 3131): an italic ``h``
+(U+210E), a fullwidth one (U+FF48) and ``h`` are one variable, ``first`` spelled with the
+``fi`` ligature (U+FB01) is ``first``, and ``device_put`` in fullwidth letters is ``device_put``.
+``ast`` shows the folded names; libcst keeps the text as written. So the text libcst is given
+(:func:`libcst_view`) spells every identifier folded (:func:`python_spelling`), and every
+comparison of names, in the static check and in the fixes, is one of names as Python reads
+them. Strings, comments and bytes keep their code points: they are data, which Python does
+not fold. A fix's lines go back into the file with each identifier spelled as the file
+spells it (:func:`spelled_as_written`).
 """
 
 from __future__ import annotations
@@ -15,7 +25,8 @@ import os
 import re
 import stat
 import tokenize
-from collections.abc import Sequence
+import unicodedata
+from collections.abc import Iterator, Sequence
 
 NOTEBOOK_SUFFIX = ".ipynb"
 """A Jupyter notebook's file suffix (its program is read from its code cells)."""
@@ -148,10 +159,16 @@ _INDENT_CHARS = " \t\f"
 
 
 def libcst_view(text: str) -> str:
-    """``text`` with each line whose indentation holds a form feed cut to the indentation after
-    its last one; lines inside a multi-line string are left alone. The same program for
-    CPython, and one libcst prints back as it is. ``text`` itself where it has no form feed
-    (or does not tokenize)."""
+    """``text`` as libcst should read it, the same program for CPython: each identifier
+    spelled as Python reads it (:func:`python_spelling`), and each line whose indentation
+    holds a form feed cut to the indentation after its last one (lines inside a multi-line
+    string are left alone), which libcst prints back as it is. ``text`` itself where it has
+    neither (or does not tokenize)."""
+    return python_spelling(form_feeds_cut(text))
+
+
+def form_feeds_cut(text: str) -> str:
+    """The form-feed part of :func:`libcst_view`: identifiers left as written."""
     if "\f" not in text:
         return text
     lines = split_lines(text)
@@ -186,3 +203,90 @@ def _string_continuation_lines(lines: Sequence[str]) -> set[int] | None:
     except (tokenize.TokenError, SyntaxError):
         return None
     return protected
+
+
+# ---------------------------------------------------------------------------------------
+# Names as Python reads them
+def python_spelling(text: str) -> str:
+    """``text`` with each identifier replaced by its NFKC form, as CPython reads it; ``text``
+    itself where none changes (nearly every file: ASCII, or normalized already) or where it
+    does not tokenize. Lines and their ends stay as they are."""
+    if not _may_fold_a_name(text):
+        return text
+    lines = split_lines(text)
+    changed = False
+    for token in reversed(list(_folded_names(lines))):
+        row, column = token.start
+        line = lines[row - 1]
+        lines[row - 1] = line[:column] + _folded(token.string) + line[column + len(token.string) :]
+        changed = True
+    return "".join(lines) if changed else text
+
+
+def spelled_as_written(text: str, original: str) -> list[str]:
+    """The lines of ``text`` (a fix of ``python_spelling(original)``), each identifier that
+    ``original`` spells otherwise spelled as ``original`` does: the one way it spells that
+    name (a name it spells several ways, or also as Python reads it, stays folded)."""
+    lines = split_lines(text)
+    if not _may_fold_a_name(original):
+        return lines
+    spellings: dict[str, set[str]] = {}
+    for token in _names(split_lines(original)):
+        spellings.setdefault(_folded(token.string), set()).add(token.string)
+    written = {folded: found.pop() for folded, found in spellings.items() if len(found) == 1 and folded not in found}
+    if not written:
+        return lines
+    for token in reversed([t for t in _names(lines) if t.string in written]):
+        row, column = token.start
+        line = lines[row - 1]
+        lines[row - 1] = line[:column] + written[token.string] + line[column + len(token.string) :]
+    return lines
+
+
+def _may_fold_a_name(text: str) -> bool:
+    """Whether some character of ``text`` that NFKC changes may be part of a name (the
+    tokenizer is asked only then: an ellipsis, a non-breaking space or a superscript in a
+    docstring changes under NFKC too, but is never a name's)."""
+    if text.isascii() or unicodedata.is_normalized("NFKC", text):
+        return False
+    return any(
+        not unicodedata.is_normalized("NFKC", character) and f"_{character}".isidentifier()
+        for character in set(text)
+        if not character.isascii()
+    )
+
+
+def _folded(name: str) -> str:
+    return unicodedata.normalize("NFKC", name)
+
+
+def _folded_names(lines: Sequence[str]) -> Iterator[tokenize.TokenInfo]:
+    return (token for token in _names(lines) if not token.string.isascii() and _folded(token.string) != token.string)
+
+
+def _names(lines: Sequence[str]) -> Iterator[tokenize.TokenInfo]:
+    """The identifier tokens of ``lines`` (each ended in ``\\n`` for the tokenizer: rows and
+    columns stay those of ``lines``); none where they do not tokenize."""
+    feed = iter([line.rstrip("\r\n") + "\n" if line.endswith(("\r", "\n")) else line for line in lines])
+    found = []
+    try:
+        for token in tokenize.generate_tokens(lambda: next(feed, "")):
+            if token.type == tokenize.NAME:
+                found.append(token)
+    except (tokenize.TokenError, SyntaxError):
+        return iter(())
+    return iter(found)
+
+
+def view_column(original_line: str, view_line: str, column: int) -> int:
+    """The column (0-based) of ``original_line`` that ``column`` of ``view_line`` (its
+    :func:`libcst_view`) stands for: past a cut prefix, and inside or after a name whose
+    folded spelling is longer or shorter than the file's."""
+    import difflib
+
+    if original_line == view_line:
+        return column
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, view_line, original_line, autojunk=False).get_opcodes():
+        if i1 <= column < i2:
+            return j1 + (column - i1 if tag == "equal" else min(column - i1, max(j2 - j1 - 1, 0)))
+    return column + len(original_line) - len(view_line)

@@ -13,6 +13,7 @@ import libcst as cst
 
 from offload_fixer.codemods.source_facts import JitSite, SourceFacts
 from offload_fixer.model import FunctionRef, Span
+from offload_fixer.source.decoding import SourceDecodeError, decode, libcst_view
 from offload_fixer.source.lookup import source_bytes
 from offload_fixer.source.metadata import node_positions
 
@@ -74,7 +75,7 @@ def _facts(path: str, _mtime: float) -> SourceFacts | None:
     if data is None:
         return None
     try:
-        module = cst.parse_module(data)
-    except cst.ParserSyntaxError:
+        module = cst.parse_module(libcst_view(decode(data)[0]))  # names as Python reads them: a code object's
+    except (cst.ParserSyntaxError, SourceDecodeError):
         return None
     return SourceFacts.collect(module, node_positions(module))

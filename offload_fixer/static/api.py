@@ -37,7 +37,7 @@ from .prefilter import checks_policy_alone, references_jit, spells_host
 from .project import ModuleFacts, Project
 from .reading import kept_result, notebook_facts, notebook_program, read_for_check, validated, validated_here
 from .results import ParseError, StaticResult, internal_error_note
-from .text_facts import TextFacts
+from .text_facts import TextFacts, folded
 
 if TYPE_CHECKING:
     import multiprocessing.context
@@ -517,7 +517,8 @@ def _check_once(
         # the file is written for this interpreter's Python or an older one: CPython decides
         return StaticResult(path, parse_error=_syntax_error(syntax_error, text, path, python), analysed=True)
     names_jit = found is not None and references_jit(found.tree)
-    if found is not None and not names_jit and not checks_policy_alone(data) and not spells_host(data):
+    words = folded(data)  # as Python reads names
+    if found is not None and not names_jit and not checks_policy_alone(words) and not spells_host(words):
         return StaticResult(path, analysed=True)
     import hashlib
 
@@ -593,22 +594,26 @@ def _syntax_error(exc: SyntaxError, text: str, path: str, python: tuple[int, int
 
 def _columns_of(original: str, view: str, path: str, diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
     """The diagnostics of ``view`` (:func:`libcst_view` of ``original``) with the columns of
-    ``original``: a line whose form feeds the view cut starts that much later in the file."""
+    ``original``: a line whose form feeds the view cut starts that much later in the file, and
+    a name the view spells folded may be longer or shorter in the file (``ﬁ`` for ``fi``)."""
     import dataclasses
 
-    from offload_fixer.source.decoding import split_lines
+    from offload_fixer.source.decoding import split_lines, view_column
 
-    cuts = {
-        number: len(line) - len(cut)
+    lines = {
+        number: (line, cut)
         for number, (line, cut) in enumerate(zip(split_lines(original), split_lines(view)), 1)
-        if len(line) != len(cut)
+        if line != cut
     }
 
+    def column(line: int, col: int) -> int:
+        return view_column(*lines[line], col - 1) + 1 if line in lines else col
+
     def moved(span):
-        if span is None or span.path != path or not (span.line in cuts or span.end_line in cuts):
+        if span is None or span.path != path or not (span.line in lines or span.end_line in lines):
             return span
-        end = span.end_col + cuts.get(span.end_line or span.line, 0) if span.end_col is not None else None
-        return dataclasses.replace(span, col=span.col + cuts.get(span.line, 0), end_col=end)
+        end = column(span.end_line or span.line, span.end_col) if span.end_col is not None else None
+        return dataclasses.replace(span, col=column(span.line, span.col), end_col=end)
 
     return [
         dataclasses.replace(

@@ -19,12 +19,12 @@ notebook's bytes are the same (:meth:`ResultCache.notebook_program`): decoding a
 masking its cells cost ten times what hashing it does. Entries are written to a temporary file and renamed into place, so concurrent runs
 (pre-commit's parallel batches, an editor's save beside a CI job) each read a whole entry or
 none; a file that cannot be read, parsed or written is a miss, never an error. JSON, never
-pickle: a cache directory can come from anywhere a checkout does.
+pickle: a cache directory can come from anywhere a checkout does, and one that leads out of
+the project (a symlink) is not used at all (:mod:`offload_fixer.state_folders`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import sys
@@ -37,6 +37,7 @@ from offload_fixer.findings import FixMark
 from offload_fixer.jax_compat import Spelling
 from offload_fixer.model import Diagnostic, Span
 from offload_fixer.source.decoding import read_regular_file
+from offload_fixer.state_folders import StateFolder
 from offload_fixer.version import __version__
 
 from .manifest import Manifest
@@ -46,24 +47,34 @@ from .results import ParseError, StaticResult
 DIRECTORY = ".offload-fixer-cache"
 FORMAT = 1
 """Bumped when an entry's layout changes."""
+TOP_FILES = {
+    ".gitignore": "# Written by offload-fixer.\n*\n",
+    "CACHEDIR.TAG": "Signature: 8a477f597d28d172789f06886806bc55\n# offload-fixer's results\n",
+}
+"""Beside the versions' folders: git and backup tools leave the cache alone."""
 
 
 class ResultCache:
-    """The results of one project's checks, in ``root / DIRECTORY``."""
+    """The results of one project's checks, in ``root / DIRECTORY / <version>``; not used where
+    that folder leads out of the project (:attr:`refusal` says so)."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
-        self.directory = Path(root) / DIRECTORY / __version__
+        self.folder = StateFolder(root, (DIRECTORY, __version__), TOP_FILES)
         self._tool: str | None = None
-        self._ready: bool | None = None
         self._manifest: Manifest | None = None
         self.hits = self.misses = 0
+
+    @property
+    def refusal(self) -> str | None:
+        """Why the cache is not used (its folder leads out of the project), for the command to say."""
+        return self.folder.refusal
 
     def manifest(self) -> Manifest | None:
         """The facts of the files earlier runs read (:mod:`.manifest`), kept beside the
         results; None where the cache cannot be written, or on Windows, whose ``st_ctime`` is
         the file's creation (an edit that restores size and mtime would go unseen)."""
-        if self._manifest is None and os.name != "nt" and self._prepared():
-            self._manifest = Manifest(self.directory, self._tool_fingerprint())
+        if self._manifest is None and os.name != "nt" and (real := self.folder.resolve()) is not None:
+            self._manifest = Manifest(Path(real), self._tool_fingerprint(), self.folder.write)
         return self._manifest
 
     def get(
@@ -185,7 +196,7 @@ class ResultCache:
         import hashlib
 
         name = json.dumps(["notebook", os.path.abspath(path)]).encode("utf-8", "surrogateescape")
-        return self.directory / f"{hashlib.sha256(name).hexdigest()[:40]}.json"  # one per notebook
+        return self._in_folder(f"{hashlib.sha256(name).hexdigest()[:40]}.json")  # one per notebook
 
     def fix_marks(
         self,
@@ -210,7 +221,7 @@ class ResultCache:
             [[d.to_dict() for d in diagnostics], list(settings), files, contents, os.getcwd()], default=str
         )
         key = hashlib.sha256(self._tool_fingerprint().encode() + described.encode("utf-8", "surrogateescape"))
-        entry = self.directory / f"marks-{key.hexdigest()[:40]}.json"
+        entry = self._in_folder(f"marks-{key.hexdigest()[:40]}.json")
         try:
             kept = json.loads(entry.read_bytes())
             return {diagnostics[index]: FixMark(**mark) for index, mark in kept}
@@ -224,7 +235,7 @@ class ResultCache:
     def read(self, name: str) -> Any:
         """The value :meth:`keep` kept as ``name``, or ``None`` (never kept, unreadable)."""
         try:
-            return json.loads((self.directory / name).read_bytes())
+            return json.loads(self._in_folder(name).read_bytes())
         except (OSError, ValueError):
             return None
 
@@ -232,7 +243,7 @@ class ResultCache:
         """Keep ``value`` (JSON) as ``name`` beside the results, whole or not at all: how
         another of the tool's engines keeps what it found between runs in the same folder
         (``run``'s verdicts, :mod:`offload_fixer.verdicts`)."""
-        self._write(self.directory / name, value)
+        self._write(self._in_folder(name), value)
 
     def tool(self) -> str:
         """What an entry is only valid for: this offload-fixer (each of its modules' size and
@@ -241,44 +252,24 @@ class ResultCache:
 
     def _write(self, destination: Path, value: Any) -> None:
         """``value`` as JSON at ``destination``, whole or not at all."""
-        if not self._prepared():
-            return
-        import tempfile
-
         try:
-            handle, temporary = tempfile.mkstemp(prefix=".entry-", dir=self.directory)
-        except OSError:
+            data = json.dumps(value).encode("utf-8", "surrogateescape")
+        except (TypeError, ValueError, UnicodeError):
             return
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                json.dump(value, stream)
-            os.replace(temporary, destination)
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
+        self.folder.write(destination.name, data)
 
-    def _prepared(self) -> bool:
-        if self._ready is None:
-            try:
-                self.directory.mkdir(parents=True, exist_ok=True)
-                top = self.directory.parent
-                for name, text in (
-                    (".gitignore", "# Written by offload-fixer.\n*\n"),
-                    ("CACHEDIR.TAG", "Signature: 8a477f597d28d172789f06886806bc55\n# offload-fixer's results\n"),
-                ):
-                    if not (top / name).exists():
-                        (top / name).write_text(text, encoding="utf-8")
-                self._ready = True
-            except OSError:  # a read-only checkout: no cache, as with --no-cache
-                self._ready = False
-        return self._ready
+    def _in_folder(self, name: str) -> Path:
+        """The entry ``name`` in the cache's folder (a path that reads nothing where the folder
+        is not used: every lookup misses)."""
+        real = self.folder.resolve()
+        return Path(real if real is not None else os.devnull, name)
 
     def _entry(self, path: str, target: str, spelling: Spelling, python: tuple[int, int] | None) -> Path:
         import hashlib  # here: a run whose files the prefilter all rules out needs none of this
 
         # ``python``: the file's target-version, which decides whether newer syntax is an error
         name = json.dumps([os.path.abspath(path), path, os.getcwd(), target, repr(spelling), python])
-        return self.directory / f"{hashlib.sha256(name.encode('utf-8', 'surrogateescape')).hexdigest()[:40]}.json"
+        return self._in_folder(f"{hashlib.sha256(name.encode('utf-8', 'surrogateescape')).hexdigest()[:40]}.json")
 
     def _key(self, data: bytes) -> str:
         import hashlib

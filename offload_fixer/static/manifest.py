@@ -18,7 +18,6 @@ cannot be read or parsed is an empty one, never an error. JSON, never pickle.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import stat
@@ -39,9 +38,13 @@ class Manifest:
     """The kept facts of one cache directory, read on first use and written by :meth:`save`
     only where this run changed them (dropping then the files that are gone)."""
 
-    def __init__(self, directory: Path, tool: str) -> None:
+    def __init__(self, directory: Path, tool: str, write: Callable[[str, bytes], object] | None = None) -> None:
+        """``write(name, data)``: how the manifest is written into ``directory``, whole or not at
+        all (the cache's :meth:`~offload_fixer.state_folders.StateFolder.write`; by default a
+        temporary file renamed into place)."""
         self.path = directory / NAME
         self._tool = tool
+        self._write = write or self._replace
         self._entries: dict[str, list] | None = None
         self._changed = False
         self._seen: set[str] = set()
@@ -84,19 +87,20 @@ class Manifest:
         self._changed = False
         for path in [path for path in self._entries if path not in self._seen and not os.path.exists(path)]:
             del self._entries[path]  # removed since a run read it
-        import tempfile
+        try:
+            data = json.dumps({"tool": self._tool, "files": self._entries}, separators=(",", ":"))
+        except (TypeError, ValueError):
+            return
+        self._write(NAME, data.encode("utf-8", "surrogateescape"))
+
+    def _replace(self, name: str, data: bytes) -> None:
+        from offload_fixer.resolved_paths import Directory
 
         try:
-            handle, temporary = tempfile.mkstemp(prefix=".manifest-", dir=self.path.parent)
+            with Directory(os.path.realpath(self.path.parent)) as folder:
+                folder.write_atomically(name, data)
         except OSError:
-            return
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as stream:
-                json.dump({"tool": self._tool, "files": self._entries}, stream, separators=(",", ":"))
-            os.replace(temporary, self.path)
-        except (OSError, TypeError, ValueError):
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
+            pass
 
     def _read(self) -> dict[str, list]:
         if self._entries is None:

@@ -43,7 +43,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from offload_fixer.source.decoding import SourceDecodeError, decode, read_regular_file
+from offload_fixer.source.decoding import SourceDecodeError, decode, python_spelling, read_regular_file
 from offload_fixer.source.lines import count_line_ends, lines_before
 
 from .names import import_binding
@@ -722,7 +722,8 @@ def _stamp(path: str) -> Any:
 
 
 def _decoded(data: bytes) -> str | None:
+    """The module's text as the check reads a file's (:func:`python_spelling`: names as Python reads them)."""
     try:
-        return decode(data)[0]
+        return python_spelling(decode(data)[0])
     except SourceDecodeError:
         return None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import sys
+import unicodedata
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
@@ -146,8 +147,9 @@ class TextFacts:
         return value
 
     def spells(self, word: str) -> bool:
-        """:data:`_SPELLINGS`' test ``word`` of the text (``jit``, ``host``, ``offload``, ``alone``)."""
-        return bool(self._fact(word, _SPELLINGS[word], False))
+        """:data:`_SPELLINGS`' test ``word`` of the text (``jit``, ``host``, ``offload``, ``alone``),
+        its names read as Python reads them (:func:`folded`)."""
+        return bool(self._fact(word, lambda data: _SPELLINGS[word](folded(data)), False))
 
     @property
     def sha256(self) -> str:
@@ -224,7 +226,19 @@ def _a_position(item: Any) -> bool:
 
 
 def _followed_imports(data: bytes) -> list[list[Any]]:
-    return [[found.level, found.module, list(found.names)] for found in scan_imports(data) if followed(found)]
+    return [[found.level, found.module, list(found.names)] for found in scan_imports(folded(data)) if followed(found)]
+
+
+def folded(data: bytes) -> bytes:
+    """``data`` with its text in NFKC form, as Python reads names (``jit`` in fullwidth letters is ``jit``),
+    for the prefilter's word searches; ``data`` itself where that changes nothing (ASCII, or
+    normalized already). Strings and comments are folded too, which only lets more through."""
+    if data.isascii():
+        return data
+    text = data.decode("utf-8", "surrogateescape")
+    if unicodedata.is_normalized("NFKC", text):
+        return data
+    return unicodedata.normalize("NFKC", text).encode("utf-8", "surrogateescape")
 
 
 def _sha256(data: bytes) -> str:

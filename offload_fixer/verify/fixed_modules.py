@@ -88,8 +88,15 @@ def fixed_modules(texts: Mapping[str, str], require_safe: bool = False) -> Itera
 
 
 def _import_lone(path: str, text: str, cleanup: list[Callable[[], object]]) -> Any:
-    directory = os.path.dirname(path)
-    handle, temporary = tempfile.mkstemp(prefix=".offload-fixer-confirm-", suffix=".py", dir=directory)
+    """The fixed ``text`` imported from a temporary file beside ``path`` (its imports resolve as
+    the file's do), created through the directory ``path`` resolves to now: never through a
+    symlink swapped in since (:mod:`offload_fixer.resolved_paths`)."""
+    from offload_fixer.resolved_paths import Directory
+
+    directory = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    with Directory(directory) as folder:
+        handle, created = folder.create(".offload-fixer-confirm-", suffix=".py")
+    temporary = os.path.join(directory, created)
     name = f"_offload_fixer_fixed_{next(_names)}"
     cleanup.append(lambda: _remove(temporary))
     cleanup.append(lambda: sys.modules.pop(name, None))

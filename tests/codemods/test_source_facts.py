@@ -31,9 +31,31 @@ def test_names_resolve_through_the_imports_of_any_scope() -> None:
     assert qualify(cst.parse_expression("bind")) == "functools.partial"
     assert qualify(cst.parse_expression("put")) == "jax.device_put"
     assert qualify(cst.parse_expression("jx.jit(f)")) is None
-    assert facts.aliases.jax_module() == "jax"
-    assert facts.aliases.imported_from_jax("device_put") == "put"
+    # a fix writes only what the module binds when it runs: f's imports are f's alone
+    assert facts.aliases.jax_module() == "jx"
+    assert facts.aliases.imported_from_jax("device_put") is None
     assert facts.aliases.partial == ["bind"]
+
+
+def test_imports_only_a_type_checker_sees_are_read_and_never_written() -> None:
+    facts = facts_of("""        import typing
+        from typing import TYPE_CHECKING
+        from jax import device_put
+
+        if TYPE_CHECKING:
+            import jax
+            from functools import partial
+        if typing.TYPE_CHECKING:
+            import jax.numpy as jnp
+        else:
+            import numpy as jnp
+        """)
+    assert facts.aliases.qualify(cst.parse_expression("jax.jit")) == "jax.jit"
+    assert facts.aliases.jax_module() is None  # a fix adds `import jax`
+    assert facts.aliases.partial == []
+    assert facts.aliases.imported_from_jax("device_put") == "device_put"
+    assert facts.aliases.locals_of("numpy") == ["jnp"]
+    assert "jax" not in facts.module_scope.bindings
 
 
 def test_a_module_imported_relatively_is_not_jax() -> None:

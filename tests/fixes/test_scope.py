@@ -28,3 +28,14 @@ def test_only_python_inside_the_project_or_files_named(tmp_path: Path) -> None:
     assert "a symlink to" in (scope.refusal(str(project / "link.py")) or "")
     assert "not a Python file" in (scope.refusal(str(project / "notes.txt")) or "")
     assert scope.refusal(str(tmp_path / "proj2" / "x.py")) is not None  # a sibling sharing the prefix
+
+
+def test_a_path_that_leads_elsewhere_than_when_it_was_checked_is_refused(tmp_path: Path) -> None:
+    project = tmp_path / "proj"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "train.py").write_text("x = 1\n")
+    (project / "elsewhere.py").write_text("x = 1\n")
+    scope = WriteScope.of([str(project)])
+    assert scope.refusal("proj/src/train.py", str(project / "src" / "train.py")) is None
+    refusal = scope.refusal("proj/src/train.py", str(project / "elsewhere.py"))  # inside, yet not what was checked
+    assert refusal is not None and "not to" in refusal and "as when it was checked" in refusal

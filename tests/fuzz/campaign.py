@@ -103,9 +103,9 @@ def _fix_once(path: Path, variant: Variant) -> tuple[int, list[str]]:
     written: list[str] = []
     write_source = fix_apply.write_source
 
-    def counted(target: str, expected: bytes, data: bytes) -> None:
+    def counted(target: str, expected: bytes, data: bytes, **options) -> None:
         written.append(os.path.realpath(target))
-        write_source(target, expected, data)
+        write_source(target, expected, data, **options)
 
     fix_apply.write_source = counted
     try:

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import select
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -463,3 +465,95 @@ def time_large_document(root: Path, size: int, jax_version: str = "0.4.26") -> t
         return took, len(answer["params"]["diagnostics"]), "analysed"
     finally:
         server.stop()
+
+
+# ---------------------------------------------------------------------------------------
+# Messages nested deeply: answered, never fatal
+DEPTHS = (65, 100, 500, 999, 1_000, 1_001, 5_000, 100_000, 1_000_000)
+SHAPES = ("array", "object", "interleaved", "in a string")
+CARRIERS = ("request params", "notification params", "initializationOptions")
+MESSAGES_PER_SERVER = 8
+
+
+def deep_value(shape: str, depth: int) -> bytes:
+    """A JSON value nested ``depth`` levels deep (``in a string``: a string that spells it)."""
+    if shape == "array":
+        return b"[" * depth + b"]" * depth
+    if shape == "object":
+        return b'{"a":' * depth + b"1" + b"}" * depth
+    if shape == "interleaved":
+        return b'[{"a":' * (depth // 2) + b"[1]" + b"}]" * (depth // 2)
+    return json.dumps("[" * depth + "]" * depth).encode()
+
+
+def _deep_message(carrier: str, value: bytes, id_: int) -> bytes:
+    if carrier == "request params":  # a command no server registers: answered with an error of its id
+        return frame(
+            raw=b'{"jsonrpc":"2.0","id":%d,"method":"workspace/executeCommand",' % id_
+            + b'"params":{"command":"offload-fixer.nothing","arguments":[%s]}}' % value
+        )
+    if carrier == "notification params":
+        return frame(raw=b'{"jsonrpc":"2.0","method":"offload/nothing","params":{"x":%s}}' % value)
+    return frame(
+        raw=b'{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"processId":null,"capabilities":{},' % id_
+        + b'"rootUri":null,"initializationOptions":%s}}' % value
+    )
+
+
+def deep_messages(count: int, seed: int, root: Path) -> tuple[Counter, list[str]]:
+    """``count`` messages nested deeply, several per server: each that nests past the server's
+    limit gets a JSON-RPC ParseError (id null), any other its usual answer; after them the
+    server answers a request and ends with status 0, no traceback on its stderr."""
+    rng = random.Random(seed)
+    counts: Counter = Counter()
+    details: list[str] = []
+    sent = 0
+    while sent < count:
+        batch = min(MESSAGES_PER_SERVER, count - sent)
+        server = RawServer(root)
+        problems: list[str] = []
+        try:
+            problems += _deep_batch(server, rng, batch, counts)
+        except BrokenPipeError:
+            problems.append(f"the server ended (status {server.process.poll()}) while messages were sent")
+        finally:
+            errors = server.stop()
+        sent += batch
+        if b"Traceback (most recent call last)" in errors:
+            problems.append("a traceback on stderr:\n" + errors.decode(errors="replace")[-2000:])
+        counts["servers"] += 1
+        counts["failed"] += len(problems)
+        details += problems
+    return counts, details
+
+
+def _deep_batch(server: RawServer, rng: random.Random, batch: int, counts: Counter) -> list[str]:
+    problems = []
+    for index in range(batch):
+        depth, shape = rng.choice(DEPTHS), rng.choice(SHAPES)
+        carrier = "initializationOptions" if index == 0 else rng.choice(CARRIERS[:2])
+        id_ = 100 + index
+        label = f"{shape} {depth} deep in {carrier}"
+        counts[f"{carrier} messages"] += 1
+        server.send(_deep_message(carrier, deep_value(shape, depth), id_))
+        if shape == "in a string":
+            if carrier != "notification params" and server.answer_to(id_) is None:
+                problems.append(f"{label}: no answer to a message nested only in a string")
+            elif carrier == "initializationOptions":
+                server.send(notification("initialized", {}))
+            continue
+        answer = server.wait_for(lambda m: "error" in m and m.get("id") is None, timeout=WAIT_S)
+        if error_code(answer) != PARSE_ERROR:
+            problems.append(f"{label}: no ParseError, got {answer} (server status {server.process.poll()})")
+            if server.process.poll() is not None:
+                return problems
+        elif carrier == "initializationOptions":
+            problem = _initialized(server)
+            if problem:
+                problems.append(f"{label}: {problem}")
+    problem = _then_alive(server)
+    if problem:
+        return [*problems, f"after the deep messages: {problem}"]
+    server.send(notification("exit"))
+    status = server.status()
+    return problems if status == 0 else [*problems, f"after the deep messages: exit status {status}"]

@@ -12,7 +12,8 @@ Kinds: ``fix REPORT`` with the finding's path spelled every way a shared report 
 (inside, ``..``, absolute, through a symlink, not Python, missing) and its hash right, stale,
 absent or the report without any; ``check --fix`` of a tree with file and directory symlinks
 (inside and out), hard links, two-round fixes and read-only files; notebooks whose cells end
-lines in ``\\r``, ``\\r\\n`` or ``\\n``; JSON and TOML nested thousands deep.
+lines in ``\\r``, ``\\r\\n`` or ``\\n``, or each line its own way; JSON and TOML nested
+thousands deep.
 """
 
 from __future__ import annotations
@@ -156,8 +157,14 @@ def tree_case(directory: Path, rng: random.Random) -> PathCase:
 
 def notebook_case(directory: Path, rng: random.Random) -> PathCase:
     project = _base(directory)
-    newlines = [rng.choice(["\n", "\r", "\r\n"]) for _ in NOTEBOOK_CELLS]
-    cells = [cell.replace("\n", newline) for cell, newline in zip(NOTEBOOK_CELLS, newlines)]
+    newlines = [rng.choice(["\n", "\r", "\r\n", "mixed"]) for _ in NOTEBOOK_CELLS]
+    cells = [
+        "".join(
+            line + (rng.choice(["\n", "\r", "\r\n"]) if newline == "mixed" else newline)
+            for line in cell.split("\n")[:-1]
+        )
+        for cell, newline in zip(NOTEBOOK_CELLS, newlines)
+    ]
     path = _write(project / "nb.ipynb", _notebook(tuple(cells)))
     before = [cell["source"] for cell in json.loads(path.read_text())["cells"]]
 
@@ -172,7 +179,7 @@ def notebook_case(directory: Path, rng: random.Random) -> PathCase:
 
     return PathCase(
         "notebook line ends",
-        f"notebook: cells ending lines in {[repr(n) for n in newlines]}",
+        f"notebook: cells ending lines in {[n if n == 'mixed' else repr(n) for n in newlines]}",
         ["check", "--fix", "--unsafe-fixes", "--jax-version", OLD, "nb.ipynb"],
         ExitCode.CLEAN,
         must_change=("proj/nb.ipynb",),
@@ -227,9 +234,9 @@ def _counting_writes() -> Iterator[list[str]]:
     written: list[str] = []
     write_source = fix_apply.write_source
 
-    def counted(target: str, expected: bytes, data: bytes) -> None:
+    def counted(target: str, expected: bytes, data: bytes, **options) -> None:
         written.append(os.path.realpath(target))
-        write_source(target, expected, data)
+        write_source(target, expected, data, **options)
 
     fix_apply.write_source = counted
     try:

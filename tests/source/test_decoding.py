@@ -12,8 +12,12 @@ from offload_fixer.source.decoding import (
     SourceDecodeError,
     decode,
     detect_encoding,
+    libcst_view,
+    python_spelling,
     read_regular_file,
+    spelled_as_written,
     split_lines,
+    view_column,
 )
 
 
@@ -98,3 +102,35 @@ def test_without_a_cookie_or_a_bom_the_codec_is_utf8_as_the_tokenizer_says(data:
         said = "utf-8"
     assert detect_encoding(data) == said == "utf-8"
     assert detect_encoding(b"# coding: latin-1\n" + data) == "iso-8859-1"  # a cookie is still read
+
+
+# Names as Python reads them: written with escapes, as the look-alikes are hard to tell apart
+ITALIC_H, FULLWIDTH_H, FI = "\u210e", "\uff48", "\ufb01"
+
+
+def test_identifiers_are_folded_as_python_reads_them_and_nothing_else_is() -> None:
+    text = f'{ITALIC_H} = "{ITALIC_H}"  # {FULLWIDTH_H}\r\nx = {FULLWIDTH_H} + {FI}rst\ry = b"h"\n'
+    folded = python_spelling(text)
+    assert folded == f'h = "{ITALIC_H}"  # {FULLWIDTH_H}\r\nx = h + first\ry = b"h"\n'
+    namespace: dict = {"first": "!"}
+    exec(compile(text, "names.py", "exec"), namespace)
+    assert namespace["x"] == ITALIC_H + "!"  # one variable however it is spelled, and a string is data
+    assert python_spelling("x = 1\n") == "x = 1\n"
+    assert libcst_view(f"\f{FI}le = 1\n") == "file = 1\n"
+
+
+def test_changed_lines_get_the_files_own_spelling_back() -> None:
+    original = f"{ITALIC_H} = 1\nx = {ITALIC_H} + {FI}rst\nz = h\n"
+    fixed = python_spelling(original).replace("z = h\n", "z = h * first\n")
+    assert spelled_as_written(fixed, original) == [
+        "h = 1\n",  # also spelled plain h: folded, as Python reads it
+        "x = h + \ufb01rst\n",
+        "z = h * \ufb01rst\n",
+    ]
+
+
+def test_a_view_column_is_the_files_column() -> None:
+    original, view = f"    {FI}le = jax.device_put(x)", "    file = jax.device_put(x)"
+    assert original[view_column(original, view, view.index("jax"))] == "j"
+    assert view_column(original, view, view.index("file")) == original.index(FI)
+    assert view_column("\f    x = 1", "    x = 1", 4) == 5
