@@ -223,10 +223,11 @@ for name in $ENVS; do
     # no bytecode of their own.
     "$dir/bin/python" -m compileall -q offload_fixer tests scripts examples >/dev/null || true
     # worksteal: a worker that runs out takes tests queued for the other, so a run does not
-    # end on one worker finishing a long queue of slow tests (fixes that compile).
+    # end on one worker finishing a long queue of slow tests (fixes that compile). The 15
+    # slowest tests are listed: where the suite's minutes go, in every CI log.
     # shellcheck disable=SC2086  # a lane's variables are NAME=VALUE words
     env $variables OFFLOAD_FIXER_REQUIRE_COMPILERS="$(env_required_compilers "$name")" \
-      "$dir/bin/python" -m pytest -q -n "$JOBS" --dist worksteal -p no:cacheprovider ${marks:+-m "$marks"} "${tests[@]}" 2>&1 | tee "$logs/$name" || return_status=$?
+      "$dir/bin/python" -m pytest -q -n "$JOBS" --dist worksteal --durations=15 -p no:cacheprovider ${marks:+-m "$marks"} "${tests[@]}" 2>&1 | tee "$logs/$name" || return_status=$?
     # The mesh probes need 8 CPU devices, which would turn the examples (meshes over
     # jax.devices()) into 8-device programs: a pass of their own, on a full run only.
     if [ $# -eq 0 ] && cpu_mesh_pass "$name"; then
