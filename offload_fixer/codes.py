@@ -58,6 +58,16 @@ EAGER_STATIC_CODES: Final[frozenset[str]] = frozenset({HOST_STRIDED_SLICE_TO_DEV
 """The codes ``check`` reports only in code outside any jit, where JAX compiles each operation
 alone (an eager ``x[::2]`` of a host array)."""
 
+IO_ERROR: Final = "OFL0902"
+"""A path ``check`` was given or found that cannot be read (missing, unreadable, a FIFO): one
+diagnostic among the others, as ruff's E902 ``io-error``. It is no rule of the analysis (no page
+in :mod:`offload_fixer.rules`, no example for a compiler to judge): selected, ignored and counted
+like the rules' codes."""
+TOOL_NAMES: Final[dict[str, str]] = {IO_ERROR: "io-error"}
+"""The codes of the tool itself, by name, as :data:`NAMES` names the rules'."""
+SELECTABLE_CODES: Final[tuple[str, ...]] = (*TOOL_NAMES, *ALL_CODES)
+"""Every code a finding can carry: what ``select``, ``ignore`` and ``# noqa`` may name."""
+
 HOST_COMPUTE_CODES: Final[tuple[str, ...]] = (
     DEVICE_COMPUTE_ON_HOST,
     HOST_SLICE_NOT_MOVED_TO_DEVICE,

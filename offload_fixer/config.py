@@ -436,10 +436,10 @@ def _strings(value: Any, where: str) -> list[str]:
 
 def _selector(text: str, where: str) -> str:
     """A code (``OFL1200``), a prefix of codes (``OFL120``), or ``ALL``."""
-    from offload_fixer.rules import all_rules
+    from offload_fixer.codes import SELECTABLE_CODES
 
     selector = text.strip().upper()
-    codes = [rule.code for rule in all_rules()]
+    codes = list(SELECTABLE_CODES)
     if selector == "ALL" or any(code.startswith(selector) for code in codes):
         return selector
     close = _close_matches(selector, codes, n=1)

@@ -25,9 +25,10 @@ class ExitCode(enum.IntEnum):
     INPUT_ERROR = (
         4,
         (
-            "an input that cannot be read: a missing file, program, report or log, a file that does not "
-            "parse, that CPython cannot compile or that is not text (binary, UTF-16, undecodable), an "
-            "unreadable file or directory, a FIFO or device (refused by its type, never read)"
+            "an input that cannot be read: a missing or unreadable program, report or log, a FIFO or device "
+            "(refused by its type, never read); a file that does not parse, that CPython cannot compile or "
+            "that is not text (binary, UTF-16, undecodable). A path `check` cannot read is an OFL0902 "
+            "finding instead (exit 1), as ruff's E902"
         ),
     )
     FIX_REFUSED = (

@@ -154,7 +154,7 @@ def filter_suppressed(
     not checked is not called unused (``None``: every known code was checked). ``chunks``:
     the spans of a file's top-level statements, where known (:func:`find_suppressions`).
     """
-    known = set(codes.ALL_CODES)
+    known = set(codes.SELECTABLE_CODES)
     enabled_codes = known if enabled is None else set(enabled)
     diagnostics = list(diagnostics)
     texts = {_key(path): source for path, source in sources.items()}

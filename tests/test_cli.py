@@ -642,7 +642,6 @@ def test_per_file_ignores(tmp_path: Path):
     [
         (["check", "bad.py"], ExitCode.INPUT_ERROR, "bad.py:3:7: error: invalid syntax"),
         (["check", "README.md"], ExitCode.USAGE, "README.md: not a Python file"),
-        (["check", "missing.py"], ExitCode.INPUT_ERROR, "missing.py: no such file or directory"),
         (["explain", "missing.log"], ExitCode.INPUT_ERROR, "cannot read the log missing.log"),
         (["fix", "missing.json"], ExitCode.INPUT_ERROR, "missing.json: no such report"),
         (["check", "--jax-version", NEXT_MINOR, "clean.py"], ExitCode.UNSUPPORTED_JAX, NEWEST_NAMED),

@@ -294,7 +294,8 @@ def test_sarif_rules_results_and_locations(project):
     run = document["runs"][0]
     driver = run["tool"]["driver"]
     assert driver["name"] == "offload-fixer" and driver["informationUri"].startswith("https://")
-    assert [rule["id"] for rule in driver["rules"]] == [rule.code for rule in all_rules()]
+    # the rules' codes, then the tool's own (a path that cannot be read: OFL0902)
+    assert [rule["id"] for rule in driver["rules"]] == [rule.code for rule in all_rules()] + ["OFL0902"]
     first = driver["rules"][0]
     assert first["name"] == "host-value-device-output"
     assert first["defaultConfiguration"]["level"] == "error"  # OFL1200 on gpu, as on tpu
@@ -404,3 +405,15 @@ def test_diagnostic_without_any_span_uses_the_function(project):
     root, path = project
     bare = Diagnostic("OFL1200", "error", "tpu", "m", "e", function=FunctionRef("step", path, 5))
     assert render("text", [bare], root=root).startswith("pkg/train.py:5:1: OFL1200 [error] m")
+
+
+def test_a_path_that_cannot_be_read_is_a_sarif_result_of_the_tools_own_rule(tmp_path):
+    from offload_fixer.cli.checking import io_error
+
+    document = format_sarif([io_error(str(tmp_path / "gone.py"), "cannot read: gone", "tpu")], root=tmp_path)
+    run = document["runs"][0]
+    (result,) = run["results"]
+    rule = run["tool"]["driver"]["rules"][result["ruleIndex"]]
+    assert (result["ruleId"], rule["id"], rule["name"], result["level"]) == ("OFL0902", "OFL0902", "io-error", "error")
+    assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "gone.py"
+    assert run["invocations"][0]["executionSuccessful"]  # a finding, not a failure of the tool

@@ -33,11 +33,14 @@ from offload_fixer.cli.checking import (
     check_stdin,
     files_to_check,
     grouped_findings,
+    io_errors_as_file_errors,
     is_python_file,
+    missing_path,
     result_cache,
     share_outlines,
     show_fixed,
     show_planned_fixes,
+    warn_unselected_io_errors,
 )
 from offload_fixer.cli.confirming import report_compiled, report_unpredicted, require_compiler, saved_calls
 from offload_fixer.cli.fixing import (
@@ -61,6 +64,7 @@ from offload_fixer.cli.options import (
 )
 from offload_fixer.cli.reporting import finish, marks_planner, show_diff
 from offload_fixer.cli.settings import check_jax_version, reportable, resolve_settings, without_excluded
+from offload_fixer.codes import IO_ERROR
 from offload_fixer.console import Progress
 from offload_fixer.exit_codes import ExitCode
 from offload_fixer.version import __version__
@@ -223,10 +227,9 @@ def check(
             fail(ExitCode.USAGE, "`-` (stdin) cannot be combined with other paths", console)
         check_stdin(invocation, console, stdin_filename, force_exclude)
     paths = paths or (".",)
+    missing = [path for path in paths if not os.path.lexists(path)]  # a finding each, as ruff's E902
     for path in paths:
-        if not os.path.lexists(path):
-            fail(ExitCode.INPUT_ERROR, f"{path}: no such file or directory", console)
-        if not os.path.isdir(path) and not is_python_file(path):
+        if path not in missing and not os.path.isdir(path) and not is_python_file(path):
             fail(
                 ExitCode.USAGE,
                 f"{path}: not a Python file (checked: {', '.join(PYTHON_SUFFIXES)} files and "
@@ -246,7 +249,8 @@ def check(
         print_settings(paths[0], settings)
         sys.exit(int(ExitCode.CLEAN))
     named = {p for p in paths if not os.path.isdir(p)}
-    walked = list(files_to_check(paths, force_exclude, resolver.is_excluded))
+    walked = list(files_to_check([p for p in paths if p not in missing], force_exclude, resolver.is_excluded))
+    walked += [missing_path(path) for path in missing if not (force_exclude and resolver.is_excluded(path))]
     files = [item for item in walked if isinstance(item, str)]
     unreadable = [item for item in walked if not isinstance(item, str)]
     if show_files:
@@ -282,12 +286,15 @@ def check(
         console.note_once(f"offload-fixer: warning: the result cache {results.refusal}")
     if invocation.verbose and outcome.analysed:
         console.note(outcome.analysed)
-    outcome.diagnostics, outcome.unused_suppressions = reportable(outcome.diagnostics, resolver)
+    found = outcome.diagnostics
+    outcome.diagnostics, outcome.unused_suppressions = reportable(found, resolver)
+    warn_unselected_io_errors(found, outcome.diagnostics, console)
     strategy = settings.strategy
     if add_noqa:
         from offload_fixer.cli.add_noqa import write_noqa
 
-        noted = [d for d in outcome.diagnostics if d.severity != "info"]
+        outcome.file_errors += io_errors_as_file_errors(outcome.diagnostics)  # no line to put a directive on
+        noted = [d for d in outcome.diagnostics if d.severity != "info" and d.code != IO_ERROR]
         added = write_noqa(noted, console, outcome.file_errors, write_scope(paths, named))
         if added:
             console.note(f"Added {added} noqa directive{'s' if added != 1 else ''}.")
@@ -890,15 +897,17 @@ def lsp() -> None:
 @options("jax_version")
 def rules(code: str | None, jax_version: str | None) -> None:
     """List the diagnostic codes, or print the page for CODE (also spelt `rule`, as ruff does)."""
-    from offload_fixer.rules import UnknownRule, all_rules, render_rule
+    from offload_fixer.rules import TOOL_CODES, UnknownRule, all_rules, render_rule
 
     console = Console(Invocation())
     if jax_version is not None:
         check_jax_version(jax_version, console)
     if code is None:
-        width = max(len(rule.name) for rule in all_rules())
-        for rule in all_rules():
-            click.echo(f"{rule.code}  {rule.name:<{width}}  {rule.summary}")
+        listed = [(tool.code, tool.name, tool.summary) for tool in TOOL_CODES]
+        listed += [(rule.code, rule.name, rule.summary) for rule in all_rules()]
+        width = max(len(name) for _, name, _ in listed)
+        for listed_code, name, summary in listed:
+            click.echo(f"{listed_code}  {name:<{width}}  {summary}")
         return
     try:
         click.echo(render_rule(code, jax_version=jax_version))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import sys
@@ -13,9 +14,10 @@ from offload_fixer.cli.fixing import FixRun, apply_fixes, colour_diff, fixed_lis
 from offload_fixer.cli.options import PYTHON_SUFFIXES, Console, Invocation, Outcome, fail
 from offload_fixer.cli.reporting import finish, marks_planner, show_diff
 from offload_fixer.cli.settings import reportable, resolve_settings
+from offload_fixer.codes import IO_ERROR
 from offload_fixer.console import Progress
 from offload_fixer.exit_codes import ExitCode
-from offload_fixer.model import Diagnostic
+from offload_fixer.model import Diagnostic, Span
 
 
 def show_fixed(run: FixRun, diagnostics: Sequence[Diagnostic], fmt: str, console: Console) -> None:
@@ -72,6 +74,45 @@ def files_to_check(paths: Sequence[str], force_exclude: bool, excluded: Callable
         yield from walk([path], excluded)
 
 
+def missing_path(path: str) -> Any:
+    """A path named on the command line that does not exist, as the walk names a path it
+    cannot use: checked as one finding among the others, never the end of the run."""
+    from offload_fixer.static.files import Unreadable
+
+    return Unreadable(path, f"cannot read: {os.strerror(errno.ENOENT)}")
+
+
+def io_error(path: str, reason: str, target: str) -> Diagnostic:
+    """A path that cannot be read, as ruff's E902: a finding of its own code, reported beside
+    the other files' findings and counted with them."""
+    return Diagnostic(
+        code=IO_ERROR,
+        severity="error",
+        target=target,
+        message=reason,
+        explanation="",
+        span=Span(path, 1, 1),
+        source="static",
+    )
+
+
+def warn_unselected_io_errors(found: Sequence[Diagnostic], reported: Sequence[Diagnostic], console: Console) -> None:
+    """A path that cannot be read, where its code is not selected: a warning on stderr, as
+    ruff's ``Failed to lint``, never silence."""
+    kept = set(reported)
+    for d in found:
+        if d.code == IO_ERROR and d not in kept and d.span is not None:
+            console.note(f"offload-fixer: warning: {d.span.path}: not checked: {d.message}")
+
+
+def io_errors_as_file_errors(diagnostics: Sequence[Diagnostic]) -> list[Any]:
+    """The paths that could not be read, as files not checked (``--add-noqa``, which has no line
+    to put a directive on for them)."""
+    from offload_fixer.report import FileError
+
+    return [FileError(d.span.path, 1, 1, d.message) for d in diagnostics if d.code == IO_ERROR and d.span]
+
+
 def check_files(
     files: Sequence[str],
     named: set[str],
@@ -92,7 +133,7 @@ def check_files(
     from offload_fixer.static import check_paths
 
     outcome = Outcome(checked=f"{len(files)} file{'s' if len(files) != 1 else ''} checked")
-    outcome.file_errors += [FileError(item.path, 1, 1, item.reason) for item in unreadable]
+    outcome.diagnostics += [io_error(item.path, item.reason, settings.target) for item in unreadable]
     hits = results.hits if results is not None else 0
     checked = check_paths(
         files,
@@ -112,7 +153,9 @@ def check_files(
             progress.count("Checking", done, len(files))
             if result.skipped is not None:
                 outcome.notes.append(f"{result.path}: {result.skipped}")
-            if result.parse_error is not None:
+            if result.parse_error is not None and result.parse_error.unreadable:
+                outcome.diagnostics.append(io_error(result.path, result.parse_error.message, settings.target))
+            elif result.parse_error is not None:
                 err = result.parse_error
                 outcome.file_errors.append(FileError(result.path, err.line, err.col, err.message))
             if result.internal_error is not None:

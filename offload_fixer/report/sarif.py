@@ -35,7 +35,7 @@ from offload_fixer.report.places import (
 from offload_fixer.version import __version__
 
 if TYPE_CHECKING:
-    from offload_fixer.rules import Rule
+    from offload_fixer.rules import Rule, ToolCode
     from offload_fixer.suppression import UnusedSuppression
 
 INFORMATION_URI = "https://pypi.org/project/offload-fixer/"
@@ -114,11 +114,11 @@ def format_sarif(
     and so does each ``--confirm`` verdict the analysis did not predict (every verdict is in
     the run's ``properties.compilations``), and each fix ``run`` compiled, with its memory
     figures in words (their bytes are in the run's ``properties.fixes``)."""
-    from offload_fixer.rules import all_rules
+    from offload_fixer.rules import TOOL_CODES, all_rules
 
     target = target or common_target(diagnostics)
     rules = all_rules()
-    index = {rule.code: i for i, rule in enumerate(rules)}
+    index = {code: i for i, code in enumerate([*(rule.code for rule in rules), *(tool.code for tool in TOOL_CODES)])}
     base = Path(root) if root is not None else Path.cwd()
     lines = _LineCache(sources or {})
     seen: dict[tuple[str, str, str], int] = {}
@@ -182,7 +182,8 @@ def format_sarif(
                 "name": TOOL_NAME,
                 "version": __version__,
                 "informationUri": INFORMATION_URI,
-                "rules": [_sarif_rule(rule, target, jax_version) for rule in rules],
+                "rules": [_sarif_rule(rule, target, jax_version) for rule in rules]
+                + [_sarif_tool_code(tool) for tool in TOOL_CODES],
             }
         },
         "invocations": [{"executionSuccessful": not file_errors, "toolExecutionNotifications": notifications}],
@@ -210,6 +211,20 @@ def _sarif_rule(rule: Rule, target: str, jax_version: str | None) -> dict[str, A
         "help": {"text": page, "markdown": page},
         "defaultConfiguration": {"level": _SARIF_LEVEL[rule.severity(target)]},
         "properties": {"tags": ["jax", "host-offload"]},
+    }
+
+
+def _sarif_tool_code(tool: ToolCode) -> dict[str, Any]:
+    """A code of the tool itself (a path that cannot be read), after the rules' (their indexes stay)."""
+    page = tool.page()
+    return {
+        "id": tool.code,
+        "name": tool.name,
+        "shortDescription": {"text": tool.summary},
+        "fullDescription": {"text": tool.what_it_does},
+        "help": {"text": page, "markdown": page},
+        "defaultConfiguration": {"level": "error"},
+        "properties": {"tags": ["io"]},
     }
 
 

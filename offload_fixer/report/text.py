@@ -227,11 +227,11 @@ def format_statistics(
 ) -> str:
     """``--statistics``: findings counted per code, most frequent first, as ruff prints them
     (``count<TAB>code<TAB>[*] name``); ``json`` gives the same as a list."""
-    from offload_fixer.rules import all_rules
+    from offload_fixer.codes import NAMES, TOOL_NAMES
 
     found = group_findings(diagnostics, marks)
     rows: dict[str, dict[str, Any]] = {}
-    names = {rule.code: rule.name for rule in all_rules()}
+    names = {**TOOL_NAMES, **NAMES}
     for finding in found:
         row = rows.setdefault(
             finding.head.code,

@@ -243,6 +243,38 @@ def same_everywhere(severity: Severity, outcome: str, message: str | None) -> di
     return {target: TargetBehaviour(severity, outcome, message) for target in TARGETS}
 
 
+@dataclass(frozen=True)
+class ToolCode:
+    """A code of the tool itself, not of the analysis (:data:`offload_fixer.codes.TOOL_NAMES`):
+    a short page, no examples, the same severity on every target."""
+
+    code: str
+    summary: str
+    what_it_does: str
+
+    @property
+    def name(self) -> str:
+        return codes.TOOL_NAMES[self.code]
+
+    def page(self) -> str:
+        return f"# {self.code} {self.name}\n\n{self.summary} (error on every target).\n\n## What it does\n\n{self.what_it_does}\n"
+
+
+TOOL_CODES: tuple[ToolCode, ...] = (
+    ToolCode(
+        codes.IO_ERROR,
+        "A path `offload-fixer check` was given or found cannot be read",
+        "Reports a file or directory that `check` could not read: a path that does not exist, a file or "
+        "directory it may not read, a symlink loop or a dangling link, a FIFO or device named like a Python "
+        "file (refused by its type, never read). It is one finding among the others, as ruff's E902 "
+        "`io-error`: every other path is still checked and reported, and the exit status is 1. Where the "
+        "code is not selected (`--select`, `--ignore`), the path is named in a warning on stderr instead. "
+        "A file that is read but is not Python text, or does not parse, is a file error (exit status 4).",
+    ),
+)
+"""The tool's own codes, listed by ``offload-fixer rules`` before the rules of the analysis."""
+
+
 class UnknownRule(KeyError):
     """A code or rule name that no rule has."""
 
@@ -300,8 +332,17 @@ def get_rule(code_or_name: str) -> Rule:
     return rule
 
 
+def tool_code(code_or_name: str) -> ToolCode | None:
+    """The tool's own code (``OFL0902``, ``io-error``), if ``code_or_name`` names one."""
+    key = code_or_name.strip()
+    return next((tool for tool in TOOL_CODES if key.upper() == tool.code or key.lower() == tool.name), None)
+
+
 def render_rule(code: str, jax_version: str | None = None) -> str:
     """The text page ``offload-fixer rules CODE`` prints (markdown that reads as plain text)."""
+    tool = tool_code(code)
+    if tool is not None:
+        return tool.page()
     rule = get_rule(code)
     sp = spelling(jax_version)
     levels = ", ".join(f"{rule.severity(t)} on {t}" for t in TARGETS)

@@ -168,7 +168,7 @@ def _check_walked(
     pending: list[StaticResult | tuple[TextFacts, str, str, str | None, tuple[int, int] | None]] = []
     for item in walk(paths, excluded):
         if isinstance(item, Unreadable):
-            pending.append(StaticResult(item.path, parse_error=ParseError(item.path, 1, 1, item.reason)))
+            pending.append(StaticResult(item.path, parse_error=ParseError(item.path, 1, 1, item.reason, True)))
             continue
         path = item
         file_target, file_jax_version = default
@@ -189,7 +189,7 @@ def _check_walked(
             else:
                 data = read_regular_file(path)
         except OSError as exc:
-            data = StaticResult(path, parse_error=ParseError(path, 1, 1, f"cannot read: {exc.strerror or exc}"))
+            data = StaticResult(path, parse_error=ParseError(path, 1, 1, f"cannot read: {exc.strerror or exc}", True))
         if isinstance(data, StaticResult):
             pending.append(data)
             continue

@@ -212,9 +212,8 @@ class ResultCache:
         files = sorted({span.path for d in diagnostics for span in _spans(d) if span.path})
         contents = []
         for path in files:
-            try:
-                with open(path, "rb") as handle:
-                    contents.append(hashlib.sha256(handle.read()).hexdigest())
+            try:  # a FIFO or device a finding names (one that cannot be read) is never opened to read
+                contents.append(hashlib.sha256(read_regular_file(path)).hexdigest())
             except OSError:
                 contents.append("")
         described = json.dumps(

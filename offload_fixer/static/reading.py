@@ -31,7 +31,8 @@ def notebook_program(path: str, results: ResultCache | None) -> bytes | StaticRe
     except NotPythonNotebook as exc:
         return StaticResult(path, skipped=str(exc))
     except NotebookError as exc:
-        return StaticResult(path, parse_error=ParseError(path, 1, 1, str(exc)))
+        unreadable = isinstance(exc.__cause__, OSError)
+        return StaticResult(path, parse_error=ParseError(path, 1, 1, str(exc), unreadable))
 
 
 def notebook_facts(path: str, results: ResultCache | None, manifest: Manifest) -> TextFacts | StaticResult:
@@ -69,7 +70,7 @@ def read_for_check(
     data = entry[0].data
     path = entry[1]
     if data is None:
-        return StaticResult(path, parse_error=ParseError(path, 1, 1, "cannot read: removed while the check ran"))
+        return StaticResult(path, parse_error=ParseError(path, 1, 1, "cannot read: removed while the check ran", True))
     project.remember(path, data)
     return (data, *entry[1:])
 

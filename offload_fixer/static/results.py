@@ -15,6 +15,9 @@ class ParseError:
     line: int
     col: int
     message: str
+    unreadable: bool = False
+    """The file could not be read at all (gone, a FIFO, a symlink loop): ``check`` reports it
+    as a finding of :data:`~offload_fixer.codes.IO_ERROR`, not as a file that is not Python."""
 
     def __str__(self) -> str:
         return f"{self.path}:{self.line}:{self.col}: {self.message}"

@@ -59,9 +59,9 @@ def test_a_check_ends_its_process_without_teardown_and_with_its_report_and_statu
 
 
 def test_a_usage_error_of_check_keeps_its_message_and_status():
-    done = entry("check", "/no/such/path.py")
-    assert done.returncode == 4
-    assert "no such file or directory" in done.stderr
+    done = entry("check", "--select", "OFL9999", ".")
+    assert done.returncode == 2
+    assert "selects no rule" in done.stderr
     assert "TEARDOWN" not in done.stdout
 
 

@@ -4,7 +4,10 @@ output is the point): ``--silent``, ``--extend-select``, ``--config KEY=VALUE``,
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +19,10 @@ from tests.cli.programs import BROKEN
 from tests.cli_support import in_terminal, offload_fixer
 
 needs_pty = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
+RUFF = shutil.which("ruff", path=os.path.dirname(sys.executable))
+needs_ruff = pytest.mark.skipif(
+    RUFF is None, reason="ruff (the lint extra, pinned in constraints.txt) is not installed"
+)
 COLOUR = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -29,8 +36,8 @@ def broken(tmp_path: Path) -> Path:
 @needs_pty
 def test_silent_prints_nothing_and_exits_with_the_findings(broken: Path):
     assert in_terminal("check", "--silent", "broken.py", cwd=broken.parent) == (ExitCode.FINDINGS, "")
-    code, screen = in_terminal("check", "-s", "missing.py", cwd=broken.parent)
-    assert code == ExitCode.INPUT_ERROR and "missing.py: no such file" in screen  # errors still say why
+    (broken.parent / "bad.py").write_text("x = (\n")
+    assert in_terminal("check", "-s", "bad.py", cwd=broken.parent) == (ExitCode.INPUT_ERROR, "")  # the status says it
 
 
 @needs_pty
@@ -126,3 +133,43 @@ def test_explain_says_every_released_gpu_compiler_refuses(tmp_path: Path):
     code, screen = in_terminal("explain", str(log), columns=200)
     assert code == ExitCode.FINDINGS, screen
     assert "every released TPU and GPU compiler refuses" in " ".join(screen.split()) and "older XLA" not in screen
+
+
+def ruff(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """The pinned ruff (``constraints.txt``), whose behaviour the cases below copy."""
+    assert RUFF is not None
+    env = {**os.environ, "NO_COLOR": "1"}
+    return subprocess.run(
+        [RUFF, "check", "--no-cache", *args], cwd=cwd, capture_output=True, text=True, env=env, check=False
+    )
+
+
+@needs_ruff
+@pytest.mark.parametrize(
+    ("ours", "theirs"),
+    [
+        ((), ()),
+        (("--exit-zero",), ("--exit-zero",)),
+        (("--statistics",), ("--statistics",)),
+        (("--output-format", "concise"), ("--output-format", "concise")),
+        (("--silent",), ("--silent",)),
+        (("--select", "OFL1200"), ("--select", "F401")),  # the code of a path that cannot be read not selected
+    ],
+    ids=["default", "exit-zero", "statistics", "concise", "silent", "not-selected"],
+)
+@pytest.mark.parametrize("alone", [False, True], ids=["with-a-finding", "alone"])
+def test_a_missing_path_is_one_finding_among_the_others_as_in_ruff(
+    tmp_path: Path, ours: tuple[str, ...], theirs: tuple[str, ...], alone: bool
+):
+    """ruff's E902: the path is a finding of its own code, every other path is still checked and
+    reported, the exit status is the findings'; not selected, a warning names it on stderr."""
+    (tmp_path / "broken.py").write_text(BROKEN)  # OFL1200 for offload-fixer
+    (tmp_path / "lint.py").write_text("import os\n")  # F401 for ruff
+    mine = offload_fixer("check", "--no-cache", *ours, "nosuch.py", *([] if alone else ["broken.py"]), cwd=tmp_path)
+    reference = ruff(*theirs, "nosuch.py", *([] if alone else ["lint.py"]), cwd=tmp_path)
+    assert mine.returncode == reference.returncode, (mine.stdout + mine.stderr, reference.stdout + reference.stderr)
+    for stream in ("stdout", "stderr"):
+        assert ("nosuch.py" in getattr(mine, stream)) == ("nosuch.py" in getattr(reference, stream)), stream
+    assert ("broken.py" in mine.stdout) == ("lint.py" in reference.stdout)
+    assert ("OFL0902" in mine.stdout) == ("E902" in reference.stdout)
+    assert "Traceback" not in mine.stderr

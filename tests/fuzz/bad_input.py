@@ -394,50 +394,53 @@ def _lone_cr_fixed(directory: Path, done: subprocess.CompletedProcess) -> str | 
 
 
 CASES: tuple[Case, ...] = (
-    # check: what is not a regular file is refused by its type before anything is read
-    Case("check-fifo", lambda d: ["check", str(_fifo(d, "pipe.py"))], ExitCode.INPUT_ERROR, _says("FIFO")),
+    # check: what cannot be read (not a regular file: refused by its type, never read) is an OFL0902
+    # finding among the others, exit 1, as ruff's E902
+    Case("check-fifo", lambda d: ["check", str(_fifo(d, "pipe.py"))], ExitCode.FINDINGS, _says("OFL0902", "FIFO")),
     Case(
         "check-symlink-to-dev-zero",
         lambda d: (os.symlink("/dev/zero", d / "zero.py"), ["check", "zero.py"])[1],
-        ExitCode.INPUT_ERROR,
-        _says("character device"),
+        ExitCode.FINDINGS,
+        _says("OFL0902", "character device"),
     ),
-    Case("check-dev-null", lambda d: ["check", "/dev/null"], ExitCode.INPUT_ERROR),
+    Case("check-dev-null", lambda d: ["check", "/dev/null"], ExitCode.FINDINGS, _says("OFL0902")),
     Case(
         "check-directory-with-fifo",
         lambda d: _tree_with(d, lambda t: _fifo(t, "pipe.py")),
-        ExitCode.INPUT_ERROR,
-        _says("pipe.py", "FIFO"),
+        ExitCode.FINDINGS,
+        _says("OFL0902", "pipe.py", "FIFO"),
     ),
     Case(
         "check-symlink-loop-in-tree",
         lambda d: _tree_with(d, lambda t: (os.symlink("b.py", t / "a.py"), os.symlink("a.py", t / "b.py"))),
-        ExitCode.INPUT_ERROR,
-        _says("symlink loop"),
+        ExitCode.FINDINGS,
+        _says("OFL0902", "symlink loop"),
     ),
     Case(
         "check-dangling-symlink-in-tree",
         lambda d: _tree_with(d, lambda t: os.symlink("gone.py", t / "link.py")),
-        ExitCode.INPUT_ERROR,
-        _says("link.py"),
+        ExitCode.FINDINGS,
+        _says("OFL0902", "link.py"),
     ),
     Case(
         "check-unreadable-directory-in-tree",
         lambda d: _tree_with(d, lambda t: (_write(t / "secret", "x.py", FIXABLE), _unreadable(t / "secret"))),
-        ExitCode.INPUT_ERROR,
-        _says("secret", "cannot list"),
+        ExitCode.FINDINGS,
+        _says("OFL0902", "secret", "cannot list"),
         needs_unreadable=True,
     ),
     Case(
         "check-unreadable-file-named",
         lambda d: (_unreadable(_write(d, "x.py", FIXABLE)), ["check", "x.py"])[1],
-        ExitCode.INPUT_ERROR,
+        ExitCode.FINDINGS,
+        _says("OFL0902", "x.py"),
         needs_unreadable=True,
     ),
     Case(
         "check-unreadable-file-in-tree",
         lambda d: _tree_with(d, lambda t: _unreadable(_write(t, "x.py", FIXABLE))),
-        ExitCode.INPUT_ERROR,
+        ExitCode.FINDINGS,
+        _says("OFL0902", "x.py"),
         needs_unreadable=True,
     ),
     # check: what is not Python text is reported, also where the prefilter would drop it
@@ -530,7 +533,7 @@ CASES: tuple[Case, ...] = (
     Case("flag-jax-version-unsupported", lambda d: ["check", "--jax-version", "banana", "."], ExitCode.UNSUPPORTED_JAX),
     Case("select-names-no-code", lambda d: ["check", "--select", ",,,", "."], ExitCode.USAGE, _says("names no code")),
     Case("select-unknown-code", lambda d: ["check", "--select", "OFL9999", "."], ExitCode.USAGE),
-    Case("missing-path", lambda d: ["check", "no/such/path.py"], ExitCode.INPUT_ERROR),
+    Case("missing-path", lambda d: ["check", "no/such/path.py"], ExitCode.FINDINGS, _says("OFL0902")),
     Case("per-package-tables", _per_package, ExitCode.FINDINGS, _only_pkg_a),
     # check --fix: refusals
     Case("fix-append-only-file", _append_only, ExitCode.FIX_REFUSED, _untouched("locked.py")),
