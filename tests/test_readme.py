@@ -83,7 +83,10 @@ def test_the_ruff_column_is_what_the_pinned_ruff_prints(tmp_path):
     assert diff.stdout.endswith("Would fix 1 error.\n") and diff.stderr == "" and "`Would fix N errors.`" in quoted
     assert ruff("--diff", "clean.py").stdout == "" and "nothing on a clean diff" in quoted
     unselected = ruff("nosuch.py", "a.py")  # E902 is not among --select F401
-    assert unselected.stderr.startswith("warning: Failed to lint nosuch.py: ") and "`warning: Failed to lint PATH:" in quoted
+    assert (
+        unselected.stderr.startswith("warning: Failed to lint nosuch.py: ")
+        and "`warning: Failed to lint PATH:" in quoted
+    )
     fixed = subprocess.run(
         [RUFF, "check", "--no-cache", "--select", "F401", "--fix", "-"],
         input="import os\n",
