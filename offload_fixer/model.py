@@ -655,6 +655,32 @@ def parse_output_path(path: str) -> tuple[PathKey, ...]:
     return tuple(keys)
 
 
+WHOLE_RESULT = "the whole result"
+"""How the reports name the output whose path is empty (the function returns one array)."""
+
+
+def shown_output_path(text: str) -> str:
+    """The pytree path an output is shown with, from the words the reports show it in
+    (``[0]['b'] (flat output 0) from opt_state['mu']['b']``, ``[1] (9 leaves: ...)``, ``the
+    whole result``, ``output [1]``, ``result[1]``): what a user copies into ``--output-path``.
+    ``ValueError`` where the words start with no path."""
+    words = text.strip().removeprefix("output ").strip()
+    if words.strip("()").startswith(WHOLE_RESULT):
+        return ""
+    end = len("result") if words.startswith("result") else 0
+    while end < len(words) and words[end] in "[.":
+        if words[end] == "[":
+            end = _closing_bracket(words, end, text) + 1
+        else:
+            end += 1
+            while end < len(words) and (words[end].isalnum() or words[end] == "_"):
+                end += 1
+    if end < len(words) and words[end] not in " ,":
+        raise ValueError(f"not a pytree path: {text!r}")
+    parse_output_path(words[:end])
+    return words[:end].removeprefix("result")
+
+
 def format_output_path(keys: Iterable[PathKey]) -> str:
     """The inverse of :func:`parse_output_path`: ``[0]['mu'].count``."""
     return "".join(f".{value}" if kind == "attr" else f"[{value!r}]" for kind, value in keys)

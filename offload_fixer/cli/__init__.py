@@ -40,7 +40,6 @@ from offload_fixer.cli.checking import (
     share_outlines,
     show_fixed,
     show_planned_fixes,
-    warn_unselected_io_errors,
 )
 from offload_fixer.cli.confirming import report_compiled, report_unpredicted, require_compiler, saved_calls
 from offload_fixer.cli.fixing import (
@@ -62,7 +61,7 @@ from offload_fixer.cli.options import (
     fail,
     options,
 )
-from offload_fixer.cli.reporting import finish, marks_planner, show_diff
+from offload_fixer.cli.reporting import finish, marks_planner, show_diff, warn_unread_paths
 from offload_fixer.cli.settings import check_jax_version, reportable, resolve_settings, without_excluded
 from offload_fixer.codes import IO_ERROR
 from offload_fixer.console import Progress
@@ -179,6 +178,8 @@ def entry() -> None:
 @options(
     *REPORT_OPTIONS,
     *FIX_OPTIONS,
+    "fix_only",
+    "exit_non_zero_on_fix",
     "jax_version",
     "target_version",
     "jobs",
@@ -222,6 +223,8 @@ def check(
         click.get_current_context().with_resource(tuned_for_batch())
     invocation = Invocation.take(params)
     console = Console(invocation)
+    if invocation.exit_zero and invocation.exit_non_zero_on_fix:
+        fail(ExitCode.USAGE, "--exit-zero cannot be used with --exit-non-zero-on-fix", console)
     if "-" in paths or (not paths and stdin_filename):
         if len(paths) > 1:
             fail(ExitCode.USAGE, "`-` (stdin) cannot be combined with other paths", console)
@@ -288,7 +291,7 @@ def check(
         console.note(outcome.analysed)
     found = outcome.diagnostics
     outcome.diagnostics, outcome.unused_suppressions = reportable(found, resolver)
-    warn_unselected_io_errors(found, outcome.diagnostics, console)
+    warn_unread_paths(found, outcome.diagnostics, console)
     strategy = settings.strategy
     if add_noqa:
         from offload_fixer.cli.add_noqa import write_noqa
@@ -335,6 +338,7 @@ def check(
         )
         outcome.failure = run.failure
         if run.changed:
+            outcome.written = True
             outcome.fixed = max(before - len(grouped_findings(outcome.diagnostics)), 0)
             if invocation.show_fixes:
                 show_fixed(run, found, invocation.fmt or settings.format, console)

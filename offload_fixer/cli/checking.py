@@ -96,15 +96,6 @@ def io_error(path: str, reason: str, target: str) -> Diagnostic:
     )
 
 
-def warn_unselected_io_errors(found: Sequence[Diagnostic], reported: Sequence[Diagnostic], console: Console) -> None:
-    """A path that cannot be read, where its code is not selected: a warning on stderr, as
-    ruff's ``Failed to lint``, never silence."""
-    kept = set(reported)
-    for d in found:
-        if d.code == IO_ERROR and d not in kept and d.span is not None:
-            console.note(f"offload-fixer: warning: {d.span.path}: not checked: {d.message}")
-
-
 def io_errors_as_file_errors(diagnostics: Sequence[Diagnostic]) -> list[Any]:
     """The paths that could not be read, as files not checked (``--add-noqa``, which has no line
     to put a directive on for them)."""
@@ -240,6 +231,7 @@ def check_stdin(invocation: Invocation, console: Console, stdin_filename: str | 
                 again.diagnostics, resolver, {path: new.decode("utf-8", errors="surrogateescape")}
             )
             outcome.fixed = max(before - len(grouped_findings(outcome.diagnostics)), 0)
+            outcome.written = True
             marks = marks_planner(settings.strategy, invocation, settings.jax_version, {path: new})
     elif invocation.write:
         sys.stdout.buffer.write(data)

@@ -137,7 +137,20 @@ OPTIONS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
         is_flag=True,
         help="With --fix, list what was fixed; without, print the fixes --fix would write.",
     ),
-    "fix": click.option("--fix", is_flag=True, help="Write the safe fixes, then report what is left."),
+    "fix": click.option(
+        "--fix/--no-fix",
+        default=False,
+        help="Write the safe fixes, then report what is left (--no-fix: do not, whatever came before).",
+    ),
+    "fix_only": click.option(
+        "--fix-only/--no-fix-only",
+        default=False,
+        help="Write the safe fixes and say only what was fixed: what is left is neither reported nor "
+        "counted in the exit status (implies --fix).",
+    ),
+    "exit_non_zero_on_fix": click.option(
+        "--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when a fix was written, even if nothing is left."
+    ),
     "diff": click.option("--diff", is_flag=True, help="Print the fixes as a unified diff; write nothing."),
     "strategy": click.option(
         "--strategy",
@@ -160,6 +173,7 @@ OPTIONS: dict[str, Callable[[Callable[..., Any]], Callable[..., Any]]] = {
         help="At most this many processes [default: a pool only for enough source to pay for it].",
     ),
     "no_cache": click.option(
+        "-n",
         "--no-cache",
         is_flag=True,
         envvar="OFFLOAD_FIXER_NO_CACHE",
@@ -254,6 +268,9 @@ class Invocation:
     confirm: bool = False
     extend_select: list[str] | None = None
     silent: bool = False
+    fix_only: bool = False
+    """``--fix-only``: the fixes written, what is left neither reported nor counted (ruff's)."""
+    exit_non_zero_on_fix: bool = False
 
     @classmethod
     def take(cls, params: dict[str, Any]) -> Invocation:
@@ -261,6 +278,7 @@ class Invocation:
         names = {f.name for f in dataclasses.fields(cls)}
         taken = cls(**{name: params.pop(name) for name in list(params) if name in names})
         taken.quiet = taken.quiet or taken.silent
+        taken.fix = taken.fix or taken.fix_only
         return taken
 
     @property
@@ -349,6 +367,8 @@ class Outcome:
     exit code stays that of the findings."""
     compilations: list[Any] = field(default_factory=list)
     """``--confirm``: each compilation's report with the compiler's verdict on it."""
+    written: bool = False
+    """A fix was written (``--exit-non-zero-on-fix``), whatever it left to report."""
     measured: list[Any] = field(default_factory=list)
     """``run --fix``: each fix compiled, with its memory figures (``model.MeasuredFix``)."""
     notes: list[str] = field(default_factory=list)

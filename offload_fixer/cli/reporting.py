@@ -9,6 +9,7 @@ from typing import Any, NoReturn
 
 from offload_fixer.cli.fixing import FixRun, colour_diff, would_fix_line
 from offload_fixer.cli.options import Console, Invocation, Outcome
+from offload_fixer.codes import IO_ERROR
 from offload_fixer.exit_codes import ExitCode
 from offload_fixer.model import Diagnostic
 
@@ -30,9 +31,19 @@ def finish(
         console.note(f"offload-fixer: {note}")
     fmt = invocation.fmt or settings.format
     shown = [d for d in outcome.diagnostics if invocation.verbose or fmt != "text" or d.severity != "info"]
+    fix_only = invocation.fix_only and not invocation.diff
+    if fix_only:  # what is left is not reported; a path that could not be read is still named
+        warn_unread_paths(shown, [], console)
+        shown = []
     text_like = fmt in ("text", "concise")
     marks = marks_for(shown) if marks_for and shown and (text_like or invocation.statistics) else {}
-    tally = Tally(checked=outcome.checked, fixed=outcome.fixed, complete=outcome.complete, shown=not invocation.quiet)
+    tally = Tally(
+        checked=outcome.checked,
+        fixed=outcome.fixed,
+        complete=outcome.complete,
+        shown=not invocation.quiet,
+        fix_only=fix_only,
+    )
     if invocation.diff:
         text = ""
     elif invocation.statistics:
@@ -61,10 +72,21 @@ def finish(
         sys.exit(int(outcome.failure))
     if outcome.file_errors:
         sys.exit(int(ExitCode.INPUT_ERROR))
+    if invocation.exit_non_zero_on_fix and outcome.written:
+        sys.exit(int(ExitCode.FINDINGS))
     found = not invocation.diff and any(d.severity in ("error", "warning") for d in shown)  # --diff: ruff's "fix only"
     if (found or outcome.pending) and not invocation.exit_zero:
         sys.exit(int(ExitCode.FINDINGS))
     sys.exit(int(ExitCode.CLEAN))
+
+
+def warn_unread_paths(found: Sequence[Diagnostic], reported: Sequence[Diagnostic], console: Console) -> None:
+    """Each path that could not be read (``found``) whose finding is not ``reported`` (its code
+    not selected, ``--fix-only``): a warning on stderr, as ruff's ``Failed to lint``, never silence."""
+    kept = set(reported)
+    for d in found:
+        if d.code == IO_ERROR and d not in kept and d.span is not None:
+            console.note(f"offload-fixer: warning: {d.span.path}: not checked: {d.message}")
 
 
 def marks_planner(

@@ -18,7 +18,7 @@ from libcst.metadata import CodeRange, PositionProvider
 
 from offload_fixer import jax_compat
 from offload_fixer.codemods import sharding_exprs as sx
-from offload_fixer.codemods.pytree_source import child_at
+from offload_fixer.codemods.pytree_source import child_at, no_part_at, returned_values
 from offload_fixer.codemods.source_facts import (
     DEVICE_PUT,
     SHARDING_CONSTRUCTORS,
@@ -28,7 +28,14 @@ from offload_fixer.codemods.source_facts import (
     SourceFacts,
 )
 from offload_fixer.codemods.targets import Edit, FunctionTarget, HostValueTarget, Placement
-from offload_fixer.model import EditSafety, PathKey, parse_output_path
+from offload_fixer.model import (
+    WHOLE_RESULT,
+    EditSafety,
+    PathKey,
+    format_output_path,
+    parse_output_path,
+    shown_output_path,
+)
 from offload_fixer.source.bindings import last_name
 from offload_fixer.source.metadata import MetadataWrapper
 
@@ -116,8 +123,9 @@ class FixCommand(CodemodCommand):
             "--output-path",
             action="append",
             default=None,
-            type=_pytree_path,
-            help="pytree path of an offending output ('' whole result, \"[0]['mu']\"); repeatable",
+            type=_shown_output_path,
+            help="pytree path of an offending output (\"[0]['mu']\"; '' or 'the whole result': all of it), "
+            "as offload-fixer's reports spell it (\"[0]['mu'] (flat output 3)\" is [0]['mu']); repeatable",
         )
         arg_parser.add_argument(
             "--output-kind",
@@ -199,7 +207,8 @@ class FixCommand(CodemodCommand):
                 continue
             if function is None and (self.NEEDS_FUNCTION or target.function_name or target.function_line):
                 where = target.function_line or target.inner_line
-                self.report_problem(f"function {target.function_name or '?'} (line {where}) not found")
+                named = f"function {target.function_name}" if target.function_name else "function"
+                self.report_problem(f"no {named}{f' at line {where}' if where else ''} in this file")
                 continue
             self.plan(function)
         if self.standalone and self.problems and not self.edits and not self.satisfied:
@@ -232,6 +241,26 @@ class FixCommand(CodemodCommand):
         """``function`` is ``None`` only for a command whose ``NEEDS_FUNCTION`` is false."""
         raise NotImplementedError
 
+    def names_only_returned_parts(
+        self, function: FunctionInfo, paths: Sequence[tuple[PathKey, ...]], return_lines: Sequence[int]
+    ) -> bool:
+        """Whether every output path names a part of every return of ``function`` that shows
+        its parts (a literal tuple, list or dict); each one that does not is a problem, and
+        from the command line the file is skipped: an edit of the whole return, or of the
+        wrong part, is never made in its place."""
+        wrong = [
+            f"output {format_output_path(keys) or WHOLE_RESULT} names no part of what {function.name} returns "
+            f"at line {line}: {why}"
+            for line, value in returned_values(function, return_lines)
+            for keys in paths
+            if (why := no_part_at(self.facts, function.scope, value, keys)) is not None
+        ]
+        for problem in wrong:
+            self.report_problem(problem)
+        if wrong and self.standalone:
+            raise SkipFile("; ".join(dict.fromkeys(wrong)))
+        return not wrong
+
     def plan_imported(self) -> bool:
         """The target's function is not defined in this file: whether the command edits it here
         all the same (a jit of the imported function at ``inner_line``), having planned it."""
@@ -248,6 +277,8 @@ class FixCommand(CodemodCommand):
         """An edit at ``node``'s line (where its text changes or a statement goes in);
         ``kept``: the lines whose host compute it leaves (:attr:`Edit.host_compute_kept`)."""
         safety: EditSafety = "unsafe" if reasons else "safe"
+        if reasons and self.standalone:  # libcst's tool writes it: what makes it unsafe is said there
+            self.warn(f"line {self.facts.line(node)}: {description}: unsafe: {'; '.join(reasons)}")
         self.outcome.edits.append(
             Edit(self.facts.line(node), description, safety, "; ".join(reasons), subject, tuple(kept))
         )
@@ -727,6 +758,13 @@ def _pytree_path(text: str) -> str:
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
     return text
+
+
+def _shown_output_path(text: str) -> str:
+    try:
+        return shown_output_path(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def _output_kind(text: str) -> tuple[str, str]:

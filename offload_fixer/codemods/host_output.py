@@ -94,6 +94,8 @@ class HostOutputCommand(ShardingCommand):
             )
             return
         paths = drop_covered([parse_output_path(p) for p in self.target.output_paths])
+        if not self.names_only_returned_parts(function, paths, self.target.return_lines):
+            return
         for site in sites:
             self._fix_site(function, site, paths)
 

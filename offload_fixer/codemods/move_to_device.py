@@ -62,6 +62,12 @@ AFTER_ORIGIN_REASON = (
 )
 
 
+PLACEMENT_FLAGS: Mapping[str, Mapping[str, str]] = {
+    "--origin-line": {"operand": "the line of the move to host", "after_origin": "the line of the move to host"},
+    "--compute-line": {"operand": "a line that computes on the moved value"},
+}
+"""The flags a placement cannot go without, with what each gives it."""
+
 MOVE_COVERS = frozenset({HOST_VALUE_DEVICE_OUTPUT, *HOST_COMPUTE_CODES})
 """A move to device before the computation fixes the host compute and the output it reaches."""
 
@@ -117,6 +123,18 @@ class MoveToDeviceCommand(ShardingCommand):
     def plan(self, function: FunctionInfo | None) -> None:
         assert function is not None, "NEEDS_FUNCTION"
         placement = self.target.placement
+        needed = [
+            flag
+            for flag, given in (
+                ("--origin-line", self.target.origin_line),
+                ("--compute-line", self.target.compute_spans),
+            )
+            if placement in PLACEMENT_FLAGS.get(flag, ()) and not given
+        ]
+        if needed:
+            what = " and ".join(f"{flag} ({PLACEMENT_FLAGS[flag][placement]})" for flag in needed)
+            self.report_problem(f"--placement {placement} needs {what}")
+            return
         if placement == "entry":
             self._at_entry(function)
         elif placement == "after_origin":
@@ -133,6 +151,8 @@ class MoveToDeviceCommand(ShardingCommand):
             self.report_problem(f"{function.name} has no return with a value to move to device")
             return
         paths = drop_covered([parse_output_path(p) for p in self.target.output_paths])
+        if not self.names_only_returned_parts(function, paths, self.target.return_lines):
+            return
         for line, value in returns:
             for keys in paths:
                 located = locate(self.facts, function.scope, value, keys)
@@ -169,7 +189,19 @@ class MoveToDeviceCommand(ShardingCommand):
     def _at_entry(self, function: FunctionInfo) -> None:
         name = self._parameter(function)
         if name is None:
-            self.report_problem(f"cannot tell which parameter of {function.name} is the host argument")
+            t = self.target
+            given = (
+                f"--parameter {t.parameter}"
+                if t.parameter is not None
+                else (f"--parameter-index {t.parameter_index}" if t.parameter_index is not None else None)
+            )
+            names = ", ".join(self._parameter_names(function)) or "none"
+            self.report_problem(
+                f"{given} names no parameter of {function.name} (its parameters: {names})"
+                if given
+                else f"cannot tell which parameter of {function.name} is the host argument: "
+                "give --parameter or --parameter-index"
+            )
             return
         body = function.node.body
         if not isinstance(body, cst.IndentedBlock):
@@ -672,9 +704,12 @@ class MoveToDeviceCommand(ShardingCommand):
                 return name
         return None
 
+    def _parameter_names(self, function: FunctionInfo) -> list[str]:
+        return [*function.positional_params, *(p.name.value for p in function.node.params.kwonly_params)]
+
     def _parameter(self, function: FunctionInfo) -> str | None:
         t = self.target
-        names = [*function.positional_params, *(p.name.value for p in function.node.params.kwonly_params)]
+        names = self._parameter_names(function)
         if t.parameter in names:
             return t.parameter
         if t.parameter_index is not None and t.parameter_index < len(function.positional_params):

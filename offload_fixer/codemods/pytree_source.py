@@ -77,6 +77,41 @@ def locate(facts: SourceFacts, scope: Scope, expr: cst.BaseExpression, keys: Seq
     return name_stop if rest and name_stop is not None else Located(expr, rest, through)
 
 
+def no_part_at(facts: SourceFacts, scope: Scope, value: cst.BaseExpression, keys: Sequence[PathKey]) -> str | None:
+    """Why the path ``keys`` names no part of ``value``, where the source shows every part of
+    the literal the path stops at (a tuple, list or dict without ``*``/``**``, dict keys
+    spelled as literals): ``the result is a tuple of 3 ([0], [1], [2])``. ``None`` where the
+    path names a part, or the source cannot tell (a call, a computed value: every array in it
+    may be that output)."""
+    located = locate(facts, scope, value, keys)
+    if not located.rest:
+        return None
+    parts = _shown_parts(located.node)
+    if parts is None:
+        return None
+    at = format_output_path(keys[: len(keys) - len(located.rest)])
+    kind = "dict" if isinstance(located.node, cst.Dict) else type(located.node).__name__.lower()
+    shown = ", ".join(format_output_path((part,)) for part in parts)
+    return f"{at or 'the result'} is a {kind} of {len(parts)}" + (f" ({shown})" if shown else "")
+
+
+def _shown_parts(expr: cst.BaseExpression) -> list[PathKey] | None:
+    """Every child path key of a literal whose children the source shows all of; else None."""
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        if any(isinstance(e, cst.StarredElement) for e in expr.elements):
+            return None
+        return [("index", i) for i in range(len(expr.elements))]
+    if isinstance(expr, cst.Dict):
+        parts: list[PathKey] = []
+        for element in expr.elements:
+            value = _key_value(element.key) if isinstance(element, cst.DictElement) else None
+            if value is None:  # ``**other`` or a computed key: the dict may hold any key
+                return None
+            parts.append(("index", value) if isinstance(value, int) else ("key", value))
+        return parts
+    return None
+
+
 Keys = tuple[PathKey, ...]
 
 

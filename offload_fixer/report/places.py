@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from offload_fixer.findings import location as primary_span
-from offload_fixer.model import Diagnostic, Report, Span
+from offload_fixer.model import WHOLE_RESULT, Diagnostic, Report, Span
 
 if TYPE_CHECKING:
     from offload_fixer.suppression import UnusedSuppression
@@ -106,7 +106,7 @@ def sort_key(diagnostic: Diagnostic) -> tuple:
 def output_words(diagnostic: Diagnostic) -> str | None:
     if diagnostic.output_path is None and diagnostic.output_index is None:
         return None
-    path = diagnostic.output_path if diagnostic.output_path else "the whole result"
+    path = diagnostic.output_path if diagnostic.output_path else WHOLE_RESULT
     flat = f" (flat output {diagnostic.output_index})" if diagnostic.output_index is not None else ""
     return f"{path}{flat}"
 

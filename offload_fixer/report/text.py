@@ -36,6 +36,8 @@ class Tally:
     """False for ``--quiet``: the findings only."""
     fixed: int | None = None
     """Findings ``--fix`` removed; ``None`` when nothing was fixed on purpose."""
+    fix_only: bool = False
+    """``--fix-only``: only what was fixed is said (``Fixed 2 problems.``), as ruff says it."""
 
 
 def format_text(
@@ -186,6 +188,9 @@ def summary_lines(found: Sequence[Finding], file_errors: Sequence[FileError], ta
     ``All checks passed!`` with what was checked when there is nothing."""
     if not tally.shown:
         return []
+    if tally.fix_only:
+        unchecked = [f"{_plural(len(file_errors), 'file')} could not be checked."] if file_errors else []
+        return unchecked + ([f"Fixed {_plural(tally.fixed, 'problem')}."] if tally.fixed else [])
     counts = {severity: 0 for severity in ("error", "warning", "info")}
     for finding in found:
         counts[finding.head.severity] = counts.get(finding.head.severity, 0) + 1

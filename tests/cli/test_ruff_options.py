@@ -16,7 +16,7 @@ import pytest
 from offload_fixer import jax_compat
 from offload_fixer.exit_codes import ExitCode
 from tests.cli.programs import BROKEN
-from tests.cli_support import in_terminal, offload_fixer
+from tests.cli_support import REPO, in_terminal, offload_fixer
 
 needs_pty = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
 RUFF = shutil.which("ruff", path=os.path.dirname(sys.executable))
@@ -173,3 +173,68 @@ def test_a_missing_path_is_one_finding_among_the_others_as_in_ruff(
     assert ("broken.py" in mine.stdout) == ("lint.py" in reference.stdout)
     assert ("OFL0902" in mine.stdout) == ("E902" in reference.stdout)
     assert "Traceback" not in mine.stderr
+
+
+FIXABLE = (REPO / "examples" / "unpinned_host_trap.py").read_text()
+"""Three findings ``--fix`` fixes all of (the ``unpinned_host`` trap), as F401 is for ruff."""
+UNUSED_IMPORT = "import os\n"
+
+
+@needs_ruff
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ("--fix-only",),
+        ("--fix-only", "--exit-non-zero-on-fix"),
+        ("--fix", "--exit-non-zero-on-fix"),
+        ("--fix", "--no-fix"),
+        ("--no-fix", "--fix"),
+        ("--fix-only", "--no-fix-only"),
+        ("--fix-only", "--quiet"),
+        ("--fix-only", "--diff"),
+        ("-n",),
+        ("--exit-zero", "--exit-non-zero-on-fix"),
+    ],
+    ids=" ".join,
+)
+@pytest.mark.parametrize("clean", [False, True], ids=["fixable", "clean"])
+def test_the_fix_flags_are_ruffs(tmp_path: Path, flags: tuple[str, ...], clean: bool):
+    """``--fix-only``, ``--no-fix``, ``--exit-non-zero-on-fix`` and ``-n`` as the pinned ruff has
+    them: the same exit status, the same file written or not, the same stream for what is left
+    (``Fixed N problems.`` for ruff's ``Fixed N errors.``), and ``-n`` keeps no cache."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    ours.mkdir(), theirs.mkdir()
+    (ours / "step.py").write_text(CLEAN_STEP if clean else FIXABLE)
+    (theirs / "lint.py").write_text("x = 1\n" if clean else UNUSED_IMPORT)
+    mine = offload_fixer("check", *flags, "step.py", cwd=ours, OFFLOAD_FIXER_NO_CACHE="")
+    reference = subprocess.run(
+        [RUFF, "check", "--select", "F401", *flags, "lint.py"], cwd=theirs, capture_output=True, text=True, check=False
+    )
+    assert mine.returncode == reference.returncode, (mine.stdout + mine.stderr, reference.stdout + reference.stderr)
+    assert ((ours / "step.py").read_text() != (CLEAN_STEP if clean else FIXABLE)) == (
+        (theirs / "lint.py").read_text() != ("x = 1\n" if clean else UNUSED_IMPORT)
+    )
+    said = {name: bool(getattr(mine, name).strip()) for name in ("stdout", "stderr")}
+    assert said == {name: bool(getattr(reference, name).strip()) for name in ("stdout", "stderr")}, (mine, reference)
+    if reference.stdout.startswith("Fixed "):
+        assert mine.stdout.startswith("Fixed ") and mine.stdout.endswith(" problems.\n"), mine.stdout
+    assert (ours / ".offload-fixer-cache").exists() == (theirs / ".ruff_cache").exists()
+
+
+CLEAN_STEP = "import jax\n\n\n@jax.jit\ndef step(x):\n    return x + 1\n"
+
+
+@needs_ruff
+def test_fix_only_on_stdin_writes_the_source_and_says_what_it_fixed(tmp_path: Path):
+    mine = offload_fixer("check", "--fix-only", "-", stdin=FIXABLE, cwd=tmp_path)
+    reference = subprocess.run(
+        [RUFF, "check", "--no-cache", "--select", "F401", "--fix-only", "-"],
+        input=UNUSED_IMPORT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (mine.returncode, reference.returncode) == (0, 0)
+    assert reference.stdout == "" and reference.stderr == "Fixed 1 error.\n"
+    assert 'memory_kind="pinned_host"' in mine.stdout and 'memory_kind="unpinned_host"' not in mine.stdout
+    assert mine.stderr == "Fixed 3 problems.\n"

@@ -47,7 +47,7 @@ def run(command: type, source: str, **target: object) -> tuple[str, MoveToDevice
 def test_missing_function_is_a_problem_not_an_edit() -> None:
     code, codemod = run(MoveToDeviceCommand, "def f(x):\n    return x\n", function_name="g")
     assert code == "def f(x):\n    return x\n"
-    assert codemod.problems == ["function g (line None) not found"]
+    assert codemod.problems == ["no function g in this file"]
     assert codemod.context.warnings == codemod.problems
 
 
@@ -275,7 +275,7 @@ def test_libcst_tool_skips_a_file_the_target_does_not_fit(project: Path) -> None
     done, _ = libcst_tool(
         project, LIBCST_SOURCE, "move_to_device.MoveToDeviceCommand", "--function-name", "g", "--output-path", "[1]"
     )
-    assert "Skipped 1 files" in done.stderr and "function g (line None) not found" in done.stderr
+    assert "Skipped 1 files" in done.stderr and "no function g in this file" in done.stderr
 
 
 def test_every_repeated_line_flag_is_checked_against_the_file() -> None:
@@ -391,3 +391,115 @@ def test_a_return_whose_value_starts_below_it_is_found_by_any_of_its_lines() -> 
         assert not codemod.problems
     _, codemod = run(MoveToDeviceCommand, source, function_line=3, output_paths=("[1]",), return_lines=(8,))
     assert codemod.problems == ["f has no return with a value to move to device"]
+
+
+README_SOURCE = """\
+import jax
+
+
+@jax.jit
+def step(x, mu):
+    y = x * 2.0
+    snapshot = jax.device_put(y, jax.memory.Space.Host)
+    mu = mu * 0.9
+    return y + 1.0, snapshot, {"mu": mu}
+"""
+"""The README's example of a codemod on its own: a returned tuple whose [1] is offloaded."""
+NO_MU = "output ['mu'] names no part of what step returns at line 9: the result is a tuple of 3 ([0], [1], [2])"
+MOVE = "-x offload_fixer.codemods.move_to_device.MoveToDeviceCommand"
+HOST = "-x offload_fixer.codemods.host_output.HostOutputCommand"
+PIN = "-x offload_fixer.codemods.pin_host_memory.PinHostMemoryCommand"
+
+
+@pytest.mark.parametrize(
+    ("spelling", "flags", "reason"),
+    [
+        (MOVE, ["--output-path", "['mu']"], NO_MU),
+        (MOVE, ["--output-path", "[7]"], "output [7] names no part of what step returns at line 9: the result is"),
+        (MOVE, ["--output-path", "[2]['nope']"], "[2] is a dict of 1 (['mu'])"),
+        (MOVE, ["--output-path", "[1]", "--output-path", "['mu']"], NO_MU),  # one wrong path: nothing written
+        (MOVE, ["--function-name", "train"], "no function train in this file"),
+        (MOVE, ["--function-line", "2"], "no function at line 2 in this file"),
+        (MOVE, ["--function-line", "40"], "--function-line 40 is not a line of this file (9 lines)"),
+        (MOVE, ["--placement", "entry", "--parameter", "params"], "--parameter params names no parameter of step"),
+        (MOVE, ["--placement", "entry"], "give --parameter or --parameter-index"),
+        (
+            MOVE,
+            ["--placement", "operand"],
+            "--placement operand needs --origin-line (the line of the move to host) and",
+        ),
+        (MOVE, ["--placement", "after_origin"], "--placement after_origin needs --origin-line"),
+        (MOVE, ["--placement", "after_origin", "--origin-line", "6"], "no `name = device_put(...)` statement"),
+        (HOST, ["--output-path", "['mu']"], NO_MU),
+        (HOST, ["--output-path", "[2]['nope']"], "[2] is a dict of 1 (['mu'])"),
+        (HOST, ["--function-name", "train"], "no function train in this file"),
+        (PIN, [], "no move to host given (--origin-line)"),
+        (PIN, ["--origin-line", "6"], "no device_put or offload policy destination on line 6"),
+        (PIN, ["--origin-line", "7"], "the destination of the move on line 7 spells no memory kind"),
+        (PIN, ["--origin-line", "99"], "--origin-line 99 is not a line of this file (9 lines)"),
+    ],
+)
+def test_each_codemod_refuses_what_it_cannot_do_and_says_why(
+    tmp_path: Path, spelling: str, flags: list[str], reason: str
+) -> None:
+    """A target that does not fit the file skips it with the reason, whatever the command: never
+    an edit of the whole return, or of another part, in place of the one asked for."""
+    function_line = [] if "--function-name" in flags or "--function-line" in flags else ["--function-line", "4"]
+    done, target = libcst_tool(tmp_path, README_SOURCE, spelling, *function_line, *flags)
+    assert target.read_text() == README_SOURCE
+    assert done.returncode == 0 and "Transformed 0 files" in done.stderr and "Skipped 1 files" in done.stderr
+    assert reason in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("spelling", "flags", "message"),
+    [
+        (MOVE, ["--output-path", "[1"], "argument --output-path: not a pytree path: '[1'"),
+        (MOVE, ["--output-path", "mu"], "argument --output-path: not a pytree path: 'mu'"),
+        (MOVE, ["--function-line", "0"], "argument --function-line: not a line number: '0'"),
+        (MOVE, ["--placement", "inside"], "argument --placement: invalid choice: 'inside'"),
+        (HOST, ["--jax-version", "9.9"], "argument --jax-version: JAX 9.9 is newer than what offload-fixer models"),
+        (HOST, ["--output-kind", "[1]"], "argument --output-kind: expected PATH=KIND, got '[1]'"),
+        (PIN, ["--origin-line", "x"], "argument --origin-line: not a line number: 'x'"),
+    ],
+)
+def test_each_codemods_malformed_flags_are_usage_errors(
+    tmp_path: Path, spelling: str, flags: list[str], message: str
+) -> None:
+    done, target = libcst_tool(tmp_path, README_SOURCE, spelling, "--function-line", "4", *flags)
+    assert done.returncode == 2 and message in done.stderr, done.stderr
+    assert target.read_text() == README_SOURCE
+
+
+@pytest.mark.parametrize(
+    ("shown", "expected"),
+    [
+        ("[1] (flat output 1)", '    return y + 1.0, jax.device_put(snapshot, jax.memory.Space.Device), {"mu": mu}\n'),
+        ("output [1]", '    return y + 1.0, jax.device_put(snapshot, jax.memory.Space.Device), {"mu": mu}\n'),
+        (
+            "[2]['mu'] (flat output 2) from mu",
+            '    return y + 1.0, snapshot, {"mu": jax.device_put(mu, jax.memory.Space.Device)}\n',
+        ),
+        (
+            "the whole result",
+            '    return jax.device_put((y + 1.0, snapshot, {"mu": mu}), jax.memory.Space.Device)\n',
+        ),
+    ],
+)
+def test_output_path_takes_the_spellings_the_reports_print(tmp_path: Path, shown: str, expected: str) -> None:
+    """What `run` and `check` print for an output (``[1] (flat output 1)``, ``the whole result``)
+    can be pasted into ``--output-path`` as it is."""
+    done, target = libcst_tool(tmp_path, README_SOURCE, MOVE, "--function-line", "4", "--output-path", shown)
+    assert done.returncode == 0 and "Transformed 1 files" in done.stderr, done.stderr
+    assert expected in target.read_text()
+
+
+def test_a_move_of_more_than_the_path_warns_why(tmp_path: Path) -> None:
+    """Where the source does not show the structure (a call's result), the whole value moves, and
+    the tool's output says so: the unsafe reason the planner would label the fix with."""
+    source = README_SOURCE.replace('return y + 1.0, snapshot, {"mu": mu}', 'return pack(y + 1.0, snapshot)')
+    done, target = libcst_tool(tmp_path, source, MOVE, "--function-line", "4", "--output-path", "[1]")
+    assert "jax.device_put(pack(y + 1.0, snapshot), jax.memory.Space.Device)" in target.read_text()
+    assert "1 warnings were generated" in done.stderr
+    assert "unsafe: the source does not show where the result is inside `pack(y + 1.0, snapshot)`" in done.stderr
