@@ -28,6 +28,8 @@ class FixMark:
     ``manual``: no edit can be made (``detail`` says why)."""
     detail: str = ""
     """Why no edit can be made (``manual``), or why the edit is unsafe (``unsafe``)."""
+    body: str = ""
+    """What the title leaves out (which outputs the fix keeps host memory)."""
 
 
 _PREFERENCE = {"applied": 0, "unsafe": 1, "manual": 2}
@@ -180,7 +182,7 @@ def fix_marks(diagnostics: Sequence[Diagnostic], plans: Iterable[Any], unsafe: b
         else:
             status: Literal["applied", "unsafe"] = "applied" if plan.safety == "safe" or unsafe else "unsafe"
             why = "; ".join(dict.fromkeys(r for r in plan.unsafe_reasons if r)) if status == "unsafe" else ""
-            mark = FixMark(plan.title, status, why)
+            mark = FixMark(plan.title, status, why, plan.detail)
             covered = resolved_by(plan, diagnostics)
         for d in covered:
             if d not in marks or _PREFERENCE[mark.status] < _PREFERENCE[marks[d].status]:
@@ -213,7 +215,7 @@ def verified_marks(
     for result in results:
         for plan in result.applied if result.error is None else ():
             for d in resolved_by(plan, diagnostics):
-                chosen.setdefault(d, FixMark(plan.title, "applied"))
+                chosen.setdefault(d, FixMark(plan.title, "applied", body=plan.detail))
             for d in plan.left_after:
                 if d in wanted:
                     left.setdefault(d, FixMark(plan.title, "manual", LEFT_AFTER))

@@ -16,7 +16,7 @@ import dataclasses
 import functools
 import types
 import typing
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -679,6 +679,47 @@ def shown_output_path(text: str) -> str:
         raise ValueError(f"not a pytree path: {text!r}")
     parse_output_path(words[:end])
     return words[:end].removeprefix("result")
+
+
+def leaves_in_words(labels: Sequence[str], noun: str = "leaves") -> str:
+    """Pytree leaves in a few words, however many: up to two as they are (``opt_state['mu']['w'],
+    opt_state['nu']['w']``); more by what they share (``9 leaves of opt_state[0] (.count, .mu,
+    .nu)``; ``noun="outputs"``: ``9 outputs under [1][0] (...)``), per argument name. A label is
+    a name and a path (JAX's argument labels) or a path alone (an output's)."""
+    labels = list(dict.fromkeys(labels))
+    if len(labels) <= 2:
+        return ", ".join(label or WHOLE_RESULT for label in labels)
+    groups: dict[str, list[tuple[PathKey, ...]]] = {}
+    for label in labels:
+        name, keys = _split_label(label)
+        groups.setdefault(name, []).append(keys)
+    words = []
+    for name, paths in groups.items():
+        if len(paths) == 1:
+            words.append(name + format_output_path(paths[0]))
+            continue
+        common = paths[0]
+        for keys in paths[1:]:
+            common = common[
+                : next((i for i, (a, b) in enumerate(zip(common, keys)) if a != b), min(len(common), len(keys)))
+            ]
+        children = list(dict.fromkeys(keys[len(common)] for keys in paths if len(keys) > len(common)))
+        at = name + format_output_path(common)
+        where = (f" of {at}" if name else f" under {at}") if at else ""
+        shown = f" ({', '.join(format_output_path((child,)) for child in children)})" if 1 < len(children) <= 4 else ""
+        words.append(f"{len(paths)} {noun}{where}{shown}")
+    return ", ".join(words)
+
+
+def _split_label(label: str) -> tuple[str, tuple[PathKey, ...]]:
+    """``opt_state[0].mu`` -> (``opt_state``, its keys); a label that is no path is a name."""
+    end = 0
+    while end < len(label) and (label[end].isalnum() or label[end] == "_"):
+        end += 1
+    try:
+        return label[:end], parse_output_path(label[end:])
+    except ValueError:
+        return label, ()
 
 
 def format_output_path(keys: Iterable[PathKey]) -> str:

@@ -40,6 +40,7 @@ from offload_fixer.model import (
     Sharding,
     Span,
     Step,
+    leaves_in_words,
 )
 from offload_fixer.rules import all_rules, get_rule
 from offload_fixer.source.jit_sites import in_shardings_span
@@ -347,22 +348,19 @@ def _merge_same_place(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
     is one problem at one place: keep the first diagnostic and name the other origins in it.
     OFL1200 stays one per output, since each output is fixed on its own."""
     merged: dict[tuple[str, Span | None], int] = {}
-    others: dict[int, list[str]] = {}
+    others: dict[int, list[Origin | None]] = {}
     out: list[Diagnostic] = []
     for diagnostic in diagnostics:
         key = (diagnostic.code, diagnostic.span)
         if diagnostic.code in codes.HOST_COMPUTE_CODES and diagnostic.span is not None and key in merged:
-            others.setdefault(merged[key], []).append(
-                diagnostic.origin.detail if diagnostic.origin else "another host value"
-            )
+            others.setdefault(merged[key], []).append(diagnostic.origin)
             continue
         merged[key] = len(out)
         out.append(diagnostic)
-    for index, details in others.items():
+    for index, origins in others.items():
         first = out[index]
-        own = first.origin.detail if first.origin else None
         # the same origin reaching the place again (through another inlined call) is not another
-        details = [detail for detail in dict.fromkeys(details) if detail != own]
+        details = _other_origins(origins, first.origin)
         if not details:
             continue
         out[index] = replace(
@@ -370,6 +368,35 @@ def _merge_same_place(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
             explanation=f"{first.explanation} The same computation is also reached by: {'; '.join(details)}.",
         )
     return out
+
+
+def _other_origins(origins: list[Origin | None], own: Origin | None) -> list[str]:
+    """The other host values that reach a computation, in words: the leaves of streamed
+    arguments declared alike in one phrase however many there are (``8 leaves of opt_state[0]
+    (.mu, .nu) declared pinned_host (in_shardings)``), every other origin by its detail."""
+    details: list[str] = []
+    streamed: dict[str, list[str]] = {}
+    """Argument labels by the words after them (``declared pinned_host (in_shardings)``)."""
+    for origin in origins:
+        detail = origin.detail if origin is not None else "another host value"
+        if own is not None and detail == own.detail:
+            continue
+        label = origin.argument if origin is not None and origin.kind == "host_argument" else None
+        if label and detail.startswith(f"argument {label} "):
+            rest = detail[len(f"argument {label} ") :]
+            if rest not in streamed:
+                details.append(f"\0{rest}")  # the phrase goes in the place of its first leaf
+            streamed.setdefault(rest, []).append(label)
+        else:
+            details.append(detail)
+
+    def phrase(rest: str) -> str:
+        labels = list(dict.fromkeys(streamed[rest]))
+        if len(labels) <= 2:
+            return f"argument{'s' if len(labels) > 1 else ''} {', '.join(labels)} {rest}"
+        return f"{leaves_in_words(labels)} {rest}"
+
+    return list(dict.fromkeys(phrase(d[1:]) if d.startswith("\0") else d for d in details))
 
 
 def _from_offload_policy(name: str | None, span: Span | None) -> bool:

@@ -454,7 +454,9 @@ def run(
         sys.stdout.flush()
         where = settings.target + (f" on {pod}" if pod is not None else "")
         checked = f"{result.checked} compilation{'s' if result.checked != 1 else ''} checked for {where}"
-        outcome = Outcome(checked=checked)
+        from offload_fixer.report import output_trees
+
+        outcome = Outcome(checked=checked, trees=output_trees(result.reports))
         found = without_excluded(result.diagnostics, resolver, console)
         outcome.diagnostics, outcome.unused_suppressions = reportable(found, resolver)
         if result.program_exception:  # as Python prints it: a traceback, or a SystemExit's message and a newline

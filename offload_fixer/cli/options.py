@@ -367,6 +367,9 @@ class Outcome:
     exit code stays that of the findings."""
     compilations: list[Any] = field(default_factory=list)
     """``--confirm``: each compilation's report with the compiler's verdict on it."""
+    trees: dict[Any, frozenset[str]] = field(default_factory=dict)
+    """``run``: every flat output's path of each jitted function, so the text output can name
+    the whole sub-trees a finding reaches (:func:`offload_fixer.report.output_trees`)."""
     written: bool = False
     """A fix was written (``--exit-non-zero-on-fix``), whatever it left to report."""
     measured: list[Any] = field(default_factory=list)

@@ -63,6 +63,7 @@ def finish(
             tally=tally,
             compilations=outcome.compilations,
             measured=outcome.measured,
+            trees=outcome.trees,
         )
     console.report(text)
     console.flush()

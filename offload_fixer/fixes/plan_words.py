@@ -14,7 +14,7 @@ from offload_fixer.codemods.host_output import HostOutputTarget
 from offload_fixer.codemods.move_to_device import MoveToDeviceTarget
 from offload_fixer.codemods.rename_checkpoint_name import RenameTarget
 from offload_fixer.codemods.targets import Edit, FunctionTarget
-from offload_fixer.model import Origin, Span
+from offload_fixer.model import Origin, Span, leaves_in_words
 
 RATIONALE = {
     "move_to_host": (
@@ -121,9 +121,10 @@ def placer(path: str, places: Mapping[str, Callable[[int], str]]) -> Callable[[i
 
 
 def title(part: str, t: FunctionTarget, edits: Sequence[Edit], place: Callable[[int], str]) -> str:
-    """What the edit does and where it goes (the line of its first change); ``t``: the target
-    of the codemod that makes it, which says which edit it is; ``edits``: those of the part's
-    dry run, none for a display-only plan."""
+    """What the edit does and where it goes (the line of its first change), in one line however
+    many outputs or leaves it edits (more than two are named by what they share: :func:`detail`
+    names them); ``t``: the target of the codemod that makes it, which says which edit it is;
+    ``edits``: those of the part's dry run, none for a display-only plan."""
     where = f" ({place(edits[0].line)})" if edits else ""
     if isinstance(t, EagerTarget):
         subject = edits[0].subject if edits else "the host array"
@@ -134,12 +135,13 @@ def title(part: str, t: FunctionTarget, edits: Sequence[Edit], place: Callable[[
     if not isinstance(t, HostOutputTarget):
         return f"Use 'pinned_host' instead of 'unpinned_host'{where}, so the value is typed host memory"
     function = t.function_name.rsplit(".", 1)[-1] if t.function_name else "the function"
-    outputs = ", ".join(f"output {p}" if p else "the result" for p in t.output_paths)
-    subjects = ", ".join(dict.fromkeys(e.subject for e in edits if e.subject))
-    them = "them" if len({e.subject for e in edits}) > 1 or "," in subjects else "it"
+    outputs = _in_words([f"output {p}" if p else "the result" for p in t.output_paths])
+    items = [item for e in edits if e.subject for item in _items(e.subject)]
+    subjects = _in_words(items)
+    them = "them" if len(items) > 1 else "it"
     if not isinstance(t, MoveToDeviceTarget):
         if part == "state":
-            return f"Keep {subjects or outputs} (the state {function} returns) host memory in out_shardings{where}"
+            return f"Keep the returned state host memory{where}"
         return f"Declare {subjects or outputs} as {t.spelling.host_kind} memory in out_shardings{where}"
     if t.placement == "entry":
         if not edits or subjects.startswith("argument"):
@@ -152,3 +154,50 @@ def title(part: str, t: FunctionTarget, edits: Sequence[Edit], place: Callable[[
     if t.placement == "after_origin":
         return f"Move {subjects or 'the offloaded value'} back to device right after it is moved to host{where}"
     return f"Move {subjects or outputs} back to device where {function} returns {them}{where}"
+
+
+def detail(part: str, t: FunctionTarget, edits: Sequence[Edit]) -> str:
+    """What a part's title leaves to the body of the fix: the outputs the state part keeps host
+    memory, and where, since its title names only the state."""
+    if part != "state" or not isinstance(t, HostOutputTarget) or isinstance(t, MoveToDeviceTarget):
+        return ""
+    items = [item for e in edits if e.subject for item in _items(e.subject)]
+    outputs = items or [f"output {p}" if p else "the result" for p in t.output_paths]
+    return f"out_shardings keeps {_in_words(outputs)} host memory"
+
+
+def _items(subject: str) -> list[str]:
+    """An edit's subject (``output [1]['mu'], output [1]['nu']``), one item each: split at the
+    commas between items, never inside a path's brackets or quotes."""
+    items, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(subject):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == "," and depth == 0 and subject[i + 1 : i + 2] == " ":
+            items.append(subject[start:i])
+            start = i + 2
+    return [*items, subject[start:]]
+
+
+def _in_words(items: Sequence[str]) -> str:
+    """Items of a title, however many: up to two as they are, more by what they share
+    (``9 outputs under [1][0] (.count, .mu, .nu)``)."""
+    items = list(dict.fromkeys(items))
+    if len(items) <= 2:
+        return ", ".join(items)
+    if all(item.startswith("output ") for item in items):
+        return leaves_in_words([item.removeprefix("output ") for item in items], noun="outputs")
+    return leaves_in_words(items)
+
+
+def joined_titles(titles: Sequence[str]) -> str:
+    """The titles of a fix's parts as one: ``Move argument x to device where f starts (line 10);
+    keep the state f returns host memory (line 13)``."""
+    parts = list(dict.fromkeys(titles))
+    return "; ".join([parts[0], *(part[:1].lower() + part[1:] for part in parts[1:])]) if parts else ""

@@ -48,6 +48,8 @@ from offload_fixer.fixes.plan_words import (
     STATE_LEFT_OUT,
     STATE_UNDECIDED,
     choose_strategy,
+    detail,
+    joined_titles,
     placer,
     title,
 )
@@ -95,12 +97,14 @@ class FixPlan:
     """The codemod's own target (``codemod.TARGET``)."""
     safety: Safety
     title: str
-    """What the fix does and where, for a ``fix (...)`` line or a quick fix."""
+    """What the fix does and where, in one line, for a ``fix (...)`` line or a quick fix."""
     rationale: str
     origin_key: str
     diagnostics: tuple[Diagnostic, ...]
     source_sha256: str | None
     edits: tuple[Edit, ...] = ()
+    detail: str = ""
+    """What the title leaves out (which outputs a part keeps host memory): the body of the fix."""
     problems: tuple[str, ...] = ()
     """Why the edit (or part of it) cannot be made; a display-only plan lists them."""
     notes: tuple[str, ...] = ()
@@ -310,6 +314,7 @@ class _Group:
         edits: list[Edit] = []
         problems: list[str] = []
         titles: list[str] = []
+        details: list[str] = []
         covered: set[str] = set()
         strategies: list[str] = []
         fell_back: list[str] = []
@@ -338,6 +343,7 @@ class _Group:
                         place if other is None else (lambda line, p=other.path: f"{os.path.basename(p)}, line {line}")
                     )
                     titles.append(title(part.name, attempt.target, run.edits, named))
+                    details.append(detail(part.name, attempt.target, run.edits))
                     covered |= attempt.covers
                     strategies.append(attempt.strategy)
                     if failed:
@@ -370,7 +376,8 @@ class _Group:
             codemod=codemod,
             target=target,
             safety=safety,
-            title="; ".join(dict.fromkeys(titles)),
+            title=joined_titles(titles),
+            detail="; ".join(dict.fromkeys(d for d in details if d)),
             edits=tuple(edits),
             problems=tuple(dict.fromkeys(problems)),
             more_jobs=tuple(more),

@@ -29,6 +29,8 @@ class FixChoice:
     measured: tuple[dict[str, Any], ...] = ()
     """The last run's compiler figures of this very fix (``FixMeasurement.to_dict``), in its
     title too; none where the run measured none or the document changed since."""
+    reason: str = ""
+    """Why no edit can be made, for a display-only fix (offered disabled, with it)."""
 
     def to_data(self) -> dict[str, Any]:
         data = {
@@ -38,6 +40,8 @@ class FixChoice:
             "preferred": self.preferred,
             "requested": self.requested or self.strategy,
         }
+        if self.reason:
+            data["reason"] = self.reason
         if self.measured:
             data["measured"] = list(self.measured)
         return data
@@ -55,7 +59,8 @@ def fix_choices(
 ) -> tuple[tuple[FixChoice, ...], ...]:
     """For each diagnostic, the fixes the planner can make for it in this text: one per
     strategy whose edits differ, titled with where the edit goes, the configured strategy's
-    preferred. A finding no edit can fix gets none (only the suppression action). The check's
+    preferred where it is safe (as ``ruff server`` prefers), and the configured strategy's fix
+    that no edit can make as a display-only choice, with the reason. The check's
     own outline of the text is reused, so planning cuts the text into statements no second time;
     a run's findings are planned with their ``reports`` (the output trees). ``measured``: the
     fixes the run compiled, by title; a choice with the same title carries their figures.
@@ -96,7 +101,11 @@ def fix_choices(
                         seen.append(plan.edits)
                         title = f"offload-fixer: {plan.title}" + (f" ({fix.summary})" if fix else "")
                         figures = tuple(m.to_dict() for m in fix.measured) if fix else ()
-                        choices.append(FixChoice(plan.strategy, title, plan.safety, rank == 0, strategy, figures))
+                        preferred = rank == 0 and plan.safety == "safe"  # as ruff server prefers
+                        choices.append(FixChoice(plan.strategy, title, plan.safety, preferred, strategy, figures))
+                    elif rank == 0 and plan.safety == "display-only" and d in plan.diagnostics:  # a suggestion
+                        why, title = "; ".join(plan.problems) or "no edit can be made", f"offload-fixer: {plan.title}"
+                        choices.append(FixChoice(plan.strategy, title, plan.safety, False, strategy, reason=why))
             out[i] = tuple(choices)
     return tuple(out)
 

@@ -21,7 +21,7 @@ from pygls.uris import to_fs_path
 
 from offload_fixer.lsp import engine
 from offload_fixer.lsp.fix_choices import FixChoice
-from offload_fixer.lsp.publishing import NAME, SEVERITY, message_of
+from offload_fixer.lsp.publishing import NAME, SEVERITY, fix_actions, message_of, one_per_fix
 from offload_fixer.lsp.settings import ChangeClock
 from offload_fixer.lsp.text_edits import LineIndex, minimal_edits, span_range
 from offload_fixer.model import Diagnostic, Span
@@ -85,6 +85,8 @@ class Server(Protocol):
     def settings_for(self, path: str) -> Settings: ...
 
     def supports_document_changes(self) -> bool: ...
+
+    def supports_disabled(self) -> bool: ...
 
     def text_document_publish_diagnostics(self, params: types.PublishDiagnosticsParams) -> None: ...
 
@@ -254,27 +256,14 @@ class NotebookDocuments:
         state = self.states.get(notebook.uri)
         only = params.context.only
         actions: list[types.CodeAction] = []
+        disabled_support = self.server.supports_disabled()
         if wanted(types.CodeActionKind.QuickFix, only):
             for diagnostic in params.context.diagnostics:
                 data = diagnostic.data if isinstance(diagnostic.data, dict) else None
                 if diagnostic.source != NAME or data is None or data.get("version") != notebook.version:
                     continue
                 base = {"notebook": notebook.uri, "version": notebook.version}
-                for fix in data.get("fixes", []):
-                    actions.append(
-                        types.CodeAction(
-                            title=fix["title"],
-                            kind=types.CodeActionKind.QuickFix,
-                            diagnostics=[diagnostic],
-                            is_preferred=bool(fix.get("preferred")),
-                            data={
-                                **base,
-                                "strategy": fix["strategy"],
-                                "requested": fix.get("requested", fix["strategy"]),
-                                "diagnostic": data["diagnostic"],
-                            },
-                        )
-                    )
+                actions.extend(fix_actions(diagnostic, data, base, disabled_support))
                 if data.get("line") is not None:
                     actions.append(
                         types.CodeAction(
@@ -284,6 +273,7 @@ class NotebookDocuments:
                             data={**base, "suppress": data["code"], "line": data["line"]},
                         )
                     )
+            actions = one_per_fix(actions)
         safe = (
             state is not None
             and state.analysis is not None

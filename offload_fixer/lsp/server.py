@@ -29,7 +29,7 @@ from offload_fixer import last_run
 from offload_fixer.config import Settings
 from offload_fixer.lsp import engine, notebooks
 from offload_fixer.lsp.fix_choices import FixChoice
-from offload_fixer.lsp.publishing import NAME, SEVERITY, message_of
+from offload_fixer.lsp.publishing import NAME, SEVERITY, fix_actions, message_of, one_per_fix
 from offload_fixer.lsp.settings import ChangeClock, ClientOptions, SettingsStore
 from offload_fixer.lsp.text_edits import LineIndex, minimal_edits, span_range
 from offload_fixer.lsp.worker import AnalysisWorker
@@ -89,6 +89,10 @@ class OffloadFixerServer(LanguageServer):
             self.client_capabilities, "text_document.code_action.resolve_support.properties", []
         )
         return prop in (properties or [])
+
+    def supports_disabled(self) -> bool:
+        """Whether the client shows a code action it cannot apply, with the reason (``disabled``)."""
+        return bool(get_capability(self.client_capabilities, "text_document.code_action.disabled_support", False))
 
     def supports_document_changes(self) -> bool:
         return bool(get_capability(self.client_capabilities, "workspace.workspace_edit.document_changes", False))
@@ -294,8 +298,8 @@ class OffloadFixerServer(LanguageServer):
         actions = []
         await self.planned(uri, document.version)
         if _wanted(types.CodeActionKind.QuickFix, only):
-            for diagnostic in params.context.diagnostics:
-                actions.extend(self.quick_fixes(diagnostic, uri, document.version))
+            fixes = (a for d in params.context.diagnostics for a in self.quick_fixes(d, uri, document.version))
+            actions.extend(one_per_fix(fixes))
         if _wanted(FIX_ALL_KIND, only) and self.offers_fix_all(uri, document.version, only):
             actions.append(
                 types.CodeAction(
@@ -314,22 +318,7 @@ class OffloadFixerServer(LanguageServer):
         data = self.data_of(diagnostic, uri, version) if diagnostic.source == NAME else None
         if data is None:
             return []
-        actions = [
-            types.CodeAction(
-                title=fix["title"],
-                kind=types.CodeActionKind.QuickFix,
-                diagnostics=[diagnostic],
-                is_preferred=bool(fix.get("preferred")),
-                data={
-                    "uri": uri,
-                    "version": version,
-                    "strategy": fix["strategy"],
-                    "requested": fix.get("requested", fix["strategy"]),
-                    "diagnostic": data["diagnostic"],
-                },
-            )
-            for fix in data.get("fixes") or []
-        ]
+        actions = fix_actions(diagnostic, data, {"uri": uri, "version": version}, self.supports_disabled())
         code = data["code"]
         actions.append(
             types.CodeAction(

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING
 
 from offload_fixer.findings import FixMark
 from offload_fixer.findings import location as primary_span
-from offload_fixer.model import FORMATS, Diagnostic, MeasuredFix, Report
+from offload_fixer.model import FORMATS, Diagnostic, FunctionRef, MeasuredFix, Report
 from offload_fixer.report.github import escape_data, escape_property, format_github
 from offload_fixer.report.jsondoc import format_json
 from offload_fixer.report.places import FileError, display_path, in_cells, unpredicted
-from offload_fixer.report.text import Tally, format_statistics, format_text, summary_lines
+from offload_fixer.report.text import Tally, format_statistics, format_text, output_trees, summary_lines
 
 if TYPE_CHECKING:
     from offload_fixer.report.sarif import SourceChange, format_sarif, text_replacements
@@ -53,6 +53,7 @@ __all__ = [
     "format_sarif",
     "format_statistics",
     "format_text",
+    "output_trees",
     "primary_span",
     "render",
     "summary_lines",
@@ -78,11 +79,13 @@ def render(
     tally: Tally | None = None,
     compilations: Sequence[Report] = (),
     measured: Sequence[MeasuredFix] = (),
+    trees: Mapping[FunctionRef, frozenset[str]] | None = None,
 ) -> str:
     """The whole output for ``--format fmt``, ending with a newline unless it is empty.
     ``marks``, ``verbose`` and ``tally`` are for the text formats. ``compilations``: the
     reports ``--confirm`` had the compiler judge; the machine formats record every verdict and
-    every one the analysis did not predict (the text formats say those on stderr). ``measured``:
+    every one the analysis did not predict (the text formats say those on stderr). ``trees``:
+    every flat output of each function, for the text formats (:func:`.text.output_trees`). ``measured``:
     the fixes ``run`` compiled, with their memory figures (JSON's and SARIF's ``fixes``; the
     text formats say them on stderr as each file is fixed).
 
@@ -105,6 +108,7 @@ def render(
             verbose=verbose,
             concise=fmt == "concise",
             tally=tally,
+            trees=trees,
         )
     if fmt == "json":
         document = format_json(

@@ -5,13 +5,26 @@ from __future__ import annotations
 import json
 import os
 import textwrap
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from offload_fixer.findings import Finding, FixMark, group_findings
 from offload_fixer.findings import location as primary_span
-from offload_fixer.model import Diagnostic, Sharding, Span, mesh_text, position_text
+from offload_fixer.model import (
+    WHOLE_RESULT,
+    Diagnostic,
+    FunctionRef,
+    Report,
+    Sharding,
+    Span,
+    format_output_path,
+    leaves_in_words,
+    mesh_text,
+    parse_output_path,
+    position_text,
+)
 from offload_fixer.report.places import FileError, display_path, origin_words, output_words
 
 if TYPE_CHECKING:
@@ -51,10 +64,13 @@ def format_text(
     verbose: bool = False,
     concise: bool = False,
     tally: Tally | None = None,
+    trees: Mapping[FunctionRef, frozenset[str]] | None = None,
 ) -> str:
     """ruff-like lines: one finding per root cause (``[*]`` when ``--fix`` fixes it), with
     its origin, the outputs it reaches, the start of its trace, why it matters and its fix;
-    then a summary. ``concise``: the first line of each finding only."""
+    then a summary. ``concise``: the first line of each finding only. ``trees``: every flat
+    output of each function (:func:`output_trees`), where known: outputs a finding reaches
+    are shown by the whole sub-trees they make up."""
 
     def paint(text: str, *styles: str) -> str:
         if not color:
@@ -80,7 +96,7 @@ def format_text(
             f"{paint(f'[{d.severity}]', colour)} {d.message}"
         )
         if not concise:
-            out.extend(_finding_details(finding, where, paint, verbose))
+            out.extend(_finding_details(finding, where, paint, verbose, trees or {}))
     for unused in unused_suppressions:
         head = paint(f"{where(unused.span)}:", "bold")
         out.append(f"{head} {paint('warning', 'yellow')}: {unused.message}")
@@ -88,7 +104,9 @@ def format_text(
     return "\n".join(out) + ("\n" if out else "")
 
 
-def _finding_details(finding: Finding, where, paint, verbose: bool) -> list[str]:
+def _finding_details(
+    finding: Finding, where, paint, verbose: bool, trees: Mapping[FunctionRef, frozenset[str]]
+) -> list[str]:
     d = finding.head
     lines = []
     origin = origin_words(d)
@@ -98,11 +116,11 @@ def _finding_details(finding: Finding, where, paint, verbose: bool) -> list[str]
     locations = list(dict.fromkeys(where(primary_span(m)) for m in finding.diagnostics))
     if len(locations) > 1:
         lines.append(f"  also at: {', '.join(locations[1:])}")
-    outputs = _outputs_reached(finding, where)
-    if len(outputs) == 1:
+    count, outputs = _outputs_reached(finding, where, trees.get(d.function) if d.function else None)
+    if count == 1:
         lines.append(f"  output: {outputs[0]}")
     elif outputs:
-        lines.append(f"  outputs ({len(outputs)}):")
+        lines.append(f"  outputs ({count}):")
         lines.extend(f"    {output}" for output in outputs)
     lines.extend(_sharding_lines(finding))
     shown = d.trace if verbose else d.trace[:TRACE_STEPS_SHOWN]
@@ -130,10 +148,13 @@ def _finding_details(finding: Finding, where, paint, verbose: bool) -> list[str]
                 + (f": {xla_summary(said)}" if said else ": the compiler does not report this")
             )
     fix = finding.fix
+    body = textwrap.wrap(fix.body, WRAP, initial_indent=" " * 11, subsequent_indent=" " * 11) if fix else []
     if fix is not None and fix.status == "applied":
         lines.append(f"  {paint('fix [*]', 'green')}: {fix.title}")
+        lines.extend(body)
     elif fix is not None and fix.status == "unsafe":
         lines.append(f"  {paint('fix (unsafe: --fix --unsafe-fixes)', 'dim')}: {fix.title}")
+        lines.extend(body)
         if fix.detail:
             lines.extend(textwrap.wrap(fix.detail, WRAP, initial_indent="  unsafe: ", subsequent_indent="          "))
     elif fix is not None:
@@ -161,26 +182,82 @@ def _sharding_lines(finding: Finding) -> list[str]:
     return lines
 
 
-def _outputs_reached(finding: Finding, where) -> list[str]:
-    """Each output the finding's host values reach, with the leaves that reach it when
-    several do (the leaves of one streamed argument)."""
-    sources: dict[str, list[str]] = {}
+@dataclass
+class _Reached:
+    """One output a finding's host values reach: its flat index, where it is returned, and
+    the argument leaves that reach it."""
+
+    index: int | None = None
+    returned: str = ""
+    sources: list[str] = field(default_factory=list)
+
+
+def _outputs_reached(finding: Finding, where, tree: frozenset[str] | None) -> tuple[int, list[str]]:
+    """(how many outputs the finding's host values reach, a line for each, or for each whole
+    sub-tree of the function's outputs they all reach where ``tree`` (every flat output's
+    path) says which sub-trees are whole), each output once, with the argument leaves that
+    reach it where several do (the leaves of one streamed argument)."""
+    reached: dict[str, _Reached] = {}
     for d in finding.diagnostics:
-        output = output_words(d)
-        if output is None:
+        if output_words(d) is None:
             continue
-        returned = f", returned at {where(d.return_span)}" if d.return_span else ""
-        label = d.origin.argument if d.origin and d.origin.argument else None
-        sources.setdefault(output + returned, [])
-        if label and label not in sources[output + returned]:
-            sources[output + returned].append(label)
+        entry = reached.setdefault(d.output_path or "", _Reached())
+        if entry.index is None:
+            entry.index = d.output_index
+        if d.return_span and not entry.returned:
+            entry.returned = f", returned at {where(d.return_span)}"
+        if d.origin and d.origin.argument and d.origin.argument not in entry.sources:
+            entry.sources.append(d.origin.argument)
         for related in d.related_outputs:
-            if not any(key.startswith(related or "the whole result") for key in sources):
-                sources.setdefault(related or "the whole result", [])
-    several = len({label for labels in sources.values() for label in labels}) > 1
-    return [
-        f"{output} from {', '.join(labels)}" if several and labels else output for output, labels in sources.items()
-    ]
+            reached.setdefault(related, _Reached())
+    several = len({label for entry in reached.values() for label in entry.sources}) > 1
+    lines = []
+    for at, members in _whole_subtrees(reached, tree).items():
+        sources = [label for path in members for label in reached[path].sources]
+        source = f" from {leaves_in_words(sources)}" if several and sources else ""
+        if len(members) == 1 and at == members[0]:
+            entry = reached[at]
+            flat = f" (flat output {entry.index})" if entry.index is not None else ""
+            lines.append(f"{at or WHOLE_RESULT}{flat}{entry.returned}{source}")
+            continue
+        indexes = sorted(i for path in members if (i := reached[path].index) is not None)
+        flat = f", flat outputs {indexes[0]}-{indexes[-1]}" if len(indexes) == len(members) else ""
+        lines.append(f"{at or WHOLE_RESULT} ({len(members)} leaves{flat}){source}")
+    return len(reached), lines
+
+
+def _whole_subtrees(reached: Mapping[str, _Reached], tree: frozenset[str] | None) -> dict[str, list[str]]:
+    """Each reached output under the widest sub-tree of the function's outputs (``tree``) that
+    holds two or more outputs and only reached ones, keyed by that sub-tree's path, in the
+    order of the flat outputs; each output alone where no such sub-tree holds it (or the tree
+    is not known: the source check's findings)."""
+    order = sorted(reached, key=lambda path: (reached[path].index is None, reached[path].index or 0))
+    if not tree or not set(reached) <= tree:
+        return {path: [path] for path in order}
+    leaves = {path: parse_output_path(path) for path in tree}
+    outputs: Counter[tuple] = Counter()
+    """How many flat outputs each sub-tree holds, and (below) how many of them are reached."""
+    hit: Counter[tuple] = Counter()
+    for path, keys in leaves.items():
+        for depth in range(len(keys) + 1):
+            outputs[keys[:depth]] += 1
+            hit[keys[:depth]] += path in reached
+    groups: dict[str, list[str]] = {}
+    for path in order:
+        keys = leaves[path]
+        whole = next((keys[:d] for d in range(len(keys)) if 1 < outputs[keys[:d]] == hit[keys[:d]]), None)
+        groups.setdefault(path if whole is None else format_output_path(whole), []).append(path)
+    return groups
+
+
+def output_trees(reports: Iterable[Report]) -> dict[FunctionRef, frozenset[str]]:
+    """Every flat output's path of each jitted function the reports lowered (of all its
+    compilations): what tells the text output which sub-trees a finding reaches whole."""
+    trees: dict[FunctionRef, frozenset[str]] = {}
+    for report in reports:
+        if report.function is not None and report.outputs:
+            trees[report.function] = trees.get(report.function, frozenset()) | {o.path for o in report.outputs}
+    return trees
 
 
 def summary_lines(found: Sequence[Finding], file_errors: Sequence[FileError], tally: Tally) -> list[str]:

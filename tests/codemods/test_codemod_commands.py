@@ -498,7 +498,7 @@ def test_output_path_takes_the_spellings_the_reports_print(tmp_path: Path, shown
 def test_a_move_of_more_than_the_path_warns_why(tmp_path: Path) -> None:
     """Where the source does not show the structure (a call's result), the whole value moves, and
     the tool's output says so: the unsafe reason the planner would label the fix with."""
-    source = README_SOURCE.replace('return y + 1.0, snapshot, {"mu": mu}', 'return pack(y + 1.0, snapshot)')
+    source = README_SOURCE.replace('return y + 1.0, snapshot, {"mu": mu}', "return pack(y + 1.0, snapshot)")
     done, target = libcst_tool(tmp_path, source, MOVE, "--function-line", "4", "--output-path", "[1]")
     assert "jax.device_put(pack(y + 1.0, snapshot), jax.memory.Space.Device)" in target.read_text()
     assert "1 warnings were generated" in done.stderr
