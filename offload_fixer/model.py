@@ -705,9 +705,12 @@ def leaves_in_words(labels: Sequence[str], noun: str = "leaves") -> str:
             ]
         children = list(dict.fromkeys(keys[len(common)] for keys in paths if len(keys) > len(common)))
         at = name + format_output_path(common)
-        where = (f" of {at}" if name else f" under {at}") if at else ""
-        shown = f" ({', '.join(format_output_path((child,)) for child in children)})" if 1 < len(children) <= 4 else ""
-        words.append(f"{len(paths)} {noun}{where}{shown}")
+        named = ", ".join(format_output_path((child,)) for child in children) if 1 < len(children) <= 4 else ""
+        if not at:  # outputs under no common sub-tree: by the sub-trees they are in
+            words.append(f"{len(paths)} {noun}" + (f" under {named}" if named else ""))
+            continue
+        where = f" of {at}" if name else f" under {at}"
+        words.append(f"{len(paths)} {noun}{where}" + (f" ({named})" if named else ""))
     return ", ".join(words)
 
 

@@ -34,7 +34,7 @@ from offload_fixer.explain.messages import (
     parse_error_log,
     traceback_frames,
 )
-from offload_fixer.model import DEVICE, Diagnostic, Report, normalize_target
+from offload_fixer.model import DEVICE, Diagnostic, Report, leaves_in_words, normalize_target
 from offload_fixer.rules import get_rule
 
 LocatedBy = Literal["trace", "instruction", "analysis"]
@@ -447,7 +447,8 @@ def _render_match(match: ErrorMatch, target: str) -> list[str]:
     lines = [f"    In the dump: {match.module.label} (read from {source})."]
     for slot in match.outputs:
         where = f", computed at {_span_text(slot.span)}" if slot.span else ""
-        lines.append(f"    Output {_output_name(slot, with_kind=True)}{where}.")
+        named = _output_name(slot, with_kind=True)
+        lines.append(f"    {'Output ' + named if slot.path is not None else named.capitalize()}{where}.")
     if match.outputs:
         how = {
             "trace": "XLA's trace",
@@ -463,14 +464,37 @@ def _render_match(match: ErrorMatch, target: str) -> list[str]:
     lines.append(f"    Diagnosis (offload-fixer analysis, target {target}):")
     for diagnostic in match.diagnostics:
         lines.extend(_render_diagnostic(diagnostic, match.entry_outputs))
-    if match.other_diagnostics:
-        others = ", ".join(
-            _output_name(_slot(match.entry_outputs, d.output_index))
-            for d in match.other_diagnostics
-            if d.output_index is not None
-        )
-        lines.append(f"    XLA stops at the first; the same problem also reaches: {others}.")
+    shown = {d.output_index for d in match.diagnostics}
+    others = sorted({d.output_index for d in match.other_diagnostics if d.output_index is not None} - shown)
+    if others:
+        words = _outputs_in_words([_slot(match.entry_outputs, index) for index in others])
+        lines.extend(_wrap(f"XLA stops at the first; the same problem also reaches {words}.", "    "))
     return lines
+
+
+def _outputs_in_words(slots: list[OutputSlot]) -> str:
+    """Several outputs, each once, in few words: by pytree path where the dump has them (more
+    than two by what they share: ``9 outputs under [1][0] (.count, .mu, .nu)``), with their flat
+    indices; by flat index alone where it has none."""
+    flat = _ranges([slot.index for slot in slots])
+    plural = "s" if len(slots) > 1 else ""
+    if any(slot.path is None for slot in slots):
+        return f"flat output{plural} {flat}"
+    if len(slots) <= 2:
+        return ", ".join(_output_name(slot) for slot in slots)
+    paths = [slot.path or "" for slot in slots]
+    return f"{leaves_in_words(paths, noun='outputs')} (flat outputs {flat})"
+
+
+def _ranges(indexes: list[int]) -> str:
+    """``0-3, 5, 7-12``: sorted flat indices, runs joined."""
+    runs: list[list[int]] = []
+    for index in sorted(indexes):
+        if runs and index == runs[-1][-1] + 1:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    return ", ".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
 
 
 def _render_diagnostic(diagnostic: Diagnostic, entry_outputs: tuple[OutputSlot, ...]) -> list[str]:
@@ -530,8 +554,8 @@ def _next_steps(user_frames: list[TracebackFrame], target: str, dump: str | None
 
 
 def _output_name(slot: OutputSlot, with_kind: bool = False) -> str:
-    """``[1]['mu'] (flat output 3)``; ``#3`` when the module has no pytree paths."""
-    name = f"#{slot.index}" if slot.path is None else slot.path or "(the whole result)"
+    """``[1]['mu'] (flat output 3)``; ``flat output 3`` when the module has no pytree paths."""
+    name = f"flat output {slot.index}" if slot.path is None else slot.path or "(the whole result)"
     details = [] if slot.path is None else [f"flat output {slot.index}"]
     if with_kind:
         details.append(f"memory kind {slot.memory_kind}")
