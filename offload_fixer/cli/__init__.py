@@ -840,6 +840,9 @@ def fix(report_file: str, **params: Any) -> None:
     diagnostics = without_excluded([d for r in saved.reports for d in r.diagnostics], resolver, console)
     if invocation.confirm:
         require_compiler(saved.target, console)
+    from offload_fixer.jax_compat import tracing
+
+    tracing.start_quietly()  # the fixes are lowered: JAX's plugins keep their start-up lines to themselves, as in `run`
     from offload_fixer.verify.stage import Verifier
 
     pod, calls = saved_calls(saved, console)
@@ -865,8 +868,10 @@ def fix(report_file: str, **params: Any) -> None:
         show_diff(run_fixes, console, diagnostics)
     elif invocation.show_fixes:
         console.report(fixed_listing(run_fixes, diagnostics, os.getcwd()))
+    from offload_fixer.report import display_path
+
     for written in (r for r in run_fixes.results if r.written):
-        console.note(f"offload-fixer: {written.path}: fixed")
+        console.note(f"offload-fixer: {display_path(written.path)}: fixed")
     if not invocation.diff:
         from offload_fixer.report import Tally, summary_lines
 

@@ -130,6 +130,8 @@ def apply_fixes(
             for p in plans
             if p.path and (why := scope.refusal(p.path))
         ]
+    if verifier is not None:  # a file changed since the run is refused as that, before any plan is tried
+        refused += changed_since_analysed([p for p in plans if p.path not in {r.path for r in refused}])
     refused = list({r.path: r for r in refused}.values())
     plans = [p for p in plans if p.path not in {r.path for r in refused}]
     if source:
@@ -151,6 +153,8 @@ def apply_fixes(
     else:
         results = apply_plans(plans, write=invocation.write, unsafe=invocation.unsafe_fixes, scope=scope)
     results = refused + results
+    from offload_fixer.report import display_path
+
     failure = None
     resolved: dict[Diagnostic, None] = {}
     for result in results:
@@ -368,13 +372,17 @@ def fix_in_memory_then_write(
             break
         latest = check_again(dict(current))
         seen += latest
+    from offload_fixer.report import display_path
+
     written: list[Any] = []
     unwritten: set[str] = set()
     for path, data in current.items():
         try:
             diff = write_fixed(path, analysed[path], data, scope)
         except FixError as error:
-            console.note(console.styled_error(f"offload-fixer: {path}: fix refused: {error.message}"), always=True)
+            console.note(
+                console.styled_error(f"offload-fixer: {display_path(path)}: fix refused: {error.message}"), always=True
+            )
             failure = worse_failure(failure, _FIX_ERROR_CODES.get(type(error).__name__, ExitCode.FIX_REFUSED))
             unwritten.add(path)
             continue
@@ -390,6 +398,25 @@ def _with_expected_hash(plan, expected: dict[str, str]):
     """The plan guarded by the run's hash of its file (none where the run took none)."""
     digest = expected.get(plan.path) or expected.get(os.path.abspath(plan.path))
     return dataclasses.replace(plan, source_sha256=digest)
+
+
+def changed_since_analysed(plans: Sequence[Any]) -> list[Any]:
+    """A refusal for each file the plans edit that is not the text they were planned from (or
+    cannot be read now), with that reason alone."""
+    from offload_fixer.fixes.errors import FixError
+    from offload_fixer.fixes.source_io import check_fresh, read_source
+
+    refused = []
+    by_path: dict[str, list[Any]] = {}
+    for plan in plans:
+        if plan.path:
+            by_path.setdefault(plan.path, []).append(plan)
+    for path, group in by_path.items():
+        try:
+            check_fresh(path, read_source(path), [plan.source_sha256 for plan in group])
+        except FixError as error:
+            refused.append(refuse(path, error))
+    return refused
 
 
 def refuse(path: str, error: Exception):

@@ -163,6 +163,8 @@ def detail(part: str, t: FunctionTarget, edits: Sequence[Edit]) -> str:
         return ""
     items = [item for e in edits if e.subject for item in _items(e.subject)]
     outputs = items or [f"output {p}" if p else "the result" for p in t.output_paths]
+    if outputs == ["the result"]:  # the title says it all
+        return ""
     return f"out_shardings keeps {_in_words(outputs)} host memory"
 
 

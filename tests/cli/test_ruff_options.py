@@ -114,6 +114,14 @@ def test_fix_report_says_what_is_left_as_check_does(tmp_path: Path):
     # error 1200 and the multiply on host, both fixed by one move back to device
     assert code == ExitCode.CLEAN and "Found 2 problems (2 fixed, 0 remaining)." in screen, screen
     assert "Fixed 2 problems." not in screen
+    # every path as the other messages give it (relative), and no plugin's start-up lines
+    assert "offload-fixer: train.py: fixed" in screen and str(tmp_path) not in screen, screen
+    assert "Traceback" not in screen and "plugin" not in screen
+    code, screen = in_terminal("fix", "--color", "never", "run.json", cwd=tmp_path)
+    assert code == ExitCode.FIX_REFUSED, screen
+    # the reason alone: the file changed since the run, whatever plan would have been tried
+    refusal = "offload-fixer: train.py: fix refused: changed since it was analysed; analyse it again before fixing"
+    assert refusal in screen and "candidate" not in screen, screen
 
 
 @needs_pty

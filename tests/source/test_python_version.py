@@ -72,6 +72,12 @@ def test_a_312_file_is_analysed_and_fixed_under_any_python(tmp_path: Path):
     fixed = offload_fixer("check", "--fix", "boxes.py", cwd=tmp_path)
     assert fixed.returncode == ExitCode.CLEAN, fixed.stdout + fixed.stderr
     assert "class Box[T]:" in (tmp_path / "boxes.py").read_text()
+    # fixed again from the results the first check kept, walking the tree: the status of what is left (none)
+    (tmp_path / "boxes.py").write_text(PEP_695)
+    assert offload_fixer("check", "boxes.py", cwd=tmp_path).returncode == ExitCode.FINDINGS
+    walked = offload_fixer("check", "--fix", ".", cwd=tmp_path)
+    assert walked.returncode == ExitCode.CLEAN, walked.stdout + walked.stderr
+    assert walked.stdout == "Found 2 problems (2 fixed, 0 remaining).\n"
 
 
 @older_python
