@@ -10,11 +10,21 @@ the code it is attached to:
   header;
 * a comment alone on its line covers the statement right below it.
 
-ruff's spelling is honoured as ruff honours it: ``# noqa: OFL1200`` (codes of other tools on
-it are theirs) and a bare ``# noqa`` silence the findings that point at their own line (the
-underline, the origin, the return or the ``def``), never a whole statement. An unused
-``# noqa: OFL…`` code is reported like an unused directive; a bare ``# noqa`` is anyone's, so
-it never is.
+ruff's spellings are honoured as ruff 0.17 honours them, with offload-fixer's codes in them
+(ruff accepts them there once ``lint.external`` names ``OFL``; other tools' codes in them are
+theirs):
+
+* ``# noqa: OFL1200`` and a bare ``# noqa`` silence the findings that point at their own line
+  (the underline, the origin, the return or the ``def``), never a whole statement;
+* ``# ruff: ignore[OFL1200]`` at the end of a line does the same; alone on its line, it covers
+  the next line of code;
+* ``# ruff: disable[OFL1200]`` ... ``# ruff: enable[OFL1200]`` covers the lines between (an
+  unmatched ``disable``, to the end of its block; either unmatched comment is a warning);
+* ``# ruff: file-ignore[OFL1200]``, anywhere, covers the file.
+
+``# offload-fixer: disable[...]``, ``enable[...]`` and ``file-ignore[...]`` are the same in
+offload-fixer's own name. An unused code is reported like an unused directive; a bare
+``# noqa`` is anyone's, so it never is.
 
 Comments are found with ``tokenize`` (cheap). Statement extents need libcst positions,
 which cost about three times a parse, so they are computed only for a file where a
@@ -38,6 +48,13 @@ MARKER = "offload-fixer"
 _DIRECTIVE = re.compile(r"#\s*offload-fixer\s*:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.IGNORECASE)
 NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[,\s]+[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 """ruff's ``# noqa`` and ``# noqa: CODE, CODE`` (its own pattern)."""
+RUFF_MARKER = "ruff:"
+_RANGE = re.compile(
+    r"#\s*(?P<tool>ruff|offload-fixer)\s*:\s*(?P<kind>ignore|disable|enable|file-ignore)\s*\[(?P<codes>[^\]]*)\]"
+)
+"""ruff's ``# ruff: ignore[...]``, ``disable[...]``, ``enable[...]`` and ``file-ignore[...]`` (codes
+required, the keyword in lower case, as ruff reads them), and the same in offload-fixer's name
+(its own ``ignore`` is :data:`_DIRECTIVE`'s: a whole statement)."""
 CODE_PREFIX = "OFL"
 
 
@@ -53,6 +70,9 @@ class Suppression:
     """Nothing but the comment is on its line."""
     noqa: bool = False
     """ruff's ``# noqa``: its own line only; a bare one is never reported unused."""
+    kind: str = "statement"
+    """``statement`` (``offload-fixer: ignore``), ``noqa``, ``line`` (``ruff: ignore``),
+    ``disable``, ``enable`` or ``file`` (``file-ignore``)."""
 
 
 @dataclass(frozen=True)
@@ -75,6 +95,10 @@ class UnusedSuppression:
     @property
     def message(self) -> str:
         kind = "`# noqa`" if self.noqa else "offload-fixer suppression"
+        if self.reason == "unmatched disable":
+            return f"`disable[{', '.join(self.codes)}]` without a matching `enable`: it covers the rest of its block"
+        if self.reason == "unmatched enable":
+            return f"`enable[{', '.join(self.codes)}]` without a matching `disable` before it"
         if self.reason == "unknown":
             return f"unknown code in {kind}: {', '.join(self.codes)}"
         if self.codes:
@@ -87,7 +111,7 @@ def find_suppressions(path: str, source: str, chunks: Sequence[tuple[int, int]] 
     ``chunks``: the spans of the text's top-level statements (:mod:`.static.outline`), each
     of which tokenizes alone: only those that spell a directive are tokenized, and what each
     holds is kept by its text (the language server asks again after every edit)."""
-    if MARKER not in source and "noqa" not in source.lower():
+    if not _may_hold_directives(source):
         return []
     if not chunks:
         return [Suppression(path, *found) for found in _directives(source)]
@@ -95,7 +119,7 @@ def find_suppressions(path: str, source: str, chunks: Sequence[tuple[int, int]] 
     line = 0
     for start, end in chunks:
         text = source[start:end]
-        if MARKER in text or "noqa" in text.lower():
+        if _may_hold_directives(text):
             kept = _CHUNK_DIRECTIVES.get(text)
             if kept is None:
                 kept = _CHUNK_DIRECTIVES[text] = tuple(_directives(text))
@@ -108,6 +132,10 @@ def find_suppressions(path: str, source: str, chunks: Sequence[tuple[int, int]] 
 
 _CHUNK_DIRECTIVES: dict[str, tuple[tuple, ...]] = {}
 _CHUNKS_KEPT = 256
+
+
+def _may_hold_directives(text: str) -> bool:
+    return MARKER in text or RUFF_MARKER in text or "noqa" in text.lower()
 
 
 def _directives(source: str) -> list[tuple]:
@@ -131,7 +159,18 @@ def _directives(source: str) -> list[tuple]:
                 if codes and not ours:  # codes of another tool only (F401): theirs
                     continue
                 line, col = token.start
-                found.append((line, col + match.start() + 1, ours, False, True))
+                found.append((line, col + match.start() + 1, ours, False, True, "noqa"))
+            for match in _RANGE.finditer(token.string):
+                if match.group("tool") == MARKER and match.group("kind") == "ignore":
+                    continue  # offload-fixer's own ignore: the statement's (_DIRECTIVE)
+                codes = _split_codes(match.group("codes"))
+                ours = tuple(code for code in codes if code.startswith(CODE_PREFIX))
+                if match.group("tool") == "ruff" and not ours:  # ruff's own codes: ruff's
+                    continue
+                line, col = token.start
+                standalone = not lines[line - 1][:col].strip()
+                kind = {"ignore": "line", "file-ignore": "file"}.get(match.group("kind"), match.group("kind"))
+                found.append((line, col + match.start() + 1, ours or codes, standalone, False, kind))
     except (tokenize.TokenError, SyntaxError):
         return found
     return found
@@ -161,26 +200,31 @@ def filter_suppressed(
     # First every directive covers only its own line; statement extents are computed only
     # for files where that leaves a diagnostic that one of their directives could cover.
     by_file: dict[str, list[tuple[Suppression, tuple[int, int]]]] = {}
+    unmatched: list[UnusedSuppression] = []
     for path, source in sources.items():
         found = find_suppressions(path, source, (chunks or {}).get(path))
         if found:
-            by_file[_key(path)] = [(suppression, (suppression.line, suppression.line)) for suppression in found]
+            regions, unpaired = _line_regions(found, source)
+            by_file[_key(path)] = regions
+            unmatched += unpaired
     kept, suppressed, used = _match(diagnostics, by_file)
     widen = {
         _key(span.path)
         for diagnostic in kept
         for span in _anchors(diagnostic)
-        if any(_covers_code(s, diagnostic.code) for s, _ in by_file.get(_key(span.path), ()))
+        if any(s.kind == "statement" and _covers_code(s, diagnostic.code) for s, _ in by_file.get(_key(span.path), ()))
     }
     if widen:
         for key in widen:
             extents = _StatementExtents.of(texts[key])
-            by_file[key] = [(s, (s.line, s.line) if s.noqa else extents.region(s)) for s, _ in by_file[key]]
+            by_file[key] = [(s, extents.region(s) if s.kind == "statement" else region) for s, region in by_file[key]]
         kept, suppressed, used = _match(diagnostics, by_file)
 
-    unused = []
+    unused = list(unmatched)
     for entries in by_file.values():
         for suppression, _ in entries:
+            if suppression.kind == "enable":  # it silences nothing itself: only where a block ends
+                continue
             unknown = tuple(code for code in suppression.codes if code not in known)
             if unknown:
                 unused.append(_unused(suppression, unknown, "unknown"))
@@ -196,6 +240,69 @@ def filter_suppressed(
                 unused.append(_unused(suppression, idle, "unused"))
     unused.sort(key=lambda u: (u.path, u.line, u.col))
     return kept, suppressed, unused
+
+
+def _line_regions(
+    found: Sequence[Suppression], source: str
+) -> tuple[list[tuple[Suppression, tuple[int, int]]], list[UnusedSuppression]]:
+    """Each directive with the lines it covers before statements are known (a statement's
+    ``ignore``: its own line, widened later), and a warning for each ``disable`` or ``enable``
+    that has no partner: ``ruff: ignore`` its line, or alone on its line the next line of code;
+    ``disable[C]`` the lines up to the next ``enable[C]`` (unmatched: to the end of its block);
+    ``file-ignore`` the file."""
+    lines = source.splitlines()
+    regions: list[tuple[Suppression, tuple[int, int]]] = []
+    unmatched: list[UnusedSuppression] = []
+    closing: dict[Suppression, set[str]] = {}
+    for suppression in found:
+        line = suppression.line
+        if suppression.kind == "line" and suppression.standalone:
+            below = next((n for n in range(line + 1, len(lines) + 1) if _is_code(lines[n - 1])), line)
+            regions.append((suppression, (below, below)))
+        elif suppression.kind == "file":
+            regions.append((suppression, (1, max(len(lines), 1))))
+        elif suppression.kind == "disable":
+            end, codes = _block_end(suppression, found, lines)
+            if codes:
+                unmatched.append(_unused(suppression, codes, "unmatched disable"))
+            regions.append((suppression, (line, end)))
+        else:
+            regions.append((suppression, (line, line)))
+        if suppression.kind == "disable":
+            for other in found:
+                if other.kind == "enable" and other.line > line:
+                    closing.setdefault(other, set()).update(suppression.codes)
+    for suppression in found:
+        if suppression.kind == "enable":
+            opened = closing.get(suppression, set())
+            stray = tuple(code for code in suppression.codes if code not in opened)
+            if stray:
+                unmatched.append(_unused(suppression, stray, "unmatched enable"))
+    return regions, unmatched
+
+
+def _block_end(disable: Suppression, found: Sequence[Suppression], lines: list[str]) -> tuple[int, tuple[str, ...]]:
+    """The last line a ``disable`` covers: the next ``enable`` of its codes, else the end of the
+    block it is written in (the last line before code indented less than the comment); and the
+    codes no ``enable`` closes."""
+    enables = [s for s in found if s.kind == "enable" and s.line > disable.line]
+    ends = [next((s.line for s in enables if code in s.codes), None) for code in disable.codes]
+    open_codes = tuple(code for code, end in zip(disable.codes, ends) if end is None)
+    if not open_codes:
+        return max(end for end in ends if end is not None), ()
+    indent = len(lines[disable.line - 1]) - len(lines[disable.line - 1].lstrip())
+    end = len(lines)
+    for number in range(disable.line + 1, len(lines) + 1):
+        text = lines[number - 1]
+        if _is_code(text) and len(text) - len(text.lstrip()) < indent:
+            end = number - 1
+            break
+    return end, open_codes
+
+
+def _is_code(text: str) -> bool:
+    stripped = text.strip()
+    return bool(stripped) and not stripped.startswith("#")
 
 
 def _unused(s: Suppression, codes: tuple[str, ...], reason: str) -> UnusedSuppression:
@@ -233,6 +340,8 @@ def _suppressing(diagnostic: Diagnostic, by_file: _Regions) -> Suppression | Non
         first = span.line
         last = span.end_line or span.line
         for suppression, (start, end) in by_file.get(_key(span.path), ()):
+            if suppression.kind == "enable":  # only ends a block
+                continue
             if _covers_code(suppression, diagnostic.code) and first <= end and start <= last:
                 rank = (not first <= suppression.line <= last, end - start, suppression.line, suppression.col)
                 if best is None or rank < best[0]:

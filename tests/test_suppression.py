@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 import textwrap
 
 from offload_fixer.model import Diagnostic, FunctionRef, Origin, Span
@@ -322,3 +325,73 @@ def test_directives_found_statement_by_statement_are_those_of_the_whole_text():
         (8, ("OFL1201",), True),
         (9, (), True),
     ]
+
+
+# ---------------------------------------------------------------------------------------
+# ruff 0.17's suppression comments beside noqa comments, with our codes, compared with the pinned ruff
+RUFF = shutil.which("ruff", path=os.path.dirname(sys.executable))
+RUFF_FORMS = {
+    # name: (the lines around the finding's line, written {finding}; whether it is silenced; warned)
+    "end of line": ("{finding}  # ruff: ignore[{codes}]", True, False),
+    "alone above": ("# ruff: ignore[{codes}]\n{finding}", True, False),
+    "alone above, a blank line between": ("# ruff: ignore[{codes}]\n\n{finding}", True, False),
+    "alone below": ("{finding}\n# ruff: ignore[{codes}]", False, True),
+    "block": ("# ruff: disable[{codes}]\n{finding}\n# ruff: enable[{codes}]", True, False),
+    "block left open": ("# ruff: disable[{codes}]\n{finding}", True, True),
+    "block closed before": ("# ruff: disable[{codes}]\n# ruff: enable[{codes}]\n{finding}", False, True),
+    "an enable alone": ("{finding}\n# ruff: enable[{codes}]", False, True),
+    "file-ignore below": ("{finding}\n# ruff: file-ignore[{codes}]", True, False),
+}
+"""Where each comment goes, as ruff's docs show it, and what ruff 0.17.6 does (the test below
+asks the pinned ruff each time): a comment that silences nothing is warned about, as RUF100,
+RUF103 and RUF104 warn (the unused code, the stray ``enable``, the unmatched ``disable``)."""
+
+
+def _ruff_outcome(tmp_path, form: str) -> tuple[bool, bool]:
+    """(silenced, warned) by the pinned ruff for an unused import under ``form``."""
+    import subprocess
+
+    (tmp_path / "ruff.toml").write_text('[lint]\nselect = ["F401", "RUF100", "RUF103", "RUF104"]\nexternal = ["OFL"]\n')
+    (tmp_path / "lint.py").write_text(form.format(finding="import os", codes="F401") + "\n")
+    done = subprocess.run(
+        [RUFF, "check", "--no-cache", "--output-format", "concise", "lint.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return "F401" not in done.stdout, "RUF10" in done.stdout
+
+
+@__import__("pytest").mark.skipif(
+    RUFF is None, reason="ruff (the lint extra, pinned in constraints.txt) is not installed"
+)
+@__import__("pytest").mark.parametrize("name", list(RUFF_FORMS))
+def test_ruffs_suppression_comments_with_our_codes_do_as_ruff_does(tmp_path, name):
+    form, silenced, warned = RUFF_FORMS[name]
+    assert _ruff_outcome(tmp_path, form) == (silenced, warned), "the pinned ruff does otherwise now"
+    # the finding's origin is the jit's line; its return and def lines are above the comments
+    jitted = "kept = jax.jit(double, in_shardings=HOST)"
+    prefix = "import jax\n\n\ndef double(x):\n    return x\n\n\n"
+    source = prefix + form.format(finding=jitted, codes="OFL1200") + "\n"
+    line = next(n for n, text in enumerate(source.splitlines(), 1) if text.startswith(jitted))
+    finding = _diagnostic(origin_line=line, return_line=5, def_line=4)
+    _, suppressed, unused = filter_suppressed([finding], {PATH: source})
+    assert (bool(suppressed), bool(unused)) == (silenced, warned), unused
+    if "ruff: ignore" not in form:  # the block and file forms in offload-fixer's own name too
+        ours = prefix + form.replace("ruff:", "offload-fixer:").format(finding=jitted, codes="OFL1200") + "\n"
+        assert bool(filter_suppressed([finding], {PATH: ours})[1]) == silenced
+
+
+def test_ruffs_comments_with_other_tools_codes_only_are_theirs():
+    source = _source(
+        """
+        import os  # ruff: ignore[F401]
+        # ruff: disable[E501]
+        x = 1
+        # ruff: enable[E501]
+        """
+    )
+    assert find_suppressions(PATH, source) == []
+    mixed = find_suppressions(PATH, "x = 1  # ruff: ignore[F401, OFL1200]\n")
+    assert [s.codes for s in mixed] == [("OFL1200",)]
