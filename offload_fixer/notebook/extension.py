@@ -186,15 +186,18 @@ class OffloadFixerExtension:
 
     # ------------------------------------------------------------------ showing
     def view(self, findings: CellFindings) -> FindingsView:
-        from offload_fixer.report import format_text
+        from offload_fixer.report import format_text, output_trees
 
         names = cell_names(self.shell)
         shown = [_labelled(d, names) for d in findings.diagnostics]
         fix = self.fixes(findings) if findings.diagnostics else FixResult({})
+        trees = output_trees(findings.reports)
         text = format_text(
             shown,
             root=os.getcwd(),
             marks={label: fix.marks[d] for d, label in zip(findings.diagnostics, shown) if d in fix.marks},
+            # the functions as the findings name them, in the cells that ran them
+            trees={moved: paths for function, paths in trees.items() if (moved := _function(function, names, None))},
         )
         warnings = [f"offload-fixer: could not check a compilation: {w}" for w in findings.warnings]
         diffs = [
