@@ -48,6 +48,7 @@ from offload_fixer.cli.fixing import (
     fix_in_memory_then_write,
     fixed_listing,
     marks_after_fixing,
+    shown_path,
     verify_fixes,
 )
 from offload_fixer.cli.options import (
@@ -868,10 +869,8 @@ def fix(report_file: str, **params: Any) -> None:
         show_diff(run_fixes, console, diagnostics)
     elif invocation.show_fixes:
         console.report(fixed_listing(run_fixes, diagnostics, os.getcwd()))
-    from offload_fixer.report import display_path
-
     for written in (r for r in run_fixes.results if r.written):
-        console.note(f"offload-fixer: {display_path(written.path)}: fixed")
+        console.note(f"offload-fixer: {shown_path(written.path)}: fixed")
     if not invocation.diff:
         from offload_fixer.report import Tally, summary_lines
 

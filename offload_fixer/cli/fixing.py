@@ -153,17 +153,14 @@ def apply_fixes(
     else:
         results = apply_plans(plans, write=invocation.write, unsafe=invocation.unsafe_fixes, scope=scope)
     results = refused + results
-    from offload_fixer.report import display_path
-
     failure = None
     resolved: dict[Diagnostic, None] = {}
     for result in results:
         if result.error is not None:
-            from offload_fixer.report import display_path
-
             why = getattr(result.error, "message", None) or str(result.error)
-            where = display_path(result.path)
-            console.note(console.styled_error(f"offload-fixer: {where}: fix refused: {why}"), always=True)
+            console.note(
+                console.styled_error(f"offload-fixer: {shown_path(result.path)}: fix refused: {why}"), always=True
+            )
             code = _FIX_ERROR_CODES.get(type(result.error).__name__, ExitCode.FIX_REFUSED)
             failure = ExitCode.FIX_REFUSED if ExitCode.FIX_REFUSED in (failure, code) else code
             continue
@@ -372,8 +369,6 @@ def fix_in_memory_then_write(
             break
         latest = check_again(dict(current))
         seen += latest
-    from offload_fixer.report import display_path
-
     written: list[Any] = []
     unwritten: set[str] = set()
     for path, data in current.items():
@@ -381,7 +376,7 @@ def fix_in_memory_then_write(
             diff = write_fixed(path, analysed[path], data, scope)
         except FixError as error:
             console.note(
-                console.styled_error(f"offload-fixer: {display_path(path)}: fix refused: {error.message}"), always=True
+                console.styled_error(f"offload-fixer: {shown_path(path)}: fix refused: {error.message}"), always=True
             )
             failure = worse_failure(failure, _FIX_ERROR_CODES.get(type(error).__name__, ExitCode.FIX_REFUSED))
             unwritten.add(path)
@@ -398,6 +393,14 @@ def _with_expected_hash(plan, expected: dict[str, str]):
     """The plan guarded by the run's hash of its file (none where the run took none)."""
     digest = expected.get(plan.path) or expected.get(os.path.abspath(plan.path))
     return dataclasses.replace(plan, source_sha256=digest)
+
+
+def shown_path(path: str) -> str:
+    """A file a fix names, as every other message names it: relative to the working directory
+    (a run's report holds absolute paths), or as the report wrote it where that leaves it."""
+    from offload_fixer.report import display_path
+
+    return display_path(path) if os.path.isabs(path) else path
 
 
 def changed_since_analysed(plans: Sequence[Any]) -> list[Any]:
