@@ -155,7 +155,7 @@ class FixCommand(CodemodCommand):
             help="a host leaf (or sub-tree) of the parameter to move, \"['mu']\"; repeatable (default: all of it)",
         )
         arg_parser.add_argument("--origin-line", type=_line, help="line of the move to host")
-        arg_parser.add_argument("--origin-col", type=int)
+        arg_parser.add_argument("--origin-col", type=_column, help="its column, where the line holds several")
         arg_parser.add_argument(
             "--compute-line",
             type=_line,
@@ -735,13 +735,22 @@ def _target_from_flags(cls: type[FunctionTarget], flags: dict[str, Any]) -> Func
 
 
 def _line(text: str) -> int:
+    return _counted_from_one(text, "line")
+
+
+def _column(text: str) -> int:
+    return _counted_from_one(text, "column")
+
+
+def _counted_from_one(text: str, what: str) -> int:
+    """A line or column number as diagnostics give them (from 1), else argparse's usage error."""
     try:
-        line = int(text)
+        number = int(text)
     except ValueError:
-        line = 0
-    if line < 1:
-        raise argparse.ArgumentTypeError(f"not a line number: {text!r}")
-    return line
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"not a {what} number: {text!r}")
+    return number
 
 
 def _jax_version(text: str) -> str:

@@ -409,6 +409,7 @@ NO_MU = "output ['mu'] names no part of what step returns at line 9: the result 
 MOVE = "-x offload_fixer.codemods.move_to_device.MoveToDeviceCommand"
 HOST = "-x offload_fixer.codemods.host_output.HostOutputCommand"
 PIN = "-x offload_fixer.codemods.pin_host_memory.PinHostMemoryCommand"
+RENAME = "-x offload_fixer.codemods.rename_checkpoint_name.RenameCheckpointNameCommand"
 
 
 @pytest.mark.parametrize(
@@ -437,6 +438,9 @@ PIN = "-x offload_fixer.codemods.pin_host_memory.PinHostMemoryCommand"
         (PIN, ["--origin-line", "6"], "no device_put or offload policy destination on line 6"),
         (PIN, ["--origin-line", "7"], "the destination of the move on line 7 spells no memory kind"),
         (PIN, ["--origin-line", "99"], "--origin-line 99 is not a line of this file (9 lines)"),
+        (RENAME, [], "no offloaded name given (--origin-line)"),
+        (RENAME, ["--origin-line", "7"], "no one name an offload policy offloads on line 7"),
+        (RENAME, ["--origin-line", "99"], "--origin-line 99 is not a line of this file (9 lines)"),
     ],
 )
 def test_each_codemod_refuses_what_it_cannot_do_and_says_why(
@@ -462,6 +466,7 @@ def test_each_codemod_refuses_what_it_cannot_do_and_says_why(
         (HOST, ["--jax-version", "9.9"], "argument --jax-version: JAX 9.9 is newer than what offload-fixer models"),
         (HOST, ["--output-kind", "[1]"], "argument --output-kind: expected PATH=KIND, got '[1]'"),
         (PIN, ["--origin-line", "x"], "argument --origin-line: not a line number: 'x'"),
+        (RENAME, ["--origin-line", "7", "--origin-col", "0"], "argument --origin-col: not a column number: '0'"),
     ],
 )
 def test_each_codemods_malformed_flags_are_usage_errors(
