@@ -20,11 +20,12 @@ from offload_fixer.codemods.pytree_source import literal_paths, locate, returned
 from offload_fixer.codemods.source_facts import FunctionInfo, SourceFacts
 from offload_fixer.codemods.state_flow import StateFlow
 from offload_fixer.codemods.targets import Edit, FunctionTarget, HostValueTarget
+from offload_fixer.codes import HOST_COMPUTE_CODES
 from offload_fixer.findings import split_argument
 from offload_fixer.fixes.errors import FixError
 from offload_fixer.fixes.excerpt import FileOutline
 from offload_fixer.fixes.source_io import decode_source, read_source, sha256_of
-from offload_fixer.model import Diagnostic, Origin, PathKey, Span
+from offload_fixer.model import Diagnostic, Origin, PathKey, Role, Span
 from offload_fixer.source.error_tests import error_asserted_at
 from offload_fixer.source.metadata import node_positions
 
@@ -253,3 +254,14 @@ class Sources:
             return Source(path, sha256_of(data), FileOutline.of(path, decode_source(path, data)))
         except FixError as exc:
             return Source(path, error=str(exc))
+
+
+def left_on_host(diagnostic: Diagnostic, edits: Sequence[Edit], path: str | None) -> bool:
+    """A host-compute finding with a computation on a line an edit leaves in host memory
+    (:attr:`Edit.host_compute_kept`: a stack moved slice by slice whose update stays host
+    compute): the edit does not remove it, so the plan does not claim it."""
+    kept = {line for edit in edits for line in edit.host_compute_kept}
+    if not kept or diagnostic.code not in HOST_COMPUTE_CODES:
+        return False
+    spans = [diagnostic.span] + [step.span for step in diagnostic.trace if step.role == Role.HOST_COMPUTE]
+    return any(span is not None and span.line in kept and same_file(span.path, path) for span in spans)

@@ -20,7 +20,7 @@ the group's target and codemods as the group does; its seam, the per-code rules,
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -40,7 +40,7 @@ from offload_fixer.codes import (
     UNPINNED_HOST_MEMORY,
 )
 from offload_fixer.findings import origin_key, root_cause_key, source_path
-from offload_fixer.fixes.plan_sources import Job, Source, Sources, same_file
+from offload_fixer.fixes.plan_sources import Job, Source, Sources, left_on_host
 from offload_fixer.fixes.plan_targets import FixTarget, fix_target, host_computed, imported_jit_target, state_outputs
 from offload_fixer.fixes.plan_words import (
     NONE_LEAF_NOTE,
@@ -62,7 +62,6 @@ from offload_fixer.model import (
     Origin,
     OutputInfo,
     Report,
-    Role,
     Safety,
 )
 
@@ -381,9 +380,7 @@ class _Group:
             edits=tuple(edits),
             problems=tuple(dict.fromkeys(problems)),
             more_jobs=tuple(more),
-            covered=tuple(
-                d for d in self.diagnostics if d.code in covered and not _left_on_host(d, edits, source.path)
-            ),
+            covered=tuple(d for d in self.diagnostics if d.code in covered and not left_on_host(d, edits, source.path)),
             elsewhere=tuple(elsewhere),
             **{**base, "rationale": rationale},
         )
@@ -479,17 +476,6 @@ def _parts(
     elif codes & set(HOST_COMPUTE_CODES) and (operand or after_origin):
         parts.append(_Part("operand", operand + after_origin))
     return parts
-
-
-def _left_on_host(diagnostic: Diagnostic, edits: Sequence[Edit], path: str | None) -> bool:
-    """A host-compute finding with a computation on a line an edit leaves in host memory
-    (:attr:`Edit.host_compute_kept`: a stack moved slice by slice whose update stays host
-    compute): the edit does not remove it, so the plan does not claim it."""
-    kept = {line for edit in edits for line in edit.host_compute_kept}
-    if not kept or diagnostic.code not in HOST_COMPUTE_CODES:
-        return False
-    spans = [diagnostic.span] + [step.span for step in diagnostic.trace if step.role == Role.HOST_COMPUTE]
-    return any(span is not None and span.line in kept and same_file(span.path, path) for span in spans)
 
 
 def _planned(diagnostic: Diagnostic, workaround: bool) -> bool:
