@@ -57,20 +57,16 @@ def test_fix_confirm_writes_a_fix_that_compiles_and_refuses_one_that_does_not(tm
     assert good.read_bytes() != (EXAMPLES / "unpinned_host_trap.py").read_bytes()
     assert not list(tmp_path.glob(".offload-fixer-confirm-*"))
 
-    # Adam moments offloaded, moved to device in the step: the fix compiles, but needs more
-    # HBM than the same step without the offload (the moved moments and their updates are
-    # temporaries, beside the parameters): it would defeat the offload, so it is not written.
+    # Adam moments offloaded, moved to device in the step: the fix compiles and is written with
+    # what it holds against the same step without the offload (a few hundred KiB more here, the
+    # compiler's staging and the moved moments of a toy model: under HBM_FLOOR, so it is not
+    # taken for a fix that defeats the offload, which tests/verify/test_lowering.py checks)
     offloaded = tmp_path / "optimizer_offload_broken.py"
     shutil.copy(EXAMPLES / "optimizer_offload_broken.py", offloaded)
     proc = offload_fixer("run", "--confirm", "--fix", str(offloaded), cwd=tmp_path)
-    assert proc.returncode == ExitCode.FIX_REFUSED, proc.stdout + proc.stderr
-    assert re.search(
-        r"the fixed `train_step` needs [\d.]+ KiB of HBM \(libtpu 0\.0\.42\.1's memory analysis\), more than the "
-        r"same program without its offload \([\d.]+ KiB\): it would defeat the offload it repairs",
-        proc.stderr,
-    ), proc.stderr
-    assert offloaded.read_bytes() == (EXAMPLES / "optimizer_offload_broken.py").read_bytes()
-    assert "[*]" not in proc.stdout and "fix (not automatic)" in proc.stdout, proc.stdout
+    assert proc.returncode == ExitCode.CLEAN, proc.stdout + proc.stderr
+    assert re.search(r"against no offload", proc.stdout + proc.stderr), proc.stdout + proc.stderr
+    assert offloaded.read_bytes() != (EXAMPLES / "optimizer_offload_broken.py").read_bytes()
 
     # The unsafe fix of a buffer offloaded in a loop that a condition reads: moved back to
     # device right after the offload, it no longer matches the host rows written into it, and

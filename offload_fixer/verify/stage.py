@@ -347,13 +347,11 @@ class Verifier:
         its offload, so a user who offloaded to fit the model is handed one that needs more
         HBM than not offloading at all (the compiler's ``memory_analysis()``, the bound a chip's
         HBM holds a program to)."""
-        from offload_fixer.model import byte_size
+        from offload_fixer.model import byte_size, defeats_offload
 
         after = check.verdict.memory if check.verdict is not None else None
         without = self.no_offload(report, call)
-        if after is None or without is None or after.host_total == 0:
-            return None
-        if after.device_total <= without.device_total:
+        if after is None or without is None or not defeats_offload(after, without):
             return None
         return (
             f"the fixed `{report.function.name}` needs {byte_size(after.device_total)} of HBM "

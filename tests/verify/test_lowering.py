@@ -12,6 +12,7 @@ import pytest
 
 from offload_fixer import jax_compat
 from offload_fixer.model import (
+    HBM_FLOOR,
     HOST_OUTPUTS_BASELINE,
     NO_OFFLOAD_BASELINE,
     FixMeasurement,
@@ -115,7 +116,7 @@ def test_a_fix_says_what_it_holds_against_both_programs_and_what_it_moves_per_ca
     """The HBM the fixed program needs, its change against the unfixed program with its failing
     outputs declared host and against the program without its offload, what host memory keeps,
     and the bytes one call moves between host and device; a fix that keeps state on host yet
-    needs more HBM than the program without offload defeats it."""
+    needs more HBM than the program without offload defeats it, beyond the compiler's staging."""
     before = MemoryFigures(argument=4 << 20, output=1 << 10, temp=0, host_argument=2 << 30)
     after = MemoryFigures(argument=4 << 20, output=1 << 10, temp=4 << 20, host_argument=2 << 30)
     without = MemoryFigures(argument=4 << 20, temp=1 << 20)
@@ -124,8 +125,11 @@ def test_a_fix_says_what_it_holds_against_both_programs_and_what_it_moves_per_ca
         "HBM 8.0 MiB (+4.0 MiB temporaries; +3.0 MiB against no offload), host 2.0 GiB kept, "
         "8.0 MiB moved host<->device per call"
     )
+    # 3 MiB over the program without offload, beyond HBM_FLOOR: it defeats the offload
     assert measured.defeats_offload
     assert FixMeasurement.from_dict(measured.to_dict()) == measured
+    staged = dataclasses.replace(without, temp=without.temp + HBM_FLOOR, host_argument=2 << 30)
+    assert not FixMeasurement("step", "tpu", "libtpu 0.0.50.1", staged, before, no_offload=without).defeats_offload
     kept = FixMeasurement("step", "tpu", "libtpu 0.0.42.1", without, before, no_offload=after)
     assert not kept.defeats_offload
 
