@@ -44,7 +44,7 @@ CACHE = re.compile(r"offload-fixer: \d+ of \d+ verdicts read from ")
 """``-v``'s count of the verdicts this machine's cache held (``offload_fixer.verdicts``): the
 state of one checkout, as timings are of one machine (the chip's record predates it)."""
 DEVICES = re.compile(r"TPU v5 lite|tpu \(emulated: [^)]*\)")
-FRAME = re.compile(r'File "[^"]*?((?:examples|tests)/[^"]+)"')
+FRAME = re.compile(r'File "[^"]*?((?:examples|tests|jax)/[^"]+)"')
 
 
 def transcript(report: str | None, stderr: str) -> list[str]:

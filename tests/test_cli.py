@@ -324,7 +324,15 @@ def test_sigint_exits_130_not_the_findings_code(tmp_path: Path):
         pytest.skip("the entry point is not installed in this environment")
     script = tmp_path / "slow.py"
     script.write_text("import time\nprint('started', flush=True)\ntime.sleep(60)\n")
-    process = subprocess.Popen([exe, "run", str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # as from a shell: SIGINT not ignored (a test runner's worker may ignore it, and a command
+    # started from there inherits that, as from ``nohup``)
+    process = subprocess.Popen(
+        [exe, "run", str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     assert process.stdout.readline().strip() == "started"
     time.sleep(0.2)
     process.send_signal(signal.SIGINT)
