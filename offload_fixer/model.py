@@ -393,6 +393,9 @@ class OutputInfo:
     argument (the same type)."""
     sharding: Sharding | None = None
     """Its layout over the devices of a partitioned module, where the module declares it."""
+    declared: bool = False
+    """Whether the jit gives it a sharding (``out_shardings``): a memory kind the author chose,
+    not one JAX inferred from what computes it."""
 
 
 @dataclass(frozen=True)

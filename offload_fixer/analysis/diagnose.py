@@ -168,6 +168,7 @@ class Diagnoser:
                     self._compiled_kind(value.index, value.memory_kind, verdict),
                     value.value_type,
                     self.sharding(value),
+                    value.declared,
                 )
             )
         return tuple(infos)

@@ -396,12 +396,16 @@ class Verifier:
 
 def host_state_lost(report: Any, check: Any) -> str | None:
     """Why the compiled fix ``check`` does not keep the author's placement (``None`` where it
-    does): an output the unfixed program returns in host memory comes back in device memory.
-    Host state stays host; only ``--strategy device`` returns it in device memory, as asked."""
+    does): an output the unfixed program's jit declares host memory comes back in device
+    memory. Host state stays host; only ``--strategy device`` returns it in device memory, as
+    asked. A host memory kind JAX inferred (``x * 2`` of a host argument, typed host from JAX
+    0.7.1) is no placement of the author's: the fix that moves ``x`` to device moves it too."""
     from offload_fixer.model import HOST_KINDS
 
     kinds = check.verdict.output_memory_kinds if check.verdict is not None else ()
     for output in report.outputs:
+        if not output.declared:
+            continue
         if output.index < len(kinds) and output.memory_kind in HOST_KINDS and kinds[output.index] not in HOST_KINDS:
             where = output.path or "the result"
             return (
