@@ -5,7 +5,6 @@ record, the user's files are never touched, and what cannot be lowered says ``no
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -94,13 +93,11 @@ def test_run_fix_diff_verifies_the_package_fix_with_the_compiler(tpu_compiler, t
     )
     said = done.stdout + done.stderr
     assert "not verified" not in said, said
-    # lowered from the overlaid copy and compiled: the moments moved to device in the step need
-    # more HBM than the step without its offload, so no candidate is written, and it says so
-    assert re.search(
-        r"moments_on_host/step\.py: fix refused: .*the fixed `train_step` needs [\d.]+ KiB of HBM \(libtpu "
-        r"[\d.]+'s memory analysis\), more than the same program without its offload",
-        said,
-    ), said
+    # lowered from the overlaid copy and compiled: the moments moved to device in the step hold
+    # a few hundred KiB more than the step without its offload (within HBM_FLOOR), so the fix
+    # of step.py is verified and shown
+    assert "+++ b/examples/training/moments_on_host/step.py" in said, said
+    assert "fix refused" not in said, said
 
 
 def test_a_jit_of_what_a_factory_returns_lowers_from_the_fixed_factory_with_the_recorded_closure(tmp_path: Path):
