@@ -68,13 +68,20 @@ TOOL_FRAMES = (os.path.abspath(__file__), os.path.abspath(runpy.__file__), "<fro
 
 
 @dataclass(frozen=True)
-class PodStop:
-    """A program under ``--topology`` that needed the pod's chips to go on."""
+class ProgramStop:
+    """Where the tool stopped the program, and why: under ``--topology`` it needed the pod's
+    chips to go on; or its next call would have aborted the process (:class:`WouldAbort`)."""
 
     message: str
     """``calling jit(init) needs the v5e-256 pod's chips, ...``."""
     span: Span | None
     """The program's own line that asked for them."""
+
+
+class WouldAbort(BaseException):
+    """Stops the program at a call that would abort the process, so that the findings are
+    reported rather than lost with it. A ``BaseException``: the program's own ``except
+    Exception`` does not swallow it."""
 
 
 @dataclass
@@ -106,8 +113,10 @@ class RunResult:
     """The compilation the program was stopped at (``--no-keep-going``, or no patch compiled)."""
     pod: Pod | None = None
     """Under ``--topology``: the pod the program saw (its fixes are checked seeing it too)."""
-    needs_pod: PodStop | None = None
+    needs_pod: ProgramStop | None = None
     """Under ``--topology``: where the program stopped because it needed the pod's chips."""
+    would_abort: ProgramStop | None = None
+    """Where the program was stopped because its call would have aborted the process."""
     process: int = 0
     processes: int = 1
     """This process of a ``jax.distributed`` program, and how many there are: process 0's
@@ -453,9 +462,11 @@ class CheckedJit:
         static: tuple[tuple[int, ...], tuple[str, ...]],
         checker: CompilationChecker,
         site: tuple[str, int, int] | None = None,
+        donates: bool = False,
     ):
         vars(self).update(
             _site=site,
+            _donates=donates,
             _real=real,
             _fun=fun,
             _identity=checker.identity(fun, options),
@@ -579,6 +590,11 @@ class CheckedJit:
             if lowered is not None and checker.pod.runs_on_pod(lowered):
                 raise checker.pod.refusal(f"calling {_describe(self._fun)}")
             return operation(*args, **kwargs)
+        if self._donates and operation is self._real:
+            aborts = _donation_abort(lambda: self._real.lower(*args, **kwargs))
+            if aborts is not None:
+                checker.check(self._real, self._fun, args, kwargs, site=self._site)
+                raise WouldAbort(f"calling {_describe(self._fun)} would abort the process: {aborts}")
         try:
             result = operation(*args, **kwargs)
         except Exception as exc:
@@ -589,6 +605,12 @@ class CheckedJit:
         # a pod program's own .lower() is already the pod's TPU lowering: not lowered twice
         on_pod = checker.pod is not None and operation == self._real.lower and checker.pod.runs_on_pod(result)
         self._checker.check(self._real, self._fun, args, kwargs, site=self._site, lowered=result if on_pod else None)
+        if self._donates and operation == self._real.lower and not on_pod:
+            aborts = _donation_abort(lambda: result)
+            if aborts is not None:
+                return AbortingLowered(
+                    result, f"calling the compiled {_describe(self._fun)} would abort the process: {aborts}"
+                )
         return result
 
     def _signature(self, args: tuple, kwargs: dict) -> Any:
@@ -610,6 +632,44 @@ class CheckedJit:
             checker.warn(f"could not compute the signature of a call to {_describe(self._fun)}: {_one_line(exc)}")
             return None
         return (self._identity, treedef, leaf_keys, static)
+
+
+def _donation_abort(lower: Callable[[], Any]) -> str | None:
+    """Why calling what ``lower`` lowers would abort the process (a donated host buffer given
+    to a device output), ``None`` where it would not or cannot be lowered: JAX says why then."""
+    from offload_fixer.ir.module import ModuleReadError, load
+
+    try:
+        return load(lower()).donation_abort()
+    except (ModuleReadError, Exception):  # noqa: BLE001 - the program's own call raises it again, in its words
+        return None
+
+
+class AbortingLowered:
+    """The program's own ``Lowered`` of a call that would abort the process: compiles as it
+    would, and its compiled program stops the program instead of being called."""
+
+    def __init__(self, real: Any, why: str) -> None:
+        vars(self).update(_real=real, _why=why)
+
+    def compile(self, *args: Any, **kwargs: Any) -> Any:
+        return AbortingCompiled(self._real.compile(*args, **kwargs), self._why)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(vars(self)["_real"], name)
+
+
+class AbortingCompiled:
+    """A compiled program whose call would abort the process (:class:`AbortingLowered`)."""
+
+    def __init__(self, real: Any, why: str) -> None:
+        vars(self).update(_real=real, _why=why)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise WouldAbort(self._why)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(vars(self)["_real"], name)
 
 
 class _TracerArgument(Exception):
@@ -826,6 +886,7 @@ def _checked_jit(real_jit: Callable[..., Any], checker: CompilationChecker) -> C
             _static_arguments(fun, options),
             checker,
             _user_frame(),
+            donates=bool(options.get("donate_argnums") or options.get("donate_argnames")),
         )
 
     return jit

@@ -24,8 +24,9 @@ from offload_fixer.interception import (
     TOOL_FRAMES,
     CheckedJit,
     CompilationChecker,
-    PodStop,
+    ProgramStop,
     RunResult,
+    WouldAbort,
     intercept_jit,
 )
 from offload_fixer.jax_compat.tracing import jax_roots
@@ -164,6 +165,9 @@ def run_program(
         except StopProgram as exc:  # a failing compilation ended it: said, no traceback
             result.stopped = exc
             result.program_exit_code = 1
+        except WouldAbort as exc:  # its next call would have ended the process: said, no traceback
+            result.would_abort = _stopped_at(exc)
+            result.program_exit_code = 1
         except SystemExit as exc:
             code = exc.code
             if code is None or isinstance(code, int):
@@ -174,7 +178,7 @@ def run_program(
         except BaseException as exc:  # noqa: BLE001 - the user's uncaught exception, KeyboardInterrupt included
             result.program_exit_code = 1
             if pod is not None and jax_pod.is_pod_failure(exc):
-                result.needs_pod = _needing_the_pod(exc)
+                result.needs_pod = _stopped_at(exc)
             else:
                 result.program_exception = format_user_traceback(exc)
             result.interrupted = isinstance(exc, KeyboardInterrupt)
@@ -401,8 +405,8 @@ def format_user_traceback(exc: BaseException) -> str:
     return "".join(formatted.format())
 
 
-def _needing_the_pod(exc: BaseException) -> PodStop:
-    """Where the program needed the pod's chips: its last frame of its own, and what for."""
+def _stopped_at(exc: BaseException) -> ProgramStop:
+    """Where the program was stopped: its last frame of its own, and why."""
     user = [
         frame
         for frame in traceback.extract_tb(exc.__traceback__)
@@ -413,7 +417,7 @@ def _needing_the_pod(exc: BaseException) -> PodStop:
     what = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     last = user[-1] if user else None
     column = (getattr(last, "colno", None) or 0) + 1 if last else 1  # ``colno``: Python 3.11 on
-    return PodStop(what, Span(os.path.abspath(last.filename), last.lineno or 1, column) if last else None)
+    return ProgramStop(what, Span(os.path.abspath(last.filename), last.lineno or 1, column) if last else None)
 
 
 def _chain(

@@ -324,14 +324,20 @@ def test_sigint_exits_130_not_the_findings_code(tmp_path: Path):
         pytest.skip("the entry point is not installed in this environment")
     script = tmp_path / "slow.py"
     script.write_text("import time\nprint('started', flush=True)\ntime.sleep(60)\n")
-    # as from a shell: SIGINT not ignored (a test runner's worker may ignore it, and a command
-    # started from there inherits that, as from ``nohup``)
+
+    def as_from_a_shell() -> None:
+        # SIGINT neither ignored nor blocked: a test runner's worker may do either, and a
+        # command started from there inherits both (as from ``nohup``); blocked, the signal
+        # waits until the program's minute of sleep is over
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
     process = subprocess.Popen(
         [exe, "run", str(script)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        preexec_fn=as_from_a_shell,
     )
     assert process.stdout.readline().strip() == "started"
     time.sleep(0.2)

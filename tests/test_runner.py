@@ -512,3 +512,28 @@ def test_a_corrupt_report_is_refused_naming_the_field(tmp_path: Path) -> None:
     )
     with pytest.raises(ValueError, match=r"Span\.line: expected int"):
         read_report_file(str(path))
+
+
+@pytest.mark.slow
+@needs_pinned_host
+@pytest.mark.skipif(
+    not hasattr(jax, "memory"), reason="the program moves its state with jax.memory.Space (JAX >= 0.10)"
+)
+@pytest.mark.parametrize("moved", [False, True], ids=["host-compute", "moved-to-device"])
+def test_a_call_that_would_abort_the_process_stops_the_program_with_its_findings(moved: bool) -> None:
+    """PjRt aborts a process whose compiled program returns a donated host buffer as a device
+    output (no Python exception, no report): ``run`` stops the program at that call instead and
+    reports what it found, with why it stopped, at the user's line."""
+    program = PROGRAMS / "donated_host_state.py"
+    proc = run_cli(str(program), *(["--moved"] if moved else []))
+    assert proc.returncode == ExitCode.PROGRAM_FAILED, proc.stderr
+    assert "compiled" in proc.stdout and "stepped" not in proc.stdout
+    call = line_of(program, "new_params, _ = step(")
+    assert f"{program.name}:{call}:" in proc.stderr
+    assert (
+        "would abort the process: JAX reuses the donated pinned_host buffer of mu for output result[0]" in proc.stderr
+    )
+    assert "the program was stopped where it would abort the process" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    codes = {(f["code"], f["severity"]) for f in printed_findings(proc)}
+    assert (("OFL1200", "error") in codes) != moved  # moved to device, the step compiles on TPU

@@ -223,6 +223,20 @@ class Backend:
                 return op
         return None
 
+    def returned_argument(self, output: int) -> int | None:
+        """The entry argument output ``output`` returns unchanged (through JAX's placement
+        annotation of the output), ``None`` where it returns a computed value."""
+        block = self._walk.view.entry_block
+        value = list(block.operations)[-1].operands[output]
+        owner = _defining_op(value)
+        while owner is not None and owner.name == "stablehlo.custom_call" and len(owner.operands) == 1:
+            value = owner.operands[0]
+            owner = _defining_op(value)
+        if owner is not None:
+            return None
+        arguments = list(block.arguments)
+        return next((i for i, argument in enumerate(arguments) if argument == value), None)
+
     def updated_in_place(self, output: int, donor: int) -> bool:
         """Whether output ``output`` is an update written into the donated parameter ``donor``
         itself (not into a copy of it)."""

@@ -520,19 +520,24 @@ def run(
             save_last_run(None if module else program, result, settings.target, console, fixes)
 
         save([])
-        if result.needs_pod is not None:
-            stop = result.needs_pod
+        stop = result.needs_pod or result.would_abort
+        if stop is not None:
             at = (
                 f"{position_text(display_path(stop.span.path, None), stop.span.line, stop.span.col)}: "
                 if stop.span
                 else ""
             )
             console.note(f"offload-fixer: {at}{stop.message}", always=True)
-        stopped = (
-            "; the program needed the pod's chips to go on, so later compilations were not checked"
-            if result.needs_pod is not None
-            else f"; the program failed (exit code {result.program_exit_code}), so later compilations were not checked"
-        )
+        if result.needs_pod is not None:
+            stopped = "; the program needed the pod's chips to go on, so later compilations were not checked"
+        elif result.would_abort is not None:
+            stopped = (
+                "; the program was stopped where it would abort the process, so later compilations were not checked"
+            )
+        else:
+            stopped = (
+                f"; the program failed (exit code {result.program_exit_code}), so later compilations were not checked"
+            )
         console.note(
             f"offload-fixer: checked {result.checked} distinct compilation{'s' if result.checked != 1 else ''} "
             f"({result.intercepted} jit call{'s' if result.intercepted != 1 else ''} intercepted"

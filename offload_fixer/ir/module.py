@@ -100,6 +100,35 @@ class ModuleView:
             if entry is not None and "tf.aliasing_output" in ir.DictAttr(entry):
                 self.aliased_outputs[ir.IntegerAttr(ir.DictAttr(entry)["tf.aliasing_output"]).value] = index
 
+    def host_buffers_donated_to_device_outputs(self) -> list[tuple[EntryValue, EntryValue]]:
+        """(donated host argument, device output reusing its buffer) of each such alias. JAX
+        matches a donated buffer to an output by shape and dtype alone where an output's memory
+        kind is left to it (an ``out_shardings`` leaf of ``None``), so a ``pinned_host`` argument
+        can be given a device output's place; unless the compiler rejects it (OFL1209), the
+        executable compiles, and PjRt aborts the process when it returns that output."""
+        return [
+            (self.args[donor], self.results[output])
+            for output, donor in sorted(self.aliased_outputs.items())
+            if output < len(self.results)
+            and self.args[donor].memory_kind in HOST_KINDS
+            and self.results[output].memory_kind not in HOST_KINDS
+        ]
+
+    def donation_abort(self) -> str | None:
+        """Why the compiled program would abort when it returns its outputs (``None`` where it
+        would not): the first donated host buffer given to a device output, in words."""
+        aliases = self.host_buffers_donated_to_device_outputs()
+        if not aliases:
+            return None
+        argument, output = aliases[0]
+        return (
+            f"JAX reuses the donated {argument.memory_kind} buffer of {argument.info or f'argument {argument.index}'} "
+            f"for output {output.info or output.index}, in {output.memory_kind} memory (an `out_shardings` leaf of "
+            "None lets JAX match donated buffers by shape alone), and PjRt aborts on returning it "
+            "(\"PjRtBuffer's memory kind does not match sharding's memory kind\"; measured on the CPU and on a "
+            "TPU v5e): declare that output's sharding, or do not donate the argument"
+        )
+
     def lay_out_in_host_memory(self, kind: str) -> None:
         """Entry parameters and outputs of memory ``kind`` laid out in host memory (S(5)), as
         ``pinned_host`` ones are: what libtpu 0.0.17.1 does with ``unpinned_host``

@@ -31,6 +31,15 @@ DONATED_HOST_BUFFER = msg.XlaMessage(
     status="FAILED_PRECONDITION",
 )
 """libtpu: a device output that reuses a donated ``pinned_host`` argument's buffer."""
+DEVICE_ARGUMENT_INTO_DONATED_HOST_BUFFER = msg.XlaMessage(
+    "tpu-device-argument-into-donated-host-buffer",
+    DMA_HBM_TO_HBM,
+    codes.DONATED_BUFFER_IN_OTHER_MEMORY,
+    status="FAILED_PRECONDITION",
+)
+"""libtpu: a device output that returns a device argument unchanged, in a donated
+``pinned_host`` argument's buffer (JAX gives it that buffer where ``out_shardings`` leaves the
+output's memory kind to it)."""
 GPU_DONATED_DEVICE_BUFFER = msg.XlaMessage(
     "gpu-donated-device-buffer",
     "Copy-start %copy-start = (...) copy-start(...) doesn't have correct host memory space color S(5)",
@@ -87,6 +96,15 @@ _WHY_HOST = (
 )
 
 
+_WHY_ARGUMENT = (
+    "The output returns a device argument unchanged, but JAX gives it the buffer of a donated "
+    "'pinned_host' argument of the same shape (an `out_shardings` leaf of None leaves the "
+    "output's memory to JAX, which then matches donated buffers by shape alone), so libtpu must "
+    "copy the argument into that buffer, which it does not implement. Declare every output's "
+    "sharding, so that JAX gives the host buffer to the host output, or do not donate it."
+)
+
+
 def backend(b: Backend) -> Iterator[Failure]:
     """Outputs that reuse a donated argument's buffer in another memory than they are declared
     in (the ``donated_*`` probes). XLA:GPU keeps ``unpinned_host`` as host memory; libtpu, whose
@@ -94,7 +112,10 @@ def backend(b: Backend) -> Iterator[Failure]:
     reaches fails first in the host offloader, with error 1200 (the catalogue's
     ``host_in_shardings_double_donated``, both compilers). A device output computed from a
     copy of a donated host value compiles on libtpu (the ``moments_on_host`` training package
-    fixed by a move to device): only an update written into the donated buffer itself fails."""
+    fixed by a move to device): only an update written into the donated buffer itself fails,
+    or a device argument returned unchanged into it (the
+    ``donated_host_state_aliased_to_device_argument_output`` probe; JAX's doing where an
+    ``out_shardings`` leaf is ``None``)."""
     host_kinds, device_kinds = b.host_kinds(), b.device_kinds()
     reached = b.reached_outputs()
     for output in b.results:
@@ -105,13 +126,13 @@ def backend(b: Backend) -> Iterator[Failure]:
         if output.memory_kind in host_kinds and argument in device_kinds:
             message = GPU_DONATED_DEVICE_BUFFER if b.target == "gpu" else DONATED_DEVICE_BUFFER
             yield b.failure(None, None, message, parameter=donor)
-        elif (
-            b.target == "tpu"
-            and output.memory_kind in device_kinds
-            and argument in host_kinds
-            and b.updated_in_place(output.index, donor)
-        ):
-            yield b.failure(None, None, DONATED_HOST_BUFFER, parameter=donor)
+        elif b.target == "tpu" and output.memory_kind in device_kinds and argument in host_kinds:
+            if b.updated_in_place(output.index, donor):
+                yield b.failure(None, None, DONATED_HOST_BUFFER, parameter=donor)
+                continue
+            returned = b.returned_argument(output.index)
+            if returned is not None and b.args[returned].memory_kind in device_kinds:
+                yield b.failure(None, None, DEVICE_ARGUMENT_INTO_DONATED_HOST_BUFFER, parameter=donor)
 
 
 RULE = Rule(
@@ -165,6 +186,11 @@ RULE = Rule(
         ),
         DONATED_HOST_BUFFER: backend_failure(
             DONATED_HOST_BUFFER, "A device output reuses a donated host buffer", _WHY_HOST
+        ),
+        DEVICE_ARGUMENT_INTO_DONATED_HOST_BUFFER: backend_failure(
+            DEVICE_ARGUMENT_INTO_DONATED_HOST_BUFFER,
+            "A device argument is returned in a donated host buffer",
+            _WHY_ARGUMENT,
         ),
     },
     failure_fix="host",

@@ -97,6 +97,9 @@ def compile_fixed(
         return FixCheck(False, f"not verified: {exc}", located=False, lowered=False)
     found = analysed_again(lowered, target, function)
     moved = transfers(lowered)
+    aborts = donation_abort(lowered, function)
+    if aborts is not None:
+        return FixCheck(False, aborts, found=found, moved=moved)
     if not compile:
         return FixCheck(True, "", found=found, moved=moved)
     text = module_text(lowered)
@@ -228,6 +231,20 @@ def transfers(lowered: Any) -> int | None:
         return bytes_moved(load(lowered))[0]
     except ModuleReadError:
         return None
+
+
+def donation_abort(lowered: Any, function: FunctionRef) -> str | None:
+    """Why the fixed lowering would abort the process when it runs (``None`` where it would
+    not): it gives a donated host buffer to a device output. Only the module says which
+    output JAX matched the buffer to: with a one-device mesh the same source may alias the
+    buffer to another output than with eight."""
+    from offload_fixer.ir.module import ModuleReadError, load
+
+    try:
+        why = load(lowered).donation_abort()
+    except ModuleReadError:
+        return None
+    return None if why is None else f"the fixed `{function.name}` would abort when it runs: {why}"
 
 
 def analysed_again(lowered: Any, target: str, function: FunctionRef) -> tuple[Diagnostic, ...]:

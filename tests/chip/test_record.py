@@ -19,6 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORD = json.loads((Path(__file__).parent / "record.json").read_text())
+DONATION = json.loads((Path(__file__).parent / "donation_record.json").read_text())
 PROGRAMS = RECORD["programs"]
 XLA_STATUS = re.compile(r"\b(E1200|INTERNAL|UNIMPLEMENTED|RESOURCE_EXHAUSTED|INVALID_ARGUMENT|FAILED_PRECONDITION)\b")
 
@@ -92,6 +93,20 @@ FIXED = [p for p in PROGRAMS if "fixed" in p]
 @pytest.mark.parametrize("program", FIXED, ids=[p["program"] for p in FIXED])
 def test_every_fix_written_runs_on_the_chip_with_the_cpu_numbers_and_keeps_host_state_on_host(program):
     fixed = program["fixed"]
+    if fixed["verdict"] == "skipped":
+        # verified on the corpus's eight-device meshes; on the chip's one device JAX gives the
+        # donated host buffer to a device output, whose return PjRt aborts: `run` stops such a
+        # program there, so the corpus run skips it. Run alone (donation_record.json), the chip
+        # aborted each, or (ema_teacher_host, a device argument returned into that buffer)
+        # refused it first, as the analysis predicts of its one-device lowering (OFL1209)
+        assert program["predicted"]["fixed"] == "aborted" and "would abort the process" in fixed["why"], fixed
+        runs = DONATION["runs"][f"{program['program']}.fixed.py"]
+        assert all(code != 0 for code in runs["returncodes"]), runs
+        assert (
+            any(code < 0 for code in runs["returncodes"])
+            or "Unimplemented DMA from hbm to hbm" in runs["last_lines"][-1]
+        )
+        return
     assert fixed["verdict"] == "ok", fixed
     if program["kind"] != "quality":
         return

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from offload_fixer import jax_compat
+from offload_fixer.model import HBM_FLOOR
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARDS = 4
@@ -92,7 +93,9 @@ def test_every_auto_fix_of_the_corpus_holds(shard, tpu_compiler, gpu_compiler, t
             or r["hbm_after"] is None
             or r["hbm_before"] is None  # every fix reports its HBM delta
             or r["hbm_no_offload"] is None
-            or (r["host_after"] and r["hbm_after"] > r["hbm_no_offload"])  # the offload keeps its purpose
+            # the offload keeps its purpose: no more HBM than without it, but for HBM_FLOOR (the
+            # runtime's own buffers: a fixed program of kilobytes compiles to a few hundred KiB)
+            or (r["host_after"] and r["hbm_after"] > r["hbm_no_offload"] + HBM_FLOOR)
             or r["narrower"]  # another valid plan, compiled alone, holds fewer HBM bytes
         ):
             failures.append(

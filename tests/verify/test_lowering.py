@@ -3,7 +3,10 @@ lower a fix, recorded arguments rebuilt on the fixed module's classes, and how a
 figures read."""
 
 import dataclasses
+import importlib.util
+import json
 import types
+from pathlib import Path
 from typing import NamedTuple
 
 import jax
@@ -155,3 +158,45 @@ def test_without_offload_makes_every_declared_host_kind_device_memory():
     stripped = without_offload(text)
     assert '"pinned_host"' not in stripped and '"unpinned_host"' not in stripped
     assert stripped.count('"device"') > text.count('"device"')
+
+
+CHIP = Path(__file__).resolve().parents[1] / "chip"
+DONATION = json.loads((CHIP / "donation_record.json").read_text())
+
+
+def _donation_cases():
+    spec = importlib.util.spec_from_file_location("donation_cases", CHIP / "donation_cases.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+CASES = _donation_cases()
+
+
+@pytest.mark.skipif(not hasattr(jax, "memory"), reason="the cases move values with jax.memory.Space (JAX >= 0.10)")
+@pytest.mark.parametrize("name", sorted(CASES.CASES))
+def test_a_fix_that_gives_a_donated_host_buffer_to_a_device_output_is_refused_as_the_chip_aborts_it(name):
+    """The chip ran each case three times, each in a process of its own
+    (``donation_record.json``): PjRt aborted exactly those whose lowering gives the donated
+    ``pinned_host`` buffer to a device output (not each run: it is a race with the program's
+    end), and a fix whose lowering does that is refused, with the output named."""
+    from offload_fixer.model import FunctionRef
+    from offload_fixer.verify.lowering import donation_abort
+
+    namespace: dict = {}
+    exec(CASES.HEAD + CASES.CASES[name][0], namespace)
+    lowered = jax_compat.lower_for_platform(
+        namespace["f"], eval(CASES.ARGS, namespace), {}, jax_compat.lowering_platform("tpu")
+    )
+    why = donation_abort(lowered, FunctionRef("f"))
+    aborted_on_the_chip = any(code < 0 for code in DONATION["runs"][name]["returncodes"])
+    assert (why is not None) == aborted_on_the_chip == CASES.CASES[name][1], (why, DONATION["runs"][name])
+    if why is not None:
+        assert "would abort when it runs" in why and "output result[0], in device memory" in why, why
+
+
+def test_the_donation_record_was_made_on_the_chip():
+    versions = DONATION["versions"]
+    assert versions["platform"] == "tpu" and versions["device_kind"] == "TPU v5 lite", versions
+    assert set(CASES.CASES) <= set(DONATION["runs"])

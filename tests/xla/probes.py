@@ -450,6 +450,16 @@ def write_block(cache, block, i):
     return lax.dynamic_update_slice(cache, block, (i, 0, 0))
 
 
+def state_step_beside_passthrough(state, other):
+    """Host state moved to device and updated, returned after another, unchanged argument."""
+    return other, _put(state, device_move()) * 0.9 + other * 0.1
+
+
+def state_step_beside_computed(state, other):
+    """As :func:`state_step_beside_passthrough`, the other output computed."""
+    return other * 2, _put(state, device_move()) * 0.9 + other * 0.1
+
+
 def write_block_then_offload(cache, block, i):
     return _put(write_block(cache, block, i), host_move())
 
@@ -1283,6 +1293,26 @@ PROBES: tuple[Probe, ...] = (
         lambda: (*shapes(CACHE, BLOCK)(), index_arg()),
         both(OTHER),
         jit=lambda: {"in_shardings": (device(), device(), None), "donate_argnums": 0},
+        typed_only=True,
+    ),
+    Probe(
+        "donated_host_state_aliased_to_device_argument_output",
+        "out_shardings leaves the first output's memory kind to JAX, which gives the donated host "
+        "buffer to it (the same shape): libtpu cannot write the unchanged device argument into it",
+        state_step_beside_passthrough,
+        shapes((16, 128), (16, 128)),
+        {"tpu": OTHER, "gpu": COMPILED},
+        jit=lambda: {"in_shardings": (host(), device()), "out_shardings": (None, host()), "donate_argnums": 0},
+        typed_only=True,
+    ),
+    Probe(
+        "donated_host_state_aliased_to_computed_output",
+        "as donated_host_state_aliased_to_device_argument_output with the output computed: both "
+        "compile (and PjRt aborts the process on returning it: tests/chip/donation_record.json)",
+        state_step_beside_computed,
+        shapes((16, 128), (16, 128)),
+        both(COMPILED),
+        jit=lambda: {"in_shardings": (host(), device()), "out_shardings": (None, host()), "donate_argnums": 0},
         typed_only=True,
     ),
     Probe(
