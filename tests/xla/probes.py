@@ -999,6 +999,7 @@ PROBES: tuple[Probe, ...] = (
         both(E1200),
         jit=lambda: {"in_shardings": (host(), host()), "out_shardings": (host(), None)},
         names=both("rows.1"),
+        names_unless=lambda g: None if g.parameter_names_from_locations else both("Arg_1.2"),
     ),
     Probe(
         "clamped_host_index_slices_device_value",
@@ -1016,6 +1017,7 @@ PROBES: tuple[Probe, ...] = (
         both(E1200),
         jit=lambda: {"in_shardings": (device(), host(), device())},
         names=both("i.1"),
+        names_unless=lambda g: None if g.parameter_names_from_locations else both("Arg_1.2"),
     ),
     # loops
     Probe(
