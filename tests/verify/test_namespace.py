@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
+from offload_fixer import jax_compat
 from offload_fixer.model import FunctionRef
 from offload_fixer.report_file import AbstractCall
 from offload_fixer.verify.fixed_modules import Unverifiable
@@ -142,6 +143,10 @@ if __name__ == "__main__":
 """
 
 
+@pytest.mark.skipif(
+    jax_compat.regime() is not jax_compat.Regime.TYPED or not jax_compat.host_memory_on_this_backend(),
+    reason=f"jax {jax.__version__}: the program needs pinned_host memory on the CPU and memory spaces in types",
+)
 def test_an_argument_passed_uncommitted_lowers_beside_one_sharded_over_several_devices(tmp_path: Path):
     """``step(jnp.ones(4), sharded)``: JAX places the uncommitted array where the sharded one
     is. Recorded with its device, the fixed step would "no longer lower" (incompatible
