@@ -24,9 +24,6 @@ import argparse
 import os
 import re
 import sys
-
-# The meshes of ``tests/static_vs_dynamic/`` have 4 and 8 devices: CPU devices, set before JAX starts.
-os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -292,5 +289,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    # The meshes of ``tests/static_vs_dynamic/`` have 4 and 8 devices: CPU devices, set before
+    # JAX starts. Only when run as a script: a process that imports this module (the tests) keeps
+    # its own devices, and the programs it starts keep its environment.
+    os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=8")
     sys.path.insert(0, str(ROOT))
     sys.exit(main())
