@@ -83,6 +83,23 @@ def judge(request):
     return request.getfixturevalue(f"{request.param}_compiler")
 
 
+@pytest.fixture(autouse=True)
+def xla_flags_left_as_the_run_set_them():
+    """Every program a test starts inherits the test process's ``XLA_FLAGS``: a test that
+    changes them in place (a script imported for its functions that asks for 8 CPU devices at
+    import) turns the examples later tests run on that xdist worker into 8-device programs,
+    whose output is not the one recorded. Such a change is undone and fails the test that made it."""
+    before = os.environ.get("XLA_FLAGS")
+    yield
+    after = os.environ.get("XLA_FLAGS")
+    if after != before:
+        if before is None:
+            del os.environ["XLA_FLAGS"]
+        else:
+            os.environ["XLA_FLAGS"] = before
+        pytest.fail(f"the test changed XLA_FLAGS from {before!r} to {after!r} for the rest of the run (undone)")
+
+
 POD = "v5e:4x4"
 """The pod the in-process pod tests see: 16 chips on 4 hosts (libtpu's 2x2 chips per host),
 so process 0 has 4 local devices of 16, and compiling for it stays cheap."""
