@@ -25,7 +25,7 @@ import traceback
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from offload_fixer.model import TARGETS
+from offload_fixer.model import HOST_KINDS, TARGETS
 
 TPU_TOPOLOGIES = (("v5e:2x2", 4), ("v5e:4x4", 16))
 """Compile-only TPU topologies by size; a single chip (``v5e:1x1``) is refused by libtpu."""
@@ -150,11 +150,21 @@ class Compiler:
             if type(exc).__name__ not in XLA_ERRORS:
                 raise
             return {"outcome": "rejected", "message": str(exc)}
-        return {
-            "outcome": "compiled",
-            "output_memory_kinds": self.compat.output_memory_kinds(executable),
-            "memory": self.compat.memory_figures(executable),
-        }
+        kinds = self.compat.output_memory_kinds(executable)
+        memory = self.compat.memory_figures(executable)
+        if memory is not None:
+            memory["host_buffers"] = host_buffers(module, kinds)
+        return {"outcome": "compiled", "output_memory_kinds": kinds, "memory": memory}
+
+
+def host_buffers(module: Any, output_kinds: list[str]) -> int:
+    """The compiled ``module``'s entry arguments and outputs in host memory (the arguments as
+    the module declares them, the outputs as the compiler placed them): each is a copy between
+    host and device that the compiler stages in HBM (``model.HOST_BUFFER_STAGING``)."""
+    from offload_fixer.ir.module import load
+
+    arguments = sum(argument.memory_kind in HOST_KINDS for argument in load(module).args)
+    return arguments + sum(kind in HOST_KINDS for kind in output_kinds)
 
 
 def _int_attr(attrs: Any, name: str) -> int:

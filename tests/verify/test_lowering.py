@@ -16,6 +16,7 @@ import pytest
 from offload_fixer import jax_compat
 from offload_fixer.model import (
     HBM_FLOOR,
+    HOST_BUFFER_STAGING,
     HOST_OUTPUTS_BASELINE,
     NO_OFFLOAD_BASELINE,
     FixMeasurement,
@@ -135,6 +136,25 @@ def test_a_fix_says_what_it_holds_against_both_programs_and_what_it_moves_per_ca
     assert not FixMeasurement("step", "tpu", "libtpu 0.0.50.1", staged, before, no_offload=without).defeats_offload
     kept = FixMeasurement("step", "tpu", "libtpu 0.0.42.1", without, before, no_offload=after)
     assert not kept.defeats_offload
+
+
+def test_a_fix_may_hold_the_compilers_staging_of_each_host_buffer_beyond_the_floor():
+    """libtpu stages each copy between host and device in HBM, whatever the leaf's size: Adam's
+    9 state leaves moved to device in the step and returned to host (18 host buffers) hold
+    1.42 MiB beyond the step without offload for 5 KiB of state (libtpu 0.0.42.1's figures of
+    tests/runner_programs/adam_tree_host_state.py). That is staging, not state: the fix keeps the
+    offload's purpose; the same HBM without host buffers to stage, or beyond their staging,
+    defeats it."""
+    without = MemoryFigures(argument=22016, output=18432)
+    after = MemoryFigures(
+        argument=10240, output=6656, temp=1442 << 10, host_argument=11776, host_output=11776, host_buffers=18
+    )
+    assert after.device_total - without.device_total > HBM_FLOOR
+    fixed = FixMeasurement("train_step", "tpu", "libtpu 0.0.42.1", after, no_offload=without)
+    assert not fixed.defeats_offload
+    assert dataclasses.replace(fixed, after=dataclasses.replace(after, host_buffers=0)).defeats_offload
+    beyond = dataclasses.replace(after, temp=after.temp + 18 * HOST_BUFFER_STAGING)
+    assert dataclasses.replace(fixed, after=beyond).defeats_offload
 
 
 @pytest.mark.skipif(not jax_compat.host_memory_on_this_backend(), reason="needs pinned_host memory on the CPU backend")

@@ -50,6 +50,23 @@ def test_a_compiled_module_reports_each_outputs_memory_kind(judge):
     assert verdict.output_memory_kinds == ("pinned_host", "device")
 
 
+@needs_host_memory
+def test_a_compiled_module_counts_its_arguments_and_outputs_in_host_memory(judge):
+    """Each is a copy between host and device the compiler stages in HBM, whatever its size
+    (``model.HOST_BUFFER_STAGING``): what a fix may hold beyond the program without offload."""
+    lowered = lower(
+        lambda x, y: (x + 1, y * 2, y),
+        vector(),
+        vector(),
+        platform=PLATFORMS[judge.target],
+        in_shardings=(host(), None),
+        out_shardings=(host(), host(), None),
+    )
+    verdict = judge.judge(lowered)
+    assert verdict.outcome == "compiled", verdict.message
+    assert verdict.memory is not None and verdict.memory.host_buffers == 3  # x, and the first two outputs
+
+
 ABORTING = {
     "tpu": ("loop_over_host_weights", "OFL1207"),
     "gpu": ("while_condition_on_host", "OFL1205"),
