@@ -10,12 +10,15 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import shutil
 
 import pytest
 
 from offload_fixer import jax_compat
 from offload_fixer.accelerator import Accelerator, AcceleratorRun
 from offload_fixer.exit_codes import ExitCode
+from offload_fixer.model import MemoryFigures, byte_size
+from offload_fixer.report_file import read_report_file
 from offload_fixer.runner import run_program
 from tests.cli_support import REPO, offload_fixer
 
@@ -107,6 +110,45 @@ def test_verbose_shows_jaxs_traceback_of_the_failure_from_the_programs_own_lines
         (str(PROGRAMS / "rollout_buffer.py"), "30", "main"),
     ]
     assert f"\njax.errors.JaxRuntimeError: {_eager_slice_refusal()[1]}" in tracebacks[1]
+
+
+STEP_LINE = re.compile(
+    r"^offload-fixer:   (?P<name>\S+): step (?P<before>[\d.]+) ms -> (?P<after>[\d.]+) ms, "
+    r"HBM (?P<hbm_before>[\d.]+ \w+) -> (?P<hbm_after>[\d.]+ \w+) \(the compiler's memory analysis; before: ",
+    re.M,
+)
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif"])
+def test_run_fix_carries_the_fixed_programs_figures_on_the_accelerator_into_the_fix_records(fmt, tmp_path):
+    """``run --fix`` runs the fixed program again on the accelerator and prints each fixed
+    compilation's step and HBM before and after; the fix's record in the JSON document (SARIF:
+    the run's ``properties.fixes``) and in the run report carries the same figures."""
+    shutil.copy(REPO / "examples" / "optimizer_offload_broken.py", tmp_path)
+    output, report = tmp_path / f"out.{fmt}", tmp_path / "report.json"
+    argv = ("--format", fmt, "-o", str(output), "--report", str(report), "--fix", "optimizer_offload_broken.py")
+    proc = offload_fixer("run", *argv, cwd=tmp_path, **EMULATED)
+
+    assert proc.returncode == ExitCode.CLEAN, proc.stderr
+    assert "offload-fixer: the fix held: every fixed compilation compiled" in proc.stderr
+    printed = [m.groupdict() for m in STEP_LINE.finditer(proc.stderr)]
+    assert [p["name"] for p in printed] == ["jit(train_step)"], proc.stderr
+    document = json.loads(output.read_text())
+    fixes = document["fixes"] if fmt == "json" else document["runs"][0]["properties"]["fixes"]
+    assert [(fix["written"], fix["held"], len(fix["steps"])) for fix in fixes] == [(True, True, 1)]
+    step = fixes[0]["steps"][0]
+    assert (step["compilation"], step["function"], step["before_patched"]) == ("jit(train_step)", "train_step", True)
+    assert step["step_before_ms"] > 0 and step["step_after_ms"] > 0
+    assert step["calls_before"] > 0 and step["calls_after"] > 0
+    assert f"{step['step_before_ms']:.2f}" == printed[0]["before"]
+    assert f"{step['step_after_ms']:.2f}" == printed[0]["after"]
+    for when in ("before", "after"):
+        memory = MemoryFigures(**step[when])
+        assert byte_size(memory.device_total) == printed[0][f"hbm_{when}"]
+    assert f"offload-fixer:   {step['summary']}\n" in proc.stderr
+    assert fixes[0]["summary"].startswith("held on tpu (emulated: libtpu ")
+    # the run report reads back the same record (the editor and `fix` read it there)
+    assert [fix.to_dict() for fix in read_report_file(str(report)).fixes] == fixes
 
 
 def test_a_programs_own_error_is_the_programs(tmp_path):

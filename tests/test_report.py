@@ -21,6 +21,7 @@ from offload_fixer.model import (
     Report,
     Span,
     Step,
+    StepMeasurement,
 )
 from offload_fixer.report import (
     FileError,
@@ -277,6 +278,39 @@ def test_a_measured_fix_is_a_sarif_notification_with_its_bytes_in_the_runs_prope
     (fix,) = run["properties"]["fixes"]
     assert fix["measured"][0]["after"]["temp"] == 4 << 20 and fix["measured"][0]["before"]["temp"] == 0
     assert MeasuredFix.from_dict(fix) == _measured_fix(path)
+
+
+def test_a_fix_run_again_on_the_accelerator_carries_its_steps_in_sarif_and_reads_back(project):
+    """``run --fix`` on a chip: whether the fix held there and each fixed compilation's figures
+    (one the fixed program never compiled again reads ``not timed``/``unknown``)."""
+    root, path = project
+    step = StepMeasurement(
+        "jit(step)",
+        "step",
+        path,
+        "TPU v5 lite",
+        step_before_ms=1.934,
+        step_after_ms=None,
+        calls_before=39,
+        calls_after=0,
+        before=MemoryFigures(argument=4 << 20, temp=1 << 20),
+        after=None,
+        before_patched=True,
+    )
+    fix = dataclasses.replace(_measured_fix(path), measured=(), written=True, held=False, steps=(step,))
+    document = format_sarif([_diagnostic(path)], root=root, jax_version="0.10.2", measured=[fix])
+    errors = sorted(_sarif_validator().iter_errors(document), key=str)
+    assert not errors, errors[0]
+    run = document["runs"][0]
+    (note,) = run["invocations"][0]["toolExecutionNotifications"]
+    assert note["message"]["text"] == (
+        "fixed: Move new to device (line 6): did not hold on TPU v5 lite; jit(step): step 1.93 ms -> not timed, "
+        "HBM 5.0 MiB -> unknown (the compiler's memory analysis; before: the first run's compilation without its "
+        "offload)"
+    )
+    (carried,) = run["properties"]["fixes"]
+    assert carried["held"] is False and carried["steps"][0]["before"]["argument"] == 4 << 20
+    assert MeasuredFix.from_dict(carried) == fix
 
 
 def test_json_lists_the_measured_fixes_in_bytes_with_their_line(project):

@@ -629,8 +629,11 @@ def run(
                         )
 
                     written = [r for r in run_fixes.results if r.written]
-                    if not run_fixed_again(result, rerun, written, console, revert=invocation.confirm):
+                    again = run_fixed_again(result, rerun, written, console, revert=invocation.confirm)
+                    if not again.held:
                         outcome.failure = outcome.failure or ExitCode.FIX_REFUSED
+                    outcome.measured = run_fixes.measured(again)  # the formats and the report carry its figures
+                    save(outcome.measured)
             marks = marks_after_fixing(marks, run_fixes, verified=True)
         else:  # [*] only for a fix that holds, as --fix checks it before writing it
 

@@ -16,6 +16,7 @@ from offload_fixer.exit_codes import ExitCode
 from offload_fixer.model import Diagnostic
 
 if TYPE_CHECKING:
+    from offload_fixer.cli.on_accelerator import FixedRun
     from offload_fixer.fixes.scope import WriteScope
     from offload_fixer.verify.stage import Verifier
 
@@ -35,14 +36,16 @@ class FixRun:
     def changed(self) -> bool:
         return any(r.changed and r.error is None for r in self.results)
 
-    def measured(self) -> list[Any]:
+    def measured(self, again: FixedRun | None = None) -> list[Any]:
         """What the verification stage found of each fix: made (``--fix``) or shown (``--diff``,
         ``[*]``) with the compiler's figures or ``not verified: ...``, or refused with why, as the
-        formats and the run report carry it (``model.MeasuredFix``)."""
+        formats and the run report carry it (``model.MeasuredFix``). ``again``: on an
+        accelerator, the fixed program's run there, whose figures each written fix carries."""
         from offload_fixer.findings import location
         from offload_fixer.model import MeasuredFix
 
         def record(result: Any, plan: Any, refused: str = "") -> MeasuredFix:
+            ran = again is not None and result.written and not refused
             return MeasuredFix(
                 path=result.path,
                 title=plan.title,
@@ -50,10 +53,12 @@ class FixRun:
                 safety=plan.safety,
                 codes=tuple(dict.fromkeys(d.code for d in (plan.covered if not refused else plan.diagnostics))),
                 measured=plan.measured,
-                written=result.written,
+                written=result.written and (again is None or result.path not in again.reverted),
                 span=location(plan.diagnostics[0]) if plan.diagnostics else None,
                 unverified=plan.unverified,
                 refused=refused,
+                held=again.held if ran and again is not None else None,
+                steps=again.steps_of(plan) if ran and again is not None else (),
             )
 
         found = [
@@ -61,7 +66,7 @@ class FixRun:
             for result in self.results
             if result.error is None and result.changed
             for plan in result.applied
-            if plan.measured or plan.unverified
+            if plan.measured or plan.unverified or (again is not None and result.written)
         ]
         found += [
             record(result, plan, why)

@@ -7,10 +7,14 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from offload_fixer.cli.options import Console, Invocation, Outcome, fail
 from offload_fixer.exit_codes import ExitCode
+
+if TYPE_CHECKING:
+    from offload_fixer.model import StepMeasurement
 
 
 def accelerator_run(invocation: Invocation, target: str, keep_going: bool, console: Console, measure: bool) -> Any:
@@ -74,18 +78,35 @@ def forget_program_modules(before: set[str], root: str) -> None:
             del sys.modules[name]
 
 
+@dataclass(frozen=True)
+class FixedRun:
+    """What running the fixed program again on the accelerator showed, for the fixes' records
+    (``model.MeasuredFix.held`` and ``steps``)."""
+
+    held: bool
+    steps: tuple[StepMeasurement, ...]
+    """Each fixed compilation's figures, before and after."""
+    reverted: frozenset[str] = frozenset()
+    """The files put back to their bytes before the fix (``--confirm``, a fix that did not hold)."""
+
+    def steps_of(self, plan: Any) -> tuple[StepMeasurement, ...]:
+        """The figures of the compilations of the functions whose findings ``plan`` fixes."""
+        functions = {_key((d.function.name, d.function.path)) for d in plan.covered if d.function is not None}
+        return tuple(step for step in self.steps if _key((step.function, step.path)) in functions)
+
+
 def run_fixed_again(
     first: Any,
     rerun: Callable[[Any], Any],
     written: Sequence[Any],
     console: Console,
     revert: bool,
-) -> bool:
+) -> FixedRun:
     """``run --fix`` on the accelerator: the fixed program run again there (``rerun(run)``
     with a fresh ``AcceleratorRun``), whether the fix held (each fixed function compiled and
     its errors are gone, and the program ended well), and each fixed compilation's step time
     and HBM before and after. ``revert``: a fix that did not hold is undone (``--confirm``:
-    the chip's compiler is the judge). True where the fix held."""
+    the chip's compiler is the judge)."""
     from offload_fixer.accelerator import AcceleratorRun
 
     before = first.accelerator
@@ -133,11 +154,11 @@ def run_fixed_again(
     if unfixed:
         console.note(f"offload-fixer: still failing, with no fix written: {', '.join(unfixed)}", always=True)
     measured = [figures for figures in before.measured if _key(figures.function) in fixed]
-    for line in measurement_lines(measured, again.measured):
-        console.note(f"offload-fixer:   {line}", always=True)
-    if not held and revert:
-        _revert(written, console)
-    return held
+    steps = step_measurements(measured, again.measured, before.accelerator.device)
+    for step in steps:
+        console.note(f"offload-fixer:   {step.summary}", always=True)
+    reverted = _revert(written, console) if not held and revert else frozenset()
+    return FixedRun(held, steps, reverted)
 
 
 def _key(function: tuple[str, str | None]) -> tuple[str, str | None]:
@@ -145,10 +166,11 @@ def _key(function: tuple[str, str | None]) -> tuple[str, str | None]:
     return name, os.path.realpath(path) if path else None
 
 
-def measurement_lines(before: Sequence[Any], after: Sequence[Any]) -> list[str]:
-    """One line per fixed compilation: its step time and HBM (the compiler's memory analysis)
+def step_measurements(before: Sequence[Any], after: Sequence[Any], device: str) -> tuple[StepMeasurement, ...]:
+    """One record per fixed compilation: its step time and HBM (the compiler's memory analysis)
     before the fix (the compilation as the first run ran it: patched where it failed) and
     after, the compilation with the most calls where a function has several."""
+    from offload_fixer.model import StepMeasurement
 
     def busiest(figures: Sequence[Any]) -> dict[tuple[str, str | None], Any]:
         chosen: dict[tuple[str, str | None], Any] = {}
@@ -158,37 +180,45 @@ def measurement_lines(before: Sequence[Any], after: Sequence[Any]) -> list[str]:
                 chosen[key] = f
         return chosen
 
+    def ms(figures: Any) -> float | None:
+        return None if figures is None or figures.step_s is None else figures.step_s * 1000
+
     old, new = busiest(before), busiest(after)
-    lines = []
+    steps = []
     for key, first in old.items():
         second = new.get(key)
-        step = f"step {_ms(first.step_s)} -> {_ms(second.step_s if second else None)}"
-        hbm = f"HBM {_bytes(first.memory)} -> {_bytes(second.memory if second else None)}"
-        before = "; before: the first run's compilation without its offload" if first.patched else ""
-        lines.append(f"{first.name}: {step}, {hbm} (the compiler's memory analysis{before})")
-    return lines
+        name, path = first.function
+        steps.append(
+            StepMeasurement(
+                first.name,
+                name,
+                path,
+                device,
+                step_before_ms=ms(first),
+                step_after_ms=ms(second),
+                calls_before=len(first.times),
+                calls_after=len(second.times) if second else 0,
+                before=first.memory,
+                after=second.memory if second else None,
+                before_patched=first.patched,
+            )
+        )
+    return tuple(steps)
 
 
-def _ms(seconds: float | None) -> str:
-    return "not timed" if seconds is None else f"{seconds * 1000:.2f} ms"
-
-
-def _bytes(memory: Any) -> str:
-    from offload_fixer.model import byte_size
-
-    return "unknown" if memory is None else byte_size(memory.device_total)
-
-
-def _revert(written: Sequence[Any], console: Console) -> None:
-    """Each written file back to the bytes it held before the fix."""
+def _revert(written: Sequence[Any], console: Console) -> frozenset[str]:
+    """Each written file back to the bytes it held before the fix; the paths put back."""
     from offload_fixer.fixes.errors import FixError
     from offload_fixer.fixes.writing import write_source
     from offload_fixer.report import display_path
 
+    reverted = set()
     for result in written:
         try:
             write_source(result.path, result.new_data, result.old_data)
         except FixError as exc:
             console.note(console.styled_error(f"offload-fixer: {display_path(result.path)}: not reverted: {exc}"))
             continue
+        reverted.add(result.path)
         console.note(f"offload-fixer: {display_path(result.path)}: reverted (the chip's compiler is the judge)")
+    return frozenset(reverted)
