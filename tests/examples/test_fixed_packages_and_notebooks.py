@@ -7,7 +7,7 @@ prints what it printed before, a second ``--fix`` changes nothing, and the relea
 compiler compiles every jit the program compiles, as the analysis predicts
 (``run_program(confirm=True)``). Strategies that write the same files are checked once; a
 strategy that declines (its fix would return host state in device memory, and the jit site
-that could keep it host is in another module) must say so with an unsafe fix."""
+that could keep it host is in another module; or it would abort the program) must say why."""
 
 from __future__ import annotations
 
@@ -107,9 +107,15 @@ def _fixed_copies(
         if tree == original:
             # declined, never silently: a fix that would drop the user's offload (the state
             # returned in device memory) is offered as unsafe, with its reason; one that would
-            # defeat it (more HBM than no offload) is refused, with the compiler's figures
+            # defeat it (more HBM than no offload) is refused, with the compiler's figures; one
+            # whose donated host state JAX would give to a device output (moments_on_host's
+            # `train_step` under --strategy device: no out_shardings) is refused as the abort
+            # it would be when called
             said = fixed.stdout + fixed.stderr
-            assert "unsafe fix" in said or "it would defeat the offload it repairs" in said, (strategy, said)
+            assert any(
+                reason in said
+                for reason in ("unsafe fix", "it would defeat the offload it repairs", "would abort when it runs")
+            ), (strategy, said)
             continue
         distinct.setdefault(tuple(sorted(tree.items())), (strategy, copy))
     assert distinct, "no strategy fixes it"
