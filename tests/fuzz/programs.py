@@ -15,9 +15,10 @@ Each program jits a function whose value moves to host and is computed on there 
 * ``interpreter state``: a program that deletes the tool's modules, empties ``sys.modules``,
   blocks an import with ``None``, leaves ``sys.stdout`` replaced or changes directory still
   gets its report and its fix, and no traceback;
-* ``unpinned_host``: each spelling of an ``unpinned_host`` sharding returned beside a device
-  output is judged by ``run`` as the released TPU compiler judges it (``run --confirm``: its
-  verdict "as predicted"), error 1200 included.
+* ``unpinned_host``: each spelling of an ``unpinned_host`` sharding, a computed value moved
+  there and returned beside a device output, is judged by ``run`` as the released TPU compiler
+  judges it (``run --confirm``: its verdict "as predicted"), error 1200 included, and is found
+  (``OFL1204``: the move is in the module ``run`` analyses).
 """
 
 from __future__ import annotations
@@ -157,7 +158,8 @@ def unpinned_case(rng: random.Random) -> ProgramCase:
 
         @jax.jit
         def step(x):
-            return x * 2, jax.device_put(x, SNAPSHOT)
+            y = x * 2
+            return y + 1, jax.device_put(y, SNAPSHOT)
 
 
         if __name__ == "__main__":
@@ -219,6 +221,8 @@ def run_program_case(case: ProgramCase, directory: Path) -> list[str]:
     elif case.kind == "unpinned_host":
         if "as predicted" not in output and "confirmed by libtpu" not in output:
             problems.append(f"not checked: the compiler's verdict and run's differ\n{output[-2500:]}")
+        if "OFL1204" not in done.stdout:
+            problems.append(f"not checked: the move to unpinned_host is not found\n{output[-2500:]}")
     elif done.returncode != 1:
         problems.append(f"wrong exit code: {done.returncode}, expected 1 (a finding)\n{output[-2500:]}")
     if case.kind == "atexit":
