@@ -1,12 +1,14 @@
 """The static check never reports what the dynamic analysis (the judge) passes, on real programs."""
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
 import pytest
 
 from offload_fixer import jax_compat
+from tests.cli_support import offload_fixer
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -69,3 +71,29 @@ def test_the_corpus_of_helpers_loops_custom_derivatives_and_containers():
     assert reported >= 0.9 * programs_with_host_compute
     assert host_compute.split("), and alone in ")[1].startswith("0;")
     assert "; 0 static OFL1201 false positives" in summary
+
+
+UNPINNED_PROGRAMS = sorted((ROOT / "tests" / "static_vs_dynamic").glob("unpinned_host_*.py"))
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    jax_compat.regime() is not jax_compat.Regime.TYPED,
+    reason="before JAX 0.7.1 the CPU lowering run analyses loses a move to unpinned_host (tests/jax_compat/test_lowering.py)",
+)
+@pytest.mark.parametrize("program", UNPINNED_PROGRAMS, ids=lambda path: path.stem)
+def test_check_judges_each_unpinned_host_spelling_as_the_released_compiler(program, tpu_compiler):
+    """A computed value moved to unpinned_host and returned, spelled with each sharding a user
+    writes (jax.make_mesh's Explicit axes, Auto axes, jax.sharding.Mesh, one device,
+    with_memory_kind): ``check`` (never runs the program) reports what ``run --confirm`` reports,
+    and OFL1200 exactly where libtpu refuses the program (E1200)."""
+    checked = offload_fixer("check", "--no-cache", "--format", "json", str(program))
+    ran = offload_fixer("run", "--no-cache", "--confirm", "--format", "json", str(program))
+    assert checked.returncode in (0, 1) and ran.returncode in (0, 1), checked.stderr + ran.stderr
+    static = sorted(d["code"] for d in json.loads(checked.stdout)["diagnostics"])
+    report = json.loads(ran.stdout)
+    assert static == sorted(d["code"] for d in report["diagnostics"])
+    (compilation,) = report["compilations"]
+    assert compilation["xla"]["outcome"] == compilation["predicted"]["outcome"]
+    assert ("OFL1200" in static) == (compilation["xla"]["error"] == "E1200")
+    assert "OFL1204" in static

@@ -178,6 +178,16 @@ class Spelling:
     """How ``jax.experimental.compute_on.compute_on`` runs code on the host CPU (none before 0.4.29)."""
     tree_map: str
     """The ``jax`` attribute path of ``tree_map``: ``tree.map`` (>= 0.4.25), else ``tree_util.tree_map``."""
+    make_mesh_axis_type: str
+    """The axis type ``jax.make_mesh`` gives each axis when its call names none: ``Explicit``
+    from 0.9.0 (0.8.1 - 0.8.3 warn that it will change), ``Auto`` before."""
+    explicit_mesh_keeps_unpinned_on_device: bool
+    """A value moved to ``unpinned_host`` with a ``NamedSharding`` over a mesh whose axes are all
+    ``Explicit`` is returned in device memory (>= 0.7.2): ``device_put`` types the value with the
+    sharding's mesh, only ``pinned_host`` is JAX's host memory space, so the output's sharding
+    says ``device`` and JAX moves the value back there; libtpu compiles it (no error 1200, the
+    move to host still offloads nothing). Measured with libtpu 0.0.42.1 (JAX 0.10.2) and 0.0.50.1
+    (0.12.0.1); 0.7.2 - 0.9 read from JAX's source (``dispatch.update_dp_aval``)."""
 
     @property
     def memory_space_api(self) -> bool:
@@ -199,6 +209,8 @@ def spelling(version: str | None = None) -> Spelling:
         none_leaf_inherits_host=v >= (0, 4, 29),
         host_compute=None if v < (0, 4, 29) else HostCompute.CONTEXT if v < (0, 11, 1) else HostCompute.FUNCTION,
         tree_map="tree.map" if v >= (0, 4, 25) else "tree_util.tree_map",
+        make_mesh_axis_type="Explicit" if v >= (0, 9, 0) else "Auto",
+        explicit_mesh_keeps_unpinned_on_device=v >= (0, 7, 2),
     )
 
 
@@ -383,7 +395,7 @@ def topology_devices(topology: Topology) -> list[Any]:
 
 def mesh_axis_types(mesh: Any) -> list[str] | None:
     """The names of a mesh's axis types (``Auto``, ``Explicit``, ``Manual``: JAX 0.6.2 on;
-    ``jax.make_mesh`` makes them ``Explicit`` in 0.10.2 and 0.12.0.1, ``Auto`` in 0.6.2);
+    ``jax.make_mesh``'s default: :attr:`Spelling.make_mesh_axis_type`);
     ``None`` where the JAX has none (0.4.35)."""
     types = getattr(mesh, "axis_types", None)
     return None if types is None else [kind.name for kind in types]

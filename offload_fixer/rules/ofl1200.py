@@ -114,8 +114,9 @@ def _host_output(d: Diagnoser, reach: Reach, related: tuple[str, ...]) -> Diagno
 
 
 def from_static(site: StaticSite) -> Iterator[Diagnostic]:
-    """The source check's OFL1200: one per offending output leaf (none for a repaired one)."""
-    if site.finding.repaired:
+    """The source check's OFL1200: one per offending output leaf (none for a repaired one, nor
+    for one JAX returns in device memory)."""
+    if site.finding.repaired or site.finding.kept_on_device:
         return
     leaf = site.finding.leaf
     shown = site.output_path or "(the whole result)"

@@ -409,7 +409,7 @@ class ExpressionEvaluator(Evaluator):
         if name == "with_memory_kind":
             sharding = jax_api.sharding_of_kind(args[0] if args else kwargs.get("kind"))
             if isinstance(receiver, ShardingSpec) and isinstance(sharding, ShardingSpec):
-                return replace(sharding, placement=receiver.placement)
+                return replace(sharding, placement=receiver.placement, mesh_axes=receiver.mesh_axes)
             return sharding
         if isinstance(receiver, (HostArray, DeviceArray)):
             if name == "addressable_data" and isinstance(receiver, HostArray):

@@ -43,6 +43,7 @@ from .values import (
     JitOptions,
     Jitted,
     Mapping,
+    MeshAxes,
     Optimizer,
     Ref,
     Seq,
@@ -191,7 +192,12 @@ def put(x: Any, target: Any, node: Any) -> Any:
     placement = target.placement if isinstance(target, ShardingSpec) else None
     if kind in names.HOST_KINDS:
         origin = HostOrigin(
-            "move_to_host", kind, node, f"jax.device_put to {kind} memory", condition=condition_of(target)
+            "move_to_host",
+            kind,
+            node,
+            f"jax.device_put to {kind} memory",
+            condition=condition_of(target),
+            mesh_axes=target.mesh_axes if isinstance(target, ShardingSpec) else None,
         )
         return map_leaves(
             x,
@@ -219,9 +225,27 @@ def _sharding(placement: str | None) -> Handler:
     def sharding(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
         kind = kwargs.get("memory_kind", NONE)
         found = ShardingSpec(None) if kind is NONE else sharding_of_kind(kind)
-        return replace(found, placement=placement) if isinstance(found, ShardingSpec) else found
+        if not isinstance(found, ShardingSpec):
+            return found
+        mesh = call_argument(args, kwargs, 0, "mesh") if placement == "mesh" else None
+        axes = mesh.axis_type if isinstance(mesh, MeshAxes) else None
+        return replace(found, placement=placement, mesh_axes=axes)
 
     return sharding
+
+
+def _mesh(default: str) -> Handler:
+    """A mesh constructor: the type of the axes its ``axis_types`` names, or ``default``."""
+
+    def mesh(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
+        types = call_argument(args, kwargs, 2, "axis_types")
+        if types is ABSENT or types is NONE:
+            return MeshAxes(default)
+        items = types.items if isinstance(types, Seq) else (UNKNOWN,)
+        named = {names.AXIS_TYPES.get(t.qualname) if isinstance(t, Ref) else None for t in items}
+        return MeshAxes(named.pop() if len(named) == 1 else None)
+
+    return mesh
 
 
 def _block_until_ready(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
@@ -469,6 +493,8 @@ def _table() -> dict[str, Api]:
     add(names.DEVICE_PUT, _device_put)
     for qualname in sorted(names.SHARDING_CLASSES):
         add(qualname, _sharding(names.SHARDING_PLACEMENTS.get(qualname)))
+    for qualname, default in names.MESH_CONSTRUCTORS.items():
+        add(qualname, _mesh(default))
     add(names.BLOCK_UNTIL_READY, _block_until_ready)
     add("builtins.getattr", _getattr)
     for qualname in sorted(names.ARRAY_CREATION):

@@ -54,6 +54,10 @@ SHARDING_PLACEMENTS = {
     "jax.sharding.SingleDeviceSharding": "single",
 }
 """How a sharding class places an array: on one device, or over a mesh's devices."""
+MESH_CONSTRUCTORS = {"jax.make_mesh": "make_mesh", "jax.sharding.Mesh": "Auto"}
+"""Each mesh constructor, and its axes' type where the call names none (``make_mesh``: the JAX
+version's default)."""
+AXIS_TYPES = {f"jax.sharding.AxisType.{kind}": kind for kind in ("Auto", "Explicit", "Manual")}
 ARRAY_CREATION = frozenset(f"jax.numpy.{n}" for n in "zeros ones empty full arange linspace eye identity".split())
 """New arrays from a shape (or a length), in device memory."""
 ARRAY_CREATION_LIKE = frozenset(f"jax.numpy.{n}" for n in "zeros_like ones_like empty_like full_like".split())

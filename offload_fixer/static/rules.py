@@ -10,11 +10,12 @@ whether JAX declares it device depends on the regime, the origin and what happen
 |   ... then reshape/astype/.T (**)     | E        | undecided    | ok      |
 |   ... then device_put without a kind  | E        | E            | ok      |
 |   ... passed through a loop carry     | E        | (varies)     | ok      |
-| device_put to unpinned_host           | E        | as pinned    | E       |
+| device_put to unpinned_host           | E        | as pinned    | E (***) |
 | in_shardings host                     | E        | as pinned    | E (*)   |
 
 (*) when traced with abstract arguments, which a source check cannot rule out.
 (**) JAX skips these when they change nothing (same shape, same dtype), and the kind survives.
+(***) ok (OFL1204 alone) over a mesh whose axes are ``Explicit`` from 0.7.2 (:func:`kept_on_device`).
 An explicit memory kind in ``out_shardings`` for the output makes every row ok; a ``None``
 leaf does not.
 """
@@ -71,6 +72,10 @@ class Finding:
     repaired: bool = False
     """The leaf is a move to host returned as the whole single output: XLA replaces the move
     with a copy to host and compiles it (no OFL1200), whatever JAX declares the output."""
+    kept_on_device: bool = False
+    """JAX returns the leaf in device memory: a move to ``unpinned_host`` over a mesh whose axes
+    are ``Explicit`` (:func:`kept_on_device`); XLA compiles it (no OFL1200), though the move
+    still offloads nothing (OFL1204)."""
 
 
 def is_error(leaf: HostArray, spelling: Spelling) -> bool | None:
@@ -108,6 +113,17 @@ def is_error(leaf: HostArray, spelling: Spelling) -> bool | None:
     return False
 
 
+def kept_on_device(origin: HostOrigin, spelling: Spelling) -> bool:
+    """Whether JAX returns a value moved to host by ``origin`` in device memory: a move to
+    ``unpinned_host`` with a ``NamedSharding`` over a mesh whose axes are all ``Explicit``
+    (``jax.make_mesh``'s default from JAX 0.9), in the JAX versions that type it device memory
+    (:attr:`~offload_fixer.jax_compat.Spelling.explicit_mesh_keeps_unpinned_on_device`)."""
+    if origin.kind != "move_to_host" or origin.memory_kind != UNPINNED_HOST:
+        return False
+    axes = spelling.make_mesh_axis_type if origin.mesh_axes == "make_mesh" else origin.mesh_axes
+    return axes == "Explicit" and spelling.explicit_mesh_keeps_unpinned_on_device
+
+
 @dataclass(frozen=True)
 class HostCompute:
     """Computations on one host value of a jit site before any move back to device (OFL1201),
@@ -137,7 +153,9 @@ def findings(site: SiteResult, spelling: Spelling) -> list[Finding | HostCompute
                 continue
             if is_error(leaf, spelling):
                 repaired = len(leaves) == 1 and leaf.single and not leaf.steps and leaf.origin.kind == "move_to_host"
-                found.append(Finding(site, returned, keys, index, leaf, repaired))
+                found.append(
+                    Finding(site, returned, keys, index, leaf, repaired, kept_on_device(leaf.origin, spelling))
+                )
     by_origin: dict[HostOrigin, list] = {}
     for origin, op, node in site.host_computations:
         by_origin.setdefault(origin, []).append((op, node))
@@ -222,8 +240,8 @@ def diagnostics(
     found: list[Finding | HostCompute], source: Sources, target: str, spelling: Spelling
 ) -> list[Diagnostic]:
     """Turn findings into Diagnostics, as the dynamic analysis words them: one OFL1200 per
-    offending output (a repaired one has none), and one OFL1204 per ``unpinned_host`` move
-    that reaches an output.
+    offending output (a repaired one, or one JAX keeps on device, has none), and one OFL1204
+    per ``unpinned_host`` move that reaches an output.
 
     ``source`` gives the file and code range of the findings' nodes; each diagnostic carries
     the hash of the file of its jitted function, which a fix edits.

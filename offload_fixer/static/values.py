@@ -91,6 +91,8 @@ class HostOrigin:
     assumed: bool = False
     """Known to be in host memory from a test of its memory kind (``if x.sharding.memory_kind
     == "pinned_host":``), not from a move the check saw: a move seen elsewhere names it better."""
+    mesh_axes: str | None = None
+    """For ``move_to_host``: the axis types of the target sharding's mesh (:class:`MeshAxes`)."""
 
 
 @dataclass(frozen=True)
@@ -162,6 +164,19 @@ class ShardingSpec:
     """Set when the kind is host only on one branch of an undecided ``if`` (see HostOrigin)."""
     placement: str | None = None
     """``single`` (``SingleDeviceSharding``), ``mesh`` (``NamedSharding``), None: unknown."""
+    mesh_axes: str | None = None
+    """The axis types of a ``NamedSharding``'s mesh, as :attr:`MeshAxes.axis_type` spells them."""
+
+
+@dataclass(frozen=True)
+class MeshAxes:
+    """A mesh (``jax.make_mesh``, ``jax.sharding.Mesh``): the type of its axes, which decides
+    where JAX returns a value moved to ``unpinned_host`` over it
+    (:attr:`offload_fixer.jax_compat.Spelling.explicit_mesh_keeps_unpinned_on_device`)."""
+
+    axis_type: str | None
+    """``Explicit`` or ``Auto`` (every axis), ``make_mesh`` (``jax.make_mesh`` naming none: the
+    JAX version's default), None: mixed or unknown."""
 
 
 @dataclass(frozen=True)

@@ -272,9 +272,15 @@ def test_spans_name_the_function_that_contains_them():
 
 
 def test_unpinned_host_gets_the_companion_diagnostic_of_the_dynamic_analysis():
-    found = diagnostics(
-        "@jax.jit\ndef f(x):\n    u = jax.device_put(x, unpinned)\n    return u, u * 2\n", version=TYPED, target="gpu"
-    )
+    body = """
+    auto = NamedSharding(jax.sharding.Mesh(jax.devices(), ("x",)), P(), memory_kind="unpinned_host")
+
+    @jax.jit
+    def f(x):
+        u = jax.device_put(x, auto)
+        return u, u * 2
+    """
+    found = diagnostics(body, version=TYPED, target="gpu")
     assert sorted((d.code, d.output_path) for d in found) == [("OFL1200", "[0]"), ("OFL1200", "[1]"), ("OFL1204", None)]
     (companion,) = [d for d in found if d.code == "OFL1204"]
     assert companion.severity == "warning" and companion.origin.memory_kind == "unpinned_host"
