@@ -18,6 +18,9 @@ start-up under ``run``; :mod:`.stages` a lowered program compiled from another m
 on an accelerator, a failing compilation compiled without its offload); :mod:`.pod` a
 program's view of a TPU pod it does not run on; :mod:`.distributed` the coordinator of a
 ``jax.distributed`` program.
+
+Over 500 lines on purpose: the version facts (:class:`Spelling` and the tables it reads) and
+the shims that apply them to lowering and compiling share one home, so a release is one edit.
 """
 
 from __future__ import annotations
@@ -179,15 +182,12 @@ class Spelling:
     tree_map: str
     """The ``jax`` attribute path of ``tree_map``: ``tree.map`` (>= 0.4.25), else ``tree_util.tree_map``."""
     make_mesh_axis_type: str
-    """The axis type ``jax.make_mesh`` gives each axis when its call names none: ``Explicit``
-    from 0.9.0 (0.8.1 - 0.8.3 warn that it will change), ``Auto`` before."""
+    """The axis type ``jax.make_mesh`` gives each axis its call names none of: ``Explicit`` from
+    0.9.0 (0.8.1 - 0.8.3 warn that it will change), ``Auto`` before."""
     explicit_mesh_keeps_unpinned_on_device: bool
-    """A value moved to ``unpinned_host`` with a ``NamedSharding`` over a mesh whose axes are all
-    ``Explicit`` is returned in device memory (>= 0.7.2): ``device_put`` types the value with the
-    sharding's mesh, only ``pinned_host`` is JAX's host memory space, so the output's sharding
-    says ``device`` and JAX moves the value back there; libtpu compiles it (no error 1200, the
-    move to host still offloads nothing). Measured with libtpu 0.0.42.1 (JAX 0.10.2) and 0.0.50.1
-    (0.12.0.1); 0.7.2 - 0.9 read from JAX's source (``dispatch.update_dp_aval``)."""
+    """A value moved to ``unpinned_host`` by a ``NamedSharding`` over ``Explicit`` axes is typed
+    with that mesh and device memory (only ``pinned_host`` is JAX's host space), so JAX returns it
+    through a move back to device, which libtpu compiles (>= 0.7.2; docs/jax-versions.md)."""
 
     @property
     def memory_space_api(self) -> bool:

@@ -4,6 +4,9 @@ The lattice is deliberately small: a value is either known (an array on device, 
 host with the story of how it got there, a pytree literal, a sharding, a function) or
 ``UNKNOWN``. Only host arrays produce diagnostics, and any operation the check does not model
 turns its result into ``UNKNOWN``, which keeps the check silent instead of guessing.
+
+Over 500 lines on purpose: the lattice's values, one small dataclass each, which every part
+of the interpreter reads together.
 """
 
 from __future__ import annotations
@@ -170,13 +173,11 @@ class ShardingSpec:
 
 @dataclass(frozen=True)
 class MeshAxes:
-    """A mesh (``jax.make_mesh``, ``jax.sharding.Mesh``): the type of its axes, which decides
-    where JAX returns a value moved to ``unpinned_host`` over it
-    (:attr:`offload_fixer.jax_compat.Spelling.explicit_mesh_keeps_unpinned_on_device`)."""
+    """A mesh (``jax.make_mesh``, ``jax.sharding.Mesh``): its axes' type decides where JAX returns
+    a value moved to ``unpinned_host`` over it (:func:`offload_fixer.static.rules.kept_on_device`)."""
 
     axis_type: str | None
-    """``Explicit`` or ``Auto`` (every axis), ``make_mesh`` (``jax.make_mesh`` naming none: the
-    JAX version's default), None: mixed or unknown."""
+    """``Explicit`` or ``Auto`` (every axis), ``make_mesh`` (the JAX version's default), None: unknown."""
 
 
 @dataclass(frozen=True)
