@@ -207,6 +207,19 @@ def test_explain_maps_a_log_from_another_machine_to_the_project(tmp_path):
     assert "[1] XLA E1200 CompileTimeHostOffloadOutputLocationMismatch" in proc.stdout
 
 
+def test_a_path_under_the_project_root_that_is_no_file_here_is_mapped_by_its_tail():
+    """The chip's checkout may sit at this project's own path (a copy of the project in an
+    ignored folder of it): its paths are under the root, but only their tails are files here."""
+    from offload_fixer.explain.explainer import local_path
+
+    root = Path(__file__).resolve().parents[1]
+    program = root / "tests" / "accelerator_programs" / "momentum_on_host.py"
+    copied = root / ".chip" / "43" / "tests" / "accelerator_programs" / "momentum_on_host.py"
+    assert not copied.exists()
+    assert local_path(str(copied), str(root)) == str(program)
+    assert local_path(str(program), str(root)) is None  # a file of the project is left as it is
+
+
 def test_a_path_no_tail_of_which_is_in_the_project_is_left_as_it_is(tmp_path):
     log = tmp_path / "chip.log"
     log.write_text(

@@ -134,9 +134,11 @@ def explain(
 def local_path(path: str, project: str) -> str | None:
     """Where ``path`` (a file of a log from another machine, ``/home/u/run/train/step.py``) is
     in ``project``: the longest tail of it that is a file below the project root
-    (``train/step.py``); ``None`` where no tail is, or where ``path`` is in the project already."""
+    (``train/step.py``); ``None`` where no tail is, or where ``path`` is a file of the project
+    already. A path under the project root that is no file here is mapped too: the other
+    machine's checkout may sit at the same path (a copy of the project inside it, say)."""
     root = os.path.realpath(project)
-    if os.path.realpath(path).startswith(root + os.sep):
+    if os.path.realpath(path).startswith(root + os.sep) and os.path.isfile(path):
         return None
     parts = [part for part in path.replace("\\", "/").split("/") if part not in ("", ".")]
     for start in range(len(parts)):
