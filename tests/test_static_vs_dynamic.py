@@ -79,7 +79,7 @@ UNPINNED_PROGRAMS = sorted((ROOT / "tests" / "static_vs_dynamic").glob("unpinned
 @pytest.mark.slow
 @pytest.mark.skipif(
     jax_compat.regime() is not jax_compat.Regime.TYPED,
-    reason="before JAX 0.7.1 the CPU lowering run analyses loses a move to unpinned_host (tests/jax_compat/test_lowering.py)",
+    reason="before JAX 0.7.1 the CPU lowering run analyses loses a move to unpinned_host (tests/jax_compat/test_unpinned_host_lowering.py)",
 )
 @pytest.mark.parametrize("program", UNPINNED_PROGRAMS, ids=lambda path: path.stem)
 def test_check_judges_each_unpinned_host_spelling_as_the_released_compiler(program, tpu_compiler):
