@@ -251,6 +251,9 @@ def full_dump(tmp_path_factory) -> Path:
     env["XLA_FLAGS"] = f"--xla_dump_to={root} --xla_dump_hlo_as_text --xla_dump_hlo_as_proto"
     env["JAX_DUMP_IR_TO"] = str(root / "jax")
     env["JAX_PLATFORMS"] = "cpu"
+    # compiled, not read from the tests' compilation cache: XLA dumps only what it compiles, and
+    # each xdist worker makes this dump of the same programs
+    env["JAX_ENABLE_COMPILATION_CACHE"] = "0"
     env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parent.parent), env.get("PYTHONPATH", "")])
     result = subprocess.run(
         [sys.executable, str(SCENARIOS)],
