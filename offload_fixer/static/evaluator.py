@@ -9,6 +9,8 @@ through :class:`Evaluator`, the interface of the interpreter's parts.
 from __future__ import annotations
 
 from abc import abstractmethod
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 MAX_CALL_DEPTH = 8
@@ -32,7 +34,8 @@ class Evaluator:
     _budget: int
     """Evaluations left for the current jit site (:data:`MAX_EVALUATIONS`)."""
     _host_compute_depth: int
-    """How many ``with compute_on("device_host")`` blocks enclose the code being run."""
+    """How many ``with compute_on("device_host")`` blocks and calls of functions under
+    ``compute_on``'s function form enclose the code being run."""
     _stack: list
     """The functions being traced, outermost first."""
     _changes_parameters: dict
@@ -47,6 +50,15 @@ class Evaluator:
     """The checked module's scope."""
     _silent: int
     """How many evaluations under way record no eager operation (:mod:`.eager`)."""
+
+    @contextmanager
+    def computing_on_host(self) -> Iterator[None]:
+        """Code the program itself runs on the host CPU (``compute_on("device_host")``)."""
+        self._host_compute_depth += 1
+        try:
+            yield
+        finally:
+            self._host_compute_depth -= 1
 
     if TYPE_CHECKING:
 

@@ -398,7 +398,7 @@ class ExpressionEvaluator(Evaluator):
         if isinstance(callee, ReplaceMethod):
             return jax_api.instantiate(callee.instance.fields, args, kwargs, callee.instance.cls)
         if isinstance(callee, TransformFactory) and args:
-            return jax_api.transform_of(callee.kind, args[0])
+            return jax_api.transform_of(callee.kind, args[0], callee.out_memory)
         return UNKNOWN
 
     def _method(

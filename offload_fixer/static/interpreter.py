@@ -291,7 +291,7 @@ class Interpreter(StatementRunner, ExpressionEvaluator, ProjectCode, OtherModule
         if isinstance(decorator, JitFactory):
             return Jitted(value, decorator.options)
         if isinstance(decorator, TransformFactory):
-            return jax_api.transform_of(decorator.kind, value)
+            return jax_api.transform_of(decorator.kind, value, decorator.out_memory)
         if isinstance(decorator, (Function, Bound)):
             # A decorator of the project (a wrapper, a registry): what calling it returns.
             try:

@@ -62,6 +62,8 @@ Handler = Callable[[Evaluator, list, dict, Any, Any], Any]
 
 HOST_COMPUTE_CONTEXT = Const("compute_on")
 """What ``compute_on("device_host")`` returns: a ``with`` over it computes on the host."""
+HOST_COMPUTE = "host_compute"
+"""The transform of ``compute_on``'s function form (:func:`host_computed`)."""
 
 
 @dataclass(frozen=True)
@@ -71,8 +73,9 @@ class Api:
     call: Handler
     decorate: Callable[[Any], Any] | None = None
     """What ``@api`` makes of the decorated function's value; None: not modelled as one."""
-    partial: Callable[[Any, Any], Any] | None = None
-    """What ``functools.partial(api, ...)`` makes, from the call node and its scope."""
+    partial: Handler | None = None
+    """What ``functools.partial(api, ...)`` makes, from the arguments bound after ``api``
+    (and the call node and its scope)."""
 
 
 def call(interp: Evaluator, qualname: str, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
@@ -91,13 +94,14 @@ def decorated(qualname: str, value: Any) -> Any:
     return UNKNOWN if api is None or api.decorate is None else api.decorate(value)
 
 
-def transform_of(kind: str, fn: Any) -> Any:
-    """``fn`` under the transform ``kind`` (:data:`names.VMAP`, ... or ``custom_jvp``)."""
+def transform_of(kind: str, fn: Any, out_memory: Any = None) -> Any:
+    """``fn`` under the transform ``kind`` (:data:`names.VMAP`, ... or ``custom_jvp``);
+    ``out_memory``: a host computation's ``out_memory_spaces``."""
     if kind == "wraps":
         return fn  # ``functools.wraps(f)`` copies names onto ``fn``, nothing JAX sees
     if kind in ("custom_jvp", "custom_vjp"):
         return Function(fn.node, fn.scope, kind) if isinstance(fn, Function) else UNKNOWN
-    return Transform(kind, fn)
+    return Transform(kind, fn, out_memory)
 
 
 def keywords(node: Any, scope: Any, positional: tuple = ()) -> JitOptions:
@@ -162,7 +166,7 @@ def _partial(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any)
     head = args[0]
     if isinstance(head, Ref):
         api = APIS.get(head.qualname)
-        made = UNKNOWN if api is None or api.partial is None else api.partial(node, scope)
+        made = UNKNOWN if api is None or api.partial is None else api.partial(interp, args[1:], kwargs, node, scope)
         return JitFactory(with_unpacked(made.options, kwargs, node)) if isinstance(made, JitFactory) else made
     if isinstance(head, (Function, Bound)):
         return Bound(head, tuple(args[1:]), tuple(kwargs.items()))
@@ -174,19 +178,20 @@ def _device_put(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: A
     return UNKNOWN if x is ABSENT else put(x, call_argument(args, kwargs, 1, "device"), node)
 
 
-def put(x: Any, target: Any, node: Any) -> Any:
-    """``jax.device_put(x, target)``: each leaf moved to the memory its target names."""
+def put(x: Any, target: Any, node: Any, mover: str = "jax.device_put") -> Any:
+    """``jax.device_put(x, target)``: each leaf moved to the memory its target names (or put
+    there by ``mover``)."""
     if target is ABSENT or target is NONE:
         return after_each(x, "noop_put", "device_put", node)
     if isinstance(target, (Seq, Mapping)):
         if isinstance(x, Seq) and isinstance(target, Seq) and len(x.items) == len(target.items):
-            return Seq(tuple(put(a, t, node) for a, t in zip(x.items, target.items)), x.is_list)
+            return Seq(tuple(put(a, t, node, mover) for a, t in zip(x.items, target.items)), x.is_list)
         if (
             isinstance(x, Mapping)
             and isinstance(target, Mapping)
             and sorted(map(repr, (k for k, _ in x.items))) == sorted(map(repr, (k for k, _ in target.items)))
         ):
-            return Mapping(tuple((k, put(v, target.get(k), node)) for k, v in x.items))
+            return Mapping(tuple((k, put(v, target.get(k), node, mover)) for k, v in x.items))
         return UNKNOWN
     kind = memory_kind_of(target)
     placement = target.placement if isinstance(target, ShardingSpec) else None
@@ -195,7 +200,7 @@ def put(x: Any, target: Any, node: Any) -> Any:
             "move_to_host",
             kind,
             node,
-            f"jax.device_put to {kind} memory",
+            f"{mover} to {kind} memory",
             condition=condition_of(target),
             mesh_axes=target.mesh_axes if isinstance(target, ShardingSpec) else None,
         )
@@ -291,8 +296,24 @@ def _devices(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any)
 
 
 def _compute_on(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
+    """``compute_on("device_host")``: the context manager (JAX 0.4.29 - 0.11.0); called with
+    ``compute_type=`` (and the outputs' memory spaces), the function form (``compute_on2``
+    from 0.10.1, ``compute_on`` itself from 0.11.1): how it is called says which."""
+    if "compute_type" in kwargs or "out_memory_spaces" in kwargs:
+        return _host_compute_function(interp, args, kwargs, node, scope)
     device_host = args and isinstance(args[0], Const) and args[0].value == "device_host"
     return HOST_COMPUTE_CONTEXT if device_host else UNKNOWN
+
+
+def _host_compute_function(interp: Evaluator, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
+    """``compute_on(f, compute_type="device_host", out_memory_spaces=...)``: ``f`` run by the
+    host CPU, its outputs put where ``out_memory_spaces`` says; without ``f``, a decorator."""
+    compute_type = kwargs.get("compute_type", ABSENT)
+    spaces = kwargs.get("out_memory_spaces", ABSENT)
+    if not (isinstance(compute_type, Const) and compute_type.value == "device_host") or spaces is ABSENT:
+        return UNKNOWN  # another compute type (device, a sparse core, a GPU stream) is not the host's
+    fn = call_argument(args, kwargs, 0, "f", NONE)
+    return TransformFactory(HOST_COMPUTE, spaces) if fn is NONE else transform_of(HOST_COMPUTE, fn, spaces)
 
 
 def _transform(kind: str) -> Api:
@@ -308,7 +329,7 @@ def _transform(kind: str) -> Api:
     return Api(
         custom_jvp if kind in ("custom_jvp", "custom_vjp") else transform,
         lambda value: transform_of(kind, value),
-        lambda node, scope: TransformFactory(kind),
+        lambda interp, args, kwargs, node, scope: TransformFactory(kind),
     )
 
 
@@ -485,7 +506,11 @@ def _table() -> dict[str, Api]:
 
     add(
         names.JIT,
-        Api(_jit, lambda value: Jitted(value, JitOptions()), lambda node, scope: JitFactory(keywords(node, scope))),
+        Api(
+            _jit,
+            lambda value: Jitted(value, JitOptions()),
+            lambda interp, args, kwargs, node, scope: JitFactory(keywords(node, scope)),
+        ),
     )
     add(names.PARTIAL, _partial)
     add(names.STATICMETHOD, Api(_unknown, lambda value: value))
@@ -501,7 +526,8 @@ def _table() -> dict[str, Api]:
         add(qualname, _created(qualname))
     add(names.ARRAY_CREATION_LIKE, _created_like)
     add(names.DEVICE_LISTS, _devices)
-    add(names.COMPUTE_ON, _compute_on)
+    add(names.COMPUTE_ON, Api(_compute_on, partial=_compute_on))
+    add(names.COMPUTE_ON_FUNCTION, Api(_host_compute_function, partial=_host_compute_function))
     add(names.CUSTOM_JVP, _transform("custom_jvp"))
     add(names.CUSTOM_VJP, _transform("custom_vjp"))
     add(names.VMAP, _transform("vmap"))
@@ -550,6 +576,8 @@ def nested_jit(interp: Evaluator, jitted: Jitted, args: list, kwargs: dict, node
 
 
 def transformed(interp: Evaluator, transform: Transform, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
+    if transform.kind == HOST_COMPUTE:
+        return host_computed(interp, transform, args, kwargs, node, scope)
     result = interp.apply(transform.fn, args, kwargs, node, scope)
     if transform.kind == "shard_map":
         return after_each(result, "compute", "shard_map", node)
@@ -566,6 +594,16 @@ def transformed(interp: Evaluator, transform: Transform, args: list, kwargs: dic
             ),
         )
     return result
+
+
+def host_computed(interp: Evaluator, transform: Transform, args: list, kwargs: dict, node: Any, scope: Any) -> Any:
+    """A call of a function under ``compute_on``'s function form: its body is host compute the
+    program asks for (as under the context form: no OFL1201 inside), and each output is a new
+    value in the memory its ``out_memory_spaces`` names (JAX moves it there at the call), the
+    structure and leaves of the body's result kept, whatever the check knows of them."""
+    with interp.computing_on_host():
+        result = interp.apply(transform.fn, args, kwargs, node, scope)
+    return put(result, transform.out_memory, node, "compute_on")
 
 
 def differentiated(interp: Evaluator, grad: Differentiated, args: list, kwargs: dict, node: Any, scope: Any) -> Any:

@@ -71,6 +71,10 @@ CHECKPOINT = frozenset({"jax.checkpoint", "jax.remat", "jax.ad_checkpoint.checkp
 CUSTOM_JVP = frozenset({"jax.custom_jvp"})
 CUSTOM_VJP = frozenset({"jax.custom_vjp"})
 COMPUTE_ON = frozenset({"jax.experimental.compute_on.compute_on"})
+"""Its context form (``compute_on("device_host")``, to 0.11.0) or its function form (from
+0.11.1), told apart by the call (``jax_compat.HostCompute``)."""
+COMPUTE_ON_FUNCTION = frozenset({"jax.experimental.compute_on.compute_on2"})
+"""The function form's name beside the context manager, JAX 0.10.1 - 0.11.0."""
 STATICMETHOD = "builtins.staticmethod"
 PROPERTY = "builtins.property"
 GRAD = frozenset({"jax.grad"})

@@ -285,10 +285,13 @@ class JitFactory:
 
 @dataclass(frozen=True, eq=False)
 class Transform:
-    """``jax.vmap(f)``, ``shard_map(f, ...)``, ``jax.checkpoint(f)``: calls trace ``f``."""
+    """``jax.vmap(f)``, ``shard_map(f, ...)``, ``jax.checkpoint(f)``, ``compute_on(f, ...)``:
+    calls trace ``f``."""
 
     kind: str
     fn: Any
+    out_memory: Any = None
+    """For ``host_compute``: the ``out_memory_spaces`` value, where JAX puts each output."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -307,6 +310,8 @@ class TransformFactory:
     """``functools.partial(shard_map, ...)`` used as a decorator."""
 
     kind: str
+    out_memory: Any = None
+    """As :attr:`Transform.out_memory`."""
 
 
 @dataclass(frozen=True)

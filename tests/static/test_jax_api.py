@@ -8,7 +8,7 @@ import pytest
 from offload_fixer.static import jax_api, names
 from offload_fixer.static.values import UNKNOWN, Const, ShardingSpec
 
-from .helpers import LEGACY, TYPED, found
+from .helpers import LEGACY, TYPED, found, host_compute
 
 CALLABLES = (
     names.JIT
@@ -21,6 +21,7 @@ CALLABLES = (
     | names.CHECKPOINT
     | names.CUSTOM_JVP
     | names.COMPUTE_ON
+    | names.COMPUTE_ON_FUNCTION
     | names.GRAD
     | names.VALUE_AND_GRAD
     | names.OPTAX_WITH_STATE
@@ -45,7 +46,9 @@ CALLABLES = (
         names.LAX_SWITCH,
     }
 )
-DECORATOR_FACTORIES = names.JIT | names.VMAP | names.SHARD_MAP | names.CHECKPOINT | names.CUSTOM_JVP | names.CUSTOM_VJP
+TRANSFORMS = names.JIT | names.VMAP | names.SHARD_MAP | names.CHECKPOINT | names.CUSTOM_JVP | names.CUSTOM_VJP
+DECORATOR_FACTORIES = TRANSFORMS | names.COMPUTE_ON | names.COMPUTE_ON_FUNCTION
+"""``functools.partial(compute_on, compute_type=..., out_memory_spaces=...)`` decorates too."""
 
 
 def test_every_callable_the_names_list_has_an_entry():
@@ -56,7 +59,7 @@ def test_only_jit_and_the_transforms_make_decorator_factories():
     factories = {name for name, api in jax_api.APIS.items() if api.partial is not None}
     decorators = {name for name, api in jax_api.APIS.items() if api.decorate is not None}
     assert factories == DECORATOR_FACTORIES
-    assert decorators == DECORATOR_FACTORIES | {names.STATICMETHOD}
+    assert decorators == TRANSFORMS | {names.STATICMETHOD}
 
 
 def test_a_name_outside_the_table_is_unknown_and_transfer_to_memory_kind_is_matched_by_shape():
@@ -109,3 +112,73 @@ def f(x):
 """
     assert found(body, LEGACY) == ([("OFL1200", "")] if legacy else [])
     assert found(body, TYPED) == []
+
+
+COMPUTE_ON = "from jax.experimental.compute_on import compute_on\n"
+HOST_OUT = 'compute_type="device_host", out_memory_spaces=jax.memory.Space.Host'
+BLEND = "def blend(e, p):\n    return 0.9 * e + 0.1 * p\n"
+
+
+@pytest.mark.parametrize(
+    "definitions",
+    [
+        COMPUTE_ON + BLEND + f"blend_on_host = compute_on(blend, {HOST_OUT})\n",
+        COMPUTE_ON + f"@compute_on({HOST_OUT})\n" + BLEND.replace("blend", "blend_on_host", 1),
+        COMPUTE_ON + f"@partial(compute_on, {HOST_OUT})\n" + BLEND.replace("blend", "blend_on_host", 1),
+        "from jax.experimental.compute_on import compute_on2\n"
+        + BLEND
+        + f"blend_on_host = compute_on2(blend, {HOST_OUT})\n",
+        "from jax.experimental import compute_on as api\n"
+        'host_compute = getattr(api, "compute_on2", api.compute_on)\n'
+        + BLEND
+        + f"blend_on_host = host_compute(blend, {HOST_OUT})\n",
+    ],
+    ids=["called", "decorator", "partial", "compute_on2", "getattr-either"],
+)
+def test_compute_on_function_form_computes_on_host_and_puts_outputs_where_declared(definitions):
+    """The body of a function under compute_on's function form is host compute the program
+    asks for (no OFL1201 in it, on its host inputs); its output is a new host value when
+    ``out_memory_spaces`` says host, so computing on it after the call is OFL1201 (as ``run``
+    reports: tests/static_vs_dynamic/compute_on_*.py), and returning it is a host output."""
+    body = f"""
+{definitions}
+@jax.jit
+def step(w, ema):
+    ema = blend_on_host(ema, jax.device_put(w, host))
+    return w, ema, ema * 2
+"""
+    lines = body.count("\n")
+    assert host_compute(body) == [(lines, "multiply")]
+    assert found(body, TYPED) == []
+    device_out = body.replace("Space.Host", "Space.Device")
+    assert host_compute(device_out) == []
+
+
+def test_compute_on_function_form_places_each_output_by_its_memory_space():
+    body = f"""
+{COMPUTE_ON}
+@compute_on(compute_type="device_host", out_memory_spaces=(jax.memory.Space.Host, jax.memory.Space.Device))
+def refresh(buffer, rewards):
+    buffer = jnp.concatenate([buffer, rewards])
+    return buffer, jnp.mean(buffer)
+
+
+@jax.jit
+def step(buffer, rewards):
+    buffer, mean = refresh(buffer, jax.device_put(rewards, host))
+    return buffer, mean * 2, buffer + 1
+"""
+    assert host_compute(body) == [(body.count("\n"), "add")]
+
+
+@pytest.mark.parametrize("compute_type", ["device", "tpu_sparsecore"])
+def test_compute_on_for_another_compute_type_is_not_host_compute(compute_type):
+    body = f"""
+{COMPUTE_ON}
+@jax.jit
+def step(w):
+    h = jax.device_put(w, host)
+    out = compute_on(lambda v: v * 2, compute_type="{compute_type}", out_memory_spaces=jax.memory.Space.Host)(h)
+    return out * 2
+"""
+    assert host_compute(body) == []
