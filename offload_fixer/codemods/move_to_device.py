@@ -434,7 +434,7 @@ class MoveToDeviceCommand(ShardingCommand):
                 spec, reasons = made
             local = self._free_name(function, statements, part, first_read[part])
             if local is not None and _assigns_exactly(statements[first_read[part]], local, nodes):
-                local = None  # ``opt = state["opt"]``: moved in place, not ``opt = opt`` after a move
+                local = None  # ``opt = state["opt"]``, ``mu, nu = ...``: moved in place, never ``opt = opt``
             if local is None:
                 for node in nodes:
                     if self.claim(node, self._wrapper(spec)):
@@ -745,17 +745,27 @@ def _to_name(local: str) -> Rewrite:
 
 
 def _assigns_exactly(statement: cst.BaseStatement, name: str, reads: Sequence[cst.BaseExpression]) -> bool:
-    """``statement`` is ``name = <the one read>``."""
+    """``statement`` binds ``name`` to the one read: ``name = <read>``, or ``name`` and the
+    read at the same place of an unpacking (``mu, nu = state["mu"], state["nu"]``). A move
+    into ``name`` before it would leave ``name = name`` (``mu, nu = mu, nu``) behind."""
     if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1 or len(reads) != 1:
         return False
     assign = statement.body[0]
-    return (
-        isinstance(assign, cst.Assign)
-        and len(assign.targets) == 1
-        and isinstance(assign.targets[0].target, cst.Name)
-        and assign.targets[0].target.value == name
-        and assign.value is reads[0]
-    )
+    if not isinstance(assign, cst.Assign):
+        return False
+    return any(_pairs(target.target, assign.value, name, reads[0]) for target in assign.targets)
+
+
+def _pairs(target: cst.BaseExpression, value: cst.BaseExpression, name: str, read: cst.BaseExpression) -> bool:
+    """Whether unpacking ``value`` into ``target`` binds ``name`` to ``read`` (nested alike)."""
+    if isinstance(target, cst.Name):
+        return target.value == name and value is read
+    if not (isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List))):
+        return False
+    targets, values = target.elements, value.elements
+    if len(targets) != len(values) or any(isinstance(e, cst.StarredElement) for e in (*targets, *values)):
+        return False
+    return any(_pairs(t.value, v.value, name, read) for t, v in zip(targets, values))
 
 
 def _assigned_name(statement: cst.CSTNode | None) -> str | None:

@@ -36,6 +36,7 @@ from offload_fixer.fixes.errors import (
 )
 from offload_fixer.fixes.excerpt import Excerpt, FileOutline
 from offload_fixer.fixes.introduced_names import unbound_reads
+from offload_fixer.fixes.no_ops import no_op_statements
 from offload_fixer.fixes.plan_sources import Job
 from offload_fixer.fixes.planner import FixPlan
 from offload_fixer.fixes.scope import WriteScope
@@ -273,7 +274,8 @@ def fix_source_to_fixpoint(
 def check_intended(source: FileOutline, excerpt: Excerpt, fixed: cst.Module, text: str) -> None:
     """The spliced ``text`` must hold exactly the file's statements with the excerpt's replaced
     by the fixed ones (compared as ``ast`` trees, top-level statement by statement): a splice
-    that duplicates a definition or drops a body compiles, and is refused here. And every name
+    that duplicates a definition or drops a body compiles, and is refused here, as is one that adds a
+    statement doing nothing (:mod:`~offload_fixer.fixes.no_ops`). And every name
     the fix reads must be bound where it reads it when the module runs
     (:func:`~offload_fixer.fixes.introduced_names.unbound_reads`)."""
     path = source.path
@@ -300,6 +302,11 @@ def check_intended(source: FileOutline, excerpt: Excerpt, fixed: cst.Module, tex
             path,
             f"the fixed text is not the intended edit ({extra} statement(s) more, {missing} fewer than the fix "
             "made); left unchanged",
+        )
+    added = Counter(no_op_statements(fixed)) - Counter(no_op_statements(excerpt.module))
+    if added:
+        raise FixVerificationError(
+            path, f"the fix would write a statement that does nothing (`{next(iter(added))}`); left unchanged"
         )
     unbound = unbound_reads(whole, before, after, fixed.code)
     if unbound:
