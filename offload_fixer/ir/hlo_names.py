@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from jaxlib.mlir import ir
 
+from offload_fixer.ir import kernel_names
 from offload_fixer.ir import module as irm
 
 if TYPE_CHECKING:
@@ -98,6 +99,45 @@ class HloNames:
             renamed = _partitioned_names(instructions, _shardy(self.view.module), self.target)
             self._ops = {op: renamed.get(name, name) for op, name in self._ops.items()}
             self._root = renamed.get(self._root, self._root) if self._root is not None else None
+        elif self.target == "tpu" and self.xla is not None and self.xla.tpu_names_kernel_calls:
+            self._name_kernels(originals, [i.name for i in instructions], self.xla.tpu_names_kernel_operands)
+
+    def _name_kernels(self, originals: list[ir.Operation], names: list[str], operands: bool) -> None:
+        """libtpu's names for each Pallas kernel's call and, ``operands``, for the operands of
+        one that carries its debug locations (:mod:`.kernel_names`), kernel by kernel in
+        program order."""
+        assert self._ops is not None
+        uniquer = kernel_names.Uniquer(names)
+        entry = self.view.entry_block
+        for op in originals:
+            if irm.custom_call_target(op) != kernel_names.KERNEL_TARGET:
+                continue
+            arguments = kernel_names.argument_names(op) if operands else None
+            for value, argument in zip(op.operands, arguments or ()):
+                if isinstance(value.owner, ir.Block):
+                    if value.owner == entry:
+                        number = ir.BlockArgument(value).arg_number
+                        self._rename_parameter(number, uniquer.unique(argument))
+                    continue
+                producer = value.owner.operation
+                current = self._ops.get(producer)
+                if current is not None and len(producer.results) == 1:
+                    self._rename_op(producer, uniquer.unique(f"{current}.{argument}"))
+            call = kernel_names.call_name(self.view.location(op).name)
+            if call is not None and op in self._ops:
+                self._rename_op(op, uniquer.unique(call))
+
+    def _rename_parameter(self, number: int, name: str) -> None:
+        old = self._parameters.get(number)
+        self._parameters[number] = name
+        if old is not None and self._root == old:
+            self._root = name
+
+    def _rename_op(self, op: ir.Operation, name: str) -> None:
+        assert self._ops is not None
+        if self._root == self._ops[op]:
+            self._root = name
+        self._ops[op] = name
 
     def _partitioned_parameters(self, instructions: list[HloInstruction]) -> dict[int, str]:
         """Entry parameter number -> the name XLA's SPMD partitioner gives it."""

@@ -91,6 +91,24 @@ def parse_location_text(text: str) -> OpLocation:
     return OpLocation(names[0] if names else None, tuple(frames))
 
 
+def parse_location_array(text: str) -> list[OpLocation]:
+    """The locations of a printed array attribute of locations (``[loc(unknown), loc("x")]``):
+    jaxlib's bindings (0.10.2, 0.12.0.1) fail to read one element of such an array, so its
+    printed form is read with the location grammar."""
+    parser = _LocParser(text)
+    found: list[OpLocation] = []
+    parser._expect("[")
+    while parser._peek() not in ("]", ""):
+        names: list[str] = []
+        frames: list[Frame] = []
+        parser.parse_top(names, frames)
+        found.append(OpLocation(names[0] if names else None, tuple(frames)))
+        if parser._peek() == ",":
+            parser.pos += 1
+    parser._expect("]")
+    return found
+
+
 class _LocParser:
     """Grammar: loc(L); L := unknown | "file":line:col [to [line:]col] | "name"[(L)]
     | callsite(L at L) | fused[<attr>][L, ...]."""

@@ -77,6 +77,16 @@ class XlaGeneration:
     returned in by writing each shard into the host buffer (an async dynamic-update-slice per
     shard), which fails where a shard of a 1-D output is not whole 128-lane tiles (libtpu 0.0.42.1
     and 0.0.50.1, the ``lane_gather_*`` probes); libtpu 0.0.17.1 compiles these."""
+    tpu_names_kernel_calls: bool = False
+    """libtpu renames a Pallas kernel's call after the scope of its ``pallas_call``
+    (``jit(step)/pallas_call`` -> ``step``; ``ir.kernel_names``), the name error 1200 gives a
+    host value the kernel returns (libtpu 0.0.42.1 and 0.0.50.1; 0.0.17.1 not measured: JAX
+    0.6.2's CPU backend has no ``pinned_host`` to trace such a kernel's host argument)."""
+    tpu_names_kernel_operands: bool = False
+    """libtpu also renames the kernel's operands after its arguments where the call carries the
+    kernel's debug locations, which JAX 0.12 writes (libtpu 0.0.50.1: error 1200 starts from
+    ``x_ref``, the kernel's argument, not the parameter ``x.1``). libtpu 0.0.42.1 rejects such a
+    call's backend config, and JAX 0.10.2 writes no debug locations."""
 
     newer_compilers_loading: tuple[str, ...] = ()
     """Released compilers newer than this generation's that were measured to load under its
@@ -119,6 +129,7 @@ XLA_GENERATIONS: tuple[tuple[tuple[int, int, int], XlaGeneration], ...] = (
             tpu_async_slice_one_dimension_only=True,
             tpu_async_update_lane_slice_fails=True,
             tpu_gathers_host_shards_by_updates=True,
+            tpu_names_kernel_calls=True,
         ),
     ),
     (
@@ -131,6 +142,8 @@ XLA_GENERATIONS: tuple[tuple[tuple[int, int, int], XlaGeneration], ...] = (
             inlines_shard_map_body=False,
             tpu_lane_slice_multiple_of_lane_count=True,
             tpu_gathers_host_shards_by_updates=True,
+            tpu_names_kernel_calls=True,
+            tpu_names_kernel_operands=True,
             newer_compilers_loading=("libtpu 0.0.51",),
         ),
     ),
