@@ -479,7 +479,12 @@ class HostOffloadWalk:
         elif name == "stablehlo.custom_call" and not (
             _is_copy_like_custom_call(user) or irm.is_move_to_host(user) or irm.is_move_to_device(user)
         ):
-            for index in irm.aliased_results(user, k):
+            aliased = irm.aliased_results(user, k)
+            if aliased and not path and len(user.results) > 1 and self.xla.custom_call_alias_reaches_every_result:
+                # XLA follows the custom call with the operand's shape index, not the result's
+                # (host_offload_utils' GetSuccessors, b/342650757): each element read is the value.
+                aliased = list(range(len(user.results)))
+            for index in aliased:
                 yield Node("res", user, index, path, calls)
         else:
             yield Node("op", user, None, path, calls)

@@ -77,6 +77,15 @@ class XlaGeneration:
     returned in by writing each shard into the host buffer (an async dynamic-update-slice per
     shard), which fails where a shard of a 1-D output is not whole 128-lane tiles (libtpu 0.0.42.1
     and 0.0.50.1, the ``lane_gather_*`` probes); libtpu 0.0.17.1 compiles these."""
+    custom_call_alias_reaches_every_result: bool = False
+    """A value a custom call aliases into one result of several (a Pallas kernel's output tuple,
+    ``input_output_aliases``) reaches every result: XLA follows the call with the operand's
+    shape index, and at the element reads of its tuple it follows each (libtpu 0.0.50.1: error
+    1200 where only the other result is returned). libtpu 0.0.42.1 fails a CHECK there
+    instead and the compiling process aborts (``host_offload_utils.cc:98``
+    ``!tmp_shape_index.empty()``; ``host_offloader.cc:343`` ``output_shape.has_layout()`` where
+    the whole tuple is returned), which ``--confirm`` quotes; the analysis predicts error 1200
+    for the aliased result there."""
     tpu_names_kernel_calls: bool = False
     """libtpu renames a Pallas kernel's call after the scope of its ``pallas_call``
     (``jit(step)/pallas_call`` -> ``step``; ``ir.kernel_names``), the name error 1200 gives a
@@ -142,6 +151,7 @@ XLA_GENERATIONS: tuple[tuple[tuple[int, int, int], XlaGeneration], ...] = (
             inlines_shard_map_body=False,
             tpu_lane_slice_multiple_of_lane_count=True,
             tpu_gathers_host_shards_by_updates=True,
+            custom_call_alias_reaches_every_result=True,
             tpu_names_kernel_calls=True,
             tpu_names_kernel_operands=True,
             newer_compilers_loading=("libtpu 0.0.51",),

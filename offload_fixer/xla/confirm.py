@@ -80,6 +80,9 @@ def _confirmed(
     """``host_compute``: the last module compiled without automatic host compute, where it was."""
     if diagnostic.code == codes.HOST_VALUE_DEVICE_OUTPUT:
         message = rejected.get(diagnostic.output_index) if diagnostic.output_index is not None else None
+        if message is None and last.outcome == "aborted":
+            # Not confirmed, and not refuted either: the compiler died on a CHECK first, which says so.
+            return replace(diagnostic, confirmed=False, xla_message=last.message)
         return replace(diagnostic, confirmed=message is not None, xla_message=message)
     if diagnostic.code in codes.HOST_COMPUTE_WARNING_CODES:
         names = f" in {', '.join(warned[:6])}" + (", ..." if len(warned) > 6 else "") if warned else ""

@@ -150,3 +150,44 @@ def test_every_format_records_a_verdict_the_analysis_did_not_predict_in_xlas_wor
         and "is returned from the entry computation" in report.xla.message
     )
     assert compiled["predicted"]["outcome"] == "compiled" and compiled["unpredicted"] == [difference]
+
+
+def _kernel_updating_in_place(cache_ref, x_ref, cache_out_ref, stats_ref):
+    del cache_ref, x_ref, cache_out_ref, stats_ref  # the cache is updated where it lies
+
+
+def _update_cache(cache, x):
+    """A Pallas kernel with two outputs, the first the host input it updates in place."""
+    from jax.experimental import pallas as pl
+
+    anywhere = pl.BlockSpec(memory_space=pl.ANY)
+    outputs = (jax.ShapeDtypeStruct(cache.shape, cache.dtype), jax.ShapeDtypeStruct(x.shape, x.dtype))
+    cache, _ = pl.pallas_call(
+        _kernel_updating_in_place,
+        out_shape=outputs,
+        in_specs=[anywhere, anywhere],
+        out_specs=(anywhere, anywhere),
+        input_output_aliases={0: 0},
+    )(cache, x)
+    return cache
+
+
+def test_a_compiler_that_aborts_on_a_finding_is_quoted(tpu_compiler):
+    """A host buffer aliased into one element of a kernel's tuple of outputs: XLA's host
+    offloader follows it with the operand's (empty) shape index, and at the tuple's element read
+    libtpu 0.0.42.1 fails ``host_offload_utils.cc:98``'s CHECK and the compiling process dies;
+    libtpu 0.0.50.1 gives error 1200. ``--confirm`` quotes the CHECK where the compiler died,
+    leaving the finding unconfirmed, rather than saying the compiler does not report it."""
+    if not jax_compat.host_memory_on_this_backend():
+        pytest.skip("needs pinned_host shardings on the CPU backend")
+    mesh = jax.sharding.Mesh(jax.devices()[:1], ("x",))
+    host = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(), memory_kind="pinned_host")
+    cache = jax.ShapeDtypeStruct((8, 128), jnp.float32, sharding=host)
+    x = jax.ShapeDtypeStruct((8, 128), jnp.float32, sharding=host.with_memory_kind("device"))
+    lowered = jax.jit(_update_cache).trace(cache, x).lower(lowering_platforms=("tpu",))
+    (finding,) = confirm(offload_fixer.analyze(lowered, "tpu"), lowered, tpu_compiler).by_code("OFL1200")
+    if tpu_compiler.compiler == "libtpu 0.0.42.1":
+        assert not finding.confirmed
+        assert "host_offload_utils.cc:98] Check failed: !tmp_shape_index.empty()" in finding.xla_message
+    else:
+        assert finding.confirmed and "E1200" in finding.xla_message
