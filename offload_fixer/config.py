@@ -21,7 +21,7 @@ from offload_fixer.exclusion import is_excluded
 from offload_fixer.jax_compat import UnsupportedJaxVersion, check_modelled
 from offload_fixer.model import FORMAT_ALIASES, FORMATS, STRATEGIES, TARGET_CHOICES, Diagnostic
 from offload_fixer.source.decoding import file_kind, read_regular_file
-from offload_fixer.source.real_paths import ListedPath, RealPaths, is_directory
+from offload_fixer.source.real_paths import ListedPath, RealPaths, is_directory, real_path
 
 TABLE = "offload-fixer"
 DEFAULT_EXCLUDE: tuple[str, ...] = (
@@ -112,7 +112,7 @@ class Settings:
     def is_selected(self, code: str) -> bool:
         return _is_selected(code, self.selected, self.ignore)
 
-    def is_excluded(self, path: str | os.PathLike[str], real_path: Callable[[str], str] = os.path.realpath) -> bool:
+    def is_excluded(self, path: str | os.PathLike[str], real_path: Callable[[str], str] = real_path) -> bool:
         """``real_path``: how paths are resolved (a run's :class:`RealPaths`)."""
         return is_excluded(path, (*self.exclude, *self.extend_exclude), self.root or Path.cwd(), real_path)
 
@@ -261,7 +261,7 @@ class SettingsResolver:
         snapshot: bool = False,
     ):
         self._overrides = overrides or {}
-        self.real_path: Callable[[str], str] = RealPaths() if snapshot else os.path.realpath
+        self.real_path: Callable[[str], str] = RealPaths() if snapshot else real_path
         self._fixed = load_settings(config) if config is not None else None
         self._by_config: dict[Path | None, Settings] = {}
         self._config_for_dir: dict[Path, Path | None] = {}
@@ -339,7 +339,7 @@ class SettingsResolver:
 def _resolved(path: str | os.PathLike[str]) -> Path:
     """The absolute path with symlinks followed where they lead somewhere; a symlink loop is
     kept as written (``Path.resolve`` raises ``RuntimeError`` on one before Python 3.13)."""
-    return Path(os.path.realpath(path))
+    return Path(real_path(path))
 
 
 def _read_table(path: Path) -> dict[str, Any] | None:

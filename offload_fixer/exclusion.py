@@ -9,6 +9,7 @@ import os
 import re
 from collections.abc import Callable, Sequence
 
+from offload_fixer.source.real_paths import real_path as resolved_path
 from offload_fixer.source.real_paths import relative_parts
 
 
@@ -16,7 +17,7 @@ def is_excluded(
     path: str | os.PathLike[str],
     patterns: Sequence[str],
     root: str | os.PathLike[str],
-    real_path: Callable[[str], str] = os.path.realpath,
+    real_path: Callable[[str], str] = resolved_path,
 ) -> bool:
     """Whether ``path`` or any directory above it (up to ``root``) matches an exclusion glob.
 

@@ -91,11 +91,11 @@ def write_report_file(
     (the real path of the file's folder as it was checked before the run; resolved now when
     not given): a folder swapped for a symlink since raises
     :class:`~offload_fixer.resolved_paths.PathChangedError`, nothing written."""
-    from offload_fixer.resolved_paths import Directory
+    from offload_fixer.resolved_paths import Directory, resolve
 
     data = encode_report_file(reports, target, sources, texts, calls, fixes, topology)
     folder, name = os.path.split(os.path.abspath(path))
-    with Directory(directory or os.path.realpath(folder)) as opened:
+    with Directory(directory or resolve(folder)) as opened:
         opened.write_atomically(name, data)
 
 

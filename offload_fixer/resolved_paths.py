@@ -1,8 +1,8 @@
 """Writes through a path resolved once: a symlink swapped in after the path was checked is
 refused, never followed.
 
-A write first asks where a path leads (``os.path.realpath``: inside the project, into the
-folder it should) and then writes there. Opening the path by name a second time would
+A write first asks where a path leads (:func:`resolve`: inside the project, into the folder
+it should) and then writes there. Opening the path by name a second time would
 resolve it a second time, and a directory or the file itself replaced by a symlink in
 between would take the write anywhere. So a :class:`Directory` is opened at the *resolved*
 path, one component at a time from the root, each with ``O_NOFOLLOW`` (``openat``): a
@@ -42,6 +42,17 @@ class PathChangedError(OSError):
         return f"{self.path}: {self.why}"
 
 
+def resolve(path: str) -> str:
+    """``os.path.realpath(path)``; a path that changes while it is resolved raises
+    :class:`PathChangedError`. CPython's ``realpath`` reads a component it found to be a
+    symlink a moment before (``readlink``), which fails with ENOENT or EINVAL when the link was
+    removed or replaced in between: a race, not a missing file."""
+    try:
+        return os.path.realpath(path)
+    except OSError as exc:
+        raise PathChangedError(path, f"changed while it was resolved ({exc.strerror or exc})") from exc
+
+
 class Directory:
     """A directory opened at its resolved path ``real`` (no symlink in it); what is written
     through it lands in that directory, whatever its path leads to by then. A context manager
@@ -50,8 +61,8 @@ class Directory:
     def __init__(self, real: str) -> None:
         self.real = real
         self.fd: int | None = _open_chain(real) if _AT else None
-        if self.fd is None and os.path.realpath(real) != real:
-            raise PathChangedError(real, f"now leads to {os.path.realpath(real)}")
+        if self.fd is None:
+            self._still_here()
 
     def __enter__(self) -> Directory:
         return self
@@ -162,7 +173,7 @@ class Directory:
             raise
 
     def _still_here(self) -> None:
-        found = os.path.realpath(self.real)
+        found = resolve(self.real)
         if found != self.real:
             raise PathChangedError(self.real, f"now leads to {found}")
 
@@ -172,7 +183,7 @@ def write_file(path: str, data: bytes, mode: int = 0o666) -> None:
     ``path``'s parent resolves to now; a component swapped for a symlink while it is written
     raises :class:`PathChangedError`."""
     directory, name = os.path.split(os.path.abspath(path))
-    with Directory(os.path.realpath(directory)) as folder:
+    with Directory(resolve(directory)) as folder:
         folder.write_atomically(name, data, mode)
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
-from offload_fixer.resolved_paths import Directory, PathChangedError
+from offload_fixer.resolved_paths import Directory, PathChangedError, resolve
 
 
 class StateFolder:
@@ -47,9 +47,13 @@ class StateFolder:
         not used (:attr:`refusal`) or cannot be made (a read-only checkout: no state kept)."""
         if self._real is not None or self.refusal is not None or self._broken:
             return self._real
-        root = os.path.realpath(self.project)
-        top = os.path.realpath(os.path.join(root, self.parts[0]))
-        real = os.path.realpath(os.path.join(root, *self.parts))
+        try:
+            root = resolve(self.project)
+            top = resolve(os.path.join(root, self.parts[0]))
+            real = resolve(os.path.join(root, *self.parts))
+        except PathChangedError as exc:
+            self.refusal = f"{exc}: not used"
+            return None
         for found, shown in ((top, self.parts[0]), (real, os.path.join(*self.parts))):
             if not _below(found, root):
                 self.refusal = f"{os.path.join(self.project, shown)} leads out of the project (to {found}): not used"

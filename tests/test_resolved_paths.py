@@ -6,11 +6,13 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from offload_fixer.resolved_paths import Directory, PathChangedError, write_file
+from offload_fixer.resolved_paths import Directory, PathChangedError, resolve, write_file
 
 
 def test_a_file_is_replaced_whole_and_no_temporary_file_stays(tmp_path: Path) -> None:
@@ -84,3 +86,76 @@ def test_subdirectories_are_made_and_never_through_a_symlink(tmp_path: Path) -> 
             folder.subdirectory("linked")
     assert (tmp_path / "state" / "a.json").read_text() == "1"
     assert list((tmp_path / "outside").iterdir()) == []
+
+
+@contextmanager
+def _link_removed_when_read(link: Path) -> Iterator[None]:
+    """The race of a symlink swapped out while it is resolved, made to happen every time:
+    ``realpath`` found ``link`` to be a symlink (``lstat``), and it is gone when ``readlink``
+    reads it."""
+    readlink = os.readlink
+
+    def removed_first(path, *args, **kwargs):
+        if os.path.abspath(path) == str(link) and os.path.islink(link):
+            os.unlink(link)
+        return readlink(path, *args, **kwargs)
+
+    os.readlink = removed_first
+    try:
+        yield
+    finally:
+        os.readlink = readlink
+
+
+# Python 3.13's realpath takes a link that vanishes as a missing path; 3.11 and 3.12 raise.
+RACE_RAISES = sys.version_info < (3, 13)
+
+
+def test_a_path_that_changes_while_it_is_resolved_is_a_changed_path_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / "real").mkdir()
+    os.symlink(tmp_path / "real", tmp_path / "src")
+    with _link_removed_when_read(tmp_path / "src"):
+        if RACE_RAISES:
+            with pytest.raises(PathChangedError, match=r"src.*changed while it was resolved"):
+                resolve(str(tmp_path / "src" / "train.py"))
+        else:
+            assert resolve(str(tmp_path / "src" / "train.py")) == str(tmp_path / "src" / "train.py")
+
+
+def test_a_fix_whose_path_changes_while_it_is_resolved_is_refused_with_its_name(tmp_path: Path) -> None:
+    from offload_fixer.fixes.errors import OutsideScopeError
+    from offload_fixer.fixes.scope import WriteScope
+    from offload_fixer.fixes.writing import write_source
+
+    project = tmp_path / "proj"
+    (project / "real").mkdir(parents=True)
+    (project / "real" / "train.py").write_text("x = 1\n")
+    os.symlink(project / "real", project / "src")
+    scope = WriteScope.of([str(project)])
+    path = str(project / "src" / "train.py")
+    with _link_removed_when_read(project / "src"):
+        if RACE_RAISES:
+            with pytest.raises(OutsideScopeError, match=r"train\.py.*changed while it was resolved.*nothing"):
+                write_source(path, b"x = 1\n", b"x = 2\n", scope=scope)
+    os.symlink(project / "real", project / "src")
+    with _link_removed_when_read(project / "src"):
+        why = scope.refusal(path)
+    assert (why is not None and "changed while it was resolved" in why) or not RACE_RAISES
+    assert (project / "real" / "train.py").read_text() == "x = 1\n"
+
+
+def test_a_walk_names_a_link_that_changes_while_it_is_resolved(tmp_path: Path) -> None:
+    from offload_fixer.source.real_paths import real_path
+    from offload_fixer.static.files import Unreadable, walk
+
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "elsewhere.py").write_text("x = 1\n")
+    os.symlink(tmp_path / "elsewhere.py", tmp_path / "proj" / "train.py")
+    with _link_removed_when_read(tmp_path / "proj" / "train.py"):
+        found = list(walk([str(tmp_path / "proj")]))
+    if RACE_RAISES:
+        assert found == [Unreadable(str(tmp_path / "proj" / "train.py"), found[0].reason)]
+        assert "changed while it was resolved" in found[0].reason
+    os.symlink(tmp_path / "elsewhere.py", tmp_path / "proj" / "train.py")
+    with _link_removed_when_read(tmp_path / "proj" / "train.py"):  # judged by its name meanwhile
+        assert real_path(tmp_path / "proj" / "train.py") == str(tmp_path / "proj" / "train.py")

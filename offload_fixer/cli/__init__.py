@@ -67,6 +67,7 @@ from offload_fixer.cli.settings import check_jax_version, reportable, resolve_se
 from offload_fixer.codes import IO_ERROR
 from offload_fixer.console import Progress
 from offload_fixer.exit_codes import ExitCode
+from offload_fixer.resolved_paths import PathChangedError, resolve
 from offload_fixer.version import __version__
 
 
@@ -743,7 +744,10 @@ def check_writable_destination(path: str, console: Console) -> str:
         fail(ExitCode.USAGE, f"cannot write the report {path}: {directory} is not writable", console)
     if os.path.exists(path) and not os.path.isfile(path):
         fail(ExitCode.USAGE, f"cannot write the report {path}: not a regular file", console)
-    return os.path.realpath(directory)
+    try:
+        return resolve(directory)
+    except PathChangedError as exc:
+        fail(ExitCode.USAGE, f"cannot write the report {path}: {exc}", console)
 
 
 def save_last_run(program: str | None, result, target: str, console: Console, fixes: Sequence[Any] = ()) -> None:

@@ -9,6 +9,8 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from offload_fixer.resolved_paths import PathChangedError, resolve
+
 PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
 """The files a fix may rewrite; a script with a ``#!`` python line only when it is named."""
 PROJECT_MARKERS = ("pyproject.toml", ".git")
@@ -17,7 +19,7 @@ PROJECT_MARKERS = ("pyproject.toml", ".git")
 def project_root(start: str) -> str:
     """The nearest directory at or above ``start`` holding a ``pyproject.toml`` or a ``.git``;
     ``start`` itself when none does."""
-    directory = os.path.realpath(start)
+    directory = resolve(start)
     if not os.path.isdir(directory):
         directory = os.path.dirname(directory)
     candidate = directory
@@ -42,15 +44,19 @@ class WriteScope:
     @classmethod
     def of(cls, roots: Iterable[str], named: Iterable[str] = ()) -> WriteScope:
         return cls(
-            tuple(dict.fromkeys(os.path.realpath(r) for r in roots)),
-            frozenset(os.path.realpath(p) for p in named),
+            tuple(dict.fromkeys(resolve(r) for r in roots)),
+            frozenset(resolve(p) for p in named),
         )
 
     def refusal(self, path: str, real: str | None = None) -> str | None:
         """Why a fix may not write ``path`` (``None`` where it may), judged by ``real``, its
         resolution (symlinks followed; resolved now when not given). A path judged before
         that resolves elsewhere now is refused: it changed between the check and the write."""
-        real = os.path.realpath(path) if real is None else real
+        if real is None:
+            try:
+                real = resolve(path)
+            except PathChangedError as exc:
+                return exc.why
         earlier = self.checked.setdefault(path, real)
         if earlier != real:
             return f"now leads to {real}, not to {earlier} as when it was checked"

@@ -17,7 +17,7 @@ from offload_fixer.fixes.errors import (
     SourceReadError,
 )
 from offload_fixer.interrupts import uninterrupted
-from offload_fixer.resolved_paths import Directory, PathChangedError
+from offload_fixer.resolved_paths import Directory, PathChangedError, resolve
 
 if TYPE_CHECKING:
     from offload_fixer.fixes.scope import WriteScope
@@ -40,7 +40,10 @@ def write_source(path: str, expected: bytes, data: bytes, scope: WriteScope | No
     the same checks (see ``README.md``, "Writing"). A file without write permission is
     refused even where the rename would succeed (as root): read-only is the user's choice.
     """
-    real = os.path.realpath(path)
+    try:
+        real = resolve(path)
+    except PathChangedError as exc:
+        raise OutsideScopeError(path, f"{exc.why}; {NOTHING_WRITTEN}") from exc
     if scope is not None and (why := scope.refusal(path, real)) is not None:
         raise OutsideScopeError(path, f"{why}; {NOTHING_WRITTEN}")
     directory, name = os.path.split(real)

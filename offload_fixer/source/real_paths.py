@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from offload_fixer.resolved_paths import PathChangedError, resolve
+
 
 class ListedPath(str):
     """A path found by listing its directory, with what the listing told of it: whether it is
@@ -32,12 +34,23 @@ def is_directory(path: str) -> bool:
     return os.path.isdir(path)
 
 
+def real_path(path: str | os.PathLike[str]) -> str:
+    """``os.path.realpath``, for judging a path (excluded? seen already?). A path that changes
+    while it is resolved (a symlink swapped in and out) is judged by its absolute name: a write
+    resolves it again, and refuses it if it changed (:mod:`offload_fixer.resolved_paths`)."""
+    try:
+        return resolve(os.fspath(path))
+    except PathChangedError:
+        return os.path.abspath(path)
+
+
 class RealPaths:
     """``os.path.realpath`` for one pass over a tree that is taken not to change under it (a run
     of ``check``): a path whose last part is no symlink is its directory's real path (resolved
     once, then remembered) joined with its name, so a tree of thousands of files costs one
     ``lstat`` per file and one resolution per directory, not one ``lstat`` per part of every
-    path. A symlinked file, and a path ending in ``.``/``..``, are resolved whole."""
+    path. A symlinked file, and a path ending in ``.``/``..``, are resolved whole.
+    """
 
     def __init__(self) -> None:
         self._known: dict[str, str] = {}
@@ -49,7 +62,7 @@ class RealPaths:
             head, name = os.path.split(path)
             link = path.is_symlink if isinstance(path, ListedPath) else os.path.islink(path)
             if not name or name in (os.curdir, os.pardir) or link:
-                found = os.path.realpath(path)
+                found = real_path(path)
             else:
                 found = os.path.join(self(head), name)
             self._known[path] = found

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from offload_fixer.resolved_paths import PathChangedError, resolve
 from offload_fixer.source.decoding import file_kind
 from offload_fixer.source.real_paths import ListedPath, RealPaths, is_directory
 
@@ -303,7 +304,11 @@ def walk(paths: Iterable[str], excluded: Callable[[str], bool] | None = None) ->
     real_path = RealPaths()
     for path in map(os.fspath, paths):
         if is_directory(path):
-            top = os.path.realpath(path)
+            try:
+                top = resolve(path)
+            except PathChangedError as exc:
+                yield Unreadable(path, f"cannot read: {exc.why}")
+                continue
             yield from _walk(path, top, [], suffixes, excluded or _nothing, _Tree(top, seen))
         elif (real := real_path(path)) not in seen:
             seen.add(real)
@@ -322,7 +327,7 @@ class _Tree:
         ``real_directory``): a symlink only where it leads to a file inside the tree (never
         out of it), and each real file once."""
         link = entry.is_symlink()
-        real = os.path.realpath(entry.path) if link else os.path.join(real_directory, entry.name)
+        real = resolve(entry.path) if link else os.path.join(real_directory, entry.name)
         if real in self.seen:
             return False
         if link and not real.startswith(self.root.rstrip(os.sep) + os.sep):
@@ -388,7 +393,12 @@ def _walk(
             yield Unreadable(entry.path, f"cannot read: {reason}")
             continue
         if stat.S_ISREG(mode):
-            if tree.admits(entry, real_directory):
+            try:
+                admitted = tree.admits(entry, real_directory)
+            except PathChangedError as exc:
+                yield Unreadable(entry.path, f"cannot read: {exc.why}")
+                continue
+            if admitted:
                 yield ListedPath(entry.path, entry.is_symlink(), False)  # a later walk of it asks nothing
         elif not stat.S_ISDIR(mode):  # a symlink to a directory named *.py is not walked, as before
             yield Unreadable(entry.path, f"is {file_kind(mode)}, not a regular file: not read")

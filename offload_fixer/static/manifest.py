@@ -94,10 +94,10 @@ class Manifest:
         self._write(NAME, data.encode("utf-8", "surrogateescape"))
 
     def _replace(self, name: str, data: bytes) -> None:
-        from offload_fixer.resolved_paths import Directory
+        from offload_fixer.resolved_paths import Directory, resolve
 
         try:
-            with Directory(os.path.realpath(self.path.parent)) as folder:
+            with Directory(resolve(str(self.path.parent))) as folder:
                 folder.write_atomically(name, data)
         except OSError:
             pass

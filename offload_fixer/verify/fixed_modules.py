@@ -91,9 +91,9 @@ def _import_lone(path: str, text: str, cleanup: list[Callable[[], object]]) -> A
     """The fixed ``text`` imported from a temporary file beside ``path`` (its imports resolve as
     the file's do), created through the directory ``path`` resolves to now: never through a
     symlink swapped in since (:mod:`offload_fixer.resolved_paths`)."""
-    from offload_fixer.resolved_paths import Directory
+    from offload_fixer.resolved_paths import Directory, resolve
 
-    directory = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    directory = resolve(os.path.dirname(os.path.abspath(path)))
     with Directory(directory) as folder:
         handle, created = folder.create(".offload-fixer-confirm-", suffix=".py")
     temporary = os.path.join(directory, created)
