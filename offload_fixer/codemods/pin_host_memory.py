@@ -8,8 +8,10 @@ destination: written in the call, or in the one assignment of the name the call 
 when that name is used anywhere else too, since every use changes). Without a ``device_put``
 there, a remat offload policy's ``offload_dst="unpinned_host"`` (``Offloadable(dst=...)``,
 ``offload_dot_with_no_batch_dims(..., "unpinned_host")``) on that line is respelled: such a
-policy offloads nothing, since JAX treats the destination as device memory. A policy may sit
-at module level: no function is needed then.
+policy offloads nothing, since JAX treats the destination as device memory. So is a policy's
+``"device"`` destination (OFL1211: the residuals are in device memory already), found on the
+line or through the name a ``policy=`` argument there reads. A policy may sit at module
+level: no function is needed then.
 
     python -m libcst.tool codemod --no-format pin_host_memory.PinHostMemoryCommand train.py --origin-line 12
 """
@@ -26,11 +28,14 @@ from offload_fixer.codemods.fix_command import FixCommand
 from offload_fixer.codemods.source_facts import FunctionInfo
 from offload_fixer.codemods.targets import FunctionTarget, Placement
 from offload_fixer.codes import UNPINNED_HOST_MEMORY
+from offload_fixer.model import DEVICE
 from offload_fixer.model import PINNED_HOST as PINNED
 from offload_fixer.model import UNPINNED_HOST as UNPINNED
 from offload_fixer.source.offload_policies import policy_destinations
 
 SHARED_REASON = "the sharding variable is used elsewhere too: every use moves to pinned_host memory"
+NOT_HOST_DESTINATIONS = (UNPINNED, DEVICE)
+"""Offload destinations through which a policy offloads nothing."""
 
 
 @dataclass(frozen=True)
@@ -88,32 +93,69 @@ class PinHostMemoryCommand(FixCommand):
                 )
 
     def _pin_policy(self, line: int) -> None:
-        literals: list[cst.SimpleString] = []
-        facts = self.facts
-
-        class Finder(cst.CSTVisitor):
-            def visit_Call(self, node: cst.Call) -> None:
-                for value in policy_destinations(node):
-                    if isinstance(value, cst.SimpleString) and facts.line(value) == line:
-                        literals.append(value)
-
-        self.facts.module.visit(Finder())
-        unpinned = [node for node in literals if node.evaluated_value == UNPINNED]
-        if not unpinned:
+        literals = self._policy_destinations(line)
+        respelled = [node for node in literals if node.evaluated_value in NOT_HOST_DESTINATIONS]
+        if not respelled:
             if any(node.evaluated_value == PINNED for node in literals):
                 self.already(f"the offload destination on line {line} is pinned_host already")
             else:
                 self.report_problem(f"no device_put or offload policy destination on line {line}")
             return
-        for node in unpinned:
+        for node in respelled:
+            kind = str(node.evaluated_value)
             if self.claim(node, _respelled):
                 self.record(
                     node,
-                    f"offload destination 'unpinned_host' -> 'pinned_host' on line {line} (a policy "
-                    "that offloads to unpinned_host offloads nothing)",
+                    f"offload destination {kind!r} -> 'pinned_host' on line {self.facts.line(node)} (a policy "
+                    f"that offloads to {kind} offloads nothing)",
                     [],
-                    "'unpinned_host'",
+                    repr(kind),
                 )
+
+    def _policy_destinations(self, line: int) -> list[cst.SimpleString]:
+        """The literal destinations of offload policies written on ``line``, else those of the
+        policies called there, else of the one policy a name there is bound to
+        (``jax.checkpoint(f, policy=policy)``)."""
+        facts = self.facts
+        on_line: list[cst.SimpleString] = []
+        calls: list[cst.Call] = []
+        names: list[str] = []
+
+        class Finder(cst.CSTVisitor):
+            def __init__(self) -> None:
+                super().__init__()
+                self.policies: list[cst.Call] = []
+
+            def visit_Call(self, node: cst.Call) -> None:
+                destinations = [value for value in policy_destinations(node) if isinstance(value, cst.SimpleString)]
+                if destinations:
+                    self.policies.append(node)
+                on_line.extend(value for value in destinations if facts.line(value) == line)
+                if destinations and facts.line(node) == line:
+                    calls.append(node)
+                names.extend(
+                    arg.value.value
+                    for arg in node.args
+                    if isinstance(arg.value, cst.Name) and facts.line(arg.value) == line
+                )
+
+        finder = Finder()
+        facts.module.visit(finder)
+        if on_line:
+            return on_line
+        if not calls:
+            for name in dict.fromkeys(names):
+                bound = facts.scope_chain_binding(name, facts.module_scope)
+                if bound is not None and isinstance(bound[0].value, cst.Call):
+                    calls.append(bound[0].value)
+        if not calls:  # reported where a value it offloads is tagged: the file's one policy to device
+            to_device = [call for call in finder.policies if _literal_destinations(call, DEVICE)]
+            calls = to_device if len(to_device) == 1 else []
+        return [value for call in calls for value in policy_destinations(call) if isinstance(value, cst.SimpleString)]
+
+
+def _literal_destinations(call: cst.Call, kind: str) -> list[cst.SimpleString]:
+    return [v for v in policy_destinations(call) if isinstance(v, cst.SimpleString) and v.evaluated_value == kind]
 
 
 def _destination(call: cst.Call) -> cst.BaseExpression | None:
@@ -146,5 +188,5 @@ def _kind_literals(expr: cst.BaseExpression) -> list[cst.SimpleString]:
 
 
 def _respelled(node: cst.CSTNode) -> cst.CSTNode:
-    assert isinstance(node, cst.SimpleString)
-    return node.with_changes(value=node.value.replace(UNPINNED, PINNED))
+    assert isinstance(node, cst.SimpleString) and isinstance(node.evaluated_value, str)
+    return node.with_changes(value=node.value.replace(node.evaluated_value, PINNED))

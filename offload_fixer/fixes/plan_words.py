@@ -68,6 +68,7 @@ PART_WORDS = {
     "state": "keeping the returned state host memory",
     "declare": "declaring the output host memory",
     "pin": "spelling 'pinned_host'",
+    "destination": "offloading to 'pinned_host'",
     "rename": "respelling the offloaded name as its tag",
     "move": "moving the value to device",
     "operand": "moving the operand to device",
@@ -132,6 +133,8 @@ def title(part: str, t: FunctionTarget, edits: Sequence[Edit], place: Callable[[
     if isinstance(t, RenameTarget):
         tag = edits[0].subject if edits else "the name checkpoint_name tags"
         return f"Offload {tag}{where}, the name checkpoint_name tags"
+    if not isinstance(t, HostOutputTarget) and part == "destination":
+        return f"Offload to 'pinned_host' instead of device memory{where}, so the policy moves what it matches to host"
     if not isinstance(t, HostOutputTarget):
         return f"Use 'pinned_host' instead of 'unpinned_host'{where}, so the value is typed host memory"
     function = t.function_name.rsplit(".", 1)[-1] if t.function_name else "the function"

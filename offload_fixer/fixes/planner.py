@@ -54,6 +54,7 @@ from offload_fixer.fixes.plan_words import (
     title,
 )
 from offload_fixer.model import (
+    DEVICE,
     STRATEGIES,
     UNPINNED_HOST,
     WORKAROUND,
@@ -453,6 +454,8 @@ def _parts(
         return parts
     if kind is None and codes == {UNPINNED_HOST_MEMORY}:
         return [_Part("pin", [at("pin_memory")])]
+    if codes == {OFFLOAD_DOES_NOTHING} and _device_destination(origin):
+        return [_Part("destination", [at("pin_memory", {OFFLOAD_DOES_NOTHING})])]
     if kind is None and codes == {OFFLOAD_DOES_NOTHING}:
         return [_Part("rename", [at("rename_name")])]
     unpinned = (
@@ -481,7 +484,8 @@ def _parts(
 def _planned(diagnostic: Diagnostic, workaround: bool) -> bool:
     """Whether a finding gets a plan: its code is one a codemod fixes, it is no known compiler
     bug (unless the workaround is asked for), for OFL1211 it is the source check's misspelt
-    name (its literal is the span; what ``run`` finds of OFL1211 is advice), for OFL1215 a
+    name (its literal is the span) or a policy whose destination is device memory (respelled
+    ``pinned_host``; what else ``run`` finds of OFL1211 is advice), for OFL1215 a
     committed host argument JAX refused (a value the program moves to host itself is moved
     back where the program means it on device: advice), and OFL1208 only in eager code."""
     if diagnostic.code not in FIXABLE_CODES or (diagnostic.compiler_bug is not None and not workaround):
@@ -490,7 +494,14 @@ def _planned(diagnostic: Diagnostic, workaround: bool) -> bool:
         return False
     if diagnostic.code == MIXED_MEMORY_SPACES:
         return diagnostic.origin is not None and diagnostic.origin.kind == "host_argument"
-    return diagnostic.code != OFFLOAD_DOES_NOTHING or diagnostic.origin is None
+    return (
+        diagnostic.code != OFFLOAD_DOES_NOTHING or diagnostic.origin is None or _device_destination(diagnostic.origin)
+    )
+
+
+def _device_destination(origin: Origin | None) -> bool:
+    """An offload policy whose destination is device memory (OFL1211): its literal is respelled."""
+    return origin is not None and origin.kind == "offload_policy" and origin.memory_kind == DEVICE
 
 
 def _codemod(strategy: str) -> type[FixCommand]:

@@ -9,7 +9,16 @@ from typing import TYPE_CHECKING
 from offload_fixer import codes
 from offload_fixer.findings import split_argument
 from offload_fixer.jax_compat import Regime
-from offload_fixer.model import HOST_KINDS, PINNED_HOST, UNPINNED_HOST, Diagnostic, Origin, RematPolicy, XlaVerdict
+from offload_fixer.model import (
+    HOST_KINDS,
+    PINNED_HOST,
+    UNPINNED_HOST,
+    Diagnostic,
+    FixOption,
+    Origin,
+    RematPolicy,
+    XlaVerdict,
+)
 from offload_fixer.rules import FixDoc, Rule, TargetBehaviour, ToolMessage
 from offload_fixer.rules.examples import example
 from offload_fixer.source.checkpoint_names import close_tags
@@ -56,6 +65,12 @@ POLICY_MATCHES_NOTHING = ToolMessage(
 POLICY_DESTINATION_NOT_HOST = ToolMessage(
     codes.OFFLOAD_DOES_NOTHING,
     "This remat policy offloads to `{destination}`, which is not host memory: nothing moves.",
+)
+PIN_DESTINATION_TITLE = ToolMessage(codes.OFFLOAD_DOES_NOTHING, "Offload to 'pinned_host', host memory")
+PIN_DESTINATION_WHY = ToolMessage(
+    codes.OFFLOAD_DOES_NOTHING,
+    "Spell the policy's destination 'pinned_host': the residuals it matches are then offloaded, as "
+    "the policy was written to do. Values are unchanged; host memory holds the residuals.",
 )
 POLICY_NAMES_NOT_RESIDUALS = ToolMessage(
     codes.OFFLOAD_DOES_NOTHING,
@@ -231,6 +246,7 @@ def from_policy(d: Diagnoser, policy: RematPolicy) -> Iterator[Diagnostic]:
     policy whose destination is ``unpinned_host`` is OFL1204's."""
     if policy.offloads or policy.destination == UNPINNED_HOST:
         return
+    fixes: tuple[FixOption, ...] = ()
     tagged = [name for name in policy.offload_names or () if name in policy.tagged_names]
     if policy.host_inputs and policy.differentiated and (tagged or policy.matched_to_host or not policy.tagged_names):
         return  # its residuals may arrive as host arguments, tagged by another program (a vjp's backward)
@@ -239,6 +255,7 @@ def from_policy(d: Diagnoser, policy: RematPolicy) -> Iterator[Diagnostic]:
         message = POLICY_NEVER_DIFFERENTIATED.format()
     elif policy.destination is not None and policy.destination not in HOST_KINDS:
         message = POLICY_DESTINATION_NOT_HOST.format(destination=policy.destination)
+        fixes = (FixOption("host", PIN_DESTINATION_TITLE.format(), PIN_DESTINATION_WHY.format()),)
     elif untagged:
         close = [match for name in policy.offload_names or () for match in close_tags(name, policy.tagged_names)[:1]]
         hint = f" (did you mean {', '.join(repr(name) for name in dict.fromkeys(close))}?)" if close else ""
@@ -270,6 +287,7 @@ def from_policy(d: Diagnoser, policy: RematPolicy) -> Iterator[Diagnostic]:
         explanation=WHY_POLICY,
         origin=origin,
         span=policy.span,
+        fixes=fixes,
         function=d.function,
     )
 

@@ -1,5 +1,6 @@
 """Offload policies that offload nothing: ``offload_dst="unpinned_host"`` (the OFL1204 trap),
-and names that no ``checkpoint_name`` of the file tags but one tag nearly spells (OFL1211).
+``offload_dst="device"`` (OFL1211: the residuals are in device memory already), and names that
+no ``checkpoint_name`` of the file tags but one tag nearly spells (OFL1211).
 
 A remat policy built with ``save_and_offload_only_these_names(..., offload_dst="unpinned_host")``,
 ``offload_dot_with_no_batch_dims(..., "unpinned_host")`` or ``Offloadable(dst="unpinned_host")``
@@ -23,10 +24,18 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 
 from offload_fixer import codes
-from offload_fixer.model import UNPINNED_HOST, Diagnostic, FixOption, Span
+from offload_fixer.model import DEVICE, UNPINNED_HOST, Diagnostic, FixOption, Origin, Span
 from offload_fixer.rules import get_rule
 from offload_fixer.rules.ofl1204 import PIN_HOST_MEMORY, UNPINNED_POLICY
-from offload_fixer.rules.ofl1211 import POLICY_NAMES_UNTAGGED, RENAME_TITLE, RENAME_WHY, WHY_POLICY
+from offload_fixer.rules.ofl1211 import (
+    PIN_DESTINATION_TITLE,
+    PIN_DESTINATION_WHY,
+    POLICY_DESTINATION_NOT_HOST,
+    POLICY_NAMES_UNTAGGED,
+    RENAME_TITLE,
+    RENAME_WHY,
+    WHY_POLICY,
+)
 from offload_fixer.source.checkpoint_names import (
     NAME_POLICIES,
     OFFLOADED_NAMES_KEYWORD,
@@ -36,6 +45,7 @@ from offload_fixer.source.checkpoint_names import (
     tag_of,
 )
 from offload_fixer.source.offload_policies import (
+    DEVICE_DESTINATION,
     POLICY_DESTINATION_KEYWORDS,
     POLICY_DESTINATION_POSITIONS,
     policy_destinations,
@@ -52,12 +62,13 @@ DESTINATION_SPELLING = re.compile(
     "|".join(map(re.escape, (*POLICY_DESTINATION_KEYWORDS, *POLICY_DESTINATION_POSITIONS)))
 )
 """Text without which a statement names no policy destination (:func:`policy_destinations`)."""
+_DEVICE_DESTINATION = re.compile(DEVICE_DESTINATION)
 
 
 def unpinned_policies(
     parsed: ParsedSource, text: str, path: str, target: str, source_sha256: str | None
 ) -> list[Diagnostic]:
-    if UNPINNED_HOST not in text:  # the common case costs one substring search
+    if not names_destination(text):  # the common case costs a few substring searches
         return []
     finder = _Finder()
     parsed.module.visit(finder)
@@ -71,7 +82,7 @@ def unpinned_policies_by_statement(
     :class:`~.scopes.ForeignScope`): only the statements that can name a destination, and
     those that spell a name a destination reads (none can bind it without), are parsed.
     Raises :class:`~.scopes.NotCut` when one of them does not parse alone."""
-    if UNPINNED_HOST not in text:
+    if not names_destination(text):
         return []
     facts = scope.facts
     pieces = [facts.piece(index) for index in range(len(facts.outline.groups))]
@@ -87,6 +98,11 @@ def unpinned_policies_by_statement(
             if index in named or spelled.search(piece):
                 visit_chunk(_chunk(scope, index), finder)
     return _diagnostics(finder, scope.source(), path, target, source_sha256)
+
+
+def names_destination(text: str) -> bool:
+    """Whether ``text`` can name a destination through which a policy offloads nothing."""
+    return UNPINNED_HOST in text or _DEVICE_DESTINATION.search(text) is not None
 
 
 def visit_chunk(chunk: Any, finder: _Finder) -> None:
@@ -202,6 +218,9 @@ def _diagnostics(
     for literal in found:
         where = parsed.code_range(literal)
         span = Span(path, where.start.line, where.start.column + 1, where.end.line, where.end.column + 1)
+        if literal.evaluated_value == DEVICE:
+            out.append(_to_device(span, target, source_sha256))
+            continue
         out.append(
             Diagnostic(
                 code=rule.code,
@@ -222,8 +241,25 @@ def _diagnostics(
     return out
 
 
+def _to_device(span: Span, target: str, source_sha256: str | None) -> Diagnostic:
+    """OFL1211 at a policy's ``"device"`` destination, as ``run`` reports it from the traced program."""
+    rule = get_rule(codes.OFFLOAD_DOES_NOTHING)
+    return Diagnostic(
+        code=rule.code,
+        severity="warning",
+        target=target,
+        message=POLICY_DESTINATION_NOT_HOST.format(destination=DEVICE),
+        explanation=WHY_POLICY,
+        origin=Origin("offload_policy", DEVICE, span, key=f"policy:{span}"),
+        span=span,
+        fixes=(FixOption("host", PIN_DESTINATION_TITLE.format(), PIN_DESTINATION_WHY.format()),),
+        source="static",
+        source_sha256=source_sha256,
+    )
+
+
 def _literal(value: cst.BaseExpression, bindings: dict[str, list]) -> cst.SimpleString | None:
-    """The ``"unpinned_host"`` literal a destination is, or is bound to once in the file: a name
+    """The ``"unpinned_host"`` or ``"device"`` literal a destination is, or is bound to once in the file: a name
     (``DST``) or an attribute of a class of the file (``Config.dst``, ``self.config.dst`` where
     one class defines ``dst`` and nothing assigns an attribute of that name)."""
     if isinstance(value, cst.Name):
@@ -244,7 +280,8 @@ def _literal(value: cst.BaseExpression, bindings: dict[str, list]) -> cst.Simple
 
 
 def _is_unpinned(value: Any) -> bool:
-    return isinstance(value, cst.SimpleString) and value.evaluated_value == UNPINNED_HOST
+    """A destination literal through which a policy offloads nothing."""
+    return isinstance(value, cst.SimpleString) and value.evaluated_value in (UNPINNED_HOST, DEVICE)
 
 
 NAMES_SPELLING = re.compile("|".join(map(re.escape, (OFFLOADED_NAMES_KEYWORD, *NAME_POLICIES, TAGGING))))

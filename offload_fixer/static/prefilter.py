@@ -27,6 +27,7 @@ import re
 
 from offload_fixer import jax_compat
 from offload_fixer.model import PINNED_HOST, UNPINNED_HOST
+from offload_fixer.source.offload_policies import DEVICE_DESTINATION
 
 from .names import JIT, import_binding
 
@@ -39,6 +40,7 @@ HOST_SPELLING_BYTES = re.compile(HOST_SPELLING.pattern.encode())
 _PINNED_HOST_BYTES = PINNED_HOST.encode()
 _HOST_MEMBERS_BYTES = tuple(member.encode() for member in HOST_MEMBERS)
 _UNPINNED_HOST_BYTES = UNPINNED_HOST.encode()
+_DEVICE_DESTINATION_BYTES = re.compile(DEVICE_DESTINATION.encode())
 _CHECKPOINT_NAME_BYTES = b"checkpoint_name"
 _OFFLOADED_NAMES_BYTES = b"names_which_can_be_offloaded"
 OFFLOAD_SPELLING = re.compile(
@@ -117,11 +119,13 @@ def spells_offload(data: bytes) -> bool:
 
 
 def checks_policy_alone(data: bytes) -> bool:
-    """An offload policy and ``unpinned_host`` (its destination), or the names a policy
-    offloads and a ``checkpoint_name``: checked without a jit."""
+    """An offload policy and ``unpinned_host`` or a ``"device"`` destination, or the names a
+    policy offloads and a ``checkpoint_name``: checked without a jit."""
     if _CHECKPOINT_NAME_BYTES in data and _OFFLOADED_NAMES_BYTES in data:
         return True
-    return _UNPINNED_HOST_BYTES in data and spells_offload(data)
+    if not spells_offload(data):
+        return False
+    return _UNPINNED_HOST_BYTES in data or _DEVICE_DESTINATION_BYTES.search(data) is not None
 
 
 def spells_host(data: bytes) -> bool:
