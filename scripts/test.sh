@@ -173,9 +173,11 @@ esac
 # Tests marked `once` (tests/conftest.py ONCE: file handling, packaging, the package's own
 # structure) do not depend on the installed JAX: they run in the main environment, and in the
 # others only when this run has no main environment. Tests marked `jax_independent`
-# (JAX_INDEPENDENT: they name the JAX version they check) depend on Python, not on the
-# installed JAX: they run in the main (Python 3.12) and jax010 (the default python3)
-# environments, and in the two oldest JAX environments only when this run has neither.
+# (JAX_INDEPENDENT: the static check, the codemods, reading source, the language server: they
+# run no JAX) depend on Python, and on the installed JAX only through the rules of its version:
+# they run once per Python version, in the main environment (3.12) and in the first of jax062,
+# jax0435 and jax010 in the run (3.11). jax062 first: its rules are those of 0.4.29 - 0.7.0,
+# the same for the static check as 0.4.35's, where main's are the same as 0.10.2's.
 MESH_FLAG=--xla_force_host_platform_device_count=8  # tests/xla/probes.DEVICE_COUNT_FLAG
 MESH_TESTS=(tests/xla/test_probes.py tests/xla/test_fidelity.py)
 # JAX 0.4.35's and 0.6.2's CPU backend has no pinned_host: their probes run over compile-only
@@ -190,12 +192,18 @@ cpu_mesh_pass() { case $1 in jax0435 | jax062 | remat3) return 1 ;; esac; }
 # arguments replace these.
 REMAT3_TESTS=(tests/analysis tests/examples/test_examples_analysis.py tests/test_remat_policies.py tests/xla/test_probes.py tests/xla/test_fidelity.py)
 lane_variables() { case $1 in remat3) echo JAX_REMAT3=1 ;; esac; }
+independent_homes() {  # the environments of this run that run the jax_independent tests
+  local homes=() name
+  case " $ENVS " in *" main "*) homes+=(main) ;; esac
+  for name in jax062 jax0435 jax010; do
+    case " $ENVS " in *" $name "*) homes+=("$name") && break ;; esac
+  done
+  echo "${homes[*]}"
+}
 once_filter() {  # once_filter NAME: the pytest -m expression for that environment, if any
   local marks=()
   case " $ENVS " in *" main "*) [ "$1" = main ] || marks+=("not once") ;; esac
-  case " $ENVS " in *" main "* | *" jax010 "*)
-    case $1 in main | jax010) ;; *) marks+=("not jax_independent") ;; esac ;;
-  esac
+  case " $(independent_homes) " in *" $1 "*) ;; *) marks+=("not jax_independent") ;; esac
   local IFS="|"
   echo "${marks[*]}" | sed 's/|/ and /g'
 }

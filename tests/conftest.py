@@ -16,6 +16,7 @@ import atexit
 import importlib.util
 import os
 import shutil
+import sys
 import tempfile
 
 import pytest
@@ -146,22 +147,52 @@ environment only, so the version matrix spends its time on what versions change.
 
 
 JAX_INDEPENDENT = {
+    "tests/static/": "the static check: source text read with a JAX version's rules, never JAX itself",
+    "tests/codemods/": "the codemods: libcst edits of source text",
+    "tests/source/": "reading source: encodings, lines, bindings, Python's grammar",
+    "tests/lsp/": "the language server: its static engine, settings, edits superseding, transport",
+    "tests/notebook/": "notebooks read as programs and checked statically (the kernel's tests run JAX)",
     "tests/test_lsp.py": "the language server, on projects that name their JAX version",
     "tests/test_lsp_notebooks.py": "the language server on notebooks, each naming its JAX version",
-    "tests/static/test_source.py": "statement chunks and caches, read with a named JAX version's rules",
+    "tests/test_lsp_examples.py": "the language server on the README's programs",
     "tests/cli/test_add_noqa.py": "--add-noqa, run with a named JAX version",
+    "tests/test_cli_imports.py": "what `check` imports (never JAX)",
+    "tests/test_suppression.py": "suppression comments",
+    "tests/test_batch_gc.py": "the collector's settings around a check",
+    "tests/test_codes.py": "the codes' registries",
+    "tests/test_config.py": "pyproject settings",
+    "tests/test_console.py": "the terminal's colours and widths",
+    "tests/test_model.py": "the model's plain data",
+    "tests/test_report.py": "the output formats",
+    "tests/test_recursion.py": "deep trees on a large stack",
+    "tests/test_topology.py": "pod names",
+    "tests/test_xla_messages.py": "XLA's message texts",
+    "tests/test_state_folders.py": "the state folders on disk",
+    "tests/test_resolved_paths.py": "writes through resolved paths",
 }
-"""Tests that pin the JAX version whose rules they check (the static check and the language
-server never import JAX), so the installed JAX cannot change them but the Python version can:
-marked ``jax_independent``, and ``scripts/test.sh`` runs them in the main and Python 3.12
-environments only, whenever the run has either."""
+"""Test directories and modules that run no JAX: the code they test never imports it (the static
+check, the codemods, the language server's static engine), so the installed JAX reaches them only
+as a version whose rules they name or take (``jax_compat.spelling``), while the Python version
+can change them (its grammar, ``ast``, libcst's parser). Marked ``jax_independent``, and
+``scripts/test.sh`` runs them once per Python version: in the main environment (Python 3.12) and
+in jax062's (Python 3.11, and JAX 0.6.2's rules, which are 0.4.35's; the static check reads the
+same of 0.10.2 as of 0.12). A test here that runs JAX (traces, lowers or compiles, or starts a
+program that does) is marked ``jax_dependent`` where it is written, and runs in every
+environment; one that does so in the test process unmarked fails (:class:`JaxWork`)."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "once: independent of the installed JAX (ONCE in tests/conftest.py)")
     config.addinivalue_line(
-        "markers", "jax_independent: pins its JAX version; Python's matters (JAX_INDEPENDENT in tests/conftest.py)"
+        "markers", "jax_independent: runs no JAX; Python's version matters (JAX_INDEPENDENT in tests/conftest.py)"
     )
+    config.addinivalue_line(
+        "markers", "jax_dependent: runs JAX where its directory or module is JAX_INDEPENDENT (tests/conftest.py)"
+    )
+
+
+def _jax_independent(path: str) -> bool:
+    return any(path == entry or (entry.endswith("/") and path.startswith(entry)) for entry in JAX_INDEPENDENT)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -171,5 +202,53 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         function = item.nodeid.split("[")[0]
         if path in ONCE or function in ONCE:
             item.add_marker(pytest.mark.once)
-        if path in JAX_INDEPENDENT:
+        if _jax_independent(path) and item.get_closest_marker("jax_dependent") is None:
             item.add_marker(pytest.mark.jax_independent)
+
+
+class JaxWork:
+    """What JAX traces, lowers and compiles in this process: ``jax.monitoring``'s duration
+    events (named alike from JAX 0.4.35 to 0.12), heard from the first test that asks while JAX
+    is imported, so a run that never imports JAX does not start it for this."""
+
+    EVENTS = frozenset(
+        f"/jax/core/compile/{name}_duration" for name in ("jaxpr_trace", "jaxpr_to_mlir_module", "backend_compile")
+    )
+    count = 0
+    listening = False
+
+    @classmethod
+    def so_far(cls) -> int | None:
+        """Events heard so far; ``None`` while JAX is not imported."""
+        if "jax" not in sys.modules:
+            return None
+        if not cls.listening:
+            import jax.monitoring
+
+            jax.monitoring.register_event_duration_secs_listener(cls._heard)
+            cls.listening = True
+        return cls.count
+
+    @classmethod
+    def _heard(cls, event: str, duration: float, **kwargs: object) -> None:
+        if event in cls.EVENTS:
+            cls.count += 1
+
+
+@pytest.fixture(autouse=True)
+def jax_independent_runs_no_jax(request: pytest.FixtureRequest):
+    """A ``jax_independent`` test skips two of the four JAX versions: one that imports JAX or
+    traces, lowers or compiles with it in the test process would not be run where its result can
+    differ, so it fails, naming the mark it needs (a program it starts is not seen here)."""
+    if request.node.get_closest_marker("jax_independent") is None:
+        yield
+        return
+    before = JaxWork.so_far()
+    yield
+    after = JaxWork.so_far()
+    if after is not None and (before is None or after > before):
+        did = "imported JAX" if before is None else f"traced, lowered or compiled with JAX ({after - before} times)"
+        pytest.fail(
+            f"{request.node.nodeid} {did}, but runs only in some environments (JAX_INDEPENDENT in tests/conftest.py): "
+            "mark it @pytest.mark.jax_dependent"
+        )

@@ -319,6 +319,7 @@ def make(shardings):
 """
 
 
+@pytest.mark.jax_dependent  # the fixed program runs under the installed JAX
 @pytest.mark.parametrize(
     ("path", "expected"),
     [

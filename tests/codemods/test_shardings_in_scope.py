@@ -199,6 +199,7 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.jax_dependent  # the fixed programs lower under the installed JAX
 @pytest.mark.skipif(
     jax_compat.regime() is not jax_compat.Regime.TYPED or not jax_compat.host_memory_on_this_backend(),
     reason="the fixtures move with jax.memory.Space, JAX >= 0.7.1, to pinned_host on the CPU",

@@ -22,6 +22,7 @@ from ..readme_transcripts import transcript
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.jax_dependent,  # the kernel runs the cells under the installed JAX
     pytest.mark.skipif(
         not jax_compat.host_memory_on_this_backend(),
         reason="this JAX's CPU build has no pinned_host memory for the cells to use",

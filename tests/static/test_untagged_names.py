@@ -42,6 +42,7 @@ def test_check_reports_the_misspelt_name_at_its_literal(program: str):
     assert finding["source"] == "static"
 
 
+@pytest.mark.jax_dependent  # the fixed program runs under the installed JAX
 @pytest.mark.parametrize("program", sorted(PROGRAMS))
 def test_check_fix_respells_the_name_and_the_program_then_offloads(program: str, tmp_path: Path):
     fixed = tmp_path / f"{program}.py"
@@ -61,6 +62,7 @@ def test_check_fix_respells_the_name_and_the_program_then_offloads(program: str,
         assert not [d for d in json.loads(report.read_text())["diagnostics"] if d["code"] == codes.OFFLOAD_DOES_NOTHING]
 
 
+@pytest.mark.jax_dependent  # lowered by the installed JAX, compiled by its libtpu
 def test_the_fixed_policy_holds_host_memory_when_compiled(tpu_compiler):
     """What the respelt name buys, in the compiled program's memory figures."""
     import runpy
