@@ -236,6 +236,9 @@ for name in $ENVS; do
     # shellcheck disable=SC2086  # a lane's variables are NAME=VALUE words
     env $variables OFFLOAD_FIXER_REQUIRE_COMPILERS="$(env_required_compilers "$name")" \
       "$dir/bin/python" -m pytest -q -n "$JOBS" --dist worksteal --durations=15 -p no:cacheprovider ${marks:+-m "$marks"} "${tests[@]}" 2>&1 | tee "$logs/$name" || return_status=$?
+    # Exit 5 is pytest's "no tests ran": the tests named all run elsewhere (`once`, or
+    # `jax_independent` outside its environments), which is this environment's share of them.
+    [ "$return_status" -ne 5 ] || [ -z "$marks" ] || return_status=0
     # The mesh probes need 8 CPU devices, which would turn the examples (meshes over
     # jax.devices()) into 8-device programs: a pass of their own, on a full run only.
     if [ $# -eq 0 ] && cpu_mesh_pass "$name"; then
