@@ -25,6 +25,7 @@ HOST_STACK_OF_INNER_LOOP: Final = "OFL1212"
 HOST_STRIDED_SLICE_TO_DEVICE: Final = "OFL1213"
 HOST_LANES_UPDATED_BY_LAYOUT: Final = "OFL1214"
 MIXED_MEMORY_SPACES: Final = "OFL1215"
+HOST_ALIASED_INTO_ONE_RESULT: Final = "OFL1216"
 
 NAMES: Final[dict[str, str]] = {
     HOST_VALUE_DEVICE_OUTPUT: "host-value-device-output",
@@ -42,6 +43,7 @@ NAMES: Final[dict[str, str]] = {
     HOST_STRIDED_SLICE_TO_DEVICE: "host-strided-slice-to-device",
     HOST_LANES_UPDATED_BY_LAYOUT: "host-lanes-updated-by-layout",
     MIXED_MEMORY_SPACES: "mixed-memory-spaces",
+    HOST_ALIASED_INTO_ONE_RESULT: "host-aliased-into-one-result",
 }
 """Each code's rule name (``offload-fixer rules NAME``, SARIF's ``rules[].name``), in code order."""
 ALL_CODES: Final[tuple[str, ...]] = tuple(NAMES)

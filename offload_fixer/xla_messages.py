@@ -176,6 +176,20 @@ WHILE_CONDITION_ROOT = XlaMessage(
     severity="crash",
     status="",
 )
+ALIASED_INTO_ONE_RESULT = XlaMessage(
+    "aliased-into-one-result",
+    WHILE_CONDITION_ROOT.template,
+    codes.HOST_ALIASED_INTO_ONE_RESULT,
+    severity="crash",
+    status="",
+    variants=("Check failed: output_shape.has_layout()",),
+)
+"""libtpu 0.0.42.1's CHECKs where a custom call aliases a host value into one of its several
+results (``XlaGeneration.tpu_custom_call_tuple_alias_aborts``): ``host_offload_utils.cc:98`` where
+an element of the call's tuple is read, ``host_offloader.cc:343`` where the whole tuple is
+returned. The first is :data:`WHILE_CONDITION_ROOT`'s text, so it is left out of
+:data:`HOST_OFFLOADER_MESSAGES` (``explain`` reads that text as the loop's) and a verdict with
+it names no one code (``rules.message_codes``)."""
 PURE_MEMORY_OFFLOAD = XlaMessage(
     "pure-memory-offload",
     'Tensor which is moved to host (starting from {start}) is used by an instruction ("{name}") '

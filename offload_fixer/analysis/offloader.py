@@ -369,6 +369,19 @@ class HostOffloadWalk:
                     parents[loop] = node
                     queue.append(loop)
                 continue
+            if (
+                self.target == "tpu"
+                and self.xla.tpu_custom_call_tuple_alias_aborts
+                and _aliased_into_one_of_several(node)
+            ):
+                # XLA goes on with the operand's shape index (b/342650757) and fails a CHECK at
+                # the call's tuple: the compiling process dies there.
+                if not errored:
+                    failure = Failure(seed, node.owner, xla_messages.ALIASED_INTO_ONE_RESULT)
+                    result.failures.append(failure)
+                    result.errors.append(failure)
+                    errored = True
+                continue
             if node.kind == "op":
                 op = node.owner
                 if irm.is_move_to_device(op):
@@ -599,6 +612,19 @@ class HostOffloadWalk:
             if op is not None and op.name not in PURE_MEMORY_OPS and not is_bitcast_like(op, self.target):
                 return Failure(seed, op, xla_messages.WHILE_CONDITION_COMPUTE)
         return None
+
+
+def _aliased_into_one_of_several(node: Node) -> bool:
+    """A result of a custom call with several results (a Pallas kernel's output tuple) that a
+    host value reached through the call's ``output_operand_aliases``."""
+    op = node.owner
+    return (
+        node.kind == "res"
+        and not node.path
+        and op.name == "stablehlo.custom_call"
+        and len(op.results) > 1
+        and not (irm.is_move_to_host(op) or irm.is_move_to_device(op))
+    )
 
 
 def op_role(op: ir.Operation, target: str) -> str:

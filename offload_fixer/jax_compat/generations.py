@@ -86,6 +86,15 @@ class XlaGeneration:
     ``!tmp_shape_index.empty()``; ``host_offloader.cc:343`` ``output_shape.has_layout()`` where
     the whole tuple is returned), which ``--confirm`` quotes; the analysis predicts error 1200
     for the aliased result there."""
+    tpu_custom_call_tuple_alias_aborts: bool = False
+    """Where a custom call aliases a host value into one of its several results, the host
+    offloader fails a CHECK and the compiling process aborts (libtpu 0.0.42.1 on the six
+    ``OFL1216`` kernels: ``host_offload_utils.cc:98`` ``!tmp_shape_index.empty()`` where an
+    element of the call's tuple is read, ``host_offloader.cc:343`` ``output_shape.has_layout()``
+    where the whole tuple is returned), whichever results are returned and in whichever memory.
+    libtpu 0.0.50.1 rejects the same programs with error 1200 instead
+    (``custom_call_alias_reaches_every_result``); libtpu 0.0.17.1 is unmeasured (JAX 0.6.2's
+    CPU has no ``pinned_host`` to trace a kernel's host argument with)."""
     tpu_names_kernel_calls: bool = False
     """libtpu renames a Pallas kernel's call after the scope of its ``pallas_call``
     (``jit(step)/pallas_call`` -> ``step``; ``ir.kernel_names``), the name error 1200 gives a
@@ -138,6 +147,7 @@ XLA_GENERATIONS: tuple[tuple[tuple[int, int, int], XlaGeneration], ...] = (
             tpu_async_slice_one_dimension_only=True,
             tpu_async_update_lane_slice_fails=True,
             tpu_gathers_host_shards_by_updates=True,
+            tpu_custom_call_tuple_alias_aborts=True,
             tpu_names_kernel_calls=True,
         ),
     ),

@@ -47,7 +47,7 @@ from offload_fixer.model import (
     Step,
     XlaVerdict,
 )
-from offload_fixer.rules.examples import Example
+from offload_fixer.rules.examples import Example, not_for
 
 if TYPE_CHECKING:
     from jaxlib.mlir import ir
@@ -169,10 +169,17 @@ class Rule:
     def valid_example(self, jax_version: str | None = None) -> str:
         return self.valid[0](spelling(jax_version))
 
-    def examples(self, kind: str, jax_version: str | None = None) -> tuple[str, ...]:
-        """Every ``invalid`` or ``valid`` program, rendered for a JAX version."""
+    def examples(self, kind: str, jax_version: str | None = None, target: str | None = None) -> tuple[str, ...]:
+        """Every ``invalid`` or ``valid`` program, rendered for a JAX version; with ``target``,
+        those its compiler can be given (:meth:`examples_not_for` says why not the others)."""
         sp = spelling(jax_version)
-        return tuple(example(sp) for example in (self.invalid if kind == "invalid" else self.valid))
+        chosen = self.invalid if kind == "invalid" else self.valid
+        return tuple(example(sp) for example in chosen if target is None or not_for(example, target) is None)
+
+    def examples_not_for(self, kind: str, target: str) -> tuple[str, ...]:
+        """Why each ``invalid`` or ``valid`` program that ``target``'s compiler cannot be given is left out."""
+        chosen = self.invalid if kind == "invalid" else self.valid
+        return tuple(reason for example in chosen if (reason := not_for(example, target)) is not None)
 
     def fix(self, strategy: FixStrategy) -> FixDoc:
         """The documented remedy of ``strategy``: by strategy, never by position."""
@@ -312,6 +319,13 @@ def backend_codes(message: str) -> frozenset[str]:
     """The codes of every backend failure whose text ``message`` holds: one code, or several
     where rules share XLA's text (libtpu's async-start shape check: OFL1207, OFL1212)."""
     return frozenset(known.code for known in backend_messages() if known.code and known.pattern().search(message))
+
+
+def rule_codes(message: str) -> frozenset[str]:
+    """The codes of every text a rule words, the host offloader's included, that ``message``
+    holds: several where rules share one (libtpu 0.0.42.1's ``host_offload_utils.cc:98`` CHECK:
+    OFL1205's loop condition, OFL1216's kernel)."""
+    return frozenset(known.code for known in xla_texts() if known.code and known.pattern().search(message))
 
 
 @functools.cache

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import string
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from offload_fixer.jax_compat import Regime, Spelling
 from offload_fixer.model import UNPINNED_HOST
@@ -45,6 +46,8 @@ def _render_example(sp: Spelling, body: str) -> str:
     imports = ["import jax", "import jax.numpy as jnp"]
     if "lax." in body:
         imports.append("from jax import lax")
+    if "pl." in body:
+        imports.append("from jax.experimental import pallas as pl")
     if needs_sharding_import:
         imports.append("from jax.sharding import SingleDeviceSharding")
     definitions = []
@@ -69,3 +72,28 @@ def example(body: str) -> Example:
 def by_regime(typed: str, older: str) -> Example:
     """A program written twice: for JAX >= 0.7.1 (memory kinds are types) and for older JAX."""
     return lambda sp: _render_example(sp, typed if sp.regime is Regime.TYPED else older)
+
+
+@dataclass(frozen=True)
+class TargetOnly:
+    """An example only one target's compiler can be given (a Pallas TPU kernel, which JAX
+    lowers for no other platform), and why: the tests skip it for the other targets, saying so."""
+
+    render: Example
+    target: str
+    reason: str
+
+    def __call__(self, sp: Spelling) -> str:
+        return self.render(sp)
+
+
+def tpu_only(body: str, reason: str) -> TargetOnly:
+    """A program written once for every JAX version, for the TPU compiler alone."""
+    return TargetOnly(example(body), "tpu", reason)
+
+
+def not_for(program: Example, target: str) -> str | None:
+    """Why ``program`` cannot be given to ``target``'s compiler, if it cannot."""
+    if isinstance(program, TargetOnly) and program.target != target:
+        return f"the example is for {program.target} only: {program.reason}"
+    return None

@@ -19,7 +19,7 @@ from typing import Any
 from offload_fixer import codes
 from offload_fixer import xla_messages as msg
 from offload_fixer.model import DEVICE, PINNED_HOST, Diagnostic, Report, XlaVerdict
-from offload_fixer.rules import backend_codes, get_rule
+from offload_fixer.rules import get_rule, rule_codes
 from offload_fixer.xla.agreement import compare
 from offload_fixer.xla.oracle import WITHOUT_HOST_COMPUTE, Oracle, module_text, oracle
 
@@ -100,9 +100,7 @@ def _confirmed(
         return replace(diagnostic, confirmed=said is not None, xla_message=said)
     if diagnostic.severity == "error":
         # A text several rules share names no one code: the diagnostic's is one of them.
-        same_code = last.code == diagnostic.code or (
-            last.code is None and diagnostic.code in backend_codes(last.message)
-        )
+        same_code = last.code == diagnostic.code or (last.code is None and diagnostic.code in rule_codes(last.message))
         agrees = last.outcome in ("rejected", "aborted") and same_code
         return replace(diagnostic, confirmed=agrees, xla_message=last.message or None)
     return diagnostic

@@ -300,6 +300,8 @@ def _verdict(target: str, compiler: str, answer: dict[str, Any]) -> XlaVerdict:
     if first is not None and first.code is not None and first.error_name:
         error_id = f"E{first.code}"
     code = first.diagnostic_code if first else None
+    if code is not None and outcome == "aborted" and _shared_check(message):
+        code = None
     if first is None and outcome in ("rejected", "aborted"):
         code = _backend_code(message)
     return XlaVerdict(
@@ -323,6 +325,14 @@ def _verdict(target: str, compiler: str, answer: dict[str, Any]) -> XlaVerdict:
             if w.diagnostic_code == codes.HOST_SLICE_NOT_MOVED_TO_DEVICE and w.instruction
         ),
     )
+
+
+def _shared_check(message: str) -> bool:
+    """Whether an abort's CHECK is the text of several rules, so that it names no one code (the
+    analysis's prediction and ``--confirm`` tell which)."""
+    from offload_fixer.rules import rule_codes
+
+    return len(rule_codes(message)) > 1
 
 
 def _backend_code(message: str) -> str | None:

@@ -45,19 +45,23 @@ def test_a_host_value_aliased_into_one_result_of_several_reaches_each(name, tpu_
     0.0.50.1 rejects a returned result the value is not aliased into too (error 1200), and the
     analysis says so (``XlaGeneration.custom_call_alias_reaches_every_result``); libtpu
     0.0.42.1 dies on a CHECK at the tuple's first element read or on the whole tuple's
-    layout, which the analysis does not predict (``run --confirm`` quotes it)."""
+    layout, which the analysis predicts as OFL1216 (``XlaGeneration.tpu_custom_call_tuple_alias_aborts``)."""
     mesh = jax.sharding.Mesh(jax.devices()[:1], ("x",))
     host = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(), memory_kind="pinned_host")
     cache = jax.ShapeDtypeStruct((8, 128), jnp.float32, sharding=host)
     x = jax.ShapeDtypeStruct((8, 128), jnp.float32, sharding=host.with_memory_kind("device"))
     lowered = jax.jit(STEPS[name]).trace(cache, x).lower(lowering_platforms=("tpu",))
     verdict = tpu_compiler.judge(lowered)
+    predicted = analyze(lowered, "tpu").predicted
     if jax_compat.xla_generation().custom_call_alias_reaches_every_result:
-        predicted = analyze(lowered, "tpu").predicted
         assert (verdict.outcome, verdict.code) == (predicted.outcome, predicted.code) == ("rejected", "OFL1200")
         assert verdict.instruction == predicted.instruction
     else:
-        assert verdict.outcome == "aborted"
+        assert verdict.outcome == predicted.outcome == "aborted"
+        assert predicted.code == "OFL1216"
+        # The line-98 CHECK is OFL1205's text too: that verdict names no one code.
+        shared = "host_offload_utils.cc:98]" in verdict.message
+        assert verdict.code == (None if shared else "OFL1216"), verdict.message
         assert "host_offload_utils.cc:98] Check failed: !tmp_shape_index.empty()" in verdict.message or (
             "host_offloader.cc:343] Check failed: output_shape.has_layout()" in verdict.message
         )

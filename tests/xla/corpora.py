@@ -33,6 +33,9 @@ class Program:
     """Platform (``tpu``/``cuda``) -> a ``Lowered`` or StableHLO text."""
     skip: Callable[[], str | None] = lambda: None
     """Why the installed JAX cannot build this program, if it cannot."""
+    skip_target: Callable[[str], str | None] = lambda target: None
+    """Why ``target``'s compiler cannot be given this program (a rule example that is a Pallas
+    TPU kernel, for ``gpu``), if it cannot."""
 
     @property
     def id(self) -> str:
@@ -138,6 +141,7 @@ def rule_examples() -> Iterator[Program]:
     """Every example of every rule page whose programs a compiler sees: ``OFL1200:invalid``,
     then ``OFL1200:invalid.2``, ..."""
     from offload_fixer.rules import all_rules
+    from offload_fixer.rules.examples import not_for
 
     for rule in all_rules():
         if rule.judged_by_jax:
@@ -152,6 +156,7 @@ def rule_examples() -> Iterator[Program]:
                         rule, kind, number, platform
                     ),
                     lambda rule=rule, kind=kind, number=number: _rule_example_skip(rule, kind, number),
+                    lambda target, rule=rule, kind=kind, number=number: not_for(getattr(rule, kind)[number], target),
                 )
 
 

@@ -175,9 +175,9 @@ def _update_cache(cache, x):
 def test_a_compiler_that_aborts_on_a_finding_is_quoted(tpu_compiler):
     """A host buffer aliased into one element of a kernel's tuple of outputs: XLA's host
     offloader follows it with the operand's (empty) shape index, and at the tuple's element read
-    libtpu 0.0.42.1 fails ``host_offload_utils.cc:98``'s CHECK and the compiling process dies;
-    libtpu 0.0.50.1 gives error 1200. ``--confirm`` quotes the CHECK where the compiler died,
-    leaving the finding unconfirmed, rather than saying the compiler does not report it."""
+    libtpu 0.0.42.1 fails ``host_offload_utils.cc:98``'s CHECK and the compiling process dies
+    (OFL1216, which ``--confirm`` confirms by that CHECK, the text OFL1205's loop condition
+    shares); libtpu 0.0.50.1 gives error 1200."""
     if not jax_compat.host_memory_on_this_backend():
         pytest.skip("needs pinned_host shardings on the CPU backend")
     mesh = jax.sharding.Mesh(jax.devices()[:1], ("x",))
@@ -185,9 +185,11 @@ def test_a_compiler_that_aborts_on_a_finding_is_quoted(tpu_compiler):
     cache = jax.ShapeDtypeStruct((8, 128), jnp.float32, sharding=host)
     x = jax.ShapeDtypeStruct((8, 128), jnp.float32, sharding=host.with_memory_kind("device"))
     lowered = jax.jit(_update_cache).trace(cache, x).lower(lowering_platforms=("tpu",))
-    (finding,) = confirm(offload_fixer.analyze(lowered, "tpu"), lowered, tpu_compiler).by_code("OFL1200")
+    confirmed = confirm(offload_fixer.analyze(lowered, "tpu"), lowered, tpu_compiler)
     if tpu_compiler.compiler == "libtpu 0.0.42.1":
-        assert not finding.confirmed
+        (finding,) = confirmed.by_code("OFL1216")
+        assert finding.confirmed and finding.message.startswith("libtpu 0.0.42.1 aborts compiling this")
         assert "host_offload_utils.cc:98] Check failed: !tmp_shape_index.empty()" in finding.xla_message
     else:
+        (finding,) = confirmed.by_code("OFL1200")
         assert finding.confirmed and "E1200" in finding.xla_message

@@ -76,6 +76,14 @@ libtpu's host-compute alias assigner on a loop dot mixing host and device memory
 plugin's host offloader on a loop condition computed from host memory (up to jaxlib 0.11)."""
 
 
+def _names(verdict, code: str) -> bool:
+    """Whether the verdict is ``code``'s: its code, or a CHECK whose text several rules share
+    (libtpu 0.0.42.1's ``host_offload_utils.cc:98``: OFL1205, OFL1216), ``code`` among them."""
+    from offload_fixer.rules import rule_codes
+
+    return verdict.code == code or (verdict.code is None and code in rule_codes(verdict.message))
+
+
 def probe_named(name: str) -> probes.Probe:
     probe = next(probe for probe in probes.PROBES if probe.name == name)
     reason = probes.skip_reason(probe)
@@ -91,7 +99,7 @@ def test_a_compiler_that_aborts_is_reported_and_replaced(judge):
     if name == "while_condition_on_host" and not jax_compat.xla_generation().while_condition_on_host_aborts:
         pytest.skip(f"no program is known to abort {judge.compiler}")
     verdict = judge.judge(probes.lower(probe_named(name), PLATFORMS[judge.target]))
-    assert verdict.outcome == "aborted" and verdict.code == code
+    assert verdict.outcome == "aborted" and _names(verdict, code)
     assert "Check failed" in verdict.message
     assert judge.judge(lower(lambda x: x + 1, vector(), platform=PLATFORMS[judge.target])).outcome == "compiled"
 
@@ -102,7 +110,7 @@ def test_a_loop_condition_computed_from_host_memory_is_error_1205(judge):
     lowered = probes.lower(probe_named("while_condition_on_host"), PLATFORMS[judge.target])
     verdict = judge.judge(lowered)
     predicted = analyze(lowered, judge.target).predicted
-    assert verdict.code == predicted.code == "OFL1205"
+    assert predicted.code == "OFL1205" and _names(verdict, "OFL1205")
     assert (predicted.outcome, predicted.instruction) == (verdict.outcome, verdict.instruction)
     if jax_compat.xla_generation().while_condition_on_host_aborts:
         assert verdict.outcome == "aborted" and "Check failed" in verdict.message
