@@ -17,6 +17,7 @@ from libcst.codemod.visitors import AddImportsVisitor
 from libcst.metadata import CodeRange, PositionProvider
 
 from offload_fixer import jax_compat
+from offload_fixer.code_style import CodeStyle
 from offload_fixer.codemods import sharding_exprs as sx
 from offload_fixer.codemods.pytree_source import child_at, no_part_at, returned_values
 from offload_fixer.codemods.source_facts import (
@@ -81,17 +82,20 @@ class FixCommand(CodemodCommand):
         line_map: Callable[[int], int] | None = None,
         reference_count: Callable[[str], int] | None = None,
         facts: SourceFacts | None = None,
+        style: CodeStyle | None = None,
         **flags: Any,
     ) -> None:
         """``line_map``/``reference_count``: the module is an excerpt of a file (see
         ``SourceFacts.collect``); lines in targets, edits and messages are the file's.
         ``facts``: collected already (with the same ``line_map`` and ``reference_count``) from
         the module this command will transform; a dry run of several commands over one module
-        then resolves positions and walks it once, not once per command."""
+        then resolves positions and walks it once, not once per command. ``style``: the
+        project's, whose quotes new string literals take (else most of the module's literals')."""
         super().__init__(context)
         self.line_map = line_map
         self.reference_count = reference_count
         self.known_facts = facts
+        self.style = style
         self.standalone = target is None and not targets
         """Built from ``python -m libcst.tool codemod`` flags: a target that does not fit the
         file is reported through libcst (the file is skipped, with the reason), not ignored."""
@@ -193,7 +197,8 @@ class FixCommand(CodemodCommand):
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         # libcst types the resolved metadata as objects; PositionProvider's are CodeRanges
         positions = cast(Mapping[cst.CSTNode, CodeRange], self.metadata[PositionProvider])
-        self.facts = SourceFacts.collect(tree, positions, self.line_map, self.reference_count)
+        quote = self.style.quote if self.style is not None else None
+        self.facts = SourceFacts.collect(tree, positions, self.line_map, self.reference_count, quote)
         return self._transform(tree)
 
     def _transform(self, tree: cst.Module) -> cst.Module:

@@ -167,9 +167,11 @@ class SourceFacts:
         positions: Mapping[cst.CSTNode, CodeRange],
         line_map: Callable[[int], int] | None = None,
         reference_count: Callable[[str], int] | None = None,
+        quote: str | None = None,
     ) -> SourceFacts:
         """``line_map``: when ``module`` is an excerpt, its lines -> the file's, so that every
-        position (and every line a target gives) is a file line."""
+        position (and every line a target gives) is a file line. ``quote``: the project's for
+        new string literals; ``None``: the one most of the module's literals use."""
         if line_map is not None:
             positions = FileLines(positions, line_map)
         walker = _Walker(module, positions)
@@ -182,7 +184,7 @@ class SourceFacts:
             functions=walker.functions,
             jit_calls=walker.jit_calls,
             device_puts=walker.device_puts,
-            quote="'" if walker.single_quoted > walker.double_quoted else '"',
+            quote=quote or ("'" if walker.single_quoted > walker.double_quoted else '"'),
             inline_calls=walker.inline_calls,
             reference_count=reference_count,
         )

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import libcst as cst
 from libcst.codemod import CodemodContext
 
+from offload_fixer.code_style import CodeStyle, code_style_for
 from offload_fixer.codemods.fix_command import FixCommand
 from offload_fixer.codemods.source_facts import SourceFacts
 from offload_fixer.codemods.targets import FunctionTarget
@@ -36,6 +37,7 @@ from offload_fixer.fixes.errors import (
 )
 from offload_fixer.fixes.excerpt import Excerpt, FileOutline
 from offload_fixer.fixes.introduced_names import unbound_reads
+from offload_fixer.fixes.layout import wrap_long_lines
 from offload_fixer.fixes.no_ops import no_op_statements
 from offload_fixer.fixes.plan_sources import Job
 from offload_fixer.fixes.planner import FixPlan
@@ -169,13 +171,14 @@ def fix_text(
     (:func:`verify`, in ``encoding``; ``original``, the bytes ``text`` was decoded from, tells a
     fix that breaks the file from a file that was broken). Raises a :class:`FixError`."""
     jobs = tuple(job for plan in plans for job in plan.jobs)
-    key = (path, text, jobs, encoding, original, max_passes)
+    style = code_style_for(path)
+    key = (path, text, jobs, encoding, original, max_passes, style)
     with _recent_fixes_lock:
         found = _recent_fixes.get(key)
         if found is not None:
             _recent_fixes.move_to_end(key)
             return found
-    new_text, passes = _fix_text(path, text, jobs, encoding, original, max_passes)
+    new_text, passes = _fix_text(path, text, jobs, encoding, original, max_passes, style)
     with _recent_fixes_lock:
         _recent_fixes[key] = (new_text, passes)
         while len(_recent_fixes) > 16:
@@ -184,12 +187,18 @@ def fix_text(
 
 
 def _fix_text(
-    path: str, text: str, jobs: Sequence[Job], encoding: str, original: bytes | None, max_passes: int
+    path: str,
+    text: str,
+    jobs: Sequence[Job],
+    encoding: str,
+    original: bytes | None,
+    max_passes: int,
+    style: CodeStyle | None,
 ) -> tuple[str, int]:
     view = libcst_view(text)  # what libcst prints back as it is (form feeds in indentation cut)
     try:
         new_view, changed, passes = call_allowing_deep_recursion(
-            lambda: fix_source_to_fixpoint(FileOutline.of(path, view), jobs, max_passes)
+            lambda: fix_source_to_fixpoint(FileOutline.of(path, view), jobs, max_passes, style)
         )
     except RecursionError as exc:
         raise _too_deep(path) from exc
@@ -257,13 +266,13 @@ def _too_deep(path: str) -> SourceSyntaxError:
 
 
 def fix_source_to_fixpoint(
-    source: FileOutline, jobs: Sequence[Job], max_passes: int = MAX_PASSES
+    source: FileOutline, jobs: Sequence[Job], max_passes: int = MAX_PASSES, style: CodeStyle | None = None
 ) -> tuple[str, list[str], int]:
     """:func:`fix_to_fixpoint` on the statements the jobs need (an excerpt of the file), spliced
     back: (new text, the new text of each changed chunk, passes)."""
     excerpt = source.excerpt_for(target for _, target in jobs)
     local = [(codemod, target.remapped(excerpt.excerpt_line)) for codemod, target in jobs]
-    fixed, passes = fix_to_fixpoint(source.path, excerpt.module, local, max_passes, source.reference_count)
+    fixed, passes = fix_to_fixpoint(source.path, excerpt.module, local, max_passes, source.reference_count, style)
     if fixed is excerpt.module:
         return source.text, [], passes
     text, changed = excerpt.splice(fixed)
@@ -343,9 +352,13 @@ def fix_to_fixpoint(
     jobs: Sequence[Job],
     max_passes: int = MAX_PASSES,
     reference_count: Callable[[str], int] | None = None,
+    style: CodeStyle | None = None,
 ) -> tuple[cst.Module, int]:
     """Run the (codemod, target) jobs until a whole pass leaves the module unchanged;
     returns the module and the number of passes (2 when the fixes apply and then hold).
+    ``style``: the project's (:mod:`offload_fixer.code_style`): the quotes of the strings the
+    fixes write, and the line length the lines they made are wrapped to once they hold
+    (:mod:`~offload_fixer.fixes.layout`).
 
     Each pass runs each codemod once over the file with all of its targets. Targets carry
     line numbers of the analysed text; before each run they are moved to where those lines
@@ -367,13 +380,19 @@ def fix_to_fixpoint(
                 targets = [t.remapped(lines) for t in targets]
             # the facts of a module the last codemod left unchanged are handed on: collected once per confirming pass
             known = facts if facts is not None and facts.module is current else None
-            run = codemod(CodemodContext(filename=path), targets=targets, reference_count=reference_count, facts=known)
+            run = codemod(
+                CodemodContext(filename=path),
+                targets=targets,
+                reference_count=reference_count,
+                facts=known,
+                style=style,
+            )
             fixed = run.transform_module(current)
             facts = getattr(run, "facts", None)
             if fixed is not current:
                 current, code = fixed, fixed.code
         if code == before:
-            return current, passes
+            return (wrap_long_lines(original, current, style) if style is not None else current), passes
     raise FixNotConvergedError(path, f"the fixes still changed the file after {max_passes} passes; nothing was written")
 
 

@@ -5,7 +5,9 @@ Each ``NAME.before.py`` carries its case in a header, as LibCST's ``assertCodemo
 input beside what is expected of it: one ``# fix: CODEMOD {target fields as JSON}`` line per
 edit, the fields of that codemod's own target (``TARGET``; ``jax_version`` picks the
 spelling), ``# safety:`` with the expected safety of each edit made in the first pass, in
-order, and ``# ---``. Line numbers count the lines below the
+order, optionally ``# style: {"line_length": 80, "quote": "'"}`` (the project's code style,
+as ``offload_fixer.code_style`` reads it: the lines the fix makes are wrapped to it, the
+strings it adds take its quotes), and ``# ---``. Line numbers count the lines below the
 header. Each case applies its targets the way ``offload_fixer.fixes.apply`` does: to a
 fixpoint, so the second pass proving nothing changes is part of every case. The
 ``NAME.after.py`` files are the exact expected output.
@@ -13,6 +15,7 @@ fixpoint, so the second pass proving nothing changes is part of every case. The
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import re
@@ -24,6 +27,7 @@ import pytest
 from libcst.codemod import CodemodContext
 
 from offload_fixer import jax_compat
+from offload_fixer.code_style import CodeStyle
 from offload_fixer.codemods.eager_to_device import EagerToDeviceCommand
 from offload_fixer.codemods.fix_command import FixCommand
 from offload_fixer.codemods.host_output import HostOutputCommand
@@ -53,6 +57,7 @@ class Case:
     jobs: tuple[tuple[type[FixCommand], FunctionTarget], ...]
     safety: tuple[str, ...]
     """Expected safety of each edit made in the first pass, in order."""
+    style: CodeStyle | None
     source: str
     """The before text below the header."""
 
@@ -61,7 +66,7 @@ def read_case(name: str) -> Case:
     """The case a fixture's header holds, and the text below it."""
     header, sep, source = (FIXTURES / f"{name}.before.py").read_text().partition(HEADER_END)
     assert sep, f"{name}.before.py has no header ending in {HEADER_END!r}"
-    jobs, safety = [], ()
+    jobs, safety, style = [], (), None
     for line in header.splitlines():
         if line.startswith("# fix: "):
             command, _, fields = line.removeprefix("# fix: ").partition(" ")
@@ -72,8 +77,10 @@ def read_case(name: str) -> Case:
             jobs.append((codemod, codemod.TARGET(**target)))
         elif line.startswith("# safety: "):
             safety = tuple(line.removeprefix("# safety: ").split())
+        elif line.startswith("# style: "):
+            style = CodeStyle(**json.loads(line.removeprefix("# style: ")))
     assert jobs, f"{name}.before.py names no fix"
-    return Case(name, tuple(jobs), safety, source)
+    return Case(name, tuple(jobs), safety, style, source)
 
 
 CASES = sorted(p.name.removesuffix(".before.py") for p in FIXTURES.glob("*.before.py"))
@@ -82,7 +89,7 @@ CASES = sorted(p.name.removesuffix(".before.py") for p in FIXTURES.glob("*.befor
 def run_case(case: Case, source: str) -> tuple[str, int, list[str], set[int]]:
     """(fixed text, passes, safety of each edit, lines of the before text the edits are on)."""
     module = cst.parse_module(source)
-    fixed, passes = fix_to_fixpoint(case.fixture, module, case.jobs)
+    fixed, passes = fix_to_fixpoint(case.fixture, module, case.jobs, style=case.style)
     safeties, lines = [], set()
     for command, target in case.jobs:
         codemod = command(CodemodContext(), target=target)
@@ -109,9 +116,17 @@ def test_fixture(name: str) -> None:
 def test_fixture_changes_only_edited_lines(name: str) -> None:
     """The diff touches only lines an edit reports, and adds at most one line per edit
     (a new statement or argument line) plus the imports it needs; blank lines (the one before
-    a nested ``def`` a new statement lands above) do not count."""
+    a nested ``def`` a new statement lands above) do not count. Under a style, a line an edit
+    makes keeps to its length, and the edits unwrapped keep to the rest."""
     case = read_case(name)
     before = case.source
+    if case.style is not None:  # its lines wrapped: within the limit, else as unwrapped
+        wrapped, _, _, edit_lines = run_case(case, before)
+        old, new = split_lines(before), split_lines(wrapped)
+        for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+            assert tag == "equal" or set(range(i1 + 1, i2 + 1)) <= edit_lines
+            assert tag == "equal" or all(len(line.rstrip("\n")) <= case.style.line_length for line in new[j1:j2])
+        case = dataclasses.replace(case, style=None)
     after, _, safeties, edit_lines = run_case(case, before)
     old, new = split_lines(before), split_lines(after)
     changed: set[int] = set()

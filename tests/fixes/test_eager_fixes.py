@@ -30,19 +30,33 @@ CASES = {
     "scan_trajectory_strided": (
         "auto",
         "OFL1213",
-        ["        [round(float(x), 3) for x in jax.device_put(trajectory, jax.memory.Space.Device)[::40, 0]],"],
+        [  # 99 columns: wrapped to 88 (no ruff or black settings above it) as ruff format wraps it
+            "        [",
+            "            round(float(x), 3)",
+            "            for x in jax.device_put(trajectory, jax.memory.Space.Device)[::40, 0]",
+            "        ],",
+        ],
     ),
     "history_every_tenth": (
         "auto",
         "OFL1213",
-        ["every_10th = jax.device_put(history, jax.memory.Space.Device)[::10, 1]  # one column, every tenth step"],
+        [
+            "every_10th = jax.device_put(history, jax.memory.Space.Device)[",
+            "    ::10, 1",
+            "]  # one column, every tenth step",
+        ],
     ),
     "mean_of_host_leaves": (
         "auto",
         "OFL1200",
         [
-            '    print("mean of w:", float(jax.device_put(params["w"], jax.memory.Space.Device).mean()))',
-            '    print("mean of b:", float(jnp.mean(jax.device_put(params["b"], jax.memory.Space.Device))))',
+            "    print(",
+            '        "mean of w:", float(jax.device_put(params["w"], jax.memory.Space.Device).mean())',
+            "    )",
+            "    print(",
+            '        "mean of b:",',
+            '        float(jnp.mean(jax.device_put(params["b"], jax.memory.Space.Device))),',
+            "    )",
         ],
     ),
     "host_cache_element": (

@@ -32,7 +32,10 @@ def loss_fn(params, x, y):
 def entry(params, opt_state, x, y):
     loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
     count = opt_state["count"] + 1
-    mu, nu = jax.device_put(opt_state["mu"], jax.memory.Space.Device), jax.device_put(opt_state["nu"], jax.memory.Space.Device)
+    mu, nu = (
+        jax.device_put(opt_state["mu"], jax.memory.Space.Device),
+        jax.device_put(opt_state["nu"], jax.memory.Space.Device),
+    )
     mu = jax.tree.map(lambda m, g: B1 * m + (1 - B1) * g, mu, grads)
     nu = jax.tree.map(lambda v, g: B2 * v + (1 - B2) * g * g, nu, grads)
     step = count.astype(jnp.float32)

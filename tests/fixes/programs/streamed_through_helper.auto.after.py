@@ -23,7 +23,11 @@ def step(state, x):
     return next_state(state, params), jnp.sum(x)
 
 
-entry = jax.jit(step, in_shardings=({"params": DEVICE, "opt": HOST}, DEVICE), out_shardings=({"opt": HOST, "params": None}, None))
+entry = jax.jit(
+    step,
+    in_shardings=({"params": DEVICE, "opt": HOST}, DEVICE),
+    out_shardings=({"opt": HOST, "params": None}, None),
+)
 
 
 def _values():
