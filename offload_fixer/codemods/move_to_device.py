@@ -723,6 +723,12 @@ def _with_inserted(
     out: list[cst.BaseStatement] = []
     for index, statement in enumerate(body):
         inserted = [new for at, new in pending if at == index]
+        first = inserted[0] if inserted else None
+        if isinstance(first, cst.SimpleStatementLine) and isinstance(
+            statement, (cst.SimpleStatementLine, cst.If, cst.For, cst.While, cst.With, cst.Try)
+        ):  # the blank lines and comments above the statement stay above it, the move first below them
+            inserted[0] = first.with_changes(leading_lines=[*statement.leading_lines, *first.leading_lines])
+            statement = statement.with_changes(leading_lines=())
         out.extend(inserted)
         out.append(_apart(statement) if inserted else statement)
     out.extend(new for at, new in pending if at >= len(body))
