@@ -22,6 +22,20 @@ machine without a GPU, whatever ``JAX_PLATFORMS`` says: every JAX program prints
 user without the plugin never sees it, and it is not offload-fixer's output."""
 
 
+RUNS_JAX = frozenset({"run", "fix", "explain", "doctor"})
+"""The commands that import JAX (``check``, ``rules`` and ``lsp`` never do: tests/test_cli_imports.py)."""
+jax_free_test: str | None = None
+"""The ``jax_independent`` test running now (tests/conftest.py), which must not start them."""
+
+
+def _refuse_jax_in_a_jax_free_test(args: tuple[str, ...]) -> None:
+    if jax_free_test is not None and args and args[0] in RUNS_JAX:
+        raise AssertionError(
+            f"{jax_free_test} runs `offload-fixer {args[0]}`, which imports JAX, but runs only in some environments "
+            "(JAX_INDEPENDENT in tests/conftest.py): mark it @pytest.mark.jax_dependent"
+        )
+
+
 def without_plugin_noise(text: str) -> str:
     return PLUGIN_NOISE.sub("", text)
 
@@ -42,6 +56,7 @@ def environment(**extra: str) -> dict[str, str]:
 def offload_fixer(
     *args: str, cwd: Path = REPO, stdin: str | None = None, timeout: float = 600, **env: str
 ) -> subprocess.CompletedProcess:
+    _refuse_jax_in_a_jax_free_test(args)
     proc = subprocess.run(
         [*command(), *args],
         cwd=cwd,
@@ -69,6 +84,7 @@ def in_terminal(
     interactive shell; returns the exit status and everything the terminal received (``raw``:
     the plugins' noise too). ``unset``: variables of the test's environment the command must
     not see (``JAX_PLATFORMS``, as on a user's machine)."""
+    _refuse_jax_in_a_jax_free_test(args)
     import errno
     import fcntl
     import select

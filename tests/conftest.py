@@ -239,12 +239,19 @@ class JaxWork:
 def jax_independent_runs_no_jax(request: pytest.FixtureRequest):
     """A ``jax_independent`` test skips two of the four JAX versions: one that imports JAX or
     traces, lowers or compiles with it in the test process would not be run where its result can
-    differ, so it fails, naming the mark it needs (a program it starts is not seen here)."""
+    differ, so it fails, naming the mark it needs; so does one that starts a command that imports
+    JAX through :mod:`tests.cli_support` (a program started otherwise is not seen here)."""
     if request.node.get_closest_marker("jax_independent") is None:
         yield
         return
+    from tests import cli_support
+
     before = JaxWork.so_far()
-    yield
+    cli_support.jax_free_test = request.node.nodeid
+    try:
+        yield
+    finally:
+        cli_support.jax_free_test = None
     after = JaxWork.so_far()
     if after is not None and (before is None or after > before):
         did = "imported JAX" if before is None else f"traced, lowered or compiled with JAX ({after - before} times)"

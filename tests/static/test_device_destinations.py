@@ -41,6 +41,7 @@ def test_check_reports_the_device_destination_at_its_literal(program: str) -> No
     assert finding["source"] == "static"
 
 
+@pytest.mark.jax_dependent  # `run` traces the program under the installed JAX
 @pytest.mark.parametrize("command", ["check", "run"])
 @pytest.mark.parametrize("program", sorted(PROGRAMS))
 def test_the_fix_spells_pinned_host_and_the_program_then_offloads(program: str, command: str, tmp_path: Path) -> None:
