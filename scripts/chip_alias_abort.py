@@ -165,16 +165,20 @@ def main(argv: list[str]) -> int:
         if unknown:
             print(f"unknown programs: {', '.join(unknown)}; known: {', '.join(NAMES)}", file=sys.stderr)
         return 2
-    import jax
-
     out = Path(argv[0])
+    # The device is read in a process of its own: a process that opened the TPU holds it, and
+    # the programs' processes would find it in use.
+    probe = "import jax; d = jax.devices()[0]; print(jax.__version__, d.platform, d.device_kind, sep='\\n')"
+    version, platform, device_kind = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout.splitlines()[-3:]
     record = {
         "date": datetime.date.today().isoformat(),
-        "jax": jax.__version__,
+        "jax": version,
         "jaxlib": _version("jaxlib"),
         "libtpu": _version("libtpu", "libtpu-nightly"),
-        "device_kind": jax.devices()[0].device_kind,
-        "platform": jax.devices()[0].platform,
+        "device_kind": device_kind,
+        "platform": platform,
         "programs": {},
     }
     for name in argv[1:] or NAMES:

@@ -12,12 +12,6 @@ POLICY_DESTINATION_POSITIONS = {"offload_dot_with_no_batch_dims": 1, "Offloadabl
 """Offload policies (and ``Offloadable``) whose destination is a positional argument, and its index."""
 
 
-DEVICE_DESTINATION = r"""dst\s*=\s*["']device["']|["']device["']\s*,\s*["']device["']"""
-"""A policy's destination in device memory as text spells it (``offload_dst="device"``,
-``dst='device'``, ``offload_dot_with_no_batch_dims("device", "device")``): the files the check
-reads for OFL1211's destinations. One bound to a name elsewhere is left to ``run``."""
-
-
 def policy_destinations(call: cst.Call) -> list[cst.BaseExpression]:
     """The destinations a remat offload policy call names: ``offload_dst=``/``dst=``, or the
     positional destination of ``offload_dot_with_no_batch_dims``/``Offloadable``."""

@@ -45,12 +45,12 @@ from offload_fixer.source.checkpoint_names import (
     tag_of,
 )
 from offload_fixer.source.offload_policies import (
-    DEVICE_DESTINATION,
     POLICY_DESTINATION_KEYWORDS,
     POLICY_DESTINATION_POSITIONS,
     policy_destinations,
 )
 
+from .prefilter import DEVICE_DESTINATION
 from .scopes import NotCut
 from .source import ParsedSource
 

@@ -27,7 +27,6 @@ import re
 
 from offload_fixer import jax_compat
 from offload_fixer.model import PINNED_HOST, UNPINNED_HOST
-from offload_fixer.source.offload_policies import DEVICE_DESTINATION
 
 from .names import JIT, import_binding
 
@@ -40,6 +39,10 @@ HOST_SPELLING_BYTES = re.compile(HOST_SPELLING.pattern.encode())
 _PINNED_HOST_BYTES = PINNED_HOST.encode()
 _HOST_MEMBERS_BYTES = tuple(member.encode() for member in HOST_MEMBERS)
 _UNPINNED_HOST_BYTES = UNPINNED_HOST.encode()
+DEVICE_DESTINATION = r"""dst\s*=\s*["']device["']|["']device["']\s*,\s*["']device["']"""
+"""A policy's destination in device memory as text spells it (``offload_dst="device"``,
+``dst='device'``, ``offload_dot_with_no_batch_dims("device", "device")``): the files the check
+reads for OFL1211's destinations. One bound to a name elsewhere is left to ``run``."""
 _DEVICE_DESTINATION_BYTES = re.compile(DEVICE_DESTINATION.encode())
 _CHECKPOINT_NAME_BYTES = b"checkpoint_name"
 _OFFLOADED_NAMES_BYTES = b"names_which_can_be_offloaded"
