@@ -328,6 +328,7 @@ def fix_in_memory_then_write(
 
     Returns (what was written, the findings now: of the fixed text where it was written, as
     analysed elsewhere, and every finding seen on the way, for ``--show-fixes``)."""
+    from offload_fixer.findings import resolved_by
     from offload_fixer.fixes import FixError
     from offload_fixer.fixes.apply import write_fixed
     from offload_fixer.report import primary_span
@@ -339,7 +340,7 @@ def fix_in_memory_then_write(
     analysed: dict[str, bytes] = {}
     current: dict[str, bytes] = {}
     fixed: dict[str, Any] = {}
-    refused: set[str] = set()
+    refused: dict[str, Any] = {}
     failure: ExitCode | None = None
     resolved: list[Diagnostic] = []
     seen = list(diagnostics)
@@ -358,7 +359,7 @@ def fix_in_memory_then_write(
         changed = False
         for result in run.results:
             if result.error is not None:
-                refused.add(result.path)
+                refused.setdefault(result.path, result)
             elif result.changed:
                 analysed.setdefault(result.path, result.old_data)
                 current[result.path] = result.new_data
@@ -385,13 +386,20 @@ def fix_in_memory_then_write(
             )
             failure = worse_failure(failure, _FIX_ERROR_CODES.get(type(error).__name__, ExitCode.FIX_REFUSED))
             unwritten.add(path)
+            plans = fixed[path].applied
+            refused[path] = dataclasses.replace(refuse(path, error), skipped=tuple((p, error.message) for p in plans))
             continue
         written.append(dataclasses.replace(fixed[path], diff=diff, written=True))
+    # A file left unwritten leaves every finding its fixes removed in memory, in any file
+    # (a jit site's OFL1200 fixed in the module of its function).
+    left = {d for path in unwritten for plan in fixed[path].applied for d in resolved_by(plan, diagnostics)}
     now = [d for d in latest if path_of(d) not in unwritten]
-    now += [d for d in diagnostics if path_of(d) in unwritten]
+    now += [d for d in diagnostics if path_of(d) in unwritten or d in left]
     kept = {r.path for r in written}
-    done = FixRun(written, [d for d in dict.fromkeys(resolved) if path_of(d) in kept], failure)
-    return done, now, seen
+    resolved = [d for d in dict.fromkeys(resolved) if path_of(d) in kept and d not in left]
+    # the refusals stay in the results: a finding whose fix was refused is not marked [*]
+    done = FixRun(written + list(refused.values()), resolved, failure)
+    return done, list(dict.fromkeys(now)), seen
 
 
 def _with_expected_hash(plan, expected: dict[str, str]):

@@ -117,7 +117,8 @@ def check_paths(
     that checking again after a fix parses only the statements the fix changed. ``results``:
     the results of earlier runs (:class:`~offload_fixer.static.cache.ResultCache`), read for
     each file whose check they still answer, and written for each file checked anew. ``texts``: a
-    file's content (a notebook's: its program) as fixed in memory, checked instead of the file.
+    file's content (a notebook's: its program) as fixed in memory, checked instead of the file
+    (keyed by any spelling of its path).
 
     ``settings_for(path)``: each file's own settings (its nearest ``[tool.offload-fixer]``):
     their target and JAX version replace ``target``/``jax_version``, and a file or directory
@@ -129,6 +130,8 @@ def check_paths(
         jax_compat.check_modelled(jax_version)
     default = (normalize_target(target), jax_version)
     paths = [os.fspath(p) for p in paths]
+    if texts:  # a walk spells a path as it goes (``./pkg/a.py``), a finding as it shows it
+        texts = {os.path.abspath(path): data for path, data in texts.items()}
     roots = tuple(p for p in paths if is_directory(p))
     manifest = results.manifest() if results is not None else None
     project = Project(roots, snapshot=True, manifest=manifest)
@@ -178,8 +181,8 @@ def _check_walked(
             file_target, file_jax_version = normalize_target(settings.target), settings.jax_version
             python = settings.python
         try:
-            if texts and path in texts:
-                data: bytes | TextFacts | StaticResult = texts[path]
+            if texts and os.path.abspath(path) in texts:
+                data: bytes | TextFacts | StaticResult = texts[os.path.abspath(path)]
             elif path.endswith(NOTEBOOK_SUFFIX):
                 data = notebook_program(path, results) if manifest is None else notebook_facts(path, results, manifest)
             elif manifest is not None:
@@ -220,7 +223,9 @@ def _check_walked(
     unvalidated = {
         entry[1]
         for entry in selected
-        if isinstance(entry, tuple) and entry[1].endswith(NOTEBOOK_SUFFIX) and not (texts and entry[1] in texts)
+        if isinstance(entry, tuple)
+        and entry[1].endswith(NOTEBOOK_SUFFIX)
+        and not (texts and os.path.abspath(entry[1]) in texts)
     }
     if results is not None:  # what an earlier run found, where it still holds
         selected = [

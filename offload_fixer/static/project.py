@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import hashlib
 import os
 import re
 import sys
@@ -303,6 +304,7 @@ class Project:
         self._exists: dict[str, bool] = {}
         self._listings: dict[str, frozenset[str]] = {}
         self._remembered: dict[str, bytes] = {}
+        self._remembered_digests: dict[str, str] = {}
         self._consulted: Consulted | None = None
         self._listing_digests: dict[str, str] = {}
         self._project_roots: dict[str, tuple[str, ...]] = {}
@@ -380,6 +382,7 @@ class Project:
         key = os.path.abspath(path)
         if key in self._remembered and self._remembered[key] != data:
             self._facts.pop(key, None)
+            self._remembered_digests.pop(key, None)
             self._changed()
         self._remembered[key] = data
         facts = self._texts.get(key)
@@ -486,8 +489,16 @@ class Project:
         return None if cached is None else cached[1]
 
     def stamp(self, path: str) -> Any:
+        """What tells this module's text from another version of it, for an analysis kept
+        from an earlier check: its ``stat``, or the digest of the bytes remembered for it (a
+        text fixed in memory, checked again by a new project, has the stat of the file)."""
         key = os.path.abspath(path)
-        return "remembered" if key in self._remembered else _stamp(key)
+        if key not in self._remembered:
+            return _stamp(key)
+        digest = self._remembered_digests.get(key)
+        if digest is None:
+            digest = self._remembered_digests[key] = hashlib.sha256(self._remembered[key]).hexdigest()
+        return ("remembered", digest)
 
     # ------------------------------------------------------------------ modules
     def search_roots(self, path: str) -> list[str]:

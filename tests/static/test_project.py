@@ -338,6 +338,45 @@ def test_a_project_sees_a_module_edited_on_disk(tmp_path):
     assert flow(check_source(train.read_text(), str(train), jax_version=LEGACY, project=project)) == ()
 
 
+TRAIN = """\
+import jax, shardings, step
+f = jax.jit(step.train_step, in_shardings=(shardings.state_shardings(True), None))
+"""
+
+
+@pytest.mark.parametrize("spelling", ["shardings.py", "./shardings.py", "absolute"])
+def test_a_module_fixed_in_memory_is_read_as_fixed_by_its_importers(tmp_path, monkeypatch, spelling):
+    """``check --fix``'s later rounds: the same caches, and ``texts`` holding a module as fixed
+    in memory (its file unchanged, so its stat too), keyed as a finding names the file; the
+    walk of ``.`` spells it ``./shardings.py``. The module that imports it is checked against
+    the fixed text, and its findings carry that text's hash, as a check of the written file does."""
+    write(tmp_path, {"shardings.py": SHARDINGS, "step.py": STEP, "train.py": TRAIN})
+    monkeypatch.chdir(tmp_path)
+    caches: dict = {}
+
+    def found(texts=None) -> list:
+        return [d for r in check_paths(["."], jax_version=LEGACY, caches=caches, texts=texts) for d in flow(r)]
+
+    assert len(found()) == 2
+    fixed = SHARDINGS.replace("moments = HOST if offload else DEVICE", "moments = DEVICE").encode()
+    key = str(tmp_path / "shardings.py") if spelling == "absolute" else spelling
+    assert found({key: fixed}) == []
+    assert len(found()) == 2  # the file on disk, as it still is
+
+
+def test_a_remembered_text_is_stamped_by_its_bytes(tmp_path):
+    """An analysis kept from an earlier check is reused only where each module it read stamps
+    the same: a text remembered for a file (fixed in memory) stamps by its bytes, not its stat."""
+    path = str(tmp_path / "shardings.py")
+    Path(path).write_text(SHARDINGS)
+    first, second, same = Project(snapshot=True), Project(snapshot=True), Project(snapshot=True)
+    first.remember(path, SHARDINGS.encode())
+    second.remember(path, SHARDINGS.replace("pinned_host", "device").encode())
+    same.remember(path, SHARDINGS.encode())
+    assert first.stamp(path) != second.stamp(path)
+    assert first.stamp(path) == same.stamp(path)
+
+
 @pytest.mark.parametrize(
     "text, expected",
     [
