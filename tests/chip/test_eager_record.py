@@ -31,7 +31,7 @@ def codes_of(error: str) -> set[str]:
 
 def test_the_record_is_the_chips() -> None:
     assert "TPU v5" in RECORD["device_kind"]
-    assert (RECORD["jax"], RECORD["libtpu"], RECORD["date"]) == ("0.10.2", "0.0.42.1", "2026-12-06")
+    assert (RECORD["jax"], RECORD["libtpu"], RECORD["date"]) == ("0.10.2", "0.0.42.1", "2026-12-07")
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
