@@ -45,6 +45,11 @@ class ExitCode(enum.IntEnum):
     TERMINATED = 143, "terminated (128 + SIGTERM); a file being fixed is left as it was or fully fixed"
 
 
+def worse_failure(first: ExitCode | None, second: ExitCode | None) -> ExitCode | None:
+    """A refused fix (5) outranks the other failures of fixing; else the first one."""
+    return ExitCode.FIX_REFUSED if ExitCode.FIX_REFUSED in (first, second) else (first or second)
+
+
 def describe() -> str:
     """One line per code, for ``--help``."""
     return "\n".join(f"{int(code)}  {code.meaning.replace('`', '')}" for code in ExitCode)

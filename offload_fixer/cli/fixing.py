@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from offload_fixer.cli.options import Console, Invocation, fail
-from offload_fixer.exit_codes import ExitCode
+from offload_fixer.exit_codes import ExitCode, worse_failure
 from offload_fixer.model import Diagnostic
 
 if TYPE_CHECKING:
@@ -304,11 +304,6 @@ def apply_fixes_per_file(
         combined.resolved += run.resolved
         combined.failure = worse_failure(combined.failure, run.failure)
     return combined
-
-
-def worse_failure(first: ExitCode | None, second: ExitCode | None) -> ExitCode | None:
-    """A refused fix (5) outranks the other failures of fixing; else the first one."""
-    return ExitCode.FIX_REFUSED if ExitCode.FIX_REFUSED in (first, second) else (first or second)
 
 
 def fix_in_memory_then_write(
