@@ -31,11 +31,9 @@ from offload_fixer.codes import UNPINNED_HOST_MEMORY
 from offload_fixer.model import DEVICE
 from offload_fixer.model import PINNED_HOST as PINNED
 from offload_fixer.model import UNPINNED_HOST as UNPINNED
-from offload_fixer.source.offload_policies import policy_destinations
+from offload_fixer.source.offload_policies import NO_OFFLOAD_DESTINATIONS, policy_destinations
 
 SHARED_REASON = "the sharding variable is used elsewhere too: every use moves to pinned_host memory"
-NOT_HOST_DESTINATIONS = (UNPINNED, DEVICE)
-"""Offload destinations through which a policy offloads nothing."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +92,7 @@ class PinHostMemoryCommand(FixCommand):
 
     def _pin_policy(self, line: int) -> None:
         literals = self._policy_destinations(line)
-        respelled = [node for node in literals if node.evaluated_value in NOT_HOST_DESTINATIONS]
+        respelled = [node for node in literals if node.evaluated_value in NO_OFFLOAD_DESTINATIONS]
         if not respelled:
             if any(node.evaluated_value == PINNED for node in literals):
                 self.already(f"the offload destination on line {line} is pinned_host already")
@@ -115,47 +113,38 @@ class PinHostMemoryCommand(FixCommand):
     def _policy_destinations(self, line: int) -> list[cst.SimpleString]:
         """The literal destinations of offload policies written on ``line``, else those of the
         policies called there, else of the one policy a name there is bound to
-        (``jax.checkpoint(f, policy=policy)``)."""
+        (``jax.checkpoint(f, policy=policy)``), else of the file's one policy to device memory
+        (``run`` reports such a policy where a value it offloads is tagged)."""
         facts = self.facts
-        on_line: list[cst.SimpleString] = []
-        calls: list[cst.Call] = []
+        policies: dict[cst.Call, list[cst.SimpleString]] = {}
         names: list[str] = []
 
         class Finder(cst.CSTVisitor):
-            def __init__(self) -> None:
-                super().__init__()
-                self.policies: list[cst.Call] = []
-
             def visit_Call(self, node: cst.Call) -> None:
-                destinations = [value for value in policy_destinations(node) if isinstance(value, cst.SimpleString)]
-                if destinations:
-                    self.policies.append(node)
-                on_line.extend(value for value in destinations if facts.line(value) == line)
-                if destinations and facts.line(node) == line:
-                    calls.append(node)
+                literals = [value for value in policy_destinations(node) if isinstance(value, cst.SimpleString)]
+                if literals:
+                    policies[node] = literals
                 names.extend(
                     arg.value.value
                     for arg in node.args
                     if isinstance(arg.value, cst.Name) and facts.line(arg.value) == line
                 )
 
-        finder = Finder()
-        facts.module.visit(finder)
+        facts.module.visit(Finder())
+        on_line = [value for literals in policies.values() for value in literals if facts.line(value) == line]
         if on_line:
             return on_line
-        if not calls:
-            for name in dict.fromkeys(names):
-                bound = facts.scope_chain_binding(name, facts.module_scope)
-                if bound is not None and isinstance(bound[0].value, cst.Call):
-                    calls.append(bound[0].value)
-        if not calls:  # reported where a value it offloads is tagged: the file's one policy to device
-            to_device = [call for call in finder.policies if _literal_destinations(call, DEVICE)]
-            calls = to_device if len(to_device) == 1 else []
-        return [value for call in calls for value in policy_destinations(call) if isinstance(value, cst.SimpleString)]
-
-
-def _literal_destinations(call: cst.Call, kind: str) -> list[cst.SimpleString]:
-    return [v for v in policy_destinations(call) if isinstance(v, cst.SimpleString) and v.evaluated_value == kind]
+        called = [call for call in policies if facts.line(call) == line]
+        if not called:
+            bound = (facts.scope_chain_binding(name, facts.module_scope) for name in dict.fromkeys(names))
+            values = (b[0].value for b in bound if b is not None)
+            called = [value for value in values if isinstance(value, cst.Call) and value in policies]
+        if not called:
+            to_device = [
+                call for call, literals in policies.items() if any(v.evaluated_value == DEVICE for v in literals)
+            ]
+            called = to_device if len(to_device) == 1 else []
+        return [value for call in called for value in policies[call]]
 
 
 def _destination(call: cst.Call) -> cst.BaseExpression | None:

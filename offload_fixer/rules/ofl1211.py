@@ -72,6 +72,8 @@ PIN_DESTINATION_WHY = ToolMessage(
     "Spell the policy's destination 'pinned_host': the residuals it matches are then offloaded, as "
     "the policy was written to do. Values are unchanged; host memory holds the residuals.",
 )
+PIN_DESTINATION = FixOption("host", PIN_DESTINATION_TITLE.format(), PIN_DESTINATION_WHY.format())
+"""The remedy of a policy whose destination is device memory, in both engines."""
 POLICY_NAMES_NOT_RESIDUALS = ToolMessage(
     codes.OFFLOAD_DOES_NOTHING,
     "The values this remat policy offloads ({names}) are never residuals: the checkpointed function "
@@ -255,7 +257,7 @@ def from_policy(d: Diagnoser, policy: RematPolicy) -> Iterator[Diagnostic]:
         message = POLICY_NEVER_DIFFERENTIATED.format()
     elif policy.destination is not None and policy.destination not in HOST_KINDS:
         message = POLICY_DESTINATION_NOT_HOST.format(destination=policy.destination)
-        fixes = (FixOption("host", PIN_DESTINATION_TITLE.format(), PIN_DESTINATION_WHY.format()),)
+        fixes = (PIN_DESTINATION,)
     elif untagged:
         close = [match for name in policy.offload_names or () for match in close_tags(name, policy.tagged_names)[:1]]
         hint = f" (did you mean {', '.join(repr(name) for name in dict.fromkeys(close))}?)" if close else ""

@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import libcst as cst
 
+from offload_fixer.model import DEVICE, UNPINNED_HOST
 from offload_fixer.source.bindings import last_name
 
 POLICY_DESTINATION_KEYWORDS = ("offload_dst", "dst")
 POLICY_DESTINATION_POSITIONS = {"offload_dot_with_no_batch_dims": 1, "Offloadable": 1}
 """Offload policies (and ``Offloadable``) whose destination is a positional argument, and its index."""
+
+
+NO_OFFLOAD_DESTINATIONS = (UNPINNED_HOST, DEVICE)
+"""Destinations through which a policy offloads nothing: JAX types ``unpinned_host`` as device
+memory (OFL1204), and ``device`` is where the residuals already are (OFL1211)."""
 
 
 def policy_destinations(call: cst.Call) -> list[cst.BaseExpression]:

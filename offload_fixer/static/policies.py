@@ -28,8 +28,7 @@ from offload_fixer.model import DEVICE, UNPINNED_HOST, Diagnostic, FixOption, Or
 from offload_fixer.rules import get_rule
 from offload_fixer.rules.ofl1204 import PIN_HOST_MEMORY, UNPINNED_POLICY
 from offload_fixer.rules.ofl1211 import (
-    PIN_DESTINATION_TITLE,
-    PIN_DESTINATION_WHY,
+    PIN_DESTINATION,
     POLICY_DESTINATION_NOT_HOST,
     POLICY_NAMES_UNTAGGED,
     RENAME_TITLE,
@@ -45,6 +44,7 @@ from offload_fixer.source.checkpoint_names import (
     tag_of,
 )
 from offload_fixer.source.offload_policies import (
+    NO_OFFLOAD_DESTINATIONS,
     POLICY_DESTINATION_KEYWORDS,
     POLICY_DESTINATION_POSITIONS,
     policy_destinations,
@@ -252,7 +252,7 @@ def _to_device(span: Span, target: str, source_sha256: str | None) -> Diagnostic
         explanation=WHY_POLICY,
         origin=Origin("offload_policy", DEVICE, span, key=f"policy:{span}"),
         span=span,
-        fixes=(FixOption("host", PIN_DESTINATION_TITLE.format(), PIN_DESTINATION_WHY.format()),),
+        fixes=(PIN_DESTINATION,),
         source="static",
         source_sha256=source_sha256,
     )
@@ -276,12 +276,11 @@ def _literal(value: cst.BaseExpression, bindings: dict[str, list]) -> cst.Simple
     if len(values) != 1:
         return None
     (literal,) = values
-    return literal if _is_unpinned(literal) else None
-
-
-def _is_unpinned(value: Any) -> bool:
-    """A destination literal through which a policy offloads nothing."""
-    return isinstance(value, cst.SimpleString) and value.evaluated_value in (UNPINNED_HOST, DEVICE)
+    return (
+        literal
+        if isinstance(literal, cst.SimpleString) and literal.evaluated_value in NO_OFFLOAD_DESTINATIONS
+        else None
+    )
 
 
 NAMES_SPELLING = re.compile("|".join(map(re.escape, (OFFLOADED_NAMES_KEYWORD, *NAME_POLICIES, TAGGING))))
