@@ -49,8 +49,7 @@ class RealPaths:
     of ``check``): a path whose last part is no symlink is its directory's real path (resolved
     once, then remembered) joined with its name, so a tree of thousands of files costs one
     ``lstat`` per file and one resolution per directory, not one ``lstat`` per part of every
-    path. A symlinked file, and a path ending in ``.``/``..``, are resolved whole.
-    """
+    path. A symlinked file, and a path ending in ``.``/``..``, are resolved whole."""
 
     def __init__(self) -> None:
         self._known: dict[str, str] = {}
